@@ -1,0 +1,96 @@
+/*
+ * Internal objects behind the public handles: context, worker, endpoint.
+ * Layering: api/ includes framework/; framework/ never includes api/.
+ */
+#ifndef AXON_INT_H
+#define AXON_INT_H
+
+#include "axon.h"
+#include "component.h"
+#include "config.h"
+#include "list.h"
+#include "loader.h"
+#include "mpool.h"
+#include "select.h"
+#include "tag_match.h"
+
+/* Options every context reads (declared in context.c's table). */
+typedef struct axon_global_opts {
+    unsigned                 log_level;
+    char                    *log_file;
+    axon_config_allow_list_t tls;
+    axon_config_allow_list_t net_devices;
+    axon_config_names_t      component_path;
+    int                      warn_unused_env;
+    size_t                   bcopy_thresh;
+    unsigned                 tag_hash_bits;
+    unsigned                 max_unexp_pool;
+} axon_global_opts_t;
+
+extern const axon_config_entry_t axon_global_config_table[];
+
+struct axon_context {
+    axon_global_opts_t      opts;
+    uint32_t                features;
+    axon_component_set_t    comps;
+    axon_select_resource_t *rscs;       /* resources admitted by AXON_TLS/NET_DEVICES */
+    unsigned                num_rscs;
+};
+
+/* One transport interface opened on a worker. */
+typedef struct axon_worker_iface {
+    axon_iface_t                 *iface;
+    const axon_select_resource_t *rsc;
+} axon_worker_iface_t;
+
+#define AXON_RX_FRAG_BUCKETS 64
+
+struct axon_worker {
+    axon_context_h       context;
+    uint64_t             uuid;
+    axon_worker_iface_t *ifaces;
+    unsigned             num_ifaces;
+    axon_am_handler_t    am_handlers[AXON_AM_ID_MAX];
+    axon_mpool_t         req_mp;
+    axon_mpool_t         unexp_mp;        /* small unexpected messages */
+    axon_mpool_t         frag_mp;         /* reassembly of multi-fragment messages */
+    axon_tag_match_t     tm;
+    axon_list_link_t     eps;             /* every open endpoint */
+    axon_list_link_t     pending_eps;     /* endpoints with queued sends */
+    axon_list_link_t     deferred;        /* completed requests awaiting their callback */
+    axon_list_link_t     rx_frags[AXON_RX_FRAG_BUCKETS];
+    uint64_t             next_msg_id;
+    int                  in_progress;     /* >0 inside axon_worker_progress */
+};
+
+/* A transport endpoint used by an axon endpoint, with its limits cached. */
+typedef struct axon_lane {
+    axon_tl_ep_t           *tl_ep;
+    const axon_iface_ops_t *ops;
+    const axon_resource_t  *resource;
+    size_t                  max_short;
+    size_t                  max_bcopy;
+} axon_lane_t;
+
+struct axon_ep {
+    axon_worker_h    worker;
+    axon_list_link_t link;          /* in worker->eps */
+    axon_list_link_t pending_link;  /* in worker->pending_eps while sends are queued */
+    axon_list_link_t pending;       /* queued send requests, in send order */
+    /*
+     * Every eager message rides the AM lane, so messages to one peer keep
+     * their order; the bulk lane is for rendezvous data.
+     */
+    axon_lane_t      am_lane;
+    axon_lane_t      bulk_lane;
+    size_t           eager_short_max;  /* payload that fits one short AM */
+    size_t           eager_bcopy_max;  /* payload that fits one bcopy AM */
+    axon_request_h   close_req;        /* set while a flushing close waits */
+};
+
+/* Worker internals used across api/ files */
+void axon_worker_ep_pending_add(axon_worker_h worker, axon_ep_h ep);
+void axon_ep_destroy_now(axon_ep_h ep);
+int  axon_ep_progress_pending(axon_ep_h ep);
+
+#endif

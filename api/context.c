@@ -1,0 +1,231 @@
+/* Context: configuration, components, and the transports the job may use. */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+#include "axon_int.h"
+#include "log.h"
+
+static const char *const axon_log_level_names[] = {
+    "error", "warn", "info", "debug", "trace", NULL
+};
+
+#define AXON_GLOBAL_OPT(_field) offsetof(axon_global_opts_t, _field)
+
+const axon_config_entry_t axon_global_config_table[] = {
+    {"LOG_LEVEL", "warn",
+     "Messages at this level and more severe are printed",
+     AXON_GLOBAL_OPT(log_level),
+     AXON_CONFIG_TYPE_ENUM(axon_log_level_names, "error|warn|info|debug|trace")},
+
+    {"LOG_FILE", "stderr",
+     "Where log lines go: stderr, stdout or a file path (%p is replaced by the pid)",
+     AXON_GLOBAL_OPT(log_file), AXON_CONFIG_TYPE_STRING},
+
+    {"TLS", "all",
+     "Transports to use: a list (shm,self), ^list to exclude, aliases sm=shm,self and all",
+     AXON_GLOBAL_OPT(tls), AXON_CONFIG_TYPE_ALLOW_LIST},
+
+    {"NET_DEVICES", "all",
+     "Network devices to use (name:port), ^list to exclude, or all; shm and self are not affected",
+     AXON_GLOBAL_OPT(net_devices), AXON_CONFIG_TYPE_ALLOW_LIST},
+
+    {"COMPONENT_PATH", "",
+     "Colon-separated directories searched for libaxon_<name>.so before the installed ones",
+     AXON_GLOBAL_OPT(component_path), AXON_CONFIG_TYPE_PATH_LIST},
+
+    {"WARN_UNUSED_ENV", "y",
+     "Warn about AXON_* environment variables that no component knows (catches typos)",
+     AXON_GLOBAL_OPT(warn_unused_env), AXON_CONFIG_TYPE_BOOL},
+
+    {"BCOPY_THRESH", "0",
+     "Messages of at least this size are copied by a pack callback instead of sent short",
+     AXON_GLOBAL_OPT(bcopy_thresh), AXON_CONFIG_TYPE_SIZE},
+
+    {"TAG_HASH_BITS", "10",
+     "log2 of the number of buckets of the tag matching hash (1..20)",
+     AXON_GLOBAL_OPT(tag_hash_bits), AXON_CONFIG_TYPE_UINT},
+
+    {"UNEXP_POOL_MAX", "0",
+     "Most small unexpected-message buffers kept per worker pool (0 = no limit)",
+     AXON_GLOBAL_OPT(max_unexp_pool), AXON_CONFIG_TYPE_UINT},
+
+    AXON_CONFIG_END
+};
+
+/* Every override must name a variable of some table: a typo is an error. */
+static axon_status_t axon_context_check_overrides(axon_context_h ctx,
+                                                  const axon_context_params_t *params)
+{
+    const axon_loaded_component_t *lc;
+    size_t i;
+    unsigned j;
+    int known;
+
+    for (i = 0; i < params->config_count; ++i) {
+        const char *name = params->config[i].name;
+
+        if ((name == NULL) || (params->config[i].value == NULL)) {
+            axon_error("configuration override %zu has a NULL name or value", i);
+            return AXON_ERR_INVALID_PARAM;
+        }
+        known = axon_config_table_has(axon_global_config_table, "", name);
+        for (j = 0; !known && (j < ctx->comps.count); ++j) {
+            lc = &ctx->comps.comps[j];
+            known = (lc->component != NULL) && (lc->component->config_table != NULL) &&
+                    axon_config_table_has(lc->component->config_table,
+                                          lc->component->config_prefix, name);
+        }
+        if (!known) {
+            axon_error("unknown configuration variable '%s' (value '%s'); axon_info -c lists them",
+                       name, params->config[i].value);
+            return AXON_ERR_INVALID_PARAM;
+        }
+    }
+    return AXON_OK;
+}
+
+static void axon_context_warn_unused_env(axon_context_h ctx)
+{
+    extern char **environ;
+    const axon_loaded_component_t *lc;
+    char name[128];
+    const char *eq;
+    char **env;
+    unsigned j;
+    int known;
+
+    for (env = environ; *env != NULL; ++env) {
+        if (strncmp(*env, "AXON_", 5) != 0) {
+            continue;
+        }
+        eq = strchr(*env, '=');
+        if ((eq == NULL) || ((size_t)(eq - *env - 5) >= sizeof(name))) {
+            continue;
+        }
+        memcpy(name, *env + 5, (size_t)(eq - *env - 5));
+        name[eq - *env - 5] = '\0';
+        known = axon_config_table_has(axon_global_config_table, "", name);
+        for (j = 0; !known && (j < ctx->comps.count); ++j) {
+            lc = &ctx->comps.comps[j];
+            /* A failed plugin's variables cannot be checked; do not flag them. */
+            known = (lc->component == NULL) ||
+                    ((lc->component->config_table != NULL) &&
+                     axon_config_table_has(lc->component->config_table,
+                                           lc->component->config_prefix, name));
+        }
+        if (!known) {
+            axon_warn("AXON_%s is set but no component uses it (axon_info -c lists variables)",
+                      name);
+        }
+    }
+}
+
+axon_status_t axon_init(const axon_context_params_t *params, axon_context_h *context_p)
+{
+    axon_context_h ctx;
+    axon_status_t status;
+
+    if ((params == NULL) || (context_p == NULL)) {
+        axon_error("axon_init: NULL %s", params ? "context_p" : "params");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if ((params->features == 0) || (params->features & ~(uint32_t)0xf)) {
+        axon_error("axon_init: invalid features 0x%x (use AXON_FEATURE_TAG|RMA|AMO|COLL)",
+                   params->features);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if ((params->config_count > 0) && (params->config == NULL)) {
+        axon_error("axon_init: config_count %zu with a NULL config array", params->config_count);
+        return AXON_ERR_INVALID_PARAM;
+    }
+
+    ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL) {
+        axon_error("axon_init: out of memory");
+        return AXON_ERR_NO_MEMORY;
+    }
+    ctx->features = params->features;
+
+    status = axon_config_parse(axon_global_config_table, "", &ctx->opts, params->config,
+                               params->config_count);
+    if (status != AXON_OK) {
+        goto err_free;
+    }
+    axon_log_set_level((axon_log_level_t)ctx->opts.log_level);
+    if (axon_log_set_file(ctx->opts.log_file) != 0) {
+        status = AXON_ERR_INVALID_PARAM;
+        goto err_release;
+    }
+
+    if (params->features & ~(uint32_t)AXON_FEATURE_TAG) {
+        axon_error("axon_init: features 0x%x requested; this build implements only tag "
+                   "messaging (AXON_FEATURE_TAG)", params->features);
+        status = AXON_ERR_UNSUPPORTED;
+        goto err_release;
+    }
+
+    status = axon_loader_load_all(&ctx->opts.component_path, params->config,
+                                  params->config_count, &ctx->comps);
+    if (status != AXON_OK) {
+        goto err_release;
+    }
+
+    status = axon_context_check_overrides(ctx, params);
+    if (status != AXON_OK) {
+        goto err_unload;
+    }
+    if (ctx->opts.warn_unused_env) {
+        axon_context_warn_unused_env(ctx);
+    }
+
+    status = axon_select_filter(&ctx->comps, &ctx->opts.tls, &ctx->opts.net_devices,
+                                ctx->features, &ctx->rscs, &ctx->num_rscs);
+    if (status != AXON_OK) {
+        goto err_unload;
+    }
+    if (ctx->num_rscs == 0) {
+        axon_error("no transport is left to use (AXON_TLS, AXON_NET_DEVICES, or no component "
+                   "found; axon_info -d lists them)");
+        status = AXON_ERR_NO_ELEM;
+        goto err_free_rscs;
+    }
+
+    *context_p = ctx;
+    return AXON_OK;
+
+err_free_rscs:
+    free(ctx->rscs);
+err_unload:
+    axon_loader_unload_all(&ctx->comps);
+err_release:
+    axon_config_release(axon_global_config_table, &ctx->opts);
+err_free:
+    free(ctx);
+    return status;
+}
+
+void axon_cleanup(axon_context_h ctx)
+{
+    if (ctx == NULL) {
+        return;
+    }
+    free(ctx->rscs);
+    axon_loader_unload_all(&ctx->comps);
+    axon_config_release(axon_global_config_table, &ctx->opts);
+    free(ctx);
+}
+
+void axon_context_print_info(axon_context_h ctx, FILE *stream)
+{
+    const axon_resource_t *rsc;
+    unsigned i;
+
+    fprintf(stream, "# Axon %s context, features 0x%x\n", axon_get_version_string(),
+            ctx->features);
+    axon_config_print(axon_global_config_table, "", &ctx->opts, stream);
+    for (i = 0; i < ctx->num_rscs; ++i) {
+        rsc = ctx->rscs[i].resource;
+        fprintf(stream, "# transport %-8s device %-12s latency %.0f ns  bandwidth %.0f MB/s\n",
+                rsc->tl_name, rsc->dev_name, rsc->latency_ns, rsc->bandwidth_MBps);
+    }
+}

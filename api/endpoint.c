@@ -1,0 +1,237 @@
+/* Endpoint: lanes to one peer, chosen from reachability and estimates. */
+#include <stdlib.h>
+#include <string.h>
+#include "address.h"
+#include "log.h"
+#include "request.h"
+#include "tag_proto.h"
+
+static void axon_lane_init(axon_lane_t *lane, axon_tl_ep_t *tl_ep, const axon_iface_t *iface)
+{
+    lane->tl_ep     = tl_ep;
+    lane->ops       = iface->ops;
+    lane->resource  = iface->resource;
+    lane->max_short = iface->resource->max_short;
+    lane->max_bcopy = iface->resource->max_bcopy;
+}
+
+/* For each worker iface, the first entry of the peer address it reaches. */
+static unsigned axon_ep_find_candidates(axon_worker_h worker, const axon_address_t *addr,
+                                        const axon_address_entry_t **entries,
+                                        unsigned *iface_idx,
+                                        const axon_resource_t **rscs)
+{
+    unsigned i, j, n = 0;
+
+    for (i = 0; i < worker->num_ifaces; ++i) {
+        axon_iface_t *iface = worker->ifaces[i].iface;
+
+        for (j = 0; j < addr->num_entries; ++j) {
+            const axon_address_entry_t *e = &addr->entries[j];
+
+            if (strcmp(e->tl_name, iface->resource->tl_name) ||
+                (e->dev_addr_len != iface->ops->dev_addr_len) ||
+                (e->iface_addr_len != iface->ops->iface_addr_len)) {
+                continue;
+            }
+            if (!iface->ops->iface_is_reachable(iface, e->dev_addr, e->iface_addr)) {
+                axon_debug("%s/%s does not reach peer %016llx", e->tl_name, e->dev_name,
+                           (unsigned long long)addr->uuid);
+                continue;
+            }
+            entries[n]   = e;
+            iface_idx[n] = i;
+            rscs[n]      = iface->resource;
+            ++n;
+            break;
+        }
+    }
+    return n;
+}
+
+axon_status_t axon_ep_create(axon_worker_h worker, const axon_ep_params_t *params,
+                             axon_ep_h *ep_p)
+{
+    const axon_address_entry_t *entries[AXON_ADDRESS_MAX_TLS];
+    const axon_resource_t *rscs[AXON_ADDRESS_MAX_TLS];
+    unsigned iface_idx[AXON_ADDRESS_MAX_TLS];
+    axon_lane_choice_t choice;
+    axon_address_t *addr;
+    axon_tl_ep_t *tl_ep;
+    axon_iface_t *iface;
+    axon_status_t status;
+    axon_ep_h ep;
+    unsigned n;
+
+    if ((worker == NULL) || (params == NULL) || (ep_p == NULL)) {
+        axon_error("axon_ep_create: NULL %s", !worker ? "worker" : !params ? "params" : "ep_p");
+        return AXON_ERR_INVALID_PARAM;
+    }
+
+    addr = malloc(sizeof(*addr));
+    if (addr == NULL) {
+        return AXON_ERR_NO_MEMORY;
+    }
+    status = axon_address_unpack(params->address, params->address_length, addr);
+    if (status != AXON_OK) {
+        goto out;
+    }
+
+    n = axon_ep_find_candidates(worker, addr, entries, iface_idx, rscs);
+    status = axon_select_lanes(rscs, n, &choice);
+    if (status != AXON_OK) {
+        axon_error("no transport reaches peer %016llx: it offers %u transport(s), this worker "
+                   "%u, %u reachable (AXON_LOG_LEVEL=debug tells why)",
+                   (unsigned long long)addr->uuid, addr->num_entries, worker->num_ifaces, n);
+        goto out;
+    }
+
+    ep = calloc(1, sizeof(*ep));
+    if (ep == NULL) {
+        status = AXON_ERR_NO_MEMORY;
+        goto out;
+    }
+    ep->worker = worker;
+    axon_list_init(&ep->pending);
+    axon_list_init(&ep->pending_link);
+
+    iface  = worker->ifaces[iface_idx[choice.small]].iface;
+    status = iface->ops->ep_create(iface, entries[choice.small]->dev_addr,
+                                   entries[choice.small]->iface_addr, &tl_ep);
+    if (status != AXON_OK) {
+        goto err_free_ep;
+    }
+    tl_ep->iface = iface;
+    axon_lane_init(&ep->am_lane, tl_ep, iface);
+
+    if (choice.bulk == choice.small) {
+        ep->bulk_lane = ep->am_lane;
+    } else {
+        iface  = worker->ifaces[iface_idx[choice.bulk]].iface;
+        status = iface->ops->ep_create(iface, entries[choice.bulk]->dev_addr,
+                                       entries[choice.bulk]->iface_addr, &tl_ep);
+        if (status != AXON_OK) {
+            goto err_destroy_am;
+        }
+        tl_ep->iface = iface;
+        axon_lane_init(&ep->bulk_lane, tl_ep, iface);
+    }
+
+    ep->eager_short_max = ep->am_lane.max_short - sizeof(axon_eager_hdr_t);
+    if ((worker->context->opts.bcopy_thresh > 0) &&
+        (ep->eager_short_max >= worker->context->opts.bcopy_thresh)) {
+        ep->eager_short_max = worker->context->opts.bcopy_thresh - 1;
+    }
+    ep->eager_bcopy_max = ep->am_lane.max_bcopy - sizeof(axon_eager_hdr_t);
+
+    axon_list_add_tail(&worker->eps, &ep->link);
+    axon_debug("endpoint %p to %016llx: am lane %s/%s, bulk lane %s/%s", (void *)ep,
+               (unsigned long long)addr->uuid, ep->am_lane.resource->tl_name,
+               ep->am_lane.resource->dev_name, ep->bulk_lane.resource->tl_name,
+               ep->bulk_lane.resource->dev_name);
+    *ep_p = ep;
+    goto out;
+
+err_destroy_am:
+    ep->am_lane.ops->ep_destroy(ep->am_lane.tl_ep);
+err_free_ep:
+    free(ep);
+out:
+    free(addr);
+    return status;
+}
+
+/* Drop queued sends and release the transport endpoints. */
+void axon_ep_destroy_now(axon_ep_h ep)
+{
+    axon_request_h req;
+
+    while (!axon_list_is_empty(&ep->pending)) {
+        req = axon_list_first(&ep->pending, struct axon_request, list);
+        axon_list_del(&req->list);
+        axon_request_complete(req, AXON_ERR_CANCELED);
+    }
+    axon_list_del(&ep->pending_link);
+    axon_list_del(&ep->link);
+    if (ep->bulk_lane.tl_ep != ep->am_lane.tl_ep) {
+        ep->bulk_lane.ops->ep_destroy(ep->bulk_lane.tl_ep);
+    }
+    ep->am_lane.ops->ep_destroy(ep->am_lane.tl_ep);
+    free(ep);
+}
+
+/* Retry queued sends in order; returns how many completed. Closes the
+ * endpoint when a flushing close was waiting for the queue to drain. */
+int axon_ep_progress_pending(axon_ep_h ep)
+{
+    axon_request_h req, close_req;
+    axon_status_t status;
+    int count = 0;
+
+    while (!axon_list_is_empty(&ep->pending)) {
+        req = axon_list_first(&ep->pending, struct axon_request, list);
+        status = axon_tag_send_progress(req);
+        if (status == AXON_INPROGRESS) {
+            return count;
+        }
+        axon_list_del(&req->list);
+        axon_request_complete(req, status);
+        ++count;
+    }
+
+    axon_list_del(&ep->pending_link);
+    if (ep->close_req != NULL) {
+        close_req = ep->close_req;
+        axon_ep_destroy_now(ep);
+        axon_request_complete(close_req, AXON_OK);
+        ++count;
+    }
+    return count;
+}
+
+axon_status_t axon_ep_close_nb(axon_ep_h ep, unsigned mode, axon_request_h *req_p)
+{
+    axon_request_h req;
+
+    if ((ep == NULL) || (mode > AXON_EP_CLOSE_FORCE)) {
+        axon_error("axon_ep_close_nb: %s", ep ? "invalid mode" : "NULL endpoint");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if (ep->close_req != NULL) {
+        axon_error("axon_ep_close_nb: endpoint %p is already closing", (void *)ep);
+        return AXON_ERR_INVALID_PARAM;
+    }
+
+    if ((mode == AXON_EP_CLOSE_FORCE) || axon_list_is_empty(&ep->pending)) {
+        axon_ep_destroy_now(ep);
+        return AXON_OK;
+    }
+    if (req_p == NULL) {
+        axon_error("axon_ep_close_nb: flushing close of %p needs req_p", (void *)ep);
+        return AXON_ERR_INVALID_PARAM;
+    }
+
+    req = axon_request_get(ep->worker, NULL, 0);
+    if (req == NULL) {
+        return AXON_ERR_NO_MEMORY;
+    }
+    req->send.proto = AXON_SEND_PROTO_CLOSE;
+    ep->close_req   = req;
+    *req_p          = req;
+    return AXON_INPROGRESS;
+}
+
+axon_status_t axon_ep_query(axon_ep_h ep, axon_ep_attr_t *attr)
+{
+    if ((ep == NULL) || (attr == NULL)) {
+        axon_error("axon_ep_query: NULL %s", ep ? "attr" : "endpoint");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    memset(attr, 0, sizeof(*attr));
+    snprintf(attr->small_tl, sizeof(attr->small_tl), "%s", ep->am_lane.resource->tl_name);
+    snprintf(attr->small_dev, sizeof(attr->small_dev), "%s", ep->am_lane.resource->dev_name);
+    snprintf(attr->bulk_tl, sizeof(attr->bulk_tl), "%s", ep->bulk_lane.resource->tl_name);
+    snprintf(attr->bulk_dev, sizeof(attr->bulk_dev), "%s", ep->bulk_lane.resource->dev_name);
+    attr->eager_short_max = ep->eager_short_max;
+    return AXON_OK;
+}

@@ -1,0 +1,18 @@
+# api/: what MPI/SHMEM call; protocols are chosen here.
+libaxon_la_SOURCES += \
+	api/status.c \
+	api/context.c \
+	api/worker.c \
+	api/address.c \
+	api/endpoint.c \
+	api/request.c \
+	api/tag_match.c \
+	api/tag_send.c \
+	api/tag_recv.c
+
+noinst_HEADERS += \
+	api/axon_int.h \
+	api/address.h \
+	api/request.h \
+	api/tag_match.h \
+	api/tag_proto.h

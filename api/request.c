@@ -1,0 +1,122 @@
+/* Request life cycle: get from the pool, complete, call back, release. */
+#include "request.h"
+#include "log.h"
+
+axon_request_h axon_request_get(axon_worker_h worker, const axon_request_param_t *param,
+                                uint32_t flags)
+{
+    axon_request_h req = axon_mpool_get(&worker->req_mp);
+
+    if (req == NULL) {
+        return NULL;
+    }
+    req->flags   = flags;
+    req->status  = AXON_INPROGRESS;
+    req->worker  = worker;
+    req->cb.send = NULL;
+    req->user_data = NULL;
+    if (param != NULL) {
+        req->cb.send   = param->cb.send;  /* same storage as cb.recv */
+        req->user_data = param->user_data;
+    }
+    axon_list_init(&req->list);
+    return req;
+}
+
+void axon_request_put(axon_request_h req)
+{
+    axon_mpool_put(&req->worker->req_mp, req);
+}
+
+/* Run the callback; a request the user freed (in it or before) is released here. */
+static void axon_request_invoke(axon_request_h req)
+{
+    req->flags |= AXON_REQUEST_IN_CALLBACK;
+    if (req->flags & AXON_REQUEST_RECV) {
+        req->cb.recv(req, req->status, &req->recv.info, req->user_data);
+    } else {
+        req->cb.send(req, req->status, req->user_data);
+    }
+    req->flags &= ~AXON_REQUEST_IN_CALLBACK;
+}
+
+void axon_request_complete(axon_request_h req, axon_status_t status)
+{
+    req->status = status;
+    req->flags |= AXON_REQUEST_COMPLETED;
+
+    if (req->cb.send != NULL) {
+        if (!req->worker->in_progress) {
+            /* Callbacks never run inside the call that started the operation. */
+            axon_list_add_tail(&req->worker->deferred, &req->list);
+            return;
+        }
+        axon_request_invoke(req);
+    }
+    /* Read flags after the callback: it may have called axon_request_free. */
+    if (req->flags & AXON_REQUEST_RELEASED) {
+        axon_request_put(req);
+    }
+}
+
+unsigned axon_request_dispatch_deferred(axon_worker_h worker)
+{
+    axon_request_h req;
+    unsigned count = 0;
+
+    while (!axon_list_is_empty(&worker->deferred)) {
+        req = axon_list_first(&worker->deferred, struct axon_request, list);
+        axon_list_del(&req->list);
+        axon_request_invoke(req);
+        if (req->flags & AXON_REQUEST_RELEASED) {
+            axon_request_put(req);
+        }
+        ++count;
+    }
+    return count;
+}
+
+axon_status_t axon_request_test(axon_request_h req, axon_tag_recv_info_t *info)
+{
+    if (req == NULL) {
+        axon_error("axon_request_test: NULL request");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if (!(req->flags & AXON_REQUEST_COMPLETED)) {
+        return AXON_INPROGRESS;
+    }
+    if ((info != NULL) && (req->flags & AXON_REQUEST_RECV)) {
+        *info = req->recv.info;
+    }
+    return req->status;
+}
+
+axon_status_t axon_request_wait(axon_worker_h worker, axon_request_h req,
+                                axon_tag_recv_info_t *info)
+{
+    axon_status_t status;
+
+    if ((worker == NULL) || (req == NULL)) {
+        axon_error("axon_request_wait: NULL %s", worker ? "request" : "worker");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    while ((status = axon_request_test(req, info)) == AXON_INPROGRESS) {
+        axon_worker_progress(worker);
+    }
+    return status;
+}
+
+void axon_request_free(axon_request_h req)
+{
+    if (req == NULL) {
+        return;
+    }
+    /* A completed request waiting for its deferred callback is still owned
+     * by the deferred list; the dispatcher releases it. */
+    if ((req->flags & AXON_REQUEST_COMPLETED) && !(req->flags & AXON_REQUEST_IN_CALLBACK) &&
+        axon_list_is_empty(&req->list)) {
+        axon_request_put(req);
+        return;
+    }
+    req->flags |= AXON_REQUEST_RELEASED;
+}

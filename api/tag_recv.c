@@ -1,0 +1,349 @@
+/* Tag receive: AM handlers, expected/unexpected paths, fragment reassembly. */
+#include <stdlib.h>
+#include <string.h>
+#include "log.h"
+#include "request.h"
+#include "tag_proto.h"
+
+/* An unexpected message: small ones in pool buffers, large ones malloc'd whole. */
+typedef struct axon_unexp_desc {
+    axon_tm_unexp_t tm;
+    size_t          length;     /* the message's full length */
+    size_t          received;   /* bytes arrived so far */
+    struct axon_rx_frag *frag;  /* reassembly entry while fragments are missing */
+    int             pooled;
+    uint8_t         data[];
+} axon_unexp_desc_t;
+
+/* A multi-fragment message being reassembled, into a request or a descriptor. */
+typedef struct axon_rx_frag {
+    axon_list_link_t   link;   /* in worker->rx_frags[bucket] */
+    uint64_t           sender_uuid;
+    uint64_t           msg_id;
+    axon_request_h     req;    /* matched: fragments go to the user buffer */
+    axon_unexp_desc_t *desc;   /* unexpected: fragments go to the descriptor */
+} axon_rx_frag_t;
+
+static inline unsigned axon_rx_frag_bucket(uint64_t sender_uuid, uint64_t msg_id)
+{
+    return (unsigned)(((sender_uuid ^ msg_id) * 0x9E3779B97F4A7C15ull) >> 58);
+}
+
+static axon_rx_frag_t *axon_rx_frag_find(axon_worker_h worker, uint64_t sender_uuid,
+                                         uint64_t msg_id)
+{
+    axon_rx_frag_t *frag;
+
+    axon_list_for_each(frag, &worker->rx_frags[axon_rx_frag_bucket(sender_uuid, msg_id)], link) {
+        if ((frag->sender_uuid == sender_uuid) && (frag->msg_id == msg_id)) {
+            return frag;
+        }
+    }
+    return NULL;
+}
+
+static axon_rx_frag_t *axon_rx_frag_add(axon_worker_h worker, uint64_t sender_uuid,
+                                        uint64_t msg_id)
+{
+    axon_rx_frag_t *frag = axon_mpool_get(&worker->frag_mp);
+
+    if (frag == NULL) {
+        return NULL;
+    }
+    frag->sender_uuid = sender_uuid;
+    frag->msg_id      = msg_id;
+    frag->req         = NULL;
+    frag->desc        = NULL;
+    axon_list_add_tail(&worker->rx_frags[axon_rx_frag_bucket(sender_uuid, msg_id)],
+                       &frag->link);
+    return frag;
+}
+
+static void axon_rx_frag_remove(axon_worker_h worker, axon_rx_frag_t *frag)
+{
+    axon_list_del(&frag->link);
+    axon_mpool_put(&worker->frag_mp, frag);
+}
+
+/* Copy a piece of a message into a receive buffer, never past its end. */
+static inline void axon_tag_recv_copy(axon_request_h req, size_t offset, const void *data,
+                                      size_t length)
+{
+    if (offset < req->recv.length) {
+        if (length > req->recv.length - offset) {
+            length = req->recv.length - offset;
+        }
+        memcpy(req->recv.buffer + offset, data, length);
+    }
+}
+
+static inline void axon_tag_recv_finish(axon_request_h req)
+{
+    axon_request_complete(req, (req->recv.info.length > req->recv.length) ?
+                               AXON_ERR_MSG_TRUNCATED : AXON_OK);
+}
+
+static axon_unexp_desc_t *axon_unexp_desc_get(axon_worker_h worker, size_t length)
+{
+    axon_unexp_desc_t *desc;
+
+    if (sizeof(*desc) + length <= worker->unexp_mp.elem_size) {
+        desc = axon_mpool_get(&worker->unexp_mp);
+        if (desc != NULL) {
+            desc->pooled = 1;
+            return desc;
+        }
+    }
+    desc = malloc(sizeof(*desc) + length);
+    if (desc == NULL) {
+        axon_error("no memory to buffer an unexpected message of %zu bytes", length);
+        return NULL;
+    }
+    desc->pooled = 0;
+    return desc;
+}
+
+static void axon_unexp_desc_put(axon_worker_h worker, axon_unexp_desc_t *desc)
+{
+    if (desc->pooled) {
+        axon_mpool_put(&worker->unexp_mp, desc);
+    } else {
+        free(desc);
+    }
+}
+
+/* First (or only) piece of a message arrived: match it or queue it. */
+static void axon_tag_rx_first(axon_worker_h worker, axon_tag_t tag, size_t total,
+                              const void *data, size_t length, axon_rx_frag_t *frag)
+{
+    axon_tm_recv_t *recv = axon_tm_match_expected(&worker->tm, tag);
+    axon_unexp_desc_t *desc;
+    axon_request_h req;
+
+    if (recv != NULL) {
+        req = axon_container_of(recv, struct axon_request, recv.tm);
+        req->recv.info.sender_tag = tag;
+        req->recv.info.length     = total;
+        req->recv.received        = length;
+        axon_tag_recv_copy(req, 0, data, length);
+        if (frag != NULL) {
+            frag->req = req;
+        } else {
+            axon_tag_recv_finish(req);
+        }
+        return;
+    }
+
+    desc = axon_unexp_desc_get(worker, total);
+    if (desc == NULL) {
+        if (frag != NULL) {
+            axon_rx_frag_remove(worker, frag);
+        }
+        return;
+    }
+    desc->tm.tag   = tag;
+    desc->length   = total;
+    desc->received = length;
+    desc->frag     = frag;
+    memcpy(desc->data, data, length);
+    if (frag != NULL) {
+        frag->desc = desc;
+    }
+    axon_tm_add_unexpected(&worker->tm, &desc->tm);
+}
+
+static void axon_tag_am_eager_only(void *arg, const void *data, size_t length, unsigned flags)
+{
+    const axon_eager_hdr_t *hdr = data;
+
+    if (length < sizeof(*hdr)) {
+        axon_error("dropping eager message of %zu bytes: shorter than its header", length);
+        return;
+    }
+    axon_tag_rx_first(arg, hdr->tag, length - sizeof(*hdr), hdr + 1, length - sizeof(*hdr),
+                      NULL);
+}
+
+static void axon_tag_am_eager_first(void *arg, const void *data, size_t length, unsigned flags)
+{
+    const axon_eager_first_hdr_t *hdr = data;
+    axon_worker_h worker = arg;
+    axon_rx_frag_t *frag;
+
+    if ((length < sizeof(*hdr)) || (hdr->total_length <= length - sizeof(*hdr))) {
+        axon_error("dropping malformed first fragment: %zu bytes, total %llu", length,
+                   (length < sizeof(*hdr)) ? 0ull : (unsigned long long)hdr->total_length);
+        return;
+    }
+    frag = axon_rx_frag_add(worker, hdr->sender_uuid, hdr->msg_id);
+    if (frag == NULL) {
+        axon_error("no memory to reassemble message %llu", (unsigned long long)hdr->msg_id);
+        return;
+    }
+    axon_tag_rx_first(worker, hdr->tag, hdr->total_length, hdr + 1, length - sizeof(*hdr), frag);
+}
+
+static void axon_tag_am_eager_middle(void *arg, const void *data, size_t length, unsigned flags)
+{
+    const axon_eager_middle_hdr_t *hdr = data;
+    axon_worker_h worker = arg;
+    axon_unexp_desc_t *desc;
+    axon_rx_frag_t *frag;
+    axon_request_h req;
+    size_t total;
+
+    if (length < sizeof(*hdr)) {
+        axon_error("dropping middle fragment of %zu bytes: shorter than its header", length);
+        return;
+    }
+    length -= sizeof(*hdr);
+    frag = axon_rx_frag_find(worker, hdr->sender_uuid, hdr->msg_id);
+    if (frag == NULL) {
+        axon_warn("dropping fragment of unknown message %llu from %016llx",
+                  (unsigned long long)hdr->msg_id, (unsigned long long)hdr->sender_uuid);
+        return;
+    }
+
+    if (frag->req != NULL) {
+        req   = frag->req;
+        total = req->recv.info.length;
+        if ((hdr->offset > total) || (length > total - hdr->offset)) {
+            goto bad_offset;
+        }
+        axon_tag_recv_copy(req, hdr->offset, hdr + 1, length);
+        req->recv.received += length;
+        if (req->recv.received == total) {
+            axon_rx_frag_remove(worker, frag);
+            axon_tag_recv_finish(req);
+        }
+        return;
+    }
+
+    desc  = frag->desc;
+    total = desc->length;
+    if ((hdr->offset > total) || (length > total - hdr->offset)) {
+        goto bad_offset;
+    }
+    memcpy(desc->data + hdr->offset, hdr + 1, length);
+    desc->received += length;
+    if (desc->received == total) {
+        desc->frag = NULL;
+        axon_rx_frag_remove(worker, frag);
+    }
+    return;
+
+bad_offset:
+    axon_error("dropping fragment at offset %llu + %zu beyond message length %zu",
+               (unsigned long long)hdr->offset, length, total);
+}
+
+axon_status_t axon_tag_recv_nb(axon_worker_h worker, void *buffer, size_t length,
+                               axon_tag_t tag, axon_tag_t tag_mask,
+                               const axon_request_param_t *param, axon_request_h *req_p)
+{
+    uint32_t flags = (param != NULL) ? param->flags : 0;
+    axon_unexp_desc_t *desc;
+    axon_tm_unexp_t *unexp;
+    axon_request_h req;
+
+    if ((worker == NULL) || (req_p == NULL) || ((buffer == NULL) && (length > 0))) {
+        axon_error("axon_tag_recv_nb: NULL %s (length %zu)",
+                   !worker ? "worker" : !req_p ? "req_p" : "buffer", length);
+        return AXON_ERR_INVALID_PARAM;
+    }
+
+    unexp = axon_tm_match_unexpected(&worker->tm, tag, tag_mask, 1);
+    if (unexp != NULL) {
+        desc = axon_container_of(unexp, axon_unexp_desc_t, tm);
+        if ((desc->frag == NULL) && (desc->length <= length) &&
+            !(flags & AXON_REQ_FLAG_NO_IMM_CMPL)) {
+            /* Whole message already here and it fits: done without a request. */
+            memcpy(buffer, desc->data, desc->length);
+            if ((param != NULL) && (param->recv_info != NULL)) {
+                param->recv_info->sender_tag = desc->tm.tag;
+                param->recv_info->length     = desc->length;
+            }
+            axon_unexp_desc_put(worker, desc);
+            return AXON_OK;
+        }
+    }
+
+    req = axon_request_get(worker, param, AXON_REQUEST_RECV);
+    if (req == NULL) {
+        if (unexp != NULL) {
+            axon_tm_add_unexpected(&worker->tm, unexp);  /* keep it for a retry */
+        }
+        return AXON_ERR_NO_MEMORY;
+    }
+    req->recv.buffer      = buffer;
+    req->recv.length      = length;
+    req->recv.received    = 0;
+    req->recv.tm.tag      = tag;
+    req->recv.tm.tag_mask = tag_mask;
+
+    if (unexp == NULL) {
+        axon_tm_post_recv(&worker->tm, &req->recv.tm);
+        *req_p = req;
+        return AXON_INPROGRESS;
+    }
+
+    req->recv.info.sender_tag = desc->tm.tag;
+    req->recv.info.length     = desc->length;
+    req->recv.received        = desc->received;
+    axon_tag_recv_copy(req, 0, desc->data, desc->received);
+    if (desc->frag != NULL) {
+        /* Later fragments land straight in the user buffer. */
+        desc->frag->desc = NULL;
+        desc->frag->req  = req;
+    } else {
+        axon_tag_recv_finish(req);
+    }
+    axon_unexp_desc_put(worker, desc);
+    *req_p = req;
+    return AXON_INPROGRESS;
+}
+
+axon_status_t axon_tag_worker_init(axon_worker_h worker, size_t unexp_small_size)
+{
+    axon_status_t status;
+
+    status = axon_mpool_init(&worker->unexp_mp, "unexpected",
+                             sizeof(axon_unexp_desc_t) + unexp_small_size, 64,
+                             worker->context->opts.max_unexp_pool);
+    if (status != AXON_OK) {
+        return status;
+    }
+    status = axon_mpool_init(&worker->frag_mp, "reassembly", sizeof(axon_rx_frag_t), 32, 0);
+    if (status != AXON_OK) {
+        axon_mpool_cleanup(&worker->unexp_mp);
+    }
+    return status;
+}
+
+void axon_tag_register_handlers(axon_worker_h worker)
+{
+    worker->am_handlers[AXON_AM_TAG_EAGER_ONLY]   = axon_tag_am_eager_only;
+    worker->am_handlers[AXON_AM_TAG_EAGER_FIRST]  = axon_tag_am_eager_first;
+    worker->am_handlers[AXON_AM_TAG_EAGER_MIDDLE] = axon_tag_am_eager_middle;
+}
+
+void axon_tag_worker_cleanup(axon_worker_h worker)
+{
+    axon_tm_unexp_t *unexp;
+    axon_rx_frag_t *frag;
+    unsigned i;
+
+    while ((unexp = axon_tm_match_unexpected(&worker->tm, 0, 0, 1)) != NULL) {
+        axon_unexp_desc_put(worker, axon_container_of(unexp, axon_unexp_desc_t, tm));
+    }
+    /* Receives still posted are left linked: the buckets go with the matching
+     * engine and the requests with the worker's pool. */
+    for (i = 0; i < AXON_RX_FRAG_BUCKETS; ++i) {
+        while (!axon_list_is_empty(&worker->rx_frags[i])) {
+            frag = axon_list_first(&worker->rx_frags[i], axon_rx_frag_t, link);
+            axon_rx_frag_remove(worker, frag);
+        }
+    }
+    axon_mpool_cleanup(&worker->frag_mp);
+    axon_mpool_cleanup(&worker->unexp_mp);
+}

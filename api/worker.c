@@ -1,0 +1,182 @@
+/* Worker: transport interfaces, matching queues, progress. */
+#include <stdlib.h>
+#include <string.h>
+#include "address.h"
+#include "log.h"
+#include "request.h"
+#include "sys.h"
+#include "tag_proto.h"
+
+/* Small unexpected messages live in pool buffers of this payload size. */
+#define AXON_UNEXP_SMALL_SIZE 256
+
+static void axon_worker_close_ifaces(axon_worker_h worker)
+{
+    unsigned i;
+
+    for (i = 0; i < worker->num_ifaces; ++i) {
+        worker->ifaces[i].iface->ops->iface_close(worker->ifaces[i].iface);
+    }
+    free(worker->ifaces);
+    worker->ifaces     = NULL;
+    worker->num_ifaces = 0;
+}
+
+static axon_status_t axon_worker_open_ifaces(axon_worker_h worker)
+{
+    axon_context_h ctx = worker->context;
+    axon_iface_params_t params;
+    axon_status_t status;
+    unsigned i;
+
+    worker->ifaces = calloc(ctx->num_rscs, sizeof(*worker->ifaces));
+    if (worker->ifaces == NULL) {
+        return AXON_ERR_NO_MEMORY;
+    }
+
+    params.am_handlers = worker->am_handlers;
+    params.am_arg      = worker;
+    params.worker_uuid = worker->uuid;
+    for (i = 0; i < ctx->num_rscs; ++i) {
+        const axon_select_resource_t *rsc = &ctx->rscs[i];
+        axon_iface_t *iface;
+
+        status = rsc->owner->component->iface_open(rsc->resource, rsc->owner->config, &params,
+                                                   &iface);
+        if (status != AXON_OK) {
+            axon_error("failed to open %s/%s: %s", rsc->resource->tl_name,
+                       rsc->resource->dev_name, axon_status_string(status));
+            axon_worker_close_ifaces(worker);
+            return status;
+        }
+        iface->resource = rsc->resource;
+        worker->ifaces[worker->num_ifaces].iface = iface;
+        worker->ifaces[worker->num_ifaces].rsc   = rsc;
+        ++worker->num_ifaces;
+        axon_debug("worker %016llx: opened %s/%s", (unsigned long long)worker->uuid,
+                   rsc->resource->tl_name, rsc->resource->dev_name);
+    }
+    return AXON_OK;
+}
+
+axon_status_t axon_worker_create(axon_context_h context, const axon_worker_params_t *params,
+                                 axon_worker_h *worker_p)
+{
+    axon_worker_h worker;
+    axon_status_t status;
+    unsigned i;
+
+    if ((context == NULL) || (worker_p == NULL)) {
+        axon_error("axon_worker_create: NULL %s", context ? "worker_p" : "context");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if ((params != NULL) && (params->reserved != 0)) {
+        axon_error("axon_worker_create: reserved field is %u, must be 0", params->reserved);
+        return AXON_ERR_INVALID_PARAM;
+    }
+
+    worker = calloc(1, sizeof(*worker));
+    if (worker == NULL) {
+        axon_error("axon_worker_create: out of memory");
+        return AXON_ERR_NO_MEMORY;
+    }
+    worker->context = context;
+    worker->uuid    = axon_sys_generate_uuid();
+    axon_list_init(&worker->eps);
+    axon_list_init(&worker->pending_eps);
+    axon_list_init(&worker->deferred);
+    for (i = 0; i < AXON_RX_FRAG_BUCKETS; ++i) {
+        axon_list_init(&worker->rx_frags[i]);
+    }
+
+    status = axon_tm_init(&worker->tm, context->opts.tag_hash_bits);
+    if (status != AXON_OK) {
+        goto err_free;
+    }
+    status = axon_mpool_init(&worker->req_mp, "requests", sizeof(struct axon_request), 128, 0);
+    if (status != AXON_OK) {
+        goto err_tm;
+    }
+    status = axon_tag_worker_init(worker, AXON_UNEXP_SMALL_SIZE);
+    if (status != AXON_OK) {
+        goto err_req_mp;
+    }
+    axon_tag_register_handlers(worker);
+
+    status = axon_worker_open_ifaces(worker);
+    if (status != AXON_OK) {
+        goto err_tag;
+    }
+
+    *worker_p = worker;
+    return AXON_OK;
+
+err_tag:
+    axon_tag_worker_cleanup(worker);
+err_req_mp:
+    axon_mpool_cleanup(&worker->req_mp);
+err_tm:
+    axon_tm_cleanup(&worker->tm);
+err_free:
+    free(worker);
+    return status;
+}
+
+void axon_worker_destroy(axon_worker_h worker)
+{
+    axon_ep_h ep, tmp;
+
+    if (worker == NULL) {
+        return;
+    }
+    axon_list_for_each_safe(ep, tmp, &worker->eps, link) {
+        axon_debug("worker destroy: force-closing endpoint %p", (void *)ep);
+        axon_ep_destroy_now(ep);
+    }
+    axon_worker_close_ifaces(worker);
+    axon_tag_worker_cleanup(worker);
+    /* Requests the user never freed are reclaimed with the pool. */
+    worker->req_mp.num_free = worker->req_mp.num_elems;
+    axon_mpool_cleanup(&worker->req_mp);
+    axon_tm_cleanup(&worker->tm);
+    free(worker);
+}
+
+void axon_worker_ep_pending_add(axon_worker_h worker, axon_ep_h ep)
+{
+    if (axon_list_is_empty(&ep->pending_link)) {
+        axon_list_add_tail(&worker->pending_eps, &ep->pending_link);
+    }
+}
+
+unsigned axon_worker_progress(axon_worker_h worker)
+{
+    axon_ep_h ep, tmp;
+    unsigned count = 0, i;
+
+    ++worker->in_progress;
+    count += axon_request_dispatch_deferred(worker);
+    for (i = 0; i < worker->num_ifaces; ++i) {
+        count += worker->ifaces[i].iface->ops->iface_progress(worker->ifaces[i].iface);
+    }
+    /* Receiving freed ring space on the peer side; retry queued sends. */
+    axon_list_for_each_safe(ep, tmp, &worker->pending_eps, pending_link) {
+        count += (unsigned)axon_ep_progress_pending(ep);
+    }
+    --worker->in_progress;
+    return count;
+}
+
+axon_status_t axon_worker_get_address(axon_worker_h worker, void **address_p, size_t *length_p)
+{
+    if ((worker == NULL) || (address_p == NULL) || (length_p == NULL)) {
+        axon_error("axon_worker_get_address: NULL argument");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    return axon_address_pack(worker, address_p, length_p);
+}
+
+void axon_worker_release_address(axon_worker_h worker, void *address)
+{
+    free(address);
+}

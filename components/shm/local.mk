@@ -1,0 +1,12 @@
+# components/shm: processes on one host, a receive ring per worker in shared memory.
+pkglib_LTLIBRARIES += components/shm/libaxon_shm.la
+components_shm_libaxon_shm_la_SOURCES = \
+	components/shm/shm_component.c \
+	components/shm/shm_iface.c \
+	components/shm/shm_ep.c \
+	components/shm/shm_seg.c \
+	components/shm/shm_fifo.h \
+	components/shm/shm_seg.h \
+	components/shm/shm.h
+components_shm_libaxon_shm_la_LDFLAGS = -module -avoid-version -shared
+components_shm_libaxon_shm_la_LIBADD  = libaxon.la

@@ -1,0 +1,155 @@
+/*
+ * The receive ring: a bounded lock-free queue of fixed-size cells with many
+ * producers (the peers' endpoints, in other processes) and one consumer (the
+ * iface that owns the ring). Each cell carries a sequence number that says
+ * whose turn it is (D. Vyukov's bounded-queue scheme), so producers contend
+ * only on the tail and the consumer reads no shared counter at all.
+ *
+ * For position pos (a 64-bit counter that never wraps in practice), cell
+ * cells[pos & mask] holds seq == pos when free for that lap, pos + 1 once
+ * published, and pos + size once consumed (free for the next lap).
+ *
+ * Everything here is static inline: it is the whole send and receive path.
+ */
+#ifndef AXON_SHM_FIFO_H
+#define AXON_SHM_FIFO_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "axon.h"
+
+#define AXON_SHM_FIFO_ALIGN 64
+
+/* The ring is shared between processes: its atomics must not hide a lock. */
+_Static_assert(__atomic_always_lock_free(sizeof(uint64_t), 0),
+               "shm ring needs lock-free 64-bit atomics");
+
+/* Producers' counter, alone on its cache line so claiming does not disturb cells. */
+typedef struct axon_shm_fifo_ctl {
+    _Atomic uint64_t tail;
+} __attribute__((aligned(AXON_SHM_FIFO_ALIGN))) axon_shm_fifo_ctl_t;
+
+/* Head of every cell; the payload follows it in the same cell. */
+typedef struct axon_shm_cell {
+    _Atomic uint64_t seq;
+    uint32_t         length;  /* payload bytes */
+    uint8_t          am_id;
+    uint8_t          reserved[3];
+} axon_shm_cell_t;
+
+/* 16 bytes keeps the payload aligned for any type a pack callback writes. */
+_Static_assert(sizeof(axon_shm_cell_t) == 16, "shm cell header size");
+
+/* A process's view of one ring (the owner's or a peer's mapping of it). */
+typedef struct axon_shm_fifo {
+    axon_shm_fifo_ctl_t *ctl;
+    char                *cells;
+    uint64_t             mask;       /* size - 1 */
+    size_t               cell_size;  /* including the header */
+} axon_shm_fifo_t;
+
+static inline axon_shm_cell_t *axon_shm_fifo_cell(const axon_shm_fifo_t *fifo, uint64_t pos)
+{
+    return (axon_shm_cell_t*)(fifo->cells + (size_t)(pos & fifo->mask) * fifo->cell_size);
+}
+
+static inline void *axon_shm_cell_payload(axon_shm_cell_t *cell)
+{
+    return cell + 1;
+}
+
+/* Bytes of payload a cell of cell_size bytes holds. */
+static inline size_t axon_shm_cell_payload_max(size_t cell_size)
+{
+    return cell_size - sizeof(axon_shm_cell_t);
+}
+
+/* Set up a view; ctl and cells must be 64-byte aligned, size a power of two. */
+static inline void axon_shm_fifo_view(axon_shm_fifo_t *fifo, void *ctl, void *cells,
+                                      uint64_t size, size_t cell_size)
+{
+    fifo->ctl       = (axon_shm_fifo_ctl_t*)ctl;
+    fifo->cells     = (char*)cells;
+    fifo->mask      = size - 1;
+    fifo->cell_size = cell_size;
+}
+
+/* Owner only, before any peer can see the ring: every cell free for lap 0. */
+static inline void axon_shm_fifo_init(const axon_shm_fifo_t *fifo)
+{
+    uint64_t pos;
+
+    for (pos = 0; pos <= fifo->mask; ++pos) {
+        atomic_init(&axon_shm_fifo_cell(fifo, pos)->seq, pos);
+    }
+    atomic_init(&fifo->ctl->tail, 0);
+}
+
+/*
+ * Producer: take the next free cell. AXON_ERR_NO_RESOURCE when the ring is
+ * full; nothing was written then, so the caller may simply retry later.
+ * A claimed cell must be published, even if the caller has nothing to say
+ * (the consumer waits for cells in order).
+ */
+static inline axon_status_t axon_shm_fifo_claim(const axon_shm_fifo_t *fifo,
+                                                axon_shm_cell_t **cell_p, uint64_t *pos_p)
+{
+    uint64_t         pos = atomic_load_explicit(&fifo->ctl->tail, memory_order_relaxed);
+    axon_shm_cell_t *cell;
+    uint64_t         seq;
+    int64_t          diff;
+
+    for (;;) {
+        cell = axon_shm_fifo_cell(fifo, pos);
+        /* Acquire pairs with the consumer's release: it is done reading the cell. */
+        seq  = atomic_load_explicit(&cell->seq, memory_order_acquire);
+        diff = (int64_t)(seq - pos);
+        if (diff == 0) {
+            /* On failure pos is reloaded with the current tail. */
+            if (atomic_compare_exchange_weak_explicit(&fifo->ctl->tail, &pos, pos + 1,
+                                                      memory_order_relaxed,
+                                                      memory_order_relaxed)) {
+                *cell_p = cell;
+                *pos_p  = pos;
+                return AXON_OK;
+            }
+        } else if (__builtin_expect(diff < 0, 0)) {
+            /* The cell still holds the previous lap: the consumer is a lap behind. */
+            return AXON_ERR_NO_RESOURCE;
+        } else {
+            /* Another producer took pos; catch up with the tail. */
+            pos = atomic_load_explicit(&fifo->ctl->tail, memory_order_relaxed);
+        }
+    }
+}
+
+/* Producer: hand a filled cell to the consumer. */
+static inline void axon_shm_fifo_publish(axon_shm_cell_t *cell, uint64_t pos, uint8_t am_id,
+                                         uint32_t length)
+{
+    cell->length = length;
+    cell->am_id  = am_id;
+    /* Release: the payload and header are visible before the cell is. */
+    atomic_store_explicit(&cell->seq, pos + 1, memory_order_release);
+}
+
+/* Consumer: the cell at head if it has been published, else NULL. */
+static inline axon_shm_cell_t *axon_shm_fifo_peek(const axon_shm_fifo_t *fifo, uint64_t head)
+{
+    axon_shm_cell_t *cell = axon_shm_fifo_cell(fifo, head);
+
+    if (atomic_load_explicit(&cell->seq, memory_order_acquire) != head + 1) {
+        return NULL;
+    }
+    return cell;
+}
+
+/* Consumer: give the cell read at head back to producers, for the next lap. */
+static inline void axon_shm_fifo_release(const axon_shm_fifo_t *fifo, axon_shm_cell_t *cell,
+                                         uint64_t head)
+{
+    atomic_store_explicit(&cell->seq, head + fifo->mask + 1, memory_order_release);
+}
+
+#endif

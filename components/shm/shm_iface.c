@@ -1,0 +1,199 @@
+/* shm iface: owns a receive ring, hands its messages to the AM handlers. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "shm.h"
+#include "sys.h"
+#include "log.h"
+
+static const axon_iface_ops_t axon_shm_iface_ops;
+
+axon_status_t axon_shm_iface_open(const axon_resource_t *resource, const void *config_v,
+                                  const axon_iface_params_t *params, axon_iface_t **iface_p)
+{
+    const axon_shm_config_t *config = config_v;
+    axon_shm_iface_t        *iface;
+    axon_status_t            status;
+
+    status = axon_shm_config_check(config);
+    if (status != AXON_OK) {
+        return status;
+    }
+    if (params == NULL) {
+        axon_error("shm: iface_open needs parameters");
+        return AXON_ERR_INVALID_PARAM;
+    }
+
+    iface = calloc(1, sizeof(*iface));
+    if (iface == NULL) {
+        axon_error("shm: cannot allocate an iface");
+        return AXON_ERR_NO_MEMORY;
+    }
+
+    status = axon_shm_seg_create(config->prefix, config->fifo_size, config->cell_size,
+                                 &iface->seg, &iface->fifo);
+    if (status != AXON_OK) {
+        goto err_free;
+    }
+
+    iface->super.ops      = &axon_shm_iface_ops;
+    iface->super.resource = resource;
+    iface->head           = 0;
+    iface->rx_burst       = config->rx_burst;
+    iface->am_arg         = params->am_arg;
+    /* A copy: the handler table is read on every message, keep it next to the ring. */
+    if (params->am_handlers != NULL) {
+        memcpy(iface->am_handlers, params->am_handlers, sizeof(iface->am_handlers));
+    }
+    iface->max_short      = axon_shm_max_short(config->cell_size);
+    iface->max_bcopy      = axon_shm_max_bcopy(config->cell_size);
+    iface->host_id        = axon_sys_host_id();
+    iface->uid            = (uint32_t)geteuid();
+
+    *iface_p = &iface->super;
+    return AXON_OK;
+
+err_free:
+    free(iface);
+    return status;
+}
+
+static void axon_shm_iface_close(axon_iface_t *tl_iface)
+{
+    axon_shm_iface_t *iface = (axon_shm_iface_t*)tl_iface;
+
+    axon_shm_seg_destroy(&iface->seg);
+    free(iface);
+}
+
+/* Out of line: a message no handler wants is a bug somewhere, not a fast path. */
+static __attribute__((noinline, cold))
+void axon_shm_iface_drop(const axon_shm_iface_t *iface, uint8_t am_id, uint32_t length)
+{
+    if (am_id == AXON_SHM_AM_ID_VOID) {
+        return;  /* the sender already reported it */
+    }
+    if (am_id >= AXON_AM_ID_MAX) {
+        axon_warn("shm %s: dropped a message with invalid am_id %u", iface->seg.name, am_id);
+    } else if (length > iface->max_bcopy) {
+        axon_warn("shm %s: dropped am_id %u with invalid length %u (cells hold %zu)",
+                  iface->seg.name, am_id, length, iface->max_bcopy);
+    } else {
+        axon_warn("shm %s: dropped am_id %u (%u bytes): no handler", iface->seg.name, am_id,
+                  length);
+    }
+}
+
+static unsigned axon_shm_iface_progress(axon_iface_t *tl_iface)
+{
+    axon_shm_iface_t  *iface = (axon_shm_iface_t*)tl_iface;
+    axon_am_handler_t  handler;
+    axon_shm_cell_t   *cell;
+    uint64_t           pos;
+    uint32_t           length;
+    uint8_t            am_id;
+    unsigned           count;
+
+    for (count = 0; count < iface->rx_burst; ++count) {
+        pos  = iface->head;
+        cell = axon_shm_fifo_peek(&iface->fifo, pos);
+        if (cell == NULL) {
+            break;
+        }
+        /* Advance first: a handler that progresses this iface again takes the next cell. */
+        iface->head = pos + 1;
+        /* Read the header once: the cell is in memory other processes can write. */
+        length = cell->length;
+        am_id  = cell->am_id;
+        handler = (am_id < AXON_AM_ID_MAX) ? iface->am_handlers[am_id] : NULL;
+        if (__builtin_expect((handler != NULL) && (length <= iface->max_bcopy), 1)) {
+            handler(iface->am_arg, axon_shm_cell_payload(cell), length, AXON_AM_FLAG_NONE);
+        } else {
+            axon_shm_iface_drop(iface, am_id, length);
+        }
+        /* Only now may a sender overwrite the cell: data was valid during the handler. */
+        axon_shm_fifo_release(&iface->fifo, cell, pos);
+    }
+    return count;
+}
+
+static axon_status_t axon_shm_iface_get_address(axon_iface_t *tl_iface, void *dev_addr,
+                                                void *iface_addr)
+{
+    const axon_shm_iface_t *iface = (const axon_shm_iface_t*)tl_iface;
+    axon_shm_dev_addr_t     dev;
+    axon_shm_iface_addr_t   addr;
+
+    /* Addresses are blobs in a larger buffer: copy, never cast (alignment). */
+    memset(&dev, 0, sizeof(dev));
+    dev.host_id = iface->host_id;
+    dev.uid     = iface->uid;
+    memcpy(dev_addr, &dev, sizeof(dev));
+
+    memset(&addr, 0, sizeof(addr));
+    memcpy(addr.seg_name, iface->seg.name, sizeof(addr.seg_name));
+    addr.cell_size = (uint32_t)iface->fifo.cell_size;
+    memcpy(iface_addr, &addr, sizeof(addr));
+    return AXON_OK;
+}
+
+axon_status_t axon_shm_iface_check_peer(const axon_shm_iface_t *iface, const void *dev_addr,
+                                        const void *iface_addr, axon_log_level_t log_level,
+                                        axon_shm_iface_addr_t *addr)
+{
+    axon_shm_dev_addr_t dev;
+
+    memcpy(&dev, dev_addr, sizeof(dev));
+    if (dev.host_id != iface->host_id) {
+        axon_log(log_level, "shm: peer is on another host (host id 0x%016llx, ours 0x%016llx)",
+                 (unsigned long long)dev.host_id, (unsigned long long)iface->host_id);
+        return AXON_ERR_UNREACHABLE;
+    }
+    if (dev.uid != iface->uid) {
+        /* Segments are created 0600: another user's cannot be opened. */
+        axon_log(log_level, "shm: peer runs as uid %u, we as %u", dev.uid, iface->uid);
+        return AXON_ERR_UNREACHABLE;
+    }
+    if (iface_addr == NULL) {
+        return AXON_OK;  /* the device alone was asked about */
+    }
+
+    memcpy(addr, iface_addr, sizeof(*addr));
+    if ((addr->seg_name[0] != '/') ||
+        (memchr(addr->seg_name, '\0', sizeof(addr->seg_name)) == NULL) ||
+        (strchr(addr->seg_name + 1, '/') != NULL)) {
+        axon_log(log_level, "shm: malformed peer address (segment name '%.*s')",
+                 (int)sizeof(addr->seg_name), addr->seg_name);
+        return AXON_ERR_INVALID_ADDR;
+    }
+    if (addr->cell_size < iface->fifo.cell_size) {
+        axon_log(log_level, "shm: peer segment %s has %u-byte cells, we send up to %zu "
+                 "(is AXON_SHM_CELL_SIZE set differently in the two processes?)",
+                 addr->seg_name, addr->cell_size, iface->fifo.cell_size);
+        return AXON_ERR_UNREACHABLE;
+    }
+    return AXON_OK;
+}
+
+static int axon_shm_iface_is_reachable(axon_iface_t *tl_iface, const void *dev_addr,
+                                       const void *iface_addr)
+{
+    axon_shm_iface_addr_t addr;
+
+    return axon_shm_iface_check_peer((const axon_shm_iface_t*)tl_iface, dev_addr, iface_addr,
+                                     AXON_LOG_DEBUG, &addr) == AXON_OK;
+}
+
+static const axon_iface_ops_t axon_shm_iface_ops = {
+    .iface_close        = axon_shm_iface_close,
+    .iface_progress     = axon_shm_iface_progress,
+    .dev_addr_len       = sizeof(axon_shm_dev_addr_t),
+    .iface_addr_len     = sizeof(axon_shm_iface_addr_t),
+    .iface_get_address  = axon_shm_iface_get_address,
+    .iface_is_reachable = axon_shm_iface_is_reachable,
+    .ep_create          = axon_shm_ep_create,
+    .ep_destroy         = axon_shm_ep_destroy,
+    .ep_am_short        = axon_shm_ep_am_short,
+    .ep_am_bcopy        = axon_shm_ep_am_bcopy,
+    .ep_flush           = axon_shm_ep_flush,
+};

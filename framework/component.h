@@ -1,0 +1,151 @@
+/*
+ * The component ABI: what a transport plugin (libaxon_<name>.so) exports and
+ * the ops table the upper layer calls through.
+ *
+ * A plugin exports one symbol, AXON_COMPONENT_SYMBOL, of type axon_component_t.
+ * The loader refuses a descriptor whose abi_version differs from
+ * AXON_COMPONENT_ABI_VERSION. query() lists the resources (device + transport)
+ * the component offers on this machine; iface_open() instantiates one on a
+ * worker. Everything on the data path goes through axon_iface_ops_t, filled
+ * once at open, so the upper layer never branches on the transport type.
+ */
+#ifndef AXON_COMPONENT_H
+#define AXON_COMPONENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "axon.h"
+#include "config.h"
+
+#define AXON_COMPONENT_ABI_VERSION 1
+#define AXON_COMPONENT_SYMBOL      axon_component
+#define AXON_COMPONENT_SYMBOL_NAME "axon_component"
+
+#define AXON_TL_NAME_MAX  16
+#define AXON_DEV_NAME_MAX 32
+
+/* Device kinds: AXON_NET_DEVICES filters only network devices. */
+typedef enum {
+    AXON_DEV_TYPE_SELF = 0,  /* loopback to the same worker */
+    AXON_DEV_TYPE_SHM,       /* processes on one host */
+    AXON_DEV_TYPE_NET,       /* a network device */
+    AXON_DEV_TYPE_LAST
+} axon_dev_type_t;
+
+/* Capability flags of a resource */
+#define AXON_CAP_AM_SHORT     (1ull << 0)  /* header + payload copied inline */
+#define AXON_CAP_AM_BCOPY     (1ull << 1)  /* payload packed by a callback */
+#define AXON_CAP_AM_ZCOPY     (1ull << 2)  /* payload sent from user memory */
+#define AXON_CAP_PUT          (1ull << 3)
+#define AXON_CAP_GET          (1ull << 4)
+#define AXON_CAP_AMO32        (1ull << 5)
+#define AXON_CAP_AMO64        (1ull << 6)
+#define AXON_CAP_CONNECT_TO_IFACE (1ull << 7)  /* endpoints need only the peer's iface address */
+#define AXON_CAP_AM_ORDERED   (1ull << 8)  /* AMs on one ep arrive in send order */
+
+/* Names of the flags above, for axon_info; NULL-terminated, indexed by bit. */
+extern const char *const axon_cap_names[];
+
+typedef struct axon_resource {
+    char            tl_name[AXON_TL_NAME_MAX];    /* "shm" — what AXON_TLS names */
+    char            dev_name[AXON_DEV_NAME_MAX];  /* "memory", "softib0:1" */
+    axon_dev_type_t dev_type;
+    uint64_t        cap_flags;                    /* AXON_CAP_* */
+    /* Performance estimates used by lane selection */
+    double          latency_ns;                   /* one-way, small message */
+    double          bandwidth_MBps;               /* large messages, 10^6 bytes/s */
+    double          overhead_ns;                  /* CPU cost per message at the sender */
+    size_t          max_short;                    /* header + payload of am_short */
+    size_t          max_bcopy;                    /* bytes a pack callback may write */
+    size_t          max_zcopy;                    /* 0 if no zcopy */
+    /* Memory one endpoint costs (for the cost model past many peers) */
+    size_t          ep_memory;
+} axon_resource_t;
+
+/* Active message ids (the upper layer's protocols); transports carry them opaquely. */
+#define AXON_AM_ID_MAX 32
+
+/* Flags passed to an AM handler */
+#define AXON_AM_FLAG_NONE 0
+
+/*
+ * Called by a transport for every active message it receives, from inside the
+ * iface's progress (or, for self, from inside the send). data is valid only
+ * during the call.
+ */
+typedef void (*axon_am_handler_t)(void *arg, const void *data, size_t length, unsigned flags);
+
+/* Fills dest (at most max_bcopy bytes); returns the number of bytes written. */
+typedef size_t (*axon_pack_cb_t)(void *dest, void *arg);
+
+typedef struct axon_iface axon_iface_t;
+typedef struct axon_tl_ep axon_tl_ep_t;
+
+typedef struct axon_iface_params {
+    const axon_am_handler_t *am_handlers;  /* AXON_AM_ID_MAX entries, NULL = drop with a warning */
+    void                    *am_arg;       /* first argument of every handler */
+    uint64_t                 worker_uuid;  /* unique id of the owning worker */
+} axon_iface_params_t;
+
+typedef struct axon_iface_ops {
+    void          (*iface_close)(axon_iface_t *iface);
+    /* Poll for incoming messages and completions; returns the events handled. */
+    unsigned      (*iface_progress)(axon_iface_t *iface);
+    /*
+     * Addresses: the device address says where the device is (host,
+     * fabric) and decides reachability; the iface address says how to reach
+     * this iface on it. Sizes are fixed per iface.
+     */
+    size_t        dev_addr_len;
+    size_t        iface_addr_len;
+    axon_status_t (*iface_get_address)(axon_iface_t *iface, void *dev_addr, void *iface_addr);
+    int           (*iface_is_reachable)(axon_iface_t *iface, const void *dev_addr,
+                                        const void *iface_addr);
+
+    axon_status_t (*ep_create)(axon_iface_t *iface, const void *dev_addr, const void *iface_addr,
+                               axon_tl_ep_t **ep_p);
+    void          (*ep_destroy)(axon_tl_ep_t *ep);
+
+    /*
+     * Send an active message of hdr_len + length bytes (<= max_short); the
+     * receiver sees them contiguous. AXON_ERR_NO_RESOURCE: nothing was sent,
+     * retry after progress.
+     */
+    axon_status_t (*ep_am_short)(axon_tl_ep_t *ep, uint8_t am_id, const void *hdr, size_t hdr_len,
+                                 const void *payload, size_t length);
+    /* Same, with the payload written by pack(); returns bytes sent or AXON_ERR_NO_RESOURCE. */
+    ssize_t       (*ep_am_bcopy)(axon_tl_ep_t *ep, uint8_t am_id, axon_pack_cb_t pack, void *arg);
+    /* AXON_OK when every message posted on ep has left the sender's buffers. */
+    axon_status_t (*ep_flush)(axon_tl_ep_t *ep);
+} axon_iface_ops_t;
+
+/* Base of every transport iface; a transport embeds it first. */
+struct axon_iface {
+    const axon_iface_ops_t *ops;
+    const axon_resource_t  *resource;
+};
+
+/* Base of every transport endpoint. */
+struct axon_tl_ep {
+    axon_iface_t *iface;
+};
+
+typedef struct axon_component {
+    uint32_t                   abi_version;     /* AXON_COMPONENT_ABI_VERSION */
+    const char                *name;            /* "shm": also the plugin file's suffix */
+    const char                *description;     /* one line for axon_info */
+    /* Configuration: read from AXON_<config_prefix><NAME> into config_size bytes */
+    const char                *config_prefix;   /* "SHM_" */
+    const axon_config_entry_t *config_table;
+    size_t                     config_size;
+    /*
+     * List the resources usable on this machine into a malloc'd array. A
+     * component whose device is absent returns AXON_OK with count 0.
+     */
+    axon_status_t (*query)(const void *config, axon_resource_t **resources_p, unsigned *count_p);
+    axon_status_t (*iface_open)(const axon_resource_t *resource, const void *config,
+                                const axon_iface_params_t *params, axon_iface_t **iface_p);
+} axon_component_t;
+
+#endif

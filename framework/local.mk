@@ -1,0 +1,18 @@
+# framework/: services every layer and component uses.
+libaxon_la_SOURCES += \
+	framework/log.c \
+	framework/config.c \
+	framework/loader.c \
+	framework/select.c \
+	framework/mpool.c \
+	framework/sys.c
+
+noinst_HEADERS += \
+	framework/list.h \
+	framework/log.h \
+	framework/config.h \
+	framework/component.h \
+	framework/loader.h \
+	framework/select.h \
+	framework/mpool.h \
+	framework/sys.h

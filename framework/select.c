@@ -1,0 +1,295 @@
+/* Transport selection: filters (AXON_TLS, AXON_NET_DEVICES) and lane choice. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "log.h"
+#include "select.h"
+
+const char *const axon_select_tl_aliases[][2] = {
+    {"sm",  "shm,self"},
+    {"all", "*"},
+    {NULL,  NULL}
+};
+
+static const char *axon_select_alias(const char *name)
+{
+    unsigned i;
+
+    for (i = 0; axon_select_tl_aliases[i][0] != NULL; ++i) {
+        if (strcmp(axon_select_tl_aliases[i][0], name) == 0) {
+            return axon_select_tl_aliases[i][1];
+        }
+    }
+    return NULL;
+}
+
+/* Is name a transport some resource offers, or a component's name? */
+static const axon_loaded_component_t *
+axon_select_find_tl(const axon_component_set_t *set, const char *name)
+{
+    const axon_loaded_component_t *lc;
+    unsigned i, j;
+
+    for (i = 0; i < set->count; ++i) {
+        lc = &set->comps[i];
+        if (strcmp(lc->name, name) == 0) {
+            return lc;
+        }
+        for (j = 0; j < lc->num_resources; ++j) {
+            if (strcmp(lc->resources[j].tl_name, name) == 0) {
+                return lc;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* Append "a, b, c" of every known transport and alias to buf, for errors. */
+static void axon_select_known_tls(const axon_component_set_t *set, char *buf, size_t max)
+{
+    size_t len = 0;
+    unsigned i, j;
+
+#define AXON_APPEND(...) \
+    len += (size_t)snprintf(buf + len, (len < max) ? max - len : 0, __VA_ARGS__)
+    buf[0] = '\0';
+    for (i = 0; i < set->count; ++i) {
+        const axon_loaded_component_t *lc = &set->comps[i];
+        if (lc->num_resources == 0) {
+            AXON_APPEND("%s%s%s", len ? ", " : "", lc->name,
+                        lc->component ? " (no device)" : " (failed to load)");
+            continue;
+        }
+        for (j = 0; j < lc->num_resources; ++j) {
+            if ((j == 0) || strcmp(lc->resources[j].tl_name, lc->resources[j - 1].tl_name)) {
+                AXON_APPEND("%s%s", len ? ", " : "", lc->resources[j].tl_name);
+            }
+        }
+    }
+    for (i = 0; axon_select_tl_aliases[i][0] != NULL; ++i) {
+        AXON_APPEND("%s%s (alias)", len ? ", " : "", axon_select_tl_aliases[i][0]);
+    }
+#undef AXON_APPEND
+}
+
+/*
+ * Check every name of AXON_TLS and expand aliases into want. Names of
+ * components that failed to load are accepted with a warning saying why.
+ */
+static axon_status_t axon_select_check_tls(const axon_component_set_t *set,
+                                           const axon_config_allow_list_t *tls,
+                                           axon_config_names_t *want, int *want_all)
+{
+    const axon_loaded_component_t *lc;
+    char known[1024], item[64];
+    const char *alias, *p, *comma;
+    size_t len;
+    unsigned i;
+
+    *want_all = 0;
+    for (i = 0; i < tls->list.count; ++i) {
+        const char *name = tls->list.names[i];
+
+        alias = axon_select_alias(name);
+        if (alias != NULL) {
+            if (strcmp(alias, "*") == 0) {
+                *want_all = 1;
+                continue;
+            }
+            for (p = alias; *p != '\0'; p = (*comma != '\0') ? comma + 1 : comma) {
+                comma = strchr(p, ',');
+                if (comma == NULL) {
+                    comma = p + strlen(p);
+                }
+                len = (size_t)(comma - p);
+                memcpy(item, p, len);
+                item[len] = '\0';
+                want->names[want->count++] = strdup(item);
+            }
+            continue;
+        }
+
+        lc = axon_select_find_tl(set, name);
+        if (lc == NULL) {
+            axon_select_known_tls(set, known, sizeof(known));
+            axon_error("AXON_TLS: unknown transport '%s'; known transports: %s", name, known);
+            return AXON_ERR_INVALID_PARAM;
+        }
+        if ((lc->component == NULL) && (tls->mode == AXON_CONFIG_ALLOW_LISTED)) {
+            axon_warn("AXON_TLS names '%s', but its component %s could not be loaded: %s",
+                      name, lc->path, lc->error);
+        } else if ((lc->num_resources == 0) && (tls->mode == AXON_CONFIG_ALLOW_LISTED)) {
+            axon_warn("AXON_TLS names '%s', but it has no usable device on this host", name);
+        }
+        want->names[want->count++] = strdup(name);
+    }
+    return AXON_OK;
+}
+
+static axon_status_t axon_select_check_devices(const axon_component_set_t *set,
+                                               const axon_config_allow_list_t *net_devices)
+{
+    char known[1024];
+    size_t len;
+    unsigned i, j, k;
+    int found;
+
+    for (k = 0; k < net_devices->list.count; ++k) {
+        found = 0;
+        known[0] = '\0';
+        len = 0;
+        for (i = 0; i < set->count; ++i) {
+            for (j = 0; j < set->comps[i].num_resources; ++j) {
+                const axon_resource_t *rsc = &set->comps[i].resources[j];
+                if (rsc->dev_type != AXON_DEV_TYPE_NET) {
+                    continue;
+                }
+                if (strcmp(rsc->dev_name, net_devices->list.names[k]) == 0) {
+                    found = 1;
+                }
+                len += (size_t)snprintf(known + len, len < sizeof(known) ? sizeof(known) - len : 0,
+                                        "%s%s", len ? ", " : "", rsc->dev_name);
+            }
+        }
+        if (!found) {
+            axon_error("AXON_NET_DEVICES: unknown device '%s'; network devices on this host: %s",
+                       net_devices->list.names[k], len ? known : "none");
+            return AXON_ERR_INVALID_PARAM;
+        }
+    }
+    return AXON_OK;
+}
+
+/* Capabilities a resource needs to serve the requested features. */
+static uint64_t axon_select_required_caps(uint32_t features)
+{
+    uint64_t caps = 0;
+
+    if (features & AXON_FEATURE_TAG) {
+        caps |= AXON_CAP_AM_SHORT | AXON_CAP_AM_BCOPY;
+    }
+    return caps;
+}
+
+axon_status_t axon_select_filter(const axon_component_set_t *set,
+                                 const axon_config_allow_list_t *tls,
+                                 const axon_config_allow_list_t *net_devices,
+                                 uint32_t features,
+                                 axon_select_resource_t **out, unsigned *count)
+{
+    axon_config_allow_list_t want = {tls->mode, {NULL, 0}};
+    axon_select_resource_t *result = NULL;
+    uint64_t required = axon_select_required_caps(features);
+    axon_status_t status;
+    unsigned i, j, total = 0, n = 0;
+    int want_all;
+
+    /* Each alias expands to at most a few names. */
+    want.list.names = calloc(tls->list.count * 4 + 1, sizeof(char *));
+    if (want.list.names == NULL) {
+        return AXON_ERR_NO_MEMORY;
+    }
+    status = axon_select_check_tls(set, tls, &want.list, &want_all);
+    if (status != AXON_OK) {
+        goto out;
+    }
+    if (want_all) {
+        /* "all" in an allow list admits everything; in a deny list, nothing. */
+        want.mode = (tls->mode == AXON_CONFIG_DENY_LISTED) ? AXON_CONFIG_ALLOW_LISTED :
+                                                             AXON_CONFIG_ALLOW_ALL;
+        if (want.mode == AXON_CONFIG_ALLOW_LISTED) {
+            for (i = 0; i < want.list.count; ++i) {
+                free(want.list.names[i]);
+            }
+            want.list.count = 0;
+        }
+    }
+
+    status = axon_select_check_devices(set, net_devices);
+    if (status != AXON_OK) {
+        goto out;
+    }
+
+    for (i = 0; i < set->count; ++i) {
+        total += set->comps[i].num_resources;
+    }
+    result = calloc(total + 1, sizeof(*result));
+    if (result == NULL) {
+        status = AXON_ERR_NO_MEMORY;
+        goto out;
+    }
+
+    for (i = 0; i < set->count; ++i) {
+        const axon_loaded_component_t *lc = &set->comps[i];
+        for (j = 0; j < lc->num_resources; ++j) {
+            const axon_resource_t *rsc = &lc->resources[j];
+            int listed   = axon_config_names_contain(&want.list, rsc->tl_name) ||
+                           axon_config_names_contain(&want.list, lc->name);
+            int admitted = (want.mode == AXON_CONFIG_ALLOW_ALL) ||
+                           ((want.mode == AXON_CONFIG_ALLOW_LISTED) && listed) ||
+                           ((want.mode == AXON_CONFIG_DENY_LISTED) && !listed);
+            if (!admitted) {
+                axon_debug("%s/%s: excluded by AXON_TLS", rsc->tl_name, rsc->dev_name);
+                continue;
+            }
+            if ((rsc->dev_type == AXON_DEV_TYPE_NET) &&
+                !axon_config_allows(net_devices, rsc->dev_name)) {
+                axon_debug("%s/%s: excluded by AXON_NET_DEVICES", rsc->tl_name, rsc->dev_name);
+                continue;
+            }
+            if ((rsc->cap_flags & required) != required) {
+                axon_debug("%s/%s: lacks capabilities 0x%llx needed by the requested features",
+                           rsc->tl_name, rsc->dev_name,
+                           (unsigned long long)(required & ~rsc->cap_flags));
+                continue;
+            }
+            result[n].owner    = lc;
+            result[n].resource = rsc;
+            ++n;
+        }
+    }
+
+    *out   = result;
+    *count = n;
+    result = NULL;
+
+out:
+    free(result);
+    for (i = 0; i < want.list.count; ++i) {
+        free(want.list.names[i]);
+    }
+    free(want.list.names);
+    return status;
+}
+
+axon_status_t axon_select_lanes(const axon_resource_t *const *candidates, unsigned count,
+                                axon_lane_choice_t *choice)
+{
+    double best_lat = 0, best_bw = 0, lat;
+    unsigned i;
+
+    choice->small = choice->bulk = -1;
+    for (i = 0; i < count; ++i) {
+        const axon_resource_t *rsc = candidates[i];
+
+        lat = rsc->latency_ns + rsc->overhead_ns;
+        if ((rsc->cap_flags & AXON_CAP_AM_SHORT) && ((choice->small < 0) || (lat < best_lat))) {
+            choice->small = (int)i;
+            best_lat      = lat;
+        }
+        /* Ties in bandwidth go to the lower latency. */
+        if ((rsc->cap_flags & AXON_CAP_AM_BCOPY) &&
+            ((choice->bulk < 0) || (rsc->bandwidth_MBps > best_bw) ||
+             ((rsc->bandwidth_MBps == best_bw) &&
+              (lat < candidates[choice->bulk]->latency_ns + candidates[choice->bulk]->overhead_ns)))) {
+            choice->bulk = (int)i;
+            best_bw      = rsc->bandwidth_MBps;
+        }
+    }
+
+    if ((choice->small < 0) || (choice->bulk < 0)) {
+        return AXON_ERR_UNREACHABLE;
+    }
+    return AXON_OK;
+}

@@ -1,0 +1,47 @@
+/*
+ * Transport selection: which resources a context may use (AXON_TLS,
+ * AXON_NET_DEVICES), and which lanes an endpoint uses among the resources
+ * that reach its peer.
+ */
+#ifndef AXON_SELECT_H
+#define AXON_SELECT_H
+
+#include "component.h"
+#include "loader.h"
+
+/* A resource admitted by the filters, and the component that offers it. */
+typedef struct axon_select_resource {
+    const axon_loaded_component_t *owner;
+    const axon_resource_t         *resource;
+} axon_select_resource_t;
+
+/*
+ * Apply AXON_TLS (tls) and AXON_NET_DEVICES (net_devices) to the loaded set.
+ * Names are transport names ("shm"), component names of plugins that failed
+ * to load (a warning then says why), or aliases ("sm" = shm,self; "all").
+ * An unknown name fails with AXON_ERR_INVALID_PARAM and an error line naming
+ * it and listing what exists. On success *out is a malloc'd array.
+ */
+axon_status_t axon_select_filter(const axon_component_set_t *set,
+                                 const axon_config_allow_list_t *tls,
+                                 const axon_config_allow_list_t *net_devices,
+                                 uint32_t features,
+                                 axon_select_resource_t **out, unsigned *count);
+
+/* Aliases understood in AXON_TLS: NULL-terminated pairs {alias, "a,b"}. */
+extern const char *const axon_select_tl_aliases[][2];
+
+/* Lanes of one endpoint: indices into the candidate array given to axon_select_lanes. */
+typedef struct axon_lane_choice {
+    int small;  /* lowest latency + overhead, needs AM_SHORT */
+    int bulk;   /* highest bandwidth, needs AM_BCOPY */
+} axon_lane_choice_t;
+
+/*
+ * Pick lanes among candidates (resources that reach the peer). Returns
+ * AXON_ERR_UNREACHABLE if none can carry messages.
+ */
+axon_status_t axon_select_lanes(const axon_resource_t *const *candidates, unsigned count,
+                                axon_lane_choice_t *choice);
+
+#endif

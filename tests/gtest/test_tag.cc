@@ -1,0 +1,1529 @@
+/*
+ * Tag messaging over every transport, with two roles: rank 0 and rank 1.
+ *
+ *   self  one process, one worker, an endpoint to its own address. The two
+ *         roles run as coroutines on the test thread and switch after every
+ *         progress call, so the same role code serves both transports while
+ *         the worker is still used by one thread only.
+ *   shm   two processes: the test process and a forked peer, each with its
+ *         own worker; "shm_rev" swaps which process plays which rank.
+ *
+ * A role reaches the other through Env: its worker, an endpoint to the other
+ * rank, a barrier and a broadcast of one value.
+ */
+#include <gtest/gtest.h>
+
+#include <string.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "axon.h"
+#include "harness.h"
+
+namespace {
+
+const double kOpTimeout   = 30.0;  /* one operation, or one barrier */
+const double kPeerTimeout = 60.0;  /* a whole peer process */
+
+/* ---------------------------------------------------------------- messages */
+
+/* Payload: [seq (8 bytes, if it fits)][pattern seeded by seq and length]. */
+uint64_t msg_seed(uint64_t seq, size_t len)
+{
+    return seq * 1000003ull + len;
+}
+
+void fill_msg(void *buf, size_t len, uint64_t seq)
+{
+    uint8_t *p = static_cast<uint8_t *>(buf);
+
+    axon_test_fill(p, len, msg_seed(seq, len));
+    if (len >= sizeof(seq)) {
+        memcpy(p, &seq, sizeof(seq));
+    }
+}
+
+/* Empty string if buf holds message seq of len bytes, else what is wrong. */
+std::string check_msg(const void *buf, size_t len, uint64_t seq)
+{
+    const uint8_t *p = static_cast<const uint8_t *>(buf);
+    char           text[160];
+    size_t         start = 0;
+
+    if (len >= sizeof(seq)) {
+        uint64_t got;
+        memcpy(&got, p, sizeof(got));
+        if (got != seq) {
+            snprintf(text, sizeof(text), "sequence %llu where %llu was expected (len %zu)",
+                     (unsigned long long)got, (unsigned long long)seq, len);
+            return text;
+        }
+        start = sizeof(seq);
+    }
+    for (size_t i = start; i < len; ++i) {
+        if (p[i] != axon_test_pattern_byte(msg_seed(seq, len), i)) {
+            snprintf(text, sizeof(text), "message %llu (len %zu): byte %zu is 0x%02x, not 0x%02x",
+                     (unsigned long long)seq, len, i, p[i],
+                     axon_test_pattern_byte(msg_seed(seq, len), i));
+            return text;
+        }
+    }
+    return "";
+}
+
+/* A receive buffer with guard bytes after it, to catch overruns. */
+class GuardedBuf {
+public:
+    static const size_t kGuard = 64;
+    static const uint8_t kFill = 0xEE;
+
+    explicit GuardedBuf(size_t len) : len_(len), mem_(len + kGuard, kFill) {}
+
+    uint8_t *data() { return mem_.data(); }
+    size_t   size() const { return len_; }
+    void     reset() { std::fill(mem_.begin(), mem_.end(), kFill); }
+
+    bool guard_intact() const
+    {
+        for (size_t i = len_; i < mem_.size(); ++i) {
+            if (mem_[i] != kFill) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+private:
+    size_t               len_;
+    std::vector<uint8_t> mem_;
+};
+
+/* ---------------------------------------------------------------- coroutines */
+
+/* Two roles on one thread; a role gives way from inside the progress hook. */
+class CoSched {
+public:
+    static const size_t kStack = 1 << 20;
+
+    void run(std::function<void()> fn0, std::function<void()> fn1)
+    {
+        fns_[0]  = fn0;
+        fns_[1]  = fn1;
+        done_[0] = done_[1] = false;
+        for (int i = 0; i < 2; ++i) {
+            stacks_[i].resize(kStack);
+            getcontext(&ctx_[i]);
+            ctx_[i].uc_stack.ss_sp   = stacks_[i].data();
+            ctx_[i].uc_stack.ss_size = stacks_[i].size();
+            ctx_[i].uc_link          = &main_;
+            makecontext(&ctx_[i], reinterpret_cast<void (*)()>(&CoSched::trampoline), 0);
+        }
+        current_ = this;
+        while (!done_[0] || !done_[1]) {
+            for (int i = 0; i < 2; ++i) {
+                if (!done_[i]) {
+                    running_ = i;
+                    swapcontext(&main_, &ctx_[i]);
+                    running_ = -1;
+                }
+            }
+        }
+        current_ = nullptr;
+    }
+
+    /* Called between two library calls: let the other role run. */
+    void yield()
+    {
+        if (running_ >= 0) {
+            swapcontext(&ctx_[running_], &main_);
+        }
+    }
+
+    bool done(int i) const { return done_[i]; }
+
+    static void hook(void *arg) { static_cast<CoSched *>(arg)->yield(); }
+
+private:
+    static void trampoline()
+    {
+        CoSched *s = current_;
+        int      i = s->running_;
+        s->fns_[i]();
+        s->done_[i] = true;
+        /* returning resumes main_ through uc_link */
+    }
+
+    static CoSched       *current_;
+    ucontext_t            main_;
+    ucontext_t            ctx_[2];
+    std::vector<char>     stacks_[2];
+    std::function<void()> fns_[2];
+    volatile bool         done_[2];
+    volatile int          running_ = -1;
+};
+
+CoSched *CoSched::current_ = nullptr;
+
+/* ---------------------------------------------------------------- environment */
+
+/* State the two roles of one self-mode run share. */
+struct SelfShared {
+    CoSched  sched;
+    unsigned barriers[2] = {0, 0};
+    uint64_t bcast_value = 0;
+    unsigned bcast_gen   = 0;
+};
+
+class Env {
+public:
+    int            rank;
+    axon_worker_h  worker;
+    axon_ep_h     *ep_slot;  /* shared by both roles in self mode */
+    int            fd;       /* socket to the other rank (shm); -1 in self mode */
+    SelfShared    *shared;   /* self mode only */
+    bool           is_shm;
+
+    axon_ep_h ep() const { return *ep_slot; }
+
+    unsigned progress() { return axon_test_progress(worker); }
+
+    /* Both ranks wait for each other, progressing meanwhile. */
+    bool barrier()
+    {
+        if (shared == nullptr) {
+            return axon_test_sync_progress(fd, worker, kOpTimeout) == 0;
+        }
+        unsigned target = ++shared->barriers[rank];
+        double   end    = axon_test_time() + kOpTimeout;
+        while (shared->barriers[1 - rank] < target) {
+            if (shared->sched.done(1 - rank) || (axon_test_time() > end)) {
+                return false;
+            }
+            progress();
+        }
+        return true;
+    }
+
+    /* A barrier that does not progress this worker (for back-pressure tests). */
+    bool barrier_no_progress()
+    {
+        if (shared == nullptr) {
+            return axon_test_sync(fd) == 0;
+        }
+        return barrier();  /* one worker: waiting without progress would deadlock */
+    }
+
+    /* Rank root's value, on both ranks. */
+    uint64_t bcast(uint64_t value, int root)
+    {
+        if (shared == nullptr) {
+            if (rank == root) {
+                EXPECT_EQ(0, axon_test_send_blob(fd, &value, sizeof(value)));
+                return value;
+            }
+            void  *blob = nullptr;
+            size_t len  = 0;
+            EXPECT_EQ(0, axon_test_recv_blob(fd, &blob, &len));
+            if ((blob == nullptr) || (len != sizeof(value))) {
+                free(blob);
+                return 0;
+            }
+            memcpy(&value, blob, sizeof(value));
+            free(blob);
+            return value;
+        }
+        if (rank == root) {
+            shared->bcast_value = value;
+            ++shared->bcast_gen;
+        }
+        barrier();
+        value = shared->bcast_value;
+        barrier();  /* the slot may be reused after both have read it */
+        return value;
+    }
+
+    axon_status_t send(const void *buf, size_t len, axon_tag_t tag)
+    {
+        return axon_test_send(worker, ep(), buf, len, tag, kOpTimeout);
+    }
+
+    axon_status_t recv(void *buf, size_t len, axon_tag_t tag, axon_tag_t mask,
+                       axon_tag_recv_info_t *info)
+    {
+        return axon_test_recv(worker, buf, len, tag, mask, info, kOpTimeout);
+    }
+
+    /* Progress until count reaches target; false on timeout. */
+    bool progress_until(const volatile int *count, int target)
+    {
+        double end = axon_test_time() + kOpTimeout;
+        while (*count < target) {
+            if (axon_test_time() > end) {
+                return false;
+            }
+            progress();
+        }
+        return true;
+    }
+
+    /* Wait a request from a send/recv that returned status; frees it. */
+    axon_status_t wait(axon_status_t status, axon_request_h req, axon_tag_recv_info_t *info)
+    {
+        return axon_test_wait_req(worker, status, req, info, kOpTimeout);
+    }
+};
+
+typedef std::function<void(Env &)> Role;
+
+struct TransportParam {
+    const char *label;
+    const char *tls;
+    int         child_rank;  /* shm: the rank the forked peer plays */
+};
+
+std::ostream &operator<<(std::ostream &os, const TransportParam &p)
+{
+    return os << p.label;
+}
+
+/* What a forked peer needs to play its rank. */
+struct ChildArgs {
+    const TransportParam          *param;
+    const Role                    *roles;
+    std::vector<axon_config_kv_t>  config;
+};
+
+/* Teardown that every run checks: nothing leaked, the endpoint closed. */
+void destroy_node_checked(axon_test_node_t *node)
+{
+    ASSERT_EQ(0, axon_test_stderr_capture_begin());
+    axon_test_node_destroy(node);
+    char *text = axon_test_stderr_capture_end();
+    ASSERT_NE(nullptr, text);
+    std::string log(text);
+    free(text);
+    /* Pools warn about elements still out at destruction: leaked requests. */
+    EXPECT_EQ(std::string::npos, log.find("not returned")) << log;
+    /* Let anything else the library said reach the real stderr. */
+    if (!log.empty()) {
+        fputs(log.c_str(), stderr);
+    }
+}
+
+void close_ep_checked(Env &env)
+{
+    if (env.ep() != nullptr) {
+        EXPECT_EQ(AXON_OK, axon_test_ep_close(env.worker, env.ep(), AXON_EP_CLOSE_FLUSH,
+                                              kOpTimeout));
+        *env.ep_slot = nullptr;
+    }
+}
+
+/* Connect to the other process, play the rank, tear down. */
+void play_shm_rank(int fd, int rank, const std::vector<axon_config_kv_t> &config,
+                   const Role &role)
+{
+    axon_test_node_t node;
+    axon_ep_h        ep = nullptr;
+    void            *peer_addr;
+    size_t           peer_len;
+
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&node, "shm", config.data(), config.size()));
+    ASSERT_EQ(0, axon_test_exchange_address(fd, node.address, node.address_length,
+                                            &peer_addr, &peer_len));
+    axon_status_t status = axon_test_ep_create(node.worker, peer_addr, peer_len, &ep);
+    free(peer_addr);
+    EXPECT_EQ(AXON_OK, status);
+    if (status == AXON_OK) {
+        Env env = {rank, node.worker, &ep, fd, nullptr, true};
+        axon_ep_attr_t attr;
+        ASSERT_EQ(AXON_OK, axon_ep_query(ep, &attr));
+        EXPECT_STREQ("shm", attr.small_tl);
+        role(env);
+        /* Neither side tears down while the other still needs its worker. */
+        EXPECT_TRUE(env.barrier()) << "final barrier, rank " << rank;
+        close_ep_checked(env);
+        EXPECT_TRUE(env.barrier()) << "after close, rank " << rank;
+    }
+    destroy_node_checked(&node);
+}
+
+int child_main(int fd, void *arg)
+{
+    ChildArgs *args = static_cast<ChildArgs *>(arg);
+    int        rank = args->param->child_rank;
+
+    play_shm_rank(fd, rank, args->config, args->roles[rank]);
+    return ::testing::Test::HasFailure() ? 1 : 0;
+}
+
+class TagTest : public ::testing::TestWithParam<TransportParam> {
+protected:
+    bool is_self() const { return !strcmp(GetParam().tls, "self"); }
+
+    /* Run role0 as rank 0 and role1 as rank 1 over the transport of the parameter. */
+    void Run(Role role0, Role role1, std::vector<axon_config_kv_t> config = {})
+    {
+        Role roles[2] = {role0, role1};
+
+        if (is_self()) {
+            RunSelf(roles, config);
+        } else {
+            RunShm(roles, config);
+        }
+    }
+
+private:
+    void RunSelf(Role *roles, const std::vector<axon_config_kv_t> &config)
+    {
+        axon_test_node_t node;
+        axon_ep_h        ep = nullptr;
+        SelfShared       shared;
+
+        ASSERT_EQ(AXON_OK, axon_test_node_create(&node, "self", config.data(), config.size()));
+        ASSERT_EQ(AXON_OK, axon_test_ep_create(node.worker, node.address, node.address_length,
+                                               &ep));
+        axon_ep_attr_t attr;
+        EXPECT_EQ(AXON_OK, axon_ep_query(ep, &attr));
+        EXPECT_STREQ("self", attr.small_tl);
+
+        Env env0 = {0, node.worker, &ep, -1, &shared, false};
+        Env env1 = {1, node.worker, &ep, -1, &shared, false};
+        axon_test_set_progress_hook(CoSched::hook, &shared.sched);
+        shared.sched.run([&] { roles[0](env0); }, [&] { roles[1](env1); });
+        axon_test_set_progress_hook(nullptr, nullptr);
+
+        close_ep_checked(env0);
+        destroy_node_checked(&node);
+    }
+
+    void RunShm(Role *roles, const std::vector<axon_config_kv_t> &config)
+    {
+        ChildArgs        args = {&GetParam(), roles, config};
+        axon_test_peer_t peer;
+        int              my_rank = 1 - GetParam().child_rank;
+
+        /* Fork before this process creates any Axon object. */
+        ASSERT_EQ(0, axon_test_peer_spawn(&peer, child_main, &args, kPeerTimeout));
+        play_shm_rank(peer.fd, my_rank, config, roles[my_rank]);
+        EXPECT_EQ(0, axon_test_peer_wait(&peer, kPeerTimeout)) << "the peer process failed";
+        axon_test_peer_kill(&peer);
+    }
+};
+
+const axon_tag_t kTagPing = 0x10;
+const axon_tag_t kTagPong = 0x20;
+
+/* ---------------------------------------------------------------- basic */
+
+TEST_P(TagTest, PingPongSmall)
+{
+    const int kIters = 200;
+
+    Run([&](Env &env) {
+        std::vector<uint8_t> out(64), in(64);
+        for (int i = 0; i < kIters; ++i) {
+            size_t len = 1 + (i % 64);
+            axon_tag_recv_info_t info;
+            fill_msg(out.data(), len, i);
+            ASSERT_EQ(AXON_OK, env.send(out.data(), len, kTagPing)) << i;
+            ASSERT_EQ(AXON_OK, env.recv(in.data(), in.size(), kTagPong, AXON_TAG_MASK_FULL,
+                                        &info)) << i;
+            ASSERT_EQ(len, info.length);
+            ASSERT_EQ(kTagPong, info.sender_tag);
+            ASSERT_EQ(0, memcmp(out.data(), in.data(), len)) << i;
+        }
+    }, [&](Env &env) {
+        std::vector<uint8_t> buf(64);
+        for (int i = 0; i < kIters; ++i) {
+            axon_tag_recv_info_t info;
+            ASSERT_EQ(AXON_OK, env.recv(buf.data(), buf.size(), kTagPing, AXON_TAG_MASK_FULL,
+                                        &info)) << i;
+            ASSERT_EQ(1 + (size_t)(i % 64), info.length);
+            ASSERT_EQ("", check_msg(buf.data(), info.length, i));
+            ASSERT_EQ(AXON_OK, env.send(buf.data(), info.length, kTagPong)) << i;
+        }
+    });
+}
+
+TEST_P(TagTest, ZeroLength)
+{
+    Run([&](Env &env) {
+        for (int i = 0; i < 20; ++i) {
+            axon_tag_recv_info_t info = {0xdead, 12345};
+            uint8_t              buf[16];
+            memset(buf, 0xEE, sizeof(buf));
+            /* Half into no buffer at all, half into a real one that must stay untouched. */
+            if (i % 2) {
+                ASSERT_EQ(AXON_OK, env.recv(buf, sizeof(buf), i, AXON_TAG_MASK_FULL, &info));
+            } else {
+                ASSERT_EQ(AXON_OK, env.recv(NULL, 0, i, AXON_TAG_MASK_FULL, &info));
+            }
+            EXPECT_EQ(0u, info.length) << i;
+            EXPECT_EQ((axon_tag_t)i, info.sender_tag) << i;
+            for (size_t j = 0; j < sizeof(buf); ++j) {
+                ASSERT_EQ(0xEE, buf[j]) << "a 0-byte message wrote into the buffer";
+            }
+        }
+        /* A 0-byte receive buffer takes a 0-byte message, and truncates a longer one. */
+        axon_tag_recv_info_t info;
+        ASSERT_TRUE(env.barrier());
+        EXPECT_EQ(AXON_ERR_MSG_TRUNCATED, env.recv(NULL, 0, 100, AXON_TAG_MASK_FULL, &info));
+        EXPECT_EQ(5u, info.length);
+    }, [&](Env &env) {
+        uint8_t dummy = 0;
+        for (int i = 0; i < 20; ++i) {
+            ASSERT_EQ(AXON_OK, env.send((i % 3) ? &dummy : NULL, 0, i)) << i;
+        }
+        ASSERT_TRUE(env.barrier());
+        ASSERT_EQ(AXON_OK, env.send("hello", 5, 100));
+    });
+}
+
+TEST_P(TagTest, LargeOneMiB)
+{
+    const size_t kLen = 1 << 20;
+
+    Run([&](Env &env) {
+        /* Once posted before the message, once after it arrived. */
+        for (int round = 0; round < 2; ++round) {
+            GuardedBuf           buf(kLen);
+            axon_tag_recv_info_t info;
+            axon_request_h       req    = nullptr;
+            axon_request_param_t param  = {};
+            param.recv_info = &info;
+            if (round == 1) {
+                ASSERT_TRUE(env.barrier());
+            }
+            axon_status_t status = axon_tag_recv_nb(env.worker, buf.data(), kLen, 7 + round,
+                                                    AXON_TAG_MASK_FULL, &param, &req);
+            if (round == 0) {
+                ASSERT_TRUE(env.barrier());
+            }
+            ASSERT_EQ(AXON_OK, env.wait(status, req, &info)) << "round " << round;
+            EXPECT_EQ(kLen, info.length);
+            EXPECT_EQ(7u + round, info.sender_tag);
+            EXPECT_EQ("", check_msg(buf.data(), kLen, round));
+            EXPECT_TRUE(buf.guard_intact());
+        }
+    }, [&](Env &env) {
+        std::vector<uint8_t> out(kLen);
+        for (int round = 0; round < 2; ++round) {
+            fill_msg(out.data(), kLen, round);
+            if (round == 0) {
+                ASSERT_TRUE(env.barrier());
+            }
+            ASSERT_EQ(AXON_OK, env.send(out.data(), kLen, 7 + round));
+            if (round == 1) {
+                ASSERT_TRUE(env.barrier());
+            }
+        }
+    });
+}
+
+/* Sizes 1..64 KiB, dense where a protocol or a cell changes. */
+std::vector<size_t> sweep_sizes(size_t short_max)
+{
+    std::vector<size_t> sizes;
+    auto add = [&](size_t s) {
+        if ((s >= 1) && (s <= 65536 + 64)) {
+            sizes.push_back(s);
+        }
+    };
+    for (size_t s = 1; s <= 300; ++s) {
+        add(s);
+    }
+    for (size_t s = short_max - 8; s <= short_max + 8; ++s) {
+        add(s);
+    }
+    /* An 8 KiB cell holds a bit less payload: sweep every size around it. */
+    for (size_t s = 8192 - 96; s <= 8192 + 32; ++s) {
+        add(s);
+    }
+    for (size_t s = 16384 - 96; s <= 16384 + 32; s += 4) {
+        add(s);
+    }
+    for (size_t p = 512; p <= 65536; p *= 2) {
+        add(p - 1);
+        add(p);
+        add(p + 1);
+    }
+    add(65536 + 64);
+    return sizes;
+}
+
+TEST_P(TagTest, SizeSweep)
+{
+    Run([&](Env &env) {
+        uint64_t            short_max = env.bcast(0, 1);
+        std::vector<size_t> sizes     = sweep_sizes(short_max);
+        for (size_t i = 0; i < sizes.size(); ++i) {
+            GuardedBuf           buf(sizes[i]);
+            axon_tag_recv_info_t info;
+            ASSERT_EQ(AXON_OK, env.recv(buf.data(), sizes[i], 3, AXON_TAG_MASK_FULL, &info))
+                << "size " << sizes[i];
+            ASSERT_EQ(sizes[i], info.length);
+            ASSERT_EQ("", check_msg(buf.data(), sizes[i], i));
+            ASSERT_TRUE(buf.guard_intact()) << "size " << sizes[i];
+        }
+    }, [&](Env &env) {
+        axon_ep_attr_t attr;
+        ASSERT_EQ(AXON_OK, axon_ep_query(env.ep(), &attr));
+        EXPECT_GT(attr.eager_short_max, 0u);
+        EXPECT_LT(attr.eager_short_max, 65536u);
+        std::vector<size_t>  sizes = sweep_sizes(env.bcast(attr.eager_short_max, 1));
+        std::vector<uint8_t> out(65536 + 64);
+        for (size_t i = 0; i < sizes.size(); ++i) {
+            fill_msg(out.data(), sizes[i], i);
+            ASSERT_EQ(AXON_OK, env.send(out.data(), sizes[i], 3)) << "size " << sizes[i];
+        }
+    });
+}
+
+/* ---------------------------------------------------------------- ordering */
+
+size_t mixed_size(int i)
+{
+    if (i % 10 == 0) {
+        return 20000 + 37 * (i % 50);  /* several fragments */
+    }
+    if (i % 3 == 0) {
+        return 1000 + 97 * (i % 90);   /* one bcopy message */
+    }
+    return 8 + (i % 57);                /* short */
+}
+
+/* Send count messages of sizes size(i) with tag(i), non-blocking, then wait all. */
+void send_all(Env &env, int count, std::function<size_t(int)> size,
+              std::function<axon_tag_t(int)> tag)
+{
+    std::vector<std::vector<uint8_t>> bufs(count);
+    std::vector<axon_request_h>       reqs(count, nullptr);
+    std::vector<axon_status_t>        status(count);
+
+    for (int i = 0; i < count; ++i) {
+        bufs[i].resize(size(i));
+        fill_msg(bufs[i].data(), bufs[i].size(), i);
+        status[i] = axon_tag_send_nb(env.ep(), bufs[i].data(), bufs[i].size(), tag(i), NULL,
+                                     &reqs[i]);
+        ASSERT_TRUE((status[i] == AXON_OK) || (status[i] == AXON_INPROGRESS))
+            << i << ": " << axon_status_string(status[i]);
+    }
+    for (int i = 0; i < count; ++i) {
+        EXPECT_EQ(AXON_OK, env.wait(status[i], reqs[i], NULL)) << "send " << i;
+    }
+}
+
+TEST_P(TagTest, NonOvertakingSameTag)
+{
+    const int kCount = 1000;
+
+    Run([&](Env &env) {
+        std::vector<uint8_t> buf(64 * 1024);
+        for (int i = 0; i < kCount; ++i) {
+            axon_tag_recv_info_t info;
+            ASSERT_EQ(AXON_OK, env.recv(buf.data(), buf.size(), 42, AXON_TAG_MASK_FULL, &info))
+                << i;
+            ASSERT_EQ(mixed_size(i), info.length) << i;
+            ASSERT_EQ("", check_msg(buf.data(), info.length, i));
+        }
+    }, [&](Env &env) {
+        send_all(env, kCount, mixed_size, [](int) { return (axon_tag_t)42; });
+    });
+}
+
+TEST_P(TagTest, UnexpectedThenPosted)
+{
+    const int kCount = 100;
+    auto tag = [](int i) { return (axon_tag_t)(0x500 + i % 3); };
+
+    Run([&](Env &env) {
+        /* Everything has been sent (and drained while we waited) before we post. */
+        ASSERT_TRUE(env.barrier());
+        axon_test_progress_for(env.worker, 0.05);
+        /* One tag after the other: each tag's messages in send order. */
+        for (int t = 0; t < 3; ++t) {
+            for (int i = t; i < kCount; i += 3) {
+                std::vector<uint8_t> buf(mixed_size(i));
+                axon_tag_recv_info_t info;
+                ASSERT_EQ(AXON_OK, env.recv(buf.data(), buf.size(), tag(i), AXON_TAG_MASK_FULL,
+                                            &info)) << i;
+                ASSERT_EQ(tag(i), info.sender_tag);
+                ASSERT_EQ(mixed_size(i), info.length);
+                ASSERT_EQ("", check_msg(buf.data(), info.length, i));
+            }
+        }
+        /* Nothing is left over. */
+        uint8_t              byte;
+        axon_request_h       req   = nullptr;
+        axon_tag_recv_info_t info;
+        axon_request_param_t param = {};
+        param.recv_info = &info;
+        axon_status_t status = axon_tag_recv_nb(env.worker, &byte, 1, 0, 0, &param, &req);
+        ASSERT_EQ(AXON_INPROGRESS, status) << "an extra message was delivered";
+        axon_request_free(req);
+        /* The freed receive takes the last message the sender adds for it. */
+        ASSERT_TRUE(env.barrier());
+        axon_test_progress_for(env.worker, 0.02);
+        ASSERT_TRUE(env.barrier());
+    }, [&](Env &env) {
+        send_all(env, kCount, mixed_size, tag);
+        ASSERT_TRUE(env.barrier());
+        ASSERT_TRUE(env.barrier());
+        uint8_t byte = 1;
+        ASSERT_EQ(AXON_OK, env.send(&byte, 1, 0x999));
+        ASSERT_TRUE(env.barrier());
+    });
+}
+
+TEST_P(TagTest, ExpectedPath)
+{
+    const int kCount = 60;
+
+    struct Slot {
+        int                  calls = 0;
+        axon_status_t        status = AXON_INPROGRESS;
+        axon_tag_recv_info_t info  = {0, 0};
+        std::vector<uint8_t> buf;
+    };
+
+    Run([&](Env &env) {
+        std::vector<Slot> slots(kCount);
+        int               done = 0;
+        auto cb = [](axon_request_h, axon_status_t status, const axon_tag_recv_info_t *info,
+                     void *arg) {
+            Slot *slot = static_cast<Slot *>(arg);
+            slot->calls++;
+            slot->status = status;
+            slot->info   = *info;
+        };
+        for (int i = 0; i < kCount; ++i) {
+            axon_request_param_t param = {};
+            axon_request_h       req   = nullptr;
+            slots[i].buf.resize(mixed_size(i));
+            param.cb.recv   = cb;
+            param.user_data = &slots[i];
+            /* Posted in reverse: matching is by tag, not by post order. */
+            int j = kCount - 1 - i;
+            slots[j].buf.resize(mixed_size(j));
+            param.user_data = &slots[j];
+            axon_status_t status = axon_tag_recv_nb(env.worker, slots[j].buf.data(),
+                                                    slots[j].buf.size(), 1000 + j,
+                                                    AXON_TAG_MASK_FULL, &param, &req);
+            ASSERT_EQ(AXON_INPROGRESS, status) << "nothing was sent yet";
+            axon_request_free(req);
+        }
+        ASSERT_TRUE(env.barrier());
+        double end = axon_test_time() + kOpTimeout;
+        while ((done < kCount) && (axon_test_time() < end)) {
+            env.progress();
+            done = 0;
+            for (auto &s : slots) {
+                done += (s.calls > 0);
+            }
+        }
+        for (int i = 0; i < kCount; ++i) {
+            ASSERT_EQ(1, slots[i].calls) << i;
+            EXPECT_EQ(AXON_OK, slots[i].status) << i;
+            EXPECT_EQ((axon_tag_t)(1000 + i), slots[i].info.sender_tag);
+            EXPECT_EQ(mixed_size(i), slots[i].info.length);
+            EXPECT_EQ("", check_msg(slots[i].buf.data(), slots[i].buf.size(), i));
+        }
+    }, [&](Env &env) {
+        ASSERT_TRUE(env.barrier());
+        send_all(env, kCount, mixed_size, [](int i) { return (axon_tag_t)(1000 + i); });
+    });
+}
+
+TEST_P(TagTest, InterleavedTagsPostedOutOfOrder)
+{
+    const int kPerTag = 50;
+    const int kTags   = 4;
+    auto tag = [](int i) { return (axon_tag_t)(0xABC0000000000000ull | (i % kTags)); };
+
+    Run([&](Env &env) {
+        /* Tags 3,2 posted before the messages, tags 1,0 after: both queues at once. */
+        std::vector<std::vector<uint8_t>> bufs(kPerTag * kTags);
+        std::vector<axon_request_h>       reqs(kPerTag * kTags, nullptr);
+        std::vector<axon_status_t>        st(kPerTag * kTags);
+        std::vector<axon_tag_recv_info_t> infos(kPerTag * kTags);
+        auto post = [&](int t) {
+            for (int k = 0; k < kPerTag; ++k) {
+                int                  i     = k * kTags + t;
+                axon_request_param_t param = {};
+                bufs[i].resize(mixed_size(i));
+                param.recv_info = &infos[i];
+                st[i] = axon_tag_recv_nb(env.worker, bufs[i].data(), bufs[i].size(), tag(t),
+                                         AXON_TAG_MASK_FULL, &param, &reqs[i]);
+                ASSERT_TRUE(st[i] == AXON_OK || st[i] == AXON_INPROGRESS) << i;
+            }
+        };
+        post(3);
+        post(2);
+        ASSERT_TRUE(env.barrier());
+        ASSERT_TRUE(env.barrier());  /* all sent */
+        post(1);
+        post(0);
+        for (int i = 0; i < kPerTag * kTags; ++i) {
+            ASSERT_EQ(AXON_OK, env.wait(st[i], reqs[i], &infos[i])) << i;
+            EXPECT_EQ(tag(i), infos[i].sender_tag) << i;
+            EXPECT_EQ(mixed_size(i), infos[i].length) << i;
+            EXPECT_EQ("", check_msg(bufs[i].data(), bufs[i].size(), i));
+        }
+    }, [&](Env &env) {
+        ASSERT_TRUE(env.barrier());
+        send_all(env, kPerTag * kTags, mixed_size, tag);
+        ASSERT_TRUE(env.barrier());
+    });
+}
+
+/* ---------------------------------------------------------------- wildcards */
+
+TEST_P(TagTest, WildcardReceives)
+{
+    const axon_tag_t tags[] = {0x1234000000000001ull, 0x1234000000000002ull,
+                               0x9999000000000003ull, 0x5555000000000004ull,
+                               0x1234000000000005ull};
+    const int kCount = sizeof(tags) / sizeof(tags[0]);
+
+    Run([&](Env &env) {
+        uint8_t              buf[256];
+        axon_tag_recv_info_t info;
+        ASSERT_TRUE(env.barrier());
+
+        /* Unexpected: mask 0 takes the oldest message, whatever its tag. */
+        ASSERT_EQ(AXON_OK, env.recv(buf, sizeof(buf), 0x77, 0, &info));
+        EXPECT_EQ(tags[0], info.sender_tag);
+        EXPECT_EQ(10u, info.length);
+        EXPECT_EQ("", check_msg(buf, info.length, 0));
+        /* High bits only: skips the 0x1234 messages. */
+        ASSERT_EQ(AXON_OK, env.recv(buf, sizeof(buf), 0x9999ffffffffffffull,
+                                    0xffff000000000000ull, &info));
+        EXPECT_EQ(tags[2], info.sender_tag);
+        EXPECT_EQ(12u, info.length);
+        EXPECT_EQ("", check_msg(buf, info.length, 2));
+        /* Low bits only. */
+        ASSERT_EQ(AXON_OK, env.recv(buf, sizeof(buf), 0x4, 0xff, &info));
+        EXPECT_EQ(tags[3], info.sender_tag);
+        EXPECT_EQ(13u, info.length);
+        /* High bits again: the oldest of the two remaining 0x1234 messages. */
+        ASSERT_EQ(AXON_OK, env.recv(buf, sizeof(buf), 0x1234000000000000ull,
+                                    0xffff000000000000ull, &info));
+        EXPECT_EQ(tags[1], info.sender_tag);
+        EXPECT_EQ(11u, info.length);
+        ASSERT_EQ(AXON_OK, env.recv(buf, sizeof(buf), tags[4], AXON_TAG_MASK_FULL, &info));
+        EXPECT_EQ(tags[4], info.sender_tag);
+
+        /*
+         * Expected: a message matching a wildcard and a full-mask receive goes
+         * to the one posted first.
+         */
+        uint8_t              b[4][64];
+        axon_request_h       reqs[4];
+        axon_status_t        st[4];
+        axon_tag_recv_info_t infos[4];
+        axon_request_param_t param = {};
+        param.flags = AXON_REQ_FLAG_NO_IMM_CMPL;
+        st[0] = axon_tag_recv_nb(env.worker, b[0], 64, 0, 0, &param, &reqs[0]);          /* any */
+        st[1] = axon_tag_recv_nb(env.worker, b[1], 64, 5, AXON_TAG_MASK_FULL, &param,
+                                 &reqs[1]);                                               /* 5 */
+        st[2] = axon_tag_recv_nb(env.worker, b[2], 64, 6, AXON_TAG_MASK_FULL, &param,
+                                 &reqs[2]);                                               /* 6 */
+        st[3] = axon_tag_recv_nb(env.worker, b[3], 64, 0, 0xf0, &param, &reqs[3]);       /* x0y */
+        ASSERT_TRUE(env.barrier());
+        /* The sender sends tags 5, 6, 5, 0x203: 5 -> any, 6 -> [2], 5 -> [1], 0x203 -> [3]. */
+        const axon_tag_t expect[4] = {5, 5, 6, 0x203};
+        const size_t     lens[4]   = {1, 3, 2, 4};
+        for (int i = 0; i < 4; ++i) {
+            ASSERT_EQ(AXON_INPROGRESS, st[i]);
+            ASSERT_EQ(AXON_OK, env.wait(st[i], reqs[i], &infos[i])) << i;
+            EXPECT_EQ(expect[i], infos[i].sender_tag) << i;
+            EXPECT_EQ(lens[i], infos[i].length) << i;
+        }
+    }, [&](Env &env) {
+        uint8_t out[64];
+        for (int i = 0; i < kCount; ++i) {
+            fill_msg(out, 10 + i, i);
+            ASSERT_EQ(AXON_OK, env.send(out, 10 + i, tags[i]));
+        }
+        ASSERT_TRUE(env.barrier());
+        ASSERT_TRUE(env.barrier());
+        ASSERT_EQ(AXON_OK, env.send(out, 1, 5));
+        ASSERT_EQ(AXON_OK, env.send(out, 2, 6));
+        ASSERT_EQ(AXON_OK, env.send(out, 3, 5));
+        ASSERT_EQ(AXON_OK, env.send(out, 4, 0x203));
+    });
+}
+
+/* ---------------------------------------------------------------- truncation */
+
+struct TruncCase {
+    size_t buf_len;
+    size_t msg_len;
+};
+
+const TruncCase kTruncCases[] = {
+    {1, 2}, {10, 11}, {100, 1000}, {0, 7}, {7, 8000}, {4000, 20000}, {30000, 100000},
+};
+
+/* Receive message i of kTruncCases (truncated), then its follow-up (intact). */
+void recv_truncated(Env &env, int i, bool expected_path)
+{
+    const TruncCase     &c = kTruncCases[i];
+    GuardedBuf           buf(c.buf_len);
+    axon_tag_recv_info_t info = {0, 0};
+    axon_request_param_t param = {};
+    axon_request_h       req   = nullptr;
+
+    param.flags     = AXON_REQ_FLAG_NO_IMM_CMPL;
+    param.recv_info = &info;
+    axon_status_t status = axon_tag_recv_nb(env.worker, c.buf_len ? buf.data() : NULL,
+                                            c.buf_len, 200 + i, AXON_TAG_MASK_FULL, &param,
+                                            &req);
+    ASSERT_EQ(AXON_INPROGRESS, status) << "NO_IMM_CMPL must give a request";
+    if (expected_path) {
+        ASSERT_TRUE(env.barrier());
+    }
+    EXPECT_EQ(AXON_ERR_MSG_TRUNCATED, env.wait(status, req, &info)) << "case " << i;
+    EXPECT_EQ(c.msg_len, info.length) << "case " << i;
+    EXPECT_EQ((axon_tag_t)(200 + i), info.sender_tag);
+    /* The prefix is the message's prefix; nothing past the buffer was written. */
+    std::vector<uint8_t> full(c.msg_len);
+    fill_msg(full.data(), c.msg_len, i);
+    EXPECT_EQ(0, memcmp(full.data(), buf.data(), c.buf_len)) << "case " << i;
+    EXPECT_TRUE(buf.guard_intact()) << "case " << i << ": overrun past the buffer";
+
+    /* The rest of a truncated message must not leak into the next one. */
+    std::vector<uint8_t> next(64);
+    ASSERT_EQ(AXON_OK, env.recv(next.data(), next.size(), 300 + i, AXON_TAG_MASK_FULL, &info));
+    EXPECT_EQ(33u, info.length);
+    EXPECT_EQ("", check_msg(next.data(), 33, 1000 + i));
+}
+
+void send_truncated(Env &env, int i)
+{
+    const TruncCase     &c = kTruncCases[i];
+    std::vector<uint8_t> out(c.msg_len);
+    uint8_t              next[33];
+
+    fill_msg(out.data(), c.msg_len, i);
+    fill_msg(next, sizeof(next), 1000 + i);
+    ASSERT_EQ(AXON_OK, env.send(out.data(), c.msg_len, 200 + i));
+    ASSERT_EQ(AXON_OK, env.send(next, sizeof(next), 300 + i));
+}
+
+TEST_P(TagTest, TruncationExpected)
+{
+    const int kCases = sizeof(kTruncCases) / sizeof(kTruncCases[0]);
+
+    Run([&](Env &env) {
+        for (int i = 0; i < kCases; ++i) {
+            recv_truncated(env, i, true);
+            ASSERT_TRUE(env.barrier());
+        }
+    }, [&](Env &env) {
+        for (int i = 0; i < kCases; ++i) {
+            ASSERT_TRUE(env.barrier());
+            send_truncated(env, i);
+            ASSERT_TRUE(env.barrier());
+        }
+    });
+}
+
+TEST_P(TagTest, TruncationUnexpected)
+{
+    const int kCases = sizeof(kTruncCases) / sizeof(kTruncCases[0]);
+
+    Run([&](Env &env) {
+        ASSERT_TRUE(env.barrier());
+        axon_test_progress_for(env.worker, 0.02);
+        for (int i = 0; i < kCases; ++i) {
+            recv_truncated(env, i, false);
+        }
+        /* Without NO_IMM_CMPL: an error at once, or a request that fails the same way. */
+        uint8_t              small[4];
+        axon_tag_recv_info_t info  = {0, 0};
+        axon_request_param_t param = {};
+        axon_request_h       req   = nullptr;
+        param.recv_info = &info;
+        axon_status_t status = axon_tag_recv_nb(env.worker, small, sizeof(small), 999,
+                                                AXON_TAG_MASK_FULL, &param, &req);
+        EXPECT_EQ(AXON_ERR_MSG_TRUNCATED, env.wait(status, req, &info));
+        EXPECT_EQ(50u, info.length);
+    }, [&](Env &env) {
+        for (int i = 0; i < kCases; ++i) {
+            send_truncated(env, i);
+        }
+        uint8_t out[50];
+        fill_msg(out, sizeof(out), 5);
+        ASSERT_EQ(AXON_OK, env.send(out, sizeof(out), 999));
+        ASSERT_TRUE(env.barrier());
+    });
+}
+
+/* ---------------------------------------------------------------- completion rules */
+
+/* Set while the test is inside an initiating call: callbacks must not see it. */
+volatile int g_in_call = 0;
+
+struct CbRecord {
+    int           calls      = 0;
+    int           in_call    = 0;   /* calls made from inside an initiating call */
+    axon_status_t status     = AXON_INPROGRESS;
+    size_t        length     = 0;
+    axon_tag_t    tag        = 0;
+    void         *user_data  = nullptr;
+};
+
+void send_cb(axon_request_h, axon_status_t status, void *arg)
+{
+    CbRecord *rec = static_cast<CbRecord *>(arg);
+    rec->calls++;
+    rec->in_call += g_in_call;
+    rec->status    = status;
+    rec->user_data = arg;
+}
+
+void recv_cb(axon_request_h, axon_status_t status, const axon_tag_recv_info_t *info, void *arg)
+{
+    CbRecord *rec = static_cast<CbRecord *>(arg);
+    rec->calls++;
+    rec->in_call += g_in_call;
+    rec->status    = status;
+    rec->length    = info->length;
+    rec->tag       = info->sender_tag;
+    rec->user_data = arg;
+}
+
+TEST_P(TagTest, CallbacksFromProgressOnly)
+{
+    const int kCount = 40;
+
+    Run([&](Env &env) {
+        std::vector<CbRecord>             recs(2 * kCount);
+        std::vector<std::vector<uint8_t>> bufs(2 * kCount);
+        int                               imm_ok = 0;
+        /* First half posted before the messages: expected path. */
+        for (int i = 0; i < kCount; ++i) {
+            axon_request_param_t param = {};
+            axon_request_h       req   = nullptr;
+            bufs[i].resize(mixed_size(i));
+            param.cb.recv   = recv_cb;
+            param.user_data = &recs[i];
+            g_in_call = 1;
+            axon_status_t status = axon_tag_recv_nb(env.worker, bufs[i].data(), bufs[i].size(),
+                                                    77, AXON_TAG_MASK_FULL, &param, &req);
+            g_in_call = 0;
+            ASSERT_EQ(AXON_INPROGRESS, status);
+            axon_request_free(req);
+        }
+        ASSERT_TRUE(env.barrier());
+        ASSERT_TRUE(env.barrier());  /* everything sent */
+        axon_test_progress_for(env.worker, 0.05);
+        /* Second half: the messages are here; with and without NO_IMM_CMPL. */
+        std::vector<axon_request_h> reqs(2 * kCount, nullptr);
+        for (int i = kCount; i < 2 * kCount; ++i) {
+            axon_request_param_t param = {};
+            axon_tag_recv_info_t info;
+            bufs[i].resize(mixed_size(i));
+            param.cb.recv   = recv_cb;
+            param.user_data = &recs[i];
+            param.recv_info = &info;
+            param.flags     = (i % 2) ? AXON_REQ_FLAG_NO_IMM_CMPL : 0;
+            g_in_call = 1;
+            axon_status_t status = axon_tag_recv_nb(env.worker, bufs[i].data(), bufs[i].size(),
+                                                    77, AXON_TAG_MASK_FULL, &param, &reqs[i]);
+            g_in_call = 0;
+            if (status == AXON_OK) {
+                EXPECT_EQ(0, i % 2) << "NO_IMM_CMPL returned AXON_OK";
+                EXPECT_EQ(mixed_size(i), info.length);
+                EXPECT_EQ(77u, info.sender_tag);
+                recs[i].calls += 1000;  /* marks "no callback expected" */
+                reqs[i] = nullptr;
+                ++imm_ok;
+            } else {
+                ASSERT_EQ(AXON_INPROGRESS, status) << i;
+            }
+            /* Whatever happened, no callback yet: we have not progressed. */
+            EXPECT_EQ(0, recs[i].calls % 1000) << i;
+        }
+        double end = axon_test_time() + kOpTimeout;
+        for (;;) {
+            bool all = true;
+            for (int i = 0; i < 2 * kCount; ++i) {
+                all = all && (recs[i].calls > 0);
+            }
+            if (all || (axon_test_time() > end)) {
+                break;
+            }
+            env.progress();
+        }
+        axon_test_progress_for(env.worker, 0.02);  /* a second call would show up here */
+        for (int i = 0; i < 2 * kCount; ++i) {
+            if (recs[i].calls >= 1000) {
+                EXPECT_EQ(1000, recs[i].calls) << i << ": callback of an AXON_OK receive";
+                continue;
+            }
+            EXPECT_EQ(1, recs[i].calls) << i;
+            EXPECT_EQ(0, recs[i].in_call) << i << ": callback from inside the call";
+            EXPECT_EQ(AXON_OK, recs[i].status) << i;
+            EXPECT_EQ(&recs[i], recs[i].user_data);
+            EXPECT_EQ(mixed_size(i), recs[i].length) << i;
+            EXPECT_EQ(77u, recs[i].tag);
+            EXPECT_EQ("", check_msg(bufs[i].data(), bufs[i].size(), i));
+            if (reqs[i] != nullptr) {
+                EXPECT_EQ(AXON_OK, axon_request_test(reqs[i], NULL));
+                axon_request_free(reqs[i]);
+            }
+        }
+        (void)imm_ok;
+    }, [&](Env &env) {
+        ASSERT_TRUE(env.barrier());
+        std::vector<CbRecord>             recs(2 * kCount);
+        std::vector<std::vector<uint8_t>> bufs(2 * kCount);
+        std::vector<axon_request_h>       reqs(2 * kCount, nullptr);
+        for (int i = 0; i < 2 * kCount; ++i) {
+            axon_request_param_t param = {};
+            bufs[i].resize(mixed_size(i));
+            fill_msg(bufs[i].data(), bufs[i].size(), i);
+            param.cb.send   = send_cb;
+            param.user_data = &recs[i];
+            param.flags     = (i % 2) ? AXON_REQ_FLAG_NO_IMM_CMPL : 0;
+            g_in_call = 1;
+            axon_status_t status = axon_tag_send_nb(env.ep(), bufs[i].data(), bufs[i].size(), 77,
+                                                    &param, &reqs[i]);
+            g_in_call = 0;
+            if (status == AXON_OK) {
+                EXPECT_EQ(0, i % 2) << "NO_IMM_CMPL returned AXON_OK";
+                recs[i].calls += 1000;
+                reqs[i] = nullptr;
+            } else {
+                ASSERT_EQ(AXON_INPROGRESS, status) << i;
+            }
+            EXPECT_EQ(0, recs[i].calls % 1000) << i << ": callback before any progress";
+        }
+        double end = axon_test_time() + kOpTimeout;
+        for (;;) {
+            bool all = true;
+            for (auto &r : recs) {
+                all = all && (r.calls > 0);
+            }
+            if (all || (axon_test_time() > end)) {
+                break;
+            }
+            env.progress();
+        }
+        axon_test_progress_for(env.worker, 0.02);
+        for (int i = 0; i < 2 * kCount; ++i) {
+            if (recs[i].calls >= 1000) {
+                EXPECT_EQ(1000, recs[i].calls) << i << ": callback of an AXON_OK send";
+                continue;
+            }
+            EXPECT_EQ(1, recs[i].calls) << i;
+            EXPECT_EQ(0, recs[i].in_call) << i;
+            EXPECT_EQ(AXON_OK, recs[i].status) << i;
+            EXPECT_EQ(&recs[i], recs[i].user_data);
+            EXPECT_EQ(AXON_OK, axon_request_test(reqs[i], NULL));
+            axon_request_free(reqs[i]);
+        }
+        ASSERT_TRUE(env.barrier());
+    });
+}
+
+TEST_P(TagTest, NoImmCmplAlwaysGivesRequest)
+{
+    Run([&](Env &env) {
+        ASSERT_TRUE(env.barrier());
+        ASSERT_TRUE(env.barrier());
+        axon_test_progress_for(env.worker, 0.05);
+        /* Messages already here: the receive finishes at once, still as a request. */
+        for (int i = 0; i < 3; ++i) {
+            uint8_t              buf[64];
+            axon_tag_recv_info_t info  = {0, 0};
+            axon_request_param_t param = {};
+            axon_request_h       req   = nullptr;
+            param.flags     = AXON_REQ_FLAG_NO_IMM_CMPL;
+            param.recv_info = &info;
+            axon_status_t status = axon_tag_recv_nb(env.worker, buf, sizeof(buf), 60 + i,
+                                                    AXON_TAG_MASK_FULL, &param, &req);
+            ASSERT_EQ(AXON_INPROGRESS, status) << i;
+            ASSERT_NE(nullptr, req);
+            axon_tag_recv_info_t tinfo = {0, 0};
+            EXPECT_EQ(AXON_OK, env.wait(status, req, &tinfo));
+            EXPECT_EQ((size_t)i * 10, tinfo.length);
+            EXPECT_EQ(60u + i, tinfo.sender_tag);
+        }
+    }, [&](Env &env) {
+        ASSERT_TRUE(env.barrier());
+        uint8_t buf[64] = {0};
+        for (int i = 0; i < 3; ++i) {
+            axon_request_param_t param = {};
+            axon_request_h       req   = nullptr;
+            param.flags = AXON_REQ_FLAG_NO_IMM_CMPL;
+            axon_status_t status = axon_tag_send_nb(env.ep(), buf, i * 10, 60 + i, &param, &req);
+            ASSERT_EQ(AXON_INPROGRESS, status) << i;
+            ASSERT_NE(nullptr, req);
+            EXPECT_EQ(AXON_OK, env.wait(status, req, NULL));
+        }
+        ASSERT_TRUE(env.barrier());
+    });
+}
+
+TEST_P(TagTest, FreeBeforeCompletion)
+{
+    const int kCount = 60;
+
+    Run([&](Env &env) {
+        std::vector<CbRecord>             recs(kCount);
+        std::vector<std::vector<uint8_t>> bufs(kCount);
+        int                               calls = 0;
+        for (int i = 0; i < kCount; ++i) {
+            axon_request_param_t param = {};
+            axon_request_h       req   = nullptr;
+            bufs[i].resize(mixed_size(i));
+            param.flags     = AXON_REQ_FLAG_NO_IMM_CMPL;
+            param.cb.recv   = recv_cb;
+            param.user_data = &recs[i];
+            ASSERT_EQ(AXON_INPROGRESS,
+                      axon_tag_recv_nb(env.worker, bufs[i].data(), bufs[i].size(), 88,
+                                       AXON_TAG_MASK_FULL, &param, &req));
+            axon_request_free(req);  /* long before the message comes */
+            if (i == kCount / 2) {
+                ASSERT_TRUE(env.barrier());  /* let the sender start with half posted */
+            }
+        }
+        double end = axon_test_time() + kOpTimeout;
+        while ((calls < kCount) && (axon_test_time() < end)) {
+            env.progress();
+            calls = 0;
+            for (auto &r : recs) {
+                calls += r.calls;
+            }
+        }
+        axon_test_progress_for(env.worker, 0.02);
+        for (int i = 0; i < kCount; ++i) {
+            EXPECT_EQ(1, recs[i].calls) << i;
+            EXPECT_EQ(AXON_OK, recs[i].status) << i;
+            EXPECT_EQ(mixed_size(i), recs[i].length) << i;
+            EXPECT_EQ("", check_msg(bufs[i].data(), bufs[i].size(), i));
+        }
+    }, [&](Env &env) {
+        std::vector<CbRecord>             recs(kCount);
+        std::vector<std::vector<uint8_t>> bufs(kCount);
+        int                               calls = 0;
+        ASSERT_TRUE(env.barrier());
+        for (int i = 0; i < kCount; ++i) {
+            axon_request_param_t param = {};
+            axon_request_h       req   = nullptr;
+            bufs[i].resize(mixed_size(i));
+            fill_msg(bufs[i].data(), bufs[i].size(), i);
+            param.flags     = AXON_REQ_FLAG_NO_IMM_CMPL;
+            param.cb.send   = send_cb;
+            param.user_data = &recs[i];
+            ASSERT_EQ(AXON_INPROGRESS, axon_tag_send_nb(env.ep(), bufs[i].data(),
+                                                        bufs[i].size(), 88, &param, &req));
+            axon_request_free(req);
+        }
+        double end = axon_test_time() + kOpTimeout;
+        while ((calls < kCount) && (axon_test_time() < end)) {
+            env.progress();
+            calls = 0;
+            for (auto &r : recs) {
+                calls += r.calls;
+            }
+        }
+        axon_test_progress_for(env.worker, 0.02);
+        for (int i = 0; i < kCount; ++i) {
+            EXPECT_EQ(1, recs[i].calls) << i;
+            EXPECT_EQ(AXON_OK, recs[i].status) << i;
+        }
+    });
+}
+
+/* ---------------------------------------------------------------- many in flight */
+
+TEST_P(TagTest, ManyOutstandingSends)
+{
+    const int    kWindow = 512;
+    const size_t kLen    = 4096;
+
+    Run([&](Env &env) {
+        ASSERT_TRUE(env.barrier());  /* the sender posts the whole window before we drain */
+        std::vector<uint8_t> buf(kLen);
+        for (int i = 0; i < kWindow; ++i) {
+            axon_tag_recv_info_t info;
+            ASSERT_EQ(AXON_OK, env.recv(buf.data(), kLen, 9, AXON_TAG_MASK_FULL, &info)) << i;
+            ASSERT_EQ(kLen, info.length);
+            ASSERT_EQ("", check_msg(buf.data(), kLen, i));
+        }
+    }, [&](Env &env) {
+        std::vector<std::vector<uint8_t>> bufs(kWindow, std::vector<uint8_t>(kLen));
+        std::vector<axon_request_h>       reqs(kWindow, nullptr);
+        std::vector<axon_status_t>        st(kWindow);
+        int                               pending = 0;
+        for (int i = 0; i < kWindow; ++i) {
+            fill_msg(bufs[i].data(), kLen, i);
+            st[i] = axon_tag_send_nb(env.ep(), bufs[i].data(), kLen, 9, NULL, &reqs[i]);
+            ASSERT_TRUE((st[i] == AXON_OK) || (st[i] == AXON_INPROGRESS)) << i;
+            pending += (st[i] == AXON_INPROGRESS);
+        }
+        ASSERT_TRUE(env.barrier());
+        for (int i = 0; i < kWindow; ++i) {
+            EXPECT_EQ(AXON_OK, env.wait(st[i], reqs[i], NULL)) << i;
+        }
+        if (env.is_shm) {
+            /* 2 MiB cannot all fit the peer's ring: some sends had to wait. */
+            EXPECT_GT(pending, 0);
+        }
+    });
+}
+
+TEST_P(TagTest, CloseFlushDeliversQueued)
+{
+    const int kCount = 300;
+
+    Run([&](Env &env) {
+        std::vector<uint8_t> buf(64 * 1024);
+        for (int i = 0; i < kCount; ++i) {
+            axon_tag_recv_info_t info;
+            ASSERT_EQ(AXON_OK, env.recv(buf.data(), buf.size(), 11, AXON_TAG_MASK_FULL, &info))
+                << i;
+            ASSERT_EQ(mixed_size(i), info.length);
+            ASSERT_EQ("", check_msg(buf.data(), info.length, i));
+        }
+    }, [&](Env &env) {
+        std::vector<std::vector<uint8_t>> bufs(kCount);
+        std::vector<axon_request_h>       reqs(kCount, nullptr);
+        std::vector<CbRecord>             recs(kCount);
+        for (int i = 0; i < kCount; ++i) {
+            axon_request_param_t param = {};
+            bufs[i].resize(mixed_size(i));
+            fill_msg(bufs[i].data(), bufs[i].size(), i);
+            param.flags     = AXON_REQ_FLAG_NO_IMM_CMPL;
+            param.cb.send   = send_cb;
+            param.user_data = &recs[i];
+            ASSERT_EQ(AXON_INPROGRESS, axon_tag_send_nb(env.ep(), bufs[i].data(),
+                                                        bufs[i].size(), 11, &param, &reqs[i]));
+        }
+        /* Close at once: the flush must push out everything queued. */
+        axon_ep_h ep = env.ep();
+        *env.ep_slot = nullptr;
+        EXPECT_EQ(AXON_OK, axon_test_ep_close(env.worker, ep, AXON_EP_CLOSE_FLUSH, kOpTimeout));
+        axon_test_progress_for(env.worker, 0.01);
+        for (int i = 0; i < kCount; ++i) {
+            EXPECT_EQ(AXON_OK, axon_request_test(reqs[i], NULL)) << i;
+            EXPECT_EQ(1, recs[i].calls) << i;
+            EXPECT_EQ(AXON_OK, recs[i].status) << i;
+            axon_request_free(reqs[i]);
+        }
+    });
+}
+
+TEST_P(TagTest, CloseForceCancelsQueued)
+{
+    const int kCount = 400;
+
+    Run([&](Env &env) {
+        /* Do not drain the ring until the sender has closed. */
+        ASSERT_TRUE(env.barrier_no_progress());
+        uint64_t delivered = env.bcast(0, 1);
+        std::vector<uint8_t> buf(256);
+        for (uint64_t i = 0; i < delivered; ++i) {
+            axon_tag_recv_info_t info;
+            ASSERT_EQ(AXON_OK, env.recv(buf.data(), buf.size(), 12, AXON_TAG_MASK_FULL, &info))
+                << i;
+            ASSERT_EQ("", check_msg(buf.data(), info.length, i));
+        }
+        /* Cancelled messages never show up. */
+        axon_request_h       req   = nullptr;
+        axon_request_param_t param = {};
+        axon_test_progress_for(env.worker, 0.05);
+        ASSERT_EQ(AXON_INPROGRESS, axon_tag_recv_nb(env.worker, buf.data(), buf.size(), 12,
+                                                    AXON_TAG_MASK_FULL, &param, &req));
+        axon_request_free(req);
+        ASSERT_TRUE(env.barrier());
+        axon_test_progress_for(env.worker, 0.01);  /* swallows the closing message below */
+        ASSERT_TRUE(env.barrier());
+    }, [&](Env &env) {
+        std::vector<std::vector<uint8_t>> bufs(kCount);
+        std::vector<axon_request_h>       reqs(kCount, nullptr);
+        std::vector<CbRecord>             recs(kCount);
+        for (int i = 0; i < kCount; ++i) {
+            axon_request_param_t param = {};
+            bufs[i].resize(8 + i % 100);  /* single-fragment messages only */
+            fill_msg(bufs[i].data(), bufs[i].size(), i);
+            param.flags     = AXON_REQ_FLAG_NO_IMM_CMPL;
+            param.cb.send   = send_cb;
+            param.user_data = &recs[i];
+            ASSERT_EQ(AXON_INPROGRESS, axon_tag_send_nb(env.ep(), bufs[i].data(),
+                                                        bufs[i].size(), 12, &param, &reqs[i]));
+        }
+        axon_ep_h ep = env.ep();
+        *env.ep_slot = nullptr;
+        EXPECT_EQ(AXON_OK, axon_test_ep_close(env.worker, ep, AXON_EP_CLOSE_FORCE, kOpTimeout));
+        axon_test_progress_for(env.worker, 0.01);
+        /* A prefix went out; the rest was cancelled; each called back once. */
+        uint64_t delivered = 0;
+        for (int i = 0; i < kCount; ++i) {
+            axon_status_t st = axon_request_test(reqs[i], NULL);
+            EXPECT_EQ(1, recs[i].calls) << i;
+            EXPECT_EQ(st, recs[i].status) << i;
+            if (st == AXON_OK) {
+                EXPECT_EQ(delivered, (uint64_t)i) << "send " << i << " completed after a cancel";
+                ++delivered;
+            } else {
+                EXPECT_EQ(AXON_ERR_CANCELED, st) << i;
+            }
+            axon_request_free(reqs[i]);
+        }
+        if (env.is_shm) {
+            EXPECT_LT(delivered, (uint64_t)kCount) << "the ring never filled";
+        }
+        ASSERT_TRUE(env.barrier_no_progress());
+        env.bcast(delivered, 1);
+        ASSERT_TRUE(env.barrier());
+        ASSERT_TRUE(env.barrier());
+    }, {});
+}
+
+const TransportParam kTransports[] = {
+    {"self", "self", 1},
+    {"shm", "shm", 1},      /* the forked peer is rank 1 */
+    {"shm_rev", "shm", 0},  /* the forked peer is rank 0 */
+};
+
+INSTANTIATE_TEST_SUITE_P(Transports, TagTest, ::testing::ValuesIn(kTransports),
+                         [](const ::testing::TestParamInfo<TransportParam> &info) {
+                             return std::string(info.param.label);
+                         });
+
+/* ---------------------------------------------------------------- many senders */
+
+const int kSenders         = 3;
+const int kMsgsPerSender   = 2000;
+const axon_tag_t kTagMulti = 0x4D554C5449ull;
+
+size_t multi_size(int seq)
+{
+    return (seq % 50 == 0) ? 9000 + seq % 7 : 16 + (seq * 7) % 300;
+}
+
+/* Payload: [sender][seq][pattern]. */
+int multi_sender_main(int fd, void *arg)
+{
+    int                  id = *static_cast<int *>(arg);
+    axon_test_node_t     node;
+    axon_ep_h            ep = nullptr;
+    void                *peer_addr;
+    size_t               peer_len;
+    std::vector<uint8_t> buf(16384);
+
+    if (axon_test_node_create(&node, "shm", NULL, 0) != AXON_OK) {
+        return 2;
+    }
+    if ((axon_test_exchange_address(fd, node.address, node.address_length, &peer_addr,
+                                    &peer_len) != 0) ||
+        (axon_test_ep_create(node.worker, peer_addr, peer_len, &ep) != AXON_OK)) {
+        return 3;
+    }
+    free(peer_addr);
+    /* All senders start together. */
+    if (axon_test_sync(fd) != 0) {
+        return 4;
+    }
+    for (int seq = 0; seq < kMsgsPerSender; ++seq) {
+        size_t len = multi_size(seq);
+        axon_test_fill(buf.data(), len, msg_seed(seq, len) + id);
+        memcpy(buf.data(), &id, sizeof(id));
+        memcpy(buf.data() + sizeof(id), &seq, sizeof(seq));
+        axon_status_t status = axon_test_send(node.worker, ep, buf.data(), len, kTagMulti,
+                                              kOpTimeout);
+        if (status != AXON_OK) {
+            fprintf(stderr, "sender %d: message %d: %s\n", id, seq, axon_status_string(status));
+            return 5;
+        }
+    }
+    if ((axon_test_ep_close(node.worker, ep, AXON_EP_CLOSE_FLUSH, kOpTimeout) != AXON_OK) ||
+        (axon_test_sync_progress(fd, node.worker, kOpTimeout) != 0)) {
+        return 6;
+    }
+    axon_test_node_destroy(&node);
+    return 0;
+}
+
+TEST(TagShm, ManySendersOneReceiver)
+{
+    axon_test_peer_t peers[kSenders];
+    int              ids[kSenders];
+    axon_test_node_t node;
+
+    for (int i = 0; i < kSenders; ++i) {
+        ids[i] = i;
+        ASSERT_EQ(0, axon_test_peer_spawn(&peers[i], multi_sender_main, &ids[i], kPeerTimeout));
+    }
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&node, "shm", NULL, 0));
+    for (int i = 0; i < kSenders; ++i) {
+        void  *addr;
+        size_t len;
+        ASSERT_EQ(0, axon_test_exchange_address(peers[i].fd, node.address, node.address_length,
+                                                &addr, &len));
+        free(addr);  /* receive only: no endpoint back */
+    }
+    for (int i = 0; i < kSenders; ++i) {
+        ASSERT_EQ(0, axon_test_send_blob(peers[i].fd, "s", 1 - 1) == 0 ? 0 : -1);
+    }
+
+    /* The senders' sync byte: every sender waits for one back. */
+    int next[kSenders] = {0};
+    std::vector<uint8_t> buf(16384);
+    int bad = 0;
+    for (int i = 0; i < kSenders; ++i) {
+        char c = 's';
+        ASSERT_EQ(1, write(peers[i].fd, &c, 1));
+    }
+    for (int n = 0; (n < kSenders * kMsgsPerSender) && (bad < 10); ++n) {
+        axon_tag_recv_info_t info;
+        axon_status_t status = axon_test_recv(node.worker, buf.data(), buf.size(), kTagMulti,
+                                              AXON_TAG_MASK_FULL, &info, kOpTimeout);
+        ASSERT_EQ(AXON_OK, status) << "message " << n << ": " << axon_status_string(status);
+        int id, seq;
+        ASSERT_GE(info.length, 8u);
+        memcpy(&id, buf.data(), sizeof(id));
+        memcpy(&seq, buf.data() + sizeof(id), sizeof(seq));
+        ASSERT_TRUE((id >= 0) && (id < kSenders)) << "message " << n << " from sender " << id;
+        if (seq != next[id]) {
+            ADD_FAILURE() << "sender " << id << ": message " << seq << " where " << next[id]
+                          << " was expected";
+            ++bad;
+        }
+        next[id] = seq + 1;
+        EXPECT_EQ(multi_size(seq), info.length);
+        std::vector<uint8_t> expect(info.length);
+        axon_test_fill(expect.data(), info.length, msg_seed(seq, info.length) + id);
+        EXPECT_EQ(0, memcmp(expect.data() + 8, buf.data() + 8, info.length - 8))
+            << "sender " << id << " message " << seq;
+    }
+    for (int i = 0; i < kSenders; ++i) {
+        EXPECT_EQ(kMsgsPerSender, next[i]) << "sender " << i;
+    }
+    /* Nothing extra. */
+    axon_test_progress_for(node.worker, 0.05);
+    axon_request_h       req   = nullptr;
+    axon_request_param_t param = {};
+    EXPECT_EQ(AXON_INPROGRESS, axon_tag_recv_nb(node.worker, buf.data(), buf.size(), 0, 0,
+                                                &param, &req));
+    axon_request_free(req);
+    for (int i = 0; i < kSenders; ++i) {
+        EXPECT_EQ(0, axon_test_sync_progress(peers[i].fd, node.worker, kOpTimeout));
+    }
+    for (int i = 0; i < kSenders; ++i) {
+        EXPECT_EQ(0, axon_test_peer_wait(&peers[i], kPeerTimeout)) << "sender " << i;
+    }
+    axon_test_node_destroy(&node);
+}
+
+}  // namespace

@@ -1,0 +1,622 @@
+/* Test harness: peer processes, socket blobs, Axon object helpers. */
+#include "harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+double axon_test_time(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void axon_test_sleep(double seconds)
+{
+    struct timespec ts;
+    ts.tv_sec  = (time_t)seconds;
+    ts.tv_nsec = (long)((seconds - (double)ts.tv_sec) * 1e9);
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* ---------------------------------------------------------------- peers */
+
+int axon_test_peer_spawn(axon_test_peer_t *peer, axon_test_peer_fn_t fn, void *arg,
+                         double timeout_sec)
+{
+    int   sv[2];
+    pid_t parent = getpid();
+    pid_t pid;
+
+    peer->pid = -1;
+    peer->fd  = -1;
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
+        return -1;
+    }
+
+    /* Buffered output must not be written twice, by the child too. */
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0) {
+        close(sv[0]);
+        close(sv[1]);
+        return -1;
+    }
+
+    if (pid == 0) {
+        sigset_t set;
+        unsigned secs = (unsigned)ceil(timeout_sec > 0 ? timeout_sec : 1.0);
+
+        close(sv[0]);
+#ifdef __linux__
+        /* An orphan would outlive a crashed test run. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) {
+            _exit(126);
+        }
+#else
+        (void)parent;
+#endif
+        signal(SIGALRM, SIG_DFL);
+        sigemptyset(&set);
+        sigaddset(&set, SIGALRM);
+        sigprocmask(SIG_UNBLOCK, &set, NULL);
+        alarm(secs);
+        _exit(fn(sv[1], arg));
+    }
+
+    close(sv[1]);
+    peer->pid = pid;
+    peer->fd  = sv[0];
+    return 0;
+}
+
+static int axon_test_peer_reap(axon_test_peer_t *peer, int status)
+{
+    peer->pid = -1;
+    if (peer->fd >= 0) {
+        close(peer->fd);
+        peer->fd = -1;
+    }
+    if (WIFEXITED(status)) {
+        return WEXITSTATUS(status);
+    }
+    if (WIFSIGNALED(status)) {
+        fprintf(stderr, "[harness] peer killed by signal %d (%s)\n", WTERMSIG(status),
+                strsignal(WTERMSIG(status)));
+    }
+    return -1;
+}
+
+int axon_test_peer_wait(axon_test_peer_t *peer, double timeout_sec)
+{
+    double deadline = axon_test_time() + timeout_sec;
+    double nap      = 0.0005;
+    int    status;
+    pid_t  ret;
+
+    if (peer->pid <= 0) {
+        return -1;
+    }
+
+    for (;;) {
+        ret = waitpid(peer->pid, &status, WNOHANG);
+        if (ret == peer->pid) {
+            return axon_test_peer_reap(peer, status);
+        }
+        if ((ret < 0) && (errno != EINTR)) {
+            peer->pid = -1;
+            return -1;
+        }
+        if (axon_test_time() > deadline) {
+            break;
+        }
+        axon_test_sleep(nap);
+        if (nap < 0.01) {
+            nap *= 2;
+        }
+    }
+
+    fprintf(stderr, "[harness] peer %d did not exit within %.1f s: killing it\n",
+            (int)peer->pid, timeout_sec);
+    kill(peer->pid, SIGKILL);
+    while ((waitpid(peer->pid, &status, 0) < 0) && (errno == EINTR)) {
+    }
+    axon_test_peer_reap(peer, status);
+    return -1;
+}
+
+void axon_test_peer_kill(axon_test_peer_t *peer)
+{
+    int status;
+
+    if (peer->pid > 0) {
+        kill(peer->pid, SIGKILL);
+        while ((waitpid(peer->pid, &status, 0) < 0) && (errno == EINTR)) {
+        }
+        peer->pid = -1;
+    }
+    if (peer->fd >= 0) {
+        close(peer->fd);
+        peer->fd = -1;
+    }
+}
+
+/* ---------------------------------------------------------------- blobs */
+
+/* Wait until fd is ready for events; 0 if ready, -1 on timeout or error. */
+static int axon_test_wait_fd(int fd, short events, double deadline)
+{
+    struct pollfd pfd;
+    int           ret;
+
+    for (;;) {
+        double left = deadline - axon_test_time();
+        if (left <= 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        pfd.fd      = fd;
+        pfd.events  = events;
+        pfd.revents = 0;
+        ret = poll(&pfd, 1, (int)(left * 1000) + 1);
+        if (ret > 0) {
+            return 0;
+        }
+        if ((ret < 0) && (errno != EINTR)) {
+            return -1;
+        }
+    }
+}
+
+static int axon_test_write_all(int fd, const void *buf, size_t len, double deadline)
+{
+    const char *p = (const char *)buf;
+    ssize_t     n;
+
+    while (len > 0) {
+        if (axon_test_wait_fd(fd, POLLOUT, deadline) != 0) {
+            return -1;
+        }
+        n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n < 0) {
+            if ((errno == EINTR) || (errno == EAGAIN)) {
+                continue;
+            }
+            return -1;
+        }
+        p   += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int axon_test_read_all(int fd, void *buf, size_t len, double deadline)
+{
+    char   *p = (char *)buf;
+    ssize_t n;
+
+    while (len > 0) {
+        if (axon_test_wait_fd(fd, POLLIN, deadline) != 0) {
+            return -1;
+        }
+        n = read(fd, p, len);
+        if (n < 0) {
+            if ((errno == EINTR) || (errno == EAGAIN)) {
+                continue;
+            }
+            return -1;
+        }
+        if (n == 0) {
+            errno = EPIPE;  /* the peer closed its end */
+            return -1;
+        }
+        p   += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int axon_test_send_blob(int fd, const void *buf, size_t len)
+{
+    double   deadline = axon_test_time() + AXON_TEST_IO_TIMEOUT;
+    uint64_t hdr      = len;
+
+    if (axon_test_write_all(fd, &hdr, sizeof(hdr), deadline) != 0) {
+        return -1;
+    }
+    return axon_test_write_all(fd, buf, len, deadline);
+}
+
+int axon_test_recv_blob(int fd, void **buf_p, size_t *len_p)
+{
+    double   deadline = axon_test_time() + AXON_TEST_IO_TIMEOUT;
+    uint64_t hdr;
+    void    *buf;
+
+    if (axon_test_read_all(fd, &hdr, sizeof(hdr), deadline) != 0) {
+        return -1;
+    }
+    if (hdr > (1ull << 30)) {
+        errno = EPROTO;
+        return -1;
+    }
+    buf = malloc(hdr ? (size_t)hdr : 1);
+    if (buf == NULL) {
+        return -1;
+    }
+    if (axon_test_read_all(fd, buf, (size_t)hdr, deadline) != 0) {
+        free(buf);
+        return -1;
+    }
+    *buf_p = buf;
+    *len_p = (size_t)hdr;
+    return 0;
+}
+
+int axon_test_exchange_address(int fd, const void *my_addr, size_t my_len,
+                               void **peer_addr_p, size_t *peer_len_p)
+{
+    /* A socketpair buffers far more than an address: sending first cannot block. */
+    if (axon_test_send_blob(fd, my_addr, my_len) != 0) {
+        return -1;
+    }
+    return axon_test_recv_blob(fd, peer_addr_p, peer_len_p);
+}
+
+int axon_test_sync(int fd)
+{
+    double deadline = axon_test_time() + AXON_TEST_IO_TIMEOUT;
+    char   c        = 's';
+
+    if (axon_test_write_all(fd, &c, 1, deadline) != 0) {
+        return -1;
+    }
+    return axon_test_read_all(fd, &c, 1, deadline);
+}
+
+int axon_test_sync_progress(int fd, axon_worker_h worker, double timeout_sec)
+{
+    double deadline = axon_test_time() + timeout_sec;
+    char   c        = 's';
+
+    if (axon_test_write_all(fd, &c, 1, deadline) != 0) {
+        return -1;
+    }
+    while (axon_test_time() < deadline) {
+        struct pollfd pfd = {fd, POLLIN, 0};
+        axon_test_progress(worker);
+        if (poll(&pfd, 1, 0) > 0) {
+            return axon_test_read_all(fd, &c, 1, deadline);
+        }
+    }
+    errno = ETIMEDOUT;
+    return -1;
+}
+
+/* ---------------------------------------------------------------- nodes */
+
+axon_status_t axon_test_node_create(axon_test_node_t *node, const char *tls,
+                                    const axon_config_kv_t *extra, size_t extra_count)
+{
+    axon_context_params_t params;
+    axon_config_kv_t     *kv;
+    size_t                n = 0, i;
+    axon_status_t         status;
+
+    memset(node, 0, sizeof(*node));
+    kv = (axon_config_kv_t *)calloc(extra_count + 1, sizeof(*kv));
+    if (kv == NULL) {
+        return AXON_ERR_NO_MEMORY;
+    }
+    if (tls != NULL) {
+        kv[n].name  = "TLS";
+        kv[n].value = tls;
+        ++n;
+    }
+    for (i = 0; i < extra_count; ++i) {
+        kv[n++] = extra[i];
+    }
+
+    memset(&params, 0, sizeof(params));
+    params.features     = AXON_FEATURE_TAG;
+    params.config       = kv;
+    params.config_count = n;
+    status = axon_init(&params, &node->context);
+    free(kv);
+    if (status != AXON_OK) {
+        goto err;
+    }
+
+    status = axon_worker_create(node->context, NULL, &node->worker);
+    if (status != AXON_OK) {
+        goto err_cleanup;
+    }
+
+    status = axon_worker_get_address(node->worker, &node->address, &node->address_length);
+    if (status != AXON_OK) {
+        goto err_destroy;
+    }
+    return AXON_OK;
+
+err_destroy:
+    axon_worker_destroy(node->worker);
+err_cleanup:
+    axon_cleanup(node->context);
+err:
+    memset(node, 0, sizeof(*node));
+    return status;
+}
+
+void axon_test_node_destroy(axon_test_node_t *node)
+{
+    if (node->address != NULL) {
+        axon_worker_release_address(node->worker, node->address);
+    }
+    if (node->worker != NULL) {
+        axon_worker_destroy(node->worker);
+    }
+    if (node->context != NULL) {
+        axon_cleanup(node->context);
+    }
+    memset(node, 0, sizeof(*node));
+}
+
+axon_status_t axon_test_ep_create(axon_worker_h worker, const void *address, size_t length,
+                                  axon_ep_h *ep_p)
+{
+    axon_ep_params_t params;
+
+    params.address        = address;
+    params.address_length = length;
+    return axon_ep_create(worker, &params, ep_p);
+}
+
+axon_status_t axon_test_ep_close(axon_worker_h worker, axon_ep_h ep, unsigned mode,
+                                 double timeout_sec)
+{
+    axon_request_h req    = NULL;
+    axon_status_t  status = axon_ep_close_nb(ep, mode, &req);
+
+    return axon_test_wait_req(worker, status, req, NULL, timeout_sec);
+}
+
+/* ---------------------------------------------------------------- progress */
+
+static axon_test_progress_hook_t axon_test_hook;
+static void                     *axon_test_hook_arg;
+
+void axon_test_set_progress_hook(axon_test_progress_hook_t hook, void *arg)
+{
+    axon_test_hook     = hook;
+    axon_test_hook_arg = arg;
+}
+
+unsigned axon_test_progress(axon_worker_h worker)
+{
+    unsigned count = axon_worker_progress(worker);
+
+    if (axon_test_hook != NULL) {
+        axon_test_hook(axon_test_hook_arg);
+    }
+    return count;
+}
+
+axon_status_t axon_test_wait_req(axon_worker_h worker, axon_status_t status,
+                                 axon_request_h req, axon_tag_recv_info_t *info,
+                                 double timeout_sec)
+{
+    double deadline;
+
+    if (status != AXON_INPROGRESS) {
+        return status;
+    }
+
+    deadline = axon_test_time() + timeout_sec;
+    for (;;) {
+        status = axon_request_test(req, info);
+        if (status != AXON_INPROGRESS) {
+            break;
+        }
+        if (axon_test_time() > deadline) {
+            status = AXON_ERR_TIMED_OUT;
+            break;
+        }
+        axon_test_progress(worker);
+    }
+    axon_request_free(req);
+    return status;
+}
+
+int axon_test_progress_until(axon_worker_h worker, const volatile int *flag,
+                             double timeout_sec)
+{
+    double deadline = axon_test_time() + timeout_sec;
+
+    while (!*flag && (axon_test_time() < deadline)) {
+        axon_test_progress(worker);
+    }
+    return *flag;
+}
+
+void axon_test_progress_for(axon_worker_h worker, double seconds)
+{
+    double deadline = axon_test_time() + seconds;
+
+    while (axon_test_time() < deadline) {
+        axon_test_progress(worker);
+    }
+}
+
+axon_status_t axon_test_send(axon_worker_h worker, axon_ep_h ep, const void *buf, size_t len,
+                             axon_tag_t tag, double timeout_sec)
+{
+    axon_request_h req    = NULL;
+    axon_status_t  status = axon_tag_send_nb(ep, buf, len, tag, NULL, &req);
+
+    return axon_test_wait_req(worker, status, req, NULL, timeout_sec);
+}
+
+axon_status_t axon_test_recv(axon_worker_h worker, void *buf, size_t len, axon_tag_t tag,
+                             axon_tag_t tag_mask, axon_tag_recv_info_t *info,
+                             double timeout_sec)
+{
+    axon_tag_recv_info_t imm_info;
+    axon_request_param_t param;
+    axon_request_h       req = NULL;
+    axon_status_t        status;
+
+    memset(&param, 0, sizeof(param));
+    memset(&imm_info, 0, sizeof(imm_info));
+    param.recv_info = &imm_info;
+    status = axon_tag_recv_nb(worker, buf, len, tag, tag_mask, &param, &req);
+    if (status == AXON_INPROGRESS) {
+        return axon_test_wait_req(worker, status, req, info, timeout_sec);
+    }
+    if (info != NULL) {
+        *info = imm_info;
+    }
+    return status;
+}
+
+/* ---------------------------------------------------------------- data */
+
+void axon_test_fill(void *buf, size_t len, uint64_t seed)
+{
+    uint8_t *p = (uint8_t *)buf;
+    size_t   i;
+
+    for (i = 0; i < len; ++i) {
+        p[i] = axon_test_pattern_byte(seed, i);
+    }
+}
+
+ssize_t axon_test_check(const void *buf, size_t len, uint64_t seed)
+{
+    const uint8_t *p = (const uint8_t *)buf;
+    size_t         i;
+
+    for (i = 0; i < len; ++i) {
+        if (p[i] != axon_test_pattern_byte(seed, i)) {
+            return (ssize_t)i;
+        }
+    }
+    return -1;
+}
+
+/* ---------------------------------------------------------------- stderr */
+
+static int axon_test_saved_stderr = -1;
+static int axon_test_capture_fd   = -1;
+
+int axon_test_stderr_capture_begin(void)
+{
+    char path[] = "/tmp/axon-test-stderr-XXXXXX";
+    int  fd;
+
+    if (axon_test_saved_stderr >= 0) {
+        return -1;
+    }
+    fd = mkstemp(path);
+    if (fd < 0) {
+        return -1;
+    }
+    unlink(path);
+    fflush(stderr);
+    axon_test_saved_stderr = dup(2);
+    if ((axon_test_saved_stderr < 0) || (dup2(fd, 2) < 0)) {
+        close(fd);
+        if (axon_test_saved_stderr >= 0) {
+            close(axon_test_saved_stderr);
+            axon_test_saved_stderr = -1;
+        }
+        return -1;
+    }
+    axon_test_capture_fd = fd;
+    return 0;
+}
+
+char *axon_test_stderr_capture_end(void)
+{
+    char   *text;
+    off_t   size;
+    ssize_t n;
+    size_t  got = 0;
+
+    if (axon_test_saved_stderr < 0) {
+        return NULL;
+    }
+    fflush(stderr);
+    dup2(axon_test_saved_stderr, 2);
+    close(axon_test_saved_stderr);
+    axon_test_saved_stderr = -1;
+
+    size = lseek(axon_test_capture_fd, 0, SEEK_END);
+    text = (char *)malloc((size > 0 ? (size_t)size : 0) + 1);
+    if (text != NULL) {
+        while (size > 0 && got < (size_t)size) {
+            n = pread(axon_test_capture_fd, text + got, (size_t)size - got, (off_t)got);
+            if (n <= 0) {
+                break;
+            }
+            got += (size_t)n;
+        }
+        text[got] = '\0';
+    }
+    close(axon_test_capture_fd);
+    axon_test_capture_fd = -1;
+    return text;
+}
+
+/* ---------------------------------------------------------------- /dev/shm */
+
+char **axon_test_list_shm(const char *needle, unsigned *count_p)
+{
+    DIR           *dir = opendir("/dev/shm");
+    struct dirent *ent;
+    char         **names = NULL, **grown;
+    unsigned       count = 0;
+
+    *count_p = 0;
+    if (dir == NULL) {
+        return NULL;
+    }
+    while ((ent = readdir(dir)) != NULL) {
+        if (strstr(ent->d_name, needle) == NULL) {
+            continue;
+        }
+        grown = (char **)realloc(names, (count + 1) * sizeof(*names));
+        if (grown == NULL) {
+            break;
+        }
+        names          = grown;
+        names[count++] = strdup(ent->d_name);
+    }
+    closedir(dir);
+    *count_p = count;
+    return names;
+}
+
+void axon_test_names_free(char **names, unsigned count)
+{
+    unsigned i;
+
+    for (i = 0; i < count; ++i) {
+        free(names[i]);
+    }
+    free(names);
+}

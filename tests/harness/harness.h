@@ -1,0 +1,167 @@
+/*
+ * Test harness: peer processes, blob exchange over a socket, and helpers
+ * that build Axon objects and wait for requests with a deadline.
+ *
+ * Peers are forked children joined to the test by a socketpair; a child runs
+ * one function and _exit()s with its return value, so it never returns into
+ * the test framework. A test that uses peers forks them before it creates
+ * any Axon object of its own: each child builds its own context and worker.
+ * Every wait here has a deadline, so a broken peer fails a test instead of
+ * hanging it.
+ */
+#ifndef AXON_TEST_HARNESS_H
+#define AXON_TEST_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "axon.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Deadline of one blob transfer over a peer socket. */
+#define AXON_TEST_IO_TIMEOUT 60.0
+
+/* ---------------------------------------------------------------- peers */
+
+typedef struct axon_test_peer {
+    pid_t pid;  /* -1 once reaped */
+    int   fd;   /* the test's end of the socketpair; -1 once closed */
+} axon_test_peer_t;
+
+typedef int (*axon_test_peer_fn_t)(int fd, void *arg);
+
+/*
+ * Fork a child that runs fn(fd, arg) and _exit()s with its result. The child
+ * is killed by SIGALRM after timeout_sec and by SIGKILL if the test process
+ * dies. Returns 0, or -1 (errno set) if the socketpair or fork failed.
+ */
+int  axon_test_peer_spawn(axon_test_peer_t *peer, axon_test_peer_fn_t fn, void *arg,
+                          double timeout_sec);
+
+/*
+ * Reap the child: its exit code, or -1 if it died by a signal or did not exit
+ * within timeout_sec (it is then killed with SIGKILL). Always reaps and
+ * closes the socket; a second call returns -1.
+ */
+int  axon_test_peer_wait(axon_test_peer_t *peer, double timeout_sec);
+
+/* Kill and reap without waiting (cleanup after a failed test). */
+void axon_test_peer_kill(axon_test_peer_t *peer);
+
+/* ---------------------------------------------------------------- blobs */
+
+/* Send len bytes prefixed by their length. 0 on success, -1 on error. */
+int  axon_test_send_blob(int fd, const void *buf, size_t len);
+/*
+ * Receive one blob into a malloc'd buffer (at least 1 byte allocated, so a
+ * 0-length blob still gives a non-NULL pointer). 0 on success, -1 on error,
+ * end of stream or after AXON_TEST_IO_TIMEOUT.
+ */
+int  axon_test_recv_blob(int fd, void **buf_p, size_t *len_p);
+/* Send my address, then receive the peer's (both sides call this). */
+int  axon_test_exchange_address(int fd, const void *my_addr, size_t my_len,
+                                void **peer_addr_p, size_t *peer_len_p);
+/* A barrier over the socket: both sides call it; 0 on success. */
+int  axon_test_sync(int fd);
+/* Same, progressing worker while waiting (so the peer's sends can drain). */
+int  axon_test_sync_progress(int fd, axon_worker_h worker, double timeout_sec);
+
+/* ---------------------------------------------------------------- nodes */
+
+/* A context and one worker, with the worker's address. */
+typedef struct axon_test_node {
+    axon_context_h context;
+    axon_worker_h  worker;
+    void          *address;
+    size_t         address_length;
+} axon_test_node_t;
+
+/*
+ * Build a context (features TAG, TLS=tls unless tls is NULL, then the extra
+ * overrides) and a worker. On failure nothing is left allocated.
+ */
+axon_status_t axon_test_node_create(axon_test_node_t *node, const char *tls,
+                                    const axon_config_kv_t *extra, size_t extra_count);
+void          axon_test_node_destroy(axon_test_node_t *node);
+
+/* Create an endpoint to a peer address. */
+axon_status_t axon_test_ep_create(axon_worker_h worker, const void *address, size_t length,
+                                  axon_ep_h *ep_p);
+/* Close an endpoint (mode AXON_EP_CLOSE_*) and wait for the close to finish. */
+axon_status_t axon_test_ep_close(axon_worker_h worker, axon_ep_h ep, unsigned mode,
+                                 double timeout_sec);
+
+/* ---------------------------------------------------------------- progress */
+
+/*
+ * Called after every progress call the harness makes; lets a test run two
+ * roles on one worker cooperatively (NULL to remove).
+ */
+typedef void (*axon_test_progress_hook_t)(void *arg);
+void     axon_test_set_progress_hook(axon_test_progress_hook_t hook, void *arg);
+
+/* axon_worker_progress, then the hook. */
+unsigned axon_test_progress(axon_worker_h worker);
+
+/*
+ * Finish an operation whose initiating call returned status: AXON_OK is
+ * returned as is, an error as is, AXON_INPROGRESS is progressed until req
+ * completes (info filled for receives) or timeout_sec passes
+ * (AXON_ERR_TIMED_OUT). The request is freed in every case.
+ */
+axon_status_t axon_test_wait_req(axon_worker_h worker, axon_status_t status,
+                                 axon_request_h req, axon_tag_recv_info_t *info,
+                                 double timeout_sec);
+
+/* Progress until *flag != 0 or timeout_sec; returns the final *flag. */
+int      axon_test_progress_until(axon_worker_h worker, const volatile int *flag,
+                                  double timeout_sec);
+/* Progress for seconds, whatever happens. */
+void     axon_test_progress_for(axon_worker_h worker, double seconds);
+
+/* Blocking send / receive built on the two above. */
+axon_status_t axon_test_send(axon_worker_h worker, axon_ep_h ep, const void *buf, size_t len,
+                             axon_tag_t tag, double timeout_sec);
+axon_status_t axon_test_recv(axon_worker_h worker, void *buf, size_t len, axon_tag_t tag,
+                             axon_tag_t tag_mask, axon_tag_recv_info_t *info,
+                             double timeout_sec);
+
+/* ---------------------------------------------------------------- data */
+
+/* Deterministic bytes from (seed, index): a message can be checked anywhere. */
+static inline uint8_t axon_test_pattern_byte(uint64_t seed, size_t i)
+{
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + (uint64_t)i * 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 29;
+    return (uint8_t)(x ^ (x >> 17) ^ (i >> 8));
+}
+
+void     axon_test_fill(void *buf, size_t len, uint64_t seed);
+/* Index of the first byte that differs from the pattern, or -1. */
+ssize_t  axon_test_check(const void *buf, size_t len, uint64_t seed);
+
+/* Monotonic seconds. */
+double   axon_test_time(void);
+
+/* ---------------------------------------------------------------- stderr */
+
+/*
+ * Redirect file descriptor 2 to a temporary file; end returns everything
+ * written meanwhile (malloc'd, NUL-terminated) and restores stderr.
+ */
+int      axon_test_stderr_capture_begin(void);
+char    *axon_test_stderr_capture_end(void);
+
+/* Names of /dev/shm entries whose name contains needle (malloc'd array of
+ * malloc'd strings, count in *count_p); free with axon_test_names_free. */
+char   **axon_test_list_shm(const char *needle, unsigned *count_p);
+void     axon_test_names_free(char **names, unsigned count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

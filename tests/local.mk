@@ -1,0 +1,29 @@
+# tests/: googletest suites, the peer-process harness and test plugins.
+if HAVE_GTEST
+check_PROGRAMS += tests/axon_gtest
+tests_axon_gtest_SOURCES = \
+	tests/gtest/test_config.cc \
+	tests/gtest/test_loader.cc \
+	tests/gtest/test_select.cc \
+	tests/gtest/test_tag_match.cc \
+	tests/gtest/test_tag.cc \
+	tests/gtest/test_shm.cc \
+	tests/gtest/test_bad_input.cc \
+	tests/harness/harness.c \
+	tests/harness/harness.h
+tests_axon_gtest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/harness $(GTEST_CFLAGS) \
+	-DAXON_TEST_PLUGIN_DIR='"$(abs_top_builddir)/tests/plugins/.libs"'
+tests_axon_gtest_CXXFLAGS = -std=gnu++14 -Wall -Wno-missing-field-initializers
+tests_axon_gtest_CFLAGS   = $(AX_CFLAGS)
+tests_axon_gtest_LDADD    = libaxon.la $(GTEST_LIBS) -lpthread
+
+# Plugins that must fail to load: one misses a symbol, one has the wrong ABI.
+check_LTLIBRARIES += tests/plugins/libaxon_broken.la tests/plugins/libaxon_badabi.la
+tests_plugins_libaxon_broken_la_SOURCES = tests/plugins/broken_component.c
+tests_plugins_libaxon_broken_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+tests_plugins_libaxon_badabi_la_SOURCES = tests/plugins/badabi_component.c
+tests_plugins_libaxon_badabi_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+endif
+
+EXTRA_DIST += tests/run_tests.sh tests/tools_test.sh
+TESTS += tests/run_tests.sh

@@ -1,0 +1,6 @@
+# tools/: axon_info and axon_perf.
+bin_PROGRAMS += tools/axon_info tools/axon_perf
+tools_axon_info_SOURCES = tools/axon_info.c
+tools_axon_info_LDADD   = libaxon.la
+tools_axon_perf_SOURCES = tools/axon_perf.c
+tools_axon_perf_LDADD   = libaxon.la
