@@ -19,6 +19,8 @@
 #include "config.h"
 
 #define AXON_COMPONENT_ABI_VERSION 1
+/* Plugins build with -fvisibility=hidden; only the descriptor is exported. */
+#define AXON_COMPONENT_EXPORT      __attribute__((visibility("default")))
 #define AXON_COMPONENT_SYMBOL      axon_component
 #define AXON_COMPONENT_SYMBOL_NAME "axon_component"
 
@@ -82,6 +84,7 @@ typedef size_t (*axon_pack_cb_t)(void *dest, void *arg);
 typedef struct axon_iface axon_iface_t;
 typedef struct axon_tl_ep axon_tl_ep_t;
 
+/* Copied by iface_open: the handler table it points to must outlive the iface. */
 typedef struct axon_iface_params {
     const axon_am_handler_t *am_handlers;  /* AXON_AM_ID_MAX entries, NULL = drop with a warning */
     void                    *am_arg;       /* first argument of every handler */
@@ -95,7 +98,9 @@ typedef struct axon_iface_ops {
     /*
      * Addresses: the device address says where the device is (host,
      * fabric) and decides reachability; the iface address says how to reach
-     * this iface on it. Sizes are fixed per iface.
+     * this iface on it. Sizes are fixed per iface. Blobs handed to
+     * is_reachable and ep_create come from the wire: they may be unaligned,
+     * so read them with memcpy.
      */
     size_t        dev_addr_len;
     size_t        iface_addr_len;
@@ -114,7 +119,8 @@ typedef struct axon_iface_ops {
      */
     axon_status_t (*ep_am_short)(axon_tl_ep_t *ep, uint8_t am_id, const void *hdr, size_t hdr_len,
                                  const void *payload, size_t length);
-    /* Same, with the payload written by pack(); returns bytes sent or AXON_ERR_NO_RESOURCE. */
+    /* Same, with the payload written by pack(); returns bytes sent,
+     * AXON_ERR_NO_RESOURCE, or another error (e.g. pack wrote too much). */
     ssize_t       (*ep_am_bcopy)(axon_tl_ep_t *ep, uint8_t am_id, axon_pack_cb_t pack, void *arg);
     /* AXON_OK when every message posted on ep has left the sender's buffers. */
     axon_status_t (*ep_flush)(axon_tl_ep_t *ep);
@@ -144,6 +150,7 @@ typedef struct axon_component {
      * component whose device is absent returns AXON_OK with count 0.
      */
     axon_status_t (*query)(const void *config, axon_resource_t **resources_p, unsigned *count_p);
+    /* resource and config stay valid until the iface is closed. */
     axon_status_t (*iface_open)(const axon_resource_t *resource, const void *config,
                                 const axon_iface_params_t *params, axon_iface_t **iface_p);
 } axon_component_t;

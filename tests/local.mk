@@ -12,6 +12,7 @@ tests_axon_gtest_SOURCES = \
 	tests/harness/harness.c \
 	tests/harness/harness.h
 tests_axon_gtest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/harness $(GTEST_CFLAGS) \
+	-DAXON_TEST_BUILDDIR='"$(abs_top_builddir)"' \
 	-DAXON_TEST_PLUGIN_DIR='"$(abs_top_builddir)/tests/plugins/.libs"'
 tests_axon_gtest_CXXFLAGS = -std=gnu++14 -Wall -Wno-missing-field-initializers
 tests_axon_gtest_CFLAGS   = $(AX_CFLAGS)

@@ -183,7 +183,7 @@ static axon_status_t axon_self_iface_open(const axon_resource_t *resource, const
     return AXON_OK;
 }
 
-const axon_component_t AXON_COMPONENT_SYMBOL = {
+AXON_COMPONENT_EXPORT const axon_component_t AXON_COMPONENT_SYMBOL = {
     .abi_version   = AXON_COMPONENT_ABI_VERSION,
     .name          = "self",
     .description   = "loopback to the same worker",

@@ -8,5 +8,6 @@ components_shm_libaxon_shm_la_SOURCES = \
 	components/shm/shm_fifo.h \
 	components/shm/shm_seg.h \
 	components/shm/shm.h
+components_shm_libaxon_shm_la_CFLAGS  = $(AM_CFLAGS) -fvisibility=hidden
 components_shm_libaxon_shm_la_LDFLAGS = -module -avoid-version -shared
 components_shm_libaxon_shm_la_LIBADD  = libaxon.la

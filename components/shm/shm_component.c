@@ -98,7 +98,7 @@ static axon_status_t axon_shm_query(const void *config_v, axon_resource_t **reso
     return AXON_OK;
 }
 
-const axon_component_t AXON_COMPONENT_SYMBOL = {
+AXON_COMPONENT_EXPORT const axon_component_t AXON_COMPONENT_SYMBOL = {
     .abi_version   = AXON_COMPONENT_ABI_VERSION,
     .name          = "shm",
     .description   = "processes on one host: a receive ring per worker in shared memory",

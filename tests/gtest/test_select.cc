@@ -1,0 +1,401 @@
+/* Selection: AXON_TLS / AXON_NET_DEVICES filters and per-endpoint lane choice. */
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+extern "C" {
+#include "axon_int.h"
+#include "log.h"
+#include "select.h"
+}
+
+namespace {
+
+struct log_capture {
+    std::vector<std::string> errors, warnings;
+
+    static void hook(axon_log_level_t level, const char *msg, void *arg)
+    {
+        auto *self = static_cast<log_capture *>(arg);
+        if (level == AXON_LOG_ERROR) {
+            self->errors.push_back(msg);
+        } else if (level == AXON_LOG_WARN) {
+            self->warnings.push_back(msg);
+        }
+    }
+    log_capture()  { axon_log_set_hook(hook, this); }
+    ~log_capture() { axon_log_set_hook(NULL, NULL); }
+
+    static bool any(const std::vector<std::string> &v, const std::string &a,
+                    const std::string &b = "")
+    {
+        for (const auto &l : v) {
+            if (l.find(a) != std::string::npos && l.find(b) != std::string::npos) {
+                return true;
+            }
+        }
+        return false;
+    }
+};
+
+axon_resource_t make_rsc(const char *tl, const char *dev, axon_dev_type_t type, double lat,
+                         double bw, uint64_t caps = AXON_CAP_AM_SHORT | AXON_CAP_AM_BCOPY)
+{
+    axon_resource_t r;
+    memset(&r, 0, sizeof(r));
+    snprintf(r.tl_name, sizeof(r.tl_name), "%s", tl);
+    snprintf(r.dev_name, sizeof(r.dev_name), "%s", dev);
+    r.dev_type       = type;
+    r.cap_flags      = caps;
+    r.latency_ns     = lat;
+    r.bandwidth_MBps = bw;
+    r.max_short      = 128;
+    r.max_bcopy      = 8192;
+    return r;
+}
+
+const axon_component_t fake_desc = {AXON_COMPONENT_ABI_VERSION, "fake", "fake"};
+
+/*
+ * A synthetic set of loaded components: self, shm, a "verbs" component with
+ * rc and ud on two devices, and one plugin that failed to load.
+ */
+class select_filter : public ::testing::Test {
+protected:
+    std::vector<axon_resource_t> self_r, shm_r, verbs_r;
+    axon_loaded_component_t comps[4];
+    axon_component_set_t set;
+    axon_select_resource_t *out = NULL;
+    unsigned count = 0;
+
+    void SetUp() override
+    {
+        self_r  = {make_rsc("self", "self", AXON_DEV_TYPE_SELF, 5, 20000)};
+        shm_r   = {make_rsc("shm", "memory", AXON_DEV_TYPE_SHM, 80, 10000)};
+        verbs_r = {make_rsc("rc", "softib0:1", AXON_DEV_TYPE_NET, 900, 5000),
+                   make_rsc("ud", "softib0:1", AXON_DEV_TYPE_NET, 1000, 4000),
+                   make_rsc("rc", "softib1:1", AXON_DEV_TYPE_NET, 900, 5000),
+                   make_rsc("ud", "softib1:1", AXON_DEV_TYPE_NET, 1000, 4000)};
+        memset(comps, 0, sizeof(comps));
+        fill(&comps[0], "self", self_r);
+        fill(&comps[1], "shm", shm_r);
+        fill(&comps[2], "verbs", verbs_r);
+        comps[3].name  = (char *)"broken";
+        comps[3].path  = (char *)"/plugins/libaxon_broken.so";
+        comps[3].error = (char *)"undefined symbol: ibv_missing";
+        set.comps = comps;
+        set.count = 4;
+    }
+
+    void TearDown() override { free(out); }
+
+    void fill(axon_loaded_component_t *lc, const char *name, std::vector<axon_resource_t> &r)
+    {
+        lc->name          = (char *)name;
+        lc->path          = (char *)name;
+        lc->component     = &fake_desc;
+        lc->resources     = r.data();
+        lc->num_resources = (unsigned)r.size();
+    }
+
+    axon_status_t run(const char *tls, const char *devices = "all")
+    {
+        axon_config_allow_list_t t, d;
+        EXPECT_EQ(0, axon_config_read_allow_list(tls, &t, NULL)) << tls;
+        EXPECT_EQ(0, axon_config_read_allow_list(devices, &d, NULL)) << devices;
+        free(out);
+        out   = NULL;
+        count = 0;
+        axon_status_t status = axon_select_filter(&set, &t, &d, AXON_FEATURE_TAG, &out, &count);
+        axon_config_parser_allow_list.release(&t, NULL);
+        axon_config_parser_allow_list.release(&d, NULL);
+        return status;
+    }
+
+    std::multiset<std::string> selected() const
+    {
+        std::multiset<std::string> s;
+        for (unsigned i = 0; i < count; ++i) {
+            s.insert(std::string(out[i].resource->tl_name) + "/" + out[i].resource->dev_name);
+        }
+        return s;
+    }
+};
+
+typedef std::multiset<std::string> names;
+
+} // namespace
+
+TEST_F(select_filter, all_admits_everything)
+{
+    ASSERT_EQ(AXON_OK, run("all"));
+    EXPECT_EQ(6u, count);
+}
+
+TEST_F(select_filter, single_transport)
+{
+    ASSERT_EQ(AXON_OK, run("shm"));
+    EXPECT_EQ(names({"shm/memory"}), selected());
+}
+
+TEST_F(select_filter, list_of_transports)
+{
+    ASSERT_EQ(AXON_OK, run("rc,self"));
+    EXPECT_EQ(names({"self/self", "rc/softib0:1", "rc/softib1:1"}), selected());
+}
+
+TEST_F(select_filter, negation_excludes_listed)
+{
+    ASSERT_EQ(AXON_OK, run("^rc,ud"));
+    EXPECT_EQ(names({"self/self", "shm/memory"}), selected());
+}
+
+TEST_F(select_filter, alias_sm_is_shm_and_self)
+{
+    ASSERT_EQ(AXON_OK, run("sm"));
+    EXPECT_EQ(names({"self/self", "shm/memory"}), selected());
+}
+
+TEST_F(select_filter, negated_alias)
+{
+    ASSERT_EQ(AXON_OK, run("^sm"));
+    EXPECT_EQ(names({"rc/softib0:1", "ud/softib0:1", "rc/softib1:1", "ud/softib1:1"}),
+              selected());
+}
+
+TEST_F(select_filter, component_name_selects_its_transports)
+{
+    ASSERT_EQ(AXON_OK, run("verbs"));
+    EXPECT_EQ(4u, count);
+}
+
+TEST_F(select_filter, unknown_name_is_an_error_listing_known_names)
+{
+    log_capture logs;
+    EXPECT_EQ(AXON_ERR_INVALID_PARAM, run("bogus"));
+    ASSERT_TRUE(log_capture::any(logs.errors, "'bogus'"));
+    EXPECT_TRUE(log_capture::any(logs.errors, "'bogus'", "shm"));
+    EXPECT_TRUE(log_capture::any(logs.errors, "'bogus'", "self"));
+    EXPECT_TRUE(log_capture::any(logs.errors, "'bogus'", "sm (alias)"));
+}
+
+TEST_F(select_filter, unknown_name_in_a_list_or_negation_is_an_error)
+{
+    log_capture logs;
+    EXPECT_EQ(AXON_ERR_INVALID_PARAM, run("shm,tcpp"));
+    EXPECT_EQ(AXON_ERR_INVALID_PARAM, run("^shm,bogus2"));
+    EXPECT_TRUE(log_capture::any(logs.errors, "'tcpp'"));
+    EXPECT_TRUE(log_capture::any(logs.errors, "'bogus2'"));
+}
+
+TEST_F(select_filter, failed_plugin_named_gives_a_warning_with_the_reason)
+{
+    log_capture logs;
+    ASSERT_EQ(AXON_OK, run("shm,broken"));
+    EXPECT_EQ(names({"shm/memory"}), selected());
+    EXPECT_TRUE(log_capture::any(logs.warnings, "broken", "undefined symbol: ibv_missing"));
+}
+
+TEST_F(select_filter, failed_plugin_not_named_is_silent)
+{
+    log_capture logs;
+    ASSERT_EQ(AXON_OK, run("all"));
+    EXPECT_TRUE(logs.warnings.empty());
+    EXPECT_TRUE(logs.errors.empty());
+}
+
+TEST_F(select_filter, net_devices_restrict_network_transports_only)
+{
+    ASSERT_EQ(AXON_OK, run("all", "softib1:1"));
+    EXPECT_EQ(names({"self/self", "shm/memory", "rc/softib1:1", "ud/softib1:1"}), selected());
+}
+
+TEST_F(select_filter, net_devices_negation)
+{
+    ASSERT_EQ(AXON_OK, run("rc", "^softib1:1"));
+    EXPECT_EQ(names({"rc/softib0:1"}), selected());
+}
+
+TEST_F(select_filter, unknown_net_device_is_an_error_listing_devices)
+{
+    log_capture logs;
+    EXPECT_EQ(AXON_ERR_INVALID_PARAM, run("all", "mlx5_0:1"));
+    EXPECT_TRUE(log_capture::any(logs.errors, "'mlx5_0:1'", "softib0:1"));
+}
+
+TEST_F(select_filter, resource_lacking_required_capability_is_skipped)
+{
+    verbs_r[1].cap_flags = AXON_CAP_PUT | AXON_CAP_GET;  /* ud on softib0 cannot send AMs */
+    ASSERT_EQ(AXON_OK, run("ud"));
+    EXPECT_EQ(names({"ud/softib1:1"}), selected());
+}
+
+TEST_F(select_filter, everything_excluded_leaves_nothing)
+{
+    ASSERT_EQ(AXON_OK, run("^all"));
+    EXPECT_EQ(0u, count);
+}
+
+/* ---- lane choice ---- */
+
+TEST(select_lanes, small_by_latency_bulk_by_bandwidth)
+{
+    axon_resource_t a = make_rsc("shm", "memory", AXON_DEV_TYPE_SHM, 80, 10000);
+    axon_resource_t b = make_rsc("rc", "softib0:1", AXON_DEV_TYPE_NET, 900, 25000);
+    const axon_resource_t *c[] = {&b, &a};
+    axon_lane_choice_t choice;
+
+    ASSERT_EQ(AXON_OK, axon_select_lanes(c, 2, &choice));
+    EXPECT_EQ(1, choice.small);
+    EXPECT_EQ(0, choice.bulk);
+}
+
+TEST(select_lanes, overhead_counts_toward_small_lane_cost)
+{
+    axon_resource_t a = make_rsc("x", "d0", AXON_DEV_TYPE_NET, 100, 1000);
+    axon_resource_t b = make_rsc("y", "d1", AXON_DEV_TYPE_NET, 150, 1000);
+    a.overhead_ns = 200;
+    b.overhead_ns = 10;
+    const axon_resource_t *c[] = {&a, &b};
+    axon_lane_choice_t choice;
+
+    ASSERT_EQ(AXON_OK, axon_select_lanes(c, 2, &choice));
+    EXPECT_EQ(1, choice.small);
+    /* equal bandwidth: the lower-latency lane carries bulk too */
+    EXPECT_EQ(1, choice.bulk);
+}
+
+TEST(select_lanes, needs_am_capabilities)
+{
+    axon_resource_t a = make_rsc("x", "d0", AXON_DEV_TYPE_NET, 100, 1000, AXON_CAP_AM_BCOPY);
+    axon_resource_t b = make_rsc("y", "d1", AXON_DEV_TYPE_NET, 500, 100, AXON_CAP_AM_SHORT);
+    const axon_resource_t *c[] = {&a, &b};
+    axon_lane_choice_t choice;
+
+    ASSERT_EQ(AXON_OK, axon_select_lanes(c, 2, &choice));
+    EXPECT_EQ(1, choice.small);
+    EXPECT_EQ(0, choice.bulk);
+    EXPECT_EQ(AXON_ERR_UNREACHABLE, axon_select_lanes(c, 1, &choice));
+}
+
+TEST(select_lanes, nothing_reachable)
+{
+    axon_lane_choice_t choice;
+    EXPECT_EQ(AXON_ERR_UNREACHABLE, axon_select_lanes(NULL, 0, &choice));
+}
+
+/* ---- through axon_init, with the real components ---- */
+
+namespace {
+
+struct tls_case {
+    const char *tls;
+    std::set<std::string> expect;   /* transports the context may use */
+    axon_status_t status;
+};
+
+class select_tls_env : public ::testing::TestWithParam<tls_case> {};
+
+std::string tls_case_name(const ::testing::TestParamInfo<tls_case> &info)
+{
+    std::string n;
+    for (const char *p = info.param.tls; *p; ++p) {
+        n += isalnum((unsigned char)*p) ? *p : (*p == '^' ? 'X' : '_');
+    }
+    return n.empty() ? std::string("empty") : n;
+}
+
+} // namespace
+
+TEST_P(select_tls_env, axon_tls_environment_variable)
+{
+    const tls_case &tc = GetParam();
+    axon_context_params_t params = {AXON_FEATURE_TAG, NULL, 0};
+    axon_context_h ctx = NULL;
+
+    setenv("AXON_TLS", tc.tls, 1);
+    axon_status_t status = axon_init(&params, &ctx);
+    unsetenv("AXON_TLS");
+    ASSERT_EQ(tc.status, status) << "AXON_TLS=" << tc.tls;
+    if (status != AXON_OK) {
+        return;
+    }
+    std::set<std::string> got;
+    for (unsigned i = 0; i < ctx->num_rscs; ++i) {
+        got.insert(ctx->rscs[i].resource->tl_name);
+    }
+    EXPECT_EQ(tc.expect, got) << "AXON_TLS=" << tc.tls;
+    axon_cleanup(ctx);
+}
+
+INSTANTIATE_TEST_SUITE_P(forms, select_tls_env, ::testing::Values(
+    tls_case{"all",       {"self", "shm"}, AXON_OK},
+    tls_case{"self",      {"self"},        AXON_OK},
+    tls_case{"shm",       {"shm"},         AXON_OK},
+    tls_case{"shm,self",  {"self", "shm"}, AXON_OK},
+    tls_case{"sm",        {"self", "shm"}, AXON_OK},
+    tls_case{"^shm",      {"self"},        AXON_OK},
+    tls_case{"^self",     {"shm"},         AXON_OK},
+    tls_case{"^sm",       {},              AXON_ERR_NO_ELEM},
+    tls_case{"bogus",     {},              AXON_ERR_INVALID_PARAM},
+    tls_case{"^",         {},              AXON_ERR_INVALID_PARAM},
+    tls_case{"",          {},              AXON_ERR_INVALID_PARAM}),
+    tls_case_name);
+
+TEST(select_endpoint, self_lane_to_own_worker_shm_lane_when_self_excluded)
+{
+    for (const char *tls : {"all", "shm"}) {
+        axon_config_kv_t kv[] = {{"TLS", tls}};
+        axon_context_params_t params = {AXON_FEATURE_TAG, kv, 1};
+        axon_context_h ctx;
+        axon_worker_h worker;
+        axon_ep_attr_t attr;
+        axon_ep_h ep;
+        void *addr;
+        size_t len;
+
+        ASSERT_EQ(AXON_OK, axon_init(&params, &ctx));
+        ASSERT_EQ(AXON_OK, axon_worker_create(ctx, NULL, &worker));
+        ASSERT_EQ(AXON_OK, axon_worker_get_address(worker, &addr, &len));
+        axon_ep_params_t ep_params = {addr, len};
+        ASSERT_EQ(AXON_OK, axon_ep_create(worker, &ep_params, &ep));
+        ASSERT_EQ(AXON_OK, axon_ep_query(ep, &attr));
+        EXPECT_STREQ(strcmp(tls, "all") ? "shm" : "self", attr.small_tl) << tls;
+        EXPECT_STREQ(attr.small_tl, attr.bulk_tl);
+        axon_ep_close_nb(ep, AXON_EP_CLOSE_FORCE, NULL);
+        axon_worker_release_address(worker, addr);
+        axon_worker_destroy(worker);
+        axon_cleanup(ctx);
+    }
+}
+
+TEST(select_endpoint, unreachable_peer_is_a_clear_error)
+{
+    /* A worker that only has self cannot reach another worker. */
+    axon_config_kv_t kv[] = {{"TLS", "self"}};
+    axon_context_params_t params = {AXON_FEATURE_TAG, kv, 1};
+    axon_context_h ctx;
+    axon_worker_h w1, w2;
+    axon_ep_h ep;
+    void *addr;
+    size_t len;
+
+    ASSERT_EQ(AXON_OK, axon_init(&params, &ctx));
+    ASSERT_EQ(AXON_OK, axon_worker_create(ctx, NULL, &w1));
+    ASSERT_EQ(AXON_OK, axon_worker_create(ctx, NULL, &w2));
+    ASSERT_EQ(AXON_OK, axon_worker_get_address(w2, &addr, &len));
+    axon_ep_params_t ep_params = {addr, len};
+    {
+        log_capture logs;
+        EXPECT_EQ(AXON_ERR_UNREACHABLE, axon_ep_create(w1, &ep_params, &ep));
+        EXPECT_TRUE(log_capture::any(logs.errors, "no transport reaches"));
+    }
+    axon_worker_release_address(w2, addr);
+    axon_worker_destroy(w1);
+    axon_worker_destroy(w2);
+    axon_cleanup(ctx);
+}

@@ -615,7 +615,7 @@ void axon_test_names_free(char **names, unsigned count)
 {
     unsigned i;
 
-    for (i = 0; i < count; ++i) {
+    for (i = 0; (names != NULL) && (i < count); ++i) {
         free(names[i]);
     }
     free(names);

@@ -7,7 +7,7 @@ static axon_status_t badabi_query(const void *config, axon_resource_t **r, unsig
     return AXON_OK;
 }
 
-const axon_component_t AXON_COMPONENT_SYMBOL = {
+AXON_COMPONENT_EXPORT const axon_component_t AXON_COMPONENT_SYMBOL = {
     .abi_version = AXON_COMPONENT_ABI_VERSION + 100,
     .name        = "badabi",
     .description = "test plugin with a wrong ABI version",

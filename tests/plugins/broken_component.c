@@ -9,7 +9,7 @@ static axon_status_t broken_query(const void *config, axon_resource_t **r, unsig
     return axon_test_symbol_that_does_not_exist() ? AXON_ERR_NO_DEVICE : AXON_OK;
 }
 
-const axon_component_t AXON_COMPONENT_SYMBOL = {
+AXON_COMPONENT_EXPORT const axon_component_t AXON_COMPONENT_SYMBOL = {
     .abi_version = AXON_COMPONENT_ABI_VERSION,
     .name        = "broken",
     .description = "test plugin with an unresolved symbol",

@@ -1,0 +1,480 @@
+/*
+ * shm transport: its segments in /dev/shm (permissions, lifetime, cleanup at
+ * exit), its configuration checks, and the receive ring under back-pressure.
+ * Each test uses a segment prefix of its own, so it sees only its segments.
+ */
+#include <gtest/gtest.h>
+
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "axon.h"
+#include "harness.h"
+
+namespace {
+
+const double kOpTimeout   = 30.0;
+const double kPeerTimeout = 60.0;
+
+/* A prefix unique to this process and test, e.g. "axt1234seg". */
+std::string test_prefix(const char *what)
+{
+    return "axt" + std::to_string(getpid()) + what;
+}
+
+/* Names in /dev/shm that start with prefix + "-". */
+std::vector<std::string> segments(const std::string &prefix)
+{
+    std::vector<std::string> out;
+    unsigned                 count;
+    std::string              needle = prefix + "-";
+    char                   **names  = axon_test_list_shm(needle.c_str(), &count);
+
+    for (unsigned i = 0; i < count; ++i) {
+        if (strncmp(names[i], needle.c_str(), needle.size()) == 0) {
+            out.push_back(names[i]);
+        }
+    }
+    axon_test_names_free(names, count);
+    return out;
+}
+
+/* Kills a peer an assertion left running, destroys a node it left built. */
+struct Cleanup {
+    axon_test_peer_t peer = {-1, -1};
+    axon_test_node_t node = {};
+    ~Cleanup()
+    {
+        axon_test_peer_kill(&peer);
+        if (node.context != nullptr) {
+            axon_test_node_destroy(&node);
+        }
+    }
+};
+
+/* ---------------------------------------------------------------- segments */
+
+TEST(Shm, SegmentIsPrivateAndNamed)
+{
+    std::string      prefix = test_prefix("mode");
+    axon_config_kv_t kv[]   = {{"SHM_PREFIX", prefix.c_str()}};
+    Cleanup          c;
+
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&c.node, "shm", kv, 1));
+    std::vector<std::string> segs = segments(prefix);
+    ASSERT_EQ(1u, segs.size());
+    /* <prefix>-<uid>-<pid>-<n>: the pid tells whose it is. */
+    std::string pid_part = "-" + std::to_string(geteuid()) + "-" + std::to_string(getpid()) + "-";
+    EXPECT_NE(std::string::npos, segs[0].find(pid_part)) << segs[0];
+
+    struct stat st;
+    ASSERT_EQ(0, stat(("/dev/shm/" + segs[0]).c_str(), &st));
+    EXPECT_EQ(0600u, st.st_mode & 07777) << "segment " << segs[0] << " is not private";
+    EXPECT_EQ(geteuid(), st.st_uid);
+    EXPECT_GT(st.st_size, 0);
+}
+
+TEST(Shm, DefaultPrefixNamesContainPid)
+{
+    Cleanup c;
+
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&c.node, "shm", NULL, 0));
+    std::string mine = "axon-" + std::to_string(geteuid()) + "-" + std::to_string(getpid()) + "-";
+    std::vector<std::string> segs = segments("axon-" + std::to_string(geteuid()) + "-" +
+                                             std::to_string(getpid()));
+    ASSERT_EQ(1u, segs.size()) << "expected one /dev/shm/" << mine << "*";
+    struct stat st;
+    ASSERT_EQ(0, stat(("/dev/shm/" + segs[0]).c_str(), &st));
+    EXPECT_EQ(0600u, st.st_mode & 07777);
+    axon_test_node_destroy(&c.node);
+    EXPECT_EQ(0u, segments("axon-" + std::to_string(geteuid()) + "-" +
+                           std::to_string(getpid())).size());
+}
+
+TEST(Shm, SegmentRemovedAtWorkerDestroy)
+{
+    std::string           prefix = test_prefix("life");
+    axon_config_kv_t      kv[]   = {{"TLS", "shm"}, {"SHM_PREFIX", prefix.c_str()}};
+    axon_context_params_t params = {AXON_FEATURE_TAG, kv, 2};
+    axon_context_h        ctx;
+    axon_worker_h         w1, w2;
+
+    ASSERT_EQ(AXON_OK, axon_init(&params, &ctx));
+    EXPECT_EQ(0u, segments(prefix).size()) << "a context alone needs no segment";
+    ASSERT_EQ(AXON_OK, axon_worker_create(ctx, NULL, &w1));
+    ASSERT_EQ(AXON_OK, axon_worker_create(ctx, NULL, &w2));
+    std::vector<std::string> both = segments(prefix);
+    EXPECT_EQ(2u, both.size()) << "one segment per worker";
+
+    axon_worker_destroy(w1);
+    std::vector<std::string> left = segments(prefix);
+    EXPECT_EQ(1u, left.size());
+    axon_worker_destroy(w2);
+    EXPECT_EQ(0u, segments(prefix).size()) << "segments outlived their workers";
+    axon_cleanup(ctx);
+}
+
+/* Child: build a worker, report, wait, then leave through exit(0) without cleanup. */
+int exit_without_cleanup_main(int fd, void *arg)
+{
+    const char      *prefix = static_cast<const char *>(arg);
+    axon_config_kv_t kv[]   = {{"SHM_PREFIX", prefix}};
+    axon_test_node_t node;
+    int              ok = 1;
+
+    if (axon_test_node_create(&node, "shm", kv, 1) != AXON_OK) {
+        return 2;
+    }
+    if ((axon_test_send_blob(fd, &ok, sizeof(ok)) != 0) || (axon_test_sync(fd) != 0)) {
+        return 3;
+    }
+    fflush(NULL);
+    exit(0);  /* atexit handlers run; the worker is never destroyed */
+}
+
+TEST(Shm, ExitWithoutDestroyLeavesNoSegment)
+{
+    std::string prefix = test_prefix("exit");
+    Cleanup     c;
+    void       *blob;
+    size_t      len;
+
+    ASSERT_EQ(0, axon_test_peer_spawn(&c.peer, exit_without_cleanup_main,
+                                      const_cast<char *>(prefix.c_str()), kPeerTimeout));
+    ASSERT_EQ(0, axon_test_recv_blob(c.peer.fd, &blob, &len));
+    free(blob);
+    std::vector<std::string> segs = segments(prefix);
+    ASSERT_EQ(1u, segs.size()) << "the child's worker has no segment";
+    EXPECT_NE(std::string::npos, segs[0].find("-" + std::to_string(c.peer.pid) + "-"))
+        << segs[0] << " does not name the child's pid " << c.peer.pid;
+    ASSERT_EQ(0, axon_test_sync(c.peer.fd));
+    EXPECT_EQ(0, axon_test_peer_wait(&c.peer, kPeerTimeout));
+    EXPECT_EQ(0u, segments(prefix).size()) << "exit(0) left " << segs[0] << " behind";
+}
+
+/* A forked child of a process with a worker must not unlink the parent's segment. */
+int fork_child_exits_main(int fd, void *arg)
+{
+    exit(0);
+}
+
+TEST(Shm, ForkedChildKeepsParentSegment)
+{
+    std::string      prefix = test_prefix("fork");
+    axon_config_kv_t kv[]   = {{"SHM_PREFIX", prefix.c_str()}};
+    Cleanup          c;
+
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&c.node, "shm", kv, 1));
+    ASSERT_EQ(1u, segments(prefix).size());
+    ASSERT_EQ(0, axon_test_peer_spawn(&c.peer, fork_child_exits_main, NULL, kPeerTimeout));
+    EXPECT_EQ(0, axon_test_peer_wait(&c.peer, kPeerTimeout));
+    EXPECT_EQ(1u, segments(prefix).size()) << "the child's exit unlinked our segment";
+    axon_test_node_destroy(&c.node);
+    EXPECT_EQ(0u, segments(prefix).size());
+}
+
+/* ---------------------------------------------------------------- bad configuration */
+
+struct BadShmConfig {
+    const char *label;
+    const char *name;
+    const char *value;
+};
+
+std::ostream &operator<<(std::ostream &os, const BadShmConfig &p)
+{
+    return os << p.name << "=" << p.value;
+}
+
+class ShmBadConfig : public ::testing::TestWithParam<BadShmConfig> {};
+
+TEST_P(ShmBadConfig, FailsCleanly)
+{
+    const BadShmConfig   &bad = GetParam();
+    std::string           before_pid = "-" + std::to_string(getpid()) + "-";
+    unsigned              before, after;
+    axon_config_kv_t      kv[]   = {{"TLS", "shm"}, {bad.name, bad.value}};
+    axon_context_params_t params = {AXON_FEATURE_TAG, kv, 2};
+    axon_context_h        ctx    = nullptr;
+    axon_worker_h         worker = nullptr;
+    axon_status_t         status;
+
+    char **names = axon_test_list_shm(before_pid.c_str(), &before);
+    axon_test_names_free(names, before);
+    ASSERT_EQ(0, axon_test_stderr_capture_begin());
+    status = axon_init(&params, &ctx);
+    if (status == AXON_OK) {
+        status = axon_worker_create(ctx, NULL, &worker);
+    }
+    char *text = axon_test_stderr_capture_end();
+    ASSERT_NE(nullptr, text);
+    std::string log(text);
+    free(text);
+
+    EXPECT_EQ(AXON_ERR_INVALID_PARAM, status) << axon_status_string(status);
+    /* The error says which variable and which value. */
+    EXPECT_NE(std::string::npos, log.find(bad.name)) << log;
+    EXPECT_NE(std::string::npos, log.find(bad.value)) << log;
+    if (worker != nullptr) {
+        axon_worker_destroy(worker);
+    }
+    if (ctx != nullptr) {
+        axon_cleanup(ctx);
+    }
+    names = axon_test_list_shm(before_pid.c_str(), &after);
+    axon_test_names_free(names, after);
+    EXPECT_EQ(before, after) << "a failed set-up left a segment behind";
+}
+
+const BadShmConfig kBadShmConfigs[] = {
+    {"fifo_3",        "SHM_FIFO_SIZE", "3"},
+    {"fifo_0",        "SHM_FIFO_SIZE", "0"},
+    {"fifo_1",        "SHM_FIFO_SIZE", "1"},
+    {"fifo_text",     "SHM_FIFO_SIZE", "many"},
+    {"cell_100",      "SHM_CELL_SIZE", "100"},
+    {"cell_64",       "SHM_CELL_SIZE", "64"},
+    {"cell_text",     "SHM_CELL_SIZE", "banana"},
+    {"burst_0",       "SHM_RX_BURST",  "0"},
+    {"prefix_slash",  "SHM_PREFIX",    "a/b"},
+    {"prefix_long",   "SHM_PREFIX",    "a_prefix_far_too_long_for_a_segment_name_0123456789"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Values, ShmBadConfig, ::testing::ValuesIn(kBadShmConfigs),
+                         [](const ::testing::TestParamInfo<BadShmConfig> &info) {
+                             return std::string(info.param.label);
+                         });
+
+/* ---------------------------------------------------------------- back-pressure */
+
+const unsigned kSmallFifo = 16;
+
+struct PressureArgs {
+    int    count;
+    size_t size;  /* of every message */
+};
+
+/* Sender: post everything at once into a ring nobody drains. */
+int pressure_sender_main(int fd, void *arg)
+{
+    const PressureArgs *pa   = static_cast<const PressureArgs *>(arg);
+    axon_config_kv_t    kv[] = {{"SHM_FIFO_SIZE", "16"}};
+    axon_test_node_t    node;
+    axon_ep_h           ep;
+    void               *peer_addr;
+    size_t              peer_len;
+    int                 pending = 0, done_early = 0;
+
+    if (axon_test_node_create(&node, "shm", kv, 1) != AXON_OK) {
+        return 2;
+    }
+    if ((axon_test_exchange_address(fd, node.address, node.address_length, &peer_addr,
+                                    &peer_len) != 0) ||
+        (axon_test_ep_create(node.worker, peer_addr, peer_len, &ep) != AXON_OK)) {
+        return 3;
+    }
+    free(peer_addr);
+
+    std::vector<std::vector<uint8_t>> bufs(pa->count, std::vector<uint8_t>(pa->size));
+    std::vector<axon_request_h>       reqs(pa->count, nullptr);
+    std::vector<axon_status_t>        st(pa->count);
+    for (int i = 0; i < pa->count; ++i) {
+        axon_test_fill(bufs[i].data(), pa->size, i);
+        st[i] = axon_tag_send_nb(ep, bufs[i].data(), pa->size, 5, NULL, &reqs[i]);
+        if ((st[i] != AXON_OK) && (st[i] != AXON_INPROGRESS)) {
+            fprintf(stderr, "send %d: %s\n", i, axon_status_string(st[i]));
+            return 4;
+        }
+        pending += (st[i] == AXON_INPROGRESS);
+    }
+    /* Our own progress cannot drain the peer's ring: pending sends stay pending. */
+    axon_test_progress_for(node.worker, 0.05);
+    for (int i = 0; i < pa->count; ++i) {
+        if ((st[i] == AXON_INPROGRESS) && (axon_request_test(reqs[i], NULL) != AXON_INPROGRESS)) {
+            ++done_early;
+        }
+    }
+    int report[2] = {pending, done_early};
+    if (axon_test_send_blob(fd, report, sizeof(report)) != 0) {
+        return 5;
+    }
+    for (int i = 0; i < pa->count; ++i) {
+        axon_status_t status = axon_test_wait_req(node.worker, st[i], reqs[i], NULL, kOpTimeout);
+        if (status != AXON_OK) {
+            fprintf(stderr, "send %d completed with %s\n", i, axon_status_string(status));
+            return 6;
+        }
+    }
+    if ((axon_test_ep_close(node.worker, ep, AXON_EP_CLOSE_FLUSH, kOpTimeout) != AXON_OK) ||
+        (axon_test_sync_progress(fd, node.worker, kOpTimeout) != 0)) {
+        return 7;
+    }
+    axon_test_node_destroy(&node);
+    return 0;
+}
+
+class ShmBackPressure : public ::testing::TestWithParam<PressureArgs> {};
+
+TEST_P(ShmBackPressure, SendsWaitThenArriveInOrder)
+{
+    PressureArgs     pa   = GetParam();
+    axon_config_kv_t kv[] = {{"SHM_FIFO_SIZE", "16"}};
+    Cleanup          c;
+    void            *blob;
+    size_t           len;
+
+    ASSERT_EQ(0, axon_test_peer_spawn(&c.peer, pressure_sender_main, &pa, kPeerTimeout));
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&c.node, "shm", kv, 1));
+    ASSERT_EQ(0, axon_test_exchange_address(c.peer.fd, c.node.address, c.node.address_length,
+                                            &blob, &len));
+    free(blob);
+
+    /* Not progressing: the sender fills our ring and must hold the rest. */
+    ASSERT_EQ(0, axon_test_recv_blob(c.peer.fd, &blob, &len));
+    ASSERT_EQ(2 * sizeof(int), len);
+    int report[2];
+    memcpy(report, blob, sizeof(report));
+    free(blob);
+    EXPECT_GE(report[0], pa.count - (int)kSmallFifo) << "sends that had to wait";
+    EXPECT_EQ(0, report[1]) << "sends completed while the ring was full";
+
+    std::vector<uint8_t> buf(pa.size + 64), expect(pa.size);
+    for (int i = 0; i < pa.count; ++i) {
+        axon_tag_recv_info_t info;
+        ASSERT_EQ(AXON_OK, axon_test_recv(c.node.worker, buf.data(), buf.size(), 5,
+                                          AXON_TAG_MASK_FULL, &info, kOpTimeout)) << i;
+        ASSERT_EQ(pa.size, info.length);
+        axon_test_fill(expect.data(), pa.size, i);
+        ASSERT_EQ(0, memcmp(expect.data(), buf.data(), pa.size)) << "message " << i;
+    }
+    EXPECT_EQ(0, axon_test_sync_progress(c.peer.fd, c.node.worker, kOpTimeout));
+    EXPECT_EQ(0, axon_test_peer_wait(&c.peer, kPeerTimeout));
+}
+
+const PressureArgs kPressure[] = {
+    {200, 64},      /* short messages, one cell each */
+    {100, 3000},    /* bcopy, one cell each */
+    {40, 40000},    /* several cells each: a message stalls half-way */
+};
+
+INSTANTIATE_TEST_SUITE_P(Sizes, ShmBackPressure, ::testing::ValuesIn(kPressure),
+                         [](const ::testing::TestParamInfo<PressureArgs> &info) {
+                             return "size_" + std::to_string(info.param.size);
+                         });
+
+/* ---------------------------------------------------------------- peers' addresses */
+
+/* Child: a worker with the cell size given, which sends its address and echoes. */
+int cell_peer_main(int fd, void *arg)
+{
+    const char      *cell = static_cast<const char *>(arg);
+    axon_config_kv_t kv[] = {{"SHM_CELL_SIZE", cell}};
+    axon_test_node_t node;
+    axon_ep_h        ep;
+    void            *peer_addr;
+    size_t           peer_len;
+    std::vector<uint8_t> buf(20000);
+
+    if (axon_test_node_create(&node, "shm", kv, 1) != AXON_OK) {
+        return 2;
+    }
+    if ((axon_test_exchange_address(fd, node.address, node.address_length, &peer_addr,
+                                    &peer_len) != 0) ||
+        (axon_test_ep_create(node.worker, peer_addr, peer_len, &ep) != AXON_OK)) {
+        return 3;
+    }
+    free(peer_addr);
+    /* Small cells reach big cells: our messages fit theirs. */
+    axon_test_fill(buf.data(), buf.size(), 77);
+    if (axon_test_send(node.worker, ep, buf.data(), buf.size(), 1, kOpTimeout) != AXON_OK) {
+        return 4;
+    }
+    if ((axon_test_ep_close(node.worker, ep, AXON_EP_CLOSE_FLUSH, kOpTimeout) != AXON_OK) ||
+        (axon_test_sync_progress(fd, node.worker, kOpTimeout) != 0)) {
+        return 5;
+    }
+    axon_test_node_destroy(&node);
+    return 0;
+}
+
+TEST(Shm, SmallerPeerCellsAreUnreachable)
+{
+    Cleanup c;
+    void   *addr;
+    size_t  len;
+
+    ASSERT_EQ(0, axon_test_peer_spawn(&c.peer, cell_peer_main, (void *)"1k", kPeerTimeout));
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&c.node, "shm", NULL, 0));  /* 8k cells */
+    ASSERT_EQ(0, axon_test_exchange_address(c.peer.fd, c.node.address, c.node.address_length,
+                                            &addr, &len));
+    axon_ep_h ep = nullptr;
+    ASSERT_EQ(0, axon_test_stderr_capture_begin());
+    axon_status_t status = axon_test_ep_create(c.node.worker, addr, len, &ep);
+    char *text = axon_test_stderr_capture_end();
+    free(addr);
+    EXPECT_EQ(AXON_ERR_UNREACHABLE, status) << "our 8k cells do not fit the peer's 1k cells";
+    if (status == AXON_OK) {
+        axon_test_ep_close(c.node.worker, ep, AXON_EP_CLOSE_FORCE, kOpTimeout);
+    }
+    free(text);
+
+    std::vector<uint8_t>  buf(20000), expect(20000);
+    axon_tag_recv_info_t  info;
+    ASSERT_EQ(AXON_OK, axon_test_recv(c.node.worker, buf.data(), buf.size(), 1,
+                                      AXON_TAG_MASK_FULL, &info, kOpTimeout));
+    EXPECT_EQ(20000u, info.length);
+    axon_test_fill(expect.data(), expect.size(), 77);
+    EXPECT_EQ(0, memcmp(expect.data(), buf.data(), buf.size()));
+    EXPECT_EQ(0, axon_test_sync_progress(c.peer.fd, c.node.worker, kOpTimeout));
+    EXPECT_EQ(0, axon_test_peer_wait(&c.peer, kPeerTimeout));
+}
+
+/* Child: a worker that gives out its address and is gone before anyone connects. */
+int vanishing_peer_main(int fd, void *arg)
+{
+    axon_test_node_t node;
+    void            *peer_addr;
+    size_t           peer_len;
+
+    if (axon_test_node_create(&node, "shm", NULL, 0) != AXON_OK) {
+        return 2;
+    }
+    if (axon_test_exchange_address(fd, node.address, node.address_length, &peer_addr,
+                                   &peer_len) != 0) {
+        return 3;
+    }
+    free(peer_addr);
+    axon_test_node_destroy(&node);
+    return (axon_test_sync(fd) == 0) ? 0 : 4;
+}
+
+TEST(Shm, PeerGoneBeforeConnect)
+{
+    Cleanup c;
+    void   *addr;
+    size_t  len;
+
+    ASSERT_EQ(0, axon_test_peer_spawn(&c.peer, vanishing_peer_main, NULL, kPeerTimeout));
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&c.node, "shm", NULL, 0));
+    ASSERT_EQ(0, axon_test_exchange_address(c.peer.fd, c.node.address, c.node.address_length,
+                                            &addr, &len));
+    ASSERT_EQ(0, axon_test_sync(c.peer.fd));  /* its worker is destroyed by now */
+    EXPECT_EQ(0, axon_test_peer_wait(&c.peer, kPeerTimeout));
+
+    axon_ep_h ep = nullptr;
+    ASSERT_EQ(0, axon_test_stderr_capture_begin());
+    axon_status_t status = axon_test_ep_create(c.node.worker, addr, len, &ep);
+    char *text = axon_test_stderr_capture_end();
+    free(addr);
+    EXPECT_EQ(AXON_ERR_UNREACHABLE, status) << axon_status_string(status);
+    EXPECT_NE(nullptr, strstr(text, "axon-")) << "the error should name the segment: " << text;
+    free(text);
+    if (status == AXON_OK) {
+        axon_test_ep_close(c.node.worker, ep, AXON_EP_CLOSE_FORCE, kOpTimeout);
+    }
+}
+
+}  // namespace

@@ -1,0 +1,73 @@
+#!/bin/bash
+# Run every test of the suite, each in its own process with its own time
+# limit, and end with the line "N passed, M failed".
+#   tests/run_tests.sh [gtest filter]
+# Run from the build directory (make check does).
+set -u
+builddir=$(cd "$(dirname "$0")/.." && pwd)
+srcdir=${srcdir:-$builddir}
+[ -d "$srcdir/tests" ] || srcdir=$builddir
+case "$srcdir" in /*) ;; *) srcdir=$builddir/$srcdir ;; esac
+gtest="$builddir/tests/axon_gtest"
+filter=${1:-*}
+per_test_timeout=${AXON_TEST_TIMEOUT:-180}
+passed=0
+failed=0
+failed_names=()
+
+# Tests must not see the developer's AXON_* settings.
+for v in $(env | sed -n 's/^\(AXON_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
+
+record() {  # name status
+    if [ "$2" -eq 0 ]; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        failed_names+=("$1")
+    fi
+}
+
+if [ -x "$gtest" ]; then
+    tests=$("$gtest" --gtest_list_tests --gtest_filter="$filter" | awk '
+        /^[^ ]/ { suite = $1; next }
+        /^  /   { print suite $1 }')
+    for t in $tests; do
+        start=$(date +%s%N)
+        out=$(timeout -k 5 "$per_test_timeout" "$gtest" --gtest_filter="$t" 2>&1)
+        rc=$?
+        if [ $rc -eq 0 ] && ! grep -q '^\[  PASSED  \] 1 test' <<<"$out"; then
+            rc=1   # filtered to nothing, or the binary lied
+        fi
+        ms=$(( ($(date +%s%N) - start) / 1000000 ))
+        if [ $rc -eq 0 ]; then
+            printf 'PASS  %-70s %6d ms\n' "$t" "$ms"
+        else
+            [ $rc -eq 124 ] && echo "TIMEOUT after ${per_test_timeout}s"
+            echo "$out" | tail -40
+            printf 'FAIL  %-70s (rc=%d)\n' "$t" "$rc"
+        fi
+        record "$t" $rc
+    done
+else
+    echo "tests/axon_gtest is not built (is googletest installed?)"
+    record "gtest-binary-present" 1
+fi
+
+# Tool tests: each prints "PASS name" or "FAIL name".
+if [ "$filter" = "*" ]; then
+    while read -r verdict name; do
+        case "$verdict" in
+            PASS) echo "PASS  $name"; record "$name" 0 ;;
+            FAIL) echo "FAIL  $name"; record "$name" 1 ;;
+            *)    echo "$verdict $name" ;;
+        esac
+    done < <(timeout -k 5 600 bash "$srcdir/tests/tools_test.sh" "$builddir" 2>&1 ||
+             echo "FAIL tools_test.sh-exit-status")
+fi
+
+if [ $failed -gt 0 ]; then
+    echo "failed tests:"
+    printf '  %s\n' "${failed_names[@]}"
+fi
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]

@@ -1,0 +1,150 @@
+#!/bin/bash
+# Tests of the tools and of the installed layout. Prints "PASS name" or
+# "FAIL name" per check; run_tests.sh counts them.
+#   tests/tools_test.sh BUILDDIR
+set -u
+builddir=${1:-$(pwd)}
+info="$builddir/tools/axon_info"
+perf="$builddir/tools/axon_perf"
+tmp=$(mktemp -d /tmp/axon-tools-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+check() {  # name command...
+    local name=$1; shift
+    if "$@" >"$tmp/$name.out" 2>&1; then
+        echo "PASS $name"
+    else
+        echo "FAIL $name"
+        sed 's/^/    | /' "$tmp/$name.out" | tail -20
+    fi
+}
+
+t_info_devices() {
+    out=$("$info" -d) || return 1
+    grep -q 'transport: self' <<<"$out" && grep -q 'transport: shm' <<<"$out" &&
+        grep -q 'capabilities: .*am_short' <<<"$out" && grep -q 'latency:' <<<"$out" &&
+        grep -q 'max_bcopy:' <<<"$out"
+}
+
+t_info_bogus_tls() {
+    if AXON_TLS=bogus "$info" -d >"$tmp/o" 2>"$tmp/e"; then return 1; fi
+    grep -q "'bogus'" "$tmp/e" && grep -q 'shm' "$tmp/e" && grep -q 'self' "$tmp/e"
+}
+
+t_info_config_documents_variables() {
+    out=$("$info" -c) || return 1
+    n=$(grep -c '^AXON_[A-Z_]*=' <<<"$out")
+    echo "variables: $n"
+    [ "$n" -ge 10 ] || return 1
+    # every variable has a syntax and default line above it
+    [ "$(grep -c '^# default:' <<<"$out")" -eq "$n" ] &&
+        grep -q '^AXON_TLS=all' <<<"$out" && grep -q '^AXON_SHM_FIFO_SIZE=' <<<"$out"
+}
+
+t_info_config_shows_current_value() {
+    AXON_SHM_FIFO_SIZE=64 "$info" -c | grep -q '^AXON_SHM_FIFO_SIZE=64$'
+}
+
+t_info_version() {
+    out=$("$info" -v) || return 1
+    grep -q 'Axon version' <<<"$out" && grep -q 'built with:' <<<"$out" &&
+        grep -q 'component search path' <<<"$out"
+}
+
+t_info_bad_value_named() {
+    if AXON_LOG_LEVEL=loud "$info" -d >"$tmp/o" 2>"$tmp/e"; then return 1; fi
+    grep -q 'AXON_LOG_LEVEL' "$tmp/e" && grep -q "loud" "$tmp/e"
+}
+
+t_info_unknown_env_warns() {
+    AXON_TLSS=shm "$info" -d >"$tmp/o" 2>"$tmp/e" || return 1
+    grep -q 'AXON_TLSS' "$tmp/e"
+}
+
+result_line() {  # test size file
+    grep -E "^RESULT test=$1 tl=shm size=$2 iters=[0-9]+ latency_us=[0-9.]+ bandwidth_MBps=[0-9.]+ msgrate_Mps=[0-9.]+$" "$3"
+}
+
+t_perf_tag_lat() {
+    timeout 120 "$perf" --local -t tag_lat -s 8 -n 100000 >"$tmp/lat" || return 1
+    cat "$tmp/lat"; result_line tag_lat 8 "$tmp/lat"
+}
+
+t_perf_tag_bw() {
+    timeout 120 "$perf" --local -t tag_bw -s 1048576 -n 2000 >"$tmp/bw" || return 1
+    cat "$tmp/bw"; result_line tag_bw 1048576 "$tmp/bw"
+}
+
+t_perf_size_list() {
+    timeout 120 "$perf" --local -t tag_lat -s 0,64,65536 -n 2000 >"$tmp/sl" || return 1
+    [ "$(grep -c '^RESULT' "$tmp/sl")" -eq 3 ] && result_line tag_lat 0 "$tmp/sl" &&
+        result_line tag_lat 65536 "$tmp/sl"
+}
+
+t_perf_bad_args() {
+    "$perf" --local -t nonsense >/dev/null 2>&1; [ $? -eq 2 ] || return 1
+    "$perf" --local -s abc >/dev/null 2>&1; [ $? -eq 2 ]
+}
+
+t_perf_unreachable_fails_cleanly() {
+    # self cannot reach another process: a clear error, no hang
+    if AXON_TLS=self timeout 60 "$perf" --local -n 100 >"$tmp/o" 2>"$tmp/e"; then return 1; fi
+    [ $? -ne 124 ] && grep -qi 'reach' "$tmp/e"
+}
+
+t_no_shm_segments_left() {
+    prefix="axontest$$"
+    AXON_SHM_PREFIX=$prefix timeout 60 "$perf" --local -n 1000 >/dev/null || return 1
+    ! ls /dev/shm | grep -q "^$prefix"
+}
+
+t_install_destdir() {
+    dest="$tmp/dest"
+    make -C "$builddir" install DESTDIR="$dest" >/dev/null || return 1
+    prefix=$(sed -n 's/^prefix=//p' "$builddir/axon.pc")
+    libdir=$(sed -n 's/^libdir=//p' "$builddir/axon.pc")
+    libdir=${libdir//\$\{exec_prefix\}/$prefix}
+    [ -f "$dest$libdir/axon/libaxon_shm.so" ] && [ -f "$dest$libdir/axon/libaxon_self.so" ] &&
+        [ -f "$dest$prefix/include/axon/axon.h" ] && [ -f "$dest$libdir/pkgconfig/axon.pc" ] ||
+        return 1
+    # installed tool finds installed plugins, not the build tree's
+    out=$(LD_LIBRARY_PATH="$dest$libdir" "$dest$prefix/bin/axon_info" -d) || return 1
+    grep -q "path: $dest$libdir/axon/libaxon_shm.so" <<<"$out" || return 1
+    # a program built against the installed header and library
+    cat >"$tmp/hello.c" <<'EOC'
+#include <axon/axon.h>
+#include <string.h>
+int main(void) {
+    axon_context_params_t p = {AXON_FEATURE_TAG, NULL, 0};
+    axon_context_h ctx; axon_worker_h w; axon_ep_h ep; axon_request_h r;
+    void *a; size_t n; char buf[8] = "";
+    if (axon_init(&p, &ctx) || axon_worker_create(ctx, NULL, &w)) return 1;
+    if (axon_worker_get_address(w, &a, &n)) return 1;
+    axon_ep_params_t ep_params = {a, n};
+    if (axon_ep_create(w, &ep_params, &ep)) return 1;
+    if (axon_tag_send_nb(ep, "ok", 3, 7, NULL, &r) != AXON_OK) return 1;
+    if (axon_tag_recv_nb(w, buf, sizeof(buf), 7, AXON_TAG_MASK_FULL, NULL, &r) != AXON_OK) return 1;
+    axon_ep_close_nb(ep, AXON_EP_CLOSE_FORCE, NULL);
+    axon_worker_release_address(w, a); axon_worker_destroy(w); axon_cleanup(ctx);
+    return strcmp(buf, "ok") != 0;
+}
+EOC
+    cflags=$(PKG_CONFIG_SYSROOT_DIR="$dest" PKG_CONFIG_PATH="$dest$libdir/pkgconfig" pkg-config --cflags --libs axon) || return 1
+    gcc -o "$tmp/hello" "$tmp/hello.c" $cflags || return 1
+    LD_LIBRARY_PATH="$dest$libdir" "$tmp/hello"
+}
+
+check info_devices_lists_self_and_shm        t_info_devices
+check info_unknown_tls_names_it              t_info_bogus_tls
+check info_config_documents_variables        t_info_config_documents_variables
+check info_config_shows_current_value        t_info_config_shows_current_value
+check info_version_and_build_options         t_info_version
+check info_bad_value_names_variable          t_info_bad_value_named
+check info_unknown_env_variable_warns        t_info_unknown_env_warns
+check perf_tag_lat_8B_100k_over_shm          t_perf_tag_lat
+check perf_tag_bw_1MiB_over_shm              t_perf_tag_bw
+check perf_size_list                         t_perf_size_list
+check perf_bad_arguments                     t_perf_bad_args
+check perf_unreachable_peer_fails_cleanly    t_perf_unreachable_fails_cleanly
+check perf_leaves_no_shm_segments            t_no_shm_segments_left
+check install_destdir_layout_and_pkgconfig   t_install_destdir
