@@ -147,7 +147,9 @@ typedef struct axon_component {
     size_t                     config_size;
     /*
      * List the resources usable on this machine into a malloc'd array. A
-     * component whose device is absent returns AXON_OK with count 0.
+     * component whose device is absent returns AXON_OK with count 0; one
+     * whose configuration is invalid logs the value and returns
+     * AXON_ERR_INVALID_PARAM, which fails context creation.
      */
     axon_status_t (*query)(const void *config, axon_resource_t **resources_p, unsigned *count_p);
     /* resource and config stay valid until the iface is closed. */

@@ -184,7 +184,10 @@ static axon_status_t axon_loader_init_component(axon_loaded_component_t *lc,
     }
 
     status = comp->query(lc->config, &lc->resources, &lc->num_resources);
-    if (status != AXON_OK) {
+    if (status == AXON_ERR_INVALID_PARAM) {
+        /* The component rejected its configuration (and logged which value). */
+        return status;
+    } else if (status != AXON_OK) {
         /* A component without a usable device is not an error for the job. */
         axon_debug("component '%s' query failed: %s; it offers nothing", lc->name,
                    axon_status_string(status));

@@ -4,13 +4,24 @@
 #   tests/run_tests.sh [gtest filter]
 # Run from the build directory (make check does).
 set -u
-builddir=$(cd "$(dirname "$0")/.." && pwd)
-srcdir=${srcdir:-$builddir}
-[ -d "$srcdir/tests" ] || srcdir=$builddir
-case "$srcdir" in /*) ;; *) srcdir=$builddir/$srcdir ;; esac
+# Run from a build directory (make check does), or from the source tree
+# for an in-tree build.
+srcdir=$(cd "$(dirname "$0")/.." && pwd)
+if [ -x "$(pwd)/tests/axon_gtest" ] || [ -f "$(pwd)/Makefile" ]; then
+    builddir=$(pwd)
+else
+    builddir=$srcdir
+fi
 gtest="$builddir/tests/axon_gtest"
 filter=${1:-*}
 per_test_timeout=${AXON_TEST_TIMEOUT:-180}
+# AXON_TEST_VALGRIND=1: run each test under valgrind, failing on any error or leak.
+wrapper=""
+if [ "${AXON_TEST_VALGRIND:-0}" = 1 ]; then
+    wrapper="$builddir/libtool --mode=execute valgrind -q --error-exitcode=99 --leak-check=full
+             --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect"
+    per_test_timeout=$((per_test_timeout * 3))
+fi
 passed=0
 failed=0
 failed_names=()
@@ -33,7 +44,7 @@ if [ -x "$gtest" ]; then
         /^  /   { print suite $1 }')
     for t in $tests; do
         start=$(date +%s%N)
-        out=$(timeout -k 5 "$per_test_timeout" "$gtest" --gtest_filter="$t" 2>&1)
+        out=$(timeout -k 5 "$per_test_timeout" $wrapper "$gtest" --gtest_filter="$t" 2>&1)
         rc=$?
         if [ $rc -eq 0 ] && ! grep -q '^\[  PASSED  \] 1 test' <<<"$out"; then
             rc=1   # filtered to nothing, or the binary lied
@@ -54,7 +65,7 @@ else
 fi
 
 # Tool tests: each prints "PASS name" or "FAIL name".
-if [ "$filter" = "*" ]; then
+if [ "$filter" = "*" ] && [ "${AXON_TEST_GTEST_ONLY:-0}" != 1 ]; then
     while read -r verdict name; do
         case "$verdict" in
             PASS) echo "PASS  $name"; record "$name" 0 ;;
