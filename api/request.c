@@ -31,6 +31,11 @@ void axon_request_put(axon_request_h req)
 /* Run the callback; a request the user freed (in it or before) is released here. */
 static void axon_request_invoke(axon_request_h req)
 {
+    axon_worker_h worker = req->worker;
+    int           saved  = worker->in_progress;
+
+    /* Calls the callback makes are user calls: what they complete is deferred. */
+    worker->in_progress = 0;
     req->flags |= AXON_REQUEST_IN_CALLBACK;
     if (req->flags & AXON_REQUEST_RECV) {
         req->cb.recv(req, req->status, &req->recv.info, req->user_data);
@@ -38,6 +43,7 @@ static void axon_request_invoke(axon_request_h req)
         req->cb.send(req, req->status, req->user_data);
     }
     req->flags &= ~AXON_REQUEST_IN_CALLBACK;
+    worker->in_progress = saved;
 }
 
 void axon_request_complete(axon_request_h req, axon_status_t status)
@@ -61,11 +67,23 @@ void axon_request_complete(axon_request_h req, axon_status_t status)
 
 unsigned axon_request_dispatch_deferred(axon_worker_h worker)
 {
+    axon_list_link_t batch;
     axon_request_h req;
     unsigned count = 0;
 
-    while (!axon_list_is_empty(&worker->deferred)) {
-        req = axon_list_first(&worker->deferred, struct axon_request, list);
+    if (axon_list_is_empty(&worker->deferred)) {
+        return 0;
+    }
+    /* Take the current batch only: callbacks that complete more requests
+     * defer them to the next progress call instead of looping here. */
+    batch.next       = worker->deferred.next;
+    batch.prev       = worker->deferred.prev;
+    batch.next->prev = &batch;
+    batch.prev->next = &batch;
+    axon_list_init(&worker->deferred);
+
+    while (!axon_list_is_empty(&batch)) {
+        req = axon_list_first(&batch, struct axon_request, list);
         axon_list_del(&req->list);
         axon_request_invoke(req);
         if (req->flags & AXON_REQUEST_RELEASED) {

@@ -298,6 +298,12 @@ struct tls_case {
     axon_status_t status;
 };
 
+/* gtest would otherwise print the raw bytes, padding included. */
+void PrintTo(const tls_case &tc, std::ostream *os)
+{
+    *os << "AXON_TLS=\"" << tc.tls << "\"";
+}
+
 class select_tls_env : public ::testing::TestWithParam<tls_case> {};
 
 std::string tls_case_name(const ::testing::TestParamInfo<tls_case> &info)

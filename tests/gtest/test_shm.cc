@@ -56,6 +56,17 @@ struct Cleanup {
     }
 };
 
+/* In a child: destroys the node on every way out (a child ends in _exit, not atexit). */
+struct NodeGuard {
+    axon_test_node_t node = {};
+    ~NodeGuard()
+    {
+        if (node.context != nullptr) {
+            axon_test_node_destroy(&node);
+        }
+    }
+};
+
 /* ---------------------------------------------------------------- segments */
 
 TEST(Shm, SegmentIsPrivateAndNamed)
@@ -130,6 +141,7 @@ int exit_without_cleanup_main(int fd, void *arg)
         return 2;
     }
     if ((axon_test_send_blob(fd, &ok, sizeof(ok)) != 0) || (axon_test_sync(fd) != 0)) {
+        axon_test_node_destroy(&node);
         return 3;
     }
     fflush(NULL);
@@ -262,7 +274,8 @@ int pressure_sender_main(int fd, void *arg)
 {
     const PressureArgs *pa   = static_cast<const PressureArgs *>(arg);
     axon_config_kv_t    kv[] = {{"SHM_FIFO_SIZE", "16"}};
-    axon_test_node_t    node;
+    NodeGuard           ng;
+    axon_test_node_t   &node = ng.node;
     axon_ep_h           ep;
     void               *peer_addr;
     size_t              peer_len;
@@ -312,7 +325,6 @@ int pressure_sender_main(int fd, void *arg)
         (axon_test_sync_progress(fd, node.worker, kOpTimeout) != 0)) {
         return 7;
     }
-    axon_test_node_destroy(&node);
     return 0;
 }
 
@@ -370,10 +382,11 @@ INSTANTIATE_TEST_SUITE_P(Sizes, ShmBackPressure, ::testing::ValuesIn(kPressure),
 /* Child: a worker with the cell size given, which sends its address and echoes. */
 int cell_peer_main(int fd, void *arg)
 {
-    const char      *cell = static_cast<const char *>(arg);
-    axon_config_kv_t kv[] = {{"SHM_CELL_SIZE", cell}};
-    axon_test_node_t node;
-    axon_ep_h        ep;
+    const char       *cell = static_cast<const char *>(arg);
+    axon_config_kv_t  kv[] = {{"SHM_CELL_SIZE", cell}};
+    NodeGuard         ng;
+    axon_test_node_t &node = ng.node;
+    axon_ep_h         ep;
     void            *peer_addr;
     size_t           peer_len;
     std::vector<uint8_t> buf(20000);
@@ -396,7 +409,6 @@ int cell_peer_main(int fd, void *arg)
         (axon_test_sync_progress(fd, node.worker, kOpTimeout) != 0)) {
         return 5;
     }
-    axon_test_node_destroy(&node);
     return 0;
 }
 
@@ -444,6 +456,7 @@ int vanishing_peer_main(int fd, void *arg)
     }
     if (axon_test_exchange_address(fd, node.address, node.address_length, &peer_addr,
                                    &peer_len) != 0) {
+        axon_test_node_destroy(&node);
         return 3;
     }
     free(peer_addr);

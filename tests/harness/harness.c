@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,8 +86,34 @@ int axon_test_peer_spawn(axon_test_peer_t *peer, axon_test_peer_fn_t fn, void *a
     return 0;
 }
 
+/*
+ * A child killed before it could clean up leaves its shared-memory segments
+ * (named <prefix>-<uid>-<pid>-<n>); remove them so later tests see a clean
+ * /dev/shm.
+ */
+static void axon_test_unlink_shm_of(pid_t pid)
+{
+    char     needle[64];
+    char   **names;
+    unsigned count, i;
+
+    snprintf(needle, sizeof(needle), "-%u-%d-", (unsigned)geteuid(), (int)pid);
+    names = axon_test_list_shm(needle, &count);
+    for (i = 0; i < count; ++i) {
+        char path[512];
+        snprintf(path, sizeof(path), "/dev/shm/%s", names[i]);
+        if (unlink(path) == 0) {
+            fprintf(stderr, "[harness] removed %s left by peer %d\n", path, (int)pid);
+        }
+    }
+    axon_test_names_free(names, count);
+}
+
 static int axon_test_peer_reap(axon_test_peer_t *peer, int status)
 {
+    if (!WIFEXITED(status)) {
+        axon_test_unlink_shm_of(peer->pid);
+    }
     peer->pid = -1;
     if (peer->fd >= 0) {
         close(peer->fd);
@@ -148,6 +175,7 @@ void axon_test_peer_kill(axon_test_peer_t *peer)
         kill(peer->pid, SIGKILL);
         while ((waitpid(peer->pid, &status, 0) < 0) && (errno == EINTR)) {
         }
+        axon_test_unlink_shm_of(peer->pid);
         peer->pid = -1;
     }
     if (peer->fd >= 0) {
@@ -410,6 +438,10 @@ unsigned axon_test_progress(axon_worker_h worker)
 {
     unsigned count = axon_worker_progress(worker);
 
+    /* Peers may share a core with us: an idle poll gives it up. */
+    if (count == 0) {
+        sched_yield();
+    }
     if (axon_test_hook != NULL) {
         axon_test_hook(axon_test_hook_arg);
     }

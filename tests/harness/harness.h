@@ -44,7 +44,8 @@ int  axon_test_peer_spawn(axon_test_peer_t *peer, axon_test_peer_fn_t fn, void *
 /*
  * Reap the child: its exit code, or -1 if it died by a signal or did not exit
  * within timeout_sec (it is then killed with SIGKILL). Always reaps and
- * closes the socket; a second call returns -1.
+ * closes the socket; a second call returns -1. A child that did not exit
+ * normally has its /dev/shm segments (*-<uid>-<pid>-*) removed.
  */
 int  axon_test_peer_wait(axon_test_peer_t *peer, double timeout_sec);
 
@@ -103,7 +104,7 @@ axon_status_t axon_test_ep_close(axon_worker_h worker, axon_ep_h ep, unsigned mo
 typedef void (*axon_test_progress_hook_t)(void *arg);
 void     axon_test_set_progress_hook(axon_test_progress_hook_t hook, void *arg);
 
-/* axon_worker_progress, then the hook. */
+/* axon_worker_progress (yielding the CPU if nothing happened), then the hook. */
 unsigned axon_test_progress(axon_worker_h worker);
 
 /*
