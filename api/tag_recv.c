@@ -258,7 +258,9 @@ axon_status_t axon_tag_recv_nb(axon_worker_h worker, void *buffer, size_t length
         if ((desc->frag == NULL) && (desc->length <= length) &&
             !(flags & AXON_REQ_FLAG_NO_IMM_CMPL)) {
             /* Whole message already here and it fits: done without a request. */
-            memcpy(buffer, desc->data, desc->length);
+            if (desc->length > 0) {  /* buffer may be NULL for an empty message */
+                memcpy(buffer, desc->data, desc->length);
+            }
             if ((param != NULL) && (param->recv_info != NULL)) {
                 param->recv_info->sender_tag = desc->tm.tag;
                 param->recv_info->length     = desc->length;

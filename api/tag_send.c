@@ -10,7 +10,9 @@ static size_t axon_tag_pack_only(void *dest, void *arg)
     axon_eager_hdr_t *hdr = dest;
 
     hdr->tag = req->send.tag;
-    memcpy(hdr + 1, req->send.buffer, req->send.length);
+    if (req->send.length > 0) {  /* buffer may be NULL for an empty message */
+        memcpy(hdr + 1, req->send.buffer, req->send.length);
+    }
     return sizeof(*hdr) + req->send.length;
 }
 

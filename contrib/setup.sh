@@ -81,8 +81,11 @@ total_fail=0
 run_pass() {  # label command...
     local label=$1; shift
     echo "== tests: $label"
-    local line
-    line=$("$@" 2>&1 | tee /dev/stderr | tail -n 1)
+    local line log
+    log=$(mktemp)
+    "$@" 2>&1 | tee "$log" || true
+    line=$(tail -n 1 "$log")
+    rm -f "$log"
     if [[ "$line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
         total_pass=$((total_pass + BASH_REMATCH[1]))
         total_fail=$((total_fail + BASH_REMATCH[2]))

@@ -74,7 +74,7 @@ typedef struct axon_resource {
 /*
  * Called by a transport for every active message it receives, from inside the
  * iface's progress (or, for self, from inside the send). data is valid only
- * during the call.
+ * during the call and is 8-byte aligned, so handlers read headers in place.
  */
 typedef void (*axon_am_handler_t)(void *arg, const void *data, size_t length, unsigned flags);
 

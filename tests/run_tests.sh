@@ -2,7 +2,6 @@
 # Run every test of the suite, each in its own process with its own time
 # limit, and end with the line "N passed, M failed".
 #   tests/run_tests.sh [gtest filter]
-# Run from the build directory (make check does).
 set -u
 # Run from a build directory (make check does), or from the source tree
 # for an in-tree build.
@@ -15,9 +14,12 @@ fi
 gtest="$builddir/tests/axon_gtest"
 filter=${1:-*}
 per_test_timeout=${AXON_TEST_TIMEOUT:-180}
+# Knobs of this script; read before the AXON_* environment is cleared.
+gtest_only=${AXON_TEST_GTEST_ONLY:-0}
+use_valgrind=${AXON_TEST_VALGRIND:-0}
 # AXON_TEST_VALGRIND=1: run each test under valgrind, failing on any error or leak.
 wrapper=""
-if [ "${AXON_TEST_VALGRIND:-0}" = 1 ]; then
+if [ "$use_valgrind" = 1 ]; then
     wrapper="$builddir/libtool --mode=execute valgrind -q --error-exitcode=99 --leak-check=full
              --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect"
     per_test_timeout=$((per_test_timeout * 3))
@@ -65,7 +67,7 @@ else
 fi
 
 # Tool tests: each prints "PASS name" or "FAIL name".
-if [ "$filter" = "*" ] && [ "${AXON_TEST_GTEST_ONLY:-0}" != 1 ]; then
+if [ "$filter" = "*" ] && [ "$gtest_only" != 1 ]; then
     while read -r verdict name; do
         case "$verdict" in
             PASS) echo "PASS  $name"; record "$name" 0 ;;

@@ -15,7 +15,7 @@ typedef struct axon_self_iface {
     axon_iface_t         super;
     axon_iface_params_t  params;
     int                  busy;     /* a handler is running on the staging buffer */
-    uint8_t              bounce[AXON_SELF_MAX_BCOPY];
+    uint8_t              bounce[AXON_SELF_MAX_BCOPY] __attribute__((aligned(64)));
 } axon_self_iface_t;
 
 typedef struct axon_self_ep {
@@ -40,7 +40,8 @@ static axon_status_t axon_self_ep_am_short(axon_tl_ep_t *tl_ep, uint8_t am_id, c
                                            size_t hdr_len, const void *payload, size_t length)
 {
     axon_self_iface_t *iface = (axon_self_iface_t *)tl_ep->iface;
-    uint8_t staging[AXON_SELF_MAX_SHORT];
+    /* Aligned: handlers read their headers in place. */
+    uint8_t staging[AXON_SELF_MAX_SHORT] __attribute__((aligned(16)));
 
     if ((am_id >= AXON_AM_ID_MAX) || (hdr_len + length > AXON_SELF_MAX_SHORT)) {
         axon_error("self: am_short id %u of %zu bytes exceeds limits (id < %u, %u bytes)",
@@ -53,7 +54,9 @@ static axon_status_t axon_self_ep_am_short(axon_tl_ep_t *tl_ep, uint8_t am_id, c
         return AXON_ERR_NO_RESOURCE;
     }
     memcpy(staging, hdr, hdr_len);
-    memcpy(staging + hdr_len, payload, length);
+    if (length > 0) {  /* payload may be NULL for an empty message */
+        memcpy(staging + hdr_len, payload, length);
+    }
     axon_self_deliver(iface, am_id, staging, hdr_len + length);
     return AXON_OK;
 }
