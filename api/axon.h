@@ -135,9 +135,19 @@ void          axon_worker_release_address(axon_worker_h worker, void *address);
 
 /* ---------------------------------------------------------------- endpoint */
 
+/**
+ * Called (from axon_worker_progress) when the peer of an endpoint fails:
+ * its process died or its connection was reset. By then every request that
+ * depended on the peer has completed with status; later operations on the
+ * endpoint fail with it at once. The endpoint must still be closed.
+ */
+typedef void (*axon_ep_error_callback_t)(void *arg, axon_ep_h ep, axon_status_t status);
+
 typedef struct {
-    const void *address;         /* the peer's worker address */
-    size_t      address_length;
+    const void              *address;         /* the peer's worker address */
+    size_t                   address_length;
+    axon_ep_error_callback_t err_cb;          /* optional */
+    void                    *err_cb_arg;
 } axon_ep_params_t;
 
 axon_status_t axon_ep_create(axon_worker_h worker, const axon_ep_params_t *params, axon_ep_h *ep_p);
@@ -211,6 +221,14 @@ axon_status_t axon_tag_send_nb(axon_ep_h ep, const void *buffer, size_t length, 
                                const axon_request_param_t *param, axon_request_h *req_p);
 
 /**
+ * Synchronous send (MPI_Ssend): like axon_tag_send_nb, but completes only
+ * once the receiver has matched the message to a receive.
+ */
+axon_status_t axon_tag_send_sync_nb(axon_ep_h ep, const void *buffer, size_t length,
+                                    axon_tag_t tag, const axon_request_param_t *param,
+                                    axon_request_h *req_p);
+
+/**
  * Receive a message whose tag satisfies (msg_tag & tag_mask) == (tag & tag_mask),
  * from any endpoint of the worker. A message longer than the buffer completes
  * with AXON_ERR_MSG_TRUNCATED after writing only the first length bytes.
@@ -218,6 +236,33 @@ axon_status_t axon_tag_send_nb(axon_ep_h ep, const void *buffer, size_t length, 
 axon_status_t axon_tag_recv_nb(axon_worker_h worker, void *buffer, size_t length,
                                axon_tag_t tag, axon_tag_t tag_mask,
                                const axon_request_param_t *param, axon_request_h *req_p);
+
+/** A message taken out of the unexpected queue by a probe, for axon_tag_msg_recv_nb. */
+typedef struct axon_tag_message *axon_tag_message_h;
+
+/**
+ * Look for an arrived message matching (tag, tag_mask) without receiving it
+ * (MPI_Iprobe). Returns AXON_OK and fills info when one is there, else
+ * AXON_ERR_NO_MESSAGE. With remove != 0 (MPI_Improbe) the message leaves the
+ * matching queues and *msg_p must be passed to axon_tag_msg_recv_nb; no other
+ * receive can match it any more. Does not progress the worker.
+ */
+axon_status_t axon_tag_probe_nb(axon_worker_h worker, axon_tag_t tag, axon_tag_t tag_mask,
+                                int remove, axon_tag_recv_info_t *info,
+                                axon_tag_message_h *msg_p);
+
+/** Receive a message returned by axon_tag_probe_nb (MPI_Mrecv); same completion rules. */
+axon_status_t axon_tag_msg_recv_nb(axon_worker_h worker, void *buffer, size_t length,
+                                   axon_tag_message_h message,
+                                   const axon_request_param_t *param, axon_request_h *req_p);
+
+/**
+ * Cancel a posted receive that has not matched a message yet (MPI_Cancel):
+ * it completes with AXON_ERR_CANCELED (its callback runs from progress).
+ * Returns AXON_OK if canceled, AXON_ERR_BUSY if it already matched (it then
+ * completes normally), AXON_ERR_UNSUPPORTED for other requests.
+ */
+axon_status_t axon_request_cancel(axon_worker_h worker, axon_request_h req);
 
 #ifdef __cplusplus
 }

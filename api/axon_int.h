@@ -23,6 +23,7 @@ typedef struct axon_global_opts {
     axon_config_names_t      component_path;
     int                      warn_unused_env;
     size_t                   bcopy_thresh;
+    size_t                   rndv_thresh;
     unsigned                 tag_hash_bits;
     unsigned                 max_unexp_pool;
 } axon_global_opts_t;
@@ -44,6 +45,19 @@ typedef struct axon_worker_iface {
 } axon_worker_iface_t;
 
 #define AXON_RX_FRAG_BUCKETS 64
+#define AXON_ID_BUCKETS      64
+#define AXON_PEER_BUCKETS    64
+
+/* What this worker knows of a peer worker: its address (from its hello, or
+ * from the user's endpoint) and the endpoint replies go through. */
+typedef struct axon_peer {
+    axon_list_link_t link;         /* in worker->peers[bucket] */
+    uint64_t         uuid;
+    void            *address;
+    size_t           address_length;
+    axon_ep_h        ep;           /* user or internal endpoint to the peer, or NULL */
+    axon_status_t    status;       /* AXON_OK, or why the peer is gone */
+} axon_peer_t;
 
 struct axon_worker {
     axon_context_h       context;
@@ -59,7 +73,12 @@ struct axon_worker {
     axon_list_link_t     pending_eps;     /* endpoints with queued sends */
     axon_list_link_t     deferred;        /* completed requests awaiting their callback */
     axon_list_link_t     rx_frags[AXON_RX_FRAG_BUCKETS];
+    axon_list_link_t     id_map[AXON_ID_BUCKETS];   /* requests awaiting a peer */
+    axon_list_link_t     peers[AXON_PEER_BUCKETS];
     uint64_t             next_msg_id;
+    uint64_t             next_req_id;
+    void                *address;         /* packed once, sent in every hello */
+    size_t               address_length;
     int                  in_progress;     /* >0 inside axon_worker_progress */
 };
 
@@ -86,11 +105,36 @@ struct axon_ep {
     size_t           eager_short_max;  /* payload that fits one short AM */
     size_t           eager_bcopy_max;  /* payload that fits one bcopy AM */
     axon_request_h   close_req;        /* set while a flushing close waits */
+    axon_peer_t     *peer;
+    uint64_t         peer_uuid;
+    size_t           rndv_thresh;      /* messages this large use rendezvous */
+    unsigned         outstanding;      /* sends waiting for the peer (ack, rendezvous) */
+    int              internal;         /* created for replies, not by the user */
+    axon_status_t    status;           /* AXON_OK, or the failure of the peer */
+    int              err_notified;
+    axon_ep_error_callback_t err_cb;
+    void            *err_cb_arg;
 };
 
 /* Worker internals used across api/ files */
 void axon_worker_ep_pending_add(axon_worker_h worker, axon_ep_h ep);
-void axon_ep_destroy_now(axon_ep_h ep);
+void axon_ep_destroy_now(axon_ep_h ep, axon_status_t status);
 int  axon_ep_progress_pending(axon_ep_h ep);
+
+/* Peers (peer.c) */
+axon_peer_t  *axon_peer_find(axon_worker_h worker, uint64_t uuid);
+/* The endpoint to reach a peer that sent us something: the user's, or an
+ * internal one made from its hello. NULL (logged) if none can be made. */
+axon_ep_h     axon_peer_reply_ep(axon_worker_h worker, uint64_t uuid);
+axon_status_t axon_peer_attach_ep(axon_worker_h worker, axon_ep_h ep, const void *address,
+                                  size_t address_length);
+void          axon_peer_detach_ep(axon_ep_h ep);
+axon_status_t axon_peer_send_hello(axon_ep_h ep);
+void          axon_peer_failure(void *arg, uint64_t peer_uuid, axon_status_t status);
+void          axon_peer_cleanup_all(axon_worker_h worker);
+void          axon_peer_register_handlers(axon_worker_h worker);
+/* Endpoint creation shared by axon_ep_create and reply endpoints. */
+axon_status_t axon_ep_create_internal(axon_worker_h worker, const void *address,
+                                      size_t address_length, int internal, axon_ep_h *ep_p);
 
 #endif

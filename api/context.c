@@ -41,6 +41,10 @@ const axon_config_entry_t axon_global_config_table[] = {
      "Messages of at least this size are copied by a pack callback instead of sent short",
      AXON_GLOBAL_OPT(bcopy_thresh), AXON_CONFIG_TYPE_SIZE},
 
+    {"RNDV_THRESH", "auto",
+     "Messages of at least this size use rendezvous (auto: from the bulk lane's estimates)",
+     AXON_GLOBAL_OPT(rndv_thresh), AXON_CONFIG_TYPE_SIZE_AUTO},
+
     {"TAG_HASH_BITS", "10",
      "log2 of the number of buckets of the tag matching hash (1..20)",
      AXON_GLOBAL_OPT(tag_hash_bits), AXON_CONFIG_TYPE_UINT},

@@ -49,30 +49,61 @@ static unsigned axon_ep_find_candidates(axon_worker_h worker, const axon_address
     return n;
 }
 
-axon_status_t axon_ep_create(axon_worker_h worker, const axon_ep_params_t *params,
-                             axon_ep_h *ep_p)
+/*
+ * Rendezvous threshold from the bulk lane's estimates: worth it once moving
+ * the data twice costs more than one extra round trip plus a get; without a
+ * way to move data in one copy it only saves unexpected buffering.
+ */
+static size_t axon_ep_rndv_thresh(axon_ep_h ep)
+{
+    const axon_resource_t *rsc = ep->bulk_lane.resource;
+    size_t configured = ep->worker->context->opts.rndv_thresh;
+    double bytes_per_ns, thresh;
+
+    if (configured != AXON_CONFIG_SIZE_AUTO) {
+        return configured;
+    }
+    if (!(rsc->cap_flags & (AXON_CAP_GET | AXON_CAP_AM_ZCOPY))) {
+        return 256 * 1024;
+    }
+    bytes_per_ns = rsc->bandwidth_MBps * 1e-3;
+    thresh       = bytes_per_ns * (2.0 * rsc->latency_ns + rsc->overhead_ns + 2000.0);
+    return (thresh > (double)ep->am_lane.max_bcopy) ? (size_t)thresh : ep->am_lane.max_bcopy;
+}
+
+static axon_status_t axon_ep_open_lane(axon_worker_h worker, unsigned idx, uint64_t uuid,
+                                       const axon_address_entry_t *entry, axon_lane_t *lane)
+{
+    axon_iface_t *iface = worker->ifaces[idx].iface;
+    axon_tl_ep_t *tl_ep;
+    axon_status_t status;
+
+    status = iface->ops->ep_create(iface, uuid, entry->dev_addr, entry->iface_addr, &tl_ep);
+    if (status != AXON_OK) {
+        return status;
+    }
+    tl_ep->iface = iface;
+    axon_lane_init(lane, tl_ep, iface);
+    return AXON_OK;
+}
+
+axon_status_t axon_ep_create_internal(axon_worker_h worker, const void *address,
+                                      size_t address_length, int internal, axon_ep_h *ep_p)
 {
     const axon_address_entry_t *entries[AXON_ADDRESS_MAX_TLS];
     const axon_resource_t *rscs[AXON_ADDRESS_MAX_TLS];
     unsigned iface_idx[AXON_ADDRESS_MAX_TLS];
     axon_lane_choice_t choice;
     axon_address_t *addr;
-    axon_tl_ep_t *tl_ep;
-    axon_iface_t *iface;
     axon_status_t status;
     axon_ep_h ep;
     unsigned n;
-
-    if ((worker == NULL) || (params == NULL) || (ep_p == NULL)) {
-        axon_error("axon_ep_create: NULL %s", !worker ? "worker" : !params ? "params" : "ep_p");
-        return AXON_ERR_INVALID_PARAM;
-    }
 
     addr = malloc(sizeof(*addr));
     if (addr == NULL) {
         return AXON_ERR_NO_MEMORY;
     }
-    status = axon_address_unpack(params->address, params->address_length, addr);
+    status = axon_address_unpack(address, address_length, addr);
     if (status != AXON_OK) {
         goto out;
     }
@@ -91,30 +122,26 @@ axon_status_t axon_ep_create(axon_worker_h worker, const axon_ep_params_t *param
         status = AXON_ERR_NO_MEMORY;
         goto out;
     }
-    ep->worker = worker;
+    ep->worker    = worker;
+    ep->peer_uuid = addr->uuid;
+    ep->internal  = internal;
+    ep->status    = AXON_OK;
     axon_list_init(&ep->pending);
     axon_list_init(&ep->pending_link);
 
-    iface  = worker->ifaces[iface_idx[choice.small]].iface;
-    status = iface->ops->ep_create(iface, entries[choice.small]->dev_addr,
-                                   entries[choice.small]->iface_addr, &tl_ep);
+    status = axon_ep_open_lane(worker, iface_idx[choice.small], addr->uuid, entries[choice.small],
+                               &ep->am_lane);
     if (status != AXON_OK) {
         goto err_free_ep;
     }
-    tl_ep->iface = iface;
-    axon_lane_init(&ep->am_lane, tl_ep, iface);
-
     if (choice.bulk == choice.small) {
         ep->bulk_lane = ep->am_lane;
     } else {
-        iface  = worker->ifaces[iface_idx[choice.bulk]].iface;
-        status = iface->ops->ep_create(iface, entries[choice.bulk]->dev_addr,
-                                       entries[choice.bulk]->iface_addr, &tl_ep);
+        status = axon_ep_open_lane(worker, iface_idx[choice.bulk], addr->uuid,
+                                   entries[choice.bulk], &ep->bulk_lane);
         if (status != AXON_OK) {
             goto err_destroy_am;
         }
-        tl_ep->iface = iface;
-        axon_lane_init(&ep->bulk_lane, tl_ep, iface);
     }
 
     ep->eager_short_max = ep->am_lane.max_short - sizeof(axon_eager_hdr_t);
@@ -123,12 +150,19 @@ axon_status_t axon_ep_create(axon_worker_h worker, const axon_ep_params_t *param
         ep->eager_short_max = worker->context->opts.bcopy_thresh - 1;
     }
     ep->eager_bcopy_max = ep->am_lane.max_bcopy - sizeof(axon_eager_hdr_t);
+    ep->rndv_thresh     = axon_ep_rndv_thresh(ep);
 
     axon_list_add_tail(&worker->eps, &ep->link);
-    axon_debug("endpoint %p to %016llx: am lane %s/%s, bulk lane %s/%s", (void *)ep,
-               (unsigned long long)addr->uuid, ep->am_lane.resource->tl_name,
-               ep->am_lane.resource->dev_name, ep->bulk_lane.resource->tl_name,
-               ep->bulk_lane.resource->dev_name);
+    status = axon_peer_attach_ep(worker, ep, address, address_length);
+    if (status != AXON_OK) {
+        axon_ep_destroy_now(ep, AXON_ERR_CANCELED);
+        goto out;
+    }
+    axon_debug("%s endpoint %p to %016llx: am lane %s/%s, bulk lane %s/%s, rndv from %zu bytes",
+               internal ? "internal" : "user", (void *)ep, (unsigned long long)addr->uuid,
+               ep->am_lane.resource->tl_name, ep->am_lane.resource->dev_name,
+               ep->bulk_lane.resource->tl_name, ep->bulk_lane.resource->dev_name,
+               ep->rndv_thresh);
     *ep_p = ep;
     goto out;
 
@@ -141,16 +175,70 @@ out:
     return status;
 }
 
-/* Drop queued sends and release the transport endpoints. */
-void axon_ep_destroy_now(axon_ep_h ep)
+axon_status_t axon_ep_create(axon_worker_h worker, const axon_ep_params_t *params,
+                             axon_ep_h *ep_p)
 {
-    axon_request_h req;
+    axon_status_t status;
+    axon_peer_t *peer;
+    axon_ep_h ep;
+
+    if ((worker == NULL) || (params == NULL) || (ep_p == NULL)) {
+        axon_error("axon_ep_create: NULL %s", !worker ? "worker" : !params ? "params" : "ep_p");
+        return AXON_ERR_INVALID_PARAM;
+    }
+
+    status = axon_ep_create_internal(worker, params->address, params->address_length, 0, &ep);
+    if (status != AXON_OK) {
+        return status;
+    }
+    ep->err_cb     = params->err_cb;
+    ep->err_cb_arg = params->err_cb_arg;
+    peer = ep->peer;
+    if (peer->status != AXON_OK) {
+        ep->status = peer->status;  /* already known dead */
+    }
+    /* The peer learns our address before any message of ours can need a reply. */
+    status = axon_peer_send_hello(ep);
+    if (status != AXON_OK) {
+        axon_ep_destroy_now(ep, AXON_ERR_CANCELED);
+        return status;
+    }
+    *ep_p = ep;
+    return AXON_OK;
+}
+
+/* Drop queued sends and release the transport endpoints. */
+void axon_ep_destroy_now(axon_ep_h ep, axon_status_t status)
+{
+    axon_worker_h worker = ep->worker;
+    axon_request_h req, tmp;
+    unsigned i;
 
     while (!axon_list_is_empty(&ep->pending)) {
         req = axon_list_first(&ep->pending, struct axon_request, list);
         axon_list_del(&req->list);
-        axon_request_complete(req, AXON_ERR_CANCELED);
+        if (!(req->flags & AXON_REQUEST_TL_BUSY)) {
+            axon_request_id_del(req);
+            axon_request_complete(req, status);
+        }
     }
+    /* Sends waiting for the peer: their transport operation, if any, still
+     * owes a completion, which then finds the request orphaned. */
+    for (i = 0; (ep->outstanding > 0) && (i < AXON_ID_BUCKETS); ++i) {
+        axon_list_for_each_safe(req, tmp, &worker->id_map[i], id_link) {
+            if ((req->flags & AXON_REQUEST_RECV) || (req->send.ep != ep)) {
+                continue;
+            }
+            axon_request_id_del(req);
+            --ep->outstanding;
+            if (req->flags & AXON_REQUEST_TL_BUSY) {
+                req->flags |= AXON_REQUEST_ORPHANED;
+            } else {
+                axon_request_complete(req, status);
+            }
+        }
+    }
+    axon_peer_detach_ep(ep);
     axon_list_del(&ep->pending_link);
     axon_list_del(&ep->link);
     if (ep->bulk_lane.tl_ep != ep->am_lane.tl_ep) {
@@ -160,11 +248,22 @@ void axon_ep_destroy_now(axon_ep_h ep)
     free(ep);
 }
 
-/* Retry queued sends in order; returns how many completed. Closes the
- * endpoint when a flushing close was waiting for the queue to drain. */
+void axon_ep_check_close(axon_ep_h ep)
+{
+    axon_request_h close_req = ep->close_req;
+
+    if ((close_req == NULL) ||
+        ((ep->status == AXON_OK) && (!axon_list_is_empty(&ep->pending) || ep->outstanding))) {
+        return;
+    }
+    axon_ep_destroy_now(ep, ep->status == AXON_OK ? AXON_ERR_CANCELED : ep->status);
+    axon_request_complete(close_req, AXON_OK);
+}
+
+/* Retry queued sends in order; returns how many completed. */
 int axon_ep_progress_pending(axon_ep_h ep)
 {
-    axon_request_h req, close_req;
+    axon_request_h req;
     axon_status_t status;
     int count = 0;
 
@@ -175,17 +274,19 @@ int axon_ep_progress_pending(axon_ep_h ep)
             return count;
         }
         axon_list_del(&req->list);
-        axon_request_complete(req, status);
         ++count;
+        if (status == AXON_REQUEST_WAIT_REMOTE) {
+            continue;  /* completes on the peer's answer */
+        }
+        if (req->flags & AXON_REQUEST_IN_ID_MAP) {
+            axon_request_id_del(req);
+            --ep->outstanding;
+        }
+        axon_request_complete(req, status);
     }
 
     axon_list_del(&ep->pending_link);
-    if (ep->close_req != NULL) {
-        close_req = ep->close_req;
-        axon_ep_destroy_now(ep);
-        axon_request_complete(close_req, AXON_OK);
-        ++count;
-    }
+    axon_ep_check_close(ep);
     return count;
 }
 
@@ -202,8 +303,9 @@ axon_status_t axon_ep_close_nb(axon_ep_h ep, unsigned mode, axon_request_h *req_
         return AXON_ERR_INVALID_PARAM;
     }
 
-    if ((mode == AXON_EP_CLOSE_FORCE) || axon_list_is_empty(&ep->pending)) {
-        axon_ep_destroy_now(ep);
+    if ((mode == AXON_EP_CLOSE_FORCE) || (ep->status != AXON_OK) ||
+        (axon_list_is_empty(&ep->pending) && (ep->outstanding == 0))) {
+        axon_ep_destroy_now(ep, AXON_ERR_CANCELED);
         return AXON_OK;
     }
     if (req_p == NULL) {
@@ -215,9 +317,9 @@ axon_status_t axon_ep_close_nb(axon_ep_h ep, unsigned mode, axon_request_h *req_
     if (req == NULL) {
         return AXON_ERR_NO_MEMORY;
     }
-    req->send.proto = AXON_SEND_PROTO_CLOSE;
-    ep->close_req   = req;
-    *req_p          = req;
+    req->proto    = AXON_SEND_PROTO_CLOSE;
+    ep->close_req = req;
+    *req_p        = req;
     return AXON_INPROGRESS;
 }
 

@@ -8,7 +8,9 @@ libaxon_la_SOURCES += \
 	api/request.c \
 	api/tag_match.c \
 	api/tag_send.c \
-	api/tag_recv.c
+	api/tag_recv.c \
+	api/rndv.c \
+	api/peer.c
 
 noinst_HEADERS += \
 	api/axon_int.h \

@@ -48,6 +48,14 @@ static void axon_request_invoke(axon_request_h req)
 
 void axon_request_complete(axon_request_h req, axon_status_t status)
 {
+    if (req->flags & AXON_REQUEST_INTERNAL) {
+        if (status != AXON_OK) {
+            axon_debug("internal request %p (proto %d) ended: %s", (void *)req, (int)req->proto,
+                       axon_status_string(status));
+        }
+        axon_request_put(req);  /* nobody waits for the library's own messages */
+        return;
+    }
     req->status = status;
     req->flags |= AXON_REQUEST_COMPLETED;
 
@@ -137,4 +145,41 @@ void axon_request_free(axon_request_h req)
         return;
     }
     req->flags |= AXON_REQUEST_RELEASED;
+}
+
+static inline unsigned axon_request_id_bucket(uint64_t id)
+{
+    return (unsigned)(id & (AXON_ID_BUCKETS - 1));
+}
+
+void axon_request_id_add(axon_request_h req, uint64_t peer_uuid)
+{
+    axon_worker_h worker = req->worker;
+
+    /* Ids start at 1: 0 means "none" on the wire (e.g. not a sync send). */
+    req->id        = ++worker->next_req_id;
+    req->peer_uuid = peer_uuid;
+    req->flags    |= AXON_REQUEST_IN_ID_MAP;
+    axon_list_add_tail(&worker->id_map[axon_request_id_bucket(req->id)], &req->id_link);
+}
+
+void axon_request_id_del(axon_request_h req)
+{
+    if (req->flags & AXON_REQUEST_IN_ID_MAP) {
+        axon_list_del(&req->id_link);
+        req->flags &= ~AXON_REQUEST_IN_ID_MAP;
+    }
+}
+
+axon_request_h axon_request_id_find(axon_worker_h worker, uint64_t id, uint64_t peer_uuid)
+{
+    axon_request_h req;
+
+    axon_list_for_each(req, &worker->id_map[axon_request_id_bucket(id)], id_link) {
+        /* The peer must match too: an id is only meaningful to the peer it was given to. */
+        if ((req->id == id) && (req->peer_uuid == peer_uuid)) {
+            return req;
+        }
+    }
+    return NULL;
 }

@@ -5,19 +5,36 @@
 #include "axon_int.h"
 
 enum {
-    AXON_REQUEST_COMPLETED = 1u << 0,
-    AXON_REQUEST_RELEASED  = 1u << 1,  /* the user called axon_request_free */
-    AXON_REQUEST_RECV      = 1u << 2,  /* a receive: the recv callback type applies */
-    AXON_REQUEST_IN_CALLBACK = 1u << 3, /* free() inside the callback only marks it */
+    AXON_REQUEST_COMPLETED   = 1u << 0,
+    AXON_REQUEST_RELEASED    = 1u << 1,  /* the user called axon_request_free */
+    AXON_REQUEST_RECV        = 1u << 2,  /* a receive: the recv callback type applies */
+    AXON_REQUEST_IN_CALLBACK = 1u << 3,  /* free() inside the callback only marks it */
+    AXON_REQUEST_POSTED      = 1u << 4,  /* receive in the expected queue, not matched */
+    AXON_REQUEST_INTERNAL    = 1u << 5,  /* the library's own (control message) */
+    AXON_REQUEST_SYNC        = 1u << 6,  /* synchronous send: done when matched */
+    AXON_REQUEST_IN_ID_MAP   = 1u << 7,
+    AXON_REQUEST_TL_BUSY     = 1u << 8,  /* a transport completion (tl_comp) is due */
+    AXON_REQUEST_ORPHANED    = 1u << 9,  /* its endpoint was destroyed while TL_BUSY */
 };
 
-/* Eager send protocols, chosen from the message size at post time */
+/* Internal result of a send step: posted, now waiting for the peer. */
+#define AXON_REQUEST_WAIT_REMOTE ((axon_status_t)2)
+
+/* Send protocols, chosen from the message size at post time */
 typedef enum {
-    AXON_SEND_PROTO_SHORT,   /* one short AM */
-    AXON_SEND_PROTO_BCOPY,   /* one bcopy AM */
-    AXON_SEND_PROTO_MULTI,   /* first + middle bcopy fragments */
-    AXON_SEND_PROTO_CLOSE,   /* not a send: an endpoint close waiting for the flush */
+    AXON_SEND_PROTO_SHORT,       /* one short AM */
+    AXON_SEND_PROTO_BCOPY,       /* one bcopy AM */
+    AXON_SEND_PROTO_MULTI,       /* first + middle bcopy fragments */
+    AXON_SEND_PROTO_SYNC,        /* one bcopy AM, acked when matched */
+    AXON_SEND_PROTO_RNDV_RTS,    /* rendezvous: request-to-send */
+    AXON_SEND_PROTO_RNDV_BCOPY,  /* rendezvous data, pipelined through bcopy AMs */
+    AXON_SEND_PROTO_RNDV_ZCOPY,  /* rendezvous data, straight from the user buffer */
+    AXON_SEND_PROTO_CTRL,        /* the library's control message */
+    AXON_SEND_PROTO_HELLO,       /* the worker's address, first on an endpoint */
+    AXON_SEND_PROTO_CLOSE,       /* not a send: an endpoint close waiting for the flush */
 } axon_send_proto_t;
+
+#define AXON_CTRL_HDR_MAX 48
 
 struct axon_request {
     uint32_t          flags;
@@ -28,24 +45,40 @@ struct axon_request {
         axon_send_callback_t     send;
         axon_tag_recv_callback_t recv;
     } cb;
-    axon_list_link_t  list;   /* ep pending queue or worker deferred list */
+    axon_list_link_t  list;      /* ep pending queue or worker deferred list */
+    /* While waiting for a peer (ack, RTR, rendezvous data) */
+    axon_list_link_t  id_link;
+    uint64_t          id;
+    uint64_t          peer_uuid;
+    axon_tl_completion_t tl_comp;
+    axon_send_proto_t proto;     /* sends, control messages and closes */
     union {
         struct {
             axon_ep_h          ep;
             const uint8_t     *buffer;
             size_t             length;
             axon_tag_t         tag;
-            size_t             offset;    /* bytes already sent */
+            size_t             offset;      /* bytes already sent */
             uint64_t           msg_id;
-            axon_send_proto_t  proto;
+            size_t             rndv_length; /* bytes the receiver asked for */
+            uint64_t           rreq_id;
         } send;
         struct {
             axon_tm_recv_t       tm;
             uint8_t             *buffer;
             size_t               length;
             size_t               received;  /* bytes of the message arrived so far */
+            size_t               expected;  /* bytes that will arrive (rendezvous) */
+            size_t               placing;   /* bytes a transport is writing in place */
+            uint64_t             sreq_id;   /* the sender's request (rendezvous) */
             axon_tag_recv_info_t info;
         } recv;
+        struct {
+            axon_ep_h          ep;          /* same place as send.ep */
+            size_t             hdr_len;
+            uint8_t            am_id;
+            uint8_t            hdr[AXON_CTRL_HDR_MAX];
+        } ctrl;
     };
 };
 
@@ -57,5 +90,10 @@ void           axon_request_complete(axon_request_h req, axon_status_t status);
 unsigned       axon_request_dispatch_deferred(axon_worker_h worker);
 /* Return a request that never left the library (completed at once, no NO_IMM_CMPL). */
 void           axon_request_put(axon_request_h req);
+
+/* Id map: requests a peer refers to by id (never by pointer). */
+void           axon_request_id_add(axon_request_h req, uint64_t peer_uuid);
+void           axon_request_id_del(axon_request_h req);
+axon_request_h axon_request_id_find(axon_worker_h worker, uint64_t id, uint64_t peer_uuid);
 
 #endif

@@ -1,10 +1,23 @@
 /*
  * Tag protocols on the wire: the active message ids and their headers.
- *   EAGER_ONLY    [tag][payload]                              whole message
- *   EAGER_FIRST   [tag, total, msg_id, sender][payload]       first fragment
- *   EAGER_MIDDLE  [msg_id, sender, offset][payload]           later fragments
- * A message is matched when its first (or only) fragment arrives, so order
- * per sender is the order of first fragments, which the AM lane preserves.
+ *
+ * Eager (below the rendezvous threshold):
+ *   EAGER_ONLY       [tag][payload]                                   whole message
+ *   EAGER_SYNC_ONLY  [tag, sender, sreq][payload]                     whole, acked when matched
+ *   EAGER_FIRST      [tag, total, msg_id, sender, sreq][payload]      first fragment
+ *   EAGER_MIDDLE     [msg_id, sender, offset][payload]                later fragments
+ *   SYNC_ACK         [sreq, from]                                     receiver → sender
+ * Rendezvous:
+ *   RNDV_RTS   [tag, length, sender, sreq, address]   sender → receiver, on the AM lane
+ *   RNDV_ATS   [sreq, from, status]                   receiver read the data itself (get)
+ *   RNDV_RTR   [sreq, from, rreq, length]             receiver asks the sender to send
+ *   RNDV_DATA  [rreq, from, offset][payload]          sender → receiver, bulk lane
+ * Wire-up:
+ *   WIREUP_HELLO [worker address]                     first message on every endpoint
+ *
+ * A message is matched when its first fragment or RTS arrives; the AM lane
+ * delivers those in send order, so order holds across protocols. sreq and
+ * rreq are request ids, looked up in the owner's id map (never pointers).
  */
 #ifndef AXON_TAG_PROTO_H
 #define AXON_TAG_PROTO_H
@@ -13,20 +26,34 @@
 #include "axon_int.h"
 
 enum {
-    AXON_AM_TAG_EAGER_ONLY   = 1,
-    AXON_AM_TAG_EAGER_FIRST  = 2,
-    AXON_AM_TAG_EAGER_MIDDLE = 3,
+    AXON_AM_TAG_EAGER_ONLY      = 1,
+    AXON_AM_TAG_EAGER_FIRST     = 2,
+    AXON_AM_TAG_EAGER_MIDDLE    = 3,
+    AXON_AM_TAG_EAGER_SYNC_ONLY = 4,
+    AXON_AM_TAG_SYNC_ACK        = 5,
+    AXON_AM_RNDV_RTS            = 6,
+    AXON_AM_RNDV_ATS            = 7,
+    AXON_AM_RNDV_RTR            = 8,
+    AXON_AM_RNDV_DATA           = 9,
+    AXON_AM_WIREUP_HELLO        = 10,
 };
 
 typedef struct axon_eager_hdr {
     axon_tag_t tag;
 } axon_eager_hdr_t;
 
+typedef struct axon_eager_sync_hdr {
+    axon_tag_t tag;
+    uint64_t   sender_uuid;
+    uint64_t   sreq_id;
+} axon_eager_sync_hdr_t;
+
 typedef struct axon_eager_first_hdr {
     axon_tag_t tag;
     uint64_t   total_length;
     uint64_t   msg_id;
     uint64_t   sender_uuid;
+    uint64_t   sreq_id;      /* 0 unless a synchronous send */
 } axon_eager_first_hdr_t;
 
 typedef struct axon_eager_middle_hdr {
@@ -35,13 +62,63 @@ typedef struct axon_eager_middle_hdr {
     uint64_t offset;
 } axon_eager_middle_hdr_t;
 
+/* Replies carry the replier's worker id: request ids are looked up per peer. */
+typedef struct axon_sync_ack_hdr {
+    uint64_t sreq_id;
+    uint64_t from_uuid;
+} axon_sync_ack_hdr_t;
+
+typedef struct axon_rndv_rts_hdr {
+    axon_tag_t tag;
+    uint64_t   length;
+    uint64_t   sender_uuid;
+    uint64_t   sreq_id;
+    uint64_t   address;     /* sender's buffer, for a get by the receiver */
+} axon_rndv_rts_hdr_t;
+
+typedef struct axon_rndv_ats_hdr {
+    uint64_t sreq_id;
+    uint64_t from_uuid;
+    int64_t  status;
+} axon_rndv_ats_hdr_t;
+
+typedef struct axon_rndv_rtr_hdr {
+    uint64_t sreq_id;
+    uint64_t from_uuid;
+    uint64_t rreq_id;
+    uint64_t length;        /* bytes the receiver takes (less if truncating) */
+} axon_rndv_rtr_hdr_t;
+
+typedef struct axon_rndv_data_hdr {
+    uint64_t rreq_id;
+    uint64_t from_uuid;
+    uint64_t offset;
+} axon_rndv_data_hdr_t;
+
 /* Pools the tag layer needs on a worker (small unexpected buffers, reassembly). */
 axon_status_t axon_tag_worker_init(axon_worker_h worker, size_t unexp_small_size);
-/* Register the tag AM handlers in a worker's table. */
+/* Register the tag, rendezvous and wire-up AM handlers in a worker's table. */
 void          axon_tag_register_handlers(axon_worker_h worker);
 /* Push a queued send as far as transport resources allow: OK, INPROGRESS or error. */
 axon_status_t axon_tag_send_progress(axon_request_h req);
 /* Release everything the tag layer holds at worker destruction. */
 void          axon_tag_worker_cleanup(axon_worker_h worker);
+/* Fail receives and unexpected messages that depend on a dead peer. */
+void          axon_tag_peer_failed(axon_worker_h worker, uint64_t peer_uuid, axon_status_t status);
+
+/* Rendezvous (rndv.c) */
+axon_status_t axon_rndv_send_start(axon_request_h req);
+/* A receive matched an RTS: fetch the data (get) or ask for it (RTR). */
+void          axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts);
+void         *axon_rndv_rx_dest(axon_worker_h worker, const void *hdr, size_t hdr_len,
+                                size_t data_length);
+void          axon_rndv_register_handlers(axon_worker_h worker);
+
+/* Send a small control message on ep, queueing it if the transport is full. */
+axon_status_t axon_ep_send_ctrl(axon_ep_h ep, uint8_t am_id, const void *hdr, size_t hdr_len);
+/* A send that waited for its peer is done (ack, ATS, all data out, or failure). */
+void          axon_send_remote_done(axon_request_h req, axon_status_t status);
+/* Finish a flushing close once nothing is queued or outstanding. */
+void          axon_ep_check_close(axon_ep_h ep);
 
 #endif

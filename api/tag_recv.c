@@ -1,18 +1,31 @@
-/* Tag receive: AM handlers, expected/unexpected paths, fragment reassembly. */
+/*
+ * Tag receive: AM handlers, expected/unexpected paths, fragment reassembly,
+ * probe, matched receive, cancel, and acks for synchronous sends.
+ */
 #include <stdlib.h>
 #include <string.h>
 #include "log.h"
 #include "request.h"
 #include "tag_proto.h"
 
+typedef enum {
+    AXON_UNEXP_EAGER,  /* data (possibly still arriving) in the descriptor */
+    AXON_UNEXP_RNDV,   /* only the RTS: the data stays at the sender */
+} axon_unexp_kind_t;
+
 /* An unexpected message: small ones in pool buffers, large ones malloc'd whole. */
 typedef struct axon_unexp_desc {
-    axon_tm_unexp_t tm;
-    size_t          length;     /* the message's full length */
-    size_t          received;   /* bytes arrived so far */
-    struct axon_rx_frag *frag;  /* reassembly entry while fragments are missing */
-    int             pooled;
-    uint8_t         data[];
+    axon_tm_unexp_t      tm;
+    size_t               length;       /* the message's full length */
+    size_t               received;     /* bytes arrived so far */
+    struct axon_rx_frag *frag;         /* reassembly entry while fragments are missing */
+    uint64_t             sender_uuid;
+    uint64_t             sync_sreq_id; /* nonzero: ack the sender when matched */
+    axon_unexp_kind_t    kind;
+    int                  pooled;
+    int                  queued;       /* in the matching queues (not taken by a probe) */
+    axon_status_t        status;       /* AXON_OK, or why the message can never complete */
+    uint8_t              data[] __attribute__((aligned(8)));
 } axon_unexp_desc_t;
 
 /* A multi-fragment message being reassembled, into a request or a descriptor. */
@@ -83,6 +96,20 @@ static inline void axon_tag_recv_finish(axon_request_h req)
                                AXON_ERR_MSG_TRUNCATED : AXON_OK);
 }
 
+/* A synchronous send was matched: tell its sender. */
+static void axon_tag_send_sync_ack(axon_worker_h worker, uint64_t sender_uuid, uint64_t sreq_id)
+{
+    axon_sync_ack_hdr_t ack = {sreq_id, worker->uuid};
+    axon_ep_h ep = axon_peer_reply_ep(worker, sender_uuid);
+
+    if ((ep == NULL) ||
+        ((axon_ep_send_ctrl(ep, AXON_AM_TAG_SYNC_ACK, &ack, sizeof(ack)) != AXON_OK) &&
+         (ep->status == AXON_OK))) {
+        axon_warn("could not acknowledge synchronous send %llu to peer %016llx",
+                  (unsigned long long)sreq_id, (unsigned long long)sender_uuid);
+    }
+}
+
 static axon_unexp_desc_t *axon_unexp_desc_get(axon_worker_h worker, size_t length)
 {
     axon_unexp_desc_t *desc;
@@ -112,20 +139,59 @@ static void axon_unexp_desc_put(axon_worker_h worker, axon_unexp_desc_t *desc)
     }
 }
 
-/* First (or only) piece of a message arrived: match it or queue it. */
-static void axon_tag_rx_first(axon_worker_h worker, axon_tag_t tag, size_t total,
-                              const void *data, size_t length, axon_rx_frag_t *frag)
+static void axon_unexp_queue(axon_worker_h worker, axon_unexp_desc_t *desc)
+{
+    desc->queued = 1;
+    desc->status = AXON_OK;
+    axon_tm_add_unexpected(&worker->tm, &desc->tm);
+}
+
+static axon_unexp_desc_t *axon_unexp_take(axon_worker_h worker, axon_tag_t tag,
+                                          axon_tag_t tag_mask, int remove)
+{
+    axon_tm_unexp_t *unexp = axon_tm_match_unexpected(&worker->tm, tag, tag_mask, remove);
+    axon_unexp_desc_t *desc;
+
+    if (unexp == NULL) {
+        return NULL;
+    }
+    desc = axon_container_of(unexp, axon_unexp_desc_t, tm);
+    if (remove) {
+        desc->queued = 0;
+    }
+    return desc;
+}
+
+/* A posted receive leaves the expected queue: it can no longer be canceled. */
+static inline axon_request_h axon_tag_match_posted(axon_worker_h worker, axon_tag_t tag)
 {
     axon_tm_recv_t *recv = axon_tm_match_expected(&worker->tm, tag);
-    axon_unexp_desc_t *desc;
     axon_request_h req;
 
-    if (recv != NULL) {
-        req = axon_container_of(recv, struct axon_request, recv.tm);
+    if (recv == NULL) {
+        return NULL;
+    }
+    req = axon_container_of(recv, struct axon_request, recv.tm);
+    req->flags &= ~AXON_REQUEST_POSTED;
+    return req;
+}
+
+/* First (or only) piece of an eager message arrived: match it or queue it. */
+static void axon_tag_rx_first(axon_worker_h worker, axon_tag_t tag, size_t total,
+                              const void *data, size_t length, axon_rx_frag_t *frag,
+                              uint64_t sender_uuid, uint64_t sync_sreq_id)
+{
+    axon_request_h req = axon_tag_match_posted(worker, tag);
+    axon_unexp_desc_t *desc;
+
+    if (req != NULL) {
         req->recv.info.sender_tag = tag;
         req->recv.info.length     = total;
         req->recv.received        = length;
         axon_tag_recv_copy(req, 0, data, length);
+        if (sync_sreq_id != 0) {
+            axon_tag_send_sync_ack(worker, sender_uuid, sync_sreq_id);
+        }
         if (frag != NULL) {
             frag->req = req;
         } else {
@@ -141,15 +207,20 @@ static void axon_tag_rx_first(axon_worker_h worker, axon_tag_t tag, size_t total
         }
         return;
     }
-    desc->tm.tag   = tag;
-    desc->length   = total;
-    desc->received = length;
-    desc->frag     = frag;
-    memcpy(desc->data, data, length);
+    desc->tm.tag       = tag;
+    desc->length       = total;
+    desc->received     = length;
+    desc->frag         = frag;
+    desc->sender_uuid  = sender_uuid;
+    desc->sync_sreq_id = sync_sreq_id;
+    desc->kind         = AXON_UNEXP_EAGER;
+    if (length > 0) {
+        memcpy(desc->data, data, length);
+    }
     if (frag != NULL) {
         frag->desc = desc;
     }
-    axon_tm_add_unexpected(&worker->tm, &desc->tm);
+    axon_unexp_queue(worker, desc);
 }
 
 static void axon_tag_am_eager_only(void *arg, const void *data, size_t length, unsigned flags)
@@ -161,7 +232,19 @@ static void axon_tag_am_eager_only(void *arg, const void *data, size_t length, u
         return;
     }
     axon_tag_rx_first(arg, hdr->tag, length - sizeof(*hdr), hdr + 1, length - sizeof(*hdr),
-                      NULL);
+                      NULL, 0, 0);
+}
+
+static void axon_tag_am_eager_sync(void *arg, const void *data, size_t length, unsigned flags)
+{
+    const axon_eager_sync_hdr_t *hdr = data;
+
+    if ((length < sizeof(*hdr)) || (hdr->sreq_id == 0)) {
+        axon_error("dropping malformed synchronous message of %zu bytes", length);
+        return;
+    }
+    axon_tag_rx_first(arg, hdr->tag, length - sizeof(*hdr), hdr + 1, length - sizeof(*hdr),
+                      NULL, hdr->sender_uuid, hdr->sreq_id);
 }
 
 static void axon_tag_am_eager_first(void *arg, const void *data, size_t length, unsigned flags)
@@ -180,7 +263,8 @@ static void axon_tag_am_eager_first(void *arg, const void *data, size_t length, 
         axon_error("no memory to reassemble message %llu", (unsigned long long)hdr->msg_id);
         return;
     }
-    axon_tag_rx_first(worker, hdr->tag, hdr->total_length, hdr + 1, length - sizeof(*hdr), frag);
+    axon_tag_rx_first(worker, hdr->tag, hdr->total_length, hdr + 1, length - sizeof(*hdr), frag,
+                      hdr->sender_uuid, hdr->sreq_id);
 }
 
 static void axon_tag_am_eager_middle(void *arg, const void *data, size_t length, unsigned flags)
@@ -237,61 +321,112 @@ bad_offset:
                (unsigned long long)hdr->offset, length, total);
 }
 
-axon_status_t axon_tag_recv_nb(axon_worker_h worker, void *buffer, size_t length,
-                               axon_tag_t tag, axon_tag_t tag_mask,
-                               const axon_request_param_t *param, axon_request_h *req_p)
+static void axon_tag_am_sync_ack(void *arg, const void *data, size_t length, unsigned flags)
 {
-    uint32_t flags = (param != NULL) ? param->flags : 0;
-    axon_unexp_desc_t *desc;
-    axon_tm_unexp_t *unexp;
+    const axon_sync_ack_hdr_t *hdr = data;
     axon_request_h req;
 
-    if ((worker == NULL) || (req_p == NULL) || ((buffer == NULL) && (length > 0))) {
-        axon_error("axon_tag_recv_nb: NULL %s (length %zu)",
-                   !worker ? "worker" : !req_p ? "req_p" : "buffer", length);
-        return AXON_ERR_INVALID_PARAM;
+    if (length != sizeof(*hdr)) {
+        axon_error("dropping synchronous-send ack of %zu bytes", length);
+        return;
+    }
+    req = axon_request_id_find(arg, hdr->sreq_id, hdr->from_uuid);
+    if (req == NULL) {
+        axon_debug("ack for unknown synchronous send %llu", (unsigned long long)hdr->sreq_id);
+        return;
+    }
+    axon_send_remote_done(req, AXON_OK);
+}
+
+static void axon_tag_am_rts(void *arg, const void *data, size_t length, unsigned flags)
+{
+    const axon_rndv_rts_hdr_t *rts = data;
+    axon_worker_h worker = arg;
+    axon_unexp_desc_t *desc;
+    axon_request_h req;
+
+    if (length != sizeof(*rts)) {
+        axon_error("dropping rendezvous request of %zu bytes (expected %zu)", length,
+                   sizeof(*rts));
+        return;
+    }
+    req = axon_tag_match_posted(worker, rts->tag);
+    if (req != NULL) {
+        axon_rndv_recv_start(req, rts);
+        return;
     }
 
-    unexp = axon_tm_match_unexpected(&worker->tm, tag, tag_mask, 1);
-    if (unexp != NULL) {
-        desc = axon_container_of(unexp, axon_unexp_desc_t, tm);
-        if ((desc->frag == NULL) && (desc->length <= length) &&
-            !(flags & AXON_REQ_FLAG_NO_IMM_CMPL)) {
-            /* Whole message already here and it fits: done without a request. */
-            if (desc->length > 0) {  /* buffer may be NULL for an empty message */
-                memcpy(buffer, desc->data, desc->length);
-            }
-            if ((param != NULL) && (param->recv_info != NULL)) {
-                param->recv_info->sender_tag = desc->tm.tag;
-                param->recv_info->length     = desc->length;
-            }
-            axon_unexp_desc_put(worker, desc);
-            return AXON_OK;
+    desc = axon_unexp_desc_get(worker, sizeof(*rts));
+    if (desc == NULL) {
+        return;
+    }
+    desc->tm.tag       = rts->tag;
+    desc->length       = rts->length;
+    desc->received     = 0;
+    desc->frag         = NULL;
+    desc->sender_uuid  = rts->sender_uuid;
+    desc->sync_sreq_id = 0;
+    desc->kind         = AXON_UNEXP_RNDV;
+    memcpy(desc->data, rts, sizeof(*rts));
+    axon_unexp_queue(worker, desc);
+}
+
+/* Deliver an unexpected message (taken out of the queues) to a new receive. */
+static axon_status_t axon_tag_recv_unexp(axon_worker_h worker, axon_unexp_desc_t *desc,
+                                         void *buffer, size_t length,
+                                         const axon_request_param_t *param,
+                                         axon_request_h *req_p)
+{
+    uint32_t flags = (param != NULL) ? param->flags : 0;
+    axon_request_h req;
+
+    if (desc->sync_sreq_id != 0) {
+        axon_tag_send_sync_ack(worker, desc->sender_uuid, desc->sync_sreq_id);
+        desc->sync_sreq_id = 0;  /* once, even if this receive fails below */
+    }
+
+    if ((desc->kind == AXON_UNEXP_EAGER) && (desc->frag == NULL) && (desc->length <= length) &&
+        !(flags & AXON_REQ_FLAG_NO_IMM_CMPL)) {
+        /* Whole message already here and it fits: done without a request. */
+        if (desc->length > 0) {  /* buffer may be NULL for an empty message */
+            memcpy(buffer, desc->data, desc->length);
         }
+        if ((param != NULL) && (param->recv_info != NULL)) {
+            param->recv_info->sender_tag = desc->tm.tag;
+            param->recv_info->length     = desc->length;
+        }
+        axon_unexp_desc_put(worker, desc);
+        return AXON_OK;
     }
 
     req = axon_request_get(worker, param, AXON_REQUEST_RECV);
     if (req == NULL) {
-        if (unexp != NULL) {
-            axon_tm_add_unexpected(&worker->tm, unexp);  /* keep it for a retry */
-        }
+        axon_unexp_desc_put(worker, desc);
+        axon_error("no memory for a receive request; message dropped");
         return AXON_ERR_NO_MEMORY;
     }
-    req->recv.buffer      = buffer;
-    req->recv.length      = length;
-    req->recv.received    = 0;
-    req->recv.tm.tag      = tag;
-    req->recv.tm.tag_mask = tag_mask;
+    req->recv.buffer          = buffer;
+    req->recv.length          = length;
+    req->recv.info.sender_tag = desc->tm.tag;
+    req->recv.info.length     = desc->length;
 
-    if (unexp == NULL) {
-        axon_tm_post_recv(&worker->tm, &req->recv.tm);
+    if (desc->status != AXON_OK) {
+        /* Taken by a probe, then its sender died mid-message. */
+        axon_request_complete(req, desc->status);
+        axon_unexp_desc_put(worker, desc);
+        *req_p = req;
+        return AXON_INPROGRESS;
+    }
+    if (desc->kind == AXON_UNEXP_RNDV) {
+        axon_rndv_rts_hdr_t rts;
+        memcpy(&rts, desc->data, sizeof(rts));
+        axon_unexp_desc_put(worker, desc);
+        axon_rndv_recv_start(req, &rts);
         *req_p = req;
         return AXON_INPROGRESS;
     }
 
-    req->recv.info.sender_tag = desc->tm.tag;
-    req->recv.info.length     = desc->length;
-    req->recv.received        = desc->received;
+    req->recv.received = desc->received;
     axon_tag_recv_copy(req, 0, desc->data, desc->received);
     if (desc->frag != NULL) {
         /* Later fragments land straight in the user buffer. */
@@ -303,6 +438,149 @@ axon_status_t axon_tag_recv_nb(axon_worker_h worker, void *buffer, size_t length
     axon_unexp_desc_put(worker, desc);
     *req_p = req;
     return AXON_INPROGRESS;
+}
+
+static int axon_tag_recv_check(const char *func, axon_worker_h worker, void *buffer,
+                               size_t length, axon_request_h *req_p)
+{
+    if ((worker == NULL) || (req_p == NULL) || ((buffer == NULL) && (length > 0))) {
+        axon_error("%s: NULL %s (length %zu)", func,
+                   !worker ? "worker" : !req_p ? "req_p" : "buffer", length);
+        return 0;
+    }
+    return 1;
+}
+
+axon_status_t axon_tag_recv_nb(axon_worker_h worker, void *buffer, size_t length,
+                               axon_tag_t tag, axon_tag_t tag_mask,
+                               const axon_request_param_t *param, axon_request_h *req_p)
+{
+    axon_unexp_desc_t *desc;
+    axon_request_h req;
+
+    if (!axon_tag_recv_check("axon_tag_recv_nb", worker, buffer, length, req_p)) {
+        return AXON_ERR_INVALID_PARAM;
+    }
+
+    desc = axon_unexp_take(worker, tag, tag_mask, 1);
+    if (desc != NULL) {
+        return axon_tag_recv_unexp(worker, desc, buffer, length, param, req_p);
+    }
+
+    req = axon_request_get(worker, param, AXON_REQUEST_RECV | AXON_REQUEST_POSTED);
+    if (req == NULL) {
+        return AXON_ERR_NO_MEMORY;
+    }
+    req->recv.buffer      = buffer;
+    req->recv.length      = length;
+    req->recv.received    = 0;
+    req->recv.tm.tag      = tag;
+    req->recv.tm.tag_mask = tag_mask;
+    axon_tm_post_recv(&worker->tm, &req->recv.tm);
+    *req_p = req;
+    return AXON_INPROGRESS;
+}
+
+axon_status_t axon_tag_probe_nb(axon_worker_h worker, axon_tag_t tag, axon_tag_t tag_mask,
+                                int remove, axon_tag_recv_info_t *info,
+                                axon_tag_message_h *msg_p)
+{
+    axon_unexp_desc_t *desc;
+
+    if ((worker == NULL) || (remove && (msg_p == NULL))) {
+        axon_error("axon_tag_probe_nb: NULL %s", worker ? "msg_p (needed with remove)" : "worker");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    desc = axon_unexp_take(worker, tag, tag_mask, remove);
+    if (desc == NULL) {
+        return AXON_ERR_NO_MESSAGE;
+    }
+    if (info != NULL) {
+        info->sender_tag = desc->tm.tag;
+        info->length     = desc->length;
+    }
+    if (remove) {
+        /* Matched now (MPI_Improbe): a synchronous sender may complete. */
+        if (desc->sync_sreq_id != 0) {
+            axon_tag_send_sync_ack(worker, desc->sender_uuid, desc->sync_sreq_id);
+            desc->sync_sreq_id = 0;
+        }
+        *msg_p = (axon_tag_message_h)desc;
+    }
+    return AXON_OK;
+}
+
+axon_status_t axon_tag_msg_recv_nb(axon_worker_h worker, void *buffer, size_t length,
+                                   axon_tag_message_h message,
+                                   const axon_request_param_t *param, axon_request_h *req_p)
+{
+    if (!axon_tag_recv_check("axon_tag_msg_recv_nb", worker, buffer, length, req_p)) {
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if (message == NULL) {
+        axon_error("axon_tag_msg_recv_nb: NULL message");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    return axon_tag_recv_unexp(worker, (axon_unexp_desc_t *)message, buffer, length, param,
+                               req_p);
+}
+
+axon_status_t axon_request_cancel(axon_worker_h worker, axon_request_h req)
+{
+    if ((worker == NULL) || (req == NULL)) {
+        axon_error("axon_request_cancel: NULL %s", worker ? "request" : "worker");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if (!(req->flags & AXON_REQUEST_RECV)) {
+        return AXON_ERR_UNSUPPORTED;  /* sends cannot be recalled (MPI deprecates it) */
+    }
+    if (!(req->flags & AXON_REQUEST_POSTED)) {
+        return AXON_ERR_BUSY;         /* matched or done: completes normally */
+    }
+    axon_tm_remove_recv(&worker->tm, &req->recv.tm);
+    req->flags &= ~AXON_REQUEST_POSTED;
+    axon_request_complete(req, AXON_ERR_CANCELED);
+    return AXON_OK;
+}
+
+void axon_tag_peer_failed(axon_worker_h worker, uint64_t peer_uuid, axon_status_t status)
+{
+    axon_unexp_desc_t *desc;
+    axon_tm_unexp_t *unexp, *tmp;
+    axon_rx_frag_t *frag, *ftmp;
+    axon_request_h req;
+    unsigned i;
+
+    /* Messages still arriving from the peer will never be whole. */
+    for (i = 0; i < AXON_RX_FRAG_BUCKETS; ++i) {
+        axon_list_for_each_safe(frag, ftmp, &worker->rx_frags[i], link) {
+            if (frag->sender_uuid != peer_uuid) {
+                continue;
+            }
+            req  = frag->req;
+            desc = frag->desc;
+            if ((desc != NULL) && desc->queued) {
+                axon_tm_remove_unexpected(&worker->tm, &desc->tm);
+                axon_unexp_desc_put(worker, desc);
+            } else if (desc != NULL) {
+                /* A probe holds it: its receive will report the failure. */
+                desc->frag   = NULL;
+                desc->status = status;
+            }
+            axon_rx_frag_remove(worker, frag);
+            if (req != NULL) {
+                axon_request_complete(req, status);
+            }
+        }
+    }
+    /* Rendezvous requests whose data stayed at the dead sender. */
+    axon_list_for_each_safe(unexp, tmp, &worker->tm.unexp_all, all_link) {
+        desc = axon_container_of(unexp, axon_unexp_desc_t, tm);
+        if ((desc->kind == AXON_UNEXP_RNDV) && (desc->sender_uuid == peer_uuid)) {
+            axon_tm_remove_unexpected(&worker->tm, unexp);
+            axon_unexp_desc_put(worker, desc);
+        }
+    }
 }
 
 axon_status_t axon_tag_worker_init(axon_worker_h worker, size_t unexp_small_size)
@@ -324,19 +602,25 @@ axon_status_t axon_tag_worker_init(axon_worker_h worker, size_t unexp_small_size
 
 void axon_tag_register_handlers(axon_worker_h worker)
 {
-    worker->am_handlers[AXON_AM_TAG_EAGER_ONLY]   = axon_tag_am_eager_only;
-    worker->am_handlers[AXON_AM_TAG_EAGER_FIRST]  = axon_tag_am_eager_first;
-    worker->am_handlers[AXON_AM_TAG_EAGER_MIDDLE] = axon_tag_am_eager_middle;
+    worker->am_handlers[AXON_AM_TAG_EAGER_ONLY]      = axon_tag_am_eager_only;
+    worker->am_handlers[AXON_AM_TAG_EAGER_FIRST]     = axon_tag_am_eager_first;
+    worker->am_handlers[AXON_AM_TAG_EAGER_MIDDLE]    = axon_tag_am_eager_middle;
+    worker->am_handlers[AXON_AM_TAG_EAGER_SYNC_ONLY] = axon_tag_am_eager_sync;
+    worker->am_handlers[AXON_AM_TAG_SYNC_ACK]        = axon_tag_am_sync_ack;
+    worker->am_handlers[AXON_AM_RNDV_RTS]            = axon_tag_am_rts;
+    axon_rndv_register_handlers(worker);
+    axon_peer_register_handlers(worker);
 }
 
 void axon_tag_worker_cleanup(axon_worker_h worker)
 {
-    axon_tm_unexp_t *unexp;
     axon_rx_frag_t *frag;
     unsigned i;
 
-    while ((unexp = axon_tm_match_unexpected(&worker->tm, 0, 0, 1)) != NULL) {
-        axon_unexp_desc_put(worker, axon_container_of(unexp, axon_unexp_desc_t, tm));
+    axon_unexp_desc_t *desc;
+
+    while ((desc = axon_unexp_take(worker, 0, 0, 1)) != NULL) {
+        axon_unexp_desc_put(worker, desc);
     }
     /* Receives still posted are left linked: the buckets go with the matching
      * engine and the requests with the worker's pool. */

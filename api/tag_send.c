@@ -1,4 +1,7 @@
-/* Tag send: eager short, eager bcopy, and multi-fragment eager. */
+/*
+ * Tag send: eager (short, bcopy, multi-fragment, synchronous), the sender's
+ * side of rendezvous, and the library's own control messages.
+ */
 #include <string.h>
 #include "log.h"
 #include "request.h"
@@ -16,6 +19,20 @@ static size_t axon_tag_pack_only(void *dest, void *arg)
     return sizeof(*hdr) + req->send.length;
 }
 
+static size_t axon_tag_pack_sync(void *dest, void *arg)
+{
+    axon_request_h req = arg;
+    axon_eager_sync_hdr_t *hdr = dest;
+
+    hdr->tag         = req->send.tag;
+    hdr->sender_uuid = req->worker->uuid;
+    hdr->sreq_id     = req->id;
+    if (req->send.length > 0) {
+        memcpy(hdr + 1, req->send.buffer, req->send.length);
+    }
+    return sizeof(*hdr) + req->send.length;
+}
+
 static size_t axon_tag_pack_first(void *dest, void *arg)
 {
     axon_request_h req = arg;
@@ -26,6 +43,7 @@ static size_t axon_tag_pack_first(void *dest, void *arg)
     hdr->total_length = req->send.length;
     hdr->msg_id       = req->send.msg_id;
     hdr->sender_uuid  = req->worker->uuid;
+    hdr->sreq_id      = (req->flags & AXON_REQUEST_SYNC) ? req->id : 0;
     memcpy(hdr + 1, req->send.buffer, len);
     return sizeof(*hdr) + len;
 }
@@ -46,54 +64,192 @@ static size_t axon_tag_pack_middle(void *dest, void *arg)
     return sizeof(*hdr) + len;
 }
 
+static size_t axon_tag_pack_rndv_data(void *dest, void *arg)
+{
+    axon_request_h req = arg;
+    axon_rndv_data_hdr_t *hdr = dest;
+    size_t len = req->send.ep->bulk_lane.max_bcopy - sizeof(*hdr);
+
+    if (len > req->send.rndv_length - req->send.offset) {
+        len = req->send.rndv_length - req->send.offset;
+    }
+    hdr->rreq_id   = req->send.rreq_id;
+    hdr->from_uuid = req->worker->uuid;
+    hdr->offset    = req->send.offset;
+    memcpy(hdr + 1, req->send.buffer + req->send.offset, len);
+    return sizeof(*hdr) + len;
+}
+
+static size_t axon_tag_pack_raw(void *dest, void *arg)
+{
+    axon_request_h req = arg;
+
+    memcpy(dest, req->send.buffer, req->send.length);
+    return req->send.length;
+}
+
+/* A transport-level "try again later" is this layer's "still queued". */
+static inline axon_status_t axon_tag_retry_status(ssize_t status)
+{
+    return (status == AXON_ERR_NO_RESOURCE) ? AXON_INPROGRESS : (axon_status_t)status;
+}
+
+static void axon_tag_zcopy_done(axon_tl_completion_t *comp, axon_status_t status)
+{
+    axon_request_h req = axon_container_of(comp, struct axon_request, tl_comp);
+
+    req->flags &= ~AXON_REQUEST_TL_BUSY;
+    if (req->flags & AXON_REQUEST_ORPHANED) {
+        axon_request_complete(req, (status == AXON_OK) ? AXON_ERR_CANCELED : status);
+        return;
+    }
+    axon_send_remote_done(req, status);
+}
+
+/* Send fragments through pack until offset reaches end. */
+static axon_status_t axon_tag_send_fragments(axon_request_h req, axon_lane_t *lane, uint8_t am_id,
+                                             axon_pack_cb_t pack, size_t hdr_len, size_t end)
+{
+    ssize_t packed;
+
+    while (req->send.offset < end) {
+        packed = lane->ops->ep_am_bcopy(lane->tl_ep, am_id, pack, req);
+        if (packed < 0) {
+            return axon_tag_retry_status(packed);
+        }
+        req->send.offset += (size_t)packed - hdr_len;
+    }
+    return AXON_OK;
+}
+
 axon_status_t axon_tag_send_progress(axon_request_h req)
 {
-    axon_lane_t *lane = &req->send.ep->am_lane;
+    axon_ep_h ep = req->send.ep;
+    axon_lane_t *lane = &ep->am_lane;
+    axon_rndv_rts_hdr_t rts;
+    axon_rndv_data_hdr_t data_hdr;
     axon_status_t status;
     ssize_t packed;
 
-    switch (req->send.proto) {
+    switch (req->proto) {
     case AXON_SEND_PROTO_SHORT:
-        status = lane->ops->ep_am_short(lane->tl_ep, AXON_AM_TAG_EAGER_ONLY, &req->send.tag,
-                                        sizeof(req->send.tag), req->send.buffer,
-                                        req->send.length);
-        return (status == AXON_ERR_NO_RESOURCE) ? AXON_INPROGRESS : status;
+        return axon_tag_retry_status(lane->ops->ep_am_short(lane->tl_ep, AXON_AM_TAG_EAGER_ONLY,
+                                                            &req->send.tag,
+                                                            sizeof(req->send.tag),
+                                                            req->send.buffer, req->send.length));
     case AXON_SEND_PROTO_BCOPY:
-        packed = lane->ops->ep_am_bcopy(lane->tl_ep, AXON_AM_TAG_EAGER_ONLY,
-                                        axon_tag_pack_only, req);
-        if (packed < 0) {
-            return (packed == AXON_ERR_NO_RESOURCE) ? AXON_INPROGRESS : (axon_status_t)packed;
-        }
-        return AXON_OK;
+        packed = lane->ops->ep_am_bcopy(lane->tl_ep, AXON_AM_TAG_EAGER_ONLY, axon_tag_pack_only,
+                                        req);
+        return (packed < 0) ? axon_tag_retry_status(packed) : AXON_OK;
+    case AXON_SEND_PROTO_SYNC:
+        packed = lane->ops->ep_am_bcopy(lane->tl_ep, AXON_AM_TAG_EAGER_SYNC_ONLY,
+                                        axon_tag_pack_sync, req);
+        return (packed < 0) ? axon_tag_retry_status(packed) : AXON_REQUEST_WAIT_REMOTE;
     case AXON_SEND_PROTO_MULTI:
         if (req->send.offset == 0) {
             packed = lane->ops->ep_am_bcopy(lane->tl_ep, AXON_AM_TAG_EAGER_FIRST,
                                             axon_tag_pack_first, req);
             if (packed < 0) {
-                return (packed == AXON_ERR_NO_RESOURCE) ? AXON_INPROGRESS :
-                                                          (axon_status_t)packed;
+                return axon_tag_retry_status(packed);
             }
             req->send.offset = (size_t)packed - sizeof(axon_eager_first_hdr_t);
         }
-        while (req->send.offset < req->send.length) {
-            packed = lane->ops->ep_am_bcopy(lane->tl_ep, AXON_AM_TAG_EAGER_MIDDLE,
-                                            axon_tag_pack_middle, req);
-            if (packed < 0) {
-                return (packed == AXON_ERR_NO_RESOURCE) ? AXON_INPROGRESS :
-                                                          (axon_status_t)packed;
-            }
-            req->send.offset += (size_t)packed - sizeof(axon_eager_middle_hdr_t);
+        status = axon_tag_send_fragments(req, lane, AXON_AM_TAG_EAGER_MIDDLE,
+                                         axon_tag_pack_middle, sizeof(axon_eager_middle_hdr_t),
+                                         req->send.length);
+        if ((status == AXON_OK) && (req->flags & AXON_REQUEST_SYNC)) {
+            return AXON_REQUEST_WAIT_REMOTE;
         }
-        return AXON_OK;
+        return status;
+    case AXON_SEND_PROTO_RNDV_RTS:
+        rts.tag         = req->send.tag;
+        rts.length      = req->send.length;
+        rts.sender_uuid = req->worker->uuid;
+        rts.sreq_id     = req->id;
+        rts.address     = (uint64_t)(uintptr_t)req->send.buffer;
+        status = lane->ops->ep_am_short(lane->tl_ep, AXON_AM_RNDV_RTS, &rts, sizeof(rts), NULL, 0);
+        return (status == AXON_OK) ? AXON_REQUEST_WAIT_REMOTE : axon_tag_retry_status(status);
+    case AXON_SEND_PROTO_RNDV_BCOPY:
+        return axon_tag_send_fragments(req, &ep->bulk_lane, AXON_AM_RNDV_DATA,
+                                       axon_tag_pack_rndv_data, sizeof(axon_rndv_data_hdr_t),
+                                       req->send.rndv_length);
+    case AXON_SEND_PROTO_RNDV_ZCOPY:
+        data_hdr.rreq_id   = req->send.rreq_id;
+        data_hdr.from_uuid = req->worker->uuid;
+        data_hdr.offset    = 0;
+        req->tl_comp.func  = axon_tag_zcopy_done;
+        status = ep->bulk_lane.ops->ep_am_zcopy(ep->bulk_lane.tl_ep, AXON_AM_RNDV_DATA, &data_hdr,
+                                                sizeof(data_hdr), req->send.buffer,
+                                                req->send.rndv_length, &req->tl_comp);
+        if (status == AXON_INPROGRESS) {
+            req->flags |= AXON_REQUEST_TL_BUSY;
+            return AXON_REQUEST_WAIT_REMOTE;
+        }
+        return axon_tag_retry_status(status);
+    case AXON_SEND_PROTO_CTRL:
+        return axon_tag_retry_status(lane->ops->ep_am_short(lane->tl_ep, req->ctrl.am_id,
+                                                            req->ctrl.hdr, req->ctrl.hdr_len,
+                                                            NULL, 0));
+    case AXON_SEND_PROTO_HELLO:
+        packed = lane->ops->ep_am_bcopy(lane->tl_ep, AXON_AM_WIREUP_HELLO, axon_tag_pack_raw,
+                                        req);
+        return (packed < 0) ? axon_tag_retry_status(packed) : AXON_OK;
     case AXON_SEND_PROTO_CLOSE:
         break;
     }
-    axon_error("request %p has no send protocol %d", (void *)req, (int)req->send.proto);
+    axon_error("request %p has no send protocol %d", (void *)req, (int)req->proto);
     return AXON_ERR_INVALID_PARAM;
 }
 
-axon_status_t axon_tag_send_nb(axon_ep_h ep, const void *buffer, size_t length, axon_tag_t tag,
-                               const axon_request_param_t *param, axon_request_h *req_p)
+/* Queue a request behind the endpoint's earlier sends. */
+static void axon_tag_send_enqueue(axon_ep_h ep, axon_request_h req)
+{
+    axon_list_add_tail(&ep->pending, &req->list);
+    axon_worker_ep_pending_add(ep->worker, ep);
+}
+
+void axon_send_remote_done(axon_request_h req, axon_status_t status)
+{
+    axon_ep_h ep = req->send.ep;
+
+    axon_request_id_del(req);
+    --ep->outstanding;
+    axon_request_complete(req, status);
+    axon_ep_check_close(ep);
+}
+
+axon_status_t axon_ep_send_ctrl(axon_ep_h ep, uint8_t am_id, const void *hdr, size_t hdr_len)
+{
+    axon_request_h req;
+    axon_status_t status;
+
+    if (ep->status != AXON_OK) {
+        return ep->status;
+    }
+    if (axon_list_is_empty(&ep->pending)) {
+        status = ep->am_lane.ops->ep_am_short(ep->am_lane.tl_ep, am_id, hdr, hdr_len, NULL, 0);
+        if (status != AXON_ERR_NO_RESOURCE) {
+            return status;
+        }
+    }
+
+    req = axon_request_get(ep->worker, NULL, AXON_REQUEST_INTERNAL);
+    if (req == NULL) {
+        axon_error("no memory to queue control message %u", am_id);
+        return AXON_ERR_NO_MEMORY;
+    }
+    req->proto        = AXON_SEND_PROTO_CTRL;
+    req->ctrl.ep      = ep;
+    req->ctrl.am_id   = am_id;
+    req->ctrl.hdr_len = hdr_len;
+    memcpy(req->ctrl.hdr, hdr, hdr_len);
+    axon_tag_send_enqueue(ep, req);
+    return AXON_OK;
+}
+
+static axon_status_t axon_tag_send_common(axon_ep_h ep, const void *buffer, size_t length,
+                                          axon_tag_t tag, const axon_request_param_t *param,
+                                          axon_request_h *req_p, int sync)
 {
     uint32_t flags = (param != NULL) ? param->flags : 0;
     axon_request_h req;
@@ -108,9 +264,12 @@ axon_status_t axon_tag_send_nb(axon_ep_h ep, const void *buffer, size_t length, 
         axon_error("axon_tag_send_nb: endpoint %p is closing", (void *)ep);
         return AXON_ERR_INVALID_PARAM;
     }
+    if (ep->status != AXON_OK) {
+        return ep->status;  /* the peer is gone */
+    }
 
     /* Fast path: one short AM, no request. Queued sends go first to keep order. */
-    if ((length <= ep->eager_short_max) && axon_list_is_empty(&ep->pending) &&
+    if ((length <= ep->eager_short_max) && !sync && axon_list_is_empty(&ep->pending) &&
         !(flags & AXON_REQ_FLAG_NO_IMM_CMPL)) {
         status = ep->am_lane.ops->ep_am_short(ep->am_lane.tl_ep, AXON_AM_TAG_EAGER_ONLY, &tag,
                                               sizeof(tag), buffer, length);
@@ -128,18 +287,43 @@ axon_status_t axon_tag_send_nb(axon_ep_h ep, const void *buffer, size_t length, 
     req->send.length = length;
     req->send.tag    = tag;
     req->send.offset = 0;
-    if (length <= ep->eager_short_max) {
-        req->send.proto = AXON_SEND_PROTO_SHORT;
+
+    if (length >= ep->rndv_thresh) {
+        /* Matched at the receiver before any data moves: sync for free. */
+        req->proto = AXON_SEND_PROTO_RNDV_RTS;
+    } else if (sync) {
+        req->flags |= AXON_REQUEST_SYNC;
+        if (length + sizeof(axon_eager_sync_hdr_t) - sizeof(axon_eager_hdr_t) <=
+            ep->eager_bcopy_max) {
+            req->proto = AXON_SEND_PROTO_SYNC;
+        } else {
+            req->proto       = AXON_SEND_PROTO_MULTI;
+            req->send.msg_id = ep->worker->next_msg_id++;
+        }
+    } else if (length <= ep->eager_short_max) {
+        req->proto = AXON_SEND_PROTO_SHORT;
     } else if (length <= ep->eager_bcopy_max) {
-        req->send.proto = AXON_SEND_PROTO_BCOPY;
+        req->proto = AXON_SEND_PROTO_BCOPY;
     } else {
-        req->send.proto  = AXON_SEND_PROTO_MULTI;
+        req->proto       = AXON_SEND_PROTO_MULTI;
         req->send.msg_id = ep->worker->next_msg_id++;
+    }
+    if ((req->proto == AXON_SEND_PROTO_RNDV_RTS) || sync) {
+        axon_request_id_add(req, ep->peer_uuid);
+        ++ep->outstanding;
     }
 
     if (axon_list_is_empty(&ep->pending)) {
         status = axon_tag_send_progress(req);
+        if (status == AXON_REQUEST_WAIT_REMOTE) {
+            *req_p = req;
+            return AXON_INPROGRESS;
+        }
         if (status != AXON_INPROGRESS) {
+            if (req->flags & AXON_REQUEST_IN_ID_MAP) {
+                axon_request_id_del(req);
+                --ep->outstanding;
+            }
             if ((status == AXON_OK) && !(flags & AXON_REQ_FLAG_NO_IMM_CMPL)) {
                 axon_request_put(req);
                 return AXON_OK;
@@ -154,8 +338,20 @@ axon_status_t axon_tag_send_nb(axon_ep_h ep, const void *buffer, size_t length, 
         }
     }
 
-    axon_list_add_tail(&ep->pending, &req->list);
-    axon_worker_ep_pending_add(ep->worker, ep);
+    axon_tag_send_enqueue(ep, req);
     *req_p = req;
     return AXON_INPROGRESS;
+}
+
+axon_status_t axon_tag_send_nb(axon_ep_h ep, const void *buffer, size_t length, axon_tag_t tag,
+                               const axon_request_param_t *param, axon_request_h *req_p)
+{
+    return axon_tag_send_common(ep, buffer, length, tag, param, req_p, 0);
+}
+
+axon_status_t axon_tag_send_sync_nb(axon_ep_h ep, const void *buffer, size_t length,
+                                    axon_tag_t tag, const axon_request_param_t *param,
+                                    axon_request_h *req_p)
+{
+    return axon_tag_send_common(ep, buffer, length, tag, param, req_p, 1);
 }

@@ -22,6 +22,14 @@ static void axon_worker_close_ifaces(axon_worker_h worker)
     worker->num_ifaces = 0;
 }
 
+/* Zero-copy receive placement: only rendezvous data lands in user buffers. */
+static void *axon_worker_am_rx_dest(void *arg, uint8_t am_id, const void *hdr, size_t hdr_len,
+                                    size_t data_length)
+{
+    return (am_id == AXON_AM_RNDV_DATA) ? axon_rndv_rx_dest(arg, hdr, hdr_len, data_length) :
+                                          NULL;
+}
+
 static axon_status_t axon_worker_open_ifaces(axon_worker_h worker)
 {
     axon_context_h ctx = worker->context;
@@ -37,6 +45,8 @@ static axon_status_t axon_worker_open_ifaces(axon_worker_h worker)
     params.am_handlers = worker->am_handlers;
     params.am_arg      = worker;
     params.worker_uuid = worker->uuid;
+    params.am_rx_dest  = axon_worker_am_rx_dest;
+    params.peer_failure = axon_peer_failure;
     for (i = 0; i < ctx->num_rscs; ++i) {
         const axon_select_resource_t *rsc = &ctx->rscs[i];
         axon_iface_t *iface;
@@ -88,6 +98,12 @@ axon_status_t axon_worker_create(axon_context_h context, const axon_worker_param
     for (i = 0; i < AXON_RX_FRAG_BUCKETS; ++i) {
         axon_list_init(&worker->rx_frags[i]);
     }
+    for (i = 0; i < AXON_ID_BUCKETS; ++i) {
+        axon_list_init(&worker->id_map[i]);
+    }
+    for (i = 0; i < AXON_PEER_BUCKETS; ++i) {
+        axon_list_init(&worker->peers[i]);
+    }
 
     status = axon_tm_init(&worker->tm, context->opts.tag_hash_bits);
     if (status != AXON_OK) {
@@ -107,10 +123,16 @@ axon_status_t axon_worker_create(axon_context_h context, const axon_worker_param
     if (status != AXON_OK) {
         goto err_tag;
     }
+    status = axon_address_pack(worker, &worker->address, &worker->address_length);
+    if (status != AXON_OK) {
+        goto err_ifaces;
+    }
 
     *worker_p = worker;
     return AXON_OK;
 
+err_ifaces:
+    axon_worker_close_ifaces(worker);
 err_tag:
     axon_tag_worker_cleanup(worker);
 err_req_mp:
@@ -130,10 +152,14 @@ void axon_worker_destroy(axon_worker_h worker)
         return;
     }
     axon_list_for_each_safe(ep, tmp, &worker->eps, link) {
-        axon_debug("worker destroy: force-closing endpoint %p", (void *)ep);
-        axon_ep_destroy_now(ep);
+        if (!ep->internal) {
+            axon_debug("worker destroy: force-closing endpoint %p", (void *)ep);
+        }
+        axon_ep_destroy_now(ep, AXON_ERR_CANCELED);
     }
     axon_worker_close_ifaces(worker);
+    axon_peer_cleanup_all(worker);
+    free(worker->address);
     axon_tag_worker_cleanup(worker);
     /* Requests the user never freed are reclaimed with the pool. */
     worker->req_mp.num_free = worker->req_mp.num_elems;
@@ -173,7 +199,14 @@ axon_status_t axon_worker_get_address(axon_worker_h worker, void **address_p, si
         axon_error("axon_worker_get_address: NULL argument");
         return AXON_ERR_INVALID_PARAM;
     }
-    return axon_address_pack(worker, address_p, length_p);
+    *address_p = malloc(worker->address_length);
+    if (*address_p == NULL) {
+        axon_error("axon_worker_get_address: out of memory");
+        return AXON_ERR_NO_MEMORY;
+    }
+    memcpy(*address_p, worker->address, worker->address_length);
+    *length_p = worker->address_length;
+    return AXON_OK;
 }
 
 void axon_worker_release_address(axon_worker_h worker, void *address)

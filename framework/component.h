@@ -18,7 +18,7 @@
 #include "axon.h"
 #include "config.h"
 
-#define AXON_COMPONENT_ABI_VERSION 1
+#define AXON_COMPONENT_ABI_VERSION 2
 /* Plugins build with -fvisibility=hidden; only the descriptor is exported. */
 #define AXON_COMPONENT_EXPORT      __attribute__((visibility("default")))
 #define AXON_COMPONENT_SYMBOL      axon_component
@@ -45,6 +45,7 @@ typedef enum {
 #define AXON_CAP_AMO64        (1ull << 6)
 #define AXON_CAP_CONNECT_TO_IFACE (1ull << 7)  /* endpoints need only the peer's iface address */
 #define AXON_CAP_AM_ORDERED   (1ull << 8)  /* AMs on one ep arrive in send order */
+#define AXON_CAP_PEER_FAILURE (1ull << 9)  /* reports peers that die (peer_failure callback) */
 
 /* Names of the flags above, for axon_info; NULL-terminated, indexed by bit. */
 extern const char *const axon_cap_names[];
@@ -69,7 +70,10 @@ typedef struct axon_resource {
 #define AXON_AM_ID_MAX 32
 
 /* Flags passed to an AM handler */
-#define AXON_AM_FLAG_NONE 0
+#define AXON_AM_FLAG_NONE   0
+/* A zero-copy AM whose payload the transport already wrote where
+ * am_rx_dest said; data/length are then the header only. */
+#define AXON_AM_FLAG_PLACED 1
 
 /*
  * Called by a transport for every active message it receives, from inside the
@@ -81,14 +85,39 @@ typedef void (*axon_am_handler_t)(void *arg, const void *data, size_t length, un
 /* Fills dest (at most max_bcopy bytes); returns the number of bytes written. */
 typedef size_t (*axon_pack_cb_t)(void *dest, void *arg);
 
+/*
+ * Zero-copy receive: for an AM sent with ep_am_zcopy, the receiving transport
+ * asks where the payload goes once it has the header. Returning a pointer to
+ * data_length writable bytes makes the transport write the payload there and
+ * then call the handler with AXON_AM_FLAG_PLACED; returning NULL makes it
+ * deliver header and payload contiguous, as for any other AM.
+ */
+typedef void *(*axon_am_rx_dest_t)(void *arg, uint8_t am_id, const void *hdr, size_t hdr_len,
+                                   size_t data_length);
+
+/*
+ * A transport found a peer worker gone (connection reset without goodbye,
+ * process exited). Called from iface progress; the upper layer fails every
+ * operation that depends on that peer.
+ */
+typedef void (*axon_peer_failure_cb_t)(void *arg, uint64_t peer_uuid, axon_status_t status);
+
+/* Completion of a transport operation that did not finish inside its call. */
+typedef struct axon_tl_completion axon_tl_completion_t;
+struct axon_tl_completion {
+    void (*func)(axon_tl_completion_t *comp, axon_status_t status);
+};
+
 typedef struct axon_iface axon_iface_t;
 typedef struct axon_tl_ep axon_tl_ep_t;
 
 /* Copied by iface_open: the handler table it points to must outlive the iface. */
 typedef struct axon_iface_params {
     const axon_am_handler_t *am_handlers;  /* AXON_AM_ID_MAX entries, NULL = drop with a warning */
-    void                    *am_arg;       /* first argument of every handler */
+    void                    *am_arg;       /* first argument of every callback below */
     uint64_t                 worker_uuid;  /* unique id of the owning worker */
+    axon_am_rx_dest_t        am_rx_dest;   /* zero-copy receive placement (may be NULL) */
+    axon_peer_failure_cb_t   peer_failure; /* peer worker gone (may be NULL) */
 } axon_iface_params_t;
 
 typedef struct axon_iface_ops {
@@ -108,8 +137,9 @@ typedef struct axon_iface_ops {
     int           (*iface_is_reachable)(axon_iface_t *iface, const void *dev_addr,
                                         const void *iface_addr);
 
-    axon_status_t (*ep_create)(axon_iface_t *iface, const void *dev_addr, const void *iface_addr,
-                               axon_tl_ep_t **ep_p);
+    /* peer_uuid: the peer worker's id, for handshakes and failure reports. */
+    axon_status_t (*ep_create)(axon_iface_t *iface, uint64_t peer_uuid, const void *dev_addr,
+                               const void *iface_addr, axon_tl_ep_t **ep_p);
     void          (*ep_destroy)(axon_tl_ep_t *ep);
 
     /*
@@ -122,8 +152,31 @@ typedef struct axon_iface_ops {
     /* Same, with the payload written by pack(); returns bytes sent,
      * AXON_ERR_NO_RESOURCE, or another error (e.g. pack wrote too much). */
     ssize_t       (*ep_am_bcopy)(axon_tl_ep_t *ep, uint8_t am_id, axon_pack_cb_t pack, void *arg);
-    /* AXON_OK when every message posted on ep has left the sender's buffers. */
+    /*
+     * Optional (AXON_CAP_AM_ZCOPY): an AM of hdr_len (<= max_short) header
+     * bytes followed by length bytes sent straight from buffer, which stays
+     * in use until completion. AXON_OK: sent at once; AXON_INPROGRESS:
+     * comp->func is called from progress when the buffer is free again (or
+     * with an error status); AXON_ERR_NO_RESOURCE: nothing sent, retry.
+     * Zero-copy AMs on one ep keep their order with the other AMs on it.
+     */
+    axon_status_t (*ep_am_zcopy)(axon_tl_ep_t *ep, uint8_t am_id, const void *hdr,
+                                 size_t hdr_len, const void *buffer, size_t length,
+                                 axon_tl_completion_t *comp);
+    /*
+     * Optional (AXON_CAP_GET): copy length bytes at the peer's virtual
+     * address remote_addr into buffer, without the peer's help. AXON_OK when
+     * done at once; AXON_INPROGRESS with comp as above; AXON_ERR_UNSUPPORTED
+     * when the system forbids it for this peer (the caller falls back).
+     */
+    axon_status_t (*ep_get_zcopy)(axon_tl_ep_t *ep, void *buffer, size_t length,
+                                  uint64_t remote_addr, axon_tl_completion_t *comp);
+    /* AXON_OK when every message posted on ep has left the sender's buffers,
+     * AXON_INPROGRESS while some have not (call again after progress). */
     axon_status_t (*ep_flush)(axon_tl_ep_t *ep);
+    /* Optional: is the peer this ep reaches known to be gone? AXON_OK if
+     * alive as far as the transport knows, else the failure status. */
+    axon_status_t (*ep_check)(axon_tl_ep_t *ep);
 } axon_iface_ops_t;
 
 /* Base of every transport iface; a transport embeds it first. */

@@ -209,6 +209,28 @@ void axon_config_write_size(char *buf, size_t max, const void *src,
 
 const axon_config_parser_t axon_config_parser_size = AXON_CONFIG_TYPE_SIZE;
 
+int axon_config_read_size_auto(const char *str, void *dest, const void *arg)
+{
+    if (strcasecmp(str, "auto") == 0) {
+        *(size_t *)dest = AXON_CONFIG_SIZE_AUTO;
+        return 0;
+    }
+    if (axon_config_read_size(str, dest, arg) != 0) {
+        return -1;
+    }
+    /* The sentinel is not a size anyone can ask for by number. */
+    return (*(size_t *)dest == AXON_CONFIG_SIZE_AUTO) ? -1 : 0;
+}
+
+void axon_config_write_size_auto(char *buf, size_t max, const void *src, const void *arg)
+{
+    if (*(const size_t *)src == AXON_CONFIG_SIZE_AUTO) {
+        snprintf(buf, max, "auto");
+        return;
+    }
+    axon_config_write_size(buf, max, src, arg);
+}
+
 /* ---------------------------------------------------------------- time */
 
 static const axon_config_unit_t axon_config_time_units[] = {

@@ -127,7 +127,16 @@ void axon_config_release_names(void *dest, const void *arg);
     {axon_config_read_enum, axon_config_write_enum, NULL, (_names), (_syntax)}
 
 /* Value of SIZE options meaning "no limit" */
-#define AXON_CONFIG_SIZE_INF ((size_t)-1)
+#define AXON_CONFIG_SIZE_INF  ((size_t)-1)
+/* Value of SIZE_AUTO options meaning "let the library choose" */
+#define AXON_CONFIG_SIZE_AUTO ((size_t)-2)
+
+/* A size, or "auto" (AXON_CONFIG_SIZE_AUTO) */
+int  axon_config_read_size_auto(const char *str, void *dest, const void *arg);
+void axon_config_write_size_auto(char *buf, size_t max, const void *src, const void *arg);
+#define AXON_CONFIG_TYPE_SIZE_AUTO \
+    {axon_config_read_size_auto, axon_config_write_size_auto, NULL, \
+     NULL, "size: auto, <number>[b|k|m|g] or inf"}
 
 /*
  * Fill opts from the table: for each entry, an override from kv (name given

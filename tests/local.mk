@@ -7,6 +7,8 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/test_select.cc \
 	tests/gtest/test_tag_match.cc \
 	tests/gtest/test_tag.cc \
+	tests/gtest/test_tag_ext.cc \
+	tests/gtest/test_peer_failure.cc \
 	tests/gtest/test_shm.cc \
 	tests/gtest/test_bad_input.cc \
 	tests/harness/harness.c \
@@ -26,5 +28,5 @@ tests_plugins_libaxon_badabi_la_SOURCES = tests/plugins/badabi_component.c
 tests_plugins_libaxon_badabi_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 endif
 
-EXTRA_DIST += tests/run_tests.sh tests/tools_test.sh
+EXTRA_DIST += tests/run_tests.sh tests/tools_test.sh contrib/bench/compare.sh
 TESTS += tests/run_tests.sh

@@ -134,6 +134,79 @@ EOC
     LD_LIBRARY_PATH="$dest$libdir" "$tmp/hello"
 }
 
+# Start "axon_perf -p 0" in the background (command prefix in "$@", e.g.
+# env or ip netns exec); sets server_pid and server_port once it listens.
+start_perf_server() {  # outfile prefix...
+    local out=$1; shift
+    "$@" timeout 60 "$perf" -p 0 --wait 30 >"$out" 2>&1 &
+    server_pid=$!
+    server_port=
+    for _ in $(seq 100); do
+        server_port=$(sed -n 's/^# axon_perf server: listening on .* port \([0-9]*\)$/\1/p' "$out")
+        [ -n "$server_port" ] && return 0
+        kill -0 "$server_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "server did not start:"; cat "$out"; kill "$server_pid" 2>/dev/null
+    return 1
+}
+
+t_perf_client_server_shm() {
+    AXON_TLS=shm start_perf_server "$tmp/cs_srv" || return 1
+    if ! AXON_TLS=shm timeout 60 "$perf" 127.0.0.1 -p "$server_port" -t tag_lat -s 8,65536 \
+            -n 2000 -c >"$tmp/cs"; then
+        kill "$server_pid" 2>/dev/null; wait "$server_pid"; cat "$tmp/cs_srv"; return 1
+    fi
+    wait "$server_pid" || { cat "$tmp/cs_srv"; return 1; }  # the server succeeded too
+    cat "$tmp/cs"
+    grep -q '^# lanes: small=shm/' "$tmp/cs" && result_line tag_lat 8 "$tmp/cs" &&
+        result_line tag_lat 65536 "$tmp/cs" && grep -q '^# axon_perf server: done' "$tmp/cs_srv"
+}
+
+t_perf_connect_refused_fails_cleanly() {
+    # nothing listens on the port: a clear error within the --wait bound
+    local rc=0
+    timeout 30 "$perf" 127.0.0.1 -p 1 --wait 2 >"$tmp/o" 2>"$tmp/e" || rc=$?
+    cat "$tmp/e"
+    [ "$rc" -eq 1 ] && grep -q 'cannot connect to 127.0.0.1 port 1' "$tmp/e"
+}
+
+# Two network namespaces joined by a veth pair, as two hosts: the server in
+# one, the client in the other, over AXON_TLS=tcp.
+netns_usable() {
+    local probe="axonprobe-$$-$RANDOM"
+    [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null && ip netns add "$probe" 2>/dev/null &&
+        ip netns del "$probe"
+}
+
+t_perf_tcp_across_netns() (
+    ns_s="axon-$$-$RANDOM-srv"
+    ns_c="axon-$$-$RANDOM-cli"
+    server_pid=
+    cleanup() {
+        [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null
+        ip netns del "$ns_s" 2>/dev/null
+        ip netns del "$ns_c" 2>/dev/null
+    }
+    trap cleanup EXIT
+    trap 'exit 1' INT TERM HUP
+    ip netns add "$ns_s" && ip netns add "$ns_c" || return 1
+    ip link add veth0 netns "$ns_s" type veth peer name veth0 netns "$ns_c" || return 1
+    ip -n "$ns_s" addr add 10.211.0.1/24 dev veth0 && ip -n "$ns_c" addr add 10.211.0.2/24 dev veth0 &&
+        ip -n "$ns_s" link set veth0 up && ip -n "$ns_c" link set veth0 up &&
+        ip -n "$ns_s" link set lo up && ip -n "$ns_c" link set lo up || return 1
+    start_perf_server "$tmp/ns_srv" ip netns exec "$ns_s" env AXON_TLS=tcp || return 1
+    if ! ip netns exec "$ns_c" env AXON_TLS=tcp timeout 60 "$perf" 10.211.0.1 -p "$server_port" \
+            -t tag_lat -s 8,65536,1048576 -n 100 -c >"$tmp/ns"; then
+        cat "$tmp/ns_srv"; return 1
+    fi
+    wait "$server_pid" || { cat "$tmp/ns_srv"; return 1; }
+    server_pid=
+    cat "$tmp/ns"
+    grep -q '^# lanes: small=tcp/.* bulk=tcp/' "$tmp/ns" &&
+        [ "$(grep -c '^RESULT test=tag_lat tl=tcp size=' "$tmp/ns")" -eq 3 ]
+)
+
 check info_devices_lists_self_and_shm        t_info_devices
 check info_unknown_tls_names_it              t_info_bogus_tls
 check info_config_documents_variables        t_info_config_documents_variables
@@ -148,3 +221,9 @@ check perf_bad_arguments                     t_perf_bad_args
 check perf_unreachable_peer_fails_cleanly    t_perf_unreachable_fails_cleanly
 check perf_leaves_no_shm_segments            t_no_shm_segments_left
 check install_destdir_layout_and_pkgconfig   t_install_destdir
+check perf_client_server_over_shm            t_perf_client_server_shm
+check perf_connect_refused_fails_cleanly     t_perf_connect_refused_fails_cleanly
+# Needs root and iproute2; where namespaces cannot be made it is not run (no line).
+if netns_usable; then
+    check perf_tcp_across_network_namespaces t_perf_tcp_across_netns
+fi

@@ -3,15 +3,22 @@
  *
  * Two processes, a client and a server, each with its own context, worker and
  * endpoint. They exchange worker addresses over a stream socket (a socketpair
- * in --local mode) and use the same socket to synchronise around setup and
- * teardown and to notice a dead peer. The client measures and prints one
- * RESULT line per message size.
+ * in --local mode, a TCP connection between hosts otherwise) and use the same
+ * socket to synchronise around setup and teardown and to notice a dead peer.
+ * Across hosts the client first sends the test parameters, so the server is
+ * started with nothing but a port. The client measures and prints one RESULT
+ * line per message size.
  */
 #define _GNU_SOURCE
+#include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -36,6 +43,15 @@
 #define PERF_CHILD_WAIT_SEC   30          /* after the run, how long the child may take */
 #define PERF_CHILD_GRACE_SEC  5           /* same, after the client failed */
 #define PERF_LIVENESS_SPINS   (1u << 16)  /* progress calls between peer checks */
+#define PERF_CONNECT_WAIT_SEC 10          /* client: keep retrying the server this long */
+#define PERF_ACCEPT_WAIT_SEC  120         /* server: wait this long for a client */
+#define PERF_HANDSHAKE_SEC    60          /* a connected peer must answer within this */
+#define PERF_RETRY_MS         100         /* between connection attempts */
+
+/* First word of the client's hello: "AXPERF" and the protocol version. */
+#define PERF_WIRE_MAGIC       0x4158504552460001ull
+#define PERF_WIRE_ACCEPT      0x41585045524f4b21ull  /* "AXPEROK!": parameters taken */
+#define PERF_WIRE_HDR_WORDS   7   /* magic, test, iters, warmup, window, check, num_sizes */
 
 #define PERF_TAG_DATA         1
 #define PERF_TAG_ACK          2
@@ -65,6 +81,9 @@ typedef struct {
     unsigned      window;
     int           check;
     int           local;
+    const char   *host;       /* client mode: the server to connect to */
+    const char   *port;       /* client and server modes */
+    int           wait_sec;   /* --wait: -1 = mode default, 0 = forever */
 } perf_params_t;
 
 typedef struct {
@@ -163,6 +182,12 @@ static int perf_sock_read(int fd, void *data, size_t length)
         if (ret < 0) {
             if (errno == EINTR) {
                 continue;
+            }
+            if ((errno == EAGAIN) || (errno == EWOULDBLOCK)) {
+                /* SO_RCVTIMEO of a TCP control connection ran out */
+                fprintf(stderr, "axon_perf: peer did not answer within %d s\n",
+                        PERF_HANDSHAKE_SEC);
+                return -1;
             }
             fprintf(stderr, "axon_perf: read from peer failed: %s\n", strerror(errno));
             return -1;
@@ -716,15 +741,28 @@ out_cleanup:
 
 static void perf_alarm_handler(int sig)
 {
-    static const char msg[] = "axon_perf: timed out, killing the peer\n";
+    static const char msg_child[] = "axon_perf: timed out, killing the peer\n";
+    static const char msg[]       = "axon_perf: timed out\n";
     ssize_t           ret;
 
     if (perf_child_pid > 0) {
         kill(perf_child_pid, SIGKILL);
+        ret = write(STDERR_FILENO, msg_child, sizeof(msg_child) - 1);
+    } else {
+        ret = write(STDERR_FILENO, msg, sizeof(msg) - 1);
     }
-    ret = write(STDERR_FILENO, msg, sizeof(msg) - 1);
     (void)ret;
     _exit(1);
+}
+
+static void perf_set_alarm_handler(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = perf_alarm_handler;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, NULL);
 }
 
 /*
@@ -773,11 +811,10 @@ static int perf_wait_child(pid_t pid, unsigned timeout_sec, int quiet)
 
 static int perf_run_local(const perf_params_t *params)
 {
-    struct sigaction sa;
-    pid_t            parent = getpid();
-    pid_t            pid;
-    int              sv[2];
-    int              ret;
+    pid_t parent = getpid();
+    pid_t pid;
+    int   sv[2];
+    int   ret;
 
     /* Before fork and before any axon call: the library state must not be
      * shared between the two processes. */
@@ -812,10 +849,7 @@ static int perf_run_local(const perf_params_t *params)
 
     close(sv[1]);
     perf_child_pid = pid;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = perf_alarm_handler;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGALRM, &sa, NULL);
+    perf_set_alarm_handler();
     alarm(PERF_TIMEOUT_SEC);
 
     ret = perf_run(params, sv[0], PERF_ROLE_CLIENT);
@@ -831,16 +865,412 @@ static int perf_run_local(const perf_params_t *params)
     return ret;
 }
 
+/* ------------------------------------------------------------- across hosts */
+
+/* Milliseconds left until deadline (a perf_now() value); -1 if no deadline. */
+static int perf_ms_left(double deadline)
+{
+    double left;
+
+    if (deadline <= 0) {
+        return -1;
+    }
+    left = (deadline - perf_now()) * 1e3;
+    return (left > 0) ? (int)left + 1 : 0;
+}
+
+static double perf_deadline(int wait_sec)
+{
+    return (wait_sec > 0) ? perf_now() + wait_sec : 0;
+}
+
+/*
+ * Settings of a connected control socket: small messages go out at once, and
+ * a peer that stops answering during the handshake is an error, not a hang.
+ * (Later reads all follow a poll, so the receive timeout does not limit runs.)
+ */
+static void perf_sock_setup(int fd)
+{
+    struct timeval tv  = { .tv_sec = PERF_HANDSHAKE_SEC };
+    int            one = 1;
+
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
+static void perf_sock_name(const struct sockaddr *sa, socklen_t len, char *buf, size_t size)
+{
+    char host[NI_MAXHOST], serv[NI_MAXSERV];
+
+    if (getnameinfo(sa, len, host, sizeof(host), serv, sizeof(serv),
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+        snprintf(buf, size, "?");
+        return;
+    }
+    snprintf(buf, size, "%s port %s", host, serv);
+}
+
+/*
+ * The client's hello: magic, test parameters, then the sizes; all 64-bit
+ * big-endian words, so the two hosts need not share a byte order.
+ */
+static int perf_send_params(int fd, const perf_params_t *params)
+{
+    uint64_t words[PERF_WIRE_HDR_WORDS + PERF_MAX_SIZES];
+    unsigned n = 0, i;
+
+    words[n++] = PERF_WIRE_MAGIC;
+    words[n++] = params->test;
+    words[n++] = params->iters;
+    words[n++] = params->warmup;
+    words[n++] = params->window;
+    words[n++] = (uint64_t)params->check;
+    words[n++] = params->num_sizes;
+    for (i = 0; i < params->num_sizes; ++i) {
+        words[n++] = params->sizes[i];
+    }
+    for (i = 0; i < n; ++i) {
+        words[i] = htobe64(words[i]);
+    }
+    return perf_sock_write(fd, words, n * sizeof(words[0]));
+}
+
+/* Read and check the client's hello; the same bounds as the command line. */
+static int perf_recv_params(int fd, perf_params_t *params)
+{
+    uint64_t words[PERF_WIRE_HDR_WORDS], size;
+    unsigned i;
+
+    if (perf_sock_read(fd, words, sizeof(words)) != 0) {
+        return -1;
+    }
+    for (i = 0; i < PERF_WIRE_HDR_WORDS; ++i) {
+        words[i] = be64toh(words[i]);
+    }
+
+    if (words[0] != PERF_WIRE_MAGIC) {
+        fprintf(stderr, "axon_perf server: the client is not an axon_perf of this "
+                "version (bad hello 0x%016" PRIx64 ")\n", words[0]);
+        return -1;
+    }
+    if ((words[1] >= PERF_TEST_LAST) || (words[2] == 0) || (words[2] > ULONG_MAX / 2) ||
+        (words[3] > ULONG_MAX / 2) || (words[4] == 0) || (words[4] > PERF_MAX_WINDOW) ||
+        (words[5] > 1) || (words[6] == 0) || (words[6] > PERF_MAX_SIZES)) {
+        fprintf(stderr, "axon_perf server: the client sent invalid test parameters\n");
+        return -1;
+    }
+
+    params->test      = (perf_test_t)words[1];
+    params->iters     = (unsigned long)words[2];
+    params->warmup    = (unsigned long)words[3];
+    params->window    = (unsigned)words[4];
+    params->check     = (int)words[5];
+    params->num_sizes = (unsigned)words[6];
+    for (i = 0; i < params->num_sizes; ++i) {
+        if (perf_sock_read(fd, &size, sizeof(size)) != 0) {
+            return -1;
+        }
+        size = be64toh(size);
+        if (size > SIZE_MAX / 2) {
+            fprintf(stderr, "axon_perf server: the client sent an invalid size %" PRIu64
+                    "\n", size);
+            return -1;
+        }
+        params->sizes[i] = (size_t)size;
+    }
+    return 0;
+}
+
+/*
+ * Listen on every address of this host: one IPv6 socket that also takes
+ * IPv4 clients, or IPv4 only where IPv6 is off.
+ */
+static int perf_listen(const char *port)
+{
+    struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT };
+    struct sockaddr_in  sin  = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY) };
+    struct sockaddr_storage bound;
+    socklen_t           len  = sizeof(bound);
+    uint16_t            nport = (uint16_t)strtoul(port, NULL, 10);
+    char                name[NI_MAXHOST + NI_MAXSERV + 8];
+    int                 one = 1, zero = 0;
+    int                 fd;
+
+    sin6.sin6_port = htons(nport);
+    sin.sin_port   = htons(nport);
+
+    fd = socket(AF_INET6, SOCK_STREAM, 0);
+    if (fd >= 0) {
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+        if (bind(fd, (struct sockaddr*)&sin6, sizeof(sin6)) != 0) {
+            if (errno == EADDRINUSE) {
+                goto err_bind;
+            }
+            close(fd);  /* e.g. IPv6 disabled on this host: fall back to IPv4 */
+            fd = -1;
+        }
+    }
+    if (fd < 0) {
+        fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd < 0) {
+            fprintf(stderr, "axon_perf server: socket failed: %s\n", strerror(errno));
+            return -1;
+        }
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (bind(fd, (struct sockaddr*)&sin, sizeof(sin)) != 0) {
+            goto err_bind;
+        }
+    }
+
+    if (listen(fd, 1) != 0) {
+        fprintf(stderr, "axon_perf server: listen on port %s failed: %s\n", port,
+                strerror(errno));
+        close(fd);
+        return -1;
+    }
+
+    /* With -p 0 the kernel picks the port; say which. */
+    if (getsockname(fd, (struct sockaddr*)&bound, &len) == 0) {
+        perf_sock_name((struct sockaddr*)&bound, len, name, sizeof(name));
+        printf("# axon_perf server: listening on %s\n", name);
+        fflush(stdout);
+    }
+    return fd;
+
+err_bind:
+    fprintf(stderr, "axon_perf server: cannot listen on TCP port %s: %s\n", port,
+            strerror(errno));
+    close(fd);
+    return -1;
+}
+
+/* Wait for one client (forever if wait_sec is 0); the connected socket or -1. */
+static int perf_accept(int lfd, int wait_sec)
+{
+    struct pollfd           pfd      = { .fd = lfd, .events = POLLIN };
+    double                  deadline = perf_deadline(wait_sec);
+    struct sockaddr_storage peer;
+    socklen_t               len;
+    char                    name[NI_MAXHOST + NI_MAXSERV + 8];
+    int                     ret, fd;
+
+    for (;;) {
+        ret = poll(&pfd, 1, perf_ms_left(deadline));
+        if ((ret < 0) && (errno != EINTR)) {
+            fprintf(stderr, "axon_perf server: poll failed: %s\n", strerror(errno));
+            return -1;
+        }
+        if (ret > 0) {
+            len = sizeof(peer);
+            fd  = accept(lfd, (struct sockaddr*)&peer, &len);
+            if (fd >= 0) {
+                break;
+            }
+            if ((errno != EINTR) && (errno != ECONNABORTED) && (errno != EAGAIN)) {
+                fprintf(stderr, "axon_perf server: accept failed: %s\n", strerror(errno));
+                return -1;
+            }
+        }
+        if (perf_ms_left(deadline) == 0) {
+            fprintf(stderr, "axon_perf server: no client connected within %d s "
+                    "(--wait 0 waits forever)\n", wait_sec);
+            return -1;
+        }
+    }
+
+    perf_sock_name((struct sockaddr*)&peer, len, name, sizeof(name));
+    printf("# axon_perf server: client %s connected\n", name);
+    fflush(stdout);
+    perf_sock_setup(fd);
+    return fd;
+}
+
+/* One non-blocking connect attempt bounded by timeout_ms; 0 or an errno. */
+static int perf_connect_once(const struct addrinfo *ai, int timeout_ms, int *fd_p)
+{
+    struct pollfd pfd;
+    socklen_t     len = sizeof(int);
+    int           fd, flags, err = 0;
+
+    fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+    if (fd < 0) {
+        return errno;
+    }
+    flags = fcntl(fd, F_GETFL);
+    fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+        if (errno != EINPROGRESS) {
+            err = errno;
+            goto out_close;
+        }
+        pfd.fd     = fd;
+        pfd.events = POLLOUT;
+        do {
+            err = poll(&pfd, 1, timeout_ms);
+        } while ((err < 0) && (errno == EINTR));
+        if (err == 0) {
+            err = ETIMEDOUT;
+            goto out_close;
+        }
+        if ((err < 0) || (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)) {
+            err = errno;
+            goto out_close;
+        }
+        if (err != 0) {
+            goto out_close;
+        }
+    }
+
+    fcntl(fd, F_SETFL, flags);
+    *fd_p = fd;
+    return 0;
+
+out_close:
+    close(fd);
+    return err;
+}
+
+/*
+ * Connect to the server, retrying every address until wait_sec (0: forever)
+ * has passed, so that client and server can be started at the same time.
+ */
+static int perf_connect(const char *host, const char *port, int wait_sec)
+{
+    struct addrinfo  hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+    struct addrinfo *res, *ai;
+    double           deadline = perf_deadline(wait_sec);
+    int              ret, err = 0, fd = -1, ms;
+
+    ret = getaddrinfo(host, port, &hints, &res);
+    if (ret != 0) {
+        fprintf(stderr, "axon_perf: cannot resolve '%s': %s\n", host, gai_strerror(ret));
+        return -1;
+    }
+
+    for (;;) {
+        for (ai = res; ai != NULL; ai = ai->ai_next) {
+            ms  = perf_ms_left(deadline);
+            err = perf_connect_once(ai, ((ms < 0) || (ms > 2000)) ? 2000 : ms, &fd);
+            if (err == 0) {
+                goto out;
+            }
+            if ((err != ECONNREFUSED) && (err != ETIMEDOUT) && (err != EHOSTUNREACH) &&
+                (err != ENETUNREACH) && (err != ECONNRESET) && (err != EADDRNOTAVAIL)) {
+                goto out_fail;  /* retrying will not help */
+            }
+        }
+        ms = perf_ms_left(deadline);
+        if (ms == 0) {
+            goto out_fail;
+        }
+        usleep(1000 * (((ms < 0) || (ms > PERF_RETRY_MS)) ? PERF_RETRY_MS : ms));
+    }
+
+out_fail:
+    fprintf(stderr, "axon_perf: cannot connect to %s port %s", host, port);
+    if (wait_sec > 0) {
+        fprintf(stderr, " (tried for up to %d s)", wait_sec);
+    }
+    fprintf(stderr, ": %s\n", strerror(err));
+    fd = -1;
+out:
+    freeaddrinfo(res);
+    if (fd >= 0) {
+        perf_sock_setup(fd);
+    }
+    return fd;
+}
+
+static int perf_run_server(const perf_params_t *cmdline)
+{
+    perf_params_t params = *cmdline;
+    uint64_t      accept_word = htobe64(PERF_WIRE_ACCEPT);
+    int           lfd, fd, ret;
+
+    lfd = perf_listen(params.port);
+    if (lfd < 0) {
+        return -1;
+    }
+    fd = perf_accept(lfd, (params.wait_sec < 0) ? PERF_ACCEPT_WAIT_SEC : params.wait_sec);
+    close(lfd);  /* one client per run */
+    if (fd < 0) {
+        return -1;
+    }
+
+    perf_set_alarm_handler();
+    alarm(PERF_TIMEOUT_SEC);
+    if ((perf_recv_params(fd, &params) != 0) ||
+        (perf_sock_write(fd, &accept_word, sizeof(accept_word)) != 0)) {
+        close(fd);
+        return -1;
+    }
+    printf("# axon_perf server: test=%s sizes=%u iters=%lu\n", perf_test_names[params.test],
+           params.num_sizes, params.iters);
+    fflush(stdout);
+
+    ret = perf_run(&params, fd, PERF_ROLE_SERVER);
+    close(fd);
+    alarm(0);
+    printf("# axon_perf server: %s\n", (ret == 0) ? "done" : "failed");
+    fflush(stdout);
+    return ret;
+}
+
+static int perf_run_client(const perf_params_t *params)
+{
+    uint64_t word;
+    int      fd, ret;
+
+    fd = perf_connect(params->host, params->port,
+                      (params->wait_sec < 0) ? PERF_CONNECT_WAIT_SEC : params->wait_sec);
+    if (fd < 0) {
+        return -1;
+    }
+
+    perf_set_alarm_handler();
+    alarm(PERF_TIMEOUT_SEC);
+    if ((perf_send_params(fd, params) != 0) || (perf_sock_read(fd, &word, sizeof(word)) != 0)) {
+        fprintf(stderr, "axon_perf: handshake with the server at %s port %s failed\n",
+                params->host, params->port);
+        close(fd);
+        return -1;
+    }
+    if (be64toh(word) != PERF_WIRE_ACCEPT) {
+        fprintf(stderr, "axon_perf: %s port %s is not an axon_perf server of this version\n",
+                params->host, params->port);
+        close(fd);
+        return -1;
+    }
+
+    printf("# axon_perf client: connected to %s port %s\n", params->host, params->port);
+    ret = perf_run(params, fd, PERF_ROLE_CLIENT);
+    close(fd);
+    alarm(0);
+    return ret;
+}
+
 /* ------------------------------------------------------------- arguments */
 
 static void perf_usage(FILE *stream)
 {
     fprintf(stream,
-            "Usage: axon_perf --local [options]\n"
+            "Usage: axon_perf --local [test options]        both sides on this host\n"
+            "       axon_perf -p PORT [--wait SEC]          server: wait for one client\n"
+            "       axon_perf HOST -p PORT [test options]   client: run against a server\n"
             "\n"
             "Tag-matched messaging benchmark over the Axon public API.\n"
             "\n"
             "  --local           run client and server as two processes on this host\n"
+            "  -p PORT           TCP port of the control connection: the server listens\n"
+            "                    on it (every address; 0 = any free port, printed), the\n"
+            "                    client connects to it on HOST\n"
+            "  --wait SEC        server: how long to wait for a client (default %d);\n"
+            "                    client: how long to keep retrying the server (default %d);\n"
+            "                    0 = forever\n"
+            "\n"
+            "Test options (given to the client, which passes them to the server):\n"
             "  -t TEST           tag_lat (ping-pong, default) or tag_bw (windowed stream)\n"
             "  -s SIZE[,SIZE..]  message sizes in bytes, k/m/g suffixes allowed (default 8)\n"
             "  -n ITERS          measured iterations (default 100000 for tag_lat,\n"
@@ -850,10 +1280,13 @@ static void perf_usage(FILE *stream)
             "  -c                verify received data (off by default)\n"
             "  -h, --help        print this help\n"
             "\n"
-            "The client prints one line per size:\n"
+            "The client prints a '# lanes:' line with the transports chosen, then one\n"
+            "line per size:\n"
             "  RESULT test=T tl=LANE size=S iters=N latency_us=X bandwidth_MBps=Y "
             "msgrate_Mps=Z\n"
-            "Transports follow the usual AXON_* environment variables (e.g. AXON_TLS).\n");
+            "Each side picks its transports from its own AXON_* environment (e.g.\n"
+            "AXON_TLS=tcp). Exit status: 0 success, 1 run or connection failure,\n"
+            "2 bad arguments.\n", PERF_ACCEPT_WAIT_SEC, PERF_CONNECT_WAIT_SEC);
 }
 
 /* Decimal number with an optional k/m/g (binary) suffix. */
@@ -928,12 +1361,14 @@ static int perf_parse_sizes(const char *arg, perf_params_t *params)
 static int perf_parse_args(int argc, char **argv, perf_params_t *params)
 {
     static const struct option long_opts[] = {
-        { "local", no_argument, NULL, 'L' },
-        { "help",  no_argument, NULL, 'h' },
+        { "local", no_argument,       NULL, 'L' },
+        { "wait",  required_argument, NULL, 'T' },
+        { "help",  no_argument,       NULL, 'h' },
         { NULL,    0,           NULL, 0   }
     };
     unsigned long long value;
     int                have_iters = 0, have_warmup = 0;
+    int                test_opt = 0;  /* a test option seen (the server takes none) */
     int                opt, i;
 
     memset(params, 0, sizeof(*params));
@@ -941,12 +1376,31 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
     params->sizes[0]  = 8;
     params->num_sizes = 1;
     params->window    = 32;
+    params->wait_sec  = -1;
 
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":t:s:n:w:W:ch", long_opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":t:s:n:w:W:cp:h", long_opts, NULL)) != -1) {
+        if (strchr("tsnwWc", opt) != NULL) {
+            test_opt = opt;
+        }
         switch (opt) {
         case 'L':
             params->local = 1;
+            break;
+        case 'p':
+            if ((perf_parse_number(optarg, 0, &value) != 0) || (value > 65535)) {
+                fprintf(stderr, "axon_perf: invalid port '%s' (0..65535)\n", optarg);
+                return -1;
+            }
+            params->port = optarg;
+            break;
+        case 'T':
+            if ((perf_parse_number(optarg, 0, &value) != 0) || (value > INT_MAX)) {
+                fprintf(stderr, "axon_perf: invalid --wait '%s' (seconds, 0 = forever)\n",
+                        optarg);
+                return -1;
+            }
+            params->wait_sec = (int)value;
             break;
         case 't':
             for (i = 0; i < PERF_TEST_LAST; ++i) {
@@ -1007,7 +1461,38 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
     }
 
     if (optind < argc) {
+        params->host = argv[optind++];
+    }
+    if (optind < argc) {
         fprintf(stderr, "axon_perf: unexpected argument '%s' (see -h)\n", argv[optind]);
+        return -1;
+    }
+
+    if (params->local) {
+        if ((params->host != NULL) || (params->port != NULL) || (params->wait_sec >= 0)) {
+            fprintf(stderr, "axon_perf: --local runs both sides here and takes no HOST, "
+                    "-p or --wait\n");
+            return -1;
+        }
+    } else if (params->host != NULL) {
+        if (params->port == NULL) {
+            fprintf(stderr, "axon_perf: client mode needs the server's port: "
+                    "axon_perf %s -p PORT\n", params->host);
+            return -1;
+        }
+        if (strcmp(params->port, "0") == 0) {
+            fprintf(stderr, "axon_perf: the client needs the server's port, not 0\n");
+            return -1;
+        }
+    } else if (params->port != NULL) {
+        if (test_opt != 0) {
+            fprintf(stderr, "axon_perf: -%c is a client option; the server takes the test "
+                    "parameters from its client\n", test_opt);
+            return -1;
+        }
+    } else {
+        fprintf(stderr, "axon_perf: give --local (both sides here), -p PORT (server) or "
+                "HOST -p PORT (client); see -h\n");
         return -1;
     }
 
@@ -1023,19 +1508,21 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
 int main(int argc, char **argv)
 {
     perf_params_t params;
+    int           ret;
 
     if (perf_parse_args(argc, argv, &params) != 0) {
-        return 2;
-    }
-
-    if (!params.local) {
-        fprintf(stderr, "axon_perf: cross-host mode is not available yet; "
-                "use --local to run both sides on this host\n");
         return 2;
     }
 
     /* A peer that dies must show up as an error on a write, not kill us. */
     signal(SIGPIPE, SIG_IGN);
 
-    return (perf_run_local(&params) == 0) ? 0 : 1;
+    if (params.local) {
+        ret = perf_run_local(&params);
+    } else if (params.host != NULL) {
+        ret = perf_run_client(&params);
+    } else {
+        ret = perf_run_server(&params);
+    }
+    return (ret == 0) ? 0 : 1;
 }

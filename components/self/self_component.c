@@ -79,6 +79,14 @@ static ssize_t axon_self_ep_am_bcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, axon_pa
     return (ssize_t)length;
 }
 
+/* The peer is this process: a get is a plain copy (rendezvous in one copy). */
+static axon_status_t axon_self_ep_get_zcopy(axon_tl_ep_t *tl_ep, void *buffer, size_t length,
+                                            uint64_t remote_addr, axon_tl_completion_t *comp)
+{
+    memcpy(buffer, (const void *)(uintptr_t)remote_addr, length);
+    return AXON_OK;
+}
+
 static axon_status_t axon_self_ep_flush(axon_tl_ep_t *tl_ep)
 {
     return AXON_OK;  /* delivered inside the send */
@@ -106,8 +114,9 @@ static int axon_self_iface_is_reachable(axon_iface_t *super, const void *dev_add
     return memcmp(iface_addr, &iface->params.worker_uuid, sizeof(uint64_t)) == 0;
 }
 
-static axon_status_t axon_self_ep_create(axon_iface_t *iface, const void *dev_addr,
-                                         const void *iface_addr, axon_tl_ep_t **ep_p)
+static axon_status_t axon_self_ep_create(axon_iface_t *iface, uint64_t peer_uuid,
+                                         const void *dev_addr, const void *iface_addr,
+                                         axon_tl_ep_t **ep_p)
 {
     axon_self_ep_t *ep = calloc(1, sizeof(*ep));
 
@@ -140,7 +149,10 @@ static const axon_iface_ops_t axon_self_iface_ops = {
     .ep_destroy         = axon_self_ep_destroy,
     .ep_am_short        = axon_self_ep_am_short,
     .ep_am_bcopy        = axon_self_ep_am_bcopy,
+    .ep_am_zcopy        = NULL,
+    .ep_get_zcopy       = axon_self_ep_get_zcopy,
     .ep_flush           = axon_self_ep_flush,
+    .ep_check           = NULL,
 };
 
 static axon_status_t axon_self_query(const void *config, axon_resource_t **resources_p,
@@ -155,7 +167,7 @@ static axon_status_t axon_self_query(const void *config, axon_resource_t **resou
     strcpy(rsc->dev_name, "self");
     rsc->dev_type       = AXON_DEV_TYPE_SELF;
     rsc->cap_flags      = AXON_CAP_AM_SHORT | AXON_CAP_AM_BCOPY | AXON_CAP_AM_ORDERED |
-                          AXON_CAP_CONNECT_TO_IFACE;
+                          AXON_CAP_CONNECT_TO_IFACE | AXON_CAP_GET;
     rsc->latency_ns     = 5;
     rsc->bandwidth_MBps = 20000;
     rsc->overhead_ns    = 5;

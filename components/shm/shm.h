@@ -22,10 +22,13 @@
 
 /* Options, read from AXON_SHM_* (see the table in shm_component.c). */
 typedef struct axon_shm_config {
-    unsigned  fifo_size;   /* cells in the receive ring */
-    size_t    cell_size;   /* bytes per cell, header included */
-    unsigned  rx_burst;    /* messages handled per progress call */
-    char     *prefix;      /* of segment names in /dev/shm */
+    unsigned  fifo_size;          /* cells in the receive ring */
+    unsigned  max_senders;        /* sender slots: endpoints that can send to our ring */
+    size_t    cell_size;          /* bytes per cell, header included */
+    unsigned  rx_burst;           /* messages handled per progress call */
+    char     *prefix;             /* of segment names in /dev/shm */
+    int       cma;                /* single-copy get with process_vm_readv */
+    double    liveness_interval;  /* seconds between checks that peers still live */
 } axon_shm_config_t;
 
 /* Device address: the host and the user, which decide reachability. */
@@ -35,13 +38,25 @@ typedef struct axon_shm_dev_addr {
 } __attribute__((packed)) axon_shm_dev_addr_t;
 
 /*
- * Iface address: the segment to map. The cell size lets is_reachable refuse
- * a peer whose cells cannot hold what this process sends.
+ * Iface address: the segment to map, and the process owning it (for
+ * single-copy reads and liveness checks). The cell size lets is_reachable
+ * refuse a peer whose cells cannot hold what this process sends.
  */
 typedef struct axon_shm_iface_addr {
-    char     seg_name[AXON_SHM_SEG_NAME_MAX];
-    uint32_t cell_size;
+    char            seg_name[AXON_SHM_SEG_NAME_MAX];
+    uint32_t        cell_size;
+    axon_shm_proc_t owner;
 } __attribute__((packed)) axon_shm_iface_addr_t;
+
+/* Progress calls between two looks at the clock for liveness work. */
+#define AXON_SHM_LIVENESS_TICK  256
+/* Peers checked per tick (~10 us each, a /proc read): a sweep over many peers is
+ * spread over several ticks rather than stalling one progress call. */
+#define AXON_SHM_LIVENESS_BATCH 4
+/* Seconds the head cell may stay claimed and unpublished before we look for a
+ * dead sender holding it: far above any copy into a cell, and rechecked as
+ * often while it stays stuck (a scan may read /proc). */
+#define AXON_SHM_STUCK_GRACE    0.002
 
 typedef struct axon_shm_iface {
     axon_iface_t      super;
@@ -49,20 +64,49 @@ typedef struct axon_shm_iface {
     axon_shm_fifo_t   fifo;
     uint64_t          head;           /* next position to consume; private to us */
     unsigned          rx_burst;
+    unsigned          tick_countdown; /* progress calls until the liveness tick */
     void             *am_arg;
     axon_am_handler_t am_handlers[AXON_AM_ID_MAX];
     /* Send path limits (our cells; a peer's are checked to be at least as large) */
     size_t            max_short;
     size_t            max_bcopy;
+    /* Peer liveness, slow path (shm_iface.c) */
+    axon_list_link_t  eps;            /* every endpoint of this iface */
+    axon_list_link_t *sweep_next;     /* next ep of the sweep under way, or &eps */
+    double            next_sweep;     /* when the next sweep starts */
+    double            liveness_interval;
+    unsigned          failures_pending; /* eps failed but not yet reported */
+    axon_peer_failure_cb_t peer_failure;
+    /* A head cell claimed and never published (shm_iface.c), slow path */
+    axon_shm_senders_t senders;       /* our segment's sender slots */
+    uint64_t          stuck_head;     /* the head seen stuck since stuck_since */
+    double            stuck_since;    /* < 0: head not seen stuck */
+    int               cma;            /* AXON_SHM_CMA */
     /* Addresses */
     uint64_t          host_id;
     uint32_t          uid;
+    axon_shm_proc_t   self;
     axon_shm_seg_t    seg;
 } axon_shm_iface_t;
+
+/* Endpoint flags */
+#define AXON_SHM_EP_FLAG_CMA         (1u << 0)  /* get_zcopy may read the peer's memory */
+#define AXON_SHM_EP_FLAG_CHECKABLE   (1u << 1)  /* the peer's pid means something here */
+#define AXON_SHM_EP_FLAG_REPORT      (1u << 2)  /* failed, peer_failure not yet called */
 
 typedef struct axon_shm_ep {
     axon_tl_ep_t      super;
     axon_shm_fifo_t   fifo;        /* the peer's ring, in our mapping of its segment */
+    _Atomic uint64_t *claim;       /* our sender slot's claim word, in the same mapping */
+    axon_status_t     status;      /* AXON_OK, or why the peer is gone: every send checks */
+    unsigned          flags;       /* AXON_SHM_EP_FLAG_* */
+    /* Cold: our sender slot, who the peer is, when it was last seen alive */
+    axon_shm_sender_t *slot;
+    uint64_t          slot_word;   /* its owner word while we hold it */
+    axon_shm_proc_t   peer;
+    uint64_t          peer_uuid;
+    double            last_check;
+    axon_list_link_t  list;        /* in iface->eps; unlinked if the iface closed first */
     void             *seg_addr;
     size_t            seg_length;
 } axon_shm_ep_t;
@@ -94,15 +138,27 @@ axon_status_t axon_shm_iface_open(const axon_resource_t *resource, const void *c
 axon_status_t axon_shm_iface_check_peer(const axon_shm_iface_t *iface, const void *dev_addr,
                                         const void *iface_addr, axon_log_level_t log_level,
                                         axon_shm_iface_addr_t *addr);
+/*
+ * Is ep's peer process gone? If so, fail ep with AXON_ERR_CONNECTION_RESET
+ * (reported through peer_failure from the next progress). Reads /proc.
+ */
+void          axon_shm_iface_check_ep(axon_shm_iface_t *iface, axon_shm_ep_t *ep, double now);
+/* Fail ep with status, once; peer_failure is called from the next progress. */
+void          axon_shm_iface_fail_ep(axon_shm_iface_t *iface, axon_shm_ep_t *ep,
+                                     axon_status_t status, const char *why);
 
 /* shm_ep.c */
-axon_status_t axon_shm_ep_create(axon_iface_t *tl_iface, const void *dev_addr,
-                                 const void *iface_addr, axon_tl_ep_t **ep_p);
+axon_status_t axon_shm_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid,
+                                 const void *dev_addr, const void *iface_addr,
+                                 axon_tl_ep_t **ep_p);
 void          axon_shm_ep_destroy(axon_tl_ep_t *tl_ep);
 axon_status_t axon_shm_ep_am_short(axon_tl_ep_t *tl_ep, uint8_t am_id, const void *hdr,
                                    size_t hdr_len, const void *payload, size_t length);
 ssize_t       axon_shm_ep_am_bcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, axon_pack_cb_t pack,
                                    void *arg);
+axon_status_t axon_shm_ep_get_zcopy(axon_tl_ep_t *tl_ep, void *buffer, size_t length,
+                                    uint64_t remote_addr, axon_tl_completion_t *comp);
 axon_status_t axon_shm_ep_flush(axon_tl_ep_t *tl_ep);
+axon_status_t axon_shm_ep_check(axon_tl_ep_t *tl_ep);
 
 #endif

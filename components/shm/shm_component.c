@@ -1,20 +1,26 @@
 /* The shm component: its descriptor, configuration table and resource query. */
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include "shm.h"
 #include "log.h"
 
-/* Where POSIX shm objects live on Linux; without it there is no device. */
-#define AXON_SHM_DIR "/dev/shm"
-
 /* Largest cell: lengths travel as 32 bits, and larger cells are bulk transfers. */
 #define AXON_SHM_CELL_SIZE_MAX ((size_t)1 << 30)
+/* Most sender slots: 64 bytes each in every segment, 4 MiB at this bound. */
+#define AXON_SHM_MAX_SENDERS_MAX (1u << 16)
 
 static const axon_config_entry_t axon_shm_config_table[] = {
     {"FIFO_SIZE", "256",
      "Cells in each worker's receive ring (a power of two >= 2); a sender finding it full retries",
      offsetof(axon_shm_config_t, fifo_size), AXON_CONFIG_TYPE_UINT},
+
+    {"MAX_SENDERS", "1024",
+     "Endpoints that can send to one worker's receive ring at once (one 64-byte slot each "
+     "in its segment; slots of dead processes are reused); connecting beyond that fails",
+     offsetof(axon_shm_config_t, max_senders), AXON_CONFIG_TYPE_UINT},
 
     {"CELL_SIZE", "8k",
      "Bytes per ring cell, its 16-byte header included (a multiple of 64, >= 128); "
@@ -28,6 +34,16 @@ static const axon_config_entry_t axon_shm_config_table[] = {
     {"PREFIX", "axon",
      "Name prefix of the shared-memory segments in " AXON_SHM_DIR,
      offsetof(axon_shm_config_t, prefix), AXON_CONFIG_TYPE_STRING},
+
+    {"CMA", "y",
+     "Single-copy get from a peer's memory with process_vm_readv (cross-memory attach); "
+     "n leaves gets to the upper layer's fallback",
+     offsetof(axon_shm_config_t, cma), AXON_CONFIG_TYPE_BOOL},
+
+    {"LIVENESS_INTERVAL", "100ms",
+     "How often progress checks that the processes of connected peers still live (> 0); "
+     "a dead peer is reported within about two intervals",
+     offsetof(axon_shm_config_t, liveness_interval), AXON_CONFIG_TYPE_TIME},
 
     AXON_CONFIG_END
 };
@@ -47,11 +63,55 @@ axon_status_t axon_shm_config_check(const axon_shm_config_t *config)
                    AXON_SHM_CELL_SIZE_MAX);
         return AXON_ERR_INVALID_PARAM;
     }
+    if ((config->max_senders == 0) || (config->max_senders > AXON_SHM_MAX_SENDERS_MAX)) {
+        axon_error("AXON_SHM_MAX_SENDERS=%u is invalid: must be between 1 and %u",
+                   config->max_senders, AXON_SHM_MAX_SENDERS_MAX);
+        return AXON_ERR_INVALID_PARAM;
+    }
     if (config->rx_burst == 0) {
         axon_error("AXON_SHM_RX_BURST=%u is invalid: must be >= 1", config->rx_burst);
         return AXON_ERR_INVALID_PARAM;
     }
+    if (!(config->liveness_interval > 0)) {
+        axon_error("AXON_SHM_LIVENESS_INTERVAL=%gs is invalid: must be > 0",
+                   config->liveness_interval);
+        return AXON_ERR_INVALID_PARAM;
+    }
     return axon_shm_seg_check_prefix(config->prefix, "AXON_SHM_PREFIX");
+}
+
+/*
+ * Can process_vm_readv work at all? Yama's ptrace_scope 3 forbids it to
+ * everyone; 1 (the common distribution default) allows it only towards
+ * descendants and 2 only with CAP_SYS_PTRACE, so there gets fail per peer
+ * with EPERM and fall back (axon_shm_ep_get_zcopy).
+ */
+static int axon_shm_cma_possible(void)
+{
+    char    buf[16];
+    ssize_t n;
+    int     fd, scope;
+
+    fd = open("/proc/sys/kernel/yama/ptrace_scope", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return 1;  /* no Yama: ordinary same-user ptrace rules */
+    }
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) {
+        return 1;
+    }
+    buf[n] = '\0';
+    scope  = atoi(buf);
+    if (scope >= 3) {
+        axon_debug("shm: yama ptrace_scope=%d forbids cross-memory attach, no get", scope);
+        return 0;
+    }
+    if (scope > 0) {
+        axon_debug("shm: yama ptrace_scope=%d: gets reach only peers it allows, others fall "
+                   "back", scope);
+    }
+    return 1;
 }
 
 static axon_status_t axon_shm_query(const void *config_v, axon_resource_t **resources_p,
@@ -83,14 +143,18 @@ static axon_status_t axon_shm_query(const void *config_v, axon_resource_t **reso
     snprintf(resource->dev_name, sizeof(resource->dev_name), "memory");
     resource->dev_type       = AXON_DEV_TYPE_SHM;
     resource->cap_flags      = AXON_CAP_AM_SHORT | AXON_CAP_AM_BCOPY | AXON_CAP_AM_ORDERED |
-                               AXON_CAP_CONNECT_TO_IFACE;
+                               AXON_CAP_CONNECT_TO_IFACE | AXON_CAP_PEER_FAILURE;
     /* A cache-line transfer between cores and a copy on each side. */
     resource->latency_ns     = 80;
     resource->bandwidth_MBps = 10000;
     resource->overhead_ns    = 10;
     resource->max_short      = axon_shm_max_short(config->cell_size);
     resource->max_bcopy      = axon_shm_max_bcopy(config->cell_size);
+    /* No am_zcopy; a get reads any length (ep_get_zcopy splits it for the kernel). */
     resource->max_zcopy      = 0;
+    if (config->cma && axon_shm_cma_possible()) {
+        resource->cap_flags |= AXON_CAP_GET;
+    }
     resource->ep_memory      = sizeof(axon_shm_ep_t);
 
     *resources_p = resource;

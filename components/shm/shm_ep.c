@@ -1,14 +1,33 @@
-/* shm endpoint: writes messages straight into a cell of the peer's ring. */
+/*
+ * shm endpoint: writes messages straight into a cell of the peer's ring,
+ * reads the peer's memory with process_vm_readv (get), and fails once the
+ * peer's process is known gone (shm_iface.c finds out).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 #include "shm.h"
+#include "sys.h"
 #include "log.h"
 
-axon_status_t axon_shm_ep_create(axon_iface_t *tl_iface, const void *dev_addr,
-                                 const void *iface_addr, axon_tl_ep_t **ep_p)
+/*
+ * Bytes one process_vm_readv is asked for: the kernel clamps a call to
+ * MAX_RW_COUNT (2 GiB - 4 KiB), a chunk below that always goes whole
+ * unless it faults.
+ */
+#define AXON_SHM_CMA_CHUNK ((size_t)1 << 30)
+
+axon_status_t axon_shm_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid,
+                                 const void *dev_addr, const void *iface_addr,
+                                 axon_tl_ep_t **ep_p)
 {
     axon_shm_iface_t      *iface = (axon_shm_iface_t*)tl_iface;
     axon_shm_iface_addr_t  addr;
+    axon_shm_senders_t     senders;
+    axon_shm_proc_t        self;
     axon_shm_ep_t         *ep;
     axon_status_t          status;
 
@@ -29,29 +48,92 @@ axon_status_t axon_shm_ep_create(axon_iface_t *tl_iface, const void *dev_addr,
 
     /* Our cell size, not the peer's: a pack callback may fill all of our max_bcopy. */
     status = axon_shm_seg_attach(addr.seg_name, iface->fifo.cell_size, &ep->seg_addr,
-                                 &ep->seg_length, &ep->fifo);
+                                 &ep->seg_length, &ep->fifo, &senders);
     if (status != AXON_OK) {
-        free(ep);
-        return status;
+        goto err_free;
     }
+    /* Our slot in the peer's segment says who claims which of its cells. It must
+     * name the process that sends: a child forked after iface_open is not us. */
+    self = iface->self;
+    if (self.pid != (int32_t)getpid()) {
+        axon_shm_proc_self(&self);
+    }
+    status = axon_shm_sender_acquire(&senders, &ep->fifo, &self, addr.seg_name, &ep->slot,
+                                     &ep->slot_word);
+    if (status != AXON_OK) {
+        goto err_detach;
+    }
+    ep->claim = &ep->slot->claim;
 
     ep->super.iface = tl_iface;
+    ep->status      = AXON_OK;
+    ep->peer        = addr.owner;
+    ep->peer_uuid   = peer_uuid;
+    ep->last_check  = axon_sys_time_sec();
+    if (axon_shm_proc_comparable(&ep->peer, &iface->self)) {
+        ep->flags = AXON_SHM_EP_FLAG_CHECKABLE | (iface->cma ? AXON_SHM_EP_FLAG_CMA : 0);
+    } else {
+        axon_debug("shm: the owner of %s (pid %d) is in other namespaces or has no /proc: "
+                   "no get from it and no liveness checks", addr.seg_name, ep->peer.pid);
+    }
+    axon_list_add_tail(&iface->eps, &ep->list);
+
     *ep_p = &ep->super;
     return AXON_OK;
+
+err_detach:
+    axon_shm_seg_detach(ep->seg_addr, ep->seg_length);
+err_free:
+    free(ep);
+    return status;
 }
 
 void axon_shm_ep_destroy(axon_tl_ep_t *tl_ep)
 {
-    axon_shm_ep_t *ep = (axon_shm_ep_t*)tl_ep;
+    axon_shm_ep_t    *ep    = (axon_shm_ep_t*)tl_ep;
+    axon_shm_iface_t *iface = (axon_shm_iface_t*)tl_ep->iface;
 
+    /* Unlinked: the iface closed first and must not be touched. */
+    if (!axon_list_is_empty(&ep->list)) {
+        if (iface->sweep_next == &ep->list) {
+            iface->sweep_next = ep->list.next;
+        }
+        if (ep->flags & AXON_SHM_EP_FLAG_REPORT) {
+            --iface->failures_pending;
+        }
+        axon_list_del(&ep->list);
+    }
+    axon_shm_sender_release(ep->slot, ep->slot_word);
     axon_shm_seg_detach(ep->seg_addr, ep->seg_length);
     free(ep);
 }
 
+/*
+ * The peer's ring is full. A live peer drains it eventually, a dead one
+ * never: look at the peer's process, at most once per liveness interval,
+ * so a sender retrying on a dead peer's ring fails instead of spinning.
+ */
 static __attribute__((noinline, cold))
-axon_status_t axon_shm_ep_am_short_invalid(const axon_shm_iface_t *iface, uint8_t am_id,
+axon_status_t axon_shm_ep_full(axon_shm_ep_t *ep)
+{
+    axon_shm_iface_t *iface = (axon_shm_iface_t*)ep->super.iface;
+    double            now   = axon_sys_time_sec();
+
+    if (now - ep->last_check >= iface->liveness_interval) {
+        axon_shm_iface_check_ep(iface, ep, now);
+    }
+    return (ep->status != AXON_OK) ? ep->status : AXON_ERR_NO_RESOURCE;
+}
+
+static __attribute__((noinline, cold))
+axon_status_t axon_shm_ep_am_short_invalid(const axon_shm_ep_t *ep, uint8_t am_id,
                                            size_t hdr_len, size_t length)
 {
+    const axon_shm_iface_t *iface = (const axon_shm_iface_t*)ep->super.iface;
+
+    if (ep->status != AXON_OK) {
+        return ep->status;
+    }
     if (am_id >= AXON_AM_ID_MAX) {
         axon_error("shm: am_short with invalid am_id %u (max %d)", am_id, AXON_AM_ID_MAX - 1);
     } else {
@@ -71,15 +153,17 @@ axon_status_t axon_shm_ep_am_short(axon_tl_ep_t *tl_ep, uint8_t am_id, const voi
     uint64_t                pos;
     char                   *dest;
 
-    /* Written so that hdr_len + length cannot wrap around. */
-    if (__builtin_expect((am_id >= AXON_AM_ID_MAX) || (length > iface->max_short) ||
-                         (hdr_len > iface->max_short - length), 0)) {
-        return axon_shm_ep_am_short_invalid(iface, am_id, hdr_len, length);
+    /* A failed ep joins the argument checks: one branch, not taken. hdr_len +
+     * length is written so that it cannot wrap around. */
+    if (__builtin_expect((ep->status != AXON_OK) || (am_id >= AXON_AM_ID_MAX) ||
+                         (length > iface->max_short) || (hdr_len > iface->max_short - length),
+                         0)) {
+        return axon_shm_ep_am_short_invalid(ep, am_id, hdr_len, length);
     }
 
-    status = axon_shm_fifo_claim(&ep->fifo, &cell, &pos);
+    status = axon_shm_fifo_claim(&ep->fifo, ep->claim, &cell, &pos);
     if (__builtin_expect(status != AXON_OK, 0)) {
-        return status;
+        return axon_shm_ep_full(ep);
     }
 
     /* Skip empty copies: memcpy's pointers must be valid even for 0 bytes. */
@@ -94,6 +178,16 @@ axon_status_t axon_shm_ep_am_short(axon_tl_ep_t *tl_ep, uint8_t am_id, const voi
     return AXON_OK;
 }
 
+static __attribute__((noinline, cold))
+ssize_t axon_shm_ep_am_bcopy_invalid(const axon_shm_ep_t *ep, uint8_t am_id)
+{
+    if (ep->status != AXON_OK) {
+        return ep->status;
+    }
+    axon_error("shm: am_bcopy with invalid am_id %u (max %d)", am_id, AXON_AM_ID_MAX - 1);
+    return AXON_ERR_INVALID_PARAM;
+}
+
 ssize_t axon_shm_ep_am_bcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, axon_pack_cb_t pack, void *arg)
 {
     axon_shm_ep_t          *ep    = (axon_shm_ep_t*)tl_ep;
@@ -103,14 +197,13 @@ ssize_t axon_shm_ep_am_bcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, axon_pack_cb_t 
     uint64_t                pos;
     size_t                  length;
 
-    if (__builtin_expect(am_id >= AXON_AM_ID_MAX, 0)) {
-        axon_error("shm: am_bcopy with invalid am_id %u (max %d)", am_id, AXON_AM_ID_MAX - 1);
-        return AXON_ERR_INVALID_PARAM;
+    if (__builtin_expect((ep->status != AXON_OK) || (am_id >= AXON_AM_ID_MAX), 0)) {
+        return axon_shm_ep_am_bcopy_invalid(ep, am_id);
     }
 
-    status = axon_shm_fifo_claim(&ep->fifo, &cell, &pos);
+    status = axon_shm_fifo_claim(&ep->fifo, ep->claim, &cell, &pos);
     if (__builtin_expect(status != AXON_OK, 0)) {
-        return status;
+        return axon_shm_ep_full(ep);
     }
 
     length = pack(axon_shm_cell_payload(cell), arg);
@@ -125,8 +218,86 @@ ssize_t axon_shm_ep_am_bcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, axon_pack_cb_t 
     return (ssize_t)length;
 }
 
+/* A get failed with errno err after done of length bytes; says what it means for ep. */
+static __attribute__((noinline, cold))
+axon_status_t axon_shm_ep_get_failed(axon_shm_ep_t *ep, int err, void *buffer, size_t length,
+                                     uint64_t remote_addr, size_t done)
+{
+    axon_shm_iface_t *iface = (axon_shm_iface_t*)ep->super.iface;
+
+    switch (err) {
+    case EPERM:
+    case ENOSYS:
+        /* Policy (ptrace rules, Yama, no CMA in the kernel): no use asking again. */
+        ep->flags &= ~AXON_SHM_EP_FLAG_CMA;
+        axon_debug("shm: cannot read the memory of peer process %d: %s; gets from it fall "
+                   "back", ep->peer.pid, strerror(err));
+        return AXON_ERR_UNSUPPORTED;
+    case ESRCH:
+        axon_shm_iface_fail_ep(iface, ep, AXON_ERR_CONNECTION_RESET,
+                               "no such process (process_vm_readv)");
+        return AXON_ERR_CONNECTION_RESET;
+    case EFAULT:
+        axon_error("shm: get of %zu bytes at 0x%llx from peer process %d into %p: bad address "
+                   "(%zu bytes read before)", length, (unsigned long long)remote_addr,
+                   ep->peer.pid, buffer, done);
+        return AXON_ERR_INVALID_PARAM;
+    case ENOMEM:
+        axon_error("shm: get of %zu bytes from peer process %d: %s", length, ep->peer.pid,
+                   strerror(err));
+        return AXON_ERR_NO_MEMORY;
+    default:
+        axon_error("shm: get of %zu bytes at 0x%llx from peer process %d: %s", length,
+                   (unsigned long long)remote_addr, ep->peer.pid, strerror(err));
+        return AXON_ERR_IO_ERROR;
+    }
+}
+
+axon_status_t axon_shm_ep_get_zcopy(axon_tl_ep_t *tl_ep, void *buffer, size_t length,
+                                    uint64_t remote_addr, axon_tl_completion_t *comp)
+{
+    axon_shm_ep_t *ep   = (axon_shm_ep_t*)tl_ep;
+    size_t         done = 0;
+    struct iovec   local, remote;
+    ssize_t        ret;
+
+    if (ep->status != AXON_OK) {
+        return ep->status;
+    }
+    if (!(ep->flags & AXON_SHM_EP_FLAG_CMA)) {
+        return AXON_ERR_UNSUPPORTED;
+    }
+
+    /* A read stops short at a page it cannot access; the next call then says why. */
+    while (done < length) {
+        local.iov_base  = (char*)buffer + done;
+        local.iov_len   = length - done;
+        if (local.iov_len > AXON_SHM_CMA_CHUNK) {
+            local.iov_len = AXON_SHM_CMA_CHUNK;
+        }
+        remote.iov_base = (void*)(uintptr_t)(remote_addr + done);
+        remote.iov_len  = local.iov_len;
+        ret = process_vm_readv(ep->peer.pid, &local, 1, &remote, 1, 0);
+        if (__builtin_expect(ret > 0, 1)) {
+            done += (size_t)ret;
+        } else if ((ret < 0) && (errno == EINTR)) {
+            continue;
+        } else {
+            /* 0 bytes without an error would loop forever: call it a fault. */
+            return axon_shm_ep_get_failed(ep, (ret < 0) ? errno : EFAULT, buffer, length,
+                                          remote_addr, done);
+        }
+    }
+    return AXON_OK;
+}
+
 axon_status_t axon_shm_ep_flush(axon_tl_ep_t *tl_ep)
 {
     /* A message is in the peer's memory once published: nothing is ever in flight. */
     return AXON_OK;
+}
+
+axon_status_t axon_shm_ep_check(axon_tl_ep_t *tl_ep)
+{
+    return ((const axon_shm_ep_t*)tl_ep)->status;
 }

@@ -9,6 +9,11 @@
  * cells[pos & mask] holds seq == pos when free for that lap, pos + 1 once
  * published, and pos + size once consumed (free for the next lap).
  *
+ * A producer that dies between claiming a cell and publishing it would stop
+ * the consumer for good. So every producer first writes the position it is
+ * about to claim into its claim word (a line of the segment only it writes,
+ * shm_seg.h), and the consumer can later prove who held a stuck cell.
+ *
  * Everything here is static inline: it is the whole send and receive path.
  */
 #ifndef AXON_SHM_FIFO_H
@@ -86,13 +91,18 @@ static inline void axon_shm_fifo_init(const axon_shm_fifo_t *fifo)
     atomic_init(&fifo->ctl->tail, 0);
 }
 
+/* A claim word's value when its producer is not trying any position. */
+#define AXON_SHM_FIFO_CLAIM_NONE UINT64_MAX
+
 /*
- * Producer: take the next free cell. AXON_ERR_NO_RESOURCE when the ring is
- * full; nothing was written then, so the caller may simply retry later.
- * A claimed cell must be published, even if the caller has nothing to say
- * (the consumer waits for cells in order).
+ * Producer: take the next free cell, announcing each position tried in
+ * *claim first (see axon_shm_senders_unstick() for why this is enough).
+ * AXON_ERR_NO_RESOURCE when the ring is full; no cell was taken then, so the
+ * caller may simply retry later. A claimed cell must be published, even if
+ * the caller has nothing to say (the consumer waits for cells in order).
  */
 static inline axon_status_t axon_shm_fifo_claim(const axon_shm_fifo_t *fifo,
+                                                _Atomic uint64_t *claim,
                                                 axon_shm_cell_t **cell_p, uint64_t *pos_p)
 {
     uint64_t         pos = atomic_load_explicit(&fifo->ctl->tail, memory_order_relaxed);
@@ -106,16 +116,21 @@ static inline axon_status_t axon_shm_fifo_claim(const axon_shm_fifo_t *fifo,
         seq  = atomic_load_explicit(&cell->seq, memory_order_acquire);
         diff = (int64_t)(seq - pos);
         if (diff == 0) {
-            /* On failure pos is reloaded with the current tail. */
+            /* Announce, then claim. Release on both: a consumer that sees the tail
+             * past pos sees this store (or a later one of ours, made after we
+             * published pos). On failure pos is reloaded with the current tail. */
+            atomic_store_explicit(claim, pos, memory_order_release);
             if (atomic_compare_exchange_weak_explicit(&fifo->ctl->tail, &pos, pos + 1,
-                                                      memory_order_relaxed,
+                                                      memory_order_release,
                                                       memory_order_relaxed)) {
                 *cell_p = cell;
                 *pos_p  = pos;
                 return AXON_OK;
             }
         } else if (__builtin_expect(diff < 0, 0)) {
-            /* The cell still holds the previous lap: the consumer is a lap behind. */
+            /* The cell still holds the previous lap: the consumer is a lap behind.
+             * Withdraw a claim that lost its race, so it cannot look like ours. */
+            atomic_store_explicit(claim, AXON_SHM_FIFO_CLAIM_NONE, memory_order_release);
             return AXON_ERR_NO_RESOURCE;
         } else {
             /* Another producer took pos; catch up with the tail. */
@@ -150,6 +165,29 @@ static inline void axon_shm_fifo_release(const axon_shm_fifo_t *fifo, axon_shm_c
                                          uint64_t head)
 {
     atomic_store_explicit(&cell->seq, head + fifo->mask + 1, memory_order_release);
+}
+
+/* Consumer: is the cell at head claimed by a producer but not published yet? */
+static inline int axon_shm_fifo_is_claimed(const axon_shm_fifo_t *fifo, uint64_t head)
+{
+    /* Acquire pairs with the producers' release CAS: their claim words are
+     * visible to whatever the caller reads next. */
+    return (atomic_load_explicit(&fifo->ctl->tail, memory_order_acquire) != head) &&
+           (axon_shm_fifo_peek(fifo, head) == NULL);
+}
+
+/*
+ * Consumer: give the claimed, unpublished cell at head back to producers,
+ * for the next lap, without reading it: its producer is known dead. A CAS,
+ * so a cell published meanwhile is never lost. 1 if the cell was dropped.
+ */
+static inline int axon_shm_fifo_drop_claimed(const axon_shm_fifo_t *fifo, uint64_t head)
+{
+    uint64_t seq = head;
+
+    return atomic_compare_exchange_strong_explicit(&axon_shm_fifo_cell(fifo, head)->seq, &seq,
+                                                   head + fifo->mask + 1,
+                                                   memory_order_acq_rel, memory_order_acquire);
 }
 
 #endif

@@ -30,25 +30,37 @@ axon_status_t axon_shm_iface_open(const axon_resource_t *resource, const void *c
         return AXON_ERR_NO_MEMORY;
     }
 
+    iface->host_id = axon_sys_host_id();
+    iface->uid     = (uint32_t)geteuid();
+    axon_shm_proc_self(&iface->self);
+
     status = axon_shm_seg_create(config->prefix, config->fifo_size, config->cell_size,
-                                 &iface->seg, &iface->fifo);
+                                 config->max_senders, iface->host_id, &iface->self,
+                                 &iface->seg, &iface->fifo, &iface->senders);
     if (status != AXON_OK) {
         goto err_free;
     }
 
-    iface->super.ops      = &axon_shm_iface_ops;
-    iface->super.resource = resource;
-    iface->head           = 0;
-    iface->rx_burst       = config->rx_burst;
-    iface->am_arg         = params->am_arg;
+    iface->super.ops         = &axon_shm_iface_ops;
+    iface->super.resource    = resource;
+    iface->head              = 0;
+    iface->rx_burst          = config->rx_burst;
+    iface->tick_countdown    = AXON_SHM_LIVENESS_TICK;
+    iface->am_arg            = params->am_arg;
     /* A copy: the handler table is read on every message, keep it next to the ring. */
     if (params->am_handlers != NULL) {
         memcpy(iface->am_handlers, params->am_handlers, sizeof(iface->am_handlers));
     }
-    iface->max_short      = axon_shm_max_short(config->cell_size);
-    iface->max_bcopy      = axon_shm_max_bcopy(config->cell_size);
-    iface->host_id        = axon_sys_host_id();
-    iface->uid            = (uint32_t)geteuid();
+    iface->max_short         = axon_shm_max_short(config->cell_size);
+    iface->max_bcopy         = axon_shm_max_bcopy(config->cell_size);
+    axon_list_init(&iface->eps);
+    iface->sweep_next        = &iface->eps;
+    iface->liveness_interval = config->liveness_interval;
+    iface->next_sweep        = axon_sys_time_sec() + config->liveness_interval;
+    iface->failures_pending  = 0;
+    iface->peer_failure      = params->peer_failure;
+    iface->stuck_since       = -1;
+    iface->cma               = config->cma && (resource->cap_flags & AXON_CAP_GET);
 
     *iface_p = &iface->super;
     return AXON_OK;
@@ -61,9 +73,134 @@ err_free:
 static void axon_shm_iface_close(axon_iface_t *tl_iface)
 {
     axon_shm_iface_t *iface = (axon_shm_iface_t*)tl_iface;
+    axon_shm_ep_t    *ep, *tmp;
 
+    /* Endpoints should go first; unlinked, a later ep_destroy leaves the iface alone. */
+    axon_list_for_each_safe(ep, tmp, &iface->eps, list) {
+        axon_warn("shm %s: closing with endpoint %p still open", iface->seg.name, (void*)ep);
+        axon_list_del(&ep->list);
+    }
     axon_shm_seg_destroy(&iface->seg);
     free(iface);
+}
+
+/* ---------------------------------------------------------------- peer liveness */
+
+void axon_shm_iface_fail_ep(axon_shm_iface_t *iface, axon_shm_ep_t *ep, axon_status_t status,
+                            const char *why)
+{
+    if (ep->status != AXON_OK) {
+        return;
+    }
+    axon_warn("shm %s: peer %016llx (pid %d) is gone: %s", iface->seg.name,
+              (unsigned long long)ep->peer_uuid, ep->peer.pid, why);
+    ep->status  = status;
+    ep->flags  |= AXON_SHM_EP_FLAG_REPORT;
+    ++iface->failures_pending;
+    /* Report from the very next progress call. */
+    iface->tick_countdown = 1;
+}
+
+void axon_shm_iface_check_ep(axon_shm_iface_t *iface, axon_shm_ep_t *ep, double now)
+{
+    const char *why;
+
+    ep->last_check = now;
+    if ((ep->status == AXON_OK) && (ep->flags & AXON_SHM_EP_FLAG_CHECKABLE) &&
+        axon_shm_proc_is_gone(&ep->peer, &why)) {
+        axon_shm_iface_fail_ep(iface, ep, AXON_ERR_CONNECTION_RESET, why);
+    }
+}
+
+/*
+ * Call peer_failure for each failed, unreported ep. The callback may destroy
+ * endpoints (any of them) or progress this iface again, so every report
+ * restarts from the list head instead of keeping a cursor. It must not
+ * close the iface.
+ */
+static unsigned axon_shm_iface_report_failures(axon_shm_iface_t *iface)
+{
+    axon_shm_ep_t *ep;
+    unsigned       count = 0;
+    int            found;
+
+    while (iface->failures_pending > 0) {
+        found = 0;
+        axon_list_for_each(ep, &iface->eps, list) {
+            if (ep->flags & AXON_SHM_EP_FLAG_REPORT) {
+                found = 1;
+                break;
+            }
+        }
+        if (!found) {
+            iface->failures_pending = 0;  /* cannot happen: ep_destroy keeps the count */
+            break;
+        }
+        ep->flags &= ~AXON_SHM_EP_FLAG_REPORT;
+        --iface->failures_pending;
+        ++count;
+        if (iface->peer_failure != NULL) {
+            iface->peer_failure(iface->am_arg, ep->peer_uuid, ep->status);
+        }
+    }
+    return count;
+}
+
+/*
+ * The head cell is claimed but not published: normal for the moment a sender
+ * copies into it, fatal if that sender died. Once it stays so for the grace,
+ * find out (every grace) whether a dead sender holds it, and then skip it.
+ */
+static void axon_shm_iface_watch_head(axon_shm_iface_t *iface, double now)
+{
+    uint64_t head = iface->head;
+
+    if (!axon_shm_fifo_is_claimed(&iface->fifo, head)) {
+        iface->stuck_since = -1;
+        return;
+    }
+    if ((iface->stuck_since < 0) || (iface->stuck_head != head)) {
+        iface->stuck_head  = head;
+        iface->stuck_since = now;
+        return;
+    }
+    if (now - iface->stuck_since < AXON_SHM_STUCK_GRACE) {
+        return;
+    }
+    iface->stuck_since = now;
+    if (axon_shm_senders_unstick(&iface->senders, &iface->fifo, head, &iface->self,
+                                 iface->seg.name)) {
+        iface->head        = head + 1;
+        iface->stuck_since = -1;
+    }
+}
+
+/*
+ * Every AXON_SHM_LIVENESS_TICK progress calls: watch for a stuck head; start
+ * a sweep over the eps once per interval, check a few eps of it per tick
+ * (each check reads /proc, so a sweep over many peers must not stall one
+ * progress call), then report what failed.
+ */
+static __attribute__((noinline, cold))
+unsigned axon_shm_iface_tick(axon_shm_iface_t *iface)
+{
+    double   now = axon_sys_time_sec();
+    unsigned batch;
+
+    iface->tick_countdown = AXON_SHM_LIVENESS_TICK;
+    axon_shm_iface_watch_head(iface, now);
+    if ((iface->sweep_next == &iface->eps) && (now >= iface->next_sweep)) {
+        iface->sweep_next = iface->eps.next;
+        iface->next_sweep = now + iface->liveness_interval;
+    }
+    for (batch = 0; (batch < AXON_SHM_LIVENESS_BATCH) && (iface->sweep_next != &iface->eps);
+         ++batch) {
+        axon_shm_ep_t *ep = axon_container_of(iface->sweep_next, axon_shm_ep_t, list);
+
+        iface->sweep_next = ep->list.next;
+        axon_shm_iface_check_ep(iface, ep, now);
+    }
+    return axon_shm_iface_report_failures(iface);
 }
 
 /* Out of line: a message no handler wants is a bug somewhere, not a fast path. */
@@ -114,6 +251,9 @@ static unsigned axon_shm_iface_progress(axon_iface_t *tl_iface)
         /* Only now may a sender overwrite the cell: data was valid during the handler. */
         axon_shm_fifo_release(&iface->fifo, cell, pos);
     }
+    if (__builtin_expect(--iface->tick_countdown == 0, 0)) {
+        count += axon_shm_iface_tick(iface);
+    }
     return count;
 }
 
@@ -133,6 +273,7 @@ static axon_status_t axon_shm_iface_get_address(axon_iface_t *tl_iface, void *de
     memset(&addr, 0, sizeof(addr));
     memcpy(addr.seg_name, iface->seg.name, sizeof(addr.seg_name));
     addr.cell_size = (uint32_t)iface->fifo.cell_size;
+    addr.owner     = iface->self;
     memcpy(iface_addr, &addr, sizeof(addr));
     return AXON_OK;
 }
@@ -195,5 +336,8 @@ static const axon_iface_ops_t axon_shm_iface_ops = {
     .ep_destroy         = axon_shm_ep_destroy,
     .ep_am_short        = axon_shm_ep_am_short,
     .ep_am_bcopy        = axon_shm_ep_am_bcopy,
+    .ep_am_zcopy        = NULL,  /* not offered: AMs go through cells, bulk data by get */
+    .ep_get_zcopy       = axon_shm_ep_get_zcopy,
     .ep_flush           = axon_shm_ep_flush,
+    .ep_check           = axon_shm_ep_check,
 };

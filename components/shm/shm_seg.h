@@ -2,14 +2,22 @@
  * Shared-memory segments: one per iface, a POSIX shm object in /dev/shm
  * named /<prefix>-<uid>-<pid>-<counter>. Layout, in 64-byte lines:
  *
- *   line 0    axon_shm_seg_ctl_t: magic, version, ring geometry (read-only
- *             once the magic is set)
+ *   line 0    axon_shm_seg_ctl_t: magic, version, ring geometry, owner
+ *             (read-only once the magic is set)
  *   line 1    the ring's tail (axon_shm_fifo_ctl_t), written by producers
- *   line 2..  fifo_size cells of cell_size bytes
+ *   line 2    axon_shm_senders_ctl_t: how many sender slots were ever taken
+ *   line 3..  senders sender slots (axon_shm_sender_t), one per endpoint
+ *             sending to this ring, each written by its endpoint only
+ *   then      fifo_size cells of cell_size bytes, at cells_offset
  *
  * The creator unlinks its segment when the iface closes, or at process exit
  * for ifaces never closed. A peer maps the segment by name and keeps the
  * mapping, so unlinking does not disturb endpoints already connected.
+ * Segments of processes killed before they could unlink are reaped by the
+ * next process of the same user that opens an iface (axon_shm_seg_create).
+ *
+ * This file also knows processes by identity (axon_shm_proc_t): a pid alone
+ * is reused, and means nothing in another pid namespace.
  */
 #ifndef AXON_SHM_SEG_H
 #define AXON_SHM_SEG_H
@@ -22,9 +30,26 @@
 #include "list.h"
 #include "shm_fifo.h"
 
+/* Where POSIX shm objects live on Linux (glibc's shm_open directory). */
+#define AXON_SHM_DIR          "/dev/shm"
+
 #define AXON_SHM_SEG_MAGIC    0x314d48534e4f5841ull  /* "AXONSHM1" little-endian */
-#define AXON_SHM_SEG_VERSION  1
+#define AXON_SHM_SEG_VERSION  3                      /* 3: sender slots */
+#define AXON_SHM_SEG_VERSION_REAP 2                  /* oldest whose control line we can reap */
 #define AXON_SHM_SEG_NAME_MAX 48                     /* with the NUL; fixed in addresses */
+
+/*
+ * A process across pid reuse: its pid, its start time, and the namespaces
+ * both are read in. Two identities are comparable only with equal, known
+ * ns ids: a pid from another pid namespace names some other process here,
+ * and start times shift with the time namespace of the reader.
+ */
+typedef struct axon_shm_proc {
+    uint64_t start_time;  /* clock ticks after boot, /proc/<pid>/stat field 22; 0 = unknown */
+    uint64_t ns_id;       /* hash of the pid and time namespaces; 0 = unknown */
+    int32_t  pid;
+    uint32_t reserved;
+} axon_shm_proc_t;
 
 typedef struct axon_shm_seg_ctl {
     /* Set last, with release: a peer that sees it sees the whole layout. */
@@ -33,11 +58,44 @@ typedef struct axon_shm_seg_ctl {
     uint32_t         fifo_size;     /* cells, a power of two */
     uint32_t         cell_size;     /* bytes per cell with its header */
     uint32_t         cells_offset;  /* from the start of the segment */
-    int32_t          owner_pid;     /* for diagnostics only */
     uint32_t         owner_uid;
+    uint32_t         senders;       /* sender slots, from line 3 on */
+    uint64_t         host_id;       /* axon_sys_host_id() of the creator */
+    axon_shm_proc_t  owner;         /* the creator: lets a later process prove it dead */
 } __attribute__((aligned(AXON_SHM_FIFO_ALIGN))) axon_shm_seg_ctl_t;
 
 _Static_assert(sizeof(axon_shm_seg_ctl_t) == AXON_SHM_FIFO_ALIGN, "shm control line");
+
+/*
+ * Sender slots. Every endpoint sending to a ring holds one for its lifetime:
+ * claim says which position it tries (axon_shm_fifo_claim), the rest who it
+ * is, so that the ring's owner can prove a stuck cell's producer dead and
+ * skip the cell (axon_shm_senders_unstick). The owner word packs the pid,
+ * a ready bit (the identity below is written) and a generation that changes
+ * with every change of hands, so a CAS on it cannot hit a later owner.
+ */
+#define AXON_SHM_SENDER_PID_MASK  0xffffffffull  /* 0: the slot is free */
+#define AXON_SHM_SENDER_READY     (1ull << 32)
+#define AXON_SHM_SENDER_GEN_ONE   (1ull << 33)
+
+typedef struct axon_shm_sender {
+    _Atomic uint64_t claim;       /* position tried last, or AXON_SHM_FIFO_CLAIM_NONE */
+    _Atomic uint64_t owner;       /* AXON_SHM_SENDER_* word */
+    _Atomic uint64_t start_time;  /* the owner's axon_shm_proc_t, valid once READY */
+    _Atomic uint64_t ns_id;
+} __attribute__((aligned(AXON_SHM_FIFO_ALIGN))) axon_shm_sender_t;
+
+/* Slots at and above hwm were never taken: scans stop there. */
+typedef struct axon_shm_senders_ctl {
+    _Atomic uint32_t hwm;
+} __attribute__((aligned(AXON_SHM_FIFO_ALIGN))) axon_shm_senders_ctl_t;
+
+/* A process's view of a segment's sender slots. */
+typedef struct axon_shm_senders {
+    axon_shm_senders_ctl_t *ctl;
+    axon_shm_sender_t      *slots;
+    uint32_t                count;
+} axon_shm_senders_t;
 
 /* A segment this process created. */
 typedef struct axon_shm_seg {
@@ -52,22 +110,68 @@ typedef struct axon_shm_seg {
 axon_status_t axon_shm_seg_check_prefix(const char *prefix, const char *var_name);
 
 /*
- * Create, size and map a new segment and build an empty ring in it (fifo:
- * the owner's view of it). The segment is unlinked by axon_shm_seg_destroy()
- * or, if never destroyed, when the process exits.
+ * Create, size and map a new segment with an empty ring and nsenders free
+ * sender slots (fifo, senders: the owner's views of them); host_id and owner
+ * go into its control line. The first call in a process first reaps the
+ * segments of dead processes (see shm_seg.c). The segment is unlinked by
+ * axon_shm_seg_destroy() or, if never destroyed, when the process exits.
  */
 axon_status_t axon_shm_seg_create(const char *prefix, unsigned fifo_size, size_t cell_size,
-                                  axon_shm_seg_t *seg, axon_shm_fifo_t *fifo);
+                                  unsigned nsenders, uint64_t host_id,
+                                  const axon_shm_proc_t *owner, axon_shm_seg_t *seg,
+                                  axon_shm_fifo_t *fifo, axon_shm_senders_t *senders);
 void          axon_shm_seg_destroy(axon_shm_seg_t *seg);
 
 /*
  * Map a peer's segment by name and check its layout; min_cell_size is the
  * smallest cell the caller can fill. On success *addr_p and *length_p are the
- * mapping and fifo a view of the peer's ring. Failure: AXON_ERR_UNREACHABLE
- * with an error line naming the segment.
+ * mapping, fifo and senders views of the peer's ring and sender slots.
+ * Failure: AXON_ERR_UNREACHABLE with an error line naming the segment.
  */
 axon_status_t axon_shm_seg_attach(const char *name, size_t min_cell_size, void **addr_p,
-                                  size_t *length_p, axon_shm_fifo_t *fifo);
+                                  size_t *length_p, axon_shm_fifo_t *fifo,
+                                  axon_shm_senders_t *senders);
 void          axon_shm_seg_detach(void *addr, size_t length);
+
+/* This process's identity; fields it cannot learn (no /proc) are 0. */
+void          axon_shm_proc_self(axon_shm_proc_t *proc);
+
+/* Can self tell whether the process proc names is alive, and read its memory by pid? */
+static inline int axon_shm_proc_comparable(const axon_shm_proc_t *proc,
+                                           const axon_shm_proc_t *self)
+{
+    return (proc->ns_id != 0) && (proc->ns_id == self->ns_id) && (proc->pid > 0);
+}
+
+/*
+ * Is the process (comparable with ours) verifiably gone: no such pid, an
+ * exited zombie, or the pid now held by a process started at another time?
+ * Sets *why then. 0 when it lives or we cannot tell. Reads /proc: slow path.
+ */
+int           axon_shm_proc_is_gone(const axon_shm_proc_t *proc, const char **why);
+
+/*
+ * Take a sender slot of a peer's segment for an endpoint of process self:
+ * a free one, else one whose owner is verifiably dead and holds no cell of
+ * the ring. *slot_p and *word_p (the owner word, for the release) are set on
+ * success. AXON_ERR_NO_RESOURCE with an error line naming seg_name when
+ * every slot is taken. Slow path: may read /proc for every slot.
+ */
+axon_status_t axon_shm_sender_acquire(const axon_shm_senders_t *senders,
+                                      const axon_shm_fifo_t *fifo, const axon_shm_proc_t *self,
+                                      const char *seg_name, axon_shm_sender_t **slot_p,
+                                      uint64_t *word_p);
+/* Give the slot back (every cell the endpoint claimed is published). */
+void          axon_shm_sender_release(axon_shm_sender_t *slot, uint64_t word);
+
+/*
+ * Ring owner, when the cell at head has stayed claimed but unpublished for a
+ * while: if every sender slot announcing head belongs to a dead process,
+ * give the cell back to producers and free those slots. 1 if the cell was
+ * dropped (head must then advance), 0 if it must be waited for.
+ */
+int           axon_shm_senders_unstick(const axon_shm_senders_t *senders,
+                                       const axon_shm_fifo_t *fifo, uint64_t head,
+                                       const axon_shm_proc_t *self, const char *seg_name);
 
 #endif

@@ -339,17 +339,19 @@ TEST_P(select_tls_env, axon_tls_environment_variable)
 }
 
 INSTANTIATE_TEST_SUITE_P(forms, select_tls_env, ::testing::Values(
-    tls_case{"all",       {"self", "shm"}, AXON_OK},
-    tls_case{"self",      {"self"},        AXON_OK},
-    tls_case{"shm",       {"shm"},         AXON_OK},
-    tls_case{"shm,self",  {"self", "shm"}, AXON_OK},
-    tls_case{"sm",        {"self", "shm"}, AXON_OK},
-    tls_case{"^shm",      {"self"},        AXON_OK},
-    tls_case{"^self",     {"shm"},         AXON_OK},
-    tls_case{"^sm",       {},              AXON_ERR_NO_ELEM},
-    tls_case{"bogus",     {},              AXON_ERR_INVALID_PARAM},
-    tls_case{"^",         {},              AXON_ERR_INVALID_PARAM},
-    tls_case{"",          {},              AXON_ERR_INVALID_PARAM}),
+    tls_case{"all",       {"self", "shm", "tcp"}, AXON_OK},
+    tls_case{"self",      {"self"},               AXON_OK},
+    tls_case{"shm",       {"shm"},                AXON_OK},
+    tls_case{"tcp",       {"tcp"},                AXON_OK},
+    tls_case{"shm,self",  {"self", "shm"},        AXON_OK},
+    tls_case{"sm",        {"self", "shm"},        AXON_OK},
+    tls_case{"^shm",      {"self", "tcp"},        AXON_OK},
+    tls_case{"^self",     {"shm", "tcp"},         AXON_OK},
+    tls_case{"^sm",       {"tcp"},                AXON_OK},
+    tls_case{"^sm,tcp",   {},                     AXON_ERR_NO_ELEM},
+    tls_case{"bogus",     {},                     AXON_ERR_INVALID_PARAM},
+    tls_case{"^",         {},                     AXON_ERR_INVALID_PARAM},
+    tls_case{"",          {},                     AXON_ERR_INVALID_PARAM}),
     tls_case_name);
 
 TEST(select_endpoint, self_lane_to_own_worker_shm_lane_when_self_excluded)

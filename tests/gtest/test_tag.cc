@@ -1,451 +1,20 @@
 /*
- * Tag messaging over every transport, with two roles: rank 0 and rank 1.
- *
- *   self  one process, one worker, an endpoint to its own address. The two
- *         roles run as coroutines on the test thread and switch after every
- *         progress call, so the same role code serves both transports while
- *         the worker is still used by one thread only.
- *   shm   two processes: the test process and a forked peer, each with its
- *         own worker; "shm_rev" swaps which process plays which rank.
- *
- * A role reaches the other through Env: its worker, an endpoint to the other
- * rank, a barrier and a broadcast of one value.
+ * Tag messaging over every transport, with two roles: rank 0 and rank 1
+ * (tag_env.h runs them: self in one process, shm and tcp in two, tcp_netns
+ * in two network namespaces). Variants add a rendezvous threshold of 16 KiB,
+ * so sizes on both sides of it are exercised deterministically, and CMA off,
+ * so rendezvous data is pipelined through the shm ring.
  */
-#include <gtest/gtest.h>
-
-#include <string.h>
-#include <ucontext.h>
-#include <unistd.h>
-
-#include <functional>
-#include <string>
-#include <vector>
-
-#include "axon.h"
-#include "axon_int.h"  /* pool and queue counters: what a test leaves behind */
-#include "harness.h"
+#include "tag_env.h"
 
 namespace {
 
-const double kOpTimeout   = 30.0;  /* one operation, or one barrier */
-const double kPeerTimeout = 60.0;  /* a whole peer process */
-const double kRunTimeout  = 50.0;  /* the roles of one test, within kPeerTimeout */
-
-/* ---------------------------------------------------------------- messages */
-
-/* Payload: [seq (8 bytes, if it fits)][pattern seeded by seq and length]. */
-uint64_t msg_seed(uint64_t seq, size_t len)
-{
-    return seq * 1000003ull + len;
-}
-
-void fill_msg(void *buf, size_t len, uint64_t seq)
-{
-    uint8_t *p = static_cast<uint8_t *>(buf);
-
-    axon_test_fill(p, len, msg_seed(seq, len));
-    if (len >= sizeof(seq)) {
-        memcpy(p, &seq, sizeof(seq));
-    }
-}
-
-/* Empty string if buf holds message seq of len bytes, else what is wrong. */
-std::string check_msg(const void *buf, size_t len, uint64_t seq)
-{
-    const uint8_t *p = static_cast<const uint8_t *>(buf);
-    char           text[160];
-    size_t         start = 0;
-
-    if (len >= sizeof(seq)) {
-        uint64_t got;
-        memcpy(&got, p, sizeof(got));
-        if (got != seq) {
-            snprintf(text, sizeof(text), "sequence %llu where %llu was expected (len %zu)",
-                     (unsigned long long)got, (unsigned long long)seq, len);
-            return text;
-        }
-        start = sizeof(seq);
-    }
-    for (size_t i = start; i < len; ++i) {
-        if (p[i] != axon_test_pattern_byte(msg_seed(seq, len), i)) {
-            snprintf(text, sizeof(text), "message %llu (len %zu): byte %zu is 0x%02x, not 0x%02x",
-                     (unsigned long long)seq, len, i, p[i],
-                     axon_test_pattern_byte(msg_seed(seq, len), i));
-            return text;
-        }
-    }
-    return "";
-}
-
-/* A receive buffer with guard bytes after it, to catch overruns. */
-class GuardedBuf {
-public:
-    static constexpr size_t  kGuard = 64;
-    static constexpr uint8_t kFill  = 0xEE;
-
-    explicit GuardedBuf(size_t len) : len_(len), mem_(len + kGuard, kFill) {}
-
-    uint8_t *data() { return mem_.data(); }
-    size_t   size() const { return len_; }
-    void     reset() { std::fill(mem_.begin(), mem_.end(), kFill); }
-
-    bool guard_intact() const
-    {
-        for (size_t i = len_; i < mem_.size(); ++i) {
-            if (mem_[i] != kFill) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-private:
-    size_t               len_;
-    std::vector<uint8_t> mem_;
-};
-
-constexpr size_t  GuardedBuf::kGuard;
-constexpr uint8_t GuardedBuf::kFill;
-
-/* ---------------------------------------------------------------- coroutines */
-
-/* Two roles on one thread; a role gives way from inside the progress hook. */
-class CoSched {
-public:
-    static const size_t kStack = 1 << 20;
-
-    void run(std::function<void()> fn0, std::function<void()> fn1)
-    {
-        fns_[0]  = fn0;
-        fns_[1]  = fn1;
-        done_[0] = done_[1] = false;
-        for (int i = 0; i < 2; ++i) {
-            stacks_[i].resize(kStack);
-            getcontext(&ctx_[i]);
-            ctx_[i].uc_stack.ss_sp   = stacks_[i].data();
-            ctx_[i].uc_stack.ss_size = stacks_[i].size();
-            ctx_[i].uc_link          = &main_;
-            makecontext(&ctx_[i], reinterpret_cast<void (*)()>(&CoSched::trampoline), 0);
-        }
-        current_ = this;
-        while (!done_[0] || !done_[1]) {
-            for (int i = 0; i < 2; ++i) {
-                if (!done_[i]) {
-                    running_ = i;
-                    swapcontext(&main_, &ctx_[i]);
-                    running_ = -1;
-                }
-            }
-        }
-        current_ = nullptr;
-    }
-
-    /* Called between two library calls: let the other role run. */
-    void yield()
-    {
-        if (running_ >= 0) {
-            swapcontext(&ctx_[running_], &main_);
-        }
-    }
-
-    bool done(int i) const { return done_[i]; }
-
-    static void hook(void *arg) { static_cast<CoSched *>(arg)->yield(); }
-
-private:
-    static void trampoline()
-    {
-        CoSched *s = current_;
-        int      i = s->running_;
-        s->fns_[i]();
-        s->done_[i] = true;
-        /* returning resumes main_ through uc_link */
-    }
-
-    static CoSched       *current_;
-    ucontext_t            main_;
-    ucontext_t            ctx_[2];
-    std::vector<char>     stacks_[2];
-    std::function<void()> fns_[2];
-    volatile bool         done_[2];
-    volatile int          running_ = -1;
-};
-
-CoSched *CoSched::current_ = nullptr;
-
-/* ---------------------------------------------------------------- environment */
-
-/* State the two roles of one self-mode run share. */
-struct SelfShared {
-    CoSched  sched;
-    unsigned barriers[2] = {0, 0};
-    uint64_t bcast_value = 0;
-};
-
-class Env {
-public:
-    int            rank;
-    axon_worker_h  worker;
-    axon_ep_h     *ep_slot;  /* shared by both roles in self mode */
-    int            fd;       /* socket to the other rank (shm); -1 in self mode */
-    SelfShared    *shared;   /* self mode only */
-    bool           is_shm;
-    double         deadline; /* of the whole run: later waits give up at once */
-
-    /* Time an operation may take: kOpTimeout, within the run's deadline. */
-    double timeout() const
-    {
-        double left = deadline - axon_test_time();
-        return (left < 0.001) ? 0.001 : (left < kOpTimeout ? left : kOpTimeout);
-    }
-
-    axon_ep_h ep() const { return *ep_slot; }
-
-    unsigned progress() { return axon_test_progress(worker); }
-
-    /* Both ranks wait for each other, progressing meanwhile. */
-    bool barrier()
-    {
-        if (shared == nullptr) {
-            return axon_test_sync_progress(fd, worker, timeout()) == 0;
-        }
-        unsigned target = ++shared->barriers[rank];
-        double   end    = axon_test_time() + timeout();
-        while (shared->barriers[1 - rank] < target) {
-            if (shared->sched.done(1 - rank) || (axon_test_time() > end)) {
-                return false;
-            }
-            progress();
-        }
-        return true;
-    }
-
-    /* A barrier that does not progress this worker (for back-pressure tests). */
-    bool barrier_no_progress()
-    {
-        if (shared == nullptr) {
-            return axon_test_sync(fd) == 0;
-        }
-        return barrier();  /* one worker: waiting without progress would deadlock */
-    }
-
-    /* Rank root's value, on both ranks. */
-    uint64_t bcast(uint64_t value, int root)
-    {
-        if (shared == nullptr) {
-            if (rank == root) {
-                EXPECT_EQ(0, axon_test_send_blob(fd, &value, sizeof(value)));
-                return value;
-            }
-            void  *blob = nullptr;
-            size_t len  = 0;
-            EXPECT_EQ(0, axon_test_recv_blob(fd, &blob, &len));
-            if ((blob == nullptr) || (len != sizeof(value))) {
-                free(blob);
-                return 0;
-            }
-            memcpy(&value, blob, sizeof(value));
-            free(blob);
-            return value;
-        }
-        if (rank == root) {
-            shared->bcast_value = value;
-        }
-        barrier();
-        value = shared->bcast_value;
-        barrier();  /* the slot may be reused after both have read it */
-        return value;
-    }
-
-    axon_status_t send(const void *buf, size_t len, axon_tag_t tag)
-    {
-        return axon_test_send(worker, ep(), buf, len, tag, timeout());
-    }
-
-    axon_status_t recv(void *buf, size_t len, axon_tag_t tag, axon_tag_t mask,
-                       axon_tag_recv_info_t *info)
-    {
-        return axon_test_recv(worker, buf, len, tag, mask, info, timeout());
-    }
-
-    /* Wait a request from a send/recv that returned status; frees it. */
-    axon_status_t wait(axon_status_t status, axon_request_h req, axon_tag_recv_info_t *info)
-    {
-        return axon_test_wait_req(worker, status, req, info, timeout());
-    }
-
-    /* Progress until pred() holds; false on timeout. */
-    bool progress_until(std::function<bool()> pred)
-    {
-        double end = axon_test_time() + timeout();
-        while (!pred()) {
-            if (axon_test_time() > end) {
-                return false;
-            }
-            progress();
-        }
-        return true;
-    }
-};
-
-typedef std::function<void(Env &)> Role;
-
-struct TransportParam {
-    const char *label;
-    const char *tls;
-    int         child_rank;  /* shm: the rank the forked peer plays */
-};
-
-std::ostream &operator<<(std::ostream &os, const TransportParam &p)
-{
-    return os << p.label;
-}
-
-/* What a forked peer needs to play its rank. */
-struct ChildArgs {
-    const TransportParam          *param;
-    const Role                    *roles;
-    std::vector<axon_config_kv_t>  config;
-};
-
-/* Destroys a node an assertion left built (its segment must not outlive the test). */
-struct NodeGuard {
-    axon_test_node_t node = {};
-    ~NodeGuard()
-    {
-        if (node.context != nullptr) {
-            axon_test_node_destroy(&node);
-        }
-    }
-};
-
-/* Teardown that every run checks: nothing leaked, the endpoint closed. */
-void destroy_node_checked(axon_test_node_t *node)
-{
-    axon_worker_h w = node->worker;
-
-    /* Deferred callbacks release requests freed early. */
-    axon_test_progress_for(w, 0.005);
-    EXPECT_EQ(0u, w->req_mp.num_elems - w->req_mp.num_free)
-        << "requests not returned to the pool after every one was freed and completed";
-    EXPECT_EQ(0u, w->tm.num_unexpected) << "messages nobody received";
-    EXPECT_EQ(0u, w->tm.num_expected) << "receives that never matched";
-
-    ASSERT_EQ(0, axon_test_stderr_capture_begin());
-    axon_test_node_destroy(node);
-    char *text = axon_test_stderr_capture_end();
-    ASSERT_NE(nullptr, text);
-    std::string log(text);
-    free(text);
-    /* Pools warn about elements still out at destruction: leaked requests. */
-    EXPECT_EQ(std::string::npos, log.find("not returned")) << log;
-    /* Let anything else the library said reach the real stderr. */
-    if (!log.empty()) {
-        fputs(log.c_str(), stderr);
-    }
-}
-
-void close_ep_checked(Env &env)
-{
-    if (env.ep() != nullptr) {
-        EXPECT_EQ(AXON_OK, axon_test_ep_close(env.worker, env.ep(), AXON_EP_CLOSE_FLUSH,
-                                              env.timeout()));
-        *env.ep_slot = nullptr;
-    }
-}
-
-/* Connect to the other process, play the rank, tear down. */
-void play_shm_rank(int fd, int rank, const std::vector<axon_config_kv_t> &config,
-                   const Role &role)
-{
-    NodeGuard         ng;
-    axon_test_node_t &node = ng.node;
-    axon_ep_h         ep   = nullptr;
-    void             *peer_addr;
-    size_t            peer_len;
-
-    ASSERT_EQ(AXON_OK, axon_test_node_create(&node, "shm", config.data(), config.size()));
-    ASSERT_EQ(0, axon_test_exchange_address(fd, node.address, node.address_length,
-                                            &peer_addr, &peer_len));
-    axon_status_t status = axon_test_ep_create(node.worker, peer_addr, peer_len, &ep);
-    free(peer_addr);
-    EXPECT_EQ(AXON_OK, status);
-    if (status == AXON_OK) {
-        Env env = {rank, node.worker, &ep, fd, nullptr, true, axon_test_time() + kRunTimeout};
-        axon_ep_attr_t attr;
-        EXPECT_EQ(AXON_OK, axon_ep_query(ep, &attr));
-        EXPECT_STREQ("shm", attr.small_tl);
-        role(env);
-        /* Neither side tears down while the other still needs its worker. */
-        EXPECT_TRUE(env.barrier()) << "final barrier, rank " << rank;
-        close_ep_checked(env);
-        EXPECT_TRUE(env.barrier()) << "after close, rank " << rank;
-    }
-    destroy_node_checked(&node);
-}
-
-int child_main(int fd, void *arg)
-{
-    ChildArgs *args = static_cast<ChildArgs *>(arg);
-    int        rank = args->param->child_rank;
-
-    play_shm_rank(fd, rank, args->config, args->roles[rank]);
-    return ::testing::Test::HasFailure() ? 1 : 0;
-}
-
 class TagTest : public ::testing::TestWithParam<TransportParam> {
 protected:
-    bool is_self() const { return !strcmp(GetParam().tls, "self"); }
-
     /* Run role0 as rank 0 and role1 as rank 1 over the transport of the parameter. */
     void Run(Role role0, Role role1, std::vector<axon_config_kv_t> config = {})
     {
-        Role roles[2] = {role0, role1};
-
-        if (is_self()) {
-            RunSelf(roles, config);
-        } else {
-            RunShm(roles, config);
-        }
-    }
-
-private:
-    void RunSelf(Role *roles, const std::vector<axon_config_kv_t> &config)
-    {
-        NodeGuard         ng;
-        axon_test_node_t &node = ng.node;
-        axon_ep_h         ep   = nullptr;
-        SelfShared        shared;
-
-        ASSERT_EQ(AXON_OK, axon_test_node_create(&node, "self", config.data(), config.size()));
-        ASSERT_EQ(AXON_OK, axon_test_ep_create(node.worker, node.address, node.address_length,
-                                               &ep));
-        axon_ep_attr_t attr;
-        EXPECT_EQ(AXON_OK, axon_ep_query(ep, &attr));
-        EXPECT_STREQ("self", attr.small_tl);
-
-        double deadline = axon_test_time() + kRunTimeout;
-        Env    env0     = {0, node.worker, &ep, -1, &shared, false, deadline};
-        Env    env1     = {1, node.worker, &ep, -1, &shared, false, deadline};
-        axon_test_set_progress_hook(CoSched::hook, &shared.sched);
-        shared.sched.run([&] { roles[0](env0); }, [&] { roles[1](env1); });
-        axon_test_set_progress_hook(nullptr, nullptr);
-
-        close_ep_checked(env0);
-        destroy_node_checked(&node);
-    }
-
-    void RunShm(Role *roles, const std::vector<axon_config_kv_t> &config)
-    {
-        ChildArgs        args = {&GetParam(), roles, config};
-        axon_test_peer_t peer;
-        int              my_rank = 1 - GetParam().child_rank;
-
-        /* Fork before this process creates any Axon object. */
-        ASSERT_EQ(0, axon_test_peer_spawn(&peer, child_main, &args, kPeerTimeout));
-        play_shm_rank(peer.fd, my_rank, config, roles[my_rank]);
-        EXPECT_EQ(0, axon_test_peer_wait(&peer, kPeerTimeout)) << "the peer process failed";
-        axon_test_peer_kill(&peer);
+        run_roles(GetParam(), role0, role1, config);
     }
 };
 
@@ -518,45 +87,67 @@ TEST_P(TagTest, ZeroLength)
     });
 }
 
+/*
+ * One large message of len bytes, twice: once with the receive posted before
+ * it, once after it arrived. The sender posts before the barrier and waits
+ * after it, as a rendezvous send completes only once the receive is posted.
+ */
+void large_receiver(Env &env, size_t len)
+{
+    for (int round = 0; round < 2; ++round) {
+        GuardedBuf           buf(len);
+        axon_tag_recv_info_t info;
+        axon_request_h       req    = nullptr;
+        axon_request_param_t param  = {};
+        param.recv_info = &info;
+        if (round == 1) {
+            ASSERT_TRUE(env.barrier());
+            axon_test_progress_for(env.worker, 0.01);
+        }
+        axon_status_t status = axon_tag_recv_nb(env.worker, buf.data(), len, 7 + round,
+                                                AXON_TAG_MASK_FULL, &param, &req);
+        if (round == 0) {
+            ASSERT_TRUE(env.barrier());
+        }
+        ASSERT_EQ(AXON_OK, env.wait(status, req, &info)) << "round " << round;
+        EXPECT_EQ(len, info.length);
+        EXPECT_EQ(7u + round, info.sender_tag);
+        EXPECT_EQ("", check_msg(buf.data(), len, round)) << "round " << round;
+        EXPECT_TRUE(buf.guard_intact());
+    }
+}
+
+void large_sender(Env &env, size_t len)
+{
+    std::vector<uint8_t> out(len);
+    for (int round = 0; round < 2; ++round) {
+        axon_request_h req = nullptr;
+        fill_msg(out.data(), len, round);
+        if (round == 0) {
+            ASSERT_TRUE(env.barrier());
+        }
+        axon_status_t status = axon_tag_send_nb(env.ep(), out.data(), len, 7 + round, NULL,
+                                                &req);
+        if (round == 1) {
+            ASSERT_TRUE(env.barrier());
+        }
+        ASSERT_EQ(AXON_OK, env.wait(status, req, NULL)) << "round " << round;
+    }
+}
+
 TEST_P(TagTest, LargeOneMiB)
 {
-    const size_t kLen = 1 << 20;
+    Run([&](Env &env) { large_receiver(env, 1 << 20); },
+        [&](Env &env) { large_sender(env, 1 << 20); });
+}
 
-    Run([&](Env &env) {
-        /* Once posted before the message, once after it arrived. */
-        for (int round = 0; round < 2; ++round) {
-            GuardedBuf           buf(kLen);
-            axon_tag_recv_info_t info;
-            axon_request_h       req    = nullptr;
-            axon_request_param_t param  = {};
-            param.recv_info = &info;
-            if (round == 1) {
-                ASSERT_TRUE(env.barrier());
-            }
-            axon_status_t status = axon_tag_recv_nb(env.worker, buf.data(), kLen, 7 + round,
-                                                    AXON_TAG_MASK_FULL, &param, &req);
-            if (round == 0) {
-                ASSERT_TRUE(env.barrier());
-            }
-            ASSERT_EQ(AXON_OK, env.wait(status, req, &info)) << "round " << round;
-            EXPECT_EQ(kLen, info.length);
-            EXPECT_EQ(7u + round, info.sender_tag);
-            EXPECT_EQ("", check_msg(buf.data(), kLen, round));
-            EXPECT_TRUE(buf.guard_intact());
-        }
-    }, [&](Env &env) {
-        std::vector<uint8_t> out(kLen);
-        for (int round = 0; round < 2; ++round) {
-            fill_msg(out.data(), kLen, round);
-            if (round == 0) {
-                ASSERT_TRUE(env.barrier());
-            }
-            ASSERT_EQ(AXON_OK, env.send(out.data(), kLen, 7 + round));
-            if (round == 1) {
-                ASSERT_TRUE(env.barrier());
-            }
-        }
-    });
+TEST_P(TagTest, Large64MiB)
+{
+    /* Odd length: no transport gets whole pages only. */
+    const size_t kLen = (64u << 20) + 13;
+
+    Run([&](Env &env) { large_receiver(env, kLen); },
+        [&](Env &env) { large_sender(env, kLen); });
 }
 
 /* Sizes 1..64 KiB, dense where a protocol or a cell changes. */
@@ -618,40 +209,6 @@ TEST_P(TagTest, SizeSweep)
     });
 }
 
-/* ---------------------------------------------------------------- callbacks */
-
-/* Set while the test is inside an initiating call: callbacks must not see it. */
-volatile int g_in_call = 0;
-
-struct CbRecord {
-    int           calls      = 0;
-    int           in_call    = 0;   /* calls made from inside an initiating call */
-    axon_status_t status     = AXON_INPROGRESS;
-    size_t        length     = 0;
-    axon_tag_t    tag        = 0;
-    void         *user_data  = nullptr;
-};
-
-void send_cb(axon_request_h, axon_status_t status, void *arg)
-{
-    CbRecord *rec = static_cast<CbRecord *>(arg);
-    rec->calls++;
-    rec->in_call += g_in_call;
-    rec->status    = status;
-    rec->user_data = arg;
-}
-
-void recv_cb(axon_request_h, axon_status_t status, const axon_tag_recv_info_t *info, void *arg)
-{
-    CbRecord *rec = static_cast<CbRecord *>(arg);
-    rec->calls++;
-    rec->in_call += g_in_call;
-    rec->status    = status;
-    rec->length    = info->length;
-    rec->tag       = info->sender_tag;
-    rec->user_data = arg;
-}
-
 /* ---------------------------------------------------------------- ordering */
 
 size_t mixed_size(int i)
@@ -665,26 +222,6 @@ size_t mixed_size(int i)
     return 8 + (i % 57);                /* short */
 }
 
-/* Send count messages of sizes size(i) with tag(i), non-blocking, then wait all. */
-void send_all(Env &env, int count, std::function<size_t(int)> size,
-              std::function<axon_tag_t(int)> tag)
-{
-    std::vector<std::vector<uint8_t>> bufs(count);
-    std::vector<axon_request_h>       reqs(count, nullptr);
-    std::vector<axon_status_t>        status(count);
-
-    for (int i = 0; i < count; ++i) {
-        bufs[i].resize(size(i));
-        fill_msg(bufs[i].data(), bufs[i].size(), i);
-        status[i] = axon_tag_send_nb(env.ep(), bufs[i].data(), bufs[i].size(), tag(i), NULL,
-                                     &reqs[i]);
-        ASSERT_TRUE((status[i] == AXON_OK) || (status[i] == AXON_INPROGRESS))
-            << i << ": " << axon_status_string(status[i]);
-    }
-    for (int i = 0; i < count; ++i) {
-        EXPECT_EQ(AXON_OK, env.wait(status[i], reqs[i], NULL)) << "send " << i;
-    }
-}
 
 TEST_P(TagTest, NonOvertakingSameTag)
 {
@@ -746,8 +283,12 @@ TEST_P(TagTest, UnexpectedThenPosted)
         EXPECT_EQ(1u, rec.length);
         EXPECT_EQ(0x5A, byte);
     }, [&](Env &env) {
-        send_all(env, kCount, mixed_size, tag);
+        SendBatch batch;
+        for (int i = 0; i < kCount; ++i) {
+            batch.post(env, mixed_size(i), i, tag(i));
+        }
         ASSERT_TRUE(env.barrier());
+        batch.wait(env);
         ASSERT_TRUE(env.barrier());
         uint8_t byte = 0x5A;
         ASSERT_EQ(AXON_OK, env.send(&byte, 1, 0x999));
@@ -846,9 +387,158 @@ TEST_P(TagTest, InterleavedTagsPostedOutOfOrder)
             EXPECT_EQ("", check_msg(bufs[i].data(), bufs[i].size(), i));
         }
     }, [&](Env &env) {
+        SendBatch batch;
         ASSERT_TRUE(env.barrier());
-        send_all(env, kPerTag * kTags, mixed_size, tag);
+        for (int i = 0; i < kPerTag * kTags; ++i) {
+            batch.post(env, mixed_size(i), i, tag(i));
+        }
         ASSERT_TRUE(env.barrier());
+        batch.wait(env);
+    });
+}
+
+/* ---------------------------------------------------------------- rendezvous */
+
+/* The threshold the _rndv variants set: sizes around it take both protocols. */
+const size_t kRndvThresh = 16384;
+
+std::vector<size_t> straddle_sizes()
+{
+    std::vector<size_t> sizes;
+
+    for (size_t s = kRndvThresh - 3; s <= kRndvThresh + 3; ++s) {
+        sizes.push_back(s);
+    }
+    for (size_t s : {kRndvThresh / 2, kRndvThresh - 64, kRndvThresh + 64, 2 * kRndvThresh + 3,
+                     (size_t)65536, (size_t)262144 + 5, ((size_t)1 << 20) - 1,
+                     ((size_t)4 << 20) + 1}) {
+        sizes.push_back(s);
+    }
+    return sizes;
+}
+
+TEST_P(TagTest, RndvThresholdStraddle)
+{
+    const axon_tag_t kTag = 0x700;
+    const size_t     kPad = 100;  /* receive buffers larger than the message */
+
+    Run([&](Env &env) {
+        std::vector<size_t> sizes = straddle_sizes();
+        size_t              count = sizes.size();
+
+        /* Expected: every receive posted before the messages, all with one tag. */
+        std::vector<GuardedBuf>           bufs;
+        std::vector<axon_request_h>       reqs(count, nullptr);
+        std::vector<axon_status_t>        st(count);
+        std::vector<axon_tag_recv_info_t> infos(count);
+        for (size_t i = 0; i < count; ++i) {
+            bufs.emplace_back(sizes[i] + kPad);
+        }
+        for (size_t i = 0; i < count; ++i) {
+            axon_request_param_t param = {};
+            param.flags = AXON_REQ_FLAG_NO_IMM_CMPL;
+            st[i] = axon_tag_recv_nb(env.worker, bufs[i].data(), bufs[i].size(), kTag,
+                                     AXON_TAG_MASK_FULL, &param, &reqs[i]);
+            ASSERT_EQ(AXON_INPROGRESS, st[i]) << i;
+        }
+        ASSERT_TRUE(env.barrier());
+        for (size_t i = 0; i < count; ++i) {
+            ASSERT_EQ(AXON_OK, env.wait(st[i], reqs[i], &infos[i])) << "size " << sizes[i];
+            EXPECT_EQ(sizes[i], infos[i].length);
+            EXPECT_EQ("", check_msg(bufs[i].data(), sizes[i], i));
+            EXPECT_TRUE(bufs[i].intact_from(sizes[i]))
+                << "size " << sizes[i] << ": written past the end of the message";
+        }
+
+        /* Unexpected: every message there before its receive. */
+        ASSERT_TRUE(env.barrier());
+        axon_test_progress_for(env.worker, 0.02);
+        for (size_t i = 0; i < count; ++i) {
+            GuardedBuf           buf(sizes[i]);
+            axon_tag_recv_info_t info;
+            ASSERT_EQ(AXON_OK, env.recv(buf.data(), sizes[i], kTag, AXON_TAG_MASK_FULL, &info))
+                << "size " << sizes[i];
+            EXPECT_EQ(sizes[i], info.length);
+            EXPECT_EQ("", check_msg(buf.data(), sizes[i], 100 + i));
+            EXPECT_TRUE(buf.guard_intact()) << "size " << sizes[i];
+        }
+    }, [&](Env &env) {
+        std::vector<size_t> sizes = straddle_sizes();
+        SendBatch           batch;
+
+        ASSERT_TRUE(env.barrier());
+        for (size_t i = 0; i < sizes.size(); ++i) {
+            batch.post(env, sizes[i], i, kTag);
+        }
+        batch.wait(env);
+        for (size_t i = 0; i < sizes.size(); ++i) {
+            batch.post(env, sizes[i], 100 + i, kTag);
+        }
+        ASSERT_TRUE(env.barrier());
+        batch.wait(env);
+    });
+}
+
+/* Small, rendezvous on every transport, around the 16 KiB threshold, eager bcopy. */
+size_t interleaved_size(int i)
+{
+    switch (i % 4) {
+    case 0:  return 8 + i % 50;
+    case 1:  return ((size_t)512 << 10) + (size_t)i * 8191;
+    case 2:  return kRndvThresh - 2 + i % 5;
+    default: return 5000 + 17 * i;
+    }
+}
+
+/*
+ * Eager and rendezvous messages with one tag match in send order, whether
+ * the receive was posted first (some with a wildcard) or the message came
+ * first: a rendezvous message is matched when its request-to-send arrives,
+ * in line with the eager messages around it.
+ */
+TEST_P(TagTest, EagerRndvInterleavedOrder)
+{
+    const int        kCount = 120;
+    const axon_tag_t kTag   = 0x4242;
+    const size_t     kPad   = 64;
+
+    Run([&](Env &env) {
+        std::vector<GuardedBuf>           bufs;
+        std::vector<axon_request_h>       reqs(kCount, nullptr);
+        std::vector<axon_status_t>        st(kCount);
+        std::vector<axon_tag_recv_info_t> infos(kCount);
+        auto post = [&](int i) {
+            axon_request_param_t param = {};
+            param.recv_info = &infos[i];
+            /* Every third receive takes any tag: post order decides, not the queue. */
+            st[i] = axon_tag_recv_nb(env.worker, bufs[i].data(), bufs[i].size(), kTag,
+                                     (i % 3 == 0) ? 0 : AXON_TAG_MASK_FULL, &param, &reqs[i]);
+            ASSERT_TRUE((st[i] == AXON_OK) || (st[i] == AXON_INPROGRESS)) << i;
+        };
+        for (int i = 0; i < kCount; ++i) {
+            bufs.emplace_back(interleaved_size(i) + kPad);
+        }
+        for (int i = 0; i < kCount / 2; ++i) {
+            post(i);
+        }
+        ASSERT_TRUE(env.barrier());
+        axon_test_progress_for(env.worker, 0.02);
+        for (int i = kCount / 2; i < kCount; ++i) {
+            post(i);
+        }
+        for (int i = 0; i < kCount; ++i) {
+            ASSERT_EQ(AXON_OK, env.wait(st[i], reqs[i], &infos[i])) << i;
+            EXPECT_EQ(interleaved_size(i), infos[i].length) << "receive " << i;
+            EXPECT_EQ("", check_msg(bufs[i].data(), infos[i].length, i)) << "receive " << i;
+            EXPECT_TRUE(bufs[i].intact_from(interleaved_size(i))) << "receive " << i;
+        }
+    }, [&](Env &env) {
+        SendBatch batch;
+        ASSERT_TRUE(env.barrier());
+        for (int i = 0; i < kCount; ++i) {
+            batch.post(env, interleaved_size(i), i, kTag);
+        }
+        batch.wait(env);
     });
 }
 
@@ -975,16 +665,11 @@ void recv_truncated(Env &env, int i, bool expected_path)
     EXPECT_EQ("", check_msg(next.data(), 33, 1000 + i));
 }
 
-void send_truncated(Env &env, int i)
+/* Post message i of kTruncCases and its follow-up (waited by the caller). */
+void post_truncated(Env &env, int i, SendBatch &batch)
 {
-    const TruncCase     &c = kTruncCases[i];
-    std::vector<uint8_t> out(c.msg_len);
-    uint8_t              next[33];
-
-    fill_msg(out.data(), c.msg_len, i);
-    fill_msg(next, sizeof(next), 1000 + i);
-    ASSERT_EQ(AXON_OK, env.send(out.data(), c.msg_len, 200 + i));
-    ASSERT_EQ(AXON_OK, env.send(next, sizeof(next), 300 + i));
+    batch.post(env, kTruncCases[i].msg_len, i, 200 + i);
+    batch.post(env, 33, 1000 + i, 300 + i);
 }
 
 TEST_P(TagTest, TruncationExpected)
@@ -998,8 +683,10 @@ TEST_P(TagTest, TruncationExpected)
         }
     }, [&](Env &env) {
         for (int i = 0; i < kCases; ++i) {
+            SendBatch batch;
             ASSERT_TRUE(env.barrier());
-            send_truncated(env, i);
+            post_truncated(env, i, batch);
+            batch.wait(env);
             ASSERT_TRUE(env.barrier());
         }
     });
@@ -1026,13 +713,13 @@ TEST_P(TagTest, TruncationUnexpected)
         EXPECT_EQ(AXON_ERR_MSG_TRUNCATED, env.wait(status, req, &info));
         EXPECT_EQ(50u, info.length);
     }, [&](Env &env) {
+        SendBatch batch;
         for (int i = 0; i < kCases; ++i) {
-            send_truncated(env, i);
+            post_truncated(env, i, batch);
         }
-        uint8_t out[50];
-        fill_msg(out, sizeof(out), 5);
-        ASSERT_EQ(AXON_OK, env.send(out, sizeof(out), 999));
+        batch.post(env, 50, 5, 999);
         ASSERT_TRUE(env.barrier());
+        batch.wait(env);
     });
 }
 
@@ -1142,6 +829,8 @@ TEST_P(TagTest, CallbacksFromProgressOnly)
             }
             EXPECT_EQ(0, recs[i].calls % 1000) << i << ": callback before any progress";
         }
+        /* All posted: a rendezvous send completes only once its receive is posted. */
+        ASSERT_TRUE(env.barrier());
         double end = axon_test_time() + env.timeout();
         for (;;) {
             bool all = true;
@@ -1166,7 +855,6 @@ TEST_P(TagTest, CallbacksFromProgressOnly)
             EXPECT_EQ(AXON_OK, axon_request_test(reqs[i], NULL));
             axon_request_free(reqs[i]);
         }
-        ASSERT_TRUE(env.barrier());
     });
 }
 
@@ -1592,14 +1280,19 @@ TEST_P(TagTest, CloseForceCancelsQueued)
 
 const TransportParam kTransports[] = {
     {"self", "self", 1},
+    {"self_rndv", "self", 1, false, {{"RNDV_THRESH", "16K"}}},
     {"shm", "shm", 1},      /* the forked peer is rank 1 */
     {"shm_rev", "shm", 0},  /* the forked peer is rank 0 */
+    {"shm_rndv", "shm", 1, false, {{"RNDV_THRESH", "16K"}}},
+    /* No single copy: rendezvous data goes through the ring. */
+    {"shm_nocma", "shm", 1, false, {{"RNDV_THRESH", "16K"}, {"SHM_CMA", "n"}}},
+    {"tcp", "tcp", 1},
+    {"tcp_rev", "tcp", 0},
+    {"tcp_rndv", "tcp", 1, false, {{"RNDV_THRESH", "16K"}}},
+    {"tcp_netns", "tcp", 1, true},
 };
 
-INSTANTIATE_TEST_SUITE_P(Transports, TagTest, ::testing::ValuesIn(kTransports),
-                         [](const ::testing::TestParamInfo<TransportParam> &info) {
-                             return std::string(info.param.label);
-                         });
+INSTANTIATE_TEST_SUITE_P(Transports, TagTest, ::testing::ValuesIn(kTransports), transport_name);
 
 /* ---------------------------------------------------------------- many senders */
 

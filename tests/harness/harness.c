@@ -1,12 +1,15 @@
 /* Test harness: peer processes, socket blobs, Axon object helpers. */
+#define _GNU_SOURCE  /* setns, unshare */
 #include "harness.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +18,13 @@
 #include <time.h>
 #include <unistd.h>
 #ifdef __linux__
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #endif
+#include <sys/mman.h>
+#include <sys/stat.h>
+/* The ring's own claim, for the white-box helper below. */
+#include "../../components/shm/shm_seg.h"
 
 double axon_test_time(void)
 {
@@ -91,7 +99,7 @@ int axon_test_peer_spawn(axon_test_peer_t *peer, axon_test_peer_fn_t fn, void *a
  * (named <prefix>-<uid>-<pid>-<n>); remove them so later tests see a clean
  * /dev/shm.
  */
-static void axon_test_unlink_shm_of(pid_t pid)
+void axon_test_remove_shm_of(pid_t pid)
 {
     char     needle[64];
     char   **names;
@@ -112,7 +120,7 @@ static void axon_test_unlink_shm_of(pid_t pid)
 static int axon_test_peer_reap(axon_test_peer_t *peer, int status)
 {
     if (!WIFEXITED(status)) {
-        axon_test_unlink_shm_of(peer->pid);
+        axon_test_remove_shm_of(peer->pid);
     }
     peer->pid = -1;
     if (peer->fd >= 0) {
@@ -175,13 +183,32 @@ void axon_test_peer_kill(axon_test_peer_t *peer)
         kill(peer->pid, SIGKILL);
         while ((waitpid(peer->pid, &status, 0) < 0) && (errno == EINTR)) {
         }
-        axon_test_unlink_shm_of(peer->pid);
+        axon_test_remove_shm_of(peer->pid);
         peer->pid = -1;
     }
     if (peer->fd >= 0) {
         close(peer->fd);
         peer->fd = -1;
     }
+}
+
+pid_t axon_test_peer_crash(axon_test_peer_t *peer)
+{
+    pid_t pid = peer->pid;
+    int   status;
+
+    if (pid <= 0) {
+        return -1;
+    }
+    kill(pid, SIGKILL);
+    while ((waitpid(pid, &status, 0) < 0) && (errno == EINTR)) {
+    }
+    peer->pid = -1;
+    if (peer->fd >= 0) {
+        close(peer->fd);
+        peer->fd = -1;
+    }
+    return pid;
 }
 
 /* ---------------------------------------------------------------- blobs */
@@ -409,6 +436,7 @@ axon_status_t axon_test_ep_create(axon_worker_h worker, const void *address, siz
 {
     axon_ep_params_t params;
 
+    memset(&params, 0, sizeof(params));  /* no error callback */
     params.address        = address;
     params.address_length = length;
     return axon_ep_create(worker, &params, ep_p);
@@ -421,6 +449,254 @@ axon_status_t axon_test_ep_close(axon_worker_h worker, axon_ep_h ep, unsigned mo
     axon_status_t  status = axon_ep_close_nb(ep, mode, &req);
 
     return axon_test_wait_req(worker, status, req, NULL, timeout_sec);
+}
+
+/* ---------------------------------------------------------------- shm internals */
+
+int axon_test_shm_claim_unpublished(pid_t pid)
+{
+    char                      needle[64], path[512];
+    char                    **names;
+    unsigned                  count, i;
+    const axon_shm_seg_ctl_t *ctl;
+    axon_shm_sender_t        *slots, *mine = NULL;
+    axon_shm_fifo_t           fifo;
+    axon_shm_cell_t          *cell;
+    struct stat               st;
+    uint64_t                  pos, owner;
+    void                     *addr;
+    int                       fd, ret = -1;
+
+    snprintf(needle, sizeof(needle), "-%u-%d-", (unsigned)geteuid(), (int)pid);
+    names = axon_test_list_shm(needle, &count);
+    if (count != 1) {
+        axon_test_names_free(names, count);
+        return -1;
+    }
+    snprintf(path, sizeof(path), "/dev/shm/%s", names[0]);
+    axon_test_names_free(names, count);
+    fd = open(path, O_RDWR);
+    if (fd < 0) {
+        return -1;
+    }
+    if ((fstat(fd, &st) != 0) || (st.st_size < (off_t)sizeof(*ctl))) {
+        close(fd);
+        return -1;
+    }
+    addr = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (addr == MAP_FAILED) {
+        return -1;
+    }
+    /* Layout of shm_seg.c: control line, ring tail, slots' line, slots, cells. */
+    ctl   = (const axon_shm_seg_ctl_t *)addr;
+    slots = (axon_shm_sender_t *)((char *)addr + sizeof(axon_shm_seg_ctl_t) +
+                                  sizeof(axon_shm_fifo_ctl_t) + sizeof(axon_shm_senders_ctl_t));
+    if ((ctl->magic != AXON_SHM_SEG_MAGIC) || (ctl->version != AXON_SHM_SEG_VERSION) ||
+        ((size_t)ctl->cells_offset + (size_t)ctl->fifo_size * ctl->cell_size >
+         (size_t)st.st_size) ||
+        ((char *)(slots + ctl->senders) > (char *)addr + ctl->cells_offset)) {
+        goto out;
+    }
+    /* The slot our endpoint to that ring holds. */
+    for (i = 0; i < ctl->senders; ++i) {
+        owner = atomic_load(&slots[i].owner);
+        if (((owner & AXON_SHM_SENDER_PID_MASK) == (uint64_t)getpid()) &&
+            (owner & AXON_SHM_SENDER_READY)) {
+            mine = &slots[i];
+            break;
+        }
+    }
+    if (mine == NULL) {
+        goto out;
+    }
+    axon_shm_fifo_view(&fifo, (axon_shm_seg_ctl_t *)addr + 1, (char *)addr + ctl->cells_offset,
+                       ctl->fifo_size, ctl->cell_size);
+    if (axon_shm_fifo_claim(&fifo, &mine->claim, &cell, &pos) == AXON_OK) {
+        ret = 0;  /* and never published */
+    }
+out:
+    munmap(addr, (size_t)st.st_size);
+    return ret;
+}
+
+/* ---------------------------------------------------------------- network namespaces */
+
+#define AXON_TEST_NETNS_DIR    "/var/run/netns"
+#define AXON_TEST_NETNS_PREFIX "axt-"
+
+/* Run ip(8) with the arguments (NULL-terminated); its exit status, 127 if it could not run. */
+static int axon_test_ip(const char *arg, ...)
+{
+    const char *argv[16];
+    va_list     ap;
+    int         argc = 0, status;
+    pid_t       pid;
+
+    argv[argc++] = "ip";
+    va_start(ap, arg);
+    for (; (arg != NULL) && (argc < 15); arg = va_arg(ap, const char *)) {
+        argv[argc++] = arg;
+    }
+    va_end(ap);
+    argv[argc] = NULL;
+
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0) {
+        return 127;
+    }
+    if (pid == 0) {
+        execvp("ip", (char *const *)argv);
+        _exit(127);
+    }
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) {
+            return 127;
+        }
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 127;
+}
+
+/* Does this process have CAP_SYS_ADMIN (what creating a namespace needs)? */
+static int axon_test_have_sys_admin(void)
+{
+    FILE              *f = fopen("/proc/self/status", "r");
+    char               line[256];
+    unsigned long long caps = 0;
+
+    if (f == NULL) {
+        return 0;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (sscanf(line, "CapEff: %llx", &caps) == 1) {
+            break;
+        }
+    }
+    fclose(f);
+    return (caps >> 21) & 1;  /* CAP_SYS_ADMIN */
+}
+
+/* Namespaces named axt-<pid>-* whose test process is gone: a crashed run's. */
+static void axon_test_netns_sweep(void)
+{
+    DIR           *dir = opendir(AXON_TEST_NETNS_DIR);
+    struct dirent *ent;
+    char           stale[16][256];
+    unsigned       count = 0, i;
+    int            pid;
+
+    if (dir == NULL) {
+        return;
+    }
+    while (((ent = readdir(dir)) != NULL) && (count < 16)) {
+        if ((sscanf(ent->d_name, AXON_TEST_NETNS_PREFIX "%d-", &pid) == 1) && (pid > 0) &&
+            (kill(pid, 0) != 0) && (errno == ESRCH)) {
+            snprintf(stale[count++], sizeof(stale[0]), "%s", ent->d_name);
+        }
+    }
+    closedir(dir);
+    for (i = 0; i < count; ++i) {
+        fprintf(stderr, "[harness] removing network namespace %s left by a dead run\n",
+                stale[i]);
+        axon_test_ip("netns", "del", stale[i], NULL);
+    }
+}
+
+int axon_test_netns_create(axon_test_netns_t *ns)
+{
+    static unsigned counter;
+    unsigned        n = counter++;
+    int             side, ret;
+
+    memset(ns, 0, sizeof(*ns));
+    axon_test_netns_sweep();
+    for (side = 0; side < 2; ++side) {
+        snprintf(ns->name[side], sizeof(ns->name[side]), AXON_TEST_NETNS_PREFIX "%d-%u-%c",
+                 (int)getpid(), n, 'a' + side);
+        snprintf(ns->addr[side], sizeof(ns->addr[side]), "10.199.%u.%d", n % 256, side + 1);
+    }
+    /* Each end lives in its own namespace, so one name serves both. */
+    snprintf(ns->ifname, sizeof(ns->ifname), "axv0");
+
+    ret = axon_test_ip("netns", "add", ns->name[0], NULL);
+    if (ret != 0) {
+        if ((ret == 127) || (geteuid() != 0) || !axon_test_have_sys_admin()) {
+            return 1;
+        }
+        fprintf(stderr, "[harness] ip netns add %s failed (%d)\n", ns->name[0], ret);
+        return -1;
+    }
+    ns->created = 1;
+    if (axon_test_ip("netns", "add", ns->name[1], NULL) != 0) {
+        fprintf(stderr, "[harness] ip netns add %s failed\n", ns->name[1]);
+        goto err;
+    }
+    ns->created = 2;
+    /* Created inside side 0, the peer end straight in side 1: nothing touches ours. */
+    if (axon_test_ip("-n", ns->name[0], "link", "add", ns->ifname, "type", "veth", "peer",
+                     "name", ns->ifname, "netns", ns->name[1], NULL) != 0) {
+        fprintf(stderr, "[harness] creating the veth pair in %s failed\n", ns->name[0]);
+        goto err;
+    }
+    for (side = 0; side < 2; ++side) {
+        char cidr[24];
+        snprintf(cidr, sizeof(cidr), "%s/24", ns->addr[side]);
+        if ((axon_test_ip("-n", ns->name[side], "addr", "add", cidr, "dev", ns->ifname,
+                          NULL) != 0) ||
+            (axon_test_ip("-n", ns->name[side], "link", "set", ns->ifname, "up", NULL) != 0) ||
+            (axon_test_ip("-n", ns->name[side], "link", "set", "lo", "up", NULL) != 0)) {
+            fprintf(stderr, "[harness] configuring %s in %s failed\n", ns->ifname,
+                    ns->name[side]);
+            goto err;
+        }
+    }
+    return 0;
+
+err:
+    axon_test_netns_destroy(ns);
+    return -1;
+}
+
+int axon_test_netns_enter(const axon_test_netns_t *ns, int side)
+{
+#ifdef __linux__
+    char path[128];
+    int  fd, ret;
+
+    snprintf(path, sizeof(path), AXON_TEST_NETNS_DIR "/%s", ns->name[side]);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    ret = setns(fd, CLONE_NEWNET);
+    close(fd);
+    if (ret != 0) {
+        return -1;
+    }
+    /* /sys shows the devices of the namespace it was mounted in: remount it privately. */
+    if ((unshare(CLONE_NEWNS) == 0) &&
+        (mount("none", "/", NULL, MS_SLAVE | MS_REC, NULL) == 0) &&
+        (umount2("/sys", MNT_DETACH) == 0)) {
+        mount(ns->name[side], "/sys", "sysfs", 0, NULL);
+    }
+    return 0;
+#else
+    (void)ns;
+    (void)side;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+void axon_test_netns_destroy(axon_test_netns_t *ns)
+{
+    while (ns->created > 0) {
+        const char *name = ns->name[--ns->created];
+        if (axon_test_ip("netns", "del", name, NULL) != 0) {
+            fprintf(stderr, "[harness] ip netns del %s failed\n", name);
+        }
+    }
 }
 
 /* ---------------------------------------------------------------- progress */

@@ -1,6 +1,8 @@
 /*
  * Test harness: peer processes, blob exchange over a socket, and helpers
- * that build Axon objects and wait for requests with a deadline.
+ * that build Axon objects and wait for requests with a deadline; network
+ * namespaces for runs that need two hosts, and one white-box helper that
+ * plays a peer dying inside the shm ring.
  *
  * Peers are forked children joined to the test by a socketpair; a child runs
  * one function and _exit()s with its return value, so it never returns into
@@ -52,6 +54,18 @@ int  axon_test_peer_wait(axon_test_peer_t *peer, double timeout_sec);
 /* Kill and reap without waiting (cleanup after a failed test). */
 void axon_test_peer_kill(axon_test_peer_t *peer);
 
+/*
+ * Crash the child: SIGKILL, then reap it as its launcher would, so it is
+ * gone (not a zombie) for peers that look for it. Unlike the calls above it
+ * leaves the child's /dev/shm segments in place, as a real crash does; the
+ * test removes them later with axon_test_remove_shm_of(pid). Returns the
+ * pid the child had, or -1 if there was none.
+ */
+pid_t axon_test_peer_crash(axon_test_peer_t *peer);
+
+/* Remove the /dev/shm segments (*-<uid>-<pid>-*) of a process that is gone. */
+void axon_test_remove_shm_of(pid_t pid);
+
 /* ---------------------------------------------------------------- blobs */
 
 /* Send len bytes prefixed by their length. 0 on success, -1 on error. */
@@ -94,6 +108,48 @@ axon_status_t axon_test_ep_create(axon_worker_h worker, const void *address, siz
 /* Close an endpoint (mode AXON_EP_CLOSE_*) and wait for the close to finish. */
 axon_status_t axon_test_ep_close(axon_worker_h worker, axon_ep_h ep, unsigned mode,
                                  double timeout_sec);
+
+/* ---------------------------------------------------------------- shm internals */
+
+/*
+ * White box: claim one cell of the receive ring in the shm segment of
+ * process pid (its only one) the way this process's endpoint to it would
+ * (announced in the sender slot that endpoint holds), and never publish
+ * it, as a producer killed between the two steps leaves it. 0, or -1 if
+ * there is no such segment, no slot of ours in it, or its ring is full.
+ */
+int axon_test_shm_claim_unpublished(pid_t pid);
+
+/* ---------------------------------------------------------------- network namespaces */
+
+/*
+ * Two network namespaces joined by a veth pair, for running two peers as on
+ * two hosts. Names carry the test process's pid and a counter, so runs never
+ * collide; namespaces left by a test process that died are removed by the
+ * next create.
+ */
+typedef struct axon_test_netns {
+    char name[2][48];   /* the namespaces, side 0 and side 1 */
+    char addr[2][16];   /* IPv4 address of each side's end of the pair */
+    char ifname[16];    /* name of the veth end, the same on both sides */
+    int  created;       /* namespaces that exist (to delete) */
+} axon_test_netns_t;
+
+/*
+ * Create both namespaces, each with lo up and its end of the veth pair up
+ * and addressed. Returns 0 on success, 1 if this process may not create
+ * namespaces (not root, or no ip(8)): the caller skips; -1 on any other
+ * failure (stderr says which step). Nothing is left behind on failure.
+ */
+int  axon_test_netns_create(axon_test_netns_t *ns);
+/*
+ * In a forked child: join side's namespace, the way `ip netns exec` does
+ * (a private mount namespace with the namespace's own /sys, so whatever
+ * reads /sys/class/net sees its devices). 0, or -1 with errno set.
+ */
+int  axon_test_netns_enter(const axon_test_netns_t *ns, int side);
+/* Delete both namespaces (and with them the veth pair); safe to call twice. */
+void axon_test_netns_destroy(axon_test_netns_t *ns);
 
 /* ---------------------------------------------------------------- progress */
 

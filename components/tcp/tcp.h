@@ -1,0 +1,254 @@
+/*
+ * tcp: active messages between any two hosts over kernel TCP sockets, all
+ * non-blocking and driven by one epoll set per iface.
+ *
+ * One iface per IPv4 network interface, listening on that interface's
+ * address. An endpoint is one outgoing connection, and data flows only from
+ * the side that connected to the side that accepted: a worker replies over
+ * its own endpoint, so every socket has one writer and one reader and a
+ * connection needs no arbitration. The acceptor writes only the handshake
+ * answer and a goodbye, which let each side tell a peer that closed on
+ * purpose from one that died (tcp_wire.h).
+ *
+ * Files by stage: tcp_component.c (configuration, resources), tcp_iface.c
+ * (listening, progress, the receive path), tcp_ep.c (connecting, the send
+ * path), tcp_sock.c (socket helpers).
+ */
+#ifndef AXON_TCP_H
+#define AXON_TCP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <netinet/in.h>
+#include <sys/uio.h>
+#include "component.h"
+#include "list.h"
+#include "log.h"
+#include "tcp_wire.h"
+
+/* Largest am_short (header + payload) and zero-copy AM header. */
+#define AXON_TCP_MAX_SHORT     ((size_t)8192)
+/* Largest zero-copy payload: fits the 32-bit frame length with room to spare. */
+#define AXON_TCP_MAX_ZCOPY     ((size_t)1 << 30)
+/* Bounds of AXON_TCP_SEG_SIZE (= max_bcopy; each ep holds a buffer of it). */
+#define AXON_TCP_SEG_SIZE_MIN  ((size_t)1024)
+#define AXON_TCP_SEG_SIZE_MAX  ((size_t)64 << 20)
+/* A receive buffer reads at least this much per recv(), to batch small frames. */
+#define AXON_TCP_RX_BUF_MIN    ((size_t)64 << 10)
+/* A receive buffer grown for an unplaced zero-copy frame up to this size stays grown. */
+#define AXON_TCP_RX_BUF_KEEP   ((size_t)4 << 20)
+/* epoll events taken per progress call, and recv() rounds per ready connection. */
+#define AXON_TCP_EVENTS_MAX    64
+#define AXON_TCP_RX_ROUNDS     16
+/* Connections accepted per progress call, so a connect storm cannot starve receives. */
+#define AXON_TCP_ACCEPT_BURST  16
+/*
+ * Keep-alive probing with AXON_TCP_KEEPALIVE=y: an idle connection to a host
+ * that vanished (power loss, cable) is dropped after about
+ * IDLE + INTVL * CNT seconds instead of the kernel's two hours.
+ */
+#define AXON_TCP_KEEPIDLE      5
+#define AXON_TCP_KEEPINTVL     2
+#define AXON_TCP_KEEPCNT       3
+
+/* Options, read from AXON_TCP_* (see the table in tcp_component.c). */
+typedef struct axon_tcp_config {
+    axon_config_allow_list_t ifaces;           /* network interfaces to use */
+    size_t                   seg_size;         /* max_bcopy, and each ep's send buffer */
+    int                      nodelay;          /* TCP_NODELAY */
+    size_t                   sndbuf;           /* SO_SNDBUF, 0 = kernel default */
+    size_t                   rcvbuf;           /* SO_RCVBUF, 0 = kernel default */
+    double                   connect_timeout;  /* seconds, connect + handshake */
+    char                    *port_range;       /* "0" or "lo-hi" */
+    int                      keepalive;        /* SO_KEEPALIVE with short probes */
+} axon_tcp_config_t;
+
+/*
+ * Device address: where the interface is. Loopback addresses are compared
+ * with the host and network namespace, since every host and container has
+ * its own 127.0.0.1.
+ */
+typedef struct axon_tcp_dev_addr {
+    uint32_t ip;         /* IPv4, network byte order */
+    uint32_t netmask;    /* network byte order */
+    uint64_t host_id;    /* axon_sys_host_id() */
+    uint64_t netns;      /* inode of /proc/self/ns/net */
+} __attribute__((packed)) axon_tcp_dev_addr_t;
+
+/* Iface address: the listening port. */
+typedef struct axon_tcp_iface_addr {
+    uint16_t port;       /* network byte order */
+} __attribute__((packed)) axon_tcp_iface_addr_t;
+
+/* What an epoll event points to */
+typedef enum {
+    AXON_TCP_SOCK_LISTEN = 0,
+    AXON_TCP_SOCK_EP,      /* outgoing connection: axon_tcp_ep_t */
+    AXON_TCP_SOCK_CONN,    /* accepted connection: axon_tcp_conn_t */
+} axon_tcp_sock_kind_t;
+
+/* Socket flags */
+#define AXON_TCP_SOCK_FLAG_GOODBYE  0x1  /* the peer said goodbye: its EOF is not a failure */
+#define AXON_TCP_SOCK_FLAG_REPORT   0x2  /* on iface->reports, failure not delivered yet */
+#define AXON_TCP_SOCK_FLAG_GARBAGE  0x4  /* on iface->garbage, freed after this progress */
+
+/* What eps and accepted connections share: a socket in the epoll set. */
+typedef struct axon_tcp_sock {
+    int                  fd;        /* -1 once closed */
+    uint32_t             events;    /* registered with epoll */
+    uint8_t              kind;      /* axon_tcp_sock_kind_t */
+    uint8_t              flags;     /* AXON_TCP_SOCK_FLAG_* */
+    axon_status_t        status;    /* why the socket was closed, when it was */
+    uint64_t             peer_uuid; /* 0 until an acceptor reads the handshake */
+    double               deadline;  /* of the handshake, while on a pending list */
+    struct sockaddr_in   peer_sa;   /* for log lines */
+    axon_list_link_t     link;      /* iface->eps, ->closing or ->conns */
+    axon_list_link_t     pend;      /* iface->connecting, ->handshakes, ->reports or ->garbage */
+} axon_tcp_sock_t;
+
+typedef struct axon_tcp_iface {
+    axon_iface_t           super;
+    int                    epfd;
+    axon_tcp_sock_t        listen;
+    unsigned               in_progress;  /* frees wait while events may point to sockets */
+    /* Receive side */
+    void                  *am_arg;
+    axon_am_handler_t      am_handlers[AXON_AM_ID_MAX];
+    axon_am_rx_dest_t      am_rx_dest;
+    axon_peer_failure_cb_t peer_failure;
+    uint64_t               worker_uuid;
+    /* Options */
+    const axon_tcp_config_t *config;
+    size_t                 max_short;
+    size_t                 max_bcopy;
+    /* Addresses */
+    struct in_addr         ip;
+    struct in_addr         netmask;
+    uint16_t               port;         /* host byte order */
+    int                    is_loopback;
+    uint64_t               host_id;
+    uint64_t               netns;
+    char                   name[AXON_DEV_NAME_MAX + 8];  /* "tcp/eth0", for log lines */
+    /* Sockets, by the lists in axon_tcp_sock_t */
+    axon_list_link_t       eps;          /* live endpoints */
+    axon_list_link_t       closing;      /* destroyed endpoints still sending */
+    axon_list_link_t       conns;        /* accepted connections */
+    axon_list_link_t       connecting;   /* eps before ACCEPT (deadline) */
+    axon_list_link_t       handshakes;   /* accepted, before HELLO (deadline) */
+    axon_list_link_t       reports;      /* failures to deliver from progress */
+    axon_list_link_t       garbage;
+} axon_tcp_iface_t;
+
+/* Endpoint states */
+typedef enum {
+    AXON_TCP_EP_CONNECTING = 0,  /* connect() in flight */
+    AXON_TCP_EP_HANDSHAKE,       /* HELLO queued or sent, waiting for the answer */
+    AXON_TCP_EP_CONNECTED,
+    AXON_TCP_EP_FAILED,          /* sock.status says why; sends return it */
+    AXON_TCP_EP_CLOSED,          /* the peer said goodbye */
+    AXON_TCP_EP_CLOSING,         /* destroyed, flushing its last bytes and goodbye */
+    AXON_TCP_EP_STATE_LAST
+} axon_tcp_ep_state_t;
+
+extern const char *const axon_tcp_ep_state_names[];
+
+typedef struct axon_tcp_ep {
+    axon_tl_ep_t          super;
+    axon_tcp_sock_t       sock;
+    uint8_t               state;        /* axon_tcp_ep_state_t */
+    uint8_t               zc_active;    /* a zero-copy send is in flight */
+    /* Send queue: bytes [tx_off, tx_len) of tx_buf, then the zero-copy pieces. */
+    size_t                tx_off;
+    size_t                tx_len;
+    size_t                tx_cap;       /* for messages; a goodbye may use 8 more */
+    struct iovec          zc_iov[2];    /* unsent payload and padding ... */
+    size_t                zc_iovcnt;    /* ... in zc_iov[0 .. zc_iovcnt) */
+    axon_tl_completion_t *zc_comp;
+    /* Receive side: the handshake answer, then control frames only */
+    union {
+        axon_tcp_hs_t     hs;
+        axon_tcp_frame_t  frame;
+    } rx;
+    size_t                rx_got;
+    char                  tx_buf[] __attribute__((aligned(AXON_TCP_ALIGN)));
+} axon_tcp_ep_t;
+
+/* Accepted connection states */
+typedef enum {
+    AXON_TCP_CONN_HANDSHAKE = 0,  /* reading HELLO */
+    AXON_TCP_CONN_OPEN,           /* reading frames */
+} axon_tcp_conn_state_t;
+
+typedef struct axon_tcp_conn {
+    axon_tcp_sock_t sock;
+    uint8_t         state;
+    uint32_t        max_body;     /* largest plain frame body the peer announced */
+    axon_tcp_hs_t   hs;
+    size_t          hs_got;
+    /* Frames are parsed in place from [rx_head, rx_tail) of rx_buf. */
+    char           *rx_buf;
+    size_t          rx_cap;
+    size_t          rx_base_cap;  /* rx_cap outside an oversized zero-copy frame */
+    size_t          rx_head;
+    size_t          rx_tail;
+    size_t          rx_skip;      /* padding of a placed frame still to discard */
+    int             rx_unplaced;  /* am_rx_dest declined the zero-copy frame at rx_head */
+    /* Zero-copy placement in flight: frame header and AM header wait in rx_buf */
+    char           *place_dest;
+    size_t          place_len;
+    size_t          place_done;
+} axon_tcp_conn_t;
+
+/* Bytes an endpoint allocates (struct and send buffer). */
+static inline size_t axon_tcp_ep_alloc_size(size_t seg_size)
+{
+    /* A frame of seg_size bytes, its header and padding, and room for a goodbye. */
+    return sizeof(axon_tcp_ep_t) + axon_tcp_frame_wire_len(seg_size) + sizeof(axon_tcp_frame_t);
+}
+
+static inline size_t axon_tcp_max_short(size_t seg_size)
+{
+    return (seg_size < AXON_TCP_MAX_SHORT) ? seg_size : AXON_TCP_MAX_SHORT;
+}
+
+/* tcp_component.c: reject options we cannot work with (logs which); port range out. */
+axon_status_t axon_tcp_config_check(const axon_tcp_config_t *config, uint16_t *port_lo,
+                                    uint16_t *port_hi);
+
+/* tcp_iface.c */
+axon_status_t axon_tcp_iface_open(const axon_resource_t *resource, const void *config,
+                                  const axon_iface_params_t *params, axon_iface_t **iface_p);
+/*
+ * Check a peer's addresses; logs why not at log_level. AXON_ERR_INVALID_ADDR
+ * for a malformed address, AXON_ERR_UNREACHABLE for one we cannot route to.
+ */
+axon_status_t axon_tcp_iface_check_peer(const axon_tcp_iface_t *iface, const void *dev_addr,
+                                        const void *iface_addr, axon_log_level_t log_level,
+                                        struct sockaddr_in *sa);
+/* Queue a closed socket's failure for the next progress call. */
+void          axon_tcp_iface_report(axon_tcp_iface_t *iface, axon_tcp_sock_t *sock);
+/* Free a closed ep or conn now, or after progress if events may still point to it. */
+void          axon_tcp_iface_release(axon_tcp_iface_t *iface, axon_tcp_sock_t *sock);
+
+/* tcp_ep.c */
+axon_status_t axon_tcp_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid,
+                                 const void *dev_addr, const void *iface_addr,
+                                 axon_tl_ep_t **ep_p);
+void          axon_tcp_ep_destroy(axon_tl_ep_t *tl_ep);
+axon_status_t axon_tcp_ep_am_short(axon_tl_ep_t *tl_ep, uint8_t am_id, const void *hdr,
+                                   size_t hdr_len, const void *payload, size_t length);
+ssize_t       axon_tcp_ep_am_bcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, axon_pack_cb_t pack,
+                                   void *arg);
+axon_status_t axon_tcp_ep_am_zcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, const void *hdr,
+                                   size_t hdr_len, const void *buffer, size_t length,
+                                   axon_tl_completion_t *comp);
+axon_status_t axon_tcp_ep_flush(axon_tl_ep_t *tl_ep);
+axon_status_t axon_tcp_ep_check(axon_tl_ep_t *tl_ep);
+/* Progress: an epoll event on the ep's socket; returns operations completed. */
+unsigned      axon_tcp_ep_handle_events(axon_tcp_ep_t *ep, uint32_t events);
+/* Fail eps whose connect or handshake outlived the deadline. */
+void          axon_tcp_ep_check_timeout(axon_tcp_ep_t *ep, double now);
+/* Close an ep's socket, saying goodbye if it can, and free it (iface_close). */
+void          axon_tcp_ep_close_now(axon_tcp_ep_t *ep);
+
+#endif

@@ -1,0 +1,918 @@
+/*
+ * tcp iface: listens, accepts, and runs the receive path of accepted
+ * connections; progress also drives the endpoints' sockets (tcp_ep.c) and
+ * delivers failures.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "tcp.h"
+#include "tcp_sock.h"
+#include "sys.h"
+#include "log.h"
+
+static const axon_iface_ops_t axon_tcp_iface_ops;
+
+#define axon_tcp_conn_of(_sock) axon_container_of(_sock, axon_tcp_conn_t, sock)
+#define axon_tcp_ep_of(_sock)   axon_container_of(_sock, axon_tcp_ep_t, sock)
+
+/* ---------------------------------------------------------------- sockets */
+
+static void axon_tcp_sock_free(axon_tcp_sock_t *sock)
+{
+    axon_tcp_conn_t *conn;
+
+    if (sock->kind == AXON_TCP_SOCK_CONN) {
+        conn = axon_tcp_conn_of(sock);
+        free(conn->rx_buf);
+        free(conn);
+    } else {
+        free(axon_tcp_ep_of(sock));
+    }
+}
+
+void axon_tcp_iface_release(axon_tcp_iface_t *iface, axon_tcp_sock_t *sock)
+{
+    if (iface->in_progress == 0) {
+        axon_tcp_sock_free(sock);
+        return;
+    }
+    /* Events fetched by this progress call may still point to it. */
+    sock->flags |= AXON_TCP_SOCK_FLAG_GARBAGE;
+    axon_list_add_tail(&iface->garbage, &sock->pend);
+}
+
+void axon_tcp_iface_report(axon_tcp_iface_t *iface, axon_tcp_sock_t *sock)
+{
+    axon_list_del(&sock->pend);
+    sock->flags |= AXON_TCP_SOCK_FLAG_REPORT;
+    axon_list_add_tail(&iface->reports, &sock->pend);
+}
+
+/*
+ * Hand failures to the upper layer: the in-flight zero-copy send of a failed
+ * ep completes with the error, then peer_failure names the peer (unless it
+ * said goodbye). Saved first: a callback may destroy the ep.
+ */
+static unsigned axon_tcp_iface_dispatch_reports(axon_tcp_iface_t *iface)
+{
+    axon_tl_completion_t *comp;
+    axon_tcp_sock_t      *sock;
+    axon_tcp_ep_t        *ep;
+    axon_status_t         status;
+    uint64_t              peer_uuid;
+    unsigned              count = 0;
+    int                   failed;
+
+    while (!axon_list_is_empty(&iface->reports)) {
+        sock = axon_container_of(iface->reports.next, axon_tcp_sock_t, pend);
+        axon_list_del(&sock->pend);
+        sock->flags &= ~AXON_TCP_SOCK_FLAG_REPORT;
+        peer_uuid = sock->peer_uuid;
+        status    = sock->status;
+        failed    = !(sock->flags & AXON_TCP_SOCK_FLAG_GOODBYE);
+        comp      = NULL;
+
+        if (sock->kind == AXON_TCP_SOCK_EP) {
+            ep = axon_tcp_ep_of(sock);
+            if (ep->zc_active) {
+                comp          = ep->zc_comp;
+                ep->zc_active = 0;
+                ep->zc_comp   = NULL;
+            }
+        } else {
+            axon_tcp_iface_release(iface, sock);
+        }
+
+        if (comp != NULL) {
+            comp->func(comp, status);
+            ++count;
+        }
+        if (failed && (iface->peer_failure != NULL)) {
+            iface->peer_failure(iface->am_arg, peer_uuid, status);
+            ++count;
+        }
+    }
+    return count;
+}
+
+/* ---------------------------------------------------------------- accepted connections */
+
+static void axon_tcp_conn_close(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn,
+                                axon_status_t status)
+{
+    axon_tcp_sock_close(iface->epfd, &conn->sock);
+    axon_list_del(&conn->sock.link);
+    axon_list_del(&conn->sock.pend);
+    conn->sock.status = status;
+    /* Only a peer that finished the handshake has an identity to report. */
+    if ((status != AXON_OK) && (conn->state == AXON_TCP_CONN_OPEN) &&
+        !(conn->sock.flags & AXON_TCP_SOCK_FLAG_GOODBYE)) {
+        axon_tcp_iface_report(iface, &conn->sock);
+    } else {
+        axon_tcp_iface_release(iface, &conn->sock);
+    }
+}
+
+/* The peer closed or the socket failed: ret is recv()'s 0 or -errno. */
+static void axon_tcp_conn_lost(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn, ssize_t ret)
+{
+    char          sa_str[AXON_TCP_SA_STR_MAX];
+    axon_status_t status;
+
+    axon_tcp_sock_sa_str(&conn->sock.peer_sa, sa_str, sizeof(sa_str));
+    if (conn->sock.flags & AXON_TCP_SOCK_FLAG_GOODBYE) {
+        axon_debug("%s: peer %016llx (%s) closed its connection", iface->name,
+                   (unsigned long long)conn->sock.peer_uuid, sa_str);
+        axon_tcp_conn_close(iface, conn, AXON_OK);
+        return;
+    }
+    if (conn->state != AXON_TCP_CONN_OPEN) {
+        axon_debug("%s: connection from %s closed during the handshake", iface->name, sa_str);
+        axon_tcp_conn_close(iface, conn, AXON_OK);
+        return;
+    }
+
+    status = (ret == 0) ? AXON_ERR_CONNECTION_RESET : axon_tcp_sock_errno_status((int)-ret);
+    axon_warn("%s: peer %016llx (%s) is gone: %s", iface->name,
+              (unsigned long long)conn->sock.peer_uuid, sa_str,
+              (ret == 0) ? "connection closed without goodbye" : strerror((int)-ret));
+    axon_tcp_conn_close(iface, conn, status);
+}
+
+static unsigned axon_tcp_iface_accept(axon_tcp_iface_t *iface)
+{
+    struct sockaddr_in sa;
+    socklen_t          sa_len;
+    axon_tcp_conn_t   *conn;
+    char               sa_str[AXON_TCP_SA_STR_MAX];
+    unsigned           count;
+    int                fd;
+
+    for (count = 0; count < AXON_TCP_ACCEPT_BURST; ++count) {
+        sa_len = sizeof(sa);
+        fd = accept4(iface->listen.fd, (struct sockaddr*)&sa, &sa_len,
+                     SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if ((errno == ECONNABORTED) || (errno == EINTR) || (errno == EPROTO)) {
+                continue;   /* that client gave up; others may wait */
+            }
+            if ((errno != EAGAIN) && (errno != EWOULDBLOCK)) {
+                /* Out of descriptors: the peer's connect times out and it reports us. */
+                axon_warn("%s: accept() failed: %s", iface->name, strerror(errno));
+            }
+            break;
+        }
+
+        conn = calloc(1, sizeof(*conn));
+        if (conn == NULL) {
+            axon_error("%s: cannot allocate a connection", iface->name);
+            close(fd);
+            break;
+        }
+        conn->sock.fd      = fd;
+        conn->sock.kind    = AXON_TCP_SOCK_CONN;
+        conn->sock.peer_sa = sa;
+        conn->state        = AXON_TCP_CONN_HANDSHAKE;
+        axon_list_init(&conn->sock.link);
+        axon_list_init(&conn->sock.pend);
+        axon_tcp_sock_set_options(fd, iface->config, iface->name);
+        if (axon_tcp_sock_epoll_add(iface->epfd, &conn->sock, EPOLLIN | EPOLLRDHUP) != AXON_OK) {
+            close(fd);
+            free(conn);
+            break;
+        }
+        conn->sock.deadline = axon_sys_time_sec() + iface->config->connect_timeout;
+        axon_list_add_tail(&iface->conns, &conn->sock.link);
+        axon_list_add_tail(&iface->handshakes, &conn->sock.pend);
+        axon_debug("%s: accepted a connection from %s", iface->name,
+                   axon_tcp_sock_sa_str(&sa, sa_str, sizeof(sa_str)));
+    }
+    return count;
+}
+
+static uint8_t axon_tcp_conn_hello_check(const axon_tcp_iface_t *iface, const axon_tcp_hs_t *hs)
+{
+    if ((hs->magic != AXON_TCP_MAGIC) || (hs->op != AXON_TCP_HS_HELLO)) {
+        return AXON_TCP_REJECT_MAGIC;
+    }
+    if (hs->version != AXON_TCP_VERSION) {
+        return AXON_TCP_REJECT_VERSION;
+    }
+    if (hs->dst_uuid != iface->worker_uuid) {
+        return AXON_TCP_REJECT_WRONG_PEER;
+    }
+    if (hs->max_body > AXON_TCP_SEG_SIZE_MAX) {
+        return AXON_TCP_REJECT_FRAME_SIZE;
+    }
+    return AXON_TCP_REJECT_NONE;
+}
+
+/* Read the connector's HELLO and answer it. The conn is OPEN afterwards, or closed. */
+static void axon_tcp_conn_handshake(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn)
+{
+    axon_tcp_hs_t answer;
+    struct iovec  iov;
+    char          sa_str[AXON_TCP_SA_STR_MAX];
+    size_t        body;
+    ssize_t       ret;
+    uint8_t       reason;
+
+    ret = axon_tcp_sock_recv(conn->sock.fd, (char*)&conn->hs + conn->hs_got,
+                             sizeof(conn->hs) - conn->hs_got);
+    if (ret == -EAGAIN) {
+        return;
+    }
+    if (ret <= 0) {
+        axon_tcp_conn_lost(iface, conn, ret);
+        return;
+    }
+    conn->hs_got += (size_t)ret;
+    if (conn->hs_got < sizeof(conn->hs)) {
+        return;
+    }
+
+    axon_tcp_sock_sa_str(&conn->sock.peer_sa, sa_str, sizeof(sa_str));
+    reason = axon_tcp_conn_hello_check(iface, &conn->hs);
+    memset(&answer, 0, sizeof(answer));
+    answer.magic    = AXON_TCP_MAGIC;
+    answer.version  = AXON_TCP_VERSION;
+    answer.op       = (reason == AXON_TCP_REJECT_NONE) ? AXON_TCP_HS_ACCEPT : AXON_TCP_HS_REJECT;
+    answer.reason   = reason;
+    answer.src_uuid = iface->worker_uuid;
+    answer.dst_uuid = conn->hs.src_uuid;
+    iov.iov_base    = &answer;
+    iov.iov_len     = sizeof(answer);
+    /* A fresh socket's send buffer always holds 32 bytes; anything else is an error. */
+    ret = axon_tcp_sock_sendv(conn->sock.fd, &iov, 1);
+
+    if (reason != AXON_TCP_REJECT_NONE) {
+        /* The connector logs the error; here it is a stranger or a stale address. */
+        axon_debug("%s: rejected the connection from %s (worker %016llx, expecting %016llx): "
+                   "%s", iface->name, sa_str, (unsigned long long)conn->hs.src_uuid,
+                   (unsigned long long)conn->hs.dst_uuid, axon_tcp_reject_names[reason]);
+        axon_tcp_conn_close(iface, conn, AXON_OK);
+        return;
+    }
+    if (ret != (ssize_t)sizeof(answer)) {
+        axon_debug("%s: cannot answer the handshake of %s: %s", iface->name, sa_str,
+                   (ret < 0) ? strerror((int)-ret) : "socket full");
+        axon_tcp_conn_close(iface, conn, AXON_OK);
+        return;
+    }
+
+    /* Room for the largest plain frame the peer sends, and for any zero-copy header. */
+    body              = (conn->hs.max_body > AXON_TCP_MAX_SHORT) ? conn->hs.max_body :
+                        AXON_TCP_MAX_SHORT;
+    conn->rx_base_cap = axon_tcp_frame_wire_len(body);
+    if (conn->rx_base_cap < AXON_TCP_RX_BUF_MIN) {
+        conn->rx_base_cap = AXON_TCP_RX_BUF_MIN;
+    }
+    conn->rx_buf = malloc(conn->rx_base_cap);
+    if (conn->rx_buf == NULL) {
+        axon_error("%s: cannot allocate a %zu-byte receive buffer for %s", iface->name,
+                   conn->rx_base_cap, sa_str);
+        axon_tcp_conn_close(iface, conn, AXON_OK);
+        return;
+    }
+    conn->rx_cap         = conn->rx_base_cap;
+    conn->max_body       = conn->hs.max_body;
+    conn->sock.peer_uuid = conn->hs.src_uuid;
+    conn->state          = AXON_TCP_CONN_OPEN;
+    axon_list_del(&conn->sock.pend);   /* off the handshake deadline list */
+    axon_debug("%s: connection from worker %016llx (%s) accepted", iface->name,
+               (unsigned long long)conn->sock.peer_uuid, sa_str);
+}
+
+static const char *axon_tcp_frame_invalid(const axon_tcp_conn_t *conn,
+                                          const axon_tcp_frame_t *frame)
+{
+    if (frame->flags & ~AXON_TCP_FRAME_FLAGS) {
+        return "unknown flags";
+    }
+    if (frame->flags & AXON_TCP_FRAME_CTRL) {
+        if ((frame->am_id != AXON_TCP_CTRL_GOODBYE) || (frame->length != 0) ||
+            (frame->hdr_len != 0) || (frame->flags & AXON_TCP_FRAME_ZCOPY)) {
+            return "unknown control frame";
+        }
+        return NULL;
+    }
+    if (frame->am_id >= AXON_AM_ID_MAX) {
+        return "invalid am_id";
+    }
+    if (frame->flags & AXON_TCP_FRAME_ZCOPY) {
+        if ((frame->hdr_len > frame->length) || (frame->hdr_len > AXON_TCP_MAX_SHORT) ||
+            (frame->length - frame->hdr_len > AXON_TCP_MAX_ZCOPY)) {
+            return "zero-copy lengths out of bounds";
+        }
+        return NULL;
+    }
+    if ((frame->hdr_len != 0) || (frame->length > conn->max_body)) {
+        return "length larger than the peer's segment size";
+    }
+    return NULL;
+}
+
+/* Make rx_buf hold needed bytes from rx_head on: move them to the front, or grow. */
+static axon_status_t axon_tcp_conn_rx_room(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn,
+                                           size_t needed)
+{
+    size_t avail = conn->rx_tail - conn->rx_head;
+    char  *buf;
+
+    if (conn->rx_head + needed <= conn->rx_cap) {
+        return AXON_OK;
+    }
+    /* rx_head is a multiple of 8, so frames stay aligned at the front. */
+    memmove(conn->rx_buf, conn->rx_buf + conn->rx_head, avail);
+    conn->rx_head = 0;
+    conn->rx_tail = avail;
+    if (needed <= conn->rx_cap) {
+        return AXON_OK;
+    }
+    /* Only a zero-copy frame nobody placed is this large; shrunk back once delivered. */
+    buf = realloc(conn->rx_buf, needed);
+    if (buf == NULL) {
+        axon_error("%s: cannot grow a receive buffer to %zu bytes", iface->name, needed);
+        return AXON_ERR_NO_MEMORY;
+    }
+    conn->rx_buf = buf;
+    conn->rx_cap = needed;
+    return AXON_OK;
+}
+
+static void axon_tcp_conn_rx_shrink(axon_tcp_conn_t *conn)
+{
+    size_t avail = conn->rx_tail - conn->rx_head;
+    char  *buf;
+
+    memmove(conn->rx_buf, conn->rx_buf + conn->rx_head, avail);
+    conn->rx_head = 0;
+    conn->rx_tail = avail;
+    buf = realloc(conn->rx_buf, conn->rx_base_cap);
+    if (buf != NULL) {   /* else keep the large one */
+        conn->rx_buf = buf;
+        conn->rx_cap = conn->rx_base_cap;
+    }
+}
+
+/* Out of line: a message no handler wants is a bug somewhere, not a fast path. */
+static __attribute__((noinline, cold))
+void axon_tcp_conn_drop(const axon_tcp_iface_t *iface, const axon_tcp_conn_t *conn,
+                        uint8_t am_id, size_t length)
+{
+    axon_warn("%s: dropped am_id %u (%zu bytes) from worker %016llx: no handler", iface->name,
+              am_id, length, (unsigned long long)conn->sock.peer_uuid);
+}
+
+static inline void axon_tcp_conn_deliver(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn,
+                                         uint8_t am_id, const void *data, size_t length,
+                                         unsigned flags)
+{
+    axon_am_handler_t handler = iface->am_handlers[am_id];
+
+    if (__builtin_expect(handler != NULL, 1)) {
+        handler(iface->am_arg, data, length, flags);
+    } else {
+        axon_tcp_conn_drop(iface, conn, am_id, length);
+    }
+}
+
+/*
+ * A zero-copy frame whose header is in rx_buf at rx_head: ask where its data
+ * goes. Returns 1 when the data continues on the socket (placement in
+ * flight), 0 when the frame was delivered or goes the unplaced way.
+ */
+static int axon_tcp_conn_place(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn,
+                               const axon_tcp_frame_t *frame, unsigned *count_p)
+{
+    size_t  hdr_end  = sizeof(*frame) + frame->hdr_len;
+    size_t  data_len = frame->length - frame->hdr_len;
+    size_t  wire     = axon_tcp_frame_wire_len(frame->length);
+    size_t  avail    = conn->rx_tail - conn->rx_head;
+    size_t  in_buf, consumed;
+    char   *hdr      = conn->rx_buf + conn->rx_head + sizeof(*frame);
+    void   *dest;
+
+    dest = iface->am_rx_dest(iface->am_arg, frame->am_id, hdr, frame->hdr_len, data_len);
+    if (dest == NULL) {
+        conn->rx_unplaced = 1;
+        return 0;
+    }
+
+    /* What the last bulk read took of the data: copied once, the rest comes straight in. */
+    in_buf = avail - hdr_end;
+    if (in_buf > data_len) {
+        in_buf = data_len;
+    }
+    if (in_buf > 0) {
+        memcpy(dest, hdr + frame->hdr_len, in_buf);
+    }
+
+    if (in_buf == data_len) {
+        consumed       = (avail < wire) ? avail : wire;
+        conn->rx_head += consumed;
+        conn->rx_skip  = wire - consumed;   /* padding not read yet */
+        iface->am_handlers[frame->am_id](iface->am_arg, hdr, frame->hdr_len,
+                                         AXON_AM_FLAG_PLACED);
+        ++(*count_p);
+        return 0;
+    }
+
+    /* Keep frame header and AM header at the front for the handler; the rest was data. */
+    memmove(conn->rx_buf, conn->rx_buf + conn->rx_head, hdr_end);
+    conn->rx_head    = 0;
+    conn->rx_tail    = hdr_end;
+    conn->place_dest = dest;
+    conn->place_len  = data_len;
+    conn->place_done = in_buf;
+    return 1;
+}
+
+static void axon_tcp_conn_place_done(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn)
+{
+    axon_tcp_frame_t frame;
+
+    memcpy(&frame, conn->rx_buf, sizeof(frame));
+    conn->place_dest = NULL;
+    conn->rx_skip    = axon_tcp_pad(frame.length);
+    conn->rx_head    = 0;
+    conn->rx_tail    = 0;   /* the header stays in place until the handler returns */
+    iface->am_handlers[frame.am_id](iface->am_arg, conn->rx_buf + sizeof(frame), frame.hdr_len,
+                                    AXON_AM_FLAG_PLACED);
+}
+
+static __attribute__((noinline, cold))
+void axon_tcp_conn_malformed(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn,
+                             const axon_tcp_frame_t *frame, const char *why)
+{
+    char sa_str[AXON_TCP_SA_STR_MAX];
+
+    axon_error("%s: malformed frame from worker %016llx (%s): am_id %u flags 0x%x length %u "
+               "hdr_len %u: %s; dropping the connection", iface->name,
+               (unsigned long long)conn->sock.peer_uuid,
+               axon_tcp_sock_sa_str(&conn->sock.peer_sa, sa_str, sizeof(sa_str)),
+               frame->am_id, frame->flags, frame->length, frame->hdr_len, why);
+}
+
+/* Deliver every complete frame in rx_buf; the socket keeps what is not in yet. */
+static axon_status_t axon_tcp_conn_parse(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn,
+                                         unsigned *count_p)
+{
+    axon_tcp_frame_t frame;
+    const char      *why;
+    size_t           avail, wire, needed;
+    char            *body;
+
+    for (;;) {
+        avail  = conn->rx_tail - conn->rx_head;
+        needed = sizeof(frame);
+        if (avail < needed) {
+            break;
+        }
+        memcpy(&frame, conn->rx_buf + conn->rx_head, sizeof(frame));
+        why = axon_tcp_frame_invalid(conn, &frame);
+        if (__builtin_expect(why != NULL, 0)) {
+            axon_tcp_conn_malformed(iface, conn, &frame, why);
+            return AXON_ERR_IO_FORMAT;
+        }
+        if (frame.flags & AXON_TCP_FRAME_CTRL) {
+            conn->sock.flags |= AXON_TCP_SOCK_FLAG_GOODBYE;
+            conn->rx_head    += sizeof(frame);
+            continue;
+        }
+
+        if ((frame.flags & AXON_TCP_FRAME_ZCOPY) && !conn->rx_unplaced &&
+            (iface->am_rx_dest != NULL) && (iface->am_handlers[frame.am_id] != NULL)) {
+            needed = sizeof(frame) + frame.hdr_len;
+            if (avail < needed) {
+                break;
+            }
+            if (axon_tcp_conn_place(iface, conn, &frame, count_p)) {
+                return AXON_OK;   /* the data goes straight from the socket now */
+            }
+            if (!conn->rx_unplaced) {
+                continue;         /* placed from what was buffered */
+            }
+        }
+
+        wire = axon_tcp_frame_wire_len(frame.length);
+        if (avail < wire) {
+            needed = wire;
+            break;
+        }
+        body               = conn->rx_buf + conn->rx_head + sizeof(frame);
+        conn->rx_head     += wire;
+        conn->rx_unplaced  = 0;
+        axon_tcp_conn_deliver(iface, conn, frame.am_id, body, frame.length, AXON_AM_FLAG_NONE);
+        ++(*count_p);
+    }
+
+    if (conn->rx_head == conn->rx_tail) {
+        conn->rx_head = conn->rx_tail = 0;
+    }
+    /*
+     * Back to the usual size once no oversized frame is pending. A buffer of
+     * a few MB is kept: growing it again costs a page fault per page.
+     */
+    if ((conn->rx_cap > conn->rx_base_cap) && (conn->rx_cap > AXON_TCP_RX_BUF_KEEP) &&
+        (needed <= conn->rx_base_cap)) {
+        axon_tcp_conn_rx_shrink(conn);
+    }
+    /* Room for the frame in progress, so the next recv() has somewhere to go. */
+    return axon_tcp_conn_rx_room(iface, conn, needed);
+}
+
+/* Read what the socket has: into rx_buf, or into a placement destination. */
+static unsigned axon_tcp_conn_rx(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn)
+{
+    uint8_t       pad[AXON_TCP_ALIGN];
+    axon_status_t status;
+    unsigned      count = 0, round;
+    size_t        want;
+    ssize_t       ret;
+    char         *dest;
+
+    for (round = 0; round < AXON_TCP_RX_ROUNDS; ++round) {
+        if (conn->place_dest != NULL) {
+            dest = conn->place_dest + conn->place_done;
+            want = conn->place_len - conn->place_done;
+        } else if (conn->rx_skip > 0) {
+            dest = (char*)pad;
+            want = conn->rx_skip;
+        } else {
+            dest = conn->rx_buf + conn->rx_tail;
+            want = conn->rx_cap - conn->rx_tail;
+        }
+
+        ret = axon_tcp_sock_recv(conn->sock.fd, dest, want);
+        if (ret == -EAGAIN) {
+            break;
+        }
+        if (ret <= 0) {
+            axon_tcp_conn_lost(iface, conn, ret);
+            break;
+        }
+
+        if (conn->place_dest != NULL) {
+            conn->place_done += (size_t)ret;
+            if (conn->place_done == conn->place_len) {
+                axon_tcp_conn_place_done(iface, conn);
+                ++count;
+            }
+        } else if (conn->rx_skip > 0) {
+            conn->rx_skip -= (size_t)ret;
+        } else {
+            conn->rx_tail += (size_t)ret;
+            status = axon_tcp_conn_parse(iface, conn, &count);
+            if (status != AXON_OK) {
+                axon_tcp_conn_close(iface, conn, status);
+                break;
+            }
+        }
+        if ((size_t)ret < want) {
+            break;   /* the socket is drained */
+        }
+    }
+    return count;
+}
+
+static unsigned axon_tcp_conn_handle_events(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn)
+{
+    if (conn->state == AXON_TCP_CONN_HANDSHAKE) {
+        axon_tcp_conn_handshake(iface, conn);
+        if ((conn->sock.fd < 0) || (conn->state != AXON_TCP_CONN_OPEN)) {
+            return 0;
+        }
+    }
+    return axon_tcp_conn_rx(iface, conn);
+}
+
+/* Best effort, never blocking: the peer's ep learns we left on purpose. */
+static void axon_tcp_conn_say_goodbye(axon_tcp_conn_t *conn)
+{
+    axon_tcp_frame_t frame = axon_tcp_frame_make(0, AXON_TCP_CTRL_GOODBYE, AXON_TCP_FRAME_CTRL, 0);
+    struct iovec     iov   = {&frame, sizeof(frame)};
+
+    (void)axon_tcp_sock_sendv(conn->sock.fd, &iov, 1);
+}
+
+/* ---------------------------------------------------------------- progress */
+
+static void axon_tcp_iface_check_timeouts(axon_tcp_iface_t *iface)
+{
+    axon_tcp_sock_t *sock, *tmp;
+    char             sa_str[AXON_TCP_SA_STR_MAX];
+    double           now = axon_sys_time_sec();
+
+    axon_list_for_each_safe(sock, tmp, &iface->connecting, pend) {
+        axon_tcp_ep_check_timeout(axon_tcp_ep_of(sock), now);
+    }
+    axon_list_for_each_safe(sock, tmp, &iface->handshakes, pend) {
+        if (now >= sock->deadline) {
+            axon_debug("%s: %s connected but sent no handshake, closing", iface->name,
+                       axon_tcp_sock_sa_str(&sock->peer_sa, sa_str, sizeof(sa_str)));
+            axon_tcp_conn_close(iface, axon_tcp_conn_of(sock), AXON_OK);
+        }
+    }
+}
+
+static unsigned axon_tcp_iface_progress(axon_iface_t *tl_iface)
+{
+    axon_tcp_iface_t  *iface = (axon_tcp_iface_t*)tl_iface;
+    struct epoll_event events[AXON_TCP_EVENTS_MAX];
+    axon_tcp_sock_t   *sock;
+    unsigned           count = 0;
+    int                i, n;
+
+    /* A callback progressing us again: the outer call is already reading. */
+    if (iface->in_progress) {
+        return 0;
+    }
+    ++iface->in_progress;
+
+    n = epoll_wait(iface->epfd, events, AXON_TCP_EVENTS_MAX, 0);
+    for (i = 0; i < n; ++i) {
+        sock = events[i].data.ptr;
+        if (sock->fd < 0) {
+            continue;   /* closed by an earlier event of this batch */
+        }
+        switch (sock->kind) {
+        case AXON_TCP_SOCK_LISTEN:
+            count += axon_tcp_iface_accept(iface);
+            break;
+        case AXON_TCP_SOCK_EP:
+            count += axon_tcp_ep_handle_events(axon_tcp_ep_of(sock), events[i].events);
+            break;
+        case AXON_TCP_SOCK_CONN:
+            count += axon_tcp_conn_handle_events(iface, axon_tcp_conn_of(sock));
+            break;
+        }
+    }
+
+    if (!axon_list_is_empty(&iface->connecting) || !axon_list_is_empty(&iface->handshakes)) {
+        axon_tcp_iface_check_timeouts(iface);
+    }
+    if (!axon_list_is_empty(&iface->reports)) {
+        count += axon_tcp_iface_dispatch_reports(iface);
+    }
+
+    --iface->in_progress;
+    while (!axon_list_is_empty(&iface->garbage)) {
+        sock = axon_container_of(iface->garbage.next, axon_tcp_sock_t, pend);
+        axon_list_del(&sock->pend);
+        axon_tcp_sock_free(sock);
+    }
+    return count;
+}
+
+/* ---------------------------------------------------------------- open, close */
+
+axon_status_t axon_tcp_iface_open(const axon_resource_t *resource, const void *config_v,
+                                  const axon_iface_params_t *params, axon_iface_t **iface_p)
+{
+    const axon_tcp_config_t *config = config_v;
+    axon_tcp_iface_t        *iface;
+    axon_status_t            status;
+    uint16_t                 port_lo, port_hi;
+    char                     sa_str[AXON_TCP_SA_STR_MAX];
+    struct sockaddr_in       sa;
+
+    status = axon_tcp_config_check(config, &port_lo, &port_hi);
+    if (status != AXON_OK) {
+        return status;
+    }
+    if (params == NULL) {
+        axon_error("tcp: iface_open needs parameters");
+        return AXON_ERR_INVALID_PARAM;
+    }
+
+    iface = calloc(1, sizeof(*iface));
+    if (iface == NULL) {
+        axon_error("tcp: cannot allocate an iface");
+        return AXON_ERR_NO_MEMORY;
+    }
+    iface->super.ops      = &axon_tcp_iface_ops;
+    iface->super.resource = resource;
+    iface->epfd           = -1;
+    iface->listen.fd      = -1;
+    iface->listen.kind    = AXON_TCP_SOCK_LISTEN;
+    iface->am_arg         = params->am_arg;
+    /* A copy: read on every message, and the caller's table may be on its stack. */
+    if (params->am_handlers != NULL) {
+        memcpy(iface->am_handlers, params->am_handlers, sizeof(iface->am_handlers));
+    }
+    iface->am_rx_dest     = params->am_rx_dest;
+    iface->peer_failure   = params->peer_failure;
+    iface->worker_uuid    = params->worker_uuid;
+    iface->config         = config;
+    iface->max_short      = axon_tcp_max_short(config->seg_size);
+    iface->max_bcopy      = config->seg_size;
+    iface->host_id        = axon_sys_host_id();
+    iface->netns          = axon_tcp_sock_netns();
+    snprintf(iface->name, sizeof(iface->name), "tcp/%s", resource->dev_name);
+    axon_list_init(&iface->listen.link);
+    axon_list_init(&iface->listen.pend);
+    axon_list_init(&iface->eps);
+    axon_list_init(&iface->closing);
+    axon_list_init(&iface->conns);
+    axon_list_init(&iface->connecting);
+    axon_list_init(&iface->handshakes);
+    axon_list_init(&iface->reports);
+    axon_list_init(&iface->garbage);
+
+    status = axon_tcp_sock_if_addr(resource->dev_name, &iface->ip, &iface->netmask,
+                                   &iface->is_loopback);
+    if (status != AXON_OK) {
+        if (status == AXON_ERR_NO_DEVICE) {
+            axon_error("%s: the interface is down or has no IPv4 address any more", iface->name);
+        }
+        goto err_free;
+    }
+
+    iface->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (iface->epfd < 0) {
+        axon_error("%s: epoll_create1() failed: %s", iface->name, strerror(errno));
+        status = AXON_ERR_IO_ERROR;
+        goto err_free;
+    }
+    status = axon_tcp_sock_listen(&iface->ip, port_lo, port_hi, config, iface->name,
+                                  &iface->listen.fd, &iface->port);
+    if (status != AXON_OK) {
+        goto err_close_epoll;
+    }
+    status = axon_tcp_sock_epoll_add(iface->epfd, &iface->listen, EPOLLIN);
+    if (status != AXON_OK) {
+        goto err_close_listen;
+    }
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_addr = iface->ip;
+    sa.sin_port = htons(iface->port);
+    axon_debug("%s: worker %016llx listening on %s", iface->name,
+               (unsigned long long)iface->worker_uuid,
+               axon_tcp_sock_sa_str(&sa, sa_str, sizeof(sa_str)));
+    *iface_p = &iface->super;
+    return AXON_OK;
+
+err_close_listen:
+    close(iface->listen.fd);
+err_close_epoll:
+    close(iface->epfd);
+err_free:
+    free(iface);
+    return status;
+}
+
+static void axon_tcp_iface_close(axon_iface_t *tl_iface)
+{
+    axon_tcp_iface_t *iface = (axon_tcp_iface_t*)tl_iface;
+    axon_tcp_sock_t  *sock, *tmp;
+    axon_tcp_conn_t  *conn;
+
+    /* Endpoints the upper layer left open go with the iface (with a goodbye). */
+    axon_list_for_each_safe(sock, tmp, &iface->eps, link) {
+        axon_tcp_ep_close_now(axon_tcp_ep_of(sock));
+    }
+    axon_list_for_each_safe(sock, tmp, &iface->closing, link) {
+        axon_tcp_ep_close_now(axon_tcp_ep_of(sock));
+    }
+    /* Peers sending to us learn that we leave on purpose. */
+    axon_list_for_each_safe(sock, tmp, &iface->conns, link) {
+        conn = axon_tcp_conn_of(sock);
+        if (conn->state == AXON_TCP_CONN_OPEN) {
+            axon_tcp_conn_say_goodbye(conn);
+        }
+        axon_tcp_sock_close(iface->epfd, sock);
+        axon_list_del(&sock->link);
+        axon_list_del(&sock->pend);
+        axon_tcp_sock_free(sock);
+    }
+    /* Failures nobody will hear of now: only connections are left there. */
+    while (!axon_list_is_empty(&iface->reports)) {
+        sock = axon_container_of(iface->reports.next, axon_tcp_sock_t, pend);
+        axon_list_del(&sock->pend);
+        axon_tcp_sock_free(sock);
+    }
+    axon_tcp_sock_close(iface->epfd, &iface->listen);
+    close(iface->epfd);
+    free(iface);
+}
+
+/* ---------------------------------------------------------------- addresses */
+
+static axon_status_t axon_tcp_iface_get_address(axon_iface_t *tl_iface, void *dev_addr,
+                                                void *iface_addr)
+{
+    const axon_tcp_iface_t *iface = (const axon_tcp_iface_t*)tl_iface;
+    axon_tcp_dev_addr_t     dev;
+    axon_tcp_iface_addr_t   addr;
+
+    /* Addresses are blobs in a larger buffer: copy, never cast (alignment). */
+    memset(&dev, 0, sizeof(dev));
+    dev.ip      = iface->ip.s_addr;
+    dev.netmask = iface->netmask.s_addr;
+    dev.host_id = iface->host_id;
+    dev.netns   = iface->netns;
+    memcpy(dev_addr, &dev, sizeof(dev));
+
+    addr.port = htons(iface->port);
+    memcpy(iface_addr, &addr, sizeof(addr));
+    return AXON_OK;
+}
+
+axon_status_t axon_tcp_iface_check_peer(const axon_tcp_iface_t *iface, const void *dev_addr,
+                                        const void *iface_addr, axon_log_level_t log_level,
+                                        struct sockaddr_in *sa)
+{
+    axon_tcp_dev_addr_t   dev;
+    axon_tcp_iface_addr_t addr;
+    char                  ip_str[INET_ADDRSTRLEN];
+    uint32_t              mask = iface->netmask.s_addr;
+    int                   peer_loopback, same_stack;
+
+    memcpy(&dev, dev_addr, sizeof(dev));
+    if (inet_ntop(AF_INET, &dev.ip, ip_str, sizeof(ip_str)) == NULL) {
+        ip_str[0] = '\0';
+    }
+    if ((dev.ip == htonl(INADDR_ANY)) || (dev.ip == htonl(INADDR_BROADCAST))) {
+        axon_log(log_level, "%s: malformed peer address %s", iface->name, ip_str);
+        return AXON_ERR_INVALID_ADDR;
+    }
+
+    peer_loopback = ((ntohl(dev.ip) >> 24) == IN_LOOPBACKNET);
+    same_stack    = (dev.host_id == iface->host_id) && (dev.netns == iface->netns);
+    if (peer_loopback) {
+        /* Every host and network namespace has its own 127.0.0.1. */
+        if (!iface->is_loopback) {
+            axon_log(log_level, "%s: peer address %s is loopback, reached through lo only",
+                     iface->name, ip_str);
+            return AXON_ERR_UNREACHABLE;
+        }
+        if (!same_stack) {
+            axon_log(log_level, "%s: peer loopback %s is in another host or network namespace",
+                     iface->name, ip_str);
+            return AXON_ERR_UNREACHABLE;
+        }
+    } else {
+        if (iface->is_loopback) {
+            axon_log(log_level, "%s: peer address %s is not loopback", iface->name, ip_str);
+            return AXON_ERR_UNREACHABLE;
+        }
+        if ((dev.ip & mask) != (iface->ip.s_addr & mask)) {
+            axon_log(log_level, "%s: peer address %s is outside our subnet", iface->name, ip_str);
+            return AXON_ERR_UNREACHABLE;
+        }
+        /* docker0 and the like have one address on every host: ours would answer. */
+        if ((dev.ip == iface->ip.s_addr) && !same_stack) {
+            axon_log(log_level, "%s: peer address %s is our own, on another host", iface->name,
+                     ip_str);
+            return AXON_ERR_UNREACHABLE;
+        }
+    }
+    if (iface_addr == NULL) {
+        return AXON_OK;   /* the device alone was asked about */
+    }
+
+    memcpy(&addr, iface_addr, sizeof(addr));
+    if (addr.port == 0) {
+        axon_log(log_level, "%s: malformed peer address %s: port 0", iface->name, ip_str);
+        return AXON_ERR_INVALID_ADDR;
+    }
+    memset(sa, 0, sizeof(*sa));
+    sa->sin_family      = AF_INET;
+    sa->sin_addr.s_addr = dev.ip;
+    sa->sin_port        = addr.port;
+    return AXON_OK;
+}
+
+static int axon_tcp_iface_is_reachable(axon_iface_t *tl_iface, const void *dev_addr,
+                                       const void *iface_addr)
+{
+    struct sockaddr_in sa;
+
+    return axon_tcp_iface_check_peer((const axon_tcp_iface_t*)tl_iface, dev_addr, iface_addr,
+                                     AXON_LOG_DEBUG, &sa) == AXON_OK;
+}
+
+static const axon_iface_ops_t axon_tcp_iface_ops = {
+    .iface_close        = axon_tcp_iface_close,
+    .iface_progress     = axon_tcp_iface_progress,
+    .dev_addr_len       = sizeof(axon_tcp_dev_addr_t),
+    .iface_addr_len     = sizeof(axon_tcp_iface_addr_t),
+    .iface_get_address  = axon_tcp_iface_get_address,
+    .iface_is_reachable = axon_tcp_iface_is_reachable,
+    .ep_create          = axon_tcp_ep_create,
+    .ep_destroy         = axon_tcp_ep_destroy,
+    .ep_am_short        = axon_tcp_ep_am_short,
+    .ep_am_bcopy        = axon_tcp_ep_am_bcopy,
+    .ep_am_zcopy        = axon_tcp_ep_am_zcopy,
+    .ep_get_zcopy       = NULL,   /* no one-sided reads over a socket */
+    .ep_flush           = axon_tcp_ep_flush,
+    .ep_check           = axon_tcp_ep_check,
+};

@@ -1,0 +1,380 @@
+#!/bin/bash
+# Axon against UCX and libfabric on this host, one run after another, and one
+# table of the results.
+#
+#   contrib/bench/compare.sh [--quick] [--sizes 8,4k,64k,1m] [--tls shm,tcp]
+#                            [--repeat N] [--keep]
+#
+# For each transport (shm, tcp) and size it runs
+#   Axon       axon_perf --local -t tag_lat / tag_bw          AXON_TLS=shm | tcp
+#   UCX        ucx_perftest server + client, tag_lat / tag_bw  UCX_TLS=sm | tcp
+#   libfabric  fi_pingpong server + client, rdm tagged         -p shm | tcp
+# and prints latency (half round trip, us), streaming bandwidth (MB/s = 1e6
+# B/s), ping-pong bandwidth (size / latency) and the 8 B message rate, with
+# Axon's ratios to the others. fi_pingpong has no streaming test, so its
+# bandwidth appears only as ping-pong bandwidth.
+#
+# Run from the source tree: axon_perf is taken from $AXON_PERF, else
+# build/tools/axon_perf, else tools/axon_perf (an in-place build).
+# ucx-utils and libfabric-bin are installed with apt-get if missing.
+set -u
+
+usage() {
+    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+    cat <<EOF
+Options:
+  --quick       a tenth of the iterations (a rough table in about a minute)
+  --sizes LIST  message sizes, comma separated, k/m suffixes (default 8,4k,64k,1m)
+  --tls LIST    transports to compare: shm, tcp (default shm,tcp)
+  --repeat N    run each measurement N times and keep the best (default 1)
+  --keep        keep the raw tool outputs (their directory is printed)
+EOF
+}
+
+quick=0
+sizes_arg=8,4k,64k,1m
+tls_arg=shm,tcp
+repeat=1
+keep=0
+while [ $# -gt 0 ]; do
+    case $1 in
+        --quick)  quick=1 ;;
+        --sizes)  sizes_arg=${2:?--sizes needs a list}; shift ;;
+        --tls)    tls_arg=${2:?--tls needs a list}; shift ;;
+        --repeat) repeat=${2:?--repeat needs a number}; shift ;;
+        --keep)   keep=1 ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "compare.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+die() { echo "compare.sh: $*" >&2; exit 2; }
+
+to_bytes() {  # 8 | 4k | 1m -> bytes
+    local v=${1,,} scale=1
+    case $v in
+        *k) scale=1024; v=${v%k} ;;
+        *m) scale=$((1024 * 1024)); v=${v%m} ;;
+    esac
+    [[ $v =~ ^[0-9]+$ ]] || return 1
+    echo $((v * scale))
+}
+
+sizes=()
+IFS=, read -ra _list <<<"$sizes_arg"
+for s in "${_list[@]}"; do
+    b=$(to_bytes "$s") || die "invalid size '$s'"
+    sizes+=("$b")
+done
+[ ${#sizes[@]} -gt 0 ] || die "no sizes"
+tls_list=()
+IFS=, read -ra _list <<<"$tls_arg"
+for t in "${_list[@]}"; do
+    case $t in shm|tcp) tls_list+=("$t") ;; *) die "unknown transport '$t' (shm, tcp)" ;; esac
+done
+[[ $repeat =~ ^[1-9][0-9]*$ ]] || die "invalid --repeat '$repeat'"
+
+# ------------------------------------------------------------------ tools
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+perf=${AXON_PERF:-}
+if [ -z "$perf" ]; then
+    for p in "$top/build/tools/axon_perf" "$top/tools/axon_perf" \
+             "$PWD/build/tools/axon_perf" "$PWD/tools/axon_perf"; do
+        if [ -x "$p" ]; then perf=$p; break; fi
+    done
+fi
+[ -n "$perf" ] && [ -x "$perf" ] ||
+    die "axon_perf not found: build Axon (build/ or in place) or set AXON_PERF=path"
+# Axon warns about AXON_* variables it does not know; this one is ours.
+unset AXON_PERF
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+missing=()
+command -v ucx_perftest >/dev/null || missing+=(ucx-utils)
+command -v fi_pingpong >/dev/null || missing+=(libfabric-bin)
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "== installing ${missing[*]}" >&2
+    as_root apt-get update -q >&2 &&
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2 ||
+        echo "compare.sh: could not install ${missing[*]}; their columns will say so" >&2
+fi
+have_ucx=0; have_fi=0
+command -v ucx_perftest >/dev/null && have_ucx=1
+command -v fi_pingpong >/dev/null && have_fi=1
+
+# ------------------------------------------------------------------ running
+
+work=$(mktemp -d /tmp/axon-compare-XXXXXX)
+pids=()
+cleanup() {
+    local p
+    for p in "${pids[@]}"; do
+        kill "$p" 2>/dev/null
+    done
+    if [ "$keep" -eq 0 ]; then rm -rf "$work"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+run_timeout=$((quick ? 60 : 180))
+port=$((20000 + RANDOM % 20000))
+next_port() { port=$((port + 1)); [ $port -lt 65000 ] || port=20000; }
+
+# Iterations scale with the size so that every run takes about a second.
+clamp() { local v=$1; [ "$v" -lt "$2" ] && v=$2; [ "$v" -gt "$3" ] && v=$3; echo "$v"; }
+lat_iters() { local n; n=$(clamp $(((1 << 31) / ($1 + 1))) 1000 100000)
+              [ $quick -eq 1 ] && n=$(clamp $((n / 10)) 200 100000); echo "$n"; }
+bw_iters()  { local n; n=$(clamp $(((1 << 33) / ($1 + 1))) 2000 1000000)
+              [ $quick -eq 1 ] && n=$(clamp $((n / 10)) 500 1000000); echo "$n"; }
+warmup_of() { local w=$(($1 / 10)); [ $w -gt 1000 ] && w=1000; echo "$w"; }
+
+# Wait until something listens on TCP port $1 (without connecting to it:
+# the servers here take exactly one client), or the process $2 is gone.
+wait_listen() {
+    local i
+    for i in $(seq 200); do
+        [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ] && return 0
+        kill -0 "$2" 2>/dev/null || return 1
+        sleep 0.05
+    done
+    return 1
+}
+
+# Start a server in the background, wait for its port, run the client.
+# Output: client in $out, server in $out.srv; status of the client.
+client_server() {  # out port server-cmd... -- client-cmd...
+    local out=$1 p=$2; shift 2
+    local srv=() spid rc
+    while [ "$1" != "--" ]; do srv+=("$1"); shift; done
+    shift
+    timeout "$run_timeout" "${srv[@]}" >"$out.srv" 2>&1 &
+    spid=$!
+    pids+=("$spid")
+    if ! wait_listen "$p" "$spid"; then
+        kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+        cp "$out.srv" "$out"
+        echo "server did not start listening on port $p" >>"$out"
+        return 1
+    fi
+    timeout "$run_timeout" "$@" >"$out" 2>&1
+    rc=$?
+    # The server ends with its client; a failed client may leave it waiting.
+    for _ in $(seq 50); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
+    kill "$spid" 2>/dev/null
+    wait "$spid" 2>/dev/null
+    [ $rc -eq 124 ] && echo "timed out after $run_timeout s" >>"$out"
+    return $rc
+}
+
+# The line that best explains a failed run: an error line if there is one.
+first_error() {  # files...
+    local line
+    local text
+    text=$(cat "$@" 2>/dev/null | grep -vE ' (DIAG|INFO|WARN) ')  # UCX's chatter
+    line=$(grep -iE -m1 'error|timed out|did not|refused|denied|no such' <<<"$text")
+    [ -n "$line" ] || line=$(grep -iE -m1 'fail' <<<"$text")
+    [ -n "$line" ] || line=$(grep -v '^[#|+]' <<<"$text" | grep -m1 .)
+    # strip timestamps and process ids so that equal errors share one note
+    sed -E 's/^\[[0-9.]+\] +\[[^]]*\] *//; s/^\[[^]]*:[0-9]+\] *//' <<<"${line:-no result line}" |
+        cut -c1-160
+}
+
+# Each measurement sets the globals lat, bw, rate (empty on failure) and err.
+axon_run() {  # tl test size iters
+    local out="$work/axon-$1-$2-$3" n=$4 line
+    lat=; bw=; rate=; err=
+    AXON_TLS=$1 timeout "$run_timeout" "$perf" --local -t "$2" -s "$3" -n "$n" \
+        -W "$(warmup_of "$n")" >"$out" 2>&1
+    line=$(grep -m1 '^RESULT' "$out")
+    if [ -z "$line" ]; then
+        err=$(first_error "$out")
+        return
+    fi
+    lat=$(sed -n 's/.* latency_us=\([0-9.]*\).*/\1/p' <<<"$line")
+    bw=$(sed -n 's/.* bandwidth_MBps=\([0-9.]*\).*/\1/p' <<<"$line")
+    rate=$(sed -n 's/.* msgrate_Mps=\([0-9.]*\).*/\1/p' <<<"$line")
+    grep -m1 '^# lanes:' "$out" >"$work/lanes-axon-$1"
+}
+
+ucx_run() {  # tl test size iters
+    local out="$work/ucx-$1-$2-$3" n=$4 tls line
+    lat=; bw=; rate=; err=
+    [ $have_ucx -eq 1 ] || { err="ucx_perftest not installed"; return; }
+    case $1 in shm) tls=sm ;; *) tls=$1 ;; esac
+    next_port
+    client_server "$out" "$port" env UCX_TLS=$tls ucx_perftest -p "$port" -- \
+        env UCX_TLS=$tls UCX_LOG_LEVEL=info ucx_perftest 127.0.0.1 -p "$port" -t "$2" \
+        -s "$3" -n "$n" -w "$(warmup_of "$n")"
+    # Final: iters p50 lat_avg lat_overall bw_avg bw_overall(MiB/s) rate_avg rate_overall
+    line=$(grep -m1 '^Final:' "$out")
+    if [ -z "$line" ]; then
+        err=$(first_error "$out" "$out.srv")
+        return
+    fi
+    read -r _ _ _ _ lat _ bw _ rate <<<"$line"
+    bw=$(awk -v b="$bw" 'BEGIN { printf "%.3f", b * 1.048576 }')      # MiB/s -> MB/s
+    rate=$(awk -v r="$rate" 'BEGIN { printf "%.3f", r / 1e6 }')
+    grep -m1 -o 'ep_cfg\[0\]: .*' "$out" >"$work/lanes-ucx-$1"
+}
+
+fi_run() {  # tl size iters
+    local out="$work/fi-$1-$2" n=$3 line
+    lat=; bw=; rate=; err=
+    [ $have_fi -eq 1 ] || { err="fi_pingpong not installed"; return; }
+    next_port
+    client_server "$out" "$port" fi_pingpong -p "$1" -e rdm -m tagged -B "$port" \
+        -S "$2" -I "$n" -- fi_pingpong -p "$1" -e rdm -m tagged -P "$port" -S "$2" \
+        -I "$n" 127.0.0.1
+    # bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec
+    line=$(awk '/^bytes/ { getline; print; exit }' "$out")
+    if [ -z "$line" ]; then
+        err=$(first_error "$out" "$out.srv")
+        return
+    fi
+    read -r _ _ _ _ _ bw lat rate <<<"$line"
+}
+
+# Best of $repeat runs: lowest latency, highest bandwidth and rate.
+declare -A R    # R[lib,tl,metric,size] = value
+declare -A E    # E[lib,tl,size] = first error seen
+best() {  # key value lower-is-better
+    local old=${R[$1]:-}
+    if [ -z "$old" ] || awk -v a="$2" -v b="$old" -v low="$3" \
+            'BEGIN { exit !((low && a < b) || (!low && a > b)) }'; then
+        R[$1]=$2
+    fi
+}
+record() {  # lib tl size metric-of-lat metric-of-bw
+    local lib=$1 tl=$2 size=$3
+    if [ -n "$err" ]; then
+        [ -z "${E[$lib,$tl,$size]:-}" ] && E[$lib,$tl,$size]=$err
+        return
+    fi
+    [ -n "$4" ] && [ -n "$lat" ] && best "$lib,$tl,$4,$size" "$lat" 1
+    [ -n "$4" ] && [ -n "$lat" ] && best "$lib,$tl,pp_MBps,$size" \
+        "$(awk -v s="$size" -v l="$lat" 'BEGIN { printf "%.3f", (l > 0) ? s / l : 0 }')" 0
+    [ -n "$5" ] && [ -n "$bw" ] && best "$lib,$tl,$5,$size" "$bw" 0
+    [ -n "$5" ] && [ -n "$rate" ] && best "$lib,$tl,msgrate,$size" "$rate" 0
+}
+
+echo "== axon_perf: $perf" >&2
+load=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null)
+if awk -v l="${load:-0}" 'BEGIN { exit !(l > 0.5) }'; then
+    echo "== warning: load average $load: other processes are busy, expect noisy numbers" >&2
+fi
+echo "== sizes: ${sizes[*]}; transports: ${tls_list[*]}; repeat: $repeat" >&2
+for tl in "${tls_list[@]}"; do
+    for size in "${sizes[@]}"; do
+        nl=$(lat_iters "$size"); nb=$(bw_iters "$size")
+        for r in $(seq "$repeat"); do
+            echo "== $tl size=$size run $r/$repeat (lat iters $nl, bw iters $nb)" >&2
+            axon_run "$tl" tag_lat "$size" "$nl"; record axon "$tl" "$size" lat_us ""
+            axon_run "$tl" tag_bw "$size" "$nb";  record axon "$tl" "$size" "" bw_MBps
+            ucx_run "$tl" tag_lat "$size" "$nl";  record ucx "$tl" "$size" lat_us ""
+            ucx_run "$tl" tag_bw "$size" "$nb";   record ucx "$tl" "$size" "" bw_MBps
+            fi_run "$tl" "$size" "$nl";           record fi "$tl" "$size" lat_us ""
+        done
+    done
+done
+
+# ------------------------------------------------------------------ table
+
+# The cell functions set $C rather than print, so that the list of failure
+# notes they add to survives (no subshells).
+notes=()
+note_of() {  # lib tl size
+    local e=${E[$1,$2,$3]:-} i
+    C="-"
+    [ -n "$e" ] || return
+    for i in "${!notes[@]}"; do
+        if [ "${notes[$i]}" = "$1 $2: $e" ]; then C="fail[$((i + 1))]"; return; fi
+    done
+    notes+=("$1 $2: $e")
+    C="fail[${#notes[@]}]"
+}
+cell() {  # lib tl metric size
+    local v=${R[$1,$2,$3,$4]:-}
+    if [ -n "$v" ]; then
+        case $3 in
+            lat_us|msgrate) C=$(printf '%.3f' "$v") ;;
+            *)              C=$(printf '%.1f' "$v") ;;
+        esac
+    elif [ "$1" = fi ] && { [ "$3" = bw_MBps ] || [ "$3" = msgrate ]; }; then
+        C="n/a"
+    else
+        note_of "$1" "$2" "$4"
+    fi
+}
+ratio() {  # key-a key-b
+    local a=${R[$1]:-} b=${R[$2]:-}
+    C="-"
+    if [ -n "$a" ] && [ -n "$b" ]; then
+        C=$(awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
+    fi
+}
+human() {  # bytes
+    if [ "$1" -gt 0 ] && [ $(($1 % 1048576)) -eq 0 ]; then echo "$(($1 / 1048576)) MiB"
+    elif [ "$1" -gt 0 ] && [ $(($1 % 1024)) -eq 0 ]; then echo "$(($1 / 1024)) KiB"
+    else echo "$1 B"; fi
+}
+row() {  # cells... -> one markdown row
+    local out="|" c
+    for c in "$@"; do out+=" $c |"; done
+    echo "$out"
+}
+
+axon_version=$(sed -n 's/^# axon_perf \([^:]*\):.*/\1/p' "$work"/axon-* 2>/dev/null | head -1)
+echo
+echo "Axon ${axon_version:-?} vs UCX $(ucx_info -v 2>/dev/null | sed -n 's/^# Version //p')" \
+    "vs libfabric $(fi_info --version 2>/dev/null | sed -n 's/^libfabric: //p')" \
+    "on $(uname -n), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')" \
+    "$([ $quick -eq 1 ] && echo '(--quick)')$([ "$repeat" -gt 1 ] && echo "(best of $repeat)")"
+echo
+echo "lat_us: half round trip (lower is better); bw_MBps: streaming tag_bw, 1 MB = 1e6 B;"
+echo "pp_MBps: ping-pong bandwidth = size / lat_us. Ratios are Axon / other."
+echo
+row transport metric size Axon UCX libfabric Axon/UCX Axon/libfabric
+row --- --- ---: ---: ---: ---: ---: ---:
+for tl in "${tls_list[@]}"; do
+    for metric in lat_us bw_MBps pp_MBps; do
+        for size in "${sizes[@]}"; do
+            cells=("$tl" "$metric" "$(human "$size")")
+            for lib in axon ucx fi; do cell "$lib" "$tl" "$metric" "$size"; cells+=("$C"); done
+            for lib in ucx fi; do
+                ratio "axon,$tl,$metric,$size" "$lib,$tl,$metric,$size"; cells+=("$C")
+            done
+            row "${cells[@]}"
+        done
+    done
+done
+smallest=${sizes[0]}
+echo
+echo "Message rate, $(human "$smallest") tag_bw (million messages/s, higher is better):"
+echo
+row transport Axon UCX Axon/UCX
+row --- ---: ---: ---:
+for tl in "${tls_list[@]}"; do
+    cells=("$tl")
+    for lib in axon ucx; do cell "$lib" "$tl" msgrate "$smallest"; cells+=("$C"); done
+    ratio "axon,$tl,msgrate,$smallest" "ucx,$tl,msgrate,$smallest"; cells+=("$C")
+    row "${cells[@]}"
+done
+echo
+echo "Lanes:"
+for tl in "${tls_list[@]}"; do
+    [ -s "$work/lanes-axon-$tl" ] && echo "  axon $tl: $(sed 's/^# lanes: //' "$work/lanes-axon-$tl")"
+    [ -s "$work/lanes-ucx-$tl" ] && echo "  ucx  $tl: $(cat "$work/lanes-ucx-$tl")"
+done
+if [ ${#notes[@]} -gt 0 ]; then
+    echo
+    echo "Failures:"
+    for i in "${!notes[@]}"; do
+        echo "  [$((i + 1))] ${notes[$i]}"
+    done
+fi
+[ "$keep" -eq 1 ] && echo && echo "Raw outputs: $work"
+exit 0
