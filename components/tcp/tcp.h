@@ -100,10 +100,10 @@ typedef struct axon_tcp_sock {
     uint8_t              flags;     /* AXON_TCP_SOCK_FLAG_* */
     axon_status_t        status;    /* why the socket was closed, when it was */
     uint64_t             peer_uuid; /* 0 until an acceptor reads the handshake */
-    double               deadline;  /* of the handshake, while on a pending list */
+    double               deadline;  /* of connect(), while on iface->connecting */
     struct sockaddr_in   peer_sa;   /* for log lines */
     axon_list_link_t     link;      /* iface->eps, ->closing or ->conns */
-    axon_list_link_t     pend;      /* iface->connecting, ->handshakes, ->reports or ->garbage */
+    axon_list_link_t     pend;      /* iface->connecting, ->reports or ->garbage */
 } axon_tcp_sock_t;
 
 typedef struct axon_tcp_iface {
@@ -133,8 +133,7 @@ typedef struct axon_tcp_iface {
     axon_list_link_t       eps;          /* live endpoints */
     axon_list_link_t       closing;      /* destroyed endpoints still sending */
     axon_list_link_t       conns;        /* accepted connections */
-    axon_list_link_t       connecting;   /* eps before ACCEPT (deadline) */
-    axon_list_link_t       handshakes;   /* accepted, before HELLO (deadline) */
+    axon_list_link_t       connecting;   /* eps whose connect() is in flight (deadline) */
     axon_list_link_t       reports;      /* failures to deliver from progress */
     axon_list_link_t       garbage;
 } axon_tcp_iface_t;
@@ -246,8 +245,14 @@ axon_status_t axon_tcp_ep_flush(axon_tl_ep_t *tl_ep);
 axon_status_t axon_tcp_ep_check(axon_tl_ep_t *tl_ep);
 /* Progress: an epoll event on the ep's socket; returns operations completed. */
 unsigned      axon_tcp_ep_handle_events(axon_tcp_ep_t *ep, uint32_t events);
-/* Fail eps whose connect or handshake outlived the deadline. */
+/* Fail an ep whose connect() outlived AXON_TCP_CONNECT_TIMEOUT. */
 void          axon_tcp_ep_check_timeout(axon_tcp_ep_t *ep, double now);
+/*
+ * A connection from peer_uuid failed: fail our eps to it too, so they do not
+ * wait for their own sockets to notice (keep-alive may take seconds).
+ */
+void          axon_tcp_ep_fail_peer(axon_tcp_iface_t *iface, uint64_t peer_uuid,
+                                    axon_status_t status);
 /* Close an ep's socket, saying goodbye if it can, and free it (iface_close). */
 void          axon_tcp_ep_close_now(axon_tcp_ep_t *ep);
 

@@ -40,7 +40,8 @@ static const axon_config_entry_t axon_tcp_config_table[] = {
      offsetof(axon_tcp_config_t, nodelay), AXON_CONFIG_TYPE_BOOL},
 
     {"SNDBUF", "0",
-     "Socket send buffer (SO_SNDBUF) in bytes; 0 keeps the kernel's default and autotuning",
+     "Socket send buffer (SO_SNDBUF) in bytes; 0 keeps the kernel's default and autotuning "
+     "(below a few segments, delayed ACKs stall the stream)",
      offsetof(axon_tcp_config_t, sndbuf), AXON_CONFIG_TYPE_SIZE},
 
     {"RCVBUF", "0",
@@ -48,8 +49,8 @@ static const axon_config_entry_t axon_tcp_config_table[] = {
      offsetof(axon_tcp_config_t, rcvbuf), AXON_CONFIG_TYPE_SIZE},
 
     {"CONNECT_TIMEOUT", "10s",
-     "Time an endpoint may take to connect and finish the handshake before its peer is "
-     "reported unreachable",
+     "Time an endpoint's connect() may take before its peer is reported unreachable "
+     "(the peer's kernel answers it, however busy the peer is)",
      offsetof(axon_tcp_config_t, connect_timeout), AXON_CONFIG_TYPE_TIME},
 
     {"PORT_RANGE", "0",
@@ -103,20 +104,33 @@ static int axon_tcp_parse_port_range(const char *str, uint16_t *lo_p, uint16_t *
     return 0;
 }
 
+/* A size option's value as the user would write it ("64K", "inf"). */
+static const char *axon_tcp_size_str(size_t value, char *buf, size_t max)
+{
+    axon_config_write_size(buf, max, &value, NULL);
+    return buf;
+}
+
 axon_status_t axon_tcp_config_check(const axon_tcp_config_t *config, uint16_t *port_lo,
                                     uint16_t *port_hi)
 {
+    char buf[32], min[32], max[32];
+
     if ((config->seg_size < AXON_TCP_SEG_SIZE_MIN) || (config->seg_size > AXON_TCP_SEG_SIZE_MAX)) {
-        axon_error("AXON_TCP_SEG_SIZE=%zu is invalid: must be between %zu and %zu",
-                   config->seg_size, AXON_TCP_SEG_SIZE_MIN, AXON_TCP_SEG_SIZE_MAX);
+        axon_error("AXON_TCP_SEG_SIZE=%s is invalid: must be between %s and %s",
+                   axon_tcp_size_str(config->seg_size, buf, sizeof(buf)),
+                   axon_tcp_size_str(AXON_TCP_SEG_SIZE_MIN, min, sizeof(min)),
+                   axon_tcp_size_str(AXON_TCP_SEG_SIZE_MAX, max, sizeof(max)));
         return AXON_ERR_INVALID_PARAM;
     }
     if (config->sndbuf > INT_MAX) {
-        axon_error("AXON_TCP_SNDBUF=%zu is invalid: must be at most %d", config->sndbuf, INT_MAX);
+        axon_error("AXON_TCP_SNDBUF=%s is invalid: must be at most %d",
+                   axon_tcp_size_str(config->sndbuf, buf, sizeof(buf)), INT_MAX);
         return AXON_ERR_INVALID_PARAM;
     }
     if (config->rcvbuf > INT_MAX) {
-        axon_error("AXON_TCP_RCVBUF=%zu is invalid: must be at most %d", config->rcvbuf, INT_MAX);
+        axon_error("AXON_TCP_RCVBUF=%s is invalid: must be at most %d",
+                   axon_tcp_size_str(config->rcvbuf, buf, sizeof(buf)), INT_MAX);
         return AXON_ERR_INVALID_PARAM;
     }
     if (!(config->connect_timeout > 0)) {

@@ -92,17 +92,31 @@ static void axon_tcp_ep_fail(axon_tcp_ep_t *ep, axon_status_t status, int gracef
     }
 }
 
+void axon_tcp_ep_fail_peer(axon_tcp_iface_t *iface, uint64_t peer_uuid, axon_status_t status)
+{
+    axon_tcp_sock_t *sock, *tmp;
+    axon_tcp_ep_t   *ep;
+
+    axon_list_for_each_safe(sock, tmp, &iface->eps, link) {
+        ep = axon_container_of(sock, axon_tcp_ep_t, sock);
+        if ((sock->peer_uuid != peer_uuid) || (sock->fd < 0)) {
+            continue;
+        }
+        axon_tcp_ep_log_peer(ep, AXON_LOG_WARN, "giving up on",
+                             "its connection to us failed");
+        axon_tcp_ep_fail(ep, status, 0);
+    }
+}
+
 /* The peer closed (ret 0) or the socket failed (-errno) while we read. */
 static void axon_tcp_ep_lost(axon_tcp_ep_t *ep, ssize_t ret)
 {
     const char *why = (ret == 0) ? "connection closed without goodbye" : strerror((int)-ret);
 
-    if (ep->state == AXON_TCP_EP_HANDSHAKE) {
-        axon_tcp_ep_log_peer(ep, AXON_LOG_ERROR, "handshake failed with", why);
-        axon_tcp_ep_fail(ep, AXON_ERR_UNREACHABLE, 0);
-        return;
-    }
-    axon_tcp_ep_log_peer(ep, AXON_LOG_WARN, "lost", why);
+    /* Its kernel took the connection, so it was there: a death, not an unreachable peer. */
+    axon_tcp_ep_log_peer(ep, AXON_LOG_WARN,
+                         (ep->state == AXON_TCP_EP_HANDSHAKE) ? "handshake failed with" : "lost",
+                         why);
     axon_tcp_ep_fail(ep, (ret == 0) ? AXON_ERR_CONNECTION_RESET :
                          axon_tcp_sock_errno_status((int)-ret), 0);
 }
@@ -142,7 +156,6 @@ static void axon_tcp_ep_handshake_done(axon_tcp_ep_t *ep)
     }
 
     ep->state = AXON_TCP_EP_CONNECTED;
-    axon_list_del(&ep->sock.pend);   /* off the connecting list */
     axon_tcp_ep_log_peer(ep, AXON_LOG_DEBUG, "connected to", "accepted");
 }
 
@@ -308,6 +321,8 @@ static unsigned axon_tcp_ep_tx_progress(axon_tcp_ep_t *ep)
 static void axon_tcp_ep_tx_keep(axon_tcp_ep_t *ep, const struct iovec *iov, size_t iovcnt,
                                 size_t sent, size_t length)
 {
+    axon_trace("%s: socket took %zu of %zu bytes, queueing the rest", axon_tcp_ep_iface(ep)->name,
+               sent, length);
     /* The queue was empty: bytes keep their frame offsets, so alignment is kept. */
     axon_tcp_iov_copy(ep->tx_buf + sent, iov, iovcnt, sent);
     ep->tx_off = sent;
@@ -330,6 +345,11 @@ static void axon_tcp_ep_connect_done(axon_tcp_ep_t *ep)
         axon_tcp_ep_fail(ep, axon_tcp_sock_errno_status(err), 0);
         return;
     }
+    /*
+     * The deadline ends here: the answer to HELLO needs the peer's progress,
+     * and a busy peer is not a dead one (death shows as EOF or keep-alive).
+     */
+    axon_list_del(&ep->sock.pend);
     /* HELLO waits in the send buffer; EPOLLOUT (still armed) sends it. */
     ep->state = AXON_TCP_EP_HANDSHAKE;
     axon_tcp_sock_set_events(axon_tcp_ep_iface(ep)->epfd, &ep->sock, AXON_TCP_EP_EVENTS_TX);
@@ -339,11 +359,13 @@ void axon_tcp_ep_check_timeout(axon_tcp_ep_t *ep, double now)
 {
     char why[96];
 
-    if (now < ep->sock.deadline) {
+    /* Only the kernel's connect is bounded: a handshake answer waits for the
+     * peer to progress, and a live peer may compute for a long time. A dead
+     * one closes the socket, a vanished host trips keepalive. */
+    if ((ep->state != AXON_TCP_EP_CONNECTING) || (now < ep->sock.deadline)) {
         return;
     }
-    snprintf(why, sizeof(why), "no %s after %gs (AXON_TCP_CONNECT_TIMEOUT)",
-             (ep->state == AXON_TCP_EP_CONNECTING) ? "connection" : "handshake answer",
+    snprintf(why, sizeof(why), "no connection after %gs (AXON_TCP_CONNECT_TIMEOUT)",
              axon_tcp_ep_iface(ep)->config->connect_timeout);
     axon_tcp_ep_log_peer(ep, AXON_LOG_ERROR, "cannot connect to", why);
     axon_tcp_ep_fail(ep, AXON_ERR_UNREACHABLE, 0);
@@ -406,7 +428,9 @@ axon_status_t axon_tcp_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid,
     }
     ep->sock.fd = fd;
     axon_list_add_tail(&iface->eps, &ep->sock.link);
-    axon_list_add_tail(&iface->connecting, &ep->sock.pend);
+    if (err == EINPROGRESS) {
+        axon_list_add_tail(&iface->connecting, &ep->sock.pend);
+    }
 
     if ((err == 0) || (err == EINPROGRESS)) {
         /* EPOLLOUT says when connect() finished; then it sends HELLO. */
@@ -694,6 +718,8 @@ ssize_t axon_tcp_ep_am_bcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, axon_pack_cb_t 
     }
     if (__builtin_expect((size_t)ret < iov.iov_len, 0)) {
         /* The rest is already where the queue keeps it. */
+        axon_trace("%s: socket took %zd of %zu bytes, queueing the rest", iface->name, ret,
+                   iov.iov_len);
         ep->tx_off = (size_t)ret;
         ep->tx_len = iov.iov_len;
         axon_tcp_sock_set_events(iface->epfd, &ep->sock, AXON_TCP_EP_EVENTS_TX);

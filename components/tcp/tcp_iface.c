@@ -114,6 +114,7 @@ static void axon_tcp_conn_close(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn,
     if ((status != AXON_OK) && (conn->state == AXON_TCP_CONN_OPEN) &&
         !(conn->sock.flags & AXON_TCP_SOCK_FLAG_GOODBYE)) {
         axon_tcp_iface_report(iface, &conn->sock);
+        axon_tcp_ep_fail_peer(iface, conn->sock.peer_uuid, status);
     } else {
         axon_tcp_iface_release(iface, &conn->sock);
     }
@@ -187,9 +188,12 @@ static unsigned axon_tcp_iface_accept(axon_tcp_iface_t *iface)
             free(conn);
             break;
         }
-        conn->sock.deadline = axon_sys_time_sec() + iface->config->connect_timeout;
+        /*
+         * No deadline for its HELLO: the connector sends it from progress,
+         * and a busy process is not a dead one. Death shows as EOF or a
+         * keep-alive timeout.
+         */
         axon_list_add_tail(&iface->conns, &conn->sock.link);
-        axon_list_add_tail(&iface->handshakes, &conn->sock.pend);
         axon_debug("%s: accepted a connection from %s", iface->name,
                    axon_tcp_sock_sa_str(&sa, sa_str, sizeof(sa_str)));
     }
@@ -284,7 +288,6 @@ static void axon_tcp_conn_handshake(axon_tcp_iface_t *iface, axon_tcp_conn_t *co
     conn->max_body       = conn->hs.max_body;
     conn->sock.peer_uuid = conn->hs.src_uuid;
     conn->state          = AXON_TCP_CONN_OPEN;
-    axon_list_del(&conn->sock.pend);   /* off the handshake deadline list */
     axon_debug("%s: connection from worker %016llx (%s) accepted", iface->name,
                (unsigned long long)conn->sock.peer_uuid, sa_str);
 }
@@ -607,18 +610,10 @@ static void axon_tcp_conn_say_goodbye(axon_tcp_conn_t *conn)
 static void axon_tcp_iface_check_timeouts(axon_tcp_iface_t *iface)
 {
     axon_tcp_sock_t *sock, *tmp;
-    char             sa_str[AXON_TCP_SA_STR_MAX];
     double           now = axon_sys_time_sec();
 
     axon_list_for_each_safe(sock, tmp, &iface->connecting, pend) {
         axon_tcp_ep_check_timeout(axon_tcp_ep_of(sock), now);
-    }
-    axon_list_for_each_safe(sock, tmp, &iface->handshakes, pend) {
-        if (now >= sock->deadline) {
-            axon_debug("%s: %s connected but sent no handshake, closing", iface->name,
-                       axon_tcp_sock_sa_str(&sock->peer_sa, sa_str, sizeof(sa_str)));
-            axon_tcp_conn_close(iface, axon_tcp_conn_of(sock), AXON_OK);
-        }
     }
 }
 
@@ -655,7 +650,8 @@ static unsigned axon_tcp_iface_progress(axon_iface_t *tl_iface)
         }
     }
 
-    if (!axon_list_is_empty(&iface->connecting) || !axon_list_is_empty(&iface->handshakes)) {
+    /* After the events: a connect that finished while we were away is not late. */
+    if (!axon_list_is_empty(&iface->connecting)) {
         axon_tcp_iface_check_timeouts(iface);
     }
     if (!axon_list_is_empty(&iface->reports)) {
@@ -722,7 +718,6 @@ axon_status_t axon_tcp_iface_open(const axon_resource_t *resource, const void *c
     axon_list_init(&iface->closing);
     axon_list_init(&iface->conns);
     axon_list_init(&iface->connecting);
-    axon_list_init(&iface->handshakes);
     axon_list_init(&iface->reports);
     axon_list_init(&iface->garbage);
 

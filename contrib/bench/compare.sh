@@ -109,12 +109,13 @@ command -v fi_pingpong >/dev/null && have_fi=1
 # ------------------------------------------------------------------ running
 
 work=$(mktemp -d /tmp/axon-compare-XXXXXX)
-pids=()
+# The run in progress: a server in the background and a client (or --local
+# run) waited for; both are ended on exit, whatever the reason.
+srv_pid=
+fg_pid=
 cleanup() {
-    local p
-    for p in "${pids[@]}"; do
-        kill "$p" 2>/dev/null
-    done
+    [ -n "$fg_pid" ] && kill "$fg_pid" 2>/dev/null
+    [ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null
     if [ "$keep" -eq 0 ]; then rm -rf "$work"; fi
 }
 trap cleanup EXIT
@@ -124,12 +125,18 @@ run_timeout=$((quick ? 60 : 180))
 port=$((20000 + RANDOM % 20000))
 next_port() { port=$((port + 1)); [ $port -lt 65000 ] || port=20000; }
 
-# Iterations scale with the size so that every run takes about a second.
+# Iterations scale with the size so that every run takes about a second
+# on a quiet machine; tcp is about ten times slower than shm.
 clamp() { local v=$1; [ "$v" -lt "$2" ] && v=$2; [ "$v" -gt "$3" ] && v=$3; echo "$v"; }
-lat_iters() { local n; n=$(clamp $(((1 << 31) / ($1 + 1))) 1000 100000)
-              [ $quick -eq 1 ] && n=$(clamp $((n / 10)) 200 100000); echo "$n"; }
-bw_iters()  { local n; n=$(clamp $(((1 << 33) / ($1 + 1))) 2000 1000000)
-              [ $quick -eq 1 ] && n=$(clamp $((n / 10)) 500 1000000); echo "$n"; }
+iters() {  # size tl budget min max
+    local n div=1
+    [ "$2" = tcp ] && div=8
+    [ $quick -eq 1 ] && div=$((div * 10))
+    n=$(clamp $(($3 / ($1 + 1) / div)) "$4" "$5")
+    echo $((n < 100 ? 100 : n))
+}
+lat_iters() { iters "$1" "$2" $((1 << 31)) 1000 100000; }
+bw_iters()  { iters "$1" "$2" $((1 << 33)) 2000 1000000; }
 warmup_of() { local w=$(($1 / 10)); [ $w -gt 1000 ] && w=1000; echo "$w"; }
 
 # Wait until something listens on TCP port $1 (without connecting to it:
@@ -153,19 +160,24 @@ client_server() {  # out port server-cmd... -- client-cmd...
     shift
     timeout "$run_timeout" "${srv[@]}" >"$out.srv" 2>&1 &
     spid=$!
-    pids+=("$spid")
+    srv_pid=$spid
     if ! wait_listen "$p" "$spid"; then
         kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+        srv_pid=
         cp "$out.srv" "$out"
         echo "server did not start listening on port $p" >>"$out"
         return 1
     fi
-    timeout "$run_timeout" "$@" >"$out" 2>&1
+    timeout "$run_timeout" "$@" >"$out" 2>&1 &
+    fg_pid=$!
+    wait "$fg_pid"
     rc=$?
+    fg_pid=
     # The server ends with its client; a failed client may leave it waiting.
     for _ in $(seq 50); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
     kill "$spid" 2>/dev/null
     wait "$spid" 2>/dev/null
+    srv_pid=
     [ $rc -eq 124 ] && echo "timed out after $run_timeout s" >>"$out"
     return $rc
 }
@@ -188,7 +200,10 @@ axon_run() {  # tl test size iters
     local out="$work/axon-$1-$2-$3" n=$4 line
     lat=; bw=; rate=; err=
     AXON_TLS=$1 timeout "$run_timeout" "$perf" --local -t "$2" -s "$3" -n "$n" \
-        -W "$(warmup_of "$n")" >"$out" 2>&1
+        -W "$(warmup_of "$n")" >"$out" 2>&1 &
+    fg_pid=$!
+    wait "$fg_pid"
+    fg_pid=
     line=$(grep -m1 '^RESULT' "$out")
     if [ -z "$line" ]; then
         err=$(first_error "$out")
@@ -262,14 +277,14 @@ record() {  # lib tl size metric-of-lat metric-of-bw
 }
 
 echo "== axon_perf: $perf" >&2
-load=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null)
-if awk -v l="${load:-0}" 'BEGIN { exit !(l > 0.5) }'; then
-    echo "== warning: load average $load: other processes are busy, expect noisy numbers" >&2
+load_start=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null)
+if awk -v l="${load_start:-0}" 'BEGIN { exit !(l > 0.5) }'; then
+    echo "== warning: load average $load_start: other processes are busy, expect noisy numbers" >&2
 fi
 echo "== sizes: ${sizes[*]}; transports: ${tls_list[*]}; repeat: $repeat" >&2
 for tl in "${tls_list[@]}"; do
     for size in "${sizes[@]}"; do
-        nl=$(lat_iters "$size"); nb=$(bw_iters "$size")
+        nl=$(lat_iters "$size" "$tl"); nb=$(bw_iters "$size" "$tl")
         for r in $(seq "$repeat"); do
             echo "== $tl size=$size run $r/$repeat (lat iters $nl, bw iters $nb)" >&2
             axon_run "$tl" tag_lat "$size" "$nl"; record axon "$tl" "$size" lat_us ""
@@ -333,6 +348,8 @@ echo "Axon ${axon_version:-?} vs UCX $(ucx_info -v 2>/dev/null | sed -n 's/^# Ve
     "vs libfabric $(fi_info --version 2>/dev/null | sed -n 's/^libfabric: //p')" \
     "on $(uname -n), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')" \
     "$([ $quick -eq 1 ] && echo '(--quick)')$([ "$repeat" -gt 1 ] && echo "(best of $repeat)")"
+echo "Load average (1 min) at start ${load_start:-?}, at end $(cut -d' ' -f1 /proc/loadavg 2>/dev/null);" \
+    "both sides of every run busy-poll, so other load shows up directly."
 echo
 echo "lat_us: half round trip (lower is better); bw_MBps: streaming tag_bw, 1 MB = 1e6 B;"
 echo "pp_MBps: ping-pong bandwidth = size / lat_us. Ratios are Axon / other."

@@ -2,11 +2,13 @@
  * Tag messaging beyond send and receive, as MPI uses it: probe and matched
  * probe (MPI_Iprobe, MPI_Improbe/MPI_Mrecv), cancel of a posted receive,
  * synchronous send (MPI_Ssend), many senders to one receiver with tags that
- * carry the sender's rank, and very large messages in both directions.
+ * carry the sender's rank, very large messages in both directions, and a
+ * receiver that never opens an endpoint back to its sender.
  *
  * Rendezvous sizes (kRndvLen) are above any automatic threshold, so every
- * variant exercises both protocols; shm_nocma pipelines rendezvous data
- * through the ring instead of reading the sender's memory.
+ * variant exercises both protocols; the _rndv variants move the threshold
+ * to 16 KiB, and shm_nocma pipelines rendezvous data through the ring
+ * instead of reading the sender's memory.
  */
 #include "tag_env.h"
 
@@ -490,6 +492,44 @@ TEST_P(TagExtTest, SyncSendWaitsForMatch)
     });
 }
 
+/*
+ * A synchronous send matched by a removing probe: not done before the probe,
+ * done once the probed message is received (a removing probe matches, as
+ * MPI_Improbe does; the receive of it finishes the rendezvous ones).
+ */
+TEST_P(TagExtTest, SyncSendMatchedByRemovingProbe)
+{
+    Run([&](Env &env) {
+        for (int i = 0; i < kSyncCount; ++i) {
+            axon_tag_recv_info_t info = {0, 0};
+            axon_tag_message_h   msg  = nullptr;
+            GuardedBuf           buf(kSyncSizes[i]);
+            ASSERT_TRUE(env.barrier());  /* the sender checked it is in flight */
+            ASSERT_EQ(AXON_OK, probe_wait(env, 0xC00 + i, AXON_TAG_MASK_FULL, 1, &info, &msg));
+            EXPECT_EQ(kSyncSizes[i], info.length);
+            ASSERT_EQ(AXON_OK, msg_recv(env, buf.data(), kSyncSizes[i], msg, &info));
+            EXPECT_EQ("", check_msg(buf.data(), kSyncSizes[i], 20 + i));
+            EXPECT_TRUE(buf.guard_intact());
+            ASSERT_TRUE(env.barrier());
+        }
+    }, [&](Env &env) {
+        for (int i = 0; i < kSyncCount; ++i) {
+            std::vector<uint8_t> out(kSyncSizes[i]);
+            axon_request_h       req = nullptr;
+            fill_msg(out.data(), out.size(), 20 + i);
+            axon_status_t st = axon_tag_send_sync_nb(env.ep(), out.data(), out.size(), 0xC00 + i,
+                                                     NULL, &req);
+            ASSERT_EQ(AXON_INPROGRESS, st) << "size " << kSyncSizes[i];
+            axon_test_progress_for(env.worker, 0.05);
+            EXPECT_EQ(AXON_INPROGRESS, axon_request_test(req, NULL))
+                << "size " << kSyncSizes[i] << ": done before any probe";
+            ASSERT_TRUE(env.barrier());
+            EXPECT_EQ(AXON_OK, env.wait(st, req, NULL)) << "size " << kSyncSizes[i];
+            ASSERT_TRUE(env.barrier());
+        }
+    });
+}
+
 /* ---------------------------------------------------------------- large */
 
 /*
@@ -544,8 +584,9 @@ TEST_P(TagExtTest, Large64MiBBothWays)
 const TransportParam kExtTransports[] = {
     {"self", "self", 1},
     {"shm", "shm", 1},
-    {"shm_nocma", "shm", 1, false, {{"SHM_CMA", "n"}}},
+    {"shm_nocma", "shm", 1, false, {{"RNDV_THRESH", "16K"}, {"SHM_CMA", "n"}}},
     {"tcp", "tcp", 1},
+    {"tcp_rndv", "tcp", 1, false, {{"RNDV_THRESH", "16K"}}},
 };
 
 INSTANTIATE_TEST_SUITE_P(Transports, TagExtTest, ::testing::ValuesIn(kExtTransports),

@@ -680,6 +680,20 @@ int axon_test_netns_enter(const axon_test_netns_t *ns, int side)
         (umount2("/sys", MNT_DETACH) == 0)) {
         mount(ns->name[side], "/sys", "sysfs", 0, NULL);
     }
+    /* A veth end reports carrier a moment after both ends are up: wait for it. */
+    snprintf(path, sizeof(path), "/sys/class/net/%s/operstate", ns->ifname);
+    for (double end = axon_test_time() + 5.0; axon_test_time() < end; axon_test_sleep(0.005)) {
+        char  state[16] = "";
+        FILE *f         = fopen(path, "r");
+        if (f == NULL) {
+            break;  /* no sysfs of our own: nothing to wait on */
+        }
+        ret = (fgets(state, sizeof(state), f) != NULL) && !strncmp(state, "up", 2);
+        fclose(f);
+        if (ret) {
+            break;
+        }
+    }
     return 0;
 #else
     (void)ns;
