@@ -89,8 +89,6 @@ typedef enum {
 
 /* Socket flags */
 #define AXON_TCP_SOCK_FLAG_GOODBYE  0x1  /* the peer said goodbye: its EOF is not a failure */
-#define AXON_TCP_SOCK_FLAG_REPORT   0x2  /* on iface->reports, failure not delivered yet */
-#define AXON_TCP_SOCK_FLAG_GARBAGE  0x4  /* on iface->garbage, freed after this progress */
 
 /* What eps and accepted connections share: a socket in the epoll set. */
 typedef struct axon_tcp_sock {
@@ -233,6 +231,12 @@ void          axon_tcp_iface_release(axon_tcp_iface_t *iface, axon_tcp_sock_t *s
 axon_status_t axon_tcp_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid,
                                  const void *dev_addr, const void *iface_addr,
                                  axon_tl_ep_t **ep_p);
+/*
+ * Queued bytes still go out (from progress) before the goodbye. A zero-copy
+ * send in flight cannot be finished without its buffer: it completes with
+ * AXON_ERR_CANCELED inside this call and the connection is reset, so the
+ * peer reports this worker failed.
+ */
 void          axon_tcp_ep_destroy(axon_tl_ep_t *tl_ep);
 axon_status_t axon_tcp_ep_am_short(axon_tl_ep_t *tl_ep, uint8_t am_id, const void *hdr,
                                    size_t hdr_len, const void *payload, size_t length);

@@ -78,6 +78,10 @@ static void axon_tcp_ep_fail(axon_tcp_ep_t *ep, axon_status_t status, int gracef
         axon_tcp_ep_release(ep);   /* destroyed already: nobody to tell */
         return;
     }
+    axon_debug("%s: ep %p to worker %016llx: %s -> %s (%s)", iface->name, (void*)ep,
+               (unsigned long long)ep->sock.peer_uuid, axon_tcp_ep_state_names[ep->state],
+               axon_tcp_ep_state_names[graceful ? AXON_TCP_EP_CLOSED : AXON_TCP_EP_FAILED],
+               axon_status_string(status));
     axon_tcp_sock_close(iface->epfd, &ep->sock);
     axon_list_del(&ep->sock.pend);   /* off the connecting list */
     ep->state       = graceful ? AXON_TCP_EP_CLOSED : AXON_TCP_EP_FAILED;
@@ -492,9 +496,8 @@ void axon_tcp_ep_destroy(axon_tl_ep_t *tl_ep)
     axon_tl_completion_t *comp;
     struct linger         lin   = {1, 0};
 
-    /* Undelivered failure reports die with the ep: nobody asks about it any more. */
+    /* An undelivered failure report dies with the ep: nobody asks about it any more. */
     axon_list_del(&ep->sock.pend);
-    ep->sock.flags &= ~AXON_TCP_SOCK_FLAG_REPORT;
 
     if (ep->zc_active) {
         /* The frame cannot be finished without the buffer: cut the stream (RST). */

@@ -43,14 +43,12 @@ void axon_tcp_iface_release(axon_tcp_iface_t *iface, axon_tcp_sock_t *sock)
         return;
     }
     /* Events fetched by this progress call may still point to it. */
-    sock->flags |= AXON_TCP_SOCK_FLAG_GARBAGE;
     axon_list_add_tail(&iface->garbage, &sock->pend);
 }
 
 void axon_tcp_iface_report(axon_tcp_iface_t *iface, axon_tcp_sock_t *sock)
 {
     axon_list_del(&sock->pend);
-    sock->flags |= AXON_TCP_SOCK_FLAG_REPORT;
     axon_list_add_tail(&iface->reports, &sock->pend);
 }
 
@@ -72,7 +70,6 @@ static unsigned axon_tcp_iface_dispatch_reports(axon_tcp_iface_t *iface)
     while (!axon_list_is_empty(&iface->reports)) {
         sock = axon_container_of(iface->reports.next, axon_tcp_sock_t, pend);
         axon_list_del(&sock->pend);
-        sock->flags &= ~AXON_TCP_SOCK_FLAG_REPORT;
         peer_uuid = sock->peer_uuid;
         status    = sock->status;
         failed    = !(sock->flags & AXON_TCP_SOCK_FLAG_GOODBYE);
