@@ -195,6 +195,14 @@ first_error() {  # files...
         cut -c1-160
 }
 
+# Client and server each say why; either may hold the cause.
+both_errors() {  # client-output (the server's is beside it, .srv)
+    local c s
+    c=$(first_error "$1")
+    s=$(first_error "$1.srv")
+    if [ "$c" = "$s" ]; then echo "$c"; else echo "client: $c; server: $s"; fi
+}
+
 # Each measurement sets the globals lat, bw, rate (empty on failure) and err.
 axon_run() {  # tl test size iters
     local out="$work/axon-$1-$2-$3" n=$4 line
@@ -227,7 +235,7 @@ ucx_run() {  # tl test size iters
     # Final: iters p50 lat_avg lat_overall bw_avg bw_overall(MiB/s) rate_avg rate_overall
     line=$(grep -m1 '^Final:' "$out")
     if [ -z "$line" ]; then
-        err=$(first_error "$out" "$out.srv")
+        err=$(both_errors "$out")
         return
     fi
     read -r _ _ _ _ lat _ bw _ rate <<<"$line"
@@ -247,7 +255,7 @@ fi_run() {  # tl size iters
     # bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec
     line=$(awk '/^bytes/ { getline; print; exit }' "$out")
     if [ -z "$line" ]; then
-        err=$(first_error "$out" "$out.srv")
+        err=$(both_errors "$out")
         return
     fi
     read -r _ _ _ _ _ bw lat rate <<<"$line"
@@ -348,8 +356,8 @@ echo "Axon ${axon_version:-?} vs UCX $(ucx_info -v 2>/dev/null | sed -n 's/^# Ve
     "vs libfabric $(fi_info --version 2>/dev/null | sed -n 's/^libfabric: //p')" \
     "on $(uname -n), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')" \
     "$([ $quick -eq 1 ] && echo '(--quick)')$([ "$repeat" -gt 1 ] && echo "(best of $repeat)")"
-echo "Load average (1 min) at start ${load_start:-?}, at end $(cut -d' ' -f1 /proc/loadavg 2>/dev/null);" \
-    "both sides of every run busy-poll, so other load shows up directly."
+echo "Load average (1 min) at start ${load_start:-?}, at end $(cut -d' ' -f1 /proc/loadavg 2>/dev/null)" \
+    "(the end includes this run's two busy-polling processes)."
 echo
 echo "lat_us: half round trip (lower is better); bw_MBps: streaming tag_bw, 1 MB = 1e6 B;"
 echo "pp_MBps: ping-pong bandwidth = size / lat_us. Ratios are Axon / other."
