@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "axon_int.h"
+#include "dev_backend.h"
 #include "log.h"
 
 static const char *const axon_log_level_names[] = {
@@ -88,6 +89,20 @@ static axon_status_t axon_context_check_overrides(axon_context_h ctx,
     return AXON_OK;
 }
 
+/* Is AXON_<name> a variable of a device-layer back end (AXON_SOFTIB_*)? */
+static int axon_context_dev_var_known(const char *name)
+{
+    const axon_dev_backend_t *const *be;
+
+    for (be = axon_dev_backends; *be != NULL; ++be) {
+        if (((*be)->config_table != NULL) &&
+            axon_config_table_has((*be)->config_table, (*be)->config_prefix, name)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void axon_context_warn_unused_env(axon_context_h ctx)
 {
     extern char **environ;
@@ -108,7 +123,8 @@ static void axon_context_warn_unused_env(axon_context_h ctx)
         }
         memcpy(name, *env + 5, (size_t)(eq - *env - 5));
         name[eq - *env - 5] = '\0';
-        known = axon_config_table_has(axon_global_config_table, "", name);
+        known = axon_config_table_has(axon_global_config_table, "", name) ||
+                axon_context_dev_var_known(name);
         for (j = 0; !known && (j < ctx->comps.count); ++j) {
             lc = &ctx->comps.comps[j];
             /* A failed plugin's variables cannot be checked; do not flag them. */

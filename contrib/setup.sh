@@ -7,7 +7,7 @@
 set -eu
 mode=${1:-}
 # Suites that run in one process (valgrind follows no forked peers here).
-valgrind_filter='config*:tag_match*:TagMatch*:loader*:select_filter*:select_lanes*:*/self:*/self_rndv-*64MiB*'
+valgrind_filter='DeviceLayer.*:SoftibEngine.Rc*:SoftibEngine.Uc*:config*:tag_match*:TagMatch*:loader*:select_filter*:select_lanes*:*/self:*/self_rndv-*64MiB*'
 # The sanitizer pass leaves out the long transfers and the process-killing
 # tests, which the plain pass runs; it keeps CI well under 15 minutes.
 asan_filter='*-*64MiB*:*PeerFailure*:*ManyToOne*:*netns*:*ManySenders*'

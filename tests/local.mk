@@ -12,6 +12,17 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/test_peer_failure.cc \
 	tests/gtest/test_shm.cc \
 	tests/gtest/test_bad_input.cc \
+	tests/gtest/test_device.cc \
+	tests/gtest/softib_env.h \
+	tests/gtest/test_softib_qp_state.cc \
+	tests/gtest/test_softib_opcode.cc \
+	tests/gtest/test_softib_errors.cc \
+	tests/gtest/test_softib_ud.cc \
+	tests/gtest/test_softib_device.cc \
+	tests/gtest/test_softib_xproc.cc \
+	tests/gtest/test_softib_data.cc \
+	tests/gtest/test_softib_wire.cc \
+	tests/gtest/test_softib_engine.cc \
 	tests/harness/harness.c \
 	tests/harness/harness.h
 tests_axon_gtest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/harness $(GTEST_CFLAGS) \
@@ -20,6 +31,10 @@ tests_axon_gtest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/harness $(GTEST
 tests_axon_gtest_CXXFLAGS = -std=gnu++14 -Wall -Wno-missing-field-initializers
 tests_axon_gtest_CFLAGS   = $(AX_CFLAGS)
 tests_axon_gtest_LDADD    = libaxon.la $(GTEST_LIBS) -lpthread
+if HAVE_IBVERBS
+# test_device.cc checks the rdma-core back end against libibverbs itself.
+tests_axon_gtest_LDADD   += $(IBVERBS_LIBS)
+endif
 
 # Plugins that must fail to load: one misses a symbol, one has the wrong ABI.
 check_LTLIBRARIES += tests/plugins/libaxon_broken.la tests/plugins/libaxon_badabi.la

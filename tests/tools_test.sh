@@ -61,6 +61,46 @@ t_info_unknown_env_warns() {
     grep -q 'AXON_TLSS' "$tmp/e"
 }
 
+t_info_rdma_devices() {
+    out=$("$info" -d) || return 1
+    grep -q '^#   device: softib0 (softib)$' <<<"$out" && grep -q '^#   softib: 1 device$' <<<"$out" &&
+        grep -q 'port 1: ACTIVE, .*link layer Ethernet' <<<"$out" &&
+        grep -q 'gid\[0\]: ::ffff:' <<<"$out" && grep -q '^#     capabilities: .*rc' <<<"$out" &&
+        grep -q 'max_inline_data:' <<<"$out" || return 1
+    "$info" -v | grep -q '^# device back ends: softib' || return 1
+    # built with rdma-core on a host without RDMA hardware: said plainly, not an error
+    if "$info" -v | grep -q 'built with: rdma-core yes' &&
+            [ -z "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
+        grep -q '^#   rdma-core: no hardware devices found$' <<<"$out" || return 1
+    fi
+    return 0
+}
+
+t_info_softib_device_count() {
+    out=$(AXON_SOFTIB_DEVICES=3 "$info" -d 2>"$tmp/e") || return 1
+    # the variable is known: no "unknown variable" warning
+    ! grep -q 'AXON_SOFTIB_DEVICES' "$tmp/e" &&
+        grep -q '^#   device: softib2 (softib)$' <<<"$out" &&
+        ! grep -q 'softib3' <<<"$out" || return 1
+    out=$(AXON_SOFTIB_DEVICES=0 "$info" -d) || return 1
+    ! grep -q 'device: softib' <<<"$out"
+}
+
+t_info_softib_cap_mask() {
+    out=$(AXON_SOFTIB_CAP_MASK=atomic,srq "$info" -d) || return 1
+    caps=$(grep '^#     capabilities:' <<<"$out" | head -1)
+    echo "$caps"
+    grep -q ' rc' <<<"$caps" && ! grep -qw 'atomic' <<<"$caps" && ! grep -qw 'srq' <<<"$caps" &&
+        grep -q 'atomic_cap: NONE' <<<"$out"
+}
+
+t_info_config_lists_softib() {
+    out=$("$info" -c) || return 1
+    grep -q '^AXON_SOFTIB_DEVICES=1$' <<<"$out" && grep -q '^AXON_SOFTIB_CAP_MASK=' <<<"$out" &&
+        [ "$(AXON_SOFTIB_DEVICES=4 "$info" -c | grep '^AXON_SOFTIB_DEVICES=')" = \
+          "AXON_SOFTIB_DEVICES=4" ]
+}
+
 result_line() {  # test size file
     grep -E "^RESULT test=$1 tl=shm size=$2 iters=[0-9]+ latency_us=[0-9.]+ bandwidth_MBps=[0-9.]+ msgrate_Mps=[0-9.]+$" "$3"
 }
@@ -216,6 +256,10 @@ check info_config_shows_current_value        t_info_config_shows_current_value
 check info_version_and_build_options         t_info_version
 check info_bad_value_names_variable          t_info_bad_value_named
 check info_unknown_env_variable_warns        t_info_unknown_env_warns
+check info_rdma_devices_softib_and_rdmacore  t_info_rdma_devices
+check info_softib_device_count_from_env      t_info_softib_device_count
+check info_softib_cap_mask_removes_caps     t_info_softib_cap_mask
+check info_config_lists_softib_variables     t_info_config_lists_softib
 check perf_tag_lat_8B_100k_over_shm          t_perf_tag_lat
 check perf_tag_bw_1MiB_over_shm              t_perf_tag_bw
 check perf_size_list                         t_perf_size_list

@@ -11,7 +11,9 @@
  *   - GID index 0 of the port is the IPv4-mapped IPv6 address (::ffff:a.b.c.d)
  *     of the device's IP address (AXON_SOFTIB_ADDR, auto by default);
  *   - same GID as ours  -> shm wire: the slot's receive ring in shared memory;
- *   - another GID       -> UDP wire: to a.b.c.d, port AXON_SOFTIB_UDP_PORT + slot.
+ *   - another GID       -> UDP wire: to a.b.c.d, port AXON_SOFTIB_UDP_PORT + slot
+ *                          (device N > 0: AXON_SOFTIB_UDP_PORT + N * 4096 + slot, so that
+ *                          two devices of one process never share a port).
  * AXON_SOFTIB_WIRE=shm|udp forces one wire (udp: even for local peers).
  *
  * Threading: send may be called by the consumer and by the progress thread,
@@ -24,6 +26,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "dev.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* Largest packet: a 4096-byte MTU payload plus headers. */
 #define SOFTIB_WIRE_MAX_PKT    (4096 + 128)
@@ -46,7 +52,7 @@ typedef enum {
 typedef struct softib_wire_params {
     unsigned           dev_index;      /* N of softibN: separate registry per device */
     softib_wire_mode_t mode;
-    uint32_t           ipv4_addr;      /* network byte order; the port's GID derives from it */
+    uint32_t           ipv4_addr;      /* network order (0: 127.0.0.1); the GID derives from it */
     unsigned           udp_port_base;  /* UDP port = base + slot */
     /* Fault injection, probabilities in [0,1] applied per packet sent */
     double             loss;
@@ -71,7 +77,8 @@ void     softib_wire_gid(const softib_wire_t *wire, axon_dev_gid_t *gid);
  * packet left (or was dropped on purpose by injection, or the destination
  * does not exist — the wire is unreliable), EAGAIN when the destination ring
  * is full (retry later; nothing sent), EINVAL for len > SOFTIB_WIRE_MAX_PKT
- * or an unroutable address (logged).
+ * (or 0) or an unroutable address (logged). The UDP wire never says EAGAIN:
+ * a full socket buffer is a lost packet.
  */
 int      softib_wire_send(softib_wire_t *wire, const axon_dev_gid_t *dgid, uint32_t dest_qpn,
                           const void *pkt, size_t len);
@@ -84,6 +91,11 @@ ssize_t  softib_wire_recv(softib_wire_t *wire, void *buf, axon_dev_gid_t *src_gi
 
 /* Release packets held back by reorder injection that are due; cheap. */
 void     softib_wire_progress(softib_wire_t *wire);
+/*
+ * When softib_wire_progress next has work (CLOCK_MONOTONIC, ns), or 0 when
+ * nothing is held: a sleeping progress thread bounds its sleep by it.
+ */
+uint64_t softib_wire_next_due_ns(const softib_wire_t *wire);
 
 /*
  * For a thread that sleeps until packets arrive: a pollable fd that becomes
@@ -94,5 +106,9 @@ void     softib_wire_progress(softib_wire_t *wire);
 int      softib_wire_fd(const softib_wire_t *wire);
 int      softib_wire_arm(softib_wire_t *wire);
 void     softib_wire_disarm(softib_wire_t *wire);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,0 +1,392 @@
+/*
+ * softib internals: the objects behind the device-layer handles, and the
+ * calls between the stages of the engine.
+ *
+ * Every object embeds its axon_dev_* struct first, so a handle converts to
+ * the object by cast. One mutex per device (dev->lock) serializes the whole
+ * engine between the consumer's calls and the progress thread; functions
+ * named softib_*_locked, and every engine function (req, resp, comp), expect
+ * it held.
+ *
+ * Engine stages, as in rxe: the requester (softib_req.c) turns send WQEs into
+ * packets, the responder (softib_resp.c) executes incoming requests and
+ * answers them, the completer (softib_comp.c) turns answers into completions;
+ * softib_progress.c drives the three from the wire and the timers.
+ */
+#ifndef SOFTIB_H
+#define SOFTIB_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include "dev.h"
+#include "list.h"
+#include "config.h"
+#include "softib_wire.h"
+
+#define SOFTIB_PORT_NUM        1
+#define SOFTIB_MAX_SGE         16
+#define SOFTIB_MAX_QP_WR       16384
+#define SOFTIB_MAX_CQE         65536
+#define SOFTIB_MAX_SRQ_WR      16384
+#define SOFTIB_MAX_RD_ATOM     16
+#define SOFTIB_MR_TABLE_SIZE   16384          /* key index 0 is never used */
+#define SOFTIB_MAX_PD          65536
+#define SOFTIB_MAX_AH          65536
+#define SOFTIB_GRH_LEN         40
+#define SOFTIB_MAX_MSG         (1u << 31)
+#define SOFTIB_PSN_MASK        0xffffffu
+#define SOFTIB_DEFAULT_PKEY    0xffff
+/* Requester: unacknowledged packets allowed in flight (go-back-N window) */
+#define SOFTIB_SEND_WINDOW     256
+/* Requester: request ACK at least every this many packets */
+#define SOFTIB_ACK_EVERY       16
+
+/* ------------------------------------------------------------ config */
+
+typedef struct softib_opts {
+    unsigned            devices;
+    unsigned            wire;            /* softib_wire_mode_t */
+    char               *addr;
+    unsigned            udp_port;
+    unsigned            mtu;
+    unsigned            max_inline;
+    char               *loss;
+    char               *dup;
+    char               *reorder;
+    unsigned            seed;
+    int                 progress_thread;
+    axon_config_names_t cap_mask;
+} softib_opts_t;
+
+extern const axon_config_entry_t softib_config_table[];
+
+/* Parse AXON_SOFTIB_*; 0 or EINVAL (logged). softib_config_release() after. */
+int      softib_config_read(softib_opts_t *opts);
+void     softib_config_release(softib_opts_t *opts);
+/* Validate and convert to wire parameters and the capability mask to remove. */
+int      softib_config_params(const softib_opts_t *opts, unsigned dev_index,
+                              softib_wire_params_t *params, uint64_t *cap_remove,
+                              axon_dev_mtu_t *mtu);
+
+/* ------------------------------------------------------------ objects */
+
+struct softib_qp;
+
+typedef struct softib_dev {
+    axon_dev_context_t  super;
+    pthread_mutex_t     lock;
+    unsigned            index;            /* N of softibN */
+    softib_opts_t       opts;
+    softib_wire_t      *wire;
+    axon_dev_gid_t      gid;
+    axon_dev_attr_t     attr;             /* after capability masking */
+    axon_dev_mtu_t      mtu;
+    uint32_t            qkey_viol;
+    uint32_t            next_pd_handle;
+    /* QPs by QPN index; all QPs also on qp_list for the engine */
+    struct softib_qp   *qps[SOFTIB_QPN_MAX_INDEX + 1];
+    unsigned            next_qp_index;
+    unsigned            num_qps;
+    axon_list_link_t    qp_list;
+    axon_list_link_t    ack_list;          /* QPs with a coalesced ACK to send */
+    /* MR key table: key = index << 8 | generation */
+    struct softib_mr  **mrs;
+    unsigned            next_mr_index;
+    uint8_t             mr_gen;
+    unsigned            num_mrs;
+    /* async events travel through a pipe; super.async_fd is its read end */
+    int                 async_wfd;
+    /* progress thread */
+    int                 thread_started;
+    pthread_t           thread;
+    int                 wake_fd;           /* eventfd: timers moved earlier, or stop */
+    volatile int        stop;
+    uint64_t            thread_deadline;   /* when the sleeping thread wakes (ns), 0 none */
+    uint8_t             rx_buf[SOFTIB_WIRE_MAX_PKT];
+    uint8_t             tx_buf[SOFTIB_WIRE_MAX_PKT];
+} softib_dev_t;
+
+typedef struct softib_pd {
+    axon_dev_pd_t super;
+    int           refcnt;                  /* MRs, QPs, SRQs, AHs using it */
+} softib_pd_t;
+
+typedef struct softib_mr {
+    axon_dev_mr_t super;
+    unsigned      index;
+} softib_mr_t;
+
+typedef struct softib_ah {
+    axon_dev_ah_t      super;
+    axon_dev_ah_attr_t attr;
+} softib_ah_t;
+
+typedef struct softib_comp_channel {
+    axon_dev_comp_channel_t super;
+    int                     wfd;           /* write end; super.fd is the read end */
+    int                     refcnt;
+} softib_comp_channel_t;
+
+typedef struct softib_cq {
+    axon_dev_cq_t  super;
+    axon_dev_wc_t *ring;
+    unsigned       size;                   /* super.cqe + 1 slots */
+    unsigned       head, tail;
+    int            armed;                  /* 0, 1 = next completion, 2 = solicited only */
+    int            error;                  /* overrun: unusable */
+    int            refcnt;                 /* QPs using it */
+    unsigned       events;                 /* events delivered, for ack_cq_events */
+} softib_cq_t;
+
+typedef struct softib_recv_wqe {
+    uint64_t        wr_id;
+    int             num_sge;
+    axon_dev_sge_t *sge;
+} softib_recv_wqe_t;
+
+/* A receive queue: of a QP, or the ring of an SRQ */
+typedef struct softib_rq {
+    softib_recv_wqe_t *wqe;
+    axon_dev_sge_t    *sge_pool;
+    unsigned           max_wr;
+    unsigned           max_sge;
+    unsigned           head, tail;         /* free-running; count = tail - head */
+} softib_rq_t;
+
+typedef struct softib_srq {
+    axon_dev_srq_t super;
+    softib_rq_t    rq;
+    uint32_t       limit;
+    int            refcnt;
+} softib_srq_t;
+
+typedef struct softib_send_wqe {
+    uint64_t             wr_id;
+    axon_dev_wr_opcode_t opcode;
+    unsigned             flags;
+    uint32_t             imm;              /* network order, as given */
+    uint64_t             remote_addr;
+    uint32_t             rkey;
+    uint64_t             compare_add;
+    uint64_t             swap;
+    axon_dev_gid_t       dgid;             /* UD */
+    uint32_t             remote_qpn;       /* UD */
+    uint32_t             remote_qkey;      /* UD */
+    uint32_t             length;
+    int                  num_sge;
+    axon_dev_sge_t      *sge;
+    uint8_t             *inline_data;      /* INLINE: copied at post */
+    /* engine state */
+    uint32_t             first_psn;
+    uint32_t             npkts;            /* PSNs it uses (read: response packets) */
+    uint32_t             rcvd;             /* read response packets received */
+    int                  status;           /* local error found by the requester, or -1 */
+} softib_send_wqe_t;
+
+/* A responder resource: the result of an executed atomic, replayed for duplicates */
+typedef struct softib_atomic_res {
+    uint32_t psn;
+    int      valid;
+    uint64_t orig;
+} softib_atomic_res_t;
+
+typedef struct softib_qp {
+    axon_dev_qp_t      super;
+    axon_dev_qp_attr_t attr;               /* values as set by modify_qp */
+    axon_dev_qp_cap_t  cap;
+    int                sq_sig_all;
+    axon_list_link_t   link;               /* dev->qp_list */
+    axon_list_link_t   ack_link;           /* dev->ack_list */
+    int                ack_queued;
+    int                sq_draining;
+
+    /* send queue: ring of sq_size WQEs; head = oldest not completed,
+     * req = next for the requester, tail = next free */
+    softib_send_wqe_t *sq;
+    axon_dev_sge_t    *sq_sge;
+    uint8_t           *sq_inline;
+    unsigned           sq_size;
+    unsigned           sq_head, sq_req, sq_tail;
+    unsigned           sq_started;         /* WQEs before it have PSNs assigned */
+    unsigned           sqd_tail;           /* SQD: WQEs before it still go out */
+
+    softib_rq_t        rq;
+
+    struct {
+        uint32_t psn;                      /* next PSN to send */
+        uint32_t pkt;                      /* packets of WQE sq_req already sent */
+        uint32_t max_psn;                  /* one past the highest PSN sent */
+        int      blocked;                  /* the wire was full: retry soon */
+    } req;
+
+    struct {
+        uint32_t psn;                      /* oldest unacknowledged PSN */
+        unsigned retry_left;
+        unsigned rnr_left;
+        uint64_t rto_deadline;             /* retransmit timer (ns), 0 = off */
+        uint64_t rnr_deadline;             /* RNR wait (ns), 0 = none */
+        uint32_t rnr_psn;
+    } comp;
+
+    struct {
+        uint32_t          psn;             /* expected PSN */
+        int               nak_sent;
+        int               comm_est;
+        int               in_msg;          /* 0, or the opcode class of the message in progress */
+        int               have_wqe;
+        softib_recv_wqe_t wqe;             /* receive WQE being filled */
+        axon_dev_sge_t    sge[SOFTIB_MAX_SGE];
+        uint32_t          offset;          /* bytes received into it / written so far */
+        uint64_t          va;              /* RDMA WRITE in progress */
+        uint32_t          rkey;
+        uint32_t          write_len;
+        uint32_t          ack_psn;         /* last in-order PSN to acknowledge */
+        softib_atomic_res_t atomics[SOFTIB_MAX_RD_ATOM];
+        unsigned          atomic_next;
+        struct {                           /* RDMA READ responses still to send */
+            int      active;
+            uint64_t va;
+            uint32_t rkey;
+            uint32_t left;
+            uint32_t psn;
+            int      first;
+        } rd;
+    } resp;
+} softib_qp_t;
+
+static inline softib_dev_t *softib_dev(axon_dev_context_t *ctx) { return (softib_dev_t *)ctx; }
+static inline softib_dev_t *softib_qp_dev(softib_qp_t *qp) { return (softib_dev_t *)qp->super.context; }
+static inline softib_qp_t  *softib_qp(axon_dev_qp_t *qp) { return (softib_qp_t *)qp; }
+static inline softib_cq_t  *softib_cq(axon_dev_cq_t *cq) { return (softib_cq_t *)cq; }
+static inline softib_srq_t *softib_srq(axon_dev_srq_t *srq) { return (softib_srq_t *)srq; }
+static inline softib_pd_t  *softib_pd(axon_dev_pd_t *pd) { return (softib_pd_t *)pd; }
+
+static inline uint32_t softib_psn_add(uint32_t psn, uint32_t n) { return (psn + n) & SOFTIB_PSN_MASK; }
+/* Signed distance a - b in the 24-bit PSN space */
+static inline int32_t softib_psn_diff(uint32_t a, uint32_t b)
+{
+    return ((int32_t)((a - b) << 8)) >> 8;
+}
+
+static inline unsigned softib_rq_count(const softib_rq_t *rq) { return rq->tail - rq->head; }
+static inline unsigned softib_sq_index(const softib_qp_t *qp, unsigned n) { return n % qp->sq_size; }
+static inline softib_send_wqe_t *softib_sq_wqe(softib_qp_t *qp, unsigned n)
+{
+    return &qp->sq[n % qp->sq_size];
+}
+
+/* ------------------------------------------------------------ calls between files */
+
+/* device */
+extern const axon_dev_ops_t softib_dev_ops;
+void     softib_async_event(softib_dev_t *dev, axon_dev_event_type_t type, void *element);
+uint64_t softib_time_ns(void);
+
+/* mr: the one access check every memory access goes through */
+typedef enum {
+    SOFTIB_ACCESS_OK = 0,
+    SOFTIB_ACCESS_BAD_KEY,                 /* no such key, or another PD */
+    SOFTIB_ACCESS_BAD_RANGE,
+    SOFTIB_ACCESS_BAD_RIGHTS,
+} softib_access_t;
+
+softib_access_t softib_mr_check(softib_dev_t *dev, axon_dev_pd_t *pd, uint32_t key,
+                                uint64_t addr, uint64_t len, int access);
+/* Gather len bytes at offset off of an SGE list into dst, or scatter src into it. */
+softib_access_t softib_sge_copy_from(softib_dev_t *dev, axon_dev_pd_t *pd,
+                                     const axon_dev_sge_t *sge, int num_sge, uint32_t off,
+                                     void *dst, uint32_t len);
+softib_access_t softib_sge_copy_to(softib_dev_t *dev, axon_dev_pd_t *pd,
+                                   const axon_dev_sge_t *sge, int num_sge, uint32_t off,
+                                   const void *src, uint32_t len);
+softib_access_t softib_sge_check(softib_dev_t *dev, axon_dev_pd_t *pd,
+                                 const axon_dev_sge_t *sge, int num_sge, int access);
+void            softib_mr_table_free(softib_dev_t *dev);
+
+/* cq */
+void softib_cq_push(softib_cq_t *cq, const axon_dev_wc_t *wc, int solicited);
+
+/* rq (QP receive queue and SRQ) */
+int  softib_rq_init(softib_rq_t *rq, unsigned max_wr, unsigned max_sge);
+void softib_rq_cleanup(softib_rq_t *rq);
+int  softib_rq_post(softib_rq_t *rq, axon_dev_recv_wr_t *wr, axon_dev_recv_wr_t **bad_wr,
+                    const char *what);
+/* Take the oldest receive WQE (copying its SGEs into sge); 0 if the queue is empty. */
+int  softib_rq_pop(softib_rq_t *rq, softib_recv_wqe_t *wqe, axon_dev_sge_t *sge);
+/* After an SRQ lost a WQE: fire the limit event when it falls below an armed limit. */
+void softib_srq_consumed(softib_dev_t *dev, softib_srq_t *srq);
+
+/* qp */
+void softib_qp_error(softib_qp_t *qp);                       /* -> ERR, flush */
+void softib_qp_flush(softib_qp_t *qp);
+void softib_qp_complete_send(softib_qp_t *qp, softib_send_wqe_t *wqe, axon_dev_wc_status_t st);
+void softib_qp_complete_recv(softib_qp_t *qp, uint64_t wr_id, axon_dev_wc_status_t st,
+                             axon_dev_wc_opcode_t opcode, uint32_t byte_len, uint32_t imm,
+                             int with_imm, uint32_t src_qp, int grh, int solicited);
+softib_qp_t *softib_qp_lookup(softib_dev_t *dev, uint32_t qpn);
+int  softib_qp_can_send(const softib_qp_t *qp);
+int  softib_qp_can_recv(const softib_qp_t *qp);
+void softib_qp_reset(softib_qp_t *qp);
+
+/* ah: the address checks shared by create_ah and modify_qp's AV */
+int  softib_ah_attr_check(const char *what, const axon_dev_ah_attr_t *attr);
+
+/* qp_attr: the transition table */
+int  softib_qp_attr_check(softib_qp_t *qp, const axon_dev_qp_attr_t *attr, int mask,
+                          axon_dev_qp_state_t *new_state_p);
+
+/* engine */
+void     softib_progress(softib_dev_t *dev);
+uint64_t softib_next_deadline(softib_dev_t *dev);
+void     softib_timer_changed(softib_dev_t *dev, uint64_t deadline);
+int      softib_wait_fd(softib_dev_t *dev, int fd);
+int      softib_thread_start(softib_dev_t *dev);
+void     softib_thread_stop(softib_dev_t *dev);
+
+void     softib_req_progress(softib_qp_t *qp);
+void     softib_resp_progress(softib_qp_t *qp);
+void     softib_req_rewind(softib_qp_t *qp);
+uint64_t softib_ack_timeout_ns(const softib_qp_t *qp);
+uint64_t softib_rnr_timeout_ns(unsigned code);
+int      softib_send_pkt(softib_dev_t *dev, softib_qp_t *qp, const axon_dev_gid_t *dgid,
+                         uint32_t dest_qpn, size_t len);
+
+void     softib_req_forward(softib_qp_t *qp);
+void     softib_resp_flush_acks(softib_dev_t *dev);
+void     softib_comp_timers(softib_qp_t *qp, uint64_t now);
+
+/* ------------------------------------------------------------ the ops, one file per object */
+int  softib_alloc_pd(axon_dev_context_t *ctx, axon_dev_pd_t **pd_p);
+int  softib_dealloc_pd(axon_dev_pd_t *pd);
+int  softib_reg_mr(axon_dev_pd_t *pd, void *addr, size_t length, int access,
+                   axon_dev_mr_t **mr_p);
+int  softib_dereg_mr(axon_dev_mr_t *mr);
+int  softib_create_comp_channel(axon_dev_context_t *ctx, axon_dev_comp_channel_t **ch_p);
+int  softib_destroy_comp_channel(axon_dev_comp_channel_t *ch);
+int  softib_get_cq_event(axon_dev_comp_channel_t *ch, axon_dev_cq_t **cq_p,
+                         void **cq_context_p);
+void softib_ack_cq_events(axon_dev_cq_t *cq, unsigned int nevents);
+int  softib_create_cq(axon_dev_context_t *ctx, int cqe, void *cq_context,
+                      axon_dev_comp_channel_t *channel, int comp_vector, axon_dev_cq_t **cq_p);
+int  softib_destroy_cq(axon_dev_cq_t *cq);
+int  softib_poll_cq(axon_dev_cq_t *cq, int num_entries, axon_dev_wc_t *wc);
+int  softib_req_notify_cq(axon_dev_cq_t *cq, int solicited_only);
+int  softib_create_srq(axon_dev_pd_t *pd, axon_dev_srq_init_attr_t *init_attr,
+                       axon_dev_srq_t **srq_p);
+int  softib_modify_srq(axon_dev_srq_t *srq, axon_dev_srq_attr_t *attr, int attr_mask);
+int  softib_query_srq(axon_dev_srq_t *srq, axon_dev_srq_attr_t *attr);
+int  softib_destroy_srq(axon_dev_srq_t *srq);
+int  softib_post_srq_recv(axon_dev_srq_t *srq, axon_dev_recv_wr_t *wr,
+                          axon_dev_recv_wr_t **bad_wr);
+int  softib_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *init_attr,
+                      axon_dev_qp_t **qp_p);
+int  softib_modify_qp(axon_dev_qp_t *qp, axon_dev_qp_attr_t *attr, int attr_mask);
+int  softib_query_qp(axon_dev_qp_t *qp, axon_dev_qp_attr_t *attr, int attr_mask,
+                     axon_dev_qp_init_attr_t *init_attr);
+int  softib_destroy_qp(axon_dev_qp_t *qp);
+int  softib_post_send(axon_dev_qp_t *qp, axon_dev_send_wr_t *wr, axon_dev_send_wr_t **bad_wr);
+int  softib_post_recv(axon_dev_qp_t *qp, axon_dev_recv_wr_t *wr, axon_dev_recv_wr_t **bad_wr);
+int  softib_create_ah(axon_dev_pd_t *pd, axon_dev_ah_attr_t *attr, axon_dev_ah_t **ah_p);
+int  softib_destroy_ah(axon_dev_ah_t *ah);
+
+#endif

@@ -1,0 +1,247 @@
+/*
+ * The completer: ACKs, NAKs, read responses and atomic acknowledgements
+ * become completions, in WQE order; the retransmission and RNR timers live
+ * here too. Any error completion moves the QP to ERR.
+ */
+#include <errno.h>
+#include <string.h>
+#include "log.h"
+#include "softib_pkt.h"
+
+static int softib_wqe_is_rd_atomic(const softib_send_wqe_t *wqe)
+{
+    return (wqe->opcode == AXON_DEV_WR_RDMA_READ) ||
+           (wqe->opcode == AXON_DEV_WR_ATOMIC_CMP_AND_SWP) ||
+           (wqe->opcode == AXON_DEV_WR_ATOMIC_FETCH_AND_ADD);
+}
+
+/* The responder moved: retries start over, the timer restarts (or stops) */
+static void softib_comp_progressed(softib_qp_t *qp)
+{
+    softib_dev_t *dev = softib_qp_dev(qp);
+    uint64_t tmo      = softib_ack_timeout_ns(qp);
+
+    qp->comp.retry_left = qp->attr.retry_cnt;
+    qp->comp.rnr_left   = qp->attr.rnr_retry;
+    if ((qp->sq_head == qp->sq_started) || (tmo == 0)) {
+        qp->comp.rto_deadline = 0;
+    } else {
+        qp->comp.rto_deadline = softib_time_ns() + tmo;
+        softib_timer_changed(dev, qp->comp.rto_deadline);
+    }
+}
+
+/* Complete sends and writes whose every packet is acknowledged */
+static int softib_comp_complete_acked(softib_qp_t *qp)
+{
+    softib_send_wqe_t *wqe;
+    int n = 0;
+
+    while (qp->sq_head != qp->sq_started) {
+        wqe = softib_sq_wqe(qp, qp->sq_head);
+        if (softib_wqe_is_rd_atomic(wqe) ||
+            (softib_psn_diff(qp->comp.psn, softib_psn_add(wqe->first_psn, wqe->npkts)) < 0)) {
+            break;
+        }
+        softib_qp_complete_send(qp, wqe, AXON_DEV_WC_SUCCESS);
+        qp->sq_head++;
+        n++;
+    }
+    return n;
+}
+
+/* Everything up to and including psn is acknowledged; returns nonzero on progress */
+static int softib_comp_ack_upto(softib_qp_t *qp, uint32_t psn)
+{
+    uint32_t next = softib_psn_add(psn, 1);
+    int progress  = 0;
+
+    if (softib_psn_diff(next, qp->comp.psn) > 0) {
+        qp->comp.psn = next;
+        progress     = 1;
+    }
+    progress |= softib_comp_complete_acked(qp);
+    softib_req_forward(qp);
+    return progress;
+}
+
+/* The head WQE fails: it completes with st, the QP goes to ERR */
+static void softib_comp_fail(softib_qp_t *qp, axon_dev_wc_status_t st)
+{
+    if (qp->sq_head != qp->sq_tail) {
+        axon_debug("softib: QP 0x%x: WR 0x%llx completes with %s", qp->super.qp_num,
+                   (unsigned long long)softib_sq_wqe(qp, qp->sq_head)->wr_id,
+                   axon_dev_wc_status_str(st));
+        softib_qp_complete_send(qp, softib_sq_wqe(qp, qp->sq_head), st);
+        qp->sq_head++;
+    }
+    softib_qp_error(qp);
+}
+
+static const axon_dev_wc_status_t softib_nak_status[] = {
+    [SOFTIB_AETH_NAK_INV_REQ] = AXON_DEV_WC_REM_INV_REQ_ERR,
+    [SOFTIB_AETH_NAK_ACCESS]  = AXON_DEV_WC_REM_ACCESS_ERR,
+    [SOFTIB_AETH_NAK_OP]      = AXON_DEV_WC_REM_OP_ERR,
+};
+
+static void softib_comp_aeth(softib_qp_t *qp, const softib_pkt_t *pkt)
+{
+    softib_dev_t *dev = softib_qp_dev(qp);
+    uint32_t prev     = softib_psn_add(pkt->psn, SOFTIB_PSN_MASK);   /* psn - 1 */
+
+    switch (pkt->aeth.code) {
+    case SOFTIB_AETH_ACK:
+        if (softib_comp_ack_upto(qp, pkt->psn)) {
+            softib_comp_progressed(qp);
+        }
+        break;
+    case SOFTIB_AETH_RNR_NAK:
+        if (softib_comp_ack_upto(qp, prev)) {
+            softib_comp_progressed(qp);
+        }
+        if ((qp->sq_head == qp->sq_started) || qp->comp.rnr_deadline ||
+            (pkt->psn != qp->comp.psn)) {
+            break;   /* stale or repeated */
+        }
+        if (qp->attr.rnr_retry != 7) {
+            if (qp->comp.rnr_left == 0) {
+                softib_comp_fail(qp, AXON_DEV_WC_RNR_RETRY_EXC_ERR);
+                break;
+            }
+            qp->comp.rnr_left--;
+        }
+        qp->comp.rto_deadline = 0;
+        qp->comp.rnr_psn      = pkt->psn;
+        qp->comp.rnr_deadline = softib_time_ns() + softib_rnr_timeout_ns(pkt->aeth.rnr_timer);
+        softib_timer_changed(dev, qp->comp.rnr_deadline);
+        break;
+    case SOFTIB_AETH_NAK_SEQ:
+        if (softib_comp_ack_upto(qp, prev)) {
+            softib_comp_progressed(qp);
+        }
+        /* resend from the PSN the responder expects, unless we are there already */
+        if ((pkt->psn == qp->comp.psn) && (softib_psn_diff(qp->req.psn, pkt->psn) > 0)) {
+            softib_req_rewind(qp);
+        }
+        break;
+    case SOFTIB_AETH_NAK_INV_REQ:
+    case SOFTIB_AETH_NAK_ACCESS:
+    case SOFTIB_AETH_NAK_OP:
+        softib_comp_ack_upto(qp, prev);
+        if (pkt->psn == qp->comp.psn) {
+            softib_comp_fail(qp, softib_nak_status[pkt->aeth.code]);
+        }
+        break;
+    default:
+        axon_debug("softib: QP 0x%x: unknown AETH code %u", qp->super.qp_num, pkt->aeth.code);
+        break;
+    }
+}
+
+static void softib_comp_read_resp(softib_qp_t *qp, const softib_pkt_t *pkt)
+{
+    softib_dev_t *dev = softib_qp_dev(qp);
+    uint32_t mtu      = (uint32_t)axon_dev_mtu_bytes(qp->attr.path_mtu);
+    softib_send_wqe_t *wqe;
+    uint32_t off, expect;
+
+    softib_comp_ack_upto(qp, softib_psn_add(pkt->psn, SOFTIB_PSN_MASK));
+    if (qp->sq_head == qp->sq_started) {
+        return;
+    }
+    wqe = softib_sq_wqe(qp, qp->sq_head);
+    if ((wqe->opcode != AXON_DEV_WR_RDMA_READ) ||
+        (pkt->psn != softib_psn_add(wqe->first_psn, wqe->rcvd))) {
+        return;   /* not the response we wait for: duplicate or out of order */
+    }
+    off    = wqe->rcvd * mtu;
+    expect = (wqe->length - off < mtu) ? wqe->length - off : mtu;
+    if (pkt->paylen != expect) {
+        axon_debug("softib: QP 0x%x: read response of %u bytes, expected %u", qp->super.qp_num,
+                   pkt->paylen, expect);
+        return;
+    }
+    if (pkt->paylen &&
+        (softib_sge_copy_to(dev, qp->super.pd, wqe->sge, wqe->num_sge, off, pkt->payload,
+                            pkt->paylen) != SOFTIB_ACCESS_OK)) {
+        softib_comp_fail(qp, AXON_DEV_WC_LOC_PROT_ERR);
+        return;
+    }
+    wqe->rcvd++;
+    if (wqe->rcvd == wqe->npkts) {
+        softib_qp_complete_send(qp, wqe, AXON_DEV_WC_SUCCESS);
+        qp->sq_head++;
+        softib_comp_ack_upto(qp, pkt->psn);
+    }
+    softib_comp_progressed(qp);
+}
+
+static void softib_comp_atomic_ack(softib_qp_t *qp, const softib_pkt_t *pkt)
+{
+    softib_dev_t *dev = softib_qp_dev(qp);
+    softib_send_wqe_t *wqe;
+    uint64_t orig = pkt->atomic_orig;
+
+    softib_comp_ack_upto(qp, softib_psn_add(pkt->psn, SOFTIB_PSN_MASK));
+    if (qp->sq_head == qp->sq_started) {
+        return;
+    }
+    wqe = softib_sq_wqe(qp, qp->sq_head);
+    if (((wqe->opcode != AXON_DEV_WR_ATOMIC_CMP_AND_SWP) &&
+         (wqe->opcode != AXON_DEV_WR_ATOMIC_FETCH_AND_ADD)) || (pkt->psn != wqe->first_psn)) {
+        return;
+    }
+    if (softib_sge_copy_to(dev, qp->super.pd, wqe->sge, wqe->num_sge, 0, &orig,
+                           sizeof(orig)) != SOFTIB_ACCESS_OK) {
+        softib_comp_fail(qp, AXON_DEV_WC_LOC_PROT_ERR);
+        return;
+    }
+    wqe->rcvd = 1;
+    softib_qp_complete_send(qp, wqe, AXON_DEV_WC_SUCCESS);
+    qp->sq_head++;
+    softib_comp_ack_upto(qp, pkt->psn);
+    softib_comp_progressed(qp);
+}
+
+void softib_comp_rx(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_t *pkt)
+{
+    (void)dev;
+    if ((qp->super.qp_type != AXON_DEV_QPT_RC) || !softib_qp_can_send(qp) ||
+        (pkt->src_qpn != qp->attr.dest_qp_num)) {
+        return;
+    }
+    /* An answer to a PSN never sent is garbage (or from an earlier life of the QPN) */
+    if (softib_psn_diff(pkt->psn, qp->req.max_psn) >= 0) {
+        return;
+    }
+    if (pkt->opcode == SOFTIB_OP_ACK) {
+        softib_comp_aeth(qp, pkt);
+    } else if (pkt->opcode == SOFTIB_OP_ATOMIC_ACK) {
+        softib_comp_atomic_ack(qp, pkt);
+    } else if (pkt->info->flags & SOFTIB_OPF_READ) {
+        softib_comp_read_resp(qp, pkt);
+    }
+}
+
+void softib_comp_timers(softib_qp_t *qp, uint64_t now)
+{
+    if (qp->comp.rnr_deadline && (now >= qp->comp.rnr_deadline)) {
+        qp->comp.rnr_deadline = 0;
+        softib_req_rewind(qp);
+    }
+    if (qp->comp.rto_deadline && (now >= qp->comp.rto_deadline)) {
+        if (qp->sq_head == qp->sq_started) {
+            qp->comp.rto_deadline = 0;
+            return;
+        }
+        if (qp->comp.retry_left == 0) {
+            softib_comp_fail(qp, AXON_DEV_WC_RETRY_EXC_ERR);
+            return;
+        }
+        qp->comp.retry_left--;
+        axon_trace("softib: QP 0x%x: retransmit from PSN 0x%x (%u retries left)",
+                   qp->super.qp_num, qp->comp.psn, qp->comp.retry_left);
+        softib_req_rewind(qp);
+        qp->comp.rto_deadline = now + softib_ack_timeout_ns(qp);
+    }
+}

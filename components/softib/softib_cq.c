@@ -1,0 +1,215 @@
+/*
+ * Completion queues and completion channels.
+ *
+ * A CQ is a ring of cqe + 1 work completions filled by the engine under the
+ * device lock. A completion channel is a pipe: an event writes the CQ's
+ * pointer into it, so the read end works with poll/epoll and get_cq_event
+ * reads which CQ fired.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "log.h"
+#include "softib.h"
+
+int softib_create_comp_channel(axon_dev_context_t *ctx, axon_dev_comp_channel_t **ch_p)
+{
+    softib_dev_t *dev = softib_dev(ctx);
+    softib_comp_channel_t *ch;
+    int pfd[2];
+
+    if (!(dev->attr.cap_flags & AXON_DEV_CAP_COMP_CHANNEL)) {
+        axon_debug("softib: %s: completion channels are masked off", ctx->name);
+        return EOPNOTSUPP;
+    }
+    ch = calloc(1, sizeof(*ch));
+    if (ch == NULL) {
+        axon_error("softib: no memory for a completion channel");
+        return ENOMEM;
+    }
+    if (pipe2(pfd, O_CLOEXEC) < 0) {
+        int ret = errno;
+        axon_error("softib: pipe for a completion channel: %s", strerror(ret));
+        free(ch);
+        return ret;
+    }
+    fcntl(pfd[1], F_SETFL, O_NONBLOCK);
+    ch->super.context = ctx;
+    ch->super.fd      = pfd[0];
+    ch->wfd           = pfd[1];
+    *ch_p = &ch->super;
+    return 0;
+}
+
+int softib_destroy_comp_channel(axon_dev_comp_channel_t *ach)
+{
+    softib_comp_channel_t *ch = (softib_comp_channel_t *)ach;
+    softib_dev_t *dev         = softib_dev(ach->context);
+    int refcnt;
+
+    pthread_mutex_lock(&dev->lock);
+    refcnt = ch->refcnt;
+    pthread_mutex_unlock(&dev->lock);
+    if (refcnt) {
+        axon_debug("softib: destroy_comp_channel: %d CQs still use it", refcnt);
+        return EBUSY;
+    }
+    close(ch->super.fd);
+    close(ch->wfd);
+    free(ch);
+    return 0;
+}
+
+int softib_get_cq_event(axon_dev_comp_channel_t *ch, axon_dev_cq_t **cq_p,
+                        void **cq_context_p)
+{
+    softib_dev_t *dev = softib_dev(ch->context);
+    axon_dev_cq_t *cq;
+    ssize_t n;
+    int ret;
+
+    if ((ret = softib_wait_fd(dev, ch->fd)) != 0) {
+        return ret;
+    }
+    n = read(ch->fd, &cq, sizeof(cq));
+    if (n != (ssize_t)sizeof(cq)) {
+        return (n < 0) ? errno : EIO;
+    }
+    *cq_p         = cq;
+    *cq_context_p = cq->cq_context;
+    return 0;
+}
+
+void softib_ack_cq_events(axon_dev_cq_t *cq, unsigned int nevents)
+{
+    (void)cq;
+    (void)nevents;   /* events hold nothing: destroy_cq need not wait for acks */
+}
+
+int softib_create_cq(axon_dev_context_t *ctx, int cqe, void *cq_context,
+                     axon_dev_comp_channel_t *channel, int comp_vector, axon_dev_cq_t **cq_p)
+{
+    softib_dev_t *dev = softib_dev(ctx);
+    softib_cq_t *cq;
+
+    if ((cqe < 1) || (cqe > dev->attr.max_cqe)) {
+        axon_error("softib: create_cq: cqe %d not in 1..%d", cqe, dev->attr.max_cqe);
+        return EINVAL;
+    }
+    if (comp_vector < 0) {
+        axon_error("softib: create_cq: comp_vector %d", comp_vector);
+        return EINVAL;
+    }
+    cq = calloc(1, sizeof(*cq));
+    if (cq == NULL) {
+        goto err_nomem;
+    }
+    cq->size = (unsigned)cqe + 1;
+    cq->ring = calloc(cq->size, sizeof(*cq->ring));
+    if (cq->ring == NULL) {
+        free(cq);
+        goto err_nomem;
+    }
+    cq->super.context    = ctx;
+    cq->super.channel    = channel;
+    cq->super.cq_context = cq_context;
+    cq->super.cqe        = cqe;
+    if (channel != NULL) {
+        pthread_mutex_lock(&dev->lock);
+        ((softib_comp_channel_t *)channel)->refcnt++;
+        pthread_mutex_unlock(&dev->lock);
+    }
+    *cq_p = &cq->super;
+    return 0;
+
+err_nomem:
+    axon_error("softib: no memory for a CQ of %d entries", cqe);
+    return ENOMEM;
+}
+
+int softib_destroy_cq(axon_dev_cq_t *acq)
+{
+    softib_dev_t *dev = softib_dev(acq->context);
+    softib_cq_t *cq   = softib_cq(acq);
+
+    pthread_mutex_lock(&dev->lock);
+    if (cq->refcnt) {
+        pthread_mutex_unlock(&dev->lock);
+        axon_debug("softib: destroy_cq: %d QPs still use it", cq->refcnt);
+        return EBUSY;
+    }
+    if (acq->channel != NULL) {
+        ((softib_comp_channel_t *)acq->channel)->refcnt--;
+    }
+    pthread_mutex_unlock(&dev->lock);
+    free(cq->ring);
+    free(cq);
+    return 0;
+}
+
+void softib_cq_push(softib_cq_t *cq, const axon_dev_wc_t *wc, int solicited)
+{
+    softib_dev_t *dev = softib_dev(cq->super.context);
+    softib_comp_channel_t *ch;
+
+    if (cq->error) {
+        return;
+    }
+    if (cq->tail - cq->head >= (unsigned)cq->super.cqe) {
+        axon_error("softib: %s: CQ of %d entries overrun", dev->super.name, cq->super.cqe);
+        cq->error = 1;
+        softib_async_event(dev, AXON_DEV_EVENT_CQ_ERR, &cq->super);
+        return;
+    }
+    cq->ring[cq->tail % cq->size] = *wc;
+    cq->tail++;
+    if ((cq->armed == 1) ||
+        ((cq->armed == 2) && (solicited || (wc->status != AXON_DEV_WC_SUCCESS)))) {
+        axon_dev_cq_t *handle = &cq->super;
+
+        cq->armed = 0;
+        ch        = (softib_comp_channel_t *)cq->super.channel;
+        if ((ch != NULL) && (write(ch->wfd, &handle, sizeof(handle)) != sizeof(handle))) {
+            axon_warn("softib: completion event lost (channel full)");
+        }
+        cq->events++;
+    }
+}
+
+int softib_poll_cq(axon_dev_cq_t *acq, int num_entries, axon_dev_wc_t *wc)
+{
+    softib_dev_t *dev = softib_dev(acq->context);
+    softib_cq_t *cq   = softib_cq(acq);
+    int n = 0;
+
+    if (num_entries < 0) {
+        axon_error("softib: poll_cq: num_entries %d", num_entries);
+        return -EINVAL;
+    }
+    pthread_mutex_lock(&dev->lock);
+    softib_progress(dev);
+    if (cq->error) {
+        pthread_mutex_unlock(&dev->lock);
+        return -EIO;
+    }
+    while ((n < num_entries) && (cq->head != cq->tail)) {
+        wc[n++] = cq->ring[cq->head % cq->size];
+        cq->head++;
+    }
+    pthread_mutex_unlock(&dev->lock);
+    return n;
+}
+
+int softib_req_notify_cq(axon_dev_cq_t *acq, int solicited_only)
+{
+    softib_dev_t *dev = softib_dev(acq->context);
+    softib_cq_t *cq   = softib_cq(acq);
+
+    pthread_mutex_lock(&dev->lock);
+    cq->armed = solicited_only ? 2 : 1;
+    pthread_mutex_unlock(&dev->lock);
+    return 0;
+}

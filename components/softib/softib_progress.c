@@ -1,0 +1,252 @@
+/*
+ * Engine progress: packets from the wire to the responder and completer,
+ * timers, then each QP's read responses and requests.
+ *
+ * It runs from the consumer's calls (poll_cq, posts, modify_qp, waits for
+ * events) and, with AXON_SOFTIB_PROGRESS_THREAD, from a thread per device
+ * that sleeps on the wire's fd until a packet or the nearest timer, so
+ * one-sided operations against a process that never calls in complete.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+#include "log.h"
+#include "softib_pkt.h"
+
+#define SOFTIB_RX_BUDGET     256
+/* Sleep at most this long when work waits on something without a timer */
+#define SOFTIB_RETRY_NS      50000ull     /* a full wire */
+
+static void softib_dispatch(softib_dev_t *dev, size_t len, const axon_dev_gid_t *src_gid)
+{
+    softib_pkt_t pkt;
+    softib_qp_t *qp;
+
+    if (softib_pkt_parse(dev->rx_buf, len, &pkt)) {
+        return;
+    }
+    qp = softib_qp_lookup(dev, pkt.dest_qpn);
+    if (qp == NULL) {
+        axon_trace("softib: %s packet for unknown QPN 0x%x dropped", pkt.info->name,
+                   pkt.dest_qpn);
+        return;
+    }
+    if (pkt.info->flags & SOFTIB_OPF_REQUEST) {
+        softib_resp_rx(dev, qp, &pkt, src_gid);
+    } else {
+        softib_comp_rx(dev, qp, &pkt);
+    }
+}
+
+void softib_progress(softib_dev_t *dev)
+{
+    axon_dev_gid_t src_gid;
+    softib_qp_t *qp;
+    uint64_t now;
+    ssize_t len;
+    int i;
+
+    softib_wire_progress(dev->wire);
+    for (i = 0; i < SOFTIB_RX_BUDGET; i++) {
+        len = softib_wire_recv(dev->wire, dev->rx_buf, &src_gid);
+        if (len <= 0) {
+            break;
+        }
+        softib_dispatch(dev, (size_t)len, &src_gid);
+    }
+    softib_resp_flush_acks(dev);
+    now = softib_time_ns();
+    axon_list_for_each(qp, &dev->qp_list, link) {
+        softib_comp_timers(qp, now);
+        softib_resp_progress(qp);
+        softib_req_progress(qp);
+    }
+}
+
+uint64_t softib_next_deadline(softib_dev_t *dev)
+{
+    uint64_t deadline = UINT64_MAX, now = 0;
+    softib_qp_t *qp;
+
+#define EARLIER(_t) if ((_t) && ((_t) < deadline)) { deadline = (_t); }
+    axon_list_for_each(qp, &dev->qp_list, link) {
+        EARLIER(qp->comp.rto_deadline);
+        EARLIER(qp->comp.rnr_deadline);
+        if (qp->req.blocked || qp->resp.rd.active) {
+            now = now ? now : softib_time_ns();
+            EARLIER(now + SOFTIB_RETRY_NS);
+        }
+    }
+    EARLIER(softib_wire_next_due_ns(dev->wire));
+#undef EARLIER
+    return deadline;
+}
+
+void softib_timer_changed(softib_dev_t *dev, uint64_t deadline)
+{
+    uint64_t one = 1;
+
+    /* The sleeping thread's timeout is stale only if the new deadline is earlier */
+    if (dev->thread_started && (deadline < dev->thread_deadline)) {
+        dev->thread_deadline = deadline;
+        if (write(dev->wake_fd, &one, sizeof(one)) < 0) {
+            axon_debug("softib: waking the progress thread: %s", strerror(errno));
+        }
+    }
+}
+
+/* Sleep on fds until readable or the deadline (ns, UINT64_MAX = none) */
+static void softib_sleep(struct pollfd *fds, nfds_t nfds, uint64_t deadline)
+{
+    struct timespec ts, *tsp = NULL;
+    uint64_t now, ns;
+
+    if (deadline != UINT64_MAX) {
+        now      = softib_time_ns();
+        ns       = (deadline > now) ? deadline - now : 0;
+        ts.tv_sec  = (time_t)(ns / 1000000000ull);
+        ts.tv_nsec = (long)(ns % 1000000000ull);
+        tsp      = &ts;
+    }
+    ppoll(fds, nfds, tsp, NULL);
+}
+
+static void *softib_thread_main(void *arg)
+{
+    softib_dev_t *dev = arg;
+    struct pollfd fds[2];
+    uint64_t deadline, value;
+
+    fds[0].fd     = softib_wire_fd(dev->wire);
+    fds[0].events = POLLIN;
+    fds[1].fd     = dev->wake_fd;
+    fds[1].events = POLLIN;
+    pthread_mutex_lock(&dev->lock);
+    while (!dev->stop) {
+        softib_progress(dev);
+        deadline = softib_next_deadline(dev);
+        if (softib_wire_arm(dev->wire)) {
+            /* packets already waiting: go again, but let the consumer have the lock */
+            pthread_mutex_unlock(&dev->lock);
+            sched_yield();
+            pthread_mutex_lock(&dev->lock);
+            softib_wire_disarm(dev->wire);
+            continue;
+        }
+        dev->thread_deadline = deadline;
+        pthread_mutex_unlock(&dev->lock);
+        softib_sleep(fds, 2, deadline);
+        pthread_mutex_lock(&dev->lock);
+        dev->thread_deadline = 0;
+        softib_wire_disarm(dev->wire);
+        if (read(dev->wake_fd, &value, sizeof(value)) < 0) {
+            /* nothing to drain: woken by the wire or the timeout */
+        }
+    }
+    pthread_mutex_unlock(&dev->lock);
+    return NULL;
+}
+
+int softib_thread_start(softib_dev_t *dev)
+{
+    int ret;
+
+    dev->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (dev->wake_fd < 0) {
+        ret = errno;
+        axon_error("softib: eventfd for the progress thread of %s: %s", dev->super.name,
+                   strerror(ret));
+        return ret;
+    }
+    dev->stop           = 0;
+    dev->thread_started = 1;
+    ret = pthread_create(&dev->thread, NULL, softib_thread_main, dev);
+    if (ret) {
+        axon_error("softib: cannot start the progress thread of %s: %s", dev->super.name,
+                   strerror(ret));
+        dev->thread_started = 0;
+        close(dev->wake_fd);
+        dev->wake_fd = -1;
+        return ret;
+    }
+    return 0;
+}
+
+void softib_thread_stop(softib_dev_t *dev)
+{
+    uint64_t one = 1;
+
+    if (!dev->thread_started) {
+        return;
+    }
+    pthread_mutex_lock(&dev->lock);
+    dev->stop = 1;
+    pthread_mutex_unlock(&dev->lock);
+    if (write(dev->wake_fd, &one, sizeof(one)) < 0) {
+        axon_debug("softib: waking the progress thread: %s", strerror(errno));
+    }
+    pthread_join(dev->thread, NULL);
+    dev->thread_started = 0;
+    close(dev->wake_fd);
+    dev->wake_fd = -1;
+}
+
+static int softib_fd_ready(int fd)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+
+    return poll(&p, 1, 0) > 0;
+}
+
+int softib_wait_fd(softib_dev_t *dev, int fd)
+{
+    int nonblock = fcntl(fd, F_GETFL) & O_NONBLOCK;
+    struct pollfd fds[2];
+    uint64_t deadline;
+    int armed;
+
+    for (;;) {
+        if (softib_fd_ready(fd)) {
+            return 0;
+        }
+        if (dev->thread_started) {
+            if (nonblock) {
+                return EAGAIN;
+            }
+            fds[0].fd     = fd;
+            fds[0].events = POLLIN;
+            softib_sleep(fds, 1, UINT64_MAX);   /* the thread does the progress */
+            continue;
+        }
+        /* No thread: this caller progresses the engine while it waits */
+        pthread_mutex_lock(&dev->lock);
+        softib_progress(dev);
+        pthread_mutex_unlock(&dev->lock);
+        if (softib_fd_ready(fd)) {
+            return 0;
+        }
+        if (nonblock) {
+            return EAGAIN;
+        }
+        pthread_mutex_lock(&dev->lock);
+        deadline = softib_next_deadline(dev);
+        armed    = softib_wire_arm(dev->wire);
+        pthread_mutex_unlock(&dev->lock);
+        if (!armed) {
+            fds[0].fd     = fd;
+            fds[0].events = POLLIN;
+            fds[1].fd     = softib_wire_fd(dev->wire);
+            fds[1].events = POLLIN;
+            softib_sleep(fds, 2, deadline);
+        }
+        pthread_mutex_lock(&dev->lock);
+        softib_wire_disarm(dev->wire);
+        pthread_mutex_unlock(&dev->lock);
+    }
+}

@@ -1,0 +1,452 @@
+/*
+ * softib's slot registry (see softib_registry.h). All of it is slow path:
+ * device open and close, and a sender's first contact with a slot.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "softib_registry.h"
+#include "sys.h"
+#include "log.h"
+
+#define SOFTIB_REGISTRY_MAGIC    0x5342524547303031ull   /* "SBREG001" */
+#define SOFTIB_REGISTRY_NSLOTS   (SOFTIB_REGISTRY_SLOT_MAX + 1)
+
+_Static_assert(__atomic_always_lock_free(sizeof(uint64_t), 0),
+               "softib registry needs lock-free 64-bit atomics");
+
+/* One entry; two cache lines so that neighbours' publishing does not disturb lookups. */
+typedef struct softib_registry_slot {
+    _Atomic uint64_t gen;        /* odd while owned; bumped at every claim and release */
+    int32_t          pid;
+    uint32_t         reserved;
+    uint64_t         start_time;
+    uint64_t         ns_id;
+    char             ring[SOFTIB_REGISTRY_NAME_LEN];
+    char             pad[128 - 32 - SOFTIB_REGISTRY_NAME_LEN];
+} softib_registry_slot_t;
+
+_Static_assert(sizeof(softib_registry_slot_t) == 128, "registry slot size");
+
+typedef struct softib_registry_hdr {
+    _Atomic uint64_t magic;      /* written last by the initializer */
+    uint32_t         nslots;
+    uint32_t         slot_size;
+    pthread_mutex_t  lock;       /* robust, process-shared: writers only */
+    char             pad[4096 - 16 - sizeof(pthread_mutex_t)];
+} softib_registry_hdr_t;
+
+_Static_assert(sizeof(softib_registry_hdr_t) == 4096, "registry header size");
+
+typedef struct softib_registry_seg {
+    softib_registry_hdr_t  hdr;
+    softib_registry_slot_t slots[SOFTIB_REGISTRY_NSLOTS];
+} softib_registry_seg_t;
+
+struct softib_registry {
+    softib_registry_seg_t *seg;
+    unsigned               dev_index;
+    char                   name[32];
+};
+
+/* ---------------------------------------------------------------- processes */
+
+/* /proc/<pid>/stat fields we use (numbers as in proc(5)). */
+typedef struct softib_proc_stat {
+    pid_t    pid;          /* 1 */
+    char     state;        /* 3 */
+    uint64_t num_threads;  /* 20 */
+    uint64_t start_time;   /* 22 */
+} softib_proc_stat_t;
+
+/* 0, or -errno (-ENOENT: no such process, -EIO: not parsable). */
+static int softib_proc_read_stat(const char *path, softib_proc_stat_t *st)
+{
+    char    buf[1024];
+    char   *p, *end;
+    ssize_t n;
+    int     fd, field, err;
+
+    memset(st, 0, sizeof(*st));
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return -errno;
+    }
+    n   = read(fd, buf, sizeof(buf) - 1);
+    err = errno;
+    close(fd);
+    if (n <= 0) {
+        return (n < 0) ? -err : -EIO;
+    }
+    buf[n]  = '\0';
+    st->pid = (pid_t)strtol(buf, NULL, 10);
+    /* The command (field 2) may contain spaces and ')': fields resume after the last ')'. */
+    p = strrchr(buf, ')');
+    if ((p == NULL) || (p[1] != ' ') || (p[2] == '\0')) {
+        return -EIO;
+    }
+    p        += 2;
+    st->state = *p;
+    for (field = 3; field < 22; ++field) {
+        p = strchr(p, ' ');
+        if (p == NULL) {
+            return -EIO;
+        }
+        ++p;
+        if (field + 1 == 20) {
+            st->num_threads = strtoull(p, NULL, 10);
+        }
+    }
+    st->start_time = strtoull(p, &end, 10);
+    return (end == p) ? -EIO : 0;
+}
+
+/* Names the namespaces in which pids and start times are read; 0 if unknown. */
+static uint64_t softib_proc_ns_id(void)
+{
+    struct stat st;
+    uint64_t    ids[3] = {0, 0, 0};
+    uint64_t    hash;
+
+    if (stat("/proc/self/ns/pid", &st) != 0) {
+        return 0;
+    }
+    ids[0] = st.st_dev;
+    ids[1] = st.st_ino;
+    /* Start times are shifted by the reader's time namespace (Linux >= 5.6). */
+    if (stat("/proc/self/ns/time", &st) == 0) {
+        ids[2] = st.st_ino;
+    }
+    hash = axon_sys_hash64(ids, sizeof(ids), 0);
+    return (hash != 0) ? hash : 1;
+}
+
+void softib_registry_owner_self(softib_registry_owner_t *owner)
+{
+    softib_proc_stat_t st;
+
+    memset(owner, 0, sizeof(*owner));
+    owner->pid = (int32_t)getpid();
+    /* A /proc of another pid namespace would describe some other process. */
+    if ((softib_proc_read_stat("/proc/self/stat", &st) != 0) || (st.pid != getpid())) {
+        axon_debug("softib: /proc/self/stat does not describe pid %d: others cannot tell "
+                   "when this process is gone", owner->pid);
+        return;
+    }
+    owner->start_time = st.start_time;
+    owner->ns_id      = softib_proc_ns_id();
+}
+
+static int softib_proc_no_pid(pid_t pid)
+{
+    return (kill(pid, 0) != 0) && (errno == ESRCH);
+}
+
+int softib_registry_owner_gone(const softib_registry_owner_t *owner, const char **why)
+{
+    softib_proc_stat_t st;
+    char               path[32];
+
+    /* Pids of another namespace mean nothing here: assume alive. */
+    if ((owner->ns_id == 0) || (owner->ns_id != softib_proc_ns_id())) {
+        return 0;
+    }
+    if ((owner->pid <= 0) || softib_proc_no_pid(owner->pid)) {
+        *why = "no such process";
+        return 1;
+    }
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)owner->pid);
+    if (softib_proc_read_stat(path, &st) != 0) {
+        if (softib_proc_no_pid(owner->pid)) {
+            *why = "no such process";
+            return 1;
+        }
+        return 0;  /* hidepid or the like: proves nothing */
+    }
+    if ((owner->start_time != 0) && (st.start_time != owner->start_time)) {
+        *why = "its pid belongs to a newer process";
+        return 1;
+    }
+    /* A zombie leader with live threads (it called pthread_exit) still counts them. */
+    if (((st.state == 'Z') || (st.state == 'X')) && (st.num_threads <= 1)) {
+        *why = "exited, not yet reaped by its parent";
+        return 1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- segment */
+
+static int softib_registry_init_lock(pthread_mutex_t *lock)
+{
+    pthread_mutexattr_t attr;
+    int                 ret;
+
+    pthread_mutexattr_init(&attr);
+    ret = pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+    if (ret == 0) {
+        ret = pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+    }
+    if (ret == 0) {
+        ret = pthread_mutex_init(lock, &attr);
+    }
+    pthread_mutexattr_destroy(&attr);
+    return ret;
+}
+
+/*
+ * Under flock (the kernel drops it if we die): a segment without the magic is
+ * new, or its initializer died half way; either way nobody uses it yet.
+ */
+static int softib_registry_init_seg(softib_registry_t *reg)
+{
+    softib_registry_seg_t *seg = reg->seg;
+    int                    ret;
+
+    if (atomic_load_explicit(&seg->hdr.magic, memory_order_acquire) == SOFTIB_REGISTRY_MAGIC) {
+        if ((seg->hdr.nslots != SOFTIB_REGISTRY_NSLOTS) ||
+            (seg->hdr.slot_size != sizeof(softib_registry_slot_t))) {
+            axon_error("softib: registry %s has another layout (%u slots of %u bytes): "
+                       "left by another version of axon?", reg->name, seg->hdr.nslots,
+                       seg->hdr.slot_size);
+            return EPROTO;
+        }
+        return 0;
+    }
+
+    memset(seg, 0, sizeof(*seg));
+    ret = softib_registry_init_lock(&seg->hdr.lock);
+    if (ret != 0) {
+        axon_error("softib: cannot initialize the lock of registry %s: %s", reg->name,
+                   strerror(ret));
+        return ret;
+    }
+    seg->hdr.nslots    = SOFTIB_REGISTRY_NSLOTS;
+    seg->hdr.slot_size = sizeof(softib_registry_slot_t);
+    atomic_store_explicit(&seg->hdr.magic, SOFTIB_REGISTRY_MAGIC, memory_order_release);
+    return 0;
+}
+
+int softib_registry_open(unsigned dev_index, softib_registry_t **reg_p)
+{
+    softib_registry_t *reg;
+    struct stat        st;
+    void              *addr;
+    int                fd, ret;
+
+    reg = calloc(1, sizeof(*reg));
+    if (reg == NULL) {
+        return ENOMEM;
+    }
+    reg->dev_index = dev_index;
+    snprintf(reg->name, sizeof(reg->name), "/axon-softib%u.reg", dev_index);
+
+    fd = shm_open(reg->name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        ret = errno;
+        axon_error("softib: cannot open registry %s: %s", reg->name, strerror(ret));
+        goto err_free;
+    }
+    if (flock(fd, LOCK_EX) != 0) {
+        ret = errno;
+        axon_error("softib: cannot lock registry %s: %s", reg->name, strerror(ret));
+        goto err_close;
+    }
+    if (fstat(fd, &st) != 0) {
+        ret = errno;
+        goto err_unlock;
+    }
+    if (((size_t)st.st_size < sizeof(softib_registry_seg_t)) &&
+        (ftruncate(fd, sizeof(softib_registry_seg_t)) != 0)) {
+        ret = errno;
+        axon_error("softib: cannot size registry %s: %s", reg->name, strerror(ret));
+        goto err_unlock;
+    }
+    addr = mmap(NULL, sizeof(softib_registry_seg_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (addr == MAP_FAILED) {
+        ret = errno;
+        axon_error("softib: cannot map registry %s: %s", reg->name, strerror(ret));
+        goto err_unlock;
+    }
+    reg->seg = addr;
+    ret      = softib_registry_init_seg(reg);
+    if (ret != 0) {
+        munmap(reg->seg, sizeof(softib_registry_seg_t));
+        goto err_unlock;
+    }
+    flock(fd, LOCK_UN);
+    close(fd);
+    *reg_p = reg;
+    return 0;
+
+err_unlock:
+    flock(fd, LOCK_UN);
+err_close:
+    close(fd);
+err_free:
+    free(reg);
+    return ret;
+}
+
+void softib_registry_close(softib_registry_t *reg)
+{
+    if (reg == NULL) {
+        return;
+    }
+    munmap(reg->seg, sizeof(softib_registry_seg_t));
+    free(reg);
+}
+
+int softib_registry_lock(softib_registry_t *reg)
+{
+    int ret = pthread_mutex_lock(&reg->seg->hdr.lock);
+
+    if (ret == EOWNERDEAD) {
+        /* Entries are published by their generation, written last: all consistent. */
+        axon_debug("softib: registry %s: the previous lock holder died; recovering",
+                   reg->name);
+        ret = pthread_mutex_consistent(&reg->seg->hdr.lock);
+    }
+    if (ret != 0) {
+        axon_error("softib: cannot lock registry %s: %s", reg->name, strerror(ret));
+    }
+    return ret;
+}
+
+void softib_registry_unlock(softib_registry_t *reg)
+{
+    pthread_mutex_unlock(&reg->seg->hdr.lock);
+}
+
+/* ---------------------------------------------------------------- slots */
+
+static softib_registry_slot_t *softib_registry_slot(const softib_registry_t *reg, unsigned slot)
+{
+    return &reg->seg->slots[slot];
+}
+
+static void softib_registry_read_owner(const softib_registry_slot_t *entry,
+                                       softib_registry_owner_t *owner)
+{
+    owner->pid        = entry->pid;
+    owner->start_time = entry->start_time;
+    owner->ns_id      = entry->ns_id;
+}
+
+void softib_registry_reap(softib_registry_t *reg, void (*unlink_ring)(const char *name))
+{
+    softib_registry_slot_t *entry;
+    softib_registry_owner_t owner;
+    const char             *why;
+    uint64_t                gen;
+    unsigned                slot;
+
+    for (slot = SOFTIB_REGISTRY_SLOT_MIN; slot <= SOFTIB_REGISTRY_SLOT_MAX; ++slot) {
+        entry = softib_registry_slot(reg, slot);
+        gen   = atomic_load_explicit(&entry->gen, memory_order_relaxed);
+        if (!(gen & 1)) {
+            continue;
+        }
+        softib_registry_read_owner(entry, &owner);
+        if (!softib_registry_owner_gone(&owner, &why)) {
+            continue;
+        }
+        axon_debug("softib: %s slot %u: owner pid %d is gone (%s): reaping it", reg->name,
+                   slot, (int)owner.pid, why);
+        entry->ring[SOFTIB_REGISTRY_NAME_LEN - 1] = '\0';
+        if (unlink_ring != NULL) {
+            unlink_ring(entry->ring);
+        }
+        atomic_store_explicit(&entry->gen, gen + 1, memory_order_release);
+    }
+}
+
+int softib_registry_find_free(softib_registry_t *reg, unsigned *slot_p, uint64_t *gen_p)
+{
+    uint64_t gen;
+    unsigned slot;
+
+    for (slot = SOFTIB_REGISTRY_SLOT_MIN; slot <= SOFTIB_REGISTRY_SLOT_MAX; ++slot) {
+        gen = atomic_load_explicit(&softib_registry_slot(reg, slot)->gen, memory_order_relaxed);
+        if (!(gen & 1)) {
+            *slot_p = slot;
+            *gen_p  = gen + 1;
+            return 0;
+        }
+    }
+    axon_error("softib: %s: all %u slots are taken by live processes", reg->name,
+               SOFTIB_REGISTRY_SLOT_MAX);
+    return ENOSPC;
+}
+
+void softib_registry_publish(softib_registry_t *reg, unsigned slot, uint64_t gen,
+                             const char *ring)
+{
+    softib_registry_slot_t *entry = softib_registry_slot(reg, slot);
+    softib_registry_owner_t self;
+
+    softib_registry_owner_self(&self);
+    entry->pid        = self.pid;
+    entry->start_time = self.start_time;
+    entry->ns_id      = self.ns_id;
+    snprintf(entry->ring, sizeof(entry->ring), "%s", ring);
+    /* Release: a reader that sees the odd generation sees the entry. */
+    atomic_store_explicit(&entry->gen, gen, memory_order_release);
+}
+
+void softib_registry_release(softib_registry_t *reg, unsigned slot, uint64_t gen)
+{
+    softib_registry_slot_t *entry = softib_registry_slot(reg, slot);
+
+    /* Someone reaped it already if our pid looked dead (another pid namespace...). */
+    if (atomic_load_explicit(&entry->gen, memory_order_relaxed) == gen) {
+        atomic_store_explicit(&entry->gen, gen + 1, memory_order_release);
+    }
+}
+
+uint64_t softib_registry_gen(const softib_registry_t *reg, unsigned slot)
+{
+    if ((slot < SOFTIB_REGISTRY_SLOT_MIN) || (slot > SOFTIB_REGISTRY_SLOT_MAX)) {
+        return 0;
+    }
+    return atomic_load_explicit(&softib_registry_slot(reg, slot)->gen, memory_order_acquire);
+}
+
+int softib_registry_lookup(const softib_registry_t *reg, unsigned slot, uint64_t *gen_p,
+                           char *ring, size_t max, softib_registry_owner_t *owner)
+{
+    const softib_registry_slot_t *entry;
+    uint64_t                      gen, again;
+
+    if ((slot < SOFTIB_REGISTRY_SLOT_MIN) || (slot > SOFTIB_REGISTRY_SLOT_MAX)) {
+        return EINVAL;
+    }
+    entry = softib_registry_slot(reg, slot);
+    do {
+        gen    = atomic_load_explicit(&entry->gen, memory_order_acquire);
+        *gen_p = gen;
+        if (!(gen & 1)) {
+            return ENOENT;
+        }
+        if ((ring != NULL) && (max > 0)) {
+            snprintf(ring, max, "%.*s", SOFTIB_REGISTRY_NAME_LEN - 1, entry->ring);
+        }
+        if (owner != NULL) {
+            softib_registry_read_owner(entry, owner);
+        }
+        /* Acquire fence: the copies above happen before the second look. */
+        atomic_thread_fence(memory_order_acquire);
+        again = atomic_load_explicit(&entry->gen, memory_order_relaxed);
+    } while (again != gen);
+    return 0;
+}

@@ -1,0 +1,78 @@
+/*
+ * The host-wide slot registry of one softib device: a small POSIX shm
+ * segment ("/axon-softib<N>.reg") with one entry per slot 1..4094. A process
+ * that opens the device takes the lowest free slot; the entry names the
+ * owner (pid + process start time, so a reused pid is told apart) and the
+ * shm segment of the slot's receive ring.
+ *
+ * Writers (open, close, reaping) hold a robust process-shared mutex, so a
+ * holder killed mid-update never blocks the others. Readers (senders looking
+ * up a destination) take no lock: an entry's generation is odd while the slot
+ * is owned and changes at every claim and release, so a reader that sees the
+ * same odd generation before and after copying an entry has a consistent copy.
+ */
+#ifndef SOFTIB_REGISTRY_H
+#define SOFTIB_REGISTRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SOFTIB_REGISTRY_SLOT_MIN  1
+#define SOFTIB_REGISTRY_SLOT_MAX  4094      /* slot 0 and 4095 are not QP-number slots */
+#define SOFTIB_REGISTRY_NAME_LEN  64
+
+typedef struct softib_registry softib_registry_t;
+
+/* What a process needs to know to tell whether another one still lives. */
+typedef struct softib_registry_owner {
+    int32_t  pid;
+    uint64_t start_time;  /* /proc/<pid>/stat field 22; 0 when unreadable */
+    uint64_t ns_id;       /* pid (and time) namespace the two above mean something in */
+} softib_registry_owner_t;
+
+/* Map (creating it if needed) the registry of device dev_index. Errors: errno values. */
+int      softib_registry_open(unsigned dev_index, softib_registry_t **reg_p);
+void     softib_registry_close(softib_registry_t *reg);
+
+/*
+ * Writers' lock. A holder that died leaves the lock to the next taker, who
+ * finds every entry either fully published or free (the generation is
+ * written last). Returns 0 or an errno.
+ */
+int      softib_registry_lock(softib_registry_t *reg);
+void     softib_registry_unlock(softib_registry_t *reg);
+
+/* Locked: free every slot whose owner is gone, calling unlink_ring(name) for its ring. */
+void     softib_registry_reap(softib_registry_t *reg, void (*unlink_ring)(const char *name));
+/* Locked: the lowest free slot and the (odd) generation it gets when published. ENOSPC if none. */
+int      softib_registry_find_free(softib_registry_t *reg, unsigned *slot_p, uint64_t *gen_p);
+/* Locked: make slot ours at generation gen (from find_free), its ring named ring. */
+void     softib_registry_publish(softib_registry_t *reg, unsigned slot, uint64_t gen,
+                                 const char *ring);
+/* Locked: give slot back (gen must be the one it was published with). */
+void     softib_registry_release(softib_registry_t *reg, unsigned slot, uint64_t gen);
+
+/*
+ * Lock-free: the slot's current generation (even: free) and, when it is
+ * owned, its ring name (max bytes) and owner. Returns 0 when owned, ENOENT
+ * when free, EINVAL for a slot out of range.
+ */
+int      softib_registry_lookup(const softib_registry_t *reg, unsigned slot, uint64_t *gen_p,
+                                char *ring, size_t max, softib_registry_owner_t *owner);
+/* Lock-free, one shared load: the slot's current generation (even: free). */
+uint64_t softib_registry_gen(const softib_registry_t *reg, unsigned slot);
+
+/* This process's identity, as published in its slots. */
+void     softib_registry_owner_self(softib_registry_owner_t *owner);
+/* Nonzero when the owner is provably gone (dead, zombie, or its pid reused). */
+int      softib_registry_owner_gone(const softib_registry_owner_t *owner, const char **why);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,547 @@
+/*
+ * The responder: executes incoming requests and answers them.
+ *
+ * RC: a request with the expected PSN executes; an earlier PSN is a
+ * duplicate (re-ACKed; a READ executes again; an atomic replays the result
+ * saved in the responder resources, so it executes exactly once); a later
+ * PSN means packets were lost (one NAK sequence error until the gap fills).
+ * ACKs are coalesced: one per QP per progress pass, for the latest PSN that
+ * asked for one. UC drops a message that lost a packet; UD checks the Q_Key
+ * and writes the 40-byte GRH area before the payload.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
+#include "log.h"
+#include "softib_pkt.h"
+
+typedef enum {
+    RESP_OK = 0,
+    RESP_RNR,                   /* no receive WQE: RNR NAK (RC), drop (UC/UD) */
+    RESP_DROP,                  /* silently ignore the packet */
+    RESP_ERR_INV_REQ,           /* requester: REM_INV_REQ_ERR; QP_REQ_ERR here */
+    RESP_ERR_ACCESS,            /* requester: REM_ACCESS_ERR; QP_ACCESS_ERR here */
+    RESP_ERR_RECV_LEN,          /* receiver: LOC_LEN_ERR; requester: REM_INV_REQ_ERR */
+    RESP_ERR_RECV_PROT,         /* receiver: LOC_PROT_ERR; requester: REM_OP_ERR */
+} softib_resp_status_t;
+
+static uint32_t softib_resp_mtu(const softib_qp_t *qp)
+{
+    return (uint32_t)axon_dev_mtu_bytes(qp->attr.path_mtu);
+}
+
+/* Answer with an ACK or NAK; a full wire loses it like the fabric would */
+static void softib_resp_send_aeth(softib_dev_t *dev, softib_qp_t *qp, softib_aeth_code_t code,
+                                  uint32_t psn)
+{
+    softib_pkt_t pkt;
+    size_t len;
+
+    memset(&pkt, 0, sizeof(pkt));
+    pkt.opcode         = SOFTIB_OP_ACK;
+    pkt.dest_qpn       = qp->attr.dest_qp_num;
+    pkt.src_qpn        = qp->super.qp_num;
+    pkt.psn            = psn;
+    pkt.aeth.code      = (uint8_t)code;
+    pkt.aeth.rnr_timer = qp->attr.min_rnr_timer;
+    len = softib_pkt_build(dev->tx_buf, &pkt);
+    softib_send_pkt(dev, qp, &qp->attr.ah_attr.grh.dgid, qp->attr.dest_qp_num, len);
+}
+
+static void softib_resp_queue_ack(softib_dev_t *dev, softib_qp_t *qp, uint32_t psn)
+{
+    qp->resp.ack_psn = psn;
+    if (!qp->ack_queued) {
+        qp->ack_queued = 1;
+        axon_list_add_tail(&dev->ack_list, &qp->ack_link);
+    }
+}
+
+void softib_resp_flush_acks(softib_dev_t *dev)
+{
+    softib_qp_t *qp;
+
+    while (!axon_list_is_empty(&dev->ack_list)) {
+        qp = axon_list_first(&dev->ack_list, softib_qp_t, ack_link);
+        axon_list_del(&qp->ack_link);
+        qp->ack_queued = 0;
+        if (softib_qp_can_recv(qp)) {
+            softib_resp_send_aeth(dev, qp, SOFTIB_AETH_ACK, qp->resp.ack_psn);
+        }
+    }
+}
+
+/* Take a receive WQE for a new message (QP's queue or SRQ) and check its SGEs */
+static softib_resp_status_t softib_resp_get_wqe(softib_dev_t *dev, softib_qp_t *qp, int check)
+{
+    softib_srq_t *srq = qp->super.srq ? softib_srq(qp->super.srq) : NULL;
+
+    if (!qp->resp.have_wqe) {
+        if (!softib_rq_pop(srq ? &srq->rq : &qp->rq, &qp->resp.wqe, qp->resp.sge)) {
+            return RESP_RNR;
+        }
+        if (srq != NULL) {
+            softib_srq_consumed(dev, srq);
+        }
+        qp->resp.have_wqe = 1;
+    }
+    qp->resp.offset = 0;
+    if (check && (softib_sge_check(dev, qp->super.pd, qp->resp.wqe.sge, qp->resp.wqe.num_sge,
+                                   AXON_DEV_ACCESS_LOCAL_WRITE) != SOFTIB_ACCESS_OK)) {
+        return RESP_ERR_RECV_PROT;
+    }
+    return RESP_OK;
+}
+
+static uint64_t softib_resp_wqe_len(const softib_qp_t *qp)
+{
+    uint64_t len = 0;
+    int i;
+
+    for (i = 0; i < qp->resp.wqe.num_sge; i++) {
+        len += qp->resp.wqe.sge[i].length;
+    }
+    return len;
+}
+
+static softib_resp_status_t softib_resp_recv_data(softib_dev_t *dev, softib_qp_t *qp,
+                                                  const void *data, uint32_t len)
+{
+    if (qp->resp.offset + (uint64_t)len > softib_resp_wqe_len(qp)) {
+        return RESP_ERR_RECV_LEN;
+    }
+    if (len && (softib_sge_copy_to(dev, qp->super.pd, qp->resp.wqe.sge, qp->resp.wqe.num_sge,
+                                   qp->resp.offset, data, len) != SOFTIB_ACCESS_OK)) {
+        return RESP_ERR_RECV_PROT;
+    }
+    qp->resp.offset += len;
+    return RESP_OK;
+}
+
+static void softib_resp_complete(softib_qp_t *qp, const softib_pkt_t *pkt,
+                                 axon_dev_wc_opcode_t opcode, uint32_t byte_len, int grh)
+{
+    softib_qp_complete_recv(qp, qp->resp.wqe.wr_id, AXON_DEV_WC_SUCCESS, opcode, byte_len,
+                            pkt->imm, !!(pkt->info->hdrs & SOFTIB_HDR_IMM),
+                            (qp->super.qp_type == AXON_DEV_QPT_UD) ? pkt->deth.src_qpn
+                                                                   : qp->attr.dest_qp_num,
+                            grh, !!(pkt->flags & SOFTIB_BTH_SE));
+    qp->resp.have_wqe = 0;
+}
+
+static softib_resp_status_t softib_resp_send(softib_dev_t *dev, softib_qp_t *qp,
+                                             const softib_pkt_t *pkt)
+{
+    unsigned flags = pkt->info->flags;
+    softib_resp_status_t st;
+
+    if (flags & SOFTIB_OPF_FIRST) {
+        if ((st = softib_resp_get_wqe(dev, qp, 1)) != RESP_OK) {
+            return st;
+        }
+        qp->resp.in_msg = SOFTIB_OPF_SEND;
+    } else if (qp->resp.in_msg != SOFTIB_OPF_SEND) {
+        return (qp->super.qp_type == AXON_DEV_QPT_RC) ? RESP_ERR_INV_REQ : RESP_DROP;
+    }
+    if ((st = softib_resp_recv_data(dev, qp, pkt->payload, pkt->paylen)) != RESP_OK) {
+        return st;
+    }
+    if (flags & SOFTIB_OPF_LAST) {
+        qp->resp.in_msg = 0;
+        softib_resp_complete(qp, pkt, AXON_DEV_WC_RECV, qp->resp.offset, 0);
+    }
+    return RESP_OK;
+}
+
+static softib_resp_status_t softib_resp_write(softib_dev_t *dev, softib_qp_t *qp,
+                                              const softib_pkt_t *pkt)
+{
+    unsigned flags = pkt->info->flags;
+    softib_resp_status_t st;
+    uint64_t va;
+
+    if (flags & SOFTIB_OPF_FIRST) {
+        if (!(qp->attr.qp_access_flags & AXON_DEV_ACCESS_REMOTE_WRITE)) {
+            axon_debug("softib: QP 0x%x: RDMA WRITE, but the QP does not allow remote write",
+                       qp->super.qp_num);
+            return RESP_ERR_INV_REQ;
+        }
+        if (softib_mr_check(dev, qp->super.pd, pkt->reth.rkey, pkt->reth.va, pkt->reth.len,
+                            AXON_DEV_ACCESS_REMOTE_WRITE) != SOFTIB_ACCESS_OK) {
+            axon_debug("softib: QP 0x%x: RDMA WRITE to 0x%llx len %u rkey 0x%x denied",
+                       qp->super.qp_num, (unsigned long long)pkt->reth.va, pkt->reth.len,
+                       pkt->reth.rkey);
+            return RESP_ERR_ACCESS;
+        }
+        qp->resp.va        = pkt->reth.va;
+        qp->resp.rkey      = pkt->reth.rkey;
+        qp->resp.write_len = pkt->reth.len;
+        qp->resp.offset    = 0;
+        qp->resp.in_msg    = SOFTIB_OPF_WRITE;
+    } else if (qp->resp.in_msg != SOFTIB_OPF_WRITE) {
+        return (qp->super.qp_type == AXON_DEV_QPT_RC) ? RESP_ERR_INV_REQ : RESP_DROP;
+    }
+    /* with immediate: the receive WQE must be there before anything is written */
+    if ((flags & SOFTIB_OPF_RECV) && !qp->resp.have_wqe) {
+        uint32_t offset = qp->resp.offset;
+
+        if ((st = softib_resp_get_wqe(dev, qp, 0)) != RESP_OK) {
+            return st;
+        }
+        qp->resp.offset = offset;
+    }
+    if ((uint64_t)qp->resp.offset + pkt->paylen > qp->resp.write_len) {
+        return RESP_ERR_INV_REQ;
+    }
+    va = qp->resp.va + qp->resp.offset;
+    if (pkt->paylen) {
+        if (softib_mr_check(dev, qp->super.pd, qp->resp.rkey, va, pkt->paylen,
+                            AXON_DEV_ACCESS_REMOTE_WRITE) != SOFTIB_ACCESS_OK) {
+            return RESP_ERR_ACCESS;   /* deregistered meanwhile */
+        }
+        memcpy((void *)(uintptr_t)va, pkt->payload, pkt->paylen);
+    }
+    qp->resp.offset += pkt->paylen;
+    if (flags & SOFTIB_OPF_LAST) {
+        qp->resp.in_msg = 0;
+        if (flags & SOFTIB_OPF_COMP) {
+            softib_resp_complete(qp, pkt, AXON_DEV_WC_RECV_RDMA_WITH_IMM, qp->resp.write_len, 0);
+        }
+    }
+    return RESP_OK;
+}
+
+static softib_resp_status_t softib_resp_read(softib_dev_t *dev, softib_qp_t *qp,
+                                             const softib_pkt_t *pkt)
+{
+    if (!(qp->attr.qp_access_flags & AXON_DEV_ACCESS_REMOTE_READ)) {
+        axon_debug("softib: QP 0x%x: RDMA READ, but the QP does not allow remote read",
+                   qp->super.qp_num);
+        return RESP_ERR_INV_REQ;
+    }
+    if (softib_mr_check(dev, qp->super.pd, pkt->reth.rkey, pkt->reth.va, pkt->reth.len,
+                        AXON_DEV_ACCESS_REMOTE_READ) != SOFTIB_ACCESS_OK) {
+        axon_debug("softib: QP 0x%x: RDMA READ of 0x%llx len %u rkey 0x%x denied",
+                   qp->super.qp_num, (unsigned long long)pkt->reth.va, pkt->reth.len,
+                   pkt->reth.rkey);
+        return RESP_ERR_ACCESS;
+    }
+    /* responses go out from softib_resp_progress, as the wire takes them */
+    qp->resp.rd.active = 1;
+    qp->resp.rd.va     = pkt->reth.va;
+    qp->resp.rd.rkey   = pkt->reth.rkey;
+    qp->resp.rd.left   = pkt->reth.len;
+    qp->resp.rd.psn    = pkt->psn;
+    qp->resp.rd.first  = 1;
+    return RESP_OK;
+}
+
+static softib_resp_status_t softib_resp_atomic(softib_dev_t *dev, softib_qp_t *qp,
+                                               const softib_pkt_t *pkt, uint64_t *orig_p)
+{
+    uint64_t *addr;
+
+    if (!(qp->attr.qp_access_flags & AXON_DEV_ACCESS_REMOTE_ATOMIC)) {
+        axon_debug("softib: QP 0x%x: atomic, but the QP does not allow remote atomics",
+                   qp->super.qp_num);
+        return RESP_ERR_INV_REQ;
+    }
+    if (pkt->atomic.va & 7) {
+        axon_debug("softib: QP 0x%x: atomic at 0x%llx is not 8-byte aligned", qp->super.qp_num,
+                   (unsigned long long)pkt->atomic.va);
+        return RESP_ERR_INV_REQ;
+    }
+    if (softib_mr_check(dev, qp->super.pd, pkt->atomic.rkey, pkt->atomic.va, 8,
+                        AXON_DEV_ACCESS_REMOTE_ATOMIC) != SOFTIB_ACCESS_OK) {
+        axon_debug("softib: QP 0x%x: atomic at 0x%llx rkey 0x%x denied", qp->super.qp_num,
+                   (unsigned long long)pkt->atomic.va, pkt->atomic.rkey);
+        return RESP_ERR_ACCESS;
+    }
+    addr = (uint64_t *)(uintptr_t)pkt->atomic.va;
+    if (pkt->opcode == SOFTIB_OP_CMP_SWAP) {
+        uint64_t expected = pkt->atomic.compare;
+
+        __atomic_compare_exchange_n(addr, &expected, pkt->atomic.swap_add, 0,
+                                    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+        *orig_p = expected;   /* the value found, swapped or not */
+    } else {
+        *orig_p = __atomic_fetch_add(addr, pkt->atomic.swap_add, __ATOMIC_SEQ_CST);
+    }
+    return RESP_OK;
+}
+
+static void softib_resp_atomic_ack(softib_dev_t *dev, softib_qp_t *qp, uint32_t psn,
+                                   uint64_t orig)
+{
+    softib_pkt_t pkt;
+    size_t len;
+
+    memset(&pkt, 0, sizeof(pkt));
+    pkt.opcode      = SOFTIB_OP_ATOMIC_ACK;
+    pkt.dest_qpn    = qp->attr.dest_qp_num;
+    pkt.src_qpn     = qp->super.qp_num;
+    pkt.psn         = psn;
+    pkt.aeth.code   = SOFTIB_AETH_ACK;
+    pkt.atomic_orig = orig;
+    len = softib_pkt_build(dev->tx_buf, &pkt);
+    softib_send_pkt(dev, qp, &qp->attr.ah_attr.grh.dgid, qp->attr.dest_qp_num, len);
+}
+
+void softib_resp_progress(softib_qp_t *qp)
+{
+    softib_dev_t *dev = softib_qp_dev(qp);
+    uint32_t mtu      = softib_resp_mtu(qp), paylen;
+    unsigned budget   = 64;
+    softib_pkt_t pkt;
+    size_t hlen;
+    int last;
+
+    while (qp->resp.rd.active && (budget-- > 0)) {
+        if (!softib_qp_can_recv(qp)) {
+            qp->resp.rd.active = 0;
+            break;
+        }
+        paylen = (qp->resp.rd.left < mtu) ? qp->resp.rd.left : mtu;
+        last   = (paylen == qp->resp.rd.left);
+        memset(&pkt, 0, sizeof(pkt));
+        pkt.opcode   = (qp->resp.rd.first && last) ? SOFTIB_OP_READ_RESP_ONLY :
+                       qp->resp.rd.first ? SOFTIB_OP_READ_RESP_FIRST :
+                       last ? SOFTIB_OP_READ_RESP_LAST : SOFTIB_OP_READ_RESP_MIDDLE;
+        pkt.dest_qpn = qp->attr.dest_qp_num;
+        pkt.src_qpn  = qp->super.qp_num;
+        pkt.psn      = qp->resp.rd.psn;
+        hlen = softib_pkt_build(dev->tx_buf, &pkt);
+        if (paylen) {
+            if (softib_mr_check(dev, qp->super.pd, qp->resp.rd.rkey, qp->resp.rd.va, paylen,
+                                AXON_DEV_ACCESS_REMOTE_READ) != SOFTIB_ACCESS_OK) {
+                qp->resp.rd.active = 0;   /* deregistered meanwhile: the requester times out */
+                break;
+            }
+            memcpy(dev->tx_buf + hlen, (const void *)(uintptr_t)qp->resp.rd.va, paylen);
+        }
+        if (softib_send_pkt(dev, qp, &qp->attr.ah_attr.grh.dgid, qp->attr.dest_qp_num,
+                            hlen + paylen)) {
+            softib_timer_changed(dev, softib_time_ns() + 50000);
+            break;   /* wire full: continue on the next pass */
+        }
+        qp->resp.rd.va   += paylen;
+        qp->resp.rd.left -= paylen;
+        qp->resp.rd.psn   = softib_psn_add(qp->resp.rd.psn, 1);
+        qp->resp.rd.first = 0;
+        if (last) {
+            qp->resp.rd.active = 0;
+        }
+    }
+}
+
+/* A request failed at the responder: tell the requester (RC), complete, go to ERR */
+static void softib_resp_fail(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_t *pkt,
+                             softib_resp_status_t st)
+{
+    int rc = (qp->super.qp_type == AXON_DEV_QPT_RC);
+
+    switch (st) {
+    case RESP_ERR_INV_REQ:
+        if (!rc) {
+            return;   /* UC/UD: dropped */
+        }
+        softib_resp_send_aeth(dev, qp, SOFTIB_AETH_NAK_INV_REQ, pkt->psn);
+        softib_async_event(dev, AXON_DEV_EVENT_QP_REQ_ERR, &qp->super);
+        break;
+    case RESP_ERR_ACCESS:
+        if (!rc) {
+            qp->resp.in_msg = 0;
+            return;
+        }
+        softib_resp_send_aeth(dev, qp, SOFTIB_AETH_NAK_ACCESS, pkt->psn);
+        softib_async_event(dev, AXON_DEV_EVENT_QP_ACCESS_ERR, &qp->super);
+        break;
+    case RESP_ERR_RECV_LEN:
+    case RESP_ERR_RECV_PROT:
+        softib_qp_complete_recv(qp, qp->resp.wqe.wr_id,
+                                (st == RESP_ERR_RECV_LEN) ? AXON_DEV_WC_LOC_LEN_ERR
+                                                          : AXON_DEV_WC_LOC_PROT_ERR,
+                                AXON_DEV_WC_RECV, qp->resp.offset, 0, 0, 0, 0, 0);
+        qp->resp.have_wqe = 0;
+        if (rc) {
+            softib_resp_send_aeth(dev, qp, (st == RESP_ERR_RECV_LEN) ? SOFTIB_AETH_NAK_INV_REQ
+                                                                     : SOFTIB_AETH_NAK_OP,
+                                  pkt->psn);
+        }
+        break;
+    default:
+        return;
+    }
+    softib_qp_error(qp);
+}
+
+static void softib_resp_duplicate(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_t *pkt)
+{
+    unsigned i;
+
+    if (pkt->opcode == SOFTIB_OP_READ_REQ) {
+        /* executed again (reads have no side effect), from what the request asks now */
+        if ((softib_resp_read(dev, qp, pkt) == RESP_OK)) {
+            softib_resp_progress(qp);
+        }
+        return;
+    }
+    if (pkt->info->flags & SOFTIB_OPF_ATOMIC) {
+        for (i = 0; i < SOFTIB_MAX_RD_ATOM; i++) {
+            if (qp->resp.atomics[i].valid && (qp->resp.atomics[i].psn == pkt->psn)) {
+                softib_resp_atomic_ack(dev, qp, pkt->psn, qp->resp.atomics[i].orig);
+                return;
+            }
+        }
+        return;   /* too old to remember: its answer arrived long ago */
+    }
+    softib_resp_queue_ack(dev, qp, softib_psn_add(qp->resp.psn, SOFTIB_PSN_MASK));
+}
+
+static void softib_resp_rc(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_t *pkt)
+{
+    unsigned flags = pkt->info->flags;
+    int32_t diff   = softib_psn_diff(pkt->psn, qp->resp.psn);
+    softib_resp_status_t st;
+    uint32_t npkts = 1, mtu;
+    uint64_t orig = 0;
+
+    if (diff > 0) {
+        if (!qp->resp.nak_sent) {
+            qp->resp.nak_sent = 1;
+            softib_resp_send_aeth(dev, qp, SOFTIB_AETH_NAK_SEQ, qp->resp.psn);
+        }
+        return;
+    }
+    if (diff < 0) {
+        softib_resp_duplicate(dev, qp, pkt);
+        return;
+    }
+    if ((flags & SOFTIB_OPF_READ) && qp->resp.rd.active) {
+        softib_resp_progress(qp);
+        if (qp->resp.rd.active) {
+            return;   /* earlier responses still queued: the requester will resend */
+        }
+    }
+    if (flags & SOFTIB_OPF_SEND) {
+        st = softib_resp_send(dev, qp, pkt);
+    } else if (flags & SOFTIB_OPF_WRITE) {
+        st = softib_resp_write(dev, qp, pkt);
+    } else if (flags & SOFTIB_OPF_READ) {
+        st = softib_resp_read(dev, qp, pkt);
+        mtu   = softib_resp_mtu(qp);
+        npkts = pkt->reth.len ? (pkt->reth.len + mtu - 1) / mtu : 1;
+    } else {
+        st = softib_resp_atomic(dev, qp, pkt, &orig);
+    }
+    if (st == RESP_RNR) {
+        axon_debug("softib: QP 0x%x: no receive WQE for PSN 0x%x: RNR NAK", qp->super.qp_num,
+                   pkt->psn);
+        softib_resp_send_aeth(dev, qp, SOFTIB_AETH_RNR_NAK, pkt->psn);
+        return;
+    }
+    if (st != RESP_OK) {
+        softib_resp_fail(dev, qp, pkt, st);
+        return;
+    }
+    qp->resp.nak_sent = 0;
+    qp->resp.psn      = softib_psn_add(qp->resp.psn, npkts);
+    if (flags & SOFTIB_OPF_ATOMIC) {
+        softib_atomic_res_t *res = &qp->resp.atomics[qp->resp.atomic_next++ % SOFTIB_MAX_RD_ATOM];
+
+        res->valid = 1;
+        res->psn   = pkt->psn;
+        res->orig  = orig;
+        softib_resp_atomic_ack(dev, qp, pkt->psn, orig);
+    } else if (flags & SOFTIB_OPF_READ) {
+        softib_resp_progress(qp);
+    } else if (pkt->flags & SOFTIB_BTH_ACKREQ) {
+        softib_resp_queue_ack(dev, qp, pkt->psn);
+    }
+}
+
+static void softib_resp_uc(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_t *pkt)
+{
+    unsigned flags = pkt->info->flags;
+    softib_resp_status_t st;
+
+    if (pkt->psn != qp->resp.psn) {
+        /* packets were lost: the message in progress is gone, its receive WQE stays */
+        qp->resp.in_msg = 0;
+    }
+    qp->resp.psn = softib_psn_add(pkt->psn, 1);
+    if (!(flags & SOFTIB_OPF_FIRST) && !qp->resp.in_msg) {
+        return;
+    }
+    st = (flags & SOFTIB_OPF_SEND) ? softib_resp_send(dev, qp, pkt)
+                                   : softib_resp_write(dev, qp, pkt);
+    if ((st == RESP_RNR) || (st == RESP_DROP)) {
+        qp->resp.in_msg = 0;
+    } else if (st != RESP_OK) {
+        softib_resp_fail(dev, qp, pkt, st);
+    }
+}
+
+static void softib_resp_ud(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_t *pkt,
+                           const axon_dev_gid_t *src_gid)
+{
+    uint8_t grh[SOFTIB_GRH_LEN];
+    softib_resp_status_t st;
+    uint16_t paylen;
+
+    if (pkt->deth.qkey != qp->attr.qkey) {
+        dev->qkey_viol++;
+        axon_debug("softib: QP 0x%x: Q_Key 0x%x does not match 0x%x: dropped", qp->super.qp_num,
+                   pkt->deth.qkey, qp->attr.qkey);
+        return;
+    }
+    if ((st = softib_resp_get_wqe(dev, qp, 1)) == RESP_RNR) {
+        return;   /* unreliable: no receive, no message */
+    }
+    if (st == RESP_OK) {
+        /* The GRH area: an IPv6-style header with the source and destination GIDs */
+        memset(grh, 0, sizeof(grh));
+        grh[0] = 0x60;
+        paylen = htons((uint16_t)pkt->paylen);
+        memcpy(&grh[4], &paylen, sizeof(paylen));
+        grh[6] = 0x1b;
+        grh[7] = 64;
+        memcpy(&grh[8], src_gid->raw, 16);
+        memcpy(&grh[24], dev->gid.raw, 16);
+        if ((st = softib_resp_recv_data(dev, qp, grh, sizeof(grh))) == RESP_OK) {
+            st = softib_resp_recv_data(dev, qp, pkt->payload, pkt->paylen);
+        }
+    }
+    if (st != RESP_OK) {
+        softib_resp_fail(dev, qp, pkt, st);
+        return;
+    }
+    softib_resp_complete(qp, pkt, AXON_DEV_WC_RECV, qp->resp.offset, 1);
+}
+
+void softib_resp_rx(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_t *pkt,
+                    const axon_dev_gid_t *src_gid)
+{
+    if (!softib_qp_can_recv(qp) ||
+        !(pkt->info->qp_types & SOFTIB_QPT_BIT(qp->super.qp_type))) {
+        return;
+    }
+    if ((qp->super.qp_type != AXON_DEV_QPT_UD) && (pkt->src_qpn != qp->attr.dest_qp_num)) {
+        return;   /* not our peer */
+    }
+    if (!qp->resp.comm_est && (qp->super.state == AXON_DEV_QPS_RTR)) {
+        qp->resp.comm_est = 1;
+        softib_async_event(dev, AXON_DEV_EVENT_COMM_EST, &qp->super);
+    }
+    switch (qp->super.qp_type) {
+    case AXON_DEV_QPT_RC:
+        softib_resp_rc(dev, qp, pkt);
+        break;
+    case AXON_DEV_QPT_UC:
+        softib_resp_uc(dev, qp, pkt);
+        break;
+    default:
+        softib_resp_ud(dev, qp, pkt, src_gid);
+        break;
+    }
+}

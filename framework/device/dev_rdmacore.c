@@ -1,0 +1,1354 @@
+/*
+ * The rdma-core back end of the device layer: axon_dev_ops_t over libibverbs.
+ * Each axon object wraps its ibv_* object; the ibv object's user context
+ * pointer (cq_context, qp_context, srq_context) is set to the wrapper, so
+ * completion and async events lead back to the axon object. The user's
+ * context pointer lives in the axon object.
+ *
+ * Built only when configure finds libibverbs. A host without an RDMA device
+ * is normal: the back end then lists nothing and says so at debug level.
+ */
+#include "axon_config.h"
+#include "dev_backend.h"
+#include "dev_rdmacore.h"
+#include "log.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef HAVE_MLX5DV
+#include <infiniband/mlx5dv.h>
+#endif
+
+#define AXON_DEV_RDMACORE_NAME "rdma-core"
+
+/* ------------------------------------------------------------ same values */
+
+/*
+ * dev.h promises the numeric values of libibverbs; these checks make that a
+ * build failure instead of a silent mistranslation on some future rdma-core.
+ */
+#define AXON_DEV_SAME(_axon, _ibv) _Static_assert((int)(_axon) == (int)(_ibv), #_axon " != " #_ibv)
+
+AXON_DEV_SAME(AXON_DEV_NODE_CA, IBV_NODE_CA);
+AXON_DEV_SAME(AXON_DEV_LINK_LAYER_UNSPECIFIED, IBV_LINK_LAYER_UNSPECIFIED);
+AXON_DEV_SAME(AXON_DEV_LINK_LAYER_INFINIBAND, IBV_LINK_LAYER_INFINIBAND);
+AXON_DEV_SAME(AXON_DEV_LINK_LAYER_ETHERNET, IBV_LINK_LAYER_ETHERNET);
+AXON_DEV_SAME(AXON_DEV_MTU_256, IBV_MTU_256);
+AXON_DEV_SAME(AXON_DEV_MTU_512, IBV_MTU_512);
+AXON_DEV_SAME(AXON_DEV_MTU_1024, IBV_MTU_1024);
+AXON_DEV_SAME(AXON_DEV_MTU_2048, IBV_MTU_2048);
+AXON_DEV_SAME(AXON_DEV_MTU_4096, IBV_MTU_4096);
+AXON_DEV_SAME(AXON_DEV_PORT_NOP, IBV_PORT_NOP);
+AXON_DEV_SAME(AXON_DEV_PORT_DOWN, IBV_PORT_DOWN);
+AXON_DEV_SAME(AXON_DEV_PORT_INIT, IBV_PORT_INIT);
+AXON_DEV_SAME(AXON_DEV_PORT_ARMED, IBV_PORT_ARMED);
+AXON_DEV_SAME(AXON_DEV_PORT_ACTIVE, IBV_PORT_ACTIVE);
+AXON_DEV_SAME(AXON_DEV_ATOMIC_NONE, IBV_ATOMIC_NONE);
+AXON_DEV_SAME(AXON_DEV_ATOMIC_HCA, IBV_ATOMIC_HCA);
+AXON_DEV_SAME(AXON_DEV_ATOMIC_GLOB, IBV_ATOMIC_GLOB);
+AXON_DEV_SAME(AXON_DEV_ACCESS_LOCAL_WRITE, IBV_ACCESS_LOCAL_WRITE);
+AXON_DEV_SAME(AXON_DEV_ACCESS_REMOTE_WRITE, IBV_ACCESS_REMOTE_WRITE);
+AXON_DEV_SAME(AXON_DEV_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_READ);
+AXON_DEV_SAME(AXON_DEV_ACCESS_REMOTE_ATOMIC, IBV_ACCESS_REMOTE_ATOMIC);
+AXON_DEV_SAME(AXON_DEV_ACCESS_MW_BIND, IBV_ACCESS_MW_BIND);
+AXON_DEV_SAME(AXON_DEV_QPT_RC, IBV_QPT_RC);
+AXON_DEV_SAME(AXON_DEV_QPT_UC, IBV_QPT_UC);
+AXON_DEV_SAME(AXON_DEV_QPT_UD, IBV_QPT_UD);
+AXON_DEV_SAME(AXON_DEV_QPS_RESET, IBV_QPS_RESET);
+AXON_DEV_SAME(AXON_DEV_QPS_INIT, IBV_QPS_INIT);
+AXON_DEV_SAME(AXON_DEV_QPS_RTR, IBV_QPS_RTR);
+AXON_DEV_SAME(AXON_DEV_QPS_RTS, IBV_QPS_RTS);
+AXON_DEV_SAME(AXON_DEV_QPS_SQD, IBV_QPS_SQD);
+AXON_DEV_SAME(AXON_DEV_QPS_SQE, IBV_QPS_SQE);
+AXON_DEV_SAME(AXON_DEV_QPS_ERR, IBV_QPS_ERR);
+AXON_DEV_SAME(AXON_DEV_MIG_MIGRATED, IBV_MIG_MIGRATED);
+AXON_DEV_SAME(AXON_DEV_MIG_REARM, IBV_MIG_REARM);
+AXON_DEV_SAME(AXON_DEV_MIG_ARMED, IBV_MIG_ARMED);
+AXON_DEV_SAME(AXON_DEV_QP_STATE, IBV_QP_STATE);
+AXON_DEV_SAME(AXON_DEV_QP_CUR_STATE, IBV_QP_CUR_STATE);
+AXON_DEV_SAME(AXON_DEV_QP_EN_SQD_ASYNC_NOTIFY, IBV_QP_EN_SQD_ASYNC_NOTIFY);
+AXON_DEV_SAME(AXON_DEV_QP_ACCESS_FLAGS, IBV_QP_ACCESS_FLAGS);
+AXON_DEV_SAME(AXON_DEV_QP_PKEY_INDEX, IBV_QP_PKEY_INDEX);
+AXON_DEV_SAME(AXON_DEV_QP_PORT, IBV_QP_PORT);
+AXON_DEV_SAME(AXON_DEV_QP_QKEY, IBV_QP_QKEY);
+AXON_DEV_SAME(AXON_DEV_QP_AV, IBV_QP_AV);
+AXON_DEV_SAME(AXON_DEV_QP_PATH_MTU, IBV_QP_PATH_MTU);
+AXON_DEV_SAME(AXON_DEV_QP_TIMEOUT, IBV_QP_TIMEOUT);
+AXON_DEV_SAME(AXON_DEV_QP_RETRY_CNT, IBV_QP_RETRY_CNT);
+AXON_DEV_SAME(AXON_DEV_QP_RNR_RETRY, IBV_QP_RNR_RETRY);
+AXON_DEV_SAME(AXON_DEV_QP_RQ_PSN, IBV_QP_RQ_PSN);
+AXON_DEV_SAME(AXON_DEV_QP_MAX_QP_RD_ATOMIC, IBV_QP_MAX_QP_RD_ATOMIC);
+AXON_DEV_SAME(AXON_DEV_QP_ALT_PATH, IBV_QP_ALT_PATH);
+AXON_DEV_SAME(AXON_DEV_QP_MIN_RNR_TIMER, IBV_QP_MIN_RNR_TIMER);
+AXON_DEV_SAME(AXON_DEV_QP_SQ_PSN, IBV_QP_SQ_PSN);
+AXON_DEV_SAME(AXON_DEV_QP_MAX_DEST_RD_ATOMIC, IBV_QP_MAX_DEST_RD_ATOMIC);
+AXON_DEV_SAME(AXON_DEV_QP_PATH_MIG_STATE, IBV_QP_PATH_MIG_STATE);
+AXON_DEV_SAME(AXON_DEV_QP_CAP, IBV_QP_CAP);
+AXON_DEV_SAME(AXON_DEV_QP_DEST_QPN, IBV_QP_DEST_QPN);
+AXON_DEV_SAME(AXON_DEV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE);
+AXON_DEV_SAME(AXON_DEV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_WRITE_WITH_IMM);
+AXON_DEV_SAME(AXON_DEV_WR_SEND, IBV_WR_SEND);
+AXON_DEV_SAME(AXON_DEV_WR_SEND_WITH_IMM, IBV_WR_SEND_WITH_IMM);
+AXON_DEV_SAME(AXON_DEV_WR_RDMA_READ, IBV_WR_RDMA_READ);
+AXON_DEV_SAME(AXON_DEV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_CMP_AND_SWP);
+AXON_DEV_SAME(AXON_DEV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_FETCH_AND_ADD);
+AXON_DEV_SAME(AXON_DEV_SEND_FENCE, IBV_SEND_FENCE);
+AXON_DEV_SAME(AXON_DEV_SEND_SIGNALED, IBV_SEND_SIGNALED);
+AXON_DEV_SAME(AXON_DEV_SEND_SOLICITED, IBV_SEND_SOLICITED);
+AXON_DEV_SAME(AXON_DEV_SEND_INLINE, IBV_SEND_INLINE);
+AXON_DEV_SAME(AXON_DEV_WC_SUCCESS, IBV_WC_SUCCESS);
+AXON_DEV_SAME(AXON_DEV_WC_LOC_LEN_ERR, IBV_WC_LOC_LEN_ERR);
+AXON_DEV_SAME(AXON_DEV_WC_LOC_QP_OP_ERR, IBV_WC_LOC_QP_OP_ERR);
+AXON_DEV_SAME(AXON_DEV_WC_LOC_EEC_OP_ERR, IBV_WC_LOC_EEC_OP_ERR);
+AXON_DEV_SAME(AXON_DEV_WC_LOC_PROT_ERR, IBV_WC_LOC_PROT_ERR);
+AXON_DEV_SAME(AXON_DEV_WC_WR_FLUSH_ERR, IBV_WC_WR_FLUSH_ERR);
+AXON_DEV_SAME(AXON_DEV_WC_MW_BIND_ERR, IBV_WC_MW_BIND_ERR);
+AXON_DEV_SAME(AXON_DEV_WC_BAD_RESP_ERR, IBV_WC_BAD_RESP_ERR);
+AXON_DEV_SAME(AXON_DEV_WC_LOC_ACCESS_ERR, IBV_WC_LOC_ACCESS_ERR);
+AXON_DEV_SAME(AXON_DEV_WC_REM_INV_REQ_ERR, IBV_WC_REM_INV_REQ_ERR);
+AXON_DEV_SAME(AXON_DEV_WC_REM_ACCESS_ERR, IBV_WC_REM_ACCESS_ERR);
+AXON_DEV_SAME(AXON_DEV_WC_REM_OP_ERR, IBV_WC_REM_OP_ERR);
+AXON_DEV_SAME(AXON_DEV_WC_RETRY_EXC_ERR, IBV_WC_RETRY_EXC_ERR);
+AXON_DEV_SAME(AXON_DEV_WC_RNR_RETRY_EXC_ERR, IBV_WC_RNR_RETRY_EXC_ERR);
+AXON_DEV_SAME(AXON_DEV_WC_LOC_RDD_VIOL_ERR, IBV_WC_LOC_RDD_VIOL_ERR);
+AXON_DEV_SAME(AXON_DEV_WC_REM_INV_RD_REQ_ERR, IBV_WC_REM_INV_RD_REQ_ERR);
+AXON_DEV_SAME(AXON_DEV_WC_REM_ABORT_ERR, IBV_WC_REM_ABORT_ERR);
+AXON_DEV_SAME(AXON_DEV_WC_INV_EECN_ERR, IBV_WC_INV_EECN_ERR);
+AXON_DEV_SAME(AXON_DEV_WC_INV_EEC_STATE_ERR, IBV_WC_INV_EEC_STATE_ERR);
+AXON_DEV_SAME(AXON_DEV_WC_FATAL_ERR, IBV_WC_FATAL_ERR);
+AXON_DEV_SAME(AXON_DEV_WC_RESP_TIMEOUT_ERR, IBV_WC_RESP_TIMEOUT_ERR);
+AXON_DEV_SAME(AXON_DEV_WC_GENERAL_ERR, IBV_WC_GENERAL_ERR);
+AXON_DEV_SAME(AXON_DEV_WC_SEND, IBV_WC_SEND);
+AXON_DEV_SAME(AXON_DEV_WC_RDMA_WRITE, IBV_WC_RDMA_WRITE);
+AXON_DEV_SAME(AXON_DEV_WC_RDMA_READ, IBV_WC_RDMA_READ);
+AXON_DEV_SAME(AXON_DEV_WC_COMP_SWAP, IBV_WC_COMP_SWAP);
+AXON_DEV_SAME(AXON_DEV_WC_FETCH_ADD, IBV_WC_FETCH_ADD);
+AXON_DEV_SAME(AXON_DEV_WC_BIND_MW, IBV_WC_BIND_MW);
+AXON_DEV_SAME(AXON_DEV_WC_RECV, IBV_WC_RECV);
+AXON_DEV_SAME(AXON_DEV_WC_RECV_RDMA_WITH_IMM, IBV_WC_RECV_RDMA_WITH_IMM);
+AXON_DEV_SAME(AXON_DEV_WC_GRH, IBV_WC_GRH);
+AXON_DEV_SAME(AXON_DEV_WC_WITH_IMM, IBV_WC_WITH_IMM);
+AXON_DEV_SAME(AXON_DEV_EVENT_CQ_ERR, IBV_EVENT_CQ_ERR);
+AXON_DEV_SAME(AXON_DEV_EVENT_QP_FATAL, IBV_EVENT_QP_FATAL);
+AXON_DEV_SAME(AXON_DEV_EVENT_QP_REQ_ERR, IBV_EVENT_QP_REQ_ERR);
+AXON_DEV_SAME(AXON_DEV_EVENT_QP_ACCESS_ERR, IBV_EVENT_QP_ACCESS_ERR);
+AXON_DEV_SAME(AXON_DEV_EVENT_COMM_EST, IBV_EVENT_COMM_EST);
+AXON_DEV_SAME(AXON_DEV_EVENT_SQ_DRAINED, IBV_EVENT_SQ_DRAINED);
+AXON_DEV_SAME(AXON_DEV_EVENT_PATH_MIG, IBV_EVENT_PATH_MIG);
+AXON_DEV_SAME(AXON_DEV_EVENT_PATH_MIG_ERR, IBV_EVENT_PATH_MIG_ERR);
+AXON_DEV_SAME(AXON_DEV_EVENT_DEVICE_FATAL, IBV_EVENT_DEVICE_FATAL);
+AXON_DEV_SAME(AXON_DEV_EVENT_PORT_ACTIVE, IBV_EVENT_PORT_ACTIVE);
+AXON_DEV_SAME(AXON_DEV_EVENT_PORT_ERR, IBV_EVENT_PORT_ERR);
+AXON_DEV_SAME(AXON_DEV_EVENT_LID_CHANGE, IBV_EVENT_LID_CHANGE);
+AXON_DEV_SAME(AXON_DEV_EVENT_PKEY_CHANGE, IBV_EVENT_PKEY_CHANGE);
+AXON_DEV_SAME(AXON_DEV_EVENT_SM_CHANGE, IBV_EVENT_SM_CHANGE);
+AXON_DEV_SAME(AXON_DEV_EVENT_SRQ_ERR, IBV_EVENT_SRQ_ERR);
+AXON_DEV_SAME(AXON_DEV_EVENT_SRQ_LIMIT_REACHED, IBV_EVENT_SRQ_LIMIT_REACHED);
+AXON_DEV_SAME(AXON_DEV_EVENT_QP_LAST_WQE_REACHED, IBV_EVENT_QP_LAST_WQE_REACHED);
+AXON_DEV_SAME(AXON_DEV_EVENT_CLIENT_REREGISTER, IBV_EVENT_CLIENT_REREGISTER);
+AXON_DEV_SAME(AXON_DEV_EVENT_GID_CHANGE, IBV_EVENT_GID_CHANGE);
+AXON_DEV_SAME(AXON_DEV_SRQ_MAX_WR, IBV_SRQ_MAX_WR);
+AXON_DEV_SAME(AXON_DEV_SRQ_LIMIT, IBV_SRQ_LIMIT);
+_Static_assert(sizeof(axon_dev_gid_t) == sizeof(union ibv_gid), "GID size");
+
+/*
+ * The hot-path structs (SGE, receive WR, work completion) have the same
+ * layout on both sides; posting and polling pass them through without a copy,
+ * and these checks keep that honest.
+ */
+#define AXON_DEV_SAME_FIELD(_axon, _ibv, _field) \
+    _Static_assert(offsetof(_axon, _field) == offsetof(_ibv, _field) && \
+                   sizeof(((_axon*)0)->_field) == sizeof(((_ibv*)0)->_field), \
+                   #_axon "." #_field " layout")
+
+AXON_DEV_SAME_FIELD(axon_dev_sge_t, struct ibv_sge, addr);
+AXON_DEV_SAME_FIELD(axon_dev_sge_t, struct ibv_sge, length);
+AXON_DEV_SAME_FIELD(axon_dev_sge_t, struct ibv_sge, lkey);
+_Static_assert(sizeof(axon_dev_sge_t) == sizeof(struct ibv_sge), "SGE size");
+AXON_DEV_SAME_FIELD(axon_dev_recv_wr_t, struct ibv_recv_wr, wr_id);
+AXON_DEV_SAME_FIELD(axon_dev_recv_wr_t, struct ibv_recv_wr, next);
+AXON_DEV_SAME_FIELD(axon_dev_recv_wr_t, struct ibv_recv_wr, sg_list);
+AXON_DEV_SAME_FIELD(axon_dev_recv_wr_t, struct ibv_recv_wr, num_sge);
+_Static_assert(sizeof(axon_dev_recv_wr_t) == sizeof(struct ibv_recv_wr), "recv WR size");
+AXON_DEV_SAME_FIELD(axon_dev_wc_t, struct ibv_wc, wr_id);
+AXON_DEV_SAME_FIELD(axon_dev_wc_t, struct ibv_wc, status);
+AXON_DEV_SAME_FIELD(axon_dev_wc_t, struct ibv_wc, opcode);
+AXON_DEV_SAME_FIELD(axon_dev_wc_t, struct ibv_wc, vendor_err);
+AXON_DEV_SAME_FIELD(axon_dev_wc_t, struct ibv_wc, byte_len);
+AXON_DEV_SAME_FIELD(axon_dev_wc_t, struct ibv_wc, imm_data);
+AXON_DEV_SAME_FIELD(axon_dev_wc_t, struct ibv_wc, qp_num);
+AXON_DEV_SAME_FIELD(axon_dev_wc_t, struct ibv_wc, src_qp);
+AXON_DEV_SAME_FIELD(axon_dev_wc_t, struct ibv_wc, wc_flags);
+AXON_DEV_SAME_FIELD(axon_dev_wc_t, struct ibv_wc, pkey_index);
+AXON_DEV_SAME_FIELD(axon_dev_wc_t, struct ibv_wc, slid);
+AXON_DEV_SAME_FIELD(axon_dev_wc_t, struct ibv_wc, sl);
+AXON_DEV_SAME_FIELD(axon_dev_wc_t, struct ibv_wc, dlid_path_bits);
+_Static_assert(sizeof(axon_dev_wc_t) == sizeof(struct ibv_wc), "WC size");
+
+/* ------------------------------------------------------------ converters */
+
+void axon_dev_rdmacore_device_attr_from_ibv(const struct ibv_device_attr *in,
+                                            axon_dev_attr_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    memcpy(out->fw_ver, in->fw_ver, sizeof(out->fw_ver));
+    out->fw_ver[sizeof(out->fw_ver) - 1] = '\0';
+    out->node_guid                 = be64toh(in->node_guid);
+    out->sys_image_guid            = be64toh(in->sys_image_guid);
+    out->max_mr_size               = in->max_mr_size;
+    out->page_size_cap             = in->page_size_cap;
+    out->vendor_id                 = in->vendor_id;
+    out->vendor_part_id            = in->vendor_part_id;
+    out->hw_ver                    = in->hw_ver;
+    out->max_qp                    = in->max_qp;
+    out->max_qp_wr                 = in->max_qp_wr;
+    out->device_cap_flags          = in->device_cap_flags;
+    out->max_sge                   = in->max_sge;
+    out->max_sge_rd                = in->max_sge_rd;
+    out->max_cq                    = in->max_cq;
+    out->max_cqe                   = in->max_cqe;
+    out->max_mr                    = in->max_mr;
+    out->max_pd                    = in->max_pd;
+    out->max_qp_rd_atom            = in->max_qp_rd_atom;
+    out->max_ee_rd_atom            = in->max_ee_rd_atom;
+    out->max_res_rd_atom           = in->max_res_rd_atom;
+    out->max_qp_init_rd_atom       = in->max_qp_init_rd_atom;
+    out->max_ee_init_rd_atom       = in->max_ee_init_rd_atom;
+    out->atomic_cap                = (axon_dev_atomic_cap_t)in->atomic_cap;
+    out->max_ee                    = in->max_ee;
+    out->max_rdd                   = in->max_rdd;
+    out->max_mw                    = in->max_mw;
+    out->max_raw_ipv6_qp           = in->max_raw_ipv6_qp;
+    out->max_raw_ethy_qp           = in->max_raw_ethy_qp;
+    out->max_mcast_grp             = in->max_mcast_grp;
+    out->max_mcast_qp_attach       = in->max_mcast_qp_attach;
+    out->max_total_mcast_qp_attach = in->max_total_mcast_qp_attach;
+    out->max_ah                    = in->max_ah;
+    out->max_fmr                   = in->max_fmr;
+    out->max_map_per_fmr           = in->max_map_per_fmr;
+    out->max_srq                   = in->max_srq;
+    out->max_srq_wr                = in->max_srq_wr;
+    out->max_srq_sge               = in->max_srq_sge;
+    out->max_pkeys                 = in->max_pkeys;
+    out->local_ca_ack_delay        = in->local_ca_ack_delay;
+    out->phys_port_cnt             = in->phys_port_cnt;
+}
+
+void axon_dev_rdmacore_port_attr_from_ibv(const struct ibv_port_attr *in,
+                                          axon_dev_port_attr_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->state           = (axon_dev_port_state_t)in->state;
+    out->max_mtu         = (axon_dev_mtu_t)in->max_mtu;
+    out->active_mtu      = (axon_dev_mtu_t)in->active_mtu;
+    out->gid_tbl_len     = in->gid_tbl_len;
+    out->port_cap_flags  = in->port_cap_flags;
+    out->max_msg_sz      = in->max_msg_sz;
+    out->bad_pkey_cntr   = in->bad_pkey_cntr;
+    out->qkey_viol_cntr  = in->qkey_viol_cntr;
+    out->pkey_tbl_len    = in->pkey_tbl_len;
+    out->lid             = in->lid;
+    out->sm_lid          = in->sm_lid;
+    out->lmc             = in->lmc;
+    out->max_vl_num      = in->max_vl_num;
+    out->sm_sl           = in->sm_sl;
+    out->subnet_timeout  = in->subnet_timeout;
+    out->init_type_reply = in->init_type_reply;
+    out->active_width    = in->active_width;
+    out->active_speed    = in->active_speed;
+    out->phys_state      = in->phys_state;
+    out->link_layer      = in->link_layer;
+}
+
+void axon_dev_rdmacore_ah_attr_from_ibv(const struct ibv_ah_attr *in, axon_dev_ah_attr_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    memcpy(out->grh.dgid.raw, in->grh.dgid.raw, sizeof(out->grh.dgid.raw));
+    out->grh.flow_label    = in->grh.flow_label;
+    out->grh.sgid_index    = in->grh.sgid_index;
+    out->grh.hop_limit     = in->grh.hop_limit;
+    out->grh.traffic_class = in->grh.traffic_class;
+    out->dlid              = in->dlid;
+    out->sl                = in->sl;
+    out->src_path_bits     = in->src_path_bits;
+    out->static_rate       = in->static_rate;
+    out->is_global         = in->is_global;
+    out->port_num          = in->port_num;
+}
+
+void axon_dev_rdmacore_ah_attr_to_ibv(const axon_dev_ah_attr_t *in, struct ibv_ah_attr *out)
+{
+    memset(out, 0, sizeof(*out));
+    memcpy(out->grh.dgid.raw, in->grh.dgid.raw, sizeof(out->grh.dgid.raw));
+    out->grh.flow_label    = in->grh.flow_label;
+    out->grh.sgid_index    = in->grh.sgid_index;
+    out->grh.hop_limit     = in->grh.hop_limit;
+    out->grh.traffic_class = in->grh.traffic_class;
+    out->dlid              = in->dlid;
+    out->sl                = in->sl;
+    out->src_path_bits     = in->src_path_bits;
+    out->static_rate       = in->static_rate;
+    out->is_global         = in->is_global;
+    out->port_num          = in->port_num;
+}
+
+void axon_dev_rdmacore_qp_cap_from_ibv(const struct ibv_qp_cap *in, axon_dev_qp_cap_t *out)
+{
+    out->max_send_wr     = in->max_send_wr;
+    out->max_recv_wr     = in->max_recv_wr;
+    out->max_send_sge    = in->max_send_sge;
+    out->max_recv_sge    = in->max_recv_sge;
+    out->max_inline_data = in->max_inline_data;
+}
+
+void axon_dev_rdmacore_qp_cap_to_ibv(const axon_dev_qp_cap_t *in, struct ibv_qp_cap *out)
+{
+    out->max_send_wr     = in->max_send_wr;
+    out->max_recv_wr     = in->max_recv_wr;
+    out->max_send_sge    = in->max_send_sge;
+    out->max_recv_sge    = in->max_recv_sge;
+    out->max_inline_data = in->max_inline_data;
+}
+
+void axon_dev_rdmacore_qp_attr_from_ibv(const struct ibv_qp_attr *in, axon_dev_qp_attr_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->qp_state            = (axon_dev_qp_state_t)in->qp_state;
+    out->cur_qp_state        = (axon_dev_qp_state_t)in->cur_qp_state;
+    out->path_mtu            = (axon_dev_mtu_t)in->path_mtu;
+    out->path_mig_state      = (axon_dev_mig_state_t)in->path_mig_state;
+    out->qkey                = in->qkey;
+    out->rq_psn              = in->rq_psn;
+    out->sq_psn              = in->sq_psn;
+    out->dest_qp_num         = in->dest_qp_num;
+    out->qp_access_flags     = in->qp_access_flags;
+    axon_dev_rdmacore_qp_cap_from_ibv(&in->cap, &out->cap);
+    axon_dev_rdmacore_ah_attr_from_ibv(&in->ah_attr, &out->ah_attr);
+    axon_dev_rdmacore_ah_attr_from_ibv(&in->alt_ah_attr, &out->alt_ah_attr);
+    out->pkey_index          = in->pkey_index;
+    out->alt_pkey_index      = in->alt_pkey_index;
+    out->en_sqd_async_notify = in->en_sqd_async_notify;
+    out->sq_draining         = in->sq_draining;
+    out->max_rd_atomic       = in->max_rd_atomic;
+    out->max_dest_rd_atomic  = in->max_dest_rd_atomic;
+    out->min_rnr_timer       = in->min_rnr_timer;
+    out->port_num            = in->port_num;
+    out->timeout             = in->timeout;
+    out->retry_cnt           = in->retry_cnt;
+    out->rnr_retry           = in->rnr_retry;
+    out->alt_port_num        = in->alt_port_num;
+    out->alt_timeout         = in->alt_timeout;
+}
+
+void axon_dev_rdmacore_qp_attr_to_ibv(const axon_dev_qp_attr_t *in, struct ibv_qp_attr *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->qp_state            = (enum ibv_qp_state)in->qp_state;
+    out->cur_qp_state        = (enum ibv_qp_state)in->cur_qp_state;
+    out->path_mtu            = (enum ibv_mtu)in->path_mtu;
+    out->path_mig_state      = (enum ibv_mig_state)in->path_mig_state;
+    out->qkey                = in->qkey;
+    out->rq_psn              = in->rq_psn;
+    out->sq_psn              = in->sq_psn;
+    out->dest_qp_num         = in->dest_qp_num;
+    out->qp_access_flags     = in->qp_access_flags;
+    axon_dev_rdmacore_qp_cap_to_ibv(&in->cap, &out->cap);
+    axon_dev_rdmacore_ah_attr_to_ibv(&in->ah_attr, &out->ah_attr);
+    axon_dev_rdmacore_ah_attr_to_ibv(&in->alt_ah_attr, &out->alt_ah_attr);
+    out->pkey_index          = in->pkey_index;
+    out->alt_pkey_index      = in->alt_pkey_index;
+    out->en_sqd_async_notify = in->en_sqd_async_notify;
+    out->sq_draining         = in->sq_draining;
+    out->max_rd_atomic       = in->max_rd_atomic;
+    out->max_dest_rd_atomic  = in->max_dest_rd_atomic;
+    out->min_rnr_timer       = in->min_rnr_timer;
+    out->port_num            = in->port_num;
+    out->timeout             = in->timeout;
+    out->retry_cnt           = in->retry_cnt;
+    out->rnr_retry           = in->rnr_retry;
+    out->alt_port_num        = in->alt_port_num;
+    out->alt_timeout         = in->alt_timeout;
+}
+
+void axon_dev_rdmacore_srq_attr_from_ibv(const struct ibv_srq_attr *in, axon_dev_srq_attr_t *out)
+{
+    out->max_wr    = in->max_wr;
+    out->max_sge   = in->max_sge;
+    out->srq_limit = in->srq_limit;
+}
+
+void axon_dev_rdmacore_srq_attr_to_ibv(const axon_dev_srq_attr_t *in, struct ibv_srq_attr *out)
+{
+    out->max_wr    = in->max_wr;
+    out->max_sge   = in->max_sge;
+    out->srq_limit = in->srq_limit;
+}
+
+void axon_dev_rdmacore_send_wr_to_ibv(const axon_dev_send_wr_t *in, struct ibv_send_wr *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->wr_id      = in->wr_id;
+    out->sg_list    = (struct ibv_sge*)(void*)in->sg_list;
+    out->num_sge    = in->num_sge;
+    out->opcode     = (enum ibv_wr_opcode)in->opcode;
+    out->send_flags = in->send_flags;
+    out->imm_data   = in->imm_data;
+    switch (in->opcode) {
+    case AXON_DEV_WR_ATOMIC_CMP_AND_SWP:
+    case AXON_DEV_WR_ATOMIC_FETCH_AND_ADD:
+        out->wr.atomic.remote_addr = in->wr.atomic.remote_addr;
+        out->wr.atomic.compare_add = in->wr.atomic.compare_add;
+        out->wr.atomic.swap        = in->wr.atomic.swap;
+        out->wr.atomic.rkey        = in->wr.atomic.rkey;
+        break;
+    case AXON_DEV_WR_RDMA_WRITE:
+    case AXON_DEV_WR_RDMA_WRITE_WITH_IMM:
+    case AXON_DEV_WR_RDMA_READ:
+        out->wr.rdma.remote_addr = in->wr.rdma.remote_addr;
+        out->wr.rdma.rkey        = in->wr.rdma.rkey;
+        break;
+    default:
+        /* SEND: the UD fields matter only on a UD QP; harmless elsewhere. */
+        out->wr.ud.ah          = (in->wr.ud.ah != NULL) ?
+                                 AXON_DEV_RDMACORE(ah, in->wr.ud.ah)->ibv : NULL;
+        out->wr.ud.remote_qpn  = in->wr.ud.remote_qpn;
+        out->wr.ud.remote_qkey = in->wr.ud.remote_qkey;
+        break;
+    }
+}
+
+/* Which object an async event is about (ibv_get_async_event(3)). */
+typedef enum {
+    AXON_DEV_RDMACORE_EV_NONE = 0,   /* unknown type */
+    AXON_DEV_RDMACORE_EV_CQ,
+    AXON_DEV_RDMACORE_EV_QP,
+    AXON_DEV_RDMACORE_EV_SRQ,
+    AXON_DEV_RDMACORE_EV_PORT,
+    AXON_DEV_RDMACORE_EV_DEVICE,
+} axon_dev_rdmacore_ev_elem_t;
+
+static const axon_dev_rdmacore_ev_elem_t axon_dev_rdmacore_ev_elems[] = {
+    [AXON_DEV_EVENT_CQ_ERR]              = AXON_DEV_RDMACORE_EV_CQ,
+    [AXON_DEV_EVENT_QP_FATAL]            = AXON_DEV_RDMACORE_EV_QP,
+    [AXON_DEV_EVENT_QP_REQ_ERR]          = AXON_DEV_RDMACORE_EV_QP,
+    [AXON_DEV_EVENT_QP_ACCESS_ERR]       = AXON_DEV_RDMACORE_EV_QP,
+    [AXON_DEV_EVENT_COMM_EST]            = AXON_DEV_RDMACORE_EV_QP,
+    [AXON_DEV_EVENT_SQ_DRAINED]          = AXON_DEV_RDMACORE_EV_QP,
+    [AXON_DEV_EVENT_PATH_MIG]            = AXON_DEV_RDMACORE_EV_QP,
+    [AXON_DEV_EVENT_PATH_MIG_ERR]        = AXON_DEV_RDMACORE_EV_QP,
+    [AXON_DEV_EVENT_DEVICE_FATAL]        = AXON_DEV_RDMACORE_EV_DEVICE,
+    [AXON_DEV_EVENT_PORT_ACTIVE]         = AXON_DEV_RDMACORE_EV_PORT,
+    [AXON_DEV_EVENT_PORT_ERR]            = AXON_DEV_RDMACORE_EV_PORT,
+    [AXON_DEV_EVENT_LID_CHANGE]          = AXON_DEV_RDMACORE_EV_PORT,
+    [AXON_DEV_EVENT_PKEY_CHANGE]         = AXON_DEV_RDMACORE_EV_PORT,
+    [AXON_DEV_EVENT_SM_CHANGE]           = AXON_DEV_RDMACORE_EV_PORT,
+    [AXON_DEV_EVENT_SRQ_ERR]             = AXON_DEV_RDMACORE_EV_SRQ,
+    [AXON_DEV_EVENT_SRQ_LIMIT_REACHED]   = AXON_DEV_RDMACORE_EV_SRQ,
+    [AXON_DEV_EVENT_QP_LAST_WQE_REACHED] = AXON_DEV_RDMACORE_EV_QP,
+    [AXON_DEV_EVENT_CLIENT_REREGISTER]   = AXON_DEV_RDMACORE_EV_PORT,
+    [AXON_DEV_EVENT_GID_CHANGE]          = AXON_DEV_RDMACORE_EV_PORT,
+};
+
+static axon_dev_rdmacore_ev_elem_t axon_dev_rdmacore_ev_elem(unsigned type)
+{
+    return (type < sizeof(axon_dev_rdmacore_ev_elems) / sizeof(axon_dev_rdmacore_ev_elems[0])) ?
+           axon_dev_rdmacore_ev_elems[type] : AXON_DEV_RDMACORE_EV_NONE;
+}
+
+int axon_dev_rdmacore_event_from_ibv(const struct ibv_async_event *in,
+                                     axon_dev_async_event_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->event_type = (axon_dev_event_type_t)in->event_type;
+    switch (axon_dev_rdmacore_ev_elem((unsigned)in->event_type)) {
+    case AXON_DEV_RDMACORE_EV_CQ:
+        out->element.cq = &((axon_dev_rdmacore_cq_t*)in->element.cq->cq_context)->super;
+        return 0;
+    case AXON_DEV_RDMACORE_EV_QP:
+        out->element.qp = &((axon_dev_rdmacore_qp_t*)in->element.qp->qp_context)->super;
+        return 0;
+    case AXON_DEV_RDMACORE_EV_SRQ:
+        out->element.srq = &((axon_dev_rdmacore_srq_t*)in->element.srq->srq_context)->super;
+        return 0;
+    case AXON_DEV_RDMACORE_EV_PORT:
+        out->element.port_num = in->element.port_num;
+        return 0;
+    case AXON_DEV_RDMACORE_EV_DEVICE:
+        return 0;
+    default:
+        return EINVAL;
+    }
+}
+
+int axon_dev_rdmacore_event_to_ibv(const axon_dev_async_event_t *in,
+                                   struct ibv_async_event *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->event_type = (enum ibv_event_type)in->event_type;
+    switch (axon_dev_rdmacore_ev_elem((unsigned)in->event_type)) {
+    case AXON_DEV_RDMACORE_EV_CQ:
+        out->element.cq = AXON_DEV_RDMACORE(cq, in->element.cq)->ibv;
+        return 0;
+    case AXON_DEV_RDMACORE_EV_QP:
+        out->element.qp = AXON_DEV_RDMACORE(qp, in->element.qp)->ibv;
+        return 0;
+    case AXON_DEV_RDMACORE_EV_SRQ:
+        out->element.srq = AXON_DEV_RDMACORE(srq, in->element.srq)->ibv;
+        return 0;
+    case AXON_DEV_RDMACORE_EV_PORT:
+        out->element.port_num = in->element.port_num;
+        return 0;
+    case AXON_DEV_RDMACORE_EV_DEVICE:
+        return 0;
+    default:
+        return EINVAL;
+    }
+}
+
+/* ------------------------------------------------------------ helpers */
+
+/* errno of a failed ibv call that returns NULL or -1; never 0. */
+static int axon_dev_rdmacore_errno(void)
+{
+    return (errno > 0) ? errno : EIO;
+}
+
+/* Allocate a zeroed wrapper or log; every object creation starts here. */
+static void *axon_dev_rdmacore_alloc(size_t size, const char *what)
+{
+    void *obj = calloc(1, size);
+
+    if (obj == NULL) {
+        axon_error("rdma-core: cannot allocate a %s", what);
+    }
+    return obj;
+}
+
+#define AXON_DEV_RDMACORE_CHECK(_cond, _fmt, ...)                          \
+    do {                                                                 \
+        if (!(_cond)) {                                                  \
+            axon_error("rdma-core: " _fmt, ## __VA_ARGS__);              \
+            return EINVAL;                                               \
+        }                                                                \
+    } while (0)
+
+/* ------------------------------------------------------------ device */
+
+static const axon_dev_ops_t axon_dev_rdmacore_ops;
+
+static void axon_dev_rdmacore_close(axon_dev_context_t *ctx)
+{
+    axon_dev_rdmacore_context_t *rctx = AXON_DEV_RDMACORE(context, ctx);
+    int ret;
+
+    ret = ibv_close_device(rctx->ibv);
+    if (ret != 0) {
+        axon_warn("rdma-core: closing %s failed: %s", ctx->name, strerror(errno));
+    }
+    free(rctx);
+}
+
+/*
+ * struct ibv_device_attr has no inline limit: find it the way an application
+ * would, by creating a throwaway RC QP and reading back what it granted.
+ */
+static int axon_dev_rdmacore_probe_inline(axon_dev_rdmacore_context_t *rctx)
+{
+    static const uint32_t sizes[] = {1024, 512, 256, 128, 64, 32};
+    struct ibv_qp_init_attr init;
+    struct ibv_pd *pd;
+    struct ibv_cq *cq;
+    struct ibv_qp *qp;
+    int result = 0;
+    size_t i;
+
+    pd = ibv_alloc_pd(rctx->ibv);
+    if (pd == NULL) {
+        return 0;
+    }
+    cq = ibv_create_cq(rctx->ibv, 1, NULL, NULL, 0);
+    if (cq == NULL) {
+        ibv_dealloc_pd(pd);
+        return 0;
+    }
+    for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
+        memset(&init, 0, sizeof(init));
+        init.send_cq             = cq;
+        init.recv_cq             = cq;
+        init.qp_type             = IBV_QPT_RC;
+        init.cap.max_send_wr     = 1;
+        init.cap.max_recv_wr     = 1;
+        init.cap.max_send_sge    = 1;
+        init.cap.max_recv_sge    = 1;
+        init.cap.max_inline_data = sizes[i];
+        qp = ibv_create_qp(pd, &init);
+        if (qp != NULL) {
+            result = (int)init.cap.max_inline_data;
+            ibv_destroy_qp(qp);
+            break;
+        }
+    }
+    ibv_destroy_cq(cq);
+    ibv_dealloc_pd(pd);
+    axon_debug("rdma-core: %s: max_inline_data %d", rctx->super.name, result);
+    return result;
+}
+
+#ifdef HAVE_MLX5DV
+/* The experimental capabilities, where the device is an mlx5 (seed §8). */
+static void axon_dev_rdmacore_query_mlx5dv(axon_dev_rdmacore_context_t *rctx,
+                                           axon_dev_attr_t *attr)
+{
+    struct ibv_device_attr_ex attr_ex;
+    struct mlx5dv_context dv;
+
+    if (!mlx5dv_is_supported(rctx->ibv->device)) {
+        return;
+    }
+    memset(&dv, 0, sizeof(dv));
+    dv.comp_mask = MLX5DV_CONTEXT_MASK_DC_ODP_CAPS | MLX5DV_CONTEXT_MASK_DCI_STREAMS;
+    if (mlx5dv_query_device(rctx->ibv, &dv) != 0) {
+        axon_debug("rdma-core: %s: mlx5dv_query_device failed", rctx->super.name);
+        return;
+    }
+    /* The provider answers the DC masks only when the kernel speaks DC. */
+    if (dv.comp_mask & (MLX5DV_CONTEXT_MASK_DC_ODP_CAPS | MLX5DV_CONTEXT_MASK_DCI_STREAMS)) {
+        attr->cap_flags |= AXON_DEV_CAP_DC;
+        attr->dc.max_dci = (uint32_t)attr->max_qp;
+        attr->dc.max_dct = (uint32_t)attr->max_qp;
+    }
+    /* Operand sizes of the device's atomics (bit n: 2^n bytes). */
+    memset(&attr_ex, 0, sizeof(attr_ex));
+    if (ibv_query_device_ex(rctx->ibv, NULL, &attr_ex) == 0) {
+        uint16_t sizes = attr_ex.pci_atomic_caps.fetch_add | attr_ex.pci_atomic_caps.compare_swap;
+
+        if (sizes & IBV_PCI_ATOMIC_OPERATION_4_BYTE_SIZE_SUP) {
+            attr->ext_atomic.log_atomic_arg_sizes |= 1u << 2;
+        }
+        if (sizes & IBV_PCI_ATOMIC_OPERATION_8_BYTE_SIZE_SUP) {
+            attr->ext_atomic.log_atomic_arg_sizes |= 1u << 3;
+        }
+        if (sizes & IBV_PCI_ATOMIC_OPERATION_16_BYTE_SIZE_SUP) {
+            attr->ext_atomic.log_atomic_arg_sizes |= 1u << 4;
+        }
+    }
+}
+#endif
+
+static int axon_dev_rdmacore_query_device(axon_dev_context_t *ctx, axon_dev_attr_t *attr)
+{
+    axon_dev_rdmacore_context_t *rctx = AXON_DEV_RDMACORE(context, ctx);
+    struct ibv_device_attr ibv_attr;
+    int ret;
+
+    AXON_DEV_RDMACORE_CHECK(attr != NULL, "query_device: NULL attr");
+    ret = ibv_query_device(rctx->ibv, &ibv_attr);
+    if (ret != 0) {
+        axon_error("rdma-core: %s: ibv_query_device failed: %s", ctx->name, strerror(ret));
+        return ret;
+    }
+    axon_dev_rdmacore_device_attr_from_ibv(&ibv_attr, attr);
+    if (rctx->max_inline < 0) {
+        rctx->max_inline = axon_dev_rdmacore_probe_inline(rctx);
+    }
+    attr->max_inline_data = (uint32_t)rctx->max_inline;
+    /* Every verbs HCA has the three QP types and completion channels. */
+    attr->cap_flags = AXON_DEV_CAP_RC | AXON_DEV_CAP_UC | AXON_DEV_CAP_UD |
+                      AXON_DEV_CAP_COMP_CHANNEL;
+    if (attr->max_srq > 0) {
+        attr->cap_flags |= AXON_DEV_CAP_SRQ;
+    }
+    if (attr->atomic_cap != AXON_DEV_ATOMIC_NONE) {
+        attr->cap_flags |= AXON_DEV_CAP_ATOMIC;
+    }
+    if (attr->max_inline_data > 0) {
+        attr->cap_flags |= AXON_DEV_CAP_INLINE;
+    }
+#ifdef HAVE_MLX5DV
+    axon_dev_rdmacore_query_mlx5dv(rctx, attr);
+#endif
+    return 0;
+}
+
+static int axon_dev_rdmacore_query_port(axon_dev_context_t *ctx, uint8_t port_num,
+                                        axon_dev_port_attr_t *attr)
+{
+    struct ibv_port_attr ibv_attr;
+    int ret;
+
+    AXON_DEV_RDMACORE_CHECK(attr != NULL, "query_port: NULL attr");
+    memset(&ibv_attr, 0, sizeof(ibv_attr));
+    ret = ibv_query_port(AXON_DEV_RDMACORE(context, ctx)->ibv, port_num, &ibv_attr);
+    if (ret != 0) {
+        axon_error("rdma-core: %s: query_port %u failed: %s", ctx->name, port_num,
+                   strerror(ret));
+        return ret;
+    }
+    axon_dev_rdmacore_port_attr_from_ibv(&ibv_attr, attr);
+    return 0;
+}
+
+static int axon_dev_rdmacore_query_gid(axon_dev_context_t *ctx, uint8_t port_num, int index,
+                                       axon_dev_gid_t *gid)
+{
+    union ibv_gid ibv_gid;
+
+    AXON_DEV_RDMACORE_CHECK(gid != NULL, "query_gid: NULL gid");
+    if (ibv_query_gid(AXON_DEV_RDMACORE(context, ctx)->ibv, port_num, index, &ibv_gid) != 0) {
+        axon_error("rdma-core: %s: query_gid port %u index %d failed", ctx->name, port_num,
+                   index);
+        return EINVAL;
+    }
+    memcpy(gid->raw, ibv_gid.raw, sizeof(gid->raw));
+    return 0;
+}
+
+/* The P_Key comes back in host order, like every other axon_dev value. */
+static int axon_dev_rdmacore_query_pkey(axon_dev_context_t *ctx, uint8_t port_num, int index,
+                                        uint16_t *pkey)
+{
+    __be16 ibv_pkey;
+
+    AXON_DEV_RDMACORE_CHECK(pkey != NULL, "query_pkey: NULL pkey");
+    if (ibv_query_pkey(AXON_DEV_RDMACORE(context, ctx)->ibv, port_num, index, &ibv_pkey) != 0) {
+        axon_error("rdma-core: %s: query_pkey port %u index %d failed", ctx->name, port_num,
+                   index);
+        return EINVAL;
+    }
+    *pkey = be16toh(ibv_pkey);
+    return 0;
+}
+
+/* ------------------------------------------------------------ PD, MR */
+
+static int axon_dev_rdmacore_alloc_pd(axon_dev_context_t *ctx, axon_dev_pd_t **pd_p)
+{
+    axon_dev_rdmacore_pd_t *pd;
+
+    AXON_DEV_RDMACORE_CHECK(pd_p != NULL, "alloc_pd: NULL pd_p");
+    pd = axon_dev_rdmacore_alloc(sizeof(*pd), "PD");
+    if (pd == NULL) {
+        return ENOMEM;
+    }
+    pd->ibv = ibv_alloc_pd(AXON_DEV_RDMACORE(context, ctx)->ibv);
+    if (pd->ibv == NULL) {
+        int ret = axon_dev_rdmacore_errno();
+
+        axon_error("rdma-core: %s: ibv_alloc_pd failed: %s", ctx->name, strerror(ret));
+        free(pd);
+        return ret;
+    }
+    pd->super.context = ctx;
+    pd->super.handle  = pd->ibv->handle;
+    *pd_p = &pd->super;
+    return 0;
+}
+
+static int axon_dev_rdmacore_dealloc_pd(axon_dev_pd_t *pd)
+{
+    int ret = ibv_dealloc_pd(AXON_DEV_RDMACORE(pd, pd)->ibv);
+
+    if (ret != 0) {
+        axon_debug("rdma-core: ibv_dealloc_pd failed: %s", strerror(ret));
+        return ret;
+    }
+    free(AXON_DEV_RDMACORE(pd, pd));
+    return 0;
+}
+
+static int axon_dev_rdmacore_reg_mr(axon_dev_pd_t *pd, void *addr, size_t length, int access,
+                                    axon_dev_mr_t **mr_p)
+{
+    axon_dev_rdmacore_mr_t *mr;
+
+    AXON_DEV_RDMACORE_CHECK(mr_p != NULL, "reg_mr: NULL mr_p");
+    mr = axon_dev_rdmacore_alloc(sizeof(*mr), "MR");
+    if (mr == NULL) {
+        return ENOMEM;
+    }
+    mr->ibv = ibv_reg_mr(AXON_DEV_RDMACORE(pd, pd)->ibv, addr, length, access);
+    if (mr->ibv == NULL) {
+        int ret = axon_dev_rdmacore_errno();
+
+        axon_error("rdma-core: ibv_reg_mr(%p, %zu, access 0x%x) failed: %s", addr, length,
+                   access, strerror(ret));
+        free(mr);
+        return ret;
+    }
+    mr->super.context = pd->context;
+    mr->super.pd      = pd;
+    mr->super.addr    = mr->ibv->addr;
+    mr->super.length  = mr->ibv->length;
+    mr->super.lkey    = mr->ibv->lkey;
+    mr->super.rkey    = mr->ibv->rkey;
+    mr->super.access  = access;
+    *mr_p = &mr->super;
+    return 0;
+}
+
+static int axon_dev_rdmacore_dereg_mr(axon_dev_mr_t *mr)
+{
+    int ret = ibv_dereg_mr(AXON_DEV_RDMACORE(mr, mr)->ibv);
+
+    if (ret != 0) {
+        axon_error("rdma-core: ibv_dereg_mr failed: %s", strerror(ret));
+        return ret;
+    }
+    free(AXON_DEV_RDMACORE(mr, mr));
+    return 0;
+}
+
+/* ------------------------------------------------------------ CQ, channel */
+
+static int axon_dev_rdmacore_create_comp_channel(axon_dev_context_t *ctx,
+                                                 axon_dev_comp_channel_t **ch_p)
+{
+    axon_dev_rdmacore_channel_t *ch;
+
+    AXON_DEV_RDMACORE_CHECK(ch_p != NULL, "create_comp_channel: NULL ch_p");
+    ch = axon_dev_rdmacore_alloc(sizeof(*ch), "completion channel");
+    if (ch == NULL) {
+        return ENOMEM;
+    }
+    ch->ibv = ibv_create_comp_channel(AXON_DEV_RDMACORE(context, ctx)->ibv);
+    if (ch->ibv == NULL) {
+        int ret = axon_dev_rdmacore_errno();
+
+        axon_error("rdma-core: %s: ibv_create_comp_channel failed: %s", ctx->name,
+                   strerror(ret));
+        free(ch);
+        return ret;
+    }
+    ch->super.context = ctx;
+    ch->super.fd      = ch->ibv->fd;
+    *ch_p = &ch->super;
+    return 0;
+}
+
+static int axon_dev_rdmacore_destroy_comp_channel(axon_dev_comp_channel_t *ch)
+{
+    int ret = ibv_destroy_comp_channel(AXON_DEV_RDMACORE(channel, ch)->ibv);
+
+    if (ret != 0) {
+        ret = (ret > 0) ? ret : axon_dev_rdmacore_errno();
+        axon_debug("rdma-core: ibv_destroy_comp_channel failed: %s", strerror(ret));
+        return ret;
+    }
+    free(AXON_DEV_RDMACORE(channel, ch));
+    return 0;
+}
+
+static int axon_dev_rdmacore_get_cq_event(axon_dev_comp_channel_t *ch, axon_dev_cq_t **cq_p,
+                                          void **cq_context_p)
+{
+    axon_dev_rdmacore_cq_t *cq;
+    struct ibv_cq *ibv_cq;
+    void *wrapper;
+
+    AXON_DEV_RDMACORE_CHECK((cq_p != NULL) && (cq_context_p != NULL),
+                            "get_cq_event: NULL cq_p or cq_context_p");
+    if (ibv_get_cq_event(AXON_DEV_RDMACORE(channel, ch)->ibv, &ibv_cq, &wrapper) != 0) {
+        return axon_dev_rdmacore_errno();   /* EAGAIN on a non-blocking fd */
+    }
+    cq            = wrapper;
+    *cq_p         = &cq->super;
+    *cq_context_p = cq->super.cq_context;
+    return 0;
+}
+
+static void axon_dev_rdmacore_ack_cq_events(axon_dev_cq_t *cq, unsigned int nevents)
+{
+    ibv_ack_cq_events(AXON_DEV_RDMACORE(cq, cq)->ibv, nevents);
+}
+
+static int axon_dev_rdmacore_create_cq(axon_dev_context_t *ctx, int cqe, void *cq_context,
+                                       axon_dev_comp_channel_t *channel, int comp_vector,
+                                       axon_dev_cq_t **cq_p)
+{
+    axon_dev_rdmacore_cq_t *cq;
+
+    AXON_DEV_RDMACORE_CHECK(cq_p != NULL, "create_cq: NULL cq_p");
+    AXON_DEV_RDMACORE_CHECK(cqe > 0, "create_cq: invalid cqe %d", cqe);
+    cq = axon_dev_rdmacore_alloc(sizeof(*cq), "CQ");
+    if (cq == NULL) {
+        return ENOMEM;
+    }
+    cq->ibv = ibv_create_cq(AXON_DEV_RDMACORE(context, ctx)->ibv, cqe, cq,
+                            (channel != NULL) ? AXON_DEV_RDMACORE(channel, channel)->ibv : NULL,
+                            comp_vector);
+    if (cq->ibv == NULL) {
+        int ret = axon_dev_rdmacore_errno();
+
+        axon_error("rdma-core: %s: ibv_create_cq(%d) failed: %s", ctx->name, cqe, strerror(ret));
+        free(cq);
+        return ret;
+    }
+    cq->super.context    = ctx;
+    cq->super.channel    = channel;
+    cq->super.cq_context = cq_context;
+    cq->super.cqe        = cq->ibv->cqe;
+    *cq_p = &cq->super;
+    return 0;
+}
+
+static int axon_dev_rdmacore_destroy_cq(axon_dev_cq_t *cq)
+{
+    int ret = ibv_destroy_cq(AXON_DEV_RDMACORE(cq, cq)->ibv);
+
+    if (ret != 0) {
+        axon_debug("rdma-core: ibv_destroy_cq failed: %s", strerror(ret));
+        return ret;
+    }
+    free(AXON_DEV_RDMACORE(cq, cq));
+    return 0;
+}
+
+/* Work completions have the same layout (asserted above): poll in place. */
+static int axon_dev_rdmacore_poll_cq(axon_dev_cq_t *cq, int num_entries, axon_dev_wc_t *wc)
+{
+    int n = ibv_poll_cq(AXON_DEV_RDMACORE(cq, cq)->ibv, num_entries, (struct ibv_wc*)(void*)wc);
+
+    return (n >= 0) ? n : -EIO;
+}
+
+static int axon_dev_rdmacore_req_notify_cq(axon_dev_cq_t *cq, int solicited_only)
+{
+    return ibv_req_notify_cq(AXON_DEV_RDMACORE(cq, cq)->ibv, solicited_only);
+}
+
+/* ------------------------------------------------------------ SRQ */
+
+static int axon_dev_rdmacore_create_srq(axon_dev_pd_t *pd, axon_dev_srq_init_attr_t *init_attr,
+                                        axon_dev_srq_t **srq_p)
+{
+    struct ibv_srq_init_attr ibv_init;
+    axon_dev_rdmacore_srq_t *srq;
+
+    AXON_DEV_RDMACORE_CHECK((init_attr != NULL) && (srq_p != NULL),
+                            "create_srq: NULL init_attr or srq_p");
+    srq = axon_dev_rdmacore_alloc(sizeof(*srq), "SRQ");
+    if (srq == NULL) {
+        return ENOMEM;
+    }
+    memset(&ibv_init, 0, sizeof(ibv_init));
+    ibv_init.srq_context = srq;
+    axon_dev_rdmacore_srq_attr_to_ibv(&init_attr->attr, &ibv_init.attr);
+    srq->ibv = ibv_create_srq(AXON_DEV_RDMACORE(pd, pd)->ibv, &ibv_init);
+    if (srq->ibv == NULL) {
+        int ret = axon_dev_rdmacore_errno();
+
+        axon_error("rdma-core: ibv_create_srq(max_wr %u, max_sge %u) failed: %s",
+                   init_attr->attr.max_wr, init_attr->attr.max_sge, strerror(ret));
+        free(srq);
+        return ret;
+    }
+    axon_dev_rdmacore_srq_attr_from_ibv(&ibv_init.attr, &init_attr->attr);
+    srq->super.context     = pd->context;
+    srq->super.pd          = pd;
+    srq->super.srq_context = init_attr->srq_context;
+    *srq_p = &srq->super;
+    return 0;
+}
+
+static int axon_dev_rdmacore_modify_srq(axon_dev_srq_t *srq, axon_dev_srq_attr_t *attr,
+                                        int attr_mask)
+{
+    struct ibv_srq_attr ibv_attr;
+
+    AXON_DEV_RDMACORE_CHECK(attr != NULL, "modify_srq: NULL attr");
+    axon_dev_rdmacore_srq_attr_to_ibv(attr, &ibv_attr);
+    return ibv_modify_srq(AXON_DEV_RDMACORE(srq, srq)->ibv, &ibv_attr, attr_mask);
+}
+
+static int axon_dev_rdmacore_query_srq(axon_dev_srq_t *srq, axon_dev_srq_attr_t *attr)
+{
+    struct ibv_srq_attr ibv_attr;
+    int ret;
+
+    AXON_DEV_RDMACORE_CHECK(attr != NULL, "query_srq: NULL attr");
+    ret = ibv_query_srq(AXON_DEV_RDMACORE(srq, srq)->ibv, &ibv_attr);
+    if (ret == 0) {
+        axon_dev_rdmacore_srq_attr_from_ibv(&ibv_attr, attr);
+    }
+    return ret;
+}
+
+static int axon_dev_rdmacore_destroy_srq(axon_dev_srq_t *srq)
+{
+    int ret = ibv_destroy_srq(AXON_DEV_RDMACORE(srq, srq)->ibv);
+
+    if (ret != 0) {
+        axon_debug("rdma-core: ibv_destroy_srq failed: %s", strerror(ret));
+        return ret;
+    }
+    free(AXON_DEV_RDMACORE(srq, srq));
+    return 0;
+}
+
+/* Receive WRs have the same layout (asserted above): post the caller's list. */
+static int axon_dev_rdmacore_post_srq_recv(axon_dev_srq_t *srq, axon_dev_recv_wr_t *wr,
+                                           axon_dev_recv_wr_t **bad_wr)
+{
+    return ibv_post_srq_recv(AXON_DEV_RDMACORE(srq, srq)->ibv, (struct ibv_recv_wr*)(void*)wr,
+                             (struct ibv_recv_wr**)(void*)bad_wr);
+}
+
+/* ------------------------------------------------------------ QP */
+
+static int axon_dev_rdmacore_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *init_attr,
+                                       axon_dev_qp_t **qp_p)
+{
+    struct ibv_qp_init_attr ibv_init;
+    axon_dev_rdmacore_qp_t *qp;
+
+    AXON_DEV_RDMACORE_CHECK((init_attr != NULL) && (qp_p != NULL),
+                            "create_qp: NULL init_attr or qp_p");
+    AXON_DEV_RDMACORE_CHECK((init_attr->send_cq != NULL) && (init_attr->recv_cq != NULL),
+                            "create_qp: NULL %s", (init_attr->send_cq == NULL) ?
+                            "send_cq" : "recv_cq");
+    qp = axon_dev_rdmacore_alloc(sizeof(*qp), "QP");
+    if (qp == NULL) {
+        return ENOMEM;
+    }
+    memset(&ibv_init, 0, sizeof(ibv_init));
+    ibv_init.qp_context = qp;
+    ibv_init.send_cq    = AXON_DEV_RDMACORE(cq, init_attr->send_cq)->ibv;
+    ibv_init.recv_cq    = AXON_DEV_RDMACORE(cq, init_attr->recv_cq)->ibv;
+    ibv_init.srq        = (init_attr->srq != NULL) ?
+                          AXON_DEV_RDMACORE(srq, init_attr->srq)->ibv : NULL;
+    axon_dev_rdmacore_qp_cap_to_ibv(&init_attr->cap, &ibv_init.cap);
+    ibv_init.qp_type    = (enum ibv_qp_type)init_attr->qp_type;
+    ibv_init.sq_sig_all = init_attr->sq_sig_all;
+    qp->ibv = ibv_create_qp(AXON_DEV_RDMACORE(pd, pd)->ibv, &ibv_init);
+    if (qp->ibv == NULL) {
+        int ret = axon_dev_rdmacore_errno();
+
+        axon_error("rdma-core: ibv_create_qp(type %d) failed: %s", init_attr->qp_type,
+                   strerror(ret));
+        free(qp);
+        return ret;
+    }
+    axon_dev_rdmacore_qp_cap_from_ibv(&ibv_init.cap, &init_attr->cap);
+    qp->super.context    = pd->context;
+    qp->super.pd         = pd;
+    qp->super.send_cq    = init_attr->send_cq;
+    qp->super.recv_cq    = init_attr->recv_cq;
+    qp->super.srq        = init_attr->srq;
+    qp->super.qp_context = init_attr->qp_context;
+    qp->super.qp_num     = qp->ibv->qp_num;
+    qp->super.qp_type    = init_attr->qp_type;
+    qp->super.state      = AXON_DEV_QPS_RESET;
+    *qp_p = &qp->super;
+    return 0;
+}
+
+static int axon_dev_rdmacore_modify_qp(axon_dev_qp_t *qp, axon_dev_qp_attr_t *attr,
+                                       int attr_mask)
+{
+    struct ibv_qp_attr ibv_attr;
+    int ret;
+
+    AXON_DEV_RDMACORE_CHECK(attr != NULL, "modify_qp: NULL attr");
+    axon_dev_rdmacore_qp_attr_to_ibv(attr, &ibv_attr);
+    ret = ibv_modify_qp(AXON_DEV_RDMACORE(qp, qp)->ibv, &ibv_attr, attr_mask);
+    if (ret != 0) {
+        axon_debug("rdma-core: QP 0x%x: ibv_modify_qp(mask 0x%x) failed: %s", qp->qp_num,
+                   attr_mask, strerror(ret));
+        return ret;
+    }
+    if (attr_mask & AXON_DEV_QP_STATE) {
+        qp->state = attr->qp_state;
+    }
+    return 0;
+}
+
+static int axon_dev_rdmacore_query_qp(axon_dev_qp_t *qp, axon_dev_qp_attr_t *attr, int attr_mask,
+                                      axon_dev_qp_init_attr_t *init_attr)
+{
+    struct ibv_qp_init_attr ibv_init;
+    struct ibv_qp_attr ibv_attr;
+    int ret;
+
+    AXON_DEV_RDMACORE_CHECK((attr != NULL) && (init_attr != NULL),
+                            "query_qp: NULL attr or init_attr");
+    memset(&ibv_attr, 0, sizeof(ibv_attr));
+    memset(&ibv_init, 0, sizeof(ibv_init));
+    ret = ibv_query_qp(AXON_DEV_RDMACORE(qp, qp)->ibv, &ibv_attr, attr_mask, &ibv_init);
+    if (ret != 0) {
+        return ret;
+    }
+    axon_dev_rdmacore_qp_attr_from_ibv(&ibv_attr, attr);
+    /* The CQ/SRQ pointers are ours, not the ibv ones the query returns. */
+    memset(init_attr, 0, sizeof(*init_attr));
+    init_attr->qp_context = qp->qp_context;
+    init_attr->send_cq    = qp->send_cq;
+    init_attr->recv_cq    = qp->recv_cq;
+    init_attr->srq        = qp->srq;
+    axon_dev_rdmacore_qp_cap_from_ibv(&ibv_init.cap, &init_attr->cap);
+    init_attr->qp_type    = qp->qp_type;
+    init_attr->sq_sig_all = ibv_init.sq_sig_all;
+    qp->state             = attr->qp_state;
+    return 0;
+}
+
+static int axon_dev_rdmacore_destroy_qp(axon_dev_qp_t *qp)
+{
+    int ret = ibv_destroy_qp(AXON_DEV_RDMACORE(qp, qp)->ibv);
+
+    if (ret != 0) {
+        axon_debug("rdma-core: ibv_destroy_qp failed: %s", strerror(ret));
+        return ret;
+    }
+    free(AXON_DEV_RDMACORE(qp, qp));
+    return 0;
+}
+
+/* Send WRs differ in layout: convert a bounded batch on the stack at a time. */
+#define AXON_DEV_RDMACORE_POST_BATCH 16
+
+static int axon_dev_rdmacore_post_send(axon_dev_qp_t *qp, axon_dev_send_wr_t *wr,
+                                       axon_dev_send_wr_t **bad_wr)
+{
+    struct ibv_send_wr batch[AXON_DEV_RDMACORE_POST_BATCH], *ibv_bad;
+    axon_dev_send_wr_t *src[AXON_DEV_RDMACORE_POST_BATCH];
+    int n, i, ret;
+
+    AXON_DEV_RDMACORE_CHECK(bad_wr != NULL, "post_send: NULL bad_wr");
+    while (wr != NULL) {
+        for (n = 0; (wr != NULL) && (n < AXON_DEV_RDMACORE_POST_BATCH); ++n, wr = wr->next) {
+            src[n] = wr;
+            axon_dev_rdmacore_send_wr_to_ibv(wr, &batch[n]);
+            batch[n].next = NULL;
+            if (n > 0) {
+                batch[n - 1].next = &batch[n];
+            }
+        }
+        ibv_bad = NULL;
+        ret = ibv_post_send(AXON_DEV_RDMACORE(qp, qp)->ibv, batch, &ibv_bad);
+        if (ret != 0) {
+            /* Earlier WRs stay posted; report the first one that was not. */
+            i = (ibv_bad != NULL) ? (int)(ibv_bad - batch) : 0;
+            *bad_wr = src[((i >= 0) && (i < n)) ? i : 0];
+            return ret;
+        }
+    }
+    return 0;
+}
+
+static int axon_dev_rdmacore_post_recv(axon_dev_qp_t *qp, axon_dev_recv_wr_t *wr,
+                                       axon_dev_recv_wr_t **bad_wr)
+{
+    return ibv_post_recv(AXON_DEV_RDMACORE(qp, qp)->ibv, (struct ibv_recv_wr*)(void*)wr,
+                         (struct ibv_recv_wr**)(void*)bad_wr);
+}
+
+/* ------------------------------------------------------------ AH */
+
+static int axon_dev_rdmacore_create_ah(axon_dev_pd_t *pd, axon_dev_ah_attr_t *attr,
+                                       axon_dev_ah_t **ah_p)
+{
+    struct ibv_ah_attr ibv_attr;
+    axon_dev_rdmacore_ah_t *ah;
+
+    AXON_DEV_RDMACORE_CHECK((attr != NULL) && (ah_p != NULL), "create_ah: NULL attr or ah_p");
+    ah = axon_dev_rdmacore_alloc(sizeof(*ah), "AH");
+    if (ah == NULL) {
+        return ENOMEM;
+    }
+    axon_dev_rdmacore_ah_attr_to_ibv(attr, &ibv_attr);
+    ah->ibv = ibv_create_ah(AXON_DEV_RDMACORE(pd, pd)->ibv, &ibv_attr);
+    if (ah->ibv == NULL) {
+        int ret = axon_dev_rdmacore_errno();
+
+        axon_error("rdma-core: ibv_create_ah failed: %s", strerror(ret));
+        free(ah);
+        return ret;
+    }
+    ah->super.context = pd->context;
+    ah->super.pd      = pd;
+    *ah_p = &ah->super;
+    return 0;
+}
+
+static int axon_dev_rdmacore_destroy_ah(axon_dev_ah_t *ah)
+{
+    int ret = ibv_destroy_ah(AXON_DEV_RDMACORE(ah, ah)->ibv);
+
+    if (ret != 0) {
+        axon_debug("rdma-core: ibv_destroy_ah failed: %s", strerror(ret));
+        return ret;
+    }
+    free(AXON_DEV_RDMACORE(ah, ah));
+    return 0;
+}
+
+/* ------------------------------------------------------------ async events */
+
+static int axon_dev_rdmacore_get_async_event(axon_dev_context_t *ctx,
+                                             axon_dev_async_event_t *event)
+{
+    struct ibv_async_event ibv_event;
+
+    AXON_DEV_RDMACORE_CHECK(event != NULL, "get_async_event: NULL event");
+    for (;;) {
+        if (ibv_get_async_event(AXON_DEV_RDMACORE(context, ctx)->ibv, &ibv_event) != 0) {
+            return axon_dev_rdmacore_errno();   /* EAGAIN on a non-blocking fd */
+        }
+        if (axon_dev_rdmacore_event_from_ibv(&ibv_event, event) == 0) {
+            return 0;
+        }
+        /* An event type newer than dev.h: nothing can name it, so skip it. */
+        axon_debug("rdma-core: %s: ignoring async event %d (%s)", ctx->name,
+                   ibv_event.event_type, ibv_event_type_str(ibv_event.event_type));
+        ibv_ack_async_event(&ibv_event);
+    }
+}
+
+static void axon_dev_rdmacore_ack_async_event(axon_dev_async_event_t *event)
+{
+    struct ibv_async_event ibv_event;
+
+    if (axon_dev_rdmacore_event_to_ibv(event, &ibv_event) == 0) {
+        ibv_ack_async_event(&ibv_event);
+    }
+}
+
+static const axon_dev_ops_t axon_dev_rdmacore_ops = {
+    .close                = axon_dev_rdmacore_close,
+    .query_device         = axon_dev_rdmacore_query_device,
+    .query_port           = axon_dev_rdmacore_query_port,
+    .query_gid            = axon_dev_rdmacore_query_gid,
+    .query_pkey           = axon_dev_rdmacore_query_pkey,
+    .alloc_pd             = axon_dev_rdmacore_alloc_pd,
+    .dealloc_pd           = axon_dev_rdmacore_dealloc_pd,
+    .reg_mr               = axon_dev_rdmacore_reg_mr,
+    .dereg_mr             = axon_dev_rdmacore_dereg_mr,
+    .create_comp_channel  = axon_dev_rdmacore_create_comp_channel,
+    .destroy_comp_channel = axon_dev_rdmacore_destroy_comp_channel,
+    .get_cq_event         = axon_dev_rdmacore_get_cq_event,
+    .ack_cq_events        = axon_dev_rdmacore_ack_cq_events,
+    .create_cq            = axon_dev_rdmacore_create_cq,
+    .destroy_cq           = axon_dev_rdmacore_destroy_cq,
+    .poll_cq              = axon_dev_rdmacore_poll_cq,
+    .req_notify_cq        = axon_dev_rdmacore_req_notify_cq,
+    .create_srq           = axon_dev_rdmacore_create_srq,
+    .modify_srq           = axon_dev_rdmacore_modify_srq,
+    .query_srq            = axon_dev_rdmacore_query_srq,
+    .destroy_srq          = axon_dev_rdmacore_destroy_srq,
+    .post_srq_recv        = axon_dev_rdmacore_post_srq_recv,
+    .create_qp            = axon_dev_rdmacore_create_qp,
+    .modify_qp            = axon_dev_rdmacore_modify_qp,
+    .query_qp             = axon_dev_rdmacore_query_qp,
+    .destroy_qp           = axon_dev_rdmacore_destroy_qp,
+    .post_send            = axon_dev_rdmacore_post_send,
+    .post_recv            = axon_dev_rdmacore_post_recv,
+    .create_ah            = axon_dev_rdmacore_create_ah,
+    .destroy_ah           = axon_dev_rdmacore_destroy_ah,
+    .get_async_event      = axon_dev_rdmacore_get_async_event,
+    .ack_async_event      = axon_dev_rdmacore_ack_async_event,
+};
+
+/* ------------------------------------------------------------ back end */
+
+/* ibv_get_device_list, with "none" (NULL or zero) reported the same way. */
+static struct ibv_device **axon_dev_rdmacore_devices(int *num_p)
+{
+    struct ibv_device **devs;
+
+    *num_p = 0;
+    devs = ibv_get_device_list(num_p);
+    if ((devs == NULL) || (*num_p <= 0)) {
+        if (devs != NULL) {
+            ibv_free_device_list(devs);
+        }
+        *num_p = 0;
+        return NULL;
+    }
+    return devs;
+}
+
+static int axon_dev_rdmacore_get_list(axon_dev_info_t *list, int max)
+{
+    struct ibv_device **devs;
+    int num, i;
+
+    devs = axon_dev_rdmacore_devices(&num);
+    if (devs == NULL) {
+        axon_debug("rdma-core: no hardware devices found");
+        return 0;
+    }
+    for (i = 0; (i < num) && (i < max); ++i) {
+        memset(&list[i], 0, sizeof(list[i]));
+        snprintf(list[i].name, sizeof(list[i].name), "%s", ibv_get_device_name(devs[i]));
+        list[i].backend   = AXON_DEV_RDMACORE_NAME;
+        list[i].node_guid = be64toh(ibv_get_device_guid(devs[i]));
+    }
+    ibv_free_device_list(devs);
+    return num;
+}
+
+static int axon_dev_rdmacore_open(const char *name, axon_dev_context_t **ctx_p)
+{
+    axon_dev_rdmacore_context_t *rctx;
+    struct ibv_device **devs;
+    struct ibv_context *ibv = NULL;
+    int num, i, ret = ENODEV;
+
+    devs = axon_dev_rdmacore_devices(&num);
+    for (i = 0; i < num; ++i) {
+        if (strcmp(ibv_get_device_name(devs[i]), name) != 0) {
+            continue;
+        }
+        ibv = ibv_open_device(devs[i]);
+        if (ibv == NULL) {
+            ret = axon_dev_rdmacore_errno();
+            axon_error("rdma-core: cannot open %s: %s", name, strerror(ret));
+        }
+        break;
+    }
+    if (devs != NULL) {
+        ibv_free_device_list(devs);
+    }
+    if (ibv == NULL) {
+        return ret;   /* ENODEV: not ours */
+    }
+    rctx = axon_dev_rdmacore_alloc(sizeof(*rctx), "device context");
+    if (rctx == NULL) {
+        ibv_close_device(ibv);
+        return ENOMEM;
+    }
+    rctx->ibv           = ibv;
+    rctx->max_inline    = -1;
+    rctx->super.ops     = &axon_dev_rdmacore_ops;
+    rctx->super.backend = AXON_DEV_RDMACORE_NAME;
+    rctx->super.async_fd = ibv->async_fd;
+    snprintf(rctx->super.name, sizeof(rctx->super.name), "%s", name);
+    *ctx_p = &rctx->super;
+    return 0;
+}
+
+static void axon_dev_rdmacore_summary(char *buf, size_t max)
+{
+    struct ibv_device **devs;
+    int num;
+
+    devs = axon_dev_rdmacore_devices(&num);
+    if (devs == NULL) {
+        snprintf(buf, max, "no hardware devices found");
+        return;
+    }
+    ibv_free_device_list(devs);
+    snprintf(buf, max, "%d device%s", num, (num == 1) ? "" : "s");
+}
+
+const axon_dev_backend_t axon_dev_rdmacore_backend = {
+    .name          = AXON_DEV_RDMACORE_NAME,
+    .get_list      = axon_dev_rdmacore_get_list,
+    .open          = axon_dev_rdmacore_open,
+    .summary       = axon_dev_rdmacore_summary,
+    .config_table  = NULL,
+    .config_prefix = NULL,
+};
