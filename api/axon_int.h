@@ -24,6 +24,7 @@ typedef struct axon_global_opts {
     int                      warn_unused_env;
     size_t                   bcopy_thresh;
     size_t                   rndv_thresh;
+    size_t                   rndv_split_thresh;
     unsigned                 tag_hash_bits;
     unsigned                 max_unexp_pool;
 } axon_global_opts_t;

@@ -46,6 +46,11 @@ const axon_config_entry_t axon_global_config_table[] = {
      "Messages of at least this size use rendezvous (auto: from the bulk lane's estimates)",
      AXON_GLOBAL_OPT(rndv_thresh), AXON_CONFIG_TYPE_SIZE_AUTO},
 
+    {"RNDV_SPLIT_THRESH", "256k",
+     "Rendezvous messages of at least this size, on a lane that can both get and put, are "
+     "copied half by the receiver and half by the sender at once (inf: receiver copies all)",
+     AXON_GLOBAL_OPT(rndv_split_thresh), AXON_CONFIG_TYPE_SIZE},
+
     {"TAG_HASH_BITS", "10",
      "log2 of the number of buckets of the tag matching hash (1..20)",
      AXON_GLOBAL_OPT(tag_hash_bits), AXON_CONFIG_TYPE_UINT},

@@ -62,6 +62,9 @@ struct axon_request {
             uint64_t           msg_id;
             size_t             rndv_length; /* bytes the receiver asked for */
             uint64_t           rreq_id;
+            /* Events the rendezvous still waits for (ATS, own part) and the first error */
+            uint8_t            rndv_parts;
+            axon_status_t      rndv_status;
         } send;
         struct {
             axon_tm_recv_t       tm;
@@ -69,8 +72,9 @@ struct axon_request {
             size_t               length;
             size_t               received;  /* bytes of the message arrived so far */
             size_t               expected;  /* bytes that will arrive (rendezvous) */
-            size_t               placing;   /* bytes a transport is writing in place */
             uint64_t             sreq_id;   /* the sender's request (rendezvous) */
+            axon_status_t        rndv_status; /* first error of a split rendezvous */
+            uint8_t              rndv_split;  /* both sides copy; ATS when all arrived */
             axon_tag_recv_info_t info;
         } recv;
         struct {

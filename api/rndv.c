@@ -8,6 +8,18 @@
  *   or, when the lane cannot get:
  *        ◀────────────────────────  RTR (length wanted)
  *   DATA (zero-copy, or pipelined bcopy fragments) ──▶ written into the receive buffer
+ *
+ * Split, for large messages on a lane that can both get and put (shm CMA):
+ * the receiver reads a first chunk (which proves it may), sends an RTR with
+ * its buffer's address for the second half and reads the first half while
+ * the sender writes the second; both cores copy at once, each byte once.
+ *        ◀────────────────────────  RTR (offset, put_address)
+ *   put [offset, length)            get [0, offset)
+ *   PUT_DONE ──────────────────────▶
+ *        ◀────────────────────────  ATS             — when both halves are in
+ * A sender that may not put (ptrace rules are not symmetric) sends its half
+ * as DATA instead; either way it completes on the ATS, since the receiver
+ * reads its buffer until then.
  */
 #include <string.h>
 #include "log.h"
@@ -48,6 +60,106 @@ static void axon_rndv_get_done(axon_tl_completion_t *comp, axon_status_t status)
     axon_rndv_recv_finish(req, status);
 }
 
+/* Bytes the receiver itself reads first, to learn whether it may, before splitting. */
+#define AXON_RNDV_SPLIT_PROBE 4096
+
+/* Where a split message's halves meet: cache-line aligned, so no line has two writers. */
+static inline size_t axon_rndv_split_offset(size_t length)
+{
+    return (length / 2) & ~(size_t)63;
+}
+
+/*
+ * length more bytes of a rendezvous receive are in place (or failed). The
+ * receive completes once every byte is accounted for, never earlier: a
+ * failed half must not release a buffer the other half still writes.
+ */
+static void axon_rndv_recv_part_done(axon_request_h req, size_t length, axon_status_t status)
+{
+    axon_ep_h ep;
+
+    if ((status != AXON_OK) && (req->recv.rndv_status == AXON_OK)) {
+        req->recv.rndv_status = status;
+    }
+    req->recv.received += length;
+    if (req->recv.received < req->recv.expected) {
+        return;
+    }
+    axon_request_id_del(req);
+    if (req->recv.rndv_split) {
+        ep = axon_peer_reply_ep(req->worker, req->peer_uuid);
+        if (ep != NULL) {
+            axon_rndv_send_ats(req->worker, ep, req->recv.sreq_id, req->recv.rndv_status);
+        }
+    }
+    axon_rndv_recv_finish(req, req->recv.rndv_status);
+}
+
+static void axon_rndv_split_get_done(axon_tl_completion_t *comp, axon_status_t status)
+{
+    axon_request_h req = axon_container_of(comp, struct axon_request, tl_comp);
+
+    req->flags &= ~AXON_REQUEST_TL_BUSY;
+    axon_rndv_recv_part_done(req, axon_rndv_split_offset(req->recv.expected) -
+                                  AXON_RNDV_SPLIT_PROBE, status);
+}
+
+/*
+ * Try the split protocol: AXON_OK when started (or failed and completed),
+ * AXON_ERR_UNSUPPORTED when the caller should use another protocol.
+ */
+static axon_status_t axon_rndv_recv_split(axon_request_h req, axon_ep_h ep,
+                                          const axon_rndv_rts_hdr_t *rts, size_t want)
+{
+    axon_worker_h worker = req->worker;
+    axon_lane_t *lane = &ep->bulk_lane;
+    size_t offset = axon_rndv_split_offset(want);
+    axon_rndv_rtr_hdr_t rtr;
+    axon_status_t status;
+
+    if ((want < worker->context->opts.rndv_split_thresh) ||
+        (offset <= AXON_RNDV_SPLIT_PROBE) ||
+        !(lane->resource->cap_flags & AXON_CAP_PUT) || (lane->ops->ep_put_zcopy == NULL)) {
+        return AXON_ERR_UNSUPPORTED;
+    }
+    status = lane->ops->ep_get_zcopy(lane->tl_ep, req->recv.buffer, AXON_RNDV_SPLIT_PROBE,
+                                     rts->address, NULL);
+    if (status == AXON_ERR_UNSUPPORTED) {
+        return status;
+    }
+    if (status != AXON_OK) {
+        /* Nothing asked of the sender yet: answer as a failed get. */
+        axon_rndv_get_done(&req->tl_comp, status);
+        return AXON_OK;
+    }
+
+    req->recv.rndv_split = 1;
+    req->recv.received   = AXON_RNDV_SPLIT_PROBE;
+    axon_request_id_add(req, rts->sender_uuid);
+    rtr.sreq_id     = rts->sreq_id;
+    rtr.from_uuid   = worker->uuid;
+    rtr.rreq_id     = req->id;
+    rtr.length      = want;
+    rtr.offset      = offset;
+    rtr.put_address = (uint64_t)(uintptr_t)req->recv.buffer;
+    status = axon_ep_send_ctrl(ep, AXON_AM_RNDV_RTR, &rtr, sizeof(rtr));
+    if (status != AXON_OK) {
+        axon_request_id_del(req);
+        axon_request_complete(req, status);
+        return AXON_OK;
+    }
+
+    req->tl_comp.func = axon_rndv_split_get_done;
+    req->flags       |= AXON_REQUEST_TL_BUSY;
+    status = lane->ops->ep_get_zcopy(lane->tl_ep, req->recv.buffer + AXON_RNDV_SPLIT_PROBE,
+                                     offset - AXON_RNDV_SPLIT_PROBE,
+                                     rts->address + AXON_RNDV_SPLIT_PROBE, &req->tl_comp);
+    if (status != AXON_INPROGRESS) {
+        axon_rndv_split_get_done(&req->tl_comp, status);
+    }
+    return AXON_OK;
+}
+
 void axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts)
 {
     axon_worker_h worker = req->worker;
@@ -62,6 +174,8 @@ void axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts)
     req->recv.sreq_id         = rts->sreq_id;
     req->recv.received        = 0;
     req->recv.expected        = want;
+    req->recv.rndv_status     = AXON_OK;
+    req->recv.rndv_split      = 0;
     req->peer_uuid            = rts->sender_uuid;
 
     ep = axon_peer_reply_ep(worker, rts->sender_uuid);
@@ -81,6 +195,9 @@ void axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts)
 
     lane = &ep->bulk_lane;
     if ((lane->resource->cap_flags & AXON_CAP_GET) && (lane->ops->ep_get_zcopy != NULL)) {
+        if (axon_rndv_recv_split(req, ep, rts, want) == AXON_OK) {
+            return;
+        }
         req->tl_comp.func = axon_rndv_get_done;
         req->flags       |= AXON_REQUEST_TL_BUSY;
         status = lane->ops->ep_get_zcopy(lane->tl_ep, req->recv.buffer, want, rts->address,
@@ -97,15 +214,58 @@ void axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts)
     }
 
     axon_request_id_add(req, rts->sender_uuid);
-    rtr.sreq_id   = rts->sreq_id;
-    rtr.from_uuid = worker->uuid;
-    rtr.rreq_id   = req->id;
-    rtr.length    = want;
+    rtr.sreq_id     = rts->sreq_id;
+    rtr.from_uuid   = worker->uuid;
+    rtr.rreq_id     = req->id;
+    rtr.length      = want;
+    rtr.offset      = 0;
+    rtr.put_address = 0;
     status = axon_ep_send_ctrl(ep, AXON_AM_RNDV_RTR, &rtr, sizeof(rtr));
     if (status != AXON_OK) {
         axon_request_id_del(req);
         axon_request_complete(req, status);
     }
+}
+
+/* Is req a rendezvous send, in any of its stages? */
+static inline int axon_rndv_is_send(axon_request_h req)
+{
+    return (req->proto == AXON_SEND_PROTO_RNDV_RTS) ||
+           (req->proto == AXON_SEND_PROTO_RNDV_BCOPY) ||
+           (req->proto == AXON_SEND_PROTO_RNDV_ZCOPY);
+}
+
+void axon_rndv_send_part_done(axon_request_h req, axon_status_t status)
+{
+    if ((status != AXON_OK) && (req->send.rndv_status == AXON_OK)) {
+        req->send.rndv_status = status;
+    }
+    if (--req->send.rndv_parts == 0) {
+        axon_send_remote_done(req, req->send.rndv_status);
+    }
+}
+
+/* The sender's half of a split is in the receiver's buffer (or failed): say so. */
+static void axon_rndv_put_finish(axon_request_h req, axon_status_t status)
+{
+    axon_rndv_put_done_hdr_t done;
+    axon_status_t send_status;
+
+    done.rreq_id   = req->send.rreq_id;
+    done.from_uuid = req->worker->uuid;
+    done.offset    = req->send.offset;
+    done.length    = req->send.rndv_length - req->send.offset;
+    done.status    = status;
+    send_status = axon_ep_send_ctrl(req->send.ep, AXON_AM_RNDV_PUT_DONE, &done, sizeof(done));
+    axon_rndv_send_part_done(req, (status != AXON_OK) ? status : send_status);
+}
+
+static void axon_rndv_put_done(axon_tl_completion_t *comp, axon_status_t status)
+{
+    axon_request_h req = axon_container_of(comp, struct axon_request, tl_comp);
+
+    req->flags &= ~AXON_REQUEST_TL_BUSY;
+    axon_rndv_put_finish(req, status);
 }
 
 static void axon_rndv_am_ats(void *arg, const void *data, size_t length, unsigned flags)
@@ -118,17 +278,19 @@ static void axon_rndv_am_ats(void *arg, const void *data, size_t length, unsigne
         return;
     }
     req = axon_request_id_find(arg, ats->sreq_id, ats->from_uuid);
-    if ((req == NULL) || (req->proto != AXON_SEND_PROTO_RNDV_RTS)) {
+    if ((req == NULL) || !axon_rndv_is_send(req)) {
         axon_debug("ATS for unknown rendezvous send %llu", (unsigned long long)ats->sreq_id);
         return;
     }
-    axon_send_remote_done(req, (axon_status_t)ats->status);
+    axon_rndv_send_part_done(req, (axon_status_t)ats->status);
 }
 
 static void axon_rndv_am_rtr(void *arg, const void *data, size_t length, unsigned flags)
 {
     const axon_rndv_rtr_hdr_t *rtr = data;
+    axon_status_t status;
     axon_request_h req;
+    axon_lane_t *lane;
     axon_ep_h ep;
 
     if (length != sizeof(*rtr)) {
@@ -152,12 +314,42 @@ static void axon_rndv_am_rtr(void *arg, const void *data, size_t length, unsigne
         return;
     }
 
+    if ((rtr->offset >= rtr->length) ||
+        ((rtr->put_address == 0) && (rtr->offset != 0))) {
+        axon_error("peer %016llx sent an RTR for bytes [%llu, %llu)",
+                   (unsigned long long)rtr->from_uuid, (unsigned long long)rtr->offset,
+                   (unsigned long long)rtr->length);
+        axon_send_remote_done(req, AXON_ERR_IO_FORMAT);
+        return;
+    }
+
     ep = req->send.ep;
     req->send.rndv_length = rtr->length;
     req->send.rreq_id     = rtr->rreq_id;
-    req->send.offset      = 0;
-    req->proto = ((ep->bulk_lane.resource->cap_flags & AXON_CAP_AM_ZCOPY) &&
-                  (ep->bulk_lane.ops->ep_am_zcopy != NULL)) ?
+    req->send.offset      = rtr->offset;
+    lane = &ep->bulk_lane;
+    if (rtr->put_address != 0) {
+        /* Split: this side's half, and the ATS for the half the receiver reads. */
+        req->send.rndv_parts = 2;
+        if ((lane->resource->cap_flags & AXON_CAP_PUT) && (lane->ops->ep_put_zcopy != NULL)) {
+            req->tl_comp.func = axon_rndv_put_done;
+            req->flags       |= AXON_REQUEST_TL_BUSY;
+            status = lane->ops->ep_put_zcopy(lane->tl_ep, req->send.buffer + rtr->offset,
+                                             rtr->length - rtr->offset,
+                                             rtr->put_address + rtr->offset, &req->tl_comp);
+            if (status == AXON_INPROGRESS) {
+                return;
+            }
+            req->flags &= ~AXON_REQUEST_TL_BUSY;
+            if (status != AXON_ERR_UNSUPPORTED) {
+                axon_rndv_put_finish(req, status);
+                return;
+            }
+        }
+        /* May not write the receiver's memory: send the half as data. */
+    }
+    req->proto = ((lane->resource->cap_flags & AXON_CAP_AM_ZCOPY) &&
+                  (lane->ops->ep_am_zcopy != NULL)) ?
                  AXON_SEND_PROTO_RNDV_ZCOPY : AXON_SEND_PROTO_RNDV_BCOPY;
     /* Data goes behind whatever the endpoint already queued. */
     axon_list_add_tail(&ep->pending, &req->list);
@@ -176,12 +368,11 @@ void *axon_rndv_rx_dest(axon_worker_h worker, const void *hdr_p, size_t hdr_len,
     }
     memcpy(&hdr, hdr_p, sizeof(hdr));
     req = axon_request_id_find(worker, hdr.rreq_id, hdr.from_uuid);
-    if ((req == NULL) || !(req->flags & AXON_REQUEST_RECV) ||
+    if ((req == NULL) || !(req->flags & AXON_REQUEST_RECV) || (data_length != hdr.length) ||
         (hdr.offset > req->recv.expected) ||
         (data_length > req->recv.expected - hdr.offset)) {
         return NULL;  /* the handler reports it */
     }
-    req->recv.placing = data_length;
     return req->recv.buffer + hdr.offset;
 }
 
@@ -203,22 +394,39 @@ static void axon_rndv_am_data(void *arg, const void *data, size_t length, unsign
     }
 
     if (flags & AXON_AM_FLAG_PLACED) {
-        len = req->recv.placing;
-        req->recv.placing = 0;
+        len = hdr->length;  /* rx_dest checked it against the frame */
     } else {
         len = length - sizeof(*hdr);
-        if ((hdr->offset > req->recv.expected) || (len > req->recv.expected - hdr->offset)) {
+        if ((len != hdr->length) || (hdr->offset > req->recv.expected) ||
+            (len > req->recv.expected - hdr->offset)) {
             axon_error("dropping rendezvous data at %llu + %zu beyond %zu bytes expected",
                        (unsigned long long)hdr->offset, len, req->recv.expected);
             return;
         }
         memcpy(req->recv.buffer + hdr->offset, hdr + 1, len);
     }
-    req->recv.received += len;
-    if (req->recv.received >= req->recv.expected) {
-        axon_request_id_del(req);
-        axon_rndv_recv_finish(req, AXON_OK);
+    axon_rndv_recv_part_done(req, len, AXON_OK);
+}
+
+static void axon_rndv_am_put_done(void *arg, const void *data, size_t length, unsigned flags)
+{
+    const axon_rndv_put_done_hdr_t *done = data;
+    axon_request_h req;
+
+    if (length != sizeof(*done)) {
+        axon_error("dropping rendezvous PUT_DONE of %zu bytes", length);
+        return;
     }
+    req = axon_request_id_find(arg, done->rreq_id, done->from_uuid);
+    if ((req == NULL) || !(req->flags & AXON_REQUEST_RECV) || !req->recv.rndv_split ||
+        (done->offset != axon_rndv_split_offset(req->recv.expected)) ||
+        (done->length != req->recv.expected - done->offset)) {
+        axon_error("dropping PUT_DONE [%llu +%llu) from %016llx: no split receive %llu expects it",
+                   (unsigned long long)done->offset, (unsigned long long)done->length,
+                   (unsigned long long)done->from_uuid, (unsigned long long)done->rreq_id);
+        return;
+    }
+    axon_rndv_recv_part_done(req, done->length, (axon_status_t)done->status);
 }
 
 void axon_rndv_register_handlers(axon_worker_h worker)
@@ -226,4 +434,5 @@ void axon_rndv_register_handlers(axon_worker_h worker)
     worker->am_handlers[AXON_AM_RNDV_ATS]  = axon_rndv_am_ats;
     worker->am_handlers[AXON_AM_RNDV_RTR]  = axon_rndv_am_rtr;
     worker->am_handlers[AXON_AM_RNDV_DATA] = axon_rndv_am_data;
+    worker->am_handlers[AXON_AM_RNDV_PUT_DONE] = axon_rndv_am_put_done;
 }

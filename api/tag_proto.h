@@ -10,8 +10,13 @@
  * Rendezvous:
  *   RNDV_RTS   [tag, length, sender, sreq, address]   sender → receiver, on the AM lane
  *   RNDV_ATS   [sreq, from, status]                   receiver read the data itself (get)
- *   RNDV_RTR   [sreq, from, rreq, length]             receiver asks the sender to send
- *   RNDV_DATA  [rreq, from, offset][payload]          sender → receiver, bulk lane
+ *   RNDV_RTR   [sreq, from, rreq, length, offset, put_address]
+ *                                                     receiver asks the sender to send
+ *                                                     [offset, length), or to put it at
+ *                                                     put_address (split: the receiver gets
+ *                                                     [0, offset) meanwhile)
+ *   RNDV_DATA  [rreq, from, offset, length][payload]  sender → receiver, bulk lane(s)
+ *   RNDV_PUT_DONE [rreq, from, offset, length, status] sender put its part
  * Wire-up:
  *   WIREUP_HELLO [worker address]                     first message on every endpoint
  *
@@ -36,6 +41,7 @@ enum {
     AXON_AM_RNDV_RTR            = 8,
     AXON_AM_RNDV_DATA           = 9,
     AXON_AM_WIREUP_HELLO        = 10,
+    AXON_AM_RNDV_PUT_DONE       = 11,
 };
 
 typedef struct axon_eager_hdr {
@@ -87,12 +93,23 @@ typedef struct axon_rndv_rtr_hdr {
     uint64_t from_uuid;
     uint64_t rreq_id;
     uint64_t length;        /* bytes the receiver takes (less if truncating) */
+    uint64_t offset;        /* the sender moves [offset, length); the receiver gets the rest */
+    uint64_t put_address;   /* 0: as RNDV_DATA messages; else the receive buffer, to put into */
 } axon_rndv_rtr_hdr_t;
+
+typedef struct axon_rndv_put_done_hdr {
+    uint64_t rreq_id;
+    uint64_t from_uuid;
+    uint64_t offset;
+    uint64_t length;
+    int64_t  status;        /* of the put: on an error the receiver fails the message */
+} axon_rndv_put_done_hdr_t;
 
 typedef struct axon_rndv_data_hdr {
     uint64_t rreq_id;
     uint64_t from_uuid;
     uint64_t offset;
+    uint64_t length;    /* payload bytes, checked against what the transport delivers */
 } axon_rndv_data_hdr_t;
 
 /* Pools the tag layer needs on a worker (small unexpected buffers, reassembly). */
@@ -118,6 +135,8 @@ void          axon_rndv_register_handlers(axon_worker_h worker);
 axon_status_t axon_ep_send_ctrl(axon_ep_h ep, uint8_t am_id, const void *hdr, size_t hdr_len);
 /* A send that waited for its peer is done (ack, ATS, all data out, or failure). */
 void          axon_send_remote_done(axon_request_h req, axon_status_t status);
+/* One of the events a rendezvous send waits for (ATS, own data part) happened. */
+void          axon_rndv_send_part_done(axon_request_h req, axon_status_t status);
 /* Finish a flushing close once nothing is queued or outstanding. */
 void          axon_ep_check_close(axon_ep_h ep);
 

@@ -76,6 +76,7 @@ static size_t axon_tag_pack_rndv_data(void *dest, void *arg)
     hdr->rreq_id   = req->send.rreq_id;
     hdr->from_uuid = req->worker->uuid;
     hdr->offset    = req->send.offset;
+    hdr->length    = len;
     memcpy(hdr + 1, req->send.buffer + req->send.offset, len);
     return sizeof(*hdr) + len;
 }
@@ -103,7 +104,38 @@ static void axon_tag_zcopy_done(axon_tl_completion_t *comp, axon_status_t status
         axon_request_complete(req, (status == AXON_OK) ? AXON_ERR_CANCELED : status);
         return;
     }
-    axon_send_remote_done(req, status);
+    if (req->send.ep->status != AXON_OK) {
+        /* The peer failed while we were busy; the failure sweep left us to finish. */
+        axon_send_remote_done(req, req->send.ep->status);
+        return;
+    }
+    axon_rndv_send_part_done(req, status);
+}
+
+/* Rendezvous data [offset, rndv_length) straight from the user buffer. */
+static axon_status_t axon_tag_send_rndv_zcopy(axon_request_h req)
+{
+    axon_ep_h ep = req->send.ep;
+    axon_rndv_data_hdr_t hdr;
+    axon_status_t status;
+
+    hdr.rreq_id       = req->send.rreq_id;
+    hdr.from_uuid     = req->worker->uuid;
+    hdr.offset        = req->send.offset;
+    hdr.length        = req->send.rndv_length - req->send.offset;
+    req->tl_comp.func = axon_tag_zcopy_done;
+    status = ep->bulk_lane.ops->ep_am_zcopy(ep->bulk_lane.tl_ep, AXON_AM_RNDV_DATA, &hdr,
+                                            sizeof(hdr), req->send.buffer + hdr.offset,
+                                            hdr.length, &req->tl_comp);
+    if (status == AXON_INPROGRESS) {
+        req->flags |= AXON_REQUEST_TL_BUSY;
+        return AXON_REQUEST_WAIT_REMOTE;
+    }
+    if ((status != AXON_OK) || (req->send.rndv_parts == 1)) {
+        return (status != AXON_OK) ? axon_tag_retry_status(status) : req->send.rndv_status;
+    }
+    --req->send.rndv_parts;  /* split: the ATS is still to come */
+    return AXON_REQUEST_WAIT_REMOTE;
 }
 
 /* Send fragments through pack until offset reaches end. */
@@ -127,7 +159,6 @@ axon_status_t axon_tag_send_progress(axon_request_h req)
     axon_ep_h ep = req->send.ep;
     axon_lane_t *lane = &ep->am_lane;
     axon_rndv_rts_hdr_t rts;
-    axon_rndv_data_hdr_t data_hdr;
     axon_status_t status;
     ssize_t packed;
 
@@ -170,22 +201,16 @@ axon_status_t axon_tag_send_progress(axon_request_h req)
         status = lane->ops->ep_am_short(lane->tl_ep, AXON_AM_RNDV_RTS, &rts, sizeof(rts), NULL, 0);
         return (status == AXON_OK) ? AXON_REQUEST_WAIT_REMOTE : axon_tag_retry_status(status);
     case AXON_SEND_PROTO_RNDV_BCOPY:
-        return axon_tag_send_fragments(req, &ep->bulk_lane, AXON_AM_RNDV_DATA,
-                                       axon_tag_pack_rndv_data, sizeof(axon_rndv_data_hdr_t),
-                                       req->send.rndv_length);
-    case AXON_SEND_PROTO_RNDV_ZCOPY:
-        data_hdr.rreq_id   = req->send.rreq_id;
-        data_hdr.from_uuid = req->worker->uuid;
-        data_hdr.offset    = 0;
-        req->tl_comp.func  = axon_tag_zcopy_done;
-        status = ep->bulk_lane.ops->ep_am_zcopy(ep->bulk_lane.tl_ep, AXON_AM_RNDV_DATA, &data_hdr,
-                                                sizeof(data_hdr), req->send.buffer,
-                                                req->send.rndv_length, &req->tl_comp);
-        if (status == AXON_INPROGRESS) {
-            req->flags |= AXON_REQUEST_TL_BUSY;
-            return AXON_REQUEST_WAIT_REMOTE;
+        status = axon_tag_send_fragments(req, &ep->bulk_lane, AXON_AM_RNDV_DATA,
+                                         axon_tag_pack_rndv_data, sizeof(axon_rndv_data_hdr_t),
+                                         req->send.rndv_length);
+        if ((status != AXON_OK) || (req->send.rndv_parts == 1)) {
+            return (status != AXON_OK) ? status : req->send.rndv_status;
         }
-        return axon_tag_retry_status(status);
+        --req->send.rndv_parts;  /* split: the ATS is still to come */
+        return AXON_REQUEST_WAIT_REMOTE;
+    case AXON_SEND_PROTO_RNDV_ZCOPY:
+        return axon_tag_send_rndv_zcopy(req);
     case AXON_SEND_PROTO_CTRL:
         return axon_tag_retry_status(lane->ops->ep_am_short(lane->tl_ep, req->ctrl.am_id,
                                                             req->ctrl.hdr, req->ctrl.hdr_len,
@@ -291,6 +316,8 @@ static axon_status_t axon_tag_send_common(axon_ep_h ep, const void *buffer, size
     if (length >= ep->rndv_thresh) {
         /* Matched at the receiver before any data moves: sync for free. */
         req->proto = AXON_SEND_PROTO_RNDV_RTS;
+        req->send.rndv_parts   = 1;  /* the ATS, or the data once an RTR asks for it */
+        req->send.rndv_status  = AXON_OK;
     } else if (sync) {
         req->flags |= AXON_REQUEST_SYNC;
         if (length + sizeof(axon_eager_sync_hdr_t) - sizeof(axon_eager_hdr_t) <=

@@ -18,7 +18,7 @@
 #include "axon.h"
 #include "config.h"
 
-#define AXON_COMPONENT_ABI_VERSION 2
+#define AXON_COMPONENT_ABI_VERSION 3
 /* Plugins build with -fvisibility=hidden; only the descriptor is exported. */
 #define AXON_COMPONENT_EXPORT      __attribute__((visibility("default")))
 #define AXON_COMPONENT_SYMBOL      axon_component
@@ -170,6 +170,13 @@ typedef struct axon_iface_ops {
      * when the system forbids it for this peer (the caller falls back).
      */
     axon_status_t (*ep_get_zcopy)(axon_tl_ep_t *ep, void *buffer, size_t length,
+                                  uint64_t remote_addr, axon_tl_completion_t *comp);
+    /*
+     * Optional (AXON_CAP_PUT): copy length bytes from buffer to the peer's
+     * virtual address remote_addr, without the peer's help. Same returns as
+     * ep_get_zcopy; the peer learns of it only through a later AM.
+     */
+    axon_status_t (*ep_put_zcopy)(axon_tl_ep_t *ep, const void *buffer, size_t length,
                                   uint64_t remote_addr, axon_tl_completion_t *comp);
     /* AXON_OK when every message posted on ep has left the sender's buffers,
      * AXON_INPROGRESS while some have not (call again after progress). */

@@ -87,6 +87,14 @@ static axon_status_t axon_self_ep_get_zcopy(axon_tl_ep_t *tl_ep, void *buffer, s
     return AXON_OK;
 }
 
+static axon_status_t axon_self_ep_put_zcopy(axon_tl_ep_t *tl_ep, const void *buffer,
+                                            size_t length, uint64_t remote_addr,
+                                            axon_tl_completion_t *comp)
+{
+    memcpy((void *)(uintptr_t)remote_addr, buffer, length);
+    return AXON_OK;
+}
+
 static axon_status_t axon_self_ep_flush(axon_tl_ep_t *tl_ep)
 {
     return AXON_OK;  /* delivered inside the send */
@@ -151,6 +159,7 @@ static const axon_iface_ops_t axon_self_iface_ops = {
     .ep_am_bcopy        = axon_self_ep_am_bcopy,
     .ep_am_zcopy        = NULL,
     .ep_get_zcopy       = axon_self_ep_get_zcopy,
+    .ep_put_zcopy       = axon_self_ep_put_zcopy,
     .ep_flush           = axon_self_ep_flush,
     .ep_check           = NULL,
 };
@@ -167,7 +176,8 @@ static axon_status_t axon_self_query(const void *config, axon_resource_t **resou
     strcpy(rsc->dev_name, "self");
     rsc->dev_type       = AXON_DEV_TYPE_SELF;
     rsc->cap_flags      = AXON_CAP_AM_SHORT | AXON_CAP_AM_BCOPY | AXON_CAP_AM_ORDERED |
-                          AXON_CAP_CONNECT_TO_IFACE | AXON_CAP_GET;
+                          AXON_CAP_CONNECT_TO_IFACE | AXON_CAP_GET |
+                          AXON_CAP_PUT;
     rsc->latency_ns     = 5;
     rsc->bandwidth_MBps = 20000;
     rsc->overhead_ns    = 5;

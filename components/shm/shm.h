@@ -158,6 +158,8 @@ ssize_t       axon_shm_ep_am_bcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, axon_pack
                                    void *arg);
 axon_status_t axon_shm_ep_get_zcopy(axon_tl_ep_t *tl_ep, void *buffer, size_t length,
                                     uint64_t remote_addr, axon_tl_completion_t *comp);
+axon_status_t axon_shm_ep_put_zcopy(axon_tl_ep_t *tl_ep, const void *buffer, size_t length,
+                                    uint64_t remote_addr, axon_tl_completion_t *comp);
 axon_status_t axon_shm_ep_flush(axon_tl_ep_t *tl_ep);
 axon_status_t axon_shm_ep_check(axon_tl_ep_t *tl_ep);
 

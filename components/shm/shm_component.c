@@ -150,10 +150,10 @@ static axon_status_t axon_shm_query(const void *config_v, axon_resource_t **reso
     resource->overhead_ns    = 10;
     resource->max_short      = axon_shm_max_short(config->cell_size);
     resource->max_bcopy      = axon_shm_max_bcopy(config->cell_size);
-    /* No am_zcopy; a get reads any length (ep_get_zcopy splits it for the kernel). */
+    /* No am_zcopy; gets and puts move any length (chunked for the kernel). */
     resource->max_zcopy      = 0;
     if (config->cma && axon_shm_cma_possible()) {
-        resource->cap_flags |= AXON_CAP_GET;
+        resource->cap_flags |= AXON_CAP_GET | AXON_CAP_PUT;
     }
     resource->ep_memory      = sizeof(axon_shm_ep_t);
 

@@ -218,10 +218,20 @@ ssize_t axon_shm_ep_am_bcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, axon_pack_cb_t 
     return (ssize_t)length;
 }
 
-/* A get failed with errno err after done of length bytes; says what it means for ep. */
+/* Direction of a single-copy transfer with the peer's memory */
+typedef enum {
+    AXON_SHM_CMA_GET = 0,  /* process_vm_readv: peer -> us */
+    AXON_SHM_CMA_PUT = 1,  /* process_vm_writev: us -> peer */
+} axon_shm_cma_dir_t;
+
+static const char *const axon_shm_cma_op[] = {"get", "put"};
+static const char *const axon_shm_cma_call[] = {"process_vm_readv", "process_vm_writev"};
+
+/* A transfer failed with errno err after done of length bytes; says what it means for ep. */
 static __attribute__((noinline, cold))
-axon_status_t axon_shm_ep_get_failed(axon_shm_ep_t *ep, int err, void *buffer, size_t length,
-                                     uint64_t remote_addr, size_t done)
+axon_status_t axon_shm_ep_cma_failed(axon_shm_ep_t *ep, axon_shm_cma_dir_t dir, int err,
+                                     const void *buffer, size_t length, uint64_t remote_addr,
+                                     size_t done)
 {
     axon_shm_iface_t *iface = (axon_shm_iface_t*)ep->super.iface;
 
@@ -230,31 +240,33 @@ axon_status_t axon_shm_ep_get_failed(axon_shm_ep_t *ep, int err, void *buffer, s
     case ENOSYS:
         /* Policy (ptrace rules, Yama, no CMA in the kernel): no use asking again. */
         ep->flags &= ~AXON_SHM_EP_FLAG_CMA;
-        axon_debug("shm: cannot read the memory of peer process %d: %s; gets from it fall "
-                   "back", ep->peer.pid, strerror(err));
+        axon_debug("shm: cannot access the memory of peer process %d: %s; gets and puts "
+                   "with it fall back", ep->peer.pid, strerror(err));
         return AXON_ERR_UNSUPPORTED;
     case ESRCH:
         axon_shm_iface_fail_ep(iface, ep, AXON_ERR_CONNECTION_RESET,
-                               "no such process (process_vm_readv)");
+                               (dir == AXON_SHM_CMA_GET) ? "no such process (process_vm_readv)"
+                                                         : "no such process (process_vm_writev)");
         return AXON_ERR_CONNECTION_RESET;
     case EFAULT:
-        axon_error("shm: get of %zu bytes at 0x%llx from peer process %d into %p: bad address "
-                   "(%zu bytes read before)", length, (unsigned long long)remote_addr,
-                   ep->peer.pid, buffer, done);
+        axon_error("shm: %s of %zu bytes at 0x%llx of peer process %d, local buffer %p: bad "
+                   "address (%zu bytes moved before)", axon_shm_cma_op[dir], length,
+                   (unsigned long long)remote_addr, ep->peer.pid, buffer, done);
         return AXON_ERR_INVALID_PARAM;
     case ENOMEM:
-        axon_error("shm: get of %zu bytes from peer process %d: %s", length, ep->peer.pid,
-                   strerror(err));
+        axon_error("shm: %s of %zu bytes with peer process %d: %s", axon_shm_cma_op[dir], length,
+                   ep->peer.pid, strerror(err));
         return AXON_ERR_NO_MEMORY;
     default:
-        axon_error("shm: get of %zu bytes at 0x%llx from peer process %d: %s", length,
-                   (unsigned long long)remote_addr, ep->peer.pid, strerror(err));
+        axon_error("shm: %s of %zu bytes at 0x%llx of peer process %d: %s (%s)",
+                   axon_shm_cma_op[dir], length, (unsigned long long)remote_addr, ep->peer.pid,
+                   strerror(err), axon_shm_cma_call[dir]);
         return AXON_ERR_IO_ERROR;
     }
 }
 
-axon_status_t axon_shm_ep_get_zcopy(axon_tl_ep_t *tl_ep, void *buffer, size_t length,
-                                    uint64_t remote_addr, axon_tl_completion_t *comp)
+static axon_status_t axon_shm_ep_cma(axon_tl_ep_t *tl_ep, axon_shm_cma_dir_t dir, void *buffer,
+                                     size_t length, uint64_t remote_addr)
 {
     axon_shm_ep_t *ep   = (axon_shm_ep_t*)tl_ep;
     size_t         done = 0;
@@ -268,7 +280,7 @@ axon_status_t axon_shm_ep_get_zcopy(axon_tl_ep_t *tl_ep, void *buffer, size_t le
         return AXON_ERR_UNSUPPORTED;
     }
 
-    /* A read stops short at a page it cannot access; the next call then says why. */
+    /* A transfer stops short at a page it cannot access; the next call then says why. */
     while (done < length) {
         local.iov_base  = (char*)buffer + done;
         local.iov_len   = length - done;
@@ -277,18 +289,34 @@ axon_status_t axon_shm_ep_get_zcopy(axon_tl_ep_t *tl_ep, void *buffer, size_t le
         }
         remote.iov_base = (void*)(uintptr_t)(remote_addr + done);
         remote.iov_len  = local.iov_len;
-        ret = process_vm_readv(ep->peer.pid, &local, 1, &remote, 1, 0);
+        ret = (dir == AXON_SHM_CMA_GET) ?
+              process_vm_readv(ep->peer.pid, &local, 1, &remote, 1, 0) :
+              process_vm_writev(ep->peer.pid, &local, 1, &remote, 1, 0);
         if (__builtin_expect(ret > 0, 1)) {
             done += (size_t)ret;
         } else if ((ret < 0) && (errno == EINTR)) {
             continue;
         } else {
             /* 0 bytes without an error would loop forever: call it a fault. */
-            return axon_shm_ep_get_failed(ep, (ret < 0) ? errno : EFAULT, buffer, length,
+            return axon_shm_ep_cma_failed(ep, dir, (ret < 0) ? errno : EFAULT, buffer, length,
                                           remote_addr, done);
         }
     }
     return AXON_OK;
+}
+
+axon_status_t axon_shm_ep_get_zcopy(axon_tl_ep_t *tl_ep, void *buffer, size_t length,
+                                    uint64_t remote_addr, axon_tl_completion_t *comp)
+{
+    return axon_shm_ep_cma(tl_ep, AXON_SHM_CMA_GET, buffer, length, remote_addr);
+}
+
+axon_status_t axon_shm_ep_put_zcopy(axon_tl_ep_t *tl_ep, const void *buffer, size_t length,
+                                    uint64_t remote_addr, axon_tl_completion_t *comp)
+{
+    /* process_vm_writev only reads the local buffer. */
+    return axon_shm_ep_cma(tl_ep, AXON_SHM_CMA_PUT, (void*)(uintptr_t)buffer, length,
+                           remote_addr);
 }
 
 axon_status_t axon_shm_ep_flush(axon_tl_ep_t *tl_ep)

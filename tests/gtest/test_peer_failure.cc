@@ -608,7 +608,13 @@ TEST_P(PeerFailureTest, ReceiverSurvivesSenderKilled)
             ++failed;
         }
     }
-    EXPECT_GT(failed + canceled, 0) << "every message arrived: the kill came too late";
+    if (std::string(GetParam().label) == "shm") {
+        /* Split: the sender moves its halves as soon as the RTRs arrive, so it has often
+         * finished before the first receive completes; the kill may come too late. */
+        printf("[peer-failure] %d failed, %d never matched\n", failed, canceled);
+    } else {
+        EXPECT_GT(failed + canceled, 0) << "every message arrived: the kill came too late";
+    }
     axon_test_progress_for(s.node.worker, 0.05);
     for (int i = 0; i < kRecvs; ++i) {
         EXPECT_EQ(1, recs[i].calls) << "receive " << i;
@@ -992,7 +998,9 @@ TEST_P(PeerFailureShmTest, DeadPeersClaimedCellDoesNotBlockRing)
 }
 
 const FailParam kFailParams[] = {
+    /* shm moves large messages half by each side (split); shm_get only by the receiver. */
     {"shm", "shm", {NULL, NULL}},
+    {"shm_get", "shm", {"RNDV_SPLIT_THRESH", "inf"}},
     {"shm_nocma", "shm", {"SHM_CMA", "n"}},
     {"tcp", "tcp", {NULL, NULL}},
 };

@@ -491,3 +491,115 @@ TEST(Shm, PeerGoneBeforeConnect)
 }
 
 }  // namespace
+
+/* ---------------------------------------------------------------- split rendezvous */
+
+namespace {
+
+/*
+ * Large messages over shm are copied half by the receiver (CMA get) and half
+ * by the sender (CMA put). A side whose transport may not use CMA makes the
+ * other fall back: a sender without put sends its half as data, a receiver
+ * without get asks for everything. Every byte must arrive either way.
+ */
+struct SplitArgs {
+    const char *sender_cma;    /* AXON_SHM_CMA of the sending child */
+    const char *receiver_cma;  /* and of the receiving test process */
+};
+
+const size_t kSplitSizes[] = {256 * 1024, 1024 * 1024 + 13, 3 * 1024 * 1024 + 1,
+                              600 * 1024 + 7 /* received into a 300 KiB buffer */};
+const size_t kSplitShortRecv = 300 * 1024;
+
+int split_sender_main(int fd, void *arg)
+{
+    const SplitArgs  *sa   = static_cast<const SplitArgs *>(arg);
+    axon_config_kv_t  kv[] = {{"SHM_CMA", sa->sender_cma}};
+    NodeGuard         ng;
+    axon_test_node_t &node = ng.node;
+    axon_ep_h         ep;
+    void             *peer_addr;
+    size_t            peer_len;
+
+    if (axon_test_node_create(&node, "shm", kv, 1) != AXON_OK) {
+        return 2;
+    }
+    if ((axon_test_exchange_address(fd, node.address, node.address_length, &peer_addr,
+                                    &peer_len) != 0) ||
+        (axon_test_ep_create(node.worker, peer_addr, peer_len, &ep) != AXON_OK)) {
+        return 3;
+    }
+    free(peer_addr);
+    for (size_t i = 0; i < sizeof(kSplitSizes) / sizeof(kSplitSizes[0]); ++i) {
+        std::vector<uint8_t> buf(kSplitSizes[i]);
+        axon_test_fill(buf.data(), buf.size(), 100 + i);
+        if (axon_test_send(node.worker, ep, buf.data(), buf.size(), 9, kOpTimeout) != AXON_OK) {
+            fprintf(stderr, "split send of %zu bytes failed\n", buf.size());
+            return 4;
+        }
+        /* The send completed: the receiver no longer reads this buffer. */
+        memset(buf.data(), 0xee, buf.size());
+    }
+    if ((axon_test_ep_close(node.worker, ep, AXON_EP_CLOSE_FLUSH, kOpTimeout) != AXON_OK) ||
+        (axon_test_sync_progress(fd, node.worker, kOpTimeout) != 0)) {
+        return 5;
+    }
+    return 0;
+}
+
+class ShmSplitRndv : public ::testing::TestWithParam<SplitArgs> {};
+
+TEST_P(ShmSplitRndv, EveryByteArrives)
+{
+    SplitArgs        sa   = GetParam();
+    axon_config_kv_t kv[] = {{"SHM_CMA", sa.receiver_cma}};
+    Cleanup          c;
+    void            *blob;
+    size_t           len;
+    const size_t     count = sizeof(kSplitSizes) / sizeof(kSplitSizes[0]);
+
+    ASSERT_EQ(0, axon_test_peer_spawn(&c.peer, split_sender_main, &sa, kPeerTimeout));
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&c.node, "shm", kv, 1));
+    ASSERT_EQ(0, axon_test_exchange_address(c.peer.fd, c.node.address, c.node.address_length,
+                                            &blob, &len));
+    free(blob);
+
+    for (size_t i = 0; i < count; ++i) {
+        size_t size = kSplitSizes[i];
+        size_t room = (i == count - 1) ? kSplitShortRecv : size;
+        std::vector<uint8_t> buf(room + 64, 0x5a), expect(size);
+        axon_tag_recv_info_t info;
+
+        axon_test_fill(expect.data(), size, 100 + i);
+        axon_status_t status = axon_test_recv(c.node.worker, buf.data(), room, 9,
+                                              AXON_TAG_MASK_FULL, &info, kOpTimeout);
+        EXPECT_EQ(size, info.length) << "message " << i;
+        if (room < size) {
+            EXPECT_EQ(AXON_ERR_MSG_TRUNCATED, status);
+        } else {
+            EXPECT_EQ(AXON_OK, status);
+        }
+        EXPECT_EQ(0, memcmp(expect.data(), buf.data(), room)) << "message " << i;
+        for (size_t b = room; b < room + 64; ++b) {
+            ASSERT_EQ(0x5a, buf[b]) << "written past the receive buffer, message " << i;
+        }
+    }
+    EXPECT_EQ(0, axon_test_sync_progress(c.peer.fd, c.node.worker, kOpTimeout));
+    EXPECT_EQ(0, axon_test_peer_wait(&c.peer, kPeerTimeout));
+}
+
+const SplitArgs kSplit[] = {
+    {"y", "y"},  /* split: both copy */
+    {"n", "y"},  /* sender may not put: its half comes as data */
+    {"y", "n"},  /* receiver may not get: the whole message comes as data */
+};
+
+INSTANTIATE_TEST_SUITE_P(Cma, ShmSplitRndv, ::testing::ValuesIn(kSplit),
+                         [](const ::testing::TestParamInfo<SplitArgs> &info) {
+                             return std::string("sender_") +
+                                    (info.param.sender_cma[0] == 'y' ? "cma" : "nocma") +
+                                    "_receiver_" +
+                                    (info.param.receiver_cma[0] == 'y' ? "cma" : "nocma");
+                         });
+
+} // namespace
