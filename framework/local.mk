@@ -5,7 +5,8 @@ libaxon_la_SOURCES += \
 	framework/loader.c \
 	framework/select.c \
 	framework/mpool.c \
-	framework/sys.c
+	framework/sys.c \
+	framework/proc.c
 
 noinst_HEADERS += \
 	framework/list.h \
@@ -15,4 +16,5 @@ noinst_HEADERS += \
 	framework/loader.h \
 	framework/select.h \
 	framework/mpool.h \
-	framework/sys.h
+	framework/sys.h \
+	framework/proc.h

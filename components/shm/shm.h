@@ -45,7 +45,7 @@ typedef struct axon_shm_dev_addr {
 typedef struct axon_shm_iface_addr {
     char            seg_name[AXON_SHM_SEG_NAME_MAX];
     uint32_t        cell_size;
-    axon_shm_proc_t owner;
+    axon_proc_t owner;
 } __attribute__((packed)) axon_shm_iface_addr_t;
 
 /* Progress calls between two looks at the clock for liveness work. */
@@ -85,7 +85,7 @@ typedef struct axon_shm_iface {
     /* Addresses */
     uint64_t          host_id;
     uint32_t          uid;
-    axon_shm_proc_t   self;
+    axon_proc_t   self;
     axon_shm_seg_t    seg;
 } axon_shm_iface_t;
 
@@ -103,7 +103,7 @@ typedef struct axon_shm_ep {
     /* Cold: our sender slot, who the peer is, when it was last seen alive */
     axon_shm_sender_t *slot;
     uint64_t          slot_word;   /* its owner word while we hold it */
-    axon_shm_proc_t   peer;
+    axon_proc_t   peer;
     uint64_t          peer_uuid;
     double            last_check;
     axon_list_link_t  list;        /* in iface->eps; unlinked if the iface closed first */

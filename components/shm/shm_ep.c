@@ -27,7 +27,7 @@ axon_status_t axon_shm_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid,
     axon_shm_iface_t      *iface = (axon_shm_iface_t*)tl_iface;
     axon_shm_iface_addr_t  addr;
     axon_shm_senders_t     senders;
-    axon_shm_proc_t        self;
+    axon_proc_t        self;
     axon_shm_ep_t         *ep;
     axon_status_t          status;
 
@@ -56,7 +56,7 @@ axon_status_t axon_shm_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid,
      * name the process that sends: a child forked after iface_open is not us. */
     self = iface->self;
     if (self.pid != (int32_t)getpid()) {
-        axon_shm_proc_self(&self);
+        axon_proc_self(&self);
     }
     status = axon_shm_sender_acquire(&senders, &ep->fifo, &self, addr.seg_name, &ep->slot,
                                      &ep->slot_word);
@@ -70,7 +70,7 @@ axon_status_t axon_shm_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid,
     ep->peer        = addr.owner;
     ep->peer_uuid   = peer_uuid;
     ep->last_check  = axon_sys_time_sec();
-    if (axon_shm_proc_comparable(&ep->peer, &iface->self)) {
+    if (axon_proc_comparable(&ep->peer, &iface->self)) {
         ep->flags = AXON_SHM_EP_FLAG_CHECKABLE | (iface->cma ? AXON_SHM_EP_FLAG_CMA : 0);
     } else {
         axon_debug("shm: the owner of %s (pid %d) is in other namespaces or has no /proc: "

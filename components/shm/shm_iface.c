@@ -32,7 +32,7 @@ axon_status_t axon_shm_iface_open(const axon_resource_t *resource, const void *c
 
     iface->host_id = axon_sys_host_id();
     iface->uid     = (uint32_t)geteuid();
-    axon_shm_proc_self(&iface->self);
+    axon_proc_self(&iface->self);
 
     status = axon_shm_seg_create(config->prefix, config->fifo_size, config->cell_size,
                                  config->max_senders, iface->host_id, &iface->self,
@@ -107,7 +107,7 @@ void axon_shm_iface_check_ep(axon_shm_iface_t *iface, axon_shm_ep_t *ep, double 
 
     ep->last_check = now;
     if ((ep->status == AXON_OK) && (ep->flags & AXON_SHM_EP_FLAG_CHECKABLE) &&
-        axon_shm_proc_is_gone(&ep->peer, &why)) {
+        axon_proc_is_gone(&ep->peer, &why)) {
         axon_shm_iface_fail_ep(iface, ep, AXON_ERR_CONNECTION_RESET, why);
     }
 }

@@ -42,141 +42,6 @@ static unsigned         axon_shm_seg_counter;
 static int              axon_shm_seg_atexit_set;
 static pid_t            axon_shm_seg_reaped_by;  /* the process that swept /dev/shm */
 
-/* ---------------------------------------------------------------- processes */
-
-/* /proc/<pid>/stat fields we use (1-based numbers as in proc(5)). */
-typedef struct axon_shm_proc_stat {
-    pid_t    pid;          /* 1 */
-    char     state;        /* 3: R, S, D, T, Z (zombie), X (dead)... */
-    uint64_t num_threads;  /* 20 */
-    uint64_t start_time;   /* 22 */
-} axon_shm_proc_stat_t;
-
-/* Parse a stat file; 0, or -errno (-ENOENT: no such process, -EIO: unparsable). */
-static int axon_shm_proc_read_stat(const char *path, axon_shm_proc_stat_t *st)
-{
-    char     buf[1024];
-    char    *p, *end;
-    uint64_t value;
-    ssize_t  n;
-    int      fd, field, err;
-
-    memset(st, 0, sizeof(*st));
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return -errno;
-    }
-    n   = read(fd, buf, sizeof(buf) - 1);
-    err = errno;
-    close(fd);
-    if (n <= 0) {
-        return (n < 0) ? -err : -EIO;
-    }
-    buf[n] = '\0';
-
-    st->pid = (pid_t)strtol(buf, NULL, 10);
-    /* The command name (field 2) may hold spaces and parentheses: skip to its last ')'. */
-    p = strrchr(buf, ')');
-    if ((p == NULL) || (p[1] != ' ') || (p[2] == '\0')) {
-        return -EIO;
-    }
-    p        += 2;
-    st->state = *p;
-    for (field = 3; field < 22; ++field) {
-        p = strchr(p, ' ');
-        if (p == NULL) {
-            return -EIO;
-        }
-        ++p;
-        if (field + 1 == 20) {
-            st->num_threads = strtoull(p, NULL, 10);
-        }
-    }
-    value = strtoull(p, &end, 10);
-    if (end == p) {
-        return -EIO;
-    }
-    st->start_time = value;
-    return 0;
-}
-
-/* Identifies the namespaces pids and start times are read in; 0 if unknown. */
-static uint64_t axon_shm_proc_ns_id(void)
-{
-    struct stat st;
-    uint64_t    ids[3] = {0, 0, 0};
-    uint64_t    hash;
-
-    if (stat("/proc/self/ns/pid", &st) != 0) {
-        return 0;
-    }
-    ids[0] = st.st_dev;
-    ids[1] = st.st_ino;
-    /* /proc/<pid>/stat start times are shifted by the reader's time namespace (Linux >= 5.6). */
-    if (stat("/proc/self/ns/time", &st) == 0) {
-        ids[2] = st.st_ino;
-    }
-    hash = axon_sys_hash64(ids, sizeof(ids), 0);
-    return (hash != 0) ? hash : 1;
-}
-
-void axon_shm_proc_self(axon_shm_proc_t *proc)
-{
-    axon_shm_proc_stat_t st;
-
-    memset(proc, 0, sizeof(*proc));
-    proc->pid = (int32_t)getpid();
-    /* A /proc mounted for another pid namespace would describe some other process. */
-    if ((axon_shm_proc_read_stat("/proc/self/stat", &st) != 0) || (st.pid != getpid())) {
-        axon_debug("shm: /proc/self/stat does not describe pid %d: peers cannot check "
-                   "that this process lives, nor read its memory", proc->pid);
-        return;
-    }
-    proc->start_time = st.start_time;
-    proc->ns_id      = axon_shm_proc_ns_id();
-}
-
-/* kill(pid, 0) says no such process (it says nothing of zombies). */
-static int axon_shm_proc_no_pid(pid_t pid)
-{
-    return (kill(pid, 0) != 0) && (errno == ESRCH);
-}
-
-int axon_shm_proc_is_gone(const axon_shm_proc_t *proc, const char **why)
-{
-    axon_shm_proc_stat_t st;
-    char                 path[32];
-    int                  ret;
-
-    if (axon_shm_proc_no_pid(proc->pid)) {
-        *why = "no such process";
-        return 1;
-    }
-    if (proc->start_time == 0) {
-        return 0;  /* nothing to compare with: alive as far as we can tell */
-    }
-
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)proc->pid);
-    ret = axon_shm_proc_read_stat(path, &st);
-    if (ret != 0) {
-        /* Reaped since kill()? Anything else (hidepid, no /proc) proves nothing. */
-        if (axon_shm_proc_no_pid(proc->pid)) {
-            *why = "no such process";
-            return 1;
-        }
-        return 0;
-    }
-    if (st.start_time != proc->start_time) {
-        *why = "its pid belongs to a newer process";
-        return 1;
-    }
-    /* A zombie leader with live threads (it called pthread_exit) still counts them. */
-    if (((st.state == 'Z') || (st.state == 'X')) && (st.num_threads <= 1)) {
-        *why = "exited, not yet reaped by its parent";
-        return 1;
-    }
-    return 0;
-}
 
 /* ---------------------------------------------------------------- segments */
 
@@ -239,7 +104,7 @@ static int axon_shm_seg_open_new(const char *prefix, axon_shm_seg_t *seg)
  * creator must be comparable with us and verifiably gone.
  */
 static int axon_shm_seg_is_stale(int dir_fd, const char *name, pid_t name_pid,
-                                 uint64_t host_id, const axon_shm_proc_t *self,
+                                 uint64_t host_id, const axon_proc_t *self,
                                  const char **why)
 {
     axon_shm_seg_ctl_t ctl;
@@ -266,8 +131,8 @@ static int axon_shm_seg_is_stale(int dir_fd, const char *name, pid_t name_pid,
     return (ctl.magic == AXON_SHM_SEG_MAGIC) && (ctl.version >= AXON_SHM_SEG_VERSION_REAP) &&
            (ctl.version <= AXON_SHM_SEG_VERSION) &&
            (ctl.owner_uid == (uint32_t)geteuid()) && (ctl.host_id == host_id) &&
-           (ctl.owner.pid == name_pid) && axon_shm_proc_comparable(&ctl.owner, self) &&
-           axon_shm_proc_is_gone(&ctl.owner, why);
+           (ctl.owner.pid == name_pid) && axon_proc_comparable(&ctl.owner, self) &&
+           axon_proc_is_gone(&ctl.owner, why);
 }
 
 /*
@@ -280,7 +145,7 @@ static int axon_shm_seg_is_stale(int dir_fd, const char *name, pid_t name_pid,
  * and a segment being built has a live creator.
  */
 static void axon_shm_seg_reap(const char *prefix, uint64_t host_id,
-                              const axon_shm_proc_t *self)
+                              const axon_proc_t *self)
 {
     char           lead[AXON_SHM_SEG_NAME_MAX];
     struct dirent *entry;
@@ -290,7 +155,7 @@ static void axon_shm_seg_reap(const char *prefix, uint64_t host_id,
     char          *end;
     DIR           *dir;
 
-    if (!axon_shm_proc_comparable(self, self)) {
+    if (!axon_proc_comparable(self, self)) {
         return;  /* without /proc no owner can be proven dead */
     }
     snprintf(lead, sizeof(lead), "%s-%u-", prefix, (unsigned)geteuid());
@@ -339,7 +204,7 @@ static void axon_shm_senders_view(axon_shm_senders_t *senders, void *addr, uint3
 
 axon_status_t axon_shm_seg_create(const char *prefix, unsigned fifo_size, size_t cell_size,
                                   unsigned nsenders, uint64_t host_id,
-                                  const axon_shm_proc_t *owner, axon_shm_seg_t *seg,
+                                  const axon_proc_t *owner, axon_shm_seg_t *seg,
                                   axon_shm_fifo_t *fifo, axon_shm_senders_t *senders)
 {
     axon_shm_seg_ctl_t *ctl;
@@ -567,9 +432,9 @@ static inline uint64_t axon_shm_sender_next(uint64_t word, int32_t pid)
  * the slot leaks (an owner killed within a few instructions of taking it).
  */
 static int axon_shm_sender_is_dead(axon_shm_sender_t *slot, uint64_t word,
-                                   const axon_shm_proc_t *self, const char **why)
+                                   const axon_proc_t *self, const char **why)
 {
-    axon_shm_proc_t proc;
+    axon_proc_t proc;
 
     if (!(word & AXON_SHM_SENDER_READY)) {
         return 0;
@@ -582,7 +447,7 @@ static int axon_shm_sender_is_dead(axon_shm_sender_t *slot, uint64_t word,
     if (atomic_load_explicit(&slot->owner, memory_order_relaxed) != word) {
         return 0;
     }
-    return axon_shm_proc_comparable(&proc, self) && axon_shm_proc_is_gone(&proc, why);
+    return axon_proc_comparable(&proc, self) && axon_proc_is_gone(&proc, why);
 }
 
 /*
@@ -603,7 +468,7 @@ static int axon_shm_sender_is_settled(axon_shm_sender_t *slot, const axon_shm_fi
 }
 
 axon_status_t axon_shm_sender_acquire(const axon_shm_senders_t *senders,
-                                      const axon_shm_fifo_t *fifo, const axon_shm_proc_t *self,
+                                      const axon_shm_fifo_t *fifo, const axon_proc_t *self,
                                       const char *seg_name, axon_shm_sender_t **slot_p,
                                       uint64_t *word_p)
 {
@@ -691,7 +556,7 @@ void axon_shm_sender_release(axon_shm_sender_t *slot, uint64_t word)
  * debugger) delays it until it runs again.
  */
 int axon_shm_senders_unstick(const axon_shm_senders_t *senders, const axon_shm_fifo_t *fifo,
-                             uint64_t head, const axon_shm_proc_t *self, const char *seg_name)
+                             uint64_t head, const axon_proc_t *self, const char *seg_name)
 {
     uint64_t           words[AXON_SHM_UNSTICK_FREE_MAX];
     uint32_t           idx[AXON_SHM_UNSTICK_FREE_MAX];

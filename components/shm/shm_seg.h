@@ -16,7 +16,7 @@
  * Segments of processes killed before they could unlink are reaped by the
  * next process of the same user that opens an iface (axon_shm_seg_create).
  *
- * This file also knows processes by identity (axon_shm_proc_t): a pid alone
+ * This file also knows processes by identity (axon_proc_t): a pid alone
  * is reused, and means nothing in another pid namespace.
  */
 #ifndef AXON_SHM_SEG_H
@@ -27,6 +27,7 @@
 #include <stdatomic.h>
 #include <sys/types.h>
 #include "axon.h"
+#include "proc.h"
 #include "list.h"
 #include "shm_fifo.h"
 
@@ -38,19 +39,6 @@
 #define AXON_SHM_SEG_VERSION_REAP 2                  /* oldest whose control line we can reap */
 #define AXON_SHM_SEG_NAME_MAX 48                     /* with the NUL; fixed in addresses */
 
-/*
- * A process across pid reuse: its pid, its start time, and the namespaces
- * both are read in. Two identities are comparable only with equal, known
- * ns ids: a pid from another pid namespace names some other process here,
- * and start times shift with the time namespace of the reader.
- */
-typedef struct axon_shm_proc {
-    uint64_t start_time;  /* clock ticks after boot, /proc/<pid>/stat field 22; 0 = unknown */
-    uint64_t ns_id;       /* hash of the pid and time namespaces; 0 = unknown */
-    int32_t  pid;
-    uint32_t reserved;
-} axon_shm_proc_t;
-
 typedef struct axon_shm_seg_ctl {
     /* Set last, with release: a peer that sees it sees the whole layout. */
     _Atomic uint64_t magic;
@@ -61,7 +49,7 @@ typedef struct axon_shm_seg_ctl {
     uint32_t         owner_uid;
     uint32_t         senders;       /* sender slots, from line 3 on */
     uint64_t         host_id;       /* axon_sys_host_id() of the creator */
-    axon_shm_proc_t  owner;         /* the creator: lets a later process prove it dead */
+    axon_proc_t  owner;         /* the creator: lets a later process prove it dead */
 } __attribute__((aligned(AXON_SHM_FIFO_ALIGN))) axon_shm_seg_ctl_t;
 
 _Static_assert(sizeof(axon_shm_seg_ctl_t) == AXON_SHM_FIFO_ALIGN, "shm control line");
@@ -81,7 +69,7 @@ _Static_assert(sizeof(axon_shm_seg_ctl_t) == AXON_SHM_FIFO_ALIGN, "shm control l
 typedef struct axon_shm_sender {
     _Atomic uint64_t claim;       /* position tried last, or AXON_SHM_FIFO_CLAIM_NONE */
     _Atomic uint64_t owner;       /* AXON_SHM_SENDER_* word */
-    _Atomic uint64_t start_time;  /* the owner's axon_shm_proc_t, valid once READY */
+    _Atomic uint64_t start_time;  /* the owner's axon_proc_t, valid once READY */
     _Atomic uint64_t ns_id;
 } __attribute__((aligned(AXON_SHM_FIFO_ALIGN))) axon_shm_sender_t;
 
@@ -118,7 +106,7 @@ axon_status_t axon_shm_seg_check_prefix(const char *prefix, const char *var_name
  */
 axon_status_t axon_shm_seg_create(const char *prefix, unsigned fifo_size, size_t cell_size,
                                   unsigned nsenders, uint64_t host_id,
-                                  const axon_shm_proc_t *owner, axon_shm_seg_t *seg,
+                                  const axon_proc_t *owner, axon_shm_seg_t *seg,
                                   axon_shm_fifo_t *fifo, axon_shm_senders_t *senders);
 void          axon_shm_seg_destroy(axon_shm_seg_t *seg);
 
@@ -133,23 +121,6 @@ axon_status_t axon_shm_seg_attach(const char *name, size_t min_cell_size, void *
                                   axon_shm_senders_t *senders);
 void          axon_shm_seg_detach(void *addr, size_t length);
 
-/* This process's identity; fields it cannot learn (no /proc) are 0. */
-void          axon_shm_proc_self(axon_shm_proc_t *proc);
-
-/* Can self tell whether the process proc names is alive, and read its memory by pid? */
-static inline int axon_shm_proc_comparable(const axon_shm_proc_t *proc,
-                                           const axon_shm_proc_t *self)
-{
-    return (proc->ns_id != 0) && (proc->ns_id == self->ns_id) && (proc->pid > 0);
-}
-
-/*
- * Is the process (comparable with ours) verifiably gone: no such pid, an
- * exited zombie, or the pid now held by a process started at another time?
- * Sets *why then. 0 when it lives or we cannot tell. Reads /proc: slow path.
- */
-int           axon_shm_proc_is_gone(const axon_shm_proc_t *proc, const char **why);
-
 /*
  * Take a sender slot of a peer's segment for an endpoint of process self:
  * a free one, else one whose owner is verifiably dead and holds no cell of
@@ -158,7 +129,7 @@ int           axon_shm_proc_is_gone(const axon_shm_proc_t *proc, const char **wh
  * every slot is taken. Slow path: may read /proc for every slot.
  */
 axon_status_t axon_shm_sender_acquire(const axon_shm_senders_t *senders,
-                                      const axon_shm_fifo_t *fifo, const axon_shm_proc_t *self,
+                                      const axon_shm_fifo_t *fifo, const axon_proc_t *self,
                                       const char *seg_name, axon_shm_sender_t **slot_p,
                                       uint64_t *word_p);
 /* Give the slot back (every cell the endpoint claimed is published). */
@@ -172,6 +143,6 @@ void          axon_shm_sender_release(axon_shm_sender_t *slot, uint64_t word);
  */
 int           axon_shm_senders_unstick(const axon_shm_senders_t *senders,
                                        const axon_shm_fifo_t *fifo, uint64_t head,
-                                       const axon_shm_proc_t *self, const char *seg_name);
+                                       const axon_proc_t *self, const char *seg_name);
 
 #endif

@@ -19,7 +19,7 @@
 #include "sys.h"
 #include "log.h"
 
-#define SOFTIB_REGISTRY_MAGIC    0x5342524547303031ull   /* "SBREG001" */
+#define SOFTIB_REGISTRY_MAGIC    0x5342524547303032ull   /* "SBREG002" */
 #define SOFTIB_REGISTRY_NSLOTS   (SOFTIB_REGISTRY_SLOT_MAX + 1)
 
 _Static_assert(__atomic_always_lock_free(sizeof(uint64_t), 0),
@@ -61,128 +61,18 @@ struct softib_registry {
 
 /* ---------------------------------------------------------------- processes */
 
-/* /proc/<pid>/stat fields we use (numbers as in proc(5)). */
-typedef struct softib_proc_stat {
-    pid_t    pid;          /* 1 */
-    char     state;        /* 3 */
-    uint64_t num_threads;  /* 20 */
-    uint64_t start_time;   /* 22 */
-} softib_proc_stat_t;
-
-/* 0, or -errno (-ENOENT: no such process, -EIO: not parsable). */
-static int softib_proc_read_stat(const char *path, softib_proc_stat_t *st)
-{
-    char    buf[1024];
-    char   *p, *end;
-    ssize_t n;
-    int     fd, field, err;
-
-    memset(st, 0, sizeof(*st));
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return -errno;
-    }
-    n   = read(fd, buf, sizeof(buf) - 1);
-    err = errno;
-    close(fd);
-    if (n <= 0) {
-        return (n < 0) ? -err : -EIO;
-    }
-    buf[n]  = '\0';
-    st->pid = (pid_t)strtol(buf, NULL, 10);
-    /* The command (field 2) may contain spaces and ')': fields resume after the last ')'. */
-    p = strrchr(buf, ')');
-    if ((p == NULL) || (p[1] != ' ') || (p[2] == '\0')) {
-        return -EIO;
-    }
-    p        += 2;
-    st->state = *p;
-    for (field = 3; field < 22; ++field) {
-        p = strchr(p, ' ');
-        if (p == NULL) {
-            return -EIO;
-        }
-        ++p;
-        if (field + 1 == 20) {
-            st->num_threads = strtoull(p, NULL, 10);
-        }
-    }
-    st->start_time = strtoull(p, &end, 10);
-    return (end == p) ? -EIO : 0;
-}
-
-/* Names the namespaces in which pids and start times are read; 0 if unknown. */
-static uint64_t softib_proc_ns_id(void)
-{
-    struct stat st;
-    uint64_t    ids[3] = {0, 0, 0};
-    uint64_t    hash;
-
-    if (stat("/proc/self/ns/pid", &st) != 0) {
-        return 0;
-    }
-    ids[0] = st.st_dev;
-    ids[1] = st.st_ino;
-    /* Start times are shifted by the reader's time namespace (Linux >= 5.6). */
-    if (stat("/proc/self/ns/time", &st) == 0) {
-        ids[2] = st.st_ino;
-    }
-    hash = axon_sys_hash64(ids, sizeof(ids), 0);
-    return (hash != 0) ? hash : 1;
-}
-
 void softib_registry_owner_self(softib_registry_owner_t *owner)
 {
-    softib_proc_stat_t st;
-
-    memset(owner, 0, sizeof(*owner));
-    owner->pid = (int32_t)getpid();
-    /* A /proc of another pid namespace would describe some other process. */
-    if ((softib_proc_read_stat("/proc/self/stat", &st) != 0) || (st.pid != getpid())) {
-        axon_debug("softib: /proc/self/stat does not describe pid %d: others cannot tell "
-                   "when this process is gone", owner->pid);
-        return;
-    }
-    owner->start_time = st.start_time;
-    owner->ns_id      = softib_proc_ns_id();
-}
-
-static int softib_proc_no_pid(pid_t pid)
-{
-    return (kill(pid, 0) != 0) && (errno == ESRCH);
+    axon_proc_self(owner);
 }
 
 int softib_registry_owner_gone(const softib_registry_owner_t *owner, const char **why)
 {
-    softib_proc_stat_t st;
-    char               path[32];
+    axon_proc_t self;
 
     /* Pids of another namespace mean nothing here: assume alive. */
-    if ((owner->ns_id == 0) || (owner->ns_id != softib_proc_ns_id())) {
-        return 0;
-    }
-    if ((owner->pid <= 0) || softib_proc_no_pid(owner->pid)) {
-        *why = "no such process";
-        return 1;
-    }
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)owner->pid);
-    if (softib_proc_read_stat(path, &st) != 0) {
-        if (softib_proc_no_pid(owner->pid)) {
-            *why = "no such process";
-            return 1;
-        }
-        return 0;  /* hidepid or the like: proves nothing */
-    }
-    if ((owner->start_time != 0) && (st.start_time != owner->start_time)) {
-        *why = "its pid belongs to a newer process";
-        return 1;
-    }
-    /* A zombie leader with live threads (it called pthread_exit) still counts them. */
-    if (((st.state == 'Z') || (st.state == 'X')) && (st.num_threads <= 1)) {
-        *why = "exited, not yet reaped by its parent";
-        return 1;
-    }
-    return 0;
+    axon_proc_self(&self);
+    return axon_proc_comparable(owner, &self) && axon_proc_is_gone(owner, why);
 }
 
 /* ---------------------------------------------------------------- segment */

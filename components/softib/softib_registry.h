@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "proc.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,11 +29,7 @@ extern "C" {
 typedef struct softib_registry softib_registry_t;
 
 /* What a process needs to know to tell whether another one still lives. */
-typedef struct softib_registry_owner {
-    int32_t  pid;
-    uint64_t start_time;  /* /proc/<pid>/stat field 22; 0 when unreadable */
-    uint64_t ns_id;       /* pid (and time) namespace the two above mean something in */
-} softib_registry_owner_t;
+typedef axon_proc_t softib_registry_owner_t;
 
 /* Map (creating it if needed) the registry of device dev_index. Errors: errno values. */
 int      softib_registry_open(unsigned dev_index, softib_registry_t **reg_p);
