@@ -11,6 +11,7 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/test_tag_ext.cc \
 	tests/gtest/test_peer_failure.cc \
 	tests/gtest/test_shm.cc \
+	tests/gtest/test_tcp.cc \
 	tests/gtest/test_bad_input.cc \
 	tests/gtest/test_device.cc \
 	tests/gtest/softib_env.h \

@@ -3,16 +3,29 @@
  * non-blocking and driven by one epoll set per iface.
  *
  * One iface per IPv4 network interface, listening on that interface's
- * address. An endpoint is one outgoing connection, and data flows only from
- * the side that connected to the side that accepted: a worker replies over
- * its own endpoint, so every socket has one writer and one reader and a
- * connection needs no arbitration. The acceptor writes only the handshake
- * answer and a goodbye, which let each side tell a peer that closed on
- * purpose from one that died (tcp_wire.h).
+ * address. A connection (axon_tcp_conn_t) carries frames both ways: its
+ * receive side delivers to the iface's handlers whoever connected, and its
+ * send side is shared by every ep of ours to that peer worker. ep_create
+ * sends on an open connection with the peer when there is one (it connected
+ * to us, or an ep of ours connected earlier) and connects only otherwise;
+ * simultaneous connects end on one connection (rules in tcp_wire.h). So a
+ * pair of workers that talk both ways (every receiver gets an ep back for
+ * replies) uses one socket, and replies carry the ACKs of requests.
+ *
+ * Closing is per direction: destroying the last ep on a connection sends a
+ * goodbye and keeps reading until the peer's; the socket closes when both
+ * sides said goodbye. An end of stream without a goodbye is a peer failure:
+ * every ep on the connection fails and peer_failure names the peer.
+ *
+ * Progress skips ifaces with nothing but a listening socket (polled every
+ * AXON_TCP_IDLE_POLL_INTERVAL calls) and, with exactly one connection,
+ * reads it with recv() instead of waiting in epoll_wait first (which still
+ * runs every AXON_TCP_EPOLL_INTERVAL calls), so noticing and reading a
+ * message is one syscall.
  *
  * Files by stage: tcp_component.c (configuration, resources), tcp_iface.c
- * (listening, progress, the receive path), tcp_ep.c (connecting, the send
- * path), tcp_sock.c (socket helpers).
+ * (listening, progress, connections and the receive path), tcp_ep.c
+ * (connecting, the send path), tcp_sock.c (socket helpers).
  */
 #ifndef AXON_TCP_H
 #define AXON_TCP_H
@@ -42,6 +55,10 @@
 #define AXON_TCP_RX_ROUNDS     16
 /* Connections accepted per progress call, so a connect storm cannot starve receives. */
 #define AXON_TCP_ACCEPT_BURST  16
+/* An iface with only its listening socket is polled every this many progress calls. */
+#define AXON_TCP_IDLE_POLL_INTERVAL 64
+/* With one connection, progress reads it directly and calls epoll_wait this often. */
+#define AXON_TCP_EPOLL_INTERVAL     64
 /*
  * Keep-alive probing with AXON_TCP_KEEPALIVE=y: an idle connection to a host
  * that vanished (power loss, cable) is dropped after about
@@ -83,32 +100,80 @@ typedef struct axon_tcp_iface_addr {
 /* What an epoll event points to */
 typedef enum {
     AXON_TCP_SOCK_LISTEN = 0,
-    AXON_TCP_SOCK_EP,      /* outgoing connection: axon_tcp_ep_t */
-    AXON_TCP_SOCK_CONN,    /* accepted connection: axon_tcp_conn_t */
+    AXON_TCP_SOCK_CONN,    /* a connection, either role: axon_tcp_conn_t */
 } axon_tcp_sock_kind_t;
 
-/* Socket flags */
-#define AXON_TCP_SOCK_FLAG_GOODBYE  0x1  /* the peer said goodbye: its EOF is not a failure */
+/* Socket flags: the two halves of a graceful close (tcp_wire.h) */
+#define AXON_TCP_SOCK_FLAG_GOODBYE  0x1  /* the peer said goodbye: it sends nothing more, and
+                                          * its EOF is not a failure */
+#define AXON_TCP_SOCK_FLAG_TX_DONE  0x2  /* we said goodbye: nothing more goes out */
 
-/* What eps and accepted connections share: a socket in the epoll set. */
+/* What the listening socket and connections share: a socket in the epoll set. */
 typedef struct axon_tcp_sock {
     int                  fd;        /* -1 once closed */
     uint32_t             events;    /* registered with epoll */
     uint8_t              kind;      /* axon_tcp_sock_kind_t */
     uint8_t              flags;     /* AXON_TCP_SOCK_FLAG_* */
     axon_status_t        status;    /* why the socket was closed, when it was */
-    uint64_t             peer_uuid; /* 0 until an acceptor reads the handshake */
-    double               deadline;  /* of connect(), while on iface->connecting */
+    uint64_t             peer_uuid; /* connector: from ep_create; acceptor: from HELLO */
     struct sockaddr_in   peer_sa;   /* for log lines */
-    axon_list_link_t     link;      /* iface->eps, ->closing or ->conns */
-    axon_list_link_t     pend;      /* iface->connecting, ->reports or ->garbage */
+    axon_list_link_t     link;      /* iface->conns */
+    axon_list_link_t     pend;      /* iface->reports or ->garbage */
 } axon_tcp_sock_t;
+
+typedef struct axon_tcp_ep   axon_tcp_ep_t;
+
+/* Connection states */
+typedef enum {
+    AXON_TCP_CONN_CONNECTING = 0,  /* connector: connect() in flight */
+    AXON_TCP_CONN_HANDSHAKE,       /* connector: HELLO queued or sent, reading the answer;
+                                    * acceptor: reading HELLO */
+    AXON_TCP_CONN_OPEN,            /* frames flow, both ways */
+} axon_tcp_conn_state_t;
+
+/*
+ * One TCP connection, whichever side connected: the receive side parses
+ * frames from it for the whole iface; the send side is shared by the eps
+ * attached to it (tx_eps). Each ep queues what the socket did not take in
+ * its own buffer, and only one ep has a queue at a time (tx_owner): the
+ * others get AXON_ERR_NO_RESOURCE until it drained, so frames never
+ * interleave.
+ */
+typedef struct axon_tcp_conn {
+    axon_tcp_sock_t   sock;
+    uint8_t           state;        /* axon_tcp_conn_state_t */
+    uint8_t           connector;    /* we connected: our HELLO opened it */
+    uint32_t          max_body;     /* largest plain frame body the peer announced */
+    uint8_t           hs_sent;      /* connector: some of HELLO went out */
+    unsigned          tx_count;     /* eps in tx_eps */
+    axon_list_link_t  tx_eps;       /* eps sending on it, by axon_tcp_ep_t.conn_link */
+    axon_tcp_ep_t    *tx_owner;     /* the ep whose queued bytes go out first, or NULL */
+    double            deadline;     /* of connect(), while on iface->connecting */
+    axon_list_link_t  connecting;   /* iface->connecting */
+    axon_tcp_hs_t     hs;           /* HELLO (acceptor) or the answer (connector) */
+    size_t            hs_got;
+    /* Frames are parsed in place from [rx_head, rx_tail) of rx_buf. */
+    char             *rx_buf;
+    size_t            rx_cap;
+    size_t            rx_base_cap;  /* rx_cap outside an oversized zero-copy frame */
+    size_t            rx_head;
+    size_t            rx_tail;
+    size_t            rx_skip;      /* padding of a placed frame still to discard */
+    int               rx_unplaced;  /* am_rx_dest declined the zero-copy frame at rx_head */
+    /* Zero-copy placement in flight: frame header and AM header wait in rx_buf */
+    char             *place_dest;
+    size_t            place_len;
+    size_t            place_done;
+} axon_tcp_conn_t;
 
 typedef struct axon_tcp_iface {
     axon_iface_t           super;
     int                    epfd;
     axon_tcp_sock_t        listen;
     unsigned               in_progress;  /* frees wait while events may point to sockets */
+    unsigned               nconns;       /* connections in the epoll set */
+    unsigned               idle_skip;    /* progress calls left before an idle iface polls */
+    unsigned               epoll_skip;   /* empty recv() polls left before an epoll_wait */
     /* Receive side */
     void                  *am_arg;
     axon_am_handler_t      am_handlers[AXON_AM_ID_MAX];
@@ -127,33 +192,41 @@ typedef struct axon_tcp_iface {
     uint64_t               host_id;
     uint64_t               netns;
     char                   name[AXON_DEV_NAME_MAX + 8];  /* "tcp/eth0", for log lines */
-    /* Sockets, by the lists in axon_tcp_sock_t */
+    /* Endpoints, by axon_tcp_ep_t.link and .report */
     axon_list_link_t       eps;          /* live endpoints */
     axon_list_link_t       closing;      /* destroyed endpoints still sending */
-    axon_list_link_t       conns;        /* accepted connections */
-    axon_list_link_t       connecting;   /* eps whose connect() is in flight (deadline) */
-    axon_list_link_t       reports;      /* failures to deliver from progress */
+    axon_list_link_t       ep_reports;   /* zero-copy sends of failed eps to complete */
+    /* Connections, by the lists in axon_tcp_conn_t */
+    axon_list_link_t       conns;        /* every open connection, both roles */
+    axon_list_link_t       connecting;   /* connect() in flight (deadline) */
+    axon_list_link_t       reports;      /* peer failures to deliver from progress */
     axon_list_link_t       garbage;
 } axon_tcp_iface_t;
 
 /* Endpoint states */
 typedef enum {
-    AXON_TCP_EP_CONNECTING = 0,  /* connect() in flight */
-    AXON_TCP_EP_HANDSHAKE,       /* HELLO queued or sent, waiting for the answer */
+    AXON_TCP_EP_CONNECTING = 0,  /* its connection is not open yet */
     AXON_TCP_EP_CONNECTED,
-    AXON_TCP_EP_FAILED,          /* sock.status says why; sends return it */
-    AXON_TCP_EP_CLOSED,          /* the peer said goodbye */
+    AXON_TCP_EP_FAILED,          /* status says why; sends return it */
+    AXON_TCP_EP_CLOSED,          /* the peer closed the connection on purpose */
     AXON_TCP_EP_CLOSING,         /* destroyed, flushing its last bytes and goodbye */
     AXON_TCP_EP_STATE_LAST
 } axon_tcp_ep_state_t;
 
 extern const char *const axon_tcp_ep_state_names[];
 
-typedef struct axon_tcp_ep {
+struct axon_tcp_ep {
     axon_tl_ep_t          super;
-    axon_tcp_sock_t       sock;
+    axon_tcp_conn_t      *conn;         /* where it sends; NULL once failed or closed */
+    uint64_t              peer_uuid;
+    struct sockaddr_in    peer_sa;      /* the peer's listening address */
+    axon_status_t         status;       /* FAILED, CLOSED: what sends return */
     uint8_t               state;        /* axon_tcp_ep_state_t */
     uint8_t               zc_active;    /* a zero-copy send is in flight */
+    uint8_t               bye_queued;   /* CLOSING: the connection's goodbye is in its queue */
+    axon_list_link_t      link;         /* iface->eps or ->closing */
+    axon_list_link_t      conn_link;    /* conn->tx_eps */
+    axon_list_link_t      report;       /* iface->ep_reports */
     /* Send queue: bytes [tx_off, tx_len) of tx_buf, then the zero-copy pieces. */
     size_t                tx_off;
     size_t                tx_len;
@@ -161,40 +234,14 @@ typedef struct axon_tcp_ep {
     struct iovec          zc_iov[2];    /* unsent payload and padding ... */
     size_t                zc_iovcnt;    /* ... in zc_iov[0 .. zc_iovcnt) */
     axon_tl_completion_t *zc_comp;
-    /* Receive side: the handshake answer, then control frames only */
-    union {
-        axon_tcp_hs_t     hs;
-        axon_tcp_frame_t  frame;
-    } rx;
-    size_t                rx_got;
     char                  tx_buf[] __attribute__((aligned(AXON_TCP_ALIGN)));
-} axon_tcp_ep_t;
+};
 
-/* Accepted connection states */
-typedef enum {
-    AXON_TCP_CONN_HANDSHAKE = 0,  /* reading HELLO */
-    AXON_TCP_CONN_OPEN,           /* reading frames */
-} axon_tcp_conn_state_t;
-
-typedef struct axon_tcp_conn {
-    axon_tcp_sock_t sock;
-    uint8_t         state;
-    uint32_t        max_body;     /* largest plain frame body the peer announced */
-    axon_tcp_hs_t   hs;
-    size_t          hs_got;
-    /* Frames are parsed in place from [rx_head, rx_tail) of rx_buf. */
-    char           *rx_buf;
-    size_t          rx_cap;
-    size_t          rx_base_cap;  /* rx_cap outside an oversized zero-copy frame */
-    size_t          rx_head;
-    size_t          rx_tail;
-    size_t          rx_skip;      /* padding of a placed frame still to discard */
-    int             rx_unplaced;  /* am_rx_dest declined the zero-copy frame at rx_head */
-    /* Zero-copy placement in flight: frame header and AM header wait in rx_buf */
-    char           *place_dest;
-    size_t          place_len;
-    size_t          place_done;
-} axon_tcp_conn_t;
+/* The ep that created a connector's connection (its only one until the connection opens). */
+static inline axon_tcp_ep_t *axon_tcp_conn_first_ep(const axon_tcp_conn_t *conn)
+{
+    return axon_container_of(conn->tx_eps.next, axon_tcp_ep_t, conn_link);
+}
 
 /* Bytes an endpoint allocates (struct and send buffer). */
 static inline size_t axon_tcp_ep_alloc_size(size_t seg_size)
@@ -222,10 +269,39 @@ axon_status_t axon_tcp_iface_open(const axon_resource_t *resource, const void *c
 axon_status_t axon_tcp_iface_check_peer(const axon_tcp_iface_t *iface, const void *dev_addr,
                                         const void *iface_addr, axon_log_level_t log_level,
                                         struct sockaddr_in *sa);
-/* Queue a closed socket's failure for the next progress call. */
-void          axon_tcp_iface_report(axon_tcp_iface_t *iface, axon_tcp_sock_t *sock);
-/* Free a closed ep or conn now, or after progress if events may still point to it. */
+/* Free a closed connection now, or after progress if events may still point to it. */
 void          axon_tcp_iface_release(axon_tcp_iface_t *iface, axon_tcp_sock_t *sock);
+/*
+ * Connections (tcp_iface.c). A connection to peer_uuid a new ep can send
+ * on: open, and nobody said goodbye on it; NULL if none (exclude: skip it).
+ */
+axon_tcp_conn_t *axon_tcp_conn_find_open(axon_tcp_iface_t *iface, uint64_t peer_uuid,
+                                         const axon_tcp_conn_t *exclude);
+/* A connector's connection, already connecting (fd and state set by the caller). */
+axon_status_t axon_tcp_conn_add(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn,
+                                uint32_t events);
+/* The connection is over: close it, fail its eps, report the peer unless graceful. */
+void          axon_tcp_conn_fail(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn,
+                                 axon_status_t status, int graceful);
+/* Close a connection that never carried anything of ours: nothing to report. */
+void          axon_tcp_conn_drop(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn);
+/*
+ * Our last sender on conn is done (its goodbye is out, or it never had one
+ * to send): the connection closes if the peer is done too.
+ */
+void          axon_tcp_conn_tx_done(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn);
+/* Write a goodbye straight to a socket with nothing of ours queued; 0 if it went out. */
+int           axon_tcp_conn_say_goodbye(axon_tcp_conn_t *conn);
+/*
+ * A connection with peer_uuid failed: fail our other connections with it
+ * too, so they do not wait for their own sockets to notice (keep-alive may
+ * take seconds).
+ */
+void          axon_tcp_iface_fail_peer(axon_tcp_iface_t *iface, uint64_t peer_uuid,
+                                       axon_status_t status);
+/* Progress: the connection's events. Returns completions. */
+unsigned      axon_tcp_conn_handle_events(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn,
+                                          uint32_t events);
 
 /* tcp_ep.c */
 axon_status_t axon_tcp_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid,
@@ -235,7 +311,7 @@ axon_status_t axon_tcp_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid,
  * Queued bytes still go out (from progress) before the goodbye. A zero-copy
  * send in flight cannot be finished without its buffer: it completes with
  * AXON_ERR_CANCELED inside this call and the connection is reset, so the
- * peer reports this worker failed.
+ * peer reports this worker failed, and this worker the peer.
  */
 void          axon_tcp_ep_destroy(axon_tl_ep_t *tl_ep);
 axon_status_t axon_tcp_ep_am_short(axon_tl_ep_t *tl_ep, uint8_t am_id, const void *hdr,
@@ -247,17 +323,26 @@ axon_status_t axon_tcp_ep_am_zcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, const voi
                                    axon_tl_completion_t *comp);
 axon_status_t axon_tcp_ep_flush(axon_tl_ep_t *tl_ep);
 axon_status_t axon_tcp_ep_check(axon_tl_ep_t *tl_ep);
-/* Progress: an epoll event on the ep's socket; returns operations completed. */
-unsigned      axon_tcp_ep_handle_events(axon_tcp_ep_t *ep, uint32_t events);
-/* Fail an ep whose connect() outlived AXON_TCP_CONNECT_TIMEOUT. */
-void          axon_tcp_ep_check_timeout(axon_tcp_ep_t *ep, double now);
+/* Progress: room to send on the ep's connection; returns operations completed. */
+unsigned      axon_tcp_ep_tx_progress(axon_tcp_ep_t *ep);
+/* The ep's connection finished connect(): HELLO goes out. */
+unsigned      axon_tcp_ep_connected(axon_tcp_ep_t *ep);
+/* The connection accepted our HELLO: data may flow. */
+void          axon_tcp_ep_open(axon_tcp_ep_t *ep);
 /*
- * A connection from peer_uuid failed: fail our eps to it too, so they do not
- * wait for their own sockets to notice (keep-alive may take seconds).
+ * Move an ep whose own connection carried nothing but HELLO onto conn (an
+ * open connection with the same peer). The old connection says goodbye if
+ * HELLO went out, or is dropped if not a byte did.
  */
-void          axon_tcp_ep_fail_peer(axon_tcp_iface_t *iface, uint64_t peer_uuid,
-                                    axon_status_t status);
-/* Close an ep's socket, saying goodbye if it can, and free it (iface_close). */
+void          axon_tcp_ep_move(axon_tcp_ep_t *ep, axon_tcp_conn_t *conn);
+/* An ep of ours to peer_uuid whose connection carried nothing yet, or NULL. */
+axon_tcp_ep_t *axon_tcp_ep_find_unsent(axon_tcp_iface_t *iface, uint64_t peer_uuid);
+/* The ep's connection is gone (ep already off it): graceful = the peer closed it on purpose. */
+void          axon_tcp_ep_conn_lost(axon_tcp_ep_t *ep, axon_status_t status, int graceful);
+/* Fail a connection whose connect() outlived AXON_TCP_CONNECT_TIMEOUT. */
+void          axon_tcp_conn_check_timeout(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn,
+                                          double now);
+/* iface_close: one last push of a CLOSING ep's queue, then free it. */
 void          axon_tcp_ep_close_now(axon_tcp_ep_t *ep);
 
 #endif

@@ -1,10 +1,11 @@
 /*
- * tcp endpoint: one outgoing connection. Connects without blocking, says
- * HELLO, and once ACCEPTed sends frames: straight from the caller's memory
- * when the socket takes them, the rest queued in the ep's send buffer (or,
- * for zero-copy, as a cursor into the caller's buffer) and pushed from
- * progress on EPOLLOUT. Its socket is also read: for the handshake answer,
- * a goodbye, and the end of stream that means the peer died.
+ * tcp endpoint: a sender on a connection shared with the other eps to the
+ * same peer worker. It attaches to an open connection with the peer, or
+ * connects without blocking and says HELLO. Once open it sends frames
+ * straight from the caller's memory when the socket takes them; the rest
+ * is queued in the ep's send buffer (or, for zero-copy, as a cursor into
+ * the caller's buffer) and pushed from progress on EPOLLOUT, while the
+ * connection's other eps wait (only one queue per socket).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,14 +21,13 @@
 
 const char *const axon_tcp_ep_state_names[AXON_TCP_EP_STATE_LAST] = {
     [AXON_TCP_EP_CONNECTING] = "connecting",
-    [AXON_TCP_EP_HANDSHAKE]  = "handshake",
     [AXON_TCP_EP_CONNECTED]  = "connected",
     [AXON_TCP_EP_FAILED]     = "failed",
     [AXON_TCP_EP_CLOSED]     = "closed by peer",
     [AXON_TCP_EP_CLOSING]    = "closing",
 };
 
-/* Events an ep's socket waits for: the peer's answer, goodbye or death, and room to send. */
+/* Events an ep's connection waits for: the peer's frames, and room while a queue waits. */
 #define AXON_TCP_EP_EVENTS_RX (EPOLLIN | EPOLLRDHUP)
 #define AXON_TCP_EP_EVENTS_TX (EPOLLIN | EPOLLRDHUP | EPOLLOUT)
 
@@ -47,171 +47,85 @@ static void axon_tcp_ep_log_peer(const axon_tcp_ep_t *ep, axon_log_level_t level
     char sa_str[AXON_TCP_SA_STR_MAX];
 
     axon_log(level, "%s: %s worker %016llx at %s: %s", axon_tcp_ep_iface(ep)->name, what,
-             (unsigned long long)ep->sock.peer_uuid,
-             axon_tcp_sock_sa_str(&ep->sock.peer_sa, sa_str, sizeof(sa_str)), why);
+             (unsigned long long)ep->peer_uuid,
+             axon_tcp_sock_sa_str(&ep->peer_sa, sa_str, sizeof(sa_str)), why);
 }
 
-/* Close and free (after progress if inside it); the upper layer is done with ep. */
-static void axon_tcp_ep_release(axon_tcp_ep_t *ep)
+/* Off every list and freed: the upper layer is done with it and so is its connection. */
+static void axon_tcp_ep_free(axon_tcp_ep_t *ep)
+{
+    axon_list_del(&ep->link);
+    axon_list_del(&ep->report);
+    free(ep);
+}
+
+void axon_tcp_ep_conn_lost(axon_tcp_ep_t *ep, axon_status_t status, int graceful)
 {
     axon_tcp_iface_t *iface = axon_tcp_ep_iface(ep);
 
-    axon_tcp_sock_close(iface->epfd, &ep->sock);
-    axon_list_del(&ep->sock.link);
-    axon_list_del(&ep->sock.pend);
-    axon_tcp_iface_release(iface, &ep->sock);
-}
-
-/*
- * The connection is over: close it, drop what was queued, and have progress
- * complete the zero-copy send in flight and report the peer (unless it said
- * goodbye, which is not a failure).
- */
-static void axon_tcp_ep_fail(axon_tcp_ep_t *ep, axon_status_t status, int graceful)
-{
-    axon_tcp_iface_t *iface = axon_tcp_ep_iface(ep);
-
+    ep->conn = NULL;
+    if (ep->state == AXON_TCP_EP_CLOSING) {
+        axon_tcp_ep_free(ep);   /* destroyed already: nobody to tell */
+        return;
+    }
     if ((ep->state == AXON_TCP_EP_FAILED) || (ep->state == AXON_TCP_EP_CLOSED)) {
         return;
     }
-    if (ep->state == AXON_TCP_EP_CLOSING) {
-        axon_tcp_ep_release(ep);   /* destroyed already: nobody to tell */
-        return;
-    }
     axon_debug("%s: ep %p to worker %016llx: %s -> %s (%s)", iface->name, (void*)ep,
-               (unsigned long long)ep->sock.peer_uuid, axon_tcp_ep_state_names[ep->state],
+               (unsigned long long)ep->peer_uuid, axon_tcp_ep_state_names[ep->state],
                axon_tcp_ep_state_names[graceful ? AXON_TCP_EP_CLOSED : AXON_TCP_EP_FAILED],
                axon_status_string(status));
-    axon_tcp_sock_close(iface->epfd, &ep->sock);
-    axon_list_del(&ep->sock.pend);   /* off the connecting list */
-    ep->state       = graceful ? AXON_TCP_EP_CLOSED : AXON_TCP_EP_FAILED;
-    ep->sock.status = status;
-    ep->tx_off      = 0;
-    ep->tx_len      = 0;
-    if (graceful) {
-        ep->sock.flags |= AXON_TCP_SOCK_FLAG_GOODBYE;
-    }
-    if (!graceful || ep->zc_active) {
-        axon_tcp_iface_report(iface, &ep->sock);
-    }
-}
-
-void axon_tcp_ep_fail_peer(axon_tcp_iface_t *iface, uint64_t peer_uuid, axon_status_t status)
-{
-    axon_tcp_sock_t *sock, *tmp;
-    axon_tcp_ep_t   *ep;
-
-    axon_list_for_each_safe(sock, tmp, &iface->eps, link) {
-        ep = axon_container_of(sock, axon_tcp_ep_t, sock);
-        if ((sock->peer_uuid != peer_uuid) || (sock->fd < 0)) {
-            continue;
-        }
-        axon_tcp_ep_log_peer(ep, AXON_LOG_WARN, "giving up on",
-                             "its connection to us failed");
-        axon_tcp_ep_fail(ep, status, 0);
-    }
-}
-
-/* The peer closed (ret 0) or the socket failed (-errno) while we read. */
-static void axon_tcp_ep_lost(axon_tcp_ep_t *ep, ssize_t ret)
-{
-    const char *why = (ret == 0) ? "connection closed without goodbye" : strerror((int)-ret);
-
-    /* Its kernel took the connection, so it was there: a death, not an unreachable peer. */
-    axon_tcp_ep_log_peer(ep, AXON_LOG_WARN,
-                         (ep->state == AXON_TCP_EP_HANDSHAKE) ? "handshake failed with" : "lost",
-                         why);
-    axon_tcp_ep_fail(ep, (ret == 0) ? AXON_ERR_CONNECTION_RESET :
-                         axon_tcp_sock_errno_status((int)-ret), 0);
-}
-
-static axon_status_t axon_tcp_ep_reject_status(uint8_t reason)
-{
-    /* A different worker at the address means ours is gone; the rest cannot work. */
-    return (reason == AXON_TCP_REJECT_WRONG_PEER) ? AXON_ERR_UNREACHABLE : AXON_ERR_UNSUPPORTED;
-}
-
-/* The acceptor's answer to HELLO is in ep->rx.hs. */
-static void axon_tcp_ep_handshake_done(axon_tcp_ep_t *ep)
-{
-    const axon_tcp_hs_t *hs = &ep->rx.hs;
-    const char          *why;
-
-    if ((hs->magic != AXON_TCP_MAGIC) || (hs->version != AXON_TCP_VERSION) ||
-        ((hs->op != AXON_TCP_HS_ACCEPT) && (hs->op != AXON_TCP_HS_REJECT))) {
-        axon_tcp_ep_log_peer(ep, AXON_LOG_ERROR, "handshake failed with",
-                             "malformed answer (not an Axon tcp peer?)");
-        axon_tcp_ep_fail(ep, AXON_ERR_IO_FORMAT, 0);
-        return;
-    }
-    if (hs->op == AXON_TCP_HS_REJECT) {
-        why = (hs->reason < AXON_TCP_REJECT_LAST) ? axon_tcp_reject_names[hs->reason] :
-              "unknown reason";
-        axon_tcp_ep_log_peer(ep, AXON_LOG_ERROR, "connection refused by", why);
-        axon_tcp_ep_fail(ep, axon_tcp_ep_reject_status(hs->reason), 0);
-        return;
-    }
-    if ((hs->src_uuid != ep->sock.peer_uuid) ||
-        (hs->dst_uuid != axon_tcp_ep_iface(ep)->worker_uuid)) {
-        axon_tcp_ep_log_peer(ep, AXON_LOG_ERROR, "handshake failed with",
-                             "it accepted as another worker");
-        axon_tcp_ep_fail(ep, AXON_ERR_UNREACHABLE, 0);
-        return;
-    }
-
-    ep->state = AXON_TCP_EP_CONNECTED;
-    axon_tcp_ep_log_peer(ep, AXON_LOG_DEBUG, "connected to", "accepted");
-}
-
-/* Read what the acceptor sends: the handshake answer, then only a goodbye. */
-static void axon_tcp_ep_rx(axon_tcp_ep_t *ep)
-{
-    size_t  want;
-    ssize_t ret;
-
-    while (ep->sock.fd >= 0) {
-        want = (ep->state == AXON_TCP_EP_HANDSHAKE) ? sizeof(ep->rx.hs) : sizeof(ep->rx.frame);
-        ret  = axon_tcp_sock_recv(ep->sock.fd, (char*)&ep->rx + ep->rx_got, want - ep->rx_got);
-        if (ret == -EAGAIN) {
-            return;
-        }
-        if (ret <= 0) {
-            axon_tcp_ep_lost(ep, ret);
-            return;
-        }
-        ep->rx_got += (size_t)ret;
-        if (ep->rx_got < want) {
-            continue;
-        }
-        ep->rx_got = 0;
-
-        if (ep->state == AXON_TCP_EP_HANDSHAKE) {
-            axon_tcp_ep_handshake_done(ep);
-        } else if ((ep->rx.frame.flags == AXON_TCP_FRAME_CTRL) &&
-                   (ep->rx.frame.am_id == AXON_TCP_CTRL_GOODBYE) && (ep->rx.frame.length == 0)) {
-            axon_tcp_ep_log_peer(ep, AXON_LOG_DEBUG, "goodbye from", "it closed");
-            axon_tcp_ep_fail(ep, AXON_ERR_CONNECTION_RESET, 1);
-        } else {
-            axon_tcp_ep_log_peer(ep, AXON_LOG_ERROR, "protocol error from",
-                                 "data on a connection that carries none this way");
-            axon_tcp_ep_fail(ep, AXON_ERR_IO_FORMAT, 0);
-        }
+    ep->state  = graceful ? AXON_TCP_EP_CLOSED : AXON_TCP_EP_FAILED;
+    ep->status = status;
+    ep->tx_off = 0;
+    ep->tx_len = 0;
+    if (ep->zc_active) {
+        /* Completed from progress, with the error. */
+        axon_list_del(&ep->report);
+        axon_list_add_tail(&iface->ep_reports, &ep->report);
     }
 }
 
 /*
- * A send failed with errno err. A peer that closed on purpose may have left
- * its goodbye in our receive queue: read that before calling it a failure.
+ * A send failed with errno err: this side of the connection is over. Its
+ * receive side decides (from progress) whether the peer left on purpose
+ * (a goodbye before the end of stream) or died, and reports that.
  */
 static axon_status_t axon_tcp_ep_tx_error(axon_tcp_ep_t *ep, int err)
 {
-    axon_tcp_ep_rx(ep);
-    if (ep->sock.fd >= 0) {
-        axon_tcp_ep_log_peer(ep, AXON_LOG_WARN, "lost", strerror(err));
-        axon_tcp_ep_fail(ep, axon_tcp_sock_errno_status(err), 0);
+    axon_tcp_iface_t *iface  = axon_tcp_ep_iface(ep);
+    axon_tcp_conn_t  *conn   = ep->conn;
+    axon_status_t     status = axon_tcp_sock_errno_status(err);
+
+    axon_tcp_ep_t    *other;
+
+    axon_tcp_ep_log_peer(ep, AXON_LOG_DEBUG, "cannot send to", strerror(err));
+    /* Every ep on the socket: none of them can send on it any more. */
+    conn->tx_owner = NULL;
+    conn->tx_count = 0;
+    while (!axon_list_is_empty(&conn->tx_eps)) {
+        other = axon_tcp_conn_first_ep(conn);
+        axon_list_del(&other->conn_link);
+        axon_tcp_ep_conn_lost(other, status, 0);
     }
-    return ep->sock.status;
+    axon_tcp_conn_tx_done(iface, conn);
+    return status;
 }
+
+/* Take ep off its connection's senders. */
+static void axon_tcp_ep_detach(axon_tcp_ep_t *ep)
+{
+    axon_tcp_conn_t *conn = ep->conn;
+
+    axon_list_del(&ep->conn_link);
+    --conn->tx_count;
+    if (conn->tx_owner == ep) {
+        conn->tx_owner = NULL;
+    }
+    ep->conn = NULL;
+}
+
+static void axon_tcp_ep_queue_goodbye(axon_tcp_ep_t *ep);
 
 /* Room for length bytes at the end of the queue (up to limit), or NULL. */
 static char *axon_tcp_ep_tx_reserve(axon_tcp_ep_t *ep, size_t length, size_t limit)
@@ -264,14 +178,18 @@ static size_t axon_tcp_ep_tx_consume(axon_tcp_ep_t *ep, size_t sent)
  * progress only: it may complete the zero-copy send, whose callback may
  * destroy ep. Returns completions.
  */
-static unsigned axon_tcp_ep_tx_progress(axon_tcp_ep_t *ep)
+unsigned axon_tcp_ep_tx_progress(axon_tcp_ep_t *ep)
 {
     axon_tcp_iface_t     *iface = axon_tcp_ep_iface(ep);
+    axon_tcp_conn_t      *conn  = ep->conn;
     axon_tl_completion_t *comp;
     struct iovec          iov[3];
-    size_t                iovcnt = 0, i, zc_sent;
+    size_t                iovcnt, i, zc_sent;
     ssize_t               ret;
+    int                   last;
 
+again:
+    iovcnt = 0;
     if (ep->tx_len > ep->tx_off) {
         iov[iovcnt].iov_base = ep->tx_buf + ep->tx_off;
         iov[iovcnt].iov_len  = ep->tx_len - ep->tx_off;
@@ -284,14 +202,13 @@ static unsigned axon_tcp_ep_tx_progress(axon_tcp_ep_t *ep)
     }
 
     if (iovcnt > 0) {
-        ret = axon_tcp_sock_sendv(ep->sock.fd, iov, iovcnt);
+        ret = axon_tcp_sock_sendv(conn->sock.fd, iov, iovcnt);
         if (ret < 0) {
-            if (ep->state == AXON_TCP_EP_CLOSING) {
-                axon_tcp_ep_release(ep);   /* nobody left to tell */
-            } else {
-                axon_tcp_ep_tx_error(ep, (int)-ret);
-            }
+            axon_tcp_ep_tx_error(ep, (int)-ret);   /* frees ep if CLOSING */
             return 0;
+        }
+        if ((ret > 0) && (conn->state != AXON_TCP_CONN_OPEN)) {
+            conn->hs_sent = 1;   /* the peer may read our HELLO now: no silent move any more */
         }
         zc_sent = axon_tcp_ep_tx_consume(ep, (size_t)ret);
         if (zc_sent > 0) {
@@ -303,17 +220,32 @@ static unsigned axon_tcp_ep_tx_progress(axon_tcp_ep_t *ep)
     }
 
     /* All out: done with the zero-copy send, stop waiting for room. */
-    comp = NULL;
+    conn->tx_owner = NULL;
+    comp           = NULL;
     if (ep->zc_active) {
         comp          = ep->zc_comp;
         ep->zc_active = 0;
         ep->zc_comp   = NULL;
     }
     if (ep->state == AXON_TCP_EP_CLOSING) {
-        axon_tcp_ep_release(ep);   /* its goodbye was the last frame */
+        last = (conn->tx_count == 1);
+        if (last && !ep->bye_queued) {
+            /* The others left while it drained: it says the connection's goodbye. */
+            axon_tcp_ep_queue_goodbye(ep);
+            ep->bye_queued = 1;
+            conn->tx_owner = ep;
+            goto again;
+        }
+        axon_tcp_ep_detach(ep);
+        axon_tcp_ep_free(ep);
+        if (last) {
+            axon_tcp_conn_tx_done(iface, conn);   /* its goodbye was the last frame */
+        } else {
+            axon_tcp_sock_set_events(iface->epfd, &conn->sock, AXON_TCP_EP_EVENTS_RX);
+        }
         return 0;
     }
-    axon_tcp_sock_set_events(iface->epfd, &ep->sock, AXON_TCP_EP_EVENTS_RX);
+    axon_tcp_sock_set_events(iface->epfd, &conn->sock, AXON_TCP_EP_EVENTS_RX);
     if (comp != NULL) {
         comp->func(comp, AXON_OK);
         return 1;
@@ -329,50 +261,108 @@ static void axon_tcp_ep_tx_keep(axon_tcp_ep_t *ep, const struct iovec *iov, size
                sent, length);
     /* The queue was empty: bytes keep their frame offsets, so alignment is kept. */
     axon_tcp_iov_copy(ep->tx_buf + sent, iov, iovcnt, sent);
-    ep->tx_off = sent;
-    ep->tx_len = length;
-    axon_tcp_sock_set_events(axon_tcp_ep_iface(ep)->epfd, &ep->sock, AXON_TCP_EP_EVENTS_TX);
+    ep->tx_off          = sent;
+    ep->tx_len          = length;
+    ep->conn->tx_owner  = ep;
+    axon_tcp_sock_set_events(axon_tcp_ep_iface(ep)->epfd, &ep->conn->sock,
+                             AXON_TCP_EP_EVENTS_TX);
 }
 
 /* ---------------------------------------------------------------- connection setup */
 
-static void axon_tcp_ep_connect_done(axon_tcp_ep_t *ep)
+unsigned axon_tcp_ep_connected(axon_tcp_ep_t *ep)
 {
-    socklen_t len = sizeof(int);
-    int       err = 0;
+    axon_tcp_iface_t *iface = axon_tcp_ep_iface(ep);
+    axon_tcp_conn_t  *conn  = ep->conn;
+    socklen_t         len   = sizeof(int);
+    int               err   = 0;
 
-    if (getsockopt(ep->sock.fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
+    if (getsockopt(conn->sock.fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
         err = errno;
     }
     if (err != 0) {
         axon_tcp_ep_log_peer(ep, AXON_LOG_ERROR, "cannot connect to", strerror(err));
-        axon_tcp_ep_fail(ep, axon_tcp_sock_errno_status(err), 0);
-        return;
+        axon_tcp_conn_fail(iface, conn, axon_tcp_sock_errno_status(err), 0);
+        return 0;
     }
     /*
      * The deadline ends here: the answer to HELLO needs the peer's progress,
      * and a busy peer is not a dead one (death shows as EOF or keep-alive).
      */
-    axon_list_del(&ep->sock.pend);
-    /* HELLO waits in the send buffer; EPOLLOUT (still armed) sends it. */
-    ep->state = AXON_TCP_EP_HANDSHAKE;
-    axon_tcp_sock_set_events(axon_tcp_ep_iface(ep)->epfd, &ep->sock, AXON_TCP_EP_EVENTS_TX);
+    axon_list_del(&conn->connecting);
+    conn->state = AXON_TCP_CONN_HANDSHAKE;
+    axon_tcp_sock_set_events(iface->epfd, &conn->sock, AXON_TCP_EP_EVENTS_TX);
+    /* HELLO waits in the send queue: send it now rather than on the next call. */
+    return axon_tcp_ep_tx_progress(ep);
 }
 
-void axon_tcp_ep_check_timeout(axon_tcp_ep_t *ep, double now)
+void axon_tcp_conn_check_timeout(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn, double now)
 {
     char why[96];
 
     /* Only the kernel's connect is bounded: a handshake answer waits for the
      * peer to progress, and a live peer may compute for a long time. A dead
      * one closes the socket, a vanished host trips keepalive. */
-    if ((ep->state != AXON_TCP_EP_CONNECTING) || (now < ep->sock.deadline)) {
+    if ((conn->state != AXON_TCP_CONN_CONNECTING) || (now < conn->deadline)) {
         return;
     }
     snprintf(why, sizeof(why), "no connection after %gs (AXON_TCP_CONNECT_TIMEOUT)",
-             axon_tcp_ep_iface(ep)->config->connect_timeout);
-    axon_tcp_ep_log_peer(ep, AXON_LOG_ERROR, "cannot connect to", why);
-    axon_tcp_ep_fail(ep, AXON_ERR_UNREACHABLE, 0);
+             iface->config->connect_timeout);
+    axon_tcp_ep_log_peer(axon_tcp_conn_first_ep(conn), AXON_LOG_ERROR, "cannot connect to", why);
+    axon_tcp_conn_fail(iface, conn, AXON_ERR_UNREACHABLE, 0);
+}
+
+void axon_tcp_ep_open(axon_tcp_ep_t *ep)
+{
+    ep->state  = AXON_TCP_EP_CONNECTED;
+    ep->tx_off = 0;
+    ep->tx_len = 0;
+    axon_tcp_ep_log_peer(ep, AXON_LOG_DEBUG, "connected to",
+                         ep->conn->connector ? "our connection" : "its connection");
+}
+
+/* Attach ep to the senders of conn. */
+static void axon_tcp_ep_add_to(axon_tcp_ep_t *ep, axon_tcp_conn_t *conn)
+{
+    ep->conn = conn;
+    axon_list_add_tail(&conn->tx_eps, &ep->conn_link);
+    ++conn->tx_count;
+}
+
+static void axon_tcp_ep_attach(axon_tcp_ep_t *ep, axon_tcp_conn_t *conn)
+{
+    axon_tcp_ep_add_to(ep, conn);
+    axon_tcp_ep_open(ep);
+}
+
+void axon_tcp_ep_move(axon_tcp_ep_t *ep, axon_tcp_conn_t *conn)
+{
+    axon_tcp_iface_t *iface = axon_tcp_ep_iface(ep);
+    axon_tcp_conn_t  *old   = ep->conn;
+
+    axon_tcp_ep_detach(ep);
+    if (!old->hs_sent) {
+        axon_tcp_conn_drop(iface, old);   /* not a byte went out: the peer saw nothing */
+    } else if (axon_tcp_conn_say_goodbye(old) != 0) {
+        /* Impossible on a socket that sent 32 bytes and got them answered; be safe. */
+        axon_tcp_conn_fail(iface, old, AXON_ERR_CONNECTION_RESET, 1);
+    } else {
+        axon_tcp_conn_tx_done(iface, old);
+    }
+    axon_tcp_ep_attach(ep, conn);
+}
+
+axon_tcp_ep_t *axon_tcp_ep_find_unsent(axon_tcp_iface_t *iface, uint64_t peer_uuid)
+{
+    axon_tcp_ep_t *ep;
+
+    axon_list_for_each(ep, &iface->eps, link) {
+        if ((ep->peer_uuid == peer_uuid) && (ep->state == AXON_TCP_EP_CONNECTING) &&
+            (ep->conn != NULL) && !ep->conn->hs_sent) {
+            return ep;
+        }
+    }
+    return NULL;
 }
 
 axon_status_t axon_tcp_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid,
@@ -382,6 +372,7 @@ axon_status_t axon_tcp_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid,
     axon_tcp_iface_t   *iface = (axon_tcp_iface_t*)tl_iface;
     axon_tcp_hs_t       hello;
     struct sockaddr_in  sa;
+    axon_tcp_conn_t    *conn;
     axon_tcp_ep_t      *ep;
     axon_status_t       status;
     uint32_t            events;
@@ -403,16 +394,32 @@ axon_status_t axon_tcp_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid,
         return AXON_ERR_NO_MEMORY;
     }
     memset(ep, 0, sizeof(*ep));
-    ep->super.iface    = tl_iface;
-    ep->sock.fd        = -1;
-    ep->sock.kind      = AXON_TCP_SOCK_EP;
-    ep->sock.peer_uuid = peer_uuid;
-    ep->sock.peer_sa   = sa;
-    ep->sock.deadline  = axon_sys_time_sec() + iface->config->connect_timeout;
-    ep->state          = AXON_TCP_EP_CONNECTING;
-    ep->tx_cap         = axon_tcp_frame_wire_len(iface->max_bcopy);
-    axon_list_init(&ep->sock.link);
-    axon_list_init(&ep->sock.pend);
+    ep->super.iface = tl_iface;
+    ep->peer_uuid   = peer_uuid;
+    ep->peer_sa     = sa;
+    ep->state       = AXON_TCP_EP_CONNECTING;
+    ep->tx_cap      = axon_tcp_frame_wire_len(iface->max_bcopy);
+    axon_list_init(&ep->report);
+    axon_list_add_tail(&iface->eps, &ep->link);
+
+    /* The peer connected to us already: send on its connection (tcp_wire.h). */
+    conn = axon_tcp_conn_find_open(iface, peer_uuid, NULL);
+    if (conn != NULL) {
+        axon_tcp_ep_attach(ep, conn);
+        *ep_p = &ep->super;
+        return AXON_OK;
+    }
+
+    conn = calloc(1, sizeof(*conn));
+    if (conn == NULL) {
+        axon_error("%s: cannot allocate a connection", iface->name);
+        axon_tcp_ep_free(ep);
+        return AXON_ERR_NO_MEMORY;
+    }
+    conn->sock.peer_uuid = peer_uuid;
+    conn->sock.peer_sa   = sa;
+    conn->deadline       = axon_sys_time_sec() + iface->config->connect_timeout;
+    conn->state          = AXON_TCP_CONN_CONNECTING;
 
     /* HELLO goes first through the send queue, like any frame. */
     memset(&hello, 0, sizeof(hello));
@@ -427,30 +434,31 @@ axon_status_t axon_tcp_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid,
 
     status = axon_tcp_sock_connect(&sa, iface->config, iface->name, &fd, &err);
     if (status != AXON_OK) {
-        free(ep);
+        free(conn);
+        axon_tcp_ep_free(ep);
         return status;
     }
-    ep->sock.fd = fd;
-    axon_list_add_tail(&iface->eps, &ep->sock.link);
-    if (err == EINPROGRESS) {
-        axon_list_add_tail(&iface->connecting, &ep->sock.pend);
+    conn->sock.fd = fd;
+    if (err == 0) {
+        conn->state = AXON_TCP_CONN_HANDSHAKE;
     }
-
-    if ((err == 0) || (err == EINPROGRESS)) {
-        /* EPOLLOUT says when connect() finished; then it sends HELLO. */
-        if (err == 0) {
-            ep->state = AXON_TCP_EP_HANDSHAKE;
-        }
-        events = (err == 0) ? AXON_TCP_EP_EVENTS_TX : EPOLLOUT;
-        status = axon_tcp_sock_epoll_add(iface->epfd, &ep->sock, events);
-        if (status != AXON_OK) {
-            axon_tcp_ep_release(ep);
-            return status;
-        }
-    } else {
+    /* EPOLLOUT says when connect() finished; then it sends HELLO. */
+    events = (err == 0) ? AXON_TCP_EP_EVENTS_TX : EPOLLOUT;
+    status = axon_tcp_conn_add(iface, conn, events);
+    if (status != AXON_OK) {
+        close(fd);
+        free(conn);
+        axon_tcp_ep_free(ep);
+        return status;
+    }
+    axon_tcp_ep_add_to(ep, conn);
+    conn->tx_owner = ep;   /* HELLO is in its queue */
+    if (err == EINPROGRESS) {
+        axon_list_add_tail(&iface->connecting, &conn->connecting);
+    } else if (err != 0) {
         /* Refused at once: a failure like any other, reported from progress. */
         axon_tcp_ep_log_peer(ep, AXON_LOG_ERROR, "cannot connect to", strerror(err));
-        axon_tcp_ep_fail(ep, axon_tcp_sock_errno_status(err), 0);
+        axon_tcp_conn_fail(iface, conn, axon_tcp_sock_errno_status(err), 0);
     }
 
     *ep_p = &ep->super;
@@ -481,7 +489,7 @@ static int axon_tcp_ep_tx_try(axon_tcp_ep_t *ep)
     }
     iov.iov_base = ep->tx_buf + ep->tx_off;
     iov.iov_len  = ep->tx_len - ep->tx_off;
-    ret = axon_tcp_sock_sendv(ep->sock.fd, &iov, 1);
+    ret = axon_tcp_sock_sendv(ep->conn->sock.fd, &iov, 1);
     if (ret < 0) {
         return 1;   /* the peer is gone: nothing more will go out */
     }
@@ -493,23 +501,31 @@ void axon_tcp_ep_destroy(axon_tl_ep_t *tl_ep)
 {
     axon_tcp_ep_t        *ep    = (axon_tcp_ep_t*)tl_ep;
     axon_tcp_iface_t     *iface = axon_tcp_ep_iface(ep);
+    axon_tcp_conn_t      *conn  = ep->conn;
     axon_tl_completion_t *comp;
     struct linger         lin   = {1, 0};
+    int                   last;
 
-    /* An undelivered failure report dies with the ep: nobody asks about it any more. */
-    axon_list_del(&ep->sock.pend);
+    /* An undelivered completion dies with the ep: nobody asks about it any more. */
+    axon_list_del(&ep->report);
+
+    if (conn == NULL) {
+        axon_tcp_ep_free(ep);   /* failed or closed: nothing left to say */
+        return;
+    }
 
     if (ep->zc_active) {
         /* The frame cannot be finished without the buffer: cut the stream (RST). */
         comp          = ep->zc_comp;
         ep->zc_active = 0;
         ep->zc_comp   = NULL;
-        if (ep->sock.fd >= 0) {
-            axon_tcp_ep_log_peer(ep, AXON_LOG_WARN, "aborting the connection to",
-                                 "destroyed with a zero-copy send in flight");
-            (void)setsockopt(ep->sock.fd, SOL_SOCKET, SO_LINGER, &lin, sizeof(lin));
-        }
-        axon_tcp_ep_release(ep);
+        axon_tcp_ep_log_peer(ep, AXON_LOG_WARN, "aborting the connection to",
+                             "destroyed with a zero-copy send in flight");
+        (void)setsockopt(conn->sock.fd, SOL_SOCKET, SO_LINGER, &lin, sizeof(lin));
+        axon_tcp_ep_detach(ep);
+        axon_tcp_ep_free(ep);
+        /* The peer's half and other eps on it go too: what it sends us is lost, so it failed. */
+        axon_tcp_conn_fail(iface, conn, AXON_ERR_CONNECTION_RESET, 0);
         if (comp != NULL) {
             comp->func(comp, AXON_ERR_CANCELED);
         }
@@ -518,76 +534,66 @@ void axon_tcp_ep_destroy(axon_tl_ep_t *tl_ep)
 
     switch (ep->state) {
     case AXON_TCP_EP_CONNECTED:
-        /* Queued frames go out before the goodbye, so the peer sees no failure. */
-        axon_tcp_ep_queue_goodbye(ep);
-        if (!axon_tcp_ep_tx_try(ep)) {
-            ep->state = AXON_TCP_EP_CLOSING;
-            axon_list_del(&ep->sock.link);
-            axon_list_add_tail(&iface->closing, &ep->sock.link);
-            axon_tcp_sock_set_events(iface->epfd, &ep->sock, AXON_TCP_EP_EVENTS_TX);
+        last = (conn->tx_count == 1);
+        if ((conn->tx_owner != NULL) && (conn->tx_owner != ep)) {
+            /* Another ep's bytes are queued, so ours is empty, and that ep stays. */
+            axon_tcp_ep_detach(ep);
+            axon_tcp_ep_free(ep);
             return;
         }
-        break;
-    case AXON_TCP_EP_HANDSHAKE:
-        /* Once HELLO is out the acceptor knows us: tell it we leave on purpose. */
-        if (ep->tx_len == ep->tx_off) {
+        /* Queued frames go out before the goodbye, so the peer sees no failure. */
+        if (last) {
             axon_tcp_ep_queue_goodbye(ep);
-            (void)axon_tcp_ep_tx_try(ep);
+            ep->bye_queued = 1;
+        }
+        if (!axon_tcp_ep_tx_try(ep)) {
+            conn->tx_owner = ep;
+            ep->state      = AXON_TCP_EP_CLOSING;
+            axon_list_del(&ep->link);
+            axon_list_add_tail(&iface->closing, &ep->link);
+            axon_tcp_sock_set_events(iface->epfd, &conn->sock, AXON_TCP_EP_EVENTS_TX);
+            return;
+        }
+        axon_tcp_ep_detach(ep);
+        axon_tcp_ep_free(ep);
+        if (last) {
+            axon_tcp_conn_tx_done(iface, conn);
+        }
+        return;
+    case AXON_TCP_EP_CONNECTING:
+        /*
+         * Its own connection, not open yet. Once all of HELLO is out the
+         * acceptor knows us, and may have put an ep of its own on the
+         * connection: say goodbye and keep reading, as on an open one.
+         */
+        axon_tcp_ep_detach(ep);
+        if (conn->hs_sent && (ep->tx_len == ep->tx_off) &&
+            (axon_tcp_conn_say_goodbye(conn) == 0)) {
+            axon_tcp_conn_tx_done(iface, conn);
+        } else {
+            axon_tcp_conn_drop(iface, conn);   /* the peer saw no (whole) HELLO */
         }
         break;
     default:
         break;
     }
-    axon_tcp_ep_release(ep);
+    axon_tcp_ep_free(ep);
 }
 
 void axon_tcp_ep_close_now(axon_tcp_ep_t *ep)
 {
-    if (ep->state != AXON_TCP_EP_CLOSING) {
-        axon_tcp_ep_destroy(&ep->super);
-        if (ep->state != AXON_TCP_EP_CLOSING) {
-            return;   /* freed */
-        }
-    }
-    /* A last try for what a slow peer has not taken yet. */
-    (void)axon_tcp_ep_tx_try(ep);
-    axon_tcp_ep_release(ep);
-}
+    axon_tcp_conn_t *conn = ep->conn;
+    int              all, last;
 
-/* ---------------------------------------------------------------- progress */
-
-unsigned axon_tcp_ep_handle_events(axon_tcp_ep_t *ep, uint32_t events)
-{
-    ssize_t ret;
-
-    switch (ep->state) {
-    case AXON_TCP_EP_CONNECTING:
-        axon_tcp_ep_connect_done(ep);
-        /* Connected: send HELLO now rather than on the next call. */
-        return (ep->state == AXON_TCP_EP_HANDSHAKE) ? axon_tcp_ep_tx_progress(ep) : 0;
-    case AXON_TCP_EP_CLOSING:
-        if (events & (EPOLLIN | EPOLLRDHUP | EPOLLERR | EPOLLHUP)) {
-            /* A goodbye, an end of stream or an error: the peer takes nothing more. */
-            ret = axon_tcp_sock_recv(ep->sock.fd, &ep->rx, sizeof(ep->rx));
-            if (ret != -EAGAIN) {
-                axon_tcp_ep_release(ep);
-                return 0;
-            }
-        }
-        break;
-    default:
-        if (events & (EPOLLIN | EPOLLRDHUP | EPOLLERR | EPOLLHUP)) {
-            axon_tcp_ep_rx(ep);
-            if (ep->sock.fd < 0) {
-                return 0;
-            }
-        }
-        break;
+    /* A last try for what a slow peer has not taken yet (ep is CLOSING). */
+    all  = axon_tcp_ep_tx_try(ep);
+    last = (conn->tx_count == 1);
+    if (!all || (last && ep->bye_queued)) {
+        /* Our goodbye is out, or a frame was cut: no goodbye may follow. */
+        conn->sock.flags |= AXON_TCP_SOCK_FLAG_TX_DONE;
     }
-    if (events & EPOLLOUT) {
-        return axon_tcp_ep_tx_progress(ep);
-    }
-    return 0;
+    axon_tcp_ep_detach(ep);
+    axon_tcp_ep_free(ep);
 }
 
 /* ---------------------------------------------------------------- sends */
@@ -598,11 +604,10 @@ axon_status_t axon_tcp_ep_not_ready(const axon_tcp_ep_t *ep)
 {
     switch (ep->state) {
     case AXON_TCP_EP_CONNECTING:
-    case AXON_TCP_EP_HANDSHAKE:
         return AXON_ERR_NO_RESOURCE;   /* queued above us, retried from progress */
     case AXON_TCP_EP_FAILED:
     case AXON_TCP_EP_CLOSED:
-        return ep->sock.status;
+        return ep->status;
     default:
         axon_error("%s: send on a destroyed endpoint", axon_tcp_ep_iface(ep)->name);
         return AXON_ERR_INVALID_PARAM;
@@ -659,8 +664,8 @@ axon_status_t axon_tcp_ep_am_short(axon_tl_ep_t *tl_ep, uint8_t am_id, const voi
     iov[3].iov_base = (void*)axon_tcp_zero_pad;
     iov[3].iov_len  = axon_tcp_pad(body);
 
-    if (__builtin_expect(ep->tx_len == ep->tx_off, 1)) {
-        ret = axon_tcp_sock_sendv(ep->sock.fd, iov, 4);
+    if (__builtin_expect(ep->conn->tx_owner == NULL, 1)) {
+        ret = axon_tcp_sock_sendv(ep->conn->sock.fd, iov, 4);
         if (__builtin_expect(ret == (ssize_t)wire, 1)) {
             return AXON_OK;
         }
@@ -671,6 +676,9 @@ axon_status_t axon_tcp_ep_am_short(axon_tl_ep_t *tl_ep, uint8_t am_id, const voi
         return AXON_OK;
     }
 
+    if (ep->conn->tx_owner != ep) {
+        return AXON_ERR_NO_RESOURCE;   /* another ep's frame is half out */
+    }
     /* Behind queued bytes: copy the frame in whole, or not at all. */
     dest = axon_tcp_ep_tx_reserve(ep, wire, ep->tx_cap);
     if (dest == NULL) {
@@ -698,7 +706,7 @@ ssize_t axon_tcp_ep_am_bcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, axon_pack_cb_t 
         return axon_tcp_ep_not_ready(ep);
     }
     /* A whole segment fits only an empty buffer; later frames wait for the zero-copy one. */
-    if (__builtin_expect(!axon_tcp_ep_tx_empty(ep), 0)) {
+    if (__builtin_expect(ep->conn->tx_owner != NULL, 0)) {
         return AXON_ERR_NO_RESOURCE;
     }
 
@@ -715,7 +723,7 @@ ssize_t axon_tcp_ep_am_bcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, axon_pack_cb_t 
     memset(dest + sizeof(frame) + length, 0, axon_tcp_pad(length));
     iov.iov_base = dest;
     iov.iov_len  = axon_tcp_frame_wire_len(length);
-    ret = axon_tcp_sock_sendv(ep->sock.fd, &iov, 1);
+    ret = axon_tcp_sock_sendv(ep->conn->sock.fd, &iov, 1);
     if (__builtin_expect(ret < 0, 0)) {
         return axon_tcp_ep_tx_error(ep, (int)-ret);
     }
@@ -723,9 +731,10 @@ ssize_t axon_tcp_ep_am_bcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, axon_pack_cb_t 
         /* The rest is already where the queue keeps it. */
         axon_trace("%s: socket took %zd of %zu bytes, queueing the rest", iface->name, ret,
                    iov.iov_len);
-        ep->tx_off = (size_t)ret;
-        ep->tx_len = iov.iov_len;
-        axon_tcp_sock_set_events(iface->epfd, &ep->sock, AXON_TCP_EP_EVENTS_TX);
+        ep->tx_off         = (size_t)ret;
+        ep->tx_len         = iov.iov_len;
+        ep->conn->tx_owner = ep;
+        axon_tcp_sock_set_events(iface->epfd, &ep->conn->sock, AXON_TCP_EP_EVENTS_TX);
     }
     return (ssize_t)length;
 }
@@ -768,8 +777,8 @@ axon_status_t axon_tcp_ep_am_zcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, const voi
     iov[3].iov_base = (void*)axon_tcp_zero_pad;
     iov[3].iov_len  = axon_tcp_pad(body);
 
-    if (ep->tx_len == ep->tx_off) {
-        ret = axon_tcp_sock_sendv(ep->sock.fd, iov, 4);
+    if (ep->conn->tx_owner == NULL) {
+        ret = axon_tcp_sock_sendv(ep->conn->sock.fd, iov, 4);
         if (ret == (ssize_t)wire) {
             return AXON_OK;
         }
@@ -783,6 +792,8 @@ axon_status_t axon_tcp_ep_am_zcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, const voi
             ep->tx_off = sent;
             ep->tx_len = head;
         }
+    } else if (ep->conn->tx_owner != ep) {
+        return AXON_ERR_NO_RESOURCE;   /* another ep's frame is half out */
     } else {
         /* Behind queued bytes: headers into the queue, the payload stays where it is. */
         dest = axon_tcp_ep_tx_reserve(ep, head, ep->tx_cap);
@@ -800,9 +811,10 @@ axon_status_t axon_tcp_ep_am_zcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, const voi
     if (sent > head) {
         axon_tcp_iov_advance(ep->zc_iov, &ep->zc_iovcnt, sent - head);
     }
-    ep->zc_comp    = comp;
-    ep->zc_active  = 1;
-    axon_tcp_sock_set_events(iface->epfd, &ep->sock, AXON_TCP_EP_EVENTS_TX);
+    ep->zc_comp         = comp;
+    ep->zc_active       = 1;
+    ep->conn->tx_owner  = ep;
+    axon_tcp_sock_set_events(iface->epfd, &ep->conn->sock, AXON_TCP_EP_EVENTS_TX);
     return AXON_INPROGRESS;
 }
 
@@ -815,7 +827,7 @@ axon_status_t axon_tcp_ep_flush(axon_tl_ep_t *tl_ep)
         return axon_tcp_ep_tx_empty(ep) ? AXON_OK : AXON_INPROGRESS;
     case AXON_TCP_EP_FAILED:
     case AXON_TCP_EP_CLOSED:
-        return ep->sock.status;
+        return ep->status;
     default:
         return AXON_OK;   /* nothing of the caller's is queued before the handshake ends */
     }
@@ -826,5 +838,5 @@ axon_status_t axon_tcp_ep_check(axon_tl_ep_t *tl_ep)
     const axon_tcp_ep_t *ep = (const axon_tcp_ep_t*)tl_ep;
 
     return ((ep->state == AXON_TCP_EP_FAILED) || (ep->state == AXON_TCP_EP_CLOSED)) ?
-           ep->sock.status : AXON_OK;
+           ep->status : AXON_OK;
 }

@@ -1,6 +1,6 @@
 /*
- * tcp iface: listens, accepts, and runs the receive path of accepted
- * connections; progress also drives the endpoints' sockets (tcp_ep.c) and
+ * tcp iface: listens, accepts, and runs every connection's handshake and
+ * receive path; progress also pushes the eps' queues (tcp_ep.c) and
  * delivers failures.
  */
 #define _GNU_SOURCE
@@ -19,43 +19,32 @@
 static const axon_iface_ops_t axon_tcp_iface_ops;
 
 #define axon_tcp_conn_of(_sock) axon_container_of(_sock, axon_tcp_conn_t, sock)
-#define axon_tcp_ep_of(_sock)   axon_container_of(_sock, axon_tcp_ep_t, sock)
+
+/* Events a connection waits for: data, goodbye or death, and room while its ep has a queue. */
+#define AXON_TCP_CONN_EVENTS_RX (EPOLLIN | EPOLLRDHUP)
 
 /* ---------------------------------------------------------------- sockets */
 
-static void axon_tcp_sock_free(axon_tcp_sock_t *sock)
+static void axon_tcp_conn_free(axon_tcp_conn_t *conn)
 {
-    axon_tcp_conn_t *conn;
-
-    if (sock->kind == AXON_TCP_SOCK_CONN) {
-        conn = axon_tcp_conn_of(sock);
-        free(conn->rx_buf);
-        free(conn);
-    } else {
-        free(axon_tcp_ep_of(sock));
-    }
+    free(conn->rx_buf);
+    free(conn);
 }
 
 void axon_tcp_iface_release(axon_tcp_iface_t *iface, axon_tcp_sock_t *sock)
 {
     if (iface->in_progress == 0) {
-        axon_tcp_sock_free(sock);
+        axon_tcp_conn_free(axon_tcp_conn_of(sock));
         return;
     }
     /* Events fetched by this progress call may still point to it. */
     axon_list_add_tail(&iface->garbage, &sock->pend);
 }
 
-void axon_tcp_iface_report(axon_tcp_iface_t *iface, axon_tcp_sock_t *sock)
-{
-    axon_list_del(&sock->pend);
-    axon_list_add_tail(&iface->reports, &sock->pend);
-}
-
 /*
- * Hand failures to the upper layer: the in-flight zero-copy send of a failed
- * ep completes with the error, then peer_failure names the peer (unless it
- * said goodbye). Saved first: a callback may destroy the ep.
+ * Hand failures to the upper layer: the in-flight zero-copy sends of failed
+ * eps complete with the error, then peer_failure names each peer whose
+ * connection died. Saved first: a callback may destroy an ep.
  */
 static unsigned axon_tcp_iface_dispatch_reports(axon_tcp_iface_t *iface)
 {
@@ -65,32 +54,25 @@ static unsigned axon_tcp_iface_dispatch_reports(axon_tcp_iface_t *iface)
     axon_status_t         status;
     uint64_t              peer_uuid;
     unsigned              count = 0;
-    int                   failed;
 
-    while (!axon_list_is_empty(&iface->reports)) {
-        sock = axon_container_of(iface->reports.next, axon_tcp_sock_t, pend);
-        axon_list_del(&sock->pend);
-        peer_uuid = sock->peer_uuid;
-        status    = sock->status;
-        failed    = !(sock->flags & AXON_TCP_SOCK_FLAG_GOODBYE);
-        comp      = NULL;
-
-        if (sock->kind == AXON_TCP_SOCK_EP) {
-            ep = axon_tcp_ep_of(sock);
-            if (ep->zc_active) {
-                comp          = ep->zc_comp;
-                ep->zc_active = 0;
-                ep->zc_comp   = NULL;
-            }
-        } else {
-            axon_tcp_iface_release(iface, sock);
-        }
-
+    while (!axon_list_is_empty(&iface->ep_reports)) {
+        ep = axon_container_of(iface->ep_reports.next, axon_tcp_ep_t, report);
+        axon_list_del(&ep->report);
+        comp          = ep->zc_comp;
+        ep->zc_active = 0;
+        ep->zc_comp   = NULL;
         if (comp != NULL) {
-            comp->func(comp, status);
+            comp->func(comp, ep->status);
             ++count;
         }
-        if (failed && (iface->peer_failure != NULL)) {
+    }
+    while (!axon_list_is_empty(&iface->reports)) {
+        sock      = axon_container_of(iface->reports.next, axon_tcp_sock_t, pend);
+        peer_uuid = sock->peer_uuid;
+        status    = sock->status;
+        axon_list_del(&sock->pend);
+        axon_tcp_iface_release(iface, sock);
+        if (iface->peer_failure != NULL) {
             iface->peer_failure(iface->am_arg, peer_uuid, status);
             ++count;
         }
@@ -98,23 +80,162 @@ static unsigned axon_tcp_iface_dispatch_reports(axon_tcp_iface_t *iface)
     return count;
 }
 
-/* ---------------------------------------------------------------- accepted connections */
+/* ---------------------------------------------------------------- connections */
 
-static void axon_tcp_conn_close(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn,
-                                axon_status_t status)
+axon_tcp_conn_t *axon_tcp_conn_find_open(axon_tcp_iface_t *iface, uint64_t peer_uuid,
+                                         const axon_tcp_conn_t *exclude)
 {
-    axon_tcp_sock_close(iface->epfd, &conn->sock);
+    axon_tcp_sock_t *sock;
+    axon_tcp_conn_t *conn;
+
+    axon_list_for_each(sock, &iface->conns, link) {
+        conn = axon_tcp_conn_of(sock);
+        if ((sock->peer_uuid == peer_uuid) && (conn->state == AXON_TCP_CONN_OPEN) &&
+            (conn != exclude) && (sock->fd >= 0) &&
+            !(sock->flags & (AXON_TCP_SOCK_FLAG_GOODBYE | AXON_TCP_SOCK_FLAG_TX_DONE))) {
+            return conn;
+        }
+    }
+    return NULL;
+}
+
+static axon_status_t axon_tcp_conn_register(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn,
+                                            uint32_t events)
+{
+    axon_status_t status;
+
+    axon_list_init(&conn->sock.pend);
+    axon_list_init(&conn->connecting);
+    axon_list_init(&conn->tx_eps);
+    status = axon_tcp_sock_epoll_add(iface->epfd, &conn->sock, events);
+    if (status != AXON_OK) {
+        axon_list_init(&conn->sock.link);
+        return status;
+    }
+    axon_list_add_tail(&iface->conns, &conn->sock.link);
+    ++iface->nconns;
+    /* A new socket: the next progress looks at every event. */
+    iface->epoll_skip = 0;
+    return AXON_OK;
+}
+
+axon_status_t axon_tcp_conn_add(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn, uint32_t events)
+{
+    conn->sock.kind = AXON_TCP_SOCK_CONN;
+    conn->connector = 1;
+    return axon_tcp_conn_register(iface, conn, events);
+}
+
+/* Leave the epoll set and every list; the caller frees or reports. */
+static void axon_tcp_conn_close_sock(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn)
+{
+    if (conn->sock.fd >= 0) {
+        axon_tcp_sock_close(iface->epfd, &conn->sock);
+        --iface->nconns;
+    }
     axon_list_del(&conn->sock.link);
     axon_list_del(&conn->sock.pend);
+    axon_list_del(&conn->connecting);
+}
+
+void axon_tcp_conn_drop(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn)
+{
+    axon_tcp_conn_close_sock(iface, conn);
+    axon_tcp_iface_release(iface, &conn->sock);
+}
+
+/* Close and tell the ep; a failure is reported (peer_failure) once the peer is known. */
+static void axon_tcp_conn_close_one(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn,
+                                    axon_status_t status, int graceful)
+{
+    axon_tcp_ep_t *ep;
+
+    axon_tcp_conn_close_sock(iface, conn);
     conn->sock.status = status;
-    /* Only a peer that finished the handshake has an identity to report. */
-    if ((status != AXON_OK) && (conn->state == AXON_TCP_CONN_OPEN) &&
-        !(conn->sock.flags & AXON_TCP_SOCK_FLAG_GOODBYE)) {
-        axon_tcp_iface_report(iface, &conn->sock);
-        axon_tcp_ep_fail_peer(iface, conn->sock.peer_uuid, status);
+    conn->tx_owner    = NULL;
+    conn->tx_count    = 0;
+    while (!axon_list_is_empty(&conn->tx_eps)) {
+        ep = axon_tcp_conn_first_ep(conn);
+        axon_list_del(&ep->conn_link);
+        axon_tcp_ep_conn_lost(ep, status, graceful);
+    }
+    /* An acceptor learns who the peer is from its HELLO: before that, nobody to report. */
+    if (!graceful && (conn->connector || (conn->state == AXON_TCP_CONN_OPEN))) {
+        axon_list_add_tail(&iface->reports, &conn->sock.pend);
     } else {
         axon_tcp_iface_release(iface, &conn->sock);
     }
+}
+
+void axon_tcp_conn_fail(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn, axon_status_t status,
+                        int graceful)
+{
+    uint64_t peer_uuid = conn->sock.peer_uuid;
+    int      known     = conn->connector || (conn->state == AXON_TCP_CONN_OPEN);
+
+    axon_tcp_conn_close_one(iface, conn, status, graceful);
+    if (!graceful && known) {
+        axon_tcp_iface_fail_peer(iface, peer_uuid, status);
+    }
+}
+
+void axon_tcp_iface_fail_peer(axon_tcp_iface_t *iface, uint64_t peer_uuid, axon_status_t status)
+{
+    axon_tcp_sock_t *sock;
+    axon_tcp_conn_t *conn;
+    char             sa_str[AXON_TCP_SA_STR_MAX];
+
+again:
+    /* Closing one connection may close others (its ep's): start over each time. */
+    axon_list_for_each(sock, &iface->conns, link) {
+        conn = axon_tcp_conn_of(sock);
+        if ((sock->peer_uuid != peer_uuid) ||
+            (!conn->connector && (conn->state != AXON_TCP_CONN_OPEN))) {
+            continue;
+        }
+        axon_warn("%s: giving up on the connection with worker %016llx (%s): another "
+                  "connection to it failed", iface->name, (unsigned long long)peer_uuid,
+                  axon_tcp_sock_sa_str(&sock->peer_sa, sa_str, sizeof(sa_str)));
+        axon_tcp_conn_close_one(iface, conn, status, 0);
+        goto again;
+    }
+}
+
+int axon_tcp_conn_say_goodbye(axon_tcp_conn_t *conn)
+{
+    axon_tcp_frame_t frame = axon_tcp_frame_make(0, AXON_TCP_CTRL_GOODBYE, AXON_TCP_FRAME_CTRL, 0);
+    struct iovec     iov   = {&frame, sizeof(frame)};
+
+    conn->sock.flags |= AXON_TCP_SOCK_FLAG_TX_DONE;
+    return (axon_tcp_sock_sendv(conn->sock.fd, &iov, 1) == (ssize_t)sizeof(frame)) ? 0 : -1;
+}
+
+void axon_tcp_conn_tx_done(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn)
+{
+    conn->sock.flags |= AXON_TCP_SOCK_FLAG_TX_DONE;
+    if (conn->sock.fd < 0) {
+        return;
+    }
+    if (conn->sock.flags & AXON_TCP_SOCK_FLAG_GOODBYE) {
+        /* Both ways are done: nothing unread is left, so the close sends no reset. */
+        axon_tcp_conn_close_one(iface, conn, AXON_ERR_CONNECTION_RESET, 1);
+        return;
+    }
+    /* The peer may still send: keep reading until its goodbye. */
+    axon_tcp_sock_set_events(iface->epfd, &conn->sock, AXON_TCP_CONN_EVENTS_RX);
+}
+
+/* The peer said goodbye: with no sender of ours on it, the connection is over. */
+static void axon_tcp_conn_peer_done(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn)
+{
+    if (conn->tx_count > 0) {
+        return;   /* ours still send; the peer reads until our goodbye */
+    }
+    if (!(conn->sock.flags & AXON_TCP_SOCK_FLAG_TX_DONE)) {
+        /* We never sent on it: an empty send buffer always takes 8 bytes. */
+        (void)axon_tcp_conn_say_goodbye(conn);
+    }
+    axon_tcp_conn_close_one(iface, conn, AXON_ERR_CONNECTION_RESET, 1);
 }
 
 /* The peer closed or the socket failed: ret is recv()'s 0 or -errno. */
@@ -127,21 +248,31 @@ static void axon_tcp_conn_lost(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn, s
     if (conn->sock.flags & AXON_TCP_SOCK_FLAG_GOODBYE) {
         axon_debug("%s: peer %016llx (%s) closed its connection", iface->name,
                    (unsigned long long)conn->sock.peer_uuid, sa_str);
-        axon_tcp_conn_close(iface, conn, AXON_OK);
+        axon_tcp_conn_close_one(iface, conn, AXON_ERR_CONNECTION_RESET, 1);
         return;
     }
-    if (conn->state != AXON_TCP_CONN_OPEN) {
-        axon_debug("%s: connection from %s closed during the handshake", iface->name, sa_str);
-        axon_tcp_conn_close(iface, conn, AXON_OK);
-        return;
-    }
-
     status = (ret == 0) ? AXON_ERR_CONNECTION_RESET : axon_tcp_sock_errno_status((int)-ret);
+    if (conn->state != AXON_TCP_CONN_OPEN) {
+        if (!conn->connector) {
+            axon_debug("%s: connection from %s closed during the handshake", iface->name,
+                       sa_str);
+            axon_tcp_conn_drop(iface, conn);
+            return;
+        }
+        /* Its kernel took the connection, so it was there: a death, not an unreachable peer. */
+        axon_warn("%s: handshake failed with worker %016llx at %s: %s", iface->name,
+                  (unsigned long long)conn->sock.peer_uuid, sa_str,
+                  (ret == 0) ? "connection closed without goodbye" : strerror((int)-ret));
+        axon_tcp_conn_fail(iface, conn, status, 0);
+        return;
+    }
     axon_warn("%s: peer %016llx (%s) is gone: %s", iface->name,
               (unsigned long long)conn->sock.peer_uuid, sa_str,
               (ret == 0) ? "connection closed without goodbye" : strerror((int)-ret));
-    axon_tcp_conn_close(iface, conn, status);
+    axon_tcp_conn_fail(iface, conn, status, 0);
 }
+
+static void axon_tcp_conn_handshake(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn);
 
 static unsigned axon_tcp_iface_accept(axon_tcp_iface_t *iface)
 {
@@ -177,10 +308,8 @@ static unsigned axon_tcp_iface_accept(axon_tcp_iface_t *iface)
         conn->sock.kind    = AXON_TCP_SOCK_CONN;
         conn->sock.peer_sa = sa;
         conn->state        = AXON_TCP_CONN_HANDSHAKE;
-        axon_list_init(&conn->sock.link);
-        axon_list_init(&conn->sock.pend);
         axon_tcp_sock_set_options(fd, iface->config, iface->name);
-        if (axon_tcp_sock_epoll_add(iface->epfd, &conn->sock, EPOLLIN | EPOLLRDHUP) != AXON_OK) {
+        if (axon_tcp_conn_register(iface, conn, AXON_TCP_CONN_EVENTS_RX) != AXON_OK) {
             close(fd);
             free(conn);
             break;
@@ -190,9 +319,10 @@ static unsigned axon_tcp_iface_accept(axon_tcp_iface_t *iface)
          * and a busy process is not a dead one. Death shows as EOF or a
          * keep-alive timeout.
          */
-        axon_list_add_tail(&iface->conns, &conn->sock.link);
         axon_debug("%s: accepted a connection from %s", iface->name,
                    axon_tcp_sock_sa_str(&sa, sa_str, sizeof(sa_str)));
+        /* Its HELLO is often there already: one recv() saves a round through epoll. */
+        axon_tcp_conn_handshake(iface, conn);
     }
     return count;
 }
@@ -214,15 +344,226 @@ static uint8_t axon_tcp_conn_hello_check(const axon_tcp_iface_t *iface, const ax
     return AXON_TCP_REJECT_NONE;
 }
 
-/* Read the connector's HELLO and answer it. The conn is OPEN afterwards, or closed. */
+/* The handshake is done: frames flow, into a buffer sized by what the peer sends. */
+static axon_status_t axon_tcp_conn_open(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn,
+                                        uint32_t max_body)
+{
+    size_t body;
+    char   sa_str[AXON_TCP_SA_STR_MAX];
+
+    /* Room for the largest plain frame the peer sends, and for any zero-copy header. */
+    body              = (max_body > AXON_TCP_MAX_SHORT) ? max_body : AXON_TCP_MAX_SHORT;
+    conn->rx_base_cap = axon_tcp_frame_wire_len(body);
+    if (conn->rx_base_cap < AXON_TCP_RX_BUF_MIN) {
+        conn->rx_base_cap = AXON_TCP_RX_BUF_MIN;
+    }
+    conn->rx_buf = malloc(conn->rx_base_cap);
+    if (conn->rx_buf == NULL) {
+        axon_error("%s: cannot allocate a %zu-byte receive buffer for %s", iface->name,
+                   conn->rx_base_cap, axon_tcp_sock_sa_str(&conn->sock.peer_sa, sa_str,
+                                                           sizeof(sa_str)));
+        return AXON_ERR_NO_MEMORY;
+    }
+    conn->rx_cap   = conn->rx_base_cap;
+    conn->max_body = max_body;
+    conn->state    = AXON_TCP_CONN_OPEN;
+    return AXON_OK;
+}
+
+/*
+ * Do we have a connection of our own to peer_uuid that its side will read
+ * a HELLO from (so it can move its ep onto it)?
+ */
+static int axon_tcp_iface_has_hello_out(axon_tcp_iface_t *iface, uint64_t peer_uuid)
+{
+    axon_tcp_sock_t *sock;
+    axon_tcp_conn_t *conn;
+
+    axon_list_for_each(sock, &iface->conns, link) {
+        conn = axon_tcp_conn_of(sock);
+        if (conn->connector && (sock->peer_uuid == peer_uuid) && conn->hs_sent &&
+            !(sock->flags & (AXON_TCP_SOCK_FLAG_GOODBYE | AXON_TCP_SOCK_FLAG_TX_DONE))) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The connector's HELLO is in conn->hs: answer it. The conn is OPEN afterwards, or closed. */
+static void axon_tcp_conn_hello(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn)
+{
+    axon_tcp_hs_t  answer;
+    axon_tcp_ep_t *adopt = NULL;
+    struct iovec   iov;
+    char           sa_str[AXON_TCP_SA_STR_MAX];
+    ssize_t        ret;
+    uint8_t        reason;
+
+    axon_tcp_sock_sa_str(&conn->sock.peer_sa, sa_str, sizeof(sa_str));
+    reason = axon_tcp_conn_hello_check(iface, &conn->hs);
+    memset(&answer, 0, sizeof(answer));
+    answer.magic    = AXON_TCP_MAGIC;
+    answer.version  = AXON_TCP_VERSION;
+    answer.op       = (reason == AXON_TCP_REJECT_NONE) ? AXON_TCP_HS_ACCEPT : AXON_TCP_HS_REJECT;
+    answer.reason   = reason;
+    answer.src_uuid = iface->worker_uuid;
+    answer.dst_uuid = conn->hs.src_uuid;
+    answer.max_body = (uint32_t)iface->max_bcopy;
+    if (reason == AXON_TCP_REJECT_NONE) {
+        /*
+         * Simultaneous connects (tcp_wire.h): an ep of ours whose HELLO has
+         * not left takes this connection instead; else, if both HELLOs are
+         * out, the lower worker id keeps its own connection.
+         */
+        adopt = axon_tcp_ep_find_unsent(iface, conn->hs.src_uuid);
+        if ((adopt == NULL) && (iface->worker_uuid < conn->hs.src_uuid) &&
+            axon_tcp_iface_has_hello_out(iface, conn->hs.src_uuid)) {
+            answer.flags = AXON_TCP_HS_FLAG_USE_MINE;
+        }
+    }
+    iov.iov_base    = &answer;
+    iov.iov_len     = sizeof(answer);
+    /* A fresh socket's send buffer always holds 32 bytes; anything else is an error. */
+    ret = axon_tcp_sock_sendv(conn->sock.fd, &iov, 1);
+
+    if (reason != AXON_TCP_REJECT_NONE) {
+        /* The connector logs the error; here it is a stranger or a stale address. */
+        axon_debug("%s: rejected the connection from %s (worker %016llx, expecting %016llx): "
+                   "%s", iface->name, sa_str, (unsigned long long)conn->hs.src_uuid,
+                   (unsigned long long)conn->hs.dst_uuid, axon_tcp_reject_names[reason]);
+        axon_tcp_conn_drop(iface, conn);
+        return;
+    }
+    if (ret != (ssize_t)sizeof(answer)) {
+        axon_debug("%s: cannot answer the handshake of %s: %s", iface->name, sa_str,
+                   (ret < 0) ? strerror((int)-ret) : "socket full");
+        axon_tcp_conn_drop(iface, conn);
+        return;
+    }
+    if (axon_tcp_conn_open(iface, conn, conn->hs.max_body) != AXON_OK) {
+        axon_tcp_conn_drop(iface, conn);
+        return;
+    }
+    conn->sock.peer_uuid = conn->hs.src_uuid;
+    axon_debug("%s: connection from worker %016llx (%s) accepted%s", iface->name,
+               (unsigned long long)conn->sock.peer_uuid, sa_str,
+               (answer.flags & AXON_TCP_HS_FLAG_USE_MINE) ? ", asked to use ours" : "");
+    if (adopt != NULL) {
+        axon_tcp_ep_move(adopt, conn);
+    }
+}
+
+static axon_status_t axon_tcp_conn_reject_status(uint8_t reason)
+{
+    /* A different worker at the address means ours is gone; the rest cannot work. */
+    return (reason == AXON_TCP_REJECT_WRONG_PEER) ? AXON_ERR_UNREACHABLE : AXON_ERR_UNSUPPORTED;
+}
+
+static void axon_tcp_conn_answer_error(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn,
+                                       axon_status_t status, const char *what, const char *why)
+{
+    char sa_str[AXON_TCP_SA_STR_MAX];
+
+    axon_error("%s: %s worker %016llx at %s: %s", iface->name, what,
+               (unsigned long long)conn->sock.peer_uuid,
+               axon_tcp_sock_sa_str(&conn->sock.peer_sa, sa_str, sizeof(sa_str)), why);
+    axon_tcp_conn_fail(iface, conn, status, 0);
+}
+
+/*
+ * Accept what is pending and read the HELLOs that arrived, now rather than
+ * on later events: a peer just told us its connection is there.
+ */
+static void axon_tcp_iface_read_hellos(axon_tcp_iface_t *iface)
+{
+    axon_tcp_conn_t *waiting[AXON_TCP_ACCEPT_BURST];
+    axon_tcp_sock_t *sock;
+    axon_tcp_conn_t *conn;
+    unsigned         i, n = 0;
+
+    (void)axon_tcp_iface_accept(iface);
+    /* Collected first: a HELLO may move an ep and close another connection. */
+    axon_list_for_each(sock, &iface->conns, link) {
+        conn = axon_tcp_conn_of(sock);
+        if (!conn->connector && (conn->state == AXON_TCP_CONN_HANDSHAKE) &&
+            (n < AXON_TCP_ACCEPT_BURST)) {
+            waiting[n++] = conn;
+        }
+    }
+    /* Closed ones wait on the garbage list until progress ends: still readable here. */
+    for (i = 0; i < n; ++i) {
+        if ((waiting[i]->sock.fd >= 0) && (waiting[i]->state == AXON_TCP_CONN_HANDSHAKE)) {
+            axon_tcp_conn_handshake(iface, waiting[i]);
+        }
+    }
+}
+
+/* The acceptor's answer to our HELLO is in conn->hs. */
+static void axon_tcp_conn_answer(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn)
+{
+    const axon_tcp_hs_t *hs = &conn->hs;
+    axon_tcp_conn_t     *other;
+    axon_tcp_ep_t       *ep;
+    const char          *why;
+
+    if ((hs->magic != AXON_TCP_MAGIC) || (hs->version != AXON_TCP_VERSION) ||
+        ((hs->op != AXON_TCP_HS_ACCEPT) && (hs->op != AXON_TCP_HS_REJECT))) {
+        axon_tcp_conn_answer_error(iface, conn, AXON_ERR_IO_FORMAT, "handshake failed with",
+                                   "malformed answer (not an Axon tcp peer?)");
+        return;
+    }
+    if ((hs->op == AXON_TCP_HS_REJECT) && (conn->tx_count == 0)) {
+        axon_tcp_conn_drop(iface, conn);   /* its ep is gone: nobody to tell */
+        return;
+    }
+    if (hs->op == AXON_TCP_HS_REJECT) {
+        why = (hs->reason < AXON_TCP_REJECT_LAST) ? axon_tcp_reject_names[hs->reason] :
+              "unknown reason";
+        axon_tcp_conn_answer_error(iface, conn, axon_tcp_conn_reject_status(hs->reason),
+                                   "connection refused by", why);
+        return;
+    }
+    if ((hs->src_uuid != conn->sock.peer_uuid) || (hs->dst_uuid != iface->worker_uuid)) {
+        axon_tcp_conn_answer_error(iface, conn, AXON_ERR_UNREACHABLE, "handshake failed with",
+                                   "it accepted as another worker");
+        return;
+    }
+    if (hs->max_body > AXON_TCP_SEG_SIZE_MAX) {
+        axon_tcp_conn_answer_error(iface, conn, AXON_ERR_UNSUPPORTED, "handshake failed with",
+                                   "its segment size is too large");
+        return;
+    }
+    if (axon_tcp_conn_open(iface, conn, hs->max_body) != AXON_OK) {
+        axon_tcp_conn_fail(iface, conn, AXON_ERR_NO_MEMORY, 0);
+        return;
+    }
+
+    if (conn->tx_count == 0) {
+        return;   /* its ep left after HELLO: we said goodbye already */
+    }
+    ep = axon_tcp_conn_first_ep(conn);
+    if ((hs->flags & AXON_TCP_HS_FLAG_USE_MINE) && (ep->tx_off == ep->tx_len)) {
+        /* The peer keeps its connection to us: its HELLO came first, or is waiting. */
+        other = axon_tcp_conn_find_open(iface, conn->sock.peer_uuid, conn);
+        if (other == NULL) {
+            axon_tcp_iface_read_hellos(iface);
+            other = axon_tcp_conn_find_open(iface, conn->sock.peer_uuid, conn);
+        }
+        if ((other != NULL) && (ep->conn == conn)) {
+            axon_tcp_ep_move(ep, other);
+            return;
+        }
+        /* Not arrived (slow network): both connections stay, each used one way. */
+    }
+    if (ep->conn == conn) {
+        axon_tcp_ep_open(ep);
+    }
+}
+
+/* Read the handshake of either side; complete, it is answered or checked. */
 static void axon_tcp_conn_handshake(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn)
 {
-    axon_tcp_hs_t answer;
-    struct iovec  iov;
-    char          sa_str[AXON_TCP_SA_STR_MAX];
-    size_t        body;
-    ssize_t       ret;
-    uint8_t       reason;
+    ssize_t ret;
 
     ret = axon_tcp_sock_recv(conn->sock.fd, (char*)&conn->hs + conn->hs_got,
                              sizeof(conn->hs) - conn->hs_got);
@@ -237,56 +578,11 @@ static void axon_tcp_conn_handshake(axon_tcp_iface_t *iface, axon_tcp_conn_t *co
     if (conn->hs_got < sizeof(conn->hs)) {
         return;
     }
-
-    axon_tcp_sock_sa_str(&conn->sock.peer_sa, sa_str, sizeof(sa_str));
-    reason = axon_tcp_conn_hello_check(iface, &conn->hs);
-    memset(&answer, 0, sizeof(answer));
-    answer.magic    = AXON_TCP_MAGIC;
-    answer.version  = AXON_TCP_VERSION;
-    answer.op       = (reason == AXON_TCP_REJECT_NONE) ? AXON_TCP_HS_ACCEPT : AXON_TCP_HS_REJECT;
-    answer.reason   = reason;
-    answer.src_uuid = iface->worker_uuid;
-    answer.dst_uuid = conn->hs.src_uuid;
-    iov.iov_base    = &answer;
-    iov.iov_len     = sizeof(answer);
-    /* A fresh socket's send buffer always holds 32 bytes; anything else is an error. */
-    ret = axon_tcp_sock_sendv(conn->sock.fd, &iov, 1);
-
-    if (reason != AXON_TCP_REJECT_NONE) {
-        /* The connector logs the error; here it is a stranger or a stale address. */
-        axon_debug("%s: rejected the connection from %s (worker %016llx, expecting %016llx): "
-                   "%s", iface->name, sa_str, (unsigned long long)conn->hs.src_uuid,
-                   (unsigned long long)conn->hs.dst_uuid, axon_tcp_reject_names[reason]);
-        axon_tcp_conn_close(iface, conn, AXON_OK);
-        return;
+    if (conn->connector) {
+        axon_tcp_conn_answer(iface, conn);
+    } else {
+        axon_tcp_conn_hello(iface, conn);
     }
-    if (ret != (ssize_t)sizeof(answer)) {
-        axon_debug("%s: cannot answer the handshake of %s: %s", iface->name, sa_str,
-                   (ret < 0) ? strerror((int)-ret) : "socket full");
-        axon_tcp_conn_close(iface, conn, AXON_OK);
-        return;
-    }
-
-    /* Room for the largest plain frame the peer sends, and for any zero-copy header. */
-    body              = (conn->hs.max_body > AXON_TCP_MAX_SHORT) ? conn->hs.max_body :
-                        AXON_TCP_MAX_SHORT;
-    conn->rx_base_cap = axon_tcp_frame_wire_len(body);
-    if (conn->rx_base_cap < AXON_TCP_RX_BUF_MIN) {
-        conn->rx_base_cap = AXON_TCP_RX_BUF_MIN;
-    }
-    conn->rx_buf = malloc(conn->rx_base_cap);
-    if (conn->rx_buf == NULL) {
-        axon_error("%s: cannot allocate a %zu-byte receive buffer for %s", iface->name,
-                   conn->rx_base_cap, sa_str);
-        axon_tcp_conn_close(iface, conn, AXON_OK);
-        return;
-    }
-    conn->rx_cap         = conn->rx_base_cap;
-    conn->max_body       = conn->hs.max_body;
-    conn->sock.peer_uuid = conn->hs.src_uuid;
-    conn->state          = AXON_TCP_CONN_OPEN;
-    axon_debug("%s: connection from worker %016llx (%s) accepted", iface->name,
-               (unsigned long long)conn->sock.peer_uuid, sa_str);
 }
 
 static const char *axon_tcp_frame_invalid(const axon_tcp_conn_t *conn,
@@ -363,8 +659,8 @@ static void axon_tcp_conn_rx_shrink(axon_tcp_conn_t *conn)
 
 /* Out of line: a message no handler wants is a bug somewhere, not a fast path. */
 static __attribute__((noinline, cold))
-void axon_tcp_conn_drop(const axon_tcp_iface_t *iface, const axon_tcp_conn_t *conn,
-                        uint8_t am_id, size_t length)
+void axon_tcp_conn_drop_am(const axon_tcp_iface_t *iface, const axon_tcp_conn_t *conn,
+                           uint8_t am_id, size_t length)
 {
     axon_warn("%s: dropped am_id %u (%zu bytes) from worker %016llx: no handler", iface->name,
               am_id, length, (unsigned long long)conn->sock.peer_uuid);
@@ -379,7 +675,7 @@ static inline void axon_tcp_conn_deliver(axon_tcp_iface_t *iface, axon_tcp_conn_
     if (__builtin_expect(handler != NULL, 1)) {
         handler(iface->am_arg, data, length, flags);
     } else {
-        axon_tcp_conn_drop(iface, conn, am_id, length);
+        axon_tcp_conn_drop_am(iface, conn, am_id, length);
     }
 }
 
@@ -482,9 +778,10 @@ static axon_status_t axon_tcp_conn_parse(axon_tcp_iface_t *iface, axon_tcp_conn_
             return AXON_ERR_IO_FORMAT;
         }
         if (frame.flags & AXON_TCP_FRAME_CTRL) {
+            /* Goodbye: the peer's last frame on this connection. */
             conn->sock.flags |= AXON_TCP_SOCK_FLAG_GOODBYE;
             conn->rx_head    += sizeof(frame);
-            continue;
+            break;
         }
 
         if ((frame.flags & AXON_TCP_FRAME_ZCOPY) && !conn->rx_unplaced &&
@@ -497,6 +794,9 @@ static axon_status_t axon_tcp_conn_parse(axon_tcp_iface_t *iface, axon_tcp_conn_
                 return AXON_OK;   /* the data goes straight from the socket now */
             }
             if (!conn->rx_unplaced) {
+                if (__builtin_expect(conn->sock.fd < 0, 0)) {
+                    return AXON_OK;
+                }
                 continue;         /* placed from what was buffered */
             }
         }
@@ -511,6 +811,9 @@ static axon_status_t axon_tcp_conn_parse(axon_tcp_iface_t *iface, axon_tcp_conn_
         conn->rx_unplaced  = 0;
         axon_tcp_conn_deliver(iface, conn, frame.am_id, body, frame.length, AXON_AM_FLAG_NONE);
         ++(*count_p);
+        if (__builtin_expect(conn->sock.fd < 0, 0)) {
+            return AXON_OK;   /* a handler closed it (aborted its ep's send) */
+        }
     }
 
     if (conn->rx_head == conn->rx_tail) {
@@ -571,9 +874,18 @@ static unsigned axon_tcp_conn_rx(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn)
             conn->rx_tail += (size_t)ret;
             status = axon_tcp_conn_parse(iface, conn, &count);
             if (status != AXON_OK) {
-                axon_tcp_conn_close(iface, conn, status);
+                axon_tcp_conn_fail(iface, conn, status, 0);
                 break;
             }
+        }
+        if (__builtin_expect(conn->sock.fd < 0, 0)) {
+            break;   /* closed by a handler */
+        }
+        if (__builtin_expect(conn->sock.flags & AXON_TCP_SOCK_FLAG_GOODBYE, 0)) {
+            axon_debug("%s: worker %016llx said goodbye; %u ep(s) of ours still send", iface->name,
+                       (unsigned long long)conn->sock.peer_uuid, conn->tx_count);
+            axon_tcp_conn_peer_done(iface, conn);
+            break;   /* nothing follows a goodbye but the end of the stream */
         }
         if ((size_t)ret < want) {
             break;   /* the socket is drained */
@@ -582,36 +894,65 @@ static unsigned axon_tcp_conn_rx(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn)
     return count;
 }
 
-static unsigned axon_tcp_conn_handle_events(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn)
+unsigned axon_tcp_conn_handle_events(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn,
+                                     uint32_t events)
 {
-    if (conn->state == AXON_TCP_CONN_HANDSHAKE) {
-        axon_tcp_conn_handshake(iface, conn);
-        if ((conn->sock.fd < 0) || (conn->state != AXON_TCP_CONN_OPEN)) {
-            return 0;
+    unsigned count = 0;
+
+    if (conn->state == AXON_TCP_CONN_CONNECTING) {
+        return axon_tcp_ep_connected(axon_tcp_conn_first_ep(conn));
+    }
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLERR | EPOLLHUP)) {
+        if (conn->state == AXON_TCP_CONN_HANDSHAKE) {
+            axon_tcp_conn_handshake(iface, conn);
+        }
+        if ((conn->sock.fd >= 0) && (conn->state == AXON_TCP_CONN_OPEN)) {
+            count += axon_tcp_conn_rx(iface, conn);
+        }
+        if (conn->sock.fd < 0) {
+            return count;
         }
     }
-    return axon_tcp_conn_rx(iface, conn);
-}
-
-/* Best effort, never blocking: the peer's ep learns we left on purpose. */
-static void axon_tcp_conn_say_goodbye(axon_tcp_conn_t *conn)
-{
-    axon_tcp_frame_t frame = axon_tcp_frame_make(0, AXON_TCP_CTRL_GOODBYE, AXON_TCP_FRAME_CTRL, 0);
-    struct iovec     iov   = {&frame, sizeof(frame)};
-
-    (void)axon_tcp_sock_sendv(conn->sock.fd, &iov, 1);
+    if (events & EPOLLOUT) {
+        if (conn->tx_owner != NULL) {
+            count += axon_tcp_ep_tx_progress(conn->tx_owner);
+        } else {
+            axon_tcp_sock_set_events(iface->epfd, &conn->sock, AXON_TCP_CONN_EVENTS_RX);
+        }
+    }
+    return count;
 }
 
 /* ---------------------------------------------------------------- progress */
 
 static void axon_tcp_iface_check_timeouts(axon_tcp_iface_t *iface)
 {
-    axon_tcp_sock_t *sock, *tmp;
+    axon_tcp_conn_t *conn, *tmp;
     double           now = axon_sys_time_sec();
 
-    axon_list_for_each_safe(sock, tmp, &iface->connecting, pend) {
-        axon_tcp_ep_check_timeout(axon_tcp_ep_of(sock), now);
+    axon_list_for_each_safe(conn, tmp, &iface->connecting, connecting) {
+        axon_tcp_conn_check_timeout(iface, conn, now);
     }
+}
+
+/*
+ * The one connection to poll with recv() instead of epoll_wait(): open,
+ * nothing of ours waiting for room, no zero-copy placement in flight (its
+ * reads are large and rare anyway), and nothing else on the iface.
+ */
+static inline axon_tcp_conn_t *axon_tcp_iface_only_conn(axon_tcp_iface_t *iface)
+{
+    axon_tcp_conn_t *conn;
+
+    if (iface->nconns != 1) {
+        return NULL;
+    }
+    conn = axon_container_of(iface->conns.next, axon_tcp_conn_t, sock.link);
+    if ((conn->state != AXON_TCP_CONN_OPEN) || (conn->sock.events & EPOLLOUT) ||
+        (conn->sock.flags & AXON_TCP_SOCK_FLAG_GOODBYE)) {
+        return NULL;
+    }
+    return conn;
 }
 
 static unsigned axon_tcp_iface_progress(axon_iface_t *tl_iface)
@@ -619,6 +960,7 @@ static unsigned axon_tcp_iface_progress(axon_iface_t *tl_iface)
     axon_tcp_iface_t  *iface = (axon_tcp_iface_t*)tl_iface;
     struct epoll_event events[AXON_TCP_EVENTS_MAX];
     axon_tcp_sock_t   *sock;
+    axon_tcp_conn_t   *conn;
     unsigned           count = 0;
     int                i, n;
 
@@ -626,32 +968,55 @@ static unsigned axon_tcp_iface_progress(axon_iface_t *tl_iface)
     if (iface->in_progress) {
         return 0;
     }
+    /*
+     * Only a listening socket: new connections are not latency-critical, so
+     * look every AXON_TCP_IDLE_POLL_INTERVAL calls (an ep_create or an
+     * accepted connection ends this at once).
+     */
+    if ((iface->nconns == 0) && axon_list_is_empty(&iface->eps) &&
+        axon_list_is_empty(&iface->ep_reports) && axon_list_is_empty(&iface->reports)) {
+        if (iface->idle_skip > 0) {
+            --iface->idle_skip;
+            return 0;
+        }
+        iface->idle_skip = AXON_TCP_IDLE_POLL_INTERVAL - 1;
+    }
     ++iface->in_progress;
 
+    /*
+     * One connection: read it straight away, so noticing and reading a
+     * message is one syscall. epoll_wait still runs when the read finds
+     *      * every AXON_TCP_EPOLL_INTERVAL calls, for the listening socket and
+     * whatever else has happened.
+     */
+    conn = axon_tcp_iface_only_conn(iface);
+    if ((conn != NULL) && (iface->epoll_skip > 0)) {
+        --iface->epoll_skip;   /* also under traffic: a new connection waits 64 calls at most */
+        count = axon_tcp_conn_rx(iface, conn);
+        goto out_events;
+    }
+
+    iface->epoll_skip = AXON_TCP_EPOLL_INTERVAL - 1;
     n = epoll_wait(iface->epfd, events, AXON_TCP_EVENTS_MAX, 0);
     for (i = 0; i < n; ++i) {
         sock = events[i].data.ptr;
         if (sock->fd < 0) {
             continue;   /* closed by an earlier event of this batch */
         }
-        switch (sock->kind) {
-        case AXON_TCP_SOCK_LISTEN:
+        if (sock->kind == AXON_TCP_SOCK_LISTEN) {
             count += axon_tcp_iface_accept(iface);
-            break;
-        case AXON_TCP_SOCK_EP:
-            count += axon_tcp_ep_handle_events(axon_tcp_ep_of(sock), events[i].events);
-            break;
-        case AXON_TCP_SOCK_CONN:
-            count += axon_tcp_conn_handle_events(iface, axon_tcp_conn_of(sock));
-            break;
+        } else {
+            count += axon_tcp_conn_handle_events(iface, axon_tcp_conn_of(sock),
+                                                 events[i].events);
         }
     }
 
+out_events:
     /* After the events: a connect that finished while we were away is not late. */
     if (!axon_list_is_empty(&iface->connecting)) {
         axon_tcp_iface_check_timeouts(iface);
     }
-    if (!axon_list_is_empty(&iface->reports)) {
+    if (!axon_list_is_empty(&iface->ep_reports) || !axon_list_is_empty(&iface->reports)) {
         count += axon_tcp_iface_dispatch_reports(iface);
     }
 
@@ -659,7 +1024,7 @@ static unsigned axon_tcp_iface_progress(axon_iface_t *tl_iface)
     while (!axon_list_is_empty(&iface->garbage)) {
         sock = axon_container_of(iface->garbage.next, axon_tcp_sock_t, pend);
         axon_list_del(&sock->pend);
-        axon_tcp_sock_free(sock);
+        axon_tcp_conn_free(axon_tcp_conn_of(sock));
     }
     return count;
 }
@@ -713,6 +1078,7 @@ axon_status_t axon_tcp_iface_open(const axon_resource_t *resource, const void *c
     axon_list_init(&iface->listen.pend);
     axon_list_init(&iface->eps);
     axon_list_init(&iface->closing);
+    axon_list_init(&iface->ep_reports);
     axon_list_init(&iface->conns);
     axon_list_init(&iface->connecting);
     axon_list_init(&iface->reports);
@@ -764,32 +1130,35 @@ err_free:
 static void axon_tcp_iface_close(axon_iface_t *tl_iface)
 {
     axon_tcp_iface_t *iface = (axon_tcp_iface_t*)tl_iface;
-    axon_tcp_sock_t  *sock, *tmp;
+    axon_tcp_sock_t  *sock;
     axon_tcp_conn_t  *conn;
+    axon_tcp_ep_t    *ep;
 
     /* Endpoints the upper layer left open go with the iface (with a goodbye). */
-    axon_list_for_each_safe(sock, tmp, &iface->eps, link) {
-        axon_tcp_ep_close_now(axon_tcp_ep_of(sock));
+    while (!axon_list_is_empty(&iface->eps)) {
+        ep = axon_container_of(iface->eps.next, axon_tcp_ep_t, link);
+        axon_tcp_ep_destroy(&ep->super);
     }
-    axon_list_for_each_safe(sock, tmp, &iface->closing, link) {
-        axon_tcp_ep_close_now(axon_tcp_ep_of(sock));
+    while (!axon_list_is_empty(&iface->closing)) {
+        ep = axon_container_of(iface->closing.next, axon_tcp_ep_t, link);
+        axon_tcp_ep_close_now(ep);
     }
     /* Peers sending to us learn that we leave on purpose. */
-    axon_list_for_each_safe(sock, tmp, &iface->conns, link) {
+    while (!axon_list_is_empty(&iface->conns)) {
+        sock = axon_container_of(iface->conns.next, axon_tcp_sock_t, link);
         conn = axon_tcp_conn_of(sock);
-        if (conn->state == AXON_TCP_CONN_OPEN) {
-            axon_tcp_conn_say_goodbye(conn);
+        if ((conn->state == AXON_TCP_CONN_OPEN) &&
+            !(sock->flags & AXON_TCP_SOCK_FLAG_TX_DONE)) {
+            (void)axon_tcp_conn_say_goodbye(conn);
         }
-        axon_tcp_sock_close(iface->epfd, sock);
-        axon_list_del(&sock->link);
-        axon_list_del(&sock->pend);
-        axon_tcp_sock_free(sock);
+        axon_tcp_conn_close_sock(iface, conn);
+        axon_tcp_conn_free(conn);
     }
     /* Failures nobody will hear of now: only connections are left there. */
     while (!axon_list_is_empty(&iface->reports)) {
         sock = axon_container_of(iface->reports.next, axon_tcp_sock_t, pend);
         axon_list_del(&sock->pend);
-        axon_tcp_sock_free(sock);
+        axon_tcp_conn_free(axon_tcp_conn_of(sock));
     }
     axon_tcp_sock_close(iface->epfd, &iface->listen);
     close(iface->epfd);

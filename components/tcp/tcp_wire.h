@@ -1,10 +1,37 @@
 /*
- * tcp wire format: a fixed-size handshake, then a stream of frames.
+ * tcp wire format: a fixed-size handshake, then a stream of frames each way.
  *
- * A connection carries data one way, from the side that connected (an ep)
- * to the side that accepted; the acceptor only answers the handshake and may
- * say goodbye. Everything is in host byte order: the magic number tells a
- * peer of the other order, which is refused.
+ * The side that connects sends HELLO, the side that accepts answers it;
+ * then both sides may send frames. Everything is in host byte order: the
+ * magic number tells a peer of the other order, which is refused.
+ *
+ * One connection per pair of workers, used both ways: an ep created to a
+ * worker that already has an open connection to us (one we accepted, whose
+ * sending side nobody of ours uses) sends on it instead of connecting. Each
+ * side's sending half has one owner at a time, so frames of one ep never
+ * interleave with another's.
+ *
+ * Simultaneous connects: when a HELLO arrives from a worker we are
+ * connecting to ourselves,
+ *   - an ep of ours whose HELLO has not left yet moves onto the accepted
+ *     connection and its own connection is closed with nothing sent;
+ *   - if both HELLOs are out, the lower worker id keeps its own connection:
+ *     its answer carries AXON_TCP_HS_FLAG_USE_MINE, and the higher side
+ *     moves its ep (which has sent nothing but HELLO: data waits for the
+ *     answer) onto the accepted connection from the lower side, and says
+ *     goodbye on its own. If that connection has not arrived (or another ep
+ *     took it), both connections stay, each used one way.
+ * So a move never reorders anything: an ep moves before its first frame.
+ *
+ * Closing is per direction: a GOODBYE frame says "nothing more from me on
+ * this connection" (the sending ep was destroyed, or the whole worker
+ * leaves). A side closes the socket once it has both sent and received a
+ * goodbye; one that receives a goodbye and has no sender on the connection
+ * answers with its own and closes. A worker that leaves says goodbye on
+ * every connection and closes them: a peer's ep on such a connection sees
+ * goodbye then end of stream, and fails its later sends with
+ * AXON_ERR_CONNECTION_RESET without reporting the peer failed. An end of
+ * stream or a reset without a goodbye means the peer died.
  *
  * Every frame is an 8-byte header and a body padded to a multiple of 8, so
  * a receiver reading the stream into an aligned buffer finds every header
@@ -18,7 +45,7 @@
 
 #define AXON_TCP_MAGIC         0x41585443u  /* "AXTC" */
 #define AXON_TCP_MAGIC_SWAPPED 0x43545841u  /* the same from a host of the other byte order */
-#define AXON_TCP_VERSION       1
+#define AXON_TCP_VERSION       2  /* 2: both ways on one connection */
 
 /* Frames and bodies are padded to this. */
 #define AXON_TCP_ALIGN         8
@@ -26,7 +53,7 @@
 /* Handshake operations */
 enum {
     AXON_TCP_HS_HELLO  = 1,  /* connector -> acceptor: who I am, whom I expect */
-    AXON_TCP_HS_ACCEPT = 2,  /* acceptor -> connector: data may flow */
+    AXON_TCP_HS_ACCEPT = 2,  /* acceptor -> connector: data may flow, both ways */
     AXON_TCP_HS_REJECT = 3,  /* acceptor -> connector: reason follows, then close */
 };
 
@@ -52,9 +79,12 @@ typedef struct axon_tcp_hs {
     uint8_t  reason;     /* AXON_TCP_REJECT_*, with REJECT */
     uint64_t src_uuid;   /* worker that sends this */
     uint64_t dst_uuid;   /* worker it expects at the other end */
-    uint32_t max_body;   /* HELLO: largest plain frame body the connector sends */
-    uint32_t reserved;
+    uint32_t max_body;   /* largest plain frame body the sender of this sends */
+    uint32_t flags;      /* AXON_TCP_HS_FLAG_*, with ACCEPT */
 } axon_tcp_hs_t;
+
+/* Handshake flags */
+#define AXON_TCP_HS_FLAG_USE_MINE 0x1  /* both connected at once: use my connection to you */
 
 /* Frame flags */
 #define AXON_TCP_FRAME_ZCOPY 0x1  /* body = hdr_len header bytes + data to place */
@@ -63,7 +93,7 @@ typedef struct axon_tcp_hs {
 
 /* Control frames (flag CTRL, empty body) */
 enum {
-    /* The sender closes on purpose: the EOF that follows is not a failure. */
+    /* The sender sends nothing more on this connection: an EOF after it is no failure. */
     AXON_TCP_CTRL_GOODBYE = 1,
 };
 
