@@ -232,26 +232,68 @@ void axon_tcp_sock_close(int epfd, axon_tcp_sock_t *sock)
 
 ssize_t axon_tcp_sock_sendv(int fd, const struct iovec *iov, size_t iovcnt)
 {
+    struct iovec  chunk[AXON_TCP_SOCK_IOV_MAX];
     struct msghdr msg;
+    size_t        total = 0, want, n, skip = 0;
     ssize_t       ret;
 
+    /*
+     * At most AXON_TCP_IO_CHUNK bytes per sendmsg: over loopback one huge
+     * send holds the socket while the receiver waits to copy, and the two
+     * copies run one after the other instead of overlapping.
+     */
     memset(&msg, 0, sizeof(msg));
-    msg.msg_iov    = (struct iovec*)iov;
-    msg.msg_iovlen = iovcnt;
-    ret = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (ret >= 0) {
-        return ret;
+    for (;;) {
+        for (n = 0, want = 0; (iovcnt > 0) && (n < AXON_TCP_SOCK_IOV_MAX) &&
+                              (want < AXON_TCP_IO_CHUNK); ++n) {
+            chunk[n].iov_base = (char*)iov[n].iov_base + ((n == 0) ? skip : 0);
+            chunk[n].iov_len  = iov[n].iov_len - ((n == 0) ? skip : 0);
+            if (want + chunk[n].iov_len > AXON_TCP_IO_CHUNK) {
+                chunk[n].iov_len = AXON_TCP_IO_CHUNK - want;
+            }
+            want += chunk[n].iov_len;
+            if (n + 1 == iovcnt) {
+                ++n;
+                break;
+            }
+        }
+        if (want == 0) {
+            return (ssize_t)total;
+        }
+        msg.msg_iov    = chunk;
+        msg.msg_iovlen = n;
+        ret = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (ret < 0) {
+            if ((errno == EAGAIN) || (errno == EWOULDBLOCK) || (errno == EINTR)) {
+                return (ssize_t)total;
+            }
+            return (total > 0) ? (ssize_t)total : -errno;
+        }
+        total += (size_t)ret;
+        if ((size_t)ret < want) {
+            return (ssize_t)total;  /* the socket is full */
+        }
+        /* Advance past what went out. */
+        skip += (size_t)ret;
+        while ((iovcnt > 0) && (skip >= iov[0].iov_len)) {
+            skip -= iov[0].iov_len;
+            ++iov;
+            --iovcnt;
+        }
+        if (iovcnt == 0) {
+            return (ssize_t)total;
+        }
     }
-    if ((errno == EAGAIN) || (errno == EWOULDBLOCK) || (errno == EINTR)) {
-        return 0;
-    }
-    return -errno;
 }
 
 ssize_t axon_tcp_sock_recv(int fd, void *buf, size_t length)
 {
     ssize_t ret;
 
+    /* Bounded like sends (AXON_TCP_IO_CHUNK): long copies under the socket lock stall the sender. */
+    if (length > AXON_TCP_IO_CHUNK) {
+        length = AXON_TCP_IO_CHUNK;
+    }
     do {
         ret = recv(fd, buf, length, MSG_DONTWAIT);
     } while ((ret < 0) && (errno == EINTR));
