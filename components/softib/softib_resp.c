@@ -31,17 +31,24 @@ static uint32_t softib_resp_mtu(const softib_qp_t *qp)
 }
 
 /* Answer with an ACK or NAK; a full wire loses it like the fabric would */
+/* Headers of a response to the requester (ACK, NAK, atomic ACK, read data) */
+static void softib_resp_reply_init(softib_pkt_t *pkt, const softib_qp_t *qp, uint8_t opcode,
+                                   uint32_t psn)
+{
+    memset(pkt, 0, sizeof(*pkt));
+    pkt->opcode   = opcode;
+    pkt->dest_qpn = qp->attr.dest_qp_num;
+    pkt->src_qpn  = qp->super.qp_num;
+    pkt->psn      = psn;
+}
+
 static void softib_resp_send_aeth(softib_dev_t *dev, softib_qp_t *qp, softib_aeth_code_t code,
                                   uint32_t psn)
 {
     softib_pkt_t pkt;
     size_t len;
 
-    memset(&pkt, 0, sizeof(pkt));
-    pkt.opcode         = SOFTIB_OP_ACK;
-    pkt.dest_qpn       = qp->attr.dest_qp_num;
-    pkt.src_qpn        = qp->super.qp_num;
-    pkt.psn            = psn;
+    softib_resp_reply_init(&pkt, qp, SOFTIB_OP_ACK, psn);
     pkt.aeth.code      = (uint8_t)code;
     pkt.aeth.rnr_timer = qp->attr.min_rnr_timer;
     len = softib_pkt_build(dev->tx_buf, &pkt);
@@ -276,11 +283,7 @@ static void softib_resp_atomic_ack(softib_dev_t *dev, softib_qp_t *qp, uint32_t 
     softib_pkt_t pkt;
     size_t len;
 
-    memset(&pkt, 0, sizeof(pkt));
-    pkt.opcode      = SOFTIB_OP_ATOMIC_ACK;
-    pkt.dest_qpn    = qp->attr.dest_qp_num;
-    pkt.src_qpn     = qp->super.qp_num;
-    pkt.psn         = psn;
+    softib_resp_reply_init(&pkt, qp, SOFTIB_OP_ATOMIC_ACK, psn);
     pkt.aeth.code   = SOFTIB_AETH_ACK;
     pkt.atomic_orig = orig;
     len = softib_pkt_build(dev->tx_buf, &pkt);
@@ -303,13 +306,11 @@ void softib_resp_progress(softib_qp_t *qp)
         }
         paylen = (qp->resp.rd.left < mtu) ? qp->resp.rd.left : mtu;
         last   = (paylen == qp->resp.rd.left);
-        memset(&pkt, 0, sizeof(pkt));
-        pkt.opcode   = (qp->resp.rd.first && last) ? SOFTIB_OP_READ_RESP_ONLY :
-                       qp->resp.rd.first ? SOFTIB_OP_READ_RESP_FIRST :
-                       last ? SOFTIB_OP_READ_RESP_LAST : SOFTIB_OP_READ_RESP_MIDDLE;
-        pkt.dest_qpn = qp->attr.dest_qp_num;
-        pkt.src_qpn  = qp->super.qp_num;
-        pkt.psn      = qp->resp.rd.psn;
+        softib_resp_reply_init(&pkt, qp,
+                               (qp->resp.rd.first && last) ? SOFTIB_OP_READ_RESP_ONLY :
+                               qp->resp.rd.first ? SOFTIB_OP_READ_RESP_FIRST :
+                               last ? SOFTIB_OP_READ_RESP_LAST : SOFTIB_OP_READ_RESP_MIDDLE,
+                               qp->resp.rd.psn);
         hlen = softib_pkt_build(dev->tx_buf, &pkt);
         if (paylen) {
             if (softib_mr_check(dev, qp->super.pd, qp->resp.rd.rkey, qp->resp.rd.va, paylen,
