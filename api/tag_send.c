@@ -112,6 +112,19 @@ static void axon_tag_zcopy_done(axon_tl_completion_t *comp, axon_status_t status
     axon_rndv_send_part_done(req, status);
 }
 
+/*
+ * The sender's rendezvous data left within the call: the send is done, or,
+ * in a split, still waits for the ATS of the receiver's half.
+ */
+static axon_status_t axon_tag_rndv_data_sent(axon_request_h req)
+{
+    if (req->send.rndv_parts == 1) {
+        return req->send.rndv_status;
+    }
+    --req->send.rndv_parts;
+    return AXON_REQUEST_WAIT_REMOTE;
+}
+
 /* Rendezvous data [offset, rndv_length) straight from the user buffer. */
 static axon_status_t axon_tag_send_rndv_zcopy(axon_request_h req)
 {
@@ -131,11 +144,7 @@ static axon_status_t axon_tag_send_rndv_zcopy(axon_request_h req)
         req->flags |= AXON_REQUEST_TL_BUSY;
         return AXON_REQUEST_WAIT_REMOTE;
     }
-    if ((status != AXON_OK) || (req->send.rndv_parts == 1)) {
-        return (status != AXON_OK) ? axon_tag_retry_status(status) : req->send.rndv_status;
-    }
-    --req->send.rndv_parts;  /* split: the ATS is still to come */
-    return AXON_REQUEST_WAIT_REMOTE;
+    return (status != AXON_OK) ? axon_tag_retry_status(status) : axon_tag_rndv_data_sent(req);
 }
 
 /* Send fragments through pack until offset reaches end. */
@@ -204,11 +213,7 @@ axon_status_t axon_tag_send_progress(axon_request_h req)
         status = axon_tag_send_fragments(req, &ep->bulk_lane, AXON_AM_RNDV_DATA,
                                          axon_tag_pack_rndv_data, sizeof(axon_rndv_data_hdr_t),
                                          req->send.rndv_length);
-        if ((status != AXON_OK) || (req->send.rndv_parts == 1)) {
-            return (status != AXON_OK) ? status : req->send.rndv_status;
-        }
-        --req->send.rndv_parts;  /* split: the ATS is still to come */
-        return AXON_REQUEST_WAIT_REMOTE;
+        return (status != AXON_OK) ? status : axon_tag_rndv_data_sent(req);
     case AXON_SEND_PROTO_RNDV_ZCOPY:
         return axon_tag_send_rndv_zcopy(req);
     case AXON_SEND_PROTO_CTRL:
