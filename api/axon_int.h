@@ -25,6 +25,7 @@ typedef struct axon_global_opts {
     size_t                   bcopy_thresh;
     size_t                   rndv_thresh;
     size_t                   rndv_split_thresh;
+    unsigned                 rc_max_peers;
     unsigned                 tag_hash_bits;
     unsigned                 max_unexp_pool;
 } axon_global_opts_t;

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "axon_int.h"
 #include "dev_backend.h"
+#include "dev_cm_backend.h"
 #include "log.h"
 
 static const char *const axon_log_level_names[] = {
@@ -23,7 +24,8 @@ const axon_config_entry_t axon_global_config_table[] = {
      AXON_GLOBAL_OPT(log_file), AXON_CONFIG_TYPE_STRING},
 
     {"TLS", "all",
-     "Transports to use: a list (shm,self), ^list to exclude, aliases sm=shm,self and all",
+     "Transports to use: a list (shm,self), ^list to exclude, aliases sm=shm,self, "
+     "ib=rc,ud and all",
      AXON_GLOBAL_OPT(tls), AXON_CONFIG_TYPE_ALLOW_LIST},
 
     {"NET_DEVICES", "all",
@@ -50,6 +52,11 @@ const axon_config_entry_t axon_global_config_table[] = {
      "Rendezvous messages of at least this size, on a lane that can both get and put, are "
      "copied half by the receiver and half by the sender at once (inf: receiver copies all)",
      AXON_GLOBAL_OPT(rndv_split_thresh), AXON_CONFIG_TYPE_SIZE},
+
+    {"RC_MAX_PEERS", "256",
+     "Past this many peers a worker prefers transports with smaller per-endpoint memory "
+     "(ud over rc)",
+     AXON_GLOBAL_OPT(rc_max_peers), AXON_CONFIG_TYPE_UINT},
 
     {"TAG_HASH_BITS", "10",
      "log2 of the number of buckets of the tag matching hash (1..20)",
@@ -94,10 +101,18 @@ static axon_status_t axon_context_check_overrides(axon_context_h ctx,
     return AXON_OK;
 }
 
-/* Is AXON_<name> a variable of a device-layer back end (AXON_SOFTIB_*)? */
+/* Is AXON_<name> a variable of a device-layer back end (AXON_SOFTIB_*, AXON_SOFTIB_CM_*)? */
 static int axon_context_dev_var_known(const char *name)
 {
     const axon_dev_backend_t *const *be;
+    const axon_dev_cm_ops_t *const *cm;
+
+    for (cm = axon_dev_cm_backends; *cm != NULL; ++cm) {
+        if (((*cm)->config_table != NULL) &&
+            axon_config_table_has((*cm)->config_table, (*cm)->config_prefix, name)) {
+            return 1;
+        }
+    }
 
     for (be = axon_dev_backends; *be != NULL; ++be) {
         if (((*be)->config_table != NULL) &&

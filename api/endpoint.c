@@ -49,6 +49,18 @@ static unsigned axon_ep_find_candidates(axon_worker_h worker, const axon_address
     return n;
 }
 
+/* Endpoints the worker has: past AXON_RC_MAX_PEERS, lane choice saves memory. */
+static unsigned axon_ep_count(axon_worker_h worker)
+{
+    unsigned n = 0;
+    axon_ep_h ep;
+
+    axon_list_for_each(ep, &worker->eps, link) {
+        ++n;
+    }
+    return n;
+}
+
 /*
  * Rendezvous threshold from the bulk lane's estimates: worth it once moving
  * the data twice costs more than one extra round trip plus a get; without a
@@ -93,6 +105,7 @@ axon_status_t axon_ep_create_internal(axon_worker_h worker, const void *address,
     const axon_address_entry_t *entries[AXON_ADDRESS_MAX_TLS];
     const axon_resource_t *rscs[AXON_ADDRESS_MAX_TLS];
     unsigned iface_idx[AXON_ADDRESS_MAX_TLS];
+    axon_lane_select_params_t sel_params;
     axon_lane_choice_t choice;
     axon_address_t *addr;
     axon_status_t status;
@@ -109,7 +122,9 @@ axon_status_t axon_ep_create_internal(axon_worker_h worker, const void *address,
     }
 
     n = axon_ep_find_candidates(worker, addr, entries, iface_idx, rscs);
-    status = axon_select_lanes(rscs, n, &choice);
+    sel_params.num_eps   = axon_ep_count(worker);
+    sel_params.max_peers = worker->context->opts.rc_max_peers;
+    status = axon_select_lanes(rscs, n, &sel_params, &choice);
     if (status != AXON_OK) {
         axon_error("no transport reaches peer %016llx: it offers %u transport(s), this worker "
                    "%u, %u reachable (AXON_LOG_LEVEL=debug tells why)",

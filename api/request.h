@@ -15,6 +15,7 @@ enum {
     AXON_REQUEST_IN_ID_MAP   = 1u << 7,
     AXON_REQUEST_TL_BUSY     = 1u << 8,  /* a transport completion (tl_comp) is due */
     AXON_REQUEST_ORPHANED    = 1u << 9,  /* its endpoint was destroyed while TL_BUSY */
+    AXON_REQUEST_RNDV_MEMH   = 1u << 10, /* send.rndv_memh to deregister at completion */
 };
 
 /* Internal result of a send step: posted, now waiting for the peer. */
@@ -65,6 +66,9 @@ struct axon_request {
             /* Events the rendezvous still waits for (ATS, own part) and the first error */
             uint8_t            rndv_parts;
             axon_status_t      rndv_status;
+            /* The buffer registered for the receiver's get (AXON_REQUEST_RNDV_MEMH) */
+            void              *rndv_memh;
+            axon_iface_t      *rndv_memh_iface;
         } send;
         struct {
             axon_tm_recv_t       tm;
@@ -94,6 +98,17 @@ void           axon_request_complete(axon_request_h req, axon_status_t status);
 unsigned       axon_request_dispatch_deferred(axon_worker_h worker);
 /* Return a request that never left the library (completed at once, no NO_IMM_CMPL). */
 void           axon_request_put(axon_request_h req);
+
+/* A rendezvous send's registration ends with the send: the buffer is the user's again. */
+static inline void axon_request_release_memh(axon_request_h req)
+{
+    if (req->flags & AXON_REQUEST_RNDV_MEMH) {
+        axon_iface_t *iface = req->send.rndv_memh_iface;
+
+        req->flags &= ~AXON_REQUEST_RNDV_MEMH;
+        iface->ops->mem_dereg(iface, req->send.rndv_memh);
+    }
+}
 
 /* Id map: requests a peer refers to by id (never by pointer). */
 void           axon_request_id_add(axon_request_h req, uint64_t peer_uuid);

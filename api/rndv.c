@@ -123,7 +123,7 @@ static axon_status_t axon_rndv_recv_split(axon_request_h req, axon_ep_h ep,
         return AXON_ERR_UNSUPPORTED;
     }
     status = lane->ops->ep_get_zcopy(lane->tl_ep, req->recv.buffer, AXON_RNDV_SPLIT_PROBE,
-                                     rts->address, NULL);
+                                     rts->address, NULL, NULL);
     if (status == AXON_ERR_UNSUPPORTED) {
         return status;
     }
@@ -153,11 +153,73 @@ static axon_status_t axon_rndv_recv_split(axon_request_h req, axon_ep_h ep,
     req->flags       |= AXON_REQUEST_TL_BUSY;
     status = lane->ops->ep_get_zcopy(lane->tl_ep, req->recv.buffer + AXON_RNDV_SPLIT_PROBE,
                                      offset - AXON_RNDV_SPLIT_PROBE,
-                                     rts->address + AXON_RNDV_SPLIT_PROBE, &req->tl_comp);
+                                     rts->address + AXON_RNDV_SPLIT_PROBE, NULL, &req->tl_comp);
     if (status != AXON_INPROGRESS) {
         axon_rndv_split_get_done(&req->tl_comp, status);
     }
     return AXON_OK;
+}
+
+void axon_rndv_send_register(axon_request_h req)
+{
+    const axon_lane_t *lane = &req->send.ep->bulk_lane;
+    axon_iface_t *iface = lane->tl_ep->iface;
+    axon_status_t status;
+    void *memh;
+
+    if (!(lane->resource->cap_flags & AXON_CAP_NEED_MKEY) ||
+        !(lane->resource->cap_flags & AXON_CAP_GET) || (lane->ops->mem_reg == NULL) ||
+        (lane->ops->rkey_max_len > AXON_RNDV_RKEY_MAX)) {
+        return;
+    }
+    status = lane->ops->mem_reg(iface, (void *)(uintptr_t)req->send.buffer, req->send.length,
+                                &memh);
+    if (status != AXON_OK) {
+        /* The receiver then asks for the data with an RTR. */
+        axon_debug("%s: rendezvous buffer %p of %zu bytes not registered: %s",
+                   lane->resource->tl_name, (const void *)req->send.buffer, req->send.length,
+                   axon_status_string(status));
+        return;
+    }
+    req->send.rndv_memh       = memh;
+    req->send.rndv_memh_iface = iface;
+    req->flags               |= AXON_REQUEST_RNDV_MEMH;
+}
+
+void axon_rndv_rts_pack(axon_request_h req, axon_rndv_rts_hdr_t *rts)
+{
+    const axon_lane_t *lane = &req->send.ep->bulk_lane;
+
+    memset(rts, 0, sizeof(*rts));
+    rts->tag         = req->send.tag;
+    rts->length      = req->send.length;
+    rts->sender_uuid = req->worker->uuid;
+    rts->sreq_id     = req->id;
+    rts->address     = (uint64_t)(uintptr_t)req->send.buffer;
+    if (req->flags & AXON_REQUEST_RNDV_MEMH) {
+        memcpy(rts->rkey_tl, lane->resource->tl_name, sizeof(rts->rkey_tl));
+        rts->rkey_len = (uint32_t)lane->ops->rkey_pack(req->send.rndv_memh_iface,
+                                                       req->send.rndv_memh, rts->rkey);
+    }
+}
+
+/*
+ * The key to get the sender's buffer with over lane: NULL for lanes that need
+ * none; else the RTS's key if it was packed by the same transport. *usable
+ * says whether a get may be tried at all.
+ */
+static const void *axon_rndv_rts_rkey(const axon_lane_t *lane, const axon_rndv_rts_hdr_t *rts,
+                                      int *usable)
+{
+    *usable = 1;
+    if (!(lane->resource->cap_flags & AXON_CAP_NEED_MKEY)) {
+        return NULL;
+    }
+    if ((rts->rkey_len == 0) || (rts->rkey_len > AXON_RNDV_RKEY_MAX) ||
+        (strncmp(rts->rkey_tl, lane->resource->tl_name, sizeof(rts->rkey_tl)) != 0)) {
+        *usable = 0;
+    }
+    return rts->rkey;
 }
 
 void axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts)
@@ -167,7 +229,9 @@ void axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts)
     axon_rndv_rtr_hdr_t rtr;
     axon_status_t status;
     axon_lane_t *lane;
+    const void *rkey;
     axon_ep_h ep;
+    int get_ok;
 
     req->recv.info.sender_tag = rts->tag;
     req->recv.info.length     = rts->length;
@@ -194,14 +258,16 @@ void axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts)
     }
 
     lane = &ep->bulk_lane;
-    if ((lane->resource->cap_flags & AXON_CAP_GET) && (lane->ops->ep_get_zcopy != NULL)) {
-        if (axon_rndv_recv_split(req, ep, rts, want) == AXON_OK) {
+    rkey = axon_rndv_rts_rkey(lane, rts, &get_ok);
+    if ((lane->resource->cap_flags & AXON_CAP_GET) && (lane->ops->ep_get_zcopy != NULL) &&
+        get_ok) {
+        if ((rkey == NULL) && (axon_rndv_recv_split(req, ep, rts, want) == AXON_OK)) {
             return;
         }
         req->tl_comp.func = axon_rndv_get_done;
         req->flags       |= AXON_REQUEST_TL_BUSY;
         status = lane->ops->ep_get_zcopy(lane->tl_ep, req->recv.buffer, want, rts->address,
-                                         &req->tl_comp);
+                                         rkey, &req->tl_comp);
         if (status == AXON_INPROGRESS) {
             return;
         }
@@ -336,7 +402,8 @@ static void axon_rndv_am_rtr(void *arg, const void *data, size_t length, unsigne
             req->flags       |= AXON_REQUEST_TL_BUSY;
             status = lane->ops->ep_put_zcopy(lane->tl_ep, req->send.buffer + rtr->offset,
                                              rtr->length - rtr->offset,
-                                             rtr->put_address + rtr->offset, &req->tl_comp);
+                                             rtr->put_address + rtr->offset, NULL,
+                                             &req->tl_comp);
             if (status == AXON_INPROGRESS) {
                 return;
             }

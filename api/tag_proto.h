@@ -74,12 +74,22 @@ typedef struct axon_sync_ack_hdr {
     uint64_t from_uuid;
 } axon_sync_ack_hdr_t;
 
+/* Largest packed memory key an RTS carries; a lane whose keys are longer is not used to get. */
+#define AXON_RNDV_RKEY_MAX 32
+
 typedef struct axon_rndv_rts_hdr {
     axon_tag_t tag;
     uint64_t   length;
     uint64_t   sender_uuid;
     uint64_t   sreq_id;
     uint64_t   address;     /* sender's buffer, for a get by the receiver */
+    /* For lanes that reach peer memory through keys (AXON_CAP_NEED_MKEY):
+     * the sender's buffer registered on its bulk lane, whose transport
+     * rkey_tl names; rkey_len 0 when the buffer is not registered. */
+    char       rkey_tl[AXON_TL_NAME_MAX];
+    uint32_t   rkey_len;
+    uint32_t   reserved;
+    uint8_t    rkey[AXON_RNDV_RKEY_MAX];
 } axon_rndv_rts_hdr_t;
 
 typedef struct axon_rndv_ats_hdr {
@@ -127,6 +137,10 @@ void          axon_tag_peer_failed(axon_worker_h worker, uint64_t peer_uuid, axo
 axon_status_t axon_rndv_send_start(axon_request_h req);
 /* A receive matched an RTS: fetch the data (get) or ask for it (RTR). */
 void          axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts);
+/* Register a rendezvous send's buffer when its bulk lane gets through keys (best effort). */
+void          axon_rndv_send_register(axon_request_h req);
+/* The RTS of a rendezvous send, with the packed key of its registration if any. */
+void          axon_rndv_rts_pack(axon_request_h req, axon_rndv_rts_hdr_t *rts);
 void         *axon_rndv_rx_dest(axon_worker_h worker, const void *hdr, size_t hdr_len,
                                 size_t data_length);
 void          axon_rndv_register_handlers(axon_worker_h worker);

@@ -202,11 +202,7 @@ axon_status_t axon_tag_send_progress(axon_request_h req)
         }
         return status;
     case AXON_SEND_PROTO_RNDV_RTS:
-        rts.tag         = req->send.tag;
-        rts.length      = req->send.length;
-        rts.sender_uuid = req->worker->uuid;
-        rts.sreq_id     = req->id;
-        rts.address     = (uint64_t)(uintptr_t)req->send.buffer;
+        axon_rndv_rts_pack(req, &rts);
         status = lane->ops->ep_am_short(lane->tl_ep, AXON_AM_RNDV_RTS, &rts, sizeof(rts), NULL, 0);
         return (status == AXON_OK) ? AXON_REQUEST_WAIT_REMOTE : axon_tag_retry_status(status);
     case AXON_SEND_PROTO_RNDV_BCOPY:
@@ -323,6 +319,7 @@ static axon_status_t axon_tag_send_common(axon_ep_h ep, const void *buffer, size
         req->proto = AXON_SEND_PROTO_RNDV_RTS;
         req->send.rndv_parts   = 1;  /* the ATS, or the data once an RTR asks for it */
         req->send.rndv_status  = AXON_OK;
+        axon_rndv_send_register(req);
     } else if (sync) {
         req->flags |= AXON_REQUEST_SYNC;
         if (length + sizeof(axon_eager_sync_hdr_t) - sizeof(axon_eager_hdr_t) <=

@@ -18,7 +18,7 @@
 #include "axon.h"
 #include "config.h"
 
-#define AXON_COMPONENT_ABI_VERSION 3
+#define AXON_COMPONENT_ABI_VERSION 4
 /* Plugins build with -fvisibility=hidden; only the descriptor is exported. */
 #define AXON_COMPONENT_EXPORT      __attribute__((visibility("default")))
 #define AXON_COMPONENT_SYMBOL      axon_component
@@ -46,6 +46,9 @@ typedef enum {
 #define AXON_CAP_CONNECT_TO_IFACE (1ull << 7)  /* endpoints need only the peer's iface address */
 #define AXON_CAP_AM_ORDERED   (1ull << 8)  /* AMs on one ep arrive in send order */
 #define AXON_CAP_PEER_FAILURE (1ull << 9)  /* reports peers that die (peer_failure callback) */
+#define AXON_CAP_NEED_MKEY    (1ull << 10) /* get/put reach peer memory only through a packed rkey */
+#define AXON_CAP_EMULATED     (1ull << 11) /* a software device (softib): selected only when
+                                            * AXON_TLS names the transport */
 
 /* Names of the flags above, for axon_info; NULL-terminated, indexed by bit. */
 extern const char *const axon_cap_names[];
@@ -165,25 +168,42 @@ typedef struct axon_iface_ops {
                                  axon_tl_completion_t *comp);
     /*
      * Optional (AXON_CAP_GET): copy length bytes at the peer's virtual
-     * address remote_addr into buffer, without the peer's help. AXON_OK when
-     * done at once; AXON_INPROGRESS with comp as above; AXON_ERR_UNSUPPORTED
-     * when the system forbids it for this peer (the caller falls back).
+     * address remote_addr into buffer, without the peer's help. rkey is what
+     * the peer's rkey_pack wrote for the memory holding remote_addr (may be
+     * unaligned), or NULL for a transport without AXON_CAP_NEED_MKEY.
+     * AXON_OK when done at once; AXON_INPROGRESS with comp as above;
+     * AXON_ERR_UNSUPPORTED when the system forbids it for this peer (the
+     * caller falls back).
      */
     axon_status_t (*ep_get_zcopy)(axon_tl_ep_t *ep, void *buffer, size_t length,
-                                  uint64_t remote_addr, axon_tl_completion_t *comp);
+                                  uint64_t remote_addr, const void *rkey,
+                                  axon_tl_completion_t *comp);
     /*
      * Optional (AXON_CAP_PUT): copy length bytes from buffer to the peer's
-     * virtual address remote_addr, without the peer's help. Same returns as
-     * ep_get_zcopy; the peer learns of it only through a later AM.
+     * virtual address remote_addr, without the peer's help. Same arguments
+     * and returns as ep_get_zcopy; the peer learns of it only through a
+     * later AM.
      */
     axon_status_t (*ep_put_zcopy)(axon_tl_ep_t *ep, const void *buffer, size_t length,
-                                  uint64_t remote_addr, axon_tl_completion_t *comp);
+                                  uint64_t remote_addr, const void *rkey,
+                                  axon_tl_completion_t *comp);
     /* AXON_OK when every message posted on ep has left the sender's buffers,
      * AXON_INPROGRESS while some have not (call again after progress). */
     axon_status_t (*ep_flush)(axon_tl_ep_t *ep);
     /* Optional: is the peer this ep reaches known to be gone? AXON_OK if
      * alive as far as the transport knows, else the failure status. */
     axon_status_t (*ep_check)(axon_tl_ep_t *ep);
+
+    /*
+     * Memory keys, for transports with AXON_CAP_NEED_MKEY (NULL otherwise):
+     * mem_reg makes length bytes at addr reachable by peers' get/put until
+     * mem_dereg; rkey_pack writes at most rkey_max_len bytes that a peer
+     * passes to ep_get_zcopy / ep_put_zcopy, and returns how many it wrote.
+     */
+    size_t        rkey_max_len;
+    axon_status_t (*mem_reg)(axon_iface_t *iface, void *addr, size_t length, void **memh_p);
+    void          (*mem_dereg)(axon_iface_t *iface, void *memh);
+    size_t        (*rkey_pack)(axon_iface_t *iface, const void *memh, void *rkey_buf);
 } axon_iface_ops_t;
 
 /* Base of every transport iface; a transport embeds it first. */

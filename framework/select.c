@@ -8,6 +8,7 @@
 
 const char *const axon_select_tl_aliases[][2] = {
     {"sm",  "shm,self"},
+    {"ib",  "rc,ud"},     /* UCX's meaning: the RDMA transports of an InfiniBand-like device */
     {"all", "*"},
     {NULL,  NULL}
 };
@@ -233,6 +234,13 @@ axon_status_t axon_select_filter(const axon_component_set_t *set,
                 axon_debug("%s/%s: excluded by AXON_TLS", rsc->tl_name, rsc->dev_name);
                 continue;
             }
+            /* A software device costs every worker memory and a thread: only on request. */
+            if ((rsc->cap_flags & AXON_CAP_EMULATED) &&
+                !((want.mode == AXON_CONFIG_ALLOW_LISTED) && listed)) {
+                axon_debug("%s/%s: software device, used only when AXON_TLS names %s",
+                           rsc->tl_name, rsc->dev_name, rsc->tl_name);
+                continue;
+            }
             if ((rsc->dev_type == AXON_DEV_TYPE_NET) &&
                 !axon_config_allows(net_devices, rsc->dev_name)) {
                 axon_debug("%s/%s: excluded by AXON_NET_DEVICES", rsc->tl_name, rsc->dev_name);
@@ -263,31 +271,100 @@ out:
     return status;
 }
 
-axon_status_t axon_select_lanes(const axon_resource_t *const *candidates, unsigned count,
-                                axon_lane_choice_t *choice)
+/* Cost of a small message: what the small lane minimizes. */
+static inline double axon_select_small_cost(const axon_resource_t *rsc)
 {
-    double best_lat = 0, best_bw = 0, lat;
+    return rsc->latency_ns + rsc->overhead_ns;
+}
+
+/* Is a better than b for the lane? Bulk ties in bandwidth go to the lower latency. */
+static int axon_select_better(const axon_resource_t *a, const axon_resource_t *b, int bulk)
+{
+    if (bulk && (a->bandwidth_MBps != b->bandwidth_MBps)) {
+        return a->bandwidth_MBps > b->bandwidth_MBps;
+    }
+    return axon_select_small_cost(a) < axon_select_small_cost(b);
+}
+
+/* What each lane needs, in the order of axon_lane_choice_t's fields. */
+static const struct {
+    const char *name;
+    uint64_t    cap;
+    const char *cap_name;
+} axon_select_lane_needs[] = {
+    {"small", AXON_CAP_AM_SHORT, "am_short"},
+    {"bulk",  AXON_CAP_AM_BCOPY, "am_bcopy"},
+};
+
+/* The best candidate for lane (0 small, 1 bulk) by the estimates, or -1. */
+static int axon_select_by_estimates(const axon_resource_t *const *candidates, unsigned count,
+                                    int lane)
+{
+    int best = -1;
     unsigned i;
 
-    choice->small = choice->bulk = -1;
     for (i = 0; i < count; ++i) {
         const axon_resource_t *rsc = candidates[i];
 
-        lat = rsc->latency_ns + rsc->overhead_ns;
-        if ((rsc->cap_flags & AXON_CAP_AM_SHORT) && ((choice->small < 0) || (lat < best_lat))) {
-            choice->small = (int)i;
-            best_lat      = lat;
+        if (!(rsc->cap_flags & axon_select_lane_needs[lane].cap)) {
+            axon_debug("%s/%s: no %s, not a %s lane", rsc->tl_name, rsc->dev_name,
+                       axon_select_lane_needs[lane].cap_name, axon_select_lane_needs[lane].name);
+            continue;
         }
-        /* Ties in bandwidth go to the lower latency. */
-        if ((rsc->cap_flags & AXON_CAP_AM_BCOPY) &&
-            ((choice->bulk < 0) || (rsc->bandwidth_MBps > best_bw) ||
-             ((rsc->bandwidth_MBps == best_bw) &&
-              (lat < candidates[choice->bulk]->latency_ns + candidates[choice->bulk]->overhead_ns)))) {
-            choice->bulk = (int)i;
-            best_bw      = rsc->bandwidth_MBps;
+        if ((best < 0) || axon_select_better(rsc, candidates[best], lane)) {
+            best = (int)i;
+        }
+    }
+    return best;
+}
+
+/*
+ * Past the peer threshold: the resource of best's device with the smallest
+ * memory per endpoint that can carry the lane; equal memory keeps best.
+ */
+static int axon_select_by_memory(const axon_resource_t *const *candidates, unsigned count,
+                                 int lane, int best)
+{
+    const axon_resource_t *dev = candidates[best];
+    int pick = best;
+    unsigned i;
+
+    for (i = 0; i < count; ++i) {
+        const axon_resource_t *rsc = candidates[i];
+
+        if ((rsc->cap_flags & axon_select_lane_needs[lane].cap) &&
+            (rsc->dev_type == dev->dev_type) && !strcmp(rsc->dev_name, dev->dev_name) &&
+            (rsc->ep_memory < candidates[pick]->ep_memory)) {
+            pick = (int)i;
+        }
+    }
+    return pick;
+}
+
+axon_status_t axon_select_lanes(const axon_resource_t *const *candidates, unsigned count,
+                                const axon_lane_select_params_t *params,
+                                axon_lane_choice_t *choice)
+{
+    int picks[2], lane, best;
+
+    for (lane = 0; lane < 2; ++lane) {
+        best = axon_select_by_estimates(candidates, count, lane);
+        if ((best >= 0) && (params->num_eps >= params->max_peers)) {
+            picks[lane] = axon_select_by_memory(candidates, count, lane, best);
+            if (picks[lane] != best) {
+                axon_debug("%u endpoints (AXON_RC_MAX_PEERS=%u): %s lane %s/%s (%zu bytes per "
+                           "endpoint) instead of %s (%zu)", params->num_eps, params->max_peers,
+                           axon_select_lane_needs[lane].name, candidates[picks[lane]]->tl_name,
+                           candidates[picks[lane]]->dev_name, candidates[picks[lane]]->ep_memory,
+                           candidates[best]->tl_name, candidates[best]->ep_memory);
+            }
+        } else {
+            picks[lane] = best;
         }
     }
 
+    choice->small = picks[0];
+    choice->bulk  = picks[1];
     if ((choice->small < 0) || (choice->bulk < 0)) {
         return AXON_ERR_UNREACHABLE;
     }

@@ -18,7 +18,7 @@ typedef struct axon_select_resource {
 /*
  * Apply AXON_TLS (tls) and AXON_NET_DEVICES (net_devices) to the loaded set.
  * Names are transport names ("shm"), component names of plugins that failed
- * to load (a warning then says why), or aliases ("sm" = shm,self; "all").
+ * to load (a warning then says why), or aliases ("sm" = shm,self; "ib" = rc,ud; "all").
  * An unknown name fails with AXON_ERR_INVALID_PARAM and an error line naming
  * it and listing what exists. On success *out is a malloc'd array.
  */
@@ -37,11 +37,23 @@ typedef struct axon_lane_choice {
     int bulk;   /* highest bandwidth, needs AM_BCOPY */
 } axon_lane_choice_t;
 
+/* What lane choice knows of the worker the endpoint belongs to. */
+typedef struct axon_lane_select_params {
+    unsigned num_eps;    /* endpoints the worker has before this one */
+    unsigned max_peers;  /* AXON_RC_MAX_PEERS: from this many on, memory per endpoint decides */
+} axon_lane_select_params_t;
+
 /*
- * Pick lanes among candidates (resources that reach the peer). Returns
- * AXON_ERR_UNREACHABLE if none can carry messages.
+ * Pick lanes among candidates (resources that reach the peer). While the
+ * worker has fewer than max_peers endpoints, latency (small lane) and
+ * bandwidth (bulk lane) decide; from then on each lane moves to the
+ * resource of the same device with the smallest ep_memory that can carry it
+ * (ud rather than rc), so memory grows slowly with the number of peers.
+ * Candidates without the capability a lane needs are skipped with a debug
+ * line. Returns AXON_ERR_UNREACHABLE if none can carry messages.
  */
 axon_status_t axon_select_lanes(const axon_resource_t *const *candidates, unsigned count,
+                                const axon_lane_select_params_t *params,
                                 axon_lane_choice_t *choice);
 
 #endif

@@ -81,7 +81,8 @@ static ssize_t axon_self_ep_am_bcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, axon_pa
 
 /* The peer is this process: a get is a plain copy (rendezvous in one copy). */
 static axon_status_t axon_self_ep_get_zcopy(axon_tl_ep_t *tl_ep, void *buffer, size_t length,
-                                            uint64_t remote_addr, axon_tl_completion_t *comp)
+                                            uint64_t remote_addr, const void *rkey,
+                                            axon_tl_completion_t *comp)
 {
     memcpy(buffer, (const void *)(uintptr_t)remote_addr, length);
     return AXON_OK;
@@ -89,7 +90,7 @@ static axon_status_t axon_self_ep_get_zcopy(axon_tl_ep_t *tl_ep, void *buffer, s
 
 static axon_status_t axon_self_ep_put_zcopy(axon_tl_ep_t *tl_ep, const void *buffer,
                                             size_t length, uint64_t remote_addr,
-                                            axon_tl_completion_t *comp)
+                                            const void *rkey, axon_tl_completion_t *comp)
 {
     memcpy((void *)(uintptr_t)remote_addr, buffer, length);
     return AXON_OK;

@@ -306,13 +306,15 @@ static axon_status_t axon_shm_ep_cma(axon_tl_ep_t *tl_ep, axon_shm_cma_dir_t dir
 }
 
 axon_status_t axon_shm_ep_get_zcopy(axon_tl_ep_t *tl_ep, void *buffer, size_t length,
-                                    uint64_t remote_addr, axon_tl_completion_t *comp)
+                                    uint64_t remote_addr, const void *rkey,
+                                    axon_tl_completion_t *comp)
 {
     return axon_shm_ep_cma(tl_ep, AXON_SHM_CMA_GET, buffer, length, remote_addr);
 }
 
 axon_status_t axon_shm_ep_put_zcopy(axon_tl_ep_t *tl_ep, const void *buffer, size_t length,
-                                    uint64_t remote_addr, axon_tl_completion_t *comp)
+                                    uint64_t remote_addr, const void *rkey,
+                                    axon_tl_completion_t *comp)
 {
     /* process_vm_writev only reads the local buffer. */
     return axon_shm_ep_cma(tl_ep, AXON_SHM_CMA_PUT, (void*)(uintptr_t)buffer, length,

@@ -35,3 +35,11 @@ libaxon_la_SOURCES += \
 noinst_HEADERS += \
 	components/softib/softib.h \
 	components/softib/softib_pkt.h
+
+# The connection manager: IB CM messages over TCP (helper C).
+libaxon_la_SOURCES += \
+	components/softib/softib_cm.c \
+	components/softib/softib_cm_conn.c \
+	components/softib/softib_cm_progress.c
+noinst_HEADERS += \
+	components/softib/softib_cm.h

@@ -102,6 +102,7 @@ typedef struct softib_dev {
     int                 wake_fd;           /* eventfd: timers moved earlier, or stop */
     volatile int        stop;
     uint64_t            thread_deadline;   /* when the sleeping thread wakes (ns), 0 none */
+    uint64_t            consumer_ns;       /* the consumer's last call into the engine, 0 none */
     uint8_t             rx_buf[SOFTIB_WIRE_MAX_PKT];
     uint8_t             tx_buf[SOFTIB_WIRE_MAX_PKT];
 } softib_dev_t;
@@ -190,6 +191,16 @@ typedef struct softib_atomic_res {
     uint64_t orig;
 } softib_atomic_res_t;
 
+/* An executed RDMA READ (responses still to send) or atomic (its ACK still to send) */
+typedef struct softib_resp_res {
+    int      atomic;
+    int      first;                        /* read: no response sent yet */
+    uint32_t psn;                          /* PSN of the next response packet */
+    uint32_t rkey;
+    uint32_t left;                         /* read: bytes still to send */
+    uint64_t va;                           /* read: next byte; atomic: the original value */
+} softib_resp_res_t;
+
 typedef struct softib_qp {
     axon_dev_qp_t      super;
     axon_dev_qp_attr_t attr;               /* values as set by modify_qp */
@@ -226,6 +237,8 @@ typedef struct softib_qp {
         uint64_t rto_deadline;             /* retransmit timer (ns), 0 = off */
         uint64_t rnr_deadline;             /* RNR wait (ns), 0 = none */
         uint32_t rnr_psn;
+        int      read_retry;               /* a read was asked again from read_retry_psn */
+        uint32_t read_retry_psn;
     } comp;
 
     struct {
@@ -243,14 +256,10 @@ typedef struct softib_qp {
         uint32_t          ack_psn;         /* last in-order PSN to acknowledge */
         softib_atomic_res_t atomics[SOFTIB_MAX_RD_ATOM];
         unsigned          atomic_next;
-        struct {                           /* RDMA READ responses still to send */
-            int      active;
-            uint64_t va;
-            uint32_t rkey;
-            uint32_t left;
-            uint32_t psn;
-            int      first;
-        } rd;
+        /* Responder resources (max_dest_rd_atomic): executed reads and atomics
+         * whose answers have not all left, sent in PSN order by resp_progress */
+        softib_resp_res_t rdq[SOFTIB_MAX_RD_ATOM];
+        unsigned          rd_head, rd_tail;  /* free-running; count = tail - head */
     } resp;
 } softib_qp_t;
 
@@ -266,6 +275,11 @@ static inline uint32_t softib_psn_add(uint32_t psn, uint32_t n) { return (psn + 
 static inline int32_t softib_psn_diff(uint32_t a, uint32_t b)
 {
     return ((int32_t)((a - b) << 8)) >> 8;
+}
+
+static inline int softib_resp_busy(const softib_qp_t *qp)
+{
+    return qp->resp.rd_head != qp->resp.rd_tail;
 }
 
 static inline unsigned softib_rq_count(const softib_rq_t *rq) { return rq->tail - rq->head; }

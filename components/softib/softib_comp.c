@@ -138,21 +138,53 @@ static void softib_comp_aeth(softib_qp_t *qp, const softib_pkt_t *pkt)
     }
 }
 
+/*
+ * IB's implied NAK: an answer to a PSN after some of the responses the head
+ * read or atomic still waits for means those were lost. Ask again from the
+ * first missing one now, once per gap, rather than when the transport timer
+ * expires (the timer still covers a gap nothing comes after).
+ */
+static void softib_comp_implied_nak(softib_qp_t *qp, softib_send_wqe_t *wqe, uint32_t psn)
+{
+    uint32_t expect_psn = softib_psn_add(wqe->first_psn, wqe->rcvd);
+
+    if (qp->comp.read_retry && (qp->comp.read_retry_psn == expect_psn)) {
+        return;
+    }
+    axon_trace("softib: QP 0x%x: answer to PSN 0x%x while %s waits for PSN 0x%x: asking again",
+               qp->super.qp_num, psn, (wqe->opcode == AXON_DEV_WR_RDMA_READ) ? "a read" :
+               "an atomic", expect_psn);
+    qp->comp.read_retry     = 1;
+    qp->comp.read_retry_psn = expect_psn;
+    softib_req_rewind(qp);
+}
+
 static void softib_comp_read_resp(softib_qp_t *qp, const softib_pkt_t *pkt)
 {
     softib_dev_t *dev = softib_qp_dev(qp);
     uint32_t mtu      = (uint32_t)axon_dev_mtu_bytes(qp->attr.path_mtu);
     softib_send_wqe_t *wqe;
-    uint32_t off, expect;
+    uint32_t off, expect, expect_psn;
 
     softib_comp_ack_upto(qp, softib_psn_add(pkt->psn, SOFTIB_PSN_MASK));
     if (qp->sq_head == qp->sq_started) {
         return;
     }
     wqe = softib_sq_wqe(qp, qp->sq_head);
-    if ((wqe->opcode != AXON_DEV_WR_RDMA_READ) ||
-        (pkt->psn != softib_psn_add(wqe->first_psn, wqe->rcvd))) {
-        return;   /* not the response we wait for: duplicate or out of order */
+    if (wqe->opcode != AXON_DEV_WR_RDMA_READ) {
+        return;
+    }
+    expect_psn = softib_psn_add(wqe->first_psn, wqe->rcvd);
+    if (pkt->psn != expect_psn) {
+        /*
+         * A later response of this read: the ones before it were lost
+         * (IB's implied NAK). Ask again from the first missing one now,
+         * once per gap, rather than waiting for the transport timer.
+         */
+        if (softib_psn_diff(pkt->psn, expect_psn) > 0) {
+            softib_comp_implied_nak(qp, wqe, pkt->psn);
+        }
+        return;   /* duplicate or out of order */
     }
     off    = wqe->rcvd * mtu;
     expect = (wqe->length - off < mtu) ? wqe->length - off : mtu;
@@ -214,6 +246,15 @@ void softib_comp_rx(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_t *pkt)
     if (softib_psn_diff(pkt->psn, qp->req.max_psn) >= 0) {
         return;
     }
+    if (qp->sq_head != qp->sq_started) {
+        softib_send_wqe_t *wqe = softib_sq_wqe(qp, qp->sq_head);
+
+        /* answers past the head read/atomic, none of its own missing ones among them */
+        if (softib_wqe_is_rd_atomic(wqe) && (wqe->rcvd < wqe->npkts) &&
+            (softib_psn_diff(pkt->psn, softib_psn_add(wqe->first_psn, wqe->npkts)) >= 0)) {
+            softib_comp_implied_nak(qp, wqe, pkt->psn);
+        }
+    }
     if (pkt->opcode == SOFTIB_OP_ACK) {
         softib_comp_aeth(qp, pkt);
     } else if (pkt->opcode == SOFTIB_OP_ATOMIC_ACK) {
@@ -242,6 +283,7 @@ void softib_comp_timers(softib_qp_t *qp, uint64_t now)
         axon_trace("softib: QP 0x%x: retransmit from PSN 0x%x (%u retries left)",
                    qp->super.qp_num, qp->comp.psn, qp->comp.retry_left);
         softib_req_rewind(qp);
+        qp->comp.read_retry   = 0;   /* a gap asked again and lost again may ask once more */
         qp->comp.rto_deadline = now + softib_ack_timeout_ns(qp);
     }
 }

@@ -22,6 +22,8 @@
 #define SOFTIB_RX_BUDGET     256
 /* Sleep at most this long when work waits on something without a timer */
 #define SOFTIB_RETRY_NS      50000ull     /* a full wire */
+/* The progress thread leaves the engine to a consumer that called in within this */
+#define SOFTIB_CONSUMER_IDLE_NS 1000000ull
 
 static void softib_dispatch(softib_dev_t *dev, size_t len, const axon_dev_gid_t *src_gid)
 {
@@ -44,11 +46,10 @@ static void softib_dispatch(softib_dev_t *dev, size_t len, const axon_dev_gid_t 
     }
 }
 
-void softib_progress(softib_dev_t *dev)
+static void softib_progress_pass(softib_dev_t *dev, uint64_t now)
 {
     axon_dev_gid_t src_gid;
     softib_qp_t *qp;
-    uint64_t now;
     ssize_t len;
     int i;
 
@@ -60,13 +61,20 @@ void softib_progress(softib_dev_t *dev)
         }
         softib_dispatch(dev, (size_t)len, &src_gid);
     }
-    softib_resp_flush_acks(dev);
-    now = softib_time_ns();
     axon_list_for_each(qp, &dev->qp_list, link) {
         softib_comp_timers(qp, now);
         softib_resp_progress(qp);
         softib_req_progress(qp);
     }
+    /* one coalesced ACK per QP and pass, behind the read responses just sent */
+    softib_resp_flush_acks(dev);
+}
+
+void softib_progress(softib_dev_t *dev)
+{
+    /* The consumer calls in: the progress thread stays away while it keeps doing so */
+    dev->consumer_ns = softib_time_ns();
+    softib_progress_pass(dev, dev->consumer_ns);
 }
 
 uint64_t softib_next_deadline(softib_dev_t *dev)
@@ -78,7 +86,7 @@ uint64_t softib_next_deadline(softib_dev_t *dev)
     axon_list_for_each(qp, &dev->qp_list, link) {
         EARLIER(qp->comp.rto_deadline);
         EARLIER(qp->comp.rnr_deadline);
-        if (qp->req.blocked || qp->resp.rd.active) {
+        if (qp->req.blocked || softib_resp_busy(qp)) {
             now = now ? now : softib_time_ns();
             EARLIER(now + SOFTIB_RETRY_NS);
         }
@@ -117,19 +125,48 @@ static void softib_sleep(struct pollfd *fds, nfds_t nfds, uint64_t deadline)
     ppoll(fds, nfds, tsp, NULL);
 }
 
+static void softib_thread_drain(softib_dev_t *dev)
+{
+    uint64_t value;
+
+    if (read(dev->wake_fd, &value, sizeof(value)) < 0) {
+        /* nothing to drain: woken by the wire or the timeout */
+    }
+}
+
+/*
+ * The thread progresses the engine only while the consumer does not: a
+ * consumer that polls sees every packet at once, and a thread woken by the
+ * doorbell per packet would cost a system call on the sender's side and a
+ * context switch (and the lock) on ours. So while the consumer called in
+ * within SOFTIB_CONSUMER_IDLE_NS the thread sleeps, doorbell unarmed, until
+ * that much time passed since the last call; then it takes over and sleeps
+ * on the wire's fd until a packet or the nearest timer.
+ */
 static void *softib_thread_main(void *arg)
 {
     softib_dev_t *dev = arg;
     struct pollfd fds[2];
-    uint64_t deadline, value;
+    uint64_t deadline, now;
 
-    fds[0].fd     = softib_wire_fd(dev->wire);
+    fds[0].fd     = dev->wake_fd;
     fds[0].events = POLLIN;
-    fds[1].fd     = dev->wake_fd;
+    fds[1].fd     = softib_wire_fd(dev->wire);
     fds[1].events = POLLIN;
     pthread_mutex_lock(&dev->lock);
     while (!dev->stop) {
-        softib_progress(dev);
+        now = softib_time_ns();
+        if (dev->consumer_ns && ((now - dev->consumer_ns) < SOFTIB_CONSUMER_IDLE_NS)) {
+            deadline             = dev->consumer_ns + SOFTIB_CONSUMER_IDLE_NS;
+            dev->thread_deadline = 0;   /* timers: the consumer's calls look at them */
+            pthread_mutex_unlock(&dev->lock);
+            softib_sleep(fds, 1, deadline);
+            pthread_mutex_lock(&dev->lock);
+            softib_thread_drain(dev);
+            continue;
+        }
+        dev->consumer_ns = 0;
+        softib_progress_pass(dev, now);
         deadline = softib_next_deadline(dev);
         if (softib_wire_arm(dev->wire)) {
             /* packets already waiting: go again, but let the consumer have the lock */
@@ -145,12 +182,25 @@ static void *softib_thread_main(void *arg)
         pthread_mutex_lock(&dev->lock);
         dev->thread_deadline = 0;
         softib_wire_disarm(dev->wire);
-        if (read(dev->wake_fd, &value, sizeof(value)) < 0) {
-            /* nothing to drain: woken by the wire or the timeout */
-        }
+        softib_thread_drain(dev);
     }
     pthread_mutex_unlock(&dev->lock);
     return NULL;
+}
+
+/* A consumer about to block: the thread takes over now, not when the idle time ran out */
+static void softib_thread_takeover(softib_dev_t *dev)
+{
+    uint64_t one = 1;
+    int wake;
+
+    pthread_mutex_lock(&dev->lock);
+    wake             = (dev->consumer_ns != 0);
+    dev->consumer_ns = 0;
+    pthread_mutex_unlock(&dev->lock);
+    if (wake && (write(dev->wake_fd, &one, sizeof(one)) < 0)) {
+        axon_debug("softib: waking the progress thread: %s", strerror(errno));
+    }
 }
 
 int softib_thread_start(softib_dev_t *dev)
@@ -219,6 +269,7 @@ int softib_wait_fd(softib_dev_t *dev, int fd)
             if (nonblock) {
                 return EAGAIN;
             }
+            softib_thread_takeover(dev);
             fds[0].fd     = fd;
             fds[0].events = POLLIN;
             softib_sleep(fds, 1, UINT64_MAX);   /* the thread does the progress */

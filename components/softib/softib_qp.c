@@ -110,7 +110,7 @@ void softib_qp_flush(softib_qp_t *qp)
         }
     }
     qp->resp.in_msg    = 0;
-    qp->resp.rd.active = 0;
+    qp->resp.rd_head   = qp->resp.rd_tail;
     qp->comp.rto_deadline = qp->comp.rnr_deadline = 0;
 }
 

@@ -116,6 +116,9 @@ void softib_req_forward(softib_qp_t *qp)
     /* Skip what the responder acknowledged already (sent before a rewind) */
     while ((qp->sq_req != qp->sq_started) && (softib_psn_diff(qp->comp.psn, qp->req.psn) > 0)) {
         wqe = softib_sq_wqe(qp, qp->sq_req);
+        if (softib_wqe_is_rd_atomic(wqe) && (wqe->rcvd < wqe->npkts)) {
+            break;   /* an ACK past a read or atomic does not bring its answers: resend it */
+        }
         if (softib_psn_diff(qp->comp.psn, softib_psn_add(wqe->first_psn, wqe->npkts)) >= 0) {
             qp->sq_req++;
             qp->req.pkt = 0;

@@ -66,10 +66,12 @@ static void softib_resp_queue_ack(softib_dev_t *dev, softib_qp_t *qp, uint32_t p
 
 void softib_resp_flush_acks(softib_dev_t *dev)
 {
-    softib_qp_t *qp;
+    softib_qp_t *qp, *next;
 
-    while (!axon_list_is_empty(&dev->ack_list)) {
-        qp = axon_list_first(&dev->ack_list, softib_qp_t, ack_link);
+    axon_list_for_each_safe(qp, next, &dev->ack_list, ack_link) {
+        if (softib_resp_busy(qp) && softib_qp_can_recv(qp)) {
+            continue;   /* answers leave in PSN order: after the read responses still due */
+        }
         axon_list_del(&qp->ack_link);
         qp->ack_queued = 0;
         if (softib_qp_can_recv(qp)) {
@@ -173,8 +175,10 @@ static softib_resp_status_t softib_resp_write(softib_dev_t *dev, softib_qp_t *qp
                        qp->super.qp_num);
             return RESP_ERR_INV_REQ;
         }
-        if (softib_mr_check(dev, qp->super.pd, pkt->reth.rkey, pkt->reth.va, pkt->reth.len,
-                            AXON_DEV_ACCESS_REMOTE_WRITE) != SOFTIB_ACCESS_OK) {
+        /* IB: the R_Key is not checked for a zero-length write (nothing is accessed) */
+        if ((pkt->reth.len != 0) &&
+            (softib_mr_check(dev, qp->super.pd, pkt->reth.rkey, pkt->reth.va, pkt->reth.len,
+                             AXON_DEV_ACCESS_REMOTE_WRITE) != SOFTIB_ACCESS_OK)) {
             axon_debug("softib: QP 0x%x: RDMA WRITE to 0x%llx len %u rkey 0x%x denied",
                        qp->super.qp_num, (unsigned long long)pkt->reth.va, pkt->reth.len,
                        pkt->reth.rkey);
@@ -218,28 +222,51 @@ static softib_resp_status_t softib_resp_write(softib_dev_t *dev, softib_qp_t *qp
     return RESP_OK;
 }
 
+/* Take a responder resource for a read or atomic; NULL when all are in use */
+static softib_resp_res_t *softib_resp_res_new(softib_qp_t *qp, uint32_t psn, int atomic)
+{
+    softib_resp_res_t *res;
+
+    if (qp->resp.rd_tail - qp->resp.rd_head >= SOFTIB_MAX_RD_ATOM) {
+        return NULL;
+    }
+    res         = &qp->resp.rdq[qp->resp.rd_tail++ % SOFTIB_MAX_RD_ATOM];
+    res->atomic = atomic;
+    res->first  = 1;
+    res->psn    = psn;
+    res->rkey   = 0;
+    res->left   = 0;
+    res->va     = 0;
+    return res;
+}
+
 static softib_resp_status_t softib_resp_read(softib_dev_t *dev, softib_qp_t *qp,
                                              const softib_pkt_t *pkt)
 {
+    softib_resp_res_t *res;
+
     if (!(qp->attr.qp_access_flags & AXON_DEV_ACCESS_REMOTE_READ)) {
         axon_debug("softib: QP 0x%x: RDMA READ, but the QP does not allow remote read",
                    qp->super.qp_num);
         return RESP_ERR_INV_REQ;
     }
-    if (softib_mr_check(dev, qp->super.pd, pkt->reth.rkey, pkt->reth.va, pkt->reth.len,
-                        AXON_DEV_ACCESS_REMOTE_READ) != SOFTIB_ACCESS_OK) {
+    /* IB: the R_Key is not checked for a zero-length read (nothing is accessed) */
+    if ((pkt->reth.len != 0) &&
+        (softib_mr_check(dev, qp->super.pd, pkt->reth.rkey, pkt->reth.va, pkt->reth.len,
+                         AXON_DEV_ACCESS_REMOTE_READ) != SOFTIB_ACCESS_OK)) {
         axon_debug("softib: QP 0x%x: RDMA READ of 0x%llx len %u rkey 0x%x denied",
                    qp->super.qp_num, (unsigned long long)pkt->reth.va, pkt->reth.len,
                    pkt->reth.rkey);
         return RESP_ERR_ACCESS;
     }
     /* responses go out from softib_resp_progress, as the wire takes them */
-    qp->resp.rd.active = 1;
-    qp->resp.rd.va     = pkt->reth.va;
-    qp->resp.rd.rkey   = pkt->reth.rkey;
-    qp->resp.rd.left   = pkt->reth.len;
-    qp->resp.rd.psn    = pkt->psn;
-    qp->resp.rd.first  = 1;
+    res = softib_resp_res_new(qp, pkt->psn, 0);
+    if (res == NULL) {
+        return RESP_DROP;   /* over max_dest_rd_atomic: the requester resends */
+    }
+    res->va   = pkt->reth.va;
+    res->rkey = pkt->reth.rkey;
+    res->left = pkt->reth.len;
     return RESP_OK;
 }
 
@@ -277,61 +304,66 @@ static softib_resp_status_t softib_resp_atomic(softib_dev_t *dev, softib_qp_t *q
     return RESP_OK;
 }
 
-static void softib_resp_atomic_ack(softib_dev_t *dev, softib_qp_t *qp, uint32_t psn,
-                                   uint64_t orig)
+/* Send the next packet of a responder resource: -1 the wire is full, 1 it is all sent, 0 more */
+static int softib_resp_res_send(softib_dev_t *dev, softib_qp_t *qp, softib_resp_res_t *res,
+                                uint32_t mtu)
 {
+    uint32_t paylen = 0;
     softib_pkt_t pkt;
-    size_t len;
+    size_t hlen;
+    int last = 1;
 
-    softib_resp_reply_init(&pkt, qp, SOFTIB_OP_ATOMIC_ACK, psn);
-    pkt.aeth.code   = SOFTIB_AETH_ACK;
-    pkt.atomic_orig = orig;
-    len = softib_pkt_build(dev->tx_buf, &pkt);
-    softib_send_pkt(dev, qp, &qp->attr.ah_attr.grh.dgid, qp->attr.dest_qp_num, len);
+    if (res->atomic) {
+        softib_resp_reply_init(&pkt, qp, SOFTIB_OP_ATOMIC_ACK, res->psn);
+        pkt.aeth.code   = SOFTIB_AETH_ACK;
+        pkt.atomic_orig = res->va;
+    } else {
+        paylen = (res->left < mtu) ? res->left : mtu;
+        last   = (paylen == res->left);
+        softib_resp_reply_init(&pkt, qp,
+                               (res->first && last) ? SOFTIB_OP_READ_RESP_ONLY :
+                               res->first ? SOFTIB_OP_READ_RESP_FIRST :
+                               last ? SOFTIB_OP_READ_RESP_LAST : SOFTIB_OP_READ_RESP_MIDDLE,
+                               res->psn);
+    }
+    hlen = softib_pkt_build(dev->tx_buf, &pkt);
+    if (paylen) {
+        if (softib_mr_check(dev, qp->super.pd, res->rkey, res->va, paylen,
+                            AXON_DEV_ACCESS_REMOTE_READ) != SOFTIB_ACCESS_OK) {
+            return 1;   /* deregistered meanwhile: the requester times out */
+        }
+        memcpy(dev->tx_buf + hlen, (const void *)(uintptr_t)res->va, paylen);
+    }
+    if (softib_send_pkt(dev, qp, &qp->attr.ah_attr.grh.dgid, qp->attr.dest_qp_num,
+                        hlen + paylen)) {
+        return -1;
+    }
+    res->va   += paylen;
+    res->left -= paylen;
+    res->psn   = softib_psn_add(res->psn, 1);
+    res->first = 0;
+    return last;
 }
 
 void softib_resp_progress(softib_qp_t *qp)
 {
     softib_dev_t *dev = softib_qp_dev(qp);
-    uint32_t mtu      = softib_resp_mtu(qp), paylen;
+    uint32_t mtu      = softib_resp_mtu(qp);
     unsigned budget   = 64;
-    softib_pkt_t pkt;
-    size_t hlen;
-    int last;
+    int ret;
 
-    while (qp->resp.rd.active && (budget-- > 0)) {
+    while (softib_resp_busy(qp) && (budget-- > 0)) {
         if (!softib_qp_can_recv(qp)) {
-            qp->resp.rd.active = 0;
+            qp->resp.rd_head = qp->resp.rd_tail;
             break;
         }
-        paylen = (qp->resp.rd.left < mtu) ? qp->resp.rd.left : mtu;
-        last   = (paylen == qp->resp.rd.left);
-        softib_resp_reply_init(&pkt, qp,
-                               (qp->resp.rd.first && last) ? SOFTIB_OP_READ_RESP_ONLY :
-                               qp->resp.rd.first ? SOFTIB_OP_READ_RESP_FIRST :
-                               last ? SOFTIB_OP_READ_RESP_LAST : SOFTIB_OP_READ_RESP_MIDDLE,
-                               qp->resp.rd.psn);
-        hlen = softib_pkt_build(dev->tx_buf, &pkt);
-        if (paylen) {
-            if (softib_mr_check(dev, qp->super.pd, qp->resp.rd.rkey, qp->resp.rd.va, paylen,
-                                AXON_DEV_ACCESS_REMOTE_READ) != SOFTIB_ACCESS_OK) {
-                qp->resp.rd.active = 0;   /* deregistered meanwhile: the requester times out */
-                break;
-            }
-            memcpy(dev->tx_buf + hlen, (const void *)(uintptr_t)qp->resp.rd.va, paylen);
-        }
-        if (softib_send_pkt(dev, qp, &qp->attr.ah_attr.grh.dgid, qp->attr.dest_qp_num,
-                            hlen + paylen)) {
+        ret = softib_resp_res_send(dev, qp, &qp->resp.rdq[qp->resp.rd_head % SOFTIB_MAX_RD_ATOM],
+                                   mtu);
+        if (ret < 0) {
             softib_timer_changed(dev, softib_time_ns() + 50000);
             break;   /* wire full: continue on the next pass */
         }
-        qp->resp.rd.va   += paylen;
-        qp->resp.rd.left -= paylen;
-        qp->resp.rd.psn   = softib_psn_add(qp->resp.rd.psn, 1);
-        qp->resp.rd.first = 0;
-        if (last) {
-            qp->resp.rd.active = 0;
-        }
+        qp->resp.rd_head += (unsigned)ret;
     }
 }
 
@@ -381,7 +413,8 @@ static void softib_resp_duplicate(softib_dev_t *dev, softib_qp_t *qp, const soft
     unsigned i;
 
     if (pkt->opcode == SOFTIB_OP_READ_REQ) {
-        /* executed again (reads have no side effect), from what the request asks now */
+        /* executed again (reads have no side effect), from what the request asks now;
+         * its responses queue behind those already due (no resource left: dropped) */
         if ((softib_resp_read(dev, qp, pkt) == RESP_OK)) {
             softib_resp_progress(qp);
         }
@@ -390,7 +423,12 @@ static void softib_resp_duplicate(softib_dev_t *dev, softib_qp_t *qp, const soft
     if (pkt->info->flags & SOFTIB_OPF_ATOMIC) {
         for (i = 0; i < SOFTIB_MAX_RD_ATOM; i++) {
             if (qp->resp.atomics[i].valid && (qp->resp.atomics[i].psn == pkt->psn)) {
-                softib_resp_atomic_ack(dev, qp, pkt->psn, qp->resp.atomics[i].orig);
+                softib_resp_res_t *res = softib_resp_res_new(qp, pkt->psn, 1);
+
+                if (res != NULL) {
+                    res->va = qp->resp.atomics[i].orig;   /* replayed, not executed again */
+                    softib_resp_progress(qp);
+                }
                 return;
             }
         }
@@ -418,10 +456,11 @@ static void softib_resp_rc(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_
         softib_resp_duplicate(dev, qp, pkt);
         return;
     }
-    if ((flags & SOFTIB_OPF_READ) && qp->resp.rd.active) {
+    if ((flags & (SOFTIB_OPF_READ | SOFTIB_OPF_ATOMIC)) &&
+        (qp->resp.rd_tail - qp->resp.rd_head >= SOFTIB_MAX_RD_ATOM)) {
         softib_resp_progress(qp);
-        if (qp->resp.rd.active) {
-            return;   /* earlier responses still queued: the requester will resend */
+        if (qp->resp.rd_tail - qp->resp.rd_head >= SOFTIB_MAX_RD_ATOM) {
+            return;   /* more reads/atomics than max_dest_rd_atomic: the requester resends */
         }
     }
     if (flags & SOFTIB_OPF_SEND) {
@@ -453,7 +492,9 @@ static void softib_resp_rc(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_
         res->valid = 1;
         res->psn   = pkt->psn;
         res->orig  = orig;
-        softib_resp_atomic_ack(dev, qp, pkt->psn, orig);
+        /* room checked above: the ACK leaves behind the read responses before it */
+        softib_resp_res_new(qp, pkt->psn, 1)->va = orig;
+        softib_resp_progress(qp);
     } else if (flags & SOFTIB_OPF_READ) {
         softib_resp_progress(qp);
     } else if (pkt->flags & SOFTIB_BTH_ACKREQ) {

@@ -354,10 +354,27 @@ ssize_t softib_wire_recv(softib_wire_t *wire, void *buf, axon_dev_gid_t *src_gid
 {
     ssize_t n = softib_wire_shm_recv(wire, buf, src_gid);
 
-    if (n != 0) {
+    if ((n != 0) || (wire->udp_fd < 0)) {
         return n;
     }
-    return softib_wire_udp_recv(wire, buf, src_gid);
+    /*
+     * An empty socket costs a system call per look: while no datagram came
+     * lately look only every SOFTIB_WIRE_UDP_COLD-th time (the progress
+     * thread's epoll and softib_wire_disarm() make it hot at once).
+     */
+    if (wire->udp_hot == 0) {
+        if (++wire->udp_skip < SOFTIB_WIRE_UDP_COLD) {
+            return 0;
+        }
+        wire->udp_skip = 0;
+    }
+    n = softib_wire_udp_recv(wire, buf, src_gid);
+    if (n > 0) {
+        wire->udp_hot = SOFTIB_WIRE_UDP_HOT;
+    } else if (wire->udp_hot > 0) {
+        --wire->udp_hot;
+    }
+    return n;
 }
 
 void softib_wire_progress(softib_wire_t *wire)
@@ -395,4 +412,6 @@ int softib_wire_arm(softib_wire_t *wire)
 void softib_wire_disarm(softib_wire_t *wire)
 {
     softib_wire_shm_disarm(wire);
+    /* woken, maybe by the socket: look at it on the next receives */
+    wire->udp_hot = SOFTIB_WIRE_UDP_HOT;
 }

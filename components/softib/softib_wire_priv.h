@@ -26,6 +26,11 @@
 
 #define SOFTIB_WIRE_SOCKBUF        (4u << 20)
 
+/* An idle UDP socket is read every this many receives; after a datagram, on
+ * every receive until this many found it empty. */
+#define SOFTIB_WIRE_UDP_COLD       64u
+#define SOFTIB_WIRE_UDP_HOT        4096u
+
 typedef struct softib_ring softib_ring_t;   /* a receive ring in shared memory */
 
 /* A destination slot's ring as a sender maps it (one per slot, filled lazily). */
@@ -34,6 +39,7 @@ typedef struct softib_wire_peer {
     softib_ring_t *ring;
     int            bell_fd;  /* write end of its doorbell; -1 until first rung */
     uint64_t       full_ns;  /* when its ring was last checked for a dead owner */
+    int            gone;     /* its ring was full and its owner found dead: drop */
 } softib_wire_peer_t;
 
 /* A packet held back by reorder injection. */
@@ -74,6 +80,8 @@ struct softib_wire {
     uint64_t             claim_tag;       /* our (generation, slot) as claimed cells show it */
 
     int                  udp_fd;          /* -1 in shm mode */
+    unsigned             udp_hot;         /* receives left that read the socket each time */
+    unsigned             udp_skip;        /* receives since the socket was last read (cold) */
     int                  epoll_fd;
     softib_wire_inject_t inject;
 

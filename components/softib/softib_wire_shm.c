@@ -341,7 +341,8 @@ static void softib_wire_shm_peer_unmap(softib_wire_peer_t *peer)
         close(peer->bell_fd);
         peer->bell_fd = -1;
     }
-    peer->gen = 0;
+    peer->gen  = 0;
+    peer->gone = 0;
 }
 
 void softib_wire_shm_forget_peers(softib_wire_t *wire)
@@ -412,7 +413,9 @@ static void softib_wire_shm_ring_bell(softib_wire_peer_t *peer)
         if (softib_wire_shm_bell_path(name, bell, sizeof(bell)) != 0) {
             return;
         }
-        peer->bell_fd = open(bell, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        /* Read-write (Linux semantics for a FIFO): we count as a reader, so
+         * ringing the bell of a peer that died is no EPIPE and no SIGPIPE. */
+        peer->bell_fd = open(bell, O_RDWR | O_NONBLOCK | O_CLOEXEC);
         if (peer->bell_fd < 0) {
             axon_debug("softib: cannot open doorbell %s: %m", bell);
             return;
@@ -436,6 +439,9 @@ static int softib_wire_shm_full(softib_wire_t *wire, unsigned slot, softib_wire_
     uint64_t                gen;
     const char             *why;
 
+    if (peer->gone) {
+        return 0;
+    }
     if ((now - peer->full_ns) < SOFTIB_RING_FULL_NS) {
         return EAGAIN;
     }
@@ -444,7 +450,9 @@ static int softib_wire_shm_full(softib_wire_t *wire, unsigned slot, softib_wire_
         (gen == peer->gen) && !softib_registry_owner_gone(&owner, &why)) {
         return EAGAIN;
     }
+    /* Every later packet to it is lost at once, not only one per check */
     axon_debug("softib: ring of slot %u is full and its owner is gone: dropping", slot);
+    peer->gone = 1;
     return 0;
 }
 

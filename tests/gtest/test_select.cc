@@ -242,6 +242,39 @@ TEST_F(select_filter, everything_excluded_leaves_nothing)
 
 /* ---- lane choice ---- */
 
+namespace {
+
+/* A worker with few endpoints, below the default AXON_RC_MAX_PEERS. */
+const axon_lane_select_params_t kFewPeers = {3, 256};
+
+/* rc and ud on one device: rc faster, ud much smaller per endpoint. */
+struct rc_ud_device {
+    axon_resource_t rc = make_rsc("rc", "softib0:1", AXON_DEV_TYPE_NET, 1500, 900);
+    axon_resource_t ud = make_rsc("ud", "softib0:1", AXON_DEV_TYPE_NET, 2000, 700);
+
+    rc_ud_device()
+    {
+        rc.ep_memory = 70000;
+        ud.ep_memory = 400;
+    }
+};
+
+/* Debug lines, which the log hook sees whatever AXON_LOG_LEVEL says. */
+struct debug_capture {
+    std::vector<std::string> lines;
+
+    static void hook(axon_log_level_t level, const char *msg, void *arg)
+    {
+        if (level == AXON_LOG_DEBUG) {
+            static_cast<debug_capture *>(arg)->lines.push_back(msg);
+        }
+    }
+    debug_capture()  { axon_log_set_hook(hook, this); }
+    ~debug_capture() { axon_log_set_hook(NULL, NULL); }
+};
+
+} // namespace
+
 TEST(select_lanes, small_by_latency_bulk_by_bandwidth)
 {
     axon_resource_t a = make_rsc("shm", "memory", AXON_DEV_TYPE_SHM, 80, 10000);
@@ -249,7 +282,7 @@ TEST(select_lanes, small_by_latency_bulk_by_bandwidth)
     const axon_resource_t *c[] = {&b, &a};
     axon_lane_choice_t choice;
 
-    ASSERT_EQ(AXON_OK, axon_select_lanes(c, 2, &choice));
+    ASSERT_EQ(AXON_OK, axon_select_lanes(c, 2, &kFewPeers, &choice));
     EXPECT_EQ(1, choice.small);
     EXPECT_EQ(0, choice.bulk);
 }
@@ -263,7 +296,7 @@ TEST(select_lanes, overhead_counts_toward_small_lane_cost)
     const axon_resource_t *c[] = {&a, &b};
     axon_lane_choice_t choice;
 
-    ASSERT_EQ(AXON_OK, axon_select_lanes(c, 2, &choice));
+    ASSERT_EQ(AXON_OK, axon_select_lanes(c, 2, &kFewPeers, &choice));
     EXPECT_EQ(1, choice.small);
     /* equal bandwidth: the lower-latency lane carries bulk too */
     EXPECT_EQ(1, choice.bulk);
@@ -276,16 +309,202 @@ TEST(select_lanes, needs_am_capabilities)
     const axon_resource_t *c[] = {&a, &b};
     axon_lane_choice_t choice;
 
-    ASSERT_EQ(AXON_OK, axon_select_lanes(c, 2, &choice));
+    ASSERT_EQ(AXON_OK, axon_select_lanes(c, 2, &kFewPeers, &choice));
     EXPECT_EQ(1, choice.small);
     EXPECT_EQ(0, choice.bulk);
-    EXPECT_EQ(AXON_ERR_UNREACHABLE, axon_select_lanes(c, 1, &choice));
+    EXPECT_EQ(AXON_ERR_UNREACHABLE, axon_select_lanes(c, 1, &kFewPeers, &choice));
 }
 
 TEST(select_lanes, nothing_reachable)
 {
     axon_lane_choice_t choice;
-    EXPECT_EQ(AXON_ERR_UNREACHABLE, axon_select_lanes(NULL, 0, &choice));
+    EXPECT_EQ(AXON_ERR_UNREACHABLE, axon_select_lanes(NULL, 0, &kFewPeers, &choice));
+}
+
+TEST(select_lanes, few_peers_estimates_decide)
+{
+    rc_ud_device d;
+    const axon_resource_t *c[] = {&d.ud, &d.rc};
+    axon_lane_choice_t choice;
+
+    for (unsigned num_eps : {0u, 1u, 255u}) {
+        axon_lane_select_params_t params = {num_eps, 256};
+        ASSERT_EQ(AXON_OK, axon_select_lanes(c, 2, &params, &choice));
+        EXPECT_EQ(1, choice.small) << num_eps << " endpoints: rc has the lower latency";
+        EXPECT_EQ(1, choice.bulk) << num_eps << " endpoints: rc has the higher bandwidth";
+    }
+}
+
+TEST(select_lanes, many_peers_smallest_endpoint_memory_wins)
+{
+    rc_ud_device d;
+    const axon_resource_t *c[] = {&d.rc, &d.ud};
+    axon_lane_choice_t choice;
+
+    for (unsigned num_eps : {256u, 257u, 100000u}) {
+        axon_lane_select_params_t params = {num_eps, 256};
+        ASSERT_EQ(AXON_OK, axon_select_lanes(c, 2, &params, &choice));
+        EXPECT_EQ(1, choice.small) << num_eps << " endpoints";
+        EXPECT_EQ(1, choice.bulk) << num_eps << " endpoints";
+    }
+}
+
+TEST(select_lanes, threshold_zero_always_saves_memory)
+{
+    rc_ud_device d;
+    const axon_resource_t *c[] = {&d.rc, &d.ud};
+    axon_lane_select_params_t params = {0, 0};
+    axon_lane_choice_t choice;
+
+    ASSERT_EQ(AXON_OK, axon_select_lanes(c, 2, &params, &choice));
+    EXPECT_EQ(1, choice.small);
+    EXPECT_EQ(1, choice.bulk);
+}
+
+TEST(select_lanes, many_peers_memory_compared_only_within_a_device)
+{
+    /* shm reaches the peer faster; a tiny-endpoint transport elsewhere does not displace it */
+    rc_ud_device d;
+    axon_resource_t shm = make_rsc("shm", "memory", AXON_DEV_TYPE_SHM, 80, 10000);
+    shm.ep_memory = 4096;
+    const axon_resource_t *c[] = {&d.rc, &shm, &d.ud};
+    axon_lane_select_params_t params = {1000, 256};
+    axon_lane_choice_t choice;
+
+    ASSERT_EQ(AXON_OK, axon_select_lanes(c, 3, &params, &choice));
+    EXPECT_EQ(1, choice.small);
+    EXPECT_EQ(1, choice.bulk);
+
+    /* the same transports on a second device: each lane stays on its own device */
+    axon_resource_t rc1 = make_rsc("rc", "softib1:1", AXON_DEV_TYPE_NET, 1000, 2000);
+    axon_resource_t ud1 = make_rsc("ud", "softib1:1", AXON_DEV_TYPE_NET, 3000, 1500);
+    rc1.ep_memory = 70000;
+    ud1.ep_memory = 300;  /* smaller than softib0's ud, but on another device */
+    const axon_resource_t *c2[] = {&d.rc, &d.ud, &rc1, &ud1};
+    ASSERT_EQ(AXON_OK, axon_select_lanes(c2, 4, &params, &choice));
+    EXPECT_EQ(3, choice.small) << "softib1 has the best latency; its ud is the small lane";
+    EXPECT_EQ(3, choice.bulk);
+
+    /* a different device type with the same name is another device */
+    axon_resource_t odd = make_rsc("odd", "softib0:1", AXON_DEV_TYPE_SHM, 5000, 100);
+    odd.ep_memory = 1;
+    const axon_resource_t *c3[] = {&d.rc, &odd};
+    ASSERT_EQ(AXON_OK, axon_select_lanes(c3, 2, &params, &choice));
+    EXPECT_EQ(0, choice.small);
+    EXPECT_EQ(0, choice.bulk);
+}
+
+TEST(select_lanes, many_peers_equal_memory_keeps_the_faster)
+{
+    rc_ud_device d;
+    d.ud.ep_memory = d.rc.ep_memory;
+    const axon_resource_t *c[] = {&d.ud, &d.rc};
+    axon_lane_select_params_t params = {500, 256};
+    axon_lane_choice_t choice;
+
+    ASSERT_EQ(AXON_OK, axon_select_lanes(c, 2, &params, &choice));
+    EXPECT_EQ(1, choice.small);
+    EXPECT_EQ(1, choice.bulk);
+}
+
+TEST(select_lanes, ties_in_estimates_go_to_the_first_candidate)
+{
+    axon_resource_t a = make_rsc("x", "d0", AXON_DEV_TYPE_NET, 100, 1000);
+    axon_resource_t b = make_rsc("y", "d0", AXON_DEV_TYPE_NET, 100, 1000);
+    const axon_resource_t *c[] = {&a, &b};
+    axon_lane_choice_t choice;
+
+    ASSERT_EQ(AXON_OK, axon_select_lanes(c, 2, &kFewPeers, &choice));
+    EXPECT_EQ(0, choice.small);
+    EXPECT_EQ(0, choice.bulk);
+}
+
+TEST(select_lanes, many_peers_memory_choice_needs_the_lane_capability)
+{
+    /* ud without bcopy: it can take the small lane only; rc keeps bulk */
+    rc_ud_device d;
+    d.ud.cap_flags = AXON_CAP_AM_SHORT;
+    const axon_resource_t *c[] = {&d.rc, &d.ud};
+    axon_lane_select_params_t params = {300, 256};
+    axon_lane_choice_t choice;
+
+    ASSERT_EQ(AXON_OK, axon_select_lanes(c, 2, &params, &choice));
+    EXPECT_EQ(1, choice.small);
+    EXPECT_EQ(0, choice.bulk);
+
+    /* and without am_short nothing of ud is usable for small messages */
+    d.ud.cap_flags = AXON_CAP_AM_BCOPY;
+    ASSERT_EQ(AXON_OK, axon_select_lanes(c, 2, &params, &choice));
+    EXPECT_EQ(0, choice.small);
+    EXPECT_EQ(1, choice.bulk);
+}
+
+TEST(select_lanes, candidate_lacking_a_lane_capability_is_skipped_with_a_debug_line)
+{
+    rc_ud_device d;
+    d.rc.cap_flags = AXON_CAP_AM_BCOPY;  /* no short AMs */
+    const axon_resource_t *c[] = {&d.rc, &d.ud};
+    axon_lane_choice_t choice;
+    debug_capture logs;
+
+    ASSERT_EQ(AXON_OK, axon_select_lanes(c, 2, &kFewPeers, &choice));
+    EXPECT_EQ(1, choice.small);
+    EXPECT_EQ(0, choice.bulk);
+    bool found = false;
+    for (const auto &l : logs.lines) {
+        found = found || ((l.find("rc/softib0:1") != std::string::npos) &&
+                          (l.find("am_short") != std::string::npos));
+    }
+    EXPECT_TRUE(found) << "no debug line names rc/softib0:1 and am_short";
+}
+
+TEST(select_lanes, switch_to_smaller_endpoints_says_so_at_debug_level)
+{
+    rc_ud_device d;
+    const axon_resource_t *c[] = {&d.rc, &d.ud};
+    axon_lane_select_params_t params = {256, 256};
+    axon_lane_choice_t choice;
+    debug_capture logs;
+
+    ASSERT_EQ(AXON_OK, axon_select_lanes(c, 2, &params, &choice));
+    bool found = false;
+    for (const auto &l : logs.lines) {
+        found = found || ((l.find("AXON_RC_MAX_PEERS=256") != std::string::npos) &&
+                          (l.find("ud/softib0:1") != std::string::npos));
+    }
+    EXPECT_TRUE(found);
+}
+
+TEST_F(select_filter, alias_ib_is_rc_and_ud)
+{
+    ASSERT_EQ(AXON_OK, run("ib"));
+    EXPECT_EQ(names({"rc/softib0:1", "ud/softib0:1", "rc/softib1:1", "ud/softib1:1"}),
+              selected());
+    ASSERT_EQ(AXON_OK, run("ib,self"));
+    EXPECT_EQ(5u, count);
+    ASSERT_EQ(AXON_OK, run("^ib"));
+    EXPECT_EQ(names({"self/self", "shm/memory"}), selected());
+}
+
+TEST_F(select_filter, unknown_name_lists_the_ib_alias)
+{
+    log_capture logs;
+    EXPECT_EQ(AXON_ERR_INVALID_PARAM, run("infiniband"));
+    EXPECT_TRUE(log_capture::any(logs.errors, "'infiniband'", "ib (alias)"));
+}
+
+TEST_F(select_filter, device_lacking_rc_capabilities_is_skipped_with_a_debug_line)
+{
+    verbs_r[2].cap_flags = AXON_CAP_AM_SHORT;  /* rc on softib1 cannot bcopy */
+    debug_capture logs;
+    ASSERT_EQ(AXON_OK, run("ib"));
+    EXPECT_EQ(names({"rc/softib0:1", "ud/softib0:1", "ud/softib1:1"}), selected());
+    bool found = false;
+    for (const auto &l : logs.lines) {
+        found = found || ((l.find("rc/softib1:1") != std::string::npos) &&
+                          (l.find("lacks") != std::string::npos));
+    }
+    EXPECT_TRUE(found);
 }
 
 /* ---- through axon_init, with the real components ---- */
@@ -330,28 +549,41 @@ TEST_P(select_tls_env, axon_tls_environment_variable)
     if (status != AXON_OK) {
         return;
     }
+    /* Transports other components add (rdmacm, ...) are not this table's business. */
+    static const std::set<std::string> known = {"self", "shm", "tcp", "rc", "ud"};
     std::set<std::string> got;
     for (unsigned i = 0; i < ctx->num_rscs; ++i) {
-        got.insert(ctx->rscs[i].resource->tl_name);
+        if (known.count(ctx->rscs[i].resource->tl_name)) {
+            got.insert(ctx->rscs[i].resource->tl_name);
+        }
     }
     EXPECT_EQ(tc.expect, got) << "AXON_TLS=" << tc.tls;
     axon_cleanup(ctx);
 }
 
+/* rc and ud come from softib0 (AXON_SOFTIB_DEVICES defaults to 1). */
 INSTANTIATE_TEST_SUITE_P(forms, select_tls_env, ::testing::Values(
-    tls_case{"all",       {"self", "shm", "tcp"}, AXON_OK},
-    tls_case{"self",      {"self"},               AXON_OK},
-    tls_case{"shm",       {"shm"},                AXON_OK},
-    tls_case{"tcp",       {"tcp"},                AXON_OK},
-    tls_case{"shm,self",  {"self", "shm"},        AXON_OK},
-    tls_case{"sm",        {"self", "shm"},        AXON_OK},
-    tls_case{"^shm",      {"self", "tcp"},        AXON_OK},
-    tls_case{"^self",     {"shm", "tcp"},         AXON_OK},
-    tls_case{"^sm",       {"tcp"},                AXON_OK},
-    tls_case{"^sm,tcp",   {},                     AXON_ERR_NO_ELEM},
-    tls_case{"bogus",     {},                     AXON_ERR_INVALID_PARAM},
-    tls_case{"^",         {},                     AXON_ERR_INVALID_PARAM},
-    tls_case{"",          {},                     AXON_ERR_INVALID_PARAM}),
+    /* rc and ud run on softib here, a software device: only when named. */
+    tls_case{"all",        {"self", "shm", "tcp"},             AXON_OK},
+    tls_case{"self",       {"self"},                           AXON_OK},
+    tls_case{"shm",        {"shm"},                            AXON_OK},
+    tls_case{"tcp",        {"tcp"},                            AXON_OK},
+    tls_case{"rc",         {"rc"},                             AXON_OK},
+    tls_case{"ud",         {"ud"},                             AXON_OK},
+    tls_case{"rc,ud",      {"rc", "ud"},                       AXON_OK},
+    tls_case{"ib",         {"rc", "ud"},                       AXON_OK},
+    tls_case{"ib,self",    {"self", "rc", "ud"},               AXON_OK},
+    tls_case{"shm,self",   {"self", "shm"},                    AXON_OK},
+    tls_case{"sm",         {"self", "shm"},                    AXON_OK},
+    tls_case{"^shm",       {"self", "tcp"},                    AXON_OK},
+    tls_case{"^self",      {"shm", "tcp"},                     AXON_OK},
+    tls_case{"^sm",        {"tcp"},                            AXON_OK},
+    tls_case{"^ib",        {"self", "shm", "tcp"},             AXON_OK},
+    tls_case{"^sm,tcp",    {},                                 AXON_ERR_NO_ELEM},
+    tls_case{"^all",       {},                                 AXON_ERR_NO_ELEM},
+    tls_case{"bogus",      {},                                 AXON_ERR_INVALID_PARAM},
+    tls_case{"^",          {},                                 AXON_ERR_INVALID_PARAM},
+    tls_case{"",           {},                                 AXON_ERR_INVALID_PARAM}),
     tls_case_name);
 
 TEST(select_endpoint, self_lane_to_own_worker_shm_lane_when_self_excluded)
@@ -402,6 +634,75 @@ TEST(select_endpoint, unreachable_peer_is_a_clear_error)
         EXPECT_EQ(AXON_ERR_UNREACHABLE, axon_ep_create(w1, &ep_params, &ep));
         EXPECT_TRUE(log_capture::any(logs.errors, "no transport reaches"));
     }
+    axon_worker_release_address(w2, addr);
+    axon_worker_destroy(w1);
+    axon_worker_destroy(w2);
+    axon_cleanup(ctx);
+}
+
+/*
+ * AXON_TLS=ib: endpoints go over rc while the worker has fewer than
+ * AXON_RC_MAX_PEERS of them, then over ud (same device, smaller endpoints).
+ */
+TEST(select_endpoint, ib_uses_rc_for_few_peers_then_ud)
+{
+    const unsigned kPeers = 4;
+    axon_config_kv_t kv[] = {{"TLS", "ib"}, {"RC_MAX_PEERS", "2"}};
+    axon_context_params_t params = {AXON_FEATURE_TAG, kv, 2};
+    axon_worker_h workers[kPeers + 1];
+    axon_ep_h eps[kPeers];
+    axon_context_h ctx;
+    unsigned i;
+
+    ASSERT_EQ(AXON_OK, axon_init(&params, &ctx));
+    for (i = 0; i <= kPeers; ++i) {
+        ASSERT_EQ(AXON_OK, axon_worker_create(ctx, NULL, &workers[i]));
+    }
+    for (i = 0; i < kPeers; ++i) {
+        axon_ep_attr_t attr;
+        void *addr;
+        size_t len;
+
+        ASSERT_EQ(AXON_OK, axon_worker_get_address(workers[i + 1], &addr, &len));
+        axon_ep_params_t ep_params = {addr, len};
+        ASSERT_EQ(AXON_OK, axon_ep_create(workers[0], &ep_params, &eps[i]));
+        axon_worker_release_address(workers[i + 1], addr);
+        ASSERT_EQ(AXON_OK, axon_ep_query(eps[i], &attr));
+        EXPECT_STREQ((i < 2) ? "rc" : "ud", attr.small_tl) << "endpoint " << i;
+        EXPECT_STREQ(attr.small_tl, attr.bulk_tl) << "endpoint " << i;
+        EXPECT_STREQ(attr.small_dev, attr.bulk_dev) << "endpoint " << i;
+    }
+    for (i = 0; i < kPeers; ++i) {
+        axon_ep_close_nb(eps[i], AXON_EP_CLOSE_FORCE, NULL);
+    }
+    for (i = 0; i <= kPeers; ++i) {
+        axon_worker_destroy(workers[i]);
+    }
+    axon_cleanup(ctx);
+}
+
+TEST(select_endpoint, ib_defaults_to_rc)
+{
+    axon_config_kv_t kv[] = {{"TLS", "ib"}};
+    axon_context_params_t params = {AXON_FEATURE_TAG, kv, 1};
+    axon_worker_h w1, w2;
+    axon_context_h ctx;
+    axon_ep_attr_t attr;
+    axon_ep_h ep;
+    void *addr;
+    size_t len;
+
+    ASSERT_EQ(AXON_OK, axon_init(&params, &ctx));
+    EXPECT_EQ(256u, ctx->opts.rc_max_peers);
+    ASSERT_EQ(AXON_OK, axon_worker_create(ctx, NULL, &w1));
+    ASSERT_EQ(AXON_OK, axon_worker_create(ctx, NULL, &w2));
+    ASSERT_EQ(AXON_OK, axon_worker_get_address(w2, &addr, &len));
+    axon_ep_params_t ep_params = {addr, len};
+    ASSERT_EQ(AXON_OK, axon_ep_create(w1, &ep_params, &ep));
+    ASSERT_EQ(AXON_OK, axon_ep_query(ep, &attr));
+    EXPECT_STREQ("rc", attr.small_tl);
+    EXPECT_STREQ("rc", attr.bulk_tl);
+    axon_ep_close_nb(ep, AXON_EP_CLOSE_FORCE, NULL);
     axon_worker_release_address(w2, addr);
     axon_worker_destroy(w1);
     axon_worker_destroy(w2);

@@ -84,9 +84,15 @@ public:
     ~EngDev()
     {
         for (auto qp : qps) EXPECT_EQ(0, axon_dev_destroy_qp(qp));
-        if (mr) EXPECT_EQ(0, axon_dev_dereg_mr(mr));
-        if (cq) EXPECT_EQ(0, axon_dev_destroy_cq(cq));
-        if (pd) EXPECT_EQ(0, axon_dev_dealloc_pd(pd));
+        if (mr) {
+            EXPECT_EQ(0, axon_dev_dereg_mr(mr));
+        }
+        if (cq) {
+            EXPECT_EQ(0, axon_dev_destroy_cq(cq));
+        }
+        if (pd) {
+            EXPECT_EQ(0, axon_dev_dealloc_pd(pd));
+        }
         if (ctx) axon_dev_close(ctx);
     }
 

@@ -285,6 +285,54 @@ TEST_F(SoftibRemoteAccess, AtomicPastEndOfMr)
                       "atomic past end");
 }
 
+/*
+ * IB: the R_Key (and the address) of a zero-length RDMA READ or WRITE is not
+ * checked, since no memory is touched; real NICs accept any key. Both QPs
+ * stay usable: a normal write after them still lands.
+ */
+TEST_F(SoftibRemoteAccess, ZeroLengthReadAndWriteSkipRkeyCheck)
+{
+    open_dev();
+    rc_pair();
+    Buf local  = dev_.reg(64, kLocalWrite);
+    Buf remote = dev_.reg(64, kRemoteAll);
+    Buf rbuf   = dev_.reg(64, kLocalWrite);
+    axon_test_fill(local.ptr, 64, 5);
+    axon_test_fill(remote.ptr, 64, 6);
+    const uint32_t bad_rkey = remote.rkey() ^ 0x10000;
+
+    ASSERT_EQ(0, post_rdma(a_.qp, 1, AXON_DEV_WR_RDMA_WRITE, local.ptr, 0, local.lkey(), 0,
+                           bad_rkey));
+    expect_wc(a_.scq, 1, AXON_DEV_WC_SUCCESS, nullptr, "zero-length write, bad rkey");
+    ASSERT_EQ(0, post_rdma(a_.qp, 2, AXON_DEV_WR_RDMA_READ, local.ptr, 0, local.lkey(),
+                           0xdead0000, 0xffffffff));
+    expect_wc(a_.scq, 2, AXON_DEV_WC_SUCCESS, nullptr, "zero-length read, bad rkey");
+
+    /* with immediate: the receiver completes, 0 bytes, nothing written */
+    ASSERT_EQ(0, post_recv(b_.qp, 9, rbuf.ptr, 64, rbuf.lkey()));
+    ASSERT_EQ(0, post_rdma(a_.qp, 3, AXON_DEV_WR_RDMA_WRITE_WITH_IMM, local.ptr, 0,
+                           local.lkey(), 0, bad_rkey));
+    expect_wc(a_.scq, 3, AXON_DEV_WC_SUCCESS, nullptr, "zero-length write with imm");
+    axon_dev_wc_t wc;
+    ASSERT_TRUE(poll_one(b_.rcq, &wc)) << "no receive completion for the write with imm";
+    EXPECT_EQ(AXON_DEV_WC_SUCCESS, wc.status) << wc_status_name(wc.status);
+    EXPECT_EQ(AXON_DEV_WC_RECV_RDMA_WITH_IMM, wc.opcode);
+    EXPECT_EQ(0u, wc.byte_len);
+
+    EXPECT_EQ(AXON_DEV_QPS_RTS, query_state(a_.qp));
+    EXPECT_EQ(AXON_DEV_QPS_RTS, query_state(b_.qp));
+    EXPECT_EQ(-1, axon_test_check(remote.ptr, 64, 6)) << "a zero-length op changed memory";
+
+    ASSERT_EQ(0, post_rdma(a_.qp, 4, AXON_DEV_WR_RDMA_WRITE, local.ptr, 64, local.lkey(),
+                           remote.addr(), remote.rkey()));
+    expect_wc(a_.scq, 4, AXON_DEV_WC_SUCCESS, nullptr, "write after the zero-length ones");
+    EXPECT_EQ(-1, axon_test_check(remote.ptr, 64, 5)) << "the normal write did not land";
+    /* a non-zero length with the same bad key is still refused */
+    ASSERT_EQ(0, post_rdma(a_.qp, 5, AXON_DEV_WR_RDMA_WRITE, local.ptr, 1, local.lkey(),
+                           remote.addr(), bad_rkey));
+    expect_wc(a_.scq, 5, AXON_DEV_WC_REM_ACCESS_ERR, &a_, "one byte, bad rkey");
+}
+
 /* The target QP's qp_access_flags lack the right: REM_INV_REQ_ERR, responder ERR + QP_REQ_ERR. */
 class SoftibQpAccess : public SoftibErr {
 protected:
