@@ -13,3 +13,20 @@ libaxon_la_SOURCES += \
 	framework/device/dev_rdmacore.c
 libaxon_la_LIBADD += $(IBVERBS_LIBS) $(MLX5DV_LIBS)
 endif
+
+# The connection manager (rdma_cm-shaped): front end, softib's is in
+# components/softib; librdmacm's when configure found it.
+libaxon_la_SOURCES += \
+	framework/device/dev_cm.c
+noinst_HEADERS += \
+	framework/device/dev_cm.h \
+	framework/device/dev_cm_backend.h
+if HAVE_IBVERBS
+if HAVE_RDMACM
+libaxon_la_SOURCES += \
+	framework/device/dev_rdmacore_cm.c
+noinst_HEADERS += \
+	framework/device/dev_rdmacore_cm.h
+libaxon_la_LIBADD += $(RDMACM_LIBS)
+endif
+endif

@@ -1,0 +1,207 @@
+/*
+ * The connection manager of the device layer: rdma_cm-shaped connection
+ * set-up for RC QPs (seed §5 RDMA_CM, events §7.3), on softib and, through
+ * librdmacm, on real NICs. An id is created on an event channel, bound to a
+ * device when an address resolves (or is bound) to one, and its QP is driven
+ * to RTR/RTS by the CM on connect/accept, as rdma_create_qp arranges.
+ *
+ * Active side:  create_id, resolve_addr -> ADDR_RESOLVED, resolve_route ->
+ *               ROUTE_RESOLVED, create_qp, connect -> ESTABLISHED (or, with
+ *               no QP on the id, CONNECT_RESPONSE then establish()),
+ *               REJECTED, UNREACHABLE or CONNECT_ERROR.
+ * Passive side: create_id, bind_addr, listen -> CONNECT_REQUEST (event->id is
+ *               a new id, event->listen_id the listener), create_qp on the new
+ *               id, accept -> ESTABLISHED, or reject.
+ * Both:         disconnect -> DISCONNECTED on both sides (the QP goes to the
+ *               error state and flushes), then TIMEWAIT_EXIT.
+ *
+ * Conventions are dev.h's: 0 or a positive errno, EINVAL plus a log line
+ * naming the bad value, nothing changed on error. Values are librdmacm's
+ * (event types, port spaces, reject reasons, private data sizes), so the
+ * librdmacm back end converts by copy. Differences from librdmacm:
+ *   - IPv4 only; port space TCP only; a NULL channel (synchronous ids) is
+ *     not supported;
+ *   - destroy_id does not block on unacknowledged events: the id's memory
+ *     stays until they are acknowledged (the id is unusable at once);
+ *   - objects made on id->verbs (PD, CQ, MR) must be destroyed before the
+ *     last id on that device: the CM closes a device with its last id.
+ * One channel and its ids may be used by several threads; events of one
+ * channel are delivered in the order they happened.
+ */
+#ifndef AXON_DEV_CM_H
+#define AXON_DEV_CM_H
+
+#include <netinet/in.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include "dev.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* enum rdma_cm_event_type */
+typedef enum {
+    AXON_DEV_CM_EVENT_ADDR_RESOLVED    = 0,
+    AXON_DEV_CM_EVENT_ADDR_ERROR       = 1,
+    AXON_DEV_CM_EVENT_ROUTE_RESOLVED   = 2,
+    AXON_DEV_CM_EVENT_ROUTE_ERROR      = 3,
+    AXON_DEV_CM_EVENT_CONNECT_REQUEST  = 4,
+    AXON_DEV_CM_EVENT_CONNECT_RESPONSE = 5,
+    AXON_DEV_CM_EVENT_CONNECT_ERROR    = 6,
+    AXON_DEV_CM_EVENT_UNREACHABLE      = 7,
+    AXON_DEV_CM_EVENT_REJECTED         = 8,
+    AXON_DEV_CM_EVENT_ESTABLISHED      = 9,
+    AXON_DEV_CM_EVENT_DISCONNECTED     = 10,
+    AXON_DEV_CM_EVENT_DEVICE_REMOVAL   = 11,
+    AXON_DEV_CM_EVENT_MULTICAST_JOIN   = 12,
+    AXON_DEV_CM_EVENT_MULTICAST_ERROR  = 13,
+    AXON_DEV_CM_EVENT_ADDR_CHANGE      = 14,
+    AXON_DEV_CM_EVENT_TIMEWAIT_EXIT    = 15,
+} axon_dev_cm_event_type_t;
+
+/* "RDMA_CM_EVENT_ADDR_RESOLVED", ... (rdma_event_str) */
+const char *axon_dev_cm_event_str(axon_dev_cm_event_type_t event);
+
+/* enum rdma_port_space; the CM implements TCP (reliable connected) only. */
+typedef enum {
+    AXON_DEV_CM_PS_IPOIB = 0x0002,
+    AXON_DEV_CM_PS_TCP   = 0x0106,
+    AXON_DEV_CM_PS_UDP   = 0x0111,
+    AXON_DEV_CM_PS_IB    = 0x013F,
+} axon_dev_cm_port_space_t;
+
+/*
+ * REJECTED event status: the IB CM reject reason (positive), or a negative
+ * errno on iWARP. softib models a RoCE port, so it reports these.
+ */
+#define AXON_DEV_CM_REJ_TIMEOUT            4   /* the requester gave up */
+#define AXON_DEV_CM_REJ_INVALID_SERVICE_ID 8   /* nobody listens on that port */
+#define AXON_DEV_CM_REJ_CONSUMER_DEFINED   28  /* the passive side called reject */
+
+/* Private data limits of the IB CM messages, as librdmacm enforces them. */
+#define AXON_DEV_CM_CONNECT_PDATA_MAX 56
+#define AXON_DEV_CM_ACCEPT_PDATA_MAX  196
+#define AXON_DEV_CM_REJECT_PDATA_MAX  148
+#define AXON_DEV_CM_PDATA_MAX         196   /* the largest of the three */
+
+/* struct rdma_conn_param */
+typedef struct axon_dev_cm_conn_param {
+    const void *private_data;
+    uint8_t     private_data_len;
+    uint8_t     responder_resources;  /* RDMA read/atomic the peer may have in flight to us */
+    uint8_t     initiator_depth;      /* RDMA read/atomic we may have in flight */
+    uint8_t     flow_control;
+    uint8_t     retry_count;          /* ignored when accepting */
+    uint8_t     rnr_retry_count;
+    /* Ignored if a QP is created on the id. */
+    uint8_t     srq;
+    uint32_t    qp_num;
+} axon_dev_cm_conn_param_t;
+
+typedef struct axon_dev_cm_channel axon_dev_cm_channel_t;
+typedef struct axon_dev_cm_id      axon_dev_cm_id_t;
+
+/* struct rdma_event_channel */
+struct axon_dev_cm_channel {
+    int fd;   /* readable (poll/epoll) while an event may wait; O_NONBLOCK makes get EAGAIN */
+};
+
+/* struct rdma_cm_id (the public part) */
+struct axon_dev_cm_id {
+    axon_dev_context_t      *verbs;      /* device it is bound to; NULL before */
+    axon_dev_cm_channel_t   *channel;
+    void                    *context;    /* the user's */
+    axon_dev_qp_t           *qp;         /* from create_qp, or NULL */
+    axon_dev_cm_port_space_t ps;
+    uint8_t                  port_num;   /* of verbs, once bound */
+    struct sockaddr_in       src_addr;   /* local address (port once bound) */
+    struct sockaddr_in       dst_addr;   /* peer address (once resolved or connected) */
+};
+
+/* struct rdma_cm_event: valid until ack_event. */
+typedef struct axon_dev_cm_event {
+    axon_dev_cm_id_t        *id;         /* CONNECT_REQUEST: the new id */
+    axon_dev_cm_id_t        *listen_id;  /* CONNECT_REQUEST: the listener */
+    axon_dev_cm_event_type_t event;
+    int                      status;     /* 0, -errno, or a reject reason (REJECTED) */
+    union {
+        /* CONNECT_REQUEST, CONNECT_RESPONSE, ESTABLISHED, REJECTED: the peer's
+         * private data and its resources seen from this side */
+        axon_dev_cm_conn_param_t conn;
+    } param;
+} axon_dev_cm_event_t;
+
+/* ------------------------------------------------------------ channel */
+
+int  axon_dev_cm_create_event_channel(axon_dev_cm_channel_t **channel_p);
+/* EBUSY while ids live on it. */
+int  axon_dev_cm_destroy_event_channel(axon_dev_cm_channel_t *channel);
+/*
+ * The next event, in order. Blocks unless channel->fd is O_NONBLOCK (then
+ * EAGAIN). Every event must be acknowledged.
+ */
+int  axon_dev_cm_get_event(axon_dev_cm_channel_t *channel, axon_dev_cm_event_t **event_p);
+int  axon_dev_cm_ack_event(axon_dev_cm_event_t *event);
+
+/* ------------------------------------------------------------ ids */
+
+int  axon_dev_cm_create_id(axon_dev_cm_channel_t *channel, void *context,
+                           axon_dev_cm_port_space_t ps, axon_dev_cm_id_t **id_p);
+/* Closes what the id holds: a connection is disconnected, a listener stops. */
+int  axon_dev_cm_destroy_id(axon_dev_cm_id_t *id);
+
+/* A local IPv4 address (INADDR_ANY: any device) and port (0: one is chosen). */
+int  axon_dev_cm_bind_addr(axon_dev_cm_id_t *id, const struct sockaddr *addr);
+/* backlog 0: the system's default. */
+int  axon_dev_cm_listen(axon_dev_cm_id_t *id, int backlog);
+/* src may be NULL; dst carries the port to connect to. -> ADDR_RESOLVED/ERROR */
+int  axon_dev_cm_resolve_addr(axon_dev_cm_id_t *id, const struct sockaddr *src,
+                              const struct sockaddr *dst, int timeout_ms);
+/* -> ROUTE_RESOLVED/ERROR */
+int  axon_dev_cm_resolve_route(axon_dev_cm_id_t *id, int timeout_ms);
+
+/*
+ * An RC QP on the id's device (pd must belong to id->verbs), taken to INIT;
+ * connect/accept take it to RTR and RTS, disconnect to the error state.
+ * init_attr's caps are written back. destroy_qp destroys it.
+ */
+int  axon_dev_cm_create_qp(axon_dev_cm_id_t *id, axon_dev_pd_t *pd,
+                           axon_dev_qp_init_attr_t *init_attr);
+int  axon_dev_cm_destroy_qp(axon_dev_cm_id_t *id);
+
+/* Private data up to AXON_DEV_CM_CONNECT_PDATA_MAX bytes. */
+int  axon_dev_cm_connect(axon_dev_cm_id_t *id, const axon_dev_cm_conn_param_t *param);
+/* On a CONNECT_REQUEST's id; param may be NULL (the request's resources). */
+int  axon_dev_cm_accept(axon_dev_cm_id_t *id, const axon_dev_cm_conn_param_t *param);
+int  axon_dev_cm_reject(axon_dev_cm_id_t *id, const void *private_data,
+                        uint8_t private_data_len);
+/* Active side of an id without a QP, after CONNECT_RESPONSE: send the RTU. */
+int  axon_dev_cm_establish(axon_dev_cm_id_t *id);
+int  axon_dev_cm_disconnect(axon_dev_cm_id_t *id);
+
+/*
+ * The device contexts the CM binds ids to are shared: every id on a device
+ * gets the same context (so QPs of several ids can share a PD, CQs and an
+ * SRQ), opened with the first id and closed with the last. A transport that
+ * wants its queues on that context before any id exists opens the device
+ * through here (a reference like an id's) and closes it after its ids.
+ */
+int  axon_dev_cm_open_device(const char *name, axon_dev_context_t **ctx_p);
+void axon_dev_cm_close_device(axon_dev_context_t *ctx);
+
+/* rdma_get_local_addr / rdma_get_peer_addr / rdma_get_src_port / _dst_port */
+static inline const struct sockaddr *axon_dev_cm_local_addr(const axon_dev_cm_id_t *id)
+{ return (const struct sockaddr *)&id->src_addr; }
+static inline const struct sockaddr *axon_dev_cm_peer_addr(const axon_dev_cm_id_t *id)
+{ return (const struct sockaddr *)&id->dst_addr; }
+static inline uint16_t axon_dev_cm_src_port(const axon_dev_cm_id_t *id)
+{ return id->src_addr.sin_port; }   /* network order, as rdma_get_src_port */
+static inline uint16_t axon_dev_cm_dst_port(const axon_dev_cm_id_t *id)
+{ return id->dst_addr.sin_port; }
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
