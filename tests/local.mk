@@ -10,6 +10,9 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/test_tag.cc \
 	tests/gtest/test_tag_ext.cc \
 	tests/gtest/test_peer_failure.cc \
+	tests/gtest/test_verbs_tag.cc \
+	tests/gtest/test_verbs_rc.cc \
+	tests/gtest/test_rdmacm.cc \
 	tests/gtest/test_shm.cc \
 	tests/gtest/test_tcp.cc \
 	tests/gtest/test_bad_input.cc \
@@ -24,6 +27,8 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/test_softib_data.cc \
 	tests/gtest/test_softib_wire.cc \
 	tests/gtest/test_softib_engine.cc \
+	tests/gtest/test_softib_cm.cc \
+	tests/gtest/test_verbs_ud.cc \
 	tests/harness/harness.c \
 	tests/harness/harness.h
 tests_axon_gtest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/harness $(GTEST_CFLAGS) \
@@ -45,5 +50,6 @@ tests_plugins_libaxon_badabi_la_SOURCES = tests/plugins/badabi_component.c
 tests_plugins_libaxon_badabi_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 endif
 
-EXTRA_DIST += tests/run_tests.sh tests/tools_test.sh contrib/bench/compare.sh
+EXTRA_DIST += tests/run_tests.sh tests/tools_test.sh contrib/bench/compare.sh \
+	contrib/bench/ep_mem.sh
 TESTS += tests/run_tests.sh

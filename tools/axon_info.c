@@ -13,6 +13,7 @@
 #include "axon_config.h"
 #include "axon_int.h"
 #include "dev_backend.h"
+#include "dev_cm_backend.h"
 #include "loader.h"
 
 static const char *const axon_info_dev_types[] = {"self", "shm", "net"};
@@ -240,13 +241,14 @@ static void axon_info_rdma_devices(void)
  * A back end's options struct is private to it: parse into a zeroed buffer
  * that covers every entry's offset plus the largest value type.
  */
-static void axon_info_config_backend(const axon_dev_backend_t *be)
+static void axon_info_config_backend(const char *kind, const char *name,
+                                     const axon_config_entry_t *table, const char *prefix)
 {
     const axon_config_entry_t *entry;
     size_t size = 0;
     void *opts;
 
-    for (entry = be->config_table; entry->name != NULL; ++entry) {
+    for (entry = table; entry->name != NULL; ++entry) {
         if (entry->offset > size) {
             size = entry->offset;
         }
@@ -256,10 +258,10 @@ static void axon_info_config_backend(const axon_dev_backend_t *be)
     if (opts == NULL) {
         return;
     }
-    printf("# device back end %s\n", be->name);
-    if (axon_config_parse(be->config_table, be->config_prefix, opts, NULL, 0) == AXON_OK) {
-        axon_config_print(be->config_table, be->config_prefix, opts, stdout);
-        axon_config_release(be->config_table, opts);
+    printf("# %s %s\n", kind, name);
+    if (axon_config_parse(table, prefix, opts, NULL, 0) == AXON_OK) {
+        axon_config_print(table, prefix, opts, stdout);
+        axon_config_release(table, opts);
     } else {
         printf("# (a value does not parse: see the error above)\n");
     }
@@ -269,6 +271,7 @@ static void axon_info_config_backend(const axon_dev_backend_t *be)
 static void axon_info_config(axon_context_h ctx)
 {
     const axon_dev_backend_t *const *be;
+    const axon_dev_cm_ops_t *const *cm;
     const axon_loaded_component_t *lc;
     unsigned i;
 
@@ -285,7 +288,14 @@ static void axon_info_config(axon_context_h ctx)
     }
     for (be = axon_dev_backends; *be != NULL; ++be) {
         if ((*be)->config_table != NULL) {
-            axon_info_config_backend(*be);
+            axon_info_config_backend("device back end", (*be)->name, (*be)->config_table,
+                                     (*be)->config_prefix);
+        }
+    }
+    for (cm = axon_dev_cm_backends; *cm != NULL; ++cm) {
+        if ((*cm)->config_table != NULL) {
+            axon_info_config_backend("connection manager", (*cm)->name, (*cm)->config_table,
+                                     (*cm)->config_prefix);
         }
     }
 }

@@ -35,56 +35,13 @@
 #endif
 
 #include "axon.h"
-
-#define PERF_MAX_SIZES        64
-#define PERF_MAX_WINDOW       65536
-#define PERF_MAX_ADDR_LEN     (1u << 20)  /* sanity bound on a peer's address */
-#define PERF_TIMEOUT_SEC      300         /* per message size: last resort against hangs */
-#define PERF_CHILD_WAIT_SEC   30          /* after the run, how long the child may take */
-#define PERF_CHILD_GRACE_SEC  5           /* same, after the client failed */
-#define PERF_LIVENESS_SPINS   (1u << 16)  /* progress calls between peer checks */
-#define PERF_CONNECT_WAIT_SEC 10          /* client: keep retrying the server this long */
-#define PERF_ACCEPT_WAIT_SEC  120         /* server: wait this long for a client */
-#define PERF_HANDSHAKE_SEC    60          /* a connected peer must answer within this */
-#define PERF_RETRY_MS         100         /* between connection attempts */
-
-/* First word of the client's hello: "AXPERF" and the protocol version. */
-#define PERF_WIRE_MAGIC       0x4158504552460001ull
-#define PERF_WIRE_ACCEPT      0x41585045524f4b21ull  /* "AXPEROK!": parameters taken */
-#define PERF_WIRE_HDR_WORDS   7   /* magic, test, iters, warmup, window, check, num_sizes */
-
-#define PERF_TAG_DATA         1
-#define PERF_TAG_ACK          2
-
-typedef enum {
-    PERF_TEST_TAG_LAT,
-    PERF_TEST_TAG_BW,
-    PERF_TEST_LAST
-} perf_test_t;
+#include "axon_perf.h"
 
 static const char *perf_test_names[PERF_TEST_LAST] = {
     [PERF_TEST_TAG_LAT] = "tag_lat",
     [PERF_TEST_TAG_BW]  = "tag_bw",
+    [PERF_TEST_EP_MEM]  = "ep_mem",
 };
-
-typedef enum {
-    PERF_ROLE_CLIENT,  /* drives the test and prints results */
-    PERF_ROLE_SERVER
-} perf_role_t;
-
-typedef struct {
-    perf_test_t   test;
-    size_t        sizes[PERF_MAX_SIZES];
-    unsigned      num_sizes;
-    unsigned long iters;
-    unsigned long warmup;
-    unsigned      window;
-    int           check;
-    int           local;
-    const char   *host;       /* client mode: the server to connect to */
-    const char   *port;       /* client and server modes */
-    int           wait_sec;   /* --wait: -1 = mode default, 0 = forever */
-} perf_params_t;
 
 typedef struct {
     const perf_params_t *params;
@@ -110,7 +67,7 @@ static pid_t perf_child_pid = -1;
 
 /* ------------------------------------------------------------------ helpers */
 
-static double perf_now(void)
+double perf_now(void)
 {
     struct timespec ts;
 
@@ -152,7 +109,7 @@ static int perf_verify(const perf_ctx_t *ctx, const uint8_t *buf, size_t length,
 
 /* --------------------------------------------------------- socket to the peer */
 
-static int perf_sock_write(int fd, const void *data, size_t length)
+int perf_sock_write(int fd, const void *data, size_t length)
 {
     const char *p = data;
     ssize_t     ret;
@@ -172,7 +129,7 @@ static int perf_sock_write(int fd, const void *data, size_t length)
     return 0;
 }
 
-static int perf_sock_read(int fd, void *data, size_t length)
+int perf_sock_read(int fd, void *data, size_t length)
 {
     char   *p = data;
     ssize_t ret;
@@ -206,7 +163,7 @@ static int perf_sock_read(int fd, void *data, size_t length)
  * The peer still runs if its end of the socket is open. Pending data means
  * it is alive and already further ahead (e.g. at the final synchronisation).
  */
-static int perf_peer_alive(int fd)
+int perf_peer_alive(int fd)
 {
     struct pollfd pfd = { .fd = fd, .events = POLLIN };
     char          c;
@@ -226,7 +183,7 @@ static int perf_peer_alive(int fd)
  * Send our worker address (64-bit length, then the bytes) and read the
  * peer's. Works on any connected stream socket, local or remote.
  */
-static int perf_exchange_address(int fd, const void *address, size_t length,
+int perf_exchange_address(int fd, const void *address, size_t length,
                                  void **peer_address_p, size_t *peer_length_p)
 {
     uint64_t len64 = length;
@@ -650,6 +607,10 @@ static int perf_run(const perf_params_t *params, int fd, perf_role_t role)
     axon_status_t         status;
     unsigned              i;
     int                   ret        = -1;
+
+    if (params->test == PERF_TEST_EP_MEM) {
+        return perf_ep_mem_run(params, fd, role);
+    }
 
     status = axon_init(&ctx_params, &ctx.context);
     if (perf_check_status(&ctx, status, "axon_init") != 0) {
@@ -1278,10 +1239,13 @@ static void perf_usage(FILE *stream)
             "                    0 = forever\n"
             "\n"
             "Test options (given to the client, which passes them to the server):\n"
-            "  -t TEST           tag_lat (ping-pong, default) or tag_bw (windowed stream)\n"
+            "  -t TEST           tag_lat (ping-pong, default), tag_bw (windowed stream) or\n"
+            "                    ep_mem (library memory per endpoint: the server hosts one\n"
+            "                    worker per peer, the client connects to each and\n"
+            "                    exchanges one message with it)\n"
             "  -s SIZE[,SIZE..]  message sizes in bytes, k/m/g suffixes allowed (default 8)\n"
             "  -n ITERS          measured iterations (default 100000 for tag_lat,\n"
-            "                    10000 for tag_bw)\n"
+            "                    10000 for tag_bw); ep_mem: peers (default 64, at most %d)\n"
             "  -w WINDOW         tag_bw: messages in flight per window (default 32)\n"
             "  -W WARMUP         iterations before timing starts (default min(1000, ITERS/10))\n"
             "  -c                verify received data (off by default)\n"
@@ -1291,9 +1255,14 @@ static void perf_usage(FILE *stream)
             "line per size:\n"
             "  RESULT test=T tl=LANE size=S iters=N latency_us=X bandwidth_MBps=Y "
             "msgrate_Mps=Z\n"
+            "ep_mem prints the heap growth of the client process (mallinfo2) per peer\n"
+            "and the time to create an endpoint and exchange a message with a new peer:\n"
+            "  RESULT test=ep_mem tl=LANE bulk_tl=LANE eps=N bytes_per_ep=B heap_bytes=H "
+            "wireup_us=T\n"
             "Each side picks its transports from its own AXON_* environment (e.g.\n"
             "AXON_TLS=tcp). Exit status: 0 success, 1 run or connection failure,\n"
-            "2 bad arguments.\n", PERF_ACCEPT_WAIT_SEC, PERF_CONNECT_WAIT_SEC);
+            "2 bad arguments.\n", PERF_ACCEPT_WAIT_SEC, PERF_CONNECT_WAIT_SEC,
+            PERF_EP_MEM_MAX_PEERS);
 }
 
 /* Decimal number with an optional k/m/g (binary) suffix. */
@@ -1416,7 +1385,8 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
                 }
             }
             if (i == PERF_TEST_LAST) {
-                fprintf(stderr, "axon_perf: unknown test '%s' (tag_lat, tag_bw)\n", optarg);
+                fprintf(stderr, "axon_perf: unknown test '%s' (tag_lat, tag_bw, ep_mem)\n",
+                        optarg);
                 return -1;
             }
             params->test = (perf_test_t)i;
@@ -1503,7 +1473,15 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
         return -1;
     }
 
-    if (!have_iters) {
+    if (params->test == PERF_TEST_EP_MEM) {
+        if (!have_iters) {
+            params->iters = 64;
+        } else if (params->iters > PERF_EP_MEM_MAX_PEERS) {
+            fprintf(stderr, "axon_perf: ep_mem measures at most %d peers, not %lu\n",
+                    PERF_EP_MEM_MAX_PEERS, params->iters);
+            return -1;
+        }
+    } else if (!have_iters) {
         params->iters = (params->test == PERF_TEST_TAG_LAT) ? 100000 : 10000;
     }
     if (!have_warmup) {

@@ -6,9 +6,10 @@
  *         roles run as coroutines on the test thread and switch after every
  *         progress call, so the same role code serves every transport while
  *         the worker is still used by one thread only.
- *   shm, tcp
+ *   shm, tcp, rc, ud
  *         two processes: the test process and a forked peer, each with its
  *         own worker; "_rev" variants swap which process plays which rank.
+ *         rc and ud run over softib (its shm wire between processes).
  *   netns two processes in two network namespaces joined by a veth pair;
  *         both ranks run in forked children (a namespace is entered once,
  *         for good) and the test process only waits for them.
@@ -207,7 +208,7 @@ public:
     SelfShared    *shared;   /* self mode only */
     bool           is_shm;
     double         deadline; /* of the whole run: later waits give up at once */
-    const char    *tls;      /* "self", "shm" or "tcp" */
+    const char    *tls;      /* "self", "shm", "tcp", "rc" or "ud" */
 
     /* Time an operation may take: kOpTimeout, within the run's deadline. */
     double timeout() const
@@ -312,7 +313,7 @@ typedef std::function<void(Env &)> Role;
 
 struct TransportParam {
     const char      *label;
-    const char      *tls;         /* "self", "shm" or "tcp" */
+    const char      *tls;         /* "self", "shm", "tcp", "rc" or "ud" */
     int              child_rank;  /* two processes: the rank the forked peer plays */
     bool             netns;       /* each process in a network namespace of its own */
     axon_config_kv_t config[AXON_TEST_VARIANT_KV_MAX];  /* overrides; name NULL ends */

@@ -41,7 +41,7 @@ const axon_tag_t kTagPong   = 0x20;
 struct FailParam {
     const char      *label;
     const char      *tls;
-    axon_config_kv_t extra;  /* name NULL: none */
+    axon_config_kv_t extra[2];  /* name NULL: no more */
 };
 
 std::ostream &operator<<(std::ostream &os, const FailParam &p)
@@ -53,8 +53,10 @@ std::ostream &operator<<(std::ostream &os, const FailParam &p)
 std::vector<axon_config_kv_t> fail_config(const FailParam &p)
 {
     std::vector<axon_config_kv_t> kv = {{"RNDV_THRESH", "16K"}};
-    if (p.extra.name != NULL) {
-        kv.push_back(p.extra);
+    for (const axon_config_kv_t &e : p.extra) {
+        if (e.name != NULL) {
+            kv.push_back(e);
+        }
     }
     return kv;
 }
@@ -729,7 +731,11 @@ int idle_peer_main(int fd, void *arg)
     return c.err.calls ? 8 : 0;
 }
 
-TEST_P(PeerFailureTest, IdlePeerIsNotFailed)
+/* Transports that acknowledge without the peer's progress (see its instantiation). */
+class PeerIdleTest : public PeerFailureTest {
+};
+
+TEST_P(PeerIdleTest, IdlePeerIsNotFailed)
 {
     Survivor             s;
     ErrRecord            err;
@@ -999,10 +1005,18 @@ TEST_P(PeerFailureShmTest, DeadPeersClaimedCellDoesNotBlockRing)
 
 const FailParam kFailParams[] = {
     /* shm moves large messages half by each side (split); shm_get only by the receiver. */
-    {"shm", "shm", {NULL, NULL}},
-    {"shm_get", "shm", {"RNDV_SPLIT_THRESH", "inf"}},
-    {"shm_nocma", "shm", {"SHM_CMA", "n"}},
-    {"tcp", "tcp", {NULL, NULL}},
+    {"shm", "shm", {{NULL, NULL}}},
+    {"shm_get", "shm", {{"RNDV_SPLIT_THRESH", "inf"}}},
+    {"shm_nocma", "shm", {{"SHM_CMA", "n"}}},
+    {"tcp", "tcp", {{NULL, NULL}}},
+    /* softib (shm wire): rc fails the peer on retries exhausted (softib's progress thread
+     * acknowledges, so a shorter timeout keeps detection well inside the limit), ud when
+     * acknowledgements stop for AXON_UD_TIMEOUT (default 30 s; 4 s here, inside the limit
+     * with pings every 0.25 s, and longer than the survivor of these tests goes without
+     * progress: ud acknowledges from progress only). rc moves rendezvous data by RDMA
+     * read, ud streams it. */
+    {"rc", "rc", {{"RC_TIMEOUT", "0.2s"}, {"RC_KEEPALIVE_INTERVAL", "0.5s"}}},
+    {"ud", "ud", {{"UD_TIMEOUT", "4s"}, {"UD_KEEPALIVE_INTERVAL", "0.25s"}}},
 };
 
 std::string fail_param_name(const ::testing::TestParamInfo<FailParam> &info)
@@ -1012,6 +1026,13 @@ std::string fail_param_name(const ::testing::TestParamInfo<FailParam> &info)
 
 INSTANTIATE_TEST_SUITE_P(Transports, PeerFailureTest, ::testing::ValuesIn(kFailParams),
                          fail_param_name);
+/*
+ * Every transport but ud: ud acknowledges only from the peer's progress (it
+ * has no async thread yet), so a peer that stops progressing for longer than
+ * AXON_UD_TIMEOUT cannot be told from a dead one.
+ */
+INSTANTIATE_TEST_SUITE_P(Transports, PeerIdleTest,
+                         ::testing::ValuesIn(kFailParams, kFailParams + 5), fail_param_name);
 /* shm and shm_nocma */
 INSTANTIATE_TEST_SUITE_P(Transports, PeerFailureShmTest,
                          ::testing::ValuesIn(kFailParams, kFailParams + 2), fail_param_name);

@@ -1,7 +1,7 @@
 /*
  * Tag messaging over every transport, with two roles: rank 0 and rank 1
- * (tag_env.h runs them: self in one process, shm and tcp in two, tcp_netns
- * in two network namespaces). Variants add a rendezvous threshold of 16 KiB,
+ * (tag_env.h runs them: self in one process, shm, tcp, rc and ud in two,
+ * tcp_netns in two network namespaces). Variants add a rendezvous threshold of 16 KiB,
  * so sizes on both sides of it are exercised deterministically, and CMA off,
  * so rendezvous data is pipelined through the shm ring.
  */
@@ -1290,6 +1290,13 @@ const TransportParam kTransports[] = {
     {"tcp_rev", "tcp", 0},
     {"tcp_rndv", "tcp", 1, false, {{"RNDV_THRESH", "16K"}}},
     {"tcp_netns", "tcp", 1, true},
+    /* softib's RDMA transports over its shm wire: rc gets rendezvous data by RDMA read,
+     * ud (no RDMA) has it streamed in bcopy fragments. */
+    {"rc", "rc", 1},
+    {"rc_rev", "rc", 0},
+    {"rc_rndv", "rc", 1, false, {{"RNDV_THRESH", "16K"}}},
+    {"ud", "ud", 1},
+    {"ud_rndv", "ud", 1, false, {{"RNDV_THRESH", "16K"}}},
 };
 
 INSTANTIATE_TEST_SUITE_P(Transports, TagTest, ::testing::ValuesIn(kTransports), transport_name);

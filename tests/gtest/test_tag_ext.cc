@@ -587,6 +587,10 @@ const TransportParam kExtTransports[] = {
     {"shm_nocma", "shm", 1, false, {{"RNDV_THRESH", "16K"}, {"SHM_CMA", "n"}}},
     {"tcp", "tcp", 1},
     {"tcp_rndv", "tcp", 1, false, {{"RNDV_THRESH", "16K"}}},
+    {"rc", "rc", 1},
+    {"rc_rndv", "rc", 1, false, {{"RNDV_THRESH", "16K"}}},
+    {"ud", "ud", 1},
+    {"ud_rndv", "ud", 1, false, {{"RNDV_THRESH", "16K"}}},
 };
 
 INSTANTIATE_TEST_SUITE_P(Transports, TagExtTest, ::testing::ValuesIn(kExtTransports),
@@ -957,6 +961,8 @@ const TransportParam kProcessTransports[] = {
     {"shm", "shm", 1},
     {"shm_nocma", "shm", 1, false, {{"SHM_CMA", "n"}}},
     {"tcp", "tcp", 1},
+    {"rc", "rc", 1},
+    {"ud", "ud", 1},
 };
 
 INSTANTIATE_TEST_SUITE_P(Transports, TagManyToOne, ::testing::ValuesIn(kProcessTransports),

@@ -1,0 +1,108 @@
+/* The rdmacm component: its descriptor, configuration table and resource query. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "rdmacm.h"
+
+#define AXON_RDMACM_OVERHEAD_NS 150.0   /* rc's send path */
+#define AXON_RDMACM_WQE_BYTES   64
+
+static const axon_config_entry_t axon_rdmacm_config_table[] = {
+    {"ADDR", "auto",
+     "IPv4 address an interface listens on; auto = the IPv4 address in the port's GID "
+     "table (RoCE, softib). The data path is rc's: tune it with AXON_RC_*",
+     offsetof(axon_rdmacm_config_t, addr), AXON_CONFIG_TYPE_STRING},
+
+    {"PORT", "0",
+     "Listening port of the first interface (0 = one the system picks)",
+     offsetof(axon_rdmacm_config_t, port), AXON_CONFIG_TYPE_UINT},
+
+    {"RESOLVE_TIMEOUT", "2s",
+     "Time address and route resolution may take before a connection fails unreachable",
+     offsetof(axon_rdmacm_config_t, resolve_timeout), AXON_CONFIG_TYPE_TIME},
+
+    AXON_CONFIG_END
+};
+
+axon_status_t axon_rdmacm_rc_config(axon_rc_config_t *rc)
+{
+    axon_status_t status = axon_config_parse(axon_rc_config_table, "RC_", rc, NULL, 0);
+
+    return (status == AXON_OK) ? axon_rc_config_check(rc) : status;
+}
+
+static axon_status_t axon_rdmacm_config_check(const axon_rdmacm_config_t *c)
+{
+    if (c->port > 65535) {
+        axon_error("AXON_RDMACM_PORT=%u is invalid: must be at most 65535", c->port);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if (!(c->resolve_timeout > 0) || (c->resolve_timeout > 600)) {
+        axon_error("AXON_RDMACM_RESOLVE_TIMEOUT=%g is invalid: must be more than 0 (and at "
+                   "most 10 minutes)", c->resolve_timeout);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    return AXON_OK;
+}
+
+static int axon_rdmacm_fill(const axon_verbs_port_info_t *info, axon_resource_t *res, void *arg)
+{
+    const axon_rc_config_t *c = arg;
+    uint32_t inl = (c->max_inline < info->dev_attr.max_inline_data) ?
+                   c->max_inline : info->dev_attr.max_inline_data;
+    uint32_t depth = 1;
+
+    while (depth < c->tx_queue_len) {
+        depth <<= 1;
+    }
+    res->cap_flags   = AXON_CAP_AM_SHORT | AXON_CAP_AM_BCOPY | AXON_CAP_GET | AXON_CAP_PUT |
+                       AXON_CAP_CONNECT_TO_IFACE | AXON_CAP_AM_ORDERED |
+                       AXON_CAP_PEER_FAILURE | AXON_CAP_NEED_MKEY;
+    res->overhead_ns = AXON_RDMACM_OVERHEAD_NS;
+    res->max_short   = (c->seg_size < AXON_RC_MAX_SHORT) ? c->seg_size : AXON_RC_MAX_SHORT;
+    res->max_bcopy   = c->seg_size;
+    res->max_zcopy   = info->port_attr.max_msg_sz ? info->port_attr.max_msg_sz : (1u << 30);
+    res->ep_memory   = sizeof(axon_rc_ep_t) + sizeof(axon_rc_conn_t) +
+                       depth * (sizeof(axon_rc_tx_desc_t) + AXON_RDMACM_WQE_BYTES + inl);
+    return 0;
+}
+
+static axon_status_t axon_rdmacm_query(const void *config, axon_resource_t **resources_p,
+                                       unsigned *count_p)
+{
+    axon_rc_config_t rc;
+    axon_status_t status;
+
+    if (((status = axon_rdmacm_config_check(config)) != AXON_OK) ||
+        ((status = axon_rdmacm_rc_config(&rc)) != AXON_OK)) {
+        return status;
+    }
+    status = axon_verbs_query_resources("rdmacm",
+                                        AXON_DEV_CAP_RC | AXON_DEV_CAP_SRQ | AXON_DEV_CAP_UD,
+                                        axon_rdmacm_fill, &rc, resources_p, count_p);
+    axon_config_release(axon_rc_config_table, &rc);
+    return status;
+}
+
+static axon_status_t axon_rdmacm_open(const axon_resource_t *resource, const void *config,
+                                      const axon_iface_params_t *params, axon_iface_t **iface_p)
+{
+    axon_status_t status = axon_rdmacm_config_check(config);
+
+    if (status != AXON_OK) {
+        return status;
+    }
+    return axon_rdmacm_iface_open(resource, config, params, iface_p);
+}
+
+AXON_COMPONENT_EXPORT const axon_component_t AXON_COMPONENT_SYMBOL = {
+    .abi_version   = AXON_COMPONENT_ABI_VERSION,
+    .name          = "rdmacm",
+    .description   = "RDMA reliable connected set up by the RDMA connection manager "
+                     "(librdmacm, softib): rc's data path, IP addresses",
+    .config_prefix = "RDMACM_",
+    .config_table  = axon_rdmacm_config_table,
+    .config_size   = sizeof(axon_rdmacm_config_t),
+    .query         = axon_rdmacm_query,
+    .iface_open    = axon_rdmacm_open,
+};

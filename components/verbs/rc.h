@@ -1,0 +1,296 @@
+/*
+ * rc: active messages and RDMA read/write over reliable-connected QPs.
+ *
+ * One iface per port ("rc/softib0:1"): a send CQ, a receive CQ and one SRQ
+ * shared by every QP, registered bounce buffers for sends and receives, and a
+ * small UD QP that carries the connection handshake (rc_conn.c).
+ *
+ * A connection (axon_rc_conn_t) is one RC QP to one peer worker, used both
+ * ways: our eps to that peer all send on it, and what the peer sends on it is
+ * delivered to the iface's handlers. It is created by our first ep_create to
+ * the peer, or by the peer's connection request; the other side's later
+ * ep_create reuses it.
+ *
+ * Send side: every WR takes a slot of the connection's descriptor ring (the
+ * bounce buffer, completion and registration it releases); one WR in
+ * tx_moderation is signaled and its completion releases every slot before
+ * it. AMs also take a credit of the peer's receive window; credits come back
+ * in the header of the peer's messages or in a CREDIT message once half a
+ * window was consumed. No credit, slot, buffer or CQ room: NO_RESOURCE.
+ *
+ * Files by stage: rc_component.c (configuration, resources), rc_iface.c
+ * (open, close, progress, receive path), rc_conn.c (handshake, connection
+ * life), rc_ep.c (endpoints, send path), rc_rdma.c (keys, get/put).
+ */
+#ifndef AXON_RC_H
+#define AXON_RC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "component.h"
+#include "list.h"
+#include "sys.h"
+#include "log.h"
+#include "verbs_common.h"
+#include "rc_wire.h"
+
+/* Largest am_short (header + payload): bigger ones go through bcopy */
+#define AXON_RC_MAX_SHORT        2048
+/* Completions taken per poll_cq call */
+#define AXON_RC_POLL_BATCH       16
+/* Buckets of the QPN -> connection map (power of 2) */
+#define AXON_RC_QPN_HASH         256
+/* Handshake QP: buffers, and the retry interval of a REQ */
+#define AXON_RC_HS_BUFS          64
+#define AXON_RC_HS_RETRY_NS      100000000ull
+/* Timers are checked every this many progress calls (and on every call while handshaking) */
+#define AXON_RC_TIMER_INTERVAL   64
+/* Iface close waits at most this long for goodbyes to go out */
+#define AXON_RC_CLOSE_WAIT_SEC   0.5
+/* RNR retries: infinite, a safety net only (credits keep receivers from running dry) */
+#define AXON_RC_RNR_RETRY        7
+#define AXON_RC_MIN_RNR_TIMER    12   /* 0.64 ms */
+#define AXON_RC_MAX_RD_ATOMIC    16
+
+/* Options, read from AXON_RC_* (table in rc_component.c) */
+typedef struct axon_rc_config {
+    size_t   seg_size;           /* max_bcopy */
+    unsigned tx_queue_len;       /* send WRs in flight per connection */
+    unsigned tx_bufs;            /* send bounce buffers per iface */
+    unsigned rx_queue_len;       /* SRQ receive buffers per iface */
+    unsigned tx_moderation;      /* one signaled send in this many */
+    unsigned fc_window;          /* AMs a peer may send before credits come back */
+    unsigned max_inline;         /* inline sends up to this many bytes (device permitting) */
+    double   timeout;            /* transport ack timeout, seconds */
+    unsigned retry_count;        /* transport retries before the peer is declared gone */
+    double   keepalive_interval; /* idle time before a zero-length write probes the peer */
+    double   connect_timeout;    /* handshake deadline */
+    unsigned gid_index;
+} axon_rc_config_t;
+
+typedef struct axon_rc_iface axon_rc_iface_t;
+typedef struct axon_rc_conn  axon_rc_conn_t;
+typedef struct axon_rc_ep    axon_rc_ep_t;
+
+/* What one send WR holds until its completion (or a later signaled one) */
+typedef struct axon_rc_tx_desc {
+    axon_rc_conn_t       *conn;
+    void                 *buf;   /* bounce buffer to return, or NULL */
+    axon_tl_completion_t *comp;  /* get/put to complete, or NULL */
+    axon_dev_mr_t        *mr;    /* per-operation registration to drop, or NULL */
+} axon_rc_tx_desc_t;
+
+typedef enum {
+    AXON_RC_CONN_REQ_SENT = 0,  /* active: REQ out, waiting for REP */
+    AXON_RC_CONN_REP_SENT,      /* passive: QP at RTS, waiting for RTU before sending */
+    AXON_RC_CONN_OPEN,
+    AXON_RC_CONN_FAILED,        /* status says why */
+    AXON_RC_CONN_STATE_LAST
+} axon_rc_conn_state_t;
+
+/* Connection flags */
+#define AXON_RC_CONN_F_RTU_PENDING    0x01  /* RTU waits for a send slot */
+#define AXON_RC_CONN_F_CREDIT_PENDING 0x02  /* an explicit credit message is due */
+#define AXON_RC_CONN_F_BYE_PENDING    0x04  /* our BYE is due */
+#define AXON_RC_CONN_F_BYE_SENT       0x08  /* our BYE is posted */
+#define AXON_RC_CONN_F_PEER_BYE       0x10  /* the peer said goodbye: errors are not failures */
+#define AXON_RC_CONN_F_REPORTED       0x20  /* peer failure reported */
+#define AXON_RC_CONN_F_KA_POSTED      0x40  /* a keep-alive write is in flight */
+
+struct axon_rc_conn {
+    axon_rc_iface_t       *iface;
+    axon_dev_qp_t         *qp;
+    uint64_t               peer_uuid;
+    uint32_t               conn_id;        /* ours, in handshake messages */
+    uint32_t               peer_conn_id;
+    uint8_t                state;          /* axon_rc_conn_state_t */
+    uint8_t                active;         /* we sent the REQ this QP answers to */
+    uint16_t               flags;          /* AXON_RC_CONN_F_* */
+    axon_status_t          status;         /* FAILED: what sends return */
+    unsigned               num_eps;
+    axon_list_link_t       eps;            /* axon_rc_ep_t.link */
+    axon_list_link_t       link;           /* iface->conns while findable, else ->closing */
+    axon_rc_conn_t        *qpn_next;       /* iface->qpn_hash chain */
+    /* Peer */
+    axon_verbs_dev_addr_t  peer_addr;
+    uint32_t               peer_ud_qpn;
+    uint32_t               peer_qpn;
+    uint32_t               peer_psn;
+    uint64_t               peer_ka_addr;
+    uint32_t               peer_ka_rkey;
+    uint32_t               psn;            /* our first PSN */
+    /* Handshake timers (ns) */
+    uint64_t               hs_deadline;
+    uint64_t               hs_next;
+    /* Send side */
+    int32_t                tx_credits;     /* AMs we may still send */
+    uint32_t               tx_depth;       /* slots in tx_desc (power of 2) */
+    uint64_t               tx_posted;      /* WRs posted */
+    uint64_t               tx_completed;   /* WRs whose slot was released */
+    uint64_t               tx_signaled;    /* 1 + number of the last signaled WR */
+    axon_rc_tx_desc_t     *tx_desc;
+    /* Receive side */
+    uint32_t               rx_credits;     /* consumed messages not yet credited back */
+    uint32_t               peer_window;
+    uint64_t               last_heard_ns;  /* last completion on this QP */
+    /* rc_adopt.c: the CM id that made the QP (NULL: the UD handshake did) */
+    void                  *cm_id;
+    uint8_t                cm_flags;
+};
+
+struct axon_rc_ep {
+    axon_tl_ep_t      super;
+    axon_rc_conn_t   *conn;       /* NULL once the connection is gone */
+    uint64_t          peer_uuid;
+    axon_status_t     status;     /* set when the connection failed */
+    axon_list_link_t  link;       /* conn->eps */
+};
+
+/* rc_adopt.c: an iface whose device context and QPs come from someone else (the CM) */
+typedef struct axon_rc_iface_ext {
+    size_t        iface_size;   /* the caller's iface struct, an axon_rc_iface_t first */
+    axon_status_t (*dev_open)(axon_verbs_dev_t *dev, const char *dev_name, int gid_index);
+    void          (*dev_close)(axon_verbs_dev_t *dev);
+    void          (*conn_teardown)(axon_rc_conn_t *conn);   /* instead of destroying the QP */
+} axon_rc_iface_ext_t;
+
+struct axon_rc_iface {
+    axon_iface_t              super;
+    axon_verbs_dev_t          dev;
+    const axon_rc_config_t   *config;
+    char                      name[AXON_TL_NAME_MAX + AXON_DEV_NAME_MAX]; /* "rc/softib0:1" */
+    /* Upper layer */
+    void                     *am_arg;
+    axon_am_handler_t         am_handlers[AXON_AM_ID_MAX];
+    axon_peer_failure_cb_t    peer_failure;
+    uint64_t                  worker_uuid;
+    /* Limits */
+    size_t                    seg_size;
+    size_t                    max_short;
+    uint32_t                  max_inline;    /* actual, header included */
+    uint32_t                  tx_depth;
+    uint32_t                  window;
+    uint8_t                   timeout_exp;
+    uint64_t                  keepalive_ns;
+    uint64_t                  connect_ns;
+    /* Queues shared by every connection */
+    axon_dev_cq_t            *send_cq;
+    axon_dev_cq_t            *recv_cq;
+    axon_dev_srq_t           *srq;
+    int                       tx_cq_avail;   /* send CQ entries not promised to a WR */
+    axon_verbs_bufpool_t      tx_pool;
+    axon_verbs_bufpool_t      rx_pool;
+    axon_dev_recv_wr_t       *rx_wrs;        /* refill chain, rx_queue_len long */
+    axon_dev_sge_t           *rx_sges;
+    unsigned                  rx_refill;     /* buffers in the refill chain */
+    /* Handshake */
+    axon_dev_qp_t            *hs_qp;
+    axon_dev_cq_t            *hs_cq;
+    axon_verbs_bufpool_t      hs_pool;
+    unsigned                  hs_waiting;    /* connections in a handshake */
+    /* Keep-alive target: peers' zero-length writes name it */
+    void                     *ka_buf;
+    axon_dev_mr_t            *ka_mr;
+    /* Connections */
+    axon_list_link_t          conns;         /* findable by peer uuid */
+    axon_list_link_t          closing;       /* goodbye exchange or failure in progress */
+    axon_rc_conn_t           *qpn_hash[AXON_RC_QPN_HASH];
+    uint32_t                  next_conn_id;
+    unsigned                  timer_skip;
+    const axon_rc_iface_ext_t *ext;          /* NULL: rc's own device and handshake */
+};
+
+static inline uint64_t axon_rc_now_ns(void)
+{
+    return (uint64_t)(axon_sys_time_sec() * 1e9);
+}
+
+/* rc_component.c */
+extern const axon_config_entry_t axon_rc_config_table[];
+axon_status_t axon_rc_config_check(const axon_rc_config_t *c);
+
+/* rc_iface.c */
+axon_status_t axon_rc_iface_open(const axon_resource_t *resource, const void *config,
+                                 const axon_iface_params_t *params, axon_iface_t **iface_p);
+/* The same on a device and with QPs of ext's making (ext NULL: axon_rc_iface_open). */
+axon_status_t axon_rc_iface_open_ext(const axon_resource_t *resource, const void *config,
+                                     const axon_iface_params_t *params,
+                                     const axon_rc_iface_ext_t *ext, axon_iface_t **iface_p);
+/* Post the refill chain to the SRQ. */
+void          axon_rc_iface_refill(axon_rc_iface_t *iface);
+/* A completion on the send CQ (wr_id = descriptor). */
+void          axon_rc_iface_tx_completion(axon_rc_iface_t *iface, const axon_dev_wc_t *wc);
+
+/* rc_conn.c */
+axon_status_t axon_rc_conn_iface_init(axon_rc_iface_t *iface);
+void          axon_rc_conn_iface_cleanup(axon_rc_iface_t *iface);
+/* The connection to peer_uuid our eps may use, or a new one with REQ sent. */
+axon_status_t axon_rc_conn_get(axon_rc_iface_t *iface, uint64_t peer_uuid,
+                               const axon_verbs_dev_addr_t *addr, uint32_t ud_qpn,
+                               axon_rc_conn_t **conn_p);
+axon_rc_conn_t *axon_rc_conn_by_qpn(axon_rc_iface_t *iface, uint32_t qpn);
+/* The findable connection to uuid, or NULL. */
+axon_rc_conn_t *axon_rc_conn_by_uuid(axon_rc_iface_t *iface, uint64_t uuid);
+/* A new connection on qp (NULL: create one, taken to INIT), not handshaking yet. */
+axon_status_t axon_rc_conn_new(axon_rc_iface_t *iface, uint64_t peer_uuid,
+                               const axon_verbs_dev_addr_t *addr, uint32_t ud_qpn,
+                               axon_dev_qp_t *qp, axon_rc_conn_t **conn_p);
+void          axon_rc_conn_set_state(axon_rc_conn_t *conn, axon_rc_conn_state_t state);
+/* No longer found by uuid: new eps to the peer get a new connection. */
+void          axon_rc_conn_retire(axon_rc_conn_t *conn);
+/* Poll the handshake QP; returns messages handled. */
+unsigned      axon_rc_conn_hs_progress(axon_rc_iface_t *iface);
+/* Handshake retries and deadlines, keep-alives, pending control messages. */
+void          axon_rc_conn_timers(axon_rc_iface_t *iface, uint64_t now);
+/* A control message (RTU, CREDIT, BYE) arrived on conn. */
+void          axon_rc_conn_rx_ctrl(axon_rc_conn_t *conn, uint8_t type);
+/* The connection failed: fail its eps, report the peer unless it said goodbye. */
+void          axon_rc_conn_fail(axon_rc_conn_t *conn, axon_status_t status, const char *why);
+/* An ep left conn: the last one starts the goodbye. */
+void          axon_rc_conn_ep_removed(axon_rc_conn_t *conn);
+/* Try to post what the flags say is due; 0 if nothing is left pending. */
+int           axon_rc_conn_post_pending(axon_rc_conn_t *conn);
+/* Free connections whose goodbye exchange finished. */
+void          axon_rc_conn_reap(axon_rc_iface_t *iface);
+/* iface_close: goodbyes out (bounded wait), then every QP destroyed. */
+void          axon_rc_conn_close_all(axon_rc_iface_t *iface);
+
+/* rc_ep.c */
+axon_status_t axon_rc_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid, const void *dev_addr,
+                                const void *iface_addr, axon_tl_ep_t **ep_p);
+void          axon_rc_ep_destroy(axon_tl_ep_t *tl_ep);
+axon_status_t axon_rc_ep_am_short(axon_tl_ep_t *tl_ep, uint8_t am_id, const void *hdr,
+                                  size_t hdr_len, const void *payload, size_t length);
+ssize_t       axon_rc_ep_am_bcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, axon_pack_cb_t pack,
+                                  void *arg);
+axon_status_t axon_rc_ep_flush(axon_tl_ep_t *tl_ep);
+axon_status_t axon_rc_ep_check(axon_tl_ep_t *tl_ep);
+/*
+ * Post one send WR on conn (slot, CQ room and signaling handled here); the
+ * descriptor fields buf/comp/mr are released on completion. AXON_OK or
+ * AXON_ERR_NO_RESOURCE (nothing posted, nothing taken).
+ */
+axon_status_t axon_rc_conn_post(axon_rc_conn_t *conn, axon_dev_send_wr_t *wr, void *buf,
+                                axon_tl_completion_t *comp, axon_dev_mr_t *mr, int force_signal);
+/* Send a header-only control message (no credit needed). */
+axon_status_t axon_rc_conn_send_ctrl(axon_rc_conn_t *conn, uint8_t type);
+/* Room for one more WR on conn? */
+static inline int axon_rc_conn_can_post(const axon_rc_conn_t *conn)
+{
+    return ((conn->tx_posted - conn->tx_completed) < conn->tx_depth) &&
+           (conn->iface->tx_cq_avail > 0);
+}
+
+/* rc_rdma.c */
+axon_status_t axon_rc_mem_reg(axon_iface_t *tl_iface, void *addr, size_t length, void **memh_p);
+void          axon_rc_mem_dereg(axon_iface_t *tl_iface, void *memh);
+size_t        axon_rc_rkey_pack(axon_iface_t *tl_iface, const void *memh, void *rkey_buf);
+axon_status_t axon_rc_ep_get_zcopy(axon_tl_ep_t *tl_ep, void *buffer, size_t length,
+                                   uint64_t remote_addr, const void *rkey,
+                                   axon_tl_completion_t *comp);
+axon_status_t axon_rc_ep_put_zcopy(axon_tl_ep_t *tl_ep, const void *buffer, size_t length,
+                                   uint64_t remote_addr, const void *rkey,
+                                   axon_tl_completion_t *comp);
+
+#endif

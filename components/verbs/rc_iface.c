@@ -1,0 +1,379 @@
+/* rc iface: open, close, progress, and the receive path. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "rc.h"
+
+static void axon_rc_iface_close(axon_iface_t *tl_iface);
+static unsigned axon_rc_iface_progress(axon_iface_t *tl_iface);
+
+static axon_status_t axon_rc_iface_get_address(axon_iface_t *tl_iface, void *dev_addr,
+                                               void *iface_addr)
+{
+    axon_rc_iface_t *iface = (axon_rc_iface_t *)tl_iface;
+    axon_rc_iface_addr_t addr;
+
+    axon_verbs_dev_addr_pack(&iface->dev, dev_addr);
+    addr.ud_qpn = iface->hs_qp->qp_num;
+    memcpy(iface_addr, &addr, sizeof(addr));
+    return AXON_OK;
+}
+
+static int axon_rc_iface_is_reachable(axon_iface_t *tl_iface, const void *dev_addr,
+                                      const void *iface_addr)
+{
+    axon_rc_iface_t *iface = (axon_rc_iface_t *)tl_iface;
+    axon_verbs_dev_addr_t addr;
+
+    if ((dev_addr == NULL) || (iface_addr == NULL)) {
+        return 0;
+    }
+    axon_verbs_dev_addr_unpack(dev_addr, &addr);
+    return axon_verbs_dev_addr_reachable(&iface->dev, &addr);
+}
+
+static const axon_iface_ops_t axon_rc_iface_ops = {
+    .iface_close        = axon_rc_iface_close,
+    .iface_progress     = axon_rc_iface_progress,
+    .dev_addr_len       = AXON_VERBS_DEV_ADDR_LEN,
+    .iface_addr_len     = sizeof(axon_rc_iface_addr_t),
+    .iface_get_address  = axon_rc_iface_get_address,
+    .iface_is_reachable = axon_rc_iface_is_reachable,
+    .ep_create          = axon_rc_ep_create,
+    .ep_destroy         = axon_rc_ep_destroy,
+    .ep_am_short        = axon_rc_ep_am_short,
+    .ep_am_bcopy        = axon_rc_ep_am_bcopy,
+    .ep_am_zcopy        = NULL,
+    .ep_get_zcopy       = axon_rc_ep_get_zcopy,
+    .ep_put_zcopy       = axon_rc_ep_put_zcopy,
+    .ep_flush           = axon_rc_ep_flush,
+    .ep_check           = axon_rc_ep_check,
+    .rkey_max_len       = sizeof(axon_rc_rkey_t),
+    .mem_reg            = axon_rc_mem_reg,
+    .mem_dereg          = axon_rc_mem_dereg,
+    .rkey_pack          = axon_rc_rkey_pack,
+};
+
+/* ------------------------------------------------------------ receive path */
+
+void axon_rc_iface_refill(axon_rc_iface_t *iface)
+{
+    axon_dev_recv_wr_t *bad;
+    int ret;
+
+    if (iface->rx_refill == 0) {
+        return;
+    }
+    iface->rx_wrs[iface->rx_refill - 1].next = NULL;
+    ret = axon_dev_post_srq_recv(iface->srq, iface->rx_wrs, &bad);
+    if (ret != 0) {
+        /* keep what was not posted for the next try */
+        axon_error("%s: post_srq_recv of %u buffers failed: %d", iface->name, iface->rx_refill,
+                   ret);
+        return;
+    }
+    iface->rx_refill = 0;
+}
+
+/* Queue a receive buffer for the next refill. */
+static inline void axon_rc_iface_rx_return(axon_rc_iface_t *iface, void *buf)
+{
+    unsigned i = iface->rx_refill++;
+
+    iface->rx_sges[i].addr = (uintptr_t)buf;
+    iface->rx_wrs[i].wr_id = (uintptr_t)buf;
+    if (i > 0) {
+        iface->rx_wrs[i - 1].next = &iface->rx_wrs[i];
+    }
+}
+
+static void axon_rc_iface_deliver(axon_rc_iface_t *iface, axon_rc_conn_t *conn,
+                                  const axon_rc_hdr_t *hdr, uint32_t byte_len)
+{
+    axon_am_handler_t handler;
+
+    if (hdr->am_id >= AXON_AM_ID_MAX) {
+        axon_warn("%s: message with AM id %u from worker 0x%llx dropped", iface->name,
+                  hdr->am_id, (unsigned long long)conn->peer_uuid);
+        return;
+    }
+    handler = iface->am_handlers[hdr->am_id];
+    if (handler == NULL) {
+        axon_warn("%s: no handler for AM id %u, message dropped", iface->name, hdr->am_id);
+        return;
+    }
+    handler(iface->am_arg, hdr + 1, byte_len - sizeof(*hdr), AXON_AM_FLAG_NONE);
+}
+
+static void axon_rc_iface_rx_completion(axon_rc_iface_t *iface, const axon_dev_wc_t *wc)
+{
+    void *buf = (void *)(uintptr_t)wc->wr_id;
+    axon_rc_hdr_t *hdr = buf;
+    axon_rc_conn_t *conn;
+
+    if (__builtin_expect(wc->status != AXON_DEV_WC_SUCCESS, 0)) {
+        /* a QP of the SRQ went to error while receiving: the send side reports it */
+        axon_debug("%s: receive completion: %s", iface->name,
+                   axon_dev_wc_status_str(wc->status));
+        axon_rc_iface_rx_return(iface, buf);
+        return;
+    }
+    conn = axon_rc_conn_by_qpn(iface, wc->qp_num);
+    if (__builtin_expect((conn == NULL) || (wc->byte_len < sizeof(*hdr)), 0)) {
+        axon_debug("%s: %u-byte message on unknown QP 0x%x dropped", iface->name, wc->byte_len,
+                   wc->qp_num);
+        axon_rc_iface_rx_return(iface, buf);
+        return;
+    }
+    conn->last_heard_ns = 0;   /* heard: the timer pass restarts the idle clock */
+    conn->tx_credits   += hdr->credits;
+    if (__builtin_expect(hdr->type == AXON_RC_MSG_AM, 1)) {
+        if (conn->state == AXON_RC_CONN_REP_SENT) {
+            /* the RTU overtook nothing: data proves the peer is up */
+            axon_rc_conn_rx_ctrl(conn, AXON_RC_MSG_RTU);
+        }
+        axon_rc_iface_deliver(iface, conn, hdr, wc->byte_len);
+        ++conn->rx_credits;
+        if ((conn->rx_credits >= iface->window / 2) &&
+            !(conn->flags & AXON_RC_CONN_F_CREDIT_PENDING)) {
+            conn->flags |= AXON_RC_CONN_F_CREDIT_PENDING;
+        }
+    } else {
+        axon_rc_conn_rx_ctrl(conn, hdr->type);
+    }
+    axon_rc_iface_rx_return(iface, buf);
+    if (__builtin_expect(conn->flags & AXON_RC_CONN_F_CREDIT_PENDING, 0)) {
+        axon_rc_conn_post_pending(conn);
+    }
+}
+
+/* ------------------------------------------------------------ send completions */
+
+void axon_rc_iface_tx_completion(axon_rc_iface_t *iface, const axon_dev_wc_t *wc)
+{
+    axon_rc_tx_desc_t *desc = (axon_rc_tx_desc_t *)(uintptr_t)wc->wr_id;
+    axon_rc_conn_t *conn    = desc->conn;
+    axon_status_t status    = AXON_OK;
+    uint64_t mask           = conn->tx_depth - 1;
+    uint64_t sn, end;
+    axon_rc_tx_desc_t *d;
+
+    /* the WR's number from its slot: outstanding WRs never exceed the ring */
+    sn  = conn->tx_completed +
+          (((uint64_t)(desc - conn->tx_desc) - conn->tx_completed) & mask);
+    end = sn + 1;
+    if (wc->status != AXON_DEV_WC_SUCCESS) {
+        /* RC completes in order and always reports an error: the WRs before sn succeeded */
+        status = (wc->status == AXON_DEV_WC_RETRY_EXC_ERR) ? AXON_ERR_ENDPOINT_TIMEOUT :
+                 (wc->status == AXON_DEV_WC_WR_FLUSH_ERR) ? AXON_ERR_CANCELED :
+                 AXON_ERR_CONNECTION_RESET;
+        /* Flushed because the connection failed: report why it failed, not a cancel. */
+        if ((status == AXON_ERR_CANCELED) && (conn->status != AXON_OK)) {
+            status = conn->status;
+        }
+    }
+    conn->last_heard_ns = 0;
+    for (; conn->tx_completed < end; ++conn->tx_completed) {
+        d = &conn->tx_desc[conn->tx_completed & mask];
+        if (d->buf != NULL) {
+            axon_verbs_bufpool_put(&iface->tx_pool, d->buf);
+            d->buf = NULL;
+        }
+        if (d->mr != NULL) {
+            axon_dev_dereg_mr(d->mr);
+            d->mr = NULL;
+        }
+        ++iface->tx_cq_avail;
+        if (d->comp != NULL) {
+            axon_tl_completion_t *comp = d->comp;
+            d->comp = NULL;
+            comp->func(comp, (conn->tx_completed == sn) ? status : AXON_OK);
+        }
+    }
+    if (conn->flags & AXON_RC_CONN_F_KA_POSTED) {
+        conn->flags &= ~AXON_RC_CONN_F_KA_POSTED;
+    }
+    if ((wc->status != AXON_DEV_WC_SUCCESS) && (conn->status == AXON_OK)) {
+        axon_rc_conn_fail(conn, status, axon_dev_wc_status_str(wc->status));
+    } else if (conn->flags & (AXON_RC_CONN_F_RTU_PENDING | AXON_RC_CONN_F_CREDIT_PENDING |
+                              AXON_RC_CONN_F_BYE_PENDING)) {
+        axon_rc_conn_post_pending(conn);
+    }
+}
+
+/* ------------------------------------------------------------ progress */
+
+static unsigned axon_rc_iface_progress(axon_iface_t *tl_iface)
+{
+    axon_rc_iface_t *iface = (axon_rc_iface_t *)tl_iface;
+    axon_dev_wc_t wc[AXON_RC_POLL_BATCH];
+    unsigned events = 0;
+    int n, i;
+
+    n = axon_dev_poll_cq(iface->recv_cq, AXON_RC_POLL_BATCH, wc);
+    for (i = 0; i < n; ++i) {
+        axon_rc_iface_rx_completion(iface, &wc[i]);
+    }
+    events += (n > 0) ? (unsigned)n : 0;
+    if (iface->rx_refill > 0) {
+        axon_rc_iface_refill(iface);
+    }
+
+    n = axon_dev_poll_cq(iface->send_cq, AXON_RC_POLL_BATCH, wc);
+    for (i = 0; i < n; ++i) {
+        axon_rc_iface_tx_completion(iface, &wc[i]);
+    }
+    events += (n > 0) ? (unsigned)n : 0;
+
+    if ((iface->hs_waiting > 0) || (--iface->timer_skip == 0)) {
+        iface->timer_skip = AXON_RC_TIMER_INTERVAL;
+        events += axon_rc_conn_hs_progress(iface);
+        axon_rc_conn_timers(iface, axon_rc_now_ns());
+        axon_rc_conn_reap(iface);
+    }
+    return events;
+}
+
+/* ------------------------------------------------------------ open / close */
+
+static axon_status_t axon_rc_iface_rx_init(axon_rc_iface_t *iface)
+{
+    const axon_rc_config_t *c = iface->config;
+    axon_dev_srq_init_attr_t srq_attr;
+    unsigned i;
+    int ret;
+
+    memset(&srq_attr, 0, sizeof(srq_attr));
+    srq_attr.attr.max_wr  = c->rx_queue_len;
+    srq_attr.attr.max_sge = 1;
+    ret = axon_dev_create_srq(iface->dev.pd, &srq_attr, &iface->srq);
+    if (ret != 0) {
+        axon_error("%s: create_srq(%u): %d", iface->name, c->rx_queue_len, ret);
+        return AXON_ERR_IO_ERROR;
+    }
+    iface->rx_wrs  = calloc(c->rx_queue_len, sizeof(*iface->rx_wrs));
+    iface->rx_sges = calloc(c->rx_queue_len, sizeof(*iface->rx_sges));
+    if ((iface->rx_wrs == NULL) || (iface->rx_sges == NULL)) {
+        axon_error("%s: cannot allocate %u receive descriptors", iface->name, c->rx_queue_len);
+        return AXON_ERR_NO_MEMORY;
+    }
+    for (i = 0; i < c->rx_queue_len; ++i) {
+        iface->rx_sges[i].length = (uint32_t)(sizeof(axon_rc_hdr_t) + iface->seg_size);
+        iface->rx_sges[i].lkey   = axon_verbs_bufpool_lkey(&iface->rx_pool);
+        iface->rx_wrs[i].sg_list = &iface->rx_sges[i];
+        iface->rx_wrs[i].num_sge = 1;
+    }
+    /* every buffer goes to the SRQ now: the pool only owns the memory */
+    for (i = 0; i < c->rx_queue_len; ++i) {
+        axon_rc_iface_rx_return(iface, axon_verbs_bufpool_get(&iface->rx_pool));
+    }
+    axon_rc_iface_refill(iface);
+    return (iface->rx_refill == 0) ? AXON_OK : AXON_ERR_IO_ERROR;
+}
+
+axon_status_t axon_rc_iface_open(const axon_resource_t *resource, const void *config,
+                                 const axon_iface_params_t *params, axon_iface_t **iface_p)
+{
+    return axon_rc_iface_open_ext(resource, config, params, NULL, iface_p);
+}
+
+axon_status_t axon_rc_iface_open_ext(const axon_resource_t *resource, const void *config,
+                                     const axon_iface_params_t *params,
+                                     const axon_rc_iface_ext_t *ext, axon_iface_t **iface_p)
+{
+    const axon_rc_config_t *c = config;
+    axon_rc_iface_t *iface;
+    axon_status_t status;
+    uint32_t tx_cqe;
+
+    iface = calloc(1, (ext != NULL) ? ext->iface_size : sizeof(*iface));
+    if (iface == NULL) {
+        axon_error("rc/%s: cannot allocate the interface", resource->dev_name);
+        return AXON_ERR_NO_MEMORY;
+    }
+    iface->super.ops      = &axon_rc_iface_ops;
+    iface->super.resource = resource;
+    iface->config         = c;
+    iface->ext            = ext;
+    snprintf(iface->name, sizeof(iface->name), "rc/%s", resource->dev_name);
+    iface->am_arg       = params->am_arg;
+    iface->peer_failure = params->peer_failure;
+    iface->worker_uuid  = params->worker_uuid;
+    if (params->am_handlers != NULL) {
+        memcpy(iface->am_handlers, params->am_handlers, sizeof(iface->am_handlers));
+    }
+    iface->seg_size     = c->seg_size;
+    iface->max_short    = resource->max_short;
+    iface->window       = c->fc_window;
+    iface->tx_depth     = 1;
+    while (iface->tx_depth < c->tx_queue_len) {
+        iface->tx_depth <<= 1;
+    }
+    iface->timeout_exp  = axon_verbs_timeout_exp(c->timeout);
+    iface->keepalive_ns = (uint64_t)(c->keepalive_interval * 1e9);
+    iface->connect_ns   = (uint64_t)(c->connect_timeout * 1e9);
+    iface->timer_skip   = AXON_RC_TIMER_INTERVAL;
+    iface->next_conn_id = (uint32_t)axon_sys_generate_uuid() | 1;
+    axon_list_init(&iface->conns);
+    axon_list_init(&iface->closing);
+
+    status = (ext != NULL) ? ext->dev_open(&iface->dev, resource->dev_name, (int)c->gid_index) :
+             axon_verbs_dev_open(&iface->dev, resource->dev_name, (int)c->gid_index);
+    if (status != AXON_OK) {
+        free(iface);
+        return status;
+    }
+    iface->max_inline = (c->max_inline < iface->dev.dev_attr.max_inline_data) ?
+                        c->max_inline : iface->dev.dev_attr.max_inline_data;
+    /* every send WR may complete (flush), so the send CQ has room for all of them */
+    tx_cqe             = (c->tx_bufs > 1024) ? c->tx_bufs * 4 : 4096;
+    iface->tx_cq_avail = (int)tx_cqe;
+    if (((status = axon_verbs_cq_create(&iface->dev, (int)tx_cqe, &iface->send_cq)) != AXON_OK) ||
+        ((status = axon_verbs_cq_create(&iface->dev, (int)c->rx_queue_len * 2,
+                                        &iface->recv_cq)) != AXON_OK) ||
+        ((status = axon_verbs_bufpool_init(&iface->tx_pool, &iface->dev, "rc send",
+                                           sizeof(axon_rc_hdr_t) + c->seg_size,
+                                           c->tx_bufs)) != AXON_OK) ||
+        ((status = axon_verbs_bufpool_init(&iface->rx_pool, &iface->dev, "rc receive",
+                                           sizeof(axon_rc_hdr_t) + c->seg_size,
+                                           c->rx_queue_len)) != AXON_OK) ||
+        ((status = axon_rc_iface_rx_init(iface)) != AXON_OK) ||
+        ((status = axon_rc_conn_iface_init(iface)) != AXON_OK)) {
+        axon_rc_iface_close(&iface->super);
+        return status;
+    }
+    axon_debug("%s: open (%s back end, inline %u, ack timeout exponent %u)", iface->name,
+               iface->dev.ctx->backend, iface->max_inline, iface->timeout_exp);
+    *iface_p = &iface->super;
+    return AXON_OK;
+}
+
+static void axon_rc_iface_close(axon_iface_t *tl_iface)
+{
+    axon_rc_iface_t *iface = (axon_rc_iface_t *)tl_iface;
+    int ret;
+
+    axon_rc_conn_close_all(iface);
+    axon_rc_conn_iface_cleanup(iface);
+    if ((iface->srq != NULL) && ((ret = axon_dev_destroy_srq(iface->srq)) != 0)) {
+        axon_warn("%s: destroy_srq: %d", iface->name, ret);
+    }
+    /* buffers posted to the SRQ are gone with it */
+    iface->rx_pool.num_free = iface->rx_pool.count;
+    axon_verbs_bufpool_cleanup(&iface->rx_pool);
+    axon_verbs_bufpool_cleanup(&iface->tx_pool);
+    if ((iface->recv_cq != NULL) && ((ret = axon_dev_destroy_cq(iface->recv_cq)) != 0)) {
+        axon_warn("%s: destroy_cq: %d", iface->name, ret);
+    }
+    if ((iface->send_cq != NULL) && ((ret = axon_dev_destroy_cq(iface->send_cq)) != 0)) {
+        axon_warn("%s: destroy_cq: %d", iface->name, ret);
+    }
+    free(iface->rx_wrs);
+    free(iface->rx_sges);
+    if (iface->ext != NULL) {
+        iface->ext->dev_close(&iface->dev);
+    } else {
+        axon_verbs_dev_close(&iface->dev);
+    }
+    free(iface);
+}

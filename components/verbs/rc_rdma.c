@@ -1,0 +1,148 @@
+/*
+ * rc memory keys and one-sided operations: mem_reg registers user memory for
+ * peers' RDMA; get/put register the local buffer for the one operation and
+ * drop the registration at completion (a registration cache is future work).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "rc.h"
+
+axon_status_t axon_rc_mem_reg(axon_iface_t *tl_iface, void *addr, size_t length, void **memh_p)
+{
+    axon_rc_iface_t *iface = (axon_rc_iface_t *)tl_iface;
+    axon_dev_mr_t *mr;
+    int ret;
+
+    if ((addr == NULL) || (length == 0) || (memh_p == NULL)) {
+        axon_error("%s: mem_reg of %p, %zu bytes: nothing to register", iface->name, addr,
+                   length);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    ret = axon_dev_reg_mr(iface->dev.pd, addr, length,
+                          AXON_DEV_ACCESS_LOCAL_WRITE | AXON_DEV_ACCESS_REMOTE_READ |
+                          AXON_DEV_ACCESS_REMOTE_WRITE, &mr);
+    if (ret != 0) {
+        axon_debug("%s: reg_mr of %p, %zu bytes: error %d", iface->name, addr, length, ret);
+        return AXON_ERR_NO_MEMORY;
+    }
+    *memh_p = mr;
+    return AXON_OK;
+}
+
+void axon_rc_mem_dereg(axon_iface_t *tl_iface, void *memh)
+{
+    axon_rc_iface_t *iface = (axon_rc_iface_t *)tl_iface;
+    int ret;
+
+    if ((memh != NULL) && ((ret = axon_dev_dereg_mr(memh)) != 0)) {
+        axon_warn("%s: dereg_mr: error %d", iface->name, ret);
+    }
+}
+
+size_t axon_rc_rkey_pack(axon_iface_t *tl_iface, const void *memh, void *rkey_buf)
+{
+    const axon_dev_mr_t *mr = memh;
+    axon_rc_rkey_t rkey;
+
+    (void)tl_iface;
+    rkey.version = AXON_RC_RKEY_VERSION;
+    rkey.rkey    = mr->rkey;
+    rkey.addr    = (uintptr_t)mr->addr;
+    rkey.length  = mr->length;
+    memcpy(rkey_buf, &rkey, sizeof(rkey));
+    return sizeof(rkey);
+}
+
+/*
+ * Check and post one RDMA read or write. A key that is malformed or does not
+ * cover the range fails here, before the wire: on RC a remote access error
+ * would also break the connection.
+ */
+static axon_status_t axon_rc_ep_rdma(axon_tl_ep_t *tl_ep, axon_dev_wr_opcode_t opcode, void *buffer,
+                                     size_t length, uint64_t remote_addr, const void *rkey_buf,
+                                     axon_tl_completion_t *comp)
+{
+    axon_rc_ep_t *ep = (axon_rc_ep_t *)tl_ep;
+    axon_rc_iface_t *iface = (axon_rc_iface_t *)tl_ep->iface;
+    const char *what = (opcode == AXON_DEV_WR_RDMA_READ) ? "get" : "put";
+    axon_rc_conn_t *conn = ep->conn;
+    axon_dev_send_wr_t wr;
+    axon_status_t status;
+    axon_dev_sge_t sge;
+    axon_rc_rkey_t rkey;
+    axon_dev_mr_t *mr;
+    int ret;
+
+    if (conn == NULL) {
+        return ep->status;
+    }
+    if (length == 0) {
+        return AXON_OK;
+    }
+    if ((rkey_buf == NULL) || (buffer == NULL) || (comp == NULL)) {
+        axon_error("%s: %s_zcopy: NULL %s", iface->name, what,
+                   (rkey_buf == NULL) ? "rkey" : (buffer == NULL) ? "buffer" : "completion");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    memcpy(&rkey, rkey_buf, sizeof(rkey));
+    if (rkey.version != AXON_RC_RKEY_VERSION) {
+        axon_error("%s: %s_zcopy: rkey of version 0x%02x, expected 0x%02x (not packed by rc?)",
+                   iface->name, what, rkey.version, AXON_RC_RKEY_VERSION);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if ((remote_addr < rkey.addr) || (remote_addr - rkey.addr > rkey.length) ||
+        (length > rkey.length - (remote_addr - rkey.addr))) {
+        axon_error("%s: %s_zcopy: remote range 0x%llx+%zu is outside the key's 0x%llx+%llu",
+                   iface->name, what, (unsigned long long)remote_addr, length,
+                   (unsigned long long)rkey.addr, (unsigned long long)rkey.length);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if (length > UINT32_MAX) {
+        axon_error("%s: %s_zcopy of %zu bytes: larger than one RDMA operation", iface->name,
+                   what, length);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if ((conn->state != AXON_RC_CONN_OPEN) || (conn->flags & AXON_RC_CONN_F_RTU_PENDING) ||
+        !axon_rc_conn_can_post(conn)) {
+        /* not connected yet, or the send queue is full: the caller falls back */
+        return AXON_ERR_UNSUPPORTED;
+    }
+    ret = axon_dev_reg_mr(iface->dev.pd, buffer, length, AXON_DEV_ACCESS_LOCAL_WRITE, &mr);
+    if (ret != 0) {
+        axon_debug("%s: %s_zcopy: reg_mr of %p, %zu bytes: error %d", iface->name, what, buffer,
+                   length, ret);
+        return AXON_ERR_UNSUPPORTED;
+    }
+    memset(&wr, 0, sizeof(wr));
+    sge.addr               = (uintptr_t)buffer;
+    sge.length             = (uint32_t)length;
+    sge.lkey               = mr->lkey;
+    wr.opcode              = opcode;
+    wr.sg_list             = &sge;
+    wr.num_sge             = 1;
+    wr.wr.rdma.remote_addr = remote_addr;
+    wr.wr.rdma.rkey        = rkey.rkey;
+    status = axon_rc_conn_post(conn, &wr, NULL, comp, mr, 1);
+    if (status != AXON_OK) {
+        axon_dev_dereg_mr(mr);
+        return (status == AXON_ERR_NO_RESOURCE) ? AXON_ERR_UNSUPPORTED : status;
+    }
+    return AXON_INPROGRESS;
+}
+
+axon_status_t axon_rc_ep_get_zcopy(axon_tl_ep_t *tl_ep, void *buffer, size_t length,
+                                   uint64_t remote_addr, const void *rkey,
+                                   axon_tl_completion_t *comp)
+{
+    return axon_rc_ep_rdma(tl_ep, AXON_DEV_WR_RDMA_READ, buffer, length, remote_addr, rkey,
+                           comp);
+}
+
+axon_status_t axon_rc_ep_put_zcopy(axon_tl_ep_t *tl_ep, const void *buffer, size_t length,
+                                   uint64_t remote_addr, const void *rkey,
+                                   axon_tl_completion_t *comp)
+{
+    return axon_rc_ep_rdma(tl_ep, AXON_DEV_WR_RDMA_WRITE, (void *)(uintptr_t)buffer, length,
+                           remote_addr, rkey, comp);
+}

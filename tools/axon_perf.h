@@ -1,0 +1,72 @@
+/*
+ * axon_perf internals shared by the messaging tests (axon_perf.c) and the
+ * memory-per-endpoint test (perf_ep_mem.c).
+ */
+#ifndef AXON_PERF_H
+#define AXON_PERF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PERF_MAX_SIZES        64
+#define PERF_MAX_WINDOW       65536
+#define PERF_MAX_ADDR_LEN     (1u << 20)  /* sanity bound on a peer's address */
+#define PERF_TIMEOUT_SEC      300         /* per message size: last resort against hangs */
+#define PERF_CHILD_WAIT_SEC   30          /* after the run, how long the child may take */
+#define PERF_CHILD_GRACE_SEC  5           /* same, after the client failed */
+#define PERF_LIVENESS_SPINS   (1u << 16)  /* progress calls between peer checks */
+#define PERF_CONNECT_WAIT_SEC 10          /* client: keep retrying the server this long */
+#define PERF_ACCEPT_WAIT_SEC  120         /* server: wait this long for a client */
+#define PERF_HANDSHAKE_SEC    60          /* a connected peer must answer within this */
+#define PERF_RETRY_MS         100         /* between connection attempts */
+
+/* First word of the client's hello: "AXPERF" and the protocol version. */
+#define PERF_WIRE_MAGIC       0x4158504552460001ull
+#define PERF_WIRE_ACCEPT      0x41585045524f4b21ull  /* "AXPEROK!": parameters taken */
+#define PERF_WIRE_HDR_WORDS   7   /* magic, test, iters, warmup, window, check, num_sizes */
+
+#define PERF_TAG_DATA         1
+#define PERF_TAG_ACK          2
+#define PERF_EP_MEM_MAX_PEERS 4096        /* -t ep_mem: most peers (-n) */
+
+typedef enum {
+    PERF_TEST_TAG_LAT,
+    PERF_TEST_TAG_BW,
+    PERF_TEST_EP_MEM,
+    PERF_TEST_LAST
+} perf_test_t;
+
+typedef enum {
+    PERF_ROLE_CLIENT,  /* drives the test and prints results */
+    PERF_ROLE_SERVER
+} perf_role_t;
+
+typedef struct {
+    perf_test_t   test;
+    size_t        sizes[PERF_MAX_SIZES];
+    unsigned      num_sizes;
+    unsigned long iters;
+    unsigned long warmup;
+    unsigned      window;
+    int           check;
+    int           local;
+    const char   *host;       /* client mode: the server to connect to */
+    const char   *port;       /* client and server modes */
+    int           wait_sec;   /* --wait: -1 = mode default, 0 = forever */
+} perf_params_t;
+
+/* Seconds on a monotonic clock. */
+double perf_now(void);
+/* Whole-buffer socket I/O to the peer process; 0 or -1 (printed). */
+int    perf_sock_write(int fd, const void *data, size_t length);
+int    perf_sock_read(int fd, void *data, size_t length);
+/* Is the peer's end of the socket still open? */
+int    perf_peer_alive(int fd);
+/* Send our worker address and read the peer's (malloc'd). */
+int    perf_exchange_address(int fd, const void *address, size_t length,
+                             void **peer_address_p, size_t *peer_length_p);
+
+/* -t ep_mem, either role: params->iters is the number of peers measured. */
+int    perf_ep_mem_run(const perf_params_t *params, int fd, perf_role_t role);
+
+#endif
