@@ -186,6 +186,7 @@ struct axon_rc_iface {
     unsigned                  rx_refill;     /* buffers in the refill chain */
     /* Handshake */
     axon_dev_qp_t            *hs_qp;
+    int                       hs_closed;     /* closing: handshake messages are drained, not read */
     axon_dev_cq_t            *hs_cq;
     axon_verbs_bufpool_t      hs_pool;
     unsigned                  hs_waiting;    /* connections in a handshake */

@@ -440,9 +440,9 @@ static void axon_rc_hs_rx(axon_rc_iface_t *iface, const axon_dev_wc_t *wc, uint8
 {
     axon_rc_hs_t msg;
 
-    if ((wc->status != AXON_DEV_WC_SUCCESS) ||
+    if ((wc->status != AXON_DEV_WC_SUCCESS) || iface->hs_closed ||
         (wc->byte_len < AXON_RC_HS_MSG_OFFSET + sizeof(msg))) {
-        if (wc->status == AXON_DEV_WC_SUCCESS) {
+        if ((wc->status == AXON_DEV_WC_SUCCESS) && !iface->hs_closed) {
             axon_debug("%s: %u-byte handshake message dropped", iface->name, wc->byte_len);
         }
         return;
@@ -757,6 +757,8 @@ void axon_rc_conn_iface_cleanup(axon_rc_iface_t *iface)
     int ret;
 
     if (iface->hs_qp != NULL) {
+        /* a request still in the CQ must not open a connection after close_all */
+        iface->hs_closed = 1;
         axon_verbs_qp_to_err(iface->hs_qp);
         /* sends done and flushed receives give their buffers and AHs back */
         while (axon_rc_conn_hs_progress(iface) > 0) {
