@@ -4,9 +4,6 @@
 #include <string.h>
 #include "rdmacm.h"
 
-#define AXON_RDMACM_OVERHEAD_NS 150.0   /* rc's send path */
-#define AXON_RDMACM_WQE_BYTES   64
-
 static const axon_config_entry_t axon_rdmacm_config_table[] = {
     {"ADDR", "auto",
      "IPv4 address an interface listens on; auto = the IPv4 address in the port's GID "
@@ -45,28 +42,6 @@ static axon_status_t axon_rdmacm_config_check(const axon_rdmacm_config_t *c)
     return AXON_OK;
 }
 
-static int axon_rdmacm_fill(const axon_verbs_port_info_t *info, axon_resource_t *res, void *arg)
-{
-    const axon_rc_config_t *c = arg;
-    uint32_t inl = (c->max_inline < info->dev_attr.max_inline_data) ?
-                   c->max_inline : info->dev_attr.max_inline_data;
-    uint32_t depth = 1;
-
-    while (depth < c->tx_queue_len) {
-        depth <<= 1;
-    }
-    res->cap_flags   = AXON_CAP_AM_SHORT | AXON_CAP_AM_BCOPY | AXON_CAP_GET | AXON_CAP_PUT |
-                       AXON_CAP_CONNECT_TO_IFACE | AXON_CAP_AM_ORDERED |
-                       AXON_CAP_PEER_FAILURE | AXON_CAP_NEED_MKEY;
-    res->overhead_ns = AXON_RDMACM_OVERHEAD_NS;
-    res->max_short   = (c->seg_size < AXON_RC_MAX_SHORT) ? c->seg_size : AXON_RC_MAX_SHORT;
-    res->max_bcopy   = c->seg_size;
-    res->max_zcopy   = info->port_attr.max_msg_sz ? info->port_attr.max_msg_sz : (1u << 30);
-    res->ep_memory   = sizeof(axon_rc_ep_t) + sizeof(axon_rc_conn_t) +
-                       depth * (sizeof(axon_rc_tx_desc_t) + AXON_RDMACM_WQE_BYTES + inl);
-    return 0;
-}
-
 static axon_status_t axon_rdmacm_query(const void *config, axon_resource_t **resources_p,
                                        unsigned *count_p)
 {
@@ -79,7 +54,7 @@ static axon_status_t axon_rdmacm_query(const void *config, axon_resource_t **res
     }
     status = axon_verbs_query_resources("rdmacm",
                                         AXON_DEV_CAP_RC | AXON_DEV_CAP_SRQ | AXON_DEV_CAP_UD,
-                                        axon_rdmacm_fill, &rc, resources_p, count_p);
+                                        axon_rc_fill_resource, &rc, resources_p, count_p);
     axon_config_release(axon_rc_config_table, &rc);
     return status;
 }

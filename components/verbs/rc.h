@@ -210,6 +210,9 @@ static inline uint64_t axon_rc_now_ns(void)
 /* rc_component.c */
 extern const axon_config_entry_t axon_rc_config_table[];
 axon_status_t axon_rc_config_check(const axon_rc_config_t *c);
+/* A port's rc resource (arg: the axon_rc_config_t): capabilities, limits, memory per ep */
+int           axon_rc_fill_resource(const axon_verbs_port_info_t *info, axon_resource_t *res,
+                                    void *arg);
 
 /* rc_iface.c */
 axon_status_t axon_rc_iface_open(const axon_resource_t *resource, const void *config,

@@ -127,8 +127,6 @@ axon_status_t axon_rc_config_check(const axon_rc_config_t *c)
     return AXON_OK;
 }
 
-/* rdmacm compiles this file for the table and the check only (AXON_RC_EMBEDDED) */
-#ifndef AXON_RC_EMBEDDED
 static uint32_t axon_rc_pow2(uint32_t v)
 {
     uint32_t p = 1;
@@ -148,7 +146,7 @@ static size_t axon_rc_ep_memory(const axon_rc_config_t *c, uint32_t max_inline)
            depth * (sizeof(axon_rc_tx_desc_t) + AXON_RC_WQE_BYTES + max_inline);
 }
 
-static int axon_rc_fill(const axon_verbs_port_info_t *info, axon_resource_t *res, void *arg)
+int axon_rc_fill_resource(const axon_verbs_port_info_t *info, axon_resource_t *res, void *arg)
 {
     const axon_rc_config_t *c = arg;
     uint32_t inl = (c->max_inline < info->dev_attr.max_inline_data) ?
@@ -166,6 +164,9 @@ static int axon_rc_fill(const axon_verbs_port_info_t *info, axon_resource_t *res
     return 0;
 }
 
+/* rdmacm compiles this file for the table, the check and the resource only (AXON_RC_EMBEDDED) */
+#ifndef AXON_RC_EMBEDDED
+
 static axon_status_t axon_rc_query(const void *config, axon_resource_t **resources_p,
                                    unsigned *count_p)
 {
@@ -175,7 +176,8 @@ static axon_status_t axon_rc_query(const void *config, axon_resource_t **resourc
         return status;
     }
     return axon_verbs_query_resources("rc", AXON_DEV_CAP_RC | AXON_DEV_CAP_SRQ | AXON_DEV_CAP_UD,
-                                      axon_rc_fill, (void *)config, resources_p, count_p);
+                                      axon_rc_fill_resource, (void *)config, resources_p,
+                                      count_p);
 }
 
 static axon_status_t axon_rc_open(const axon_resource_t *resource, const void *config,
