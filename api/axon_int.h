@@ -72,6 +72,7 @@ struct axon_worker {
     axon_mpool_t         frag_mp;         /* reassembly of multi-fragment messages */
     axon_tag_match_t     tm;
     axon_list_link_t     eps;             /* every open endpoint */
+    unsigned             num_eps;         /* on eps: lane choice past AXON_RC_MAX_PEERS */
     axon_list_link_t     pending_eps;     /* endpoints with queued sends */
     axon_list_link_t     deferred;        /* completed requests awaiting their callback */
     axon_list_link_t     rx_frags[AXON_RX_FRAG_BUCKETS];

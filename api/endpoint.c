@@ -49,18 +49,6 @@ static unsigned axon_ep_find_candidates(axon_worker_h worker, const axon_address
     return n;
 }
 
-/* Endpoints the worker has: past AXON_RC_MAX_PEERS, lane choice saves memory. */
-static unsigned axon_ep_count(axon_worker_h worker)
-{
-    unsigned n = 0;
-    axon_ep_h ep;
-
-    axon_list_for_each(ep, &worker->eps, link) {
-        ++n;
-    }
-    return n;
-}
-
 /*
  * Rendezvous threshold from the bulk lane's estimates: worth it once moving
  * the data twice costs more than one extra round trip plus a get; without a
@@ -122,7 +110,7 @@ axon_status_t axon_ep_create_internal(axon_worker_h worker, const void *address,
     }
 
     n = axon_ep_find_candidates(worker, addr, entries, iface_idx, rscs);
-    sel_params.num_eps   = axon_ep_count(worker);
+    sel_params.num_eps   = worker->num_eps;
     sel_params.max_peers = worker->context->opts.rc_max_peers;
     status = axon_select_lanes(rscs, n, &sel_params, &choice);
     if (status != AXON_OK) {
@@ -168,6 +156,7 @@ axon_status_t axon_ep_create_internal(axon_worker_h worker, const void *address,
     ep->rndv_thresh     = axon_ep_rndv_thresh(ep);
 
     axon_list_add_tail(&worker->eps, &ep->link);
+    ++worker->num_eps;
     status = axon_peer_attach_ep(worker, ep, address, address_length);
     if (status != AXON_OK) {
         axon_ep_destroy_now(ep, AXON_ERR_CANCELED);
@@ -256,6 +245,7 @@ void axon_ep_destroy_now(axon_ep_h ep, axon_status_t status)
     axon_peer_detach_ep(ep);
     axon_list_del(&ep->pending_link);
     axon_list_del(&ep->link);
+    --worker->num_eps;
     if (ep->bulk_lane.tl_ep != ep->am_lane.tl_ep) {
         ep->bulk_lane.ops->ep_destroy(ep->bulk_lane.tl_ep);
     }
