@@ -6,7 +6,8 @@
 #                           the last line is "N passed, M failed"
 set -eu
 mode=${1:-}
-# Suites that run in one process (valgrind follows no forked peers here).
+# Suites that run in one process (valgrind follows no forked peers here);
+# run one process per suite (AXON_TEST_BATCH): valgrind starts in ~2 s.
 valgrind_filter='DeviceLayer.*:SoftibEngine.Rc*:SoftibEngine.Uc*:config*:tag_match*:TagMatch*:loader*:select_filter*:select_lanes*:*/self:*/self_rndv-*64MiB*:verbs_rc.resource_and_caps:verbs_rc.capability_mask*:VerbsUd.ResourceAdvertises*:VerbsUd.BadAddresses*:SoftibCm.BadInput*:SoftibCm.EventOrder*:RdmacmOps.Malformed*'
 # The sanitizer pass leaves out the long transfers, the process-killing and
 # idle-peer tests, the lossy 10 000-message runs and the rc/ud variants beyond
@@ -116,7 +117,7 @@ if [ "${AXON_SKIP_SANITIZERS:-0}" != 1 ]; then
     fi
 
     if command -v valgrind >/dev/null; then
-        run_pass "valgrind" env AXON_TEST_GTEST_ONLY=1 AXON_TEST_VALGRIND=1 \
+        run_pass "valgrind" env AXON_TEST_GTEST_ONLY=1 AXON_TEST_VALGRIND=1 AXON_TEST_BATCH=1 \
             "$top/tests/run_tests.sh" "$valgrind_filter"
     fi
 fi

@@ -23,6 +23,7 @@ per_test_timeout=${AXON_TEST_TIMEOUT:-180}
 # Knobs of this script; read before the AXON_* environment is cleared.
 gtest_only=${AXON_TEST_GTEST_ONLY:-0}
 use_valgrind=${AXON_TEST_VALGRIND:-0}
+use_batch=${AXON_TEST_BATCH:-0}
 # AXON_TEST_VALGRIND=1: run each test under valgrind, failing on any error or leak.
 wrapper=""
 if [ "$use_valgrind" = 1 ]; then
@@ -46,7 +47,48 @@ record() {  # name status
     fi
 }
 
-if [ -x "$gtest" ]; then
+# AXON_TEST_BATCH=1: one process per test suite instead of per test, for
+# passes whose per-process start is dear (valgrind: ~2 s each). A suite's
+# tests then share a process; an error valgrind reports at exit (a leak)
+# fails every test of the suite, since it cannot say which one leaked.
+run_batch() {  # suite tests...
+    local suite=$1; shift
+    local flt out rc t ms start
+    flt=$(IFS=:; echo "$*")
+    start=$(date +%s%N)
+    out=$(timeout -k 5 $((per_test_timeout * $#)) $wrapper "$gtest" --gtest_filter="$flt" 2>&1)
+    rc=$?
+    ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    for t in "$@"; do
+        if [ $rc -le 1 ] && grep -qF "[       OK ] $t (" <<<"$out"; then
+            printf 'PASS  %-70s %6d ms (suite %s)\n' "$t" "$ms" "$suite"
+            record "$t" 0
+        else
+            printf 'FAIL  %-70s (rc=%d, suite %s)\n' "$t" "$rc" "$suite"
+            record "$t" 1
+        fi
+    done
+    if [ $rc -gt 1 ] || grep -q '^\[  FAILED  \]' <<<"$out"; then
+        echo "$out" | grep -v '^\[ \| OK \]\|^\[ RUN' | tail -60
+    fi
+}
+
+if [ -x "$gtest" ] && [ "$use_batch" = 1 ]; then
+    batch_suite=""
+    batch_tests=()
+    while read -r t; do
+        s=${t%.*}
+        if [ "$s" != "$batch_suite" ] && [ ${#batch_tests[@]} -gt 0 ]; then
+            run_batch "$batch_suite" "${batch_tests[@]}"
+            batch_tests=()
+        fi
+        batch_suite=$s
+        batch_tests+=("$t")
+    done < <("$gtest" --gtest_list_tests --gtest_filter="$filter" | awk '
+        /^[^ ]/ { suite = $1; next }
+        /^  /   { print suite $1 }')
+    [ ${#batch_tests[@]} -gt 0 ] && run_batch "$batch_suite" "${batch_tests[@]}"
+elif [ -x "$gtest" ]; then
     tests=$("$gtest" --gtest_list_tests --gtest_filter="$filter" | awk '
         /^[^ ]/ { suite = $1; next }
         /^  /   { print suite $1 }')
