@@ -63,6 +63,7 @@ typedef enum {
     AXON_ERR_NOT_FOUND        = -16,
     AXON_ERR_NO_ELEM          = -17,  /* no transport/component matches */
     AXON_ERR_IO_FORMAT        = -18,  /* malformed data from outside (address, packet) */
+    AXON_ERR_REMOTE_ACCESS    = -19,  /* remote memory: bad key, range or access rights */
 } axon_status_t;
 
 /** Short, stable text for a status ("Message truncated"). */
@@ -75,6 +76,8 @@ typedef struct axon_worker  *axon_worker_h;
 typedef struct axon_ep      *axon_ep_h;
 typedef struct axon_request *axon_request_h;
 typedef uint64_t             axon_tag_t;
+typedef struct axon_mem     *axon_mem_h;     /* memory mapped for remote access */
+typedef struct axon_rkey    *axon_rkey_h;    /* a peer's mapped memory, as one endpoint reaches it */
 
 /* ---------------------------------------------------------------- version */
 
@@ -263,6 +266,166 @@ axon_status_t axon_tag_msg_recv_nb(axon_worker_h worker, void *buffer, size_t le
  * completes normally), AXON_ERR_UNSUPPORTED for other requests.
  */
 axon_status_t axon_request_cancel(axon_worker_h worker, axon_request_h req);
+
+/* ---------------------------------------------------------------- memory */
+
+enum {
+    /* Allocate the memory (page aligned, zeroed) instead of mapping the
+     * caller's: allocated memory is shared with peers on the same host, which
+     * then put, get and do atomics on it directly (no target progress). */
+    AXON_MEM_MAP_ALLOCATE = 1u << 0,
+};
+
+typedef struct {
+    void    *address;   /* memory to map; ignored with AXON_MEM_MAP_ALLOCATE */
+    size_t   length;    /* bytes, > 0 */
+    uint32_t flags;     /* AXON_MEM_MAP_* */
+} axon_mem_map_params_t;
+
+/**
+ * Make memory reachable by peers' put/get/atomics (context needs
+ * AXON_FEATURE_RMA or AXON_FEATURE_AMO). Peers reach it through a key packed
+ * by axon_rkey_pack. Remote access outside [address, address + length) fails
+ * with AXON_ERR_REMOTE_ACCESS and never touches memory.
+ */
+axon_status_t axon_mem_map(axon_context_h context, const axon_mem_map_params_t *params,
+                           axon_mem_h *memh_p);
+/** Where the mapped (or allocated) memory is. */
+axon_status_t axon_mem_query(axon_mem_h memh, void **address_p, size_t *length_p);
+/**
+ * Unmap; keys packed from memh stop working (allocated memory is freed).
+ * Later accesses fail with AXON_ERR_REMOTE_ACCESS whatever the lane: the
+ * target checks those it executes, cross-memory attach checks the owner's
+ * published table before every operation, RDMA finds the registration
+ * gone. Two cases are the caller's to avoid: an operation already under
+ * way when the owner unmaps, and a peer on the host that still holds a key
+ * to allocated memory, which keeps reaching its own (now orphaned) mapping
+ * of the segment until it destroys the key.
+ */
+axon_status_t axon_mem_unmap(axon_context_h context, axon_mem_h memh);
+
+/**
+ * Pack a key for memh: an opaque, versioned buffer of *size_p bytes the
+ * caller sends to peers. Release it with axon_rkey_buffer_release.
+ */
+axon_status_t axon_rkey_pack(axon_context_h context, axon_mem_h memh, void **rkey_buffer_p,
+                             size_t *size_p);
+void          axon_rkey_buffer_release(void *rkey_buffer);
+
+/**
+ * A peer's packed key, unpacked for use on ep (destroy it before closing
+ * ep). AXON_ERR_IO_FORMAT for a buffer that is not a key (or of an unknown
+ * version); AXON_ERR_REMOTE_ACCESS when the key's memory is known here not
+ * to be mapped (this process's, or an allocated segment that is gone);
+ * the ep's status if it failed. Accesses through a key unpacked on an
+ * endpoint to some other context than the key's owner fail at the target.
+ */
+axon_status_t axon_ep_rkey_unpack(axon_ep_h ep, const void *rkey_buffer, size_t size,
+                                  axon_rkey_h *rkey_p);
+void          axon_rkey_destroy(axon_rkey_h rkey);
+
+/* ---------------------------------------------------------------- RMA */
+
+/*
+ * One-sided operations on a peer's mapped memory, addressed by the peer's
+ * virtual address and the key unpacked on the same endpoint. Completion
+ * (AXON_OK at once or the request's callback) means the local buffer may be
+ * reused (put) or holds the data (get); a put is remotely visible only after
+ * a flush. Whether the target must call axon_worker_progress for an
+ * operation to complete depends on the lane: see docs/design.md "RMA".
+ * The key (and an iov array) must stay valid until the operation completes.
+ * A put or posted atomic that returned AXON_OK and then failed at the
+ * target reports the failure through the next flush.
+ */
+
+typedef struct {
+    void   *buffer;
+    size_t  length;
+} axon_iov_t;
+
+axon_status_t axon_put_nb(axon_ep_h ep, const void *buffer, size_t length, uint64_t remote_addr,
+                          axon_rkey_h rkey, const axon_request_param_t *param,
+                          axon_request_h *req_p);
+axon_status_t axon_get_nb(axon_ep_h ep, void *buffer, size_t length, uint64_t remote_addr,
+                          axon_rkey_h rkey, const axon_request_param_t *param,
+                          axon_request_h *req_p);
+/** Gather local pieces into (put) or scatter from (get) one contiguous remote range. */
+axon_status_t axon_put_iov_nb(axon_ep_h ep, const axon_iov_t *iov, size_t iov_count,
+                              uint64_t remote_addr, axon_rkey_h rkey,
+                              const axon_request_param_t *param, axon_request_h *req_p);
+axon_status_t axon_get_iov_nb(axon_ep_h ep, const axon_iov_t *iov, size_t iov_count,
+                              uint64_t remote_addr, axon_rkey_h rkey,
+                              const axon_request_param_t *param, axon_request_h *req_p);
+
+/**
+ * Completes once every put and atomic issued on ep (or on every endpoint of
+ * the worker) before the call is complete at the target: its data is
+ * visible there (OpenSHMEM quiet).
+ */
+axon_status_t axon_ep_flush_nb(axon_ep_h ep, const axon_request_param_t *param,
+                               axon_request_h *req_p);
+axon_status_t axon_worker_flush_nb(axon_worker_h worker, const axon_request_param_t *param,
+                                   axon_request_h *req_p);
+/**
+ * Operations issued after the fence on any endpoint of the worker reach
+ * their target after the ones issued before it (OpenSHMEM fence); it
+ * does not wait.
+ */
+axon_status_t axon_worker_fence(axon_worker_h worker);
+
+/* ---------------------------------------------------------------- atomics */
+
+typedef enum {
+    AXON_ATOMIC_ADD   = 0,
+    AXON_ATOMIC_AND   = 1,
+    AXON_ATOMIC_OR    = 2,
+    AXON_ATOMIC_XOR   = 3,
+    AXON_ATOMIC_SWAP  = 4,  /* fetching only */
+    AXON_ATOMIC_CSWAP = 5,  /* fetching only: swap if equal to *compare */
+    AXON_ATOMIC_LAST
+} axon_atomic_op_t;
+
+/**
+ * An atomic on size (4 or 8) naturally aligned bytes at remote_addr.
+ * value (and compare for CSWAP) point to size bytes. With result == NULL
+ * the operation does not fetch (post); otherwise result receives the
+ * previous value when the operation completes. Every Axon atomic on a
+ * location is atomic with respect to every other one, whatever the lane.
+ */
+axon_status_t axon_atomic_nb(axon_ep_h ep, axon_atomic_op_t op, size_t size, const void *value,
+                             const void *compare, void *result, uint64_t remote_addr,
+                             axon_rkey_h rkey, const axon_request_param_t *param,
+                             axon_request_h *req_p);
+
+/*
+ * Extended atomics (RDMA Aware Networks Programming User Manual §8.7) on
+ * size = 8, 16 or 32 naturally aligned bytes. Operands and results are
+ * arrays of size / 8 64-bit words in host byte order, word i covering bytes
+ * [8 i, 8 i + 8) of the target location (§8.7.2.2: results come in units of
+ * the host word, whatever the field layout). result may be NULL.
+ *
+ * Masked compare-and-swap: if ((old ^ compare) & compare_mask) == 0 for
+ * every word, the location becomes (old & ~swap_mask) | (swap & swap_mask).
+ * The previous value is returned either way.
+ */
+axon_status_t axon_atomic_masked_cswap_nb(axon_ep_h ep, size_t size, const uint64_t *compare,
+                                          const uint64_t *compare_mask, const uint64_t *swap,
+                                          const uint64_t *swap_mask, uint64_t *result,
+                                          uint64_t remote_addr, axon_rkey_h rkey,
+                                          const axon_request_param_t *param,
+                                          axon_request_h *req_p);
+/*
+ * Multi-field fetch-and-add: the location is split into fields, a 1 bit in
+ * field_boundary marking the most significant bit of a field (bit 63 of every
+ * word is one implicitly: fields never span words, as on ConnectX); each field
+ * adds the matching field of add modulo its width, carries never cross a
+ * boundary. The previous value is returned.
+ */
+axon_status_t axon_atomic_mfadd_nb(axon_ep_h ep, size_t size, const uint64_t *add,
+                                   const uint64_t *field_boundary, uint64_t *result,
+                                   uint64_t remote_addr, axon_rkey_h rkey,
+                                   const axon_request_param_t *param, axon_request_h *req_p);
+
 
 #ifdef __cplusplus
 }

@@ -28,6 +28,7 @@ typedef struct axon_global_opts {
     unsigned                 rc_max_peers;
     unsigned                 tag_hash_bits;
     unsigned                 max_unexp_pool;
+    unsigned                 rma_path;      /* axon_rma_path_mode_t (mem.h): auto or am */
 } axon_global_opts_t;
 
 extern const axon_config_entry_t axon_global_config_table[];
@@ -38,6 +39,7 @@ struct axon_context {
     axon_component_set_t    comps;
     axon_select_resource_t *rscs;       /* resources admitted by AXON_TLS/NET_DEVICES */
     unsigned                num_rscs;
+    struct axon_mem_ctx    *mem;        /* mapped memory, keys' segments, workers (mem.c) */
 };
 
 /* One transport interface opened on a worker. */
@@ -83,7 +85,22 @@ struct axon_worker {
     void                *address;         /* packed once, sent in every hello */
     size_t               address_length;
     int                  in_progress;     /* >0 inside axon_worker_progress */
+    axon_list_link_t     mem_link;        /* in the context's workers (mem.c) */
+    uint32_t             rma_fence_epoch; /* axon_worker_fence calls (rma.c) */
 };
+
+/* An endpoint's one-sided operations (rma.c): what flush and fence wait for. */
+typedef struct axon_ep_rma {
+    axon_list_link_t ops;          /* requests not yet complete at the target, in issue order */
+    axon_list_link_t flushes;      /* flush requests waiting for ops issued before them */
+    axon_list_link_t waitq;        /* requests a fence holds back, in issue order */
+    uint64_t         seq;          /* of the last request put on ops */
+    uint64_t         fence_seq;    /* ops up to this one come before the last fence */
+    unsigned         unordered;    /* requests on ops that may complete out of order (zcopy) */
+    uint32_t         fence_epoch;  /* the worker's fence count when last looked at */
+    axon_status_t    error;        /* a failure of an operation already reported done */
+    int              draining;     /* inside the waitq drain */
+} axon_ep_rma_t;
 
 /* A transport endpoint used by an axon endpoint, with its limits cached. */
 typedef struct axon_lane {
@@ -117,6 +134,7 @@ struct axon_ep {
     int              err_notified;
     axon_ep_error_callback_t err_cb;
     void            *err_cb_arg;
+    axon_ep_rma_t    rma;
 };
 
 /* Worker internals used across api/ files */

@@ -6,6 +6,7 @@
 #include "dev_backend.h"
 #include "dev_cm_backend.h"
 #include "log.h"
+#include "mem.h"
 
 static const char *const axon_log_level_names[] = {
     "error", "warn", "info", "debug", "trace", NULL
@@ -65,6 +66,11 @@ const axon_config_entry_t axon_global_config_table[] = {
     {"UNEXP_POOL_MAX", "0",
      "Most small unexpected-message buffers kept per worker pool (0 = no limit)",
      AXON_GLOBAL_OPT(max_unexp_pool), AXON_CONFIG_TYPE_UINT},
+
+    {"RMA_PATH", "auto",
+     "How put/get/atomics reach a peer's memory: auto (directly where the lane allows) or am "
+     "(always executed by the target's progress, for testing the emulation)",
+     AXON_GLOBAL_OPT(rma_path), AXON_CONFIG_TYPE_ENUM(axon_rma_path_mode_names, "auto|am")},
 
     AXON_CONFIG_END
 };
@@ -197,9 +203,10 @@ axon_status_t axon_init(const axon_context_params_t *params, axon_context_h *con
         goto err_release;
     }
 
-    if (params->features & ~(uint32_t)AXON_FEATURE_TAG) {
-        axon_error("axon_init: features 0x%x requested; this build implements only tag "
-                   "messaging (AXON_FEATURE_TAG)", params->features);
+    if (params->features & AXON_FEATURE_COLL) {
+        axon_error("axon_init: features 0x%x requested; this build implements tag messaging, "
+                   "RMA and atomics (AXON_FEATURE_TAG|RMA|AMO), not collectives",
+                   params->features);
         status = AXON_ERR_UNSUPPORTED;
         goto err_release;
     }
@@ -229,6 +236,10 @@ axon_status_t axon_init(const axon_context_params_t *params, axon_context_h *con
         status = AXON_ERR_NO_ELEM;
         goto err_free_rscs;
     }
+    status = axon_mem_context_init(ctx);
+    if (status != AXON_OK) {
+        goto err_free_rscs;
+    }
 
     *context_p = ctx;
     return AXON_OK;
@@ -249,6 +260,7 @@ void axon_cleanup(axon_context_h ctx)
     if (ctx == NULL) {
         return;
     }
+    axon_mem_context_cleanup(ctx);
     free(ctx->rscs);
     axon_loader_unload_all(&ctx->comps);
     axon_config_release(axon_global_config_table, &ctx->opts);

@@ -4,6 +4,7 @@
 #include "address.h"
 #include "log.h"
 #include "request.h"
+#include "rma_proto.h"
 #include "tag_proto.h"
 
 static void axon_lane_init(axon_lane_t *lane, axon_tl_ep_t *tl_ep, const axon_iface_t *iface)
@@ -131,6 +132,7 @@ axon_status_t axon_ep_create_internal(axon_worker_h worker, const void *address,
     ep->status    = AXON_OK;
     axon_list_init(&ep->pending);
     axon_list_init(&ep->pending_link);
+    axon_rma_ep_init(ep);
 
     status = axon_ep_open_lane(worker, iface_idx[choice.small], addr->uuid, entries[choice.small],
                                &ep->am_lane);
@@ -218,6 +220,7 @@ void axon_ep_destroy_now(axon_ep_h ep, axon_status_t status)
     axon_request_h req, tmp;
     unsigned i;
 
+    axon_rma_ep_abort(ep, status);  /* one-sided operations leave their own lists first */
     while (!axon_list_is_empty(&ep->pending)) {
         req = axon_list_first(&ep->pending, struct axon_request, list);
         axon_list_del(&req->list);

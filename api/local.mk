@@ -10,11 +10,19 @@ libaxon_la_SOURCES += \
 	api/tag_send.c \
 	api/tag_recv.c \
 	api/rndv.c \
-	api/peer.c
+	api/peer.c \
+	api/mem.c \
+	api/rkey.c \
+	api/rma.c \
+	api/rma_am.c \
+	api/amo.c
 
 noinst_HEADERS += \
 	api/axon_int.h \
 	api/address.h \
 	api/request.h \
 	api/tag_match.h \
-	api/tag_proto.h
+	api/tag_proto.h \
+	api/mem.h \
+	api/rma.h \
+	api/rma_proto.h

@@ -9,6 +9,7 @@
 #include "address.h"
 #include "log.h"
 #include "request.h"
+#include "rma_proto.h"
 #include "tag_proto.h"
 
 static inline axon_list_link_t *axon_peer_bucket(axon_worker_h worker, uint64_t uuid)
@@ -180,6 +181,7 @@ void axon_peer_failure(void *arg, uint64_t peer_uuid, axon_status_t status)
     if (peer != NULL) {
         peer->status = status;
     }
+    axon_rma_peer_failed(worker, peer_uuid, status);  /* they leave their own lists first */
 
     /* Queued sends first: they complete in order. */
     axon_list_for_each(ep, &worker->eps, link) {

@@ -3,6 +3,7 @@
 #define AXON_REQUEST_H
 
 #include "axon_int.h"
+#include "amo_cpu.h"
 
 enum {
     AXON_REQUEST_COMPLETED   = 1u << 0,
@@ -33,9 +34,11 @@ typedef enum {
     AXON_SEND_PROTO_CTRL,        /* the library's control message */
     AXON_SEND_PROTO_HELLO,       /* the worker's address, first on an endpoint */
     AXON_SEND_PROTO_CLOSE,       /* not a send: an endpoint close waiting for the flush */
+    AXON_SEND_PROTO_RMA,         /* put/get/atomic/flush (rma.c): req->rma */
 } axon_send_proto_t;
 
-#define AXON_CTRL_HDR_MAX 48
+/* Room for the largest reply a control message carries (AMO_REPLY of 32 bytes). */
+#define AXON_CTRL_HDR_MAX 64
 
 struct axon_request {
     uint32_t          flags;
@@ -87,6 +90,42 @@ struct axon_request {
             uint8_t            am_id;
             uint8_t            hdr[AXON_CTRL_HDR_MAX];
         } ctrl;
+        struct {
+            axon_ep_h          ep;          /* same place as send.ep */
+            const struct axon_rkey *rkey;   /* must outlive the operation */
+            uint8_t            kind;        /* axon_rma_kind_t (rma_proto.h) */
+            uint8_t            mode;        /* axon_rma_path_t it moves by now */
+            uint8_t            unordered;   /* counted in ep->rma.unordered */
+            uint8_t            detached;    /* off its endpoint (failure, close): finish alone */
+            uint8_t            zc_am;       /* the transport op in flight is an am_zcopy */
+            axon_status_t      status;      /* first error */
+            uint64_t           seq;         /* place on ep->rma.ops */
+            uint64_t           wait_seq;    /* in waitq: runs once ops up to this are done */
+            axon_list_link_t   op_link;     /* ep->rma.ops, or ep->rma.flushes */
+            uint64_t           token;
+            uint64_t           remote_addr;
+            uint64_t           rreq_id;     /* GET_REPLY stream: the initiator's request */
+            /* Progress in units (bytes; one for an atomic): issued, and complete at the target */
+            size_t             length;
+            size_t             offset;
+            size_t             done;
+            size_t             zc_len;      /* bytes of the transport op in flight */
+            union {
+                struct {
+                    uint8_t          *buffer;    /* contiguous, or NULL with iov */
+                    const axon_iov_t *iov;
+                    size_t            iov_count;
+                } data;
+                struct {
+                    axon_amo_args_t   args;
+                    void             *result;    /* NULL: not fetching */
+                } amo;
+                struct {
+                    axon_request_h    parent;    /* FLUSH for a WORKER_FLUSH */
+                    unsigned          children;  /* WORKER_FLUSH: FLUSHes still waiting */
+                } flush;
+            };
+        } rma;
     };
 };
 
@@ -109,6 +148,9 @@ static inline void axon_request_release_memh(axon_request_h req)
         iface->ops->mem_dereg(iface, req->send.rndv_memh);
     }
 }
+
+/* Push a queued one-sided operation (rma.c); same returns as axon_tag_send_progress. */
+axon_status_t  axon_rma_send_progress(axon_request_h req);
 
 /* Id map: requests a peer refers to by id (never by pointer). */
 void           axon_request_id_add(axon_request_h req, uint64_t peer_uuid);

@@ -25,6 +25,7 @@ const char *axon_status_string(axon_status_t status)
     case AXON_ERR_NOT_FOUND:        return "Element not found";
     case AXON_ERR_NO_ELEM:          return "No such element";
     case AXON_ERR_IO_FORMAT:        return "Malformed data";
+    case AXON_ERR_REMOTE_ACCESS:    return "Remote access error";
     }
     return "Unknown status";
 }

@@ -220,6 +220,8 @@ axon_status_t axon_tag_send_progress(axon_request_h req)
         packed = lane->ops->ep_am_bcopy(lane->tl_ep, AXON_AM_WIREUP_HELLO, axon_tag_pack_raw,
                                         req);
         return (packed < 0) ? axon_tag_retry_status(packed) : AXON_OK;
+    case AXON_SEND_PROTO_RMA:
+        return axon_rma_send_progress(req);
     case AXON_SEND_PROTO_CLOSE:
         break;
     }

@@ -4,6 +4,8 @@
 #include "address.h"
 #include "log.h"
 #include "request.h"
+#include "rma.h"
+#include "rma_proto.h"
 #include "sys.h"
 #include "tag_proto.h"
 
@@ -22,12 +24,19 @@ static void axon_worker_close_ifaces(axon_worker_h worker)
     worker->num_ifaces = 0;
 }
 
-/* Zero-copy receive placement: only rendezvous data lands in user buffers. */
+/* Zero-copy receive placement: rendezvous data and RMA data land in place. */
 static void *axon_worker_am_rx_dest(void *arg, uint8_t am_id, const void *hdr, size_t hdr_len,
                                     size_t data_length)
 {
-    return (am_id == AXON_AM_RNDV_DATA) ? axon_rndv_rx_dest(arg, hdr, hdr_len, data_length) :
-                                          NULL;
+    switch (am_id) {
+    case AXON_AM_RNDV_DATA:
+        return axon_rndv_rx_dest(arg, hdr, hdr_len, data_length);
+    case AXON_AM_RMA_PUT:
+    case AXON_AM_RMA_GET_REPLY:
+        return axon_rma_rx_dest(arg, am_id, hdr, hdr_len, data_length);
+    default:
+        return NULL;
+    }
 }
 
 static axon_status_t axon_worker_open_ifaces(axon_worker_h worker)
@@ -118,6 +127,7 @@ axon_status_t axon_worker_create(axon_context_h context, const axon_worker_param
         goto err_req_mp;
     }
     axon_tag_register_handlers(worker);
+    axon_rma_register_handlers(worker);
 
     status = axon_worker_open_ifaces(worker);
     if (status != AXON_OK) {
@@ -125,6 +135,12 @@ axon_status_t axon_worker_create(axon_context_h context, const axon_worker_param
     }
     status = axon_address_pack(worker, &worker->address, &worker->address_length);
     if (status != AXON_OK) {
+        goto err_ifaces;
+    }
+    /* Mapped memory becomes reachable through this worker's ifaces too. */
+    status = axon_mem_worker_attach(worker);
+    if (status != AXON_OK) {
+        free(worker->address);
         goto err_ifaces;
     }
 
@@ -157,6 +173,7 @@ void axon_worker_destroy(axon_worker_h worker)
         }
         axon_ep_destroy_now(ep, AXON_ERR_CANCELED);
     }
+    axon_mem_worker_detach(worker);
     axon_worker_close_ifaces(worker);
     axon_peer_cleanup_all(worker);
     free(worker->address);

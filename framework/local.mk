@@ -6,7 +6,10 @@ libaxon_la_SOURCES += \
 	framework/select.c \
 	framework/mpool.c \
 	framework/sys.c \
-	framework/proc.c
+	framework/proc.c \
+	framework/amo_cpu.c \
+	framework/mem_seg.c \
+	framework/mem_table.c
 
 noinst_HEADERS += \
 	framework/list.h \
@@ -17,4 +20,7 @@ noinst_HEADERS += \
 	framework/select.h \
 	framework/mpool.h \
 	framework/sys.h \
-	framework/proc.h
+	framework/proc.h \
+	framework/amo_cpu.h \
+	framework/mem_seg.h \
+	framework/mem_table.h

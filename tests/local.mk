@@ -28,7 +28,12 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/test_softib_wire.cc \
 	tests/gtest/test_softib_engine.cc \
 	tests/gtest/test_softib_cm.cc \
+	tests/gtest/test_softib_ext_atomic.cc \
 	tests/gtest/test_verbs_ud.cc \
+	tests/gtest/test_rma_proto.cc \
+	tests/gtest/test_mem.cc \
+	tests/gtest/test_amo_cpu.cc \
+	tests/gtest/test_rma.cc \
 	tests/harness/harness.c \
 	tests/harness/harness.h
 tests_axon_gtest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/harness $(GTEST_CFLAGS) \
@@ -51,5 +56,5 @@ tests_plugins_libaxon_badabi_la_LDFLAGS = -module -avoid-version -shared -rpath 
 endif
 
 EXTRA_DIST += tests/run_tests.sh tests/tools_test.sh contrib/bench/compare.sh \
-	contrib/bench/ep_mem.sh
+	contrib/bench/ep_mem.sh contrib/bench/rma_compare.sh
 TESTS += tests/run_tests.sh

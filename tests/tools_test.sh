@@ -121,6 +121,22 @@ t_perf_size_list() {
         result_line tag_lat 65536 "$tmp/sl"
 }
 
+# One-sided tests: a tiny run of each prints its RESULT line; -c checks the data.
+t_perf_rma() {  # test size [tls]
+    local out="$tmp/rma_$1_${3:-shm}"
+    AXON_TLS=${3:-shm} timeout 60 "$perf" --local -t "$1" -s "$2" -n 200 -c >"$out" || {
+        cat "$out"; return 1; }
+    cat "$out"
+    grep -E "^RESULT test=$1 tl=${3:-shm} size=$2 iters=200 latency_us=[0-9.]+ bandwidth_MBps=[0-9.]+ msgrate_Mps=[0-9.]+$" "$out"
+}
+
+t_perf_rma_bad_sizes() {
+    # atomics work on 4 or 8 bytes, put_lat needs a byte for its mark: refused as arguments
+    "$perf" --local -t amo_lat -s 16 >/dev/null 2>&1; [ $? -eq 2 ] || return 1
+    "$perf" --local -t amo_bw -s 2 >/dev/null 2>&1; [ $? -eq 2 ] || return 1
+    "$perf" --local -t put_lat -s 0 >/dev/null 2>&1; [ $? -eq 2 ]
+}
+
 t_perf_bad_args() {
     "$perf" --local -t nonsense >/dev/null 2>&1; [ $? -eq 2 ] || return 1
     "$perf" --local -s abc >/dev/null 2>&1; [ $? -eq 2 ]
@@ -265,6 +281,15 @@ check perf_tag_bw_1MiB_over_shm              t_perf_tag_bw
 check perf_size_list                         t_perf_size_list
 check perf_bad_arguments                     t_perf_bad_args
 check perf_unreachable_peer_fails_cleanly    t_perf_unreachable_fails_cleanly
+check perf_rma_put_lat_over_shm              t_perf_rma put_lat 8
+check perf_rma_put_bw_over_shm               t_perf_rma put_bw 65536
+check perf_rma_get_lat_over_shm              t_perf_rma get_lat 4096
+check perf_rma_get_bw_over_shm               t_perf_rma get_bw 65536
+check perf_rma_amo_lat_over_shm              t_perf_rma amo_lat 8
+check perf_rma_amo_bw_over_shm               t_perf_rma amo_bw 8
+check perf_rma_put_lat_over_tcp              t_perf_rma put_lat 64 tcp
+check perf_rma_amo_lat_32bit_over_tcp        t_perf_rma amo_lat 4 tcp
+check perf_rma_bad_sizes_refused             t_perf_rma_bad_sizes
 check perf_leaves_no_shm_segments            t_no_shm_segments_left
 check install_destdir_layout_and_pkgconfig   t_install_destdir
 check perf_client_server_over_shm            t_perf_client_server_shm

@@ -41,6 +41,12 @@ static const char *perf_test_names[PERF_TEST_LAST] = {
     [PERF_TEST_TAG_LAT] = "tag_lat",
     [PERF_TEST_TAG_BW]  = "tag_bw",
     [PERF_TEST_EP_MEM]  = "ep_mem",
+    [PERF_TEST_PUT_LAT] = "put_lat",
+    [PERF_TEST_PUT_BW]  = "put_bw",
+    [PERF_TEST_GET_LAT] = "get_lat",
+    [PERF_TEST_GET_BW]  = "get_bw",
+    [PERF_TEST_AMO_LAT] = "amo_lat",
+    [PERF_TEST_AMO_BW]  = "amo_bw",
 };
 
 typedef struct {
@@ -610,6 +616,9 @@ static int perf_run(const perf_params_t *params, int fd, perf_role_t role)
 
     if (params->test == PERF_TEST_EP_MEM) {
         return perf_ep_mem_run(params, fd, role);
+    }
+    if (perf_test_is_rma(params->test)) {
+        return perf_rma_run(params, fd, role, perf_test_names[params->test]);
     }
 
     status = axon_init(&ctx_params, &ctx.context);
@@ -1239,14 +1248,22 @@ static void perf_usage(FILE *stream)
             "                    0 = forever\n"
             "\n"
             "Test options (given to the client, which passes them to the server):\n"
-            "  -t TEST           tag_lat (ping-pong, default), tag_bw (windowed stream) or\n"
+            "  -t TEST           tag_lat (ping-pong, default), tag_bw (windowed stream),\n"
             "                    ep_mem (library memory per endpoint: the server hosts one\n"
             "                    worker per peer, the client connects to each and\n"
-            "                    exchanges one message with it)\n"
+            "                    exchanges one message with it), or one of the one-sided\n"
+            "                    tests, on memory the peer mapped with\n"
+            "                    AXON_MEM_MAP_ALLOCATE (see docs/design.md, RMA):\n"
+            "                    put_lat (ping-pong of puts, each side polling the last\n"
+            "                    byte of its memory), put_bw (windowed puts, one flush at\n"
+            "                    the end), get_lat, get_bw (windowed), amo_lat (fetch-and-\n"
+            "                    add round trips on a 64-bit word; -s 4: a 32-bit one),\n"
+            "                    amo_bw (windowed posted adds on that word, one flush)\n"
             "  -s SIZE[,SIZE..]  message sizes in bytes, k/m/g suffixes allowed (default 8)\n"
-            "  -n ITERS          measured iterations (default 100000 for tag_lat,\n"
-            "                    10000 for tag_bw); ep_mem: peers (default 64, at most %d)\n"
-            "  -w WINDOW         tag_bw: messages in flight per window (default 32)\n"
+            "  -n ITERS          measured iterations (default 100000 for the *_lat tests,\n"
+            "                    10000 for the others); ep_mem: peers (default 64, at most %d)\n"
+            "  -w WINDOW         tag_bw, put_bw, get_bw, amo_bw: operations in flight\n"
+            "                    (default 32)\n"
             "  -W WARMUP         iterations before timing starts (default min(1000, ITERS/10))\n"
             "  -c                verify received data (off by default)\n"
             "  -h, --help        print this help\n"
@@ -1385,8 +1402,8 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
                 }
             }
             if (i == PERF_TEST_LAST) {
-                fprintf(stderr, "axon_perf: unknown test '%s' (tag_lat, tag_bw, ep_mem)\n",
-                        optarg);
+                fprintf(stderr, "axon_perf: unknown test '%s' (tag_lat, tag_bw, ep_mem, "
+                        "put_lat, put_bw, get_lat, get_bw, amo_lat, amo_bw)\n", optarg);
                 return -1;
             }
             params->test = (perf_test_t)i;
@@ -1482,7 +1499,13 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
             return -1;
         }
     } else if (!have_iters) {
-        params->iters = (params->test == PERF_TEST_TAG_LAT) ? 100000 : 10000;
+        params->iters = ((params->test == PERF_TEST_TAG_LAT) ||
+                         (params->test == PERF_TEST_PUT_LAT) ||
+                         (params->test == PERF_TEST_GET_LAT) ||
+                         (params->test == PERF_TEST_AMO_LAT)) ? 100000 : 10000;
+    }
+    if (perf_test_is_rma(params->test) && (perf_rma_check_params(params) != 0)) {
+        return -1;
     }
     if (!have_warmup) {
         params->warmup = (params->iters / 10 < 1000) ? params->iters / 10 : 1000;

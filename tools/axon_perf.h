@@ -1,6 +1,7 @@
 /*
- * axon_perf internals shared by the messaging tests (axon_perf.c) and the
- * memory-per-endpoint test (perf_ep_mem.c).
+ * axon_perf internals shared by the messaging tests (axon_perf.c), the
+ * memory-per-endpoint test (perf_ep_mem.c) and the one-sided tests
+ * (perf_rma.c).
  */
 #ifndef AXON_PERF_H
 #define AXON_PERF_H
@@ -33,6 +34,12 @@ typedef enum {
     PERF_TEST_TAG_LAT,
     PERF_TEST_TAG_BW,
     PERF_TEST_EP_MEM,
+    PERF_TEST_PUT_LAT,   /* perf_rma.c, PERF_TEST_PUT_LAT..PERF_TEST_AMO_BW */
+    PERF_TEST_PUT_BW,
+    PERF_TEST_GET_LAT,
+    PERF_TEST_GET_BW,
+    PERF_TEST_AMO_LAT,
+    PERF_TEST_AMO_BW,
     PERF_TEST_LAST
 } perf_test_t;
 
@@ -68,5 +75,14 @@ int    perf_exchange_address(int fd, const void *address, size_t length,
 
 /* -t ep_mem, either role: params->iters is the number of peers measured. */
 int    perf_ep_mem_run(const perf_params_t *params, int fd, perf_role_t role);
+
+static inline int perf_test_is_rma(perf_test_t test)
+{
+    return (test >= PERF_TEST_PUT_LAT) && (test <= PERF_TEST_AMO_BW);
+}
+/* The one-sided tests: are the sizes ones the test takes? (0 or -1, printed) */
+int    perf_rma_check_params(const perf_params_t *params);
+/* Either role of those tests; name is the test's -t name. */
+int    perf_rma_run(const perf_params_t *params, int fd, perf_role_t role, const char *name);
 
 #endif

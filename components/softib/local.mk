@@ -16,7 +16,8 @@ noinst_HEADERS += \
 	components/softib/softib_wire_priv.h
 
 # The device: verbs objects (device, mr, cq, srq, qp, ah), the QP state table,
-# post-time checks, and the engine by stage (pkt, req, resp, comp, progress).
+# post-time checks, and the engine by stage (pkt, req, resp, comp, progress), with
+# the atomics the responder executes (amo).
 libaxon_la_SOURCES += \
 	components/softib/softib_config.c \
 	components/softib/softib_device.c \
@@ -31,9 +32,11 @@ libaxon_la_SOURCES += \
 	components/softib/softib_req.c \
 	components/softib/softib_resp.c \
 	components/softib/softib_comp.c \
+	components/softib/softib_amo.c \
 	components/softib/softib_progress.c
 noinst_HEADERS += \
 	components/softib/softib.h \
+	components/softib/softib_amo.h \
 	components/softib/softib_pkt.h
 
 # The connection manager: IB CM messages over TCP (helper C).

@@ -22,6 +22,7 @@
 #include "list.h"
 #include "config.h"
 #include "softib_wire.h"
+#include "softib_amo.h"
 
 #define SOFTIB_PORT_NUM        1
 #define SOFTIB_MAX_SGE         16
@@ -170,6 +171,7 @@ typedef struct softib_send_wqe {
     uint32_t             rkey;
     uint64_t             compare_add;
     uint64_t             swap;
+    axon_amo_args_t     *amo;              /* masked atomic: its operands (QP's pool) */
     axon_dev_gid_t       dgid;             /* UD */
     uint32_t             remote_qpn;       /* UD */
     uint32_t             remote_qkey;      /* UD */
@@ -184,21 +186,28 @@ typedef struct softib_send_wqe {
     int                  status;           /* local error found by the requester, or -1 */
 } softib_send_wqe_t;
 
+/* The value an atomic found: standard ones one word, masked ones one to four */
+typedef struct softib_amo_result {
+    uint64_t word[SOFTIB_AMO_MAX_WORDS];
+    uint8_t  ext_size;                     /* 0 standard (ATOMIC_ACK), else the masked size */
+} softib_amo_result_t;
+
 /* A responder resource: the result of an executed atomic, replayed for duplicates */
 typedef struct softib_atomic_res {
-    uint32_t psn;
-    int      valid;
-    uint64_t orig;
+    uint32_t            psn;
+    int                 valid;
+    softib_amo_result_t orig;
 } softib_atomic_res_t;
 
 /* An executed RDMA READ (responses still to send) or atomic (its ACK still to send) */
 typedef struct softib_resp_res {
-    int      atomic;
-    int      first;                        /* read: no response sent yet */
-    uint32_t psn;                          /* PSN of the next response packet */
-    uint32_t rkey;
-    uint32_t left;                         /* read: bytes still to send */
-    uint64_t va;                           /* read: next byte; atomic: the original value */
+    int                 atomic;
+    int                 first;             /* read: no response sent yet */
+    uint32_t            psn;               /* PSN of the next response packet */
+    uint32_t            rkey;
+    uint32_t            left;              /* read: bytes still to send */
+    uint64_t            va;                /* read: next byte */
+    softib_amo_result_t orig;              /* atomic: the value found */
 } softib_resp_res_t;
 
 typedef struct softib_qp {
@@ -216,6 +225,7 @@ typedef struct softib_qp {
     softib_send_wqe_t *sq;
     axon_dev_sge_t    *sq_sge;
     uint8_t           *sq_inline;
+    axon_amo_args_t   *sq_amo;             /* RC with masked atomics: one per WQE */
     unsigned           sq_size;
     unsigned           sq_head, sq_req, sq_tail;
     unsigned           sq_started;         /* WQEs before it have PSNs assigned */
@@ -329,6 +339,25 @@ int  softib_rq_post(softib_rq_t *rq, axon_dev_recv_wr_t *wr, axon_dev_recv_wr_t 
 int  softib_rq_pop(softib_rq_t *rq, softib_recv_wqe_t *wqe, axon_dev_sge_t *sge);
 /* After an SRQ lost a WQE: fire the limit event when it falls below an armed limit. */
 void softib_srq_consumed(softib_dev_t *dev, softib_srq_t *srq);
+
+/* Reads and atomics: the send opcodes that wait for answers carrying data */
+static inline int softib_wr_is_std_atomic(axon_dev_wr_opcode_t op)
+{
+    return (op == AXON_DEV_WR_ATOMIC_CMP_AND_SWP) || (op == AXON_DEV_WR_ATOMIC_FETCH_AND_ADD);
+}
+static inline int softib_wr_is_ext_atomic(axon_dev_wr_opcode_t op)
+{
+    return (op == AXON_DEV_WR_EXT_MASKED_ATOMIC_CMP_AND_SWP) ||
+           (op == AXON_DEV_WR_EXT_MASKED_ATOMIC_FETCH_AND_ADD);
+}
+static inline int softib_wr_is_atomic(axon_dev_wr_opcode_t op)
+{
+    return softib_wr_is_std_atomic(op) || softib_wr_is_ext_atomic(op);
+}
+static inline int softib_wqe_is_rd_atomic(const softib_send_wqe_t *wqe)
+{
+    return (wqe->opcode == AXON_DEV_WR_RDMA_READ) || softib_wr_is_atomic(wqe->opcode);
+}
 
 /* qp */
 void softib_qp_error(softib_qp_t *qp);                       /* -> ERR, flush */

@@ -8,13 +8,6 @@
 #include "log.h"
 #include "softib_pkt.h"
 
-static int softib_wqe_is_rd_atomic(const softib_send_wqe_t *wqe)
-{
-    return (wqe->opcode == AXON_DEV_WR_RDMA_READ) ||
-           (wqe->opcode == AXON_DEV_WR_ATOMIC_CMP_AND_SWP) ||
-           (wqe->opcode == AXON_DEV_WR_ATOMIC_FETCH_AND_ADD);
-}
-
 /* The responder moved: retries start over, the timer restarts (or stops) */
 static void softib_comp_progressed(softib_qp_t *qp)
 {
@@ -208,23 +201,55 @@ static void softib_comp_read_resp(softib_qp_t *qp, const softib_pkt_t *pkt)
     softib_comp_progressed(qp);
 }
 
+/*
+ * The value a masked atomic found, as the consumer reads it (§8.7.2.2):
+ * host-order 64-bit words, a 4-byte operand as one host-order 32-bit word.
+ * Returns its size, 0 if the answer does not fit the WQE.
+ */
+static uint32_t softib_comp_ext_result(const softib_send_wqe_t *wqe, const softib_pkt_t *pkt,
+                                       uint64_t *words)
+{
+    unsigned size = wqe->amo->size, n = softib_amo_words(size);
+    uint32_t low;
+
+    if (pkt->paylen != 8 * n) {
+        return 0;
+    }
+    softib_pkt_get_words(pkt->payload, words, n);
+    if (size == 4) {
+        low = (uint32_t)words[0];
+        memcpy(words, &low, sizeof(low));
+    }
+    return size;
+}
+
 static void softib_comp_atomic_ack(softib_qp_t *qp, const softib_pkt_t *pkt)
 {
     softib_dev_t *dev = softib_qp_dev(qp);
     softib_send_wqe_t *wqe;
-    uint64_t orig = pkt->atomic_orig;
+    uint64_t orig[SOFTIB_AMO_MAX_WORDS];
+    uint32_t len = sizeof(orig[0]);
+    int ext = (pkt->opcode == SOFTIB_OP_MASKED_ATOMIC_ACK);
 
     softib_comp_ack_upto(qp, softib_psn_add(pkt->psn, SOFTIB_PSN_MASK));
     if (qp->sq_head == qp->sq_started) {
         return;
     }
     wqe = softib_sq_wqe(qp, qp->sq_head);
-    if (((wqe->opcode != AXON_DEV_WR_ATOMIC_CMP_AND_SWP) &&
-         (wqe->opcode != AXON_DEV_WR_ATOMIC_FETCH_AND_ADD)) || (pkt->psn != wqe->first_psn)) {
+    if (!(ext ? softib_wr_is_ext_atomic(wqe->opcode) : softib_wr_is_std_atomic(wqe->opcode)) ||
+        (pkt->psn != wqe->first_psn)) {
         return;
     }
-    if (softib_sge_copy_to(dev, qp->super.pd, wqe->sge, wqe->num_sge, 0, &orig,
-                           sizeof(orig)) != SOFTIB_ACCESS_OK) {
+    if (ext && ((len = softib_comp_ext_result(wqe, pkt, orig)) == 0)) {
+        axon_debug("softib: QP 0x%x: masked atomic answer of %u bytes for a %u-byte operand",
+                   qp->super.qp_num, pkt->paylen, wqe->amo->size);
+        return;
+    }
+    if (!ext) {
+        orig[0] = pkt->atomic_orig;
+    }
+    if (softib_sge_copy_to(dev, qp->super.pd, wqe->sge, wqe->num_sge, 0, orig,
+                           len) != SOFTIB_ACCESS_OK) {
         softib_comp_fail(qp, AXON_DEV_WC_LOC_PROT_ERR);
         return;
     }
@@ -257,7 +282,8 @@ void softib_comp_rx(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_t *pkt)
     }
     if (pkt->opcode == SOFTIB_OP_ACK) {
         softib_comp_aeth(qp, pkt);
-    } else if (pkt->opcode == SOFTIB_OP_ATOMIC_ACK) {
+    } else if ((pkt->opcode == SOFTIB_OP_ATOMIC_ACK) ||
+               (pkt->opcode == SOFTIB_OP_MASKED_ATOMIC_ACK)) {
         softib_comp_atomic_ack(qp, pkt);
     } else if (pkt->info->flags & SOFTIB_OPF_READ) {
         softib_comp_read_resp(qp, pkt);

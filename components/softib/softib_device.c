@@ -17,7 +17,8 @@
 
 /* What softib implements; CAP_MASK removes from this. */
 #define SOFTIB_CAPS (AXON_DEV_CAP_RC | AXON_DEV_CAP_UC | AXON_DEV_CAP_UD | AXON_DEV_CAP_SRQ | \
-                     AXON_DEV_CAP_ATOMIC | AXON_DEV_CAP_INLINE | AXON_DEV_CAP_COMP_CHANNEL)
+                     AXON_DEV_CAP_ATOMIC | AXON_DEV_CAP_INLINE | AXON_DEV_CAP_COMP_CHANNEL | \
+                     AXON_DEV_CAP_EXT_ATOMIC)
 
 uint64_t softib_time_ns(void)
 {
@@ -84,7 +85,14 @@ static void softib_fill_attr(softib_dev_t *dev, uint32_t ipv4_addr, uint64_t cap
     a->phys_port_cnt      = 1;
     a->cap_flags          = caps;
     a->max_inline_data    = (caps & AXON_DEV_CAP_INLINE) ? dev->opts.max_inline : 0;
-    /* DC, extended atomics, UMR and cross-channel are not implemented: left zero */
+    if (caps & AXON_DEV_CAP_EXT_ATOMIC) {
+        /* masked atomics of 4..32 bytes, fields up to 8 bytes (seed §8.7.2.1) */
+        a->ext_atomic.log_atomic_arg_sizes  = SOFTIB_AMO_EXT_SIZES;
+        a->ext_atomic.max_fa_bit_boundary   = 3;
+        a->ext_atomic.log_max_atomic_inline = SOFTIB_AMO_LOG_INLINE;
+        a->ext_atomic.log_glob_arg_sizes    = softib_amo_glob_sizes();
+    }
+    /* DC, UMR and cross-channel are not implemented: left zero */
 }
 
 static int softib_get_list(axon_dev_info_t *list, int max)

@@ -1,4 +1,4 @@
-/* softib's opcode table and header (de)serialization. */
+/* softib's opcode table and header (de)serialization, and the operand words of masked atomics. */
 #include <endian.h>
 #include <errno.h>
 #include <string.h>
@@ -66,6 +66,12 @@ const softib_opcode_info_t softib_opcode_table[SOFTIB_OP_LAST] = {
                                     REQ | FIRST | LAST | PAY | SEND | RECV | COMP, UD},
     [SOFTIB_OP_UD_SEND_ONLY_IMM] = {"UD_SEND_ONLY_IMM", SOFTIB_HDR_DETH | SOFTIB_HDR_IMM,
                                     REQ | FIRST | LAST | PAY | SEND | RECV | COMP, UD},
+    [SOFTIB_OP_MASKED_CMP_SWAP]  = {"MASKED_CMP_SWAP", SOFTIB_HDR_EXTATOMIC,
+                                    REQ | FIRST | LAST | PAY | ATOM, RC},
+    [SOFTIB_OP_MASKED_FETCH_ADD] = {"MASKED_FETCH_ADD", SOFTIB_HDR_EXTATOMIC,
+                                    REQ | FIRST | LAST | PAY | ATOM, RC},
+    [SOFTIB_OP_MASKED_ATOMIC_ACK] = {"MASKED_ATOMIC_ACK", SOFTIB_HDR_AETH,
+                                    FIRST | LAST | PAY | ATOM, RC},
 };
 
 size_t softib_pkt_build(void *buf, const softib_pkt_t *pkt)
@@ -97,6 +103,12 @@ size_t softib_pkt_build(void *buf, const softib_pkt_t *pkt)
     if (info->hdrs & SOFTIB_HDR_ATOMIC) {
         softib_atomic_eth_t h = {htobe64(pkt->atomic.va), htobe64(pkt->atomic.swap_add),
                                  htobe64(pkt->atomic.compare), htobe32(pkt->atomic.rkey), 0};
+        memcpy(p, &h, sizeof(h));
+        p += sizeof(h);
+    }
+    if (info->hdrs & SOFTIB_HDR_EXTATOMIC) {
+        softib_ext_atomic_eth_t h = {htobe64(pkt->ext_atomic.va), htobe32(pkt->ext_atomic.rkey),
+                                     pkt->ext_atomic.log_sz, {0, 0, 0}};
         memcpy(p, &h, sizeof(h));
         p += sizeof(h);
     }
@@ -169,6 +181,13 @@ int softib_pkt_parse(const void *buf, size_t len, softib_pkt_t *pkt)
         pkt->atomic.compare  = be64toh(pkt->atomic.compare);
         pkt->atomic.rkey     = be32toh(pkt->atomic.rkey);
     }
+    if (info->hdrs & SOFTIB_HDR_EXTATOMIC) {
+        if (!pkt_take(&p, end, &pkt->ext_atomic, sizeof(pkt->ext_atomic))) {
+            goto short_pkt;
+        }
+        pkt->ext_atomic.va   = be64toh(pkt->ext_atomic.va);
+        pkt->ext_atomic.rkey = be32toh(pkt->ext_atomic.rkey);
+    }
     if (info->hdrs & SOFTIB_HDR_ATOMICACK) {
         if (!pkt_take(&p, end, &pkt->atomic_orig, sizeof(pkt->atomic_orig))) {
             goto short_pkt;
@@ -197,4 +216,26 @@ int softib_pkt_parse(const void *buf, size_t len, softib_pkt_t *pkt)
 short_pkt:
     axon_debug("softib: malformed %s packet (%zu bytes)", info->name, len);
     return EINVAL;
+}
+
+void softib_pkt_put_words(uint8_t *buf, const uint64_t *words, unsigned n)
+{
+    uint64_t be;
+    unsigned i;
+
+    for (i = 0; i < n; i++) {
+        be = htobe64(words[i]);
+        memcpy(buf + 8 * i, &be, sizeof(be));
+    }
+}
+
+void softib_pkt_get_words(const uint8_t *buf, uint64_t *words, unsigned n)
+{
+    uint64_t be;
+    unsigned i;
+
+    for (i = 0; i < n; i++) {
+        memcpy(&be, buf + 8 * i, sizeof(be));
+        words[i] = be64toh(be);
+    }
 }

@@ -37,6 +37,9 @@ typedef enum {
     SOFTIB_OP_FETCH_ADD,
     SOFTIB_OP_UD_SEND_ONLY,
     SOFTIB_OP_UD_SEND_ONLY_IMM,
+    SOFTIB_OP_MASKED_CMP_SWAP,      /* extended atomics: operands in the payload */
+    SOFTIB_OP_MASKED_FETCH_ADD,
+    SOFTIB_OP_MASKED_ATOMIC_ACK,    /* the value found, in the payload */
     SOFTIB_OP_LAST
 } softib_opcode_t;
 
@@ -47,6 +50,7 @@ typedef enum {
 #define SOFTIB_HDR_ATOMICACK (1u << 3)
 #define SOFTIB_HDR_DETH      (1u << 4)
 #define SOFTIB_HDR_IMM       (1u << 5)
+#define SOFTIB_HDR_EXTATOMIC (1u << 6)
 
 /* What an opcode is */
 #define SOFTIB_OPF_REQUEST   (1u << 0)   /* requester -> responder */
@@ -119,6 +123,24 @@ typedef struct softib_atomic_eth {
     uint32_t reserved;
 } __attribute__((packed)) softib_atomic_eth_t;
 
+/*
+ * A masked atomic's header; the payload holds its operands, each
+ * softib_amo_words(2^log_sz) big-endian 64-bit words (a 4-byte operand in
+ * the low half of one): compare-and-swap sends swap, compare, compare mask,
+ * swap mask; fetch-and-add sends add, field boundaries. Its answer,
+ * MASKED_ATOMIC_ACK, carries the value found the same way.
+ */
+typedef struct softib_ext_atomic_eth {
+    uint64_t va;
+    uint32_t rkey;
+    uint8_t  log_sz;
+    uint8_t  reserved[3];
+} __attribute__((packed)) softib_ext_atomic_eth_t;
+
+/* Operand fields a masked atomic request carries */
+#define SOFTIB_EXT_CMP_SWAP_FIELDS  4
+#define SOFTIB_EXT_FETCH_ADD_FIELDS 2
+
 typedef struct softib_atomic_ack_eth {
     uint64_t orig;
 } __attribute__((packed)) softib_atomic_ack_eth_t;
@@ -143,6 +165,7 @@ typedef struct softib_pkt {
     softib_reth_t               reth;
     softib_aeth_t               aeth;
     softib_atomic_eth_t         atomic;
+    softib_ext_atomic_eth_t     ext_atomic;
     uint64_t                    atomic_orig;
     softib_deth_t               deth;
     uint32_t                    imm;
@@ -154,6 +177,9 @@ typedef struct softib_pkt {
 size_t softib_pkt_build(void *buf, const softib_pkt_t *pkt);
 /* Parse len bytes; 0 or EINVAL for a malformed packet. */
 int    softib_pkt_parse(const void *buf, size_t len, softib_pkt_t *pkt);
+/* n 64-bit words to / from big-endian bytes (masked atomic operands and results) */
+void   softib_pkt_put_words(uint8_t *buf, const uint64_t *words, unsigned n);
+void   softib_pkt_get_words(const uint8_t *buf, uint64_t *words, unsigned n);
 
 /* The stages that take parsed packets: requests to the responder, answers to the completer */
 void   softib_resp_rx(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_t *pkt,

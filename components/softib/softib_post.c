@@ -20,20 +20,61 @@ static const unsigned softib_wr_qp_types[] = {
     [AXON_DEV_WR_RDMA_READ]            = QPT(AXON_DEV_QPT_RC),
     [AXON_DEV_WR_ATOMIC_CMP_AND_SWP]   = QPT(AXON_DEV_QPT_RC),
     [AXON_DEV_WR_ATOMIC_FETCH_AND_ADD] = QPT(AXON_DEV_QPT_RC),
+    [AXON_DEV_WR_EXT_MASKED_ATOMIC_CMP_AND_SWP]   = QPT(AXON_DEV_QPT_RC),
+    [AXON_DEV_WR_EXT_MASKED_ATOMIC_FETCH_AND_ADD] = QPT(AXON_DEV_QPT_RC),
 };
 
 static const char *const softib_wr_names[] = {
     "RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "SEND", "SEND_WITH_IMM", "RDMA_READ",
-    "ATOMIC_CMP_AND_SWP", "ATOMIC_FETCH_AND_ADD"
+    "ATOMIC_CMP_AND_SWP", "ATOMIC_FETCH_AND_ADD", "EXT_MASKED_ATOMIC_CMP_AND_SWP",
+    "EXT_MASKED_ATOMIC_FETCH_AND_ADD"
 };
+
+#define SOFTIB_WR_OPCODE_LAST AXON_DEV_WR_EXT_MASKED_ATOMIC_FETCH_AND_ADD
+
 static const char *const softib_qpt_names[] = {[2] = "RC", [3] = "UC", [4] = "UD"};
 
 #define SOFTIB_SEND_FLAGS_ALL (AXON_DEV_SEND_FENCE | AXON_DEV_SEND_SIGNALED | \
                                AXON_DEV_SEND_SOLICITED | AXON_DEV_SEND_INLINE)
 
-static int softib_wr_is_atomic(axon_dev_wr_opcode_t op)
+/* Bytes of the value an atomic returns: 8, or a masked one's operand size */
+static uint64_t softib_wr_atomic_size(const axon_dev_send_wr_t *wr)
 {
-    return (op == AXON_DEV_WR_ATOMIC_CMP_AND_SWP) || (op == AXON_DEV_WR_ATOMIC_FETCH_AND_ADD);
+    return softib_wr_is_ext_atomic(wr->opcode) ? (1ull << wr->wr.masked_atomic.log_arg_sz) : 8;
+}
+
+/*
+ * A masked atomic's own checks: the device does them, the operand size is
+ * one it does, operands passed by address are there.
+ */
+static int softib_ext_atomic_check(softib_dev_t *dev, const axon_dev_send_wr_t *wr)
+{
+    uint32_t log_sz = wr->wr.masked_atomic.log_arg_sz;
+    int cswap       = (wr->opcode == AXON_DEV_WR_EXT_MASKED_ATOMIC_CMP_AND_SWP);
+
+    if (!(dev->attr.cap_flags & AXON_DEV_CAP_EXT_ATOMIC)) {
+        axon_error("softib: post_send: %s, but extended atomics are masked off on %s",
+                   softib_wr_names[wr->opcode], dev->super.name);
+        return EOPNOTSUPP;
+    }
+    if ((log_sz > 5) || !(dev->attr.ext_atomic.log_atomic_arg_sizes & (1u << log_sz))) {
+        axon_error("softib: post_send: %s with log_arg_sz %u (sizes 0x%x)",
+                   softib_wr_names[wr->opcode], log_sz,
+                   dev->attr.ext_atomic.log_atomic_arg_sizes);
+        return EINVAL;
+    }
+    if ((log_sz > SOFTIB_AMO_LOG_INLINE) &&
+        ((cswap && ((wr->wr.masked_atomic.op.cmp_swap.compare_mask == 0) ||
+                    (wr->wr.masked_atomic.op.cmp_swap.compare_val == 0) ||
+                    (wr->wr.masked_atomic.op.cmp_swap.swap_val == 0) ||
+                    (wr->wr.masked_atomic.op.cmp_swap.swap_mask == 0))) ||
+         (!cswap && ((wr->wr.masked_atomic.op.fetch_add.add_val == 0) ||
+                     (wr->wr.masked_atomic.op.fetch_add.field_boundary == 0))))) {
+        axon_error("softib: post_send: %s of %u bytes with a NULL operand address",
+                   softib_wr_names[wr->opcode], 1u << log_sz);
+        return EINVAL;
+    }
+    return 0;
 }
 
 /* The checks of one send WR; its total length on success */
@@ -43,9 +84,9 @@ static int softib_send_wr_check(softib_qp_t *qp, const axon_dev_send_wr_t *wr,
     softib_dev_t *dev  = softib_qp_dev(qp);
     axon_dev_qp_type_t type = qp->super.qp_type;
     uint64_t length = 0;
-    int i;
+    int i, ret;
 
-    if (((unsigned)wr->opcode > AXON_DEV_WR_ATOMIC_FETCH_AND_ADD)) {
+    if (((unsigned)wr->opcode > SOFTIB_WR_OPCODE_LAST)) {
         axon_error("softib: post_send: opcode %d is not a send opcode", (int)wr->opcode);
         return EINVAL;
     }
@@ -54,10 +95,13 @@ static int softib_send_wr_check(softib_qp_t *qp, const axon_dev_send_wr_t *wr,
                    softib_qpt_names[type]);
         return EINVAL;
     }
-    if (softib_wr_is_atomic(wr->opcode) && !(dev->attr.cap_flags & AXON_DEV_CAP_ATOMIC)) {
+    if (softib_wr_is_std_atomic(wr->opcode) && !(dev->attr.cap_flags & AXON_DEV_CAP_ATOMIC)) {
         axon_error("softib: post_send: %s, but atomics are masked off on %s",
                    softib_wr_names[wr->opcode], dev->super.name);
         return EINVAL;
+    }
+    if (softib_wr_is_ext_atomic(wr->opcode) && (ret = softib_ext_atomic_check(dev, wr))) {
+        return ret;
     }
     if (wr->send_flags & ~SOFTIB_SEND_FLAGS_ALL) {
         axon_error("softib: post_send: unknown send_flags 0x%x", wr->send_flags);
@@ -91,9 +135,12 @@ static int softib_send_wr_check(softib_qp_t *qp, const axon_dev_send_wr_t *wr,
             return EINVAL;
         }
     }
-    if (softib_wr_is_atomic(wr->opcode) && ((wr->num_sge != 1) || (length != 8))) {
-        axon_error("softib: post_send: %s needs one 8-byte SGE (num_sge %d, %llu bytes)",
-                   softib_wr_names[wr->opcode], wr->num_sge, (unsigned long long)length);
+    if (softib_wr_is_atomic(wr->opcode) &&
+        ((wr->num_sge != 1) || (length != softib_wr_atomic_size(wr)))) {
+        axon_error("softib: post_send: %s needs one %llu-byte SGE (num_sge %d, %llu bytes)",
+                   softib_wr_names[wr->opcode],
+                   (unsigned long long)softib_wr_atomic_size(wr), wr->num_sge,
+                   (unsigned long long)length);
         return EINVAL;
     }
     if (type == AXON_DEV_QPT_UD) {
@@ -117,6 +164,42 @@ static int softib_send_wr_check(softib_qp_t *qp, const axon_dev_send_wr_t *wr,
     return 0;
 }
 
+/* An operand field: the value itself (up to 8 bytes), else read where it points */
+static void softib_ext_operand(uint64_t *dst, uint64_t field, unsigned size, unsigned inline_max)
+{
+    if (size <= inline_max) {
+        dst[0] = (size == 4) ? (field & 0xffffffffull) : field;
+    } else {
+        memcpy(dst, (const void *)(uintptr_t)field, size);
+    }
+}
+
+/* A masked atomic's operands into the WQE's block, read now as the WR is posted */
+static void softib_ext_atomic_copy(axon_amo_args_t *amo, const axon_dev_send_wr_t *wr)
+{
+    unsigned size = 1u << wr->wr.masked_atomic.log_arg_sz;
+    unsigned inl  = 1u << SOFTIB_AMO_LOG_INLINE;
+
+    memset(amo, 0, sizeof(*amo));
+    amo->size  = (uint8_t)size;
+    amo->fetch = 1;
+    if (wr->opcode == AXON_DEV_WR_EXT_MASKED_ATOMIC_CMP_AND_SWP) {
+        amo->op = AXON_AMO_MASKED_CSWAP;
+        softib_ext_operand(amo->value, wr->wr.masked_atomic.op.cmp_swap.swap_val, size, inl);
+        softib_ext_operand(amo->compare, wr->wr.masked_atomic.op.cmp_swap.compare_val, size,
+                           inl);
+        softib_ext_operand(amo->mask, wr->wr.masked_atomic.op.cmp_swap.compare_mask, size,
+                           inl);
+        softib_ext_operand(amo->swap_mask, wr->wr.masked_atomic.op.cmp_swap.swap_mask, size,
+                           inl);
+    } else {
+        amo->op = AXON_AMO_MFADD;
+        softib_ext_operand(amo->value, wr->wr.masked_atomic.op.fetch_add.add_val, size, inl);
+        softib_ext_operand(amo->mask, wr->wr.masked_atomic.op.fetch_add.field_boundary, size,
+                           inl);
+    }
+}
+
 static void softib_send_wr_copy(softib_qp_t *qp, softib_send_wqe_t *wqe,
                                 const axon_dev_send_wr_t *wr, uint32_t length)
 {
@@ -131,7 +214,11 @@ static void softib_send_wr_copy(softib_qp_t *qp, softib_send_wqe_t *wqe,
     wqe->status  = -1;
     wqe->rcvd    = 0;
     wqe->npkts   = 0;
-    if (softib_wr_is_atomic(wr->opcode)) {
+    if (softib_wr_is_ext_atomic(wr->opcode)) {
+        wqe->remote_addr = wr->wr.masked_atomic.remote_addr;
+        wqe->rkey        = wr->wr.masked_atomic.rkey;
+        softib_ext_atomic_copy(wqe->amo, wr);
+    } else if (softib_wr_is_std_atomic(wr->opcode)) {
         wqe->remote_addr = wr->wr.atomic.remote_addr;
         wqe->rkey        = wr->wr.atomic.rkey;
         wqe->compare_add = wr->wr.atomic.compare_add;

@@ -24,6 +24,8 @@ static const axon_dev_wc_opcode_t softib_wc_opcode[] = {
     [AXON_DEV_WR_RDMA_READ]            = AXON_DEV_WC_RDMA_READ,
     [AXON_DEV_WR_ATOMIC_CMP_AND_SWP]   = AXON_DEV_WC_COMP_SWAP,
     [AXON_DEV_WR_ATOMIC_FETCH_AND_ADD] = AXON_DEV_WC_FETCH_ADD,
+    [AXON_DEV_WR_EXT_MASKED_ATOMIC_CMP_AND_SWP]   = AXON_DEV_WC_MASKED_COMP_SWAP,
+    [AXON_DEV_WR_EXT_MASKED_ATOMIC_FETCH_AND_ADD] = AXON_DEV_WC_MASKED_FETCH_ADD,
 };
 
 softib_qp_t *softib_qp_lookup(softib_dev_t *dev, uint32_t qpn)
@@ -214,11 +216,18 @@ int softib_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *init, axon_dev_
     qp->sq_sge    = calloc((size_t)qp->sq_size * sges, sizeof(*qp->sq_sge));
     qp->sq_inline = qp->cap.max_inline_data ?
                     malloc((size_t)qp->sq_size * qp->cap.max_inline_data) : NULL;
+    /* masked atomics carry up to 128 bytes of operands: only RC QPs that may post them */
+    qp->sq_amo    = ((init->qp_type == AXON_DEV_QPT_RC) &&
+                     (dev->attr.cap_flags & AXON_DEV_CAP_EXT_ATOMIC)) ?
+                    calloc(qp->sq_size, sizeof(*qp->sq_amo)) : NULL;
     if ((qp->sq == NULL) || (qp->sq_sge == NULL) ||
-        (qp->cap.max_inline_data && (qp->sq_inline == NULL))) {
+        (qp->cap.max_inline_data && (qp->sq_inline == NULL)) ||
+        ((init->qp_type == AXON_DEV_QPT_RC) && (dev->attr.cap_flags & AXON_DEV_CAP_EXT_ATOMIC) &&
+         (qp->sq_amo == NULL))) {
         goto err_free;
     }
     for (i = 0; i < qp->sq_size; i++) {
+        qp->sq[i].amo = qp->sq_amo ? &qp->sq_amo[i] : NULL;
         qp->sq[i].sge = &qp->sq_sge[(size_t)i * sges];
         qp->sq[i].inline_data = qp->sq_inline ?
                                 &qp->sq_inline[(size_t)i * qp->cap.max_inline_data] : NULL;
@@ -254,6 +263,7 @@ int softib_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *init, axon_dev_
         axon_error("softib: create_qp: all %u QPs of %s are in use", SOFTIB_QPN_MAX_INDEX,
                    dev->super.name);
         softib_rq_cleanup(&qp->rq);
+        free(qp->sq_amo);
         free(qp->sq_inline);
         free(qp->sq_sge);
         free(qp->sq);
@@ -279,6 +289,7 @@ int softib_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *init, axon_dev_
 
 err_free:
     softib_rq_cleanup(&qp->rq);
+    free(qp->sq_amo);
     free(qp->sq_inline);
     free(qp->sq_sge);
     free(qp->sq);
@@ -309,6 +320,7 @@ int softib_destroy_qp(axon_dev_qp_t *aqp)
     }
     pthread_mutex_unlock(&dev->lock);
     softib_rq_cleanup(&qp->rq);
+    free(qp->sq_amo);
     free(qp->sq_inline);
     free(qp->sq_sge);
     free(qp->sq);

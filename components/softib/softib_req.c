@@ -50,13 +50,6 @@ int softib_send_pkt(softib_dev_t *dev, softib_qp_t *qp, const axon_dev_gid_t *dg
     return ret;
 }
 
-static int softib_wqe_is_rd_atomic(const softib_send_wqe_t *wqe)
-{
-    return (wqe->opcode == AXON_DEV_WR_RDMA_READ) ||
-           (wqe->opcode == AXON_DEV_WR_ATOMIC_CMP_AND_SWP) ||
-           (wqe->opcode == AXON_DEV_WR_ATOMIC_FETCH_AND_ADD);
-}
-
 static uint32_t softib_qp_mtu(const softib_qp_t *qp)
 {
     return (uint32_t)axon_dev_mtu_bytes(qp->attr.path_mtu);
@@ -159,9 +152,7 @@ static int softib_req_start(softib_qp_t *qp, softib_send_wqe_t *wqe)
     }
     wqe->first_psn = qp->req.psn;
     wqe->rcvd      = 0;
-    if ((wqe->opcode == AXON_DEV_WR_ATOMIC_CMP_AND_SWP) ||
-        (wqe->opcode == AXON_DEV_WR_ATOMIC_FETCH_AND_ADD) ||
-        (qp->super.qp_type == AXON_DEV_QPT_UD)) {
+    if (softib_wr_is_atomic(wqe->opcode) || (qp->super.qp_type == AXON_DEV_QPT_UD)) {
         wqe->npkts = 1;
     } else {
         wqe->npkts = wqe->length ? (wqe->length + mtu - 1) / mtu : 1;
@@ -191,12 +182,40 @@ static softib_opcode_t softib_req_opcode(const softib_send_wqe_t *wqe, int first
                    SOFTIB_OP_WRITE_MIDDLE;
 }
 
+/* A masked atomic's header, and its operands as payload; returns the payload length */
+static uint32_t softib_req_ext_atomic(const softib_send_wqe_t *wqe, softib_pkt_t *pkt,
+                                      uint8_t *pay)
+{
+    const axon_amo_args_t *amo = wqe->amo;
+    unsigned words = softib_amo_words(amo->size), log_sz = 0, n = 0;
+
+    while ((1u << log_sz) < amo->size) {
+        log_sz++;
+    }
+    pkt->opcode            = (amo->op == AXON_AMO_MASKED_CSWAP) ? SOFTIB_OP_MASKED_CMP_SWAP
+                                                                : SOFTIB_OP_MASKED_FETCH_ADD;
+    pkt->ext_atomic.va     = wqe->remote_addr;
+    pkt->ext_atomic.rkey   = wqe->rkey;
+    pkt->ext_atomic.log_sz = (uint8_t)log_sz;
+    /* the order of softib_ext_atomic_eth_t's comment */
+    softib_pkt_put_words(pay + 8 * words * n++, amo->value, words);
+    if (amo->op == AXON_AMO_MASKED_CSWAP) {
+        softib_pkt_put_words(pay + 8 * words * n++, amo->compare, words);
+    }
+    softib_pkt_put_words(pay + 8 * words * n++, amo->mask, words);
+    if (amo->op == AXON_AMO_MASKED_CSWAP) {
+        softib_pkt_put_words(pay + 8 * words * n++, amo->swap_mask, words);
+    }
+    return 8 * words * n;
+}
+
 /* Build and send the next packet of wqe: 0, EAGAIN (nothing sent), or a WC error */
 static int softib_req_send_one(softib_qp_t *qp, softib_send_wqe_t *wqe)
 {
     softib_dev_t *dev = softib_qp_dev(qp);
     const axon_dev_gid_t *dgid = &qp->attr.ah_attr.grh.dgid;
     uint32_t mtu = softib_qp_mtu(qp), off = 0, paylen = 0, dest = qp->attr.dest_qp_num;
+    uint8_t ext_pay[SOFTIB_EXT_CMP_SWAP_FIELDS * SOFTIB_AMO_MAX_WORDS * 8];
     softib_pkt_t pkt;
     size_t hlen;
     int ret;
@@ -224,6 +243,10 @@ static int softib_req_send_one(softib_qp_t *qp, softib_send_wqe_t *wqe)
         } else {
             pkt.atomic.swap_add = wqe->compare_add;
         }
+        break;
+    case AXON_DEV_WR_EXT_MASKED_ATOMIC_CMP_AND_SWP:
+    case AXON_DEV_WR_EXT_MASKED_ATOMIC_FETCH_AND_ADD:
+        paylen = softib_req_ext_atomic(wqe, &pkt, ext_pay);
         break;
     default: {
         int first = (qp->req.pkt == 0), last = (qp->req.pkt + 1 >= wqe->npkts);
@@ -259,7 +282,9 @@ static int softib_req_send_one(softib_qp_t *qp, softib_send_wqe_t *wqe)
     }
     pkt.dest_qpn = dest;
     hlen = softib_pkt_build(dev->tx_buf, &pkt);
-    if (paylen) {
+    if (softib_wr_is_ext_atomic(wqe->opcode)) {
+        memcpy(dev->tx_buf + hlen, ext_pay, paylen);
+    } else if (paylen) {
         if (wqe->flags & AXON_DEV_SEND_INLINE) {
             memcpy(dev->tx_buf + hlen, wqe->inline_data + off, paylen);
         } else if (softib_sge_copy_from(dev, qp->super.pd, wqe->sge, wqe->num_sge, off,

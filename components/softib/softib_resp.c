@@ -237,6 +237,7 @@ static softib_resp_res_t *softib_resp_res_new(softib_qp_t *qp, uint32_t psn, int
     res->rkey   = 0;
     res->left   = 0;
     res->va     = 0;
+    memset(&res->orig, 0, sizeof(res->orig));
     return res;
 }
 
@@ -270,37 +271,93 @@ static softib_resp_status_t softib_resp_read(softib_dev_t *dev, softib_qp_t *qp,
     return RESP_OK;
 }
 
-static softib_resp_status_t softib_resp_atomic(softib_dev_t *dev, softib_qp_t *qp,
-                                               const softib_pkt_t *pkt, uint64_t *orig_p)
+/*
+ * A masked atomic's operands from the payload: the size is one softib does
+ * and the payload holds exactly the fields of the operation.
+ */
+static softib_resp_status_t softib_resp_ext_args(const softib_qp_t *qp, const softib_pkt_t *pkt,
+                                                 axon_amo_args_t *args)
 {
-    uint64_t *addr;
+    int cswap       = (pkt->opcode == SOFTIB_OP_MASKED_CMP_SWAP);
+    unsigned log_sz = pkt->ext_atomic.log_sz, words, n = 0;
+
+    if ((log_sz > 5) || !(SOFTIB_AMO_EXT_SIZES & (1u << log_sz))) {
+        axon_debug("softib: QP 0x%x: masked atomic of log size %u", qp->super.qp_num, log_sz);
+        return RESP_ERR_INV_REQ;
+    }
+    words = softib_amo_words(1u << log_sz);
+    if (pkt->paylen != 8 * words * (cswap ? SOFTIB_EXT_CMP_SWAP_FIELDS
+                                          : SOFTIB_EXT_FETCH_ADD_FIELDS)) {
+        axon_debug("softib: QP 0x%x: masked atomic with %u bytes of operands", qp->super.qp_num,
+                   pkt->paylen);
+        return RESP_ERR_INV_REQ;
+    }
+    memset(args, 0, sizeof(*args));
+    args->op    = cswap ? AXON_AMO_MASKED_CSWAP : AXON_AMO_MFADD;
+    args->size  = (uint8_t)(1u << log_sz);
+    args->fetch = 1;
+    softib_pkt_get_words(pkt->payload + 8 * words * n++, args->value, words);
+    if (cswap) {
+        softib_pkt_get_words(pkt->payload + 8 * words * n++, args->compare, words);
+    }
+    softib_pkt_get_words(pkt->payload + 8 * words * n++, args->mask, words);
+    if (cswap) {
+        softib_pkt_get_words(pkt->payload + 8 * words * n++, args->swap_mask, words);
+    }
+    return RESP_OK;
+}
+
+/*
+ * Standard and masked atomics: the QP allows them, the operand is naturally
+ * aligned (IB: invalid request otherwise), the key grants REMOTE_ATOMIC on
+ * every byte (else remote access error); only then is memory touched.
+ */
+static softib_resp_status_t softib_resp_atomic(softib_dev_t *dev, softib_qp_t *qp,
+                                               const softib_pkt_t *pkt,
+                                               softib_amo_result_t *orig)
+{
+    int ext = (pkt->info->hdrs & SOFTIB_HDR_EXTATOMIC) != 0;
+    uint64_t va   = ext ? pkt->ext_atomic.va : pkt->atomic.va;
+    uint32_t rkey = ext ? pkt->ext_atomic.rkey : pkt->atomic.rkey;
+    softib_resp_status_t st;
+    axon_amo_args_t args;
 
     if (!(qp->attr.qp_access_flags & AXON_DEV_ACCESS_REMOTE_ATOMIC)) {
         axon_debug("softib: QP 0x%x: atomic, but the QP does not allow remote atomics",
                    qp->super.qp_num);
         return RESP_ERR_INV_REQ;
     }
-    if (pkt->atomic.va & 7) {
-        axon_debug("softib: QP 0x%x: atomic at 0x%llx is not 8-byte aligned", qp->super.qp_num,
-                   (unsigned long long)pkt->atomic.va);
+    if (ext) {
+        if (!(dev->attr.cap_flags & AXON_DEV_CAP_EXT_ATOMIC)) {
+            axon_debug("softib: QP 0x%x: masked atomic, but %s has them masked off",
+                       qp->super.qp_num, dev->super.name);
+            return RESP_ERR_INV_REQ;
+        }
+        if ((st = softib_resp_ext_args(qp, pkt, &args)) != RESP_OK) {
+            return st;
+        }
+    } else {
+        memset(&args, 0, sizeof(args));
+        args.op         = (pkt->opcode == SOFTIB_OP_CMP_SWAP) ? AXON_AMO_CSWAP : AXON_AMO_ADD;
+        args.size       = 8;
+        args.fetch      = 1;
+        args.value[0]   = pkt->atomic.swap_add;
+        args.compare[0] = pkt->atomic.compare;
+    }
+    if (va & (args.size - 1)) {
+        axon_debug("softib: QP 0x%x: atomic at 0x%llx is not %u-byte aligned", qp->super.qp_num,
+                   (unsigned long long)va, args.size);
         return RESP_ERR_INV_REQ;
     }
-    if (softib_mr_check(dev, qp->super.pd, pkt->atomic.rkey, pkt->atomic.va, 8,
+    if (softib_mr_check(dev, qp->super.pd, rkey, va, args.size,
                         AXON_DEV_ACCESS_REMOTE_ATOMIC) != SOFTIB_ACCESS_OK) {
-        axon_debug("softib: QP 0x%x: atomic at 0x%llx rkey 0x%x denied", qp->super.qp_num,
-                   (unsigned long long)pkt->atomic.va, pkt->atomic.rkey);
+        axon_debug("softib: QP 0x%x: %u-byte atomic at 0x%llx rkey 0x%x denied",
+                   qp->super.qp_num, args.size, (unsigned long long)va, rkey);
         return RESP_ERR_ACCESS;
     }
-    addr = (uint64_t *)(uintptr_t)pkt->atomic.va;
-    if (pkt->opcode == SOFTIB_OP_CMP_SWAP) {
-        uint64_t expected = pkt->atomic.compare;
-
-        __atomic_compare_exchange_n(addr, &expected, pkt->atomic.swap_add, 0,
-                                    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-        *orig_p = expected;   /* the value found, swapped or not */
-    } else {
-        *orig_p = __atomic_fetch_add(addr, pkt->atomic.swap_add, __ATOMIC_SEQ_CST);
-    }
+    memset(orig, 0, sizeof(*orig));
+    orig->ext_size = ext ? args.size : 0;
+    softib_amo_exec(&args, (void *)(uintptr_t)va, orig->word);
     return RESP_OK;
 }
 
@@ -313,10 +370,14 @@ static int softib_resp_res_send(softib_dev_t *dev, softib_qp_t *qp, softib_resp_
     size_t hlen;
     int last = 1;
 
-    if (res->atomic) {
+    if (res->atomic && res->orig.ext_size) {
+        softib_resp_reply_init(&pkt, qp, SOFTIB_OP_MASKED_ATOMIC_ACK, res->psn);
+        pkt.aeth.code = SOFTIB_AETH_ACK;
+        paylen        = 8 * softib_amo_words(res->orig.ext_size);
+    } else if (res->atomic) {
         softib_resp_reply_init(&pkt, qp, SOFTIB_OP_ATOMIC_ACK, res->psn);
         pkt.aeth.code   = SOFTIB_AETH_ACK;
-        pkt.atomic_orig = res->va;
+        pkt.atomic_orig = res->orig.word[0];
     } else {
         paylen = (res->left < mtu) ? res->left : mtu;
         last   = (paylen == res->left);
@@ -327,7 +388,9 @@ static int softib_resp_res_send(softib_dev_t *dev, softib_qp_t *qp, softib_resp_
                                res->psn);
     }
     hlen = softib_pkt_build(dev->tx_buf, &pkt);
-    if (paylen) {
+    if (res->atomic) {
+        softib_pkt_put_words(dev->tx_buf + hlen, res->orig.word, paylen / 8);
+    } else if (paylen) {
         if (softib_mr_check(dev, qp->super.pd, res->rkey, res->va, paylen,
                             AXON_DEV_ACCESS_REMOTE_READ) != SOFTIB_ACCESS_OK) {
             return 1;   /* deregistered meanwhile: the requester times out */
@@ -337,6 +400,9 @@ static int softib_resp_res_send(softib_dev_t *dev, softib_qp_t *qp, softib_resp_
     if (softib_send_pkt(dev, qp, &qp->attr.ah_attr.grh.dgid, qp->attr.dest_qp_num,
                         hlen + paylen)) {
         return -1;
+    }
+    if (res->atomic) {
+        paylen = 0;   /* the result, not read data */
     }
     res->va   += paylen;
     res->left -= paylen;
@@ -426,7 +492,7 @@ static void softib_resp_duplicate(softib_dev_t *dev, softib_qp_t *qp, const soft
                 softib_resp_res_t *res = softib_resp_res_new(qp, pkt->psn, 1);
 
                 if (res != NULL) {
-                    res->va = qp->resp.atomics[i].orig;   /* replayed, not executed again */
+                    res->orig = qp->resp.atomics[i].orig;   /* replayed, not executed again */
                     softib_resp_progress(qp);
                 }
                 return;
@@ -443,7 +509,7 @@ static void softib_resp_rc(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_
     int32_t diff   = softib_psn_diff(pkt->psn, qp->resp.psn);
     softib_resp_status_t st;
     uint32_t npkts = 1, mtu;
-    uint64_t orig = 0;
+    softib_amo_result_t orig = {{0}, 0};
 
     if (diff > 0) {
         if (!qp->resp.nak_sent) {
@@ -493,7 +559,7 @@ static void softib_resp_rc(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_
         res->psn   = pkt->psn;
         res->orig  = orig;
         /* room checked above: the ACK leaves behind the read responses before it */
-        softib_resp_res_new(qp, pkt->psn, 1)->va = orig;
+        softib_resp_res_new(qp, pkt->psn, 1)->orig = orig;
         softib_resp_progress(qp);
     } else if (flags & SOFTIB_OPF_READ) {
         softib_resp_progress(qp);

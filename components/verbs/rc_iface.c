@@ -163,9 +163,11 @@ void axon_rc_iface_tx_completion(axon_rc_iface_t *iface, const axon_dev_wc_t *wc
           (((uint64_t)(desc - conn->tx_desc) - conn->tx_completed) & mask);
     end = sn + 1;
     if (wc->status != AXON_DEV_WC_SUCCESS) {
-        /* RC completes in order and always reports an error: the WRs before sn succeeded */
+        /* RC completes in order and always reports an error: the WRs before sn succeeded.
+         * A refused key fails that WR as a remote access error (the QP breaks anyway). */
         status = (wc->status == AXON_DEV_WC_RETRY_EXC_ERR) ? AXON_ERR_ENDPOINT_TIMEOUT :
                  (wc->status == AXON_DEV_WC_WR_FLUSH_ERR) ? AXON_ERR_CANCELED :
+                 (wc->status == AXON_DEV_WC_REM_ACCESS_ERR) ? AXON_ERR_REMOTE_ACCESS :
                  AXON_ERR_CONNECTION_RESET;
         /* Flushed because the connection failed: report why it failed, not a cancel. */
         if ((status == AXON_ERR_CANCELED) && (conn->status != AXON_OK)) {
@@ -194,7 +196,9 @@ void axon_rc_iface_tx_completion(axon_rc_iface_t *iface, const axon_dev_wc_t *wc
         conn->flags &= ~AXON_RC_CONN_F_KA_POSTED;
     }
     if ((wc->status != AXON_DEV_WC_SUCCESS) && (conn->status == AXON_OK)) {
-        axon_rc_conn_fail(conn, status, axon_dev_wc_status_str(wc->status));
+        axon_rc_conn_fail(conn, (status == AXON_ERR_REMOTE_ACCESS) ? AXON_ERR_CONNECTION_RESET :
+                                                                     status,
+                          axon_dev_wc_status_str(wc->status));
     } else if (conn->flags & (AXON_RC_CONN_F_RTU_PENDING | AXON_RC_CONN_F_CREDIT_PENDING |
                               AXON_RC_CONN_F_BYE_PENDING)) {
         axon_rc_conn_post_pending(conn);

@@ -132,6 +132,14 @@ typedef enum {
     AXON_DEV_WR_RDMA_READ           = 4,
     AXON_DEV_WR_ATOMIC_CMP_AND_SWP  = 5,
     AXON_DEV_WR_ATOMIC_FETCH_AND_ADD = 6,
+    /*
+     * Extended atomics (seed §8.7, AXON_DEV_CAP_EXT_ATOMIC), operands in
+     * wr.masked_atomic. libibverbs has no such opcodes (rdma-core refuses
+     * them); these values would be IBV_WR_LOCAL_INV / BIND_MW there, so a
+     * back end never hands them to libibverbs as they are.
+     */
+    AXON_DEV_WR_EXT_MASKED_ATOMIC_CMP_AND_SWP   = 7,
+    AXON_DEV_WR_EXT_MASKED_ATOMIC_FETCH_AND_ADD = 8,
 } axon_dev_wr_opcode_t;
 
 /* Send flags (ibv_send_flags) */
@@ -175,6 +183,8 @@ typedef enum {
     AXON_DEV_WC_COMP_SWAP          = 3,
     AXON_DEV_WC_FETCH_ADD          = 4,
     AXON_DEV_WC_BIND_MW            = 5,
+    AXON_DEV_WC_MASKED_COMP_SWAP   = 9,    /* IBV_EXP_WC_MASKED_COMP_SWAP */
+    AXON_DEV_WC_MASKED_FETCH_ADD   = 10,   /* IBV_EXP_WC_MASKED_FETCH_ADD */
     AXON_DEV_WC_RECV               = 128,
     AXON_DEV_WC_RECV_RDMA_WITH_IMM = 129,
 } axon_dev_wc_opcode_t;
@@ -293,8 +303,12 @@ typedef struct axon_dev_attr {
     } dc;
     struct {
         uint32_t log_atomic_arg_sizes;       /* bit n: 2^n-byte masked atomics */
-        uint32_t max_fa_bit_boundary;        /* masked fetch-add field boundary (bytes) */
-        uint32_t log_max_atomic_inline;
+        uint32_t max_fa_bit_boundary;        /* log2 of the largest fetch-add field, bytes */
+        uint32_t log_max_atomic_inline;      /* log2 of the largest operand passed by value */
+        /* Bit n: 2^n-byte masked atomics are atomic with the CPU too
+         * (AXON_DEV_ATOMIC_GLOB); the other sizes only among the device's own
+         * atomics (AXON_DEV_ATOMIC_HCA). An Axon addition. */
+        uint32_t log_glob_arg_sizes;
     } ext_atomic;
     struct {
         uint32_t max_klm_list_size;          /* entries of an indirect key */
@@ -523,6 +537,39 @@ struct axon_dev_send_wr {
             uint32_t       remote_qpn;
             uint32_t       remote_qkey;
         } ud;
+        /*
+         * EXT_MASKED_ATOMIC_* (seed §8.7.2.4): an operand of 2^log_arg_sz
+         * bytes (2..5: 4..32), naturally aligned at remote_addr. Each operand
+         * field below holds the value itself when the operand is at most 8
+         * bytes (a 4-byte one in the low 32 bits), else the address of
+         * 2^log_arg_sz bytes holding it, read at post time. Operands and the
+         * result are 64-bit words in host byte order, word i being bytes
+         * [8i, 8i + 8) of the target (§8.7.2.2); the previous value goes to
+         * sg_list (one SGE of 2^log_arg_sz bytes), as with standard atomics.
+         *   CMP_AND_SWP: if ((old ^ compare_val) & compare_mask) == 0 in every
+         *     word, new = (old & ~swap_mask) | (swap_val & swap_mask).
+         *   FETCH_AND_ADD: a 1 bit of field_boundary marks the most
+         *     significant bit of a field; the top bit of each 64-bit word
+         *     (of a 4-byte operand: bit 31) always ends one. Fields add
+         *     separately, their carries dropped.
+         */
+        struct {
+            uint32_t log_arg_sz;
+            uint64_t remote_addr;
+            uint32_t rkey;
+            union {
+                struct {
+                    uint64_t compare_mask;
+                    uint64_t compare_val;
+                    uint64_t swap_val;
+                    uint64_t swap_mask;
+                } cmp_swap;
+                struct {
+                    uint64_t add_val;
+                    uint64_t field_boundary;
+                } fetch_add;
+            } op;
+        } masked_atomic;
     } wr;
 };
 

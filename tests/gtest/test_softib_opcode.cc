@@ -27,6 +27,8 @@ const char *op_name(axon_dev_wr_opcode_t op)
     case AXON_DEV_WR_RDMA_READ:            return "RdmaRead";
     case AXON_DEV_WR_ATOMIC_CMP_AND_SWP:   return "AtomicCmpAndSwp";
     case AXON_DEV_WR_ATOMIC_FETCH_AND_ADD: return "AtomicFetchAndAdd";
+    case AXON_DEV_WR_EXT_MASKED_ATOMIC_CMP_AND_SWP:   return "MaskedCmpAndSwp";
+    case AXON_DEV_WR_EXT_MASKED_ATOMIC_FETCH_AND_ADD: return "MaskedFetchAndAdd";
     }
     return "?";
 }

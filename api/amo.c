@@ -1,0 +1,201 @@
+/*
+ * Atomics: the public calls build an axon_amo_args_t; a key mapped in this
+ * process (LOCAL/SHM) has it executed by our CPU under the region's lock
+ * stripe at once, any other one sends it to the target as an AMO active
+ * message (rma_am.c), where a CPU of the target's host executes it the same
+ * way. Either way every Axon atomic on a location is atomic with respect
+ * to every other one.
+ */
+#include <string.h>
+#include "log.h"
+#include "rma_proto.h"
+
+void axon_amo_result_store(void *result, unsigned size, const uint64_t *words)
+{
+    uint32_t v32;
+
+    if (size == 4) {
+        v32 = (uint32_t)words[0];
+        memcpy(result, &v32, sizeof(v32));
+    } else {
+        memcpy(result, words, size);
+    }
+}
+
+void axon_amo_local_exec(const struct axon_rkey *rkey, uint64_t remote_addr,
+                         const axon_amo_args_t *args, void *result)
+{
+    uint64_t offset = remote_addr - rkey->remote_base;
+    uint64_t words[AXON_AMO_MAX_WORDS];
+
+    axon_amo_cpu_exec(rkey->locks, offset, rkey->local_base + offset, args,
+                      (result != NULL) ? words : NULL);
+    if (result != NULL) {
+        axon_amo_result_store(result, args->size, words);
+    }
+}
+
+/* Checks every atomic shares; logs what is wrong. */
+static axon_status_t axon_amo_check(axon_ep_h ep, axon_rkey_h rkey, size_t size,
+                                    uint64_t remote_addr, const void *req_p, const char *func)
+{
+    axon_status_t status = axon_rma_check(ep, rkey, AXON_FEATURE_AMO, req_p, func);
+
+    if (__builtin_expect(status != AXON_OK, 0)) {
+        return status;
+    }
+    if (__builtin_expect(remote_addr & (size - 1), 0)) {
+        axon_error("%s: remote address 0x%llx is not aligned to the operand's %zu bytes", func,
+                   (unsigned long long)remote_addr, size);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if (__builtin_expect(!axon_rkey_range_ok(rkey, remote_addr, size), 0)) {
+        return axon_rma_range_error(rkey, remote_addr, size, func);
+    }
+    return AXON_OK;
+}
+
+/* Execute here when the memory is mapped here, else send it. */
+static axon_status_t axon_amo_start(axon_ep_h ep, axon_rkey_h rkey, uint64_t remote_addr,
+                                    const axon_amo_args_t *args, void *result,
+                                    const axon_request_param_t *param, axon_request_h *req_p)
+{
+    axon_request_h req;
+
+    if ((rkey->path <= AXON_RMA_PATH_SHM) && axon_rma_unfenced(ep)) {
+        axon_amo_local_exec(rkey, remote_addr, args, result);
+        if (__builtin_expect((param != NULL) && (param->flags & AXON_REQ_FLAG_NO_IMM_CMPL), 0)) {
+            return axon_rma_done_request(ep, param, req_p);
+        }
+        return AXON_OK;
+    }
+    req = axon_rma_request_get(ep, param, AXON_RMA_KIND_AMO);
+    if (req == NULL) {
+        return AXON_ERR_NO_MEMORY;
+    }
+    req->rma.rkey        = rkey;
+    /* ZCOPY lanes move bytes only: the target's CPU does the atomic. */
+    req->rma.mode        = (rkey->path <= AXON_RMA_PATH_SHM) ? rkey->path : AXON_RMA_PATH_AM;
+    req->rma.token       = rkey->token;
+    req->rma.remote_addr = remote_addr;
+    req->rma.length      = 1;
+    req->rma.amo.args    = *args;
+    req->rma.amo.result  = result;
+    return axon_rma_start(req, param, req_p);
+}
+
+static inline uint64_t axon_amo_load(const void *p, size_t size)
+{
+    uint32_t v32;
+    uint64_t v64;
+
+    if (size == 4) {
+        memcpy(&v32, p, sizeof(v32));
+        return v32;
+    }
+    memcpy(&v64, p, sizeof(v64));
+    return v64;
+}
+
+axon_status_t axon_atomic_nb(axon_ep_h ep, axon_atomic_op_t op, size_t size, const void *value,
+                             const void *compare, void *result, uint64_t remote_addr,
+                             axon_rkey_h rkey, const axon_request_param_t *param,
+                             axon_request_h *req_p)
+{
+    axon_amo_args_t args;
+    axon_status_t status;
+
+    if (__builtin_expect(((unsigned)op >= AXON_ATOMIC_LAST) || ((size != 4) && (size != 8)) ||
+                         (value == NULL), 0)) {
+        axon_error("axon_atomic_nb: %s", ((unsigned)op >= AXON_ATOMIC_LAST) ? "no such operation" :
+                   (value == NULL) ? "NULL value" : "size must be 4 or 8");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if (__builtin_expect((result == NULL) && ((op == AXON_ATOMIC_SWAP) ||
+                                              (op == AXON_ATOMIC_CSWAP)), 0)) {
+        axon_error("axon_atomic_nb: %s needs a result buffer",
+                   (op == AXON_ATOMIC_SWAP) ? "swap" : "compare-and-swap");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if (__builtin_expect((op == AXON_ATOMIC_CSWAP) && (compare == NULL), 0)) {
+        axon_error("axon_atomic_nb: compare-and-swap with a NULL compare value");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    status = axon_amo_check(ep, rkey, size, remote_addr, req_p, "axon_atomic_nb");
+    if (__builtin_expect(status != AXON_OK, 0)) {
+        return status;
+    }
+
+    memset(&args, 0, sizeof(args));
+    args.op       = (uint8_t)op;
+    args.size     = (uint8_t)size;
+    args.fetch    = (result != NULL);
+    args.value[0] = axon_amo_load(value, size);
+    if (op == AXON_ATOMIC_CSWAP) {
+        args.compare[0] = axon_amo_load(compare, size);
+    }
+    return axon_amo_start(ep, rkey, remote_addr, &args, result, param, req_p);
+}
+
+/* 8, 16 or 32 bytes: the extended atomics' operand sizes. */
+static inline int axon_amo_ext_size_ok(size_t size)
+{
+    return (size == 8) || (size == 16) || (size == 32);
+}
+
+axon_status_t axon_atomic_masked_cswap_nb(axon_ep_h ep, size_t size, const uint64_t *compare,
+                                          const uint64_t *compare_mask, const uint64_t *swap,
+                                          const uint64_t *swap_mask, uint64_t *result,
+                                          uint64_t remote_addr, axon_rkey_h rkey,
+                                          const axon_request_param_t *param,
+                                          axon_request_h *req_p)
+{
+    axon_amo_args_t args;
+    axon_status_t status;
+
+    if (!axon_amo_ext_size_ok(size) || (compare == NULL) || (compare_mask == NULL) ||
+        (swap == NULL) || (swap_mask == NULL)) {
+        axon_error("axon_atomic_masked_cswap_nb: %s", !axon_amo_ext_size_ok(size) ?
+                   "size must be 8, 16 or 32" : "NULL operand");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    status = axon_amo_check(ep, rkey, size, remote_addr, req_p, "axon_atomic_masked_cswap_nb");
+    if (status != AXON_OK) {
+        return status;
+    }
+    memset(&args, 0, sizeof(args));
+    args.op    = AXON_AMO_MASKED_CSWAP;
+    args.size  = (uint8_t)size;
+    args.fetch = (result != NULL);
+    memcpy(args.compare, compare, size);
+    memcpy(args.mask, compare_mask, size);
+    memcpy(args.value, swap, size);
+    memcpy(args.swap_mask, swap_mask, size);
+    return axon_amo_start(ep, rkey, remote_addr, &args, result, param, req_p);
+}
+
+axon_status_t axon_atomic_mfadd_nb(axon_ep_h ep, size_t size, const uint64_t *add,
+                                   const uint64_t *field_boundary, uint64_t *result,
+                                   uint64_t remote_addr, axon_rkey_h rkey,
+                                   const axon_request_param_t *param, axon_request_h *req_p)
+{
+    axon_amo_args_t args;
+    axon_status_t status;
+
+    if (!axon_amo_ext_size_ok(size) || (add == NULL) || (field_boundary == NULL)) {
+        axon_error("axon_atomic_mfadd_nb: %s", !axon_amo_ext_size_ok(size) ?
+                   "size must be 8, 16 or 32" : "NULL operand");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    status = axon_amo_check(ep, rkey, size, remote_addr, req_p, "axon_atomic_mfadd_nb");
+    if (status != AXON_OK) {
+        return status;
+    }
+    memset(&args, 0, sizeof(args));
+    args.op    = AXON_AMO_MFADD;
+    args.size  = (uint8_t)size;
+    args.fetch = (result != NULL);
+    memcpy(args.value, add, size);
+    memcpy(args.mask, field_boundary, size);
+    return axon_amo_start(ep, rkey, remote_addr, &args, result, param, req_p);
+}

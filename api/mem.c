@@ -1,0 +1,541 @@
+/*
+ * Memory mapped for remote access: the caller's range, or a segment we
+ * allocate so that processes on this host can map it (mem_seg.h). Each
+ * mapping gets a random token that keys and remote-access messages name it
+ * by, a lock-stripe table for the atomics executed on it (amo_cpu.h), and a
+ * registration on every key-needing iface (rc) of every worker of the
+ * context, so a peer's RDMA reaches it. Workers created later register the
+ * existing mappings (axon_mem_worker_attach).
+ *
+ * Every mapping is also published in the context's mapping table
+ * (framework/mem_table.h), which peers on the host check before they reach
+ * the memory by cross-memory attach: unmapping clears the slot before the
+ * memory goes, so later accesses through old keys fail on every path (AM:
+ * the token is gone here; CMA: the slot; rc: the registration; SHM: the
+ * segment stays mapped at the peer until its keys are destroyed).
+ * Unmapping while a peer's access is under way is the user's error, as in
+ * UCX and OpenSHMEM.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+#include "log.h"
+#include "mem.h"
+#include "rma.h"
+#include "sys.h"
+
+const char *const axon_rma_path_mode_names[] = {"auto", "am", NULL};
+
+/* Every mapping of this process by token, for keys unpacked in the same
+ * process (possibly another context): LOCAL needs the mapping's lock table. */
+static pthread_mutex_t  axon_mem_proc_lock = PTHREAD_MUTEX_INITIALIZER;
+static axon_list_link_t axon_mem_proc_hash[AXON_MEM_HASH_BUCKETS];
+static int              axon_mem_proc_hash_ready;
+
+/*
+ * The lock table of mapped user memory, shared with the LOCAL keys that
+ * reach it: a key may outlive the mapping (its memory is the caller's), so
+ * the table goes with its last user. refcount under axon_mem_proc_lock.
+ */
+typedef struct axon_mem_own_locks {
+    axon_amo_lock_table_t table;      /* first: own_locks points here */
+    unsigned              refcount;
+} axon_mem_own_locks_t;
+
+static inline unsigned axon_mem_bucket(uint64_t token)
+{
+    return (unsigned)(token ^ (token >> 32)) % AXON_MEM_HASH_BUCKETS;
+}
+
+/* Caller holds axon_mem_proc_lock. */
+static void axon_mem_proc_hash_init(void)
+{
+    unsigned i;
+
+    if (!axon_mem_proc_hash_ready) {
+        for (i = 0; i < AXON_MEM_HASH_BUCKETS; ++i) {
+            axon_list_init(&axon_mem_proc_hash[i]);
+        }
+        axon_mem_proc_hash_ready = 1;
+    }
+}
+
+axon_status_t axon_mem_context_init(axon_context_h ctx)
+{
+    struct axon_mem_ctx *mctx;
+    unsigned i;
+
+    mctx = calloc(1, sizeof(*mctx));
+    if (mctx == NULL) {
+        axon_error("axon_init: out of memory");
+        return AXON_ERR_NO_MEMORY;
+    }
+    if (pthread_mutex_init(&mctx->lock, NULL) != 0) {
+        axon_error("axon_init: cannot create the memory mapping lock");
+        free(mctx);
+        return AXON_ERR_NO_MEMORY;
+    }
+    axon_list_init(&mctx->maps);
+    axon_list_init(&mctx->workers);
+    axon_list_init(&mctx->segs);
+    axon_list_init(&mctx->tables);
+    for (i = 0; i < AXON_MEM_HASH_BUCKETS; ++i) {
+        axon_list_init(&mctx->hash[i]);
+    }
+    ctx->mem = mctx;
+    return AXON_OK;
+}
+
+/* ---------------------------------------------------------------- registrations */
+
+static int axon_mem_iface_needs_key(const axon_iface_t *iface)
+{
+    return (iface->resource->cap_flags & AXON_CAP_NEED_MKEY) && (iface->ops->mem_reg != NULL) &&
+           (iface->ops->mem_dereg != NULL) && (iface->ops->rkey_pack != NULL);
+}
+
+/* Register mem on worker's key-needing ifaces; an iface that refuses just has no entry. */
+static axon_status_t axon_mem_reg_worker(struct axon_mem *mem, axon_worker_h worker)
+{
+    axon_mem_reg_t *reg;
+    axon_iface_t *iface;
+    axon_status_t status;
+    unsigned i;
+
+    for (i = 0; i < worker->num_ifaces; ++i) {
+        iface = worker->ifaces[i].iface;
+        if (!axon_mem_iface_needs_key(iface)) {
+            continue;
+        }
+        if (iface->ops->rkey_max_len > AXON_RNDV_RKEY_MAX) {
+            axon_debug("%s: keys of %zu bytes do not fit a packed key (%d): not registered",
+                       iface->resource->tl_name, iface->ops->rkey_max_len, AXON_RNDV_RKEY_MAX);
+            continue;
+        }
+        reg = calloc(1, sizeof(*reg));
+        if (reg == NULL) {
+            axon_error("axon_mem_map: out of memory");
+            return AXON_ERR_NO_MEMORY;
+        }
+        status = iface->ops->mem_reg(iface, mem->address, mem->length, &reg->tl_memh);
+        if (status != AXON_OK) {
+            /* Peers then reach this memory over another path on that lane. */
+            axon_warn("%s/%s: registering %p (%zu bytes) for remote access failed: %s",
+                      iface->resource->tl_name, iface->resource->dev_name, (void *)mem->address,
+                      mem->length, axon_status_string(status));
+            free(reg);
+            continue;
+        }
+        reg->worker = worker;
+        reg->iface  = iface;
+        axon_list_add_tail(&mem->regs, &reg->link);
+    }
+    return AXON_OK;
+}
+
+/* Drop mem's registrations on worker's ifaces (every worker's with worker NULL). */
+static void axon_mem_dereg_worker(struct axon_mem *mem, axon_worker_h worker)
+{
+    axon_mem_reg_t *reg, *tmp;
+
+    axon_list_for_each_safe(reg, tmp, &mem->regs, link) {
+        if ((worker == NULL) || (reg->worker == worker)) {
+            reg->iface->ops->mem_dereg(reg->iface, reg->tl_memh);
+            axon_list_del(&reg->link);
+            free(reg);
+        }
+    }
+}
+
+axon_status_t axon_mem_worker_attach(axon_worker_h worker)
+{
+    struct axon_mem_ctx *mctx = worker->context->mem;
+    struct axon_mem *mem;
+    axon_status_t status = AXON_OK;
+
+    pthread_mutex_lock(&mctx->lock);
+    axon_list_add_tail(&mctx->workers, &worker->mem_link);
+    axon_list_for_each(mem, &mctx->maps, link) {
+        status = axon_mem_reg_worker(mem, worker);
+        if (status != AXON_OK) {
+            break;
+        }
+    }
+    if (status != AXON_OK) {
+        axon_list_for_each(mem, &mctx->maps, link) {
+            axon_mem_dereg_worker(mem, worker);
+        }
+        axon_list_del(&worker->mem_link);
+    }
+    pthread_mutex_unlock(&mctx->lock);
+    return status;
+}
+
+void axon_mem_worker_detach(axon_worker_h worker)
+{
+    struct axon_mem_ctx *mctx = worker->context->mem;
+    struct axon_mem *mem;
+
+    pthread_mutex_lock(&mctx->lock);
+    axon_list_for_each(mem, &mctx->maps, link) {
+        axon_mem_dereg_worker(mem, worker);
+    }
+    axon_list_del(&worker->mem_link);
+    pthread_mutex_unlock(&mctx->lock);
+}
+
+/* ---------------------------------------------------------------- the mapping table */
+
+/*
+ * Publish mem in the context's table, created on the first mapping; a
+ * mapping without a slot (no table, table full) is simply not reached by
+ * cross-memory attach. Caller holds mctx->lock.
+ */
+static void axon_mem_publish(struct axon_mem_ctx *mctx, struct axon_mem *mem)
+{
+    if (mctx->table_state == 0) {
+        mctx->table_state = (axon_mem_table_create(&mctx->table) == AXON_OK) ? 1 : -1;
+        if (mctx->table_state < 0) {
+            axon_warn("axon_mem_map: no mapping table: peers on this host reach mapped memory "
+                      "by active messages only");
+        }
+    }
+    if (mctx->table_state > 0) {
+        mem->slot = axon_mem_table_publish(&mctx->table, mem->token, (uintptr_t)mem->address,
+                                           mem->length);
+    }
+}
+
+/* Caller holds mctx->lock. */
+static void axon_mem_unpublish(struct axon_mem_ctx *mctx, struct axon_mem *mem)
+{
+    if (mem->slot >= 0) {
+        axon_mem_table_clear(&mctx->table, (uint32_t)mem->slot);
+        mem->slot = -1;
+    }
+}
+
+/* ---------------------------------------------------------------- mappings */
+
+/* Caller holds mctx->lock. */
+static struct axon_mem *axon_mem_find_token(struct axon_mem_ctx *mctx, uint64_t token)
+{
+    struct axon_mem *mem;
+
+    axon_list_for_each(mem, &mctx->hash[axon_mem_bucket(token)], hash_link) {
+        if (mem->token == token) {
+            return mem;
+        }
+    }
+    return NULL;
+}
+
+/* Caller holds axon_mem_proc_lock. */
+static struct axon_mem *axon_mem_proc_find(uint64_t token)
+{
+    struct axon_mem *mem;
+
+    axon_mem_proc_hash_init();
+    axon_list_for_each(mem, &axon_mem_proc_hash[axon_mem_bucket(token)], proc_link) {
+        if (mem->token == token) {
+            return mem;
+        }
+    }
+    return NULL;
+}
+
+int axon_mem_is_mapped(axon_context_h ctx, axon_mem_h memh)
+{
+    struct axon_mem *mem;
+
+    axon_list_for_each(mem, &ctx->mem->maps, link) {
+        if (mem == memh) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A token no mapping of this process has (0 never: it reads as "none" in dumps). */
+static uint64_t axon_mem_new_token(void)
+{
+    uint64_t token;
+
+    do {
+        token = axon_sys_generate_uuid();
+    } while ((token == 0) || (axon_mem_proc_find(token) != NULL));
+    return token;
+}
+
+static axon_status_t axon_mem_map_check(axon_context_h context,
+                                        const axon_mem_map_params_t *params, axon_mem_h *memh_p)
+{
+    if ((context == NULL) || (params == NULL) || (memh_p == NULL)) {
+        axon_error("axon_mem_map: NULL %s", !context ? "context" : !params ? "params" : "memh_p");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if (!(context->features & (AXON_FEATURE_RMA | AXON_FEATURE_AMO))) {
+        axon_error("axon_mem_map: context features 0x%x lack AXON_FEATURE_RMA and "
+                   "AXON_FEATURE_AMO", context->features);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if (params->flags & ~(uint32_t)AXON_MEM_MAP_ALLOCATE) {
+        axon_error("axon_mem_map: unknown flags 0x%x", params->flags);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if (params->length == 0) {
+        axon_error("axon_mem_map: length is 0");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if (!(params->flags & AXON_MEM_MAP_ALLOCATE)) {
+        if (params->address == NULL) {
+            axon_error("axon_mem_map: address is NULL (and AXON_MEM_MAP_ALLOCATE not given)");
+            return AXON_ERR_INVALID_PARAM;
+        }
+        if ((uintptr_t)params->address + params->length < (uintptr_t)params->address) {
+            axon_error("axon_mem_map: range %p + %zu wraps around the address space",
+                       params->address, params->length);
+            return AXON_ERR_INVALID_PARAM;
+        }
+    }
+    return AXON_OK;
+}
+
+void axon_mem_locks_put(void *ref)
+{
+    axon_mem_own_locks_t *ol = ref;
+    unsigned left;
+
+    pthread_mutex_lock(&axon_mem_proc_lock);
+    left = --ol->refcount;
+    pthread_mutex_unlock(&axon_mem_proc_lock);
+    if (left == 0) {
+        free(ol);
+    }
+}
+
+static void axon_mem_free(struct axon_mem *mem)
+{
+    if (mem->flags & AXON_MEM_MAP_ALLOCATE) {
+        axon_mem_seg_free(&mem->seg);
+    }
+    if (mem->own_locks != NULL) {
+        axon_mem_locks_put(mem->own_locks);
+    }
+    free(mem);
+}
+
+axon_status_t axon_mem_map(axon_context_h context, const axon_mem_map_params_t *params,
+                           axon_mem_h *memh_p)
+{
+    struct axon_mem_ctx *mctx;
+    struct axon_mem *mem;
+    axon_worker_h worker;
+    axon_status_t status;
+
+    status = axon_mem_map_check(context, params, memh_p);
+    if (status != AXON_OK) {
+        return status;
+    }
+    mctx = context->mem;
+
+    mem = calloc(1, sizeof(*mem));
+    if (mem == NULL) {
+        axon_error("axon_mem_map: out of memory");
+        return AXON_ERR_NO_MEMORY;
+    }
+    mem->context = context;
+    mem->flags   = params->flags;
+    mem->length  = params->length;
+    mem->slot    = -1;
+    axon_list_init(&mem->regs);
+
+    pthread_mutex_lock(&axon_mem_proc_lock);
+    mem->token = axon_mem_new_token();
+    pthread_mutex_unlock(&axon_mem_proc_lock);
+
+    if (params->flags & AXON_MEM_MAP_ALLOCATE) {
+        status = axon_mem_seg_alloc(params->length, mem->token, &mem->seg);
+        if (status != AXON_OK) {
+            free(mem);
+            return status;
+        }
+        mem->address = mem->seg.address;
+        mem->locks   = mem->seg.locks;
+    } else {
+        axon_mem_own_locks_t *ol;
+
+        /* A cache line per stripe, as in a segment's header. */
+        if (posix_memalign((void **)&ol, AXON_CACHE_LINE, sizeof(*ol)) != 0) {
+            axon_error("axon_mem_map: out of memory");
+            free(mem);
+            return AXON_ERR_NO_MEMORY;
+        }
+        axon_amo_lock_table_init(&ol->table);
+        ol->refcount   = 1;
+        mem->own_locks = &ol->table;
+        mem->address   = params->address;
+        mem->locks     = mem->own_locks;
+    }
+
+    pthread_mutex_lock(&mctx->lock);
+    axon_list_for_each(worker, &mctx->workers, mem_link) {
+        status = axon_mem_reg_worker(mem, worker);
+        if (status != AXON_OK) {
+            axon_mem_dereg_worker(mem, NULL);
+            pthread_mutex_unlock(&mctx->lock);
+            axon_mem_free(mem);
+            return status;
+        }
+    }
+    axon_mem_publish(mctx, mem);
+    axon_list_add_tail(&mctx->maps, &mem->link);
+    axon_list_add_tail(&mctx->hash[axon_mem_bucket(mem->token)], &mem->hash_link);
+    pthread_mutex_unlock(&mctx->lock);
+
+    pthread_mutex_lock(&axon_mem_proc_lock);
+    axon_mem_proc_hash_init();
+    axon_list_add_tail(&axon_mem_proc_hash[axon_mem_bucket(mem->token)], &mem->proc_link);
+    pthread_mutex_unlock(&axon_mem_proc_lock);
+
+    axon_debug("mapped %p, %zu bytes%s, token %016llx, table slot %d", (void *)mem->address,
+               mem->length, (mem->flags & AXON_MEM_MAP_ALLOCATE) ? " (allocated)" : "",
+               (unsigned long long)mem->token, (int)mem->slot);
+    *memh_p = mem;
+    return AXON_OK;
+}
+
+axon_status_t axon_mem_query(axon_mem_h memh, void **address_p, size_t *length_p)
+{
+    if ((memh == NULL) || (address_p == NULL) || (length_p == NULL)) {
+        axon_error("axon_mem_query: NULL %s", !memh ? "memh" : !address_p ? "address_p" :
+                                                                           "length_p");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    *address_p = memh->address;
+    *length_p  = memh->length;
+    return AXON_OK;
+}
+
+/* Unpublish, unlink from both hashes and free; caller holds mctx->lock. */
+static void axon_mem_destroy(struct axon_mem *mem)
+{
+    axon_mem_unpublish(mem->context->mem, mem);  /* first: peers' CMA stops here */
+    axon_list_del(&mem->link);
+    axon_list_del(&mem->hash_link);
+    pthread_mutex_lock(&axon_mem_proc_lock);
+    axon_list_del(&mem->proc_link);
+    pthread_mutex_unlock(&axon_mem_proc_lock);
+    axon_mem_dereg_worker(mem, NULL);
+    axon_debug("unmapped %p, %zu bytes, token %016llx", (void *)mem->address, mem->length,
+               (unsigned long long)mem->token);
+    axon_mem_free(mem);
+}
+
+axon_status_t axon_mem_unmap(axon_context_h context, axon_mem_h memh)
+{
+    struct axon_mem_ctx *mctx;
+
+    if ((context == NULL) || (memh == NULL)) {
+        axon_error("axon_mem_unmap: NULL %s", !context ? "context" : "memh");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    mctx = context->mem;
+    pthread_mutex_lock(&mctx->lock);
+    /* Compared by pointer only: a stale handle is never dereferenced. */
+    if (!axon_mem_is_mapped(context, memh)) {
+        pthread_mutex_unlock(&mctx->lock);
+        axon_error("axon_mem_unmap: %p is not a mapping of context %p", (void *)memh,
+                   (void *)context);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    axon_mem_destroy(memh);
+    pthread_mutex_unlock(&mctx->lock);
+    return AXON_OK;
+}
+
+void axon_mem_context_cleanup(axon_context_h ctx)
+{
+    struct axon_mem_ctx *mctx = ctx->mem;
+    struct axon_mem *mem, *tmp;
+
+    if (mctx == NULL) {
+        return;
+    }
+    axon_rkey_segs_cleanup(ctx);
+    pthread_mutex_lock(&mctx->lock);
+    axon_list_for_each_safe(mem, tmp, &mctx->maps, link) {
+        axon_warn("axon_cleanup: memory %p (%zu bytes) is still mapped; unmapping it",
+                  (void *)mem->address, mem->length);
+        axon_mem_destroy(mem);
+    }
+    if (mctx->table_state > 0) {
+        axon_mem_table_destroy(&mctx->table);
+    }
+    pthread_mutex_unlock(&mctx->lock);
+    pthread_mutex_destroy(&mctx->lock);
+    free(mctx);
+    ctx->mem = NULL;
+}
+
+/* ---------------------------------------------------------------- lookups */
+
+uint8_t *axon_mem_lookup(axon_context_h context, uint64_t token, uint64_t addr, size_t length,
+                         axon_amo_lock_table_t **locks_p, uint64_t *region_offset_p,
+                         axon_status_t *status)
+{
+    struct axon_mem_ctx *mctx = context->mem;
+    struct axon_mem *mem;
+    uint64_t base, offset;
+
+    pthread_mutex_lock(&mctx->lock);
+    mem = axon_mem_find_token(mctx, token);
+    if (mem == NULL) {
+        pthread_mutex_unlock(&mctx->lock);
+        axon_debug("remote access with token %016llx: no such mapping (unmapped?)",
+                   (unsigned long long)token);
+        *status = AXON_ERR_REMOTE_ACCESS;
+        return NULL;
+    }
+    base = (uintptr_t)mem->address;
+    if ((addr < base) || (length > mem->length) || (addr - base > mem->length - length)) {
+        pthread_mutex_unlock(&mctx->lock);
+        axon_debug("remote access to [0x%llx, +%zu) outside mapping [%p, +%zu)",
+                   (unsigned long long)addr, length, (void *)mem->address, mem->length);
+        *status = AXON_ERR_REMOTE_ACCESS;
+        return NULL;
+    }
+    offset = addr - base;
+    if (locks_p != NULL) {
+        *locks_p = mem->locks;
+    }
+    pthread_mutex_unlock(&mctx->lock);
+    if (region_offset_p != NULL) {
+        *region_offset_p = offset;
+    }
+    *status = AXON_OK;
+    return (uint8_t *)(uintptr_t)addr;
+}
+
+axon_status_t axon_mem_find_local(uint64_t token, uint64_t address, uint64_t length,
+                                  uint8_t **base_p, axon_amo_lock_table_t **locks_p,
+                                  void **ref_p)
+{
+    struct axon_mem *mem;
+    axon_status_t status = AXON_ERR_REMOTE_ACCESS;
+
+    pthread_mutex_lock(&axon_mem_proc_lock);
+    mem = axon_mem_proc_find(token);
+    if ((mem != NULL) && ((uintptr_t)mem->address == address) && (mem->length == length)) {
+        *base_p  = mem->address;
+        *locks_p = mem->locks;
+        *ref_p   = NULL;
+        if (mem->own_locks != NULL) {
+            ++((axon_mem_own_locks_t *)mem->own_locks)->refcount;
+            *ref_p = mem->own_locks;
+        }
+        status   = AXON_OK;
+    }
+    pthread_mutex_unlock(&axon_mem_proc_lock);
+    return status;
+}

@@ -1,0 +1,93 @@
+/*
+ * Mapped memory inside the library (mem.c) and what a context keeps for
+ * remote memory access: its mappings, its workers (a mapping is registered
+ * on every key-needing iface of every worker), the table that publishes
+ * its mappings to peers on the host (framework/mem_table.h), and the peers'
+ * segments and tables its keys have attached (rkey.c). All of it under one
+ * mutex, taken on slow paths only, and by axon_mem_lookup for operations
+ * executed at the target.
+ *
+ * The mapping table is per context, not per process: its lifetime is the
+ * context's (axon_cleanup leaves no fd or mapping behind), the mutex that
+ * map and unmap take anyway serializes its slots, and nothing is global
+ * (no fork or library-unload cases). A process usually has one context,
+ * so peers usually attach one table per process.
+ */
+#ifndef AXON_MEM_H
+#define AXON_MEM_H
+
+#include <pthread.h>
+#include "axon_int.h"
+#include "amo_cpu.h"
+#include "mem_seg.h"
+#include "mem_table.h"
+
+/* AXON_RMA_PATH: how keys are unpacked (context.c's table names them). */
+typedef enum {
+    AXON_RMA_PATH_MODE_AUTO = 0,  /* the most direct path the lanes allow */
+    AXON_RMA_PATH_MODE_AM,        /* always active messages (tests the emulation) */
+} axon_rma_path_mode_t;
+
+extern const char *const axon_rma_path_mode_names[];
+
+#define AXON_MEM_HASH_BUCKETS 64
+
+/* A mapping registered on one key-needing iface of one worker. */
+typedef struct axon_mem_reg {
+    axon_list_link_t link;       /* in mem->regs */
+    axon_worker_h    worker;
+    axon_iface_t    *iface;
+    void            *tl_memh;    /* what iface's mem_reg returned */
+} axon_mem_reg_t;
+
+struct axon_mem {
+    axon_context_h         context;
+    axon_list_link_t       link;       /* in the context's maps */
+    axon_list_link_t       hash_link;  /* in the context's token hash */
+    axon_list_link_t       proc_link;  /* in the process-wide token hash (same-process keys) */
+    uint64_t               token;      /* random, names the mapping in keys and messages */
+    uint8_t               *address;
+    size_t                 length;
+    uint32_t               flags;      /* AXON_MEM_MAP_* */
+    axon_amo_lock_table_t *locks;      /* the segment's, or own_locks */
+    axon_amo_lock_table_t *own_locks;  /* mapped user memory: a table of its own (refcounted) */
+    axon_mem_seg_t         seg;        /* AXON_MEM_MAP_ALLOCATE */
+    axon_list_link_t       regs;       /* axon_mem_reg_t */
+    int32_t                slot;       /* in the context's mapping table; -1: none */
+};
+
+struct axon_mem_ctx {
+    pthread_mutex_t  lock;
+    axon_list_link_t maps;                          /* struct axon_mem */
+    axon_list_link_t hash[AXON_MEM_HASH_BUCKETS];   /* struct axon_mem by token */
+    axon_list_link_t workers;                       /* axon_worker.mem_link */
+    axon_list_link_t segs;                          /* peers' segments (rkey.c) */
+    axon_list_link_t tables;                        /* peers' mapping tables (rkey.c) */
+    axon_mem_table_t table;                         /* ours, once created */
+    int              table_state;                   /* 0: not yet, 1: created, -1: failed */
+};
+
+/* Context lifetime (context.c): cleanup unmaps what the user forgot, with a warning. */
+axon_status_t axon_mem_context_init(axon_context_h ctx);
+void          axon_mem_context_cleanup(axon_context_h ctx);
+
+/* Is memh a live mapping of ctx? (caller holds ctx->mem->lock) */
+int           axon_mem_is_mapped(axon_context_h ctx, axon_mem_h memh);
+
+/*
+ * A mapping of this process (any context) for a key of this process: token
+ * and range must name it exactly. Its address and lock table, or
+ * AXON_ERR_REMOTE_ACCESS when it is not (or no longer) mapped. For user
+ * memory *ref_p holds a reference that keeps the lock table after an
+ * unmap (the memory is the caller's and may still be used through the
+ * key); drop it with axon_mem_locks_put. NULL for allocated memory.
+ */
+axon_status_t axon_mem_find_local(uint64_t token, uint64_t address, uint64_t length,
+                                  uint8_t **base_p, axon_amo_lock_table_t **locks_p,
+                                  void **ref_p);
+void          axon_mem_locks_put(void *ref);
+
+/* rkey.c: detach the segments and tables of keys the user never destroyed (context cleanup). */
+void          axon_rkey_segs_cleanup(axon_context_h ctx);
+
+#endif

@@ -1,0 +1,934 @@
+/*
+ * Put, get, flush and fence, and the life of every one-sided operation on
+ * its endpoint (atomics' public calls are in amo.c, the active messages in
+ * rma_am.c).
+ *
+ * The fast path (LOCAL/SHM key, nothing held back by a fence) copies and
+ * returns. Anything else becomes a request on ep->rma.ops until it is
+ * complete at the target; it moves by its key's path: memcpy (LOCAL/SHM),
+ * the lane's RDMA read/write (ZCOPY; a lane that refuses sends the rest as
+ * active messages) or active messages (AM, queued on the endpoint's pending
+ * queue in order when the transport is full).
+ *
+ * A put or non-fetching atomic whose messages are all sent is done for the
+ * caller (AXON_OK) but stays on ops, internally, until the target acks it:
+ * that is what flush waits for. A failure the caller can no longer see is
+ * kept in ep->rma.error and returned by the next flush.
+ */
+#include <stdatomic.h>
+#include <string.h>
+#include "log.h"
+#include "rma_proto.h"
+
+/* ---------------------------------------------------------------- checks */
+
+axon_status_t axon_rma_check_failed(axon_ep_h ep, const struct axon_rkey *rkey, uint32_t feature,
+                                    const void *req_p, const char *func)
+{
+    if ((ep == NULL) || (rkey == NULL) || (req_p == NULL)) {
+        axon_error("%s: NULL %s", func, !ep ? "endpoint" : !rkey ? "rkey" : "req_p");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if (!(ep->worker->context->features & feature)) {
+        axon_error("%s: the context was created without AXON_FEATURE_%s", func,
+                   (feature == AXON_FEATURE_AMO) ? "AMO" : "RMA");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if (rkey->ep != ep) {
+        axon_error("%s: key %p was unpacked on endpoint %p, not on %p", func, (const void *)rkey,
+                   (void *)rkey->ep, (void *)ep);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if (ep->close_req != NULL) {
+        axon_error("%s: endpoint %p is closing", func, (void *)ep);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    return ep->status;  /* the peer is gone: no log, the error callback said it */
+}
+
+axon_status_t axon_rma_range_error(const struct axon_rkey *rkey, uint64_t addr, size_t length,
+                                   const char *func)
+{
+    axon_error("%s: remote range [0x%llx, +%zu) is outside the key's [0x%llx, +%llu)", func,
+               (unsigned long long)addr, length, (unsigned long long)rkey->remote_base,
+               (unsigned long long)rkey->length);
+    return AXON_ERR_REMOTE_ACCESS;
+}
+
+axon_status_t axon_rma_done_request(axon_ep_h ep, const axon_request_param_t *param,
+                                    axon_request_h *req_p)
+{
+    axon_request_h req = axon_request_get(ep->worker, param, 0);
+
+    if (req == NULL) {
+        axon_error("no memory for a request on endpoint %p", (void *)ep);
+        return AXON_ERR_NO_MEMORY;
+    }
+    axon_request_complete(req, AXON_OK);
+    *req_p = req;
+    return AXON_INPROGRESS;
+}
+
+/* ---------------------------------------------------------------- iov */
+
+void axon_rma_iov_gather(void *dest, const axon_iov_t *iov, size_t iov_count, size_t offset,
+                         size_t length)
+{
+    uint8_t *d = dest;
+    size_t i, n;
+
+    for (i = 0; (i < iov_count) && (length > 0); ++i) {
+        if (offset >= iov[i].length) {
+            offset -= iov[i].length;
+            continue;
+        }
+        n = iov[i].length - offset;
+        n = (n < length) ? n : length;
+        memcpy(d, (const uint8_t *)iov[i].buffer + offset, n);
+        d      += n;
+        length -= n;
+        offset  = 0;
+    }
+}
+
+void axon_rma_iov_scatter(const axon_iov_t *iov, size_t iov_count, size_t offset,
+                          const void *src, size_t length)
+{
+    const uint8_t *s = src;
+    size_t i, n;
+
+    for (i = 0; (i < iov_count) && (length > 0); ++i) {
+        if (offset >= iov[i].length) {
+            offset -= iov[i].length;
+            continue;
+        }
+        n = iov[i].length - offset;
+        n = (n < length) ? n : length;
+        memcpy((uint8_t *)iov[i].buffer + offset, s, n);
+        s      += n;
+        length -= n;
+        offset  = 0;
+    }
+}
+
+/* The contiguous local piece at the operation's offset: its address and length. */
+static uint8_t *axon_rma_segment(axon_request_h req, size_t *length_p)
+{
+    size_t offset = req->rma.offset, left = req->rma.length - req->rma.offset, i;
+    const axon_iov_t *iov = req->rma.data.iov;
+
+    if (iov == NULL) {
+        *length_p = left;
+        return req->rma.data.buffer + offset;
+    }
+    for (i = 0; i < req->rma.data.iov_count; ++i) {
+        if (offset < iov[i].length) {
+            *length_p = (iov[i].length - offset < left) ? iov[i].length - offset : left;
+            return (uint8_t *)iov[i].buffer + offset;
+        }
+        offset -= iov[i].length;
+    }
+    *length_p = 0;
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- operation life */
+
+void axon_rma_ep_init(axon_ep_h ep)
+{
+    axon_list_init(&ep->rma.ops);
+    axon_list_init(&ep->rma.flushes);
+    axon_list_init(&ep->rma.waitq);
+    ep->rma.seq         = 0;
+    ep->rma.fence_seq   = 0;
+    ep->rma.unordered   = 0;
+    ep->rma.fence_epoch = ep->worker->rma_fence_epoch;
+    ep->rma.error       = AXON_OK;
+    ep->rma.draining    = 0;
+}
+
+axon_request_h axon_rma_request_get(axon_ep_h ep, const axon_request_param_t *param,
+                                    axon_rma_kind_t kind)
+{
+    axon_request_h req = axon_request_get(ep->worker, param, 0);
+
+    if (req == NULL) {
+        axon_error("no memory for a request on endpoint %p", (void *)ep);
+        return NULL;
+    }
+    req->proto          = AXON_SEND_PROTO_RMA;
+    req->peer_uuid      = ep->peer_uuid;
+    req->rma.ep         = ep;
+    req->rma.rkey       = NULL;
+    req->rma.kind       = (uint8_t)kind;
+    req->rma.mode       = AXON_RMA_PATH_AM;
+    req->rma.unordered  = 0;
+    req->rma.detached   = 0;
+    req->rma.zc_am      = 0;
+    req->rma.status     = AXON_OK;
+    req->rma.seq        = 0;
+    req->rma.length     = 0;
+    req->rma.offset     = 0;
+    req->rma.done       = 0;
+    req->rma.zc_len     = 0;
+    axon_list_init(&req->rma.op_link);
+    return req;
+}
+
+static void axon_rma_op_track(axon_request_h req)
+{
+    axon_ep_h ep = req->rma.ep;
+
+    req->rma.seq = ++ep->rma.seq;
+    axon_list_add_tail(&ep->rma.ops, &req->rma.op_link);
+    ++ep->outstanding;  /* a flushing close waits for it too */
+    if (req->rma.mode == AXON_RMA_PATH_ZCOPY) {
+        req->rma.unordered = 1;
+        ++ep->rma.unordered;
+    }
+}
+
+static void axon_rma_op_untrack(axon_request_h req)
+{
+    axon_ep_h ep = req->rma.ep;
+
+    axon_request_id_del(req);
+    axon_list_del(&req->rma.op_link);
+    if (req->rma.unordered) {
+        req->rma.unordered = 0;
+        --ep->rma.unordered;
+    }
+    --ep->outstanding;
+}
+
+/* A failure nobody holds a request for: the next flush reports it. */
+static void axon_rma_op_note_error(axon_request_h req, axon_status_t status)
+{
+    axon_ep_h ep = req->rma.ep;
+
+    if ((status == AXON_OK) || !(req->flags & AXON_REQUEST_INTERNAL)) {
+        return;
+    }
+    axon_warn("%s to 0x%llx on endpoint %p failed at the target: %s",
+              (req->rma.kind == AXON_RMA_KIND_PUT) ? "put" : "atomic",
+              (unsigned long long)req->rma.remote_addr, (void *)ep, axon_status_string(status));
+    if (ep->rma.error == AXON_OK) {
+        ep->rma.error = status;
+    }
+}
+
+static void axon_rma_flush_done(axon_request_h flush, axon_status_t status)
+{
+    axon_request_h parent = flush->rma.flush.parent;
+
+    if (parent == NULL) {
+        axon_request_complete(flush, status);
+        return;
+    }
+    axon_request_put(flush);
+    if ((status != AXON_OK) && (parent->rma.status == AXON_OK)) {
+        parent->rma.status = status;
+    }
+    if (--parent->rma.flush.children == 0) {
+        axon_request_complete(parent, parent->rma.status);
+    }
+}
+
+static void axon_rma_run(axon_request_h req);
+
+/* Operations a fence held back may go once every earlier one they wait for is done. */
+static void axon_rma_waitq_drain(axon_ep_h ep)
+{
+    axon_request_h req;
+
+    ep->rma.draining = 1;
+    while (!axon_list_is_empty(&ep->rma.waitq) && (ep->status == AXON_OK)) {
+        req = axon_list_first(&ep->rma.waitq, struct axon_request, list);
+        if (axon_rma_first_op(ep)->rma.seq <= req->rma.wait_seq) {
+            break;
+        }
+        axon_list_del(&req->list);
+        axon_rma_run(req);
+    }
+    ep->rma.draining = 0;
+}
+
+/* ops lost a member: flushes and held-back operations may go on. */
+static void axon_rma_ep_advance(axon_ep_h ep)
+{
+    axon_request_h flush;
+    axon_status_t status;
+
+    while (!axon_list_is_empty(&ep->rma.flushes)) {
+        flush = axon_list_first(&ep->rma.flushes, struct axon_request, rma.op_link);
+        if (!axon_list_is_empty(&ep->rma.ops) &&
+            (axon_rma_first_op(ep)->rma.seq <= flush->rma.seq)) {
+            break;
+        }
+        axon_list_del(&flush->rma.op_link);
+        status        = ep->rma.error;
+        ep->rma.error = AXON_OK;
+        axon_rma_flush_done(flush, status);
+    }
+    if (!ep->rma.draining && !axon_list_is_empty(&ep->rma.waitq)) {
+        axon_rma_waitq_drain(ep);
+    }
+}
+
+/* The operation is complete at the target (or failed): off the endpoint, tell the caller. */
+static void axon_rma_op_finish(axon_request_h req, axon_status_t status)
+{
+    axon_ep_h ep = req->rma.ep;
+
+    axon_rma_op_untrack(req);
+    axon_rma_op_note_error(req, status);
+    axon_request_complete(req, status);
+    axon_rma_ep_advance(ep);
+    axon_ep_check_close(ep);
+}
+
+/* ---------------------------------------------------------------- paths */
+
+/* LOCAL/SHM: the range is mapped here; the whole operation is done now. */
+static axon_status_t axon_rma_local_run(axon_request_h req)
+{
+    const struct axon_rkey *rkey = req->rma.rkey;
+    uint8_t *target = rkey->local_base + (req->rma.remote_addr - rkey->remote_base);
+
+    switch (req->rma.kind) {
+    case AXON_RMA_KIND_PUT:
+        if (req->rma.data.iov != NULL) {
+            axon_rma_iov_gather(target, req->rma.data.iov, req->rma.data.iov_count, 0,
+                                req->rma.length);
+        } else {
+            memmove(target, req->rma.data.buffer, req->rma.length);
+        }
+        break;
+    case AXON_RMA_KIND_GET:
+        if (req->rma.data.iov != NULL) {
+            axon_rma_iov_scatter(req->rma.data.iov, req->rma.data.iov_count, 0, target,
+                                 req->rma.length);
+        } else {
+            memmove(req->rma.data.buffer, target, req->rma.length);
+        }
+        break;
+    case AXON_RMA_KIND_AMO:
+        axon_amo_local_exec(rkey, req->rma.remote_addr, &req->rma.amo.args,
+                            req->rma.amo.result);
+        break;
+    default:
+        break;
+    }
+    req->rma.offset = req->rma.done = req->rma.length;
+    return AXON_OK;
+}
+
+/*
+ * ZCOPY: the lane reads or writes the target's memory, a contiguous piece
+ * at a time. AXON_ERR_UNSUPPORTED when the lane refuses (not connected,
+ * queue full, system policy): the caller sends the rest as messages.
+ */
+static axon_status_t axon_rma_zcopy_push(axon_request_h req)
+{
+    const struct axon_rkey *rkey = req->rma.rkey;
+    const axon_lane_t *lane = rkey->zcopy_lane;
+    const void *tl_rkey = (lane->resource->cap_flags & AXON_CAP_NEED_MKEY) ? rkey->tl_rkey : NULL;
+    size_t max = lane->resource->max_zcopy;
+    axon_status_t status;
+    uint8_t *local;
+    size_t len;
+
+    if ((req->rma.kind == AXON_RMA_KIND_PUT) ? (lane->ops->ep_put_zcopy == NULL) :
+                                               (lane->ops->ep_get_zcopy == NULL)) {
+        return AXON_ERR_UNSUPPORTED;
+    }
+    while ((req->rma.offset < req->rma.length) && !(req->flags & AXON_REQUEST_TL_BUSY)) {
+        if (__builtin_expect(!axon_rkey_zcopy_valid(rkey), 0)) {
+            axon_error("endpoint %p: memory 0x%llx (token %016llx) was unmapped by its owner",
+                       (void *)req->rma.ep, (unsigned long long)rkey->remote_base,
+                       (unsigned long long)rkey->token);
+            axon_rma_op_fail(req, AXON_ERR_REMOTE_ACCESS);
+            break;
+        }
+        local = axon_rma_segment(req, &len);
+        if ((max != 0) && (len > max)) {
+            len = max;
+        }
+        req->tl_comp.func = axon_rma_zcopy_done;
+        status = (req->rma.kind == AXON_RMA_KIND_PUT) ?
+                 lane->ops->ep_put_zcopy(lane->tl_ep, local, len,
+                                         req->rma.remote_addr + req->rma.offset, tl_rkey,
+                                         &req->tl_comp) :
+                 lane->ops->ep_get_zcopy(lane->tl_ep, local, len,
+                                         req->rma.remote_addr + req->rma.offset, tl_rkey,
+                                         &req->tl_comp);
+        if (status == AXON_OK) {
+            req->rma.offset += len;
+            req->rma.done   += len;
+        } else if (status == AXON_INPROGRESS) {
+            req->flags      |= AXON_REQUEST_TL_BUSY;
+            req->rma.zc_am   = 0;
+            req->rma.zc_len  = len;
+            req->rma.offset += len;
+        } else if (status == AXON_ERR_UNSUPPORTED) {
+            return status;
+        } else {
+            axon_rma_op_fail(req, status);
+        }
+    }
+    return axon_rma_op_state(req);
+}
+
+/*
+ * Move req as far as it goes now. AXON_OK or an error: finished (nothing
+ * outstanding); AXON_INPROGRESS: waiting for the transport or the target;
+ * AXON_ERR_NO_RESOURCE: messages to send, the transport is full (or, with
+ * queued == 0, earlier messages are queued on the endpoint).
+ */
+static axon_status_t axon_rma_push(axon_request_h req, int queued)
+{
+    axon_status_t status;
+
+    switch (req->rma.mode) {
+    case AXON_RMA_PATH_LOCAL:
+    case AXON_RMA_PATH_SHM:
+        return axon_rma_local_run(req);
+    case AXON_RMA_PATH_ZCOPY:
+        status = axon_rma_zcopy_push(req);
+        if (status != AXON_ERR_UNSUPPORTED) {
+            return status;
+        }
+        axon_debug("endpoint %p: %s lane refused %s of %zu bytes at 0x%llx: by messages",
+                   (void *)req->rma.ep, req->rma.rkey->zcopy_lane->resource->tl_name,
+                   (req->rma.kind == AXON_RMA_KIND_PUT) ? "a put" : "a get",
+                   req->rma.length - req->rma.offset,
+                   (unsigned long long)(req->rma.remote_addr + req->rma.offset));
+        req->rma.mode = AXON_RMA_PATH_AM;
+        if (req->rma.unordered) {
+            req->rma.unordered = 0;
+            --req->rma.ep->rma.unordered;
+        }
+        /* fall through */
+    default:
+        if (!queued && !axon_list_is_empty(&req->rma.ep->pending)) {
+            return AXON_ERR_NO_RESOURCE;
+        }
+        return axon_rma_am_push(req);
+    }
+}
+
+static void axon_rma_enqueue(axon_request_h req)
+{
+    axon_ep_h ep = req->rma.ep;
+
+    axon_list_add_tail(&ep->pending, &req->list);
+    axon_worker_ep_pending_add(ep->worker, ep);
+}
+
+/* Run an operation that is on no queue (held back before, or between transport ops). */
+static void axon_rma_run(axon_request_h req)
+{
+    axon_status_t status = axon_rma_push(req, 0);
+
+    if (status == AXON_ERR_NO_RESOURCE) {
+        axon_rma_enqueue(req);
+    } else if (status != AXON_INPROGRESS) {
+        axon_rma_op_finish(req, status);
+    }
+}
+
+static void axon_rma_detached_done(axon_request_h req)
+{
+    axon_request_complete(req, (req->rma.status != AXON_OK) ? req->rma.status :
+                                                              AXON_ERR_CANCELED);
+}
+
+void axon_rma_zcopy_done(axon_tl_completion_t *comp, axon_status_t status)
+{
+    axon_request_h req = axon_container_of(comp, struct axon_request, tl_comp);
+
+    req->flags &= ~AXON_REQUEST_TL_BUSY;
+    if (req->rma.detached) {
+        axon_rma_detached_done(req);  /* its endpoint may be gone */
+        return;
+    }
+    if (!req->rma.zc_am || (status != AXON_OK)) {
+        /* An RDMA op is complete at the target now; a failed message is never acked. */
+        req->rma.done += req->rma.zc_len;
+    }
+    if (status != AXON_OK) {
+        axon_rma_op_fail(req, status);
+    }
+    if ((req->rma.mode == AXON_RMA_PATH_ZCOPY) && (req->rma.offset < req->rma.length)) {
+        axon_rma_run(req);
+        return;
+    }
+    status = axon_rma_op_state(req);
+    if (status != AXON_INPROGRESS) {
+        axon_rma_op_finish(req, status);
+    }
+}
+
+void axon_rma_op_progress(axon_request_h req, size_t length, axon_status_t status)
+{
+    if (status != AXON_OK) {
+        axon_rma_op_fail(req, status);
+    }
+    req->rma.done += length;
+    if (!axon_list_is_empty(&req->list)) {
+        return;  /* still queued: the queue's turn finishes it */
+    }
+    status = axon_rma_op_state(req);
+    if (status != AXON_INPROGRESS) {
+        axon_rma_op_finish(req, status);
+    }
+}
+
+axon_request_h axon_rma_op_find(axon_worker_h worker, uint64_t req_id, uint64_t from_uuid,
+                                axon_rma_kind_t kind, const char *what)
+{
+    axon_request_h req = axon_request_id_find(worker, req_id, from_uuid);
+
+    if ((req == NULL) || (req->proto != AXON_SEND_PROTO_RMA) || (req->rma.kind != kind)) {
+        axon_debug("dropping %s for unknown operation %llu from %016llx", what,
+                   (unsigned long long)req_id, (unsigned long long)from_uuid);
+        return NULL;
+    }
+    return req;
+}
+
+/* The pending queue's turn (through axon_tag_send_progress). */
+axon_status_t axon_rma_send_progress(axon_request_h req)
+{
+    axon_ep_h ep = req->rma.ep;
+    axon_status_t status;
+
+    if (req->rma.kind == AXON_RMA_KIND_GET_REPLY) {
+        return axon_rma_get_reply_push(req);
+    }
+    status = axon_rma_push(req, 1);
+    if (status == AXON_ERR_NO_RESOURCE) {
+        return AXON_INPROGRESS;
+    }
+    if (status == AXON_INPROGRESS) {
+        return AXON_REQUEST_WAIT_REMOTE;  /* finishes on its replies or completion */
+    }
+    /* Finished: the queue's owner completes it once it is off the queue. */
+    axon_rma_op_untrack(req);
+    axon_rma_op_note_error(req, status);
+    axon_rma_ep_advance(ep);
+    return status;
+}
+
+/* Has the caller nothing more to wait for (its buffer or operands are copied out)? */
+static inline int axon_rma_caller_done(axon_request_h req)
+{
+    return (req->rma.mode == AXON_RMA_PATH_AM) && (req->rma.offset == req->rma.length) &&
+           !(req->flags & AXON_REQUEST_TL_BUSY) &&
+           ((req->rma.kind == AXON_RMA_KIND_PUT) ||
+            ((req->rma.kind == AXON_RMA_KIND_AMO) && (req->rma.amo.result == NULL)));
+}
+
+/*
+ * Must req wait behind operations from before a fence? Not if it and all of
+ * them travel one ordered AM lane: the target executes them in order.
+ */
+static int axon_rma_must_wait(axon_request_h req)
+{
+    axon_ep_h ep = req->rma.ep;
+
+    if (!axon_list_is_empty(&ep->rma.waitq)) {
+        return 1;
+    }
+    if (axon_rma_first_op(ep)->rma.seq > ep->rma.fence_seq) {
+        return 0;
+    }
+    return (req->rma.mode != AXON_RMA_PATH_AM) || (ep->rma.unordered != 0) ||
+           !(ep->am_lane.resource->cap_flags & AXON_CAP_AM_ORDERED);
+}
+
+axon_status_t axon_rma_start(axon_request_h req, const axon_request_param_t *param,
+                             axon_request_h *req_p)
+{
+    uint32_t flags = (param != NULL) ? param->flags : 0;
+    axon_ep_h ep = req->rma.ep;
+    axon_status_t status;
+
+    axon_rma_fence_note(ep);
+    axon_rma_op_track(req);
+    if (axon_rma_must_wait(req)) {
+        req->rma.wait_seq = ep->rma.fence_seq;
+        axon_list_add_tail(&ep->rma.waitq, &req->list);
+        *req_p = req;
+        return AXON_INPROGRESS;
+    }
+
+    status = axon_rma_push(req, 0);
+    if (status == AXON_ERR_NO_RESOURCE) {
+        axon_rma_enqueue(req);
+        *req_p = req;
+        return AXON_INPROGRESS;
+    }
+    if (status == AXON_INPROGRESS) {
+        if (!(flags & AXON_REQ_FLAG_NO_IMM_CMPL) && axon_rma_caller_done(req)) {
+            req->flags |= AXON_REQUEST_INTERNAL;  /* tracked for flush only */
+            return AXON_OK;
+        }
+        *req_p = req;
+        return AXON_INPROGRESS;
+    }
+    axon_rma_op_untrack(req);
+    if ((status == AXON_OK) && !(flags & AXON_REQ_FLAG_NO_IMM_CMPL)) {
+        axon_request_put(req);
+        return AXON_OK;
+    }
+    if (status < 0) {
+        axon_request_put(req);
+        return status;
+    }
+    axon_request_complete(req, status);
+    *req_p = req;
+    return AXON_INPROGRESS;
+}
+
+/* ---------------------------------------------------------------- failure */
+
+void axon_rma_ep_abort(axon_ep_h ep, axon_status_t status)
+{
+    axon_request_h req, tmp;
+
+    axon_list_for_each_safe(req, tmp, &ep->pending, list) {
+        if ((req->proto == AXON_SEND_PROTO_RMA) && (req->rma.kind != AXON_RMA_KIND_GET_REPLY)) {
+            axon_list_del(&req->list);
+        }
+    }
+    while (!axon_list_is_empty(&ep->rma.waitq)) {
+        req = axon_list_first(&ep->rma.waitq, struct axon_request, list);
+        axon_list_del(&req->list);
+    }
+    while (!axon_list_is_empty(&ep->rma.ops)) {
+        req = axon_rma_first_op(ep);
+        axon_rma_op_untrack(req);
+        if (req->flags & AXON_REQUEST_TL_BUSY) {
+            /* The transport still owes the completion; it finishes the request alone. */
+            req->rma.detached = 1;
+            req->rma.status   = status;
+            continue;
+        }
+        axon_request_complete(req, status);
+    }
+    while (!axon_list_is_empty(&ep->rma.flushes)) {
+        req = axon_list_first(&ep->rma.flushes, struct axon_request, rma.op_link);
+        axon_list_del(&req->rma.op_link);
+        axon_rma_flush_done(req, status);
+    }
+    ep->rma.error = AXON_OK;
+}
+
+void axon_rma_peer_failed(axon_worker_h worker, uint64_t peer_uuid, axon_status_t status)
+{
+    axon_ep_h ep, tmp;
+
+    axon_list_for_each_safe(ep, tmp, &worker->eps, link) {
+        if (ep->peer_uuid == peer_uuid) {
+            ep->status = status;  /* callbacks run below must not start new operations */
+            axon_rma_ep_abort(ep, status);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- put / get */
+
+/* Fill a data request and start it. */
+static axon_status_t axon_rma_data_start(axon_ep_h ep, axon_rma_kind_t kind, uint8_t *buffer,
+                                         const axon_iov_t *iov, size_t iov_count, size_t length,
+                                         uint64_t remote_addr, axon_rkey_h rkey,
+                                         const axon_request_param_t *param,
+                                         axon_request_h *req_p)
+{
+    axon_request_h req = axon_rma_request_get(ep, param, kind);
+
+    if (req == NULL) {
+        return AXON_ERR_NO_MEMORY;
+    }
+    req->rma.rkey           = rkey;
+    req->rma.mode           = (uint8_t)rkey->path;
+    req->rma.token          = rkey->token;
+    req->rma.remote_addr    = remote_addr;
+    req->rma.length         = length;
+    req->rma.data.buffer    = buffer;
+    req->rma.data.iov       = iov;
+    req->rma.data.iov_count = iov_count;
+    return axon_rma_start(req, param, req_p);
+}
+
+axon_status_t axon_put_nb(axon_ep_h ep, const void *buffer, size_t length, uint64_t remote_addr,
+                          axon_rkey_h rkey, const axon_request_param_t *param,
+                          axon_request_h *req_p)
+{
+    axon_status_t status = axon_rma_check(ep, rkey, AXON_FEATURE_RMA, req_p, "axon_put_nb");
+
+    if (__builtin_expect(status != AXON_OK, 0)) {
+        return status;
+    }
+    if (__builtin_expect(!axon_rkey_range_ok(rkey, remote_addr, length), 0)) {
+        return axon_rma_range_error(rkey, remote_addr, length, "axon_put_nb");
+    }
+    if (__builtin_expect((buffer == NULL) && (length > 0), 0)) {
+        axon_error("axon_put_nb: NULL buffer of %zu bytes", length);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if (__builtin_expect(length == 0, 0)) {
+        return ((param != NULL) && (param->flags & AXON_REQ_FLAG_NO_IMM_CMPL)) ?
+               axon_rma_done_request(ep, param, req_p) : AXON_OK;
+    }
+    if ((rkey->path <= AXON_RMA_PATH_SHM) && axon_rma_unfenced(ep)) {
+        memmove(rkey->local_base + (remote_addr - rkey->remote_base), buffer, length);
+        if (__builtin_expect((param != NULL) && (param->flags & AXON_REQ_FLAG_NO_IMM_CMPL), 0)) {
+            return axon_rma_done_request(ep, param, req_p);
+        }
+        return AXON_OK;
+    }
+    return axon_rma_data_start(ep, AXON_RMA_KIND_PUT, (uint8_t *)(uintptr_t)buffer, NULL, 0,
+                               length, remote_addr, rkey, param, req_p);
+}
+
+axon_status_t axon_get_nb(axon_ep_h ep, void *buffer, size_t length, uint64_t remote_addr,
+                          axon_rkey_h rkey, const axon_request_param_t *param,
+                          axon_request_h *req_p)
+{
+    axon_status_t status = axon_rma_check(ep, rkey, AXON_FEATURE_RMA, req_p, "axon_get_nb");
+
+    if (__builtin_expect(status != AXON_OK, 0)) {
+        return status;
+    }
+    if (__builtin_expect(!axon_rkey_range_ok(rkey, remote_addr, length), 0)) {
+        return axon_rma_range_error(rkey, remote_addr, length, "axon_get_nb");
+    }
+    if (__builtin_expect((buffer == NULL) && (length > 0), 0)) {
+        axon_error("axon_get_nb: NULL buffer of %zu bytes", length);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if (__builtin_expect(length == 0, 0)) {
+        return ((param != NULL) && (param->flags & AXON_REQ_FLAG_NO_IMM_CMPL)) ?
+               axon_rma_done_request(ep, param, req_p) : AXON_OK;
+    }
+    if ((rkey->path <= AXON_RMA_PATH_SHM) && axon_rma_unfenced(ep)) {
+        memmove(buffer, rkey->local_base + (remote_addr - rkey->remote_base), length);
+        if (__builtin_expect((param != NULL) && (param->flags & AXON_REQ_FLAG_NO_IMM_CMPL), 0)) {
+            return axon_rma_done_request(ep, param, req_p);
+        }
+        return AXON_OK;
+    }
+    return axon_rma_data_start(ep, AXON_RMA_KIND_GET, buffer, NULL, 0, length, remote_addr, rkey,
+                               param, req_p);
+}
+
+/* Total bytes of an iov list; AXON_ERR_INVALID_PARAM (logged) for a malformed one. */
+static axon_status_t axon_rma_iov_length(const axon_iov_t *iov, size_t iov_count,
+                                         size_t *length_p, const char *func)
+{
+    size_t i, total = 0;
+
+    if ((iov == NULL) && (iov_count > 0)) {
+        axon_error("%s: NULL iov of %zu entries", func, iov_count);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    for (i = 0; i < iov_count; ++i) {
+        if ((iov[i].buffer == NULL) && (iov[i].length > 0)) {
+            axon_error("%s: iov[%zu] is a NULL buffer of %zu bytes", func, i, iov[i].length);
+            return AXON_ERR_INVALID_PARAM;
+        }
+        if (iov[i].length > SIZE_MAX - total) {
+            axon_error("%s: iov lengths overflow at entry %zu", func, i);
+            return AXON_ERR_INVALID_PARAM;
+        }
+        total += iov[i].length;
+    }
+    *length_p = total;
+    return AXON_OK;
+}
+
+static axon_status_t axon_rma_iov_start(axon_ep_h ep, axon_rma_kind_t kind, const axon_iov_t *iov,
+                                        size_t iov_count, uint64_t remote_addr, axon_rkey_h rkey,
+                                        const axon_request_param_t *param, axon_request_h *req_p,
+                                        const char *func)
+{
+    axon_status_t status = axon_rma_check(ep, rkey, AXON_FEATURE_RMA, req_p, func);
+    size_t length;
+
+    if (status != AXON_OK) {
+        return status;
+    }
+    status = axon_rma_iov_length(iov, iov_count, &length, func);
+    if (status != AXON_OK) {
+        return status;
+    }
+    if (!axon_rkey_range_ok(rkey, remote_addr, length)) {
+        return axon_rma_range_error(rkey, remote_addr, length, func);
+    }
+    if (length == 0) {
+        return ((param != NULL) && (param->flags & AXON_REQ_FLAG_NO_IMM_CMPL)) ?
+               axon_rma_done_request(ep, param, req_p) : AXON_OK;
+    }
+    if (iov_count == 1) {
+        return axon_rma_data_start(ep, kind, iov[0].buffer, NULL, 0, length, remote_addr, rkey,
+                                   param, req_p);
+    }
+    return axon_rma_data_start(ep, kind, NULL, iov, iov_count, length, remote_addr, rkey, param,
+                               req_p);
+}
+
+axon_status_t axon_put_iov_nb(axon_ep_h ep, const axon_iov_t *iov, size_t iov_count,
+                              uint64_t remote_addr, axon_rkey_h rkey,
+                              const axon_request_param_t *param, axon_request_h *req_p)
+{
+    return axon_rma_iov_start(ep, AXON_RMA_KIND_PUT, iov, iov_count, remote_addr, rkey, param,
+                              req_p, "axon_put_iov_nb");
+}
+
+axon_status_t axon_get_iov_nb(axon_ep_h ep, const axon_iov_t *iov, size_t iov_count,
+                              uint64_t remote_addr, axon_rkey_h rkey,
+                              const axon_request_param_t *param, axon_request_h *req_p)
+{
+    return axon_rma_iov_start(ep, AXON_RMA_KIND_GET, iov, iov_count, remote_addr, rkey, param,
+                              req_p, "axon_get_iov_nb");
+}
+
+/* ---------------------------------------------------------------- flush / fence */
+
+static int axon_rma_context_ok(axon_context_h context, const char *func)
+{
+    if (!(context->features & (AXON_FEATURE_RMA | AXON_FEATURE_AMO))) {
+        axon_error("%s: the context was created without AXON_FEATURE_RMA or AXON_FEATURE_AMO",
+                   func);
+        return 0;
+    }
+    return 1;
+}
+
+/* Nothing outstanding: stores done by this CPU (LOCAL/SHM) are ordered before what follows. */
+static axon_status_t axon_rma_flush_now(axon_worker_h worker, axon_status_t status,
+                                        const axon_request_param_t *param, axon_request_h *req_p)
+{
+    axon_request_h req;
+
+    atomic_thread_fence(memory_order_release);
+    if ((param == NULL) || !(param->flags & AXON_REQ_FLAG_NO_IMM_CMPL)) {
+        return status;
+    }
+    req = axon_request_get(worker, param, 0);
+    if (req == NULL) {
+        return AXON_ERR_NO_MEMORY;
+    }
+    axon_request_complete(req, status);
+    *req_p = req;
+    return AXON_INPROGRESS;
+}
+
+/* A flush waiting on ep for everything issued on it so far. */
+static void axon_rma_flush_add(axon_ep_h ep, axon_request_h flush, axon_request_h parent)
+{
+    flush->proto             = AXON_SEND_PROTO_RMA;
+    flush->rma.ep            = ep;
+    flush->rma.kind          = AXON_RMA_KIND_FLUSH;
+    flush->rma.seq           = ep->rma.seq;
+    flush->rma.flush.parent  = parent;
+    axon_list_add_tail(&ep->rma.flushes, &flush->rma.op_link);
+}
+
+axon_status_t axon_ep_flush_nb(axon_ep_h ep, const axon_request_param_t *param,
+                               axon_request_h *req_p)
+{
+    axon_status_t status;
+    axon_request_h req;
+
+    if ((ep == NULL) || (req_p == NULL)) {
+        axon_error("axon_ep_flush_nb: NULL %s", ep ? "req_p" : "endpoint");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if (!axon_rma_context_ok(ep->worker->context, "axon_ep_flush_nb")) {
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if (ep->status != AXON_OK) {
+        return ep->status;
+    }
+    if (axon_list_is_empty(&ep->rma.ops)) {
+        status        = ep->rma.error;
+        ep->rma.error = AXON_OK;
+        return axon_rma_flush_now(ep->worker, status, param, req_p);
+    }
+    req = axon_request_get(ep->worker, param, 0);
+    if (req == NULL) {
+        axon_error("axon_ep_flush_nb: no memory for a request");
+        return AXON_ERR_NO_MEMORY;
+    }
+    axon_rma_flush_add(ep, req, NULL);
+    *req_p = req;
+    return AXON_INPROGRESS;
+}
+
+axon_status_t axon_worker_flush_nb(axon_worker_h worker, const axon_request_param_t *param,
+                                   axon_request_h *req_p)
+{
+    axon_status_t status = AXON_OK;
+    axon_request_h req, child;
+    axon_ep_h ep;
+
+    if ((worker == NULL) || (req_p == NULL)) {
+        axon_error("axon_worker_flush_nb: NULL %s", worker ? "req_p" : "worker");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if (!axon_rma_context_ok(worker->context, "axon_worker_flush_nb")) {
+        return AXON_ERR_INVALID_PARAM;
+    }
+    req = axon_request_get(worker, param, 0);
+    if (req == NULL) {
+        axon_error("axon_worker_flush_nb: no memory for a request");
+        return AXON_ERR_NO_MEMORY;
+    }
+    req->proto               = AXON_SEND_PROTO_RMA;
+    req->rma.kind            = AXON_RMA_KIND_WORKER_FLUSH;
+    req->rma.status          = AXON_OK;
+    req->rma.flush.children  = 0;
+    axon_list_init(&req->rma.op_link);
+    axon_list_for_each(ep, &worker->eps, link) {
+        if (axon_list_is_empty(&ep->rma.ops)) {
+            if ((ep->rma.error != AXON_OK) && (status == AXON_OK)) {
+                status = ep->rma.error;
+            }
+            ep->rma.error = AXON_OK;
+            continue;
+        }
+        child = axon_request_get(worker, NULL, AXON_REQUEST_INTERNAL);
+        if (child == NULL) {
+            axon_error("axon_worker_flush_nb: no memory to wait on endpoint %p", (void *)ep);
+            status = AXON_ERR_NO_MEMORY;
+            continue;
+        }
+        axon_rma_flush_add(ep, child, req);
+        ++req->rma.flush.children;
+    }
+    req->rma.status = status;
+    if (req->rma.flush.children == 0) {
+        axon_request_put(req);
+        return axon_rma_flush_now(worker, status, param, req_p);
+    }
+    *req_p = req;
+    return AXON_INPROGRESS;
+}
+
+axon_status_t axon_worker_fence(axon_worker_h worker)
+{
+    if (worker == NULL) {
+        axon_error("axon_worker_fence: NULL worker");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if (!axon_rma_context_ok(worker->context, "axon_worker_fence")) {
+        return AXON_ERR_INVALID_PARAM;
+    }
+    /* Endpoints see the new epoch at their next operation; direct stores keep their order. */
+    ++worker->rma_fence_epoch;
+    atomic_thread_fence(memory_order_release);
+    return AXON_OK;
+}

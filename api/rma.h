@@ -1,0 +1,103 @@
+/*
+ * Remote memory access inside the library: mapped memory (mem.c), keys
+ * (rkey.c), put/get/flush/fence (rma.c), atomics (amo.c) and the active
+ * message protocol that does all of them at the target when no lane reaches
+ * the memory directly (rma_am.c, rma_proto.h).
+ *
+ * How an endpoint reaches a key's memory is decided once, at unpack:
+ *
+ *   LOCAL  the memory is in this process: memcpy, atomics by our CPU.
+ *   SHM    an allocated segment of a process on this host, mapped here:
+ *          memcpy, atomics by our CPU on the segment's lock table. The target
+ *          never has to progress.
+ *   ZCOPY  put/get through a lane's ep_put_zcopy/ep_get_zcopy (shm: cross
+ *          memory attach into the caller's memory; rc: RDMA write/read with the
+ *          lane's key); atomics by active message, executed at the target.
+ *   AM     everything by active message, executed by the target's progress
+ *          (tcp, ud, or when nothing else applies).
+ *
+ * Every atomic ends up executed by a CPU of the target's host under the
+ * region's lock table (framework/amo_cpu.h), so all of them are atomic
+ * with respect to each other.
+ */
+#ifndef AXON_RMA_H
+#define AXON_RMA_H
+
+#include "axon_int.h"
+#include "amo_cpu.h"
+#include "mem_seg.h"
+#include "mem_table.h"
+#include "tag_proto.h"
+
+typedef enum {
+    AXON_RMA_PATH_LOCAL = 0,
+    AXON_RMA_PATH_SHM,
+    AXON_RMA_PATH_ZCOPY,
+    AXON_RMA_PATH_AM,
+} axon_rma_path_t;
+
+/* A key unpacked on one endpoint: valid until axon_rkey_destroy, which
+ * must come before the endpoint is closed. */
+struct axon_rkey {
+    axon_ep_h              ep;
+    axon_rma_path_t        path;
+    uint64_t               remote_base;   /* the owner's address of the range */
+    uint64_t               length;
+    uint64_t               token;         /* names the mapping at its owner */
+    /* LOCAL and SHM: where the range is in this process, and its locks */
+    uint8_t               *local_base;
+    axon_amo_lock_table_t *locks;
+    void                  *seg_ref;       /* SHM: the attached segment (rkey.c) */
+    void                  *locks_ref;     /* LOCAL user memory: keeps locks past an unmap */
+    /* ZCOPY: the lane and its transport key */
+    const axon_lane_t     *zcopy_lane;
+    uint32_t               tl_rkey_len;
+    uint8_t                tl_rkey[AXON_RNDV_RKEY_MAX];
+    /* ZCOPY by cross-memory attach: the owner's table slot for the mapping (NULL
+     * on every other path); the owner's table it is in, attached by rkey.c (SHM
+     * keys hold it too: they are checked against it once, at unpack) */
+    const axon_mem_table_slot_t *zcopy_slot;
+    void                  *table_ref;
+};
+
+/*
+ * ZCOPY: may the next transport op go? Cross-memory attach is checked by no
+ * one at the owner, so before every one the owner's slot must still hold
+ * the key's token (one acquire load; framework/mem_table.h). Else the
+ * mapping is gone: fail the operation with AXON_ERR_REMOTE_ACCESS. Keys
+ * without a slot (rc: the target's NIC checks its own key) always pass.
+ * An unmap racing with an op already under way is the user's error.
+ */
+static inline int axon_rkey_zcopy_valid(const struct axon_rkey *rkey)
+{
+    return (rkey->zcopy_slot == NULL) ||
+           axon_mem_table_slot_live(rkey->zcopy_slot, rkey->token);
+}
+
+/* Is [addr, addr + length) inside the key's range? (0-length: addr inside or at end) */
+static inline int axon_rkey_range_ok(const struct axon_rkey *rkey, uint64_t addr, size_t length)
+{
+    return (addr >= rkey->remote_base) && (length <= rkey->length) &&
+           (addr - rkey->remote_base <= rkey->length - length);
+}
+
+/*
+ * Target side (mem.c): the mapping a token names, with [addr, addr + length)
+ * checked against it. Returns where addr is in this process and the
+ * mapping's lock table, or NULL with *status = AXON_ERR_REMOTE_ACCESS
+ * (logged at debug: the initiator gets the status). Safe to call from any
+ * worker's progress of the context.
+ */
+uint8_t *axon_mem_lookup(axon_context_h context, uint64_t token, uint64_t addr, size_t length,
+                         axon_amo_lock_table_t **locks_p, uint64_t *region_offset_p,
+                         axon_status_t *status);
+
+/* Worker lifetime hooks (mem.c): register every mapping on the worker's
+ * key-needing ifaces, and drop those registrations. */
+axon_status_t axon_mem_worker_attach(axon_worker_h worker);
+void          axon_mem_worker_detach(axon_worker_h worker);
+
+/* rma_am.c: the target-side handlers and replies */
+void axon_rma_register_handlers(axon_worker_h worker);
+
+#endif
