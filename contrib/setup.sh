@@ -8,12 +8,13 @@ set -eu
 mode=${1:-}
 # Suites that run in one process (valgrind follows no forked peers here);
 # run one process per suite (AXON_TEST_BATCH): valgrind starts in ~2 s.
-valgrind_filter='DeviceLayer.*:SoftibEngine.Rc*:SoftibEngine.Uc*:config*:tag_match*:TagMatch*:loader*:select_filter*:select_lanes*:*/self:*/self_rndv-*64MiB*:verbs_rc.resource_and_caps:verbs_rc.capability_mask*:VerbsUd.ResourceAdvertises*:VerbsUd.BadAddresses*:SoftibCm.BadInput*:SoftibCm.EventOrder*:RdmacmOps.Malformed*'
+valgrind_filter='DeviceLayer.*:SoftibEngine.Rc*:SoftibEngine.Uc*:config*:tag_match*:TagMatch*:loader*:select_filter*:select_lanes*:*/self:*/self_rndv-*64MiB*:verbs_rc.resource_and_caps:verbs_rc.capability_mask*:VerbsUd.ResourceAdvertises*:VerbsUd.BadAddresses*:SoftibCm.BadInput*:SoftibCm.EventOrder*:RdmacmOps.Malformed*:Mem.*:MemKey.CorruptKeys*:MemTable.*:RmaHandlers.*:RmaContext.*:Paths/RmaProto.*:AmoCpu.known_answers:AmoCpu.args_check*:AmoCpu.exec_layout*:Lanes/MemLocal.*/self:SoftibExtAtomic.HandChecked*'
 # The sanitizer pass leaves out the long transfers, the process-killing and
 # idle-peer tests, the lossy 10 000-message runs and the rc/ud variants beyond
-# the basic one, which the plain pass runs (and the heap-measuring ones: ASan has
+# the basic one, the multi-process atomic counters and the forced-AM RMA lanes,
+# which the plain pass runs (and the heap-measuring ones: ASan has
 # its own allocator); it keeps CI well under 15 minutes.
-asan_filter='*-*64MiB*:*PeerFailure*:*PeerIdle*:*EpMemory*:*ManyToOne*:*netns*:*ManySenders*:*Lossy*:*VerbsUdApi*:*/rc_rev*:*/rc_rndv*:*/ud_rndv*'
+asan_filter='*-*64MiB*:*PeerFailure*:*PeerIdle*:*EpMemory*:*ManyToOne*:*netns*:*ManySenders*:*Lossy*:*VerbsUdApi*:*/rc_rev*:*/rc_rndv*:*/ud_rndv*:*ConcurrentAtomicsAreExact*:AmoCpu.processes_exact_totals:Lanes/RmaTest.*/shm_am:Lanes/RmaTest.*/tcp_am'
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
