@@ -64,10 +64,7 @@ static axon_status_t axon_amo_start(axon_ep_h ep, axon_rkey_h rkey, uint64_t rem
 
     if ((rkey->path <= AXON_RMA_PATH_SHM) && axon_rma_unfenced(ep)) {
         axon_amo_local_exec(rkey, remote_addr, args, result);
-        if (__builtin_expect((param != NULL) && (param->flags & AXON_REQ_FLAG_NO_IMM_CMPL), 0)) {
-            return axon_rma_done_request(ep, param, req_p);
-        }
-        return AXON_OK;
+        return axon_rma_done_now(ep->worker, AXON_OK, param, req_p);
     }
     req = axon_rma_request_get(ep, param, AXON_RMA_KIND_AMO);
     if (req == NULL) {
@@ -82,6 +79,16 @@ static axon_status_t axon_amo_start(axon_ep_h ep, axon_rkey_h rkey, uint64_t rem
     req->rma.amo.args    = *args;
     req->rma.amo.result  = result;
     return axon_rma_start(req, param, req_p);
+}
+
+/* The operand block's common fields; the caller fills the operands. */
+static inline void axon_amo_args_init(axon_amo_args_t *args, uint8_t op, size_t size,
+                                      const void *result)
+{
+    memset(args, 0, sizeof(*args));
+    args->op    = op;
+    args->size  = (uint8_t)size;
+    args->fetch = (result != NULL);
 }
 
 static inline uint64_t axon_amo_load(const void *p, size_t size)
@@ -126,10 +133,7 @@ axon_status_t axon_atomic_nb(axon_ep_h ep, axon_atomic_op_t op, size_t size, con
         return status;
     }
 
-    memset(&args, 0, sizeof(args));
-    args.op       = (uint8_t)op;
-    args.size     = (uint8_t)size;
-    args.fetch    = (result != NULL);
+    axon_amo_args_init(&args, (uint8_t)op, size, result);
     args.value[0] = axon_amo_load(value, size);
     if (op == AXON_ATOMIC_CSWAP) {
         args.compare[0] = axon_amo_load(compare, size);
@@ -137,10 +141,31 @@ axon_status_t axon_atomic_nb(axon_ep_h ep, axon_atomic_op_t op, size_t size, con
     return axon_amo_start(ep, rkey, remote_addr, &args, result, param, req_p);
 }
 
-/* 8, 16 or 32 bytes: the extended atomics' operand sizes. */
-static inline int axon_amo_ext_size_ok(size_t size)
+/*
+ * Checks of the extended atomics (operands_ok: no operand is NULL), then the
+ * operand block's common fields.
+ */
+static axon_status_t axon_amo_ext_begin(axon_ep_h ep, axon_rkey_h rkey, uint8_t op, size_t size,
+                                        int operands_ok, const void *result,
+                                        uint64_t remote_addr, const void *req_p,
+                                        const char *func, axon_amo_args_t *args)
 {
-    return (size == 8) || (size == 16) || (size == 32);
+    axon_status_t status;
+
+    if ((size != 8) && (size != 16) && (size != 32)) {
+        axon_error("%s: size %zu, must be 8, 16 or 32", func, size);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if (!operands_ok) {
+        axon_error("%s: NULL operand", func);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    status = axon_amo_check(ep, rkey, size, remote_addr, req_p, func);
+    if (status != AXON_OK) {
+        return status;
+    }
+    axon_amo_args_init(args, op, size, result);
+    return AXON_OK;
 }
 
 axon_status_t axon_atomic_masked_cswap_nb(axon_ep_h ep, size_t size, const uint64_t *compare,
@@ -153,20 +178,13 @@ axon_status_t axon_atomic_masked_cswap_nb(axon_ep_h ep, size_t size, const uint6
     axon_amo_args_t args;
     axon_status_t status;
 
-    if (!axon_amo_ext_size_ok(size) || (compare == NULL) || (compare_mask == NULL) ||
-        (swap == NULL) || (swap_mask == NULL)) {
-        axon_error("axon_atomic_masked_cswap_nb: %s", !axon_amo_ext_size_ok(size) ?
-                   "size must be 8, 16 or 32" : "NULL operand");
-        return AXON_ERR_INVALID_PARAM;
-    }
-    status = axon_amo_check(ep, rkey, size, remote_addr, req_p, "axon_atomic_masked_cswap_nb");
+    status = axon_amo_ext_begin(ep, rkey, AXON_AMO_MASKED_CSWAP, size,
+                                (compare != NULL) && (compare_mask != NULL) && (swap != NULL) &&
+                                (swap_mask != NULL), result, remote_addr, req_p,
+                                "axon_atomic_masked_cswap_nb", &args);
     if (status != AXON_OK) {
         return status;
     }
-    memset(&args, 0, sizeof(args));
-    args.op    = AXON_AMO_MASKED_CSWAP;
-    args.size  = (uint8_t)size;
-    args.fetch = (result != NULL);
     memcpy(args.compare, compare, size);
     memcpy(args.mask, compare_mask, size);
     memcpy(args.value, swap, size);
@@ -182,19 +200,12 @@ axon_status_t axon_atomic_mfadd_nb(axon_ep_h ep, size_t size, const uint64_t *ad
     axon_amo_args_t args;
     axon_status_t status;
 
-    if (!axon_amo_ext_size_ok(size) || (add == NULL) || (field_boundary == NULL)) {
-        axon_error("axon_atomic_mfadd_nb: %s", !axon_amo_ext_size_ok(size) ?
-                   "size must be 8, 16 or 32" : "NULL operand");
-        return AXON_ERR_INVALID_PARAM;
-    }
-    status = axon_amo_check(ep, rkey, size, remote_addr, req_p, "axon_atomic_mfadd_nb");
+    status = axon_amo_ext_begin(ep, rkey, AXON_AMO_MFADD, size,
+                                (add != NULL) && (field_boundary != NULL), result, remote_addr,
+                                req_p, "axon_atomic_mfadd_nb", &args);
     if (status != AXON_OK) {
         return status;
     }
-    memset(&args, 0, sizeof(args));
-    args.op    = AXON_AMO_MFADD;
-    args.size  = (uint8_t)size;
-    args.fetch = (result != NULL);
     memcpy(args.value, add, size);
     memcpy(args.mask, field_boundary, size);
     return axon_amo_start(ep, rkey, remote_addr, &args, result, param, req_p);

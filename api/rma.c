@@ -55,27 +55,28 @@ axon_status_t axon_rma_range_error(const struct axon_rkey *rkey, uint64_t addr, 
     return AXON_ERR_REMOTE_ACCESS;
 }
 
-axon_status_t axon_rma_done_request(axon_ep_h ep, const axon_request_param_t *param,
-                                    axon_request_h *req_p)
+axon_status_t axon_rma_done_request(axon_worker_h worker, axon_status_t status,
+                                    const axon_request_param_t *param, axon_request_h *req_p)
 {
-    axon_request_h req = axon_request_get(ep->worker, param, 0);
+    axon_request_h req = axon_request_get(worker, param, 0);
 
     if (req == NULL) {
-        axon_error("no memory for a request on endpoint %p", (void *)ep);
+        axon_error("no memory for a request on worker %p", (void *)worker);
         return AXON_ERR_NO_MEMORY;
     }
-    axon_request_complete(req, AXON_OK);
+    axon_request_complete(req, status);
     *req_p = req;
     return AXON_INPROGRESS;
 }
 
 /* ---------------------------------------------------------------- iov */
 
-void axon_rma_iov_gather(void *dest, const axon_iov_t *iov, size_t iov_count, size_t offset,
-                         size_t length)
+/* Copy length bytes between buf and the iov list from offset bytes into it (to_iov: into it). */
+static void axon_rma_iov_copy(const axon_iov_t *iov, size_t iov_count, size_t offset, uint8_t *buf,
+                              size_t length, int to_iov)
 {
-    uint8_t *d = dest;
     size_t i, n;
+    uint8_t *piece;
 
     for (i = 0; (i < iov_count) && (length > 0); ++i) {
         if (offset >= iov[i].length) {
@@ -84,31 +85,24 @@ void axon_rma_iov_gather(void *dest, const axon_iov_t *iov, size_t iov_count, si
         }
         n = iov[i].length - offset;
         n = (n < length) ? n : length;
-        memcpy(d, (const uint8_t *)iov[i].buffer + offset, n);
-        d      += n;
+        piece = (uint8_t *)iov[i].buffer + offset;
+        memcpy(to_iov ? piece : buf, to_iov ? buf : piece, n);
+        buf    += n;
         length -= n;
         offset  = 0;
     }
 }
 
+void axon_rma_iov_gather(void *dest, const axon_iov_t *iov, size_t iov_count, size_t offset,
+                         size_t length)
+{
+    axon_rma_iov_copy(iov, iov_count, offset, dest, length, 0);
+}
+
 void axon_rma_iov_scatter(const axon_iov_t *iov, size_t iov_count, size_t offset,
                           const void *src, size_t length)
 {
-    const uint8_t *s = src;
-    size_t i, n;
-
-    for (i = 0; (i < iov_count) && (length > 0); ++i) {
-        if (offset >= iov[i].length) {
-            offset -= iov[i].length;
-            continue;
-        }
-        n = iov[i].length - offset;
-        n = (n < length) ? n : length;
-        memcpy((uint8_t *)iov[i].buffer + offset, s, n);
-        s      += n;
-        length -= n;
-        offset  = 0;
-    }
+    axon_rma_iov_copy(iov, iov_count, offset, (uint8_t *)(uintptr_t)src, length, 1);
 }
 
 /* The contiguous local piece at the operation's offset: its address and length. */
@@ -366,10 +360,7 @@ static axon_status_t axon_rma_zcopy_push(axon_request_h req)
             req->rma.offset += len;
             req->rma.done   += len;
         } else if (status == AXON_INPROGRESS) {
-            req->flags      |= AXON_REQUEST_TL_BUSY;
-            req->rma.zc_am   = 0;
-            req->rma.zc_len  = len;
-            req->rma.offset += len;
+            axon_rma_zcopy_posted(req, len, 0);
         } else if (status == AXON_ERR_UNSUPPORTED) {
             return status;
         } else {
@@ -662,66 +653,58 @@ static axon_status_t axon_rma_data_start(axon_ep_h ep, axon_rma_kind_t kind, uin
     return axon_rma_start(req, param, req_p);
 }
 
-axon_status_t axon_put_nb(axon_ep_h ep, const void *buffer, size_t length, uint64_t remote_addr,
-                          axon_rkey_h rkey, const axon_request_param_t *param,
-                          axon_request_h *req_p)
+/*
+ * put and get: checks, then the LOCAL/SHM fast path in place (kind is a
+ * constant at both call sites, so each gets its own copy with no branch on it).
+ */
+static inline __attribute__((always_inline)) axon_status_t
+axon_rma_contig_nb(axon_ep_h ep, axon_rma_kind_t kind, uint8_t *buffer, size_t length,
+                   uint64_t remote_addr, axon_rkey_h rkey, const axon_request_param_t *param,
+                   axon_request_h *req_p, const char *func)
 {
-    axon_status_t status = axon_rma_check(ep, rkey, AXON_FEATURE_RMA, req_p, "axon_put_nb");
+    axon_status_t status = axon_rma_check(ep, rkey, AXON_FEATURE_RMA, req_p, func);
+    uint8_t *target;
 
     if (__builtin_expect(status != AXON_OK, 0)) {
         return status;
     }
     if (__builtin_expect(!axon_rkey_range_ok(rkey, remote_addr, length), 0)) {
-        return axon_rma_range_error(rkey, remote_addr, length, "axon_put_nb");
+        return axon_rma_range_error(rkey, remote_addr, length, func);
     }
     if (__builtin_expect((buffer == NULL) && (length > 0), 0)) {
-        axon_error("axon_put_nb: NULL buffer of %zu bytes", length);
+        axon_error("%s: NULL buffer of %zu bytes", func, length);
         return AXON_ERR_INVALID_PARAM;
     }
     if (__builtin_expect(length == 0, 0)) {
-        return ((param != NULL) && (param->flags & AXON_REQ_FLAG_NO_IMM_CMPL)) ?
-               axon_rma_done_request(ep, param, req_p) : AXON_OK;
+        return axon_rma_done_now(ep->worker, AXON_OK, param, req_p);
     }
     if ((rkey->path <= AXON_RMA_PATH_SHM) && axon_rma_unfenced(ep)) {
-        memmove(rkey->local_base + (remote_addr - rkey->remote_base), buffer, length);
-        if (__builtin_expect((param != NULL) && (param->flags & AXON_REQ_FLAG_NO_IMM_CMPL), 0)) {
-            return axon_rma_done_request(ep, param, req_p);
+        target = rkey->local_base + (remote_addr - rkey->remote_base);
+        if (kind == AXON_RMA_KIND_PUT) {
+            memmove(target, buffer, length);
+        } else {
+            memmove(buffer, target, length);
         }
-        return AXON_OK;
+        return axon_rma_done_now(ep->worker, AXON_OK, param, req_p);
     }
-    return axon_rma_data_start(ep, AXON_RMA_KIND_PUT, (uint8_t *)(uintptr_t)buffer, NULL, 0,
-                               length, remote_addr, rkey, param, req_p);
+    return axon_rma_data_start(ep, kind, buffer, NULL, 0, length, remote_addr, rkey, param,
+                               req_p);
+}
+
+axon_status_t axon_put_nb(axon_ep_h ep, const void *buffer, size_t length, uint64_t remote_addr,
+                          axon_rkey_h rkey, const axon_request_param_t *param,
+                          axon_request_h *req_p)
+{
+    return axon_rma_contig_nb(ep, AXON_RMA_KIND_PUT, (uint8_t *)(uintptr_t)buffer, length,
+                              remote_addr, rkey, param, req_p, "axon_put_nb");
 }
 
 axon_status_t axon_get_nb(axon_ep_h ep, void *buffer, size_t length, uint64_t remote_addr,
                           axon_rkey_h rkey, const axon_request_param_t *param,
                           axon_request_h *req_p)
 {
-    axon_status_t status = axon_rma_check(ep, rkey, AXON_FEATURE_RMA, req_p, "axon_get_nb");
-
-    if (__builtin_expect(status != AXON_OK, 0)) {
-        return status;
-    }
-    if (__builtin_expect(!axon_rkey_range_ok(rkey, remote_addr, length), 0)) {
-        return axon_rma_range_error(rkey, remote_addr, length, "axon_get_nb");
-    }
-    if (__builtin_expect((buffer == NULL) && (length > 0), 0)) {
-        axon_error("axon_get_nb: NULL buffer of %zu bytes", length);
-        return AXON_ERR_INVALID_PARAM;
-    }
-    if (__builtin_expect(length == 0, 0)) {
-        return ((param != NULL) && (param->flags & AXON_REQ_FLAG_NO_IMM_CMPL)) ?
-               axon_rma_done_request(ep, param, req_p) : AXON_OK;
-    }
-    if ((rkey->path <= AXON_RMA_PATH_SHM) && axon_rma_unfenced(ep)) {
-        memmove(buffer, rkey->local_base + (remote_addr - rkey->remote_base), length);
-        if (__builtin_expect((param != NULL) && (param->flags & AXON_REQ_FLAG_NO_IMM_CMPL), 0)) {
-            return axon_rma_done_request(ep, param, req_p);
-        }
-        return AXON_OK;
-    }
-    return axon_rma_data_start(ep, AXON_RMA_KIND_GET, buffer, NULL, 0, length, remote_addr, rkey,
-                               param, req_p);
+    return axon_rma_contig_nb(ep, AXON_RMA_KIND_GET, buffer, length, remote_addr, rkey, param,
+                              req_p, "axon_get_nb");
 }
 
 /* Total bytes of an iov list; AXON_ERR_INVALID_PARAM (logged) for a malformed one. */
@@ -768,8 +751,7 @@ static axon_status_t axon_rma_iov_start(axon_ep_h ep, axon_rma_kind_t kind, cons
         return axon_rma_range_error(rkey, remote_addr, length, func);
     }
     if (length == 0) {
-        return ((param != NULL) && (param->flags & AXON_REQ_FLAG_NO_IMM_CMPL)) ?
-               axon_rma_done_request(ep, param, req_p) : AXON_OK;
+        return axon_rma_done_now(ep->worker, AXON_OK, param, req_p);
     }
     if (iov_count == 1) {
         return axon_rma_data_start(ep, kind, iov[0].buffer, NULL, 0, length, remote_addr, rkey,
@@ -811,19 +793,8 @@ static int axon_rma_context_ok(axon_context_h context, const char *func)
 static axon_status_t axon_rma_flush_now(axon_worker_h worker, axon_status_t status,
                                         const axon_request_param_t *param, axon_request_h *req_p)
 {
-    axon_request_h req;
-
     atomic_thread_fence(memory_order_release);
-    if ((param == NULL) || !(param->flags & AXON_REQ_FLAG_NO_IMM_CMPL)) {
-        return status;
-    }
-    req = axon_request_get(worker, param, 0);
-    if (req == NULL) {
-        return AXON_ERR_NO_MEMORY;
-    }
-    axon_request_complete(req, status);
-    *req_p = req;
-    return AXON_INPROGRESS;
+    return axon_rma_done_now(worker, status, param, req_p);
 }
 
 /* A flush waiting on ep for everything issued on it so far. */

@@ -9,29 +9,6 @@
 
 /* ---------------------------------------------------------------- initiator: sends */
 
-static size_t axon_rma_pack_put(void *dest, void *arg)
-{
-    axon_request_h req = arg;
-    axon_rma_put_hdr_t *hdr = dest;
-    size_t len = req->rma.ep->am_lane.max_bcopy - sizeof(*hdr);
-
-    if (len > req->rma.length - req->rma.offset) {
-        len = req->rma.length - req->rma.offset;
-    }
-    hdr->token       = req->rma.token;
-    hdr->addr        = req->rma.remote_addr + req->rma.offset;
-    hdr->length      = len;
-    hdr->req_id      = req->id;
-    hdr->sender_uuid = req->worker->uuid;
-    if (req->rma.data.iov != NULL) {
-        axon_rma_iov_gather(hdr + 1, req->rma.data.iov, req->rma.data.iov_count,
-                            req->rma.offset, len);
-    } else {
-        memcpy(hdr + 1, req->rma.data.buffer + req->rma.offset, len);
-    }
-    return sizeof(*hdr) + len;
-}
-
 static void axon_rma_put_hdr_init(axon_request_h req, axon_rma_put_hdr_t *hdr, size_t len)
 {
     hdr->token       = req->rma.token;
@@ -41,6 +18,25 @@ static void axon_rma_put_hdr_init(axon_request_h req, axon_rma_put_hdr_t *hdr, s
     hdr->sender_uuid = req->worker->uuid;
 }
 
+static size_t axon_rma_pack_put(void *dest, void *arg)
+{
+    axon_request_h req = arg;
+    axon_rma_put_hdr_t *hdr = dest;
+    size_t len = req->rma.ep->am_lane.max_bcopy - sizeof(*hdr);
+
+    if (len > req->rma.length - req->rma.offset) {
+        len = req->rma.length - req->rma.offset;
+    }
+    axon_rma_put_hdr_init(req, hdr, len);
+    if (req->rma.data.iov != NULL) {
+        axon_rma_iov_gather(hdr + 1, req->rma.data.iov, req->rma.data.iov_count,
+                            req->rma.offset, len);
+    } else {
+        memcpy(hdr + 1, req->rma.data.buffer + req->rma.offset, len);
+    }
+    return sizeof(*hdr) + len;
+}
+
 /* Large contiguous data goes from the caller's buffer in one zero-copy message when it may. */
 static inline int axon_rma_am_zcopy_ok(const axon_lane_t *lane, size_t hdr_len, size_t length)
 {
@@ -48,6 +44,21 @@ static inline int axon_rma_am_zcopy_ok(const axon_lane_t *lane, size_t hdr_len, 
            (lane->resource->cap_flags & AXON_CAP_AM_ZCOPY) && (lane->ops->ep_am_zcopy != NULL) &&
            (hdr_len <= lane->max_short) &&
            ((lane->resource->max_zcopy == 0) || (length <= lane->resource->max_zcopy));
+}
+
+/*
+ * What sending len more bytes of req gave: the bytes are out, or the
+ * operation stops at what is out (op_fail). True when the transport is full
+ * and the caller must retry later.
+ */
+static inline int axon_rma_am_sent(axon_request_h req, axon_status_t status, size_t len)
+{
+    if (status == AXON_OK) {
+        req->rma.offset += len;
+    } else if (status != AXON_ERR_NO_RESOURCE) {
+        axon_rma_op_fail(req, status);
+    }
+    return status == AXON_ERR_NO_RESOURCE;
 }
 
 static axon_status_t axon_rma_am_push_put(axon_request_h req)
@@ -71,104 +82,87 @@ static axon_status_t axon_rma_am_push_put(axon_request_h req)
                                             req->rma.data.buffer + req->rma.offset, left,
                                             &req->tl_comp);
             if (status == AXON_INPROGRESS) {
-                req->flags      |= AXON_REQUEST_TL_BUSY;
-                req->rma.zc_am   = 1;
-                req->rma.zc_len  = left;
-                req->rma.offset += left;
+                axon_rma_zcopy_posted(req, left, 1);
                 return AXON_INPROGRESS;
             }
         } else {
             packed = lane->ops->ep_am_bcopy(lane->tl_ep, AXON_AM_RMA_PUT, axon_rma_pack_put, req);
-            if (packed >= 0) {
-                req->rma.offset += (size_t)packed - sizeof(hdr);
-                continue;
-            }
-            status = (axon_status_t)packed;
-            left   = 0;
+            status = (packed < 0) ? (axon_status_t)packed : AXON_OK;
+            left   = (packed < 0) ? 0 : (size_t)packed - sizeof(hdr);
         }
-        if (status == AXON_OK) {
-            req->rma.offset += left;
-        } else if (status == AXON_ERR_NO_RESOURCE) {
-            return status;
-        } else {
-            axon_rma_op_fail(req, status);
+        if (axon_rma_am_sent(req, status, left)) {
+            return AXON_ERR_NO_RESOURCE;
         }
+    }
+    return axon_rma_op_state(req);
+}
+
+typedef struct {
+    const void *hdr;
+    size_t      length;
+} axon_rma_am_hdr_pack_t;
+
+static size_t axon_rma_pack_hdr(void *dest, void *arg)
+{
+    const axon_rma_am_hdr_pack_t *p = arg;
+
+    memcpy(dest, p->hdr, p->length);
+    return p->length;
+}
+
+/* A message that is a header alone (GET_REQ, AMO) carries the whole rest of req. */
+static axon_status_t axon_rma_am_push_hdr(axon_request_h req, uint8_t am_id, const void *hdr,
+                                          size_t hdr_len)
+{
+    axon_lane_t *lane = &req->rma.ep->am_lane;
+    axon_rma_am_hdr_pack_t p = {hdr, hdr_len};
+    axon_status_t status;
+    ssize_t packed;
+
+    if (hdr_len <= lane->max_short) {
+        status = lane->ops->ep_am_short(lane->tl_ep, am_id, hdr, hdr_len, NULL, 0);
+    } else {
+        packed = lane->ops->ep_am_bcopy(lane->tl_ep, am_id, axon_rma_pack_hdr, &p);
+        status = (packed < 0) ? (axon_status_t)packed : AXON_OK;
+    }
+    if (axon_rma_am_sent(req, status, req->rma.length - req->rma.offset)) {
+        return AXON_ERR_NO_RESOURCE;
     }
     return axon_rma_op_state(req);
 }
 
 static axon_status_t axon_rma_am_push_get(axon_request_h req)
 {
-    axon_lane_t *lane = &req->rma.ep->am_lane;
     axon_rma_get_req_hdr_t hdr;
-    axon_status_t status;
 
-    if (req->rma.offset < req->rma.length) {
-        hdr.token       = req->rma.token;
-        hdr.addr        = req->rma.remote_addr + req->rma.offset;
-        hdr.length      = req->rma.length - req->rma.offset;
-        hdr.req_id      = req->id;
-        hdr.sender_uuid = req->worker->uuid;
-        hdr.offset      = req->rma.offset;
-        status = lane->ops->ep_am_short(lane->tl_ep, AXON_AM_RMA_GET_REQ, &hdr, sizeof(hdr),
-                                        NULL, 0);
-        if (status == AXON_OK) {
-            req->rma.offset = req->rma.length;
-        } else if (status == AXON_ERR_NO_RESOURCE) {
-            return status;
-        } else {
-            axon_rma_op_fail(req, status);
-        }
-    }
-    return axon_rma_op_state(req);
-}
-
-static void axon_rma_amo_hdr_init(axon_request_h req, axon_rma_amo_hdr_t *hdr)
-{
-    hdr->args        = req->rma.amo.args;
-    hdr->token       = req->rma.token;
-    hdr->addr        = req->rma.remote_addr;
-    hdr->req_id      = req->id;
-    hdr->sender_uuid = req->worker->uuid;
-}
-
-static size_t axon_rma_pack_amo(void *dest, void *arg)
-{
-    axon_rma_amo_hdr_init(arg, dest);
-    return sizeof(axon_rma_amo_hdr_t);
+    hdr.token       = req->rma.token;
+    hdr.addr        = req->rma.remote_addr + req->rma.offset;
+    hdr.length      = req->rma.length - req->rma.offset;
+    hdr.req_id      = req->id;
+    hdr.sender_uuid = req->worker->uuid;
+    hdr.offset      = req->rma.offset;
+    return axon_rma_am_push_hdr(req, AXON_AM_RMA_GET_REQ, &hdr, sizeof(hdr));
 }
 
 static axon_status_t axon_rma_am_push_amo(axon_request_h req)
 {
-    axon_lane_t *lane = &req->rma.ep->am_lane;
     axon_rma_amo_hdr_t hdr;
-    axon_status_t status;
-    ssize_t packed;
 
-    if (req->rma.offset < req->rma.length) {
-        if (sizeof(hdr) <= lane->max_short) {
-            axon_rma_amo_hdr_init(req, &hdr);
-            status = lane->ops->ep_am_short(lane->tl_ep, AXON_AM_RMA_AMO, &hdr, sizeof(hdr),
-                                            NULL, 0);
-        } else {
-            packed = lane->ops->ep_am_bcopy(lane->tl_ep, AXON_AM_RMA_AMO, axon_rma_pack_amo, req);
-            status = (packed < 0) ? (axon_status_t)packed : AXON_OK;
-        }
-        if (status == AXON_OK) {
-            req->rma.offset = req->rma.length;
-        } else if (status == AXON_ERR_NO_RESOURCE) {
-            return status;
-        } else {
-            axon_rma_op_fail(req, status);
-        }
-    }
-    return axon_rma_op_state(req);
+    hdr.args        = req->rma.amo.args;
+    hdr.token       = req->rma.token;
+    hdr.addr        = req->rma.remote_addr;
+    hdr.req_id      = req->id;
+    hdr.sender_uuid = req->worker->uuid;
+    return axon_rma_am_push_hdr(req, AXON_AM_RMA_AMO, &hdr, sizeof(hdr));
 }
 
 axon_status_t axon_rma_am_push(axon_request_h req)
 {
     if (!(req->flags & AXON_REQUEST_IN_ID_MAP)) {
         axon_request_id_add(req, req->rma.ep->peer_uuid);  /* replies name it */
+    }
+    if (req->rma.offset >= req->rma.length) {
+        return axon_rma_op_state(req);  /* all sent: waiting for the replies */
     }
     switch (req->rma.kind) {
     case AXON_RMA_KIND_PUT:

@@ -161,9 +161,20 @@ static inline axon_status_t axon_rma_check(axon_ep_h ep, const struct axon_rkey 
 /* [addr, addr + length) outside the key: AXON_ERR_REMOTE_ACCESS, logged. */
 axon_status_t axon_rma_range_error(const struct axon_rkey *rkey, uint64_t addr, size_t length,
                                    const char *func);
-/* A request for an operation done at once but asked for with AXON_REQ_FLAG_NO_IMM_CMPL. */
-axon_status_t axon_rma_done_request(axon_ep_h ep, const axon_request_param_t *param,
-                                    axon_request_h *req_p);
+/* A request completed with status, for an operation done at once (AXON_REQ_FLAG_NO_IMM_CMPL). */
+axon_status_t axon_rma_done_request(axon_worker_h worker, axon_status_t status,
+                                    const axon_request_param_t *param, axon_request_h *req_p);
+
+/* An operation finished inside its call: status, or a completed request if the caller wants one. */
+static inline axon_status_t axon_rma_done_now(axon_worker_h worker, axon_status_t status,
+                                              const axon_request_param_t *param,
+                                              axon_request_h *req_p)
+{
+    if (__builtin_expect((param != NULL) && (param->flags & AXON_REQ_FLAG_NO_IMM_CMPL), 0)) {
+        return axon_rma_done_request(worker, status, param, req_p);
+    }
+    return status;
+}
 
 /*
  * Start an operation that cannot finish on the fast path: req is filled
@@ -196,6 +207,15 @@ static inline axon_status_t axon_rma_op_state(axon_request_h req)
 
 /* Completion of an operation's RDMA read/write or zero-copy message (rma.c). */
 void axon_rma_zcopy_done(axon_tl_completion_t *comp, axon_status_t status);
+
+/* The transport took len bytes of req and owes axon_rma_zcopy_done (am: a message, not RDMA). */
+static inline void axon_rma_zcopy_posted(axon_request_h req, size_t len, int am)
+{
+    req->flags      |= AXON_REQUEST_TL_BUSY;
+    req->rma.zc_am   = (uint8_t)am;
+    req->rma.zc_len  = len;
+    req->rma.offset += len;
+}
 
 /* Called from rma_am.c as replies arrive: length more units of req are complete. */
 void axon_rma_op_progress(axon_request_h req, size_t length, axon_status_t status);

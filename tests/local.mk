@@ -56,5 +56,5 @@ tests_plugins_libaxon_badabi_la_LDFLAGS = -module -avoid-version -shared -rpath 
 endif
 
 EXTRA_DIST += tests/run_tests.sh tests/tools_test.sh contrib/bench/compare.sh \
-	contrib/bench/ep_mem.sh contrib/bench/rma_compare.sh
+	contrib/bench/ep_mem.sh contrib/bench/rma_compare.sh contrib/bench/bench_lib.sh
 TESTS += tests/run_tests.sh

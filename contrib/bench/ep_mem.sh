@@ -11,6 +11,8 @@
 # build/tools/axon_perf, else tools/axon_perf (an in-place build).
 set -u
 
+. "$(dirname "$0")/bench_lib.sh"
+
 usage() {
     sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
     cat <<EOF
@@ -27,25 +29,13 @@ while [ $# -gt 0 ]; do
         --tls)   tls_arg=${2:?--tls needs a list}; shift ;;
         --peers) peers=${2:?--peers needs a number}; shift ;;
         -h|--help) usage; exit 0 ;;
-        *) echo "ep_mem.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+        *) die "unknown option '$1' (see --help)" ;;
     esac
     shift
 done
 
-die() { echo "ep_mem.sh: $*" >&2; exit 2; }
 [[ $peers =~ ^[1-9][0-9]*$ ]] || die "invalid --peers '$peers'"
-
-top=$(cd "$(dirname "$0")/../.." && pwd)
-perf=${AXON_PERF:-}
-if [ -z "$perf" ]; then
-    for p in "$top/build/tools/axon_perf" "$top/tools/axon_perf" \
-             "$PWD/build/tools/axon_perf" "$PWD/tools/axon_perf"; do
-        if [ -x "$p" ]; then perf=$p; break; fi
-    done
-fi
-[ -n "$perf" ] && [ -x "$perf" ] ||
-    die "axon_perf not found: build Axon (build/ or in place) or set AXON_PERF=path"
-unset AXON_PERF   # Axon warns about AXON_* variables it does not know
+bench_find_perf
 
 declare -A bytes lanes errs
 IFS=, read -ra tls_list <<<"$tls_arg"

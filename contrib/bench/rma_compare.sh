@@ -22,89 +22,17 @@
 # ucx-utils is installed with apt-get if missing.
 set -u
 
-usage() {
-    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
-    cat <<EOF
-Options:
-  --quick       a tenth of the iterations (a rough table in about a minute)
-  --sizes LIST  put/get sizes, comma separated, k/m suffixes (default 8,4k,64k,1m)
-  --tls LIST    transports to compare: shm, tcp (default shm,tcp)
-  --repeat N    run each measurement N times and keep the best (default 1)
-  --keep        keep the raw tool outputs (their directory is printed)
-EOF
-}
+. "$(dirname "$0")/bench_lib.sh"
 
-quick=0
-sizes_arg=8,4k,64k,1m
-tls_arg=shm,tcp
-repeat=1
-keep=0
-while [ $# -gt 0 ]; do
-    case $1 in
-        --quick)  quick=1 ;;
-        --sizes)  sizes_arg=${2:?--sizes needs a list}; shift ;;
-        --tls)    tls_arg=${2:?--tls needs a list}; shift ;;
-        --repeat) repeat=${2:?--repeat needs a number}; shift ;;
-        --keep)   keep=1 ;;
-        -h|--help) usage; exit 0 ;;
-        *) echo "rma_compare.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
-    esac
-    shift
-done
-
-die() { echo "rma_compare.sh: $*" >&2; exit 2; }
-
-to_bytes() {  # 8 | 4k | 1m -> bytes
-    local v=${1,,} scale=1
-    case $v in
-        *k) scale=1024; v=${v%k} ;;
-        *m) scale=$((1024 * 1024)); v=${v%m} ;;
-    esac
-    [[ $v =~ ^[0-9]+$ ]] || return 1
-    echo $((v * scale))
-}
-
-sizes=()
-IFS=, read -ra _list <<<"$sizes_arg"
-for s in "${_list[@]}"; do
-    b=$(to_bytes "$s") || die "invalid size '$s'"
-    [ "$b" -gt 0 ] || die "sizes start at 1 byte (put_lat carries a mark in the last one)"
-    sizes+=("$b")
-done
-[ ${#sizes[@]} -gt 0 ] || die "no sizes"
-tls_list=()
-IFS=, read -ra _list <<<"$tls_arg"
-for t in "${_list[@]}"; do
-    case $t in shm|tcp) tls_list+=("$t") ;; *) die "unknown transport '$t' (shm, tcp)" ;; esac
-done
-[[ $repeat =~ ^[1-9][0-9]*$ ]] || die "invalid --repeat '$repeat'"
+usage() { bench_usage 2,22 "put/get sizes"; }
+bench_parse_options "sizes start at 1 byte (put_lat carries a mark in the last one)" -- "$@"
 
 # ------------------------------------------------------------------ tools
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
-perf=${AXON_PERF:-}
-if [ -z "$perf" ]; then
-    for p in "$top/build/tools/axon_perf" "$top/tools/axon_perf" \
-             "$PWD/build/tools/axon_perf" "$PWD/tools/axon_perf"; do
-        if [ -x "$p" ]; then perf=$p; break; fi
-    done
-fi
-[ -n "$perf" ] && [ -x "$perf" ] ||
-    die "axon_perf not found: build Axon (build/ or in place) or set AXON_PERF=path"
+bench_find_perf
 "$perf" -h | grep -q amo_bw ||
     die "$perf has no one-sided tests (put_lat, amo_bw...): rebuild it"
-# Axon warns about AXON_* variables it does not know; this one is ours.
-unset AXON_PERF
-
-as_root() {
-    if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
-}
-if ! command -v ucx_perftest >/dev/null; then
-    echo "== installing ucx-utils" >&2
-    as_root apt-get update -q >&2 &&
-        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q ucx-utils >&2 ||
-        echo "rma_compare.sh: could not install ucx-utils; its column will say so" >&2
-fi
+bench_install ucx_perftest:ucx-utils
 have_ucx=0
 command -v ucx_perftest >/dev/null && have_ucx=1
 # The UCP one-sided tests this script needs (their names changed across UCX versions).
@@ -117,27 +45,12 @@ fi
 
 # ------------------------------------------------------------------ running
 
-work=$(mktemp -d /tmp/axon-rma-compare-XXXXXX)
-# The run in progress: a server in the background and a client (or --local
-# run) waited for; both are ended on exit, whatever the reason.
-srv_pid=
-fg_pid=
-cleanup() {
-    [ -n "$fg_pid" ] && kill "$fg_pid" 2>/dev/null
-    [ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null
-    if [ "$keep" -eq 0 ]; then rm -rf "$work"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
-
-run_timeout=$((quick ? 60 : 180))
-port=$((20000 + RANDOM % 20000))
-next_port() { port=$((port + 1)); [ $port -lt 65000 ] || port=20000; }
+bench_start /tmp/axon-rma-compare-XXXXXX
+bench_error_words+='|unsupported'
 
 # Iterations scale with the size so that every run takes about a second
 # on a quiet machine; over tcp everything is executed by the target (UCX's
 # get takes hundreds of microseconds there), so it gets a tenth as many.
-clamp() { local v=$1; [ "$v" -lt "$2" ] && v=$2; [ "$v" -gt "$3" ] && v=$3; echo "$v"; }
 iters() {  # size tl budget min max
     local n div=1 max=$5
     if [ "$2" = tcp ]; then div=16; max=$((max / 10)); fi
@@ -145,124 +58,8 @@ iters() {  # size tl budget min max
     [ $quick -eq 1 ] && n=$((n / 10))
     echo $((n < 100 ? 100 : n))
 }
-lat_iters() { iters "$1" "$2" $((1 << 31)) 1000 100000; }
-bw_iters()  { iters "$1" "$2" $((1 << 33)) 2000 1000000; }
-warmup_of() { local w=$(($1 / 10)); [ $w -gt 1000 ] && w=1000; echo "$w"; }
 
-# Wait until something listens on TCP port $1 (without connecting to it:
-# the servers here take exactly one client), or the process $2 is gone.
-wait_listen() {
-    local i
-    for i in $(seq 200); do
-        [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ] && return 0
-        kill -0 "$2" 2>/dev/null || return 1
-        sleep 0.05
-    done
-    return 1
-}
-
-# Start a server in the background, wait for its port, run the client.
-# Output: client in $out, server in $out.srv; status of the client.
-client_server() {  # out port server-cmd... -- client-cmd...
-    local out=$1 p=$2; shift 2
-    local srv=() spid rc
-    while [ "$1" != "--" ]; do srv+=("$1"); shift; done
-    shift
-    timeout "$run_timeout" "${srv[@]}" >"$out.srv" 2>&1 &
-    spid=$!
-    srv_pid=$spid
-    if ! wait_listen "$p" "$spid"; then
-        kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
-        srv_pid=
-        cp "$out.srv" "$out"
-        echo "server did not start listening on port $p" >>"$out"
-        return 1
-    fi
-    timeout "$run_timeout" "$@" >"$out" 2>&1 &
-    fg_pid=$!
-    wait "$fg_pid"
-    rc=$?
-    fg_pid=
-    # The server ends with its client; a failed client may leave it waiting.
-    for _ in $(seq 50); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
-    kill "$spid" 2>/dev/null
-    wait "$spid" 2>/dev/null
-    srv_pid=
-    [ $rc -eq 124 ] && echo "timed out after $run_timeout s" >>"$out"
-    return $rc
-}
-
-# The line that best explains a failed run: an error line if there is one.
-first_error() {  # files...
-    local line
-    local text
-    text=$(cat "$@" 2>/dev/null | grep -vE ' (DIAG|INFO|WARN) ')  # UCX's chatter
-    line=$(grep -iE -m1 'error|timed out|did not|refused|denied|no such|unsupported' <<<"$text")
-    [ -n "$line" ] || line=$(grep -iE -m1 'fail' <<<"$text")
-    [ -n "$line" ] || line=$(grep -v '^[#|+]' <<<"$text" | grep -m1 .)
-    # strip timestamps and process ids so that equal errors share one note
-    sed -E 's/^\[[0-9.]+\] +\[[^]]*\] *//; s/^\[[^]]*:[0-9]+\] *//' <<<"${line:-no result line}" |
-        cut -c1-160
-}
-
-both_errors() {  # client-output (the server's is beside it, .srv)
-    local c s
-    c=$(first_error "$1")
-    s=$(first_error "$1.srv")
-    if [ "$c" = "$s" ]; then echo "$c"; else echo "client: $c; server: $s"; fi
-}
-
-# Each measurement sets the globals lat, bw, rate (empty on failure) and err.
-axon_run() {  # tl test size iters
-    local out="$work/axon-$1-$2-$3" n=$4 line
-    lat=; bw=; rate=; err=
-    AXON_TLS=$1 timeout "$run_timeout" "$perf" --local -t "$2" -s "$3" -n "$n" \
-        -W "$(warmup_of "$n")" >"$out" 2>&1 &
-    fg_pid=$!
-    wait "$fg_pid"
-    fg_pid=
-    line=$(grep -m1 '^RESULT' "$out")
-    if [ -z "$line" ]; then
-        err=$(first_error "$out")
-        return
-    fi
-    lat=$(sed -n 's/.* latency_us=\([0-9.]*\).*/\1/p' <<<"$line")
-    bw=$(sed -n 's/.* bandwidth_MBps=\([0-9.]*\).*/\1/p' <<<"$line")
-    rate=$(sed -n 's/.* msgrate_Mps=\([0-9.]*\).*/\1/p' <<<"$line")
-    grep -m1 '^# lanes:' "$out" >"$work/lanes-axon-$1"
-}
-
-ucx_run() {  # tl test size iters
-    local out="$work/ucx-$1-$2-$3" n=$4 tls line
-    lat=; bw=; rate=; err=
-    [ $have_ucx -eq 1 ] || { err="ucx_perftest not installed"; return; }
-    case $1 in shm) tls=sm ;; *) tls=$1 ;; esac
-    next_port
-    client_server "$out" "$port" env UCX_TLS=$tls ucx_perftest -p "$port" -- \
-        env UCX_TLS=$tls UCX_LOG_LEVEL=info ucx_perftest 127.0.0.1 -p "$port" -t "$2" \
-        -s "$3" -n "$n" -w "$(warmup_of "$n")"
-    # Final: iters p50 lat_avg lat_overall bw_avg bw_overall(MiB/s) rate_avg rate_overall
-    line=$(grep -m1 '^Final:' "$out")
-    if [ -z "$line" ]; then
-        err=$(both_errors "$out")
-        return
-    fi
-    read -r _ _ _ _ lat _ bw _ rate <<<"$line"
-    bw=$(awk -v b="$bw" 'BEGIN { printf "%.3f", b * 1.048576 }')      # MiB/s -> MB/s
-    rate=$(awk -v r="$rate" 'BEGIN { printf "%.3f", r / 1e6 }')
-    grep -m1 -o 'ep_cfg\[0\]: .*' "$out" >"$work/lanes-ucx-$1"
-}
-
-# Best of $repeat runs: lowest latency, highest bandwidth and rate.
-declare -A R    # R[lib,tl,metric,size] = value
-declare -A E    # E[lib,tl,metric,size] = first error seen
-best() {  # key value lower-is-better
-    local old=${R[$1]:-}
-    if [ -z "$old" ] || awk -v a="$2" -v b="$old" -v low="$3" \
-            'BEGIN { exit !((low && a < b) || (!low && a > b)) }'; then
-        R[$1]=$2
-    fi
-}
+# R[lib,tl,metric,size] = value; E[lib,tl,metric,size] = first error seen
 record() {  # lib tl metric size value lower-is-better
     if [ -n "$err" ] || [ -z "$5" ]; then
         [ -z "${E[$1,$2,$3,$4]:-}" ] && E[$1,$2,$3,$4]=${err:-no value}
@@ -282,12 +79,7 @@ measure() {  # tl metric axon-test ucx-test size iters which(lat|bw|rate)
     record ucx "$tl" "$metric" "$size" "$v" "$low"
 }
 
-echo "== axon_perf: $perf" >&2
-load_start=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null)
-if awk -v l="${load_start:-0}" 'BEGIN { exit !(l > 0.5) }'; then
-    echo "== warning: load average $load_start: other processes are busy, expect noisy numbers" >&2
-fi
-echo "== sizes: ${sizes[*]}; transports: ${tls_list[*]}; repeat: $repeat" >&2
+bench_announce
 for tl in "${tls_list[@]}"; do
     for r in $(seq "$repeat"); do
         n=$(lat_iters 8 "$tl"); nb=$(bw_iters 8 "$tl")
@@ -306,61 +98,14 @@ done
 
 # ------------------------------------------------------------------ table
 
-# The cell functions set $C rather than print, so that the list of failure
-# notes they add to survives (no subshells).
-notes=()
-note_of() {  # lib tl metric size
-    local e=${E[$1,$2,$3,$4]:-} i
-    C="-"
-    [ -n "$e" ] || return
-    for i in "${!notes[@]}"; do
-        if [ "${notes[$i]}" = "$1 $2: $e" ]; then C="fail[$((i + 1))]"; return; fi
-    done
-    notes+=("$1 $2: $e")
-    C="fail[${#notes[@]}]"
-}
-cell() {  # lib tl metric size
-    local v=${R[$1,$2,$3,$4]:-}
-    if [ -n "$v" ]; then
-        case $3 in
-            *_us|*_Mps) C=$(printf '%.3f' "$v") ;;
-            *)          C=$(printf '%.1f' "$v") ;;
-        esac
-    else
-        note_of "$1" "$2" "$3" "$4"
-    fi
-}
-ratio() {  # key-a key-b
-    local a=${R[$1]:-} b=${R[$2]:-}
-    C="-"
-    if [ -n "$a" ] && [ -n "$b" ]; then
-        C=$(awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
-    fi
-}
-human() {  # bytes
-    if [ "$1" -gt 0 ] && [ $(($1 % 1048576)) -eq 0 ]; then echo "$(($1 / 1048576)) MiB"
-    elif [ "$1" -gt 0 ] && [ $(($1 % 1024)) -eq 0 ]; then echo "$(($1 / 1024)) KiB"
-    else echo "$1 B"; fi
-}
-row() {  # cells... -> one markdown row
-    local out="|" c
-    for c in "$@"; do out+=" $c |"; done
-    echo "$out"
-}
 line_of() {  # tl metric size
     local cells=("$1" "$2" "$(human "$3")") lib
-    for lib in axon ucx; do cell "$lib" "$1" "$2" "$3"; cells+=("$C"); done
+    for lib in axon ucx; do cell_of "$lib" "$1" "$2" "$3" "$lib,$1,$2,$3"; cells+=("$C"); done
     ratio "axon,$1,$2,$3" "ucx,$1,$2,$3"; cells+=("$C")
     row "${cells[@]}"
 }
 
-axon_version=$(sed -n 's/^# axon_perf \([^:]*\):.*/\1/p' "$work"/axon-* 2>/dev/null | head -1)
-echo
-echo "Axon ${axon_version:-?} vs UCX $(ucx_info -v 2>/dev/null | sed -n 's/^# Version //p')," \
-    "one-sided operations, on $(uname -n), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')" \
-    "$([ $quick -eq 1 ] && echo '(--quick)')$([ "$repeat" -gt 1 ] && echo "(best of $repeat)")"
-echo "Load average (1 min) at start ${load_start:-?}, at end $(cut -d' ' -f1 /proc/loadavg 2>/dev/null)" \
-    "(the end includes this run's two busy-polling processes)."
+bench_title ", one-sided operations,"
 echo
 echo "put_lat_us: half a put ping-pong round trip (ucp_put_lat); get_lat_us, fadd_lat_us: one"
 echo "whole get (ucp_get) or 64-bit fetch-and-add (ucp_fadd); put_bw_MBps: streamed puts and a"
@@ -378,18 +123,5 @@ for tl in "${tls_list[@]}"; do
         done
     done
 done
-echo
-echo "Lanes:"
-for tl in "${tls_list[@]}"; do
-    [ -s "$work/lanes-axon-$tl" ] && echo "  axon $tl: $(sed 's/^# lanes: //' "$work/lanes-axon-$tl")"
-    [ -s "$work/lanes-ucx-$tl" ] && echo "  ucx  $tl: $(cat "$work/lanes-ucx-$tl")"
-done
-if [ ${#notes[@]} -gt 0 ]; then
-    echo
-    echo "Failures:"
-    for i in "${!notes[@]}"; do
-        echo "  [$((i + 1))] ${notes[$i]}"
-    done
-fi
-[ "$keep" -eq 1 ] && echo && echo "Raw outputs: $work"
+bench_footer
 exit 0

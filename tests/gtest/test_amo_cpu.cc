@@ -280,6 +280,18 @@ axon_amo_args_t random_args(std::mt19937_64 &rng, const OpSize &os, const uint64
     return args;
 }
 
+/* An 8-byte ADD of value, not fetching: the operation most tests here run. */
+axon_amo_args_t add8_args(uint64_t value)
+{
+    axon_amo_args_t args;
+
+    memset(&args, 0, sizeof(args));
+    args.op       = AXON_AMO_ADD;
+    args.size     = 8;
+    args.value[0] = value;
+    return args;
+}
+
 /* ---------------------------------------------------------------- (a) apply vs model */
 
 /* Known answers, so the model itself is anchored. */
@@ -417,11 +429,7 @@ TEST(AmoCpu, exec_layout_and_neighbours)
 
     /* A post (result NULL) works the same. */
     uint64_t        word = 5;
-    axon_amo_args_t args;
-    memset(&args, 0, sizeof(args));
-    args.op       = AXON_AMO_ADD;
-    args.size     = 8;
-    args.value[0] = 3;
+    axon_amo_args_t args = add8_args(3);
     axon_amo_cpu_exec(&table, 0, &word, &args, NULL);
     EXPECT_EQ(8u, word);
 }
@@ -573,13 +581,8 @@ bool barrier(const Region &r, unsigned phase)
 /* One worker's share: kIters of each workload, one after the other. 0 on success. */
 int run_workload(const Region &r, unsigned id)
 {
-    axon_amo_args_t add, fields, lock, unlock, mix, mix_add;
+    axon_amo_args_t add = add8_args(1), fields, lock, unlock, mix, mix_add;
     uint64_t        old[4];
-
-    memset(&add, 0, sizeof(add));
-    add.op       = AXON_AMO_ADD;
-    add.size     = 8;
-    add.value[0] = 1;
 
     memset(&fields, 0, sizeof(fields));
     fields.op   = AXON_AMO_MFADD;
@@ -871,11 +874,7 @@ TEST_P(AmoCpuDeadOwner, next_exec_takes_over)
     h.hold_sec = -1;
 
     /* Cache our pid in the library first: the child must not inherit it. */
-    axon_amo_args_t args;
-    memset(&args, 0, sizeof(args));
-    args.op       = AXON_AMO_ADD;
-    args.size     = 8;
-    args.value[0] = 1;
+    axon_amo_args_t args = add8_args(1);
     axon_amo_cpu_exec(seg.locks, offset, (uint8_t*)seg.address + offset, &args, NULL);
 
     ASSERT_EQ(0, axon_test_peer_spawn(&peer, holder_child, &h, kChildTimeout));
@@ -914,33 +913,6 @@ INSTANTIATE_TEST_SUITE_P(Reaped, AmoCpuDeadOwner, ::testing::Values(true, false)
                              return std::string(info.param ? "reaped" : "zombie");
                          });
 
-TEST(AmoCpu, live_holder_is_waited_for)
-{
-    Watchdog         dog(60);
-    axon_mem_seg_t   seg;
-    axon_test_peer_t peer;
-    HolderArg        h;
-
-    ASSERT_EQ(AXON_OK, axon_mem_seg_alloc(4096, 43, &seg));
-    h.key      = key_of(seg);
-    h.offset   = 0;
-    h.hold_sec = 0.3;   /* longer than a liveness check period: checks must find it alive */
-    ASSERT_EQ(0, axon_test_peer_spawn(&peer, holder_child, &h, kChildTimeout));
-    ASSERT_TRUE(wait_byte(peer.fd, 20));
-
-    axon_amo_args_t args;
-    memset(&args, 0, sizeof(args));
-    args.op       = AXON_AMO_ADD;
-    args.size     = 8;
-    args.value[0] = 7;
-    double t0 = now_sec();
-    axon_amo_cpu_exec(seg.locks, 0, seg.address, &args, NULL);
-    EXPECT_GT(now_sec() - t0, 0.2);
-    EXPECT_EQ(7u, *(uint64_t*)seg.address);
-    EXPECT_EQ(0, axon_test_peer_wait(&peer, kChildTimeout));
-    axon_mem_seg_free(&seg);
-}
-
 /* The holder is a thread of a process whose main thread has exited (a zombie leader). */
 int zombie_leader_child(int fd, void *arg)
 {
@@ -956,30 +928,41 @@ int zombie_leader_child(int fd, void *arg)
     }
 }
 
-TEST(AmoCpu, zombie_leader_with_live_holder_is_waited_for)
+/*
+ * A holder alive longer than a liveness check period: exec waits for it,
+ * never robs it (the child returns 5 if it was robbed).
+ */
+void expect_live_holder_waited_for(int (*child)(int, void *), uint64_t token)
 {
     Watchdog         dog(60);
     axon_mem_seg_t   seg;
     axon_test_peer_t peer;
     HolderArg        h;
 
-    ASSERT_EQ(AXON_OK, axon_mem_seg_alloc(4096, 44, &seg));
+    ASSERT_EQ(AXON_OK, axon_mem_seg_alloc(4096, token, &seg));
     h.key      = key_of(seg);
     h.offset   = 0;
     h.hold_sec = 0.3;
-    ASSERT_EQ(0, axon_test_peer_spawn(&peer, zombie_leader_child, &h, kChildTimeout));
+    ASSERT_EQ(0, axon_test_peer_spawn(&peer, child, &h, kChildTimeout));
     ASSERT_TRUE(wait_byte(peer.fd, 20));
 
-    axon_amo_args_t args;
-    memset(&args, 0, sizeof(args));
-    args.op       = AXON_AMO_ADD;
-    args.size     = 8;
-    args.value[0] = 7;
-    double t0 = now_sec();
+    axon_amo_args_t args = add8_args(7);
+    double          t0   = now_sec();
     axon_amo_cpu_exec(seg.locks, 0, seg.address, &args, NULL);
     EXPECT_GT(now_sec() - t0, 0.2);
-    EXPECT_EQ(0, axon_test_peer_wait(&peer, kChildTimeout));   /* 5: it was robbed */
+    EXPECT_EQ(7u, *(uint64_t*)seg.address);
+    EXPECT_EQ(0, axon_test_peer_wait(&peer, kChildTimeout));
     axon_mem_seg_free(&seg);
+}
+
+TEST(AmoCpu, live_holder_is_waited_for)
+{
+    expect_live_holder_waited_for(holder_child, 43);
+}
+
+TEST(AmoCpu, zombie_leader_with_live_holder_is_waited_for)
+{
+    expect_live_holder_waited_for(zombie_leader_child, 44);
 }
 
 /* ---------------------------------------------------------------- (e) segments */
@@ -1067,11 +1050,7 @@ int peer_sees_writes(int fd, void *arg)
     }
     axon_test_fill(p + key->length / 2, key->length / 2, 2);
 
-    axon_amo_args_t args;
-    memset(&args, 0, sizeof(args));
-    args.op       = AXON_AMO_ADD;
-    args.size     = 8;
-    args.value[0] = 11;
+    axon_amo_args_t args = add8_args(11);
     axon_amo_cpu_exec(seg.locks, 0, p, &args, NULL);
 
     if (axon_test_sync(fd) != 0) {     /* written: the parent checks ... */

@@ -405,20 +405,37 @@ TEST(Mem, Lookup)
 /* ---------------------------------------------------------------- keys in one process */
 
 /* Same process: LOCAL on every lane (self, or shm/tcp between two workers). */
-class MemLocal : public ::testing::TestWithParam<const char *> {};
+class MemLocal : public ::testing::TestWithParam<const char *> {
+protected:
+    Node      n;
+    axon_ep_h ep = nullptr;
+
+    /* The node (one worker over self, else two) and ep from its first worker to its last. */
+    void start(std::vector<axon_config_kv_t> extra = {})
+    {
+        bool self = !strcmp(GetParam(), "self");
+
+        ASSERT_TRUE(n.init(GetParam(), extra, self ? 1 : 2));
+        ep = n.connect_to_worker(0, self ? 0 : 1);
+        ASSERT_NE(nullptr, ep);
+    }
+
+    /* Map [addr, +length) of user memory and pack its key. */
+    void map_and_pack(void *addr, size_t length, axon_mem_h *memh, Key *key)
+    {
+        axon_mem_map_params_t mp = {addr, length, 0};
+
+        ASSERT_EQ(AXON_OK, axon_mem_map(n.ctx, &mp, memh));
+        ASSERT_EQ(AXON_OK, axon_rkey_pack(n.ctx, *memh, &key->buf, &key->size));
+    }
+};
 
 TEST_P(MemLocal, PackUnpack)
 {
-    const char          *tls  = GetParam();
-    bool                 self = !strcmp(tls, "self");
-    Node                 n;
     std::vector<uint8_t> buf(8192);
     axon_mem_h           user, alloc;
 
-    ASSERT_TRUE(n.init(tls, {}, self ? 1 : 2));
-    axon_ep_h ep = n.connect_to_worker(0, self ? 0 : 1);
-    ASSERT_NE(nullptr, ep);
-
+    ASSERT_NO_FATAL_FAILURE(start());
     axon_mem_map_params_t mp = {buf.data() + 3, 5000, 0};
     axon_mem_map_params_t ma = {nullptr, 12345, AXON_MEM_MAP_ALLOCATE};
     ASSERT_EQ(AXON_OK, axon_mem_map(n.ctx, &mp, &user));
@@ -458,20 +475,13 @@ TEST_P(MemLocal, PackUnpack)
  */
 TEST_P(MemLocal, KeyOutlivesUserMapping)
 {
-    const char          *tls  = GetParam();
-    bool                 self = !strcmp(tls, "self");
-    Node                 n;
     std::vector<uint64_t> buf(16, 5);
-    axon_mem_h           memh;
-    Key                  key;
-    axon_rkey_h          rkey;
+    axon_mem_h            memh;
+    Key                   key;
+    axon_rkey_h           rkey;
 
-    ASSERT_TRUE(n.init(tls, {}, self ? 1 : 2));
-    axon_ep_h ep = n.connect_to_worker(0, self ? 0 : 1);
-    ASSERT_NE(nullptr, ep);
-    axon_mem_map_params_t mp = {buf.data(), buf.size() * 8, 0};
-    ASSERT_EQ(AXON_OK, axon_mem_map(n.ctx, &mp, &memh));
-    ASSERT_EQ(AXON_OK, axon_rkey_pack(n.ctx, memh, &key.buf, &key.size));
+    ASSERT_NO_FATAL_FAILURE(start());
+    ASSERT_NO_FATAL_FAILURE(map_and_pack(buf.data(), buf.size() * 8, &memh, &key));
     ASSERT_EQ(AXON_OK, axon_ep_rkey_unpack(ep, key.buf, key.size, &rkey));
     ASSERT_EQ(AXON_RMA_PATH_LOCAL, rkey->path);
     EXPECT_NE(nullptr, rkey->locks_ref);
@@ -490,20 +500,13 @@ TEST_P(MemLocal, KeyOutlivesUserMapping)
 /* AXON_RMA_PATH=am: every key goes the active-message way, even in one process. */
 TEST_P(MemLocal, ForcedAm)
 {
-    const char          *tls  = GetParam();
-    bool                 self = !strcmp(tls, "self");
-    Node                 n;
     std::vector<uint8_t> buf(100);
     axon_mem_h           memh;
     Key                  key;
     axon_rkey_h          rkey;
 
-    ASSERT_TRUE(n.init(tls, {{"RMA_PATH", "am"}}, self ? 1 : 2));
-    axon_ep_h ep = n.connect_to_worker(0, self ? 0 : 1);
-    ASSERT_NE(nullptr, ep);
-    axon_mem_map_params_t mp = {buf.data(), buf.size(), 0};
-    ASSERT_EQ(AXON_OK, axon_mem_map(n.ctx, &mp, &memh));
-    ASSERT_EQ(AXON_OK, axon_rkey_pack(n.ctx, memh, &key.buf, &key.size));
+    ASSERT_NO_FATAL_FAILURE(start({{"RMA_PATH", "am"}}));
+    ASSERT_NO_FATAL_FAILURE(map_and_pack(buf.data(), buf.size(), &memh, &key));
     ASSERT_EQ(AXON_OK, axon_ep_rkey_unpack(ep, key.buf, key.size, &rkey));
     EXPECT_EQ(AXON_RMA_PATH_AM, rkey->path);
     EXPECT_EQ(memh->token, rkey->token);
@@ -514,20 +517,13 @@ TEST_P(MemLocal, ForcedAm)
 /* A key is not usable on an endpoint that failed: unpack returns its status. */
 TEST_P(MemLocal, FailedEndpoint)
 {
-    const char          *tls  = GetParam();
-    bool                 self = !strcmp(tls, "self");
-    Node                 n;
     std::vector<uint8_t> buf(100);
     axon_mem_h           memh;
     Key                  key;
     axon_rkey_h          rkey;
 
-    ASSERT_TRUE(n.init(tls, {}, self ? 1 : 2));
-    axon_ep_h ep = n.connect_to_worker(0, self ? 0 : 1);
-    ASSERT_NE(nullptr, ep);
-    axon_mem_map_params_t mp = {buf.data(), buf.size(), 0};
-    ASSERT_EQ(AXON_OK, axon_mem_map(n.ctx, &mp, &memh));
-    ASSERT_EQ(AXON_OK, axon_rkey_pack(n.ctx, memh, &key.buf, &key.size));
+    ASSERT_NO_FATAL_FAILURE(start());
+    ASSERT_NO_FATAL_FAILURE(map_and_pack(buf.data(), buf.size(), &memh, &key));
     ep->status = AXON_ERR_CONNECTION_RESET;  /* as the failure sweep leaves it */
     EXPECT_EQ(AXON_ERR_CONNECTION_RESET, axon_ep_rkey_unpack(ep, key.buf, key.size, &rkey));
     ep->status = AXON_OK;
@@ -541,27 +537,38 @@ INSTANTIATE_TEST_SUITE_P(Lanes, MemLocal, ::testing::Values("self", "shm", "tcp"
 
 /* ---------------------------------------------------------------- the packed format */
 
-/* Every prefix, every single-byte change, other versions, trailing bytes: IO_FORMAT. */
-TEST(MemKey, CorruptKeysAreRefused)
-{
+/* A good key to damage: 256 bytes of user memory, unpacked on an endpoint to the same worker. */
+class MemKey : public ::testing::Test {
+protected:
     Node                 n;
-    std::vector<uint8_t> buf(256);
-    axon_mem_h           memh;
+    std::vector<uint8_t> buf = std::vector<uint8_t>(256);
+    axon_mem_h           memh = nullptr;
     Key                  key;
-    axon_rkey_h          rkey;
-    std::mt19937_64      rng(12345);
+    axon_ep_h            ep = nullptr;
+    std::vector<uint8_t> good;  /* the packed key */
 
-    /* rc registers mappings, so the key has transport entries to damage too. */
-    if (!n.init("rc,self")) {
-        ASSERT_TRUE(n.init("self"));
+    void start()
+    {
+        /* rc registers mappings, so the key has transport entries to damage too. */
+        if (!n.init("rc,self")) {
+            ASSERT_TRUE(n.init("self"));
+        }
+        ep = n.connect_to_worker(0, 0);
+        ASSERT_NE(nullptr, ep);
+        axon_mem_map_params_t mp = {buf.data(), buf.size(), 0};
+        ASSERT_EQ(AXON_OK, axon_mem_map(n.ctx, &mp, &memh));
+        ASSERT_EQ(AXON_OK, axon_rkey_pack(n.ctx, memh, &key.buf, &key.size));
+        good = key.bytes();
     }
-    axon_ep_h ep = n.connect_to_worker(0, 0);
-    ASSERT_NE(nullptr, ep);
-    axon_mem_map_params_t mp = {buf.data(), buf.size(), 0};
-    ASSERT_EQ(AXON_OK, axon_mem_map(n.ctx, &mp, &memh));
-    ASSERT_EQ(AXON_OK, axon_rkey_pack(n.ctx, memh, &key.buf, &key.size));
-    std::vector<uint8_t> good = key.bytes();
+};
 
+/* Every prefix, every single-byte change, other versions, trailing bytes: IO_FORMAT. */
+TEST_F(MemKey, CorruptKeysAreRefused)
+{
+    axon_rkey_h     rkey;
+    std::mt19937_64 rng(12345);
+
+    ASSERT_NO_FATAL_FAILURE(start());
     ASSERT_EQ(AXON_OK, unpack_exact(ep, good.data(), good.size(), &rkey));
     axon_rkey_destroy(rkey);
 
@@ -611,26 +618,13 @@ TEST(MemKey, CorruptKeysAreRefused)
  * so the parser itself must catch it. Whatever the verdict, no crash and no
  * read past the buffer (ASan); a key that passes must name a sane range.
  */
-TEST(MemKey, ForgedChecksumFuzz)
+TEST_F(MemKey, ForgedChecksumFuzz)
 {
-    Node                 n;
-    std::vector<uint8_t> buf(256);
-    axon_mem_h           memh;
-    Key                  key;
-    axon_rkey_h          rkey;
-    std::mt19937_64      rng(777);
-    unsigned             accepted = 0, refused = 0;
+    axon_rkey_h     rkey;
+    std::mt19937_64 rng(777);
+    unsigned        accepted = 0, refused = 0;
 
-    if (!n.init("rc,self")) {
-        ASSERT_TRUE(n.init("self"));
-    }
-    axon_ep_h ep = n.connect_to_worker(0, 0);
-    ASSERT_NE(nullptr, ep);
-    axon_mem_map_params_t mp = {buf.data(), buf.size(), 0};
-    ASSERT_EQ(AXON_OK, axon_mem_map(n.ctx, &mp, &memh));
-    ASSERT_EQ(AXON_OK, axon_rkey_pack(n.ctx, memh, &key.buf, &key.size));
-    std::vector<uint8_t> good = key.bytes();
-
+    ASSERT_NO_FATAL_FAILURE(start());
     LogCapture log;
     for (int iter = 0; iter < 20000; ++iter) {
         std::vector<uint8_t> bad = good;
@@ -1061,10 +1055,13 @@ int table_owner_main(int fd, void *arg)
             free(cmd_buf);
             if (cmd == "quit") {
                 break;
-            } else if (cmd == "map") {
+            } else if ((cmd == "map") || (cmd == "amap")) {  /* amap: allocate rlen bytes */
                 axon_mem_map_params_t mp = {region, rlen, 0};
                 axon_mem_h            memh;
                 Key                   key;
+                if (cmd == "amap") {
+                    mp = {nullptr, rlen, AXON_MEM_MAP_ALLOCATE};
+                }
                 if ((axon_mem_map(n.ctx, &mp, &memh) != AXON_OK) ||
                     (axon_rkey_pack(n.ctx, memh, &key.buf, &key.size) != AXON_OK)) {
                     rc = 15;
@@ -1072,28 +1069,12 @@ int table_owner_main(int fd, void *arg)
                 }
                 maps.push_back(memh);
                 out = key.bytes();
-            } else if (cmd == "unmap") {  /* the first mapping of the region still mapped */
+            } else if ((cmd == "unmap") || (cmd == "aunmap")) {
+                /* the first mapping of the region still mapped; aunmap: the first segment */
+                bool allocated = (cmd == "aunmap");
                 for (size_t i = 0; i < maps.size(); ++i) {
-                    if (maps[i]->address == region) {
-                        axon_mem_unmap(n.ctx, maps[i]);
-                        maps.erase(maps.begin() + i);
-                        break;
-                    }
-                }
-            } else if (cmd == "amap") {   /* an allocated segment of rlen bytes */
-                axon_mem_map_params_t mp = {nullptr, rlen, AXON_MEM_MAP_ALLOCATE};
-                axon_mem_h            memh;
-                Key                   key;
-                if ((axon_mem_map(n.ctx, &mp, &memh) != AXON_OK) ||
-                    (axon_rkey_pack(n.ctx, memh, &key.buf, &key.size) != AXON_OK)) {
-                    rc = 15;
-                    break;
-                }
-                maps.push_back(memh);
-                out = key.bytes();
-            } else if (cmd == "aunmap") {  /* the first allocated segment */
-                for (size_t i = 0; i < maps.size(); ++i) {
-                    if (maps[i]->flags & AXON_MEM_MAP_ALLOCATE) {
+                    if (allocated ? (maps[i]->flags & AXON_MEM_MAP_ALLOCATE)
+                                  : (maps[i]->address == region)) {
                         axon_mem_unmap(n.ctx, maps[i]);
                         maps.erase(maps.begin() + i);
                         break;
