@@ -5,6 +5,12 @@
  * message (rma_am.c), where a CPU of the target's host executes it the same
  * way. Either way every Axon atomic on a location is atomic with respect
  * to every other one.
+ *
+ * Device atomic mode (AXON_ATOMIC_MODE=device): every atomic goes to the
+ * device of the endpoint's amo lane (rma.c's DEVICE mode), even on memory
+ * of this process; an operation the device does not do, or a key no device
+ * reaches, is refused (never done by a CPU: it would not be atomic with the
+ * device's). XOR, which no single work request does, loops on CSWAP.
  */
 #include <string.h>
 #include "log.h"
@@ -55,13 +61,61 @@ static axon_status_t axon_amo_check(axon_ep_h ep, axon_rkey_h rkey, size_t size,
     return AXON_OK;
 }
 
+/* Device mode: may the amo lane's device do args? Converts XOR to its CSWAP loop. */
+static axon_status_t axon_amo_device_prepare(axon_rkey_h rkey, axon_amo_args_t *args,
+                                             axon_request_h req)
+{
+    uint8_t op = (args->op == AXON_AMO_XOR) ? AXON_AMO_CSWAP : args->op;
+
+    if (rkey->amo != AXON_RKEY_AMO_DEVICE) {
+        axon_error("atomic on 0x%llx: AXON_ATOMIC_MODE=device, but no device reaches this "
+                   "key's memory from endpoint %p", (unsigned long long)rkey->remote_base,
+                   (void *)rkey->ep);
+        return AXON_ERR_UNSUPPORTED;
+    }
+    if (!(rkey->amo_lane->resource->amo_device_ops & AXON_AMO_DEV_BIT(op, args->size))) {
+        axon_error("atomic operation %u on %u bytes: %s/%s does not execute it (device "
+                   "atomic mode)", args->op, args->size, rkey->amo_lane->resource->tl_name,
+                   rkey->amo_lane->resource->dev_name);
+        return AXON_ERR_UNSUPPORTED;
+    }
+    req->rma.amo.xor_loop = (args->op == AXON_AMO_XOR);
+    if (req->rma.amo.xor_loop) {
+        /* first guess 0: the device returns the real value when it differs */
+        req->rma.amo.xor_value = args->value[0];
+        args->op               = AXON_AMO_CSWAP;
+        args->compare[0]       = 0;
+    }
+    return AXON_OK;
+}
+
 /* Execute here when the memory is mapped here, else send it. */
 static axon_status_t axon_amo_start(axon_ep_h ep, axon_rkey_h rkey, uint64_t remote_addr,
                                     const axon_amo_args_t *args, void *result,
                                     const axon_request_param_t *param, axon_request_h *req_p)
 {
     axon_request_h req;
+    axon_status_t status;
 
+    if (rkey->amo != AXON_RKEY_AMO_CPU) {
+        req = axon_rma_request_get(ep, param, AXON_RMA_KIND_AMO);
+        if (req == NULL) {
+            return AXON_ERR_NO_MEMORY;
+        }
+        req->rma.amo.args = *args;
+        status = axon_amo_device_prepare(rkey, &req->rma.amo.args, req);
+        if (status != AXON_OK) {
+            axon_request_put(req);
+            return status;
+        }
+        req->rma.rkey        = rkey;
+        req->rma.mode        = AXON_RMA_PATH_DEVICE;
+        req->rma.token       = rkey->token;
+        req->rma.remote_addr = remote_addr;
+        req->rma.length      = 1;
+        req->rma.amo.result  = result;
+        return axon_rma_start(req, param, req_p);
+    }
     if ((rkey->path <= AXON_RMA_PATH_SHM) && axon_rma_unfenced(ep)) {
         axon_amo_local_exec(rkey, remote_addr, args, result);
         return axon_rma_done_now(ep->worker, AXON_OK, param, req_p);
@@ -78,6 +132,7 @@ static axon_status_t axon_amo_start(axon_ep_h ep, axon_rkey_h rkey, uint64_t rem
     req->rma.length      = 1;
     req->rma.amo.args    = *args;
     req->rma.amo.result  = result;
+    req->rma.amo.xor_loop = 0;
     return axon_rma_start(req, param, req_p);
 }
 

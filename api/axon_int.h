@@ -29,6 +29,7 @@ typedef struct axon_global_opts {
     unsigned                 tag_hash_bits;
     unsigned                 max_unexp_pool;
     unsigned                 rma_path;      /* axon_rma_path_mode_t (mem.h): auto or am */
+    unsigned                 atomic_mode;   /* axon_atomic_mode_t (mem.h): cpu, device, guess */
 } axon_global_opts_t;
 
 extern const axon_config_entry_t axon_global_config_table[];
@@ -40,6 +41,7 @@ struct axon_context {
     axon_select_resource_t *rscs;       /* resources admitted by AXON_TLS/NET_DEVICES */
     unsigned                num_rscs;
     struct axon_mem_ctx    *mem;        /* mapped memory, keys' segments, workers (mem.c) */
+    int                     amo_device; /* AXON_ATOMIC_MODE resolved: the device does atomics */
 };
 
 /* One transport interface opened on a worker. */
@@ -122,6 +124,9 @@ struct axon_ep {
      */
     axon_lane_t      am_lane;
     axon_lane_t      bulk_lane;
+    /* Device atomic mode: the lane whose device executes atomics (AXON_CAP_AMO_DEVICE),
+     * maybe one of the two above; tl_ep NULL when none reaches the peer. */
+    axon_lane_t      amo_lane;
     size_t           eager_short_max;  /* payload that fits one short AM */
     size_t           eager_bcopy_max;  /* payload that fits one bcopy AM */
     axon_request_h   close_req;        /* set while a flushing close waits */

@@ -72,6 +72,14 @@ const axon_config_entry_t axon_global_config_table[] = {
      "(always executed by the target's progress, for testing the emulation)",
      AXON_GLOBAL_OPT(rma_path), AXON_CONFIG_TYPE_ENUM(axon_rma_path_mode_names, "auto|am")},
 
+    {"ATOMIC_MODE", "cpu",
+     "Who executes atomics on remote memory: cpu (a CPU of the target's host, under the "
+     "region's locks), device (the network device, on every peer including this process: "
+     "needs an rc lane with device atomics to each; other keys refuse atomics), or guess "
+     "(device when every transport AXON_TLS admits has device atomics, else cpu)",
+     AXON_GLOBAL_OPT(atomic_mode),
+     AXON_CONFIG_TYPE_ENUM(axon_atomic_mode_names, "cpu|device|guess")},
+
     AXON_CONFIG_END
 };
 
@@ -236,6 +244,7 @@ axon_status_t axon_init(const axon_context_params_t *params, axon_context_h *con
         status = AXON_ERR_NO_ELEM;
         goto err_free_rscs;
     }
+    axon_mem_atomic_mode_init(ctx);
     status = axon_mem_context_init(ctx);
     if (status != AXON_OK) {
         goto err_free_rscs;

@@ -88,6 +88,52 @@ static axon_status_t axon_ep_open_lane(axon_worker_h worker, unsigned idx, uint6
     return AXON_OK;
 }
 
+/*
+ * Device atomic mode: every atomic goes through a device, so the endpoint
+ * needs a lane with device atomics even where shm or self carry the rest
+ * (same host, same process: the atomics loop back through the device). No
+ * such lane: atomics on this endpoint fail (amo.c), the rest works.
+ */
+static void axon_ep_open_amo_lane(axon_ep_h ep, const axon_resource_t *const *rscs, unsigned n,
+                                  const unsigned *iface_idx,
+                                  const axon_address_entry_t *const *entries)
+{
+    unsigned i;
+
+    if (!ep->worker->context->amo_device) {
+        return;
+    }
+    if (ep->am_lane.resource->cap_flags & AXON_CAP_AMO_DEVICE) {
+        ep->amo_lane = ep->am_lane;
+        return;
+    }
+    if (ep->bulk_lane.resource->cap_flags & AXON_CAP_AMO_DEVICE) {
+        ep->amo_lane = ep->bulk_lane;
+        return;
+    }
+    for (i = 0; i < n; ++i) {
+        if ((rscs[i]->cap_flags & AXON_CAP_AMO_DEVICE) &&
+            (axon_ep_open_lane(ep->worker, iface_idx[i], ep->peer_uuid, entries[i],
+                               &ep->amo_lane) == AXON_OK)) {
+            axon_debug("endpoint %p to %016llx: atomics on %s/%s", (void *)ep,
+                       (unsigned long long)ep->peer_uuid, rscs[i]->tl_name, rscs[i]->dev_name);
+            return;
+        }
+    }
+    axon_debug("endpoint %p to %016llx: no lane with device atomics", (void *)ep,
+               (unsigned long long)ep->peer_uuid);
+}
+
+/* The amo lane, when it is a transport endpoint of its own. */
+static void axon_ep_close_amo_lane(axon_ep_h ep)
+{
+    if ((ep->amo_lane.tl_ep != NULL) && (ep->amo_lane.tl_ep != ep->am_lane.tl_ep) &&
+        (ep->amo_lane.tl_ep != ep->bulk_lane.tl_ep)) {
+        ep->amo_lane.ops->ep_destroy(ep->amo_lane.tl_ep);
+    }
+    ep->amo_lane.tl_ep = NULL;
+}
+
 axon_status_t axon_ep_create_internal(axon_worker_h worker, const void *address,
                                       size_t address_length, int internal, axon_ep_h *ep_p)
 {
@@ -148,6 +194,8 @@ axon_status_t axon_ep_create_internal(axon_worker_h worker, const void *address,
             goto err_destroy_am;
         }
     }
+
+    axon_ep_open_amo_lane(ep, rscs, n, iface_idx, entries);
 
     ep->eager_short_max = ep->am_lane.max_short - sizeof(axon_eager_hdr_t);
     if ((worker->context->opts.bcopy_thresh > 0) &&
@@ -249,6 +297,7 @@ void axon_ep_destroy_now(axon_ep_h ep, axon_status_t status)
     axon_list_del(&ep->pending_link);
     axon_list_del(&ep->link);
     --worker->num_eps;
+    axon_ep_close_amo_lane(ep);
     if (ep->bulk_lane.tl_ep != ep->am_lane.tl_ep) {
         ep->bulk_lane.ops->ep_destroy(ep->bulk_lane.tl_ep);
     }

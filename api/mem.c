@@ -25,6 +25,33 @@
 #include "sys.h"
 
 const char *const axon_rma_path_mode_names[] = {"auto", "am", NULL};
+const char *const axon_atomic_mode_names[]   = {"cpu", "device", "guess", NULL};
+
+void axon_mem_atomic_mode_init(axon_context_h ctx)
+{
+    unsigned i, device = 0;
+
+    for (i = 0; i < ctx->num_rscs; ++i) {
+        device += !!(ctx->rscs[i].resource->cap_flags & AXON_CAP_AMO_DEVICE);
+    }
+    switch (ctx->opts.atomic_mode) {
+    case AXON_ATOMIC_MODE_DEVICE:
+        ctx->amo_device = 1;
+        if (device == 0) {
+            axon_warn("AXON_ATOMIC_MODE=device, but no transport admitted has device atomics: "
+                      "every atomic will fail");
+        }
+        break;
+    case AXON_ATOMIC_MODE_GUESS:
+        /* only when nothing could reach a peer without the device (simple, predictable) */
+        ctx->amo_device = (device > 0) && (device == ctx->num_rscs);
+        break;
+    default:
+        ctx->amo_device = 0;
+        break;
+    }
+    axon_debug("atomics executed by the %s", ctx->amo_device ? "device" : "CPU");
+}
 
 /* Every mapping of this process by token, for keys unpacked in the same
  * process (possibly another context): LOCAL needs the mapping's lock table. */

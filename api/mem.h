@@ -30,6 +30,18 @@ typedef enum {
 
 extern const char *const axon_rma_path_mode_names[];
 
+/* AXON_ATOMIC_MODE (context.c's table names them; see docs/design.md "Device atomics"). */
+typedef enum {
+    AXON_ATOMIC_MODE_CPU = 0,     /* a CPU of the target's host, under the region's locks */
+    AXON_ATOMIC_MODE_DEVICE,      /* every atomic through a lane's device (ep_atomic) */
+    AXON_ATOMIC_MODE_GUESS,       /* device when every admitted resource has device atomics */
+} axon_atomic_mode_t;
+
+extern const char *const axon_atomic_mode_names[];
+
+/* Resolve AXON_ATOMIC_MODE into context->amo_device (after resource selection). */
+void axon_mem_atomic_mode_init(axon_context_h context);
+
 #define AXON_MEM_HASH_BUCKETS 64
 
 /* A mapping registered on one key-needing iface of one worker. */

@@ -119,6 +119,10 @@ struct axon_request {
                 struct {
                     axon_amo_args_t   args;
                     void             *result;    /* NULL: not fetching */
+                    /* DEVICE: what the device wrote; XOR as a CSWAP loop (amo.c) */
+                    uint64_t          dev_result[AXON_AMO_MAX_WORDS];
+                    uint64_t          xor_value;
+                    uint8_t           xor_loop;
                 } amo;
                 struct {
                     axon_request_h    parent;    /* FLUSH for a WORKER_FLUSH */

@@ -730,6 +730,43 @@ static axon_status_t axon_rkey_choose_path(axon_rkey_h rkey, const uint8_t *buf,
     return AXON_OK;
 }
 
+/*
+ * Device atomic mode: atomics go through the amo lane's device when the key
+ * holds that lane's entry for the endpoint's peer (any host, this process
+ * too), else they are refused; put/get keep the path chosen above.
+ */
+static void axon_rkey_choose_amo(axon_rkey_h rkey, const uint8_t *buf, const axon_rkey_hdr_t *hdr)
+{
+    const axon_lane_t *lane = &rkey->ep->amo_lane;
+    const uint8_t *e;
+    uint16_t len;
+
+    rkey->amo = AXON_RKEY_AMO_CPU;
+    if (!rkey->ep->worker->context->amo_device) {
+        return;
+    }
+    rkey->amo = AXON_RKEY_AMO_NONE;
+    if (lane->tl_ep == NULL) {
+        axon_debug("key to 0x%llx of process %d: the endpoint has no lane with device atomics",
+                   (unsigned long long)hdr->address, hdr->owner.pid);
+        return;
+    }
+    e = axon_rkey_find_entry(buf, hdr, rkey->ep->peer_uuid, lane->resource->tl_name);
+    if (e == NULL) {
+        axon_debug("key to 0x%llx of process %d has no %s entry for worker %016llx: no device "
+                   "atomics", (unsigned long long)hdr->address, hdr->owner.pid,
+                   lane->resource->tl_name, (unsigned long long)rkey->ep->peer_uuid);
+        return;
+    }
+    len = axon_rkey_get16(e + 2);
+    if (len > sizeof(rkey->amo_tl_rkey)) {
+        return;
+    }
+    memcpy(rkey->amo_tl_rkey, e + AXON_RKEY_ENTRY_HDR, len);
+    rkey->amo_lane = lane;
+    rkey->amo      = AXON_RKEY_AMO_DEVICE;
+}
+
 axon_status_t axon_ep_rkey_unpack(axon_ep_h ep, const void *rkey_buffer, size_t size,
                                   axon_rkey_h *rkey_p)
 {
@@ -771,6 +808,7 @@ axon_status_t axon_ep_rkey_unpack(axon_ep_h ep, const void *rkey_buffer, size_t 
         axon_rkey_destroy(rkey);
         return status;
     }
+    axon_rkey_choose_amo(rkey, rkey_buffer, &hdr);
     axon_debug("key to 0x%llx (%llu bytes) of process %d on endpoint %p: path %d",
                (unsigned long long)hdr.address, (unsigned long long)hdr.length, hdr.owner.pid,
                (void *)ep, rkey->path);

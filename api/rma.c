@@ -176,7 +176,7 @@ static void axon_rma_op_track(axon_request_h req)
     req->rma.seq = ++ep->rma.seq;
     axon_list_add_tail(&ep->rma.ops, &req->rma.op_link);
     ++ep->outstanding;  /* a flushing close waits for it too */
-    if (req->rma.mode == AXON_RMA_PATH_ZCOPY) {
+    if ((req->rma.mode == AXON_RMA_PATH_ZCOPY) || (req->rma.mode == AXON_RMA_PATH_DEVICE)) {
         req->rma.unordered = 1;
         ++ep->rma.unordered;
     }
@@ -370,6 +370,51 @@ static axon_status_t axon_rma_zcopy_push(axon_request_h req)
     return axon_rma_op_state(req);
 }
 
+/* DEVICE: the amo lane's device executes the atomic (amo.c checked the op). */
+static axon_status_t axon_rma_device_push(axon_request_h req)
+{
+    const struct axon_rkey *rkey = req->rma.rkey;
+    const axon_lane_t *lane      = rkey->amo_lane;
+    axon_status_t status;
+
+    if ((req->rma.offset >= req->rma.length) || (req->flags & AXON_REQUEST_TL_BUSY)) {
+        return axon_rma_op_state(req);
+    }
+    req->tl_comp.func = axon_rma_zcopy_done;
+    status = lane->ops->ep_atomic(lane->tl_ep, &req->rma.amo.args, req->rma.remote_addr,
+                                  rkey->amo_tl_rkey, req->rma.amo.dev_result, &req->tl_comp);
+    if (status == AXON_INPROGRESS) {
+        axon_rma_zcopy_posted(req, 1, 0);
+        return AXON_INPROGRESS;
+    }
+    if (status == AXON_ERR_NO_RESOURCE) {
+        return status;
+    }
+    axon_rma_op_fail(req, (status == AXON_OK) ? AXON_ERR_IO_ERROR : status);
+    req->rma.offset = req->rma.done = req->rma.length;
+    return axon_rma_op_state(req);
+}
+
+/*
+ * A device atomic completed: 1 when the operation is done (result stored),
+ * 0 when an XOR's compare-and-swap found another value and goes again.
+ */
+static int axon_rma_device_amo_done(axon_request_h req)
+{
+    axon_amo_args_t *args = &req->rma.amo.args;
+    uint64_t old          = req->rma.amo.dev_result[0];
+
+    if (req->rma.amo.xor_loop && (old != args->compare[0])) {
+        args->compare[0] = old;
+        args->value[0]   = old ^ req->rma.amo.xor_value;
+        return 0;
+    }
+    if (req->rma.amo.result != NULL) {
+        axon_amo_result_store(req->rma.amo.result, args->size, req->rma.amo.dev_result);
+    }
+    return 1;
+}
+
 /*
  * Move req as far as it goes now. AXON_OK or an error: finished (nothing
  * outstanding); AXON_INPROGRESS: waiting for the transport or the target;
@@ -384,6 +429,8 @@ static axon_status_t axon_rma_push(axon_request_h req, int queued)
     case AXON_RMA_PATH_LOCAL:
     case AXON_RMA_PATH_SHM:
         return axon_rma_local_run(req);
+    case AXON_RMA_PATH_DEVICE:
+        return axon_rma_device_push(req);
     case AXON_RMA_PATH_ZCOPY:
         status = axon_rma_zcopy_push(req);
         if (status != AXON_ERR_UNSUPPORTED) {
@@ -441,6 +488,12 @@ void axon_rma_zcopy_done(axon_tl_completion_t *comp, axon_status_t status)
     req->flags &= ~AXON_REQUEST_TL_BUSY;
     if (req->rma.detached) {
         axon_rma_detached_done(req);  /* its endpoint may be gone */
+        return;
+    }
+    if ((req->rma.mode == AXON_RMA_PATH_DEVICE) && (status == AXON_OK) &&
+        !axon_rma_device_amo_done(req)) {
+        req->rma.offset = 0;  /* the XOR's next compare-and-swap */
+        axon_rma_run(req);
         return;
     }
     if (!req->rma.zc_am || (status != AXON_OK)) {

@@ -18,7 +18,12 @@
  *
  * Every atomic ends up executed by a CPU of the target's host under the
  * region's lock table (framework/amo_cpu.h), so all of them are atomic
- * with respect to each other.
+ * with respect to each other. Except in device atomic mode
+ * (AXON_ATOMIC_MODE=device, context->amo_device): there every atomic goes
+ * through the device of the endpoint's amo lane (ep_atomic, request mode
+ * DEVICE), whatever the path of put/get, and a key with no device path
+ * refuses atomics (AXON_ERR_UNSUPPORTED): mixing the two executors would
+ * break atomicity.
  */
 #ifndef AXON_RMA_H
 #define AXON_RMA_H
@@ -34,7 +39,15 @@ typedef enum {
     AXON_RMA_PATH_SHM,
     AXON_RMA_PATH_ZCOPY,
     AXON_RMA_PATH_AM,
+    AXON_RMA_PATH_DEVICE,      /* atomics only: the amo lane's device executes them */
 } axon_rma_path_t;
+
+/* struct axon_rkey.amo: who executes atomics on the key's memory */
+typedef enum {
+    AXON_RKEY_AMO_CPU = 0,     /* CPU mode: by path (LOCAL/SHM here, else at the target) */
+    AXON_RKEY_AMO_DEVICE,      /* the amo lane's device, with amo_tl_rkey */
+    AXON_RKEY_AMO_NONE,        /* device mode, but no device reaches the memory: refused */
+} axon_rkey_amo_t;
 
 /* A key unpacked on one endpoint: valid until axon_rkey_destroy, which
  * must come before the endpoint is closed. */
@@ -58,6 +71,10 @@ struct axon_rkey {
      * keys hold it too: they are checked against it once, at unpack) */
     const axon_mem_table_slot_t *zcopy_slot;
     void                  *table_ref;
+    /* Atomics (axon_rkey_amo_t); DEVICE: the lane's own key for the memory */
+    uint8_t                amo;
+    const axon_lane_t     *amo_lane;
+    uint8_t                amo_tl_rkey[AXON_RNDV_RKEY_MAX];
 };
 
 /*

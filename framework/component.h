@@ -17,8 +17,9 @@
 #include <sys/types.h>
 #include "axon.h"
 #include "config.h"
+#include "amo_cpu.h"
 
-#define AXON_COMPONENT_ABI_VERSION 4
+#define AXON_COMPONENT_ABI_VERSION 5
 /* Plugins build with -fvisibility=hidden; only the descriptor is exported. */
 #define AXON_COMPONENT_EXPORT      __attribute__((visibility("default")))
 #define AXON_COMPONENT_SYMBOL      axon_component
@@ -49,6 +50,16 @@ typedef enum {
 #define AXON_CAP_NEED_MKEY    (1ull << 10) /* get/put reach peer memory only through a packed rkey */
 #define AXON_CAP_EMULATED     (1ull << 11) /* a software device (softib): selected only when
                                             * AXON_TLS names the transport */
+#define AXON_CAP_AMO_DEVICE   (1ull << 12) /* ep_atomic: the device executes atomics (the
+                                            * ops and sizes in amo_device_ops) */
+
+/*
+ * amo_device_ops: one bit per (operation, operand size) the device executes
+ * by itself through ep_atomic. op is an axon_amo_op_t, size 4, 8, 16 or 32.
+ */
+#define AXON_AMO_DEV_SIZE_INDEX(_size) (((_size) >= 16) ? (((_size) == 16) ? 2 : 3) : \
+                                        ((_size) == 8) ? 1 : 0)
+#define AXON_AMO_DEV_BIT(_op, _size)   (1u << ((_op) * 4 + AXON_AMO_DEV_SIZE_INDEX(_size)))
 
 /* Names of the flags above, for axon_info; NULL-terminated, indexed by bit. */
 extern const char *const axon_cap_names[];
@@ -67,6 +78,8 @@ typedef struct axon_resource {
     size_t          max_zcopy;                    /* 0 if no zcopy */
     /* Memory one endpoint costs (for the cost model past many peers) */
     size_t          ep_memory;
+    /* AXON_CAP_AMO_DEVICE: AXON_AMO_DEV_BIT of every (op, size) ep_atomic takes */
+    uint32_t        amo_device_ops;
 } axon_resource_t;
 
 /* Active message ids (the upper layer's protocols); transports carry them opaquely. */
@@ -204,6 +217,22 @@ typedef struct axon_iface_ops {
     axon_status_t (*mem_reg)(axon_iface_t *iface, void *addr, size_t length, void **memh_p);
     void          (*mem_dereg)(axon_iface_t *iface, void *memh);
     size_t        (*rkey_pack)(axon_iface_t *iface, const void *memh, void *rkey_buf);
+
+    /*
+     * Optional (AXON_CAP_AMO_DEVICE): have the device execute one atomic on
+     * the peer's memory at remote_addr (rkey as for ep_get_zcopy), for an
+     * (op, size) of the resource's amo_device_ops; others give
+     * AXON_ERR_UNSUPPORTED (logged). Device atomics are atomic only with
+     * respect to other atomics of the same device: the upper layer sends
+     * all atomics on a memory through it or none (AXON_ATOMIC_MODE).
+     * result: args->size / 8 words (at least one) that the previous value
+     * is written to; it must stay valid until completion, fetching or not.
+     * AXON_INPROGRESS: comp->func runs from progress once the atomic is
+     * done at the target; AXON_ERR_NO_RESOURCE: nothing posted, retry.
+     */
+    axon_status_t (*ep_atomic)(axon_tl_ep_t *ep, const axon_amo_args_t *args,
+                               uint64_t remote_addr, const void *rkey, uint64_t *result,
+                               axon_tl_completion_t *comp);
 } axon_iface_ops_t;
 
 /* Base of every transport iface; a transport embeds it first. */

@@ -307,5 +307,6 @@ void axon_loader_unload_all(axon_component_set_t *set)
 
 const char *const axon_cap_names[] = {
     "am_short", "am_bcopy", "am_zcopy", "put", "get", "amo32", "amo64",
-    "connect_to_iface", "am_ordered", "peer_failure", "need_mkey", "emulated", NULL
+    "connect_to_iface", "am_ordered", "peer_failure", "need_mkey", "emulated",
+    "amo_device", NULL
 };

@@ -34,6 +34,7 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/test_mem.cc \
 	tests/gtest/test_amo_cpu.cc \
 	tests/gtest/test_rma.cc \
+	tests/gtest/test_rma_device.cc \
 	tests/harness/harness.c \
 	tests/harness/harness.h
 tests_axon_gtest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/harness $(GTEST_CFLAGS) \

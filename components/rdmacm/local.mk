@@ -10,6 +10,7 @@ components_rdmacm_libaxon_rdmacm_la_SOURCES = \
 	components/verbs/rc_conn.c \
 	components/verbs/rc_ep.c \
 	components/verbs/rc_rdma.c \
+	components/verbs/rc_amo.c \
 	components/verbs/rc_adopt.c \
 	components/verbs/rc_adopt.h \
 	components/rdmacm/rdmacm_component.c \

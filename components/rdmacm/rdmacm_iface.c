@@ -160,6 +160,7 @@ static const axon_iface_ops_t axon_rdmacm_iface_ops = {
     .mem_reg            = axon_rc_mem_reg,
     .mem_dereg          = axon_rc_mem_dereg,
     .rkey_pack          = axon_rc_rkey_pack,
+    .ep_atomic          = axon_rc_ep_atomic,
 };
 
 /* ------------------------------------------------------------ open / close */

@@ -9,6 +9,7 @@ components_verbs_libaxon_rc_la_SOURCES = \
 	components/verbs/rc_conn.c \
 	components/verbs/rc_ep.c \
 	components/verbs/rc_rdma.c \
+	components/verbs/rc_amo.c \
 	components/verbs/verbs_common.h \
 	components/verbs/rc_wire.h \
 	components/verbs/rc.h

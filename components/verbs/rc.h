@@ -297,4 +297,10 @@ axon_status_t axon_rc_ep_put_zcopy(axon_tl_ep_t *tl_ep, const void *buffer, size
                                    uint64_t remote_addr, const void *rkey,
                                    axon_tl_completion_t *comp);
 
+/* rc_amo.c: atomics executed by the device (AXON_ATOMIC_MODE=device) */
+uint32_t      axon_rc_amo_device_ops(const axon_dev_attr_t *attr);
+axon_status_t axon_rc_ep_atomic(axon_tl_ep_t *tl_ep, const axon_amo_args_t *args,
+                                uint64_t remote_addr, const void *rkey, uint64_t *result,
+                                axon_tl_completion_t *comp);
+
 #endif

@@ -161,6 +161,10 @@ int axon_rc_fill_resource(const axon_verbs_port_info_t *info, axon_resource_t *r
     res->max_bcopy   = c->seg_size;
     res->max_zcopy   = max_msg;
     res->ep_memory   = axon_rc_ep_memory(c, inl);
+    res->amo_device_ops = axon_rc_amo_device_ops(&info->dev_attr);
+    if (res->amo_device_ops != 0) {
+        res->cap_flags |= AXON_CAP_AMO_DEVICE;
+    }
     return 0;
 }
 

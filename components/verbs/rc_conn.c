@@ -335,6 +335,21 @@ axon_status_t axon_rc_conn_get(axon_rc_iface_t *iface, uint64_t peer_uuid,
     if (status != AXON_OK) {
         return status;
     }
+    if (peer_uuid == iface->worker_uuid) {
+        /* Our own worker (device atomic mode loops atomics back through the
+         * device): the QP is connected to itself, no handshake. */
+        axon_rc_hs_t self;
+
+        axon_rc_hs_fill(conn, AXON_RC_HS_REQ, &self);
+        conn->active = 1;
+        if (axon_rc_conn_connect(conn, &self) != AXON_OK) {
+            axon_rc_conn_fail(conn, AXON_ERR_UNREACHABLE, "cannot connect the QP to itself");
+        } else {
+            axon_rc_conn_set_state(conn, AXON_RC_CONN_OPEN);
+        }
+        *conn_p = conn;
+        return AXON_OK;
+    }
     now               = axon_rc_now_ns();
     conn->active      = 1;
     axon_rc_conn_set_state(conn, AXON_RC_CONN_REQ_SENT);

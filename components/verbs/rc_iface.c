@@ -52,6 +52,7 @@ static const axon_iface_ops_t axon_rc_iface_ops = {
     .mem_reg            = axon_rc_mem_reg,
     .mem_dereg          = axon_rc_mem_dereg,
     .rkey_pack          = axon_rc_rkey_pack,
+    .ep_atomic          = axon_rc_ep_atomic,
 };
 
 /* ------------------------------------------------------------ receive path */

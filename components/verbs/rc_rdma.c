@@ -21,7 +21,7 @@ axon_status_t axon_rc_mem_reg(axon_iface_t *tl_iface, void *addr, size_t length,
     }
     ret = axon_dev_reg_mr(iface->dev.pd, addr, length,
                           AXON_DEV_ACCESS_LOCAL_WRITE | AXON_DEV_ACCESS_REMOTE_READ |
-                          AXON_DEV_ACCESS_REMOTE_WRITE, &mr);
+                          AXON_DEV_ACCESS_REMOTE_WRITE | AXON_DEV_ACCESS_REMOTE_ATOMIC, &mr);
     if (ret != 0) {
         axon_debug("%s: reg_mr of %p, %zu bytes: error %d", iface->name, addr, length, ret);
         return AXON_ERR_NO_MEMORY;

@@ -566,8 +566,9 @@ axon_status_t axon_verbs_qp_rc_init(axon_verbs_dev_t *dev, axon_dev_qp_t *qp)
     attr.qp_state        = AXON_DEV_QPS_INIT;
     attr.pkey_index      = 0;
     attr.port_num        = dev->port_num;
+    /* remote atomics: rc's ep_atomic in device atomic mode */
     attr.qp_access_flags = AXON_DEV_ACCESS_LOCAL_WRITE | AXON_DEV_ACCESS_REMOTE_WRITE |
-                           AXON_DEV_ACCESS_REMOTE_READ;
+                           AXON_DEV_ACCESS_REMOTE_READ | AXON_DEV_ACCESS_REMOTE_ATOMIC;
     return axon_verbs_qp_modify(dev, qp, &attr, axon_verbs_qp_masks[dev->backend].rc_init,
                                 "INIT");
 }

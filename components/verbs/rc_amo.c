@@ -1,0 +1,218 @@
+/*
+ * rc atomics executed by the device (AXON_ATOMIC_MODE=device, api/amo.c).
+ *
+ * Standard verbs atomics are 64-bit FETCH_AND_ADD and CMP_AND_SWP; with the
+ * extended atomics (seed §8.7, AXON_DEV_CAP_EXT_ATOMIC) every other Axon
+ * operation maps onto one masked work request, so the device executes all of
+ * them and they are atomic with respect to each other:
+ *   AND v   masked CSWAP, compare mask 0, swap mask ~v, swap 0
+ *   OR v    masked CSWAP, compare mask 0, swap mask v, swap ~0
+ *   SWAP v  masked CSWAP, compare mask 0, swap mask ~0, swap v
+ *   CSWAP   4 bytes: masked CSWAP with full masks
+ *   ADD     4 bytes: masked FETCH_AND_ADD, no field boundary
+ * XOR has no single request: the upper layer loops on CSWAP.
+ *
+ * The previous value lands in the caller's result words, registered for the
+ * one operation (dropped at completion, like get/put buffers).
+ */
+#include <string.h>
+#include "rc.h"
+
+#define AXON_RC_AMO_ALL_OPS(_size) \
+    (AXON_AMO_DEV_BIT(AXON_AMO_ADD, _size) | AXON_AMO_DEV_BIT(AXON_AMO_AND, _size) | \
+     AXON_AMO_DEV_BIT(AXON_AMO_OR, _size) | AXON_AMO_DEV_BIT(AXON_AMO_SWAP, _size) | \
+     AXON_AMO_DEV_BIT(AXON_AMO_CSWAP, _size))
+
+/* Does the device do masked atomics of size bytes? */
+static int axon_rc_amo_ext_size(const axon_dev_attr_t *attr, unsigned size)
+{
+    return (attr->cap_flags & AXON_DEV_CAP_EXT_ATOMIC) &&
+           (attr->ext_atomic.log_atomic_arg_sizes & size);  /* bit n == 2^n bytes */
+}
+
+uint32_t axon_rc_amo_device_ops(const axon_dev_attr_t *attr)
+{
+    uint32_t ops = 0;
+    unsigned size;
+
+    if (attr->cap_flags & AXON_DEV_CAP_ATOMIC) {
+        ops |= AXON_AMO_DEV_BIT(AXON_AMO_ADD, 8) | AXON_AMO_DEV_BIT(AXON_AMO_CSWAP, 8);
+    }
+    if (axon_rc_amo_ext_size(attr, 4)) {
+        ops |= AXON_RC_AMO_ALL_OPS(4);
+    }
+    if (axon_rc_amo_ext_size(attr, 8)) {
+        ops |= AXON_RC_AMO_ALL_OPS(8);
+    }
+    for (size = 8; size <= 32; size *= 2) {
+        if (axon_rc_amo_ext_size(attr, size)) {
+            ops |= AXON_AMO_DEV_BIT(AXON_AMO_MASKED_CSWAP, size) |
+                   AXON_AMO_DEV_BIT(AXON_AMO_MFADD, size);
+        }
+    }
+    return ops;
+}
+
+static inline uint32_t axon_rc_amo_log(unsigned size)
+{
+    return (size == 4) ? 2 : (size == 8) ? 3 : (size == 16) ? 4 : 5;
+}
+
+/* A masked compare-and-swap of a 4- or 8-byte operand, masks and values by value. */
+static void axon_rc_amo_masked_cswap(axon_dev_send_wr_t *wr, unsigned size, uint64_t compare_mask,
+                                     uint64_t compare, uint64_t swap_mask, uint64_t swap)
+{
+    uint64_t all = (size == 4) ? 0xffffffffull : ~0ull;
+
+    wr->opcode                                     = AXON_DEV_WR_EXT_MASKED_ATOMIC_CMP_AND_SWP;
+    wr->wr.masked_atomic.log_arg_sz                = axon_rc_amo_log(size);
+    wr->wr.masked_atomic.op.cmp_swap.compare_mask  = compare_mask & all;
+    wr->wr.masked_atomic.op.cmp_swap.compare_val   = compare & all;
+    wr->wr.masked_atomic.op.cmp_swap.swap_mask     = swap_mask & all;
+    wr->wr.masked_atomic.op.cmp_swap.swap_val      = swap & all;
+}
+
+/* Fill wr's opcode and operands for args; 0, or -1 if no request does it. */
+static int axon_rc_amo_wr(axon_dev_send_wr_t *wr, const axon_amo_args_t *args)
+{
+    unsigned size = args->size;
+    uint64_t v    = args->value[0];
+
+    if ((size == 8) && (args->op == AXON_AMO_ADD)) {
+        wr->opcode                = AXON_DEV_WR_ATOMIC_FETCH_AND_ADD;
+        wr->wr.atomic.compare_add = v;
+        return 0;
+    }
+    if ((size == 8) && (args->op == AXON_AMO_CSWAP)) {
+        wr->opcode                = AXON_DEV_WR_ATOMIC_CMP_AND_SWP;
+        wr->wr.atomic.compare_add = args->compare[0];
+        wr->wr.atomic.swap        = v;
+        return 0;
+    }
+    switch (args->op) {
+    case AXON_AMO_ADD:  /* 4 bytes: one field */
+        wr->opcode                                     = AXON_DEV_WR_EXT_MASKED_ATOMIC_FETCH_AND_ADD;
+        wr->wr.masked_atomic.log_arg_sz                = 2;
+        wr->wr.masked_atomic.op.fetch_add.add_val      = v & 0xffffffffull;
+        wr->wr.masked_atomic.op.fetch_add.field_boundary = 0;
+        return 0;
+    case AXON_AMO_CSWAP:  /* 4 bytes */
+        axon_rc_amo_masked_cswap(wr, size, ~0ull, args->compare[0], ~0ull, v);
+        return 0;
+    case AXON_AMO_AND:
+        axon_rc_amo_masked_cswap(wr, size, 0, 0, ~v, 0);
+        return 0;
+    case AXON_AMO_OR:
+        axon_rc_amo_masked_cswap(wr, size, 0, 0, v, ~0ull);
+        return 0;
+    case AXON_AMO_SWAP:
+        axon_rc_amo_masked_cswap(wr, size, 0, 0, ~0ull, v);
+        return 0;
+    case AXON_AMO_MASKED_CSWAP:
+        wr->opcode                      = AXON_DEV_WR_EXT_MASKED_ATOMIC_CMP_AND_SWP;
+        wr->wr.masked_atomic.log_arg_sz = axon_rc_amo_log(size);
+        if (size <= 8) {
+            axon_rc_amo_masked_cswap(wr, size, args->mask[0], args->compare[0],
+                                     args->swap_mask[0], v);
+        } else {
+            /* larger operands by address, read by the device at post time */
+            wr->wr.masked_atomic.op.cmp_swap.compare_mask = (uintptr_t)args->mask;
+            wr->wr.masked_atomic.op.cmp_swap.compare_val  = (uintptr_t)args->compare;
+            wr->wr.masked_atomic.op.cmp_swap.swap_mask    = (uintptr_t)args->swap_mask;
+            wr->wr.masked_atomic.op.cmp_swap.swap_val     = (uintptr_t)args->value;
+        }
+        return 0;
+    case AXON_AMO_MFADD:
+        wr->opcode                      = AXON_DEV_WR_EXT_MASKED_ATOMIC_FETCH_AND_ADD;
+        wr->wr.masked_atomic.log_arg_sz = axon_rc_amo_log(size);
+        wr->wr.masked_atomic.op.fetch_add.add_val =
+            (size <= 8) ? v : (uintptr_t)args->value;
+        wr->wr.masked_atomic.op.fetch_add.field_boundary =
+            (size <= 8) ? args->mask[0] : (uintptr_t)args->mask;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+axon_status_t axon_rc_ep_atomic(axon_tl_ep_t *tl_ep, const axon_amo_args_t *args,
+                                uint64_t remote_addr, const void *rkey_buf, uint64_t *result,
+                                axon_tl_completion_t *comp)
+{
+    axon_rc_ep_t *ep       = (axon_rc_ep_t *)tl_ep;
+    axon_rc_iface_t *iface = (axon_rc_iface_t *)tl_ep->iface;
+    axon_rc_conn_t *conn   = ep->conn;
+    const axon_resource_t *res = iface->super.resource;
+    axon_dev_send_wr_t wr;
+    axon_status_t status;
+    axon_dev_sge_t sge;
+    axon_rc_rkey_t rkey;
+    axon_dev_mr_t *mr;
+    unsigned size;
+    int ret;
+
+    if (conn == NULL) {
+        return ep->status;
+    }
+    if ((args == NULL) || (rkey_buf == NULL) || (result == NULL) || (comp == NULL)) {
+        axon_error("%s: ep_atomic: NULL %s", iface->name, (args == NULL) ? "args" :
+                   (rkey_buf == NULL) ? "rkey" : (result == NULL) ? "result" : "completion");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    size = args->size;
+    if ((args->op >= AXON_AMO_LAST) || ((size != 4) && (size != 8) && (size != 16) &&
+                                        (size != 32)) ||
+        !(res->amo_device_ops & AXON_AMO_DEV_BIT(args->op, size))) {
+        axon_error("%s: ep_atomic: operation %u on %u bytes is not done by the device "
+                   "(ops 0x%x)", iface->name, args->op, size, res->amo_device_ops);
+        return AXON_ERR_UNSUPPORTED;
+    }
+    memcpy(&rkey, rkey_buf, sizeof(rkey));
+    if (rkey.version != AXON_RC_RKEY_VERSION) {
+        axon_error("%s: ep_atomic: rkey of version 0x%02x, expected 0x%02x", iface->name,
+                   rkey.version, AXON_RC_RKEY_VERSION);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if ((remote_addr < rkey.addr) || (remote_addr - rkey.addr > rkey.length) ||
+        (size > rkey.length - (remote_addr - rkey.addr)) || (remote_addr & (size - 1))) {
+        axon_error("%s: ep_atomic: operand 0x%llx+%u is outside the key's 0x%llx+%llu or "
+                   "misaligned", iface->name, (unsigned long long)remote_addr, size,
+                   (unsigned long long)rkey.addr, (unsigned long long)rkey.length);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if ((conn->state != AXON_RC_CONN_OPEN) || (conn->flags & AXON_RC_CONN_F_RTU_PENDING) ||
+        !axon_rc_conn_can_post(conn)) {
+        return AXON_ERR_NO_RESOURCE;  /* not connected yet, or the queue is full */
+    }
+    memset(&wr, 0, sizeof(wr));
+    if (axon_rc_amo_wr(&wr, args) != 0) {
+        axon_error("%s: ep_atomic: no work request for operation %u", iface->name, args->op);
+        return AXON_ERR_UNSUPPORTED;
+    }
+    result[0] = 0;  /* a 4-byte result fills its low half only */
+    ret = axon_dev_reg_mr(iface->dev.pd, result, (size < 8) ? 8 : size,
+                          AXON_DEV_ACCESS_LOCAL_WRITE, &mr);
+    if (ret != 0) {
+        axon_debug("%s: ep_atomic: reg_mr of the result: error %d", iface->name, ret);
+        return AXON_ERR_NO_RESOURCE;
+    }
+    sge.addr   = (uintptr_t)result;
+    sge.length = size;
+    sge.lkey   = mr->lkey;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    if ((wr.opcode == AXON_DEV_WR_ATOMIC_FETCH_AND_ADD) ||
+        (wr.opcode == AXON_DEV_WR_ATOMIC_CMP_AND_SWP)) {
+        wr.wr.atomic.remote_addr = remote_addr;
+        wr.wr.atomic.rkey        = rkey.rkey;
+    } else {
+        wr.wr.masked_atomic.remote_addr = remote_addr;
+        wr.wr.masked_atomic.rkey        = rkey.rkey;
+    }
+    status = axon_rc_conn_post(conn, &wr, NULL, comp, mr, 1);
+    if (status != AXON_OK) {
+        axon_dev_dereg_mr(mr);
+        return status;
+    }
+    return AXON_INPROGRESS;
+}
