@@ -132,6 +132,9 @@ void          axon_worker_destroy(axon_worker_h worker);
 /** Drive communication; returns the number of events handled (0: nothing happened). */
 unsigned      axon_worker_progress(axon_worker_h worker);
 
+/** The worker's id (never AXON_SENDER_ANY): receivers see it as sender_id. */
+uint64_t      axon_worker_id(axon_worker_h worker);
+
 /** The worker's address: an opaque blob valid until released; give it to peers. */
 axon_status_t axon_worker_get_address(axon_worker_h worker, void **address_p, size_t *length_p);
 void          axon_worker_release_address(axon_worker_h worker, void *address);
@@ -154,6 +157,9 @@ typedef struct {
 } axon_ep_params_t;
 
 axon_status_t axon_ep_create(axon_worker_h worker, const axon_ep_params_t *params, axon_ep_h *ep_p);
+
+/** The id of the worker an endpoint reaches (its axon_worker_id()). */
+uint64_t      axon_ep_peer_id(axon_ep_h ep);
 
 enum {
     AXON_EP_CLOSE_FLUSH = 0,  /* complete queued sends first */
@@ -183,7 +189,15 @@ axon_status_t axon_ep_query(axon_ep_h ep, axon_ep_attr_t *attr);
 typedef struct {
     axon_tag_t sender_tag;  /* tag the message was sent with */
     size_t     length;      /* length the sender sent (may exceed the buffer if truncated) */
+    uint64_t   sender_id;   /* the sending worker: its axon_worker_id(), axon_ep_peer_id() of
+                             * an endpoint to it */
+    uint32_t   imm_data;    /* sent with AXON_REQ_FLAG_IMM_DATA, else 0 */
+    uint32_t   flags;       /* AXON_TAG_INFO_* */
 } axon_tag_recv_info_t;
+
+enum {
+    AXON_TAG_INFO_IMM_DATA = 1u << 0,  /* the sender gave imm_data (libfabric's remote CQ data) */
+};
 
 typedef void (*axon_send_callback_t)(axon_request_h req, axon_status_t status, void *user_data);
 typedef void (*axon_tag_recv_callback_t)(axon_request_h req, axon_status_t status,
@@ -191,16 +205,24 @@ typedef void (*axon_tag_recv_callback_t)(axon_request_h req, axon_status_t statu
 
 enum {
     AXON_REQ_FLAG_NO_IMM_CMPL = 1u << 0,  /* always return a request */
+    AXON_REQ_FLAG_IMM_DATA    = 1u << 1,  /* tag sends: deliver imm_data with the message */
+    AXON_REQ_FLAG_SENDER      = 1u << 2,  /* tag receives: match only messages of sender_id */
 };
+
+/** No worker has this id: a sender_id that matches every sender. */
+#define AXON_SENDER_ANY ((uint64_t)0)
 
 typedef struct {
     uint32_t flags;                     /* AXON_REQ_FLAG_* */
+    uint32_t imm_data;                  /* with AXON_REQ_FLAG_IMM_DATA */
     union {
         axon_send_callback_t     send;
         axon_tag_recv_callback_t recv;
     } cb;                               /* optional */
     void                 *user_data;
     axon_tag_recv_info_t *recv_info;    /* receives: filled when completed at once */
+    uint64_t              sender_id;    /* with AXON_REQ_FLAG_SENDER (MPI source, libfabric's
+                                         * FI_DIRECTED_RECV) */
 } axon_request_param_t;
 
 /** AXON_INPROGRESS while in flight, then the final status (info filled for receives). */
@@ -233,7 +255,8 @@ axon_status_t axon_tag_send_sync_nb(axon_ep_h ep, const void *buffer, size_t len
 
 /**
  * Receive a message whose tag satisfies (msg_tag & tag_mask) == (tag & tag_mask),
- * from any endpoint of the worker. A message longer than the buffer completes
+ * from any endpoint of the worker, or with AXON_REQ_FLAG_SENDER only from the
+ * worker param->sender_id. A message longer than the buffer completes
  * with AXON_ERR_MSG_TRUNCATED after writing only the first length bytes.
  */
 axon_status_t axon_tag_recv_nb(axon_worker_h worker, void *buffer, size_t length,
@@ -253,6 +276,11 @@ typedef struct axon_tag_message *axon_tag_message_h;
 axon_status_t axon_tag_probe_nb(axon_worker_h worker, axon_tag_t tag, axon_tag_t tag_mask,
                                 int remove, axon_tag_recv_info_t *info,
                                 axon_tag_message_h *msg_p);
+
+/** axon_tag_probe_nb for messages of one sender (AXON_SENDER_ANY: of any). */
+axon_status_t axon_tag_probe_from_nb(axon_worker_h worker, uint64_t sender_id, axon_tag_t tag,
+                                     axon_tag_t tag_mask, int remove,
+                                     axon_tag_recv_info_t *info, axon_tag_message_h *msg_p);
 
 /** Receive a message returned by axon_tag_probe_nb (MPI_Mrecv); same completion rules. */
 axon_status_t axon_tag_msg_recv_nb(axon_worker_h worker, void *buffer, size_t length,

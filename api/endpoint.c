@@ -229,6 +229,11 @@ out:
     return status;
 }
 
+uint64_t axon_ep_peer_id(axon_ep_h ep)
+{
+    return (ep != NULL) ? ep->peer_uuid : AXON_SENDER_ANY;
+}
+
 axon_status_t axon_ep_create(axon_worker_h worker, const axon_ep_params_t *params,
                              axon_ep_h *ep_p)
 {

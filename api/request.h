@@ -62,6 +62,8 @@ struct axon_request {
             const uint8_t     *buffer;
             size_t             length;
             axon_tag_t         tag;
+            uint32_t           imm_data;    /* with AXON_TAG_INFO_IMM_DATA in info_flags */
+            uint32_t           info_flags;
             size_t             offset;      /* bytes already sent */
             uint64_t           msg_id;
             size_t             rndv_length; /* bytes the receiver asked for */

@@ -135,7 +135,7 @@ static axon_status_t axon_rndv_recv_split(axon_request_h req, axon_ep_h ep,
 
     req->recv.rndv_split = 1;
     req->recv.received   = AXON_RNDV_SPLIT_PROBE;
-    axon_request_id_add(req, rts->sender_uuid);
+    axon_request_id_add(req, rts->m.sender_uuid);
     rtr.sreq_id     = rts->sreq_id;
     rtr.from_uuid   = worker->uuid;
     rtr.rreq_id     = req->id;
@@ -191,9 +191,8 @@ void axon_rndv_rts_pack(axon_request_h req, axon_rndv_rts_hdr_t *rts)
     const axon_lane_t *lane = &req->send.ep->bulk_lane;
 
     memset(rts, 0, sizeof(*rts));
-    rts->tag         = req->send.tag;
+    axon_tag_match_hdr_pack(&rts->m, req);
     rts->length      = req->send.length;
-    rts->sender_uuid = req->worker->uuid;
     rts->sreq_id     = req->id;
     rts->address     = (uint64_t)(uintptr_t)req->send.buffer;
     if (req->flags & AXON_REQUEST_RNDV_MEMH) {
@@ -233,16 +232,15 @@ void axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts)
     axon_ep_h ep;
     int get_ok;
 
-    req->recv.info.sender_tag = rts->tag;
-    req->recv.info.length     = rts->length;
+    axon_tag_info_set(&req->recv.info, &rts->m, rts->length);
     req->recv.sreq_id         = rts->sreq_id;
     req->recv.received        = 0;
     req->recv.expected        = want;
     req->recv.rndv_status     = AXON_OK;
     req->recv.rndv_split      = 0;
-    req->peer_uuid            = rts->sender_uuid;
+    req->peer_uuid            = rts->m.sender_uuid;
 
-    ep = axon_peer_reply_ep(worker, rts->sender_uuid);
+    ep = axon_peer_reply_ep(worker, rts->m.sender_uuid);
     if (ep == NULL) {
         axon_request_complete(req, AXON_ERR_UNREACHABLE);
         return;
@@ -279,7 +277,7 @@ void axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts)
         /* Not allowed for this peer (e.g. ptrace policy): the sender sends. */
     }
 
-    axon_request_id_add(req, rts->sender_uuid);
+    axon_request_id_add(req, rts->m.sender_uuid);
     rtr.sreq_id     = rts->sreq_id;
     rtr.from_uuid   = worker->uuid;
     rtr.rreq_id     = req->id;

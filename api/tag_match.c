@@ -66,20 +66,23 @@ void axon_tm_remove_recv(axon_tag_match_t *tm, axon_tm_recv_t *recv)
     --tm->num_expected;
 }
 
-/* First receive in post order within one list that matches msg_tag. */
-static inline axon_tm_recv_t *axon_tm_search_list(axon_list_link_t *head, axon_tag_t msg_tag)
+/* First receive in post order within one list that matches the message. */
+static inline axon_tm_recv_t *axon_tm_search_list(axon_list_link_t *head, axon_tag_t msg_tag,
+                                                  uint64_t msg_sender)
 {
     axon_tm_recv_t *recv;
 
     axon_list_for_each(recv, head, link) {
-        if (axon_tm_tag_matches(msg_tag, recv->tag, recv->tag_mask)) {
+        if (axon_tm_tag_matches(msg_tag, recv->tag, recv->tag_mask) &&
+            axon_tm_sender_matches(msg_sender, recv->sender)) {
             return recv;
         }
     }
     return NULL;
 }
 
-axon_tm_recv_t *axon_tm_match_expected(axon_tag_match_t *tm, axon_tag_t msg_tag)
+axon_tm_recv_t *axon_tm_match_expected(axon_tag_match_t *tm, axon_tag_t msg_tag,
+                                       uint64_t msg_sender)
 {
     axon_tm_recv_t *hashed, *wild, *found;
 
@@ -87,9 +90,10 @@ axon_tm_recv_t *axon_tm_match_expected(axon_tag_match_t *tm, axon_tag_t msg_tag)
         return NULL;
     }
 
-    hashed = axon_tm_search_list(&tm->exp_hash[axon_tm_bucket(tm, msg_tag)], msg_tag);
+    hashed = axon_tm_search_list(&tm->exp_hash[axon_tm_bucket(tm, msg_tag)], msg_tag,
+                                 msg_sender);
     wild   = axon_list_is_empty(&tm->exp_wild) ? NULL :
-             axon_tm_search_list(&tm->exp_wild, msg_tag);
+             axon_tm_search_list(&tm->exp_wild, msg_tag, msg_sender);
 
     if (hashed == NULL) {
         found = wild;
@@ -120,7 +124,7 @@ void axon_tm_remove_unexpected(axon_tag_match_t *tm, axon_tm_unexp_t *unexp)
 }
 
 axon_tm_unexp_t *axon_tm_match_unexpected(axon_tag_match_t *tm, axon_tag_t tag,
-                                          axon_tag_t tag_mask, int remove)
+                                          axon_tag_t tag_mask, uint64_t sender, int remove)
 {
     axon_tm_unexp_t *unexp, *found = NULL;
 
@@ -131,14 +135,15 @@ axon_tm_unexp_t *axon_tm_match_unexpected(axon_tag_match_t *tm, axon_tag_t tag,
     if (tag_mask == AXON_TAG_MASK_FULL) {
         /* The bucket keeps arrival order, and only this bucket can hold tag. */
         axon_list_for_each(unexp, &tm->unexp_hash[axon_tm_bucket(tm, tag)], bucket_link) {
-            if (unexp->tag == tag) {
+            if ((unexp->tag == tag) && axon_tm_sender_matches(unexp->sender, sender)) {
                 found = unexp;
                 break;
             }
         }
     } else {
         axon_list_for_each(unexp, &tm->unexp_all, all_link) {
-            if (axon_tm_tag_matches(unexp->tag, tag, tag_mask)) {
+            if (axon_tm_tag_matches(unexp->tag, tag, tag_mask) &&
+                axon_tm_sender_matches(unexp->sender, sender)) {
                 found = unexp;
                 break;
             }

@@ -21,6 +21,7 @@ typedef struct axon_tm_recv {
     axon_list_link_t link;      /* in a hash bucket or in the wildcard list */
     axon_tag_t       tag;
     axon_tag_t       tag_mask;
+    uint64_t         sender;    /* the only sender it takes, or AXON_SENDER_ANY */
     uint64_t         seq;       /* post order */
 } axon_tm_recv_t;
 
@@ -28,6 +29,7 @@ typedef struct axon_tm_unexp {
     axon_list_link_t all_link;     /* arrival order, every unexpected message */
     axon_list_link_t bucket_link;  /* arrival order within the tag's bucket */
     axon_tag_t       tag;
+    uint64_t         sender;       /* the sending worker's id */
 } axon_tm_unexp_t;
 
 typedef struct axon_tag_match {
@@ -51,14 +53,20 @@ static inline int axon_tm_tag_matches(axon_tag_t msg_tag, axon_tag_t tag, axon_t
     return ((msg_tag ^ tag) & mask) == 0;
 }
 
-/* Post a receive (tag, tag_mask already set in recv); assigns its sequence number. */
+static inline int axon_tm_sender_matches(uint64_t msg_sender, uint64_t sender)
+{
+    return (sender == AXON_SENDER_ANY) || (sender == msg_sender);
+}
+
+/* Post a receive (tag, tag_mask, sender already set in recv); assigns its sequence number. */
 void             axon_tm_post_recv(axon_tag_match_t *tm, axon_tm_recv_t *recv);
 /* Unlink a posted receive (cancel). */
 void             axon_tm_remove_recv(axon_tag_match_t *tm, axon_tm_recv_t *recv);
-/* The earliest posted receive matching msg_tag, unlinked; NULL if none. */
-axon_tm_recv_t  *axon_tm_match_expected(axon_tag_match_t *tm, axon_tag_t msg_tag);
+/* The earliest posted receive matching a message of msg_sender, unlinked; NULL if none. */
+axon_tm_recv_t  *axon_tm_match_expected(axon_tag_match_t *tm, axon_tag_t msg_tag,
+                                        uint64_t msg_sender);
 
-/* Queue an arrived message (tag set in unexp). */
+/* Queue an arrived message (tag and sender set in unexp). */
 void             axon_tm_add_unexpected(axon_tag_match_t *tm, axon_tm_unexp_t *unexp);
 void             axon_tm_remove_unexpected(axon_tag_match_t *tm, axon_tm_unexp_t *unexp);
 /*
@@ -66,6 +74,6 @@ void             axon_tm_remove_unexpected(axon_tag_match_t *tm, axon_tm_unexp_t
  * remove != 0 (receive), left queued otherwise (probe). NULL if none.
  */
 axon_tm_unexp_t *axon_tm_match_unexpected(axon_tag_match_t *tm, axon_tag_t tag,
-                                          axon_tag_t tag_mask, int remove);
+                                          axon_tag_t tag_mask, uint64_t sender, int remove);
 
 #endif

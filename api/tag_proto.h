@@ -1,14 +1,16 @@
 /*
  * Tag protocols on the wire: the active message ids and their headers.
  *
+ * Every message that is matched starts with M = [tag, sender, imm, flags]: the
+ * sender's worker id (for receives from one sender) and the immediate data.
  * Eager (below the rendezvous threshold):
- *   EAGER_ONLY       [tag][payload]                                   whole message
- *   EAGER_SYNC_ONLY  [tag, sender, sreq][payload]                     whole, acked when matched
- *   EAGER_FIRST      [tag, total, msg_id, sender, sreq][payload]      first fragment
+ *   EAGER_ONLY       [M][payload]                                     whole message
+ *   EAGER_SYNC_ONLY  [M, sreq][payload]                               whole, acked when matched
+ *   EAGER_FIRST      [M, total, msg_id, sreq][payload]                first fragment
  *   EAGER_MIDDLE     [msg_id, sender, offset][payload]                later fragments
  *   SYNC_ACK         [sreq, from]                                     receiver → sender
  * Rendezvous:
- *   RNDV_RTS   [tag, length, sender, sreq, address]   sender → receiver, on the AM lane
+ *   RNDV_RTS   [M, length, sreq, address, key]        sender → receiver, on the AM lane
  *   RNDV_ATS   [sreq, from, status]                   receiver read the data itself (get)
  *   RNDV_RTR   [sreq, from, rreq, length, offset, put_address]
  *                                                     receiver asks the sender to send
@@ -28,7 +30,7 @@
 #define AXON_TAG_PROTO_H
 
 #include <stdint.h>
-#include "axon_int.h"
+#include "request.h"
 
 enum {
     AXON_AM_TAG_EAGER_ONLY      = 1,
@@ -44,22 +46,48 @@ enum {
     AXON_AM_RNDV_PUT_DONE       = 11,
 };
 
-typedef struct axon_eager_hdr {
+/* What a receiver matches on and reports (axon_tag_recv_info_t). */
+typedef struct axon_tag_match_hdr {
     axon_tag_t tag;
+    uint64_t   sender_uuid;
+    uint32_t   imm_data;
+    uint32_t   flags;        /* AXON_TAG_INFO_* */
+} axon_tag_match_hdr_t;
+
+/* What a receive reports about the message it got. */
+static inline void axon_tag_info_set(axon_tag_recv_info_t *info, const axon_tag_match_hdr_t *m,
+                                     size_t length)
+{
+    info->sender_tag = m->tag;
+    info->length     = length;
+    info->sender_id  = m->sender_uuid;
+    info->imm_data   = m->imm_data;
+    info->flags      = m->flags & AXON_TAG_INFO_IMM_DATA;
+}
+
+/* The sender's side: what a send request puts in front of its message. */
+static inline void axon_tag_match_hdr_pack(axon_tag_match_hdr_t *m, axon_request_h req)
+{
+    m->tag         = req->send.tag;
+    m->sender_uuid = req->worker->uuid;
+    m->imm_data    = req->send.imm_data;
+    m->flags       = req->send.info_flags;
+}
+
+typedef struct axon_eager_hdr {
+    axon_tag_match_hdr_t m;
 } axon_eager_hdr_t;
 
 typedef struct axon_eager_sync_hdr {
-    axon_tag_t tag;
-    uint64_t   sender_uuid;
-    uint64_t   sreq_id;
+    axon_tag_match_hdr_t m;
+    uint64_t             sreq_id;
 } axon_eager_sync_hdr_t;
 
 typedef struct axon_eager_first_hdr {
-    axon_tag_t tag;
-    uint64_t   total_length;
-    uint64_t   msg_id;
-    uint64_t   sender_uuid;
-    uint64_t   sreq_id;      /* 0 unless a synchronous send */
+    axon_tag_match_hdr_t m;
+    uint64_t             total_length;
+    uint64_t             msg_id;
+    uint64_t             sreq_id;      /* 0 unless a synchronous send */
 } axon_eager_first_hdr_t;
 
 typedef struct axon_eager_middle_hdr {
@@ -78,9 +106,8 @@ typedef struct axon_sync_ack_hdr {
 #define AXON_RNDV_RKEY_MAX 32
 
 typedef struct axon_rndv_rts_hdr {
-    axon_tag_t tag;
+    axon_tag_match_hdr_t m;
     uint64_t   length;
-    uint64_t   sender_uuid;
     uint64_t   sreq_id;
     uint64_t   address;     /* sender's buffer, for a get by the receiver */
     /* For lanes that reach peer memory through keys (AXON_CAP_NEED_MKEY):

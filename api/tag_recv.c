@@ -19,8 +19,9 @@ typedef struct axon_unexp_desc {
     size_t               length;       /* the message's full length */
     size_t               received;     /* bytes arrived so far */
     struct axon_rx_frag *frag;         /* reassembly entry while fragments are missing */
-    uint64_t             sender_uuid;
     uint64_t             sync_sreq_id; /* nonzero: ack the sender when matched */
+    uint32_t             imm_data;
+    uint32_t             info_flags;   /* AXON_TAG_INFO_* */
     axon_unexp_kind_t    kind;
     int                  pooled;
     int                  queued;       /* in the matching queues (not taken by a probe) */
@@ -139,6 +140,17 @@ static void axon_unexp_desc_put(axon_worker_h worker, axon_unexp_desc_t *desc)
     }
 }
 
+static void axon_unexp_desc_init(axon_unexp_desc_t *desc, const axon_tag_match_hdr_t *m,
+                                 size_t length, axon_unexp_kind_t kind)
+{
+    desc->tm.tag     = m->tag;
+    desc->tm.sender  = m->sender_uuid;
+    desc->imm_data   = m->imm_data;
+    desc->info_flags = m->flags & AXON_TAG_INFO_IMM_DATA;
+    desc->length     = length;
+    desc->kind       = kind;
+}
+
 static void axon_unexp_queue(axon_worker_h worker, axon_unexp_desc_t *desc)
 {
     desc->queued = 1;
@@ -146,10 +158,21 @@ static void axon_unexp_queue(axon_worker_h worker, axon_unexp_desc_t *desc)
     axon_tm_add_unexpected(&worker->tm, &desc->tm);
 }
 
-static axon_unexp_desc_t *axon_unexp_take(axon_worker_h worker, axon_tag_t tag,
-                                          axon_tag_t tag_mask, int remove)
+static inline void axon_tag_info_from_desc(axon_tag_recv_info_t *info,
+                                           const axon_unexp_desc_t *desc)
 {
-    axon_tm_unexp_t *unexp = axon_tm_match_unexpected(&worker->tm, tag, tag_mask, remove);
+    info->sender_tag = desc->tm.tag;
+    info->length     = desc->length;
+    info->sender_id  = desc->tm.sender;
+    info->imm_data   = desc->imm_data;
+    info->flags      = desc->info_flags;
+}
+
+static axon_unexp_desc_t *axon_unexp_take(axon_worker_h worker, axon_tag_t tag,
+                                          axon_tag_t tag_mask, uint64_t sender, int remove)
+{
+    axon_tm_unexp_t *unexp = axon_tm_match_unexpected(&worker->tm, tag, tag_mask, sender,
+                                                      remove);
     axon_unexp_desc_t *desc;
 
     if (unexp == NULL) {
@@ -163,9 +186,10 @@ static axon_unexp_desc_t *axon_unexp_take(axon_worker_h worker, axon_tag_t tag,
 }
 
 /* A posted receive leaves the expected queue: it can no longer be canceled. */
-static inline axon_request_h axon_tag_match_posted(axon_worker_h worker, axon_tag_t tag)
+static inline axon_request_h axon_tag_match_posted(axon_worker_h worker,
+                                                   const axon_tag_match_hdr_t *m)
 {
-    axon_tm_recv_t *recv = axon_tm_match_expected(&worker->tm, tag);
+    axon_tm_recv_t *recv = axon_tm_match_expected(&worker->tm, m->tag, m->sender_uuid);
     axon_request_h req;
 
     if (recv == NULL) {
@@ -177,20 +201,19 @@ static inline axon_request_h axon_tag_match_posted(axon_worker_h worker, axon_ta
 }
 
 /* First (or only) piece of an eager message arrived: match it or queue it. */
-static void axon_tag_rx_first(axon_worker_h worker, axon_tag_t tag, size_t total,
+static void axon_tag_rx_first(axon_worker_h worker, const axon_tag_match_hdr_t *m, size_t total,
                               const void *data, size_t length, axon_rx_frag_t *frag,
-                              uint64_t sender_uuid, uint64_t sync_sreq_id)
+                              uint64_t sync_sreq_id)
 {
-    axon_request_h req = axon_tag_match_posted(worker, tag);
+    axon_request_h req = axon_tag_match_posted(worker, m);
     axon_unexp_desc_t *desc;
 
     if (req != NULL) {
-        req->recv.info.sender_tag = tag;
-        req->recv.info.length     = total;
-        req->recv.received        = length;
+        axon_tag_info_set(&req->recv.info, m, total);
+        req->recv.received = length;
         axon_tag_recv_copy(req, 0, data, length);
         if (sync_sreq_id != 0) {
-            axon_tag_send_sync_ack(worker, sender_uuid, sync_sreq_id);
+            axon_tag_send_sync_ack(worker, m->sender_uuid, sync_sreq_id);
         }
         if (frag != NULL) {
             frag->req = req;
@@ -207,13 +230,10 @@ static void axon_tag_rx_first(axon_worker_h worker, axon_tag_t tag, size_t total
         }
         return;
     }
-    desc->tm.tag       = tag;
-    desc->length       = total;
+    axon_unexp_desc_init(desc, m, total, AXON_UNEXP_EAGER);
     desc->received     = length;
     desc->frag         = frag;
-    desc->sender_uuid  = sender_uuid;
     desc->sync_sreq_id = sync_sreq_id;
-    desc->kind         = AXON_UNEXP_EAGER;
     if (length > 0) {
         memcpy(desc->data, data, length);
     }
@@ -231,8 +251,8 @@ static void axon_tag_am_eager_only(void *arg, const void *data, size_t length, u
         axon_error("dropping eager message of %zu bytes: shorter than its header", length);
         return;
     }
-    axon_tag_rx_first(arg, hdr->tag, length - sizeof(*hdr), hdr + 1, length - sizeof(*hdr),
-                      NULL, 0, 0);
+    axon_tag_rx_first(arg, &hdr->m, length - sizeof(*hdr), hdr + 1, length - sizeof(*hdr),
+                      NULL, 0);
 }
 
 static void axon_tag_am_eager_sync(void *arg, const void *data, size_t length, unsigned flags)
@@ -243,8 +263,8 @@ static void axon_tag_am_eager_sync(void *arg, const void *data, size_t length, u
         axon_error("dropping malformed synchronous message of %zu bytes", length);
         return;
     }
-    axon_tag_rx_first(arg, hdr->tag, length - sizeof(*hdr), hdr + 1, length - sizeof(*hdr),
-                      NULL, hdr->sender_uuid, hdr->sreq_id);
+    axon_tag_rx_first(arg, &hdr->m, length - sizeof(*hdr), hdr + 1, length - sizeof(*hdr),
+                      NULL, hdr->sreq_id);
 }
 
 static void axon_tag_am_eager_first(void *arg, const void *data, size_t length, unsigned flags)
@@ -258,13 +278,13 @@ static void axon_tag_am_eager_first(void *arg, const void *data, size_t length, 
                    (length < sizeof(*hdr)) ? 0ull : (unsigned long long)hdr->total_length);
         return;
     }
-    frag = axon_rx_frag_add(worker, hdr->sender_uuid, hdr->msg_id);
+    frag = axon_rx_frag_add(worker, hdr->m.sender_uuid, hdr->msg_id);
     if (frag == NULL) {
         axon_error("no memory to reassemble message %llu", (unsigned long long)hdr->msg_id);
         return;
     }
-    axon_tag_rx_first(worker, hdr->tag, hdr->total_length, hdr + 1, length - sizeof(*hdr), frag,
-                      hdr->sender_uuid, hdr->sreq_id);
+    axon_tag_rx_first(worker, &hdr->m, hdr->total_length, hdr + 1, length - sizeof(*hdr), frag,
+                      hdr->sreq_id);
 }
 
 static void axon_tag_am_eager_middle(void *arg, const void *data, size_t length, unsigned flags)
@@ -350,7 +370,7 @@ static void axon_tag_am_rts(void *arg, const void *data, size_t length, unsigned
                    sizeof(*rts));
         return;
     }
-    req = axon_tag_match_posted(worker, rts->tag);
+    req = axon_tag_match_posted(worker, &rts->m);
     if (req != NULL) {
         axon_rndv_recv_start(req, rts);
         return;
@@ -360,13 +380,10 @@ static void axon_tag_am_rts(void *arg, const void *data, size_t length, unsigned
     if (desc == NULL) {
         return;
     }
-    desc->tm.tag       = rts->tag;
-    desc->length       = rts->length;
+    axon_unexp_desc_init(desc, &rts->m, rts->length, AXON_UNEXP_RNDV);
     desc->received     = 0;
     desc->frag         = NULL;
-    desc->sender_uuid  = rts->sender_uuid;
     desc->sync_sreq_id = 0;
-    desc->kind         = AXON_UNEXP_RNDV;
     memcpy(desc->data, rts, sizeof(*rts));
     axon_unexp_queue(worker, desc);
 }
@@ -381,7 +398,7 @@ static axon_status_t axon_tag_recv_unexp(axon_worker_h worker, axon_unexp_desc_t
     axon_request_h req;
 
     if (desc->sync_sreq_id != 0) {
-        axon_tag_send_sync_ack(worker, desc->sender_uuid, desc->sync_sreq_id);
+        axon_tag_send_sync_ack(worker, desc->tm.sender, desc->sync_sreq_id);
         desc->sync_sreq_id = 0;  /* once, even if this receive fails below */
     }
 
@@ -392,8 +409,7 @@ static axon_status_t axon_tag_recv_unexp(axon_worker_h worker, axon_unexp_desc_t
             memcpy(buffer, desc->data, desc->length);
         }
         if ((param != NULL) && (param->recv_info != NULL)) {
-            param->recv_info->sender_tag = desc->tm.tag;
-            param->recv_info->length     = desc->length;
+            axon_tag_info_from_desc(param->recv_info, desc);
         }
         axon_unexp_desc_put(worker, desc);
         return AXON_OK;
@@ -405,10 +421,9 @@ static axon_status_t axon_tag_recv_unexp(axon_worker_h worker, axon_unexp_desc_t
         axon_error("no memory for a receive request; message dropped");
         return AXON_ERR_NO_MEMORY;
     }
-    req->recv.buffer          = buffer;
-    req->recv.length          = length;
-    req->recv.info.sender_tag = desc->tm.tag;
-    req->recv.info.length     = desc->length;
+    req->recv.buffer = buffer;
+    req->recv.length = length;
+    axon_tag_info_from_desc(&req->recv.info, desc);
 
     if (desc->status != AXON_OK) {
         /* Taken by a probe, then its sender died mid-message. */
@@ -457,12 +472,15 @@ axon_status_t axon_tag_recv_nb(axon_worker_h worker, void *buffer, size_t length
 {
     axon_unexp_desc_t *desc;
     axon_request_h req;
+    uint64_t sender;
 
     if (!axon_tag_recv_check("axon_tag_recv_nb", worker, buffer, length, req_p)) {
         return AXON_ERR_INVALID_PARAM;
     }
 
-    desc = axon_unexp_take(worker, tag, tag_mask, 1);
+    sender = ((param != NULL) && (param->flags & AXON_REQ_FLAG_SENDER)) ? param->sender_id :
+             AXON_SENDER_ANY;
+    desc = axon_unexp_take(worker, tag, tag_mask, sender, 1);
     if (desc != NULL) {
         return axon_tag_recv_unexp(worker, desc, buffer, length, param, req_p);
     }
@@ -476,14 +494,15 @@ axon_status_t axon_tag_recv_nb(axon_worker_h worker, void *buffer, size_t length
     req->recv.received    = 0;
     req->recv.tm.tag      = tag;
     req->recv.tm.tag_mask = tag_mask;
+    req->recv.tm.sender   = sender;
     axon_tm_post_recv(&worker->tm, &req->recv.tm);
     *req_p = req;
     return AXON_INPROGRESS;
 }
 
-axon_status_t axon_tag_probe_nb(axon_worker_h worker, axon_tag_t tag, axon_tag_t tag_mask,
-                                int remove, axon_tag_recv_info_t *info,
-                                axon_tag_message_h *msg_p)
+axon_status_t axon_tag_probe_from_nb(axon_worker_h worker, uint64_t sender_id, axon_tag_t tag,
+                                     axon_tag_t tag_mask, int remove,
+                                     axon_tag_recv_info_t *info, axon_tag_message_h *msg_p)
 {
     axon_unexp_desc_t *desc;
 
@@ -491,23 +510,29 @@ axon_status_t axon_tag_probe_nb(axon_worker_h worker, axon_tag_t tag, axon_tag_t
         axon_error("axon_tag_probe_nb: NULL %s", worker ? "msg_p (needed with remove)" : "worker");
         return AXON_ERR_INVALID_PARAM;
     }
-    desc = axon_unexp_take(worker, tag, tag_mask, remove);
+    desc = axon_unexp_take(worker, tag, tag_mask, sender_id, remove);
     if (desc == NULL) {
         return AXON_ERR_NO_MESSAGE;
     }
     if (info != NULL) {
-        info->sender_tag = desc->tm.tag;
-        info->length     = desc->length;
+        axon_tag_info_from_desc(info, desc);
     }
     if (remove) {
         /* Matched now (MPI_Improbe): a synchronous sender may complete. */
         if (desc->sync_sreq_id != 0) {
-            axon_tag_send_sync_ack(worker, desc->sender_uuid, desc->sync_sreq_id);
+            axon_tag_send_sync_ack(worker, desc->tm.sender, desc->sync_sreq_id);
             desc->sync_sreq_id = 0;
         }
         *msg_p = (axon_tag_message_h)desc;
     }
     return AXON_OK;
+}
+
+axon_status_t axon_tag_probe_nb(axon_worker_h worker, axon_tag_t tag, axon_tag_t tag_mask,
+                                int remove, axon_tag_recv_info_t *info,
+                                axon_tag_message_h *msg_p)
+{
+    return axon_tag_probe_from_nb(worker, AXON_SENDER_ANY, tag, tag_mask, remove, info, msg_p);
 }
 
 axon_status_t axon_tag_msg_recv_nb(axon_worker_h worker, void *buffer, size_t length,
@@ -576,7 +601,7 @@ void axon_tag_peer_failed(axon_worker_h worker, uint64_t peer_uuid, axon_status_
     /* Rendezvous requests whose data stayed at the dead sender. */
     axon_list_for_each_safe(unexp, tmp, &worker->tm.unexp_all, all_link) {
         desc = axon_container_of(unexp, axon_unexp_desc_t, tm);
-        if ((desc->kind == AXON_UNEXP_RNDV) && (desc->sender_uuid == peer_uuid)) {
+        if ((desc->kind == AXON_UNEXP_RNDV) && (desc->tm.sender == peer_uuid)) {
             axon_tm_remove_unexpected(&worker->tm, unexp);
             axon_unexp_desc_put(worker, desc);
         }
@@ -619,7 +644,7 @@ void axon_tag_worker_cleanup(axon_worker_h worker)
 
     axon_unexp_desc_t *desc;
 
-    while ((desc = axon_unexp_take(worker, 0, 0, 1)) != NULL) {
+    while ((desc = axon_unexp_take(worker, 0, 0, AXON_SENDER_ANY, 1)) != NULL) {
         axon_unexp_desc_put(worker, desc);
     }
     /* Receives still posted are left linked: the buckets go with the matching

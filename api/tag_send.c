@@ -12,7 +12,7 @@ static size_t axon_tag_pack_only(void *dest, void *arg)
     axon_request_h req = arg;
     axon_eager_hdr_t *hdr = dest;
 
-    hdr->tag = req->send.tag;
+    axon_tag_match_hdr_pack(&hdr->m, req);
     if (req->send.length > 0) {  /* buffer may be NULL for an empty message */
         memcpy(hdr + 1, req->send.buffer, req->send.length);
     }
@@ -24,8 +24,7 @@ static size_t axon_tag_pack_sync(void *dest, void *arg)
     axon_request_h req = arg;
     axon_eager_sync_hdr_t *hdr = dest;
 
-    hdr->tag         = req->send.tag;
-    hdr->sender_uuid = req->worker->uuid;
+    axon_tag_match_hdr_pack(&hdr->m, req);
     hdr->sreq_id     = req->id;
     if (req->send.length > 0) {
         memcpy(hdr + 1, req->send.buffer, req->send.length);
@@ -39,10 +38,9 @@ static size_t axon_tag_pack_first(void *dest, void *arg)
     axon_eager_first_hdr_t *hdr = dest;
     size_t len = req->send.ep->am_lane.max_bcopy - sizeof(*hdr);
 
-    hdr->tag          = req->send.tag;
+    axon_tag_match_hdr_pack(&hdr->m, req);
     hdr->total_length = req->send.length;
     hdr->msg_id       = req->send.msg_id;
-    hdr->sender_uuid  = req->worker->uuid;
     hdr->sreq_id      = (req->flags & AXON_REQUEST_SYNC) ? req->id : 0;
     memcpy(hdr + 1, req->send.buffer, len);
     return sizeof(*hdr) + len;
@@ -168,14 +166,15 @@ axon_status_t axon_tag_send_progress(axon_request_h req)
     axon_ep_h ep = req->send.ep;
     axon_lane_t *lane = &ep->am_lane;
     axon_rndv_rts_hdr_t rts;
+    axon_eager_hdr_t eager;
     axon_status_t status;
     ssize_t packed;
 
     switch (req->proto) {
     case AXON_SEND_PROTO_SHORT:
+        axon_tag_match_hdr_pack(&eager.m, req);
         return axon_tag_retry_status(lane->ops->ep_am_short(lane->tl_ep, AXON_AM_TAG_EAGER_ONLY,
-                                                            &req->send.tag,
-                                                            sizeof(req->send.tag),
+                                                            &eager, sizeof(eager),
                                                             req->send.buffer, req->send.length));
     case AXON_SEND_PROTO_BCOPY:
         packed = lane->ops->ep_am_bcopy(lane->tl_ep, AXON_AM_TAG_EAGER_ONLY, axon_tag_pack_only,
@@ -280,6 +279,7 @@ static axon_status_t axon_tag_send_common(axon_ep_h ep, const void *buffer, size
                                           axon_request_h *req_p, int sync)
 {
     uint32_t flags = (param != NULL) ? param->flags : 0;
+    axon_eager_hdr_t eager;
     axon_request_h req;
     axon_status_t status;
 
@@ -299,8 +299,12 @@ static axon_status_t axon_tag_send_common(axon_ep_h ep, const void *buffer, size
     /* Fast path: one short AM, no request. Queued sends go first to keep order. */
     if ((length <= ep->eager_short_max) && !sync && axon_list_is_empty(&ep->pending) &&
         !(flags & AXON_REQ_FLAG_NO_IMM_CMPL)) {
-        status = ep->am_lane.ops->ep_am_short(ep->am_lane.tl_ep, AXON_AM_TAG_EAGER_ONLY, &tag,
-                                              sizeof(tag), buffer, length);
+        eager.m.tag         = tag;
+        eager.m.sender_uuid = ep->worker->uuid;
+        eager.m.imm_data    = (flags & AXON_REQ_FLAG_IMM_DATA) ? param->imm_data : 0;
+        eager.m.flags       = (flags & AXON_REQ_FLAG_IMM_DATA) ? AXON_TAG_INFO_IMM_DATA : 0;
+        status = ep->am_lane.ops->ep_am_short(ep->am_lane.tl_ep, AXON_AM_TAG_EAGER_ONLY, &eager,
+                                              sizeof(eager), buffer, length);
         if (status != AXON_ERR_NO_RESOURCE) {
             return status;
         }
@@ -313,8 +317,10 @@ static axon_status_t axon_tag_send_common(axon_ep_h ep, const void *buffer, size
     req->send.ep     = ep;
     req->send.buffer = buffer;
     req->send.length = length;
-    req->send.tag    = tag;
-    req->send.offset = 0;
+    req->send.tag        = tag;
+    req->send.imm_data   = (flags & AXON_REQ_FLAG_IMM_DATA) ? param->imm_data : 0;
+    req->send.info_flags = (flags & AXON_REQ_FLAG_IMM_DATA) ? AXON_TAG_INFO_IMM_DATA : 0;
+    req->send.offset     = 0;
 
     if (length >= ep->rndv_thresh) {
         /* Matched at the receiver before any data moves: sync for free. */

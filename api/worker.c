@@ -100,7 +100,9 @@ axon_status_t axon_worker_create(axon_context_h context, const axon_worker_param
         return AXON_ERR_NO_MEMORY;
     }
     worker->context = context;
-    worker->uuid    = axon_sys_generate_uuid();
+    do {
+        worker->uuid = axon_sys_generate_uuid();
+    } while (worker->uuid == AXON_SENDER_ANY);  /* receivers use 0 for "any sender" */
     axon_list_init(&worker->eps);
     axon_list_init(&worker->pending_eps);
     axon_list_init(&worker->deferred);
@@ -211,6 +213,11 @@ unsigned axon_worker_progress(axon_worker_h worker)
     }
     --worker->in_progress;
     return count;
+}
+
+uint64_t axon_worker_id(axon_worker_h worker)
+{
+    return (worker != NULL) ? worker->uuid : AXON_SENDER_ANY;
 }
 
 axon_status_t axon_worker_get_address(axon_worker_h worker, void **address_p, size_t *length_p)

@@ -181,6 +181,7 @@ struct axon_rc_iface {
     int                       tx_cq_avail;   /* send CQ entries not promised to a WR */
     axon_verbs_bufpool_t      tx_pool;
     axon_verbs_bufpool_t      rx_pool;
+    axon_verbs_bufpool_t      amo_pool;      /* device atomics' result slots (rc_amo.c) */
     axon_dev_recv_wr_t       *rx_wrs;        /* refill chain, rx_queue_len long */
     axon_dev_sge_t           *rx_sges;
     unsigned                  rx_refill;     /* buffers in the refill chain */

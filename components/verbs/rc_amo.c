@@ -12,11 +12,50 @@
  *   ADD     4 bytes: masked FETCH_AND_ADD, no field boundary
  * XOR has no single request: the upper layer loops on CSWAP.
  *
- * The previous value lands in the caller's result words, registered for the
- * one operation (dropped at completion, like get/put buffers).
+ * The device writes the previous value into a result slot of the iface's
+ * registered pool (registered once, at the first atomic); the completion
+ * copies it to the caller's words and gives the slot back.
  */
 #include <string.h>
 #include "rc.h"
+
+/* Atomics in flight per iface; one more waits (NO_RESOURCE) for a slot. */
+#define AXON_RC_AMO_SLOTS 256
+
+typedef struct axon_rc_amo_slot {
+    uint64_t              words[AXON_AMO_MAX_WORDS]; /* the device's result: first, aligned */
+    uint64_t             *result;                     /* the caller's words */
+    unsigned              size;
+    axon_rc_iface_t      *iface;
+    axon_tl_completion_t *user_comp;
+    axon_tl_completion_t  comp;
+} axon_rc_amo_slot_t;
+
+static void axon_rc_amo_done(axon_tl_completion_t *comp, axon_status_t status)
+{
+    axon_rc_amo_slot_t *slot = axon_container_of(comp, axon_rc_amo_slot_t, comp);
+    axon_tl_completion_t *user_comp = slot->user_comp;
+
+    if (status == AXON_OK) {
+        memcpy(slot->result, slot->words, (slot->size < 8) ? 8 : slot->size);
+    }
+    axon_verbs_bufpool_put(&slot->iface->amo_pool, slot);
+    user_comp->func(user_comp, status);
+}
+
+static axon_rc_amo_slot_t *axon_rc_amo_slot_get(axon_rc_iface_t *iface)
+{
+    axon_status_t status;
+
+    if (__builtin_expect(iface->amo_pool.base == NULL, 0)) {
+        status = axon_verbs_bufpool_init(&iface->amo_pool, &iface->dev, "rc atomic results",
+                                         sizeof(axon_rc_amo_slot_t), AXON_RC_AMO_SLOTS);
+        if (status != AXON_OK) {
+            return NULL;
+        }
+    }
+    return axon_verbs_bufpool_get(&iface->amo_pool);
+}
 
 #define AXON_RC_AMO_ALL_OPS(_size) \
     (AXON_AMO_DEV_BIT(AXON_AMO_ADD, _size) | AXON_AMO_DEV_BIT(AXON_AMO_AND, _size) | \
@@ -143,13 +182,12 @@ axon_status_t axon_rc_ep_atomic(axon_tl_ep_t *tl_ep, const axon_amo_args_t *args
     axon_rc_iface_t *iface = (axon_rc_iface_t *)tl_ep->iface;
     axon_rc_conn_t *conn   = ep->conn;
     const axon_resource_t *res = iface->super.resource;
+    axon_rc_amo_slot_t *slot;
     axon_dev_send_wr_t wr;
     axon_status_t status;
     axon_dev_sge_t sge;
     axon_rc_rkey_t rkey;
-    axon_dev_mr_t *mr;
     unsigned size;
-    int ret;
 
     if (conn == NULL) {
         return ep->status;
@@ -189,16 +227,19 @@ axon_status_t axon_rc_ep_atomic(axon_tl_ep_t *tl_ep, const axon_amo_args_t *args
         axon_error("%s: ep_atomic: no work request for operation %u", iface->name, args->op);
         return AXON_ERR_UNSUPPORTED;
     }
-    result[0] = 0;  /* a 4-byte result fills its low half only */
-    ret = axon_dev_reg_mr(iface->dev.pd, result, (size < 8) ? 8 : size,
-                          AXON_DEV_ACCESS_LOCAL_WRITE, &mr);
-    if (ret != 0) {
-        axon_debug("%s: ep_atomic: reg_mr of the result: error %d", iface->name, ret);
-        return AXON_ERR_NO_RESOURCE;
+    slot = axon_rc_amo_slot_get(iface);
+    if (slot == NULL) {
+        return AXON_ERR_NO_RESOURCE;  /* every slot in flight: retried from progress */
     }
-    sge.addr   = (uintptr_t)result;
+    slot->words[0]  = 0;  /* a 4-byte result fills its low half only */
+    slot->result    = result;
+    slot->size      = size;
+    slot->iface     = iface;
+    slot->user_comp = comp;
+    slot->comp.func = axon_rc_amo_done;
+    sge.addr   = (uintptr_t)slot->words;
     sge.length = size;
-    sge.lkey   = mr->lkey;
+    sge.lkey   = axon_verbs_bufpool_lkey(&iface->amo_pool);
     wr.sg_list = &sge;
     wr.num_sge = 1;
     if ((wr.opcode == AXON_DEV_WR_ATOMIC_FETCH_AND_ADD) ||
@@ -209,9 +250,9 @@ axon_status_t axon_rc_ep_atomic(axon_tl_ep_t *tl_ep, const axon_amo_args_t *args
         wr.wr.masked_atomic.remote_addr = remote_addr;
         wr.wr.masked_atomic.rkey        = rkey.rkey;
     }
-    status = axon_rc_conn_post(conn, &wr, NULL, comp, mr, 1);
+    status = axon_rc_conn_post(conn, &wr, NULL, &slot->comp, NULL, 1);
     if (status != AXON_OK) {
-        axon_dev_dereg_mr(mr);
+        axon_verbs_bufpool_put(&iface->amo_pool, slot);
         return status;
     }
     return AXON_INPROGRESS;

@@ -367,6 +367,7 @@ static void axon_rc_iface_close(axon_iface_t *tl_iface)
     iface->rx_pool.num_free = iface->rx_pool.count;
     axon_verbs_bufpool_cleanup(&iface->rx_pool);
     axon_verbs_bufpool_cleanup(&iface->tx_pool);
+    axon_verbs_bufpool_cleanup(&iface->amo_pool);
     if ((iface->recv_cq != NULL) && ((ret = axon_dev_destroy_cq(iface->recv_cq)) != 0)) {
         axon_warn("%s: destroy_cq: %d", iface->name, ret);
     }

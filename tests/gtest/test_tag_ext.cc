@@ -128,6 +128,135 @@ TEST_P(TagExtTest, ProbeLeavesMessageQueued)
     });
 }
 
+/* ---------------------------------------------------------------- sender and immediate data */
+
+/* Send with (has_imm ? imm : nothing) and wait for completion. */
+axon_status_t send_imm(Env &env, const void *buf, size_t len, axon_tag_t tag, bool has_imm,
+                       uint32_t imm, bool sync)
+{
+    axon_request_param_t param = {};
+    axon_request_h       req   = nullptr;
+
+    if (has_imm) {
+        param.flags    = AXON_REQ_FLAG_IMM_DATA;
+        param.imm_data = imm;
+    }
+    axon_status_t status = sync ? axon_tag_send_sync_nb(env.ep(), buf, len, tag, &param, &req) :
+                                  axon_tag_send_nb(env.ep(), buf, len, tag, &param, &req);
+    return env.wait(status, req, nullptr);
+}
+
+/* Post a receive that takes only messages of sender (AXON_SENDER_ANY: any). */
+axon_status_t recv_from(Env &env, void *buf, size_t len, axon_tag_t tag, axon_tag_t mask,
+                        uint64_t sender, axon_tag_recv_info_t *info, axon_request_h *req)
+{
+    axon_request_param_t param = {};
+
+    param.flags     = AXON_REQ_FLAG_SENDER;
+    param.sender_id = sender;
+    param.recv_info = info;
+    return axon_tag_recv_nb(env.worker, buf, len, tag, mask, &param, req);
+}
+
+/*
+ * Every protocol (empty, short, fragmented, rendezvous, synchronous) carries
+ * the sender's id and the immediate data, to posted receives, to unexpected
+ * ones and to probes; a receive or probe naming another sender never takes
+ * the message, one naming this sender does.
+ */
+TEST_P(TagExtTest, SenderIdAndImmediateData)
+{
+    const size_t   kSizes[] = {0, 100, 20000, kRndvLen};
+    const uint64_t kNobody  = 0x0123456789abcdefull;  /* no worker has this id */
+
+    Run([&](Env &env) {
+        uint64_t sender = env.bcast(0, 1);
+        std::vector<uint8_t> buf(kRndvLen);
+
+        EXPECT_EQ(sender, axon_ep_peer_id(env.ep())) << "the endpoint names another worker";
+        EXPECT_NE(AXON_SENDER_ANY, axon_worker_id(env.worker));
+        for (size_t i = 0; i < sizeof(kSizes) / sizeof(kSizes[0]); ++i) {
+            size_t               len  = kSizes[i];
+            axon_tag_recv_info_t info = {};
+            axon_tag_message_h   msg  = nullptr;
+            axon_request_h       wrong = nullptr, req = nullptr;
+
+            /* Posted first: a receive for nobody, then one for the sender (message 1). */
+            axon_status_t st_wrong = recv_from(env, buf.data(), buf.size(), 0x10 + i,
+                                               AXON_TAG_MASK_FULL, kNobody, &info, &wrong);
+            ASSERT_EQ(AXON_INPROGRESS, st_wrong);
+            axon_status_t st = recv_from(env, buf.data(), buf.size(), 0x10 + i,
+                                         AXON_TAG_MASK_FULL, sender, &info, &req);
+            ASSERT_TRUE(env.barrier());
+            ASSERT_EQ(AXON_OK, env.wait(st, req, &info)) << "size " << len;
+            EXPECT_EQ(0x10 + i, info.sender_tag);
+            EXPECT_EQ(len, info.length);
+            EXPECT_EQ(sender, info.sender_id);
+            EXPECT_EQ(AXON_TAG_INFO_IMM_DATA, info.flags);
+            EXPECT_EQ(0xa5000000u + i, info.imm_data);
+            EXPECT_EQ("", check_msg(buf.data(), len, 1));
+
+            /* Unexpected (message 2, no immediate data): probes from nobody miss it. */
+            ASSERT_EQ(AXON_OK, probe_wait(env, 0x20 + i, AXON_TAG_MASK_FULL, 0, &info, &msg));
+            EXPECT_EQ(AXON_ERR_NO_MESSAGE,
+                      axon_tag_probe_from_nb(env.worker, kNobody, 0, 0, 0, &info, &msg));
+            info = {};
+            ASSERT_EQ(AXON_OK,
+                      axon_tag_probe_from_nb(env.worker, sender, 0, 0, 0, &info, &msg));
+            EXPECT_EQ(0x20 + i, info.sender_tag);
+            EXPECT_EQ(sender, info.sender_id);
+            EXPECT_EQ(0u, info.flags);
+            EXPECT_EQ(0u, info.imm_data);
+            /* A wildcard receive for nobody stays posted; one for the sender gets it. */
+            axon_request_h wrong2 = nullptr;
+            ASSERT_EQ(AXON_INPROGRESS, recv_from(env, buf.data(), buf.size(), 0, 0, kNobody,
+                                                 &info, &wrong2));
+            st = recv_from(env, buf.data(), buf.size(), 0, 0, sender, &info, &req);
+            ASSERT_EQ(AXON_OK, env.wait(st, req, &info));
+            EXPECT_EQ(0x20 + i, info.sender_tag);
+            EXPECT_EQ(sender, info.sender_id);
+            EXPECT_EQ(0u, info.flags);
+            EXPECT_EQ("", check_msg(buf.data(), len, 2));
+
+            /* Synchronous (message 3), taken by a removing probe from the sender. */
+            ASSERT_EQ(AXON_OK, probe_wait(env, 0x30 + i, AXON_TAG_MASK_FULL, 0, &info, &msg));
+            ASSERT_EQ(AXON_OK, axon_tag_probe_from_nb(env.worker, sender, 0x30 + i,
+                                                      AXON_TAG_MASK_FULL, 1, &info, &msg));
+            EXPECT_EQ(0xffffffffu, info.imm_data);
+            EXPECT_EQ(AXON_TAG_INFO_IMM_DATA, info.flags);
+            info = {};
+            ASSERT_EQ(AXON_OK, msg_recv(env, buf.data(), buf.size(), msg, &info));
+            EXPECT_EQ(sender, info.sender_id);
+            EXPECT_EQ(0xffffffffu, info.imm_data);
+            EXPECT_EQ("", check_msg(buf.data(), len, 3));
+
+            /* The receives for nobody never matched anything. */
+            env.progress();
+            EXPECT_EQ(AXON_OK, axon_request_cancel(env.worker, wrong));
+            EXPECT_EQ(AXON_ERR_CANCELED, env.wait(AXON_INPROGRESS, wrong, &info));
+            EXPECT_EQ(AXON_OK, axon_request_cancel(env.worker, wrong2));
+            EXPECT_EQ(AXON_ERR_CANCELED, env.wait(AXON_INPROGRESS, wrong2, &info));
+            ASSERT_TRUE(env.barrier());
+        }
+    }, [&](Env &env) {
+        env.bcast(axon_worker_id(env.worker), 1);
+        std::vector<uint8_t> buf(kRndvLen);
+        for (size_t i = 0; i < sizeof(kSizes) / sizeof(kSizes[0]); ++i) {
+            size_t len = kSizes[i];
+            ASSERT_TRUE(env.barrier());
+            fill_msg(buf.data(), len, 1);
+            ASSERT_EQ(AXON_OK, send_imm(env, buf.data(), len, 0x10 + i, true, 0xa5000000u + i,
+                                        false));
+            fill_msg(buf.data(), len, 2);
+            ASSERT_EQ(AXON_OK, send_imm(env, buf.data(), len, 0x20 + i, false, 0, false));
+            fill_msg(buf.data(), len, 3);
+            ASSERT_EQ(AXON_OK, send_imm(env, buf.data(), len, 0x30 + i, true, 0xffffffffu,
+                                        true));
+            ASSERT_TRUE(env.barrier());
+        }
+    });
+}
+
 /* ---------------------------------------------------------------- matched probe */
 
 /*
@@ -633,6 +762,12 @@ size_t mto_size(int seq)
 
 const size_t kMtoMaxSize = (300 << 10) + kMtoMsgs;
 
+/* Every message carries immediate data (libfabric's remote CQ data). */
+uint32_t mto_imm(int rank, int seq)
+{
+    return ((uint32_t)rank << 24) | (uint32_t)seq;
+}
+
 /* Payload: [rank][seq][pattern seeded by seq, length and rank]. */
 void mto_fill(uint8_t *buf, size_t len, int rank, int seq)
 {
@@ -687,9 +822,12 @@ int mto_sender_main(int fd, void *arg)
             }
         }
         if (seq < kMtoMsgs) {
-            size_t len = mto_size(seq);
+            size_t               len   = mto_size(seq);
+            axon_request_param_t param = {};
+            param.flags    = AXON_REQ_FLAG_IMM_DATA;
+            param.imm_data = mto_imm(a->rank, seq);
             mto_fill(bufs[slot].data(), len, a->rank, seq);
-            st[slot] = axon_tag_send_nb(ep, bufs[slot].data(), len, mto_tag(a->rank), NULL,
+            st[slot] = axon_tag_send_nb(ep, bufs[slot].data(), len, mto_tag(a->rank), &param,
                                         &reqs[slot]);
             if ((st[slot] != AXON_OK) && (st[slot] != AXON_INPROGRESS)) {
                 return 6;
@@ -799,6 +937,13 @@ TEST_P(TagManyToOne, EveryMessageOnceInOrder)
             ++bad;
             return;
         }
+        if ((info.sender_id != axon_ep_peer_id(eps[rank - 1])) ||
+            !(info.flags & AXON_TAG_INFO_IMM_DATA) || (info.imm_data != mto_imm(rank, seq))) {
+            ADD_FAILURE() << "rank " << rank << " message " << seq << ": sender id 0x" << std::hex
+                          << info.sender_id << " imm 0x" << info.imm_data << " flags "
+                          << info.flags;
+            ++bad;
+        }
         std::vector<uint8_t> expect(info.length);
         mto_fill(expect.data(), info.length, rank, seq);
         if (memcmp(expect.data(), buf, info.length) != 0) {
@@ -825,7 +970,8 @@ TEST_P(TagManyToOne, EveryMessageOnceInOrder)
 
     for (int round = 0; (done < total) && (bad < 10); ++round) {
         if (round % 50 == 49) {
-            /* Drain the window, then one receive naming each sender that has more. */
+            /* Drain the window, then one receive naming each sender that has more:
+             * by the tag's source bits, or (every other round) by its sender id. */
             while (head < posted) {
                 complete_oldest();
             }
@@ -834,9 +980,19 @@ TEST_P(TagManyToOne, EveryMessageOnceInOrder)
                     continue;
                 }
                 Slot &s = window[0];
-                axon_status_t status = axon_test_recv(node.worker, s.buf.data(), s.buf.size(),
-                                                      mto_tag(r), AXON_TAG_MASK_FULL, &s.info,
-                                                      timeout());
+                axon_status_t status;
+                if ((round / 50) % 2) {
+                    axon_request_param_t param = {};
+                    param.flags     = AXON_REQ_FLAG_SENDER;
+                    param.sender_id = axon_ep_peer_id(eps[r - 1]);
+                    param.recv_info = &s.info;
+                    s.st   = axon_tag_recv_nb(node.worker, s.buf.data(), s.buf.size(),
+                                              kMtoUserTag, kMtoAnySrc, &param, &s.req);
+                    status = axon_test_wait_req(node.worker, s.st, s.req, &s.info, timeout());
+                } else {
+                    status = axon_test_recv(node.worker, s.buf.data(), s.buf.size(), mto_tag(r),
+                                            AXON_TAG_MASK_FULL, &s.info, timeout());
+                }
                 check(status, s.buf.data(), s.info, r);
                 ++posted;
                 ++head;

@@ -78,9 +78,9 @@ TEST_F(TagMatch, FullMaskExactMatch)
 {
     axon_tm_recv_t *r = post(0x1234, AXON_TAG_MASK_FULL);
 
-    EXPECT_EQ(r, axon_tm_match_expected(&m_tm, 0x1234));
+    EXPECT_EQ(r, axon_tm_match_expected(&m_tm, 0x1234, AXON_SENDER_ANY));
     /* Consumed: a second identical message finds nothing. */
-    EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, 0x1234));
+    EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, 0x1234, AXON_SENDER_ANY));
     EXPECT_EQ(0u, m_tm.num_expected);
 }
 
@@ -88,13 +88,13 @@ TEST_F(TagMatch, NoMatchOnDifferentTag)
 {
     axon_tm_recv_t *r = post(0x1234, AXON_TAG_MASK_FULL);
 
-    EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, 0x1235));
+    EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, 0x1235, AXON_SENDER_ANY));
     /* Differs only in the top bit: a full mask must still see it. */
-    EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, 0x1234 | (1ull << 63)));
-    EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, 0));
+    EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, 0x1234 | (1ull << 63), AXON_SENDER_ANY));
+    EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, 0, AXON_SENDER_ANY));
     EXPECT_EQ(1u, m_tm.num_expected);
     /* The failed lookups did not disturb the receive. */
-    EXPECT_EQ(r, axon_tm_match_expected(&m_tm, 0x1234));
+    EXPECT_EQ(r, axon_tm_match_expected(&m_tm, 0x1234, AXON_SENDER_ANY));
 }
 
 TEST_F(TagMatch, WildcardMatchesFamily)
@@ -103,15 +103,15 @@ TEST_F(TagMatch, WildcardMatchesFamily)
     axon_tm_recv_t *r      = post(family | 0x55, MASK_HIGH);
 
     /* Other high half: not in the family. */
-    EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, 0xabce00000000ull | 0x55));
-    EXPECT_EQ(r, axon_tm_match_expected(&m_tm, family | 0x99));
+    EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, 0xabce00000000ull | 0x55, AXON_SENDER_ANY));
+    EXPECT_EQ(r, axon_tm_match_expected(&m_tm, family | 0x99, AXON_SENDER_ANY));
 
     r = post(family, MASK_HIGH);
-    EXPECT_EQ(r, axon_tm_match_expected(&m_tm, family | 0xffffffffull));
+    EXPECT_EQ(r, axon_tm_match_expected(&m_tm, family | 0xffffffffull, AXON_SENDER_ANY));
 
     /* A zero mask matches anything. */
     r = post(0, 0);
-    EXPECT_EQ(r, axon_tm_match_expected(&m_tm, 0xdeadbeefcafef00dull));
+    EXPECT_EQ(r, axon_tm_match_expected(&m_tm, 0xdeadbeefcafef00dull, AXON_SENDER_ANY));
     EXPECT_EQ(0u, m_tm.num_expected);
 }
 
@@ -120,9 +120,9 @@ TEST_F(TagMatch, HashedPostedFirstWins)
     axon_tm_recv_t *hashed = post(0x700000005ull, AXON_TAG_MASK_FULL);
     axon_tm_recv_t *wild   = post(0x700000000ull, MASK_HIGH);
 
-    EXPECT_EQ(hashed, axon_tm_match_expected(&m_tm, 0x700000005ull));
-    EXPECT_EQ(wild, axon_tm_match_expected(&m_tm, 0x700000005ull));
-    EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, 0x700000005ull));
+    EXPECT_EQ(hashed, axon_tm_match_expected(&m_tm, 0x700000005ull, AXON_SENDER_ANY));
+    EXPECT_EQ(wild, axon_tm_match_expected(&m_tm, 0x700000005ull, AXON_SENDER_ANY));
+    EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, 0x700000005ull, AXON_SENDER_ANY));
 }
 
 TEST_F(TagMatch, WildcardPostedFirstWins)
@@ -130,9 +130,9 @@ TEST_F(TagMatch, WildcardPostedFirstWins)
     axon_tm_recv_t *wild   = post(0x700000000ull, MASK_HIGH);
     axon_tm_recv_t *hashed = post(0x700000005ull, AXON_TAG_MASK_FULL);
 
-    EXPECT_EQ(wild, axon_tm_match_expected(&m_tm, 0x700000005ull));
-    EXPECT_EQ(hashed, axon_tm_match_expected(&m_tm, 0x700000005ull));
-    EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, 0x700000005ull));
+    EXPECT_EQ(wild, axon_tm_match_expected(&m_tm, 0x700000005ull, AXON_SENDER_ANY));
+    EXPECT_EQ(hashed, axon_tm_match_expected(&m_tm, 0x700000005ull, AXON_SENDER_ANY));
+    EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, 0x700000005ull, AXON_SENDER_ANY));
 }
 
 TEST_F(TagMatch, InterleavedHashedAndWildcardKeepPostOrder)
@@ -143,10 +143,10 @@ TEST_F(TagMatch, InterleavedHashedAndWildcardKeepPostOrder)
     axon_tm_recv_t *h2  = post(tag, AXON_TAG_MASK_FULL);
     axon_tm_recv_t *w2  = post(tag, MASK_LOW);
 
-    EXPECT_EQ(h1, axon_tm_match_expected(&m_tm, tag));
-    EXPECT_EQ(w1, axon_tm_match_expected(&m_tm, tag));
-    EXPECT_EQ(h2, axon_tm_match_expected(&m_tm, tag));
-    EXPECT_EQ(w2, axon_tm_match_expected(&m_tm, tag));
+    EXPECT_EQ(h1, axon_tm_match_expected(&m_tm, tag, AXON_SENDER_ANY));
+    EXPECT_EQ(w1, axon_tm_match_expected(&m_tm, tag, AXON_SENDER_ANY));
+    EXPECT_EQ(h2, axon_tm_match_expected(&m_tm, tag, AXON_SENDER_ANY));
+    EXPECT_EQ(w2, axon_tm_match_expected(&m_tm, tag, AXON_SENDER_ANY));
 }
 
 TEST_F(TagMatch, SameTagReceivesMatchInPostOrder)
@@ -158,9 +158,9 @@ TEST_F(TagMatch, SameTagReceivesMatchInPostOrder)
         post(78, AXON_TAG_MASK_FULL); /* noise in the same hash table */
     }
     for (int i = 0; i < 50; ++i) {
-        EXPECT_EQ(posted[i], axon_tm_match_expected(&m_tm, 77)) << "i=" << i;
+        EXPECT_EQ(posted[i], axon_tm_match_expected(&m_tm, 77, AXON_SENDER_ANY)) << "i=" << i;
     }
-    EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, 77));
+    EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, 77, AXON_SENDER_ANY));
     EXPECT_EQ(50u, m_tm.num_expected);
 }
 
@@ -171,10 +171,10 @@ TEST_F(TagMatch, WildcardReceivesMatchInPostOrder)
     axon_tm_recv_t *c = post(0x200000000ull, MASK_HIGH);
 
     /* c does not match; a then b do. */
-    EXPECT_EQ(a, axon_tm_match_expected(&m_tm, 0x100000001ull));
-    EXPECT_EQ(b, axon_tm_match_expected(&m_tm, 0x100000002ull));
-    EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, 0x100000003ull));
-    EXPECT_EQ(c, axon_tm_match_expected(&m_tm, 0x200000003ull));
+    EXPECT_EQ(a, axon_tm_match_expected(&m_tm, 0x100000001ull, AXON_SENDER_ANY));
+    EXPECT_EQ(b, axon_tm_match_expected(&m_tm, 0x100000002ull, AXON_SENDER_ANY));
+    EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, 0x100000003ull, AXON_SENDER_ANY));
+    EXPECT_EQ(c, axon_tm_match_expected(&m_tm, 0x200000003ull, AXON_SENDER_ANY));
 }
 
 TEST_F(TagMatch, UnexpectedArrivalOrderFullMask)
@@ -186,10 +186,10 @@ TEST_F(TagMatch, UnexpectedArrivalOrderFullMask)
         arrive(6);
     }
     for (int i = 0; i < 20; ++i) {
-        EXPECT_EQ(msgs[i], axon_tm_match_unexpected(&m_tm, 5, AXON_TAG_MASK_FULL, 1))
+        EXPECT_EQ(msgs[i], axon_tm_match_unexpected(&m_tm, 5, AXON_TAG_MASK_FULL, AXON_SENDER_ANY, 1))
                 << "i=" << i;
     }
-    EXPECT_EQ(nullptr, axon_tm_match_unexpected(&m_tm, 5, AXON_TAG_MASK_FULL, 1));
+    EXPECT_EQ(nullptr, axon_tm_match_unexpected(&m_tm, 5, AXON_TAG_MASK_FULL, AXON_SENDER_ANY, 1));
     EXPECT_EQ(20u, m_tm.num_unexpected);
 }
 
@@ -201,11 +201,11 @@ TEST_F(TagMatch, UnexpectedArrivalOrderWildcard)
     axon_tm_unexp_t *m3 = arrive(0x300000005ull);
 
     /* Arrival order across different tags (different buckets), not tag order. */
-    EXPECT_EQ(m1, axon_tm_match_unexpected(&m_tm, 0x300000000ull, MASK_HIGH, 1));
-    EXPECT_EQ(m2, axon_tm_match_unexpected(&m_tm, 0x300000000ull, MASK_HIGH, 1));
-    EXPECT_EQ(m3, axon_tm_match_unexpected(&m_tm, 0x300000000ull, MASK_HIGH, 1));
-    EXPECT_EQ(nullptr, axon_tm_match_unexpected(&m_tm, 0x300000000ull, MASK_HIGH, 1));
-    EXPECT_EQ(x, axon_tm_match_unexpected(&m_tm, 0, 0, 1));
+    EXPECT_EQ(m1, axon_tm_match_unexpected(&m_tm, 0x300000000ull, MASK_HIGH, AXON_SENDER_ANY, 1));
+    EXPECT_EQ(m2, axon_tm_match_unexpected(&m_tm, 0x300000000ull, MASK_HIGH, AXON_SENDER_ANY, 1));
+    EXPECT_EQ(m3, axon_tm_match_unexpected(&m_tm, 0x300000000ull, MASK_HIGH, AXON_SENDER_ANY, 1));
+    EXPECT_EQ(nullptr, axon_tm_match_unexpected(&m_tm, 0x300000000ull, MASK_HIGH, AXON_SENDER_ANY, 1));
+    EXPECT_EQ(x, axon_tm_match_unexpected(&m_tm, 0, 0, AXON_SENDER_ANY, 1));
     EXPECT_EQ(0u, m_tm.num_unexpected);
 }
 
@@ -215,15 +215,15 @@ TEST_F(TagMatch, ProbeLeavesMessageQueued)
     axon_tm_unexp_t *b = arrive(11);
 
     for (int i = 0; i < 3; ++i) {
-        EXPECT_EQ(a, axon_tm_match_unexpected(&m_tm, 11, AXON_TAG_MASK_FULL, 0));
-        EXPECT_EQ(a, axon_tm_match_unexpected(&m_tm, 0, 0, 0));
+        EXPECT_EQ(a, axon_tm_match_unexpected(&m_tm, 11, AXON_TAG_MASK_FULL, AXON_SENDER_ANY, 0));
+        EXPECT_EQ(a, axon_tm_match_unexpected(&m_tm, 0, 0, AXON_SENDER_ANY, 0));
     }
     EXPECT_EQ(2u, m_tm.num_unexpected);
 
-    EXPECT_EQ(a, axon_tm_match_unexpected(&m_tm, 11, AXON_TAG_MASK_FULL, 1));
-    EXPECT_EQ(b, axon_tm_match_unexpected(&m_tm, 11, AXON_TAG_MASK_FULL, 0));
-    EXPECT_EQ(b, axon_tm_match_unexpected(&m_tm, 11, AXON_TAG_MASK_FULL, 1));
-    EXPECT_EQ(nullptr, axon_tm_match_unexpected(&m_tm, 11, AXON_TAG_MASK_FULL, 0));
+    EXPECT_EQ(a, axon_tm_match_unexpected(&m_tm, 11, AXON_TAG_MASK_FULL, AXON_SENDER_ANY, 1));
+    EXPECT_EQ(b, axon_tm_match_unexpected(&m_tm, 11, AXON_TAG_MASK_FULL, AXON_SENDER_ANY, 0));
+    EXPECT_EQ(b, axon_tm_match_unexpected(&m_tm, 11, AXON_TAG_MASK_FULL, AXON_SENDER_ANY, 1));
+    EXPECT_EQ(nullptr, axon_tm_match_unexpected(&m_tm, 11, AXON_TAG_MASK_FULL, AXON_SENDER_ANY, 0));
     EXPECT_EQ(0u, m_tm.num_unexpected);
 }
 
@@ -240,9 +240,9 @@ TEST_F(TagMatch, CancelPostedReceive)
     EXPECT_EQ(2u, m_tm.num_expected);
 
     /* h2 was posted before w2, so it wins now that h1 and w1 are gone. */
-    EXPECT_EQ(h2, axon_tm_match_expected(&m_tm, 9));
-    EXPECT_EQ(w2, axon_tm_match_expected(&m_tm, 9));
-    EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, 9));
+    EXPECT_EQ(h2, axon_tm_match_expected(&m_tm, 9, AXON_SENDER_ANY));
+    EXPECT_EQ(w2, axon_tm_match_expected(&m_tm, 9, AXON_SENDER_ANY));
+    EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, 9, AXON_SENDER_ANY));
     EXPECT_EQ(0u, m_tm.num_expected);
 }
 
@@ -260,17 +260,17 @@ TEST_F(TagMatch, RemoveUnexpectedFromMiddle)
     EXPECT_EQ(4u, m_tm.num_unexpected);
 
     /* Through the bucket view. */
-    EXPECT_EQ(a, axon_tm_match_unexpected(&m_tm, 21, AXON_TAG_MASK_FULL, 0));
+    EXPECT_EQ(a, axon_tm_match_unexpected(&m_tm, 21, AXON_TAG_MASK_FULL, AXON_SENDER_ANY, 0));
     /* Through the arrival view: a, b, d, e. */
-    EXPECT_EQ(a, axon_tm_match_unexpected(&m_tm, 0, 0, 1));
-    EXPECT_EQ(d, axon_tm_match_unexpected(&m_tm, 21, AXON_TAG_MASK_FULL, 0));
-    EXPECT_EQ(b, axon_tm_match_unexpected(&m_tm, 0, 0, 1));
+    EXPECT_EQ(a, axon_tm_match_unexpected(&m_tm, 0, 0, AXON_SENDER_ANY, 1));
+    EXPECT_EQ(d, axon_tm_match_unexpected(&m_tm, 21, AXON_TAG_MASK_FULL, AXON_SENDER_ANY, 0));
+    EXPECT_EQ(b, axon_tm_match_unexpected(&m_tm, 0, 0, AXON_SENDER_ANY, 1));
     /* d removed through the bucket must leave the arrival list too. */
-    EXPECT_EQ(d, axon_tm_match_unexpected(&m_tm, 21, AXON_TAG_MASK_FULL, 1));
-    EXPECT_EQ(e, axon_tm_match_unexpected(&m_tm, 0, 0, 0));
-    EXPECT_EQ(nullptr, axon_tm_match_unexpected(&m_tm, 21, AXON_TAG_MASK_FULL, 0));
-    EXPECT_EQ(e, axon_tm_match_unexpected(&m_tm, 0, 0, 1));
-    EXPECT_EQ(nullptr, axon_tm_match_unexpected(&m_tm, 0, 0, 0));
+    EXPECT_EQ(d, axon_tm_match_unexpected(&m_tm, 21, AXON_TAG_MASK_FULL, AXON_SENDER_ANY, 1));
+    EXPECT_EQ(e, axon_tm_match_unexpected(&m_tm, 0, 0, AXON_SENDER_ANY, 0));
+    EXPECT_EQ(nullptr, axon_tm_match_unexpected(&m_tm, 21, AXON_TAG_MASK_FULL, AXON_SENDER_ANY, 0));
+    EXPECT_EQ(e, axon_tm_match_unexpected(&m_tm, 0, 0, AXON_SENDER_ANY, 1));
+    EXPECT_EQ(nullptr, axon_tm_match_unexpected(&m_tm, 0, 0, AXON_SENDER_ANY, 0));
     EXPECT_EQ(0u, m_tm.num_unexpected);
 
     /* The removed element is not reachable from either list. */
@@ -297,10 +297,10 @@ TEST_F(TagMatch, HashCollisionsStayExact)
     for (int i = n - 1; i >= 0; --i) {
         axon_tag_t rtag = ((axon_tag_t)i << 40) | (axon_tag_t)i;
         axon_tag_t utag = ((axon_tag_t)i << 40) | (axon_tag_t)(i + 1000);
-        EXPECT_EQ(nullptr, axon_tm_match_unexpected(&m_tm, rtag, AXON_TAG_MASK_FULL, 0));
-        EXPECT_EQ(unexps[i], axon_tm_match_unexpected(&m_tm, utag, AXON_TAG_MASK_FULL, 1));
-        EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, utag));
-        EXPECT_EQ(recvs[i], axon_tm_match_expected(&m_tm, rtag));
+        EXPECT_EQ(nullptr, axon_tm_match_unexpected(&m_tm, rtag, AXON_TAG_MASK_FULL, AXON_SENDER_ANY, 0));
+        EXPECT_EQ(unexps[i], axon_tm_match_unexpected(&m_tm, utag, AXON_TAG_MASK_FULL, AXON_SENDER_ANY, 1));
+        EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, utag, AXON_SENDER_ANY));
+        EXPECT_EQ(recvs[i], axon_tm_match_expected(&m_tm, rtag, AXON_SENDER_ANY));
     }
     EXPECT_EQ(0u, m_tm.num_expected);
     EXPECT_EQ(0u, m_tm.num_unexpected);
@@ -322,38 +322,38 @@ TEST_F(TagMatch, Counters)
     EXPECT_EQ(3u, m_tm.num_expected);
 
     /* A failed match changes nothing. */
-    EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, 99));
-    EXPECT_EQ(nullptr, axon_tm_match_unexpected(&m_tm, 99, AXON_TAG_MASK_FULL, 1));
+    EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, 99, AXON_SENDER_ANY));
+    EXPECT_EQ(nullptr, axon_tm_match_unexpected(&m_tm, 99, AXON_TAG_MASK_FULL, AXON_SENDER_ANY, 1));
     EXPECT_EQ(3u, m_tm.num_expected);
     EXPECT_EQ(2u, m_tm.num_unexpected);
 
     axon_tm_remove_recv(&m_tm, r1);
     EXPECT_EQ(2u, m_tm.num_expected);
-    EXPECT_NE(nullptr, axon_tm_match_expected(&m_tm, 2));
+    EXPECT_NE(nullptr, axon_tm_match_expected(&m_tm, 2, AXON_SENDER_ANY));
     EXPECT_EQ(1u, m_tm.num_expected);
 
     axon_tm_remove_unexpected(&m_tm, u1);
     EXPECT_EQ(1u, m_tm.num_unexpected);
-    EXPECT_NE(nullptr, axon_tm_match_unexpected(&m_tm, 5, 0, 0)); /* probe */
+    EXPECT_NE(nullptr, axon_tm_match_unexpected(&m_tm, 5, 0, AXON_SENDER_ANY, 0)); /* probe */
     EXPECT_EQ(1u, m_tm.num_unexpected);
-    EXPECT_NE(nullptr, axon_tm_match_unexpected(&m_tm, 5, AXON_TAG_MASK_FULL, 1));
+    EXPECT_NE(nullptr, axon_tm_match_unexpected(&m_tm, 5, AXON_TAG_MASK_FULL, AXON_SENDER_ANY, 1));
     EXPECT_EQ(0u, m_tm.num_unexpected);
     EXPECT_EQ(1u, m_tm.num_expected);
 }
 
 TEST_F(TagMatch, EmptyQueuesMatchNothing)
 {
-    EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, 0));
-    EXPECT_EQ(nullptr, axon_tm_match_unexpected(&m_tm, 0, 0, 1));
-    EXPECT_EQ(nullptr, axon_tm_match_unexpected(&m_tm, 0, AXON_TAG_MASK_FULL, 0));
+    EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, 0, AXON_SENDER_ANY));
+    EXPECT_EQ(nullptr, axon_tm_match_unexpected(&m_tm, 0, 0, AXON_SENDER_ANY, 1));
+    EXPECT_EQ(nullptr, axon_tm_match_unexpected(&m_tm, 0, AXON_TAG_MASK_FULL, AXON_SENDER_ANY, 0));
 
     /* Drained queues behave like fresh ones. */
     post(0, 0);
     arrive(0);
-    EXPECT_NE(nullptr, axon_tm_match_expected(&m_tm, 0));
-    EXPECT_NE(nullptr, axon_tm_match_unexpected(&m_tm, 0, 0, 1));
-    EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, 0));
-    EXPECT_EQ(nullptr, axon_tm_match_unexpected(&m_tm, 0, 0, 1));
+    EXPECT_NE(nullptr, axon_tm_match_expected(&m_tm, 0, AXON_SENDER_ANY));
+    EXPECT_NE(nullptr, axon_tm_match_unexpected(&m_tm, 0, 0, AXON_SENDER_ANY, 1));
+    EXPECT_EQ(nullptr, axon_tm_match_expected(&m_tm, 0, AXON_SENDER_ANY));
+    EXPECT_EQ(nullptr, axon_tm_match_unexpected(&m_tm, 0, 0, AXON_SENDER_ANY, 1));
 }
 
 TEST(TagMatchInit, RejectsOutOfRangeHashBits)
@@ -381,16 +381,22 @@ namespace {
 
 /* The obvious implementation: one vector per queue, scanned front to back. */
 struct RefModel {
-    struct Recv  { int id; axon_tag_t tag, mask; };
-    struct Unexp { int id; axon_tag_t tag; };
+    struct Recv  { int id; axon_tag_t tag, mask; uint64_t sender; };
+    struct Unexp { int id; axon_tag_t tag; uint64_t sender; };
+
+    static bool sender_ok(uint64_t msg_sender, uint64_t want)
+    {
+        return (want == AXON_SENDER_ANY) || (want == msg_sender);
+    }
 
     std::vector<Recv>  expected;    /* post order */
     std::vector<Unexp> unexpected;  /* arrival order */
 
-    int match_expected(axon_tag_t msg_tag)
+    int match_expected(axon_tag_t msg_tag, uint64_t msg_sender)
     {
         for (size_t i = 0; i < expected.size(); ++i) {
-            if (((msg_tag ^ expected[i].tag) & expected[i].mask) == 0) {
+            if ((((msg_tag ^ expected[i].tag) & expected[i].mask) == 0) &&
+                sender_ok(msg_sender, expected[i].sender)) {
                 int id = expected[i].id;
                 expected.erase(expected.begin() + i);
                 return id;
@@ -399,10 +405,11 @@ struct RefModel {
         return -1;
     }
 
-    int match_unexpected(axon_tag_t tag, axon_tag_t mask, bool remove)
+    int match_unexpected(axon_tag_t tag, axon_tag_t mask, uint64_t sender, bool remove)
     {
         for (size_t i = 0; i < unexpected.size(); ++i) {
-            if (((unexpected[i].tag ^ tag) & mask) == 0) {
+            if ((((unexpected[i].tag ^ tag) & mask) == 0) &&
+                sender_ok(unexpected[i].sender, sender)) {
                 int id = unexpected[i].id;
                 if (remove) {
                     unexpected.erase(unexpected.begin() + i);
@@ -465,6 +472,11 @@ void run_random(unsigned hash_bits, uint64_t seed, int num_ops)
     auto rand_mask = [&]() -> axon_tag_t {
         return masks[rng() % (sizeof(masks) / sizeof(masks[0]))];
     };
+    /* Three senders; half of the receives and probes take any of them. */
+    auto rand_sender = [&]() -> uint64_t { return 0x5e00 + rng() % 3; };
+    auto rand_want   = [&]() -> uint64_t {
+        return (rng() % 2) ? AXON_SENDER_ANY : rand_sender();
+    };
     auto find_recv = [&](int id) -> RecvNode* {
         for (auto &n : recv_nodes) {
             if (n->id == id) return n.get();
@@ -491,16 +503,18 @@ void run_random(unsigned hash_bits, uint64_t seed, int num_ops)
 
         if (kind < 40) {
             /* Message arrival. */
-            axon_tag_t tag = rand_tag();
-            int        got = recv_id(axon_tm_match_expected(&tm, tag));
-            int        exp = ref.match_expected(tag);
+            axon_tag_t tag    = rand_tag();
+            uint64_t   sender = rand_sender();
+            int        got    = recv_id(axon_tm_match_expected(&tm, tag, sender));
+            int        exp    = ref.match_expected(tag, sender);
             ASSERT_EQ(exp, got) << "arrival op " << op << " tag " << std::hex << tag;
             if (got < 0) {
-                auto node   = std::unique_ptr<UnexpNode>(new UnexpNode());
-                node->id    = next_id++;
-                node->u.tag = tag;
+                auto node      = std::unique_ptr<UnexpNode>(new UnexpNode());
+                node->id       = next_id++;
+                node->u.tag    = tag;
+                node->u.sender = sender;
                 axon_tm_add_unexpected(&tm, &node->u);
-                ref.unexpected.push_back({node->id, tag});
+                ref.unexpected.push_back({node->id, tag, sender});
                 unexp_nodes.push_back(std::move(node));
             } else {
                 recv_nodes.erase(std::find_if(recv_nodes.begin(), recv_nodes.end(),
@@ -510,16 +524,18 @@ void run_random(unsigned hash_bits, uint64_t seed, int num_ops)
             /* New receive. */
             axon_tag_t tag  = rand_tag();
             axon_tag_t mask = rand_mask();
-            int        got  = unexp_id(axon_tm_match_unexpected(&tm, tag, mask, 1));
-            int        exp  = ref.match_unexpected(tag, mask, true);
+            uint64_t   want = rand_want();
+            int        got  = unexp_id(axon_tm_match_unexpected(&tm, tag, mask, want, 1));
+            int        exp  = ref.match_unexpected(tag, mask, want, true);
             ASSERT_EQ(exp, got) << "recv op " << op;
             if (got < 0) {
                 auto node        = std::unique_ptr<RecvNode>(new RecvNode());
                 node->id         = next_id++;
                 node->r.tag      = tag;
                 node->r.tag_mask = mask;
+                node->r.sender   = want;
                 axon_tm_post_recv(&tm, &node->r);
-                ref.expected.push_back({node->id, tag, mask});
+                ref.expected.push_back({node->id, tag, mask, want});
                 recv_nodes.push_back(std::move(node));
             } else {
                 unexp_nodes.erase(std::find_if(unexp_nodes.begin(), unexp_nodes.end(),
@@ -529,8 +545,9 @@ void run_random(unsigned hash_bits, uint64_t seed, int num_ops)
             /* Probe. */
             axon_tag_t tag  = rand_tag();
             axon_tag_t mask = rand_mask();
-            int        got  = unexp_id(axon_tm_match_unexpected(&tm, tag, mask, 0));
-            int        exp  = ref.match_unexpected(tag, mask, false);
+            uint64_t   want = rand_want();
+            int        got  = unexp_id(axon_tm_match_unexpected(&tm, tag, mask, want, 0));
+            int        exp  = ref.match_unexpected(tag, mask, want, false);
             ASSERT_EQ(exp, got) << "probe op " << op;
         } else if (kind < 95) {
             /* Cancel a random posted receive. */
@@ -565,14 +582,15 @@ void run_random(unsigned hash_bits, uint64_t seed, int num_ops)
     /* Drain both queues through the engine, in model order. */
     while (!ref.unexpected.empty()) {
         int exp = ref.unexpected.front().id;
-        ASSERT_EQ(exp, unexp_id(axon_tm_match_unexpected(&tm, 0, 0, 1)));
+        ASSERT_EQ(exp, unexp_id(axon_tm_match_unexpected(&tm, 0, 0, AXON_SENDER_ANY, 1)));
         ref.unexpected.erase(ref.unexpected.begin());
     }
     while (!ref.expected.empty()) {
         RefModel::Recv r = ref.expected.front();
-        /* The receive's own tag matches it and every receive posted before
-         * it has already been drained, so it must come out first. */
-        ASSERT_EQ(r.id, recv_id(axon_tm_match_expected(&tm, r.tag)));
+        /* The receive's own tag (and sender) matches it and every receive
+         * posted before it has already been drained, so it must come out first. */
+        ASSERT_EQ(r.id, recv_id(axon_tm_match_expected(
+                      &tm, r.tag, (r.sender == AXON_SENDER_ANY) ? 0x5e00 : r.sender)));
         ref.expected.erase(ref.expected.begin());
     }
     EXPECT_EQ(0u, tm.num_expected);
