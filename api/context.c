@@ -220,7 +220,7 @@ axon_status_t axon_init(const axon_context_params_t *params, axon_context_h *con
     }
 
     status = axon_loader_load_all(&ctx->opts.component_path, params->config,
-                                  params->config_count, &ctx->comps);
+                                  params->config_count, &ctx->opts.tls, &ctx->comps);
     if (status != AXON_OK) {
         goto err_release;
     }

@@ -185,3 +185,15 @@ axon_request_h axon_request_id_find(axon_worker_h worker, uint64_t id, uint64_t 
     }
     return NULL;
 }
+
+axon_status_t axon_request_finish_now(axon_request_h req, axon_status_t status, uint32_t flags,
+                                      axon_request_h *req_p)
+{
+    if (((status == AXON_OK) && !(flags & AXON_REQ_FLAG_NO_IMM_CMPL)) || (status < 0)) {
+        axon_request_put(req);
+        return status;
+    }
+    axon_request_complete(req, status);
+    *req_p = req;
+    return AXON_INPROGRESS;
+}

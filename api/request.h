@@ -143,6 +143,13 @@ void           axon_request_complete(axon_request_h req, axon_status_t status);
 unsigned       axon_request_dispatch_deferred(axon_worker_h worker);
 /* Return a request that never left the library (completed at once, no NO_IMM_CMPL). */
 void           axon_request_put(axon_request_h req);
+/*
+ * An operation that finished inside its call with status: AXON_OK without
+ * NO_IMM_CMPL and errors return at once (the request goes back); otherwise
+ * the caller gets the completed request (AXON_INPROGRESS).
+ */
+axon_status_t  axon_request_finish_now(axon_request_h req, axon_status_t status, uint32_t flags,
+                                       axon_request_h *req_p);
 
 /* A rendezvous send's registration ends with the send: the buffer is the user's again. */
 static inline void axon_request_release_memh(axon_request_h req)

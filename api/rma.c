@@ -622,17 +622,7 @@ axon_status_t axon_rma_start(axon_request_h req, const axon_request_param_t *par
         return AXON_INPROGRESS;
     }
     axon_rma_op_untrack(req);
-    if ((status == AXON_OK) && !(flags & AXON_REQ_FLAG_NO_IMM_CMPL)) {
-        axon_request_put(req);
-        return AXON_OK;
-    }
-    if (status < 0) {
-        axon_request_put(req);
-        return status;
-    }
-    axon_request_complete(req, status);
-    *req_p = req;
-    return AXON_INPROGRESS;
+    return axon_request_finish_now(req, status, flags, req_p);
 }
 
 /* ---------------------------------------------------------------- failure */

@@ -361,17 +361,7 @@ static axon_status_t axon_tag_send_common(axon_ep_h ep, const void *buffer, size
                 axon_request_id_del(req);
                 --ep->outstanding;
             }
-            if ((status == AXON_OK) && !(flags & AXON_REQ_FLAG_NO_IMM_CMPL)) {
-                axon_request_put(req);
-                return AXON_OK;
-            }
-            if (status < 0) {
-                axon_request_put(req);
-                return status;
-            }
-            axon_request_complete(req, status);
-            *req_p = req;
-            return AXON_INPROGRESS;
+            return axon_request_finish_now(req, status, flags, req_p);
         }
     }
 

@@ -19,7 +19,7 @@
 #include "config.h"
 #include "amo_cpu.h"
 
-#define AXON_COMPONENT_ABI_VERSION 5
+#define AXON_COMPONENT_ABI_VERSION 6
 /* Plugins build with -fvisibility=hidden; only the descriptor is exported. */
 #define AXON_COMPONENT_EXPORT      __attribute__((visibility("default")))
 #define AXON_COMPONENT_SYMBOL      axon_component
@@ -264,6 +264,11 @@ typedef struct axon_component {
     /* resource and config stay valid until the iface is closed. */
     axon_status_t (*iface_open)(const axon_resource_t *resource, const void *config,
                                 const axon_iface_params_t *params, axon_iface_t **iface_p);
+    uint32_t                   flags;           /* AXON_COMPONENT_FLAG_* */
 } axon_component_t;
+
+/* Queried (and used) only when AXON_TLS names the component: its query is
+ * dear (ofi: libfabric's provider scan) and it never wins by default. */
+#define AXON_COMPONENT_FLAG_ON_REQUEST (1u << 0)
 
 #endif

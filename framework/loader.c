@@ -162,9 +162,26 @@ failed:
     axon_debug("skipping component '%s' (%s): %s", lc->name, lc->path, reason);
 }
 
+/* Does AXON_TLS name the component itself (not through "all" or an alias)? */
+static int axon_loader_tls_names(const axon_config_allow_list_t *tls, const char *name)
+{
+    unsigned i;
+
+    if ((tls == NULL) || (tls->mode != AXON_CONFIG_ALLOW_LISTED)) {
+        return tls == NULL;
+    }
+    for (i = 0; i < tls->list.count; ++i) {
+        if (strcmp(tls->list.names[i], name) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Parse the component's configuration and list its resources. */
 static axon_status_t axon_loader_init_component(axon_loaded_component_t *lc,
-                                                const axon_config_kv_t *kv, size_t kv_count)
+                                                const axon_config_kv_t *kv, size_t kv_count,
+                                                const axon_config_allow_list_t *tls)
 {
     const axon_component_t *comp = lc->component;
     axon_status_t status;
@@ -183,6 +200,13 @@ static axon_status_t axon_loader_init_component(axon_loaded_component_t *lc,
         }
     }
 
+    if ((comp->flags & AXON_COMPONENT_FLAG_ON_REQUEST) && !axon_loader_tls_names(tls, lc->name)) {
+        /* Costly to ask, never chosen by default: not even queried. */
+        axon_debug("component '%s' is used only when AXON_TLS names it", lc->name);
+        lc->resources     = NULL;
+        lc->num_resources = 0;
+        return AXON_OK;
+    }
     status = comp->query(lc->config, &lc->resources, &lc->num_resources);
     if (status == AXON_ERR_INVALID_PARAM) {
         /* The component rejected its configuration (and logged which value). */
@@ -249,6 +273,7 @@ err_nomem:
 
 axon_status_t axon_loader_load_all(const axon_config_names_t *path_list,
                                    const axon_config_kv_t *kv, size_t kv_count,
+                                   const axon_config_allow_list_t *tls,
                                    axon_component_set_t *set)
 {
     axon_config_names_t dirs;
@@ -269,7 +294,7 @@ axon_status_t axon_loader_load_all(const axon_config_names_t *path_list,
 
     for (i = 0; (status == AXON_OK) && (i < set->count); ++i) {
         if (set->comps[i].component != NULL) {
-            status = axon_loader_init_component(&set->comps[i], kv, kv_count);
+            status = axon_loader_init_component(&set->comps[i], kv, kv_count, tls);
         }
     }
 

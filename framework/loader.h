@@ -32,9 +32,13 @@ typedef struct axon_component_set {
  * A plugin that fails to load is recorded with its error and skipped (debug
  * line); a bad configuration value fails the whole load with
  * AXON_ERR_INVALID_PARAM.
+ *
+ * Components flagged AXON_COMPONENT_FLAG_ON_REQUEST are queried only when
+ * tls (AXON_TLS) names them; tls NULL queries every component.
  */
 axon_status_t axon_loader_load_all(const axon_config_names_t *path_list,
                                    const axon_config_kv_t *kv, size_t kv_count,
+                                   const axon_config_allow_list_t *tls,
                                    axon_component_set_t *set);
 void          axon_loader_unload_all(axon_component_set_t *set);
 

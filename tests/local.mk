@@ -43,6 +43,11 @@ tests_axon_gtest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/harness $(GTEST
 tests_axon_gtest_CXXFLAGS = -std=gnu++14 -Wall -Wno-missing-field-initializers
 tests_axon_gtest_CFLAGS   = $(AX_CFLAGS)
 tests_axon_gtest_LDADD    = libaxon.la $(GTEST_LIBS) -lpthread
+if HAVE_LIBFABRIC
+# The libfabric provider "axon", driven through libfabric (contrib/ofi_provider).
+tests_axon_gtest_SOURCES += tests/gtest/test_ofi_provider.cc
+tests_axon_gtest_LDADD   += $(LIBFABRIC_LIBS)
+endif
 if HAVE_IBVERBS
 # test_device.cc checks the rdma-core back end against libibverbs itself.
 tests_axon_gtest_LDADD   += $(IBVERBS_LIBS)

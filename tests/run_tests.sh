@@ -121,16 +121,23 @@ else
     record "gtest-binary-present" 1
 fi
 
-# Tool tests: each prints "PASS name" or "FAIL name".
-if [ "$filter" = "*" ] && [ "$gtest_only" != 1 ]; then
+# Script tests: each prints "PASS name" or "FAIL name" (other lines pass through).
+run_script_tests() {  # time-limit script
     while read -r verdict name; do
         case "$verdict" in
             PASS) echo "PASS  $name"; record "$name" 0 ;;
             FAIL) echo "FAIL  $name"; record "$name" 1 ;;
             *)    echo "$verdict $name" ;;
         esac
-    done < <(timeout -k 5 600 bash "$srcdir/tests/tools_test.sh" "$builddir" 2>&1 ||
-             echo "FAIL tools_test.sh-exit-status")
+    done < <(timeout -k 5 "$1" bash "$2" "$builddir" 2>&1 ||
+             echo "FAIL $(basename "$2")-exit-status")
+}
+if [ "$filter" = "*" ] && [ "$gtest_only" != 1 ]; then
+    # The tools, then unmodified Open MPI programs over Axon's libfabric provider.
+    run_script_tests 600 "$srcdir/tests/tools_test.sh"
+    if [ -f "$srcdir/tests/mpi/run_mpi_tests.sh" ]; then
+        run_script_tests 900 "$srcdir/tests/mpi/run_mpi_tests.sh"
+    fi
 fi
 
 if [ $failed -gt 0 ]; then

@@ -82,7 +82,7 @@ std::string make_temp_dir()
 
 TEST_F(loader, finds_self_and_shm_in_build_tree)
 {
-    ASSERT_EQ(AXON_OK, axon_loader_load_all(&path, NULL, 0, &set));
+    ASSERT_EQ(AXON_OK, axon_loader_load_all(&path, NULL, 0, NULL, &set));
     const axon_loaded_component_t *self = find("self"), *shm = find("shm");
     ASSERT_NE(nullptr, self);
     ASSERT_NE(nullptr, shm);
@@ -102,7 +102,7 @@ TEST_F(loader, unloadable_plugins_are_skipped_and_others_load)
     log_capture logs;
 
     set_path({AXON_TEST_PLUGIN_DIR});
-    ASSERT_EQ(AXON_OK, axon_loader_load_all(&path, NULL, 0, &set));
+    ASSERT_EQ(AXON_OK, axon_loader_load_all(&path, NULL, 0, NULL, &set));
 
     const axon_loaded_component_t *broken = find("broken"), *badabi = find("badabi");
     ASSERT_NE(nullptr, broken);
@@ -148,7 +148,7 @@ TEST_F(loader, first_plugin_of_a_name_wins)
     ASSERT_EQ(0, symlink(AXON_TEST_PLUGIN_DIR "/libaxon_broken.so", link.c_str()));
 
     set_path({dir});
-    ASSERT_EQ(AXON_OK, axon_loader_load_all(&path, NULL, 0, &set));
+    ASSERT_EQ(AXON_OK, axon_loader_load_all(&path, NULL, 0, NULL, &set));
     const axon_loaded_component_t *self = find("self");
     ASSERT_NE(nullptr, self);
     EXPECT_EQ(link, std::string(self->path));
@@ -167,7 +167,7 @@ TEST_F(loader, descriptor_name_must_match_file_name)
                          link.c_str()));
 
     set_path({dir});
-    ASSERT_EQ(AXON_OK, axon_loader_load_all(&path, NULL, 0, &set));
+    ASSERT_EQ(AXON_OK, axon_loader_load_all(&path, NULL, 0, NULL, &set));
     const axon_loaded_component_t *other = find("other");
     ASSERT_NE(nullptr, other);
     EXPECT_EQ(nullptr, other->component);
@@ -189,7 +189,7 @@ TEST_F(loader, non_plugin_files_and_missing_dirs_are_ignored)
     }
 
     set_path({"/nonexistent/axon/dir", dir});
-    ASSERT_EQ(AXON_OK, axon_loader_load_all(&path, NULL, 0, &set));
+    ASSERT_EQ(AXON_OK, axon_loader_load_all(&path, NULL, 0, NULL, &set));
     for (unsigned i = 0; i < set.count; ++i) {
         EXPECT_NE(0, strcmp(set.comps[i].name, "")) << set.comps[i].path;
         EXPECT_EQ(std::string::npos, std::string(set.comps[i].path).find(dir))
@@ -208,7 +208,7 @@ TEST_F(loader, bad_component_config_fails_the_load)
     log_capture logs;
     axon_config_kv_t kv[] = {{"SHM_FIFO_SIZE", "lots"}};
 
-    EXPECT_EQ(AXON_ERR_INVALID_PARAM, axon_loader_load_all(&path, kv, 1, &set));
+    EXPECT_EQ(AXON_ERR_INVALID_PARAM, axon_loader_load_all(&path, kv, 1, NULL, &set));
     EXPECT_EQ(0u, set.count);
     EXPECT_TRUE(logs.has(AXON_LOG_ERROR, "AXON_SHM_FIFO_SIZE", "lots"));
 }

@@ -1,0 +1,173 @@
+#!/bin/bash
+# Open MPI's ping-pong latency over its own transports and over Axon, one
+# run after another, and one table of the results.
+#
+#   contrib/bench/mpi_compare.sh [--quick] [--sizes 8] [--repeat N] [--keep]
+#
+# tests/mpi/lat.c (2 ranks, half the round trip of MPI_Send/MPI_Recv) runs
+# under mpirun with
+#   ob1 + vader       --mca pml ob1 --mca btl self,vader (Open MPI's shared memory)
+#   ob1 + tcp         --mca pml ob1 --mca btl self,tcp
+#   cm + ofi tcp      --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp
+#   cm + ofi Axon     ... --mca mtl_ofi_provider_include axon (Axon picks shm)
+#   cm + ofi Axon tcp the same with AXON_TLS=tcp
+# and the table gives each latency (us, best of --repeat runs) and its ratio
+# to ob1 + vader.
+#
+# Run from the source tree: the build is found from axon_perf ($AXON_PERF,
+# else build/tools/axon_perf, else tools/axon_perf): the provider in
+# <build>/contrib/ofi_provider/.libs, libaxon in <build>/.libs; the latency
+# program is built with mpicc into <build>/tests/mpi/ when missing or older
+# than its source.
+set -u
+
+. "$(dirname "$0")/bench_lib.sh"
+
+usage() {
+    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+    cat <<EOF
+Options:
+  --quick       a tenth of the iterations
+  --sizes LIST  message sizes, comma separated, k/m suffixes (default 8)
+  --repeat N    run each measurement N times and keep the best (default 1)
+  --keep        keep the raw outputs (their directory is printed)
+EOF
+}
+bench_parse_options "" -- --sizes 8 "$@"
+
+# ------------------------------------------------------------------ tools
+
+if ! command -v mpirun >/dev/null || ! command -v mpicc >/dev/null; then
+    die "mpirun and mpicc are needed (Debian: openmpi-bin, libopenmpi-dev)"
+fi
+bench_find_perf
+builddir=$(cd "$(dirname "$perf")/.." && pwd)
+srcdir=$(cd "$(dirname "$0")/../.." && pwd)
+provdir=$builddir/contrib/ofi_provider/.libs
+lat_prog=$builddir/tests/mpi/lat
+if [ ! -x "$lat_prog" ] || [ "$srcdir/tests/mpi/lat.c" -nt "$lat_prog" ] ||
+        [ "$srcdir/tests/mpi/mpi_check.h" -nt "$lat_prog" ]; then
+    mkdir -p "$builddir/tests/mpi" || die "cannot create $builddir/tests/mpi"
+    mpicc -std=gnu11 -O2 -Wall -Wextra -o "$lat_prog" "$srcdir/tests/mpi/lat.c" ||
+        die "could not build $lat_prog"
+fi
+
+# ------------------------------------------------------------------ running
+
+bench_start /tmp/axon-mpi-compare-XXXXXX
+
+configs=(ob1-vader ob1-tcp ofi-tcp axon axon-tcp)
+declare -A label=(
+    [ob1-vader]="ob1 + vader (Open MPI shared memory)"
+    [ob1-tcp]="ob1 + tcp (Open MPI tcp btl)"
+    [ofi-tcp]="cm + ofi, libfabric tcp"
+    [axon]="cm + ofi, Axon (default transports)"
+    [axon-tcp]="cm + ofi, Axon, AXON_TLS=tcp"
+)
+
+base_args=(--oversubscribe --bind-to none -np 2)
+[ "$(id -u)" -eq 0 ] && base_args+=(--allow-run-as-root)
+axon_args=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include axon
+           -x "FI_PROVIDER_PATH=$provdir"
+           -x "LD_LIBRARY_PATH=$builddir/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+config_args() {  # config -> cfg[]
+    case $1 in
+        ob1-vader) cfg=(--mca pml ob1 --mca btl "self,vader") ;;
+        ob1-tcp)   cfg=(--mca pml ob1 --mca btl "self,tcp") ;;
+        ofi-tcp)   cfg=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp) ;;
+        axon)      cfg=("${axon_args[@]}") ;;
+        axon-tcp)  cfg=("${axon_args[@]}" -x AXON_TLS=tcp) ;;
+    esac
+}
+
+# Iterations: 20000 for small messages (under a second over shared memory),
+# fewer as they grow; a quarter over tcp, a tenth with --quick.
+iters() {  # size config
+    local n
+    n=$(clamp $(((1 << 31) / ($1 + 1))) 200 20000)
+    [[ $2 == *tcp ]] && n=$((n / 4))
+    [ $quick -eq 1 ] && n=$((n / 10))
+    echo $((n < 100 ? 100 : n))
+}
+
+mpi_run() {  # config size iters
+    local out="$work/$1-$2" n=$3 line
+    lat=; err=
+    if [[ $1 == axon* ]] && [ ! -f "$provdir/libaxon-fi.so" ]; then
+        err="the Axon provider is not built ($provdir/libaxon-fi.so)"
+        return
+    fi
+    config_args "$1"
+    timeout -k 5 "$run_timeout" mpirun "${base_args[@]}" "${cfg[@]}" \
+        "$lat_prog" -s "$2" -n "$n" -w "$(warmup_of "$n")" >"$out" 2>&1 </dev/null &
+    fg_pid=$!
+    wait "$fg_pid"
+    [ $? -eq 124 ] && echo "timed out after $run_timeout s" >>"$out"
+    fg_pid=
+    line=$(grep -m1 '^RESULT test=mpi_lat' "$out")
+    if [ -z "$line" ]; then
+        err=$(first_error "$out")
+        return
+    fi
+    lat=$(sed -n 's/.* latency_us=\([0-9.]*\).*/\1/p' <<<"$line")
+}
+
+echo "== latency program: $lat_prog" >&2
+echo "== build: $builddir" >&2
+load_start=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null)
+if awk -v l="${load_start:-0}" 'BEGIN { exit !(l > 0.5) }'; then
+    echo "== warning: load average $load_start: other processes are busy," \
+        "expect noisy numbers" >&2
+fi
+echo "== sizes: ${sizes[*]}; repeat: $repeat" >&2
+for size in "${sizes[@]}"; do
+    for r in $(seq "$repeat"); do
+        for c in "${configs[@]}"; do
+            n=$(iters "$size" "$c")
+            echo "== $c size=$size run $r/$repeat ($n iterations)" >&2
+            mpi_run "$c" "$size" "$n"
+            if [ -n "$err" ]; then
+                [ -z "${E[$c,$size]:-}" ] && E[$c,$size]=$err
+            else
+                best "$c,lat,lat_us,$size" "$lat" 1
+            fi
+        done
+    done
+done
+
+# ------------------------------------------------------------------ table
+
+echo
+echo "Open MPI $(mpirun --version 2>/dev/null | sed -n '1s/.*(Open MPI) //p') ping-pong" \
+    "latency on $(uname -n), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')" \
+    "$([ $quick -eq 1 ] && echo '(--quick)')$([ "$repeat" -gt 1 ] && echo "(best of $repeat)")"
+echo "Load average (1 min) at start ${load_start:-?}," \
+    "at end $(cut -d' ' -f1 /proc/loadavg 2>/dev/null)."
+echo "Half round trip of MPI_Send/MPI_Recv in us (lower is better); ratio = latency /" \
+    "ob1 + vader's."
+echo
+header=("Open MPI over")
+align=(---)
+for size in "${sizes[@]}"; do
+    header+=("$(human "$size") us" "ratio")
+    align+=(---: ---:)
+done
+row "${header[@]}"
+row "${align[@]}"
+for c in "${configs[@]}"; do
+    cells=("${label[$c]}")
+    for size in "${sizes[@]}"; do
+        cell_of "$c" lat lat_us "$size" "$c,$size"; cells+=("$C")
+        ratio "$c,lat,lat_us,$size" "ob1-vader,lat,lat_us,$size"; cells+=("$C")
+    done
+    row "${cells[@]}"
+done
+if [ ${#notes[@]} -gt 0 ]; then
+    echo
+    echo "Failures:"
+    for i in "${!notes[@]}"; do
+        echo "  [$((i + 1))] ${notes[$i]}"
+    done
+fi
+[ "$keep" -eq 1 ] && echo && echo "Raw outputs: $work"
+exit 0

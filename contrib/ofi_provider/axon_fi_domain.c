@@ -1,0 +1,297 @@
+/*
+ * Domain: one axon_worker, its published name, and the free lists of op
+ * descriptors and inject buffers that the data path takes from (grown a
+ * chunk at a time, never per operation).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "axon_fi.h"
+
+/* ---------------------------------------------------------------- free lists */
+
+static int axon_fi_domain_grow(axon_fi_domain_t *domain, size_t ops)
+{
+    size_t bytes = sizeof(axon_fi_chunk_t) + ops * sizeof(axon_fi_op_t);
+    axon_fi_chunk_t *chunk;
+    axon_fi_op_t *op;
+    size_t i;
+
+    chunk = calloc(1, bytes);
+    if (chunk == NULL) {
+        return -FI_ENOMEM;
+    }
+    chunk->next    = domain->chunks;
+    domain->chunks = chunk;
+    op = (axon_fi_op_t *)(chunk + 1);
+    for (i = 0; i < ops; ++i) {
+        op[i].next       = domain->free_ops;
+        domain->free_ops = &op[i];
+    }
+    return 0;
+}
+
+axon_fi_op_t *axon_fi_op_get(axon_fi_domain_t *domain)
+{
+    axon_fi_op_t *op = domain->free_ops;
+
+    if ((op == NULL) && (axon_fi_domain_grow(domain, domain->op_chunk) == 0)) {
+        op = domain->free_ops;
+    }
+    if (op != NULL) {
+        domain->free_ops = op->next;
+        op->req     = NULL;
+        op->msg     = NULL;
+        op->bounce  = NULL;
+        op->discard = 0;
+        op->posted  = 0;
+    }
+    return op;
+}
+
+void axon_fi_op_put(axon_fi_domain_t *domain, axon_fi_op_t *op)
+{
+    op->next         = domain->free_ops;
+    domain->free_ops = op;
+}
+
+void *axon_fi_bounce_get(axon_fi_domain_t *domain)
+{
+    void *bounce = domain->free_bounce;
+    axon_fi_chunk_t *chunk;
+    size_t i, count = 64;
+    uint8_t *p;
+
+    if (bounce == NULL) {
+        chunk = malloc(sizeof(*chunk) + count * AXON_FI_INJECT_SIZE);
+        if (chunk == NULL) {
+            return NULL;
+        }
+        chunk->next    = domain->chunks;
+        domain->chunks = chunk;
+        p = (uint8_t *)(chunk + 1);
+        for (i = 0; i < count; ++i) {
+            axon_fi_bounce_put(domain, p + i * AXON_FI_INJECT_SIZE);
+        }
+        bounce = domain->free_bounce;
+    }
+    domain->free_bounce = *(void **)bounce;
+    return bounce;
+}
+
+void axon_fi_bounce_put(axon_fi_domain_t *domain, void *bounce)
+{
+    *(void **)bounce    = domain->free_bounce;
+    domain->free_bounce = bounce;
+}
+
+/* ---------------------------------------------------------------- domain */
+
+static int axon_fi_domain_close(struct fid *fid)
+{
+    axon_fi_domain_t *domain = container_of(fid, axon_fi_domain_t, domain_fid.fid);
+    axon_fi_chunk_t *chunk;
+
+    if (domain->refs > 0) {
+        AXON_FI_WARN(FI_LOG_DOMAIN, "domain still has %d AVs/CQs/endpoints open", domain->refs);
+        return -FI_EBUSY;
+    }
+    axon_fi_addr_withdraw(&domain->name);
+    axon_worker_release_address(domain->worker, domain->worker_addr);
+    axon_worker_destroy(domain->worker);
+    while ((chunk = domain->chunks) != NULL) {
+        domain->chunks = chunk->next;
+        free(chunk);
+    }
+    pthread_mutex_lock(&domain->fabric->lock);
+    --domain->fabric->refs;
+    pthread_mutex_unlock(&domain->fabric->lock);
+    pthread_mutex_destroy(&domain->lock);
+    free(domain);
+    return 0;
+}
+
+static struct fi_ops axon_fi_domain_fi_ops = {
+    .size     = sizeof(struct fi_ops),
+    .close    = axon_fi_domain_close,
+    .bind     = axon_fi_no_bind,
+    .control  = axon_fi_no_control,
+    .ops_open = axon_fi_no_ops_open,
+};
+
+static int axon_fi_no_scalable_ep(struct fid_domain *domain, struct fi_info *info,
+                                  struct fid_ep **sep, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static int axon_fi_no_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
+                                struct fid_cntr **cntr, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static int axon_fi_no_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
+                                struct fid_poll **pollset)
+{
+    return -FI_ENOSYS;
+}
+
+static int axon_fi_no_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
+                              struct fid_stx **stx, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static int axon_fi_no_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
+                              struct fid_ep **rx_ep, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static int axon_fi_no_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
+                                   enum fi_op op, struct fi_atomic_attr *attr, uint64_t flags)
+{
+    return -FI_ENOSYS;
+}
+
+static int axon_fi_no_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
+                                       struct fi_collective_attr *attr, uint64_t flags)
+{
+    return -FI_ENOSYS;
+}
+
+static int axon_fi_endpoint2(struct fid_domain *domain, struct fi_info *info,
+                             struct fid_ep **ep, uint64_t flags, void *context)
+{
+    if (flags != 0) {
+        AXON_FI_WARN(FI_LOG_EP_CTRL, "fi_endpoint2 flags 0x%llx not supported",
+                     (unsigned long long)flags);
+        return -FI_EINVAL;
+    }
+    return axon_fi_ep_open(domain, info, ep, context);
+}
+
+static struct fi_ops_domain axon_fi_domain_ops = {
+    .size             = sizeof(struct fi_ops_domain),
+    .av_open          = axon_fi_av_open,
+    .cq_open          = axon_fi_cq_open,
+    .endpoint         = axon_fi_ep_open,
+    .scalable_ep      = axon_fi_no_scalable_ep,
+    .cntr_open        = axon_fi_no_cntr_open,
+    .poll_open        = axon_fi_no_poll_open,
+    .stx_ctx          = axon_fi_no_stx_ctx,
+    .srx_ctx          = axon_fi_no_srx_ctx,
+    .query_atomic     = axon_fi_no_query_atomic,
+    .query_collective = axon_fi_no_query_collective,
+    .endpoint2        = axon_fi_endpoint2,
+};
+
+static int axon_fi_no_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
+                             uint64_t offset, uint64_t requested_key, uint64_t flags,
+                             struct fid_mr **mr, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static int axon_fi_no_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
+                              uint64_t access, uint64_t offset, uint64_t requested_key,
+                              uint64_t flags, struct fid_mr **mr, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static int axon_fi_no_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
+                                 struct fid_mr **mr)
+{
+    return -FI_ENOSYS;
+}
+
+static struct fi_ops_mr axon_fi_no_mr_ops = {
+    .size    = sizeof(struct fi_ops_mr),
+    .reg     = axon_fi_no_mr_reg,
+    .regv    = axon_fi_no_mr_regv,
+    .regattr = axon_fi_no_mr_regattr,
+};
+
+int axon_fi_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
+                        struct fid_domain **domain_p, void *context)
+{
+    axon_fi_fabric_t *fabric = container_of(fabric_fid, axon_fi_fabric_t, fabric_fid);
+    const struct fi_domain_attr *attr = (info != NULL) ? info->domain_attr : NULL;
+    axon_fi_domain_t *domain;
+    axon_status_t status;
+    size_t ops;
+    int ret;
+
+    if ((attr != NULL) && (attr->name != NULL) && strcmp(attr->name, AXON_FI_DOMAIN_NAME)) {
+        AXON_FI_WARN(FI_LOG_DOMAIN, "unknown domain name '%s'", attr->name);
+        return -FI_EINVAL;
+    }
+    if ((attr != NULL) && (attr->data_progress == FI_PROGRESS_AUTO)) {
+        AXON_FI_WARN(FI_LOG_DOMAIN, "data_progress FI_PROGRESS_AUTO is not supported");
+        return -FI_ENOSYS;
+    }
+    domain = calloc(1, sizeof(*domain));
+    if (domain == NULL) {
+        return -FI_ENOMEM;
+    }
+    domain->fabric    = fabric;
+    domain->threading = (attr != NULL) ? attr->threading : FI_THREAD_DOMAIN;
+    /* A worker is not thread-safe: anything wider than one thread per domain takes a lock. */
+    domain->locked    = (domain->threading != FI_THREAD_UNSPEC) &&
+                        (domain->threading != FI_THREAD_DOMAIN);
+    domain->mr_mode   = (attr != NULL) ? (uint64_t)attr->mr_mode : 0;
+    pthread_mutex_init(&domain->lock, NULL);
+
+    ops = ((info != NULL) && (info->tx_attr != NULL) && info->tx_attr->size) ?
+          info->tx_attr->size : AXON_FI_TX_SIZE;
+    ops += ((info != NULL) && (info->rx_attr != NULL) && info->rx_attr->size) ?
+           info->rx_attr->size : AXON_FI_RX_SIZE;
+    domain->op_chunk = ops;
+    ret = axon_fi_domain_grow(domain, ops);
+    if (ret != 0) {
+        goto err_free;
+    }
+
+    status = axon_worker_create(fabric->context, NULL, &domain->worker);
+    if (status != AXON_OK) {
+        AXON_FI_WARN(FI_LOG_DOMAIN, "axon_worker_create failed: %s", axon_status_string(status));
+        ret = -axon_fi_errno(status);
+        goto err_free;
+    }
+    status = axon_worker_get_address(domain->worker, &domain->worker_addr,
+                                     &domain->worker_addr_len);
+    if (status != AXON_OK) {
+        ret = -axon_fi_errno(status);
+        goto err_worker;
+    }
+    ret = axon_fi_addr_publish(domain->worker_addr, domain->worker_addr_len, &domain->name);
+    if (ret != 0) {
+        goto err_addr;
+    }
+
+    domain->domain_fid.fid.fclass  = FI_CLASS_DOMAIN;
+    domain->domain_fid.fid.context = context;
+    domain->domain_fid.fid.ops     = &axon_fi_domain_fi_ops;
+    domain->domain_fid.ops         = &axon_fi_domain_ops;
+    domain->domain_fid.mr          = &axon_fi_no_mr_ops;
+    pthread_mutex_lock(&fabric->lock);
+    ++fabric->refs;
+    pthread_mutex_unlock(&fabric->lock);
+    *domain_p = &domain->domain_fid;
+    return 0;
+
+err_addr:
+    axon_worker_release_address(domain->worker, domain->worker_addr);
+err_worker:
+    axon_worker_destroy(domain->worker);
+err_free:
+    while (domain->chunks != NULL) {
+        axon_fi_chunk_t *chunk = domain->chunks;
+        domain->chunks = chunk->next;
+        free(chunk);
+    }
+    pthread_mutex_destroy(&domain->lock);
+    free(domain);
+    return ret;
+}

@@ -1,0 +1,400 @@
+/*
+ * RDM endpoint: bindings (AV, CQs, EQ), enable, names, op flags, cancel and
+ * close. The data path is in axon_fi_tagged.c. An endpoint is its domain's
+ * worker seen through libfabric, so a domain has one.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "axon_fi.h"
+
+#define AXON_FI_EP_CLOSE_WAIT_MS 2000   /* for operations in flight at close */
+
+static void axon_fi_list_init(axon_fi_op_t *head)
+{
+    head->next = head->prev = head;
+}
+
+/* ---------------------------------------------------------------- bind / control */
+
+static int axon_fi_ep_bind_cq(axon_fi_ep_t *ep, axon_fi_cq_t *cq, uint64_t flags)
+{
+    if (flags & ~(uint64_t)(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION)) {
+        AXON_FI_WARN(FI_LOG_EP_CTRL, "CQ bind flags 0x%llx not supported",
+                     (unsigned long long)flags);
+        return -FI_EINVAL;
+    }
+    if (!(flags & (FI_TRANSMIT | FI_RECV))) {
+        AXON_FI_WARN(FI_LOG_EP_CTRL, "CQ bind needs FI_TRANSMIT and/or FI_RECV");
+        return -FI_EINVAL;
+    }
+    if (((flags & FI_TRANSMIT) && (ep->tx_cq != NULL)) ||
+        ((flags & FI_RECV) && (ep->rx_cq != NULL))) {
+        AXON_FI_WARN(FI_LOG_EP_CTRL, "endpoint already has a %s CQ",
+                     (flags & FI_TRANSMIT) && ep->tx_cq ? "transmit" : "receive");
+        return -FI_EINVAL;
+    }
+    if (flags & FI_TRANSMIT) {
+        ep->tx_cq        = cq;
+        ep->tx_selective = (flags & FI_SELECTIVE_COMPLETION) != 0;
+        ++cq->refs;
+    }
+    if (flags & FI_RECV) {
+        ep->rx_cq        = cq;
+        ep->rx_selective = (flags & FI_SELECTIVE_COMPLETION) != 0;
+        ++cq->refs;
+    }
+    return 0;
+}
+
+static int axon_fi_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+    axon_fi_ep_t *ep = container_of(fid, axon_fi_ep_t, ep_fid.fid);
+    int ret = 0;
+
+    if (ep->enabled) {
+        AXON_FI_WARN(FI_LOG_EP_CTRL, "bind after fi_enable");
+        return -FI_EINVAL;
+    }
+    axon_fi_lock(ep->domain);
+    switch (bfid->fclass) {
+    case FI_CLASS_CQ:
+        ret = axon_fi_ep_bind_cq(ep, container_of(bfid, axon_fi_cq_t, cq_fid.fid), flags);
+        break;
+    case FI_CLASS_AV:
+        if (ep->av != NULL) {
+            AXON_FI_WARN(FI_LOG_EP_CTRL, "endpoint already has an AV");
+            ret = -FI_EINVAL;
+            break;
+        }
+        ep->av = container_of(bfid, axon_fi_av_t, av_fid.fid);
+        ++ep->av->refs;
+        break;
+    case FI_CLASS_EQ:
+        ep->eq = container_of(bfid, axon_fi_eq_t, eq_fid.fid);
+        pthread_mutex_lock(&ep->eq->lock);
+        ++ep->eq->refs;
+        pthread_mutex_unlock(&ep->eq->lock);
+        break;
+    default:
+        AXON_FI_WARN(FI_LOG_EP_CTRL, "cannot bind an object of class %zu (counters, ...)",
+                     bfid->fclass);
+        ret = -FI_ENOSYS;
+        break;
+    }
+    axon_fi_unlock(ep->domain);
+    return ret;
+}
+
+static void axon_fi_ep_update_comp(axon_fi_ep_t *ep)
+{
+    ep->tx_comp = !ep->tx_selective || (ep->tx_op_flags & FI_COMPLETION);
+    ep->rx_comp = !ep->rx_selective || (ep->rx_op_flags & FI_COMPLETION);
+}
+
+static int axon_fi_ep_control(struct fid *fid, int command, void *arg)
+{
+    axon_fi_ep_t *ep = container_of(fid, axon_fi_ep_t, ep_fid.fid);
+    uint64_t *flags = arg;
+
+    switch (command) {
+    case FI_ENABLE:
+        if (ep->av == NULL) {
+            AXON_FI_WARN(FI_LOG_EP_CTRL, "fi_enable: an RDM endpoint needs an AV bound");
+            return -FI_ENOAV;
+        }
+        if ((ep->tx_cq == NULL) && (ep->rx_cq == NULL)) {
+            AXON_FI_WARN(FI_LOG_EP_CTRL, "fi_enable: no CQ bound");
+            return -FI_ENOCQ;
+        }
+        if (ep->rx_cq != NULL) {
+            ep->rx_cq->av = ep->av;
+        }
+        axon_fi_ep_update_comp(ep);
+        ep->enabled = 1;
+        return 0;
+    case FI_GETOPSFLAG:
+        if (flags == NULL) {
+            return -FI_EINVAL;
+        }
+        *flags = (*flags & FI_TRANSMIT) ? ep->tx_op_flags : ep->rx_op_flags;
+        return 0;
+    case FI_SETOPSFLAG:
+        if (flags == NULL) {
+            return -FI_EINVAL;
+        }
+        if (*flags & FI_TRANSMIT) {
+            ep->tx_op_flags = *flags & ~(uint64_t)FI_TRANSMIT;
+        } else {
+            ep->rx_op_flags = *flags & ~(uint64_t)FI_RECV;
+        }
+        axon_fi_ep_update_comp(ep);
+        return 0;
+    default:
+        AXON_FI_WARN(FI_LOG_EP_CTRL, "endpoint control command %d not supported", command);
+        return -FI_ENOSYS;
+    }
+}
+
+/* ---------------------------------------------------------------- close */
+
+/* Receive a claimed message into nothing, so Axon releases it. */
+static void axon_fi_ep_drop_claimed(axon_fi_ep_t *ep)
+{
+    axon_fi_domain_t *domain = ep->domain;
+    axon_request_h req;
+    axon_fi_op_t *op;
+
+    while (ep->claimed.next != &ep->claimed) {
+        op = ep->claimed.next;
+        op->next->prev = op->prev;
+        op->prev->next = op->next;
+        if (axon_tag_msg_recv_nb(domain->worker, NULL, 0, op->msg, NULL, &req) ==
+            AXON_INPROGRESS) {
+            axon_request_free(req);
+        }
+        axon_fi_op_put(domain, op);
+    }
+}
+
+static int axon_fi_ep_close(struct fid *fid)
+{
+    axon_fi_ep_t *ep = container_of(fid, axon_fi_ep_t, ep_fid.fid);
+    axon_fi_domain_t *domain = ep->domain;
+    struct timespec start, now;
+    axon_fi_op_t *op;
+
+    axon_fi_lock(domain);
+    axon_fi_ep_drop_claimed(ep);
+    for (op = ep->inflight.next; op != &ep->inflight; op = op->next) {
+        if (op->req != NULL) {
+            axon_request_cancel(domain->worker, op->req);
+        }
+    }
+    /* Let callbacks due (sends leaving, canceled receives) run while the CQs exist. */
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    while (ep->inflight.next != &ep->inflight) {
+        axon_worker_progress(domain->worker);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 >=
+            AXON_FI_EP_CLOSE_WAIT_MS) {
+            break;
+        }
+    }
+    /* What is still due completes into nothing. */
+    for (op = ep->inflight.next; op != &ep->inflight; op = op->next) {
+        op->ep = NULL;
+    }
+    if (ep->tx_cq != NULL) {
+        --ep->tx_cq->refs;
+    }
+    if (ep->rx_cq != NULL) {
+        --ep->rx_cq->refs;
+        ep->rx_cq->av = NULL;
+    }
+    if (ep->av != NULL) {
+        --ep->av->refs;
+    }
+    domain->ep = NULL;
+    --domain->refs;
+    axon_fi_unlock(domain);
+    if (ep->eq != NULL) {
+        pthread_mutex_lock(&ep->eq->lock);
+        --ep->eq->refs;
+        pthread_mutex_unlock(&ep->eq->lock);
+    }
+    free(ep);
+    return 0;
+}
+
+static struct fi_ops axon_fi_ep_fi_ops = {
+    .size     = sizeof(struct fi_ops),
+    .close    = axon_fi_ep_close,
+    .bind     = axon_fi_ep_bind,
+    .control  = axon_fi_ep_control,
+    .ops_open = axon_fi_no_ops_open,
+};
+
+/* ---------------------------------------------------------------- ep ops */
+
+static ssize_t axon_fi_ep_cancel(fid_t fid, void *context)
+{
+    axon_fi_ep_t *ep = container_of(fid, axon_fi_ep_t, ep_fid.fid);
+    axon_fi_op_t *op;
+    ssize_t ret = -FI_ENOENT;
+
+    axon_fi_lock(ep->domain);
+    for (op = ep->inflight.next; op != &ep->inflight; op = op->next) {
+        if ((op->context == context) && (op->req != NULL)) {
+            /* Not yet matched: it completes with FI_ECANCELED; else it completes normally. */
+            axon_request_cancel(ep->domain->worker, op->req);
+            ret = 0;
+            break;
+        }
+    }
+    axon_fi_unlock(ep->domain);
+    return ret;
+}
+
+static int axon_fi_ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+{
+    return -FI_ENOPROTOOPT;
+}
+
+static int axon_fi_ep_setopt(fid_t fid, int level, int optname, const void *optval,
+                             size_t optlen)
+{
+    return -FI_ENOPROTOOPT;
+}
+
+static int axon_fi_ep_no_ctx(struct fid_ep *sep, int index, void *attr, struct fid_ep **ep,
+                             void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static ssize_t axon_fi_ep_size_left(struct fid_ep *ep)
+{
+    return AXON_FI_TX_SIZE;  /* descriptors grow on demand */
+}
+
+static struct fi_ops_ep axon_fi_ep_ops = {
+    .size         = sizeof(struct fi_ops_ep),
+    .cancel       = axon_fi_ep_cancel,
+    .getopt       = axon_fi_ep_getopt,
+    .setopt       = axon_fi_ep_setopt,
+    .tx_ctx       = (int (*)(struct fid_ep *, int, struct fi_tx_attr *, struct fid_ep **,
+                             void *))axon_fi_ep_no_ctx,
+    .rx_ctx       = (int (*)(struct fid_ep *, int, struct fi_rx_attr *, struct fid_ep **,
+                             void *))axon_fi_ep_no_ctx,
+    .rx_size_left = axon_fi_ep_size_left,
+    .tx_size_left = axon_fi_ep_size_left,
+};
+
+/* ---------------------------------------------------------------- cm: names only */
+
+static int axon_fi_ep_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+    axon_fi_ep_t *ep = container_of(fid, axon_fi_ep_t, ep_fid.fid);
+    size_t len = sizeof(ep->domain->name);
+
+    if (addrlen == NULL) {
+        return -FI_EINVAL;
+    }
+    if ((*addrlen < len) || (addr == NULL)) {
+        *addrlen = len;
+        return -FI_ETOOSMALL;
+    }
+    memcpy(addr, &ep->domain->name, len);
+    *addrlen = len;
+    return 0;
+}
+
+static int axon_fi_ep_setname(fid_t fid, void *addr, size_t addrlen)
+{
+    AXON_FI_WARN(FI_LOG_EP_CTRL, "fi_setname: axon names are assigned by the provider");
+    return -FI_ENOSYS;
+}
+
+static int axon_fi_ep_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
+{
+    return -FI_ENOSYS;
+}
+
+static int axon_fi_ep_no_connect(struct fid_ep *ep, const void *addr, const void *param,
+                                 size_t paramlen)
+{
+    return -FI_ENOSYS;
+}
+
+static int axon_fi_ep_no_listen(struct fid_pep *pep)
+{
+    return -FI_ENOSYS;
+}
+
+static int axon_fi_ep_no_accept(struct fid_ep *ep, const void *param, size_t paramlen)
+{
+    return -FI_ENOSYS;
+}
+
+static int axon_fi_ep_no_reject(struct fid_pep *pep, fid_t handle, const void *param,
+                                size_t paramlen)
+{
+    return -FI_ENOSYS;
+}
+
+static int axon_fi_ep_no_shutdown(struct fid_ep *ep, uint64_t flags)
+{
+    return -FI_ENOSYS;
+}
+
+static int axon_fi_ep_no_join(struct fid_ep *ep, const void *addr, uint64_t flags,
+                              struct fid_mc **mc, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static struct fi_ops_cm axon_fi_ep_cm_ops = {
+    .size     = sizeof(struct fi_ops_cm),
+    .setname  = axon_fi_ep_setname,
+    .getname  = axon_fi_ep_getname,
+    .getpeer  = axon_fi_ep_no_getpeer,
+    .connect  = axon_fi_ep_no_connect,
+    .listen   = axon_fi_ep_no_listen,
+    .accept   = axon_fi_ep_no_accept,
+    .reject   = axon_fi_ep_no_reject,
+    .shutdown = axon_fi_ep_no_shutdown,
+    .join     = axon_fi_ep_no_join,
+};
+
+/* ---------------------------------------------------------------- open */
+
+int axon_fi_ep_open(struct fid_domain *domain_fid, struct fi_info *info, struct fid_ep **ep_p,
+                    void *context)
+{
+    axon_fi_domain_t *domain = container_of(domain_fid, axon_fi_domain_t, domain_fid);
+    axon_fi_ep_t *ep;
+
+    if ((info == NULL) || (info->ep_attr == NULL)) {
+        AXON_FI_WARN(FI_LOG_EP_CTRL, "fi_endpoint needs an fi_info with ep_attr");
+        return -FI_EINVAL;
+    }
+    if ((info->ep_attr->type != FI_EP_RDM) && (info->ep_attr->type != FI_EP_UNSPEC)) {
+        AXON_FI_WARN(FI_LOG_EP_CTRL, "endpoint type %d not supported (FI_EP_RDM only)",
+                     (int)info->ep_attr->type);
+        return -FI_ENOSYS;
+    }
+    ep = calloc(1, sizeof(*ep));
+    if (ep == NULL) {
+        return -FI_ENOMEM;
+    }
+    axon_fi_lock(domain);
+    if (domain->ep != NULL) {
+        axon_fi_unlock(domain);
+        free(ep);
+        AXON_FI_WARN(FI_LOG_EP_CTRL, "a domain has one endpoint (ep_cnt 1): open another domain");
+        return -FI_EBUSY;
+    }
+    domain->ep = ep;
+    ++domain->refs;
+    axon_fi_unlock(domain);
+
+    ep->domain      = domain;
+    ep->caps        = info->caps ? info->caps : (FI_TAGGED | FI_DIRECTED_RECV);
+    ep->tx_op_flags = (info->tx_attr != NULL) ? info->tx_attr->op_flags : 0;
+    ep->rx_op_flags = (info->rx_attr != NULL) ? info->rx_attr->op_flags : 0;
+    axon_fi_list_init(&ep->inflight);
+    axon_fi_list_init(&ep->claimed);
+    axon_fi_ep_update_comp(ep);
+
+    ep->ep_fid.fid.fclass  = FI_CLASS_EP;
+    ep->ep_fid.fid.context = context;
+    ep->ep_fid.fid.ops     = &axon_fi_ep_fi_ops;
+    ep->ep_fid.ops         = &axon_fi_ep_ops;
+    ep->ep_fid.cm          = &axon_fi_ep_cm_ops;
+    ep->ep_fid.msg         = &axon_fi_no_msg_ops;
+    ep->ep_fid.rma         = &axon_fi_no_rma_ops;
+    ep->ep_fid.tagged      = &axon_fi_tagged_ops;
+    *ep_p = &ep->ep_fid;
+    return 0;
+}

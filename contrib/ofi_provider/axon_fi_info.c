@@ -1,0 +1,327 @@
+/* The provider's entry point (fi_prov_ini) and fi_getinfo: what it offers, matched to hints. */
+#include <string.h>
+#include "axon_fi.h"
+
+#define AXON_FI_CAPS      (FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | \
+                           FI_LOCAL_COMM | FI_REMOTE_COMM)
+/* Capabilities returned even when not asked for: they cost nothing. */
+#define AXON_FI_CAPS_FREE (FI_LOCAL_COMM | FI_REMOTE_COMM)
+#define AXON_FI_MSG_ORDER FI_ORDER_SAS      /* one sender to one receiver match in order */
+#define AXON_FI_TX_FLAGS  (FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_INJECT)
+#define AXON_FI_RX_FLAGS  (FI_COMPLETION)
+
+static void axon_fi_cleanup(void)
+{
+}
+
+struct fi_provider axon_fi_prov = {
+    .version    = AXON_FI_PROV_VERSION,
+    .fi_version = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION),
+    .name       = AXON_FI_PROV_NAME,
+    .getinfo    = axon_fi_getinfo,
+    .fabric     = axon_fi_fabric_open,
+    .cleanup    = axon_fi_cleanup,
+};
+
+FI_EXT_INI
+{
+    fi_param_define(&axon_fi_prov, "iface", FI_PARAM_STRING,
+                    "IPv4 interface whose address goes into endpoint names (default: the first "
+                    "one up that is not loopback)");
+    return &axon_fi_prov;
+}
+
+/* Axon status -> libfabric error, as data. */
+static const struct {
+    axon_status_t status;
+    int           err;
+} axon_fi_errnos[] = {
+    {AXON_ERR_NO_MESSAGE,       FI_ENOMSG},
+    {AXON_ERR_NO_RESOURCE,      FI_EAGAIN},
+    {AXON_ERR_IO_ERROR,         FI_EIO},
+    {AXON_ERR_NO_MEMORY,        FI_ENOMEM},
+    {AXON_ERR_INVALID_PARAM,    FI_EINVAL},
+    {AXON_ERR_UNREACHABLE,      FI_EHOSTUNREACH},
+    {AXON_ERR_INVALID_ADDR,     FI_EADDRNOTAVAIL},
+    {AXON_ERR_UNSUPPORTED,      FI_ENOSYS},
+    {AXON_ERR_MSG_TRUNCATED,    FI_ETRUNC},
+    {AXON_ERR_NO_DEVICE,        FI_ENODEV},
+    {AXON_ERR_BUSY,             FI_EBUSY},
+    {AXON_ERR_CANCELED,         FI_ECANCELED},
+    {AXON_ERR_CONNECTION_RESET, FI_ECONNRESET},
+    {AXON_ERR_ENDPOINT_TIMEOUT, FI_ETIMEDOUT},
+    {AXON_ERR_TIMED_OUT,        FI_ETIMEDOUT},
+    {AXON_ERR_NOT_FOUND,        FI_ENOENT},
+    {AXON_ERR_NO_ELEM,          FI_ENODATA},
+    {AXON_ERR_IO_FORMAT,        FI_EINVAL},
+    {AXON_ERR_REMOTE_ACCESS,    FI_EACCES},
+};
+
+int axon_fi_errno(axon_status_t status)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(axon_fi_errnos) / sizeof(axon_fi_errnos[0]); ++i) {
+        if (axon_fi_errnos[i].status == status) {
+            return axon_fi_errnos[i].err;
+        }
+    }
+    return FI_EOTHER;
+}
+
+/* ---------------------------------------------------------------- hints */
+
+#define AXON_FI_REJECT(_what, _fmt, ...) \
+    do { \
+        AXON_FI_INFO(FI_LOG_CORE, "hints: %s " _fmt " not supported", _what, __VA_ARGS__); \
+        return -FI_ENODATA; \
+    } while (0)
+
+static int axon_fi_check_tx(const struct fi_tx_attr *tx)
+{
+    if (tx->caps & ~AXON_FI_CAPS) {
+        AXON_FI_REJECT("tx_attr->caps", "0x%llx", (unsigned long long)(tx->caps & ~AXON_FI_CAPS));
+    }
+    if (tx->msg_order & ~AXON_FI_MSG_ORDER) {
+        AXON_FI_REJECT("tx_attr->msg_order", "0x%llx", (unsigned long long)tx->msg_order);
+    }
+    if (tx->comp_order & ~FI_ORDER_NONE) {
+        AXON_FI_REJECT("tx_attr->comp_order", "0x%llx", (unsigned long long)tx->comp_order);
+    }
+    if (tx->op_flags & ~AXON_FI_TX_FLAGS) {
+        AXON_FI_REJECT("tx_attr->op_flags", "0x%llx", (unsigned long long)tx->op_flags);
+    }
+    if (tx->inject_size > AXON_FI_INJECT_SIZE) {
+        AXON_FI_REJECT("tx_attr->inject_size", "%zu", tx->inject_size);
+    }
+    if (tx->iov_limit > 1) {
+        AXON_FI_REJECT("tx_attr->iov_limit", "%zu", tx->iov_limit);
+    }
+    if (tx->rma_iov_limit > 0) {
+        AXON_FI_REJECT("tx_attr->rma_iov_limit", "%zu", tx->rma_iov_limit);
+    }
+    return 0;
+}
+
+static int axon_fi_check_rx(const struct fi_rx_attr *rx)
+{
+    if (rx->caps & ~AXON_FI_CAPS) {
+        AXON_FI_REJECT("rx_attr->caps", "0x%llx", (unsigned long long)(rx->caps & ~AXON_FI_CAPS));
+    }
+    if (rx->msg_order & ~AXON_FI_MSG_ORDER) {
+        AXON_FI_REJECT("rx_attr->msg_order", "0x%llx", (unsigned long long)rx->msg_order);
+    }
+    if (rx->comp_order & ~FI_ORDER_NONE) {
+        AXON_FI_REJECT("rx_attr->comp_order", "0x%llx", (unsigned long long)rx->comp_order);
+    }
+    if (rx->op_flags & ~AXON_FI_RX_FLAGS) {
+        AXON_FI_REJECT("rx_attr->op_flags", "0x%llx", (unsigned long long)rx->op_flags);
+    }
+    if (rx->iov_limit > 1) {
+        AXON_FI_REJECT("rx_attr->iov_limit", "%zu", rx->iov_limit);
+    }
+    return 0;
+}
+
+static int axon_fi_check_domain(uint32_t version, const struct fi_domain_attr *dom)
+{
+    if ((dom->name != NULL) && strcmp(dom->name, AXON_FI_DOMAIN_NAME)) {
+        AXON_FI_REJECT("domain_attr->name", "'%s'", dom->name);
+    }
+    if (dom->data_progress == FI_PROGRESS_AUTO) {
+        AXON_FI_REJECT("domain_attr->data_progress", "%s", "FI_PROGRESS_AUTO");
+    }
+    if ((dom->av_type != FI_AV_UNSPEC) && (dom->av_type != FI_AV_MAP) &&
+        (dom->av_type != FI_AV_TABLE)) {
+        AXON_FI_REJECT("domain_attr->av_type", "%d", (int)dom->av_type);
+    }
+    if (dom->cq_data_size > AXON_FI_CQ_DATA_SIZE) {
+        AXON_FI_REJECT("domain_attr->cq_data_size", "%zu", dom->cq_data_size);
+    }
+    if (dom->caps & ~(AXON_FI_CAPS_FREE)) {
+        AXON_FI_REJECT("domain_attr->caps", "0x%llx", (unsigned long long)dom->caps);
+    }
+    if ((dom->max_ep_stx_ctx > 0) || (dom->max_ep_srx_ctx > 0)) {
+        AXON_FI_REJECT("domain_attr shared contexts", "%zu/%zu", dom->max_ep_stx_ctx,
+                       dom->max_ep_srx_ctx);
+    }
+    (void)version;  /* no memory registration needed: any mr_mode is fine */
+    return 0;
+}
+
+static int axon_fi_check_hints(uint32_t version, const struct fi_info *hints)
+{
+    int ret;
+
+    if (hints->caps & ~AXON_FI_CAPS) {
+        AXON_FI_REJECT("caps", "0x%llx", (unsigned long long)(hints->caps & ~AXON_FI_CAPS));
+    }
+    if ((hints->addr_format != FI_FORMAT_UNSPEC)) {
+        AXON_FI_REJECT("addr_format", "%u", hints->addr_format);
+    }
+    if (hints->ep_attr != NULL) {
+        const struct fi_ep_attr *ep = hints->ep_attr;
+        if ((ep->type != FI_EP_UNSPEC) && (ep->type != FI_EP_RDM)) {
+            AXON_FI_REJECT("ep_attr->type", "%d", (int)ep->type);
+        }
+        if (ep->protocol != FI_PROTO_UNSPEC) {
+            AXON_FI_REJECT("ep_attr->protocol", "%u", ep->protocol);
+        }
+        if (ep->max_msg_size > AXON_FI_MAX_MSG_SIZE) {
+            AXON_FI_REJECT("ep_attr->max_msg_size", "%zu", ep->max_msg_size);
+        }
+        if ((ep->tx_ctx_cnt > 1) || (ep->rx_ctx_cnt > 1)) {
+            AXON_FI_REJECT("ep_attr tx/rx contexts", "%zu/%zu", ep->tx_ctx_cnt, ep->rx_ctx_cnt);
+        }
+    }
+    if ((hints->fabric_attr != NULL) && (hints->fabric_attr->name != NULL) &&
+        strcmp(hints->fabric_attr->name, AXON_FI_FABRIC_NAME)) {
+        AXON_FI_REJECT("fabric_attr->name", "'%s'", hints->fabric_attr->name);
+    }
+    if ((hints->domain_attr != NULL) &&
+        ((ret = axon_fi_check_domain(version, hints->domain_attr)) != 0)) {
+        return ret;
+    }
+    if ((hints->tx_attr != NULL) && ((ret = axon_fi_check_tx(hints->tx_attr)) != 0)) {
+        return ret;
+    }
+    if ((hints->rx_attr != NULL) && ((ret = axon_fi_check_rx(hints->rx_attr)) != 0)) {
+        return ret;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- answer */
+
+static void axon_fi_info_fill(struct fi_info *info, uint64_t caps)
+{
+    info->caps        = caps;
+    info->mode        = 0;
+    info->addr_format = FI_FORMAT_UNSPEC;
+
+    info->tx_attr->caps          = caps;
+    info->tx_attr->op_flags      = 0;
+    info->tx_attr->msg_order     = AXON_FI_MSG_ORDER;
+    info->tx_attr->comp_order    = FI_ORDER_NONE;
+    info->tx_attr->inject_size   = AXON_FI_INJECT_SIZE;
+    info->tx_attr->size          = AXON_FI_TX_SIZE;
+    info->tx_attr->iov_limit     = 1;
+    info->tx_attr->rma_iov_limit = 0;
+
+    info->rx_attr->caps                = caps;
+    info->rx_attr->op_flags            = 0;
+    info->rx_attr->msg_order           = AXON_FI_MSG_ORDER;
+    info->rx_attr->comp_order          = FI_ORDER_NONE;
+    info->rx_attr->total_buffered_recv = 0;
+    info->rx_attr->size                = AXON_FI_RX_SIZE;
+    info->rx_attr->iov_limit           = 1;
+
+    info->ep_attr->type            = FI_EP_RDM;
+    info->ep_attr->protocol        = FI_PROTO_UNSPEC;
+    info->ep_attr->protocol_version = 1;
+    info->ep_attr->max_msg_size    = AXON_FI_MAX_MSG_SIZE;
+    info->ep_attr->msg_prefix_size = 0;
+    info->ep_attr->mem_tag_format  = 0xaaaaaaaaaaaaaaaaull;  /* all 64 tag bits usable */
+    info->ep_attr->tx_ctx_cnt      = 1;
+    info->ep_attr->rx_ctx_cnt      = 1;
+
+    info->domain_attr->threading        = FI_THREAD_DOMAIN;
+    info->domain_attr->control_progress = FI_PROGRESS_MANUAL;
+    info->domain_attr->data_progress    = FI_PROGRESS_MANUAL;
+    info->domain_attr->resource_mgmt    = FI_RM_ENABLED;
+    info->domain_attr->av_type          = FI_AV_UNSPEC;
+    info->domain_attr->mr_mode          = 0;
+    info->domain_attr->mr_key_size      = 0;
+    info->domain_attr->cq_data_size     = AXON_FI_CQ_DATA_SIZE;
+    info->domain_attr->cq_cnt           = 256;
+    info->domain_attr->ep_cnt           = 1;
+    info->domain_attr->tx_ctx_cnt       = 1;
+    info->domain_attr->rx_ctx_cnt       = 1;
+    info->domain_attr->max_ep_tx_ctx    = 1;
+    info->domain_attr->max_ep_rx_ctx    = 1;
+    info->domain_attr->mr_iov_limit     = 1;
+    info->domain_attr->caps             = AXON_FI_CAPS_FREE;
+    info->domain_attr->mode             = 0;
+    info->domain_attr->max_err_data     = 0;
+    info->domain_attr->mr_cnt           = 0;
+
+    info->fabric_attr->prov_version = AXON_FI_PROV_VERSION;
+}
+
+/* Narrow the answer to what the hints asked for, where they may choose. */
+static void axon_fi_info_apply(uint32_t version, struct fi_info *info,
+                               const struct fi_info *hints)
+{
+    const struct fi_domain_attr *dom = hints->domain_attr;
+
+    if (dom != NULL) {
+        if (dom->threading != FI_THREAD_UNSPEC) {
+            info->domain_attr->threading = dom->threading;
+        }
+        if (dom->control_progress == FI_PROGRESS_AUTO) {
+            /* control operations (AV inserts, ...) finish inside the call */
+            info->domain_attr->control_progress = FI_PROGRESS_AUTO;
+        }
+        if (dom->av_type != FI_AV_UNSPEC) {
+            info->domain_attr->av_type = dom->av_type;
+        }
+        if (dom->resource_mgmt != FI_RM_UNSPEC) {
+            info->domain_attr->resource_mgmt = dom->resource_mgmt;
+        }
+        /* Old API: FI_MR_BASIC / FI_MR_SCALABLE are modes, not bits; echo them. */
+        if ((dom->mr_mode == FI_MR_BASIC) || (dom->mr_mode == FI_MR_SCALABLE)) {
+            info->domain_attr->mr_mode = dom->mr_mode;
+        } else if (FI_VERSION_LT(version, FI_VERSION(1, 5))) {
+            info->domain_attr->mr_mode = FI_MR_SCALABLE;
+        }
+    }
+    if ((hints->ep_attr != NULL) && (hints->ep_attr->mem_tag_format != 0)) {
+        info->ep_attr->mem_tag_format = hints->ep_attr->mem_tag_format;
+    }
+    if (hints->tx_attr != NULL) {
+        info->tx_attr->op_flags = hints->tx_attr->op_flags;
+    }
+    if (hints->rx_attr != NULL) {
+        info->rx_attr->op_flags = hints->rx_attr->op_flags;
+    }
+}
+
+int axon_fi_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
+                    const struct fi_info *hints, struct fi_info **info_p)
+{
+    struct fi_info *info;
+    uint64_t caps = AXON_FI_CAPS;
+    int ret;
+
+    /* RDM without a listener: node/service/FI_SOURCE name nothing to resolve. */
+    (void)node;
+    (void)service;
+    (void)flags;
+
+    if (hints != NULL) {
+        ret = axon_fi_check_hints(version, hints);
+        if (ret != 0) {
+            return ret;
+        }
+        if (hints->caps != 0) {
+            caps = hints->caps | AXON_FI_CAPS_FREE;
+        }
+    }
+
+    info = fi_allocinfo();
+    if (info == NULL) {
+        return -FI_ENOMEM;
+    }
+    axon_fi_info_fill(info, caps);
+    if (hints != NULL) {
+        axon_fi_info_apply(version, info, hints);
+    }
+    info->fabric_attr->name = strdup(AXON_FI_FABRIC_NAME);
+    info->domain_attr->name = strdup(AXON_FI_DOMAIN_NAME);
+    if ((info->fabric_attr->name == NULL) || (info->domain_attr->name == NULL)) {
+        fi_freeinfo(info);
+        return -FI_ENOMEM;
+    }
+    *info_p = info;
+    return 0;
+}

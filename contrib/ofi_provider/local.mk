@@ -1,0 +1,23 @@
+# contrib/ofi_provider: the libfabric provider "axon" (libaxon-fi.so), a client of api/axon.h.
+# libfabric loads it from FI_PROVIDER_PATH (or its default provider directory).
+if HAVE_LIBFABRIC
+pkglib_LTLIBRARIES += contrib/ofi_provider/libaxon-fi.la
+contrib_ofi_provider_libaxon_fi_la_SOURCES = \
+	contrib/ofi_provider/axon_fi.h \
+	contrib/ofi_provider/axon_fi_info.c \
+	contrib/ofi_provider/axon_fi_fabric.c \
+	contrib/ofi_provider/axon_fi_domain.c \
+	contrib/ofi_provider/axon_fi_addr.c \
+	contrib/ofi_provider/axon_fi_av.c \
+	contrib/ofi_provider/axon_fi_cq.c \
+	contrib/ofi_provider/axon_fi_eq.c \
+	contrib/ofi_provider/axon_fi_ep.c \
+	contrib/ofi_provider/axon_fi_tagged.c \
+	contrib/ofi_provider/axon_fi_nosys.c
+# Only api/axon.h: the provider is a client of Axon like any MPI library.
+contrib_ofi_provider_libaxon_fi_la_CPPFLAGS = -I$(top_srcdir)/api $(LIBFABRIC_CFLAGS)
+contrib_ofi_provider_libaxon_fi_la_CFLAGS   = $(AX_CFLAGS) -fvisibility=hidden
+contrib_ofi_provider_libaxon_fi_la_LDFLAGS  = -module -avoid-version -shared
+contrib_ofi_provider_libaxon_fi_la_LIBADD   = libaxon.la $(LIBFABRIC_LIBS) -lpthread
+endif
+EXTRA_DIST += contrib/ofi_provider/README.md

@@ -1,0 +1,725 @@
+/*
+ * The libfabric provider "axon" (contrib/ofi_provider), driven through the
+ * libfabric API only, the way Open MPI's ofi MTL drives it: fi_getinfo with
+ * FI_PROVIDER_PATH at the build's provider, then fabric/domain/AV/CQ/EP.
+ * Two endpoints in one process (two domains, progressed in turn) and two
+ * processes (a forked child). Each test bounds its time (alarm).
+ */
+#include <gtest/gtest.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+const double kTimeout = 20.0;   /* seconds for any one completion */
+
+double now_sec()
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+struct Watchdog {
+    explicit Watchdog(unsigned sec) { alarm(sec); }
+    ~Watchdog() { alarm(0); }
+};
+
+/* Point libfabric at the build's provider before its first call in this process. */
+void use_build_provider()
+{
+    static bool done;
+    if (!done) {
+        setenv("FI_PROVIDER_PATH", AXON_TEST_BUILDDIR "/contrib/ofi_provider/.libs", 1);
+        done = true;
+    }
+}
+
+/* The hints Open MPI 4.1's ofi MTL passes (full tag mode with remote CQ data). */
+struct fi_info *ompi_hints(enum fi_av_type av_type = FI_AV_MAP)
+{
+    struct fi_info *hints = fi_allocinfo();
+
+    hints->mode                        = FI_CONTEXT;
+    hints->ep_attr->type               = FI_EP_RDM;
+    hints->caps                        = FI_TAGGED | FI_DIRECTED_RECV | FI_SOURCE;
+    hints->tx_attr->msg_order          = FI_ORDER_SAS;
+    hints->rx_attr->msg_order          = FI_ORDER_SAS;
+    hints->tx_attr->op_flags           = FI_COMPLETION;
+    hints->rx_attr->op_flags           = FI_COMPLETION;
+    hints->domain_attr->threading      = FI_THREAD_DOMAIN;
+    hints->domain_attr->av_type        = av_type;
+    hints->domain_attr->resource_mgmt  = FI_RM_ENABLED;
+    hints->domain_attr->cq_data_size   = 4;
+    hints->domain_attr->mr_mode        = FI_MR_LOCAL | FI_MR_ALLOCATED;
+    hints->fabric_attr->prov_name      = strdup("axon");
+    return hints;
+}
+
+int getinfo(struct fi_info *hints, struct fi_info **info)
+{
+    use_build_provider();
+    return fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, info);
+}
+
+/* One endpoint with its own fabric, domain (= Axon worker), AV and CQ. */
+struct Node {
+    struct fi_info    *info   = NULL;
+    struct fid_fabric *fabric = NULL;
+    struct fid_domain *domain = NULL;
+    struct fid_av     *av     = NULL;
+    struct fid_cq     *cq     = NULL;
+    struct fid_ep     *ep     = NULL;
+    char               name[64];
+    size_t             namelen = sizeof(name);
+
+    int open(enum fi_av_type av_type = FI_AV_MAP, enum fi_threading threading = FI_THREAD_DOMAIN)
+    {
+        struct fi_info *hints = ompi_hints(av_type);
+        struct fi_cq_attr cq_attr;
+        struct fi_av_attr av_attr;
+        int ret;
+
+        hints->domain_attr->threading = threading;
+        ret = getinfo(hints, &info);
+        fi_freeinfo(hints);
+        if (ret != 0) return ret;
+        if ((ret = fi_fabric(info->fabric_attr, &fabric, NULL)) != 0) return ret;
+        if ((ret = fi_domain(fabric, info, &domain, NULL)) != 0) return ret;
+        if ((ret = fi_endpoint(domain, info, &ep, NULL)) != 0) return ret;
+        memset(&cq_attr, 0, sizeof(cq_attr));
+        cq_attr.format = FI_CQ_FORMAT_TAGGED;
+        if ((ret = fi_cq_open(domain, &cq_attr, &cq, NULL)) != 0) return ret;
+        memset(&av_attr, 0, sizeof(av_attr));
+        av_attr.type = av_type;
+        if ((ret = fi_av_open(domain, &av_attr, &av, NULL)) != 0) return ret;
+        if ((ret = fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV)) != 0) return ret;
+        if ((ret = fi_ep_bind(ep, &av->fid, 0)) != 0) return ret;
+        if ((ret = fi_enable(ep)) != 0) return ret;
+        return fi_getname(&ep->fid, name, &namelen);
+    }
+
+    fi_addr_t insert(const void *addr)
+    {
+        fi_addr_t fa = FI_ADDR_NOTAVAIL;
+        EXPECT_EQ(1, fi_av_insert(av, addr, 1, &fa, 0, NULL));
+        return fa;
+    }
+
+    void close()
+    {
+        struct fid *fids[] = {ep ? &ep->fid : NULL, av ? &av->fid : NULL, cq ? &cq->fid : NULL,
+                              domain ? &domain->fid : NULL, fabric ? &fabric->fid : NULL};
+        for (struct fid *f : fids) {
+            if (f != NULL) {
+                EXPECT_EQ(0, fi_close(f));
+            }
+        }
+        if (info) {
+            fi_freeinfo(info);
+        }
+        ep = NULL; av = NULL; cq = NULL; domain = NULL; fabric = NULL; info = NULL;
+    }
+
+    ~Node() { close(); }
+};
+
+/*
+ * Read one entry from node's CQ, progressing the others meanwhile. Returns
+ * 1 with *entry, -FI_EAVAIL with *err filled, or -FI_EAGAIN on timeout.
+ */
+ssize_t wait_cq(Node &node, std::vector<Node *> others, struct fi_cq_tagged_entry *entry,
+                struct fi_cq_err_entry *err = NULL, fi_addr_t *src = NULL)
+{
+    double deadline = now_sec() + kTimeout;
+    struct fi_cq_tagged_entry scratch;
+    ssize_t ret;
+
+    while (now_sec() < deadline) {
+        ret = src ? fi_cq_readfrom(node.cq, entry, 1, src) : fi_cq_read(node.cq, entry, 1);
+        if (ret == 1) return 1;
+        if (ret == -FI_EAVAIL) {
+            struct fi_cq_err_entry local;
+            if (err == NULL) err = &local;
+            memset(err, 0, sizeof(*err));
+            EXPECT_EQ(1, fi_cq_readerr(node.cq, err, 0));
+            return -FI_EAVAIL;
+        }
+        EXPECT_EQ(-FI_EAGAIN, ret);
+        for (Node *o : others) {
+            /* progress the other worker; its entries stay queued for later reads */
+            (void)fi_cq_read(o->cq, &scratch, 0);
+        }
+    }
+    return -FI_EAGAIN;
+}
+
+class OfiProvider : public ::testing::Test {
+protected:
+    Watchdog watchdog{90};
+};
+
+/* ---------------------------------------------------------------- getinfo */
+
+TEST_F(OfiProvider, GetinfoAcceptsOpenMpiHints)
+{
+    struct fi_info *hints = ompi_hints(), *info = NULL;
+
+    ASSERT_EQ(0, getinfo(hints, &info));
+    ASSERT_NE((void *)NULL, info);
+    EXPECT_STREQ("axon", info->fabric_attr->prov_name);
+    EXPECT_EQ(FI_EP_RDM, info->ep_attr->type);
+    EXPECT_TRUE(info->caps & FI_TAGGED);
+    EXPECT_TRUE(info->caps & FI_DIRECTED_RECV);
+    EXPECT_EQ(4u, info->domain_attr->cq_data_size);
+    EXPECT_TRUE(info->tx_attr->msg_order & FI_ORDER_SAS);
+    EXPECT_EQ(FI_AV_MAP, info->domain_attr->av_type);
+    EXPECT_GE(info->tx_attr->inject_size, 64u);
+    EXPECT_TRUE(info->ep_attr->mem_tag_format & (1ull << 63));  /* all 64 tag bits */
+    EXPECT_EQ(0u, info->mode & ~hints->mode);
+    fi_freeinfo(info);
+
+    /* Open MPI's second query: the same plus FI_REMOTE_CQ_DATA's 4 bytes. */
+    hints->domain_attr->threading = FI_THREAD_SAFE;
+    hints->domain_attr->av_type   = FI_AV_TABLE;
+    ASSERT_EQ(0, getinfo(hints, &info));
+    EXPECT_EQ(FI_THREAD_SAFE, info->domain_attr->threading);
+    EXPECT_EQ(FI_AV_TABLE, info->domain_attr->av_type);
+    fi_freeinfo(info);
+    fi_freeinfo(hints);
+}
+
+TEST_F(OfiProvider, GetinfoEnodataForUnmatchableHints)
+{
+    struct fi_info *info = NULL;
+    struct {
+        const char *what;
+        void (*set)(struct fi_info *);
+    } cases[] = {
+        {"caps FI_RMA", [](struct fi_info *h) { h->caps |= FI_RMA; }},
+        {"ep type MSG", [](struct fi_info *h) { h->ep_attr->type = FI_EP_MSG; }},
+        {"cq data 8", [](struct fi_info *h) { h->domain_attr->cq_data_size = 8; }},
+        {"auto progress", [](struct fi_info *h) { h->domain_attr->data_progress = FI_PROGRESS_AUTO; }},
+        {"strict comp order", [](struct fi_info *h) { h->tx_attr->comp_order = FI_ORDER_STRICT; }},
+        {"inject 1 MiB", [](struct fi_info *h) { h->tx_attr->inject_size = 1 << 20; }},
+        {"iov limit 4", [](struct fi_info *h) { h->rx_attr->iov_limit = 4; }},
+        {"addr format", [](struct fi_info *h) { h->addr_format = FI_SOCKADDR_IN; }},
+        {"domain name", [](struct fi_info *h) { h->domain_attr->name = strdup("mlx5_0"); }},
+        {"msg order RAW", [](struct fi_info *h) { h->tx_attr->msg_order |= FI_ORDER_RAW; }},
+    };
+
+    for (auto &c : cases) {
+        struct fi_info *hints = ompi_hints();
+        c.set(hints);
+        EXPECT_EQ(-FI_ENODATA, getinfo(hints, &info)) << c.what;
+        fi_freeinfo(hints);
+    }
+}
+
+/* ---------------------------------------------------------------- one process */
+
+class OfiPair : public OfiProvider {
+protected:
+    Node a, b;
+    fi_addr_t a_to_b = FI_ADDR_NOTAVAIL, b_to_a = FI_ADDR_NOTAVAIL;
+
+    void SetUp() override
+    {
+        ASSERT_EQ(0, a.open());
+        ASSERT_EQ(0, b.open());
+        a_to_b = a.insert(b.name);
+        b_to_a = b.insert(a.name);
+        ASSERT_NE(FI_ADDR_NOTAVAIL, a_to_b);
+        ASSERT_NE(FI_ADDR_NOTAVAIL, b_to_a);
+    }
+};
+
+TEST_F(OfiPair, TaggedSendRecv)
+{
+    char sbuf[3000], rbuf[3000];
+    struct fi_context sctx, rctx;
+    struct fi_cq_tagged_entry e;
+    fi_addr_t src = FI_ADDR_NOTAVAIL;
+
+    for (size_t i = 0; i < sizeof(sbuf); ++i) sbuf[i] = (char)(i * 7);
+    memset(rbuf, 0, sizeof(rbuf));
+    ASSERT_EQ(0, fi_trecv(b.ep, rbuf, sizeof(rbuf), NULL, FI_ADDR_UNSPEC, 0x1234, 0, &rctx));
+    ASSERT_EQ(0, fi_tsend(a.ep, sbuf, sizeof(sbuf), NULL, a_to_b, 0x1234, &sctx));
+
+    ASSERT_EQ(1, wait_cq(a, {&b}, &e));
+    EXPECT_EQ(&sctx, e.op_context);
+    EXPECT_EQ((uint64_t)(FI_TAGGED | FI_SEND), e.flags);
+
+    ASSERT_EQ(1, wait_cq(b, {&a}, &e, NULL, &src));
+    EXPECT_EQ(&rctx, e.op_context);
+    EXPECT_EQ((uint64_t)(FI_TAGGED | FI_RECV), e.flags);
+    EXPECT_EQ(sizeof(sbuf), e.len);
+    EXPECT_EQ(0x1234u, e.tag);
+    EXPECT_EQ(b_to_a, src);   /* FI_SOURCE: the sender's fi_addr */
+    EXPECT_EQ(0, memcmp(sbuf, rbuf, sizeof(sbuf)));
+}
+
+TEST_F(OfiPair, SendDataArrivesAsCqData)
+{
+    uint64_t val = 42, got = 0;
+    struct fi_context sctx, rctx;
+    struct fi_cq_tagged_entry e;
+
+    ASSERT_EQ(0, fi_trecv(b.ep, &got, sizeof(got), NULL, FI_ADDR_UNSPEC, 7, 0, &rctx));
+    ASSERT_EQ(0, fi_tsenddata(a.ep, &val, sizeof(val), NULL, 0xdeadbeef, a_to_b, 7, &sctx));
+    ASSERT_EQ(1, wait_cq(b, {&a}, &e));
+    EXPECT_EQ((uint64_t)(FI_TAGGED | FI_RECV | FI_REMOTE_CQ_DATA), e.flags);
+    EXPECT_EQ(0xdeadbeefu, e.data);
+    EXPECT_EQ(42u, got);
+    ASSERT_EQ(1, wait_cq(a, {&b}, &e));
+    EXPECT_EQ(&sctx, e.op_context);
+}
+
+TEST_F(OfiPair, InjectBufferReusableAndNoCompletion)
+{
+    char buf[256], rbuf[256];
+    struct fi_context rctx;
+    struct fi_cq_tagged_entry e;
+
+    memset(buf, 'x', sizeof(buf));
+    ASSERT_EQ(0, fi_tinjectdata(a.ep, buf, sizeof(buf), 5, a_to_b, 9));
+    memset(buf, 'y', sizeof(buf));   /* reusable at once */
+    ASSERT_EQ(0, fi_trecv(b.ep, rbuf, sizeof(rbuf), NULL, FI_ADDR_UNSPEC, 9, 0, &rctx));
+    ASSERT_EQ(1, wait_cq(b, {&a}, &e));
+    EXPECT_EQ(5u, e.data);
+    for (char c : rbuf) ASSERT_EQ('x', c);
+    EXPECT_EQ(-FI_EAGAIN, fi_cq_read(a.cq, &e, 1));   /* inject: no completion */
+    EXPECT_EQ(-FI_EMSGSIZE, fi_tinject(a.ep, buf, a.info->tx_attr->inject_size + 1, a_to_b, 9));
+}
+
+TEST_F(OfiPair, TagIgnoreBitsAndOrder)
+{
+    int v[3] = {1, 2, 3}, r[3] = {0, 0, 0};
+    struct fi_context ctx[6];
+    struct fi_cq_tagged_entry e;
+
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_EQ(0, fi_tsend(a.ep, &v[i], sizeof(int), NULL, a_to_b, 0x100 + i, &ctx[i]));
+    }
+    for (int i = 0; i < 3; ++i) {   /* any low byte: matched in send order */
+        ASSERT_EQ(0, fi_trecv(b.ep, &r[i], sizeof(int), NULL, FI_ADDR_UNSPEC, 0x100, 0xff,
+                              &ctx[3 + i]));
+    }
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_EQ(1, wait_cq(b, {&a}, &e));
+        EXPECT_EQ(&ctx[3 + i], e.op_context);
+        EXPECT_EQ((uint64_t)(0x100 + i), e.tag);
+        EXPECT_EQ(v[i], r[i]);
+    }
+}
+
+TEST_F(OfiPair, TruncationIsAnErrorEntry)
+{
+    char sbuf[100], rbuf[10];
+    struct fi_context sctx, rctx;
+    struct fi_cq_tagged_entry e;
+    struct fi_cq_err_entry err;
+    char text[64];
+
+    memset(sbuf, 'q', sizeof(sbuf));
+    ASSERT_EQ(0, fi_tsend(a.ep, sbuf, sizeof(sbuf), NULL, a_to_b, 3, &sctx));
+    ASSERT_EQ(0, fi_trecv(b.ep, rbuf, sizeof(rbuf), NULL, FI_ADDR_UNSPEC, 3, 0, &rctx));
+    ASSERT_EQ(-FI_EAVAIL, wait_cq(b, {&a}, &e, &err));
+    EXPECT_EQ(FI_ETRUNC, err.err);
+    EXPECT_EQ(&rctx, err.op_context);
+    EXPECT_EQ(sizeof(rbuf), err.len);
+    EXPECT_EQ(sizeof(sbuf) - sizeof(rbuf), err.olen);
+    EXPECT_EQ(3u, err.tag);
+    EXPECT_NE((const char *)NULL, fi_cq_strerror(b.cq, err.prov_errno, NULL, text, sizeof(text)));
+    EXPECT_EQ(-FI_EAGAIN, fi_cq_readerr(b.cq, &err, 0));
+}
+
+TEST_F(OfiPair, CancelPostedReceive)
+{
+    char rbuf[16];
+    struct fi_context rctx, other;
+    struct fi_cq_tagged_entry e;
+    struct fi_cq_err_entry err;
+
+    ASSERT_EQ(0, fi_trecv(b.ep, rbuf, sizeof(rbuf), NULL, FI_ADDR_UNSPEC, 77, 0, &rctx));
+    EXPECT_EQ(-FI_ENOENT, fi_cancel(&b.ep->fid, &other));
+    ASSERT_EQ(0, fi_cancel(&b.ep->fid, &rctx));
+    ASSERT_EQ(-FI_EAVAIL, wait_cq(b, {&a}, &e, &err));
+    EXPECT_EQ(FI_ECANCELED, err.err);
+    EXPECT_EQ(&rctx, err.op_context);
+}
+
+TEST_F(OfiPair, PeekClaimDiscard)
+{
+    int v = 11, w = 22, got = 0;
+    struct fi_context sctx[2], pctx, cctx, dctx;
+    struct fi_cq_tagged_entry e;
+    struct fi_cq_err_entry err;
+    struct iovec iov = {&got, sizeof(got)};
+    struct fi_msg_tagged msg;
+
+    memset(&msg, 0, sizeof(msg));
+    msg.addr = FI_ADDR_UNSPEC;
+    msg.tag  = 50;
+
+    /* Nothing there: an FI_ENOMSG error entry. */
+    msg.context = &pctx;
+    ASSERT_EQ(0, fi_trecvmsg(b.ep, &msg, FI_PEEK | FI_COMPLETION));
+    ASSERT_EQ(-FI_EAVAIL, wait_cq(b, {&a}, &e, &err));
+    EXPECT_EQ(FI_ENOMSG, err.err);
+    EXPECT_EQ(&pctx, err.op_context);
+
+    ASSERT_EQ(0, fi_tsenddata(a.ep, &v, sizeof(v), NULL, 9, a_to_b, 50, &sctx[0]));
+    ASSERT_EQ(1, wait_cq(a, {&b}, &e));
+
+    /* Peek until it is there; it stays. */
+    double deadline = now_sec() + kTimeout;
+    ssize_t ret;
+    do {
+        ASSERT_EQ(0, fi_trecvmsg(b.ep, &msg, FI_PEEK | FI_COMPLETION));
+        ret = wait_cq(b, {&a}, &e, &err);
+    } while ((ret == -FI_EAVAIL) && (err.err == FI_ENOMSG) && (now_sec() < deadline));
+    ASSERT_EQ(1, ret);
+    EXPECT_EQ(sizeof(v), e.len);
+    EXPECT_EQ(50u, e.tag);
+    EXPECT_EQ(9u, e.data);
+
+    /* Peek and claim, then receive the claimed message with the same context. */
+    msg.context = &cctx;
+    ASSERT_EQ(0, fi_trecvmsg(b.ep, &msg, FI_PEEK | FI_CLAIM | FI_COMPLETION));
+    ASSERT_EQ(1, wait_cq(b, {&a}, &e));
+    EXPECT_EQ(&cctx, e.op_context);
+    msg.msg_iov   = &iov;
+    msg.iov_count = 1;
+    ASSERT_EQ(0, fi_trecvmsg(b.ep, &msg, FI_CLAIM | FI_COMPLETION));
+    ASSERT_EQ(1, wait_cq(b, {&a}, &e));
+    EXPECT_EQ(&cctx, e.op_context);
+    EXPECT_EQ(11, got);
+
+    /* Claimed: nobody else sees it. */
+    msg.context = &pctx;
+    msg.msg_iov = NULL;
+    msg.iov_count = 0;
+    ASSERT_EQ(0, fi_trecvmsg(b.ep, &msg, FI_PEEK | FI_COMPLETION));
+    ASSERT_EQ(-FI_EAVAIL, wait_cq(b, {&a}, &e, &err));
+    EXPECT_EQ(FI_ENOMSG, err.err);
+
+    /* Peek | discard drops a message. */
+    ASSERT_EQ(0, fi_tsend(a.ep, &w, sizeof(w), NULL, a_to_b, 50, &sctx[1]));
+    ASSERT_EQ(1, wait_cq(a, {&b}, &e));
+    msg.context = &dctx;
+    deadline = now_sec() + kTimeout;
+    do {
+        ASSERT_EQ(0, fi_trecvmsg(b.ep, &msg, FI_PEEK | FI_DISCARD | FI_COMPLETION));
+        ret = wait_cq(b, {&a}, &e, &err);
+    } while ((ret == -FI_EAVAIL) && (err.err == FI_ENOMSG) && (now_sec() < deadline));
+    ASSERT_EQ(1, ret);
+    EXPECT_EQ(&dctx, e.op_context);
+    ASSERT_EQ(0, fi_trecvmsg(b.ep, &msg, FI_PEEK | FI_COMPLETION));
+    ASSERT_EQ(-FI_EAVAIL, wait_cq(b, {&a}, &e, &err));
+    EXPECT_EQ(FI_ENOMSG, err.err);
+}
+
+TEST_F(OfiPair, DirectedReceive)
+{
+    Node c;
+    ASSERT_EQ(0, c.open());
+    fi_addr_t c_to_b = c.insert(b.name);
+    fi_addr_t b_to_c = b.insert(c.name);
+    int from_a = 1, from_c = 2, got = 0;
+    struct fi_context ctx[3];
+    struct fi_cq_tagged_entry e;
+
+    /* Both send tag 5; a receive directed at c takes c's message, not a's earlier one. */
+    ASSERT_EQ(0, fi_tsend(a.ep, &from_a, sizeof(int), NULL, a_to_b, 5, &ctx[0]));
+    ASSERT_EQ(1, wait_cq(a, {&b, &c}, &e));
+    ASSERT_EQ(0, fi_tsend(c.ep, &from_c, sizeof(int), NULL, c_to_b, 5, &ctx[1]));
+    ASSERT_EQ(1, wait_cq(c, {&a, &b}, &e));
+    ASSERT_EQ(0, fi_trecv(b.ep, &got, sizeof(got), NULL, b_to_c, 5, 0, &ctx[2]));
+    ASSERT_EQ(1, wait_cq(b, {&a, &c}, &e));
+    EXPECT_EQ(2, got);
+    ASSERT_EQ(0, fi_trecv(b.ep, &got, sizeof(got), NULL, b_to_a, 5, 0, &ctx[2]));
+    ASSERT_EQ(1, wait_cq(b, {&a, &c}, &e));
+    EXPECT_EQ(1, got);
+    EXPECT_EQ(-FI_EINVAL, fi_trecv(b.ep, &got, sizeof(got), NULL, 1234, 5, 0, &ctx[2]));
+    c.close();
+}
+
+/* ---------------------------------------------------------------- AV and EQ */
+
+TEST_F(OfiProvider, AvTableDuplicatesLookupAndBadAddresses)
+{
+    Node a, b;
+    ASSERT_EQ(0, a.open(FI_AV_TABLE));
+    ASSERT_EQ(0, b.open(FI_AV_TABLE));
+    EXPECT_LE(a.namelen, (size_t)FI_NAME_MAX);   /* Open MPI 4.1's fi_getname buffer */
+
+    fi_addr_t x = a.insert(b.name), y = a.insert(b.name);
+    EXPECT_EQ(0u, x);
+    EXPECT_EQ(1u, y);   /* table: the next index, the same peer */
+
+    char back[64];
+    size_t len = sizeof(back);
+    ASSERT_EQ(0, fi_av_lookup(a.av, y, back, &len));
+    EXPECT_EQ(a.namelen, len);
+    EXPECT_EQ(0, memcmp(back, b.name, len));
+    char str[128];
+    len = sizeof(str);
+    fi_av_straddr(a.av, b.name, str, &len);
+    EXPECT_EQ(0, strncmp(str, "fi_axon://", 10)) << str;
+
+    /* Both indices reach b; removing one keeps the other working. */
+    int v = 3, got = 0;
+    struct fi_context sctx, rctx;
+    struct fi_cq_tagged_entry e;
+    ASSERT_EQ(0, fi_av_remove(a.av, &x, 1, 0));
+    ASSERT_EQ(0, fi_trecv(b.ep, &got, sizeof(got), NULL, FI_ADDR_UNSPEC, 1, 0, &rctx));
+    ASSERT_EQ(0, fi_tsend(a.ep, &v, sizeof(v), NULL, y, 1, &sctx));
+    ASSERT_EQ(1, wait_cq(b, {&a}, &e));
+    EXPECT_EQ(3, got);
+    EXPECT_EQ(-FI_EINVAL, fi_tsend(a.ep, &v, sizeof(v), NULL, x, 1, &sctx));
+
+    /* Bad magic and a short length fail cleanly. */
+    char bad[64];
+    memcpy(bad, b.name, sizeof(bad));
+    bad[0] ^= 0x55;
+    fi_addr_t fa = 0;
+    EXPECT_EQ(0, fi_av_insert(a.av, bad, 1, &fa, 0, NULL));
+    EXPECT_EQ(FI_ADDR_NOTAVAIL, fa);
+    int errs[1] = {0};
+    memcpy(bad, b.name, sizeof(bad));
+    bad[5] = 3;   /* length */
+    EXPECT_EQ(0, fi_av_insert(a.av, bad, 1, &fa, FI_SYNC_ERR, errs));
+    EXPECT_EQ(FI_EINVAL, errs[0]);
+}
+
+TEST_F(OfiProvider, AvReportsInsertsOnItsEq)
+{
+    Node a, b;
+    ASSERT_EQ(0, a.open());
+    ASSERT_EQ(0, b.open());
+    struct fi_eq_attr eq_attr;
+    struct fi_av_attr av_attr;
+    struct fid_eq *eq;
+    struct fid_av *av;
+    struct fi_eq_entry entry;
+    uint32_t event = 0;
+    fi_addr_t fa[2];
+    int ctx;
+
+    memset(&eq_attr, 0, sizeof(eq_attr));
+    ASSERT_EQ(0, fi_eq_open(a.fabric, &eq_attr, &eq, NULL));
+    memset(&av_attr, 0, sizeof(av_attr));
+    av_attr.type  = FI_AV_MAP;
+    av_attr.flags = FI_EVENT;
+    ASSERT_EQ(0, fi_av_open(a.domain, &av_attr, &av, NULL));
+    ASSERT_EQ(0, fi_av_bind(av, &eq->fid, 0));
+    char names[128];   /* names are packed at the AV's address length */
+    memcpy(names, b.name, b.namelen);
+    memcpy(names + b.namelen, a.name, a.namelen);
+    ASSERT_EQ(0, fi_av_insert(av, names, 2, fa, 0, &ctx));
+    ssize_t ret = fi_eq_sread(eq, &event, &entry, sizeof(entry), 5000, 0);
+    if (ret == -FI_EAVAIL) {
+        struct fi_eq_err_entry err;
+        EXPECT_EQ((ssize_t)sizeof(err), fi_eq_readerr(eq, &err, 0));
+        ADD_FAILURE() << "insert of name " << err.data << " failed: " << fi_strerror(err.err);
+    }
+    ASSERT_EQ((ssize_t)sizeof(entry), ret);
+    EXPECT_EQ((uint32_t)FI_AV_COMPLETE, event);
+    EXPECT_EQ(&ctx, entry.context);
+    EXPECT_EQ(2u, entry.data);
+    EXPECT_EQ(-FI_EAGAIN, fi_eq_read(eq, &event, &entry, sizeof(entry), 0));
+
+    /* User events too. */
+    entry.data = 99;
+    EXPECT_EQ((ssize_t)sizeof(entry), fi_eq_write(eq, FI_NOTIFY, &entry, sizeof(entry), 0));
+    ASSERT_EQ((ssize_t)sizeof(entry), fi_eq_read(eq, &event, &entry, sizeof(entry), 0));
+    EXPECT_EQ((uint32_t)FI_NOTIFY, event);
+    EXPECT_EQ(99u, entry.data);
+
+    EXPECT_EQ(0, fi_close(&av->fid));
+    EXPECT_EQ(0, fi_close(&eq->fid));
+}
+
+TEST_F(OfiProvider, ThreadSafeDomainAndAxonTls)
+{
+    Node a;
+    ASSERT_EQ(0, a.open(FI_AV_MAP, FI_THREAD_SAFE));
+    a.close();
+
+    /* The provider never runs Axon over its own ofi transport. */
+    const char *saved = getenv("AXON_TLS");
+    std::string keep = saved ? saved : "";
+    setenv("AXON_TLS", "ofi", 1);
+    Node b;
+    EXPECT_NE(0, b.open());
+    b.close();
+    setenv("AXON_TLS", "shm,self,ofi", 1);
+    Node c;
+    EXPECT_EQ(0, c.open());
+    c.close();
+    setenv("AXON_TLS", "^tcp", 1);
+    Node d;
+    EXPECT_EQ(0, d.open());
+    d.close();
+    if (saved) setenv("AXON_TLS", keep.c_str(), 1); else unsetenv("AXON_TLS");
+}
+
+/* ---------------------------------------------------------------- two processes */
+
+/* Child: echo kRounds tagged messages back with their data + 1, then exit 0. */
+const int kRounds = 200;
+
+int child_main(int rd, int wr)
+{
+    Node n;
+    char peer[64];
+    if (n.open() != 0) return 2;
+    if (write(wr, n.name, sizeof(n.name)) != (ssize_t)sizeof(n.name)) return 3;
+    if (read(rd, peer, sizeof(peer)) != (ssize_t)sizeof(peer)) return 4;
+    fi_addr_t p = FI_ADDR_NOTAVAIL;
+    if (fi_av_insert(n.av, peer, 1, &p, 0, NULL) != 1) return 5;
+
+    std::vector<char> buf(70000);
+    struct fi_context rctx, sctx;
+    struct fi_cq_tagged_entry e;
+    for (int i = 0; i < kRounds; ++i) {
+        if (fi_trecv(n.ep, buf.data(), buf.size(), NULL, p, 0x40, 0xff, &rctx) != 0) return 6;
+        if (wait_cq(n, {}, &e) != 1) return 7;
+        if (!(e.flags & FI_REMOTE_CQ_DATA)) return 8;
+        ssize_t r;
+        while ((r = fi_tsenddata(n.ep, buf.data(), e.len, NULL, e.data + 1, p, e.tag + 1,
+                                 &sctx)) == -FI_EAGAIN) {
+        }
+        if (r != 0) return 9;
+        if (wait_cq(n, {}, &e) != 1) return 10;
+    }
+    /* Wait for the parent's goodbye so no message is in flight when we go. */
+    if (read(rd, peer, 1) < 0) return 11;
+    return 0;
+}
+
+TEST_F(OfiProvider, TwoProcessesPingPong)
+{
+    int to_child[2], to_parent[2];
+    ASSERT_EQ(0, pipe(to_child));
+    ASSERT_EQ(0, pipe(to_parent));
+    use_build_provider();
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        alarm(60);
+        _exit(child_main(to_child[0], to_parent[1]));
+    }
+    Node n;
+    char peer[64];
+    ASSERT_EQ(0, n.open());
+    ASSERT_EQ((ssize_t)sizeof(peer), read(to_parent[0], peer, sizeof(peer)));
+    ASSERT_EQ((ssize_t)sizeof(n.name), write(to_child[1], n.name, sizeof(n.name)));
+    fi_addr_t p = n.insert(peer);
+
+    std::vector<char> sbuf(65536), rbuf(65536);
+    struct fi_context sctx, rctx;
+    struct fi_cq_tagged_entry e;
+    size_t sizes[] = {0, 1, 8, 100, 4096, 9000, 65536};
+    for (int i = 0; i < kRounds; ++i) {
+        size_t len = sizes[i % (sizeof(sizes) / sizeof(sizes[0]))];
+        for (size_t j = 0; j < len; ++j) sbuf[j] = (char)(i + j);
+        ASSERT_EQ(0, fi_trecv(n.ep, rbuf.data(), rbuf.size(), NULL, p, 0x41, 0, &rctx));
+        ASSERT_EQ(0, fi_tsenddata(n.ep, sbuf.data(), len, NULL, (uint64_t)i, p, 0x40, &sctx));
+        int got_send = 0, got_recv = 0;
+        while (!(got_send && got_recv)) {
+            ASSERT_EQ(1, wait_cq(n, {}, &e)) << "round " << i;
+            if (e.op_context == &sctx) {
+                got_send = 1;
+            } else {
+                ASSERT_EQ(&rctx, e.op_context);
+                EXPECT_EQ(len, e.len);
+                EXPECT_EQ((uint64_t)i + 1, e.data);
+                EXPECT_EQ(0x41u, e.tag);
+                ASSERT_EQ(0, memcmp(sbuf.data(), rbuf.data(), len)) << "round " << i;
+                got_recv = 1;
+            }
+        }
+    }
+    ASSERT_EQ(1, write(to_child[1], "x", 1));
+    int status = 0;
+    ASSERT_EQ(pid, waitpid(pid, &status, 0));
+    EXPECT_TRUE(WIFEXITED(status) && (WEXITSTATUS(status) == 0)) << "child status " << status;
+    for (int fd : {to_child[0], to_child[1], to_parent[0], to_parent[1]}) ::close(fd);
+}
+
+TEST_F(OfiProvider, PeerDeathGivesErrorsNotHangs)
+{
+    int to_parent[2], to_child[2];
+    ASSERT_EQ(0, pipe(to_parent));
+    ASSERT_EQ(0, pipe(to_child));
+    use_build_provider();
+    setenv("AXON_TLS", "tcp", 1);   /* tcp sees a dead peer at once (reset) */
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        alarm(60);
+        Node c;
+        char peer[64];
+        if (c.open() != 0) _exit(2);
+        if (write(to_parent[1], c.name, sizeof(c.name)) != 64) _exit(3);
+        if (read(to_child[0], peer, sizeof(peer)) != 64) _exit(4);
+        fi_addr_t p;
+        if (fi_av_insert(c.av, peer, 1, &p, 0, NULL) != 1) _exit(5);
+        int v = 1;
+        struct fi_context ctx;
+        struct fi_cq_tagged_entry e;
+        if (fi_tsend(c.ep, &v, sizeof(v), NULL, p, 1, &ctx) != 0) _exit(6);
+        if (wait_cq(c, {}, &e) != 1) _exit(7);
+        pause();   /* until killed */
+        _exit(0);
+    }
+    Node n;
+    char peer[64];
+    ASSERT_EQ(0, n.open());
+    unsetenv("AXON_TLS");
+    ASSERT_EQ(64, read(to_parent[0], peer, sizeof(peer)));
+    ASSERT_EQ(64, write(to_child[1], n.name, sizeof(n.name)));
+    fi_addr_t p = n.insert(peer);
+    int got = 0;
+    struct fi_context rctx, sctx;
+    struct fi_cq_tagged_entry e;
+    ASSERT_EQ(0, fi_trecv(n.ep, &got, sizeof(got), NULL, p, 1, 0, &rctx));
+    ASSERT_EQ(1, wait_cq(n, {}, &e));
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+
+    /* Sends to the dead peer end in error entries within the timeout, never a hang. */
+    std::vector<char> big(1 << 20);
+    struct fi_cq_err_entry err;
+    ssize_t ret = 1;
+    double deadline = now_sec() + kTimeout;
+    while ((ret == 1) && (now_sec() < deadline)) {
+        ssize_t s = fi_tsend(n.ep, big.data(), big.size(), NULL, p, 2, &sctx);
+        if (s == -FI_EAGAIN) continue;
+        ASSERT_EQ(0, s);
+        ret = wait_cq(n, {}, &e, &err);
+    }
+    ASSERT_EQ(-FI_EAVAIL, ret);
+    EXPECT_NE(0, err.err);
+    for (int fd : {to_child[0], to_child[1], to_parent[0], to_parent[1]}) ::close(fd);
+}
+
+}  // namespace

@@ -1,0 +1,179 @@
+#!/bin/bash
+# The MPI test programs of tests/mpi under Open MPI, unchanged, over its own
+# shared memory and over Axon's libfabric provider. Prints "PASS name" or
+# "FAIL name" per check (name: mpi/<program>/<configuration>, and
+# ofi/fi_info_lists_axon); run_tests.sh counts them. Without mpicc/mpirun or
+# the provider it prints one "SKIP mpi: <reason>" line and succeeds.
+#
+#   tests/mpi/run_mpi_tests.sh BUILDDIR
+#
+# Configurations (MPI_TEST_CONFIGS="ob1 axon axon-tcp" by default):
+#   ob1       --mca pml ob1 --mca btl self,vader: checks the programs themselves
+#   axon      --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include axon,
+#             FI_PROVIDER_PATH=BUILDDIR/contrib/ofi_provider/.libs,
+#             LD_LIBRARY_PATH=BUILDDIR/.libs (Axon picks its transports: shm)
+#   axon-tcp  the same with AXON_TLS=tcp
+#   ofi-tcp   --mca pml cm --mca mtl ofi with libfabric's own tcp provider
+#             (not by default: libfabric 1.17's tcp provider stops receiving
+#             after a truncated message, ofiwg/libfabric#8274, so truncate
+#             fails there)
+# MPI_TEST_MPIRUN_ARGS adds mpirun arguments to every run (e.g.
+# "--mca btl_vader_single_copy_mechanism none" where the container forbids
+# process_vm_readv); MPI_TEST_TIME_LIMIT=seconds replaces the programs' own
+# time limit (30 s each).
+set -u
+builddir=$(cd "${1:-.}" && pwd) || exit 2
+srcdir=$(cd "$(dirname "$0")" && pwd)
+outdir=$builddir/tests/mpi
+provdir=$builddir/contrib/ofi_provider/.libs
+configs=${MPI_TEST_CONFIGS:-ob1 axon axon-tcp}
+run_limit=$((${MPI_TEST_TIME_LIMIT:-30} + 15))  # per mpirun, above the programs' own limit
+shm_prefix=axonmpi$$
+
+# program:ranks[:arguments] - each program bounds its own time and exits 0
+# only when every rank verified everything.
+programs=(
+    pingpong:2
+    any_source:4
+    probe:2
+    mprobe:2
+    cancel:2
+    ssend:2
+    storm:4
+    truncate:2
+    coll:4
+    "lat:2:-n 500 -w 50"
+)
+
+if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+    echo "SKIP mpi: mpicc or mpirun not found (Debian: openmpi-bin, libopenmpi-dev)"
+    exit 0
+fi
+if [[ " $configs " == *" axon"* ]] && [ ! -f "$provdir/libaxon-fi.so" ]; then
+    echo "SKIP mpi: the Axon libfabric provider $provdir/libaxon-fi.so is not built" \
+        "(configure did not find libfabric?)"
+    exit 0
+fi
+
+mkdir -p "$outdir" || exit 2
+tmp=$(mktemp -d /tmp/axon-mpi-XXXXXX)
+run_pid=
+cleanup() {
+    [ -n "$run_pid" ] && kill_session "$run_pid"
+    rm -rf "$tmp"
+    rm -f /dev/shm/"$shm_prefix"-*
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+report() {  # name status output-file
+    if [ "$2" -eq 0 ]; then
+        echo "PASS $1"
+    else
+        echo "FAIL $1"
+        sed 's/^/    | /' "$3" | tail -20
+    fi
+}
+
+# ------------------------------------------------------------------ build
+
+cflags=(-std=gnu11 -O2 -g -Wall -Wextra -Werror)
+built=()
+for p in "${programs[@]}"; do
+    name=${p%%:*}
+    if mpicc "${cflags[@]}" -o "$outdir/$name" "$srcdir/$name.c" >"$tmp/build-$name" 2>&1; then
+        built+=("$p")
+    else
+        report "mpi/$name/build" 1 "$tmp/build-$name"
+    fi
+done
+
+# ------------------------------------------------------------------ running
+
+# Every mpirun runs in a session of its own (setsid): whatever it started
+# and left behind is found by that session id and killed, nothing else.
+session_pids() {  # sid (zombies, dead already, are not counted)
+    ps -eo pid=,sid=,stat= | awk -v s="$1" '$2 == s && $3 !~ /^Z/ { print $1 }'
+}
+kill_session() {  # sid
+    local left
+    left=$(session_pids "$1")
+    # shellcheck disable=SC2086 # one pid per word
+    [ -n "$left" ] && kill -9 $left 2>/dev/null
+}
+
+mpirun_args=(--oversubscribe --bind-to none)
+[ "$(id -u)" -eq 0 ] && mpirun_args+=(--allow-run-as-root)
+# shellcheck disable=SC2206 # split on purpose: a list of arguments
+mpirun_args+=(${MPI_TEST_MPIRUN_ARGS:-})
+[ -n "${MPI_TEST_TIME_LIMIT:-}" ] && mpirun_args+=(-x "MPI_TEST_TIME_LIMIT=$MPI_TEST_TIME_LIMIT")
+
+config_args() {  # config -> cfg[]
+    local axon=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include axon
+                -x "FI_PROVIDER_PATH=$provdir" -x "AXON_SHM_PREFIX=$shm_prefix"
+                -x "LD_LIBRARY_PATH=$builddir/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+    case $1 in
+        ob1)      cfg=(--mca pml ob1 --mca btl "self,vader") ;;
+        axon)     cfg=("${axon[@]}") ;;
+        axon-tcp) cfg=("${axon[@]}" -x AXON_TLS=tcp) ;;
+        ofi-tcp)  cfg=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp) ;;
+        *)        return 1 ;;
+    esac
+}
+
+run_one() {  # config name ranks args...
+    local config=$1 name=$2 np=$3 out="$tmp/$2-$1" rc left start
+    shift 3
+    start=$(($(date +%s%N) / 1000000))
+    setsid timeout -k 5 "$run_limit" mpirun "${mpirun_args[@]}" "${cfg[@]}" -np "$np" \
+        "$outdir/$name" "$@" >"$out" 2>&1 </dev/null &
+    run_pid=$!
+    wait "$run_pid"
+    rc=$?
+    [ $rc -eq 124 ] && echo "mpirun did not end within $run_limit s" >>"$out"
+    # mpirun waits for its ranks; anything still there is a leak
+    sleep 0.1
+    left=$(session_pids "$run_pid")
+    if [ -n "$left" ]; then
+        echo "processes left behind:" >>"$out"
+        ps -o pid=,args= -p "$(tr '\n' ',' <<<"$left" | sed 's/,$//')" >>"$out" 2>&1
+        kill_session "$run_pid"
+        [ $rc -eq 0 ] && rc=1
+    fi
+    run_pid=
+    # Axon's shared memory segments go with the ranks that made them
+    if compgen -G "/dev/shm/$shm_prefix-*" >/dev/null; then
+        echo "shared memory segments left behind:" /dev/shm/"$shm_prefix"-* >>"$out"
+        rm -f /dev/shm/"$shm_prefix"-*
+        [ $rc -eq 0 ] && rc=1
+    fi
+    report "mpi/$name/$config" "$rc" "$out"
+    [ -n "${MPI_TEST_VERBOSE:-}" ] && echo "    $(($(date +%s%N) / 1000000 - start)) ms"
+}
+
+t_fi_info() {
+    local out
+    command -v fi_info >/dev/null || { echo "fi_info not installed (libfabric-bin)"; return 1; }
+    out=$(FI_PROVIDER_PATH=$provdir LD_LIBRARY_PATH=$builddir/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+          timeout 30 fi_info -p axon -t FI_EP_RDM -c FI_TAGGED 2>&1)
+    echo "$out"
+    grep -q '^provider: axon$' <<<"$out" && grep -q 'FI_EP_RDM' <<<"$out"
+}
+
+if [[ " $configs " == *" axon"* ]]; then
+    t_fi_info >"$tmp/fi_info" 2>&1
+    report ofi/fi_info_lists_axon $? "$tmp/fi_info"
+fi
+
+for config in $configs; do
+    if ! config_args "$config"; then
+        echo "FAIL mpi/config/$config"
+        echo "    | unknown configuration '$config' (ob1, axon, axon-tcp, ofi-tcp)"
+        continue
+    fi
+    for p in "${built[@]}"; do
+        IFS=: read -r name np args <<<"$p"
+        # shellcheck disable=SC2086 # the program's arguments, split
+        run_one "$config" "$name" "$np" $args
+    done
+done
