@@ -33,6 +33,7 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/test_rma_proto.cc \
 	tests/gtest/test_mem.cc \
 	tests/gtest/test_amo_cpu.cc \
+	tests/gtest/rma_env.h \
 	tests/gtest/test_rma.cc \
 	tests/gtest/test_rma_device.cc \
 	tests/harness/harness.c \

@@ -5,1001 +5,34 @@
  * concurrent atomics from several processes, bad keys and bad addresses,
  * a shm target that only sleeps, and a target killed mid-operation.
  *
- * A test plays the initiator; the memory belongs to a target:
- *   self        the test process itself (one worker, an endpoint to its own
- *               address; the memory is ours, so it is checked in place);
- *   shm, tcp,   a forked target process that maps the memory, sends its keys
- *   rc, ud      over the harness socket and then serves commands on it (fill,
- *               check, read, write, guard check, stop progressing, unmap...)
- *               while progressing its worker between them: the initiator
- *               checks the target's memory through it, never through Axon.
- *               rc and ud run over softib (its shm wire between processes).
- * Variants *_am set AXON_RMA_PATH=am: every operation becomes an active
- * message executed by the target (the emulation tcp and ud always use).
- *
- * Every target maps four regions: user memory (mmap'd by the test, guard
- * pages filled with kGuardByte around it) and AXON_MEM_MAP_ALLOCATE memory,
- * one big (4 MiB + 8 KiB) and one small (64 KiB) of each. Each region starts
- * filled with a background pattern of its own, so a test knows every byte it
- * did not write.
+ * The lanes, the target process and its regions, and the initiator's
+ * Session are in rma_env.h. Lanes *_am force active messages for put and
+ * get (AXON_RMA_PATH=am); lanes *_devamo run every atomic on the device of
+ * an rc lane (AXON_ATOMIC_MODE=device, test_rma_device.cc has what is
+ * particular to that mode), so every test here also checks device atomics.
  */
 #include <gtest/gtest.h>
 
-#include <errno.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <functional>
-#include <memory>
 #include <random>
-#include <set>
 #include <string>
 #include <vector>
 
-#include "axon.h"
-#include "axon_int.h"  /* request pool counters: what a test leaves behind */
-#include "rma.h"       /* the path a key was unpacked to, for checks that depend on it */
-#include "harness.h"
+#include "rma_env.h"
 
 namespace {
 
-const double kOpTimeout       = 30.0;  /* one operation, one command */
-const double kPeerTimeout     = 60.0;  /* a whole peer process */
 const double kRunTimeout      = 50.0;  /* the multi-process test, within kPeerTimeout */
 const double kDetectLimit     = 5.0;   /* target killed -> its requests complete */
 const double kNoProgressLimit = 5.0;   /* shm: one operation on a target that only sleeps */
 
-const uint32_t kFeatures = AXON_FEATURE_TAG | AXON_FEATURE_RMA | AXON_FEATURE_AMO;
-
-/* ---------------------------------------------------------------- regions */
-
-enum { kUserBig, kAllocBig, kUserSmall, kAllocSmall, kRegions };
-
-const size_t   kBigLen    = (4u << 20) + 8192;
-const size_t   kSmallLen  = 65536;
-const size_t   kGuard     = 4096;   /* before and after user regions */
-const uint8_t  kGuardByte = 0xEE;
-const uint64_t kBgSeed    = 0xB6000;
-
-inline bool region_allocated(int r)
-{
-    return (r == kAllocBig) || (r == kAllocSmall);
-}
-
-inline size_t region_length(int r)
-{
-    return ((r == kUserBig) || (r == kAllocBig)) ? kBigLen : kSmallLen;
-}
-
-inline uint64_t bg_seed(int r)
-{
-    return kBgSeed + r;
-}
-
-const char *region_name(int r)
-{
-    static const char *const names[] = {"user", "allocated", "small user", "small allocated"};
-    return names[r];
-}
-
-/* Byte i of a pattern is axon_test_pattern_byte(seed, base + i): the
- * background uses base = offset in the region, data base = 0. */
-inline void fill_pat(uint8_t *p, size_t len, uint64_t seed, uint64_t base)
-{
-    for (size_t i = 0; i < len; ++i) {
-        p[i] = axon_test_pattern_byte(seed, base + i);
-    }
-}
-
-inline int64_t check_pat(const uint8_t *p, size_t len, uint64_t seed, uint64_t base)
-{
-    for (size_t i = 0; i < len; ++i) {
-        if (p[i] != axon_test_pattern_byte(seed, base + i)) {
-            return (int64_t)i;
-        }
-    }
-    return -1;
-}
-
-/* The background value of size bytes at off of region r (host order). */
-inline uint64_t bg_value(int r, uint64_t off, size_t size)
-{
-    uint8_t  bytes[8];
-    uint64_t v = 0;
-    fill_pat(bytes, size, bg_seed(r), off);
-    memcpy(&v, bytes, size);
-    return v;
-}
-
-/* ---------------------------------------------------------------- models */
-
-/* The public atomics, as axon.h defines them. */
-uint64_t model_atomic(axon_atomic_op_t op, size_t size, uint64_t old, uint64_t value,
-                      uint64_t compare)
-{
-    uint64_t mask = (size == 4) ? 0xffffffffull : ~0ull;
-    uint64_t n    = old;
-
-    switch (op) {
-    case AXON_ATOMIC_ADD:   n = old + value; break;
-    case AXON_ATOMIC_AND:   n = old & value; break;
-    case AXON_ATOMIC_OR:    n = old | value; break;
-    case AXON_ATOMIC_XOR:   n = old ^ value; break;
-    case AXON_ATOMIC_SWAP:  n = value; break;
-    case AXON_ATOMIC_CSWAP: n = ((old & mask) == (compare & mask)) ? value : old; break;
-    default: break;
-    }
-    return n & mask;
-}
-
-/* Masked compare-and-swap: swaps only if every word matches under its compare mask. */
-void model_masked_cswap(int words, const uint64_t *old, const uint64_t *compare,
-                        const uint64_t *compare_mask, const uint64_t *swap,
-                        const uint64_t *swap_mask, uint64_t *out)
-{
-    bool equal = true;
-
-    for (int w = 0; w < words; ++w) {
-        equal = equal && (((old[w] ^ compare[w]) & compare_mask[w]) == 0);
-    }
-    for (int w = 0; w < words; ++w) {
-        out[w] = equal ? ((old[w] & ~swap_mask[w]) | (swap[w] & swap_mask[w])) : old[w];
-    }
-}
-
-/* Multi-field add: a boundary bit is the top bit of a field; bit 63 always is one. */
-void model_mfadd(int words, const uint64_t *old, const uint64_t *add,
-                 const uint64_t *boundary, uint64_t *out)
-{
-    for (int w = 0; w < words; ++w) {
-        uint64_t b   = boundary[w] | (1ull << 63);
-        uint64_t res = 0;
-        int      lo  = 0;
-        for (int bit = 0; bit < 64; ++bit) {
-            if (!((b >> bit) & 1)) {
-                continue;
-            }
-            int      width = bit - lo + 1;
-            uint64_t fmask = (width == 64) ? ~0ull : (((1ull << width) - 1) << lo);
-            uint64_t sum   = ((old[w] & fmask) >> lo) + ((add[w] & fmask) >> lo);
-            res |= (sum << lo) & fmask;
-            lo   = bit + 1;
-        }
-        out[w] = res;
-    }
-}
-
-/* ---------------------------------------------------------------- lanes */
-
-struct RmaParam {
-    const char *label;
-    const char *tls;
-    bool        force_am;  /* AXON_RMA_PATH=am */
-};
-
-std::ostream &operator<<(std::ostream &os, const RmaParam &p)
-{
-    return os << p.label;
-}
-
-std::string rma_name(const ::testing::TestParamInfo<RmaParam> &info)
-{
-    return info.param.label;
-}
-
-/* A context (the features, TLS, RMA_PATH) and one worker with its address. */
-struct Node {
-    axon_context_h context        = nullptr;
-    axon_worker_h  worker         = nullptr;
-    void          *address        = nullptr;
-    size_t         address_length = 0;
-
-    axon_status_t create(const char *tls, bool force_am, uint32_t features = kFeatures)
-    {
-        axon_config_kv_t      kv[2]  = {{"TLS", tls}, {"RMA_PATH", "am"}};
-        axon_context_params_t params = {};
-
-        params.features     = features;
-        params.config       = kv;
-        params.config_count = force_am ? 2 : 1;
-        axon_status_t status = axon_init(&params, &context);
-        if (status != AXON_OK) {
-            context = nullptr;
-            return status;
-        }
-        status = axon_worker_create(context, NULL, &worker);
-        if (status == AXON_OK) {
-            status = axon_worker_get_address(worker, &address, &address_length);
-        }
-        if (status != AXON_OK) {
-            destroy();
-        }
-        return status;
-    }
-
-    void destroy()
-    {
-        if (address != nullptr) {
-            axon_worker_release_address(worker, address);
-        }
-        if (worker != nullptr) {
-            axon_worker_destroy(worker);
-        }
-        if (context != nullptr) {
-            axon_cleanup(context);
-        }
-        context = nullptr;
-        worker  = nullptr;
-        address = nullptr;
-    }
-
-    ~Node() { destroy(); }
-};
-
-/* ---------------------------------------------------------------- the memory owner */
-
-struct Region {
-    axon_mem_h           memh       = nullptr;
-    uint8_t             *base       = nullptr;  /* what the key covers */
-    size_t               length     = 0;
-    uint8_t             *raw        = nullptr;  /* user regions: our mapping, guards included */
-    size_t               raw_length = 0;
-    std::vector<uint8_t> key;
-};
-
-/* What the initiator is told about a region besides its key. */
-struct RegionInfo {
-    uint64_t base;
-    uint64_t length;
-};
-
-/* Maps the regions of one process and does to them what commands ask. */
-class Owner {
-public:
-    Region         region[kRegions];
-    axon_context_h context = nullptr;
-
-    ~Owner() { unmap_all(); }
-
-    axon_status_t map_all(axon_context_h ctx)
-    {
-        context = ctx;
-        for (int r = 0; r < kRegions; ++r) {
-            axon_status_t status = map(r);
-            if (status != AXON_OK) {
-                ADD_FAILURE() << "mapping the " << region_name(r) << " region: "
-                              << axon_status_string(status);
-                return status;
-            }
-        }
-        return AXON_OK;
-    }
-
-    /* Map region r (again, at the same address for user memory), background-filled. */
-    axon_status_t map(int r)
-    {
-        Region               &g   = region[r];
-        size_t                len = region_length(r);
-        axon_mem_map_params_t p   = {};
-
-        p.length = len;
-        if (region_allocated(r)) {
-            p.flags = AXON_MEM_MAP_ALLOCATE;
-        } else {
-            if (g.raw == nullptr) {
-                g.raw_length = len + 2 * kGuard;
-                void *m = mmap(NULL, g.raw_length, PROT_READ | PROT_WRITE,
-                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-                if (m == MAP_FAILED) {
-                    g.raw = nullptr;
-                    return AXON_ERR_NO_MEMORY;
-                }
-                g.raw = static_cast<uint8_t *>(m);
-                memset(g.raw, kGuardByte, g.raw_length);
-            }
-            p.address = g.raw + kGuard;
-        }
-        axon_status_t status = axon_mem_map(context, &p, &g.memh);
-        if (status != AXON_OK) {
-            g.memh = nullptr;
-            return status;
-        }
-        void  *addr = nullptr;
-        size_t qlen = 0;
-        status = axon_mem_query(g.memh, &addr, &qlen);
-        if (status != AXON_OK) {
-            return status;
-        }
-        EXPECT_GE(qlen, len) << region_name(r);
-        if (!region_allocated(r)) {
-            EXPECT_EQ(p.address, addr) << "axon_mem_query of mapped user memory";
-            EXPECT_EQ(len, qlen);
-        } else {
-            EXPECT_EQ(0u, (uintptr_t)addr % 4096) << "allocated memory is page aligned";
-            const uint8_t *b = static_cast<const uint8_t *>(addr);
-            EXPECT_TRUE(std::all_of(b, b + len, [](uint8_t c) { return c == 0; }))
-                << "allocated memory is zeroed";
-        }
-        g.base   = static_cast<uint8_t *>(addr);
-        g.length = len;
-        fill_pat(g.base, g.length, bg_seed(r), 0);
-
-        void  *kbuf  = nullptr;
-        size_t ksize = 0;
-        status = axon_rkey_pack(context, g.memh, &kbuf, &ksize);
-        if (status != AXON_OK) {
-            return status;
-        }
-        EXPECT_GT(ksize, 0u);
-        g.key.assign(static_cast<uint8_t *>(kbuf), static_cast<uint8_t *>(kbuf) + ksize);
-        axon_rkey_buffer_release(kbuf);
-        return AXON_OK;
-    }
-
-    axon_status_t unmap(int r)
-    {
-        Region       &g      = region[r];
-        axon_status_t status = AXON_OK;
-        if (g.memh != nullptr) {
-            status = axon_mem_unmap(context, g.memh);
-            g.memh = nullptr;
-        }
-        if (region_allocated(r)) {
-            g.base = nullptr;  /* freed with the mapping */
-        }
-        return status;
-    }
-
-    /* Unmap, then map the same user memory again: old keys name a dead token. */
-    axon_status_t remap(int r)
-    {
-        axon_status_t status = unmap(r);
-        return (status == AXON_OK) ? map(r) : status;
-    }
-
-    void unmap_all()
-    {
-        for (int r = 0; r < kRegions; ++r) {
-            unmap(r);
-            if (region[r].raw != nullptr) {
-                munmap(region[r].raw, region[r].raw_length);
-                region[r].raw = nullptr;
-            }
-        }
-    }
-
-    bool in_range(int r, uint64_t off, uint64_t len) const
-    {
-        return (r >= 0) && (r < kRegions) && (region[r].base != nullptr) &&
-               (off <= region[r].length) && (len <= region[r].length - off);
-    }
-
-    /* Index of the first guard byte that changed, or -1 (allocated regions have none). */
-    int64_t guards(int r) const
-    {
-        const Region &g = region[r];
-        if (g.raw == nullptr) {
-            return -1;
-        }
-        for (size_t i = 0; i < g.raw_length; ++i) {
-            if ((i < kGuard || i >= kGuard + g.length) && (g.raw[i] != kGuardByte)) {
-                return (int64_t)i;
-            }
-        }
-        return -1;
-    }
-};
-
-/* ---------------------------------------------------------------- commands */
-
-enum : uint32_t {
-    kCmdFill = 1,   /* pattern (seed, base) into [offset, offset + length) */
-    kCmdCheck,      /* reply: first byte that is not the pattern, or -1 */
-    kCmdRead,       /* reply: the bytes */
-    kCmdWrite,      /* a blob with the bytes follows */
-    kCmdGuards,     /* reply: Owner::guards */
-    kCmdBlock,      /* reply, then stop progressing until the next command */
-    kCmdUnmap,
-    kCmdRemap,
-    kCmdWaitFlag,   /* progress until the 8 bytes at flag_offset hold flag_value, then check */
-    kCmdQuit,
-};
-
-struct Cmd {
-    uint32_t op;
-    uint32_t region;
-    uint64_t offset;
-    uint64_t length;
-    uint64_t seed;
-    uint64_t base;
-    uint64_t flag_offset;
-    uint64_t flag_value;
-};
-
-const int64_t kReplyBad     = -100;  /* a command the owner cannot do (a test bug) */
-const int64_t kReplyNoFlag  = -2;    /* kCmdWaitFlag: the flag never came */
-const double  kFlagTimeout  = 10.0;
-
-/* Progress (when given a worker) until the flag shows, then check the data. */
-int64_t wait_flag(Owner &o, axon_worker_h worker, const Cmd &c)
-{
-    if (!o.in_range(c.region, c.flag_offset, 8) || (c.flag_offset % 8) ||
-        !o.in_range(c.region, c.offset, c.length)) {
-        return kReplyBad;
-    }
-    volatile uint64_t *flag = reinterpret_cast<volatile uint64_t *>(o.region[c.region].base +
-                                                                     c.flag_offset);
-    double end = axon_test_time() + kFlagTimeout;
-    while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) != c.flag_value) {
-        if (axon_test_time() > end) {
-            return kReplyNoFlag;
-        }
-        axon_test_progress(worker);
-    }
-    return check_pat(o.region[c.region].base + c.offset, c.length, c.seed, c.base);
-}
-
-/* Commands that need no socket: fill, check, guards, unmap, remap. */
-int64_t exec_simple(Owner &o, const Cmd &c)
-{
-    switch (c.op) {
-    case kCmdFill:
-        if (!o.in_range(c.region, c.offset, c.length)) {
-            return kReplyBad;
-        }
-        fill_pat(o.region[c.region].base + c.offset, c.length, c.seed, c.base);
-        return 0;
-    case kCmdCheck:
-        if (!o.in_range(c.region, c.offset, c.length)) {
-            return kReplyBad;
-        }
-        return check_pat(o.region[c.region].base + c.offset, c.length, c.seed, c.base);
-    case kCmdGuards:
-        return (c.region < kRegions) ? o.guards(c.region) : kReplyBad;
-    case kCmdUnmap:
-        return (c.region < kRegions) ? o.unmap(c.region) : kReplyBad;
-    case kCmdRemap:
-        return (c.region < kRegions) ? o.remap(c.region) : kReplyBad;
-    default:
-        return kReplyBad;
-    }
-}
-
-int send_reply(int fd, int64_t value)
-{
-    return axon_test_send_blob(fd, &value, sizeof(value));
-}
-
-int recv_exact(int fd, void *buf, size_t len)
-{
-    void  *blob = nullptr;
-    size_t got  = 0;
-    if (axon_test_recv_blob(fd, &blob, &got) != 0) {
-        return -1;
-    }
-    int ret = (got == len) ? 0 : -1;
-    if (ret == 0) {
-        memcpy(buf, blob, len);
-    }
-    free(blob);
-    return ret;
-}
-
-/*
- * The target process's loop: progress, and serve each command as it comes.
- * 0 after kCmdQuit, else the step that failed.
- */
-int serve(Owner &o, int fd, axon_worker_h worker)
-{
-    bool blocked = false;
-
-    for (;;) {
-        struct pollfd pfd = {fd, POLLIN, 0};
-        int n = poll(&pfd, 1, blocked ? (int)(kOpTimeout * 1000) : 0);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n == 0) {
-            if (blocked) {
-                return 10;  /* nobody woke us up */
-            }
-            axon_test_progress(worker);
-            continue;
-        }
-        blocked = false;
-        Cmd c;
-        if (recv_exact(fd, &c, sizeof(c)) != 0) {
-            return 11;  /* the initiator is gone */
-        }
-        int ret = 0;
-        switch (c.op) {
-        case kCmdQuit:
-            return send_reply(fd, 0) ? 12 : 0;
-        case kCmdRead:
-            if (!o.in_range(c.region, c.offset, c.length)) {
-                ret = axon_test_send_blob(fd, "", 0);
-            } else {
-                ret = axon_test_send_blob(fd, o.region[c.region].base + c.offset, c.length);
-            }
-            break;
-        case kCmdWrite: {
-            void  *blob = nullptr;
-            size_t len  = 0;
-            if (axon_test_recv_blob(fd, &blob, &len) != 0) {
-                return 13;
-            }
-            int64_t reply = kReplyBad;
-            if (o.in_range(c.region, c.offset, len)) {
-                memcpy(o.region[c.region].base + c.offset, blob, len);
-                reply = 0;
-            }
-            free(blob);
-            ret = send_reply(fd, reply);
-            break;
-        }
-        case kCmdBlock:
-            ret     = send_reply(fd, 0);
-            blocked = true;
-            break;
-        case kCmdWaitFlag:
-            ret = send_reply(fd, wait_flag(o, worker, c));
-            break;
-        default:
-            ret = send_reply(fd, exec_simple(o, c));
-            break;
-        }
-        if (ret != 0) {
-            return 14;
-        }
-    }
-}
-
-int send_regions(int fd, const Owner &o)
-{
-    for (int r = 0; r < kRegions; ++r) {
-        RegionInfo info = {(uint64_t)(uintptr_t)o.region[r].base, o.region[r].length};
-        if ((axon_test_send_blob(fd, &info, sizeof(info)) != 0) ||
-            (axon_test_send_blob(fd, o.region[r].key.data(), o.region[r].key.size()) != 0)) {
-            return -1;
-        }
-    }
-    return 0;
-}
-
-int recv_regions(int fd, RegionInfo *info, std::vector<uint8_t> *keys)
-{
-    for (int r = 0; r < kRegions; ++r) {
-        void  *blob = nullptr;
-        size_t len  = 0;
-        if ((recv_exact(fd, &info[r], sizeof(info[r])) != 0) ||
-            (axon_test_recv_blob(fd, &blob, &len) != 0)) {
-            return -1;
-        }
-        keys[r].assign(static_cast<uint8_t *>(blob), static_cast<uint8_t *>(blob) + len);
-        free(blob);
-    }
-    return 0;
-}
-
-struct TargetArgs {
-    const RmaParam *param;
-    uint32_t        features;
-};
-
-/* The forked target: a node, the regions, their keys to the initiator, then serve. */
-int target_main(int fd, void *arg)
-{
-    const TargetArgs *a = static_cast<const TargetArgs *>(arg);
-    Node              node;
-    Owner             owner;
-    void             *peer_addr;
-    size_t            peer_len;
-
-    if (node.create(a->param->tls, a->param->force_am, a->features) != AXON_OK) {
-        return 2;
-    }
-    if (axon_test_exchange_address(fd, node.address, node.address_length, &peer_addr,
-                                   &peer_len) != 0) {
-        return 3;
-    }
-    free(peer_addr);  /* a passive target: no endpoint of its own */
-    if ((owner.map_all(node.context) != AXON_OK) || (send_regions(fd, owner) != 0)) {
-        return 4;
-    }
-    int ret = serve(owner, fd, node.worker);
-    owner.unmap_all();
-    node.destroy();
-    if (ret != 0) {
-        fprintf(stderr, "rma target: serve loop ended with %d\n", ret);
-        return ret;
-    }
-    return ::testing::Test::HasFailure() ? 1 : 0;
-}
-
-/* What the initiator asks of the memory's owner. */
-class TargetApi {
-public:
-    virtual ~TargetApi() {}
-    virtual void                 fill(int r, uint64_t off, uint64_t len, uint64_t seed,
-                                      uint64_t base) = 0;
-    virtual int64_t              check(int r, uint64_t off, uint64_t len, uint64_t seed,
-                                       uint64_t base) = 0;
-    virtual std::vector<uint8_t> read(int r, uint64_t off, uint64_t len) = 0;
-    virtual void                 write(int r, uint64_t off, const void *data, size_t len) = 0;
-    virtual int64_t              guards(int r) = 0;
-    /* Stop progressing until the next command (nothing in self mode). */
-    virtual void                 block() = 0;
-    virtual int64_t              unmap(int r) = 0;
-    virtual int64_t              remap(int r) = 0;
-    /* Start waiting for a flag (progressing), then the data check's result. */
-    virtual void                 wait_flag_begin(int r, uint64_t flag_off, uint64_t flag_value,
-                                                 uint64_t off, uint64_t len, uint64_t seed) = 0;
-    virtual int64_t              wait_flag_end() = 0;
-    virtual void                 quit() = 0;
-
-    /* Background-fill again (after a test wrote there). */
-    void restore(int r, uint64_t off, uint64_t len) { fill(r, off, len, bg_seed(r), off); }
-    /* Does [off, off + len) still hold the background? -1 if so. */
-    int64_t check_bg(int r, uint64_t off, uint64_t len)
-    {
-        return check(r, off, len, bg_seed(r), off);
-    }
-};
-
-Cmd make_cmd(uint32_t op, int r, uint64_t off = 0, uint64_t len = 0, uint64_t seed = 0,
-             uint64_t base = 0)
-{
-    Cmd c = {};
-    c.op     = op;
-    c.region = (uint32_t)r;
-    c.offset = off;
-    c.length = len;
-    c.seed   = seed;
-    c.base   = base;
-    return c;
-}
-
-/* self: the memory is ours. */
-class LocalTarget : public TargetApi {
-public:
-    LocalTarget(Owner &o, axon_worker_h w) : o_(o), worker_(w) {}
-
-    void fill(int r, uint64_t off, uint64_t len, uint64_t seed, uint64_t base) override
-    {
-        EXPECT_EQ(0, exec_simple(o_, make_cmd(kCmdFill, r, off, len, seed, base)));
-    }
-    int64_t check(int r, uint64_t off, uint64_t len, uint64_t seed, uint64_t base) override
-    {
-        return exec_simple(o_, make_cmd(kCmdCheck, r, off, len, seed, base));
-    }
-    std::vector<uint8_t> read(int r, uint64_t off, uint64_t len) override
-    {
-        if (!o_.in_range(r, off, len)) {
-            ADD_FAILURE() << "read out of the region";
-            return {};
-        }
-        return std::vector<uint8_t>(o_.region[r].base + off, o_.region[r].base + off + len);
-    }
-    void write(int r, uint64_t off, const void *data, size_t len) override
-    {
-        ASSERT_TRUE(o_.in_range(r, off, len));
-        memcpy(o_.region[r].base + off, data, len);
-    }
-    int64_t guards(int r) override { return o_.guards(r); }
-    void    block() override {}
-    int64_t unmap(int r) override { return o_.unmap(r); }
-    int64_t remap(int r) override { return o_.remap(r); }
-    void    wait_flag_begin(int r, uint64_t flag_off, uint64_t flag_value, uint64_t off,
-                            uint64_t len, uint64_t seed) override
-    {
-        flag_cmd_             = make_cmd(kCmdWaitFlag, r, off, len, seed, 0);
-        flag_cmd_.flag_offset = flag_off;
-        flag_cmd_.flag_value  = flag_value;
-    }
-    int64_t wait_flag_end() override { return wait_flag(o_, worker_, flag_cmd_); }
-    void    quit() override {}
-
-private:
-    Owner        &o_;
-    axon_worker_h worker_;
-    Cmd           flag_cmd_ = {};
-};
-
-/* A forked target, driven over the harness socket. */
-class RemoteTarget : public TargetApi {
-public:
-    RemoteTarget(int fd, axon_worker_h worker) : fd_(fd), worker_(worker) {}
-
-    void fill(int r, uint64_t off, uint64_t len, uint64_t seed, uint64_t base) override
-    {
-        EXPECT_EQ(0, call(make_cmd(kCmdFill, r, off, len, seed, base)));
-    }
-    int64_t check(int r, uint64_t off, uint64_t len, uint64_t seed, uint64_t base) override
-    {
-        return call(make_cmd(kCmdCheck, r, off, len, seed, base));
-    }
-    std::vector<uint8_t> read(int r, uint64_t off, uint64_t len) override
-    {
-        Cmd                  c = make_cmd(kCmdRead, r, off, len);
-        void                *blob = nullptr;
-        size_t               got  = 0;
-        std::vector<uint8_t> out;
-        if ((axon_test_send_blob(fd_, &c, sizeof(c)) != 0) ||
-            (axon_test_recv_blob(fd_, &blob, &got) != 0)) {
-            ADD_FAILURE() << "the target does not answer";
-            return out;
-        }
-        EXPECT_EQ(len, got) << "read out of the region";
-        out.assign(static_cast<uint8_t *>(blob), static_cast<uint8_t *>(blob) + got);
-        free(blob);
-        return out;
-    }
-    void write(int r, uint64_t off, const void *data, size_t len) override
-    {
-        Cmd     c     = make_cmd(kCmdWrite, r, off, len);
-        int64_t reply = kReplyBad;
-        if ((axon_test_send_blob(fd_, &c, sizeof(c)) != 0) ||
-            (axon_test_send_blob(fd_, data, len) != 0) ||
-            (recv_exact(fd_, &reply, sizeof(reply)) != 0)) {
-            ADD_FAILURE() << "the target does not answer";
-            return;
-        }
-        EXPECT_EQ(0, reply) << "write out of the region";
-    }
-    int64_t guards(int r) override { return call(make_cmd(kCmdGuards, r)); }
-    void    block() override { EXPECT_EQ(0, call(make_cmd(kCmdBlock, 0))); }
-    int64_t unmap(int r) override { return call(make_cmd(kCmdUnmap, r)); }
-    int64_t remap(int r) override { return call(make_cmd(kCmdRemap, r)); }
-    void    wait_flag_begin(int r, uint64_t flag_off, uint64_t flag_value, uint64_t off,
-                            uint64_t len, uint64_t seed) override
-    {
-        Cmd c         = make_cmd(kCmdWaitFlag, r, off, len, seed, 0);
-        c.flag_offset = flag_off;
-        c.flag_value  = flag_value;
-        EXPECT_EQ(0, axon_test_send_blob(fd_, &c, sizeof(c)));
-    }
-    /* A put not flushed yet may need our progress to leave (ud's window). */
-    int64_t wait_flag_end() override
-    {
-        int64_t       reply = kReplyBad;
-        struct pollfd pfd   = {fd_, POLLIN, 0};
-        double        end   = axon_test_time() + kOpTimeout;
-        while ((poll(&pfd, 1, 0) == 0) && (axon_test_time() < end)) {
-            axon_test_progress(worker_);
-        }
-        EXPECT_EQ(0, recv_exact(fd_, &reply, sizeof(reply)));
-        return reply;
-    }
-    void quit() override { EXPECT_EQ(0, call(make_cmd(kCmdQuit, 0))); }
-
-private:
-    int64_t call(const Cmd &c)
-    {
-        int64_t reply = kReplyBad;
-        if ((axon_test_send_blob(fd_, &c, sizeof(c)) != 0) ||
-            (recv_exact(fd_, &reply, sizeof(reply)) != 0)) {
-            ADD_FAILURE() << "the target does not answer command " << c.op;
-        }
-        return reply;
-    }
-
-    int           fd_;
-    axon_worker_h worker_;
-};
-
-/* ---------------------------------------------------------------- the initiator */
-
-/* Final status of an operation whose initiating call returned status. */
-axon_status_t finish_op(axon_worker_h worker, axon_status_t status, axon_request_h req,
-                        double timeout = kOpTimeout)
-{
-    return axon_test_wait_req(worker, status, req, NULL, timeout);
-}
-
-/*
- * One test's initiator: its node, an endpoint to the target, the target's
- * regions and their keys unpacked on the endpoint, and the operations.
- */
-class Session {
-public:
-    RmaParam                   param    = {};
-    Node                       node;
-    axon_ep_h                  ep       = nullptr;
-    axon_test_peer_t           peer     = {-1, -1};
-    bool                       self     = false;
-    Owner                      local;            /* self: the memory */
-    std::unique_ptr<TargetApi> target;
-    RegionInfo                 info[kRegions] = {};
-    std::vector<uint8_t>       keys[kRegions];
-    axon_rkey_h                rkey[kRegions] = {};
-    TargetArgs                 targs = {};
-
-    ~Session() { abort(); }
-
-    /* Fork the target (before any Axon object here), connect, unpack its keys. */
-    void start(const RmaParam &p, uint32_t features = kFeatures)
-    {
-        param = p;
-        self  = !strcmp(p.tls, "self");
-        targs = {&param, features};
-        if (!self) {
-            ASSERT_EQ(0, axon_test_peer_spawn(&peer, target_main, &targs, kPeerTimeout));
-        }
-        ASSERT_EQ(AXON_OK, node.create(p.tls, p.force_am, features));
-        if (self) {
-            ASSERT_EQ(AXON_OK, local.map_all(node.context));
-            for (int r = 0; r < kRegions; ++r) {
-                info[r] = {(uint64_t)(uintptr_t)local.region[r].base, local.region[r].length};
-                keys[r] = local.region[r].key;
-            }
-            ASSERT_EQ(AXON_OK, axon_test_ep_create(node.worker, node.address,
-                                                   node.address_length, &ep));
-            target.reset(new LocalTarget(local, node.worker));
-        } else {
-            void  *addr;
-            size_t len;
-            ASSERT_EQ(0, axon_test_exchange_address(peer.fd, node.address, node.address_length,
-                                                    &addr, &len));
-            axon_status_t status = axon_test_ep_create(node.worker, addr, len, &ep);
-            free(addr);
-            ASSERT_EQ(AXON_OK, status);
-            ASSERT_EQ(0, recv_regions(peer.fd, info, keys)) << "the target's keys";
-            target.reset(new RemoteTarget(peer.fd, node.worker));
-        }
-        axon_ep_attr_t attr;
-        ASSERT_EQ(AXON_OK, axon_ep_query(ep, &attr));
-        EXPECT_STREQ(p.tls, attr.small_tl);
-        for (int r = 0; r < kRegions; ++r) {
-            ASSERT_EQ(AXON_OK, axon_ep_rkey_unpack(ep, keys[r].data(), keys[r].size(),
-                                                   &rkey[r])) << region_name(r);
-        }
-    }
-
-    /* The orderly end: keys, endpoint (flushed), target, node; nothing left behind. */
-    void finish(bool ep_may_fail = false)
-    {
-        for (axon_rkey_h &k : rkey) {
-            if (k != nullptr) {
-                axon_rkey_destroy(k);
-                k = nullptr;
-            }
-        }
-        if (ep != nullptr) {
-            axon_status_t status = axon_test_ep_close(node.worker, ep, AXON_EP_CLOSE_FLUSH,
-                                                      kOpTimeout);
-            if (!ep_may_fail) {
-                EXPECT_EQ(AXON_OK, status) << "closing the endpoint";
-            }
-            ep = nullptr;
-        }
-        if (target) {
-            target->quit();
-        }
-        if (!self && (peer.pid > 0)) {
-            EXPECT_EQ(0, axon_test_peer_wait(&peer, kPeerTimeout)) << "the target failed";
-        }
-        local.unmap_all();
-        if (node.worker != nullptr) {
-            axon_worker_h w = node.worker;
-            axon_test_progress_for(w, 0.005);
-            EXPECT_EQ(0u, w->req_mp.num_elems - w->req_mp.num_free)
-                << "requests not returned to the pool";
-        }
-        node.destroy();
-        target.reset();
-    }
-
-    /* Whatever is left after a failure: no waiting on the target. */
-    void abort()
-    {
-        for (axon_rkey_h &k : rkey) {
-            if (k != nullptr) {
-                axon_rkey_destroy(k);
-                k = nullptr;
-            }
-        }
-        if (ep != nullptr) {
-            axon_test_ep_close(node.worker, ep, AXON_EP_CLOSE_FORCE, 1.0);
-            ep = nullptr;
-        }
-        axon_test_peer_kill(&peer);
-        local.unmap_all();
-        node.destroy();
-        target.reset();
-    }
-
-    uint64_t addr(int r, uint64_t off) const { return info[r].base + off; }
-    axon_rma_path_t path(int r) const { return rkey[r]->path; }
-
-    axon_status_t wait(axon_status_t status, axon_request_h req, double timeout = kOpTimeout)
-    {
-        return finish_op(node.worker, status, req, timeout);
-    }
-
-    /* Start an operation, retrying while the transport is out of resources. */
-    axon_status_t start_op(std::function<axon_status_t(axon_request_h *)> fn,
-                           axon_request_h *req_p)
-    {
-        double end = axon_test_time() + kOpTimeout;
-        for (;;) {
-            *req_p = nullptr;
-            axon_status_t status = fn(req_p);
-            if ((status != AXON_ERR_NO_RESOURCE) || (axon_test_time() > end)) {
-                return status;
-            }
-            axon_test_progress(node.worker);
-        }
-    }
-
-    axon_status_t run(std::function<axon_status_t(axon_request_h *)> fn,
-                      double timeout = kOpTimeout)
-    {
-        axon_request_h req    = nullptr;
-        axon_status_t  status = start_op(fn, &req);
-        return wait(status, req, timeout);
-    }
-
-    axon_status_t put(const void *buf, size_t len, uint64_t raddr, axon_rkey_h rk,
-                      double timeout = kOpTimeout)
-    {
-        return run([&](axon_request_h *r) {
-            return axon_put_nb(ep, buf, len, raddr, rk, NULL, r);
-        }, timeout);
-    }
-
-    axon_status_t get(void *buf, size_t len, uint64_t raddr, axon_rkey_h rk,
-                      double timeout = kOpTimeout)
-    {
-        return run([&](axon_request_h *r) {
-            return axon_get_nb(ep, buf, len, raddr, rk, NULL, r);
-        }, timeout);
-    }
-
-    axon_status_t flush(double timeout = kOpTimeout)
-    {
-        return run([&](axon_request_h *r) { return axon_ep_flush_nb(ep, NULL, r); }, timeout);
-    }
-
-    axon_status_t atomic(axon_atomic_op_t op, size_t size, const void *value,
-                         const void *compare, void *result, uint64_t raddr, axon_rkey_h rk,
-                         double timeout = kOpTimeout)
-    {
-        return run([&](axon_request_h *r) {
-            return axon_atomic_nb(ep, op, size, value, compare, result, raddr, rk, NULL, r);
-        }, timeout);
-    }
-
-    axon_status_t masked_cswap(size_t size, const uint64_t *cmp, const uint64_t *cmask,
-                               const uint64_t *swap, const uint64_t *smask, uint64_t *result,
-                               uint64_t raddr, axon_rkey_h rk, double timeout = kOpTimeout)
-    {
-        return run([&](axon_request_h *r) {
-            return axon_atomic_masked_cswap_nb(ep, size, cmp, cmask, swap, smask, result, raddr,
-                                               rk, NULL, r);
-        }, timeout);
-    }
-
-    axon_status_t mfadd(size_t size, const uint64_t *add, const uint64_t *boundary,
-                        uint64_t *result, uint64_t raddr, axon_rkey_h rk,
-                        double timeout = kOpTimeout)
-    {
-        return run([&](axon_request_h *r) {
-            return axon_atomic_mfadd_nb(ep, size, add, boundary, result, raddr, rk, NULL, r);
-        }, timeout);
-    }
-};
-
-/* Fetch-add of 8 bytes, the operation several tests use to see a key work. */
-axon_status_t fetch_add8(Session &s, uint64_t raddr, axon_rkey_h rk, uint64_t *result)
-{
-    uint64_t one = 1;
-    return s.atomic(AXON_ATOMIC_ADD, 8, &one, NULL, result, raddr, rk);
-}
 
 class RmaTest : public ::testing::TestWithParam<RmaParam> {
 protected:
@@ -1242,6 +275,62 @@ TEST_P(RmaTest, FenceOrdersPuts)
                 << region_name(r) << " region, round " << round
                 << " (-2: the flag never arrived; else the first byte missing)";
             s_.target->restore(r, off, len);
+            s_.target->restore(r, flag_off, 8);
+        }
+    }
+    EXPECT_EQ(AXON_OK, s_.flush());
+    s_.finish();
+}
+
+/*
+ * Posted atomics that turn 32 zero bytes into a pattern (add, xor, a
+ * two-field multi-field add), a fence, a put of a flag: a target that sees
+ * the flag sees the pattern. In device mode the atomics travel the rc
+ * lane and the flag may not (shm, self): the fence orders the lanes.
+ */
+TEST_P(RmaTest, FenceOrdersAtomics)
+{
+    const int      kRounds      = 4;
+    const uint64_t kBoundary[2] = {0, 0};  /* 16 bytes, two 64-bit fields */
+
+    ASSERT_NO_FATAL_FAILURE(s_.start(GetParam()));
+    for (int r : kBigRegions) {
+        for (int round = 0; round < kRounds; ++round) {
+            uint64_t off      = 8192 + 64 * round;
+            uint64_t flag_off = 3 * 1048576 + 4096 + 64 * round;
+            uint64_t flag     = 0xF1A6100000000000ull + 16 * r + round;
+            uint64_t seed     = 7500 + 10 * r + round;
+            uint64_t v[4], zeros[4] = {0, 0, 0, 0};
+            fill_pat(reinterpret_cast<uint8_t *>(v), sizeof(v), seed, 0);
+            s_.target->write(r, off, zeros, sizeof(zeros));
+
+            s_.target->wait_flag_begin(r, flag_off, flag, off, sizeof(v), seed);
+            std::vector<axon_request_h> reqs(4, nullptr);
+            std::vector<axon_status_t>  st(4);
+            st[0] = s_.start_op([&](axon_request_h *rq) {
+                return axon_atomic_nb(s_.ep, AXON_ATOMIC_ADD, 8, &v[0], NULL, NULL,
+                                      s_.addr(r, off), s_.rkey[r], NULL, rq);
+            }, &reqs[0]);
+            st[1] = s_.start_op([&](axon_request_h *rq) {
+                return axon_atomic_nb(s_.ep, AXON_ATOMIC_XOR, 8, &v[1], NULL, NULL,
+                                      s_.addr(r, off + 8), s_.rkey[r], NULL, rq);
+            }, &reqs[1]);
+            st[2] = s_.start_op([&](axon_request_h *rq) {
+                return axon_atomic_mfadd_nb(s_.ep, 16, &v[2], kBoundary, NULL,
+                                            s_.addr(r, off + 16), s_.rkey[r], NULL, rq);
+            }, &reqs[2]);
+            EXPECT_EQ(AXON_OK, axon_worker_fence(s_.node.worker));
+            st[3] = s_.start_op([&](axon_request_h *rq) {
+                return axon_put_nb(s_.ep, &flag, sizeof(flag), s_.addr(r, flag_off), s_.rkey[r],
+                                   NULL, rq);
+            }, &reqs[3]);
+            for (int k = 0; k < 4; ++k) {
+                EXPECT_EQ(AXON_OK, s_.wait(st[k], reqs[k])) << "operation " << k;
+            }
+            EXPECT_EQ(-1, s_.target->wait_flag_end())
+                << region_name(r) << " region, round " << round
+                << " (-2: the flag never arrived; else the first byte the atomics missed)";
+            s_.target->restore(r, off, sizeof(v));
             s_.target->restore(r, flag_off, 8);
         }
     }
@@ -1647,14 +736,25 @@ TEST_P(RmaTest, CorruptKeysAreRefused)
  * attached before the unmap (SHM: it lives on, orphaned); a key unpacked
  * after the unmap must fail there too. rc's RDMA on a dead registration
  * breaks the connection (a verbs remote access error), so on rc every
- * failure counts, whatever its status.
+ * failure counts, whatever its status. Device atomic mode: the device
+ * refuses every stale key (its registration is gone, remapped or not); as
+ * that breaks the endpoint, the atomics come last, after every put and get
+ * was checked, and every failure counts.
  */
 TEST_P(RmaTest, StaleKeysFail)
 {
     ASSERT_NO_FATAL_FAILURE(s_.start(GetParam()));
     EXPECT_EQ(0, s_.target->unmap(kAllocSmall));
     EXPECT_EQ(0, s_.target->remap(kUserSmall));
-    const bool rc = !strcmp(GetParam().tls, "rc");
+    const bool rc  = (GetParam().tl() == "rc");  /* put and get by RDMA */
+    const bool dev = GetParam().device_amo();    /* atomics by RDMA */
+    struct AmoCase {
+        std::string what;
+        axon_rkey_h rk;
+        bool        fresh;
+        uint64_t    raddr;
+    };
+    std::vector<AmoCase> amo_cases;
 
     for (int r : {kUserSmall, kAllocSmall}) {
         for (int fresh = 0; fresh < 2; ++fresh) {
@@ -1684,14 +784,16 @@ TEST_P(RmaTest, StaleKeysFail)
 
             uint64_t      old = 0, word = 0x1122334455667788ull;
             axon_status_t st[3];
-            st[0] = fetch_add8(s_, s_.addr(r, 64), rk, &old);
-            st[1] = s_.get(&word, 8, s_.addr(r, 192), rk);
-            st[2] = s_.put(&word, 8, s_.addr(r, 128), rk);
-            if (st[2] == AXON_OK) {
-                st[2] = s_.flush();  /* a put's failure shows at the next flush */
+            st[0] = s_.get(&word, 8, s_.addr(r, 192), rk);
+            st[1] = s_.put(&word, 8, s_.addr(r, 128), rk);
+            if (st[1] == AXON_OK) {
+                st[1] = s_.flush();  /* a put's failure shows at the next flush */
             }
-            const char *names[3] = {"fetch-add", "get", "put (+ flush)"};
-            for (int k = 0; k < 3; ++k) {
+            if (!dev) {
+                st[2] = fetch_add8(s_, s_.addr(r, 64), rk, &old);
+            }
+            const char *names[3] = {"get", "put (+ flush)", "fetch-add"};
+            for (int k = 0; k < (dev ? 2 : 3); ++k) {
                 printf("[rma] %s: %s (path %d), %s: %s\n", GetParam().label, what.c_str(),
                        (int)path, names[k], axon_status_string(st[k]));
                 if (lenient) {
@@ -1703,9 +805,21 @@ TEST_P(RmaTest, StaleKeysFail)
                     EXPECT_EQ(AXON_ERR_REMOTE_ACCESS, st[k]) << names[k] << ", " << what;
                 }
             }
-            if (fresh) {
+            if (dev) {
+                amo_cases.push_back({what, rk, fresh != 0, s_.addr(r, 64)});
+            } else if (fresh) {
                 axon_rkey_destroy(rk);
             }
+        }
+    }
+    for (const AmoCase &c : amo_cases) {
+        uint64_t      old = 0;
+        axon_status_t st  = fetch_add8(s_, c.raddr, c.rk, &old);
+        printf("[rma] %s: %s, device fetch-add: %s\n", GetParam().label, c.what.c_str(),
+               axon_status_string(st));
+        EXPECT_LT(st, 0) << "device fetch-add, " << c.what;
+        if (c.fresh) {
+            axon_rkey_destroy(c.rk);
         }
     }
     EXPECT_EQ(-1, s_.target->guards(kUserSmall));
@@ -1714,58 +828,97 @@ TEST_P(RmaTest, StaleKeysFail)
             << "an operation with a dead token changed the memory mapped again";
     }
     EXPECT_EQ(-1, s_.target->check_bg(kUserBig, 0, 4096)) << "another region changed";
-    s_.finish(rc);
+    s_.finish(rc || dev);
+}
+
+/* FNV-1a of a key's body into its last 8 bytes (rkey.c's format): to forge keys. */
+void key_fix_checksum(std::vector<uint8_t> &k)
+{
+    uint64_t h   = 0xcbf29ce484222325ull;
+    size_t   end = k.size() - 8;
+
+    for (size_t i = 0; i < end; ++i) {
+        h ^= k[i];
+        h *= 0x100000001b3ull;
+    }
+    for (int i = 0; i < 8; ++i) {
+        k[end + i] = (uint8_t)(h >> (8 * i));
+    }
 }
 
 /*
- * Active messages: every one-byte change of a key is refused at unpack or
- * by the target (a wrong token, a range that is not the mapping's), or
- * names the memory as before; nothing outside the operations' 8 bytes
- * changes.
+ * Forged keys: each byte of a big region's key changed in turn, the
+ * checksum made right again, so only the real checks stand between the key
+ * and the memory: the target's token and range check (active messages),
+ * the owner's mapping table (shm single copy and attached segments, at
+ * unpack), the token and exact range of our own mapping (self), the
+ * registration at the device (rc's RDMA and device atomics). A forgery is
+ * refused at unpack, or its operations (put + flush, get, fetch-add, on 16
+ * bytes the real key names) fail or reach exactly those bytes; nothing
+ * else changes. Where a failure breaks the endpoint (rc: a remote access
+ * error leaves the QP in error) the next forgery gets a new one.
  */
 TEST_P(RmaTest, ForgedKeysTouchNothing)
 {
     ASSERT_NO_FATAL_FAILURE(s_.start(GetParam()));
-    if (s_.path(kUserBig) != AXON_RMA_PATH_AM) {
-        s_.finish();
-        GTEST_SKIP() << "keys reach the memory directly on this lane";
-    }
-    const std::vector<uint8_t> &key = s_.keys[kUserBig];
-    const uint64_t              off = 4096;
-    int                         worked = 0, refused = 0;
+    const uint64_t off = 4096;
+    int            reconnects = 0;
 
-    for (size_t i = 0; i < key.size(); ++i) {
-        std::vector<uint8_t> bad = key;
-        bad[i] ^= 0xFF;
-        axon_rkey_h   rk     = nullptr;
-        axon_status_t status = axon_ep_rkey_unpack(s_.ep, bad.data(), bad.size(), &rk);
-        if (status != AXON_OK) {
-            ++refused;
-            continue;
+    for (int r : kBigRegions) {
+        const std::vector<uint8_t> key = s_.keys[r];
+        int worked = 0, refused = 0, failed = 0;
+
+        ASSERT_GT(key.size(), 8u);
+        for (size_t i = 0; i + 8 < key.size(); ++i) {
+            std::vector<uint8_t> bad = key;
+            bad[i] ^= 0xFF;
+            key_fix_checksum(bad);
+            std::string   what   = std::string(region_name(r)) + " key, byte " +
+                                   std::to_string(i) + " forged";
+            axon_rkey_h   rk     = nullptr;
+            axon_status_t status = axon_ep_rkey_unpack(s_.ep, bad.data(), bad.size(), &rk);
+            if (status != AXON_OK) {
+                EXPECT_LT(status, 0) << what;
+                ++refused;
+                continue;
+            }
+            uint64_t      word = 0xA5A5A5A5A5A5A5A5ull ^ i, old;
+            axon_status_t st[3];
+            st[0] = s_.put(&word, 8, s_.addr(r, off), rk);
+            if (st[0] == AXON_OK) {
+                st[0] = s_.flush();  /* a put's failure shows at the next flush */
+            }
+            st[1] = s_.get(&word, 8, s_.addr(r, off), rk);
+            st[2] = fetch_add8(s_, s_.addr(r, off + 8), rk, &old);
+            bool all_ok = true;
+            for (int k = 0; k < 3; ++k) {
+                /* never a hang; no device reaching the key's memory: UNSUPPORTED */
+                EXPECT_TRUE((st[k] == AXON_OK) || (st[k] < 0)) << what << ", operation " << k;
+                EXPECT_NE(AXON_ERR_TIMED_OUT, st[k]) << what << ", operation " << k;
+                all_ok = all_ok && (st[k] == AXON_OK);
+            }
+            all_ok ? ++worked : ++failed;
+            axon_rkey_destroy(rk);
+            if (s_.ep->status != AXON_OK) {
+                ++reconnects;
+                ASSERT_NO_FATAL_FAILURE(s_.reconnect()) << "after " << what;
+            }
         }
-        uint64_t      word = 0xA5A5A5A5A5A5A5A5ull ^ i, old;
-        axon_status_t st[3];
-        st[0] = s_.put(&word, 8, s_.addr(kUserBig, off), rk);
-        if (st[0] == AXON_OK) {
-            st[0] = s_.flush();  /* a put's failure shows at the next flush */
-        }
-        st[1] = s_.get(&word, 8, s_.addr(kUserBig, off), rk);
-        st[2] = fetch_add8(s_, s_.addr(kUserBig, off + 8), rk, &old);
-        for (int k = 0; k < 3; ++k) {
-            EXPECT_TRUE((st[k] == AXON_OK) || (st[k] == AXON_ERR_REMOTE_ACCESS))
-                << "byte " << i << ", operation " << k << ": " << axon_status_string(st[k]);
-        }
-        (st[0] == AXON_OK) ? ++worked : ++refused;
-        axon_rkey_destroy(rk);
+        printf("[rma] %s: %s key: of %zu forged bytes %d refused at unpack, %d failed, "
+               "%d still name the memory\n", GetParam().label, region_name(r), key.size() - 8,
+               refused, failed, worked);
+        EXPECT_GT(refused + failed, 0) << region_name(r);
     }
-    printf("[rma] %s: of %zu one-byte changes, %d still name the memory, %d refused\n",
-           GetParam().label, key.size(), worked, refused);
-    EXPECT_GT(refused, 0);
+    if (reconnects > 0) {
+        printf("[rma] %s: %d new endpoints after broken ones\n", GetParam().label, reconnects);
+    }
     EXPECT_EQ(AXON_OK, s_.flush());
-    EXPECT_EQ(-1, s_.target->check_bg(kUserBig, 0, off));
-    EXPECT_EQ(-1, s_.target->check_bg(kUserBig, off + 16, kBigLen - off - 16));
-    EXPECT_EQ(-1, s_.target->guards(kUserBig));
-    for (int r : {kAllocBig, kUserSmall, kAllocSmall}) {
+    for (int r : kBigRegions) {
+        EXPECT_EQ(-1, s_.target->check_bg(r, 0, off)) << region_name(r);
+        EXPECT_EQ(-1, s_.target->check_bg(r, off + 16, kBigLen - off - 16)) << region_name(r);
+        EXPECT_EQ(-1, s_.target->guards(r)) << region_name(r);
+    }
+    for (int r : {kUserSmall, kAllocSmall}) {
         EXPECT_EQ(-1, s_.target->check_bg(r, 0, region_length(r))) << region_name(r);
     }
     s_.finish();
@@ -1832,7 +985,7 @@ int counter_main(int fd, void *arg)
     void                *addr;
     size_t               len;
 
-    if (node.create(a->param->tls, a->force_am) != AXON_OK) {
+    if (node.create(a->param->tls, a->force_am, a->param->atomic_mode) != AXON_OK) {
         return 2;
     }
     if (axon_test_exchange_address(fd, node.address, node.address_length, &addr, &len) != 0) {
@@ -1979,12 +1132,13 @@ struct PeerGuard {
  * which only progresses), then multi-field adds on a 32-byte location:
  * every count exact, every fetched value seen once, neighbours untouched.
  * Over shm half the processes force active messages, so the owner's CPU
- * and theirs update the allocated region at the same time.
+ * and theirs update the allocated region at the same time (device mode:
+ * the device does every atomic whatever the path, and alone).
  */
 TEST_P(RmaTest, ConcurrentAtomicsAreExact)
 {
     const RmaParam &p = GetParam();
-    if (!strcmp(p.tls, "self")) {
+    if (p.self()) {
         GTEST_SKIP() << "one process";
     }
     axon_test_peer_t peers[kProcs];
@@ -1994,11 +1148,11 @@ TEST_P(RmaTest, ConcurrentAtomicsAreExact)
     Owner            owner;
 
     for (int i = 0; i < kProcs; ++i) {
-        args[i] = {&p, i, p.force_am || (!strcmp(p.tls, "shm") && (i % 2))};
+        args[i] = {&p, i, p.force_am || ((p.tl() == "shm") && (i % 2))};
         ASSERT_EQ(0, axon_test_peer_spawn(&peers[i], counter_main, &args[i], kPeerTimeout));
         guard.count = i + 1;
     }
-    ASSERT_EQ(AXON_OK, node.create(p.tls, p.force_am));
+    ASSERT_EQ(AXON_OK, node.create(p));
     ASSERT_EQ(AXON_OK, owner.map_all(node.context));
     uint64_t mf_init[2][4];
     for (int r = 0; r < 2; ++r) {
@@ -2106,6 +1260,16 @@ const RmaParam kLanes[] = {
     {"tcp_am", "tcp", true},
     {"rc", "rc", false},        /* RDMA read/write over softib */
     {"ud", "ud", false},        /* active messages */
+    /*
+     * AXON_ATOMIC_MODE=device: put/get take the paths above (self: LOCAL; shm:
+     * SHM for allocated memory, ZCOPY by single copy for user memory; rc:
+     * ZCOPY by RDMA), every atomic the DEVICE path through the endpoint's rc
+     * lane (an rc endpoint of its own beside self or shm; to this process
+     * through rc's loopback), never a CPU, whoever owns the memory.
+     */
+    {"self_devamo", "self,rc", false, "device"},
+    {"shm_devamo", "shm,rc", false, "device"},
+    {"rc_devamo", "rc", false, "device"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Lanes, RmaTest, ::testing::ValuesIn(kLanes), rma_name);
@@ -2186,7 +1350,9 @@ class RmaKillTest : public ::testing::TestWithParam<RmaParam> {};
  * The target stops progressing, the initiator starts gets, puts, atomics
  * and a flush that all need it, and the target is killed: every request
  * completes within kDetectLimit, those that needed an answer with an
- * error; later operations fail too, and the endpoint closes.
+ * error; later operations fail too, and the endpoint closes. Device atomic
+ * lanes: softib's progress thread would answer a target that only stops
+ * calling Axon, so the target is stopped whole (SIGSTOP) before the kill.
  */
 TEST_P(RmaKillTest, RequestsFailWhenTargetDies)
 {
@@ -2194,8 +1360,16 @@ TEST_P(RmaKillTest, RequestsFailWhenTargetDies)
     const int    kEach = 8;
     Session      s;
     ASSERT_NO_FATAL_FAILURE(s.start(GetParam()));
-    ASSERT_EQ(AXON_RMA_PATH_AM, s.path(kUserBig));
-    s.target->block();
+    /* Connected first (rc's handshake needs the target's progress): the kill is what fails. */
+    uint64_t warm = 0;
+    ASSERT_EQ(AXON_OK, s.get(&warm, 8, s.addr(kUserBig, 0), s.rkey[kUserBig]));
+    ASSERT_EQ(AXON_OK, fetch_add8(s, s.addr(kAllocBig, 0), s.rkey[kAllocBig], &warm));
+    if (GetParam().device_amo()) {
+        ASSERT_EQ(0, kill(s.peer.pid, SIGSTOP));
+    } else {
+        ASSERT_EQ(AXON_RMA_PATH_AM, s.path(kUserBig));
+        s.target->block();
+    }
 
     std::vector<std::vector<uint8_t>> bufs;
     std::vector<axon_request_h>       reqs;
@@ -2295,6 +1469,8 @@ TEST_P(RmaKillTest, RequestsFailWhenTargetDies)
 const RmaParam kKillLanes[] = {
     {"tcp", "tcp", false},
     {"shm_am", "shm", true},
+    {"shm_am_devamo", "shm,rc", true, "device"},  /* put/get by messages, atomics by rc */
+    {"rc_devamo", "rc", false, "device"},         /* everything by RDMA */
 };
 
 INSTANTIATE_TEST_SUITE_P(Lanes, RmaKillTest, ::testing::ValuesIn(kKillLanes), rma_name);
