@@ -17,8 +17,10 @@
  * sides said goodbye. An end of stream without a goodbye is a peer failure:
  * every ep on the connection fails and peer_failure names the peer.
  *
- * Progress skips ifaces with nothing but a listening socket (polled every
- * AXON_TCP_IDLE_POLL_INTERVAL calls) and, with exactly one connection,
+ * Progress skips ifaces with nothing but a listening socket (polled at most
+ * every AXON_TCP_IDLE_POLL_NS, the clock read every AXON_TCP_IDLE_POLL_INTERVAL
+ * calls: a syscall per 64 calls still doubled a busy shm ping-pong's
+ * latency when the application's progress loop is tight) and, with exactly one connection,
  * reads it with recv() instead of waiting in epoll_wait first (which still
  * runs every AXON_TCP_EPOLL_INTERVAL calls), so noticing and reading a
  * message is one syscall.
@@ -55,8 +57,11 @@
 #define AXON_TCP_RX_ROUNDS     16
 /* Connections accepted per progress call, so a connect storm cannot starve receives. */
 #define AXON_TCP_ACCEPT_BURST  16
-/* An iface with only its listening socket is polled every this many progress calls. */
+/* An iface with only its listening socket looks at the clock every this many
+ * progress calls, and polls once this long has passed (a connecting peer waits
+ * that much longer for its accept). */
 #define AXON_TCP_IDLE_POLL_INTERVAL 64
+#define AXON_TCP_IDLE_POLL_NS       1000000ull
 /* With one connection, progress reads it directly and calls epoll_wait this often. */
 #define AXON_TCP_EPOLL_INTERVAL     64
 /*
@@ -173,6 +178,7 @@ typedef struct axon_tcp_iface {
     unsigned               in_progress;  /* frees wait while events may point to sockets */
     unsigned               nconns;       /* connections in the epoll set */
     unsigned               idle_skip;    /* progress calls left before an idle iface polls */
+    uint64_t               idle_next_ns; /* and the time it polls from */
     unsigned               epoll_skip;   /* empty recv() polls left before an epoll_wait */
     /* Receive side */
     void                  *am_arg;

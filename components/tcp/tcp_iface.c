@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -955,6 +956,15 @@ static inline axon_tcp_conn_t *axon_tcp_iface_only_conn(axon_tcp_iface_t *iface)
     return conn;
 }
 
+/* A clock the vDSO reads without a syscall; a few ms of granularity is plenty here. */
+static inline uint64_t axon_tcp_coarse_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static unsigned axon_tcp_iface_progress(axon_iface_t *tl_iface)
 {
     axon_tcp_iface_t  *iface = (axon_tcp_iface_t*)tl_iface;
@@ -962,6 +972,7 @@ static unsigned axon_tcp_iface_progress(axon_iface_t *tl_iface)
     axon_tcp_sock_t   *sock;
     axon_tcp_conn_t   *conn;
     unsigned           count = 0;
+    uint64_t           now;
     int                i, n;
 
     /* A callback progressing us again: the outer call is already reading. */
@@ -970,8 +981,8 @@ static unsigned axon_tcp_iface_progress(axon_iface_t *tl_iface)
     }
     /*
      * Only a listening socket: new connections are not latency-critical, so
-     * look every AXON_TCP_IDLE_POLL_INTERVAL calls (an ep_create or an
-     * accepted connection ends this at once).
+     * look once per AXON_TCP_IDLE_POLL_NS (an ep_create or an accepted
+     * connection ends this at once).
      */
     if ((iface->nconns == 0) && axon_list_is_empty(&iface->eps) &&
         axon_list_is_empty(&iface->ep_reports) && axon_list_is_empty(&iface->reports)) {
@@ -980,6 +991,11 @@ static unsigned axon_tcp_iface_progress(axon_iface_t *tl_iface)
             return 0;
         }
         iface->idle_skip = AXON_TCP_IDLE_POLL_INTERVAL - 1;
+        now = axon_tcp_coarse_ns();
+        if (now < iface->idle_next_ns) {
+            return 0;
+        }
+        iface->idle_next_ns = now + AXON_TCP_IDLE_POLL_NS;
     }
     ++iface->in_progress;
 
