@@ -15,7 +15,7 @@ valgrind_filter='DeviceLayer.*:SoftibEngine.Rc*:SoftibEngine.Uc*:config*:tag_mat
 # multi-process atomic counters and the forced-AM RMA lanes,
 # which the plain pass runs (and the heap-measuring ones: ASan has
 # its own allocator); it keeps CI well under 15 minutes.
-asan_filter='*-*64MiB*:*/shm_rev:*/tcp_rev:*/shm_nocma:*PeerFailure*:*PeerIdle*:*EpMemory*:*ManyToOne*:*netns*:*ManySenders*:*Lossy*:*VerbsUdApi*:*/rc_rev*:*/rc_rndv*:*/ud_rndv*:*ConcurrentAtomicsAreExact*:AmoCpu.processes_exact_totals:Lanes/RmaTest.*/shm_am:Lanes/RmaTest.*/tcp_am'
+asan_filter='*-*64MiB*:*/shm_rev:*/tcp_rev:*/shm_nocma:*PeerFailure*:*PeerIdle*:*EpMemory*:*ManyToOne*:*netns*:*ManySenders*:*Lossy*:*VerbsUdApi*:*/rc_rev*:*/rc_rndv*:*/ud_rndv*:*ConcurrentAtomicsAreExact*:AmoCpu.processes_exact_totals:Lanes/RmaTest.*/shm_am:Lanes/RmaTest.*/tcp_am:Lanes/RmaTest.*/rdmacm_devamo'
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"

@@ -963,7 +963,9 @@ public:
         }
         if (param.device_amo()) {
             ASSERT_NE(nullptr, ep->amo_lane.tl_ep) << "no lane with device atomics";
-            EXPECT_STREQ("rc", ep->amo_lane.resource->tl_name);
+            /* the RDMA transport named in AXON_TLS: rc, or rc connected by rdmacm */
+            EXPECT_STREQ(strstr(param.tls, "rdmacm") ? "rdmacm" : "rc",
+                         ep->amo_lane.resource->tl_name);
         } else {
             EXPECT_EQ(nullptr, ep->amo_lane.tl_ep) << "cpu mode: no amo lane";
         }

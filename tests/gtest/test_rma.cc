@@ -746,7 +746,7 @@ TEST_P(RmaTest, StaleKeysFail)
     ASSERT_NO_FATAL_FAILURE(s_.start(GetParam()));
     EXPECT_EQ(0, s_.target->unmap(kAllocSmall));
     EXPECT_EQ(0, s_.target->remap(kUserSmall));
-    const bool rc  = (GetParam().tl() == "rc");  /* put and get by RDMA */
+    const bool rc  = (GetParam().tl() == "rc") || (GetParam().tl() == "rdmacm");  /* RDMA */
     const bool dev = GetParam().device_amo();    /* atomics by RDMA */
     struct AmoCase {
         std::string what;
@@ -1270,6 +1270,7 @@ const RmaParam kLanes[] = {
     {"self_devamo", "self,rc", false, "device"},
     {"shm_devamo", "shm,rc", false, "device"},
     {"rc_devamo", "rc", false, "device"},
+    {"rdmacm_devamo", "rdmacm", false, "device"},  /* rc connected by the CM: same ops */
 };
 
 INSTANTIATE_TEST_SUITE_P(Lanes, RmaTest, ::testing::ValuesIn(kLanes), rma_name);
