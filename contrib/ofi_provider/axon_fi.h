@@ -258,6 +258,8 @@ static inline void axon_fi_unlock(axon_fi_domain_t *domain)
 
 /* -------------------------------------------------------------- functions */
 
+/* Text of an error entry's prov_errno (an axon_status_t), for both strerror ops. */
+const char *axon_fi_strerror(int prov_errno, char *buf, size_t len);
 int  axon_fi_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
                      const struct fi_info *hints, struct fi_info **info);
 int  axon_fi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);

@@ -214,8 +214,8 @@ static int axon_fi_cq_signal(struct fid_cq *cq_fid)
     return 0;
 }
 
-static const char *axon_fi_cq_strerror(struct fid_cq *cq, int prov_errno, const void *err_data,
-                                       char *buf, size_t len)
+/* prov_errno of CQ and EQ error entries is an axon_status_t. */
+const char *axon_fi_strerror(int prov_errno, char *buf, size_t len)
 {
     const char *str = axon_status_string((axon_status_t)prov_errno);
 
@@ -225,6 +225,12 @@ static const char *axon_fi_cq_strerror(struct fid_cq *cq, int prov_errno, const 
         return buf;
     }
     return str;
+}
+
+static const char *axon_fi_cq_strerror(struct fid_cq *cq, int prov_errno, const void *err_data,
+                                       char *buf, size_t len)
+{
+    return axon_fi_strerror(prov_errno, buf, len);
 }
 
 static struct fi_ops_cq axon_fi_cq_ops = {

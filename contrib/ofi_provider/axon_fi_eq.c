@@ -151,14 +151,7 @@ static ssize_t axon_fi_eq_sread(struct fid_eq *eq_fid, uint32_t *event, void *bu
 static const char *axon_fi_eq_strerror(struct fid_eq *eq, int prov_errno, const void *err_data,
                                        char *buf, size_t len)
 {
-    const char *str = axon_status_string((axon_status_t)prov_errno);
-
-    if ((buf != NULL) && (len > 0)) {
-        strncpy(buf, str, len - 1);
-        buf[len - 1] = '\0';
-        return buf;
-    }
-    return str;
+    return axon_fi_strerror(prov_errno, buf, len);
 }
 
 static struct fi_ops_eq axon_fi_eq_ops = {
