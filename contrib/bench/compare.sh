@@ -9,6 +9,8 @@
 #   Axon       axon_perf --local -t tag_lat / tag_bw          AXON_TLS=shm | tcp
 #   UCX        ucx_perftest server + client, tag_lat / tag_bw  UCX_TLS=sm | tcp
 #   libfabric  fi_pingpong server + client, rdm tagged         -p shm | tcp
+# and, with tcp, a row "ofi": Axon over libfabric's tcp provider
+#   (AXON_TLS=ofi AXON_OFI_PROVIDER=tcp axon_perf), beside fi_pingpong -p tcp
 # and prints latency (half round trip, us), streaming bandwidth (MB/s = 1e6
 # B/s), ping-pong bandwidth (size / latency) and the 8 B message rate, with
 # Axon's ratios to the others. fi_pingpong has no streaming test, so its
@@ -88,6 +90,15 @@ for tl in "${tls_list[@]}"; do
             ucx_run "$tl" tag_lat "$size" "$nl";  record ucx "$tl" "$size" lat_us ""
             ucx_run "$tl" tag_bw "$size" "$nb";   record ucx "$tl" "$size" "" bw_MBps
             fi_run "$tl" "$size" "$nl";           record fi "$tl" "$size" lat_us ""
+            if [ "$tl" = tcp ]; then
+                # Row "ofi": Axon over libfabric's tcp provider (components/ofi),
+                # beside the same fi_pingpong -p tcp run.
+                record fi ofi "$size" lat_us ""
+                AXON_OFI_PROVIDER=tcp axon_run ofi tag_lat "$size" "$nl"
+                record axon ofi "$size" lat_us ""
+                AXON_OFI_PROVIDER=tcp axon_run ofi tag_bw "$size" "$nb"
+                record axon ofi "$size" "" bw_MBps
+            fi
         done
     done
 done
@@ -109,9 +120,12 @@ echo
 echo "lat_us: half round trip (lower is better); bw_MBps: streaming tag_bw, 1 MB = 1e6 B;"
 echo "pp_MBps: ping-pong bandwidth = size / lat_us. Ratios are Axon / other."
 echo
+# tcp brings the row "ofi" (Axon over libfabric's tcp provider, no UCX counterpart).
+table_tls=("${tls_list[@]}")
+for tl in "${tls_list[@]}"; do [ "$tl" = tcp ] && table_tls+=(ofi); done
 row transport metric size Axon UCX libfabric Axon/UCX Axon/libfabric
 row --- --- ---: ---: ---: ---: ---: ---:
-for tl in "${tls_list[@]}"; do
+for tl in "${table_tls[@]}"; do
     for metric in lat_us bw_MBps pp_MBps; do
         for size in "${sizes[@]}"; do
             cells=("$tl" "$metric" "$(human "$size")")

@@ -51,6 +51,7 @@
 #include "axon_int.h"  /* request pool counters: what a test leaves behind */
 #include "rma.h"       /* the path a key was unpacked to, for checks that depend on it */
 #include "harness.h"
+#include "env_guard.h"
 
 namespace {
 
@@ -58,45 +59,6 @@ const double kOpTimeout   = 30.0;  /* one operation, one command */
 const double kPeerTimeout = 60.0;  /* a whole peer process */
 
 const uint32_t kFeatures = AXON_FEATURE_TAG | AXON_FEATURE_RMA | AXON_FEATURE_AMO;
-
-/* ---------------------------------------------------------------- environment */
-
-/* Sets variables for the scope (a forked target inherits them) and restores them. */
-class EnvSet {
-public:
-    EnvSet() {}
-    EnvSet(const char *name, const char *value) { set(name, value); }
-    EnvSet(const EnvSet &) = delete;
-    EnvSet &operator=(const EnvSet &) = delete;
-
-    ~EnvSet()
-    {
-        for (auto &it : saved_) {
-            if (it.second.first) {
-                setenv(it.first.c_str(), it.second.second.c_str(), 1);
-            } else {
-                unsetenv(it.first.c_str());
-            }
-        }
-    }
-
-    /* value nullptr: unset for the scope. */
-    void set(const char *name, const char *value)
-    {
-        if (saved_.find(name) == saved_.end()) {
-            const char *old = getenv(name);
-            saved_[name]    = std::make_pair(old != nullptr, std::string(old ? old : ""));
-        }
-        if (value != nullptr) {
-            setenv(name, value, 1);
-        } else {
-            unsetenv(name);
-        }
-    }
-
-private:
-    std::map<std::string, std::pair<bool, std::string>> saved_;
-};
 
 /* ---------------------------------------------------------------- regions */
 

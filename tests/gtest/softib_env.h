@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include <map>
+
+#include "env_guard.h"
 #include <string>
 #include <vector>
 
@@ -45,37 +47,6 @@ const uint32_t       kPsnB        = 0x200;
 
 /* ---------------------------------------------------------------- environment */
 
-/* Sets AXON_* variables for the scope and restores what was there before. */
-class EnvGuard {
-public:
-    EnvGuard() {}
-    EnvGuard(const char *name, const char *value) { set(name, value); }
-    ~EnvGuard()
-    {
-        for (auto &it : saved_) {
-            if (it.second.first) {
-                setenv(it.first.c_str(), it.second.second.c_str(), 1);
-            } else {
-                unsetenv(it.first.c_str());
-            }
-        }
-    }
-    void set(const char *name, const char *value)
-    {
-        if (saved_.find(name) == saved_.end()) {
-            const char *old = getenv(name);
-            saved_[name]    = std::make_pair(old != nullptr, std::string(old ? old : ""));
-        }
-        if (value) {
-            setenv(name, value, 1);
-        } else {
-            unsetenv(name);
-        }
-    }
-
-private:
-    std::map<std::string, std::pair<bool, std::string>> saved_;
-};
 
 /* ---------------------------------------------------------------- small helpers */
 

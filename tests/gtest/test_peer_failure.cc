@@ -1017,6 +1017,9 @@ const FailParam kFailParams[] = {
      * read, ud streams it. */
     {"rc", "rc", {{"RC_TIMEOUT", "0.2s"}, {"RC_KEEPALIVE_INTERVAL", "0.5s"}}},
     {"ud", "ud", {{"UD_TIMEOUT", "4s"}, {"UD_KEEPALIVE_INTERVAL", "0.25s"}}},
+    /* libfabric's tcp reports nothing for a dead peer: Axon's pings (every 0.5 s,
+     * answered from progress) time out after 3 s. */
+    {"ofi", "ofi", {{"OFI_KEEPALIVE_INTERVAL", "0.5s"}, {"OFI_KEEPALIVE_TIMEOUT", "3s"}}},
 };
 
 std::string fail_param_name(const ::testing::TestParamInfo<FailParam> &info)

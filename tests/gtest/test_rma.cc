@@ -1260,6 +1260,7 @@ const RmaParam kLanes[] = {
     {"tcp_am", "tcp", true},
     {"rc", "rc", false},        /* RDMA read/write over softib */
     {"ud", "ud", false},        /* active messages */
+    {"ofi", "ofi", false},      /* over libfabric's tcp; AXON_OFI_RMA=n: active messages */
     /*
      * AXON_ATOMIC_MODE=device: put/get take the paths above (self: LOCAL; shm:
      * SHM for allocated memory, ZCOPY by single copy for user memory; rc:

@@ -100,7 +100,7 @@ TEST_P(DeviceAmo, TargetThatOnlySleeps)
 /* Without extended atomics only 64-bit ADD and CSWAP are native: the rest is refused. */
 TEST_P(DeviceAmo, NoExtAtomicIsUnsupported)
 {
-    EnvSet env("AXON_SOFTIB_CAP_MASK", "ext_atomic");  /* the target inherits it */
+    EnvGuard env("AXON_SOFTIB_CAP_MASK", "ext_atomic");  /* the target inherits it */
     ASSERT_NO_FATAL_FAILURE(s_.start(GetParam()));
     const int r = kAllocBig;
     uint64_t  v = 3, old = 0, cmp = 0;

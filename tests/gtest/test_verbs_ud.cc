@@ -29,6 +29,7 @@
 extern "C" {
 #include "component.h"
 #include "loader.h"
+#include "env_guard.h"
 }
 
 namespace {
@@ -36,34 +37,6 @@ namespace {
 const double     kOpTimeout   = 30.0;
 const double     kPeerTimeout = 120.0;
 const uint8_t    kAmId        = 3;
-
-/* Sets environment variables for the scope and restores what was there. */
-class EnvSet {
-public:
-    void set(const char *name, const char *value)
-    {
-        const char *old = getenv(name);
-        saved_.push_back({name, old ? old : "", old != nullptr});
-        setenv(name, value, 1);
-    }
-    ~EnvSet()
-    {
-        for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
-            if (it->had) {
-                setenv(it->name.c_str(), it->value.c_str(), 1);
-            } else {
-                unsetenv(it->name.c_str());
-            }
-        }
-    }
-
-private:
-    struct Saved {
-        std::string name, value;
-        bool        had;
-    };
-    std::vector<Saved> saved_;
-};
 
 /* ---------------------------------------------------------------- ops-table level */
 
@@ -202,7 +175,7 @@ bool send_bcopy(UdIface &from, axon_tl_ep_t *ep, UdIface &to, const std::string 
 
 class VerbsUd : public ::testing::Test {
 protected:
-    EnvSet env_;
+    EnvGuard env_;
 
     void SetUp() override
     {
