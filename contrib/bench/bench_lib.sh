@@ -337,6 +337,12 @@ bench_footer() {
             echo "  axon $tl: $(sed 's/^# lanes: //' "$work/lanes-axon-$tl")"
         [ -s "$work/lanes-ucx-$tl" ] && echo "  ucx  $tl: $(cat "$work/lanes-ucx-$tl")"
     done
+    bench_notes
+}
+
+# The failure notes of the run, then where the raw outputs are (--keep).
+bench_notes() {
+    local i
     if [ ${#notes[@]} -gt 0 ]; then
         echo
         echo "Failures:"

@@ -162,12 +162,5 @@ for c in "${configs[@]}"; do
     done
     row "${cells[@]}"
 done
-if [ ${#notes[@]} -gt 0 ]; then
-    echo
-    echo "Failures:"
-    for i in "${!notes[@]}"; do
-        echo "  [$((i + 1))] ${notes[$i]}"
-    done
-fi
-[ "$keep" -eq 1 ] && echo && echo "Raw outputs: $work"
+bench_notes
 exit 0

@@ -177,3 +177,5 @@ for config in $configs; do
         run_one "$config" "$name" "$np" $args
     done
 done
+# Verdicts are the PASS/FAIL lines; the exit status says only that the script ran.
+exit 0
