@@ -136,7 +136,9 @@ if [ "$filter" = "*" ] && [ "$gtest_only" != 1 ]; then
     # The tools, then unmodified Open MPI programs over Axon's libfabric provider.
     run_script_tests 600 "$srcdir/tests/tools_test.sh"
     if [ -f "$srcdir/tests/mpi/run_mpi_tests.sh" ]; then
-        run_script_tests 900 "$srcdir/tests/mpi/run_mpi_tests.sh"
+        # Open MPI's own ob1 (which checks the programs, not Axon) only on request.
+        MPI_TEST_CONFIGS=${MPI_TEST_CONFIGS:-axon axon-tcp} \
+            run_script_tests 900 "$srcdir/tests/mpi/run_mpi_tests.sh"
     fi
 fi
 
