@@ -71,7 +71,8 @@ if [ -f config.status ]; then
     [ -f Makefile ] || ./configure
 else
     build=$top/build
-    configure_in "$build"
+    # The only C++ is the test code: unoptimised it builds in half the time.
+    configure_in "$build" CXXFLAGS="${CXXFLAGS:--O0}"
 fi
 make -C "$build" -j"$jobs" >/dev/null
 cd "$build"
@@ -86,7 +87,7 @@ if [ "$mode" = demo ]; then
     exit 0
 fi
 
-echo "== building tests"
+echo "== building tests (at ${SECONDS}s)"
 make -j"$jobs" check TESTS= >/dev/null
 
 # The suite runs three times: plainly (with the tool and install tests), then
@@ -96,7 +97,7 @@ total_pass=0
 total_fail=0
 run_pass() {  # label command...
     local label=$1; shift
-    echo "== tests: $label"
+    echo "== tests: $label (at ${SECONDS}s)"
     local line log
     log=$(mktemp)
     "$@" 2>&1 | tee "$log" || true
@@ -117,7 +118,9 @@ if [ "${AXON_SKIP_SANITIZERS:-0}" != 1 ]; then
     if [ "$build" = "$top" ]; then
         echo "== skipping the ASan pass: the source tree is configured in place (make distclean)"
     else
-        configure_in "$top/build-asan" --enable-asan >/dev/null
+        # -O1: what ASan recommends, and a third faster to build than -O2.
+        configure_in "$top/build-asan" --enable-asan CFLAGS="${CFLAGS:--g -O1}" \
+            CXXFLAGS="${CXXFLAGS:--O0}" >/dev/null
         make -C "$top/build-asan" -j"$jobs" >/dev/null
         make -C "$top/build-asan" -j"$jobs" check TESTS= >/dev/null
         run_pass "ASan+UBSan build" env AXON_TEST_GTEST_ONLY=1 \
@@ -132,5 +135,6 @@ if [ "${AXON_SKIP_SANITIZERS:-0}" != 1 ]; then
     fi
 fi
 
+echo "== done after ${SECONDS}s"
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

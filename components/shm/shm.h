@@ -57,6 +57,9 @@ typedef struct axon_shm_iface_addr {
  * dead sender holding it: far above any copy into a cell, and rechecked as
  * often while it stays stuck (a scan may read /proc). */
 #define AXON_SHM_STUCK_GRACE    0.002
+/* How often the tick looks for a claimed head: reading the ring's tail takes
+ * its line from the senders, whose next claim then waits to get it back. */
+#define AXON_SHM_HEAD_CHECK     0.0005
 
 typedef struct axon_shm_iface {
     axon_iface_t      super;
@@ -81,6 +84,7 @@ typedef struct axon_shm_iface {
     axon_shm_senders_t senders;       /* our segment's sender slots */
     uint64_t          stuck_head;     /* the head seen stuck since stuck_since */
     double            stuck_since;    /* < 0: head not seen stuck */
+    double            next_head_check; /* when the tick looks at the head again */
     int               cma;            /* AXON_SHM_CMA */
     /* Addresses */
     uint64_t          host_id;

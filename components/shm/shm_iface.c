@@ -60,6 +60,7 @@ axon_status_t axon_shm_iface_open(const axon_resource_t *resource, const void *c
     iface->failures_pending  = 0;
     iface->peer_failure      = params->peer_failure;
     iface->stuck_since       = -1;
+    iface->next_head_check   = 0;
     iface->cma               = config->cma && (resource->cap_flags & AXON_CAP_GET);
 
     *iface_p = &iface->super;
@@ -188,7 +189,10 @@ unsigned axon_shm_iface_tick(axon_shm_iface_t *iface)
     unsigned batch;
 
     iface->tick_countdown = AXON_SHM_LIVENESS_TICK;
-    axon_shm_iface_watch_head(iface, now);
+    if (now >= iface->next_head_check) {
+        iface->next_head_check = now + AXON_SHM_HEAD_CHECK;
+        axon_shm_iface_watch_head(iface, now);
+    }
     if ((iface->sweep_next == &iface->eps) && (now >= iface->next_sweep)) {
         iface->sweep_next = iface->eps.next;
         iface->next_sweep = now + iface->liveness_interval;

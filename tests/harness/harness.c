@@ -607,14 +607,15 @@ int axon_test_netns_create(axon_test_netns_t *ns)
 {
     static unsigned counter;
     unsigned        n = counter++;
-    int             side, ret;
+    unsigned        side;
+    int             ret;
 
     memset(ns, 0, sizeof(*ns));
     axon_test_netns_sweep();
     for (side = 0; side < 2; ++side) {
         snprintf(ns->name[side], sizeof(ns->name[side]), AXON_TEST_NETNS_PREFIX "%d-%u-%c",
-                 (int)getpid(), n, 'a' + side);
-        snprintf(ns->addr[side], sizeof(ns->addr[side]), "10.199.%u.%d", n % 256, side + 1);
+                 (int)getpid(), n, (char)('a' + side));
+        snprintf(ns->addr[side], sizeof(ns->addr[side]), "10.199.%u.%u", n % 256, side + 1);
     }
     /* Each end lives in its own namespace, so one name serves both. */
     snprintf(ns->ifname, sizeof(ns->ifname), "axv0");
