@@ -27,7 +27,7 @@ static const axon_config_entry_t axon_ofi_config_table[] = {
     {"PROVIDER", "auto",
      "libfabric provider ofi runs over: auto (hardware providers in libfabric's order, then "
      "tcp, net, sockets, udp), none (do not look), or a name as fi_info -l lists it "
-     "(tcp, shm, psm2, ...); never axon, Axon's own provider",
+     "(tcp, psm2, ...; shm from libfabric 1.19); never axon, Axon's own provider",
      offsetof(axon_ofi_config_t, provider), AXON_CONFIG_TYPE_STRING},
 
     {"SEG_SIZE", "8k",
@@ -382,6 +382,27 @@ static void axon_ofi_resource_init(axon_resource_t *resource, const char *core,
     resource->ep_memory      = sizeof(axon_ofi_ep_t);
 }
 
+/*
+ * libfabric's shm before 1.19 loses messages it has to hold as unexpected
+ * (more in flight than receives posted: a storm of sends stops at a message
+ * that never arrives; 1.19 reworked that path, ofiwg/libfabric#9143). Nothing
+ * here can keep a sender from getting ahead of the receives,
+ * so such a provider is refused rather than used: Axon's shm covers the host.
+ */
+static int axon_ofi_prov_loses_unexpected(const char *core)
+{
+    uint32_t version = fi_version();
+
+    if (strcmp(core, "shm") || (version >= FI_VERSION(1, 19))) {
+        return 0;
+    }
+    axon_error("AXON_OFI_PROVIDER=shm: libfabric %u.%u's shm provider loses messages "
+               "that arrive while no receive is posted (its unexpected-message path was "
+               "reworked in 1.19); use Axon's own shared memory transport (AXON_TLS=shm)",
+               FI_MAJOR(version), FI_MINOR(version));
+    return 1;
+}
+
 static axon_status_t axon_ofi_query(const void *config_v, axon_resource_t **resources_p,
                                     unsigned *count_p)
 {
@@ -420,6 +441,9 @@ static axon_status_t axon_ofi_query(const void *config_v, axon_resource_t **reso
             axon_error("AXON_OFI_PROVIDER=%s names no libfabric provider (providers: %s)",
                        config->provider, known[0] ? known : "none");
             return AXON_ERR_INVALID_PARAM;
+        }
+        if (axon_ofi_prov_loses_unexpected(core)) {
+            return AXON_ERR_INVALID_PARAM;   /* asked for by name: the context fails, saying why */
         }
     }
 

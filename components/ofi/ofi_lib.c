@@ -40,6 +40,7 @@ static void axon_ofi_lib_open(void)
     *(void **)&lib.dupinfo  = axon_ofi_lib_sym(handle, "fi_dupinfo", &missing);
     *(void **)&lib.fabric   = axon_ofi_lib_sym(handle, "fi_fabric", &missing);
     *(void **)&lib.strerror = axon_ofi_lib_sym(handle, "fi_strerror", &missing);
+    *(void **)&lib.version  = axon_ofi_lib_sym(handle, "fi_version", &missing);
     if (missing) {
         dlclose(handle);
         return;

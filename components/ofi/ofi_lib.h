@@ -21,6 +21,7 @@ typedef struct axon_ofi_lib {
     int             (*fabric)(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
                               void *context);
     const char     *(*strerror)(int errnum);
+    uint32_t        (*version)(void);
 } axon_ofi_lib_t;
 
 extern axon_ofi_lib_t axon_ofi_lib;
@@ -35,5 +36,6 @@ axon_status_t axon_ofi_lib_load(void);
 #define fi_dupinfo  axon_ofi_lib.dupinfo
 #define fi_fabric   axon_ofi_lib.fabric
 #define fi_strerror axon_ofi_lib.strerror
+#define fi_version  axon_ofi_lib.version
 
 #endif

@@ -8,6 +8,7 @@
  */
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -75,6 +76,45 @@ TEST(OfiConfig, AxonsOwnProviderIsRefused)
     EXPECT_EQ(AXON_ERR_INVALID_PARAM,
               ofi_node_status({{"OFI_PROVIDER", "axon;ofi_rxm"}}, &log));
     EXPECT_NE(std::string::npos, log.find("AXON_OFI_PROVIDER=axon;ofi_rxm")) << log;
+}
+
+/* libfabric's version from the library itself, 0 if it cannot be loaded. */
+uint32_t libfabric_version()
+{
+    void *handle = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
+    uint32_t (*version)(void);
+
+    if (handle == nullptr) {
+        return 0;
+    }
+    *(void **)&version = dlsym(handle, "fi_version");
+    return (version != nullptr) ? version() : 0;   /* kept open: libfabric has exit hooks */
+}
+
+/*
+ * libfabric 1.17's shm lost messages it had to hold unexpected: this storm
+ * over AXON_OFI_PROVIDER=shm stopped at a message that never arrived in 11 of
+ * 12 runs with 4 KiB buffers. Such a provider is refused, saying why.
+ */
+TEST(OfiConfig, ShmProviderThatLosesMessagesIsRefused)
+{
+    const uint32_t kFixed = (1u << 16) | 19u;   /* FI_VERSION(1, 19) */
+    std::string    log;
+
+    OFI_REQUIRE();
+    axon_status_t status = ofi_node_status({{"OFI_PROVIDER", "shm"}}, &log);
+    if (log.find("names no libfabric provider") != std::string::npos) {
+        GTEST_SKIP() << "this libfabric has no shm provider";
+    }
+    uint32_t version = libfabric_version();
+    ASSERT_NE(0u, version);
+    if (version >= kFixed) {
+        EXPECT_EQ(std::string::npos, log.find("loses messages")) << log;
+        return;
+    }
+    EXPECT_EQ(AXON_ERR_INVALID_PARAM, status);
+    EXPECT_NE(std::string::npos, log.find("AXON_OFI_PROVIDER=shm")) << log;
+    EXPECT_NE(std::string::npos, log.find("AXON_TLS=shm")) << "the error says what to use: " << log;
 }
 
 TEST(OfiConfig, BadSizesAreErrors)
@@ -205,9 +245,9 @@ const TransportParam kOfiLanes[] = {
                                        {"RNDV_THRESH", "16K"}}},
     {"ofi_tcp_norma", "ofi", 1, false, {{"OFI_PROVIDER", "tcp"}, {"OFI_RMA", "n"},
                                         {"RNDV_THRESH", "16K"}}},
-    /* Not here: AXON_OFI_PROVIDER=shm. Its StormOfMixedSizes lost a message in
-     * 2 of 3 runs on a loaded machine (not diagnosed: libfabric's shm provider
-     * or this component; docs/design.md, known limits). */
+    /* Small buffers: the storm outruns the 128 posted receives, so the
+     * provider holds messages as unexpected (what libfabric 1.17's shm loses). */
+    {"ofi_tcp_4k", "ofi", 1, false, {{"OFI_PROVIDER", "tcp"}, {"OFI_SEG_SIZE", "4k"}}},
 };
 
 INSTANTIATE_TEST_SUITE_P(Providers, OfiTagTest, ::testing::ValuesIn(kOfiLanes),
