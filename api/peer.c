@@ -108,8 +108,11 @@ axon_ep_h axon_peer_reply_ep(axon_worker_h worker, uint64_t uuid)
     }
     status = axon_ep_create_internal(worker, peer->address, peer->address_length, 1, &ep);
     if (status != AXON_OK) {
-        axon_error("cannot reach back to peer %016llx: %s", (unsigned long long)uuid,
-                   axon_status_string(status));
+        /* A peer that closed or died is no news; callers say what went unanswered. */
+        axon_log((status == AXON_ERR_UNREACHABLE) || (status == AXON_ERR_CONNECTION_RESET) ||
+                 (status == AXON_ERR_ENDPOINT_TIMEOUT) ? AXON_LOG_DEBUG : AXON_LOG_ERROR,
+                 "cannot reach back to peer %016llx: %s",
+                 (unsigned long long)uuid, axon_status_string(status));
         return NULL;
     }
     if (peer->status != AXON_OK) {

@@ -183,7 +183,7 @@ axon_status_t axon_rma_am_push(axon_request_h req)
 static void axon_rma_reply(axon_worker_h worker, uint64_t uuid, uint8_t am_id, const void *hdr,
                            size_t hdr_len)
 {
-    axon_ep_h ep = axon_peer_reply_ep(worker, uuid);  /* logs when it cannot */
+    axon_ep_h ep = axon_peer_reply_ep(worker, uuid);  /* a requester that is gone waits for nothing */
     axon_status_t status;
 
     if (ep == NULL) {
