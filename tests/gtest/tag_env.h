@@ -80,13 +80,13 @@ inline std::string check_msg(const void *buf, size_t len, uint64_t seq)
         }
         start = sizeof(seq);
     }
-    for (size_t i = start; i < len; ++i) {
-        if (p[i] != axon_test_pattern_byte(msg_seed(seq, len), i)) {
-            snprintf(text, sizeof(text), "message %llu (len %zu): byte %zu is 0x%02x, not 0x%02x",
-                     (unsigned long long)seq, len, i, p[i],
-                     axon_test_pattern_byte(msg_seed(seq, len), i));
-            return text;
-        }
+    ssize_t bad = axon_test_check_at(p + start, len - start, msg_seed(seq, len), start);
+    if (bad >= 0) {
+        size_t i = start + (size_t)bad;
+        snprintf(text, sizeof(text), "message %llu (len %zu): byte %zu is 0x%02x, not 0x%02x",
+                 (unsigned long long)seq, len, i, p[i],
+                 axon_test_pattern_byte(msg_seed(seq, len), i));
+        return text;
     }
     return "";
 }

@@ -588,7 +588,7 @@ TEST_P(RmaTest, OutOfRangeTouchesNothing)
                 << "put, " << what;
             EXPECT_EQ(AXON_ERR_REMOTE_ACCESS, s_.get(buf.data(), c.len, c.addr, s_.rkey[r]))
                 << "get, " << what;
-            EXPECT_TRUE(std::all_of(buf.begin(), buf.end(), [](uint8_t b) { return b == 0x5A; }))
+            EXPECT_TRUE(all_bytes_are(buf.data(), buf.size(), 0x5A))
                 << "a failed get wrote the local buffer, " << what;
         }
         /* iov: the pieces together cross the end */

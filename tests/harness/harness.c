@@ -818,27 +818,37 @@ axon_status_t axon_test_recv(axon_worker_h worker, void *buf, size_t len, axon_t
 
 /* ---------------------------------------------------------------- data */
 
-void axon_test_fill(void *buf, size_t len, uint64_t seed)
+void axon_test_fill_at(void *buf, size_t len, uint64_t seed, size_t base)
 {
     uint8_t *p = (uint8_t *)buf;
     size_t   i;
 
     for (i = 0; i < len; ++i) {
-        p[i] = axon_test_pattern_byte(seed, i);
+        p[i] = axon_test_pattern_byte(seed, base + i);
     }
 }
 
-ssize_t axon_test_check(const void *buf, size_t len, uint64_t seed)
+ssize_t axon_test_check_at(const void *buf, size_t len, uint64_t seed, size_t base)
 {
     const uint8_t *p = (const uint8_t *)buf;
     size_t         i;
 
     for (i = 0; i < len; ++i) {
-        if (p[i] != axon_test_pattern_byte(seed, i)) {
+        if (p[i] != axon_test_pattern_byte(seed, base + i)) {
             return (ssize_t)i;
         }
     }
     return -1;
+}
+
+void axon_test_fill(void *buf, size_t len, uint64_t seed)
+{
+    axon_test_fill_at(buf, len, seed, 0);
+}
+
+ssize_t axon_test_check(const void *buf, size_t len, uint64_t seed)
+{
+    return axon_test_check_at(buf, len, seed, 0);
 }
 
 /* ---------------------------------------------------------------- stderr */

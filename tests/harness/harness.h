@@ -199,6 +199,10 @@ static inline uint8_t axon_test_pattern_byte(uint64_t seed, size_t i)
 void     axon_test_fill(void *buf, size_t len, uint64_t seed);
 /* Index of the first byte that differs from the pattern, or -1. */
 ssize_t  axon_test_check(const void *buf, size_t len, uint64_t seed);
+/* The same for bytes [base, base + len) of the pattern. Here, not in the C++
+ * helpers, so that the byte loops run optimised whatever the test code is built with. */
+void     axon_test_fill_at(void *buf, size_t len, uint64_t seed, size_t base);
+ssize_t  axon_test_check_at(const void *buf, size_t len, uint64_t seed, size_t base);
 
 /* Monotonic seconds. */
 double   axon_test_time(void);
