@@ -112,6 +112,10 @@ run_pass() {  # label command...
     fi
 }
 
+# Tests run $jobs at a time, each in its own process (AXON_TEST_JOBS): many
+# wait on timers (peer failure detection, idle peers, retransmission), and
+# the plain pass takes half the time with two.
+export AXON_TEST_JOBS=${AXON_TEST_JOBS:-$jobs}
 run_pass "plain build" "$top/tests/run_tests.sh"
 
 if [ "${AXON_SKIP_SANITIZERS:-0}" != 1 ]; then

@@ -24,6 +24,12 @@ per_test_timeout=${AXON_TEST_TIMEOUT:-180}
 gtest_only=${AXON_TEST_GTEST_ONLY:-0}
 use_valgrind=${AXON_TEST_VALGRIND:-0}
 use_batch=${AXON_TEST_BATCH:-0}
+# AXON_TEST_JOBS=N: run N tests at a time (each still in its own process).
+jobs=${AXON_TEST_JOBS:-1}
+if ! [[ "$jobs" =~ ^[1-9][0-9]*$ ]]; then
+    echo "AXON_TEST_JOBS=$jobs: not a positive number" >&2
+    exit 2
+fi
 # AXON_TEST_VALGRIND=1: run each test under valgrind, failing on any error or leak.
 wrapper=""
 if [ "$use_valgrind" = 1 ]; then
@@ -47,6 +53,37 @@ record() {  # name status
     fi
 }
 
+# A unit of work runs in the background: it prints its report on stdout and
+# one verdict per test on fd 3 ("0 name" passed, "1 name" failed; skipped
+# tests have none), so the totals are kept here, in the parent.
+
+# One test in its own process: a PASS or SKIP line, or the test's output
+# and a FAIL line.
+run_one() {  # name
+    local t=$1 out rc ms start
+    start=$(date +%s%N)
+    out=$(timeout -k 5 "$per_test_timeout" $wrapper "$gtest" --gtest_filter="$t" 2>&1)
+    rc=$?
+    if [ $rc -eq 0 ] && grep -q '^\[  SKIPPED \] 1 test' <<<"$out"; then
+        # GTEST_SKIP: the case does not apply to this parameter (counted neither way)
+        printf 'SKIP  %-70s %s\n' "$t" "$(grep -m1 -A1 'Skipped$' <<<"$out" | tail -1)"
+        return
+    fi
+    if [ $rc -eq 0 ] && ! grep -q '^\[  PASSED  \] 1 test' <<<"$out"; then
+        rc=1   # filtered to nothing, or the binary lied
+    fi
+    ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    if [ $rc -eq 0 ]; then
+        printf 'PASS  %-70s %6d ms\n' "$t" "$ms"
+        echo "0 $t" >&3
+        return
+    fi
+    [ $rc -eq 124 ] && echo "TIMEOUT after ${per_test_timeout}s"
+    echo "$out" | tail -40
+    printf 'FAIL  %-70s (rc=%d)\n' "$t" "$rc"
+    echo "1 $t" >&3
+}
+
 # AXON_TEST_BATCH=1: one process per test suite instead of per test, for
 # passes whose per-process start is dear (valgrind: ~2 s each). A suite's
 # tests then share a process; an error valgrind reports at exit (a leak)
@@ -64,10 +101,10 @@ run_batch() {  # suite tests...
             printf 'SKIP  %s\n' "$t"
         elif [ $rc -le 1 ] && grep -qF "[       OK ] $t (" <<<"$out"; then
             printf 'PASS  %-70s %6d ms (suite %s)\n' "$t" "$ms" "$suite"
-            record "$t" 0
+            echo "0 $t" >&3
         else
             printf 'FAIL  %-70s (rc=%d, suite %s)\n' "$t" "$rc" "$suite"
-            record "$t" 1
+            echo "1 $t" >&3
         fi
     done
     if [ $rc -gt 1 ] || grep -q '^\[  FAILED  \]' <<<"$out"; then
@@ -75,47 +112,60 @@ run_batch() {  # suite tests...
     fi
 }
 
-if [ -x "$gtest" ] && [ "$use_batch" = 1 ]; then
-    batch_suite=""
-    batch_tests=()
-    while read -r t; do
-        s=${t%.*}
-        if [ "$s" != "$batch_suite" ] && [ ${#batch_tests[@]} -gt 0 ]; then
-            run_batch "$batch_suite" "${batch_tests[@]}"
-            batch_tests=()
-        fi
-        batch_suite=$s
-        batch_tests+=("$t")
-    done < <("$gtest" --gtest_list_tests --gtest_filter="$filter" | awk '
-        /^[^ ]/ { suite = $1; next }
-        /^  /   { print suite $1 }')
-    [ ${#batch_tests[@]} -gt 0 ] && run_batch "$batch_suite" "${batch_tests[@]}"
-elif [ -x "$gtest" ]; then
+# A pool of $jobs units at a time. Each writes its report to a file, printed
+# whole when the unit ends, so reports never interleave.
+pool_dir=$(mktemp -d)
+trap 'rm -rf "$pool_dir"' EXIT
+declare -A pool_files=()  # by pid: the unit's report and verdict files
+pool_n=0
+pool_reap() {
+    local pid status name
+    wait -n -p pid
+    cat "${pool_files[$pid]}.out"
+    while read -r status name; do
+        record "$name" "$status"
+    done <"${pool_files[$pid]}.verdict"
+    rm -f "${pool_files[$pid]}".*
+    unset "pool_files[$pid]"
+}
+pool_start() {  # command...
+    while [ ${#pool_files[@]} -ge "$jobs" ]; do
+        pool_reap
+    done
+    pool_n=$((pool_n + 1))
+    local f=$pool_dir/$pool_n
+    "$@" >"$f.out" 3>"$f.verdict" &
+    pool_files[$!]=$f
+}
+pool_drain() {
+    while [ ${#pool_files[@]} -gt 0 ]; do
+        pool_reap
+    done
+}
+
+if [ -x "$gtest" ]; then
     tests=$("$gtest" --gtest_list_tests --gtest_filter="$filter" | awk '
         /^[^ ]/ { suite = $1; next }
         /^  /   { print suite $1 }')
-    for t in $tests; do
-        start=$(date +%s%N)
-        out=$(timeout -k 5 "$per_test_timeout" $wrapper "$gtest" --gtest_filter="$t" 2>&1)
-        rc=$?
-        if [ $rc -eq 0 ] && grep -q '^\[  SKIPPED \] 1 test' <<<"$out"; then
-            # GTEST_SKIP: the case does not apply to this parameter (counted neither way)
-            printf 'SKIP  %-70s %s\n' "$t" "$(grep -m1 -A1 'Skipped$' <<<"$out" | tail -1)"
-            continue
-        fi
-        if [ $rc -eq 0 ] && ! grep -q '^\[  PASSED  \] 1 test' <<<"$out"; then
-            rc=1   # filtered to nothing, or the binary lied
-        fi
-        ms=$(( ($(date +%s%N) - start) / 1000000 ))
-        if [ $rc -eq 0 ]; then
-            printf 'PASS  %-70s %6d ms\n' "$t" "$ms"
-        else
-            [ $rc -eq 124 ] && echo "TIMEOUT after ${per_test_timeout}s"
-            echo "$out" | tail -40
-            printf 'FAIL  %-70s (rc=%d)\n' "$t" "$rc"
-        fi
-        record "$t" $rc
-    done
+    if [ "$use_batch" = 1 ]; then
+        batch_suite=""
+        batch_tests=()
+        for t in $tests; do
+            s=${t%.*}
+            if [ "$s" != "$batch_suite" ] && [ ${#batch_tests[@]} -gt 0 ]; then
+                pool_start run_batch "$batch_suite" "${batch_tests[@]}"
+                batch_tests=()
+            fi
+            batch_suite=$s
+            batch_tests+=("$t")
+        done
+        [ ${#batch_tests[@]} -gt 0 ] && pool_start run_batch "$batch_suite" "${batch_tests[@]}"
+    else
+        for t in $tests; do
+            pool_start run_one "$t"
+        done
+    fi
+    pool_drain
 else
     echo "tests/axon_gtest is not built (is googletest installed?)"
     record "gtest-binary-present" 1
