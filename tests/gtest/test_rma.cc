@@ -1367,7 +1367,7 @@ TEST_P(RmaKillTest, RequestsFailWhenTargetDies)
     ASSERT_EQ(AXON_OK, s.get(&warm, 8, s.addr(kUserBig, 0), s.rkey[kUserBig]));
     ASSERT_EQ(AXON_OK, fetch_add8(s, s.addr(kAllocBig, 0), s.rkey[kAllocBig], &warm));
     if (GetParam().device_amo()) {
-        ASSERT_EQ(0, kill(s.peer.pid, SIGSTOP));
+        ASSERT_EQ(0, axon_test_peer_stop(&s.peer));
     } else {
         ASSERT_EQ(AXON_RMA_PATH_AM, s.path(kUserBig));
         s.target->block();

@@ -36,8 +36,12 @@ extern "C" {
 namespace {
 
 /* A device of the suite's own (the conformance suites use softib0), and a port
- * base that puts its UDP ports (base + 6 * 4096 + slot) below the ephemeral range. */
+ * base that puts its UDP ports (base + 7 * 4096 + slot at most) below the
+ * ephemeral range. */
 const unsigned kDev          = 6;
+/* Device 7 is the slot-predicting test's alone: suites may run in parallel,
+ * and another wire on its device could take the slot it expects. */
+const unsigned kDevAlone     = 7;
 const unsigned kPortBase     = 1000;
 const double   kChildTimeout = 30.0;
 const double   kWait         = 5.0;    /* one packet */
@@ -58,21 +62,22 @@ uint32_t ipv4(const char *str)
     return addr.s_addr;
 }
 
-softib_wire_params_t wire_params(softib_wire_mode_t mode, const char *addr = "127.0.0.1")
+softib_wire_params_t wire_params(softib_wire_mode_t mode, const char *addr = "127.0.0.1",
+                                 unsigned dev = kDev)
 {
     softib_wire_params_t params;
 
     memset(&params, 0, sizeof(params));
-    params.dev_index     = kDev;
+    params.dev_index     = dev;
     params.mode          = mode;
     params.ipv4_addr     = ipv4(addr);
     params.udp_port_base = kPortBase;
     return params;
 }
 
-unsigned udp_port(unsigned slot)
+unsigned udp_port(unsigned slot, unsigned dev = kDev)
 {
-    return kPortBase + kDev * 4096 + slot;
+    return kPortBase + dev * 4096 + slot;
 }
 
 /* ---------------------------------------------------------------- packets */
@@ -841,7 +846,7 @@ TEST(SoftibWire, ForkedChildCloseKeepsParentSlot)
 
 TEST(SoftibWire, UdpPortTakenFailsOpen)
 {
-    softib_wire_params_t params = wire_params(SOFTIB_WIRE_UDP);
+    softib_wire_params_t params = wire_params(SOFTIB_WIRE_UDP, "127.0.0.1", kDevAlone);
     struct sockaddr_in   sin;
     softib_wire_t       *wire;
     unsigned             slot;
@@ -856,7 +861,7 @@ TEST(SoftibWire, UdpPortTakenFailsOpen)
     ASSERT_GE(fd, 0);
     memset(&sin, 0, sizeof(sin));
     sin.sin_family      = AF_INET;
-    sin.sin_port        = htons(udp_port(slot));
+    sin.sin_port        = htons(udp_port(slot, kDevAlone));
     sin.sin_addr.s_addr = ipv4("127.0.0.1");
     ASSERT_EQ(0, bind(fd, (struct sockaddr*)&sin, sizeof(sin)));
     EXPECT_EQ(EADDRINUSE, softib_wire_open(&params, &wire));

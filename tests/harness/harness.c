@@ -211,6 +211,22 @@ pid_t axon_test_peer_crash(axon_test_peer_t *peer)
     return pid;
 }
 
+int axon_test_peer_stop(axon_test_peer_t *peer)
+{
+    int status;
+
+    if ((peer->pid <= 0) || (kill(peer->pid, SIGSTOP) != 0)) {
+        return -1;
+    }
+    /* WUNTRACED reports the stop once the whole thread group has stopped. */
+    while (waitpid(peer->pid, &status, WUNTRACED) < 0) {
+        if (errno != EINTR) {
+            return -1;
+        }
+    }
+    return WIFSTOPPED(status) ? 0 : -1;
+}
+
 /* ---------------------------------------------------------------- blobs */
 
 /* Wait until fd is ready for events; 0 if ready, -1 on timeout or error. */

@@ -63,6 +63,13 @@ void axon_test_peer_kill(axon_test_peer_t *peer);
  */
 pid_t axon_test_peer_crash(axon_test_peer_t *peer);
 
+/*
+ * Stop the child whole (SIGSTOP) and return once every thread of it has
+ * stopped: kill() alone returns while a thread may still run for a moment.
+ * 0 on success, -1 if there is no child or it did not stop.
+ */
+int axon_test_peer_stop(axon_test_peer_t *peer);
+
 /* Remove the /dev/shm segments (*-<uid>-<pid>-*) of a process that is gone. */
 void axon_test_remove_shm_of(pid_t pid);
 
