@@ -11,6 +11,7 @@
 
 axon_log_level_t axon_log_level       = AXON_LOG_WARN;
 int              axon_log_hook_active = 0;
+__thread unsigned axon_log_demote     = 0;
 
 static const struct {
     const char *name;   /* for configuration and axon_log_level_name() */
@@ -109,6 +110,9 @@ void axon_log_printf(axon_log_level_t level, const char *file, int line,
     int     ret;
     va_list ap;
 
+    if ((axon_log_demote > 0) && (level < AXON_LOG_DEBUG)) {
+        level = AXON_LOG_DEBUG;
+    }
     ret = snprintf(buf, sizeof(buf), "[%s:%d] axon %s %s:%d ", axon_log_host(),
                    (int)getpid(), axon_log_level_tag(level), axon_log_basename(file),
                    line);

@@ -26,6 +26,14 @@ void axon_log_printf(axon_log_level_t level, const char *file, int line,
 typedef void (*axon_log_hook_t)(axon_log_level_t level, const char *message, void *arg);
 void axon_log_set_hook(axon_log_hook_t hook, void *arg);
 
+/*
+ * Demote errors and warnings to debug on this thread while the count is
+ * above zero: for work whose failure is expected and reported by the caller
+ * (an endpoint back to a peer that may have exited), where the details
+ * still help at AXON_LOG_LEVEL=debug.
+ */
+extern __thread unsigned axon_log_demote;
+
 #define axon_log(_level, ...)                                               \
     do {                                                                    \
         if ((_level) <= axon_log_level || axon_log_hook_active)             \

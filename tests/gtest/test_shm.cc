@@ -490,6 +490,72 @@ TEST(Shm, PeerGoneBeforeConnect)
     }
 }
 
+/* Child: sends one message to the test process, then closes and exits before it is read. */
+int send_and_vanish_main(int fd, void *)
+{
+    axon_test_node_t node;
+    void            *peer_addr;
+    size_t           peer_len;
+    axon_ep_h        ep = nullptr;
+    uint8_t          msg[64];
+    int              ret = 0;
+
+    if (axon_test_node_create(&node, "shm", NULL, 0) != AXON_OK) {
+        return 2;
+    }
+    if (axon_test_exchange_address(fd, node.address, node.address_length, &peer_addr,
+                                   &peer_len) != 0) {
+        axon_test_node_destroy(&node);
+        return 3;
+    }
+    axon_test_fill(msg, sizeof(msg), 91);
+    if ((axon_test_ep_create(node.worker, peer_addr, peer_len, &ep) != AXON_OK) ||
+        (axon_test_send(node.worker, ep, msg, sizeof(msg), 5, kOpTimeout) != AXON_OK) ||
+        (axon_test_ep_close(node.worker, ep, AXON_EP_CLOSE_FLUSH, kOpTimeout) != AXON_OK)) {
+        ret = 4;
+    }
+    free(peer_addr);
+    axon_test_node_destroy(&node);
+    return ((axon_test_sync(fd) == 0) && (ret == 0)) ? 0 : 5;
+}
+
+/*
+ * A message from a worker that exited before it was read is delivered, and
+ * the receiver's attempt to reach back (the endpoint it makes to answer and
+ * to watch the sender) is no error: MPI jobs end this way all the time.
+ */
+TEST(Shm, MessageFromExitedPeerIsReceivedQuietly)
+{
+    Cleanup c;
+    void   *addr;
+    size_t  len;
+
+    ASSERT_EQ(0, axon_test_peer_spawn(&c.peer, send_and_vanish_main, NULL, kPeerTimeout));
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&c.node, "shm", NULL, 0));
+    ASSERT_EQ(0, axon_test_exchange_address(c.peer.fd, c.node.address, c.node.address_length,
+                                            &addr, &len));
+    free(addr);
+    ASSERT_EQ(0, axon_test_sync(c.peer.fd));  /* its worker is destroyed by now */
+    ASSERT_EQ(0, axon_test_peer_wait(&c.peer, kPeerTimeout));
+
+    uint8_t              buf[64], expect[64];
+    axon_tag_recv_info_t info;
+    ASSERT_EQ(0, axon_test_stderr_capture_begin());
+    axon_status_t status = axon_test_recv(c.node.worker, buf, sizeof(buf), 5, AXON_TAG_MASK_FULL,
+                                          &info, kOpTimeout);
+    axon_test_progress_for(c.node.worker, 0.05);
+    char *text = axon_test_stderr_capture_end();
+    ASSERT_NE(nullptr, text);
+    std::string log(text);
+    free(text);
+    ASSERT_EQ(AXON_OK, status) << axon_status_string(status);
+    axon_test_fill(expect, sizeof(expect), 91);
+    EXPECT_EQ(sizeof(buf), info.length);
+    EXPECT_EQ(0, memcmp(expect, buf, sizeof(buf)));
+    EXPECT_EQ(std::string::npos, log.find(" ERROR ")) << log;
+    EXPECT_EQ(std::string::npos, log.find(" WARN ")) << log;
+}
+
 }  // namespace
 
 /* ---------------------------------------------------------------- split rendezvous */
