@@ -444,12 +444,23 @@ TEST(Shm, SmallerPeerCellsAreUnreachable)
     EXPECT_EQ(0, axon_test_peer_wait(&c.peer, kPeerTimeout));
 }
 
-/* Child: a worker that gives out its address and is gone before anyone connects. */
+/* Tag and length of the message a vanishing peer may send before it goes. */
+const axon_tag_t kLastWordTag = 5;
+const size_t     kLastWordLen = 64;
+
+/*
+ * Child: a worker that gives out its address and is gone before anyone
+ * connects; with a non-NULL arg it first sends one message to the test
+ * process (and closes its endpoint).
+ */
 int vanishing_peer_main(int fd, void *arg)
 {
     axon_test_node_t node;
     void            *peer_addr;
     size_t           peer_len;
+    axon_ep_h        ep = nullptr;
+    uint8_t          msg[kLastWordLen];
+    int              ret = 0;
 
     if (axon_test_node_create(&node, "shm", NULL, 0) != AXON_OK) {
         return 2;
@@ -459,23 +470,41 @@ int vanishing_peer_main(int fd, void *arg)
         axon_test_node_destroy(&node);
         return 3;
     }
+    axon_test_fill(msg, sizeof(msg), 91);
+    if ((arg != NULL) &&
+        ((axon_test_ep_create(node.worker, peer_addr, peer_len, &ep) != AXON_OK) ||
+         (axon_test_send(node.worker, ep, msg, sizeof(msg), kLastWordTag, kOpTimeout) != AXON_OK) ||
+         (axon_test_ep_close(node.worker, ep, AXON_EP_CLOSE_FLUSH, kOpTimeout) != AXON_OK))) {
+        ret = 4;
+    }
     free(peer_addr);
     axon_test_node_destroy(&node);
-    return (axon_test_sync(fd) == 0) ? 0 : 4;
+    return ((axon_test_sync(fd) == 0) && (ret == 0)) ? 0 : 5;
+}
+
+/* Our node, and the address of a vanishing peer that has exited by the time this returns. */
+void start_with_vanished_peer(Cleanup &c, bool last_word, void **addr, size_t *len)
+{
+    ASSERT_EQ(0, axon_test_peer_spawn(&c.peer, vanishing_peer_main,
+                                      last_word ? &c : NULL, kPeerTimeout));
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&c.node, "shm", NULL, 0));
+    ASSERT_EQ(0, axon_test_exchange_address(c.peer.fd, c.node.address, c.node.address_length,
+                                            addr, len));
+    ASSERT_EQ(0, axon_test_sync(c.peer.fd));  /* its worker is destroyed by now */
+    ASSERT_EQ(0, axon_test_peer_wait(&c.peer, kPeerTimeout));
 }
 
 TEST(Shm, PeerGoneBeforeConnect)
 {
     Cleanup c;
-    void   *addr;
+    void   *addr = nullptr;
     size_t  len;
 
-    ASSERT_EQ(0, axon_test_peer_spawn(&c.peer, vanishing_peer_main, NULL, kPeerTimeout));
-    ASSERT_EQ(AXON_OK, axon_test_node_create(&c.node, "shm", NULL, 0));
-    ASSERT_EQ(0, axon_test_exchange_address(c.peer.fd, c.node.address, c.node.address_length,
-                                            &addr, &len));
-    ASSERT_EQ(0, axon_test_sync(c.peer.fd));  /* its worker is destroyed by now */
-    EXPECT_EQ(0, axon_test_peer_wait(&c.peer, kPeerTimeout));
+    start_with_vanished_peer(c, false, &addr, &len);
+    if (HasFatalFailure()) {
+        free(addr);
+        return;
+    }
 
     axon_ep_h ep = nullptr;
     ASSERT_EQ(0, axon_test_stderr_capture_begin());
@@ -490,35 +519,6 @@ TEST(Shm, PeerGoneBeforeConnect)
     }
 }
 
-/* Child: sends one message to the test process, then closes and exits before it is read. */
-int send_and_vanish_main(int fd, void *)
-{
-    axon_test_node_t node;
-    void            *peer_addr;
-    size_t           peer_len;
-    axon_ep_h        ep = nullptr;
-    uint8_t          msg[64];
-    int              ret = 0;
-
-    if (axon_test_node_create(&node, "shm", NULL, 0) != AXON_OK) {
-        return 2;
-    }
-    if (axon_test_exchange_address(fd, node.address, node.address_length, &peer_addr,
-                                   &peer_len) != 0) {
-        axon_test_node_destroy(&node);
-        return 3;
-    }
-    axon_test_fill(msg, sizeof(msg), 91);
-    if ((axon_test_ep_create(node.worker, peer_addr, peer_len, &ep) != AXON_OK) ||
-        (axon_test_send(node.worker, ep, msg, sizeof(msg), 5, kOpTimeout) != AXON_OK) ||
-        (axon_test_ep_close(node.worker, ep, AXON_EP_CLOSE_FLUSH, kOpTimeout) != AXON_OK)) {
-        ret = 4;
-    }
-    free(peer_addr);
-    axon_test_node_destroy(&node);
-    return ((axon_test_sync(fd) == 0) && (ret == 0)) ? 0 : 5;
-}
-
 /*
  * A message from a worker that exited before it was read is delivered, and
  * the receiver's attempt to reach back (the endpoint it makes to answer and
@@ -527,22 +527,18 @@ int send_and_vanish_main(int fd, void *)
 TEST(Shm, MessageFromExitedPeerIsReceivedQuietly)
 {
     Cleanup c;
-    void   *addr;
+    void   *addr = nullptr;
     size_t  len;
 
-    ASSERT_EQ(0, axon_test_peer_spawn(&c.peer, send_and_vanish_main, NULL, kPeerTimeout));
-    ASSERT_EQ(AXON_OK, axon_test_node_create(&c.node, "shm", NULL, 0));
-    ASSERT_EQ(0, axon_test_exchange_address(c.peer.fd, c.node.address, c.node.address_length,
-                                            &addr, &len));
+    start_with_vanished_peer(c, true, &addr, &len);
     free(addr);
-    ASSERT_EQ(0, axon_test_sync(c.peer.fd));  /* its worker is destroyed by now */
-    ASSERT_EQ(0, axon_test_peer_wait(&c.peer, kPeerTimeout));
+    ASSERT_FALSE(HasFatalFailure());
 
-    uint8_t              buf[64], expect[64];
+    uint8_t              buf[kLastWordLen], expect[kLastWordLen];
     axon_tag_recv_info_t info;
     ASSERT_EQ(0, axon_test_stderr_capture_begin());
-    axon_status_t status = axon_test_recv(c.node.worker, buf, sizeof(buf), 5, AXON_TAG_MASK_FULL,
-                                          &info, kOpTimeout);
+    axon_status_t status = axon_test_recv(c.node.worker, buf, sizeof(buf), kLastWordTag,
+                                          AXON_TAG_MASK_FULL, &info, kOpTimeout);
     axon_test_progress_for(c.node.worker, 0.05);
     char *text = axon_test_stderr_capture_end();
     ASSERT_NE(nullptr, text);
