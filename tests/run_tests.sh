@@ -148,10 +148,15 @@ pool_drain() {
     done
 }
 
-if [ -x "$gtest" ]; then
-    tests=$("$gtest" --gtest_list_tests --gtest_filter="$filter" | awk '
+# The gtest tests a filter selects, one "Suite.Name" per line.
+list_tests() {  # filter
+    "$gtest" --gtest_list_tests --gtest_filter="$1" | awk '
         /^[^ ]/ { suite = $1; next }
-        /^  /   { print suite $1 }')
+        /^  /   { print suite $1 }'
+}
+
+if [ -x "$gtest" ]; then
+    tests=$(list_tests "$filter")
     if [ "$use_batch" = 1 ]; then
         batch_suite=""
         batch_tests=()
@@ -167,9 +172,7 @@ if [ -x "$gtest" ]; then
         [ ${#batch_tests[@]} -gt 0 ] && pool_start run_batch "$batch_suite" "${batch_tests[@]}"
     else
         declare -A alone=()
-        for t in $("$gtest" --gtest_list_tests --gtest_filter="$serial_filter" | awk '
-                /^[^ ]/ { suite = $1; next }
-                /^  /   { print suite $1 }'); do
+        for t in $(list_tests "$serial_filter"); do
             alone[$t]=1
         done
         for t in $tests; do
