@@ -106,9 +106,9 @@ axon_ep_h axon_peer_reply_ep(axon_worker_h worker, uint64_t uuid)
         axon_error("no address known for peer %016llx: cannot reply", (unsigned long long)uuid);
         return NULL;
     }
-    /* The peer may have exited since it wrote to us: what the transports say
-     * of it (a shm segment gone, a refused connection) is no news, and this
-     * function says what failed. */
+    /* The peer may have exited since it wrote to us: the transports' details
+     * (a shm segment gone, a refused connection) go to debug, and the one
+     * line below says what failed. */
     axon_log_demote++;
     status = axon_ep_create_internal(worker, peer->address, peer->address_length, 1, &ep);
     axon_log_demote--;

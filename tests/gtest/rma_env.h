@@ -91,8 +91,6 @@ inline const char *region_name(int r)
     return names[r];
 }
 
-/* Byte i of a pattern is axon_test_pattern_byte(seed, base + i): the
- * background uses base = offset in the region, data base = 0. */
 /* Every byte of [p, p + len) is c: memcmp against itself one byte on, which
  * runs at libc's speed whatever the test code is built with. */
 inline bool all_bytes_are(const uint8_t *p, size_t len, uint8_t c)
@@ -100,6 +98,8 @@ inline bool all_bytes_are(const uint8_t *p, size_t len, uint8_t c)
     return (len == 0) || ((p[0] == c) && (memcmp(p, p + 1, len - 1) == 0));
 }
 
+/* Byte i of a pattern is axon_test_pattern_byte(seed, base + i): the
+ * background uses base = offset in the region, data base = 0. */
 inline void fill_pat(uint8_t *p, size_t len, uint64_t seed, uint64_t base)
 {
     axon_test_fill_at(p, len, seed, (size_t)base);
