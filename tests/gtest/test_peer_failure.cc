@@ -37,6 +37,7 @@ const size_t     kBig       = (size_t)32 << 20;  /* rendezvous everywhere */
 const axon_tag_t kTagStream = 0x5157;
 const axon_tag_t kTagPing   = 0x10;
 const axon_tag_t kTagPong   = 0x20;
+const axon_tag_t kTagHello  = 0x30;
 
 struct FailParam {
     const char      *label;
@@ -183,6 +184,20 @@ struct ChildNode {
         }
         return axon_test_sync_progress(fd, node.worker, kOpTimeout);
     }
+
+    /* Answers the survivor's hello: the connection is up both ways when this returns. */
+    int greet()
+    {
+        uint8_t              hello[8];
+        axon_tag_recv_info_t info;
+
+        if (axon_test_recv(node.worker, hello, sizeof(hello), kTagHello, AXON_TAG_MASK_FULL,
+                           &info, kOpTimeout) != AXON_OK) {
+            return -1;
+        }
+        return (axon_test_send(node.worker, ep, hello, sizeof(hello), kTagHello, kOpTimeout) ==
+                AXON_OK) ? 0 : -1;
+    }
 };
 
 /* Receives big messages until killed; tells the survivor after the first. */
@@ -316,6 +331,20 @@ protected:
         free(addr);
         ASSERT_EQ(AXON_OK, status);
         ASSERT_EQ(0, axon_test_sync_progress(peer.fd, s.node.worker, kOpTimeout));
+    }
+
+    /* A hello to the peer and its answer (ChildNode::greet). */
+    void Greet(Survivor &s, axon_ep_h ep)
+    {
+        uint8_t              hello[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+        uint8_t              back[8];
+        axon_tag_recv_info_t info;
+
+        ASSERT_EQ(AXON_OK, axon_test_send(s.node.worker, ep, hello, sizeof(hello), kTagHello,
+                                          kOpTimeout));
+        ASSERT_EQ(AXON_OK, axon_test_recv(s.node.worker, back, sizeof(back), kTagHello,
+                                          AXON_TAG_MASK_FULL, &info, kOpTimeout));
+        ASSERT_EQ(0, memcmp(hello, back, sizeof(hello)));
     }
 
     /* Kill the victim (if not killed already) and reap it; the time of the kill. */
@@ -789,7 +818,9 @@ int hung_peer_main(int fd, void *arg)
     ChildArgs *a = static_cast<ChildArgs *>(arg);
     ChildNode  c;
 
-    if (c.connect(fd, *a->param) != 0) {
+    /* Greeted first: a connection still being set up would fail otherwise (and
+     * a dead peer's address, taken over by a new process, be refused). */
+    if ((c.connect(fd, *a->param) != 0) || (c.greet() != 0)) {
         return 2;
     }
     axon_test_sync(fd);  /* the survivor never answers */
@@ -894,6 +925,8 @@ TEST_P(PeerFailureTest, QueuedSendsFailWhenPeerDies)
     ASSERT_FALSE(HasFatalFailure());
     Connect(s, s.victim, &err, &ep);
     ASSERT_FALSE(HasFatalFailure());
+    Greet(s, ep);
+    ASSERT_FALSE(HasFatalFailure());
     err.count_pending = [&] { return sends.pending(); };
 
     sends.post(ep);
@@ -928,6 +961,8 @@ TEST_P(PeerFailureTest, FlushingCloseEndsWhenPeerDies)
     SpawnPeers(s, hung_peer_main, 0);
     ASSERT_FALSE(HasFatalFailure());
     Connect(s, s.victim, &err, &ep);
+    ASSERT_FALSE(HasFatalFailure());
+    Greet(s, ep);
     ASSERT_FALSE(HasFatalFailure());
 
     sends.post(ep);
