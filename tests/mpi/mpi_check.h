@@ -68,10 +68,11 @@ static void mt_timeout_handler(int sig)
     _exit(3);
 }
 
-/* MPI_Init, rank and size, and a time limit of @seconds for the whole run
+/* MPI_Init_thread asking for @required (or MPI_Init when @provided is NULL),
+ * rank and size, and a time limit of @seconds for the whole run
  * (MPI_TEST_TIME_LIMIT=seconds in the environment replaces it). */
-static inline void mt_init(int *argc, char ***argv, const char *prog, int need_ranks,
-                           unsigned seconds)
+static inline void mt_init_thread(int *argc, char ***argv, const char *prog, int need_ranks,
+                                  unsigned seconds, int required, int *provided)
 {
     const char *limit = getenv("MPI_TEST_TIME_LIMIT");
     struct sigaction sa;
@@ -86,7 +87,11 @@ static inline void mt_init(int *argc, char ***argv, const char *prog, int need_r
     sigaction(SIGALRM, &sa, NULL);
     alarm(seconds);
 
-    MPI_Init(argc, argv);
+    if (provided != NULL) {
+        MPI_Init_thread(argc, argv, required, provided);
+    } else {
+        MPI_Init(argc, argv);
+    }
     mt_initialized = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &mt_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &mt_size);
@@ -100,6 +105,12 @@ static inline void mt_init(int *argc, char ***argv, const char *prog, int need_r
         }
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
+}
+
+static inline void mt_init(int *argc, char ***argv, const char *prog, int need_ranks,
+                           unsigned seconds)
+{
+    mt_init_thread(argc, argv, prog, need_ranks, seconds, MPI_THREAD_SINGLE, NULL);
 }
 
 /* For polling loops (MPI_Test, MPI_Iprobe): abort when the time is up. */
@@ -116,7 +127,8 @@ static inline void mt_fail(const char *fmt, ...)
 {
     va_list ap;
 
-    if (++mt_failures > MT_MAX_LINES) {
+    /* atomic: threads.c fails checks from several threads */
+    if (__atomic_add_fetch(&mt_failures, 1, __ATOMIC_RELAXED) > MT_MAX_LINES) {
         return;
     }
     fprintf(stderr, "%s: rank %d: FAIL ", mt_prog, mt_rank);

@@ -42,6 +42,8 @@ programs=(
     storm:4
     truncate:2
     coll:4
+    comm:4
+    threads:2
     "lat:2:-n 500 -w 50"
 )
 
@@ -77,7 +79,7 @@ report() {  # name status output-file
 
 # ------------------------------------------------------------------ build
 
-cflags=(-std=gnu11 -O2 -g -Wall -Wextra -Werror)
+cflags=(-std=gnu11 -O2 -g -Wall -Wextra -Werror -pthread)
 built=()
 for p in "${programs[@]}"; do
     name=${p%%:*}
