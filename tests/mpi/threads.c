@@ -1,7 +1,7 @@
 /*
  * MPI_THREAD_MULTIPLE, as hybrid MPI + threads codes ask for it: 2 ranks,
  * 4 threads each; thread t of one rank ping-pongs with thread t of the
- * other on tag t (8 B and 64 KiB, 200 round trips each, every message
+ * other on tag t (8 B and 64 KiB, 100 round trips each, every message
  * checked), all threads at once, then MPI_ANY_TAG receives shared by the
  * threads. Open MPI's ofi MTL asks the provider for FI_THREAD_SAFE when the
  * application gets MPI_THREAD_MULTIPLE.
@@ -11,7 +11,7 @@
 #include <pthread.h>
 
 #define NTHREADS 4
-#define ROUNDS   200
+#define ROUNDS   100
 #define BIG      (64u * 1024)
 
 static void *pingpong_thread(void *arg)
