@@ -24,11 +24,13 @@
  * Files by stage: ud_component.c (configuration, resources), ud_iface.c
  * (open, close, progress, receive dispatch, connection table), ud_ep.c
  * (endpoints, the send calls), ud_reliab.c (posting, acks, retransmission,
- * in-order delivery, reassembly, keepalive, failure and close).
+ * in-order delivery, reassembly, keepalive, probes, failure and close),
+ * ud_alive.c (the thread that answers probes while the worker is busy).
  */
 #ifndef AXON_UD_H
 #define AXON_UD_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "component.h"
@@ -62,6 +64,12 @@
 #define AXON_UD_WINDOW_MAX      32768u
 /* Largest MTU of any port (verbs' 4096) */
 #define AXON_UD_MTU_MAX         ((size_t)4096)
+/* Alive QP: receives posted, answers in flight, address handles kept */
+#define AXON_UD_ALIVE_RX        32
+#define AXON_UD_ALIVE_TX        16
+#define AXON_UD_ALIVE_AHS       16
+/* Alive thread without a completion channel: polls this often (ms) */
+#define AXON_UD_ALIVE_POLL_MS   10
 
 /* Options, read from AXON_UD_* (see the table in ud_component.c). */
 typedef struct axon_ud_config {
@@ -75,6 +83,7 @@ typedef struct axon_ud_config {
     double   timeout;             /* seconds without an ack before the peer is failed */
     double   keepalive_interval;  /* seconds of silence before a ping */
     unsigned gid_index;
+    int      alive;               /* answer liveness probes from a thread */
 } axon_ud_config_t;
 
 /* Descriptor flags */
@@ -162,10 +171,31 @@ struct axon_ud_conn {
     uint64_t          timer_ns;    /* last ping sent, or the linger deadline */
     uint64_t          peer_uuid;
     axon_ud_ah_t     *ah;
+    uint32_t          alive_qpn;   /* the peer's alive QP, 0 if it has none */
+    uint64_t          alive_ns;    /* last ALIVE from the peer (0: none) */
+    uint64_t          probe_ns;    /* last PROBE sent */
     axon_list_link_t  hash_link;   /* iface->hash[] */
     axon_list_link_t  active_link; /* iface->active */
     axon_list_link_t  work_link;   /* iface->work */
 };
+
+/* The alive QP and its thread (ud_alive.c); nothing else touches them. */
+typedef struct axon_ud_alive {
+    axon_dev_comp_channel_t *channel;   /* NULL: the thread polls the CQ */
+    axon_dev_cq_t           *cq;        /* receives and answers */
+    axon_dev_qp_t           *qp;
+    axon_verbs_bufpool_t     bufs;
+    unsigned                 tx_posted;
+    int                      wake[2];   /* a pipe: closing the iface wakes the thread */
+    int                      started;
+    pthread_t                thread;
+    struct {
+        axon_verbs_dev_addr_t addr;
+        axon_dev_ah_t        *ah;
+    }                        ahs[AXON_UD_ALIVE_AHS];  /* recent probers, round robin */
+    unsigned                 next_ah;
+    uint64_t                 answered;  /* probes answered (debug line at close) */
+} axon_ud_alive_t;
 
 typedef struct axon_ud_iface {
     axon_iface_t            super;
@@ -206,6 +236,7 @@ typedef struct axon_ud_iface {
     uint64_t                retx_ns;
     uint64_t                timeout_ns;
     uint64_t                keepalive_ns;
+    uint64_t                probe_ns;      /* unacked this long: probe, and again as often */
     unsigned                tx_window;
     size_t                  seg_size;
     size_t                  reasm_size;    /* max(seg_size, largest MTU) */
@@ -222,6 +253,7 @@ typedef struct axon_ud_iface {
     axon_list_link_t        work;          /* conns with an ack, post, goodbye or report due */
     axon_list_link_t        ahs;
     unsigned                reports;       /* conns with AXON_UD_CONN_REPORT */
+    axon_ud_alive_t         alive;
     char                    name[AXON_DEV_NAME_MAX + 8];  /* "ud/softib0:1" */
 } axon_ud_iface_t;
 
@@ -234,6 +266,30 @@ static inline axon_ud_iface_t *axon_ud_conn_iface(const axon_ud_conn_t *conn)
 static inline size_t axon_ud_ep_memory(void)
 {
     return sizeof(axon_ud_conn_t) + sizeof(axon_ud_conn_t *);
+}
+
+/* Post one signaled datagram of len bytes at buf to (ah, qpn); 0 or an errno. */
+static inline int axon_ud_post_datagram(axon_dev_qp_t *qp, uint64_t wr_id, const void *buf,
+                                        uint32_t len, uint32_t lkey, int send_inline,
+                                        axon_dev_ah_t *ah, uint32_t qpn)
+{
+    axon_dev_send_wr_t wr, *bad;
+    axon_dev_sge_t sge;
+
+    sge.addr             = (uintptr_t)buf;
+    sge.length           = len;
+    sge.lkey             = lkey;
+    wr.wr_id             = wr_id;
+    wr.next              = NULL;
+    wr.sg_list           = &sge;
+    wr.num_sge           = 1;
+    wr.opcode            = AXON_DEV_WR_SEND;
+    wr.send_flags        = AXON_DEV_SEND_SIGNALED | (send_inline ? AXON_DEV_SEND_INLINE : 0);
+    wr.imm_data          = 0;
+    wr.wr.ud.ah          = ah;
+    wr.wr.ud.remote_qpn  = qpn;
+    wr.wr.ud.remote_qkey = AXON_UD_QKEY;
+    return axon_dev_post_send(qp, &wr, &bad);
 }
 
 /* Coarse monotonic time in ns (a few ms resolution, no syscall). */
@@ -250,10 +306,12 @@ uint64_t      axon_ud_iface_vnow(axon_ud_iface_t *iface);
 /* Check a peer's addresses; logs why not at log_level. */
 axon_status_t axon_ud_iface_check_peer(const axon_ud_iface_t *iface, const void *dev_addr,
                                        const void *iface_addr, axon_log_level_t log_level,
-                                       axon_verbs_dev_addr_t *addr, uint32_t *qpn);
+                                       axon_verbs_dev_addr_t *addr,
+                                       axon_ud_iface_addr_t *iaddr);
 /* Connection table and lookup */
 axon_ud_conn_t *axon_ud_conn_new(axon_ud_iface_t *iface, uint64_t peer_uuid,
-                                 const axon_verbs_dev_addr_t *addr, uint32_t qpn);
+                                 const axon_verbs_dev_addr_t *addr, uint32_t qpn,
+                                 uint32_t alive_qpn);
 axon_ud_conn_t *axon_ud_conn_find(axon_ud_iface_t *iface, uint64_t peer_uuid,
                                   const axon_verbs_dev_addr_t *addr, uint32_t qpn,
                                   uint32_t peer_id);
@@ -287,10 +345,19 @@ unsigned      axon_ud_tx_poll(axon_ud_iface_t *iface);
 void          axon_ud_tx_acked(axon_ud_conn_t *conn, uint32_t ack, uint32_t sack);
 /* Timers of the connections with something unacked, and keepalives. */
 unsigned      axon_ud_timers(axon_ud_iface_t *iface);
+/* An ALIVE for conn arrived. */
+static inline void axon_ud_conn_alive(axon_ud_conn_t *conn)
+{
+    conn->alive_ns = axon_ud_conn_iface(conn)->now_ns;
+}
 /* Fail conn (once): sends return status, peer_failure from the next progress. */
 void          axon_ud_conn_fail(axon_ud_conn_t *conn, axon_status_t status, const char *why);
 /* Drop every descriptor conn holds (send and receive). */
 void          axon_ud_conn_release_bufs(axon_ud_conn_t *conn);
+
+/* ud_alive.c: the alive QP and its thread (start: 0 or a status, logged) */
+axon_status_t axon_ud_alive_start(axon_ud_iface_t *iface);
+void          axon_ud_alive_stop(axon_ud_iface_t *iface);
 
 /* ud_reliab.c: receive side */
 /* A sequenced packet for conn in receive buffer desc; takes or returns the buffer. */

@@ -8,6 +8,7 @@ components_verbs_libaxon_ud_la_SOURCES = \
 	components/verbs/ud_iface.c \
 	components/verbs/ud_ep.c \
 	components/verbs/ud_reliab.c \
+	components/verbs/ud_alive.c \
 	components/verbs/verbs_common.h \
 	components/verbs/ud_wire.h \
 	components/verbs/ud.h

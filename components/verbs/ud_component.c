@@ -42,10 +42,16 @@ static const axon_config_entry_t axon_ud_config_table[] = {
      offsetof(axon_ud_config_t, retx_timeout), AXON_CONFIG_TYPE_TIME},
 
     {"TIMEOUT", "30s",
-     "Time without an acknowledgement, while something waits for one, before the peer is "
-     "reported failed (acks come from the peer's progress calls: a peer that computes without "
-     "progressing for longer than this looks dead)",
+     "Time without an acknowledgement or an answer to a probe, while something waits for an "
+     "ack, before the peer is reported failed (acks come from the peer's progress calls, "
+     "answers from its alive thread: see ALIVE)",
      offsetof(axon_ud_config_t, timeout), AXON_CONFIG_TYPE_TIME},
+
+    {"ALIVE", "y",
+     "Answer peers' liveness probes from a thread with a QP of its own, so that a worker "
+     "computing without progress for longer than TIMEOUT is not taken for dead (n: no "
+     "thread; such a worker's peers fail it)",
+     offsetof(axon_ud_config_t, alive), AXON_CONFIG_TYPE_BOOL},
 
     {"KEEPALIVE_INTERVAL", "1s",
      "Silence from a peer after which a ping is sent, so a peer that only receives notices "

@@ -12,6 +12,7 @@ axon_status_t axon_ud_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid, cons
 {
     axon_ud_iface_t *iface = (axon_ud_iface_t *)tl_iface;
     axon_verbs_dev_addr_t addr;
+    axon_ud_iface_addr_t iaddr;
     axon_ud_conn_t *conn;
     axon_status_t status;
     uint32_t qpn;
@@ -20,10 +21,12 @@ axon_status_t axon_ud_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid, cons
         axon_error("%s: ep_create needs the peer's device and iface addresses", iface->name);
         return AXON_ERR_INVALID_ADDR;
     }
-    status = axon_ud_iface_check_peer(iface, dev_addr, iface_addr, AXON_LOG_ERROR, &addr, &qpn);
+    status = axon_ud_iface_check_peer(iface, dev_addr, iface_addr, AXON_LOG_ERROR, &addr,
+                                      &iaddr);
     if (status != AXON_OK) {
         return status;
     }
+    qpn = iaddr.qpn;
     axon_ud_iface_vnow(iface);
 
     /* One connection per pair of workers: whoever made it, an ep shares it. */
@@ -42,7 +45,7 @@ axon_status_t axon_ud_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid, cons
         return AXON_OK;
     }
 
-    conn = axon_ud_conn_new(iface, peer_uuid, &addr, qpn);
+    conn = axon_ud_conn_new(iface, peer_uuid, &addr, qpn, iaddr.alive_qpn);
     if (conn == NULL) {
         return AXON_ERR_NO_MEMORY;
     }

@@ -104,7 +104,8 @@ static int axon_ud_conn_slot(axon_ud_iface_t *iface, unsigned *index_p)
 }
 
 axon_ud_conn_t *axon_ud_conn_new(axon_ud_iface_t *iface, uint64_t peer_uuid,
-                                 const axon_verbs_dev_addr_t *addr, uint32_t qpn)
+                                 const axon_verbs_dev_addr_t *addr, uint32_t qpn,
+                                 uint32_t alive_qpn)
 {
     axon_ud_conn_t *conn;
     unsigned index;
@@ -128,6 +129,7 @@ axon_ud_conn_t *axon_ud_conn_new(axon_ud_iface_t *iface, uint64_t peer_uuid,
     iface->next_gen   = (iface->next_gen + 1) % (AXON_UD_ID_GEN_MAX + 1);
     conn->peer_id     = AXON_UD_ID_NONE;
     conn->dest_qpn    = qpn;
+    conn->alive_qpn   = alive_qpn;
     conn->max_payload = (uint16_t)(mtu - sizeof(axon_ud_hdr_t));
     conn->state       = AXON_UD_CONN_CONNECTING;
     conn->status      = AXON_OK;
@@ -273,7 +275,9 @@ static axon_ud_conn_t *axon_ud_rx_creq(axon_ud_iface_t *iface, const axon_ud_hdr
     }
     conn = axon_ud_conn_find(iface, creq.src_uuid, &addr, creq.src_qpn, hdr->src_id);
     if (conn == NULL) {
-        conn = axon_ud_conn_new(iface, creq.src_uuid, &addr, creq.src_qpn);
+        conn = axon_ud_conn_new(iface, creq.src_uuid, &addr, creq.src_qpn,
+                                (creq.src_alive_qpn <= AXON_VERBS_PSN_MASK) ?
+                                creq.src_alive_qpn : 0);
         if (conn == NULL) {
             return NULL;
         }
@@ -325,6 +329,25 @@ static inline axon_ud_conn_t *axon_ud_rx_conn(axon_ud_iface_t *iface, const axon
     return (conn->state == AXON_UD_CONN_FAILED) ? NULL : conn;
 }
 
+/* ALIVE from a peer's alive QP: its worker's process lives, though it may not progress. */
+static __attribute__((noinline))
+void axon_ud_rx_alive(axon_ud_iface_t *iface, const axon_ud_hdr_t *hdr, uint32_t paylen)
+{
+    uint32_t index = hdr->dst_id & AXON_UD_ID_INDEX_MASK;
+    axon_ud_alive_msg_t msg;
+    axon_ud_conn_t *conn;
+
+    if ((hdr->type != AXON_UD_PKT_ALIVE) || (paylen < sizeof(msg)) ||
+        (index >= iface->conns_size)) {
+        return;
+    }
+    conn = iface->conns[index];
+    memcpy(&msg, hdr + 1, sizeof(msg));
+    if ((conn != NULL) && (conn->id == hdr->dst_id) && (msg.src_uuid == conn->peer_uuid)) {
+        axon_ud_conn_alive(conn);
+    }
+}
+
 static void axon_ud_rx_packet(axon_ud_iface_t *iface, const axon_dev_wc_t *wc)
 {
     axon_ud_desc_t *desc = (axon_ud_desc_t *)(uintptr_t)wc->wr_id;
@@ -347,6 +370,11 @@ static void axon_ud_rx_packet(axon_ud_iface_t *iface, const axon_dev_wc_t *wc)
         return;
     }
     paylen = wc->byte_len - AXON_UD_GRH_LEN - (uint32_t)sizeof(*hdr);
+    if (__builtin_expect(hdr->type >= AXON_UD_PKT_PROBE, 0)) {
+        axon_ud_rx_alive(iface, hdr, paylen);  /* a PROBE here is misaddressed: dropped */
+        axon_ud_rx_put(iface, desc);
+        return;
+    }
     conn   = axon_ud_rx_conn(iface, hdr, paylen);
     if (__builtin_expect(conn == NULL, 0)) {
         axon_ud_rx_drop(iface, desc, "unknown connection", hdr->dst_id);
@@ -473,17 +501,17 @@ static axon_status_t axon_ud_iface_get_address(axon_iface_t *tl_iface, void *dev
     axon_ud_iface_addr_t addr;
 
     axon_verbs_dev_addr_pack(&iface->dev, dev_addr);
-    addr.qpn = iface->qp->qp_num;
+    addr.qpn       = iface->qp->qp_num;
+    addr.alive_qpn = (iface->alive.qp != NULL) ? iface->alive.qp->qp_num : 0;
     memcpy(iface_addr, &addr, sizeof(addr));
     return AXON_OK;
 }
 
 axon_status_t axon_ud_iface_check_peer(const axon_ud_iface_t *iface, const void *dev_addr,
                                        const void *iface_addr, axon_log_level_t log_level,
-                                       axon_verbs_dev_addr_t *addr, uint32_t *qpn)
+                                       axon_verbs_dev_addr_t *addr,
+                                       axon_ud_iface_addr_t *iaddr)
 {
-    axon_ud_iface_addr_t iaddr;
-
     if (dev_addr == NULL) {
         axon_log(log_level, "%s: no peer device address", iface->name);
         return AXON_ERR_INVALID_ADDR;
@@ -497,12 +525,13 @@ axon_status_t axon_ud_iface_check_peer(const axon_ud_iface_t *iface, const void 
     if (iface_addr == NULL) {
         return AXON_OK;
     }
-    memcpy(&iaddr, iface_addr, sizeof(iaddr));
-    if ((iaddr.qpn == 0) || (iaddr.qpn > AXON_VERBS_PSN_MASK)) {
-        axon_log(log_level, "%s: malformed peer address (qpn 0x%x)", iface->name, iaddr.qpn);
+    memcpy(iaddr, iface_addr, sizeof(*iaddr));
+    if ((iaddr->qpn == 0) || (iaddr->qpn > AXON_VERBS_PSN_MASK) ||
+        (iaddr->alive_qpn > AXON_VERBS_PSN_MASK)) {
+        axon_log(log_level, "%s: malformed peer address (qpn 0x%x, alive qpn 0x%x)",
+                 iface->name, iaddr->qpn, iaddr->alive_qpn);
         return AXON_ERR_INVALID_ADDR;
     }
-    *qpn = iaddr.qpn;
     return AXON_OK;
 }
 
@@ -510,10 +539,10 @@ static int axon_ud_iface_is_reachable(axon_iface_t *tl_iface, const void *dev_ad
                                       const void *iface_addr)
 {
     axon_verbs_dev_addr_t addr;
-    uint32_t qpn;
+    axon_ud_iface_addr_t iaddr;
 
     return axon_ud_iface_check_peer((const axon_ud_iface_t *)tl_iface, dev_addr, iface_addr,
-                                    AXON_LOG_DEBUG, &addr, &qpn) == AXON_OK;
+                                    AXON_LOG_DEBUG, &addr, &iaddr) == AXON_OK;
 }
 
 /* ---------------------------------------------------------------- open / close */
@@ -538,6 +567,7 @@ static void axon_ud_iface_cleanup(axon_ud_iface_t *iface)
         axon_ud_conn_free(conn);
     }
     free(iface->conns);
+    axon_ud_alive_stop(iface);
     if (iface->qp != NULL) {
         axon_verbs_qp_destroy(iface->qp);
     }
@@ -634,6 +664,7 @@ axon_status_t axon_ud_iface_open(const axon_resource_t *resource, const void *co
     iface->super.ops      = &axon_ud_iface_ops;
     iface->super.resource = resource;
     iface->config         = config;
+    iface->alive.wake[0]  = iface->alive.wake[1] = -1;
     for (i = 0; i < AXON_UD_HASH_SIZE; ++i) {
         axon_list_init(&iface->hash[i]);
     }
@@ -685,6 +716,12 @@ axon_status_t axon_ud_iface_open(const axon_resource_t *resource, const void *co
     if (status != AXON_OK) {
         goto err;
     }
+    if (config->alive) {
+        status = axon_ud_alive_start(iface);
+        if (status != AXON_OK) {
+            goto err;
+        }
+    }
 
     iface->am_arg       = params->am_arg;
     if (params->am_handlers != NULL) {
@@ -695,6 +732,7 @@ axon_status_t axon_ud_iface_open(const axon_resource_t *resource, const void *co
     iface->retx_ns      = (uint64_t)(config->retx_timeout * 1e9);
     iface->timeout_ns   = (uint64_t)(config->timeout * 1e9);
     iface->keepalive_ns = (uint64_t)(config->keepalive_interval * 1e9);
+    iface->probe_ns     = iface->timeout_ns / 8;
     iface->tx_window    = config->tx_window;
     iface->max_short    = resource->max_short;
     iface->last_real_ns = axon_ud_clock_ns();
@@ -707,7 +745,8 @@ axon_status_t axon_ud_iface_open(const axon_resource_t *resource, const void *co
             break;
         }
     }
-    axon_debug("%s: qpn 0x%x, mtu %u, %u receives posted", iface->name, iface->qp->qp_num,
+    axon_debug("%s: qpn 0x%x (alive qpn 0x%x), mtu %u, %u receives posted", iface->name,
+               iface->qp->qp_num, (iface->alive.qp != NULL) ? iface->alive.qp->qp_num : 0,
                (unsigned)axon_dev_mtu_bytes(iface->dev.port_attr.active_mtu), iface->rx_posted);
     *iface_p = &iface->super;
     return AXON_OK;

@@ -32,8 +32,6 @@ static int axon_ud_post(axon_ud_conn_t *conn, axon_ud_desc_t *desc)
 {
     axon_ud_iface_t *iface = axon_ud_conn_iface(conn);
     axon_ud_hdr_t *hdr     = axon_ud_desc_hdr(desc);
-    axon_dev_send_wr_t wr, *bad;
-    axon_dev_sge_t sge;
     int ret;
 
     hdr->dst_id    = conn->peer_id;
@@ -43,21 +41,9 @@ static int axon_ud_post(axon_ud_conn_t *conn, axon_ud_desc_t *desc)
     conn->ack_sent = conn->rx_psn;
     conn->flags   &= ~AXON_UD_CONN_ACK_NOW;
 
-    sge.addr               = (uintptr_t)hdr;
-    sge.length             = desc->len;
-    sge.lkey               = axon_verbs_bufpool_lkey(&iface->tx_pool);
-    wr.wr_id               = (uintptr_t)desc;
-    wr.next                = NULL;
-    wr.sg_list             = &sge;
-    wr.num_sge             = 1;
-    wr.opcode              = AXON_DEV_WR_SEND;
-    wr.send_flags          = AXON_DEV_SEND_SIGNALED |
-                             ((desc->len <= iface->max_inline) ? AXON_DEV_SEND_INLINE : 0);
-    wr.imm_data            = 0;
-    wr.wr.ud.ah            = conn->ah->ah;
-    wr.wr.ud.remote_qpn    = conn->dest_qpn;
-    wr.wr.ud.remote_qkey   = AXON_UD_QKEY;
-    ret = axon_dev_post_send(iface->qp, &wr, &bad);
+    ret = axon_ud_post_datagram(iface->qp, (uintptr_t)desc, hdr, desc->len,
+                                axon_verbs_bufpool_lkey(&iface->tx_pool),
+                                desc->len <= iface->max_inline, conn->ah->ah, conn->dest_qpn);
     if (__builtin_expect(ret != 0, 0)) {
         axon_error("%s: post_send to qpn 0x%x: %s", iface->name, conn->dest_qpn, strerror(ret));
         return -1;
@@ -166,6 +152,7 @@ int axon_ud_tx_creq(axon_ud_conn_t *conn)
     creq.dst_uuid = conn->peer_uuid;
     creq.src_qpn  = iface->qp->qp_num;
     axon_verbs_dev_addr_pack(&iface->dev, creq.dev_addr);
+    creq.src_alive_qpn = (iface->alive.qp != NULL) ? iface->alive.qp->qp_num : 0;
     memcpy(hdr + 1, &creq, sizeof(creq));
     /* First in PSN order, even if data was queued while no buffer was free. */
     desc->next    = conn->tx_head;
@@ -434,6 +421,52 @@ static unsigned axon_ud_tx_retransmit(axon_ud_conn_t *conn)
     return count;
 }
 
+/*
+ * Ask the peer's alive QP whether its process lives (ud_alive.c answers):
+ * unlike an ack, the answer needs no progress of the peer's worker. The
+ * header carries no receive state: the peer's worker never sees it.
+ */
+static unsigned axon_ud_tx_probe(axon_ud_conn_t *conn)
+{
+    axon_ud_iface_t *iface = axon_ud_conn_iface(conn);
+    axon_ud_probe_t probe;
+    axon_ud_desc_t *desc;
+    axon_ud_hdr_t *hdr;
+    int ret;
+
+    if (!axon_ud_can_post(iface) || ((desc = axon_verbs_bufpool_get(&iface->tx_pool)) == NULL)) {
+        return 0;   /* the next timer tries again */
+    }
+    desc->next  = NULL;
+    desc->conn  = NULL;
+    desc->flags = 0;   /* freed by its completion */
+    desc->hw    = 0;
+    desc->len   = (uint32_t)(sizeof(*hdr) + sizeof(probe));
+    hdr         = axon_ud_desc_hdr(desc);
+    memset(hdr, 0, sizeof(*hdr));
+    hdr->dst_id = conn->peer_id;
+    hdr->src_id = conn->id;
+    hdr->type   = AXON_UD_PKT_PROBE;
+    probe.dst_uuid = conn->peer_uuid;
+    probe.src_qpn  = iface->qp->qp_num;
+    axon_verbs_dev_addr_pack(&iface->dev, probe.dev_addr);
+    memcpy(hdr + 1, &probe, sizeof(probe));
+
+    ret = axon_ud_post_datagram(iface->qp, (uintptr_t)desc, hdr, desc->len,
+                                axon_verbs_bufpool_lkey(&iface->tx_pool),
+                                desc->len <= iface->max_inline, conn->ah->ah, conn->alive_qpn);
+    if (ret != 0) {
+        axon_error("%s: post_send of a probe to qpn 0x%x: %s", iface->name, conn->alive_qpn,
+                   strerror(ret));
+        axon_verbs_bufpool_put(&iface->tx_pool, desc);
+        return 0;
+    }
+    ++desc->hw;
+    ++iface->tx_posted;
+    conn->probe_ns = iface->now_ns;
+    return 1;
+}
+
 /* Keepalive, and freeing connections whose linger ended; a slow scan of all. */
 static unsigned axon_ud_scan(axon_ud_iface_t *iface)
 {
@@ -476,10 +509,19 @@ unsigned axon_ud_timers(axon_ud_iface_t *iface)
 
     iface->next_timer_ns = now + ((tick > 1000000) ? tick : 1000000);
     axon_list_for_each_safe(conn, tmp, &iface->active, active_link) {
-        if (now - conn->ack_ns > iface->timeout_ns) {
-            axon_ud_conn_fail(conn, AXON_ERR_ENDPOINT_TIMEOUT, "no acknowledgement in time");
+        /* Acks need the peer's progress; answers to probes only its process. */
+        uint64_t heard = (conn->alive_ns > conn->ack_ns) ? conn->alive_ns : conn->ack_ns;
+
+        if (now - heard > iface->timeout_ns) {
+            axon_ud_conn_fail(conn, AXON_ERR_ENDPOINT_TIMEOUT, conn->alive_qpn ?
+                              "no acknowledgement and no answer to probes in time" :
+                              "no acknowledgement in time");
             ++count;
             continue;
+        }
+        if ((conn->alive_qpn != 0) && (now - heard >= iface->probe_ns) &&
+            (now - conn->probe_ns >= iface->probe_ns)) {
+            count += axon_ud_tx_probe(conn);
         }
         count += axon_ud_tx_retransmit(conn);
     }

@@ -20,6 +20,12 @@
  * Both sides connecting at once each adopt the other's CREQ (one state per
  * pair of workers either way).
  *
+ * Liveness: acks come from the peer's progress, so a peer that computes for
+ * long without progressing sends none. A sender still waiting for an ack
+ * PROBEs the peer's second QP ("alive QP", served by a thread of the peer's
+ * iface, ud_alive.c), which answers ALIVE; a connection fails only when
+ * neither acks nor answers came for AXON_UD_TIMEOUT.
+ *
  * Everything is in host byte order (like the tcp transport's frames): peers
  * of one job share an architecture.
  */
@@ -45,6 +51,8 @@ enum {
     AXON_UD_PKT_PING,      /* keepalive: must be acknowledged, delivers nothing */
     AXON_UD_PKT_BYE,       /* the sender has no endpoint to us any more */
     AXON_UD_PKT_ACK,       /* not sequenced: acknowledgement only */
+    AXON_UD_PKT_PROBE,     /* not sequenced, to the peer's alive QP: are you there? */
+    AXON_UD_PKT_ALIVE,     /* not sequenced, from the alive QP: the worker's process lives */
     AXON_UD_PKT_LAST
 };
 
@@ -72,11 +80,29 @@ typedef struct __attribute__((packed)) axon_ud_creq {
     uint64_t dst_uuid;
     uint32_t src_qpn;
     uint8_t  dev_addr[AXON_VERBS_DEV_ADDR_LEN];
+    uint32_t src_alive_qpn;  /* 0: the connector answers no probes */
 } axon_ud_creq_t;
 
-/* Iface address: the QP number. */
+/*
+ * Payload of PROBE (header: the prober's ids; dst_id may be NONE while
+ * connecting). Only the worker it names answers: a dead worker's QP number
+ * taken over by another process must not keep the dead one "alive".
+ */
+typedef struct __attribute__((packed)) axon_ud_probe {
+    uint64_t dst_uuid;
+    uint32_t src_qpn;        /* the prober's main QP: where ALIVE goes */
+    uint8_t  dev_addr[AXON_VERBS_DEV_ADDR_LEN];
+} axon_ud_probe_t;
+
+/* Payload of ALIVE (header: the probe's ids, swapped): who answers. */
+typedef struct __attribute__((packed)) axon_ud_alive_msg {
+    uint64_t src_uuid;
+} axon_ud_alive_msg_t;
+
+/* Iface address: the QP numbers. */
 typedef struct __attribute__((packed)) axon_ud_iface_addr {
     uint32_t qpn;
+    uint32_t alive_qpn;      /* 0: this worker answers no probes (AXON_UD_ALIVE=n) */
 } axon_ud_iface_addr_t;
 
 /* Signed distance a - b between PSNs (32-bit, wrapping) */

@@ -1046,12 +1046,12 @@ const FailParam kFailParams[] = {
     {"tcp", "tcp", {{NULL, NULL}}},
     /* softib (shm wire): rc fails the peer on retries exhausted (softib's progress thread
      * acknowledges, so a shorter timeout keeps detection well inside the limit), ud when
-     * acknowledgements stop for AXON_UD_TIMEOUT (default 30 s; 4 s here, inside the limit
-     * with pings every 0.25 s, and longer than the survivor of these tests goes without
-     * progress: ud acknowledges from progress only). rc moves rendezvous data by RDMA
+     * neither acknowledgements nor answers to its probes (from the peer's alive thread)
+     * came for AXON_UD_TIMEOUT (default 30 s; 3 s here, inside the limit with pings every
+     * 0.25 s, and shorter than PeerIdleTest's idle time). rc moves rendezvous data by RDMA
      * read, ud streams it. */
     {"rc", "rc", {{"RC_TIMEOUT", "0.2s"}, {"RC_KEEPALIVE_INTERVAL", "0.5s"}}},
-    {"ud", "ud", {{"UD_TIMEOUT", "4s"}, {"UD_KEEPALIVE_INTERVAL", "0.25s"}}},
+    {"ud", "ud", {{"UD_TIMEOUT", "3s"}, {"UD_KEEPALIVE_INTERVAL", "0.25s"}}},
     /* libfabric's tcp reports nothing for a dead peer: Axon's pings (every 0.5 s,
      * answered from progress) time out after 3 s. */
     {"ofi", "ofi", {{"OFI_KEEPALIVE_INTERVAL", "0.5s"}, {"OFI_KEEPALIVE_TIMEOUT", "3s"}}},
@@ -1064,13 +1064,9 @@ std::string fail_param_name(const ::testing::TestParamInfo<FailParam> &info)
 
 INSTANTIATE_TEST_SUITE_P(Transports, PeerFailureTest, ::testing::ValuesIn(kFailParams),
                          fail_param_name);
-/*
- * Every transport but ud: ud acknowledges only from the peer's progress (it
- * has no async thread yet), so a peer that stops progressing for longer than
- * AXON_UD_TIMEOUT cannot be told from a dead one.
- */
+/* Every transport but ofi (Axon's pings over libfabric are answered from progress). */
 INSTANTIATE_TEST_SUITE_P(Transports, PeerIdleTest,
-                         ::testing::ValuesIn(kFailParams, kFailParams + 5), fail_param_name);
+                         ::testing::ValuesIn(kFailParams, kFailParams + 6), fail_param_name);
 /* shm and shm_nocma */
 INSTANTIATE_TEST_SUITE_P(Transports, PeerFailureShmTest,
                          ::testing::ValuesIn(kFailParams, kFailParams + 2), fail_param_name);

@@ -409,15 +409,17 @@ TEST_F(VerbsUd, IdlePeerStaysHealthy)
     a.ops()->ep_destroy(ab);
 }
 
-/* A peer that never answers turns into an ep error and one peer_failure. */
+/* A peer that never answers (no progress, no alive thread) turns into an ep
+ * error and one peer_failure. */
 TEST_F(VerbsUd, SilentPeerFailsWithinTimeout)
 {
     UdIface a, b;
-    open_pair(a, b, {{"UD_TIMEOUT", "300ms"}});
+    ASSERT_TRUE(a.open({{"UD_TIMEOUT", "300ms"}}));
+    ASSERT_TRUE(b.open({{"UD_TIMEOUT", "300ms"}, {"UD_ALIVE", "n"}}));
     axon_tl_ep_t *ab = a.connect(b);
     uint64_t v = 1;
     ASSERT_EQ(AXON_OK, a.ops()->ep_am_short(ab, kAmId, NULL, 0, &v, sizeof(v)));
-    /* b never progresses: nothing is acknowledged. */
+    /* b never progresses: nothing is acknowledged, and nothing answers probes. */
     double start = axon_test_time();
     while ((a.failed.empty()) && (axon_test_time() < start + 5.0)) {
         a.progress();
@@ -433,6 +435,57 @@ TEST_F(VerbsUd, SilentPeerFailsWithinTimeout)
         a.progress();
     }
     EXPECT_EQ(1u, a.failed.size()) << "reported once";
+    a.ops()->ep_destroy(ab);
+}
+
+/* A peer that computes without progressing, for many timeouts, is kept: its
+ * alive thread answers the probes. Once it progresses, the message arrives. */
+TEST_F(VerbsUd, BusyPeerIsKeptByItsAliveThread)
+{
+    UdIface a, b;
+    open_pair(a, b, {{"UD_TIMEOUT", "300ms"}});
+    axon_tl_ep_t *ab = a.connect(b);
+    uint64_t v = 7;
+    ASSERT_EQ(AXON_OK, a.ops()->ep_am_short(ab, kAmId, NULL, 0, &v, sizeof(v)));
+    double until = axon_test_time() + 1.5;  /* 5 timeouts */
+    while (axon_test_time() < until) {
+        a.progress();
+    }
+    EXPECT_TRUE(a.failed.empty()) << "a busy peer was taken for dead";
+    EXPECT_EQ(AXON_OK, a.ops()->ep_check(ab));
+    ASSERT_TRUE(progress_until(a, b, [&] { return b.got.size() == 1; }, kOpTimeout));
+    EXPECT_EQ(std::string((const char *)&v, sizeof(v)), b.got[0]);
+    EXPECT_TRUE(progress_until(a, b, [&] { return a.ops()->ep_flush(ab) == AXON_OK; },
+                               kOpTimeout)) << "the message was never acknowledged";
+    EXPECT_TRUE(a.failed.empty());
+    a.ops()->ep_destroy(ab);
+}
+
+/* Once the busy peer's iface closes (its alive thread with it), it fails in time. */
+TEST_F(VerbsUd, ClosedBusyPeerFailsWithinTimeout)
+{
+    UdIface a;
+    auto   *b = new UdIface;
+    ASSERT_TRUE(a.open({{"UD_TIMEOUT", "300ms"}}));
+    ASSERT_TRUE(b->open({{"UD_TIMEOUT", "300ms"}}));
+    axon_tl_ep_t *ab = a.connect(*b);
+    uint64_t v = 1;
+    ASSERT_EQ(AXON_OK, a.ops()->ep_am_short(ab, kAmId, NULL, 0, &v, sizeof(v)));
+    double until = axon_test_time() + 0.6;
+    while (axon_test_time() < until) {
+        a.progress();
+    }
+    ASSERT_TRUE(a.failed.empty()) << "a busy peer was taken for dead";
+    uint64_t b_uuid = b->uuid;
+    delete b;  /* no goodbye: it never progresses again */
+    double start = axon_test_time();
+    while (a.failed.empty() && (axon_test_time() < start + 5.0)) {
+        a.progress();
+    }
+    ASSERT_EQ(1u, a.failed.size());
+    EXPECT_EQ(b_uuid, a.failed[0]);
+    EXPECT_LT(axon_test_time() - start, 1.0) << "AXON_UD_TIMEOUT=300ms";
+    EXPECT_EQ(AXON_ERR_ENDPOINT_TIMEOUT, a.ops()->ep_check(ab));
     a.ops()->ep_destroy(ab);
 }
 
