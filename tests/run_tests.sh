@@ -155,38 +155,6 @@ list_tests() {  # filter
         /^  /   { print suite $1 }'
 }
 
-# Script tests, one pool unit each: every "PASS name" / "FAIL name" line they
-# print is a verdict (other lines pass through into the report).
-run_script() {  # time-limit script
-    local verdict name
-    while read -r verdict name; do
-        case "$verdict" in
-            PASS) echo "PASS  $name"; echo "0 $name" >&3 ;;
-            FAIL) echo "FAIL  $name"; echo "1 $name" >&3 ;;
-            *)    echo "$verdict $name" ;;
-        esac
-    done < <(timeout -k 5 "$1" bash "$2" "$builddir" 2>&1 ||
-             echo "FAIL $(basename "$2")-exit-status")
-}
-# The tools, then unmodified Open MPI programs over Axon's libfabric provider
-# (Open MPI's own ob1, which checks the programs, not Axon, only on request).
-# They start first: much of their time is process start-up and sleeps, which
-# the gtest units fill.
-start_scripts() {
-    if [ "$filter" != "*" ] || [ "$gtest_only" = 1 ]; then
-        return
-    fi
-    pool_start run_script 600 "$srcdir/tests/tools_test.sh"
-    if [ -f "$srcdir/tests/mpi/run_mpi_tests.sh" ]; then
-        pool_start run_mpi_script
-    fi
-}
-run_mpi_script() {
-    MPI_TEST_CONFIGS=${MPI_TEST_CONFIGS:-axon axon-tcp} \
-        run_script 900 "$srcdir/tests/mpi/run_mpi_tests.sh"
-}
-
-start_scripts
 if [ -x "$gtest" ]; then
     tests=$(list_tests "$filter")
     if [ "$use_batch" = 1 ]; then
@@ -220,7 +188,27 @@ if [ -x "$gtest" ]; then
 else
     echo "tests/axon_gtest is not built (is googletest installed?)"
     record "gtest-binary-present" 1
-    pool_drain
+fi
+
+# Script tests: each prints "PASS name" or "FAIL name" (other lines pass through).
+run_script_tests() {  # time-limit script
+    while read -r verdict name; do
+        case "$verdict" in
+            PASS) echo "PASS  $name"; record "$name" 0 ;;
+            FAIL) echo "FAIL  $name"; record "$name" 1 ;;
+            *)    echo "$verdict $name" ;;
+        esac
+    done < <(timeout -k 5 "$1" bash "$2" "$builddir" 2>&1 ||
+             echo "FAIL $(basename "$2")-exit-status")
+}
+if [ "$filter" = "*" ] && [ "$gtest_only" != 1 ]; then
+    # The tools, then unmodified Open MPI programs over Axon's libfabric provider.
+    run_script_tests 600 "$srcdir/tests/tools_test.sh"
+    if [ -f "$srcdir/tests/mpi/run_mpi_tests.sh" ]; then
+        # Open MPI's own ob1 (which checks the programs, not Axon) only on request.
+        MPI_TEST_CONFIGS=${MPI_TEST_CONFIGS:-axon axon-tcp} \
+            run_script_tests 900 "$srcdir/tests/mpi/run_mpi_tests.sh"
+    fi
 fi
 
 if [ $failed -gt 0 ]; then
