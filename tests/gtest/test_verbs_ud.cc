@@ -461,6 +461,24 @@ TEST_F(VerbsUd, BusyPeerIsKeptByItsAliveThread)
     a.ops()->ep_destroy(ab);
 }
 
+/* The same where the device has no completion channels: the alive thread polls. */
+TEST_F(VerbsUd, BusyPeerIsKeptWithoutCompletionChannels)
+{
+    env_.set("AXON_SOFTIB_CAP_MASK", "comp_channel");
+    UdIface a, b;
+    open_pair(a, b, {{"UD_TIMEOUT", "300ms"}});
+    axon_tl_ep_t *ab = a.connect(b);
+    uint64_t v = 9;
+    ASSERT_EQ(AXON_OK, a.ops()->ep_am_short(ab, kAmId, NULL, 0, &v, sizeof(v)));
+    double until = axon_test_time() + 1.2;
+    while (axon_test_time() < until) {
+        a.progress();
+    }
+    EXPECT_TRUE(a.failed.empty()) << "a busy peer was taken for dead";
+    ASSERT_TRUE(progress_until(a, b, [&] { return b.got.size() == 1; }, kOpTimeout));
+    a.ops()->ep_destroy(ab);
+}
+
 /* Once the busy peer's iface closes (its alive thread with it), it fails in time. */
 TEST_F(VerbsUd, ClosedBusyPeerFailsWithinTimeout)
 {
