@@ -443,11 +443,11 @@ TEST_F(VerbsUd, SilentPeerFailsWithinTimeout)
 TEST_F(VerbsUd, BusyPeerIsKeptByItsAliveThread)
 {
     UdIface a, b;
-    open_pair(a, b, {{"UD_TIMEOUT", "300ms"}});
+    open_pair(a, b, {{"UD_TIMEOUT", "500ms"}});
     axon_tl_ep_t *ab = a.connect(b);
     uint64_t v = 7;
     ASSERT_EQ(AXON_OK, a.ops()->ep_am_short(ab, kAmId, NULL, 0, &v, sizeof(v)));
-    double until = axon_test_time() + 1.5;  /* 5 timeouts */
+    double until = axon_test_time() + 1.5;  /* 3 timeouts */
     while (axon_test_time() < until) {
         a.progress();
     }
@@ -466,11 +466,11 @@ TEST_F(VerbsUd, BusyPeerIsKeptWithoutCompletionChannels)
 {
     env_.set("AXON_SOFTIB_CAP_MASK", "comp_channel");
     UdIface a, b;
-    open_pair(a, b, {{"UD_TIMEOUT", "300ms"}});
+    open_pair(a, b, {{"UD_TIMEOUT", "500ms"}});
     axon_tl_ep_t *ab = a.connect(b);
     uint64_t v = 9;
     ASSERT_EQ(AXON_OK, a.ops()->ep_am_short(ab, kAmId, NULL, 0, &v, sizeof(v)));
-    double until = axon_test_time() + 1.2;
+    double until = axon_test_time() + 1.5;
     while (axon_test_time() < until) {
         a.progress();
     }
