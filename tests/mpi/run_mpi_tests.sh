@@ -13,6 +13,8 @@
 #             FI_PROVIDER_PATH=BUILDDIR/contrib/ofi_provider/.libs,
 #             LD_LIBRARY_PATH=BUILDDIR/.libs (Axon picks its transports: shm)
 #   axon-tcp  the same with AXON_TLS=tcp
+#   axon-ud   the same with AXON_TLS=ud and AXON_UD_TIMEOUT=1s: runs only
+#             busy (a rank computing 3 s without MPI calls), with axon
 #   ofi-tcp   --mca pml cm --mca mtl ofi with libfabric's own tcp provider
 #             (not by default: libfabric 1.17's tcp provider stops receiving
 #             after a truncated message, ofiwg/libfabric#8274, so truncate
@@ -44,6 +46,7 @@ programs=(
     coll:4
     comm:4
     threads:2
+    busy:2
     "lat:2:-n 500 -w 50"
 )
 
@@ -118,6 +121,7 @@ config_args() {  # config -> cfg[]
         ob1)      cfg=(--mca pml ob1 --mca btl "self,vader") ;;
         axon)     cfg=("${axon[@]}") ;;
         axon-tcp) cfg=("${axon[@]}" -x AXON_TLS=tcp) ;;
+        axon-ud)  cfg=("${axon[@]}" -x AXON_TLS=ud -x AXON_UD_TIMEOUT=1s) ;;
         ofi-tcp)  cfg=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp) ;;
         *)        return 1 ;;
     esac
@@ -170,7 +174,7 @@ fi
 for config in $configs; do
     if ! config_args "$config"; then
         echo "FAIL mpi/config/$config"
-        echo "    | unknown configuration '$config' (ob1, axon, axon-tcp, ofi-tcp)"
+        echo "    | unknown configuration '$config' (ob1, axon, axon-tcp, axon-ud, ofi-tcp)"
         continue
     fi
     for p in "${built[@]}"; do
@@ -179,5 +183,11 @@ for config in $configs; do
         run_one "$config" "$name" "$np" $args
     done
 done
+# ud acknowledges from progress: a peer busier than AXON_UD_TIMEOUT is kept
+# alive by its alive thread (components/verbs/ud_alive.c).
+if [[ " $configs " == *" axon "* ]] && [[ " ${built[*]} " == *" busy:2 "* ]] &&
+    config_args axon-ud; then
+    run_one axon-ud busy 2
+fi
 # Verdicts are the PASS/FAIL lines; the exit status says only that the script ran.
 exit 0
