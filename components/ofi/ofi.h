@@ -23,7 +23,9 @@
  * (libfabric 1.17's tcp) report nothing for a killed peer: they queue sends
  * to it for ever. So every KEEPALIVE_INTERVAL an iface pings each worker it
  * has eps to, the worker answers from its progress, and one silent for
- * KEEPALIVE_TIMEOUT is declared failed (ENDPOINT_TIMEOUT): its eps fail,
+ * KEEPALIVE_TIMEOUT (30 s: a worker computing that long without progress
+ * looks dead; ud answers from a thread, ofi does not yet) is declared
+ * failed (ENDPOINT_TIMEOUT): its eps fail,
  * get/put in flight to it complete with that error, peer_failure reports it.
  * A closing iface says goodbye to every peer it knows, so they do not
  * mistake its leaving for a failure.

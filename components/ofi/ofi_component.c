@@ -48,10 +48,11 @@ static const axon_config_entry_t axon_ofi_config_table[] = {
      "no error for a killed peer); 0 = never",
      offsetof(axon_ofi_config_t, keepalive_interval), AXON_CONFIG_TYPE_TIME},
 
-    {"KEEPALIVE_TIMEOUT", "3s",
+    {"KEEPALIVE_TIMEOUT", "30s",
      "A worker that answered no ping for this long is declared failed: operations to it "
      "fail with ENDPOINT_TIMEOUT. Workers answer from their progress, so each must progress "
-     "at least this often; at least 2 intervals, 0 = never",
+     "at least this often (a rank computing longer looks dead); at least 2 intervals, "
+     "0 = never",
      offsetof(axon_ofi_config_t, keepalive_timeout), AXON_CONFIG_TYPE_TIME},
 
     {"RMA", "n",

@@ -302,9 +302,12 @@ int echo_main(int fd, void *)
     }
 }
 
+/* The survivor's keep-alive timeout in these tests (the default is 30 s). */
+const axon_config_kv_t kFastFail[] = {{"OFI_KEEPALIVE_TIMEOUT", "3s"}};
+
 /*
  * Pings keep a silent but progressing peer alive past the keep-alive
- * timeout (3 s); once it is killed, sends to it fail in time.
+ * timeout (3 s here); once it is killed, sends to it fail in time.
  */
 TEST(OfiPeerFailure, IdlePeerStaysAliveKilledPeerTimesOut)
 {
@@ -318,7 +321,7 @@ TEST(OfiPeerFailure, IdlePeerStaysAliveKilledPeerTimesOut)
 
     OFI_REQUIRE();
     ASSERT_EQ(0, axon_test_peer_spawn(&echo, echo_main, nullptr, 60.0));
-    ASSERT_EQ(AXON_OK, axon_test_node_create(&node, "ofi", nullptr, 0));
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&node, "ofi", kFastFail, 1));
     ASSERT_EQ(0, axon_test_exchange_address(echo.fd, node.address, node.address_length, &peer,
                                             &len));
     ASSERT_EQ(AXON_OK, axon_test_ep_create(node.worker, peer, len, &ep));
@@ -366,7 +369,7 @@ TEST(OfiPeerFailure, SendToKilledPeerFails)
 
     OFI_REQUIRE();
     ASSERT_EQ(0, axon_test_peer_spawn(&victim, victim_main, nullptr, 60.0));
-    ASSERT_EQ(AXON_OK, axon_test_node_create(&node, "ofi", nullptr, 0));
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&node, "ofi", kFastFail, 1));
     ASSERT_EQ(0, axon_test_exchange_address(victim.fd, node.address, node.address_length, &peer,
                                             &len));
     ASSERT_EQ(AXON_OK, axon_test_ep_create(node.worker, peer, len, &ep));
