@@ -438,19 +438,26 @@ TEST_F(VerbsUd, SilentPeerFailsWithinTimeout)
     a.ops()->ep_destroy(ab);
 }
 
-/* A peer that computes without progressing, for many timeouts, is kept: its
- * alive thread answers the probes. Once it progresses, the message arrives. */
-TEST_F(VerbsUd, BusyPeerIsKeptByItsAliveThread)
+/* Progress only a, for seconds: its peer computes. */
+void progress_alone(UdIface &a, double seconds)
 {
-    UdIface a, b;
-    open_pair(a, b, {{"UD_TIMEOUT", "500ms"}});
-    axon_tl_ep_t *ab = a.connect(b);
-    uint64_t v = 7;
-    ASSERT_EQ(AXON_OK, a.ops()->ep_am_short(ab, kAmId, NULL, 0, &v, sizeof(v)));
-    double until = axon_test_time() + 1.5;  /* 3 timeouts */
+    double until = axon_test_time() + seconds;
     while (axon_test_time() < until) {
         a.progress();
     }
+}
+
+/* A peer that computes without progressing, for 3 timeouts, is kept: its
+ * alive thread answers the probes. Once it progresses, the message arrives. */
+void check_busy_peer_kept()
+{
+    UdIface a, b;
+    ASSERT_TRUE(a.open({{"UD_TIMEOUT", "500ms"}})) << "cannot open a ud iface on softib";
+    ASSERT_TRUE(b.open({{"UD_TIMEOUT", "500ms"}}));
+    axon_tl_ep_t *ab = a.connect(b);
+    uint64_t v = 7;
+    ASSERT_EQ(AXON_OK, a.ops()->ep_am_short(ab, kAmId, NULL, 0, &v, sizeof(v)));
+    progress_alone(a, 1.5);
     EXPECT_TRUE(a.failed.empty()) << "a busy peer was taken for dead";
     EXPECT_EQ(AXON_OK, a.ops()->ep_check(ab));
     ASSERT_TRUE(progress_until(a, b, [&] { return b.got.size() == 1; }, kOpTimeout));
@@ -461,22 +468,16 @@ TEST_F(VerbsUd, BusyPeerIsKeptByItsAliveThread)
     a.ops()->ep_destroy(ab);
 }
 
+TEST_F(VerbsUd, BusyPeerIsKeptByItsAliveThread)
+{
+    check_busy_peer_kept();
+}
+
 /* The same where the device has no completion channels: the alive thread polls. */
 TEST_F(VerbsUd, BusyPeerIsKeptWithoutCompletionChannels)
 {
     env_.set("AXON_SOFTIB_CAP_MASK", "comp_channel");
-    UdIface a, b;
-    open_pair(a, b, {{"UD_TIMEOUT", "500ms"}});
-    axon_tl_ep_t *ab = a.connect(b);
-    uint64_t v = 9;
-    ASSERT_EQ(AXON_OK, a.ops()->ep_am_short(ab, kAmId, NULL, 0, &v, sizeof(v)));
-    double until = axon_test_time() + 1.5;
-    while (axon_test_time() < until) {
-        a.progress();
-    }
-    EXPECT_TRUE(a.failed.empty()) << "a busy peer was taken for dead";
-    ASSERT_TRUE(progress_until(a, b, [&] { return b.got.size() == 1; }, kOpTimeout));
-    a.ops()->ep_destroy(ab);
+    check_busy_peer_kept();
 }
 
 /* Once the busy peer's iface closes (its alive thread with it), it fails in time. */
@@ -489,10 +490,7 @@ TEST_F(VerbsUd, ClosedBusyPeerFailsWithinTimeout)
     axon_tl_ep_t *ab = a.connect(*b);
     uint64_t v = 1;
     ASSERT_EQ(AXON_OK, a.ops()->ep_am_short(ab, kAmId, NULL, 0, &v, sizeof(v)));
-    double until = axon_test_time() + 0.6;
-    while (axon_test_time() < until) {
-        a.progress();
-    }
+    progress_alone(a, 0.6);
     ASSERT_TRUE(a.failed.empty()) << "a busy peer was taken for dead";
     uint64_t b_uuid = b->uuid;
     delete b;  /* no goodbye: it never progresses again */
