@@ -345,6 +345,11 @@ unsigned      axon_ud_tx_poll(axon_ud_iface_t *iface);
 void          axon_ud_tx_acked(axon_ud_conn_t *conn, uint32_t ack, uint32_t sack);
 /* Timers of the connections with something unacked, and keepalives. */
 unsigned      axon_ud_timers(axon_ud_iface_t *iface);
+/* This iface's alive QP number for addresses and CREQs (0: it answers no probes). */
+static inline uint32_t axon_ud_alive_qpn(const axon_ud_iface_t *iface)
+{
+    return (iface->alive.qp != NULL) ? iface->alive.qp->qp_num : 0;
+}
 /* An ALIVE for conn arrived. */
 static inline void axon_ud_conn_alive(axon_ud_conn_t *conn)
 {

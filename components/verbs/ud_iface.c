@@ -502,7 +502,7 @@ static axon_status_t axon_ud_iface_get_address(axon_iface_t *tl_iface, void *dev
 
     axon_verbs_dev_addr_pack(&iface->dev, dev_addr);
     addr.qpn       = iface->qp->qp_num;
-    addr.alive_qpn = (iface->alive.qp != NULL) ? iface->alive.qp->qp_num : 0;
+    addr.alive_qpn = axon_ud_alive_qpn(iface);
     memcpy(iface_addr, &addr, sizeof(addr));
     return AXON_OK;
 }
@@ -746,7 +746,7 @@ axon_status_t axon_ud_iface_open(const axon_resource_t *resource, const void *co
         }
     }
     axon_debug("%s: qpn 0x%x (alive qpn 0x%x), mtu %u, %u receives posted", iface->name,
-               iface->qp->qp_num, (iface->alive.qp != NULL) ? iface->alive.qp->qp_num : 0,
+               iface->qp->qp_num, axon_ud_alive_qpn(iface),
                (unsigned)axon_dev_mtu_bytes(iface->dev.port_attr.active_mtu), iface->rx_posted);
     *iface_p = &iface->super;
     return AXON_OK;

@@ -152,7 +152,7 @@ int axon_ud_tx_creq(axon_ud_conn_t *conn)
     creq.dst_uuid = conn->peer_uuid;
     creq.src_qpn  = iface->qp->qp_num;
     axon_verbs_dev_addr_pack(&iface->dev, creq.dev_addr);
-    creq.src_alive_qpn = (iface->alive.qp != NULL) ? iface->alive.qp->qp_num : 0;
+    creq.src_alive_qpn = axon_ud_alive_qpn(iface);
     memcpy(hdr + 1, &creq, sizeof(creq));
     /* First in PSN order, even if data was queued while no buffer was free. */
     desc->next    = conn->tx_head;
