@@ -8,6 +8,7 @@
 #include "axon.h"
 #include "component.h"
 #include "config.h"
+#include "idle.h"
 #include "list.h"
 #include "loader.h"
 #include "mpool.h"
@@ -25,14 +26,26 @@ typedef struct axon_global_opts {
     size_t                   bcopy_thresh;
     size_t                   rndv_thresh;
     size_t                   rndv_split_thresh;
+    unsigned                 rndv_scheme;   /* axon_rndv_scheme_t: auto, get, stream */
     unsigned                 rc_max_peers;
     unsigned                 tag_hash_bits;
     unsigned                 max_unexp_pool;
     unsigned                 rma_path;      /* axon_rma_path_mode_t (mem.h): auto or am */
     unsigned                 atomic_mode;   /* axon_atomic_mode_t (mem.h): cpu, device, guess */
+    unsigned                 yield;         /* axon_idle_yield_t (idle.h) */
+    double                   yield_spin;    /* seconds idle before yielding the core */
 } axon_global_opts_t;
 
 extern const axon_config_entry_t axon_global_config_table[];
+
+/* AXON_RNDV_SCHEME: how the receiver of a rendezvous takes the data. */
+typedef enum {
+    AXON_RNDV_SCHEME_AUTO   = 0,  /* a get where measured cheaper than streaming */
+    AXON_RNDV_SCHEME_GET    = 1,  /* a get wherever the lane can */
+    AXON_RNDV_SCHEME_STREAM = 2,  /* the sender streams after an RTR */
+} axon_rndv_scheme_t;
+
+extern const char *const axon_rndv_scheme_names[];
 
 struct axon_context {
     axon_global_opts_t      opts;
@@ -87,6 +100,7 @@ struct axon_worker {
     void                *address;         /* packed once, sent in every hello */
     size_t               address_length;
     int                  in_progress;     /* >0 inside axon_worker_progress */
+    axon_idle_t          idle;            /* when empty progress calls yield the core */
     axon_list_link_t     mem_link;        /* in the context's workers (mem.c) */
     uint32_t             rma_fence_epoch; /* axon_worker_fence calls (rma.c) */
 };
@@ -133,6 +147,8 @@ struct axon_ep {
     axon_peer_t     *peer;
     uint64_t         peer_uuid;
     size_t           rndv_thresh;      /* messages this large use rendezvous */
+    size_t           rndv_get_min;     /* rendezvous this large is read by a get, smaller
+                                        * ones the sender streams (SIZE_MAX: never get) */
     unsigned         outstanding;      /* sends waiting for the peer (ack, rendezvous) */
     int              internal;         /* created for replies, not by the user */
     axon_status_t    status;           /* AXON_OK, or the failure of the peer */

@@ -12,6 +12,8 @@ static const char *const axon_log_level_names[] = {
     "error", "warn", "info", "debug", "trace", NULL
 };
 
+const char *const axon_rndv_scheme_names[] = {"auto", "get", "stream", NULL};
+
 #define AXON_GLOBAL_OPT(_field) offsetof(axon_global_opts_t, _field)
 
 const axon_config_entry_t axon_global_config_table[] = {
@@ -46,13 +48,21 @@ const axon_config_entry_t axon_global_config_table[] = {
      AXON_GLOBAL_OPT(bcopy_thresh), AXON_CONFIG_TYPE_SIZE},
 
     {"RNDV_THRESH", "auto",
-     "Messages of at least this size use rendezvous (auto: from the bulk lane's estimates)",
+     "Messages of at least this size use rendezvous (auto: from the costs the bulk lane measured, "
+     "else from its estimates)",
      AXON_GLOBAL_OPT(rndv_thresh), AXON_CONFIG_TYPE_SIZE_AUTO},
 
     {"RNDV_SPLIT_THRESH", "256k",
      "Rendezvous messages of at least this size, on a lane that can both get and put, are "
      "copied half by the receiver and half by the sender at once (inf: receiver copies all)",
      AXON_GLOBAL_OPT(rndv_split_thresh), AXON_CONFIG_TYPE_SIZE},
+
+    {"RNDV_SCHEME", "auto",
+     "How a rendezvous receiver takes the data: get (reads the sender's memory where the "
+     "lane can: shm cross-memory attach, RDMA read), stream (the sender sends it after a "
+     "request) or auto (get from the size where the costs the transport measured at start "
+     "make it cheaper than streaming)",
+     AXON_GLOBAL_OPT(rndv_scheme), AXON_CONFIG_TYPE_ENUM(axon_rndv_scheme_names, "auto|get|stream")},
 
     {"RC_MAX_PEERS", "256",
      "Past this many peers a worker prefers transports with smaller per-endpoint memory "
@@ -79,6 +89,18 @@ const axon_config_entry_t axon_global_config_table[] = {
      "(device when every transport AXON_TLS admits has device atomics, else cpu)",
      AXON_GLOBAL_OPT(atomic_mode),
      AXON_CONFIG_TYPE_ENUM(axon_atomic_mode_names, "cpu|device|guess")},
+
+    {"YIELD", "auto",
+     "When a worker whose progress finds nothing gives its core away (sched_yield on each "
+     "further empty call): auto (after YIELD_SPIN of idleness, or after a short spin when "
+     "more threads are runnable than the host has cores), always (after the short spin) or "
+     "never (busy-poll)",
+     AXON_GLOBAL_OPT(yield), AXON_CONFIG_TYPE_ENUM(axon_idle_yield_names, "auto|always|never")},
+
+    {"YIELD_SPIN", "50us",
+     "With YIELD=auto on a host that is not oversubscribed: how long progress busy-polls "
+     "without finding anything before it starts yielding the core",
+     AXON_GLOBAL_OPT(yield_spin), AXON_CONFIG_TYPE_TIME},
 
     AXON_CONFIG_END
 };

@@ -50,10 +50,28 @@ static unsigned axon_ep_find_candidates(axon_worker_h worker, const axon_address
     return n;
 }
 
+/* Messages at least this large always use rendezvous: eager ones are buffered whole
+ * when unexpected, and a large one fills the receiver's ring for every other sender. */
+#define AXON_RNDV_BUFFER_MAX (256 * 1024)
+
+/* How the receiver of a rendezvous from this endpoint's peer takes the data (AXON_RNDV_SCHEME). */
+static size_t axon_ep_rndv_get_min(const axon_ep_h ep)
+{
+    switch (ep->worker->context->opts.rndv_scheme) {
+    case AXON_RNDV_SCHEME_GET:
+        return 0;
+    case AXON_RNDV_SCHEME_STREAM:
+        return SIZE_MAX;
+    default:
+        return axon_select_get_min(ep->bulk_lane.resource, AXON_RNDV_BUFFER_MAX);
+    }
+}
+
 /*
- * Rendezvous threshold from the bulk lane's estimates: worth it once moving
- * the data twice costs more than one extra round trip plus a get; without a
- * way to move data in one copy it only saves unexpected buffering.
+ * Rendezvous threshold: where a get is measured to pay, from there; from the
+ * bulk lane's estimates when nothing was measured (worth it once moving the
+ * data twice costs more than one extra round trip plus a get); without a
+ * cheaper way than the ring, only past the buffering bound.
  */
 static size_t axon_ep_rndv_thresh(axon_ep_h ep)
 {
@@ -64,8 +82,16 @@ static size_t axon_ep_rndv_thresh(axon_ep_h ep)
     if (configured != AXON_CONFIG_SIZE_AUTO) {
         return configured;
     }
+    if (ep->rndv_get_min == SIZE_MAX) {
+        if (!(rsc->cap_flags & AXON_CAP_AM_ZCOPY)) {
+            return AXON_RNDV_BUFFER_MAX;
+        }
+    } else if (ep->rndv_get_min > 0) {
+        return (ep->rndv_get_min > ep->am_lane.max_bcopy) ? ep->rndv_get_min :
+                                                           ep->am_lane.max_bcopy;
+    }
     if (!(rsc->cap_flags & (AXON_CAP_GET | AXON_CAP_AM_ZCOPY))) {
-        return 256 * 1024;
+        return AXON_RNDV_BUFFER_MAX;
     }
     bytes_per_ns = rsc->bandwidth_MBps * 1e-3;
     thresh       = bytes_per_ns * (2.0 * rsc->latency_ns + rsc->overhead_ns + 2000.0);
@@ -203,6 +229,7 @@ axon_status_t axon_ep_create_internal(axon_worker_h worker, const void *address,
         ep->eager_short_max = worker->context->opts.bcopy_thresh - 1;
     }
     ep->eager_bcopy_max = ep->am_lane.max_bcopy - sizeof(axon_eager_hdr_t);
+    ep->rndv_get_min    = axon_ep_rndv_get_min(ep);
     ep->rndv_thresh     = axon_ep_rndv_thresh(ep);
 
     axon_list_add_tail(&worker->eps, &ep->link);
@@ -212,11 +239,13 @@ axon_status_t axon_ep_create_internal(axon_worker_h worker, const void *address,
         axon_ep_destroy_now(ep, AXON_ERR_CANCELED);
         goto out;
     }
-    axon_debug("%s endpoint %p to %016llx: am lane %s/%s, bulk lane %s/%s, rndv from %zu bytes",
+    axon_debug("%s endpoint %p to %016llx: am lane %s/%s, bulk lane %s/%s, rndv from %zu bytes, "
+               "get from %zu bytes (%s)",
                internal ? "internal" : "user", (void *)ep, (unsigned long long)addr->uuid,
                ep->am_lane.resource->tl_name, ep->am_lane.resource->dev_name,
                ep->bulk_lane.resource->tl_name, ep->bulk_lane.resource->dev_name,
-               ep->rndv_thresh);
+               ep->rndv_thresh, ep->rndv_get_min,
+               (ep->rndv_get_min == SIZE_MAX) ? "never" : "or larger");
     *ep_p = ep;
     goto out;
 

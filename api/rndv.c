@@ -5,7 +5,7 @@
  *   RTS (AM lane, in order) ──────▶ match
  *                                   get from the sender's memory (shm: CMA, self: memcpy)
  *        ◀────────────────────────  ATS             — single copy, sender idle
- *   or, when the lane cannot get:
+ *   or, when the lane cannot get or a get costs more (AXON_RNDV_SCHEME, axon_ep_rndv_get_min):
  *        ◀────────────────────────  RTR (length wanted)
  *   DATA (zero-copy, or pipelined bcopy fragments) ──▶ written into the receive buffer
  *
@@ -258,7 +258,7 @@ void axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts)
     lane = &ep->bulk_lane;
     rkey = axon_rndv_rts_rkey(lane, rts, &get_ok);
     if ((lane->resource->cap_flags & AXON_CAP_GET) && (lane->ops->ep_get_zcopy != NULL) &&
-        get_ok) {
+        get_ok && (want >= ep->rndv_get_min)) {
         if ((rkey == NULL) && (axon_rndv_recv_split(req, ep, rts, want) == AXON_OK)) {
             return;
         }

@@ -103,6 +103,7 @@ axon_status_t axon_worker_create(axon_context_h context, const axon_worker_param
     do {
         worker->uuid = axon_sys_generate_uuid();
     } while (worker->uuid == AXON_SENDER_ANY);  /* receivers use 0 for "any sender" */
+    axon_idle_init(&worker->idle, context->opts.yield, context->opts.yield_spin);
     axon_list_init(&worker->eps);
     axon_list_init(&worker->pending_eps);
     axon_list_init(&worker->deferred);
@@ -212,6 +213,7 @@ unsigned axon_worker_progress(axon_worker_h worker)
         count += (unsigned)axon_ep_progress_pending(ep);
     }
     --worker->in_progress;
+    axon_idle_poll(&worker->idle, count);
     return count;
 }
 

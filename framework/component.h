@@ -19,7 +19,7 @@
 #include "config.h"
 #include "amo_cpu.h"
 
-#define AXON_COMPONENT_ABI_VERSION 6
+#define AXON_COMPONENT_ABI_VERSION 7
 /* Plugins build with -fvisibility=hidden; only the descriptor is exported. */
 #define AXON_COMPONENT_EXPORT      __attribute__((visibility("default")))
 #define AXON_COMPONENT_SYMBOL      axon_component
@@ -73,6 +73,15 @@ typedef struct axon_resource {
     double          latency_ns;                   /* one-way, small message */
     double          bandwidth_MBps;               /* large messages, 10^6 bytes/s */
     double          overhead_ns;                  /* CPU cost per message at the sender */
+    /*
+     * Costs of moving a large message, for the rendezvous choice (0 = not
+     * measured; the estimates above are used): a bcopy AM is copied into the
+     * transport and out of it at copy_MBps each; a get (AXON_CAP_GET) costs
+     * get_overhead_ns + length / get_MBps. shm measures them at query.
+     */
+    double          copy_MBps;
+    double          get_overhead_ns;
+    double          get_MBps;
     size_t          max_short;                    /* header + payload of am_short */
     size_t          max_bcopy;                    /* bytes a pack callback may write */
     size_t          max_zcopy;                    /* 0 if no zcopy */

@@ -6,6 +6,7 @@ libaxon_la_SOURCES += \
 	framework/select.c \
 	framework/mpool.c \
 	framework/sys.c \
+	framework/idle.c \
 	framework/proc.c \
 	framework/amo_cpu.c \
 	framework/mem_seg.c \
@@ -20,6 +21,7 @@ noinst_HEADERS += \
 	framework/select.h \
 	framework/mpool.h \
 	framework/sys.h \
+	framework/idle.h \
 	framework/proc.h \
 	framework/amo_cpu.h \
 	framework/mem_seg.h \

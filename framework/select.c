@@ -370,3 +370,20 @@ axon_status_t axon_select_lanes(const axon_resource_t *const *candidates, unsign
     }
     return AXON_OK;
 }
+
+size_t axon_select_get_min(const axon_resource_t *rsc, size_t cap)
+{
+    double stream_ns_per_byte, get_ns_per_byte, get_min;
+
+    if (!(rsc->cap_flags & AXON_CAP_GET) || (rsc->copy_MBps <= 0) || (rsc->get_MBps <= 0)) {
+        return 0;
+    }
+    stream_ns_per_byte = 2.0 / (rsc->copy_MBps * 1e-3);
+    get_ns_per_byte    = 1.0 / (rsc->get_MBps * 1e-3);
+    if (get_ns_per_byte >= stream_ns_per_byte) {
+        return SIZE_MAX;
+    }
+    /* The get's own cost, and the ATS a streamed message does not need. */
+    get_min = (rsc->get_overhead_ns + rsc->latency_ns) / (stream_ns_per_byte - get_ns_per_byte);
+    return (get_min < (double)cap) ? (size_t)get_min : cap;
+}

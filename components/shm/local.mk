@@ -5,6 +5,7 @@ components_shm_libaxon_shm_la_SOURCES = \
 	components/shm/shm_iface.c \
 	components/shm/shm_ep.c \
 	components/shm/shm_seg.c \
+	components/shm/shm_calib.c \
 	components/shm/shm_fifo.h \
 	components/shm/shm_seg.h \
 	components/shm/shm.h

@@ -1039,9 +1039,10 @@ TEST_P(PeerFailureShmTest, DeadPeersClaimedCellDoesNotBlockRing)
 }
 
 const FailParam kFailParams[] = {
-    /* shm moves large messages half by each side (split); shm_get only by the receiver. */
-    {"shm", "shm", {{NULL, NULL}}},
-    {"shm_get", "shm", {{"RNDV_SPLIT_THRESH", "inf"}}},
+    /* shm moves large messages half by each side (split); shm_get only by the receiver (both
+     * forced: where the machine's costs say so, auto streams them instead, like shm_nocma). */
+    {"shm", "shm", {{"RNDV_SCHEME", "get"}}},
+    {"shm_get", "shm", {{"RNDV_SPLIT_THRESH", "inf"}, {"RNDV_SCHEME", "get"}}},
     {"shm_nocma", "shm", {{"SHM_CMA", "n"}}},
     {"tcp", "tcp", {{NULL, NULL}}},
     /* softib (shm wire): rc fails the peer on retries exhausted (softib's progress thread

@@ -708,3 +708,71 @@ TEST(select_endpoint, ib_defaults_to_rc)
     axon_worker_destroy(w2);
     axon_cleanup(ctx);
 }
+
+/* ---------------------------------------------------------------- rendezvous get or stream */
+
+namespace {
+
+axon_resource_t costed_rsc(double copy_MBps, double get_overhead_ns, double get_MBps,
+                           uint64_t extra_caps = AXON_CAP_GET)
+{
+    axon_resource_t r = make_rsc("shm", "memory", AXON_DEV_TYPE_SHM, 100, 10000,
+                                 AXON_CAP_AM_SHORT | AXON_CAP_AM_BCOPY | extra_caps);
+    r.copy_MBps       = copy_MBps;
+    r.get_overhead_ns = get_overhead_ns;
+    r.get_MBps        = get_MBps;
+    return r;
+}
+
+} // namespace
+
+TEST(select_get_min, unmeasured_gets_wherever_possible)
+{
+    axon_resource_t r = costed_rsc(0, 0, 0);
+
+    EXPECT_EQ(0u, axon_select_get_min(&r, 256 * 1024));
+    r = costed_rsc(10000, 500, 0);
+    EXPECT_EQ(0u, axon_select_get_min(&r, 256 * 1024));
+}
+
+TEST(select_get_min, no_get_capability_means_nothing_to_choose)
+{
+    axon_resource_t r = costed_rsc(10000, 500, 50000, 0);
+
+    EXPECT_EQ(0u, axon_select_get_min(&r, 256 * 1024));
+}
+
+TEST(select_get_min, get_slower_than_two_copies_never_pays)
+{
+    /* A virtual machine that pins pages slowly: 55 GB/s memcpy, 14 GB/s get. */
+    axon_resource_t r = costed_rsc(55000, 670, 14000);
+    EXPECT_EQ(SIZE_MAX, axon_select_get_min(&r, 256 * 1024));
+
+    /* Exactly as fast as two copies: still no gain. */
+    r = costed_rsc(10000, 0, 5000);
+    EXPECT_EQ(SIZE_MAX, axon_select_get_min(&r, 256 * 1024));
+}
+
+TEST(select_get_min, crossover_where_the_saved_copy_pays_the_get)
+{
+    /* Streaming 0.2 ns/B (two copies at 10 GB/s), a get 0.1 ns/B plus 900 ns + 100 ns latency:
+     * the get wins from 1000 / 0.1 = 10 000 bytes. */
+    axon_resource_t r = costed_rsc(10000, 900, 10000);
+    size_t min = axon_select_get_min(&r, 256 * 1024);
+
+    EXPECT_GE(min, 9990u);
+    EXPECT_LE(min, 10010u);
+    /* A costlier call moves it up; a faster get moves it down. */
+    r.get_overhead_ns = 1900;
+    EXPECT_GT(axon_select_get_min(&r, 256 * 1024), min);
+    r = costed_rsc(10000, 900, 20000);
+    EXPECT_LT(axon_select_get_min(&r, 256 * 1024), min);
+}
+
+TEST(select_get_min, capped)
+{
+    /* Barely cheaper: the crossover lies past the cap, which bounds it. */
+    axon_resource_t r = costed_rsc(10000, 100000, 5100);
+
+    EXPECT_EQ(256u * 1024, axon_select_get_min(&r, 256 * 1024));
+}

@@ -576,14 +576,14 @@ const size_t kSplitShortRecv = 300 * 1024;
 int split_sender_main(int fd, void *arg)
 {
     const SplitArgs  *sa   = static_cast<const SplitArgs *>(arg);
-    axon_config_kv_t  kv[] = {{"SHM_CMA", sa->sender_cma}};
+    axon_config_kv_t  kv[] = {{"SHM_CMA", sa->sender_cma}, {"RNDV_SCHEME", "get"}};
     NodeGuard         ng;
     axon_test_node_t &node = ng.node;
     axon_ep_h         ep;
     void             *peer_addr;
     size_t            peer_len;
 
-    if (axon_test_node_create(&node, "shm", kv, 1) != AXON_OK) {
+    if (axon_test_node_create(&node, "shm", kv, 2) != AXON_OK) {
         return 2;
     }
     if ((axon_test_exchange_address(fd, node.address, node.address_length, &peer_addr,
@@ -614,14 +614,14 @@ class ShmSplitRndv : public ::testing::TestWithParam<SplitArgs> {};
 TEST_P(ShmSplitRndv, EveryByteArrives)
 {
     SplitArgs        sa   = GetParam();
-    axon_config_kv_t kv[] = {{"SHM_CMA", sa.receiver_cma}};
+    axon_config_kv_t kv[] = {{"SHM_CMA", sa.receiver_cma}, {"RNDV_SCHEME", "get"}};
     Cleanup          c;
     void            *blob;
     size_t           len;
     const size_t     count = sizeof(kSplitSizes) / sizeof(kSplitSizes[0]);
 
     ASSERT_EQ(0, axon_test_peer_spawn(&c.peer, split_sender_main, &sa, kPeerTimeout));
-    ASSERT_EQ(AXON_OK, axon_test_node_create(&c.node, "shm", kv, 1));
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&c.node, "shm", kv, 2));
     ASSERT_EQ(0, axon_test_exchange_address(c.peer.fd, c.node.address, c.node.address_length,
                                             &blob, &len));
     free(blob);

@@ -1283,7 +1283,8 @@ const TransportParam kTransports[] = {
     {"self_rndv", "self", 1, false, {{"RNDV_THRESH", "16K"}}},
     {"shm", "shm", 1},      /* the forked peer is rank 1 */
     {"shm_rev", "shm", 0},  /* the forked peer is rank 0 */
-    {"shm_rndv", "shm", 1, false, {{"RNDV_THRESH", "16K"}}},
+    /* Single copy (CMA) whatever it costs here. */
+    {"shm_rndv", "shm", 1, false, {{"RNDV_THRESH", "16K"}, {"RNDV_SCHEME", "get"}}},
     /* No single copy: rendezvous data goes through the ring. */
     {"shm_nocma", "shm", 1, false, {{"RNDV_THRESH", "16K"}, {"SHM_CMA", "n"}}},
     {"tcp", "tcp", 1},

@@ -15,6 +15,8 @@
 #   axon-tcp  the same with AXON_TLS=tcp
 #   axon-ud   the same with AXON_TLS=ud and AXON_UD_TIMEOUT=1s: runs only
 #             busy (a rank computing 3 s without MPI calls), with axon
+#   axon-nocma, axon-get   axon with AXON_SHM_CMA=n, AXON_RNDV_SCHEME=get: only
+#             for the oversubscribed ring below
 #   ofi-tcp   --mca pml cm --mca mtl ofi with libfabric's own tcp provider
 #             (not by default: libfabric 1.17's tcp provider stops receiving
 #             after a truncated message, ofiwg/libfabric#8274, so truncate
@@ -48,6 +50,7 @@ programs=(
     threads:2
     busy:2
     "lat:2:-n 500 -w 50"
+    "ring:4:-n 20"
 )
 
 if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
@@ -71,9 +74,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
+quiet_pass=0  # 1: report() prints failures only
 report() {  # name status output-file
     if [ "$2" -eq 0 ]; then
-        echo "PASS $1"
+        [ $quiet_pass -eq 1 ] || echo "PASS $1"
     else
         echo "FAIL $1"
         sed 's/^/    | /' "$3" | tail -20
@@ -121,6 +125,8 @@ config_args() {  # config -> cfg[]
         ob1)      cfg=(--mca pml ob1 --mca btl "self,vader") ;;
         axon)     cfg=("${axon[@]}") ;;
         axon-tcp) cfg=("${axon[@]}" -x AXON_TLS=tcp) ;;
+        axon-nocma) cfg=("${axon[@]}" -x AXON_SHM_CMA=n) ;;
+        axon-get) cfg=("${axon[@]}" -x AXON_RNDV_SCHEME=get) ;;
         axon-ud)  cfg=("${axon[@]}" -x AXON_TLS=ud -x AXON_UD_TIMEOUT=1s) ;;
         ofi-tcp)  cfg=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp) ;;
         *)        return 1 ;;
@@ -188,6 +194,47 @@ done
 if [[ " $configs " == *" axon "* ]] && [[ " ${built[*]} " == *" busy:2 "* ]] &&
     config_args axon-ud; then
     run_one axon-ud busy 2
+fi
+
+# Oversubscribed ring: 4 ranks on however many cores (2 in CI), 64 KiB-1 MiB.
+# Every rendezvous handshake needs the peer to run; a rank that busy-polls
+# while its peer has no core costs a scheduler time slice per message
+# (framework/idle.c). Runs whenever the axon configuration does, ob1 included.
+# Axon, by default and with single copy forced, must
+# stay within 2x of itself without single copy, and within 2x of Open MPI's
+# own shared memory (which yields when oversubscribed). Best of 3 runs each.
+declare -A ring_s
+ring_best() {  # config: ring_s[config] = seconds (best of 3), empty if a run failed
+    local best= s i
+    ring_s[$1]=
+    config_args "$1" || return
+    for i in 1 2 3; do
+        run_one "$1" ring 4 -n 50
+        s=$(sed -n 's/^RESULT test=mpi_ring .*seconds=\([0-9.]*\).*/\1/p' "$tmp/ring-$1")
+        [ -n "$s" ] || return
+        best=$(awk -v a="$s" -v b="${best:-$s}" 'BEGIN { print (a < b) ? a : b }')
+    done
+    ring_s[$1]=$best
+}
+ring_ratio() {  # name numerator-config seconds denominator-config seconds limit
+    local ok
+    ok=$(awk -v a="$3" -v b="$5" -v l="$6" 'BEGIN { print (a != "" && b > 0 && a / b <= l) ? 0 : 1 }')
+    echo "$1: $2 ${3:-failed} s, $4 ${5:-failed} s (best of 3; limit ${6}x)" >"$tmp/ring-ratio"
+    report "$1" "$ok" "$tmp/ring-ratio"
+    [ "$ok" -eq 0 ] && sed 's/^/    /' "$tmp/ring-ratio"
+}
+if [[ " $configs " == *" axon "* ]] && [[ " ${built[*]} " == *" ring:4:"* ]]; then
+    quiet_pass=1
+    for c in ob1 axon axon-nocma axon-get; do
+        ring_best "$c"
+    done
+    quiet_pass=0
+    ring_ratio mpi/ring_oversubscribed/axon_vs_nocma axon "${ring_s[axon]}" \
+        axon-nocma "${ring_s[axon-nocma]}" 2
+    ring_ratio mpi/ring_oversubscribed/get_vs_nocma axon-get "${ring_s[axon-get]}" \
+        axon-nocma "${ring_s[axon-nocma]}" 2
+    ring_ratio mpi/ring_oversubscribed/axon_vs_ob1 axon "${ring_s[axon]}" \
+        ob1 "${ring_s[ob1]}" 2
 fi
 # Verdicts are the PASS/FAIL lines; the exit status says only that the script ran.
 exit 0

@@ -1,0 +1,103 @@
+/* Idle policy of polling loops (framework/idle.c): when progress gives the core away. */
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+extern "C" {
+#include "idle.h"
+#include "sys.h"
+}
+
+namespace {
+
+/* Empty polls until the slow path first runs, then one more: did that one yield? */
+int polls_until_slow_path(axon_idle_t *idle)
+{
+    for (unsigned i = 0; i < AXON_IDLE_SPIN_POLLS - 1; ++i) {
+        axon_idle_poll(idle, 0);
+    }
+    ++idle->polls;
+    return axon_idle_wait(idle);
+}
+
+} // namespace
+
+TEST(Idle, NeverYieldsWhenTold)
+{
+    axon_idle_t idle;
+
+    axon_idle_init(&idle, AXON_IDLE_YIELD_NEVER, 0);
+    EXPECT_EQ(0, polls_until_slow_path(&idle));
+    for (int i = 0; i < 1000; ++i) {
+        EXPECT_EQ(0, axon_idle_wait(&idle));
+    }
+}
+
+TEST(Idle, AlwaysYieldsAfterTheShortSpin)
+{
+    axon_idle_t idle;
+
+    axon_idle_init(&idle, AXON_IDLE_YIELD_ALWAYS, 1000.0);
+    EXPECT_EQ(1, polls_until_slow_path(&idle));
+}
+
+TEST(Idle, AutoYieldsOnceIdleForTheSpinTime)
+{
+    axon_idle_t idle;
+    double start;
+
+    /* A spin time no test machine reaches between two polls unless oversubscribed. */
+    axon_idle_init(&idle, AXON_IDLE_YIELD_AUTO, 0.2);
+    start = axon_sys_time_sec();
+    int first = polls_until_slow_path(&idle);
+    if (first && axon_idle_oversubscribed(axon_sys_time_sec())) {
+        GTEST_SKIP() << "the host is oversubscribed right now: auto yields at once";
+    }
+    EXPECT_EQ(0, first) << "yielded before the spin time";
+    usleep(250 * 1000);
+    ++idle.polls;
+    EXPECT_EQ(1, axon_idle_wait(&idle)) << "idle for " << axon_sys_time_sec() - start << " s";
+}
+
+TEST(Idle, WorkResetsTheSpin)
+{
+    axon_idle_t idle;
+
+    axon_idle_init(&idle, AXON_IDLE_YIELD_ALWAYS, 0);
+    for (unsigned i = 0; i < AXON_IDLE_SPIN_POLLS - 1; ++i) {
+        axon_idle_poll(&idle, 0);
+    }
+    axon_idle_poll(&idle, 3);
+    EXPECT_EQ(0u, idle.polls);
+}
+
+TEST(Idle, OversubscriptionIsSeen)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    std::atomic<bool> stop(false);
+    std::vector<std::thread> spinners;
+    double deadline;
+    int seen = 0;
+
+    ASSERT_GT(cores, 0);
+    for (long i = 0; i < 2 * cores + 1; ++i) {
+        spinners.emplace_back([&stop] {
+            while (!stop.load(std::memory_order_relaxed)) {
+            }
+        });
+    }
+    /* The answer is cached for 50 ms; a few reads over half a second. */
+    deadline = axon_sys_time_sec() + 0.5;
+    while (!seen && (axon_sys_time_sec() < deadline)) {
+        seen = axon_idle_oversubscribed(axon_sys_time_sec());
+        usleep(20 * 1000);
+    }
+    stop = true;
+    for (auto &t : spinners) {
+        t.join();
+    }
+    EXPECT_EQ(1, seen) << 2 * cores + 1 << " threads spinning on " << cores << " cores";
+}
