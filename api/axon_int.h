@@ -100,6 +100,7 @@ struct axon_worker {
     void                *address;         /* packed once, sent in every hello */
     size_t               address_length;
     int                  in_progress;     /* >0 inside axon_worker_progress */
+    unsigned             progress_calls;  /* idle ifaces are polled once in AXON_IFACE_IDLE_POLLS */
     axon_idle_t          idle;            /* when empty progress calls yield the core */
     axon_list_link_t     mem_link;        /* in the context's workers (mem.c) */
     uint32_t             rma_fence_epoch; /* axon_worker_fence calls (rma.c) */

@@ -197,6 +197,7 @@ void axon_worker_ep_pending_add(axon_worker_h worker, axon_ep_h ep)
 
 unsigned axon_worker_progress(axon_worker_h worker)
 {
+    axon_iface_t *iface;
     axon_ep_h ep, tmp;
     unsigned count = 0, i;
 
@@ -205,8 +206,13 @@ unsigned axon_worker_progress(axon_worker_h worker)
     if (!axon_list_is_empty(&worker->deferred)) {
         count += axon_request_dispatch_deferred(worker);
     }
+    ++worker->progress_calls;
     for (i = 0; i < worker->num_ifaces; ++i) {
-        count += worker->ifaces[i].iface->ops->iface_progress(worker->ifaces[i].iface);
+        iface = worker->ifaces[i].iface;
+        if (iface->idle && (worker->progress_calls & (AXON_IFACE_IDLE_POLLS - 1))) {
+            continue;
+        }
+        count += iface->ops->iface_progress(iface);
     }
     /* Receiving freed ring space on the peer side; retry queued sends. */
     axon_list_for_each_safe(ep, tmp, &worker->pending_eps, pending_link) {

@@ -245,9 +245,20 @@ typedef struct axon_iface_ops {
 } axon_iface_ops_t;
 
 /* Base of every transport iface; a transport embeds it first. */
+/* An idle iface's progress is called once in this many worker progress calls. */
+#define AXON_IFACE_IDLE_POLLS 64
+
 struct axon_iface {
     const axon_iface_ops_t *ops;
     const axon_resource_t  *resource;
+    /*
+     * Set by the transport while nothing it could find needs looking at on
+     * every progress call (tcp with only a listening socket; self, which
+     * delivers inside the send): the worker then calls iface_progress once
+     * in AXON_IFACE_IDLE_POLLS calls instead of paying an indirect call
+     * per poll. Cleared by the transport (or stays 0) otherwise.
+     */
+    int                     idle;
 };
 
 /* Base of every transport endpoint. */

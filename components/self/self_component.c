@@ -203,6 +203,7 @@ static axon_status_t axon_self_iface_open(const axon_resource_t *resource, const
     }
     iface->super.ops      = &axon_self_iface_ops;
     iface->super.resource = resource;
+    iface->super.idle     = 1;  /* delivers inside the send: progress has nothing to find */
     iface->params         = *params;
     iface->busy           = 0;
     *iface_p = &iface->super;

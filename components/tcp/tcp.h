@@ -17,10 +17,11 @@
  * sides said goodbye. An end of stream without a goodbye is a peer failure:
  * every ep on the connection fails and peer_failure names the peer.
  *
- * Progress skips ifaces with nothing but a listening socket (polled at most
- * every AXON_TCP_IDLE_POLL_NS, the clock read every AXON_TCP_IDLE_POLL_INTERVAL
- * calls: a syscall per 64 calls still doubled a busy shm ping-pong's
- * latency when the application's progress loop is tight) and, with exactly one connection,
+ * An iface with nothing but a listening socket says so (super.idle): the
+ * worker calls its progress once in AXON_IFACE_IDLE_POLLS calls, and it looks
+ * at the socket at most every AXON_TCP_IDLE_POLL_NS (a syscall per 64 calls
+ * still doubled a busy shm ping-pong's latency when the application's
+ * progress loop is tight). With exactly one connection, progress
  * reads it with recv() instead of waiting in epoll_wait first (which still
  * runs every AXON_TCP_EPOLL_INTERVAL calls), so noticing and reading a
  * message is one syscall.
@@ -60,7 +61,6 @@
 /* An iface with only its listening socket looks at the clock every this many
  * progress calls, and polls once this long has passed (a connecting peer waits
  * that much longer for its accept). */
-#define AXON_TCP_IDLE_POLL_INTERVAL 64
 #define AXON_TCP_IDLE_POLL_NS       1000000ull
 /* With one connection, progress reads it directly and calls epoll_wait this often. */
 #define AXON_TCP_EPOLL_INTERVAL     64
@@ -177,8 +177,7 @@ typedef struct axon_tcp_iface {
     axon_tcp_sock_t        listen;
     unsigned               in_progress;  /* frees wait while events may point to sockets */
     unsigned               nconns;       /* connections in the epoll set */
-    unsigned               idle_skip;    /* progress calls left before an idle iface polls */
-    uint64_t               idle_next_ns; /* and the time it polls from */
+    uint64_t               idle_next_ns; /* an idle iface looks at its socket from then */
     unsigned               epoll_skip;   /* empty recv() polls left before an epoll_wait */
     /* Receive side */
     void                  *am_arg;
@@ -266,6 +265,8 @@ axon_status_t axon_tcp_config_check(const axon_tcp_config_t *config, uint16_t *p
                                     uint16_t *port_hi);
 
 /* tcp_iface.c */
+/* Recompute super.idle: nothing but the listening socket to look after. */
+void          axon_tcp_iface_update_idle(axon_tcp_iface_t *iface);
 axon_status_t axon_tcp_iface_open(const axon_resource_t *resource, const void *config,
                                   const axon_iface_params_t *params, axon_iface_t **iface_p);
 /*

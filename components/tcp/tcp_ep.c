@@ -83,6 +83,7 @@ void axon_tcp_ep_conn_lost(axon_tcp_ep_t *ep, axon_status_t status, int graceful
         /* Completed from progress, with the error. */
         axon_list_del(&ep->report);
         axon_list_add_tail(&iface->ep_reports, &ep->report);
+        iface->super.idle = 0;
     }
 }
 
@@ -401,6 +402,7 @@ axon_status_t axon_tcp_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid,
     ep->tx_cap      = axon_tcp_frame_wire_len(iface->max_bcopy);
     axon_list_init(&ep->report);
     axon_list_add_tail(&iface->eps, &ep->link);
+    iface->super.idle = 0;
 
     /* The peer connected to us already: send on its connection (tcp_wire.h). */
     conn = axon_tcp_conn_find_open(iface, peer_uuid, NULL);

@@ -163,6 +163,7 @@ static void axon_tcp_conn_close_one(axon_tcp_iface_t *iface, axon_tcp_conn_t *co
     /* An acceptor learns who the peer is from its HELLO: before that, nobody to report. */
     if (!graceful && (conn->connector || (conn->state == AXON_TCP_CONN_OPEN))) {
         axon_list_add_tail(&iface->reports, &conn->sock.pend);
+        iface->super.idle = 0;
     } else {
         axon_tcp_iface_release(iface, &conn->sock);
     }
@@ -965,6 +966,14 @@ static inline uint64_t axon_tcp_coarse_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Nothing but the listening socket: no connection, endpoint or report to look after. */
+void axon_tcp_iface_update_idle(axon_tcp_iface_t *iface)
+{
+    iface->super.idle = (iface->nconns == 0) && axon_list_is_empty(&iface->eps) &&
+                        axon_list_is_empty(&iface->ep_reports) &&
+                        axon_list_is_empty(&iface->reports);
+}
+
 static unsigned axon_tcp_iface_progress(axon_iface_t *tl_iface)
 {
     axon_tcp_iface_t  *iface = (axon_tcp_iface_t*)tl_iface;
@@ -980,17 +989,11 @@ static unsigned axon_tcp_iface_progress(axon_iface_t *tl_iface)
         return 0;
     }
     /*
-     * Only a listening socket: new connections are not latency-critical, so
-     * look once per AXON_TCP_IDLE_POLL_NS (an ep_create or an accepted
-     * connection ends this at once).
+     * Only a listening socket (super.idle, set below): the worker calls us
+     * once in AXON_IFACE_IDLE_POLLS, and new connections are not
+     * latency-critical, so look once per AXON_TCP_IDLE_POLL_NS.
      */
-    if ((iface->nconns == 0) && axon_list_is_empty(&iface->eps) &&
-        axon_list_is_empty(&iface->ep_reports) && axon_list_is_empty(&iface->reports)) {
-        if (iface->idle_skip > 0) {
-            --iface->idle_skip;
-            return 0;
-        }
-        iface->idle_skip = AXON_TCP_IDLE_POLL_INTERVAL - 1;
+    if (iface->super.idle) {
         now = axon_tcp_coarse_ns();
         if (now < iface->idle_next_ns) {
             return 0;
@@ -1042,6 +1045,7 @@ out_events:
         axon_list_del(&sock->pend);
         axon_tcp_conn_free(axon_tcp_conn_of(sock));
     }
+    axon_tcp_iface_update_idle(iface);
     return count;
 }
 
