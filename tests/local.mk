@@ -68,7 +68,8 @@ endif
 
 EXTRA_DIST += tests/run_tests.sh tests/tools_test.sh contrib/bench/compare.sh \
 	contrib/bench/ep_mem.sh contrib/bench/rma_compare.sh contrib/bench/bench_lib.sh \
-	contrib/bench/mpi_compare.sh tests/mpi/run_mpi_tests.sh tests/mpi/mpi_check.h \
+	contrib/bench/mpi_compare.sh contrib/bench/osu_compare.sh \
+	tests/mpi/run_mpi_tests.sh tests/mpi/session.sh tests/mpi/mpi_check.h \
 	tests/mpi/any_source.c tests/mpi/busy.c tests/mpi/cancel.c tests/mpi/coll.c \
 	tests/mpi/comm.c tests/mpi/lat.c tests/mpi/mprobe.c tests/mpi/pingpong.c \
 	tests/mpi/probe.c tests/mpi/ssend.c tests/mpi/storm.c tests/mpi/threads.c \

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Shared by the scripts of contrib/bench (sourced, never run): options,
 # finding axon_perf, installing the other libraries' tools, running a tool
-# as server and client with a time limit, reading axon_perf's and
+# as server and client with a time limit, running mpirun over Open MPI's
+# transports and over Axon's libfabric provider, reading axon_perf's and
 # ucx_perftest's results, and printing the markdown tables.
 #
 # A script using it defines usage() and, if it calls lat_iters/bw_iters,
@@ -127,6 +128,8 @@ bench_start() {  # mktemp-template
 bench_cleanup() {
     [ -n "$fg_pid" ] && kill "$fg_pid" 2>/dev/null
     [ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null
+    [ -n "${mpi_sid:-}" ] && kill_session "$mpi_sid"
+    [ -n "${shm_prefix:-}" ] && rm -f /dev/shm/"$shm_prefix"-*
     if [ "$keep" -eq 0 ]; then rm -rf "$work"; fi
 }
 
@@ -258,15 +261,84 @@ best() {  # key value lower-is-better
     fi
 }
 
-# The stderr lines before the runs.
-bench_announce() {
-    echo "== axon_perf: $perf" >&2
+# Sets load_start; warns on stderr when the machine is busy already.
+bench_load_check() {
     load_start=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null)
     if awk -v l="${load_start:-0}" 'BEGIN { exit !(l > 0.5) }'; then
         echo "== warning: load average $load_start: other processes are busy," \
             "expect noisy numbers" >&2
     fi
+}
+
+# The stderr lines before the runs.
+bench_announce() {
+    echo "== axon_perf: $perf" >&2
+    bench_load_check
     echo "== sizes: ${sizes[*]}; transports: ${tls_list[*]}; repeat: $repeat" >&2
+}
+
+# ------------------------------------------------------------------ Open MPI
+
+# Sets builddir (the build axon_perf belongs to), provdir (Axon's libfabric
+# provider in it), shm_prefix and mpi_base[] (the mpirun arguments of every
+# run: busy-polling ranks, possibly more than cores, must not be bound to one).
+bench_find_mpi() {
+    command -v mpirun >/dev/null ||
+        die "mpirun is needed (Debian: openmpi-bin, libopenmpi-dev)"
+    bench_find_perf
+    builddir=$(cd "$(dirname "$perf")/.." && pwd)
+    provdir=$builddir/contrib/ofi_provider/.libs
+    shm_prefix=axb$$  # Axon takes prefixes of up to 13 characters
+    mpi_base=(--oversubscribe --bind-to none)
+    if [ "$(id -u)" -eq 0 ]; then
+        export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    fi
+}
+
+mpi_version() { mpirun --version 2>/dev/null | sed -n '1s/.*(Open MPI) //p'; }
+
+# The mpirun arguments of a configuration:
+#   ob1-vader  Open MPI's shared memory     ob1-tcp  Open MPI's tcp btl
+#   ofi-tcp    cm + ofi MTL on libfabric's tcp provider (tcp;ofi_rxm)
+#   axon       cm + ofi MTL on Axon's provider (Axon picks its transports)
+#   axon-tcp   the same with AXON_TLS=tcp
+mpi_config_args() {  # config -> cfg[]
+    local axon=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include axon
+                -x "FI_PROVIDER_PATH=$provdir" -x "AXON_SHM_PREFIX=$shm_prefix"
+                -x "LD_LIBRARY_PATH=$builddir/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+    case $1 in
+        ob1-vader) cfg=(--mca pml ob1 --mca btl "self,vader") ;;
+        ob1-tcp)   cfg=(--mca pml ob1 --mca btl "self,tcp") ;;
+        ofi-tcp)   cfg=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp) ;;
+        axon)      cfg=("${axon[@]}") ;;
+        axon-tcp)  cfg=("${axon[@]}" -x AXON_TLS=tcp) ;;
+        *)         die "unknown MPI configuration '$1'" ;;
+    esac
+}
+
+# session_pids, kill_session
+. "$(dirname "${BASH_SOURCE[0]}")/../../tests/mpi/session.sh"
+
+# One mpirun of a configuration (the script's config, as mpi_config_args
+# gives it), bounded by $run_timeout; nothing it started survives it, nor
+# do Axon's shared memory segments. Output in $out; status of mpirun.
+mpi_run() {  # out config ranks program args...
+    local out=$1 rc
+    mpi_config_args "$2"
+    if [[ $2 == axon* ]] && [ ! -f "$provdir/libaxon-fi.so" ]; then
+        echo "error: the Axon provider is not built ($provdir/libaxon-fi.so)" >"$out"
+        return 1
+    fi
+    setsid timeout -k 5 "$run_timeout" mpirun "${mpi_base[@]}" "${cfg[@]}" -np "$3" \
+        "${@:4}" >"$out" 2>&1 </dev/null &
+    mpi_sid=$!
+    wait "$mpi_sid"
+    rc=$?
+    [ $rc -eq 124 ] && echo "timed out after $run_timeout s" >>"$out"
+    kill_session "$mpi_sid"
+    mpi_sid=
+    rm -f /dev/shm/"$shm_prefix"-*
+    return $rc
 }
 
 # ------------------------------------------------------------------ table
@@ -314,17 +386,24 @@ row() {  # cells... -> one markdown row
     echo "$out"
 }
 
+# Where and how a table was measured: "on <host>, N cores, <date> (best of N)".
+bench_where() {
+    echo "on $(uname -n), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')" \
+        "$([ $quick -eq 1 ] && echo '(--quick)')$([ "$repeat" -gt 1 ] && echo "(best of $repeat)")"
+}
+bench_load_line() {  # [what the end includes]
+    echo "Load average (1 min) at start ${load_start:-?}," \
+        "at end $(cut -d' ' -f1 /proc/loadavg 2>/dev/null)${1:-}."
+}
+
 # The title: "Axon <version> vs UCX <version><what> on <host>...", and the load.
 bench_title() {  # what
     local axon_version
     axon_version=$(sed -n 's/^# axon_perf \([^:]*\):.*/\1/p' "$work"/axon-* 2>/dev/null | head -1)
     echo
     echo "Axon ${axon_version:-?} vs UCX $(ucx_info -v 2>/dev/null | sed -n 's/^# Version //p')$1" \
-        "on $(uname -n), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')" \
-        "$([ $quick -eq 1 ] && echo '(--quick)')$([ "$repeat" -gt 1 ] && echo "(best of $repeat)")"
-    echo "Load average (1 min) at start ${load_start:-?}," \
-        "at end $(cut -d' ' -f1 /proc/loadavg 2>/dev/null)" \
-        "(the end includes this run's two busy-polling processes)."
+        "$(bench_where)"
+    bench_load_line " (the end includes this run's two busy-polling processes)"
 }
 
 # After the tables: the lanes each library chose, the failure notes, where the raw outputs are.

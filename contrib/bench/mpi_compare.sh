@@ -37,13 +37,9 @@ bench_parse_options "" -- --sizes 8 "$@"
 
 # ------------------------------------------------------------------ tools
 
-if ! command -v mpirun >/dev/null || ! command -v mpicc >/dev/null; then
-    die "mpirun and mpicc are needed (Debian: openmpi-bin, libopenmpi-dev)"
-fi
-bench_find_perf
-builddir=$(cd "$(dirname "$perf")/.." && pwd)
+command -v mpicc >/dev/null || die "mpicc is needed (Debian: libopenmpi-dev)"
+bench_find_mpi
 srcdir=$(cd "$(dirname "$0")/../.." && pwd)
-provdir=$builddir/contrib/ofi_provider/.libs
 lat_prog=$builddir/tests/mpi/lat
 if [ ! -x "$lat_prog" ] || [ "$srcdir/tests/mpi/lat.c" -nt "$lat_prog" ] ||
         [ "$srcdir/tests/mpi/mpi_check.h" -nt "$lat_prog" ]; then
@@ -65,21 +61,6 @@ declare -A label=(
     [axon-tcp]="cm + ofi, Axon, AXON_TLS=tcp"
 )
 
-base_args=(--oversubscribe --bind-to none -np 2)
-[ "$(id -u)" -eq 0 ] && base_args+=(--allow-run-as-root)
-axon_args=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include axon
-           -x "FI_PROVIDER_PATH=$provdir"
-           -x "LD_LIBRARY_PATH=$builddir/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
-config_args() {  # config -> cfg[]
-    case $1 in
-        ob1-vader) cfg=(--mca pml ob1 --mca btl "self,vader") ;;
-        ob1-tcp)   cfg=(--mca pml ob1 --mca btl "self,tcp") ;;
-        ofi-tcp)   cfg=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp) ;;
-        axon)      cfg=("${axon_args[@]}") ;;
-        axon-tcp)  cfg=("${axon_args[@]}" -x AXON_TLS=tcp) ;;
-    esac
-}
-
 # Iterations: 20000 for small messages (under a second over shared memory),
 # fewer as they grow; a quarter over tcp, a tenth with --quick.
 iters() {  # size config
@@ -90,20 +71,10 @@ iters() {  # size config
     echo $((n < 100 ? 100 : n))
 }
 
-mpi_run() {  # config size iters
+lat_run() {  # config size iters
     local out="$work/$1-$2" n=$3 line
     lat=; err=
-    if [[ $1 == axon* ]] && [ ! -f "$provdir/libaxon-fi.so" ]; then
-        err="the Axon provider is not built ($provdir/libaxon-fi.so)"
-        return
-    fi
-    config_args "$1"
-    timeout -k 5 "$run_timeout" mpirun "${base_args[@]}" "${cfg[@]}" \
-        "$lat_prog" -s "$2" -n "$n" -w "$(warmup_of "$n")" >"$out" 2>&1 </dev/null &
-    fg_pid=$!
-    wait "$fg_pid"
-    [ $? -eq 124 ] && echo "timed out after $run_timeout s" >>"$out"
-    fg_pid=
+    mpi_run "$out" "$1" 2 "$lat_prog" -s "$2" -n "$n" -w "$(warmup_of "$n")"
     line=$(grep -m1 '^RESULT test=mpi_lat' "$out")
     if [ -z "$line" ]; then
         err=$(first_error "$out")
@@ -114,18 +85,14 @@ mpi_run() {  # config size iters
 
 echo "== latency program: $lat_prog" >&2
 echo "== build: $builddir" >&2
-load_start=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null)
-if awk -v l="${load_start:-0}" 'BEGIN { exit !(l > 0.5) }'; then
-    echo "== warning: load average $load_start: other processes are busy," \
-        "expect noisy numbers" >&2
-fi
+bench_load_check
 echo "== sizes: ${sizes[*]}; repeat: $repeat" >&2
 for size in "${sizes[@]}"; do
     for r in $(seq "$repeat"); do
         for c in "${configs[@]}"; do
             n=$(iters "$size" "$c")
             echo "== $c size=$size run $r/$repeat ($n iterations)" >&2
-            mpi_run "$c" "$size" "$n"
+            lat_run "$c" "$size" "$n"
             if [ -n "$err" ]; then
                 [ -z "${E[$c,$size]:-}" ] && E[$c,$size]=$err
             else
@@ -138,11 +105,8 @@ done
 # ------------------------------------------------------------------ table
 
 echo
-echo "Open MPI $(mpirun --version 2>/dev/null | sed -n '1s/.*(Open MPI) //p') ping-pong" \
-    "latency on $(uname -n), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')" \
-    "$([ $quick -eq 1 ] && echo '(--quick)')$([ "$repeat" -gt 1 ] && echo "(best of $repeat)")"
-echo "Load average (1 min) at start ${load_start:-?}," \
-    "at end $(cut -d' ' -f1 /proc/loadavg 2>/dev/null)."
+echo "Open MPI $(mpi_version) ping-pong latency $(bench_where)"
+bench_load_line
 echo "Half round trip of MPI_Send/MPI_Recv in us (lower is better); ratio = latency /" \
     "ob1 + vader's."
 echo

@@ -99,17 +99,8 @@ done
 
 # ------------------------------------------------------------------ running
 
-# Every mpirun runs in a session of its own (setsid): whatever it started
-# and left behind is found by that session id and killed, nothing else.
-session_pids() {  # sid (zombies, dead already, are not counted)
-    ps -eo pid=,sid=,stat= | awk -v s="$1" '$2 == s && $3 !~ /^Z/ { print $1 }'
-}
-kill_session() {  # sid
-    local left
-    left=$(session_pids "$1")
-    # shellcheck disable=SC2086 # one pid per word
-    [ -n "$left" ] && kill -9 $left 2>/dev/null
-}
+# Every mpirun runs in a session of its own: session_pids, kill_session.
+. "$srcdir/session.sh"
 
 mpirun_args=(--oversubscribe --bind-to none)
 [ "$(id -u)" -eq 0 ] && mpirun_args+=(--allow-run-as-root)

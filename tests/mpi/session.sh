@@ -1,0 +1,15 @@
+# shellcheck shell=bash
+# Sourced by tests/mpi/run_mpi_tests.sh and contrib/bench/bench_lib.sh.
+# A killed mpirun can leave busy-polling ranks behind: every mpirun runs in
+# a session of its own (setsid), and whatever is left of it is found by that
+# session id and killed, nothing else.
+
+session_pids() {  # sid (zombies, dead already, are not counted)
+    ps -eo pid=,sid=,stat= | awk -v s="$1" '$2 == s && $3 !~ /^Z/ { print $1 }'
+}
+kill_session() {  # sid
+    local left
+    left=$(session_pids "$1")
+    # shellcheck disable=SC2086 # one pid per word
+    [ -n "$left" ] && kill -9 $left 2>/dev/null
+}
