@@ -52,8 +52,11 @@
 
 extern struct fi_provider axon_fi_prov;
 
-#define AXON_FI_WARN(_subsys, ...) FI_WARN(&axon_fi_prov, _subsys, __VA_ARGS__)
-#define AXON_FI_INFO(_subsys, ...) FI_INFO(&axon_fi_prov, _subsys, __VA_ARGS__)
+/* libfabric prints a log format as given: the newline that ends each line is added here. */
+#define AXON_FI_WARN(_subsys, _fmt, ...) \
+    FI_WARN(&axon_fi_prov, _subsys, _fmt "\n", ##__VA_ARGS__)
+#define AXON_FI_INFO(_subsys, _fmt, ...) \
+    FI_INFO(&axon_fi_prov, _subsys, _fmt "\n", ##__VA_ARGS__)
 
 /* -------------------------------------------------------------- names */
 

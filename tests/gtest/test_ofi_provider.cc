@@ -624,6 +624,32 @@ TEST_F(OfiProvider, ThreadSafeDomainAndAxonTls)
     if (saved) setenv("AXON_TLS", keep.c_str(), 1); else unsetenv("AXON_TLS");
 }
 
+/*
+ * libfabric prints a provider's log format as given, so the provider ends
+ * each line itself. FI_LOG_LEVEL is read once, when libfabric starts: the
+ * warnings are made in a re-executed child (a death test in threadsafe
+ * style), whose stderr the expectation reads.
+ */
+TEST_F(OfiProvider, LogLinesEndWithNewline)
+{
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_EXIT(
+        {
+            setenv("FI_LOG_LEVEL", "warn", 1);
+            Node a;
+            char addr[64];
+            size_t len;
+            if (a.open() != 0) _exit(2);
+            for (fi_addr_t bad : {(fi_addr_t)777, (fi_addr_t)778}) {
+                len = sizeof(addr);
+                if (fi_av_lookup(a.av, bad, addr, &len) != -FI_EINVAL) _exit(3);
+            }
+            fflush(stderr);
+            _exit(0);
+        },
+        ::testing::ExitedWithCode(0), "fi_addr 777 is not in the AV\nlibfabric:[^\n]*fi_addr 778 is not in the AV\n");
+}
+
 /* ---------------------------------------------------------------- two processes */
 
 /* Child: echo kRounds tagged messages back with their data + 1, then exit 0. */
