@@ -54,6 +54,7 @@
 #define AXON_FI_CQ_DATA_SIZE  4             /* Axon's imm_data */
 #define AXON_FI_MAX_MSG_SIZE  ((size_t)1 << 40)
 #define AXON_FI_CNTR_CNT      64            /* counters per domain (advertised) */
+#define AXON_FI_EP_CNT        64            /* endpoints per domain (advertised): a worker each */
 #define AXON_FI_MIN_MULTI_RECV 16384        /* FI_OPT_MIN_MULTI_RECV default */
 
 /*

@@ -261,9 +261,9 @@ static void axon_fi_info_fill(struct fi_info *info, uint64_t caps)
     info->domain_attr->mr_key_size      = 0;
     info->domain_attr->cq_data_size     = AXON_FI_CQ_DATA_SIZE;
     info->domain_attr->cq_cnt           = 256;
-    info->domain_attr->ep_cnt           = 1;
-    info->domain_attr->tx_ctx_cnt       = 1;
-    info->domain_attr->rx_ctx_cnt       = 1;
+    info->domain_attr->ep_cnt           = AXON_FI_EP_CNT;
+    info->domain_attr->tx_ctx_cnt       = AXON_FI_EP_CNT;
+    info->domain_attr->rx_ctx_cnt       = AXON_FI_EP_CNT;
     info->domain_attr->max_ep_tx_ctx    = 1;
     info->domain_attr->max_ep_rx_ctx    = 1;
     info->domain_attr->mr_iov_limit     = 1;
