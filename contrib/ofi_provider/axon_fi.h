@@ -433,24 +433,21 @@ void     axon_fi_map_free(axon_fi_map_t *map);
 
 /* -------------------------------------------------------------- data path */
 
-/* A send as the user asked for it (axon_fi_xfer.c); tagged and untagged calls fill it. */
-typedef struct {
-    const void *buf;
-    size_t      len;
-    fi_addr_t   dest;
-    uint64_t    tag;        /* Axon's tag: the user's, or AXON_FI_MSG_TAG */
-    uint64_t    data;
-    void       *context;
-    uint64_t    cq_flags;   /* FI_TAGGED | FI_SEND or FI_MSG | FI_SEND */
-    uint8_t     has_data;
-    uint8_t     inject;
-    uint8_t     comp;
-    uint8_t     sync;       /* FI_DELIVERY_COMPLETE: complete once the receiver matched it */
-} axon_fi_send_t;
-
-ssize_t       axon_fi_send(axon_fi_ep_t *ep, const axon_fi_send_t *send);
+/*
+ * A send as a tagged or untagged call asks for it (axon_fi_xfer.c): tag is
+ * Axon's (the user's, or AXON_FI_MSG_TAG), cq_flags the entry's (FI_TAGGED |
+ * FI_SEND or FI_MSG | FI_SEND), flags the call's (op_flags, or fi_*msg's):
+ * FI_INJECT copies the data, FI_DELIVERY_COMPLETE completes once the
+ * receiver matched the message.
+ */
+ssize_t axon_fi_send_common(axon_fi_ep_t *ep, uint64_t cq_flags, const void *buf, size_t len,
+                            fi_addr_t dest, uint64_t tag, uint64_t data, int has_data,
+                            void *context, uint64_t flags, int comp);
 axon_fi_op_t *axon_fi_recv_op(axon_fi_ep_t *ep, void *buf, size_t len, uint64_t tag,
                               uint64_t cq_flags, void *context, int comp);
+/* Axon's parameters for a receive into op, completing through cb. */
+void          axon_fi_recv_param(axon_fi_op_t *op, axon_tag_recv_callback_t cb,
+                                 axon_tag_recv_info_t *info, axon_request_param_t *param);
 /* Post a receive (or a claimed message's receive) described by op, matching (tag, mask). */
 ssize_t       axon_fi_recv_start(axon_fi_ep_t *ep, axon_fi_op_t *op, uint64_t mask);
 /* The CQ entry (and count) of a finished receive into op->buf + op->used; info may be NULL. */
@@ -463,6 +460,19 @@ void          axon_fi_inflight_del(axon_fi_op_t *op);
 ssize_t axon_fi_mrecv_post(axon_fi_ep_t *ep, axon_fi_op_t *op, int multi);
 int     axon_fi_mrecv_cancel(axon_fi_ep_t *ep, void *context);
 void    axon_fi_mrecv_close(axon_fi_ep_t *ep);
+
+/* The one buffer of an iov (iov_limit is 1); more fail with -FI_EINVAL, logged. */
+static inline int axon_fi_iov_one(const struct iovec *iov, size_t count, void **buf,
+                                  size_t *len)
+{
+    if (AXON_FI_UNLIKELY(count > 1)) {
+        AXON_FI_WARN(FI_LOG_EP_DATA, "iov count %zu exceeds iov_limit 1", count);
+        return -FI_EINVAL;
+    }
+    *buf = count ? iov[0].iov_base : NULL;
+    *len = count ? iov[0].iov_len : 0;
+    return 0;
+}
 
 static inline void axon_fi_list_init(axon_fi_op_t *head)
 {

@@ -9,28 +9,27 @@
 #include <time.h>
 #include "axon_fi.h"
 
-static uint64_t axon_fi_cntr_read(struct fid_cntr *cntr_fid)
+/* The value or the error count, after progress. */
+static uint64_t axon_fi_cntr_get(struct fid_cntr *cntr_fid, int errors)
 {
     axon_fi_cntr_t *cntr = container_of(cntr_fid, axon_fi_cntr_t, cntr_fid);
     uint64_t value;
 
     axon_fi_lock(cntr->domain);
     axon_fi_eps_progress(&cntr->eps);
-    value = cntr->value;
+    value = errors ? cntr->errors : cntr->value;
     axon_fi_unlock(cntr->domain);
     return value;
 }
 
-static uint64_t axon_fi_cntr_readerr(struct fid_cntr *cntr_fid)
+static uint64_t axon_fi_cntr_read(struct fid_cntr *cntr)
 {
-    axon_fi_cntr_t *cntr = container_of(cntr_fid, axon_fi_cntr_t, cntr_fid);
-    uint64_t errors;
+    return axon_fi_cntr_get(cntr, 0);
+}
 
-    axon_fi_lock(cntr->domain);
-    axon_fi_eps_progress(&cntr->eps);
-    errors = cntr->errors;
-    axon_fi_unlock(cntr->domain);
-    return errors;
+static uint64_t axon_fi_cntr_readerr(struct fid_cntr *cntr)
+{
+    return axon_fi_cntr_get(cntr, 1);
 }
 
 /* Set or add to the value (errors != 0: the error count). */

@@ -106,12 +106,7 @@ static axon_status_t axon_fi_mrecv_arm(axon_fi_ep_t *ep, axon_fi_op_t *op)
     axon_request_h req;
     axon_status_t status;
 
-    param.flags     = (op->sender != AXON_SENDER_ANY) ? AXON_REQ_FLAG_SENDER : 0;
-    param.imm_data  = 0;
-    param.cb.recv   = axon_fi_mrecv_cb;
-    param.user_data = op;
-    param.recv_info = &info;
-    param.sender_id = op->sender;
+    axon_fi_recv_param(op, axon_fi_mrecv_cb, &info, &param);
     for (;;) {
         status = axon_tag_recv_nb(ep->worker, (uint8_t *)op->buf + op->used, op->len - op->used,
                                   AXON_FI_MSG_TAG, AXON_TAG_MASK_FULL, &param, &req);

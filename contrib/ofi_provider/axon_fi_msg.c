@@ -17,21 +17,8 @@ static ssize_t axon_fi_msg_send_common(axon_fi_ep_t *ep, const void *buf, size_t
                                        fi_addr_t dest, uint64_t data, int has_data,
                                        void *context, uint64_t flags, int comp)
 {
-    axon_fi_send_t send = {
-        .buf      = buf,
-        .len      = len,
-        .dest     = dest,
-        .tag      = AXON_FI_MSG_TAG,
-        .data     = data,
-        .context  = context,
-        .cq_flags = AXON_FI_MSG_SEND_FLAGS,
-        .has_data = (uint8_t)has_data,
-        .inject   = (flags & FI_INJECT) != 0,
-        .comp     = (uint8_t)comp,
-        .sync     = (flags & FI_DELIVERY_COMPLETE) != 0,
-    };
-
-    return axon_fi_send(ep, &send);
+    return axon_fi_send_common(ep, AXON_FI_MSG_SEND_FLAGS, buf, len, dest, AXON_FI_MSG_TAG,
+                               data, has_data, context, flags, comp);
 }
 
 static ssize_t axon_fi_msg_send(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
@@ -47,29 +34,26 @@ static ssize_t axon_fi_msg_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
                                  size_t count, fi_addr_t dest, void *context)
 {
     axon_fi_ep_t *ep = container_of(ep_fid, axon_fi_ep_t, ep_fid);
+    void *buf;
+    size_t len;
+    int ret = axon_fi_iov_one(iov, count, &buf, &len);
 
-    if (count > 1) {
-        AXON_FI_WARN(FI_LOG_EP_DATA, "iov count %zu exceeds iov_limit 1", count);
-        return -FI_EINVAL;
-    }
-    return axon_fi_msg_send_common(ep, count ? iov[0].iov_base : NULL,
-                                   count ? iov[0].iov_len : 0, dest, 0, 0, context,
-                                   ep->tx_op_flags, ep->tx_comp);
+    return (ret != 0) ? ret : axon_fi_msg_send_common(ep, buf, len, dest, 0, 0, context,
+                                                      ep->tx_op_flags, ep->tx_comp);
 }
 
 static ssize_t axon_fi_msg_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
                                    uint64_t flags)
 {
     axon_fi_ep_t *ep = container_of(ep_fid, axon_fi_ep_t, ep_fid);
+    void *buf;
+    size_t len;
+    int ret = axon_fi_iov_one(msg->msg_iov, msg->iov_count, &buf, &len);
 
-    if (msg->iov_count > 1) {
-        AXON_FI_WARN(FI_LOG_EP_DATA, "iov count %zu exceeds iov_limit 1", msg->iov_count);
-        return -FI_EINVAL;
-    }
-    return axon_fi_msg_send_common(ep, msg->iov_count ? msg->msg_iov[0].iov_base : NULL,
-                                   msg->iov_count ? msg->msg_iov[0].iov_len : 0, msg->addr,
-                                   msg->data, (flags & FI_REMOTE_CQ_DATA) != 0, msg->context,
-                                   flags, !ep->tx_selective || (flags & FI_COMPLETION));
+    return (ret != 0) ? ret :
+           axon_fi_msg_send_common(ep, buf, len, msg->addr, msg->data,
+                                   (flags & FI_REMOTE_CQ_DATA) != 0, msg->context, flags,
+                                   !ep->tx_selective || (flags & FI_COMPLETION));
 }
 
 static ssize_t axon_fi_msg_inject(struct fid_ep *ep_fid, const void *buf, size_t len,
@@ -141,28 +125,24 @@ static ssize_t axon_fi_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
                                  size_t count, fi_addr_t src, void *context)
 {
     axon_fi_ep_t *ep = container_of(ep_fid, axon_fi_ep_t, ep_fid);
+    void *buf;
+    size_t len;
+    int ret = axon_fi_iov_one(iov, count, &buf, &len);
 
-    if (count > 1) {
-        AXON_FI_WARN(FI_LOG_EP_DATA, "iov count %zu exceeds iov_limit 1", count);
-        return -FI_EINVAL;
-    }
-    return axon_fi_msg_recv_common(ep, count ? iov[0].iov_base : NULL,
-                                   count ? iov[0].iov_len : 0, src, context, ep->rx_op_flags,
-                                   ep->rx_comp);
+    return (ret != 0) ? ret : axon_fi_msg_recv_common(ep, buf, len, src, context,
+                                                      ep->rx_op_flags, ep->rx_comp);
 }
 
 static ssize_t axon_fi_msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
                                    uint64_t flags)
 {
     axon_fi_ep_t *ep = container_of(ep_fid, axon_fi_ep_t, ep_fid);
+    void *buf;
+    size_t len;
+    int ret = axon_fi_iov_one(msg->msg_iov, msg->iov_count, &buf, &len);
 
-    if (msg->iov_count > 1) {
-        AXON_FI_WARN(FI_LOG_EP_DATA, "iov count %zu exceeds iov_limit 1", msg->iov_count);
-        return -FI_EINVAL;
-    }
-    return axon_fi_msg_recv_common(ep, msg->iov_count ? msg->msg_iov[0].iov_base : NULL,
-                                   msg->iov_count ? msg->msg_iov[0].iov_len : 0, msg->addr,
-                                   msg->context, flags,
+    return (ret != 0) ? ret :
+           axon_fi_msg_recv_common(ep, buf, len, msg->addr, msg->context, flags,
                                    !ep->rx_selective || (flags & FI_COMPLETION));
 }
 

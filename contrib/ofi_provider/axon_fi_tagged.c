@@ -18,26 +18,13 @@ static ssize_t axon_fi_tsend_common(axon_fi_ep_t *ep, const void *buf, size_t le
                                     fi_addr_t dest, uint64_t tag, uint64_t data, int has_data,
                                     void *context, uint64_t flags, int comp)
 {
-    axon_fi_send_t send = {
-        .buf      = buf,
-        .len      = len,
-        .dest     = dest,
-        .tag      = tag,
-        .data     = data,
-        .context  = context,
-        .cq_flags = AXON_FI_SEND_FLAGS,
-        .has_data = (uint8_t)has_data,
-        .inject   = (flags & FI_INJECT) != 0,
-        .comp     = (uint8_t)comp,
-        .sync     = (flags & FI_DELIVERY_COMPLETE) != 0,
-    };
-
     if (AXON_FI_UNLIKELY(tag & ep->tag_reserved)) {
         AXON_FI_WARN(FI_LOG_EP_DATA, "tag 0x%llx uses bit 63, which untagged messages take on "
                      "an endpoint with FI_MSG", (unsigned long long)tag);
         return -FI_EINVAL;
     }
-    return axon_fi_send(ep, &send);
+    return axon_fi_send_common(ep, AXON_FI_SEND_FLAGS, buf, len, dest, tag, data, has_data,
+                               context, flags, comp);
 }
 
 static ssize_t axon_fi_tsend(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
@@ -53,29 +40,25 @@ static ssize_t axon_fi_tsendv(struct fid_ep *ep_fid, const struct iovec *iov, vo
                               size_t count, fi_addr_t dest, uint64_t tag, void *context)
 {
     axon_fi_ep_t *ep = container_of(ep_fid, axon_fi_ep_t, ep_fid);
+    void *buf;
+    size_t len;
+    int ret = axon_fi_iov_one(iov, count, &buf, &len);
 
-    if (count > 1) {
-        AXON_FI_WARN(FI_LOG_EP_DATA, "iov count %zu exceeds iov_limit 1", count);
-        return -FI_EINVAL;
-    }
-    return axon_fi_tsend_common(ep, count ? iov[0].iov_base : NULL, count ? iov[0].iov_len : 0,
-                                dest, tag, 0, 0, context, ep->tx_op_flags,
-                                ep->tx_comp);
+    return (ret != 0) ? ret : axon_fi_tsend_common(ep, buf, len, dest, tag, 0, 0, context,
+                                                   ep->tx_op_flags, ep->tx_comp);
 }
 
 static ssize_t axon_fi_tsendmsg(struct fid_ep *ep_fid, const struct fi_msg_tagged *msg,
                                 uint64_t flags)
 {
     axon_fi_ep_t *ep = container_of(ep_fid, axon_fi_ep_t, ep_fid);
+    void *buf;
+    size_t len;
+    int ret = axon_fi_iov_one(msg->msg_iov, msg->iov_count, &buf, &len);
 
-    if (msg->iov_count > 1) {
-        AXON_FI_WARN(FI_LOG_EP_DATA, "iov count %zu exceeds iov_limit 1", msg->iov_count);
-        return -FI_EINVAL;
-    }
-    return axon_fi_tsend_common(ep, msg->iov_count ? msg->msg_iov[0].iov_base : NULL,
-                                msg->iov_count ? msg->msg_iov[0].iov_len : 0, msg->addr,
-                                msg->tag, msg->data, (flags & FI_REMOTE_CQ_DATA) != 0,
-                                msg->context, flags,
+    return (ret != 0) ? ret :
+           axon_fi_tsend_common(ep, buf, len, msg->addr, msg->tag, msg->data,
+                                (flags & FI_REMOTE_CQ_DATA) != 0, msg->context, flags,
                                 !ep->tx_selective || (flags & FI_COMPLETION));
 }
 
@@ -149,13 +132,12 @@ static ssize_t axon_fi_trecvv(struct fid_ep *ep_fid, const struct iovec *iov, vo
                               void *context)
 {
     axon_fi_ep_t *ep = container_of(ep_fid, axon_fi_ep_t, ep_fid);
+    void *buf;
+    size_t len;
+    int ret = axon_fi_iov_one(iov, count, &buf, &len);
 
-    if (count > 1) {
-        AXON_FI_WARN(FI_LOG_EP_DATA, "iov count %zu exceeds iov_limit 1", count);
-        return -FI_EINVAL;
-    }
-    return axon_fi_trecv_common(ep, count ? iov[0].iov_base : NULL, count ? iov[0].iov_len : 0,
-                                src, tag, ignore, context, ep->rx_comp);
+    return (ret != 0) ? ret : axon_fi_trecv_common(ep, buf, len, src, tag, ignore, context,
+                                                   ep->rx_comp);
 }
 
 /* FI_PEEK [| FI_CLAIM | FI_DISCARD]: look at the unexpected messages now. */
@@ -227,8 +209,7 @@ static ssize_t axon_fi_tclaim(axon_fi_ep_t *ep, const struct fi_msg_tagged *msg,
         return -FI_EINVAL;
     }
     axon_fi_list_del(op);
-    op->buf     = msg->iov_count ? msg->msg_iov[0].iov_base : NULL;
-    op->len     = msg->iov_count ? msg->msg_iov[0].iov_len : 0;
+    axon_fi_iov_one(msg->msg_iov, msg->iov_count, &op->buf, &op->len);   /* count checked */
     op->discard = (flags & FI_DISCARD) != 0;
     op->comp    = (uint8_t)comp;
     return axon_fi_recv_start(ep, op, AXON_TAG_MASK_FULL);
@@ -242,11 +223,13 @@ static ssize_t axon_fi_trecvmsg(struct fid_ep *ep_fid, const struct fi_msg_tagge
     int comp = !ep->rx_selective || (flags & FI_COMPLETION);
     uint64_t sender;
     axon_fi_op_t *op;
+    void *buf;
+    size_t len;
     ssize_t ret;
 
-    if (msg->iov_count > 1) {
-        AXON_FI_WARN(FI_LOG_EP_DATA, "iov count %zu exceeds iov_limit 1", msg->iov_count);
-        return -FI_EINVAL;
+    ret = axon_fi_iov_one(msg->msg_iov, msg->iov_count, &buf, &len);
+    if (ret != 0) {
+        return ret;
     }
     if (flags & FI_MULTI_RECV) {
         AXON_FI_WARN(FI_LOG_EP_DATA, "FI_MULTI_RECV applies to untagged receives only");
@@ -261,10 +244,8 @@ static ssize_t axon_fi_trecvmsg(struct fid_ep *ep_fid, const struct fi_msg_tagge
     } else if (flags & FI_CLAIM) {
         ret = axon_fi_tclaim(ep, msg, flags, comp);
     } else if ((ret = axon_fi_recv_sender(ep, msg->addr, &sender)) == 0) {
-        op = axon_fi_recv_op(ep, msg->iov_count ? msg->msg_iov[0].iov_base : NULL,
-                             msg->iov_count ? msg->msg_iov[0].iov_len : 0,
-                             msg->tag & ~ep->tag_reserved, AXON_FI_RECV_FLAGS, msg->context,
-                             comp);
+        op = axon_fi_recv_op(ep, buf, len, msg->tag & ~ep->tag_reserved, AXON_FI_RECV_FLAGS,
+                             msg->context, comp);
         if (op != NULL) {
             op->sender = sender;
             ret = axon_fi_recv_start(ep, op, axon_fi_trecv_mask(ep, msg->ignore));

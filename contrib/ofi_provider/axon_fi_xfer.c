@@ -66,7 +66,21 @@ static void axon_fi_send_done(axon_request_h req, axon_status_t status, void *us
     axon_fi_op_put(domain, op);
 }
 
-ssize_t axon_fi_send(axon_fi_ep_t *ep, const axon_fi_send_t *send)
+typedef struct {
+    const void *buf;
+    size_t      len;
+    fi_addr_t   dest;
+    uint64_t    tag;
+    uint64_t    data;
+    void       *context;
+    uint64_t    cq_flags;
+    uint8_t     has_data;
+    uint8_t     inject;
+    uint8_t     comp;
+    uint8_t     sync;
+} axon_fi_send_t;
+
+static ssize_t axon_fi_send(axon_fi_ep_t *ep, const axon_fi_send_t *send)
 {
     axon_fi_domain_t *domain = ep->domain;
     axon_request_param_t param;
@@ -152,6 +166,27 @@ out:
     return ret;
 }
 
+ssize_t axon_fi_send_common(axon_fi_ep_t *ep, uint64_t cq_flags, const void *buf, size_t len,
+                            fi_addr_t dest, uint64_t tag, uint64_t data, int has_data,
+                            void *context, uint64_t flags, int comp)
+{
+    axon_fi_send_t send = {
+        .buf      = buf,
+        .len      = len,
+        .dest     = dest,
+        .tag      = tag,
+        .data     = data,
+        .context  = context,
+        .cq_flags = cq_flags,
+        .has_data = (uint8_t)has_data,
+        .inject   = (flags & FI_INJECT) != 0,
+        .comp     = (uint8_t)comp,
+        .sync     = (flags & FI_DELIVERY_COMPLETE) != 0,
+    };
+
+    return axon_fi_send(ep, &send);
+}
+
 /* ---------------------------------------------------------------- receive */
 
 void axon_fi_recv_entry(axon_fi_ep_t *ep, axon_fi_op_t *op, axon_status_t status,
@@ -221,6 +256,17 @@ axon_fi_op_t *axon_fi_recv_op(axon_fi_ep_t *ep, void *buf, size_t len, uint64_t 
     return op;
 }
 
+void axon_fi_recv_param(axon_fi_op_t *op, axon_tag_recv_callback_t cb,
+                        axon_tag_recv_info_t *info, axon_request_param_t *param)
+{
+    param->flags     = (op->sender != AXON_SENDER_ANY) ? AXON_REQ_FLAG_SENDER : 0;
+    param->imm_data  = 0;
+    param->cb.recv   = cb;
+    param->user_data = op;
+    param->recv_info = info;
+    param->sender_id = op->sender;
+}
+
 ssize_t axon_fi_recv_start(axon_fi_ep_t *ep, axon_fi_op_t *op, uint64_t mask)
 {
     axon_fi_domain_t *domain = ep->domain;
@@ -229,12 +275,7 @@ ssize_t axon_fi_recv_start(axon_fi_ep_t *ep, axon_fi_op_t *op, uint64_t mask)
     axon_request_h req;
     axon_status_t status;
 
-    param.flags     = (op->sender != AXON_SENDER_ANY) ? AXON_REQ_FLAG_SENDER : 0;
-    param.imm_data  = 0;
-    param.cb.recv   = axon_fi_recv_done;
-    param.user_data = op;
-    param.recv_info = &info;
-    param.sender_id = op->sender;
+    axon_fi_recv_param(op, axon_fi_recv_done, &info, &param);
     if (op->msg != NULL) {
         status = axon_tag_msg_recv_nb(ep->worker, op->discard ? NULL : op->buf,
                                       op->discard ? 0 : op->len, op->msg, &param, &req);
