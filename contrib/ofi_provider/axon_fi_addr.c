@@ -207,10 +207,12 @@ static int axon_fi_listener_start(struct in_addr ip, uint16_t port, int dedicate
     if ((bind(listener->fd, (struct sockaddr *)&sin, sizeof(sin)) != 0) ||
         (listen(listener->fd, 128) != 0) ||
         (getsockname(listener->fd, (struct sockaddr *)&sin, &slen) != 0)) {
+        char str[INET_ADDRSTRLEN];
         ret = (errno == EADDRINUSE) ? -FI_EADDRINUSE :
               (errno == EADDRNOTAVAIL) ? -FI_EADDRNOTAVAIL : -FI_EIO;
-        AXON_FI_WARN(FI_LOG_CORE, "address server: cannot listen on %s:%u: %s", inet_ntoa(ip),
-                     ntohs(port), strerror(errno));
+        inet_ntop(AF_INET, &ip, str, sizeof(str));
+        AXON_FI_WARN(FI_LOG_CORE, "address server: cannot listen on %s:%u: %s", str, ntohs(port),
+                     strerror(errno));
         close(listener->fd);
         free(listener);
         return ret;

@@ -29,8 +29,9 @@ int axon_fi_name_check(const void *addr, axon_fi_name_t *name)
         return -FI_EINVAL;
     }
     if ((name->sin_port == 0) || (name->sin_addr.s_addr == htonl(INADDR_ANY))) {
-        AXON_FI_WARN(FI_LOG_AV, "address %s:%u names no server (null address or port)",
-                     inet_ntoa(name->sin_addr), ntohs(name->sin_port));
+        char str[96];
+        axon_fi_name_str(name, str, sizeof(str));
+        AXON_FI_WARN(FI_LOG_AV, "address %s names no server (null address or port)", str);
         return -FI_EINVAL;
     }
     return 0;
