@@ -90,6 +90,36 @@ fi
 echo "== building tests (at ${SECONDS}s)"
 make -j"$jobs" check TESTS= >/dev/null
 
+# libfabric's provider tests (fabtests 1.17), which tests/ofi/run_fabtests.sh
+# runs against the axon provider: built once from the tarball next to the
+# tree, into a cache outside it, and reused.
+build_fabtests() {
+    local cache=${XDG_CACHE_HOME:-$HOME/.cache}/axon-clients
+    local tarball=${AXON_CLIENTS_DIR:-$top/../shared/clients}/fabtests-1.17.0.tar.gz
+    local prefix=$cache/fabtests
+    if [ -x "$prefix/bin/runfabtests.sh" ] && [ -x "$prefix/bin/fi_getinfo_test" ]; then
+        echo "== fabtests: built before, in $prefix"
+        return 0
+    fi
+    case "$cache/" in
+        "$top"/*) echo "== fabtests: the cache $cache is inside the tree; not building it"
+                  return 0 ;;
+    esac
+    if [ ! -f "$tarball" ]; then
+        echo "== fabtests: $tarball not found; its tests will be skipped"
+        return 0
+    fi
+    echo "== building fabtests into $prefix (at ${SECONDS}s; log: $cache/fab-build.log)"
+    mkdir -p "$cache"
+    rm -rf "$cache/fabtests-1.17.0"
+    if ! (tar -xzf "$tarball" -C "$cache" && cd "$cache/fabtests-1.17.0" && ./autogen.sh &&
+          ./configure --with-libfabric=/usr --prefix="$prefix" &&
+          make -j"$jobs" install) >"$cache/fab-build.log" 2>&1; then
+        echo "== fabtests did not build (see $cache/fab-build.log); its tests will be skipped"
+    fi
+}
+build_fabtests
+
 # The suite runs three times: plainly (with the tool and install tests), then
 # built with AddressSanitizer + UBSan, then the single-process suites under
 # valgrind. Each pass ends with "N passed, M failed"; the totals end the run.

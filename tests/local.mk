@@ -73,5 +73,6 @@ EXTRA_DIST += tests/run_tests.sh tests/tools_test.sh contrib/bench/compare.sh \
 	tests/mpi/any_source.c tests/mpi/busy.c tests/mpi/cancel.c tests/mpi/coll.c \
 	tests/mpi/comm.c tests/mpi/lat.c tests/mpi/mprobe.c tests/mpi/pingpong.c \
 	tests/mpi/probe.c tests/mpi/ssend.c tests/mpi/storm.c tests/mpi/threads.c \
-	tests/mpi/truncate.c tests/mpi/ring.c
+	tests/mpi/truncate.c tests/mpi/ring.c tests/ofi/run_fabtests.sh \
+	tests/ofi/fabtests_notrun.txt
 TESTS += tests/run_tests.sh

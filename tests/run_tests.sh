@@ -202,12 +202,16 @@ run_script_tests() {  # time-limit script
              echo "FAIL $(basename "$2")-exit-status")
 }
 if [ "$filter" = "*" ] && [ "$gtest_only" != 1 ]; then
-    # The tools, then unmodified Open MPI programs over Axon's libfabric provider.
+    # The tools, then unmodified Open MPI programs over Axon's libfabric
+    # provider, then libfabric's own provider tests (fabtests) against it.
     run_script_tests 600 "$srcdir/tests/tools_test.sh"
     if [ -f "$srcdir/tests/mpi/run_mpi_tests.sh" ]; then
         # Open MPI's own ob1 (which checks the programs, not Axon) only on request.
         MPI_TEST_CONFIGS=${MPI_TEST_CONFIGS:-axon axon-tcp} \
             run_script_tests 900 "$srcdir/tests/mpi/run_mpi_tests.sh"
+    fi
+    if [ -f "$srcdir/tests/ofi/run_fabtests.sh" ]; then
+        run_script_tests 900 "$srcdir/tests/ofi/run_fabtests.sh"
     fi
 fi
 

@@ -1,19 +1,23 @@
 /*
- * The libfabric provider "axon": libfabric's tagged RDM interface mapped onto
- * Axon's tag API, so that libfabric users (Open MPI's ofi MTL) run on Axon's
- * matching and transports. A client of api/axon.h only, like an MPI library.
+ * The libfabric provider "axon": libfabric's RDM interface (tagged and
+ * untagged messages) mapped onto Axon's tag API, so that libfabric users
+ * (Open MPI's ofi MTL, fabtests) run on Axon's matching and transports. A
+ * client of api/axon.h only, like an MPI library.
  *
  *   fabric   one axon_context (AXON_FEATURE_TAG; never Axon's own ofi transport)
- *   domain   one axon_worker; one endpoint per domain (the worker's matching
- *            queues are the endpoint's)
- *   av       peers: the compact name (axon_fi_name_t) of each, the Axon
- *            endpoint created from its worker address (shared by duplicates)
+ *   domain   free lists of operation descriptors and inject buffers; a lock
+ *            when the threading level asks for one
+ *   ep       one axon_worker (its matching queues are the endpoint's), its
+ *            name published by an address server, its connections: one
+ *            axon_ep per peer, made at the first operation on the address
+ *   av       names only: inserting never contacts the peer (axon_fi_av.c)
  *   cq       a ring of completions + a ring of errors (both grow, never drop)
+ *   cntr     completion counters; poll: sets of CQs and counters
  *   eq       a software event queue (AV insert events, user writes)
- *   ep       tagged send/recv, inject, peek/claim/discard, cancel
  *
  * Matching is Axon's: the provider passes tag, ~ignore and the sender's
- * worker id through and turns request callbacks into CQ entries.
+ * worker id through and turns request callbacks into CQ entries. Untagged
+ * messages (FI_MSG) are tag messages with the reserved tag AXON_FI_MSG_TAG.
  */
 #ifndef AXON_FI_H
 #define AXON_FI_H
@@ -49,50 +53,73 @@
 #define AXON_FI_EQ_SIZE       64
 #define AXON_FI_CQ_DATA_SIZE  4             /* Axon's imm_data */
 #define AXON_FI_MAX_MSG_SIZE  ((size_t)1 << 40)
+#define AXON_FI_CNTR_CNT      64            /* counters per domain (advertised) */
+#define AXON_FI_EP_CNT        64            /* endpoints per domain (advertised): a worker each */
+#define AXON_FI_MIN_MULTI_RECV 16384        /* FI_OPT_MIN_MULTI_RECV default */
+
+/*
+ * Untagged messages travel as tag messages with this tag. An endpoint with
+ * FI_MSG reserves the bit for them: its tagged messages use the other 63.
+ */
+#define AXON_FI_MSG_TAG       (1ull << 63)
+
+#define AXON_FI_LIKELY(_x)    __builtin_expect(!!(_x), 1)
+#define AXON_FI_UNLIKELY(_x)  __builtin_expect(!!(_x), 0)
 
 extern struct fi_provider axon_fi_prov;
 
-#define AXON_FI_WARN(_subsys, ...) FI_WARN(&axon_fi_prov, _subsys, __VA_ARGS__)
-#define AXON_FI_INFO(_subsys, ...) FI_INFO(&axon_fi_prov, _subsys, __VA_ARGS__)
+/* libfabric prints a log format as given: the newline that ends each line is added here. */
+#define AXON_FI_WARN(_subsys, _fmt, ...) \
+    FI_WARN(&axon_fi_prov, _subsys, _fmt "\n", ##__VA_ARGS__)
+#define AXON_FI_INFO(_subsys, _fmt, ...) \
+    FI_INFO(&axon_fi_prov, _subsys, _fmt "\n", ##__VA_ARGS__)
 
 /* -------------------------------------------------------------- names */
 
 /*
- * An endpoint's name (fi_getname, fi_av_insert). Open MPI 4.1 hands
- * fi_getname a buffer of FI_NAME_MAX (64) bytes, and an Axon worker address
- * is 100-300 bytes, so the name is a locator: where the owner's address
- * server listens and which worker to ask it for. fi_av_insert fetches the
- * worker address from there (axon_fi_addr.c) once per peer.
+ * An endpoint's name (fi_getname, fi_av_insert; FI_SOCKADDR_IN): the IPv4
+ * address and port of the address server that hands out the endpoint's
+ * worker address, with the worker's id in sin_zero. An id of 0 names "the
+ * endpoint served there", which is what fi_getinfo makes of node/service.
+ * Open MPI 4.1 gives fi_getname FI_NAME_MAX (64) bytes and an Axon worker
+ * address takes 100-300, hence a locator rather than the address itself.
  */
-#define AXON_FI_NAME_MAGIC    0x4158464eu   /* "AXFN" */
-#define AXON_FI_NAME_VERSION  1
-
-typedef struct {
-    uint32_t magic;
-    uint8_t  version;
-    uint8_t  length;       /* sizeof(axon_fi_name_t) */
-    uint16_t port;         /* address server's TCP port, network order */
-    uint8_t  ip[16];       /* its IPv6 address (IPv4 mapped) */
-    uint64_t host;         /* hash of the host name: same host -> ask over loopback */
-    uint64_t token;        /* names the domain (worker) at that server; never 0 */
-} axon_fi_name_t;
+typedef struct sockaddr_in axon_fi_name_t;
 
 _Static_assert(sizeof(axon_fi_name_t) <= FI_NAME_MAX, "name must fit Open MPI's buffer");
 
-int  axon_fi_name_check(const void *addr, size_t len, axon_fi_name_t *name);
-void axon_fi_name_str(const axon_fi_name_t *name, char *buf, size_t len);
+/* A peer's name as given by a user: AF_INET, a port and an address; else -FI_EINVAL, logged. */
+int      axon_fi_name_check(const void *addr, axon_fi_name_t *name);
+uint64_t axon_fi_name_id(const axon_fi_name_t *name);
+void     axon_fi_name_make(struct in_addr ip, uint16_t port, uint64_t id, axon_fi_name_t *name);
+void     axon_fi_name_str(const axon_fi_name_t *name, char *buf, size_t len);
+/* node/service as getaddrinfo reads them (IPv4); node NULL: this host's address. */
+int      axon_fi_name_resolve(const char *node, const char *service, axon_fi_name_t *name);
+/* The IPv4 address names advertise: FI_AXON_IFACE, else the first interface up not loopback. */
+struct in_addr axon_fi_default_ip(void);
 
-/* Publish a worker address under a new name; withdraw it. */
-int  axon_fi_addr_publish(const void *worker_addr, size_t len, axon_fi_name_t *name);
-void axon_fi_addr_withdraw(const axon_fi_name_t *name);
-/* Fetch the worker address a name stands for (malloc'ed). */
-int  axon_fi_addr_fetch(const axon_fi_name_t *name, void **addr_p, size_t *len_p);
+/* -------------------------------------------------------------- address servers */
+
+typedef struct axon_fi_pub axon_fi_pub_t;
+
+/*
+ * Publish a worker address: served at src's port when it names one (a
+ * listener of its own, bound to src), else by the process's shared server.
+ * *name is where peers find it.
+ */
+int  axon_fi_addr_publish(const axon_fi_name_t *src, uint64_t id, const void *worker_addr,
+                          size_t len, axon_fi_name_t *name, axon_fi_pub_t **pub_p);
+void axon_fi_addr_withdraw(axon_fi_pub_t *pub);
+/* Ask name's server for the worker address (malloc'ed) and its id. */
+int  axon_fi_addr_fetch(const axon_fi_name_t *name, void **addr_p, size_t *len_p,
+                        uint64_t *id_p);
 
 /* -------------------------------------------------------------- objects */
 
 typedef struct axon_fi_domain axon_fi_domain_t;
-struct axon_fi_ep;
-struct axon_fi_cq;
+typedef struct axon_fi_ep     axon_fi_ep_t;
+typedef struct axon_fi_cq     axon_fi_cq_t;
+typedef struct axon_fi_cntr   axon_fi_cntr_t;
 struct axon_fi_eq;
 
 typedef struct axon_fi_fabric {
@@ -104,21 +131,24 @@ typedef struct axon_fi_fabric {
 
 /* An operation in flight: the request callback's user_data. */
 typedef struct axon_fi_op {
-    struct axon_fi_op  *next;      /* free list, or the ep's posted/claimed list */
+    struct axon_fi_op  *next;      /* free list, or one of the ep's op lists */
     struct axon_fi_op  *prev;
-    struct axon_fi_ep  *ep;        /* NULL once the endpoint closed under it */
+    axon_fi_ep_t       *ep;        /* NULL once the endpoint closed under it */
     axon_fi_domain_t   *domain;
     axon_request_h      req;       /* posted receives: for fi_cancel */
     void               *context;   /* the user's op_context */
     void               *buf;
     size_t              len;
-    uint64_t            flags;     /* CQ entry flags: FI_TAGGED | FI_SEND/FI_RECV ... */
+    size_t              used;      /* multi-receive buffers: bytes taken by messages */
+    uint64_t            flags;     /* CQ entry flags: FI_TAGGED/FI_MSG | FI_SEND/FI_RECV ... */
     uint64_t            tag;
+    uint64_t            sender;    /* receives: the source's worker id (AXON_SENDER_ANY) */
     axon_tag_message_h  msg;       /* FI_PEEK | FI_CLAIM: the claimed message */
     void               *bounce;    /* inject: the copy of the user's data */
     uint8_t             comp;      /* write a CQ entry on success */
     uint8_t             discard;   /* FI_DISCARD: drop the data, complete without it */
     uint8_t             posted;    /* on the ep's inflight list */
+    uint8_t             multi;     /* a multi-receive buffer (FI_MULTI_RECV) */
 } axon_fi_op_t;
 
 /* Chunks of op descriptors and inject buffers: allocated at open, grown rarely. */
@@ -126,36 +156,48 @@ typedef struct axon_fi_chunk {
     struct axon_fi_chunk *next;
 } axon_fi_chunk_t;
 
-typedef struct axon_fi_domain {
+struct axon_fi_domain {
     struct fid_domain      domain_fid;
     axon_fi_fabric_t      *fabric;
-    axon_worker_h          worker;
-    void                  *worker_addr;
-    size_t                 worker_addr_len;
-    axon_fi_name_t         name;
     enum fi_threading      threading;
     int                    locked;         /* FI_THREAD_SAFE and friends: one mutex */
     pthread_mutex_t        lock;
-    int                    refs;           /* AVs, CQs, EPs */
-    struct axon_fi_ep     *ep;             /* the one endpoint */
+    int                    refs;           /* AVs, CQs, counters, EPs, MRs, poll sets */
     uint64_t               mr_mode;
     /* op descriptors and inject bounce buffers */
     axon_fi_op_t          *free_ops;
     void                  *free_bounce;    /* singly linked through the first word */
     axon_fi_chunk_t       *chunks;
     size_t                 op_chunk;       /* ops per growth step */
-} axon_fi_domain_t;
+};
 
+/* A set of endpoints: the ones bound to a CQ, counter or AV. */
+typedef struct {
+    axon_fi_ep_t **eps;
+    size_t         count, cap;
+} axon_fi_eps_t;
+
+int  axon_fi_eps_add(axon_fi_eps_t *set, axon_fi_ep_t *ep);
+void axon_fi_eps_del(axon_fi_eps_t *set, axon_fi_ep_t *ep);
+void axon_fi_eps_free(axon_fi_eps_t *set);
+/* Progress every endpoint's worker (FI_PROGRESS_MANUAL); returns the events handled. */
+unsigned axon_fi_eps_progress(const axon_fi_eps_t *set);
+
+/*
+ * An AV entry's peer: its name as inserted and, once resolved (at the first
+ * operation that needs it), its worker address. Duplicates share one.
+ */
 typedef struct axon_fi_peer {
     axon_fi_name_t  name;
-    axon_ep_h       ep;
-    uint64_t        peer_id;       /* axon_ep_peer_id(ep) */
+    uint64_t        id;            /* the peer worker's id; 0 until known */
+    void           *addr;          /* its worker address, once fetched */
+    size_t          addr_len;
+    axon_status_t   status;        /* why it cannot be resolved (sticky); AXON_OK */
     fi_addr_t       first;         /* the first fi_addr given to it (FI_SOURCE) */
     int             refs;          /* AV entries pointing here */
-    axon_status_t   failed;        /* the peer's failure, AXON_OK while alive */
 } axon_fi_peer_t;
 
-/* u64 -> u64 open-addressing map (keys never 0): name token -> peer, sender id -> fi_addr. */
+/* u64 -> u64 open-addressing map (keys never 0). */
 typedef struct {
     uint64_t *keys;
     uint64_t *vals;
@@ -171,10 +213,18 @@ typedef struct axon_fi_av {
     struct axon_fi_eq *eq;
     axon_fi_peer_t   **table;      /* fi_addr -> peer (NULL: removed) */
     size_t             count, cap;
-    axon_fi_map_t      by_token;   /* name token -> peer pointer */
-    axon_fi_map_t      by_sender;  /* sender id -> fi_addr */
-    int                refs;       /* endpoints bound */
+    axon_fi_map_t      by_id;      /* worker id -> peer pointer (duplicates) */
+    axon_fi_map_t      by_sender;  /* worker id -> first fi_addr (FI_SOURCE) */
+    axon_fi_eps_t      eps;        /* endpoints bound: their connections follow removals */
 } axon_fi_av_t;
+
+/* An endpoint's connection to one peer: the Axon endpoint, made at first use. */
+typedef struct axon_fi_conn {
+    axon_ep_h        aep;          /* NULL: the peer could not be reached (status says why) */
+    axon_status_t    status;       /* AXON_OK, or the failure of the peer or of its resolution */
+    axon_fi_peer_t  *peer;
+    int              refs;         /* fi_addrs of this endpoint leading here */
+} axon_fi_conn_t;
 
 typedef struct {
     struct fi_cq_tagged_entry e;
@@ -186,7 +236,7 @@ typedef struct {
     uint64_t               sender;
 } axon_fi_cq_err_t;
 
-typedef struct axon_fi_cq {
+struct axon_fi_cq {
     struct fid_cq      cq_fid;
     axon_fi_domain_t  *domain;
     enum fi_cq_format  format;
@@ -196,9 +246,19 @@ typedef struct axon_fi_cq {
     axon_fi_cq_err_t  *err;
     size_t             err_size, err_head, err_count;
     axon_fi_av_t      *av;                    /* of the bound endpoint: FI_SOURCE */
-    volatile int       signaled;
+    axon_fi_eps_t      eps;                   /* endpoints bound: reading progresses them */
+    int                signaled;              /* fi_cq_signal not yet seen by a wait */
+    int                refs;                  /* endpoints bound, poll sets holding it */
+};
+
+struct axon_fi_cntr {
+    struct fid_cntr    cntr_fid;
+    axon_fi_domain_t  *domain;
+    uint64_t           value, errors;
+    uint64_t           polled;                /* value + errors at the last fi_poll */
+    axon_fi_eps_t      eps;
     int                refs;
-} axon_fi_cq_t;
+};
 
 typedef struct axon_fi_eq_event {
     uint32_t                event;
@@ -224,21 +284,36 @@ typedef struct axon_fi_eq {
     int                 refs;
 } axon_fi_eq_t;
 
-typedef struct axon_fi_ep {
+struct axon_fi_ep {
     struct fid_ep      ep_fid;
     axon_fi_domain_t  *domain;
+    axon_worker_h      worker;
+    void              *worker_addr;
+    size_t             worker_addr_len;
+    axon_fi_name_t     name;
+    axon_fi_pub_t     *pub;
     axon_fi_av_t      *av;
     axon_fi_cq_t      *tx_cq, *rx_cq;
+    axon_fi_cntr_t    *tx_cntr, *rx_cntr;
     struct axon_fi_eq *eq;
     uint64_t           caps;
+    uint64_t           tag_reserved;       /* AXON_FI_MSG_TAG with FI_MSG, else 0 */
     uint64_t           tx_op_flags, rx_op_flags;
     int                tx_comp, rx_comp;   /* default: write a success entry */
     int                tx_selective, rx_selective;  /* FI_SELECTIVE_COMPLETION at bind */
     int                enabled;
+    /* connections, by fi_addr (shared by duplicates: conn_by_peer) */
+    axon_fi_conn_t   **conns;
+    size_t             nconns;
+    axon_fi_map_t      conn_by_peer;
     axon_fi_op_t       inflight;           /* operations whose callback is due (fi_cancel,
                                             * close) */
     axon_fi_op_t       claimed;            /* FI_PEEK|FI_CLAIM results awaiting FI_CLAIM */
-} axon_fi_ep_t;
+    /* multi-receive: the buffer being filled, untagged receives posted after it */
+    axon_fi_op_t      *mrecv;
+    axon_fi_op_t       held;
+    size_t             min_multi_recv;
+};
 
 /* -------------------------------------------------------------- locking */
 
@@ -271,8 +346,13 @@ int  axon_fi_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct 
                      void *context);
 int  axon_fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq,
                      void *context);
+int  axon_fi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
+                       struct fid_cntr **cntr, void *context);
+int  axon_fi_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
+                       struct fid_poll **pollset);
 int  axon_fi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
                      void *context);
+extern struct fi_ops_mr axon_fi_mr_ops;
 
 /* Axon status -> positive libfabric error number. */
 int  axon_fi_errno(axon_status_t status);
@@ -283,6 +363,11 @@ void          axon_fi_op_put(axon_fi_domain_t *domain, axon_fi_op_t *op);
 void         *axon_fi_bounce_get(axon_fi_domain_t *domain);
 void          axon_fi_bounce_put(axon_fi_domain_t *domain, void *bounce);
 
+/* Wait objects a CQ or counter may be opened with: none or busy progress. */
+int  axon_fi_wait_obj_check(enum fi_wait_obj wait_obj, const char *what);
+/* Whether timeout_ms (negative: never) has passed since start. */
+int  axon_fi_expired(const struct timespec *start, int timeout_ms);
+
 /* CQ writes (from callbacks or the posting call; domain lock held). */
 void axon_fi_cq_write(axon_fi_cq_t *cq, void *context, uint64_t flags, size_t len, void *buf,
                       uint64_t data, uint64_t tag, uint64_t sender);
@@ -290,12 +375,52 @@ void axon_fi_cq_write_err(axon_fi_cq_t *cq, void *context, uint64_t flags, size_
                           void *buf, uint64_t data, uint64_t tag, size_t olen, int err,
                           int prov_errno, uint64_t sender);
 
-/* AV lookups for the data path. */
+/* Counters: a completion, successful or not (domain lock held). */
+static inline void axon_fi_cntr_count(axon_fi_cntr_t *cntr, int ok)
+{
+    if (cntr != NULL) {
+        if (ok) {
+            ++cntr->value;
+        } else {
+            ++cntr->errors;
+        }
+    }
+}
+
+/* AV lookups. */
 static inline axon_fi_peer_t *axon_fi_av_peer(axon_fi_av_t *av, fi_addr_t addr)
 {
     return (addr < av->count) ? av->table[addr] : NULL;
 }
-fi_addr_t axon_fi_av_sender_addr(axon_fi_av_t *av, uint64_t sender);
+fi_addr_t     axon_fi_av_sender_addr(axon_fi_av_t *av, uint64_t sender);
+/* Fetch the peer's worker address if not yet done; AXON_ERR_UNREACHABLE when it cannot be. */
+axon_status_t axon_fi_av_resolve(axon_fi_av_t *av, axon_fi_peer_t *peer);
+
+/* Connections (axon_fi_conn.c). */
+axon_status_t axon_fi_conn_make(axon_fi_ep_t *ep, fi_addr_t addr, axon_fi_conn_t **conn_p);
+void          axon_fi_conn_drop(axon_fi_ep_t *ep, fi_addr_t addr);
+void          axon_fi_conn_close_all(axon_fi_ep_t *ep);
+
+/*
+ * The connection to fi_addr addr, made by the first operation on it. One
+ * branch on the data path: a connection that exists and reaches its peer.
+ * AXON_ERR_INVALID_ADDR: addr is not in the AV; other errors: the peer
+ * cannot be reached (the operation completes in error).
+ */
+static inline axon_status_t axon_fi_conn_get(axon_fi_ep_t *ep, fi_addr_t addr,
+                                             axon_fi_conn_t **conn_p)
+{
+    axon_fi_conn_t *conn = (addr < ep->nconns) ? ep->conns[addr] : NULL;
+
+    if (AXON_FI_LIKELY((conn != NULL) && (conn->aep != NULL))) {
+        *conn_p = conn;
+        return AXON_OK;
+    }
+    return axon_fi_conn_make(ep, addr, conn_p);
+}
+
+/* The worker id a receive from src is restricted to (AXON_SENDER_ANY for any source). */
+int axon_fi_recv_sender(axon_fi_ep_t *ep, fi_addr_t src, uint64_t *sender);
 
 /* EQ: post an event from inside the provider. */
 int axon_fi_eq_post(axon_fi_eq_t *eq, uint32_t event, const void *buf, size_t len, int is_err);
@@ -306,14 +431,77 @@ int      axon_fi_map_get(const axon_fi_map_t *map, uint64_t key, uint64_t *val);
 void     axon_fi_map_del(axon_fi_map_t *map, uint64_t key);
 void     axon_fi_map_free(axon_fi_map_t *map);
 
+/* -------------------------------------------------------------- data path */
+
+/*
+ * A send as a tagged or untagged call asks for it (axon_fi_xfer.c): tag is
+ * Axon's (the user's, or AXON_FI_MSG_TAG), cq_flags the entry's (FI_TAGGED |
+ * FI_SEND or FI_MSG | FI_SEND), flags the call's (op_flags, or fi_*msg's):
+ * FI_INJECT copies the data, FI_DELIVERY_COMPLETE completes once the
+ * receiver matched the message.
+ */
+ssize_t axon_fi_send_common(axon_fi_ep_t *ep, uint64_t cq_flags, const void *buf, size_t len,
+                            fi_addr_t dest, uint64_t tag, uint64_t data, int has_data,
+                            void *context, uint64_t flags, int comp);
+axon_fi_op_t *axon_fi_recv_op(axon_fi_ep_t *ep, void *buf, size_t len, uint64_t tag,
+                              uint64_t cq_flags, void *context, int comp);
+/* Axon's parameters for a receive into op, completing through cb. */
+void          axon_fi_recv_param(axon_fi_op_t *op, axon_tag_recv_callback_t cb,
+                                 axon_tag_recv_info_t *info, axon_request_param_t *param);
+/* Post a receive (or a claimed message's receive) described by op, matching (tag, mask). */
+ssize_t       axon_fi_recv_start(axon_fi_ep_t *ep, axon_fi_op_t *op, uint64_t mask);
+/* The CQ entry (and count) of a finished receive into op->buf + op->used; info may be NULL. */
+void          axon_fi_recv_entry(axon_fi_ep_t *ep, axon_fi_op_t *op, axon_status_t status,
+                                 const axon_tag_recv_info_t *info, uint64_t extra_flags);
+void          axon_fi_inflight_add(axon_fi_ep_t *ep, axon_fi_op_t *op);
+void          axon_fi_inflight_del(axon_fi_op_t *op);
+
+/* Untagged receives: held behind a multi-receive buffer while it is being filled. */
+ssize_t axon_fi_mrecv_post(axon_fi_ep_t *ep, axon_fi_op_t *op, int multi);
+int     axon_fi_mrecv_cancel(axon_fi_ep_t *ep, void *context);
+void    axon_fi_mrecv_close(axon_fi_ep_t *ep);
+
+/* The one buffer of an iov (iov_limit is 1); more fail with -FI_EINVAL, logged. */
+static inline int axon_fi_iov_one(const struct iovec *iov, size_t count, void **buf,
+                                  size_t *len)
+{
+    if (AXON_FI_UNLIKELY(count > 1)) {
+        AXON_FI_WARN(FI_LOG_EP_DATA, "iov count %zu exceeds iov_limit 1", count);
+        return -FI_EINVAL;
+    }
+    *buf = count ? iov[0].iov_base : NULL;
+    *len = count ? iov[0].iov_len : 0;
+    return 0;
+}
+
+static inline void axon_fi_list_init(axon_fi_op_t *head)
+{
+    head->next = head->prev = head;
+}
+
+static inline void axon_fi_list_add_tail(axon_fi_op_t *head, axon_fi_op_t *op)
+{
+    op->next = head;
+    op->prev = head->prev;
+    head->prev->next = op;
+    head->prev = op;
+}
+
+static inline void axon_fi_list_del(axon_fi_op_t *op)
+{
+    op->next->prev = op->prev;
+    op->prev->next = op->next;
+}
+
 extern struct fi_ops_tagged axon_fi_tagged_ops;
+extern struct fi_ops_msg    axon_fi_msg_ops;
 
 /* -ENOSYS fillers for ops the provider does not offer. */
 int axon_fi_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 int axon_fi_no_control(struct fid *fid, int command, void *arg);
 int axon_fi_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
                         void *context);
-extern struct fi_ops_msg axon_fi_no_msg_ops;
+extern struct fi_ops_msg axon_fi_no_msg_ops;   /* endpoints without FI_MSG */
 extern struct fi_ops_rma axon_fi_no_rma_ops;
 
 #endif /* AXON_FI_H */

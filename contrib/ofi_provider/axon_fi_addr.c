@@ -1,152 +1,67 @@
 /*
- * Endpoint names and the address server.
- *
- * A libfabric name must fit FI_NAME_MAX (64) bytes, since that is the buffer
+ * Address servers: where peers fetch an endpoint's worker address from its
+ * name. A name must fit FI_NAME_MAX (64) bytes, since that is the buffer
  * Open MPI 4.1 gives fi_getname; an Axon worker address does not (100-300
- * bytes: one entry per transport interface). So each process runs a small
- * TCP server (a thread blocked in accept) that hands out the worker
- * addresses it publishes, and a name is {server ip:port, host, token}.
- * fi_av_insert asks the server once per peer. The server answers on its own
- * thread, so an insert never waits for the peer to progress.
+ * bytes: one entry per transport interface). So a process serves the worker
+ * addresses it publishes over TCP, each listener a thread blocked in accept:
+ *
+ *   shared     one per process, on an ephemeral port, started with the
+ *              first publication: answers by worker id (id 0: its only
+ *              publication, if it has just one)
+ *   dedicated  one per endpoint opened with a src_addr that names a port
+ *              (fi_getinfo with FI_SOURCE and a service): bound to that
+ *              address, answers every request with its endpoint, so
+ *              "node:service" alone reaches it
+ *
+ * The servers answer from their own threads: a peer's lookup never waits
+ * for the endpoint's owner to progress.
  *
  * Protocol (one exchange per connection, network byte order):
- *   request  u32 magic, u32 version, u64 token
- *   reply    u32 magic, u32 status (0 = found), u32 length, length bytes
- *
- * The interface advertised: FI_AXON_IFACE, else the first IPv4 interface
- * that is up and not loopback, else 127.0.0.1. Peers on the same host (same
- * host-name hash) ask over loopback first.
+ *   request  u32 magic, u32 version, u64 id
+ *   reply    u32 magic, u32 status (0 = found), u64 id, u32 length, length bytes
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
-#include <sys/types.h>
-#include <time.h>
 #include <unistd.h>
-#include <endian.h>
 #include "axon_fi.h"
 
 #define AXON_FI_SRV_MAGIC      0x41584653u   /* "AXFS" */
+#define AXON_FI_SRV_VERSION    2
 #define AXON_FI_SRV_TIMEOUT_MS 5000
 #define AXON_FI_ADDR_MAX       (64 * 1024)   /* a worker address is far smaller */
 
-typedef struct axon_fi_pub {
-    struct axon_fi_pub *next;
-    uint64_t            token;
-    size_t              len;
-    uint8_t             addr[];
-} axon_fi_pub_t;
+typedef struct axon_fi_listener {
+    struct axon_fi_listener *next;
+    int                      fd;
+    pthread_t                thread;
+    struct in_addr           ip;          /* bound to (INADDR_ANY for the shared one) */
+    uint16_t                 port;        /* network order */
+    int                      dedicated;
+    int                      users;       /* publications it serves */
+} axon_fi_listener_t;
+
+struct axon_fi_pub {
+    struct axon_fi_pub  *next;
+    axon_fi_listener_t  *listener;
+    uint64_t             id;
+    size_t               len;
+    uint8_t              addr[];
+};
 
 static struct {
-    pthread_mutex_t lock;
-    axon_fi_pub_t  *pubs;
-    int             listen_fd;
-    int             running;
-    pthread_t       thread;
-    uint16_t        port;        /* network order */
-    struct in_addr  ip;
-    uint64_t        host;
-} axon_fi_srv = {PTHREAD_MUTEX_INITIALIZER, NULL, -1, 0, 0, 0, {0}, 0};
-
-/* ---------------------------------------------------------------- names */
-
-int axon_fi_name_check(const void *addr, size_t len, axon_fi_name_t *name)
-{
-    if ((addr == NULL) || (len < sizeof(*name))) {
-        AXON_FI_WARN(FI_LOG_AV, "address of %zu bytes is not an axon name (%zu bytes)", len,
-                     sizeof(*name));
-        return -FI_EINVAL;
-    }
-    memcpy(name, addr, sizeof(*name));
-    if (name->magic != AXON_FI_NAME_MAGIC) {
-        AXON_FI_WARN(FI_LOG_AV, "address has bad magic 0x%08x (expected 0x%08x)", name->magic,
-                     AXON_FI_NAME_MAGIC);
-        return -FI_EINVAL;
-    }
-    if ((name->version != AXON_FI_NAME_VERSION) || (name->length != sizeof(*name))) {
-        AXON_FI_WARN(FI_LOG_AV, "address has version %u length %u (expected %u, %zu)",
-                     name->version, name->length, AXON_FI_NAME_VERSION, sizeof(*name));
-        return -FI_EINVAL;
-    }
-    if (name->token == 0) {
-        AXON_FI_WARN(FI_LOG_AV, "address has a null token");
-        return -FI_EINVAL;
-    }
-    return 0;
-}
-
-void axon_fi_name_str(const axon_fi_name_t *name, char *buf, size_t len)
-{
-    char ip[INET6_ADDRSTRLEN];
-    struct in6_addr a;
-
-    memcpy(&a, name->ip, sizeof(a));
-    if (IN6_IS_ADDR_V4MAPPED(&a)) {
-        inet_ntop(AF_INET, &a.s6_addr[12], ip, sizeof(ip));
-    } else {
-        inet_ntop(AF_INET6, &a, ip, sizeof(ip));
-    }
-    snprintf(buf, len, "fi_axon://%s:%u/%016llx", ip, ntohs(name->port),
-             (unsigned long long)name->token);
-}
-
-static uint64_t axon_fi_host_hash(void)
-{
-    char host[256] = "";
-    uint64_t h = 1469598103934665603ull;   /* FNV-1a */
-    const char *p;
-
-    gethostname(host, sizeof(host) - 1);
-    for (p = host; *p != '\0'; ++p) {
-        h = (h ^ (uint8_t)*p) * 1099511628211ull;
-    }
-    return h;
-}
-
-/* The IPv4 address peers reach this process at. */
-static struct in_addr axon_fi_pick_ip(void)
-{
-    struct ifaddrs *ifs, *ifa;
-    struct in_addr ip;
-    const char *want = NULL;
-    char *param = NULL;
-
-    ip.s_addr = htonl(INADDR_LOOPBACK);
-    if ((fi_param_get_str(&axon_fi_prov, "iface", &param) == FI_SUCCESS) && (param != NULL) &&
-        (*param != '\0')) {
-        want = param;
-    }
-    if (getifaddrs(&ifs) != 0) {
-        return ip;
-    }
-    for (ifa = ifs; ifa != NULL; ifa = ifa->ifa_next) {
-        if ((ifa->ifa_addr == NULL) || (ifa->ifa_addr->sa_family != AF_INET) ||
-            !(ifa->ifa_flags & IFF_UP)) {
-            continue;
-        }
-        if (want != NULL ? strcmp(ifa->ifa_name, want) != 0 :
-                           (ifa->ifa_flags & IFF_LOOPBACK) != 0) {
-            continue;
-        }
-        ip = ((struct sockaddr_in *)ifa->ifa_addr)->sin_addr;
-        break;
-    }
-    if ((want != NULL) && (ifa == NULL)) {
-        AXON_FI_WARN(FI_LOG_CORE, "FI_AXON_IFACE=%s: no such IPv4 interface up; using 127.0.0.1",
-                     want);
-    }
-    freeifaddrs(ifs);
-    return ip;
-}
+    pthread_mutex_t     lock;
+    axon_fi_pub_t      *pubs;
+    axon_fi_listener_t *listeners;
+    axon_fi_listener_t *shared;
+} axon_fi_srv = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL, NULL};
 
 /* ---------------------------------------------------------------- I/O helpers */
 
@@ -186,39 +101,60 @@ static int axon_fi_io(int fd, void *buf, size_t len, int is_write)
     return 0;
 }
 
-/* ---------------------------------------------------------------- server */
+/* ---------------------------------------------------------------- serving */
 
-static void axon_fi_srv_answer(int fd)
+/* The publication a request for id reaches through listener (lock held). */
+static axon_fi_pub_t *axon_fi_srv_find(const axon_fi_listener_t *listener, uint64_t id)
 {
-    uint32_t req[4], rep[3];
-    uint64_t token;
+    axon_fi_pub_t *pub, *only = NULL;
+    int served = 0;
+
+    for (pub = axon_fi_srv.pubs; pub != NULL; pub = pub->next) {
+        if (pub->listener != listener) {
+            continue;
+        }
+        if ((pub->id == id) || listener->dedicated) {
+            return pub;
+        }
+        only = pub;
+        ++served;
+    }
+    return ((id == 0) && (served == 1)) ? only : NULL;
+}
+
+static void axon_fi_srv_answer(const axon_fi_listener_t *listener, int fd)
+{
+    uint32_t req[4], rep[5];
+    uint64_t id, be;
     axon_fi_pub_t *pub;
     uint8_t *copy = NULL;
     size_t len = 0;
 
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-    if ((axon_fi_io(fd, req, sizeof(req), 0) != 0) || (ntohl(req[0]) != AXON_FI_SRV_MAGIC)) {
+    if ((axon_fi_io(fd, req, sizeof(req), 0) != 0) || (ntohl(req[0]) != AXON_FI_SRV_MAGIC) ||
+        (ntohl(req[1]) != AXON_FI_SRV_VERSION)) {
         return;
     }
-    memcpy(&token, &req[2], sizeof(token));
-    token = be64toh(token);
+    memcpy(&be, &req[2], sizeof(be));
+    id = be64toh(be);
 
     pthread_mutex_lock(&axon_fi_srv.lock);
-    for (pub = axon_fi_srv.pubs; pub != NULL; pub = pub->next) {
-        if (pub->token == token) {
-            copy = malloc(pub->len);
-            if (copy != NULL) {
-                memcpy(copy, pub->addr, pub->len);
-                len = pub->len;
-            }
-            break;
+    pub = axon_fi_srv_find(listener, id);
+    if (pub != NULL) {
+        copy = malloc(pub->len);
+        if (copy != NULL) {
+            memcpy(copy, pub->addr, pub->len);
+            len = pub->len;
+            id  = pub->id;
         }
     }
     pthread_mutex_unlock(&axon_fi_srv.lock);
 
+    be     = htobe64(id);
     rep[0] = htonl(AXON_FI_SRV_MAGIC);
     rep[1] = htonl(copy != NULL ? 0 : 1);
-    rep[2] = htonl((uint32_t)len);
+    memcpy(&rep[2], &be, sizeof(be));
+    rep[4] = htonl((uint32_t)len);
     if ((axon_fi_io(fd, rep, sizeof(rep), 1) == 0) && (len > 0)) {
         axon_fi_io(fd, copy, len, 1);
     }
@@ -227,89 +163,101 @@ static void axon_fi_srv_answer(int fd)
 
 static void *axon_fi_srv_main(void *arg)
 {
+    axon_fi_listener_t *listener = arg;
     int fd;
 
-    (void)arg;
     for (;;) {
-        fd = accept(axon_fi_srv.listen_fd, NULL, NULL);
+        fd = accept(listener->fd, NULL, NULL);
         if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED) {
+            if ((errno == EINTR) || (errno == ECONNABORTED)) {
                 continue;
             }
-            break;   /* shut down by axon_fi_srv_stop */
+            break;   /* shut down by axon_fi_listener_stop */
         }
-        axon_fi_srv_answer(fd);
+        axon_fi_srv_answer(listener, fd);
         close(fd);
     }
     return NULL;
 }
 
-static int axon_fi_srv_start(void)
+/* A listener on ip:port (port 0: any), serving from its own thread (lock held). */
+static int axon_fi_listener_start(struct in_addr ip, uint16_t port, int dedicated,
+                                  axon_fi_listener_t **listener_p)
 {
+    axon_fi_listener_t *listener;
     struct sockaddr_in sin;
     socklen_t slen = sizeof(sin);
-    int fd, one = 1;
+    int one = 1, ret;
 
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        AXON_FI_WARN(FI_LOG_CORE, "address server: socket: %s", strerror(errno));
-        return -FI_EIO;
-    }
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    memset(&sin, 0, sizeof(sin));
-    sin.sin_family      = AF_INET;
-    sin.sin_addr.s_addr = htonl(INADDR_ANY);
-    if ((bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0) || (listen(fd, 128) != 0) ||
-        (getsockname(fd, (struct sockaddr *)&sin, &slen) != 0)) {
-        AXON_FI_WARN(FI_LOG_CORE, "address server: bind/listen: %s", strerror(errno));
-        close(fd);
-        return -FI_EIO;
-    }
-    axon_fi_srv.listen_fd = fd;
-    axon_fi_srv.port      = sin.sin_port;
-    axon_fi_srv.ip        = axon_fi_pick_ip();
-    axon_fi_srv.host      = axon_fi_host_hash();
-    if (pthread_create(&axon_fi_srv.thread, NULL, axon_fi_srv_main, NULL) != 0) {
-        AXON_FI_WARN(FI_LOG_CORE, "address server: cannot start its thread");
-        close(fd);
-        axon_fi_srv.listen_fd = -1;
+    listener = calloc(1, sizeof(*listener));
+    if (listener == NULL) {
         return -FI_ENOMEM;
     }
-    axon_fi_srv.running = 1;
+    listener->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (listener->fd < 0) {
+        AXON_FI_WARN(FI_LOG_CORE, "address server: socket: %s", strerror(errno));
+        free(listener);
+        return -FI_EIO;
+    }
+    setsockopt(listener->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_addr   = ip;
+    sin.sin_port   = port;
+    if ((bind(listener->fd, (struct sockaddr *)&sin, sizeof(sin)) != 0) ||
+        (listen(listener->fd, 128) != 0) ||
+        (getsockname(listener->fd, (struct sockaddr *)&sin, &slen) != 0)) {
+        char str[INET_ADDRSTRLEN];
+        ret = (errno == EADDRINUSE) ? -FI_EADDRINUSE :
+              (errno == EADDRNOTAVAIL) ? -FI_EADDRNOTAVAIL : -FI_EIO;
+        inet_ntop(AF_INET, &ip, str, sizeof(str));
+        AXON_FI_WARN(FI_LOG_CORE, "address server: cannot listen on %s:%u: %s", str, ntohs(port),
+                     strerror(errno));
+        close(listener->fd);
+        free(listener);
+        return ret;
+    }
+    listener->ip        = ip;
+    listener->port      = sin.sin_port;
+    listener->dedicated = dedicated;
+    if (pthread_create(&listener->thread, NULL, axon_fi_srv_main, listener) != 0) {
+        AXON_FI_WARN(FI_LOG_CORE, "address server: cannot start its thread");
+        close(listener->fd);
+        free(listener);
+        return -FI_ENOMEM;
+    }
+    listener->next = axon_fi_srv.listeners;
+    axon_fi_srv.listeners = listener;
+    *listener_p = listener;
     return 0;
 }
 
-/* Called with the lock held, when nothing is published any more. */
-static void axon_fi_srv_stop(void)
+/* Called with the lock held when the listener serves nobody any more. */
+static void axon_fi_listener_stop(axon_fi_listener_t *listener)
 {
-    pthread_t thread = axon_fi_srv.thread;
-    int fd = axon_fi_srv.listen_fd;
+    axon_fi_listener_t **pp;
 
-    axon_fi_srv.running   = 0;
-    axon_fi_srv.listen_fd = -1;
-    shutdown(fd, SHUT_RDWR);   /* wakes accept() with an error */
-    pthread_mutex_unlock(&axon_fi_srv.lock);
-    pthread_join(thread, NULL);
-    pthread_mutex_lock(&axon_fi_srv.lock);
-    close(fd);
-}
-
-static uint64_t axon_fi_new_token(void)
-{
-    static uint64_t counter;
-    uint64_t token = 0;
-
-    if (getrandom(&token, sizeof(token), GRND_NONBLOCK) != sizeof(token)) {
-        token = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
+    for (pp = &axon_fi_srv.listeners; *pp != listener; pp = &(*pp)->next) {
     }
-    token ^= ++counter;
-    return (token != 0) ? token : 1;
+    *pp = listener->next;
+    if (axon_fi_srv.shared == listener) {
+        axon_fi_srv.shared = NULL;
+    }
+    shutdown(listener->fd, SHUT_RDWR);   /* wakes accept() with an error */
+    pthread_mutex_unlock(&axon_fi_srv.lock);
+    pthread_join(listener->thread, NULL);  /* it may be answering: that takes the lock */
+    pthread_mutex_lock(&axon_fi_srv.lock);
+    close(listener->fd);
+    free(listener);
 }
 
-int axon_fi_addr_publish(const void *worker_addr, size_t len, axon_fi_name_t *name)
+int axon_fi_addr_publish(const axon_fi_name_t *src, uint64_t id, const void *worker_addr,
+                         size_t len, axon_fi_name_t *name, axon_fi_pub_t **pub_p)
 {
+    struct in_addr any = {htonl(INADDR_ANY)};
+    axon_fi_listener_t *listener = NULL;
+    struct in_addr ip;
     axon_fi_pub_t *pub;
-    struct in6_addr mapped;
     int ret = 0;
 
     pub = malloc(sizeof(*pub) + len);
@@ -318,28 +266,24 @@ int axon_fi_addr_publish(const void *worker_addr, size_t len, axon_fi_name_t *na
     }
     memcpy(pub->addr, worker_addr, len);
     pub->len = len;
+    pub->id  = id;
+    ip = ((src != NULL) && (src->sin_addr.s_addr != htonl(INADDR_ANY))) ? src->sin_addr :
+         axon_fi_default_ip();
 
     pthread_mutex_lock(&axon_fi_srv.lock);
-    if (!axon_fi_srv.running) {
-        ret = axon_fi_srv_start();
+    if ((src != NULL) && (src->sin_port != 0)) {
+        ret = axon_fi_listener_start(ip, src->sin_port, 1, &listener);
+    } else if ((listener = axon_fi_srv.shared) == NULL) {
+        ret = axon_fi_listener_start(any, 0, 0, &listener);
+        axon_fi_srv.shared = listener;
     }
     if (ret == 0) {
-        pub->token = axon_fi_new_token();
-        pub->next  = axon_fi_srv.pubs;
+        ++listener->users;
+        pub->listener = listener;
+        pub->next     = axon_fi_srv.pubs;
         axon_fi_srv.pubs = pub;
-
-        memset(name, 0, sizeof(*name));
-        memset(&mapped, 0, sizeof(mapped));
-        mapped.s6_addr[10] = 0xff;
-        mapped.s6_addr[11] = 0xff;
-        memcpy(&mapped.s6_addr[12], &axon_fi_srv.ip, 4);
-        name->magic   = AXON_FI_NAME_MAGIC;
-        name->version = AXON_FI_NAME_VERSION;
-        name->length  = sizeof(*name);
-        name->port    = axon_fi_srv.port;
-        memcpy(name->ip, &mapped, sizeof(name->ip));
-        name->host    = axon_fi_srv.host;
-        name->token   = pub->token;
+        axon_fi_name_make(ip, listener->port, id, name);
+        *pub_p = pub;
     }
     pthread_mutex_unlock(&axon_fi_srv.lock);
     if (ret != 0) {
@@ -348,36 +292,39 @@ int axon_fi_addr_publish(const void *worker_addr, size_t len, axon_fi_name_t *na
     return ret;
 }
 
-void axon_fi_addr_withdraw(const axon_fi_name_t *name)
+void axon_fi_addr_withdraw(axon_fi_pub_t *pub)
 {
-    axon_fi_pub_t **pp, *pub;
+    axon_fi_pub_t **pp;
+    axon_fi_listener_t *listener = pub->listener;
 
     pthread_mutex_lock(&axon_fi_srv.lock);
-    for (pp = &axon_fi_srv.pubs; (pub = *pp) != NULL; pp = &pub->next) {
-        if (pub->token == name->token) {
-            *pp = pub->next;
-            free(pub);
-            break;
-        }
+    for (pp = &axon_fi_srv.pubs; *pp != pub; pp = &(*pp)->next) {
     }
-    if ((axon_fi_srv.pubs == NULL) && axon_fi_srv.running) {
-        axon_fi_srv_stop();
+    *pp = pub->next;
+    free(pub);
+    if (--listener->users == 0) {
+        axon_fi_listener_stop(listener);
     }
     pthread_mutex_unlock(&axon_fi_srv.lock);
 }
 
 /* ---------------------------------------------------------------- client */
 
-static int axon_fi_connect(const struct sockaddr_in *sin)
+static int axon_fi_connect(const axon_fi_name_t *name)
 {
+    struct sockaddr_in sin;
     int fd, err = 0;
     socklen_t elen = sizeof(err);
 
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_addr   = name->sin_addr;
+    sin.sin_port   = name->sin_port;
     fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
         return -1;
     }
-    if ((connect(fd, (const struct sockaddr *)sin, sizeof(*sin)) != 0) &&
+    if ((connect(fd, (const struct sockaddr *)&sin, sizeof(sin)) != 0) &&
         (errno != EINPROGRESS)) {
         close(fd);
         return -1;
@@ -390,63 +337,50 @@ static int axon_fi_connect(const struct sockaddr_in *sin)
     return fd;
 }
 
-static int axon_fi_ask(const struct sockaddr_in *sin, uint64_t token, void **addr_p,
-                       size_t *len_p)
+int axon_fi_addr_fetch(const axon_fi_name_t *name, void **addr_p, size_t *len_p,
+                       uint64_t *id_p)
 {
-    uint32_t req[4], rep[3];
-    uint64_t be_token = htobe64(token);
+    uint32_t req[4], rep[5];
+    uint64_t be = htobe64(axon_fi_name_id(name));
+    char str[96];
     void *addr;
-    size_t len;
+    size_t len = 0;
     int fd, ret;
 
-    fd = axon_fi_connect(sin);
+    fd = axon_fi_connect(name);
     if (fd < 0) {
-        return -FI_ECONNREFUSED;
+        ret = -FI_ECONNREFUSED;
+        goto out;
     }
     req[0] = htonl(AXON_FI_SRV_MAGIC);
-    req[1] = htonl(AXON_FI_NAME_VERSION);
-    memcpy(&req[2], &be_token, sizeof(be_token));
+    req[1] = htonl(AXON_FI_SRV_VERSION);
+    memcpy(&req[2], &be, sizeof(be));
     ret = axon_fi_io(fd, req, sizeof(req), 1);
     if (ret == 0) {
         ret = axon_fi_io(fd, rep, sizeof(rep), 0);
     }
-    if ((ret == 0) && ((ntohl(rep[0]) != AXON_FI_SRV_MAGIC) || (ntohl(rep[1]) != 0) ||
-                       (ntohl(rep[2]) == 0) || (ntohl(rep[2]) > AXON_FI_ADDR_MAX))) {
-        ret = -FI_ENOENT;
+    if (ret == 0) {
+        len = ntohl(rep[4]);
+        if ((ntohl(rep[0]) != AXON_FI_SRV_MAGIC) || (ntohl(rep[1]) != 0) || (len == 0) ||
+            (len > AXON_FI_ADDR_MAX)) {
+            ret = -FI_ENOENT;
+        }
     }
     if (ret == 0) {
-        len  = ntohl(rep[2]);
         addr = malloc(len);
         if (addr == NULL) {
             ret = -FI_ENOMEM;
         } else if ((ret = axon_fi_io(fd, addr, len, 0)) != 0) {
             free(addr);
         } else {
+            memcpy(&be, &rep[2], sizeof(be));
+            *id_p   = be64toh(be);
             *addr_p = addr;
             *len_p  = len;
         }
     }
     close(fd);
-    return ret;
-}
-
-int axon_fi_addr_fetch(const axon_fi_name_t *name, void **addr_p, size_t *len_p)
-{
-    struct sockaddr_in sin;
-    char str[96];
-    int ret = -FI_ECONNREFUSED;
-
-    memset(&sin, 0, sizeof(sin));
-    sin.sin_family = AF_INET;
-    sin.sin_port   = name->port;
-    if (name->host == axon_fi_host_hash()) {
-        sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        ret = axon_fi_ask(&sin, name->token, addr_p, len_p);
-    }
-    if (ret != 0) {
-        memcpy(&sin.sin_addr, &name->ip[12], 4);
-        ret = axon_fi_ask(&sin, name->token, addr_p, len_p);
-    }
+out:
     if (ret != 0) {
         axon_fi_name_str(name, str, sizeof(str));
         AXON_FI_WARN(FI_LOG_AV, "cannot fetch the worker address of %s: %s", str,

@@ -1,115 +1,17 @@
 /*
  * Address vector: fi_addr_t is an index into a table of peers for both
- * FI_AV_MAP and FI_AV_TABLE. A peer is one Axon endpoint, created from the
- * worker address its name stands for; inserting the same name again gives a
- * new index for the same peer (reference counted). Two maps serve the data
- * path: name token -> peer (duplicates) and sender id -> fi_addr (FI_SOURCE).
+ * FI_AV_MAP and FI_AV_TABLE. Inserting only records a name: it never
+ * contacts the peer, so the address of a peer that has exited inserts like
+ * any other. The first operation that needs the peer's worker address
+ * fetches it (axon_fi_av_resolve, from an endpoint's connection or a
+ * directed receive); a peer that cannot be reached then fails that
+ * operation, not the insert. Names carrying a worker id share one peer
+ * (duplicates) and map senders to fi_addrs (FI_SOURCE) from the start.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "axon_fi.h"
-
-#define AXON_FI_CLOSE_WAIT_MS 2000   /* flushing endpoints at AV close, at most */
-
-/* ---------------------------------------------------------------- u64 map */
-
-static size_t axon_fi_map_slot(const axon_fi_map_t *map, uint64_t key)
-{
-    key ^= key >> 33;
-    key *= 0xff51afd7ed558ccdull;
-    key ^= key >> 33;
-    return (size_t)key & (map->cap - 1);
-}
-
-static int axon_fi_map_resize(axon_fi_map_t *map, size_t cap)
-{
-    axon_fi_map_t bigger = {calloc(cap, sizeof(uint64_t)), calloc(cap, sizeof(uint64_t)), cap, 0};
-    size_t i;
-
-    if ((bigger.keys == NULL) || (bigger.vals == NULL)) {
-        free(bigger.keys);
-        free(bigger.vals);
-        return -FI_ENOMEM;
-    }
-    for (i = 0; i < map->cap; ++i) {
-        if (map->keys[i] != 0) {
-            axon_fi_map_put(&bigger, map->keys[i], map->vals[i]);
-        }
-    }
-    axon_fi_map_free(map);
-    *map = bigger;
-    return 0;
-}
-
-int axon_fi_map_put(axon_fi_map_t *map, uint64_t key, uint64_t val)
-{
-    size_t i;
-    int ret;
-
-    if (((map->count + 1) * 2 > map->cap) &&
-        ((ret = axon_fi_map_resize(map, map->cap ? map->cap * 2 : 64)) != 0)) {
-        return ret;
-    }
-    for (i = axon_fi_map_slot(map, key); map->keys[i] != 0; i = (i + 1) & (map->cap - 1)) {
-        if (map->keys[i] == key) {
-            map->vals[i] = val;
-            return 0;
-        }
-    }
-    map->keys[i] = key;
-    map->vals[i] = val;
-    ++map->count;
-    return 0;
-}
-
-int axon_fi_map_get(const axon_fi_map_t *map, uint64_t key, uint64_t *val)
-{
-    size_t i;
-
-    if (map->cap == 0) {
-        return 0;
-    }
-    for (i = axon_fi_map_slot(map, key); map->keys[i] != 0; i = (i + 1) & (map->cap - 1)) {
-        if (map->keys[i] == key) {
-            *val = map->vals[i];
-            return 1;
-        }
-    }
-    return 0;
-}
-
-void axon_fi_map_del(axon_fi_map_t *map, uint64_t key)
-{
-    size_t i, j, home;
-
-    if (map->cap == 0) {
-        return;
-    }
-    for (i = axon_fi_map_slot(map, key); map->keys[i] != key; i = (i + 1) & (map->cap - 1)) {
-        if (map->keys[i] == 0) {
-            return;
-        }
-    }
-    /* Backward-shift deletion keeps probe chains intact without tombstones. */
-    for (j = (i + 1) & (map->cap - 1); map->keys[j] != 0; j = (j + 1) & (map->cap - 1)) {
-        home = axon_fi_map_slot(map, map->keys[j]);
-        if (((j > i) && ((home <= i) || (home > j))) || ((j < i) && (home <= i) && (home > j))) {
-            map->keys[i] = map->keys[j];
-            map->vals[i] = map->vals[j];
-            i = j;
-        }
-    }
-    map->keys[i] = 0;
-    --map->count;
-}
-
-void axon_fi_map_free(axon_fi_map_t *map)
-{
-    free(map->keys);
-    free(map->vals);
-    memset(map, 0, sizeof(*map));
-}
 
 /* ---------------------------------------------------------------- peers */
 
@@ -120,59 +22,70 @@ fi_addr_t axon_fi_av_sender_addr(axon_fi_av_t *av, uint64_t sender)
     return axon_fi_map_get(&av->by_sender, sender, &addr) ? (fi_addr_t)addr : FI_ADDR_NOTAVAIL;
 }
 
-static void axon_fi_peer_failed(void *arg, axon_ep_h ep, axon_status_t status)
+/* A worker id learnt (from the name or the peer's server): duplicates and FI_SOURCE see it. */
+static int axon_fi_av_learn_id(axon_fi_av_t *av, axon_fi_peer_t *peer, uint64_t id)
 {
-    axon_fi_peer_t *peer = arg;
+    uint64_t found;
+    int ret = 0;
 
-    peer->failed = status;
-    AXON_FI_INFO(FI_LOG_AV, "peer %016llx failed: %s", (unsigned long long)peer->name.token,
-                 axon_status_string(status));
+    peer->id = id;
+    if (!axon_fi_map_get(&av->by_id, id, &found)) {
+        ret = axon_fi_map_put(&av->by_id, id, (uintptr_t)peer);
+    }
+    if ((ret == 0) && !axon_fi_map_get(&av->by_sender, id, &found)) {
+        ret = axon_fi_map_put(&av->by_sender, id, peer->first);
+    }
+    return ret;
 }
 
-static int axon_fi_peer_create(axon_fi_av_t *av, const axon_fi_name_t *name, fi_addr_t addr,
+axon_status_t axon_fi_av_resolve(axon_fi_av_t *av, axon_fi_peer_t *peer)
+{
+    char str[96];
+    void *addr;
+    size_t len;
+    uint64_t id;
+
+    if (peer->addr != NULL) {
+        return AXON_OK;
+    }
+    if (peer->status != AXON_OK) {
+        return peer->status;   /* asked before: a peer that refused does not come back */
+    }
+    if (axon_fi_addr_fetch(&peer->name, &addr, &len, &id) != 0) {
+        peer->status = AXON_ERR_UNREACHABLE;   /* logged by the fetch */
+        return peer->status;
+    }
+    if ((peer->id != 0) && (id != peer->id)) {
+        axon_fi_name_str(&peer->name, str, sizeof(str));
+        AXON_FI_WARN(FI_LOG_AV, "%s is served by worker %016llx now: the name is stale", str,
+                     (unsigned long long)id);
+        free(addr);
+        peer->status = AXON_ERR_UNREACHABLE;
+        return peer->status;
+    }
+    if ((peer->id == 0) && (axon_fi_av_learn_id(av, peer, id) != 0)) {
+        free(addr);
+        return AXON_ERR_NO_MEMORY;
+    }
+    peer->addr     = addr;
+    peer->addr_len = len;
+    return AXON_OK;
+}
+
+static int axon_fi_peer_create(axon_fi_av_t *av, const axon_fi_name_t *name, fi_addr_t index,
                                axon_fi_peer_t **peer_p)
 {
     axon_fi_peer_t *peer;
-    axon_ep_params_t params;
-    axon_status_t status;
-    void *worker_addr;
-    size_t len;
-    int ret;
+    uint64_t id = axon_fi_name_id(name);
 
     peer = calloc(1, sizeof(*peer));
     if (peer == NULL) {
         return -FI_ENOMEM;
     }
-    if (name->token == av->domain->name.token) {
-        /* Our own name: no need to ask the server. */
-        worker_addr = av->domain->worker_addr;
-        len         = av->domain->worker_addr_len;
-    } else if ((ret = axon_fi_addr_fetch(name, &worker_addr, &len)) != 0) {
-        free(peer);
-        return ret;
-    }
-    params.address        = worker_addr;
-    params.address_length = len;
-    params.err_cb         = axon_fi_peer_failed;
-    params.err_cb_arg     = peer;
-    status = axon_ep_create(av->domain->worker, &params, &peer->ep);
-    if (worker_addr != av->domain->worker_addr) {
-        free(worker_addr);
-    }
-    if (status != AXON_OK) {
-        AXON_FI_WARN(FI_LOG_AV, "axon_ep_create for peer %016llx failed: %s",
-                     (unsigned long long)name->token, axon_status_string(status));
-        free(peer);
-        return -axon_fi_errno(status);
-    }
-    peer->name    = *name;
-    peer->peer_id = axon_ep_peer_id(peer->ep);
-    peer->first   = addr;
-    if ((axon_fi_map_put(&av->by_token, name->token, (uintptr_t)peer) != 0) ||
-        ((peer->peer_id != AXON_SENDER_ANY) &&
-         (axon_fi_map_put(&av->by_sender, peer->peer_id, addr) != 0))) {
-        axon_fi_map_del(&av->by_token, name->token);
-        axon_ep_close_nb(peer->ep, AXON_EP_CLOSE_FORCE, NULL);
+    peer->name  = *name;
+    peer->first = index;
+    if ((id != 0) && (axon_fi_av_learn_id(av, peer, id) != 0)) {
+        axon_fi_map_del(&av->by_id, id);
         free(peer);
         return -FI_ENOMEM;
     }
@@ -180,28 +93,23 @@ static int axon_fi_peer_create(axon_fi_av_t *av, const axon_fi_name_t *name, fi_
     return 0;
 }
 
-/* Drop one reference; the last closes the endpoint (a flush the worker finishes). */
-static void axon_fi_peer_release(axon_fi_av_t *av, axon_fi_peer_t *peer,
-                                 axon_request_h *close_req)
+/* Drop one reference; the last one forgets the peer. */
+static void axon_fi_peer_release(axon_fi_av_t *av, axon_fi_peer_t *peer)
 {
-    axon_request_h req = NULL;
-    uint64_t addr;
+    uint64_t val;
 
     if (--peer->refs > 0) {
         return;
     }
-    axon_fi_map_del(&av->by_token, peer->name.token);
-    if (axon_fi_map_get(&av->by_sender, peer->peer_id, &addr) && (addr == peer->first)) {
-        axon_fi_map_del(&av->by_sender, peer->peer_id);
-    }
-    if ((axon_ep_close_nb(peer->ep, (peer->failed == AXON_OK) ? AXON_EP_CLOSE_FLUSH :
-                                    AXON_EP_CLOSE_FORCE, &req) == AXON_INPROGRESS)) {
-        if (close_req != NULL) {
-            *close_req = req;
-        } else {
-            axon_request_free(req);
+    if (peer->id != 0) {
+        if (axon_fi_map_get(&av->by_id, peer->id, &val) && (val == (uintptr_t)peer)) {
+            axon_fi_map_del(&av->by_id, peer->id);
+        }
+        if (axon_fi_map_get(&av->by_sender, peer->id, &val) && (val == peer->first)) {
+            axon_fi_map_del(&av->by_sender, peer->id);
         }
     }
+    free(peer->addr);
     free(peer);
 }
 
@@ -225,20 +133,59 @@ static int axon_fi_av_grow(axon_fi_av_t *av, size_t need)
     return 0;
 }
 
+/* Record one name at the next index (lock held); *index is FI_ADDR_NOTAVAIL on failure. */
+static int axon_fi_av_insert_name(axon_fi_av_t *av, const void *addr, fi_addr_t *index)
+{
+    axon_fi_peer_t *peer;
+    axon_fi_name_t name;
+    uint64_t found;
+    int ret;
+
+    *index = FI_ADDR_NOTAVAIL;
+    ret = axon_fi_name_check(addr, &name);
+    if (ret != 0) {
+        return ret;
+    }
+    ret = axon_fi_av_grow(av, av->count + 1);
+    if (ret != 0) {
+        return ret;
+    }
+    if ((axon_fi_name_id(&name) != 0) &&
+        axon_fi_map_get(&av->by_id, axon_fi_name_id(&name), &found)) {
+        peer = (axon_fi_peer_t *)(uintptr_t)found;
+    } else if ((ret = axon_fi_peer_create(av, &name, av->count, &peer)) != 0) {
+        return ret;
+    }
+    ++peer->refs;
+    *index = av->count;
+    av->table[av->count++] = peer;
+    return 0;
+}
+
 /* ---------------------------------------------------------------- AV ops */
+
+/* The outcome of an insert: counted, or an EQ event with FI_EVENT. */
+static int axon_fi_av_report(axon_fi_av_t *av, size_t done, void *context)
+{
+    struct fi_eq_entry entry = {.fid = &av->av_fid.fid, .context = context,
+                                .data = (uint64_t)done};
+
+    if (av->eq == NULL) {
+        return (int)done;
+    }
+    axon_fi_eq_post(av->eq, FI_AV_COMPLETE, &entry, sizeof(entry), 0);
+    return 0;
+}
 
 static int axon_fi_av_insert(struct fid_av *av_fid, const void *addr, size_t count,
                              fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
     axon_fi_av_t *av = container_of(av_fid, axon_fi_av_t, av_fid);
-    axon_fi_domain_t *domain = av->domain;
     const uint8_t *names = addr;
-    axon_fi_peer_t *peer = NULL;
-    axon_fi_name_t name;
-    uint64_t found;
     int *errs = (flags & FI_SYNC_ERR) ? context : NULL;
-    int ret, done = 0;
-    size_t i;
+    fi_addr_t index;
+    size_t i, done = 0;
+    int ret;
 
     if (flags & ~(uint64_t)(FI_MORE | FI_SYNC_ERR)) {
         AXON_FI_WARN(FI_LOG_AV, "fi_av_insert flags 0x%llx not supported",
@@ -246,37 +193,18 @@ static int axon_fi_av_insert(struct fid_av *av_fid, const void *addr, size_t cou
         return -FI_EINVAL;
     }
     if ((addr == NULL) && (count > 0)) {
+        AXON_FI_WARN(FI_LOG_AV, "fi_av_insert of %zu names from NULL", count);
         return -FI_EINVAL;
     }
-    axon_fi_lock(domain);
-    ret = axon_fi_av_grow(av, av->count + count);
-    if (ret != 0) {
-        axon_fi_unlock(domain);
-        return ret;
-    }
+    axon_fi_lock(av->domain);
     for (i = 0; i < count; ++i) {
-        fi_addr_t index = av->count;
-
-        ret = axon_fi_name_check(names + i * sizeof(axon_fi_name_t), sizeof(axon_fi_name_t),
-                                 &name);
+        ret = axon_fi_av_insert_name(av, names + i * sizeof(axon_fi_name_t), &index);
         if (ret == 0) {
-            if (axon_fi_map_get(&av->by_token, name.token, &found)) {
-                peer = (axon_fi_peer_t *)(uintptr_t)found;
-            } else {
-                ret = axon_fi_peer_create(av, &name, index, &peer);
-            }
-        }
-        if (ret == 0) {
-            ++peer->refs;
-            av->table[av->count++] = peer;
             ++done;
-        } else {
-            index = FI_ADDR_NOTAVAIL;
-            if (av->eq != NULL) {
-                struct fi_eq_err_entry err = {.fid = &av->av_fid.fid, .context = context,
-                                              .data = i, .err = -ret};
-                axon_fi_eq_post(av->eq, FI_AV_COMPLETE, &err, sizeof(err), 1);
-            }
+        } else if (av->eq != NULL) {
+            struct fi_eq_err_entry err = {.fid = &av->av_fid.fid, .context = context,
+                                          .data = i, .err = -ret};
+            axon_fi_eq_post(av->eq, FI_AV_COMPLETE, &err, sizeof(err), 1);
         }
         if (fi_addr != NULL) {
             fi_addr[i] = index;
@@ -285,30 +213,36 @@ static int axon_fi_av_insert(struct fid_av *av_fid, const void *addr, size_t cou
             errs[i] = -ret;
         }
     }
-    axon_fi_unlock(domain);
-
-    if (av->eq != NULL) {
-        struct fi_eq_entry entry = {.fid = &av->av_fid.fid, .context = context,
-                                    .data = (uint64_t)done};
-        axon_fi_eq_post(av->eq, FI_AV_COMPLETE, &entry, sizeof(entry), 0);
-        return 0;
-    }
-    return done;
+    axon_fi_unlock(av->domain);
+    return axon_fi_av_report(av, done, (errs != NULL) ? NULL : context);
 }
 
-static int axon_fi_av_insertsvc(struct fid_av *av, const char *node, const char *service,
+/* node/service: the endpoint served there, found when first used (as fi_getinfo's dest_addr). */
+static int axon_fi_av_insertsvc(struct fid_av *av_fid, const char *node, const char *service,
                                 fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
-    AXON_FI_WARN(FI_LOG_AV, "fi_av_insertsvc(%s, %s): axon names are not host/service pairs",
-                 node ? node : "NULL", service ? service : "NULL");
-    return -FI_ENOSYS;
+    axon_fi_name_t name;
+    int ret;
+
+    if ((node == NULL) || (service == NULL)) {
+        AXON_FI_WARN(FI_LOG_AV, "fi_av_insertsvc needs a node and a service (%s, %s)",
+                     node ? node : "NULL", service ? service : "NULL");
+        return -FI_EINVAL;
+    }
+    ret = axon_fi_name_resolve(node, service, &name);
+    if (ret != 0) {
+        AXON_FI_WARN(FI_LOG_AV, "fi_av_insertsvc: cannot resolve %s:%s", node, service);
+        return -FI_EINVAL;
+    }
+    return axon_fi_av_insert(av_fid, &name, 1, fi_addr, flags, context);
 }
 
 static int axon_fi_av_insertsym(struct fid_av *av, const char *node, size_t nodecnt,
                                 const char *service, size_t svccnt, fi_addr_t *fi_addr,
                                 uint64_t flags, void *context)
 {
-    return axon_fi_av_insertsvc(av, node, service, fi_addr, flags, context);
+    AXON_FI_WARN(FI_LOG_AV, "fi_av_insertsym is not supported (use fi_av_insertsvc per name)");
+    return -FI_ENOSYS;
 }
 
 static int axon_fi_av_remove(struct fid_av *av_fid, fi_addr_t *fi_addr, size_t count,
@@ -317,7 +251,7 @@ static int axon_fi_av_remove(struct fid_av *av_fid, fi_addr_t *fi_addr, size_t c
     axon_fi_av_t *av = container_of(av_fid, axon_fi_av_t, av_fid);
     axon_fi_peer_t *peer;
     int ret = 0;
-    size_t i;
+    size_t i, j;
 
     axon_fi_lock(av->domain);
     for (i = 0; i < count; ++i) {
@@ -328,8 +262,11 @@ static int axon_fi_av_remove(struct fid_av *av_fid, fi_addr_t *fi_addr, size_t c
             ret = -FI_EINVAL;
             continue;
         }
+        for (j = 0; j < av->eps.count; ++j) {
+            axon_fi_conn_drop(av->eps.eps[j], fi_addr[i]);
+        }
         av->table[fi_addr[i]] = NULL;
-        axon_fi_peer_release(av, peer, NULL);
+        axon_fi_peer_release(av, peer);
     }
     axon_fi_unlock(av->domain);
     return ret;
@@ -364,7 +301,8 @@ static const char *axon_fi_av_straddr(struct fid_av *av, const void *addr, char 
     char str[128];
     size_t need;
 
-    if (axon_fi_name_check(addr, sizeof(name), &name) != 0) {
+    memcpy(&name, addr, sizeof(name));
+    if (name.sin_family != AF_INET) {
         snprintf(str, sizeof(str), "fi_axon://invalid");
     } else {
         axon_fi_name_str(&name, str, sizeof(str));
@@ -417,39 +355,18 @@ static int axon_fi_av_close(struct fid *fid)
 {
     axon_fi_av_t *av = container_of(fid, axon_fi_av_t, av_fid.fid);
     axon_fi_domain_t *domain = av->domain;
-    axon_request_h *reqs;
-    struct timespec start, now;
-    size_t i, nreqs = 0, pending;
+    size_t i;
 
-    if (av->refs > 0) {
-        AXON_FI_WARN(FI_LOG_AV, "AV still bound to %d endpoints", av->refs);
+    if (av->eps.count > 0) {
+        AXON_FI_WARN(FI_LOG_AV, "AV still bound to %zu endpoints", av->eps.count);
         return -FI_EBUSY;
     }
     axon_fi_lock(domain);
-    reqs = calloc(av->count + 1, sizeof(*reqs));
     for (i = 0; i < av->count; ++i) {
         if (av->table[i] != NULL) {
-            axon_request_h req = NULL;
-            axon_fi_peer_release(av, av->table[i], (reqs != NULL) ? &req : NULL);
-            if (req != NULL) {
-                reqs[nreqs++] = req;
-            }
+            axon_fi_peer_release(av, av->table[i]);
         }
     }
-    /* Let queued sends leave before the worker goes; a dead peer does not hold us long. */
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    do {
-        axon_worker_progress(domain->worker);
-        for (i = 0, pending = 0; i < nreqs; ++i) {
-            pending += (axon_request_test(reqs[i], NULL) == AXON_INPROGRESS);
-        }
-        clock_gettime(CLOCK_MONOTONIC, &now);
-    } while (pending && ((now.tv_sec - start.tv_sec) * 1000 +
-                         (now.tv_nsec - start.tv_nsec) / 1000000 < AXON_FI_CLOSE_WAIT_MS));
-    for (i = 0; i < nreqs; ++i) {
-        axon_request_free(reqs[i]);
-    }
-    free(reqs);
     --domain->refs;
     axon_fi_unlock(domain);
 
@@ -458,7 +375,8 @@ static int axon_fi_av_close(struct fid *fid)
         --av->eq->refs;
         pthread_mutex_unlock(&av->eq->lock);
     }
-    axon_fi_map_free(&av->by_token);
+    axon_fi_eps_free(&av->eps);
+    axon_fi_map_free(&av->by_id);
     axon_fi_map_free(&av->by_sender);
     free(av->table);
     free(av);

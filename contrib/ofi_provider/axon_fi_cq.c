@@ -1,10 +1,13 @@
 /*
  * Completion queue: a ring of tagged entries (every format is a prefix of
- * the tagged one) and a ring of error entries. Reading drives the domain's
- * worker (FI_PROGRESS_MANUAL); Axon's request callbacks write the entries.
- * The rings are sized at open and double when full instead of dropping a
- * completion (FI_RM_ENABLED): growth is the rare slow path.
+ * the tagged one) and a ring of error entries. Reading drives the workers
+ * of the endpoints bound to it (FI_PROGRESS_MANUAL); Axon's request
+ * callbacks write the entries. The rings are sized at open and double when
+ * full instead of dropping a completion (FI_RM_ENABLED): growth is the rare
+ * slow path. fi_cq_sread progresses until an entry, its timeout or
+ * fi_cq_signal (from any thread; a signal before the wait ends the next one).
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -99,7 +102,7 @@ static ssize_t axon_fi_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t coun
     ssize_t n = 0;
 
     axon_fi_lock(domain);
-    axon_worker_progress(domain->worker);
+    axon_fi_eps_progress(&cq->eps);
     if (cq->err_count > 0) {
         n = -FI_EAVAIL;
         goto out;
@@ -163,18 +166,6 @@ out:
     return ret;
 }
 
-static int axon_fi_cq_expired(const struct timespec *start, int timeout)
-{
-    struct timespec now;
-
-    if (timeout < 0) {
-        return 0;
-    }
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (now.tv_sec - start->tv_sec) * 1000 + (now.tv_nsec - start->tv_nsec) / 1000000 >=
-           timeout;
-}
-
 static ssize_t axon_fi_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
                                     fi_addr_t *src_addr, const void *cond, int timeout)
 {
@@ -182,21 +173,19 @@ static ssize_t axon_fi_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t cou
     struct timespec start;
     ssize_t ret;
 
-    /* Busy progress until an entry, the deadline or fi_cq_signal. */
     clock_gettime(CLOCK_MONOTONIC, &start);
-    cq->signaled = 0;
     for (;;) {
         ret = axon_fi_cq_readfrom(cq_fid, buf, count, src_addr);
         if (ret != -FI_EAGAIN) {
             return ret;
         }
-        if (cq->signaled) {
-            cq->signaled = 0;
+        if (__atomic_exchange_n(&cq->signaled, 0, __ATOMIC_ACQ_REL)) {
+            return -FI_EAGAIN;   /* woken by fi_cq_signal */
+        }
+        if (axon_fi_expired(&start, timeout)) {
             return -FI_EAGAIN;
         }
-        if (axon_fi_cq_expired(&start, timeout)) {
-            return -FI_EAGAIN;
-        }
+        sched_yield();   /* nothing completed: let the peer (maybe on this core) run */
     }
 }
 
@@ -210,7 +199,7 @@ static int axon_fi_cq_signal(struct fid_cq *cq_fid)
 {
     axon_fi_cq_t *cq = container_of(cq_fid, axon_fi_cq_t, cq_fid);
 
-    cq->signaled = 1;
+    __atomic_store_n(&cq->signaled, 1, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -250,12 +239,13 @@ static int axon_fi_cq_close(struct fid *fid)
     axon_fi_domain_t *domain = cq->domain;
 
     if (cq->refs > 0) {
-        AXON_FI_WARN(FI_LOG_CQ, "CQ still bound to %d endpoints", cq->refs);
+        AXON_FI_WARN(FI_LOG_CQ, "CQ still bound to %d endpoints or poll sets", cq->refs);
         return -FI_EBUSY;
     }
     axon_fi_lock(domain);
     --domain->refs;
     axon_fi_unlock(domain);
+    axon_fi_eps_free(&cq->eps);
     free(cq->ring);
     free(cq->err);
     free(cq);
@@ -264,7 +254,9 @@ static int axon_fi_cq_close(struct fid *fid)
 
 static int axon_fi_cq_control(struct fid *fid, int command, void *arg)
 {
-    return -FI_ENOSYS;   /* no wait object to hand out */
+    AXON_FI_WARN(FI_LOG_CQ, "CQ control command %d not supported (no wait object to hand out)",
+                 command);
+    return -FI_ENOSYS;
 }
 
 static struct fi_ops axon_fi_cq_fi_ops = {
@@ -299,9 +291,7 @@ int axon_fi_cq_open(struct fid_domain *domain_fid, struct fi_cq_attr *attr, stru
         AXON_FI_WARN(FI_LOG_CQ, "CQ format %d not supported", (int)attr->format);
         return -FI_ENOSYS;
     }
-    if ((attr->wait_obj != FI_WAIT_NONE) && (attr->wait_obj != FI_WAIT_UNSPEC) &&
-        (attr->wait_obj != FI_WAIT_YIELD)) {
-        AXON_FI_WARN(FI_LOG_CQ, "CQ wait object %d not supported", (int)attr->wait_obj);
+    if (axon_fi_wait_obj_check(attr->wait_obj, "CQ") != 0) {
         return -FI_ENOSYS;
     }
     if (attr->flags & ~(uint64_t)FI_AFFINITY) {

@@ -1,7 +1,8 @@
 /*
- * Domain: one axon_worker, its published name, and the free lists of op
- * descriptors and inject buffers that the data path takes from (grown a
- * chunk at a time, never per operation).
+ * Domain: the free lists of op descriptors and inject buffers that the data
+ * path takes from (grown a chunk at a time, never per operation), and the
+ * lock wider threading levels need. Workers belong to endpoints: each
+ * endpoint has its own matching queues, so a domain may have several.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -42,8 +43,11 @@ axon_fi_op_t *axon_fi_op_get(axon_fi_domain_t *domain)
         op->req     = NULL;
         op->msg     = NULL;
         op->bounce  = NULL;
+        op->used    = 0;
+        op->sender  = AXON_SENDER_ANY;
         op->discard = 0;
         op->posted  = 0;
+        op->multi   = 0;
     }
     return op;
 }
@@ -92,12 +96,10 @@ static int axon_fi_domain_close(struct fid *fid)
     axon_fi_chunk_t *chunk;
 
     if (domain->refs > 0) {
-        AXON_FI_WARN(FI_LOG_DOMAIN, "domain still has %d AVs/CQs/endpoints open", domain->refs);
+        AXON_FI_WARN(FI_LOG_DOMAIN, "domain still has %d AVs/CQs/counters/endpoints/MRs open",
+                     domain->refs);
         return -FI_EBUSY;
     }
-    axon_fi_addr_withdraw(&domain->name);
-    axon_worker_release_address(domain->worker, domain->worker_addr);
-    axon_worker_destroy(domain->worker);
     while ((chunk = domain->chunks) != NULL) {
         domain->chunks = chunk->next;
         free(chunk);
@@ -120,18 +122,6 @@ static struct fi_ops axon_fi_domain_fi_ops = {
 
 static int axon_fi_no_scalable_ep(struct fid_domain *domain, struct fi_info *info,
                                   struct fid_ep **sep, void *context)
-{
-    return -FI_ENOSYS;
-}
-
-static int axon_fi_no_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
-                                struct fid_cntr **cntr, void *context)
-{
-    return -FI_ENOSYS;
-}
-
-static int axon_fi_no_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
-                                struct fid_poll **pollset)
 {
     return -FI_ENOSYS;
 }
@@ -177,40 +167,13 @@ static struct fi_ops_domain axon_fi_domain_ops = {
     .cq_open          = axon_fi_cq_open,
     .endpoint         = axon_fi_ep_open,
     .scalable_ep      = axon_fi_no_scalable_ep,
-    .cntr_open        = axon_fi_no_cntr_open,
-    .poll_open        = axon_fi_no_poll_open,
+    .cntr_open        = axon_fi_cntr_open,
+    .poll_open        = axon_fi_poll_open,
     .stx_ctx          = axon_fi_no_stx_ctx,
     .srx_ctx          = axon_fi_no_srx_ctx,
     .query_atomic     = axon_fi_no_query_atomic,
     .query_collective = axon_fi_no_query_collective,
     .endpoint2        = axon_fi_endpoint2,
-};
-
-static int axon_fi_no_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
-                             uint64_t offset, uint64_t requested_key, uint64_t flags,
-                             struct fid_mr **mr, void *context)
-{
-    return -FI_ENOSYS;
-}
-
-static int axon_fi_no_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
-                              uint64_t access, uint64_t offset, uint64_t requested_key,
-                              uint64_t flags, struct fid_mr **mr, void *context)
-{
-    return -FI_ENOSYS;
-}
-
-static int axon_fi_no_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
-                                 struct fid_mr **mr)
-{
-    return -FI_ENOSYS;
-}
-
-static struct fi_ops_mr axon_fi_no_mr_ops = {
-    .size    = sizeof(struct fi_ops_mr),
-    .reg     = axon_fi_no_mr_reg,
-    .regv    = axon_fi_no_mr_regv,
-    .regattr = axon_fi_no_mr_regattr,
 };
 
 int axon_fi_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
@@ -219,7 +182,6 @@ int axon_fi_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
     axon_fi_fabric_t *fabric = container_of(fabric_fid, axon_fi_fabric_t, fabric_fid);
     const struct fi_domain_attr *attr = (info != NULL) ? info->domain_attr : NULL;
     axon_fi_domain_t *domain;
-    axon_status_t status;
     size_t ops;
     int ret;
 
@@ -253,38 +215,17 @@ int axon_fi_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
         goto err_free;
     }
 
-    status = axon_worker_create(fabric->context, NULL, &domain->worker);
-    if (status != AXON_OK) {
-        AXON_FI_WARN(FI_LOG_DOMAIN, "axon_worker_create failed: %s", axon_status_string(status));
-        ret = -axon_fi_errno(status);
-        goto err_free;
-    }
-    status = axon_worker_get_address(domain->worker, &domain->worker_addr,
-                                     &domain->worker_addr_len);
-    if (status != AXON_OK) {
-        ret = -axon_fi_errno(status);
-        goto err_worker;
-    }
-    ret = axon_fi_addr_publish(domain->worker_addr, domain->worker_addr_len, &domain->name);
-    if (ret != 0) {
-        goto err_addr;
-    }
-
     domain->domain_fid.fid.fclass  = FI_CLASS_DOMAIN;
     domain->domain_fid.fid.context = context;
     domain->domain_fid.fid.ops     = &axon_fi_domain_fi_ops;
     domain->domain_fid.ops         = &axon_fi_domain_ops;
-    domain->domain_fid.mr          = &axon_fi_no_mr_ops;
+    domain->domain_fid.mr          = &axon_fi_mr_ops;
     pthread_mutex_lock(&fabric->lock);
     ++fabric->refs;
     pthread_mutex_unlock(&fabric->lock);
     *domain_p = &domain->domain_fid;
     return 0;
 
-err_addr:
-    axon_worker_release_address(domain->worker, domain->worker_addr);
-err_worker:
-    axon_worker_destroy(domain->worker);
 err_free:
     while (domain->chunks != NULL) {
         axon_fi_chunk_t *chunk = domain->chunks;

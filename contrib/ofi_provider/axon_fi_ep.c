@@ -1,7 +1,8 @@
 /*
- * RDM endpoint: bindings (AV, CQs, EQ), enable, names, op flags, cancel and
- * close. The data path is in axon_fi_tagged.c. An endpoint is its domain's
- * worker seen through libfabric, so a domain has one.
+ * RDM endpoint: its own Axon worker (libfabric endpoints match separately,
+ * and so do workers), its name published by an address server, bindings
+ * (AV, CQs, counters, EQ), enable, options, cancel and close. The data path
+ * is in axon_fi_xfer.c, reached through axon_fi_tagged.c and axon_fi_msg.c.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -9,11 +10,6 @@
 #include "axon_fi.h"
 
 #define AXON_FI_EP_CLOSE_WAIT_MS 2000   /* for operations in flight at close */
-
-static void axon_fi_list_init(axon_fi_op_t *head)
-{
-    head->next = head->prev = head;
-}
 
 /* ---------------------------------------------------------------- bind / control */
 
@@ -34,6 +30,9 @@ static int axon_fi_ep_bind_cq(axon_fi_ep_t *ep, axon_fi_cq_t *cq, uint64_t flags
                      (flags & FI_TRANSMIT) && ep->tx_cq ? "transmit" : "receive");
         return -FI_EINVAL;
     }
+    if (axon_fi_eps_add(&cq->eps, ep) != 0) {
+        return -FI_ENOMEM;
+    }
     if (flags & FI_TRANSMIT) {
         ep->tx_cq        = cq;
         ep->tx_selective = (flags & FI_SELECTIVE_COMPLETION) != 0;
@@ -47,9 +46,38 @@ static int axon_fi_ep_bind_cq(axon_fi_ep_t *ep, axon_fi_cq_t *cq, uint64_t flags
     return 0;
 }
 
+/* FI_SEND / FI_RECV: what the counter counts. No RMA: FI_READ, FI_WRITE and remote ones fail. */
+static int axon_fi_ep_bind_cntr(axon_fi_ep_t *ep, axon_fi_cntr_t *cntr, uint64_t flags)
+{
+    if (flags & ~(uint64_t)(FI_SEND | FI_RECV)) {
+        AXON_FI_WARN(FI_LOG_EP_CTRL, "counter bind flags 0x%llx not supported (FI_SEND, "
+                     "FI_RECV; no RMA)", (unsigned long long)flags);
+        return -FI_ENOSYS;
+    }
+    if (((flags & FI_SEND) && (ep->tx_cntr != NULL)) ||
+        ((flags & FI_RECV) && (ep->rx_cntr != NULL))) {
+        AXON_FI_WARN(FI_LOG_EP_CTRL, "endpoint already has a %s counter",
+                     (flags & FI_SEND) && ep->tx_cntr ? "send" : "receive");
+        return -FI_EINVAL;
+    }
+    if (axon_fi_eps_add(&cntr->eps, ep) != 0) {
+        return -FI_ENOMEM;
+    }
+    if (flags & FI_SEND) {
+        ep->tx_cntr = cntr;
+        ++cntr->refs;
+    }
+    if (flags & FI_RECV) {
+        ep->rx_cntr = cntr;
+        ++cntr->refs;
+    }
+    return 0;
+}
+
 static int axon_fi_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
     axon_fi_ep_t *ep = container_of(fid, axon_fi_ep_t, ep_fid.fid);
+    axon_fi_av_t *av;
     int ret = 0;
 
     if (ep->enabled) {
@@ -61,14 +89,18 @@ static int axon_fi_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
     case FI_CLASS_CQ:
         ret = axon_fi_ep_bind_cq(ep, container_of(bfid, axon_fi_cq_t, cq_fid.fid), flags);
         break;
+    case FI_CLASS_CNTR:
+        ret = axon_fi_ep_bind_cntr(ep, container_of(bfid, axon_fi_cntr_t, cntr_fid.fid),
+                                   flags);
+        break;
     case FI_CLASS_AV:
+        av = container_of(bfid, axon_fi_av_t, av_fid.fid);
         if (ep->av != NULL) {
             AXON_FI_WARN(FI_LOG_EP_CTRL, "endpoint already has an AV");
             ret = -FI_EINVAL;
-            break;
+        } else if ((ret = axon_fi_eps_add(&av->eps, ep)) == 0) {
+            ep->av = av;
         }
-        ep->av = container_of(bfid, axon_fi_av_t, av_fid.fid);
-        ++ep->av->refs;
         break;
     case FI_CLASS_EQ:
         ep->eq = container_of(bfid, axon_fi_eq_t, eq_fid.fid);
@@ -77,8 +109,7 @@ static int axon_fi_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
         pthread_mutex_unlock(&ep->eq->lock);
         break;
     default:
-        AXON_FI_WARN(FI_LOG_EP_CTRL, "cannot bind an object of class %zu (counters, ...)",
-                     bfid->fclass);
+        AXON_FI_WARN(FI_LOG_EP_CTRL, "cannot bind an object of class %zu", bfid->fclass);
         ret = -FI_ENOSYS;
         break;
     }
@@ -103,8 +134,9 @@ static int axon_fi_ep_control(struct fid *fid, int command, void *arg)
             AXON_FI_WARN(FI_LOG_EP_CTRL, "fi_enable: an RDM endpoint needs an AV bound");
             return -FI_ENOAV;
         }
-        if ((ep->tx_cq == NULL) && (ep->rx_cq == NULL)) {
-            AXON_FI_WARN(FI_LOG_EP_CTRL, "fi_enable: no CQ bound");
+        if ((ep->tx_cq == NULL) && (ep->rx_cq == NULL) && (ep->tx_cntr == NULL) &&
+            (ep->rx_cntr == NULL)) {
+            AXON_FI_WARN(FI_LOG_EP_CTRL, "fi_enable: no CQ or counter bound");
             return -FI_ENOCQ;
         }
         if (ep->rx_cq != NULL) {
@@ -141,19 +173,66 @@ static int axon_fi_ep_control(struct fid *fid, int command, void *arg)
 /* Receive a claimed message into nothing, so Axon releases it. */
 static void axon_fi_ep_drop_claimed(axon_fi_ep_t *ep)
 {
-    axon_fi_domain_t *domain = ep->domain;
     axon_request_h req;
     axon_fi_op_t *op;
 
     while (ep->claimed.next != &ep->claimed) {
         op = ep->claimed.next;
-        op->next->prev = op->prev;
-        op->prev->next = op->next;
-        if (axon_tag_msg_recv_nb(domain->worker, NULL, 0, op->msg, NULL, &req) ==
-            AXON_INPROGRESS) {
+        axon_fi_list_del(op);
+        if (axon_tag_msg_recv_nb(ep->worker, NULL, 0, op->msg, NULL, &req) == AXON_INPROGRESS) {
             axon_request_free(req);
         }
-        axon_fi_op_put(domain, op);
+        axon_fi_op_put(ep->domain, op);
+    }
+}
+
+/* Operations in flight end now: receives canceled, sends given a moment to leave. */
+static void axon_fi_ep_drain(axon_fi_ep_t *ep)
+{
+    struct timespec start;
+    axon_fi_op_t *op;
+
+    axon_fi_mrecv_close(ep);
+    axon_fi_ep_drop_claimed(ep);
+    for (op = ep->inflight.next; op != &ep->inflight; op = op->next) {
+        if (op->req != NULL) {
+            axon_request_cancel(ep->worker, op->req);
+        }
+    }
+    /* Let callbacks due (sends leaving, canceled receives) run while the CQs exist. */
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    while ((ep->inflight.next != &ep->inflight) &&
+           !axon_fi_expired(&start, AXON_FI_EP_CLOSE_WAIT_MS)) {
+        axon_worker_progress(ep->worker);
+    }
+    /* What is still due completes into nothing. */
+    for (op = ep->inflight.next; op != &ep->inflight; op = op->next) {
+        op->ep = NULL;
+    }
+}
+
+/* Unbind from CQs, counters and the AV (lock held). */
+static void axon_fi_ep_unbind(axon_fi_ep_t *ep)
+{
+    axon_fi_cq_t *cqs[2]     = {ep->tx_cq, ep->rx_cq};
+    axon_fi_cntr_t *cntrs[2] = {ep->tx_cntr, ep->rx_cntr};
+    int i;
+
+    for (i = 0; i < 2; ++i) {
+        if (cqs[i] != NULL) {
+            --cqs[i]->refs;
+            axon_fi_eps_del(&cqs[i]->eps, ep);
+        }
+        if (cntrs[i] != NULL) {
+            --cntrs[i]->refs;
+            axon_fi_eps_del(&cntrs[i]->eps, ep);
+        }
+    }
+    if ((ep->rx_cq != NULL) && (ep->rx_cq->av == ep->av)) {
+        ep->rx_cq->av = NULL;
+    }
+    if (ep->av != NULL) {
+        axon_fi_eps_del(&ep->av->eps, ep);
     }
 }
 
@@ -161,41 +240,14 @@ static int axon_fi_ep_close(struct fid *fid)
 {
     axon_fi_ep_t *ep = container_of(fid, axon_fi_ep_t, ep_fid.fid);
     axon_fi_domain_t *domain = ep->domain;
-    struct timespec start, now;
-    axon_fi_op_t *op;
 
     axon_fi_lock(domain);
-    axon_fi_ep_drop_claimed(ep);
-    for (op = ep->inflight.next; op != &ep->inflight; op = op->next) {
-        if (op->req != NULL) {
-            axon_request_cancel(domain->worker, op->req);
-        }
-    }
-    /* Let callbacks due (sends leaving, canceled receives) run while the CQs exist. */
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    while (ep->inflight.next != &ep->inflight) {
-        axon_worker_progress(domain->worker);
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 >=
-            AXON_FI_EP_CLOSE_WAIT_MS) {
-            break;
-        }
-    }
-    /* What is still due completes into nothing. */
-    for (op = ep->inflight.next; op != &ep->inflight; op = op->next) {
-        op->ep = NULL;
-    }
-    if (ep->tx_cq != NULL) {
-        --ep->tx_cq->refs;
-    }
-    if (ep->rx_cq != NULL) {
-        --ep->rx_cq->refs;
-        ep->rx_cq->av = NULL;
-    }
-    if (ep->av != NULL) {
-        --ep->av->refs;
-    }
-    domain->ep = NULL;
+    axon_fi_ep_drain(ep);
+    axon_fi_conn_close_all(ep);
+    axon_fi_ep_unbind(ep);
+    axon_fi_addr_withdraw(ep->pub);
+    axon_worker_release_address(ep->worker, ep->worker_addr);
+    axon_worker_destroy(ep->worker);
     --domain->refs;
     axon_fi_unlock(domain);
     if (ep->eq != NULL) {
@@ -227,10 +279,13 @@ static ssize_t axon_fi_ep_cancel(fid_t fid, void *context)
     for (op = ep->inflight.next; op != &ep->inflight; op = op->next) {
         if ((op->context == context) && (op->req != NULL)) {
             /* Not yet matched: it completes with FI_ECANCELED; else it completes normally. */
-            axon_request_cancel(ep->domain->worker, op->req);
+            axon_request_cancel(ep->worker, op->req);
             ret = 0;
             break;
         }
+    }
+    if ((ret != 0) && axon_fi_mrecv_cancel(ep, context)) {
+        ret = 0;
     }
     axon_fi_unlock(ep->domain);
     return ret;
@@ -238,13 +293,36 @@ static ssize_t axon_fi_ep_cancel(fid_t fid, void *context)
 
 static int axon_fi_ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
 {
-    return -FI_ENOPROTOOPT;
+    axon_fi_ep_t *ep = container_of(fid, axon_fi_ep_t, ep_fid.fid);
+
+    if ((level != FI_OPT_ENDPOINT) || (optname != FI_OPT_MIN_MULTI_RECV)) {
+        return -FI_ENOPROTOOPT;
+    }
+    if ((optval == NULL) || (optlen == NULL) || (*optlen < sizeof(size_t))) {
+        return -FI_ETOOSMALL;
+    }
+    *(size_t *)optval = ep->min_multi_recv;
+    *optlen = sizeof(size_t);
+    return 0;
 }
 
 static int axon_fi_ep_setopt(fid_t fid, int level, int optname, const void *optval,
                              size_t optlen)
 {
-    return -FI_ENOPROTOOPT;
+    axon_fi_ep_t *ep = container_of(fid, axon_fi_ep_t, ep_fid.fid);
+
+    if ((level != FI_OPT_ENDPOINT) || (optname != FI_OPT_MIN_MULTI_RECV)) {
+        AXON_FI_WARN(FI_LOG_EP_CTRL, "endpoint option %d/%d not supported "
+                     "(FI_OPT_MIN_MULTI_RECV only)", level, optname);
+        return -FI_ENOPROTOOPT;
+    }
+    if ((optval == NULL) || (optlen != sizeof(size_t))) {
+        AXON_FI_WARN(FI_LOG_EP_CTRL, "FI_OPT_MIN_MULTI_RECV takes a size_t, not %zu bytes",
+                     optlen);
+        return -FI_EINVAL;
+    }
+    ep->min_multi_recv = *(const size_t *)optval;
+    return 0;
 }
 
 static int axon_fi_ep_no_ctx(struct fid_ep *sep, int index, void *attr, struct fid_ep **ep,
@@ -276,7 +354,7 @@ static struct fi_ops_ep axon_fi_ep_ops = {
 static int axon_fi_ep_getname(fid_t fid, void *addr, size_t *addrlen)
 {
     axon_fi_ep_t *ep = container_of(fid, axon_fi_ep_t, ep_fid.fid);
-    size_t len = sizeof(ep->domain->name);
+    size_t len = sizeof(ep->name);
 
     if (addrlen == NULL) {
         return -FI_EINVAL;
@@ -285,7 +363,7 @@ static int axon_fi_ep_getname(fid_t fid, void *addr, size_t *addrlen)
         *addrlen = len;
         return -FI_ETOOSMALL;
     }
-    memcpy(addr, &ep->domain->name, len);
+    memcpy(addr, &ep->name, len);
     *addrlen = len;
     return 0;
 }
@@ -349,11 +427,48 @@ static struct fi_ops_cm axon_fi_ep_cm_ops = {
 
 /* ---------------------------------------------------------------- open */
 
+/* The worker, and its address published where info's src_addr says (lock not needed: new). */
+static int axon_fi_ep_open_worker(axon_fi_ep_t *ep, const struct fi_info *info)
+{
+    axon_fi_name_t src, *srcp = NULL;
+    axon_status_t status;
+    int ret;
+
+    if ((info->src_addr != NULL) && (info->src_addrlen > 0)) {
+        if ((info->src_addrlen != sizeof(src)) ||
+            (((const axon_fi_name_t *)info->src_addr)->sin_family != AF_INET)) {
+            AXON_FI_WARN(FI_LOG_EP_CTRL, "src_addr of %zu bytes is not an FI_SOCKADDR_IN name",
+                         info->src_addrlen);
+            return -FI_EINVAL;
+        }
+        memcpy(&src, info->src_addr, sizeof(src));
+        srcp = &src;
+    }
+    status = axon_worker_create(ep->domain->fabric->context, NULL, &ep->worker);
+    if (status != AXON_OK) {
+        AXON_FI_WARN(FI_LOG_EP_CTRL, "axon_worker_create failed: %s", axon_status_string(status));
+        return -axon_fi_errno(status);
+    }
+    status = axon_worker_get_address(ep->worker, &ep->worker_addr, &ep->worker_addr_len);
+    if (status != AXON_OK) {
+        axon_worker_destroy(ep->worker);
+        return -axon_fi_errno(status);
+    }
+    ret = axon_fi_addr_publish(srcp, axon_worker_id(ep->worker), ep->worker_addr,
+                               ep->worker_addr_len, &ep->name, &ep->pub);
+    if (ret != 0) {
+        axon_worker_release_address(ep->worker, ep->worker_addr);
+        axon_worker_destroy(ep->worker);
+    }
+    return ret;
+}
+
 int axon_fi_ep_open(struct fid_domain *domain_fid, struct fi_info *info, struct fid_ep **ep_p,
                     void *context)
 {
     axon_fi_domain_t *domain = container_of(domain_fid, axon_fi_domain_t, domain_fid);
     axon_fi_ep_t *ep;
+    int ret;
 
     if ((info == NULL) || (info->ep_attr == NULL)) {
         AXON_FI_WARN(FI_LOG_EP_CTRL, "fi_endpoint needs an fi_info with ep_attr");
@@ -368,23 +483,20 @@ int axon_fi_ep_open(struct fid_domain *domain_fid, struct fi_info *info, struct 
     if (ep == NULL) {
         return -FI_ENOMEM;
     }
-    axon_fi_lock(domain);
-    if (domain->ep != NULL) {
-        axon_fi_unlock(domain);
+    ep->domain = domain;
+    ret = axon_fi_ep_open_worker(ep, info);
+    if (ret != 0) {
         free(ep);
-        AXON_FI_WARN(FI_LOG_EP_CTRL, "a domain has one endpoint (ep_cnt 1): open another domain");
-        return -FI_EBUSY;
+        return ret;
     }
-    domain->ep = ep;
-    ++domain->refs;
-    axon_fi_unlock(domain);
-
-    ep->domain      = domain;
-    ep->caps        = info->caps ? info->caps : (FI_TAGGED | FI_DIRECTED_RECV);
-    ep->tx_op_flags = (info->tx_attr != NULL) ? info->tx_attr->op_flags : 0;
-    ep->rx_op_flags = (info->rx_attr != NULL) ? info->rx_attr->op_flags : 0;
+    ep->caps           = info->caps ? info->caps : (FI_TAGGED | FI_DIRECTED_RECV);
+    ep->tag_reserved   = (ep->caps & FI_MSG) ? AXON_FI_MSG_TAG : 0;
+    ep->tx_op_flags    = (info->tx_attr != NULL) ? info->tx_attr->op_flags : 0;
+    ep->rx_op_flags    = (info->rx_attr != NULL) ? info->rx_attr->op_flags : 0;
+    ep->min_multi_recv = AXON_FI_MIN_MULTI_RECV;
     axon_fi_list_init(&ep->inflight);
     axon_fi_list_init(&ep->claimed);
+    axon_fi_list_init(&ep->held);
     axon_fi_ep_update_comp(ep);
 
     ep->ep_fid.fid.fclass  = FI_CLASS_EP;
@@ -392,9 +504,12 @@ int axon_fi_ep_open(struct fid_domain *domain_fid, struct fi_info *info, struct 
     ep->ep_fid.fid.ops     = &axon_fi_ep_fi_ops;
     ep->ep_fid.ops         = &axon_fi_ep_ops;
     ep->ep_fid.cm          = &axon_fi_ep_cm_ops;
-    ep->ep_fid.msg         = &axon_fi_no_msg_ops;
+    ep->ep_fid.msg         = (ep->caps & FI_MSG) ? &axon_fi_msg_ops : &axon_fi_no_msg_ops;
     ep->ep_fid.rma         = &axon_fi_no_rma_ops;
     ep->ep_fid.tagged      = &axon_fi_tagged_ops;
+    axon_fi_lock(domain);
+    ++domain->refs;
+    axon_fi_unlock(domain);
     *ep_p = &ep->ep_fid;
     return 0;
 }

@@ -1,14 +1,21 @@
 /* The provider's entry point (fi_prov_ini) and fi_getinfo: what it offers, matched to hints. */
+#include <stdlib.h>
 #include <string.h>
 #include "axon_fi.h"
 
-#define AXON_FI_CAPS      (FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | \
-                           FI_LOCAL_COMM | FI_REMOTE_COMM)
+#define AXON_FI_TX_CAPS   (FI_MSG | FI_TAGGED | FI_SEND)
+#define AXON_FI_RX_CAPS   (FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | \
+                           FI_MULTI_RECV)
 /* Capabilities returned even when not asked for: they cost nothing. */
 #define AXON_FI_CAPS_FREE (FI_LOCAL_COMM | FI_REMOTE_COMM)
+#define AXON_FI_CAPS      (AXON_FI_TX_CAPS | AXON_FI_RX_CAPS | AXON_FI_CAPS_FREE)
 #define AXON_FI_MSG_ORDER FI_ORDER_SAS      /* one sender to one receiver match in order */
-#define AXON_FI_TX_FLAGS  (FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_INJECT)
-#define AXON_FI_RX_FLAGS  (FI_COMPLETION)
+#define AXON_FI_TX_FLAGS  (FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | \
+                           FI_DELIVERY_COMPLETE | FI_INJECT)
+#define AXON_FI_RX_FLAGS  (FI_COMPLETION | FI_MULTI_RECV)
+/* mem_tag_format: all 64 tag bits; 63 when untagged messages take bit 63 (FI_MSG too). */
+#define AXON_FI_TAG_FORMAT_64 0xaaaaaaaaaaaaaaaaull
+#define AXON_FI_TAG_FORMAT_63 0x5555555555555555ull
 
 static void axon_fi_cleanup(void)
 {
@@ -149,6 +156,12 @@ static int axon_fi_check_domain(uint32_t version, const struct fi_domain_attr *d
     return 0;
 }
 
+static int axon_fi_info_is_name(const void *addr, size_t len)
+{
+    return (len == sizeof(axon_fi_name_t)) &&
+           (((const axon_fi_name_t *)addr)->sin_family == AF_INET);
+}
+
 static int axon_fi_check_hints(uint32_t version, const struct fi_info *hints)
 {
     int ret;
@@ -156,8 +169,21 @@ static int axon_fi_check_hints(uint32_t version, const struct fi_info *hints)
     if (hints->caps & ~AXON_FI_CAPS) {
         AXON_FI_REJECT("caps", "0x%llx", (unsigned long long)(hints->caps & ~AXON_FI_CAPS));
     }
-    if ((hints->addr_format != FI_FORMAT_UNSPEC)) {
-        AXON_FI_REJECT("addr_format", "%u", hints->addr_format);
+    if ((hints->addr_format != FI_FORMAT_UNSPEC) && (hints->addr_format != FI_SOCKADDR) &&
+        (hints->addr_format != FI_SOCKADDR_IN)) {
+        AXON_FI_REJECT("addr_format", "%u (names are FI_SOCKADDR_IN)", hints->addr_format);
+    }
+    if (((hints->src_addr != NULL) && !axon_fi_info_is_name(hints->src_addr,
+                                                             hints->src_addrlen)) ||
+        ((hints->dest_addr != NULL) && !axon_fi_info_is_name(hints->dest_addr,
+                                                              hints->dest_addrlen))) {
+        AXON_FI_REJECT("src_addr/dest_addr", "of %zu/%zu bytes (not AF_INET)",
+                       hints->src_addrlen, hints->dest_addrlen);
+    }
+    if ((hints->caps & FI_MSG) && (hints->caps & FI_TAGGED) && (hints->ep_attr != NULL) &&
+        (hints->ep_attr->mem_tag_format & AXON_FI_MSG_TAG)) {
+        AXON_FI_REJECT("mem_tag_format", "0x%llx with FI_MSG (bit 63 is untagged messages')",
+                       (unsigned long long)hints->ep_attr->mem_tag_format);
     }
     if (hints->ep_attr != NULL) {
         const struct fi_ep_attr *ep = hints->ep_attr;
@@ -197,9 +223,9 @@ static void axon_fi_info_fill(struct fi_info *info, uint64_t caps)
 {
     info->caps        = caps;
     info->mode        = 0;
-    info->addr_format = FI_FORMAT_UNSPEC;
+    info->addr_format = FI_SOCKADDR_IN;
 
-    info->tx_attr->caps          = caps;
+    info->tx_attr->caps          = caps & AXON_FI_TX_CAPS;
     info->tx_attr->op_flags      = 0;
     info->tx_attr->msg_order     = AXON_FI_MSG_ORDER;
     info->tx_attr->comp_order    = FI_ORDER_NONE;
@@ -208,7 +234,7 @@ static void axon_fi_info_fill(struct fi_info *info, uint64_t caps)
     info->tx_attr->iov_limit     = 1;
     info->tx_attr->rma_iov_limit = 0;
 
-    info->rx_attr->caps                = caps;
+    info->rx_attr->caps                = caps & AXON_FI_RX_CAPS;
     info->rx_attr->op_flags            = 0;
     info->rx_attr->msg_order           = AXON_FI_MSG_ORDER;
     info->rx_attr->comp_order          = FI_ORDER_NONE;
@@ -221,7 +247,8 @@ static void axon_fi_info_fill(struct fi_info *info, uint64_t caps)
     info->ep_attr->protocol_version = 1;
     info->ep_attr->max_msg_size    = AXON_FI_MAX_MSG_SIZE;
     info->ep_attr->msg_prefix_size = 0;
-    info->ep_attr->mem_tag_format  = 0xaaaaaaaaaaaaaaaaull;  /* all 64 tag bits usable */
+    info->ep_attr->mem_tag_format  = ((caps & FI_MSG) && (caps & FI_TAGGED)) ?
+                                     AXON_FI_TAG_FORMAT_63 : AXON_FI_TAG_FORMAT_64;
     info->ep_attr->tx_ctx_cnt      = 1;
     info->ep_attr->rx_ctx_cnt      = 1;
 
@@ -234,16 +261,17 @@ static void axon_fi_info_fill(struct fi_info *info, uint64_t caps)
     info->domain_attr->mr_key_size      = 0;
     info->domain_attr->cq_data_size     = AXON_FI_CQ_DATA_SIZE;
     info->domain_attr->cq_cnt           = 256;
-    info->domain_attr->ep_cnt           = 1;
-    info->domain_attr->tx_ctx_cnt       = 1;
-    info->domain_attr->rx_ctx_cnt       = 1;
+    info->domain_attr->ep_cnt           = AXON_FI_EP_CNT;
+    info->domain_attr->tx_ctx_cnt       = AXON_FI_EP_CNT;
+    info->domain_attr->rx_ctx_cnt       = AXON_FI_EP_CNT;
     info->domain_attr->max_ep_tx_ctx    = 1;
     info->domain_attr->max_ep_rx_ctx    = 1;
     info->domain_attr->mr_iov_limit     = 1;
     info->domain_attr->caps             = AXON_FI_CAPS_FREE;
     info->domain_attr->mode             = 0;
     info->domain_attr->max_err_data     = 0;
-    info->domain_attr->mr_cnt           = 0;
+    info->domain_attr->mr_cnt           = 65536;   /* bookkeeping only: no real limit */
+    info->domain_attr->cntr_cnt         = AXON_FI_CNTR_CNT;
 
     info->fabric_attr->prov_version = AXON_FI_PROV_VERSION;
 }
@@ -286,17 +314,63 @@ static void axon_fi_info_apply(uint32_t version, struct fi_info *info,
     }
 }
 
+static int axon_fi_info_set_addr(void **addr_p, size_t *len_p, const axon_fi_name_t *name)
+{
+    *addr_p = malloc(sizeof(*name));
+    if (*addr_p == NULL) {
+        return -FI_ENOMEM;
+    }
+    memcpy(*addr_p, name, sizeof(*name));
+    *len_p = sizeof(*name);
+    return 0;
+}
+
+/*
+ * Addresses, as libfabric defines node/service/FI_SOURCE: with FI_SOURCE
+ * they are where the endpoint will be reached (its address server listens
+ * there when a port is given); without, the peer to talk to (dest_addr: the
+ * endpoint served there, id 0) while src_addr comes from the hints or is
+ * this host's. Either way src_addr is set.
+ */
+static int axon_fi_info_addrs(const char *node, const char *service, uint64_t flags,
+                              const struct fi_info *hints, struct fi_info *info)
+{
+    axon_fi_name_t src, dest;
+    int have_dest = 0, ret;
+
+    if (flags & FI_SOURCE) {
+        ret = axon_fi_name_resolve(node, service, &src);
+    } else {
+        if ((hints != NULL) && (hints->src_addr != NULL)) {
+            memcpy(&src, hints->src_addr, sizeof(src));
+            ret = 0;
+        } else {
+            ret = axon_fi_name_resolve(NULL, NULL, &src);
+        }
+        if ((ret == 0) && ((node != NULL) || (service != NULL))) {
+            ret = axon_fi_name_resolve(node, service, &dest);
+            have_dest = 1;
+        } else if ((ret == 0) && (hints != NULL) && (hints->dest_addr != NULL)) {
+            memcpy(&dest, hints->dest_addr, sizeof(dest));
+            have_dest = 1;
+        }
+    }
+    if (ret != 0) {
+        return ret;
+    }
+    ret = axon_fi_info_set_addr(&info->src_addr, &info->src_addrlen, &src);
+    if ((ret == 0) && have_dest) {
+        ret = axon_fi_info_set_addr(&info->dest_addr, &info->dest_addrlen, &dest);
+    }
+    return ret;
+}
+
 int axon_fi_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
                     const struct fi_info *hints, struct fi_info **info_p)
 {
     struct fi_info *info;
     uint64_t caps = AXON_FI_CAPS;
     int ret;
-
-    /* RDM without a listener: node/service/FI_SOURCE name nothing to resolve. */
-    (void)node;
-    (void)service;
-    (void)flags;
 
     if (hints != NULL) {
         ret = axon_fi_check_hints(version, hints);
@@ -305,6 +379,9 @@ int axon_fi_getinfo(uint32_t version, const char *node, const char *service, uin
         }
         if (hints->caps != 0) {
             caps = hints->caps | AXON_FI_CAPS_FREE;
+        } else if ((hints->ep_attr != NULL) &&
+                   (hints->ep_attr->mem_tag_format & AXON_FI_MSG_TAG)) {
+            caps &= ~(uint64_t)(FI_MSG | FI_MULTI_RECV);   /* all 64 tag bits were asked for */
         }
     }
 
@@ -316,11 +393,17 @@ int axon_fi_getinfo(uint32_t version, const char *node, const char *service, uin
     if (hints != NULL) {
         axon_fi_info_apply(version, info, hints);
     }
-    info->fabric_attr->name = strdup(AXON_FI_FABRIC_NAME);
-    info->domain_attr->name = strdup(AXON_FI_DOMAIN_NAME);
-    if ((info->fabric_attr->name == NULL) || (info->domain_attr->name == NULL)) {
+    ret = axon_fi_info_addrs(node, service, flags, hints, info);
+    if (ret == 0) {
+        info->fabric_attr->name = strdup(AXON_FI_FABRIC_NAME);
+        info->domain_attr->name = strdup(AXON_FI_DOMAIN_NAME);
+        if ((info->fabric_attr->name == NULL) || (info->domain_attr->name == NULL)) {
+            ret = -FI_ENOMEM;
+        }
+    }
+    if (ret != 0) {
         fi_freeinfo(info);
-        return -FI_ENOMEM;
+        return ret;
     }
     *info_p = info;
     return 0;

@@ -17,7 +17,7 @@ int axon_fi_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void 
     return -FI_ENOSYS;
 }
 
-/* Untagged messages (FI_MSG) and RMA are not offered. */
+/* Untagged messages on an endpoint without FI_MSG (bit 63 is then a tag bit), and RMA. */
 static ssize_t axon_fi_no_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
                                fi_addr_t src_addr, void *context)
 {

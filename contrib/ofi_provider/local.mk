@@ -7,12 +7,23 @@ contrib_ofi_provider_libaxon_fi_la_SOURCES = \
 	contrib/ofi_provider/axon_fi_info.c \
 	contrib/ofi_provider/axon_fi_fabric.c \
 	contrib/ofi_provider/axon_fi_domain.c \
+	contrib/ofi_provider/axon_fi_name.c \
 	contrib/ofi_provider/axon_fi_addr.c \
+	contrib/ofi_provider/axon_fi_map.c \
 	contrib/ofi_provider/axon_fi_av.c \
+	contrib/ofi_provider/axon_fi_conn.c \
+	contrib/ofi_provider/axon_fi_eps.c \
+	contrib/ofi_provider/axon_fi_wait.c \
 	contrib/ofi_provider/axon_fi_cq.c \
+	contrib/ofi_provider/axon_fi_cntr.c \
+	contrib/ofi_provider/axon_fi_poll.c \
+	contrib/ofi_provider/axon_fi_mr.c \
 	contrib/ofi_provider/axon_fi_eq.c \
 	contrib/ofi_provider/axon_fi_ep.c \
+	contrib/ofi_provider/axon_fi_xfer.c \
 	contrib/ofi_provider/axon_fi_tagged.c \
+	contrib/ofi_provider/axon_fi_msg.c \
+	contrib/ofi_provider/axon_fi_mrecv.c \
 	contrib/ofi_provider/axon_fi_nosys.c
 # Only api/axon.h: the provider is a client of Axon like any MPI library.
 contrib_ofi_provider_libaxon_fi_la_CPPFLAGS = -I$(top_srcdir)/api $(LIBFABRIC_CFLAGS)

@@ -15,14 +15,18 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <dlfcn.h>
@@ -121,26 +125,42 @@ int getinfo(struct fi_info *hints, struct fi_info **info)
     return fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, info);
 }
 
-/* One endpoint with its own fabric, domain (= Axon worker), AV and CQ. */
+/*
+ * One endpoint with its own fabric, domain, AV and CQ (and counters on
+ * request). caps, when set, replace the Open MPI hints' capabilities.
+ */
 struct Node {
-    struct fi_info    *info   = NULL;
-    struct fid_fabric *fabric = NULL;
-    struct fid_domain *domain = NULL;
-    struct fid_av     *av     = NULL;
-    struct fid_cq     *cq     = NULL;
-    struct fid_ep     *ep     = NULL;
+    struct fi_info    *info    = NULL;
+    struct fid_fabric *fabric  = NULL;
+    struct fid_domain *domain  = NULL;
+    struct fid_av     *av      = NULL;
+    struct fid_cq     *cq      = NULL;
+    struct fid_cntr   *tx_cntr = NULL, *rx_cntr = NULL;
+    struct fid_ep     *ep      = NULL;
+    uint64_t           caps     = 0;
+    bool               counters = false;
     char               name[64];
     size_t             namelen = sizeof(name);
 
     int open(enum fi_av_type av_type = FI_AV_MAP, enum fi_threading threading = FI_THREAD_DOMAIN)
     {
+        return open_at(NULL, NULL, 0, av_type, threading);
+    }
+
+    /* fi_getinfo(node, service, flags) with Open MPI's hints, then the objects. */
+    int open_at(const char *node, const char *service, uint64_t flags,
+                enum fi_av_type av_type = FI_AV_MAP, enum fi_threading threading = FI_THREAD_DOMAIN)
+    {
         struct fi_info *hints = ompi_hints(av_type);
         struct fi_cq_attr cq_attr;
         struct fi_av_attr av_attr;
+        struct fi_cntr_attr cntr_attr;
         int ret;
 
         hints->domain_attr->threading = threading;
-        ret = getinfo(hints, &info);
+        if (caps != 0) hints->caps = caps;
+        use_build_provider();
+        ret = fi_getinfo(FI_VERSION(1, 17), node, service, flags, hints, &info);
         fi_freeinfo(hints);
         if (ret != 0) return ret;
         if ((ret = fi_fabric(info->fabric_attr, &fabric, NULL)) != 0) return ret;
@@ -154,6 +174,14 @@ struct Node {
         if ((ret = fi_av_open(domain, &av_attr, &av, NULL)) != 0) return ret;
         if ((ret = fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV)) != 0) return ret;
         if ((ret = fi_ep_bind(ep, &av->fid, 0)) != 0) return ret;
+        if (counters) {
+            memset(&cntr_attr, 0, sizeof(cntr_attr));
+            cntr_attr.events = FI_CNTR_EVENTS_COMP;
+            if ((ret = fi_cntr_open(domain, &cntr_attr, &tx_cntr, &tx_cntr)) != 0) return ret;
+            if ((ret = fi_cntr_open(domain, &cntr_attr, &rx_cntr, &rx_cntr)) != 0) return ret;
+            if ((ret = fi_ep_bind(ep, &tx_cntr->fid, FI_SEND)) != 0) return ret;
+            if ((ret = fi_ep_bind(ep, &rx_cntr->fid, FI_RECV)) != 0) return ret;
+        }
         if ((ret = fi_enable(ep)) != 0) return ret;
         return fi_getname(&ep->fid, name, &namelen);
     }
@@ -168,6 +196,7 @@ struct Node {
     void close()
     {
         struct fid *fids[] = {ep ? &ep->fid : NULL, av ? &av->fid : NULL, cq ? &cq->fid : NULL,
+                              tx_cntr ? &tx_cntr->fid : NULL, rx_cntr ? &rx_cntr->fid : NULL,
                               domain ? &domain->fid : NULL, fabric ? &fabric->fid : NULL};
         for (struct fid *f : fids) {
             if (f != NULL) {
@@ -178,6 +207,7 @@ struct Node {
             fi_freeinfo(info);
         }
         ep = NULL; av = NULL; cq = NULL; domain = NULL; fabric = NULL; info = NULL;
+        tx_cntr = NULL; rx_cntr = NULL;
     }
 
     ~Node() { close(); }
@@ -262,7 +292,7 @@ TEST_F(OfiProvider, GetinfoEnodataForUnmatchableHints)
         {"strict comp order", [](struct fi_info *h) { h->tx_attr->comp_order = FI_ORDER_STRICT; }},
         {"inject 1 MiB", [](struct fi_info *h) { h->tx_attr->inject_size = 1 << 20; }},
         {"iov limit 4", [](struct fi_info *h) { h->rx_attr->iov_limit = 4; }},
-        {"addr format", [](struct fi_info *h) { h->addr_format = FI_SOCKADDR_IN; }},
+        {"addr format", [](struct fi_info *h) { h->addr_format = FI_SOCKADDR_IN6; }},
         {"domain name", [](struct fi_info *h) { h->domain_attr->name = strdup("mlx5_0"); }},
         {"msg order RAW", [](struct fi_info *h) { h->tx_attr->msg_order |= FI_ORDER_RAW; }},
     };
@@ -538,17 +568,17 @@ TEST_F(OfiProvider, AvTableDuplicatesLookupAndBadAddresses)
     EXPECT_EQ(3, got);
     EXPECT_EQ(-FI_EINVAL, fi_tsend(a.ep, &v, sizeof(v), NULL, x, 1, &sctx));
 
-    /* Bad magic and a short length fail cleanly. */
-    char bad[64];
-    memcpy(bad, b.name, sizeof(bad));
-    bad[0] ^= 0x55;
+    /* A name that is not AF_INET, or names no port, fails cleanly. */
+    struct sockaddr_in bad;
+    memcpy(&bad, b.name, sizeof(bad));
+    bad.sin_family = AF_INET6;
     fi_addr_t fa = 0;
-    EXPECT_EQ(0, fi_av_insert(a.av, bad, 1, &fa, 0, NULL));
+    EXPECT_EQ(0, fi_av_insert(a.av, &bad, 1, &fa, 0, NULL));
     EXPECT_EQ(FI_ADDR_NOTAVAIL, fa);
     int errs[1] = {0};
-    memcpy(bad, b.name, sizeof(bad));
-    bad[5] = 3;   /* length */
-    EXPECT_EQ(0, fi_av_insert(a.av, bad, 1, &fa, FI_SYNC_ERR, errs));
+    memcpy(&bad, b.name, sizeof(bad));
+    bad.sin_port = 0;
+    EXPECT_EQ(0, fi_av_insert(a.av, &bad, 1, &fa, FI_SYNC_ERR, errs));
     EXPECT_EQ(FI_EINVAL, errs[0]);
 }
 
@@ -622,6 +652,519 @@ TEST_F(OfiProvider, ThreadSafeDomainAndAxonTls)
     EXPECT_EQ(0, d.open());
     d.close();
     if (saved) setenv("AXON_TLS", keep.c_str(), 1); else unsetenv("AXON_TLS");
+}
+
+/*
+ * libfabric prints a provider's log format as given, so the provider ends
+ * each line itself. FI_LOG_LEVEL is read once, when libfabric starts: the
+ * warnings are made in a re-executed child (a death test in threadsafe
+ * style), whose stderr the expectation reads.
+ */
+TEST_F(OfiProvider, LogLinesEndWithNewline)
+{
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_EXIT(
+        {
+            setenv("FI_LOG_LEVEL", "warn", 1);
+            Node a;
+            char addr[64];
+            size_t len;
+            if (a.open() != 0) _exit(2);
+            for (fi_addr_t bad : {(fi_addr_t)777, (fi_addr_t)778}) {
+                len = sizeof(addr);
+                if (fi_av_lookup(a.av, bad, addr, &len) != -FI_EINVAL) _exit(3);
+            }
+            fflush(stderr);
+            _exit(0);
+        },
+        ::testing::ExitedWithCode(0), "fi_addr 777 is not in the AV\nlibfabric:[^\n]*fi_addr 778 is not in the AV\n");
+}
+
+/* ---------------------------------------------------------------- addresses */
+
+/* A TCP port on 127.0.0.1 that nobody listens on now (bound, then released). */
+std::string free_port()
+{
+    struct sockaddr_in sin;
+    socklen_t len = sizeof(sin);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family      = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(0, bind(fd, (struct sockaddr *)&sin, sizeof(sin)));
+    EXPECT_EQ(0, getsockname(fd, (struct sockaddr *)&sin, &len));
+    ::close(fd);
+    return std::to_string(ntohs(sin.sin_port));
+}
+
+const struct sockaddr_in *as_sin(const void *addr)
+{
+    return static_cast<const struct sockaddr_in *>(addr);
+}
+
+TEST_F(OfiProvider, GetinfoGivesSourceAndDestinationAddresses)
+{
+    struct fi_info *hints = ompi_hints(), *info = NULL;
+    std::string port = free_port();
+    uint16_t nport = htons((uint16_t)std::stoi(port));
+
+    use_build_provider();
+    /* FI_SOURCE: node/service are where the endpoint will be reached. */
+    ASSERT_EQ(0, fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", port.c_str(), FI_SOURCE, hints,
+                            &info));
+    EXPECT_EQ((uint32_t)FI_SOCKADDR_IN, info->addr_format);
+    ASSERT_EQ(sizeof(struct sockaddr_in), info->src_addrlen);
+    EXPECT_EQ(AF_INET, as_sin(info->src_addr)->sin_family);
+    EXPECT_EQ(nport, as_sin(info->src_addr)->sin_port);
+    EXPECT_EQ(htonl(INADDR_LOOPBACK), as_sin(info->src_addr)->sin_addr.s_addr);
+    EXPECT_EQ(nullptr, info->dest_addr);
+    fi_freeinfo(info);
+
+    /* Without it: the peer to talk to, and a source address all the same. */
+    ASSERT_EQ(0, fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", port.c_str(), 0, hints, &info));
+    ASSERT_EQ(sizeof(struct sockaddr_in), info->dest_addrlen);
+    EXPECT_EQ(nport, as_sin(info->dest_addr)->sin_port);
+    EXPECT_EQ(htonl(INADDR_LOOPBACK), as_sin(info->dest_addr)->sin_addr.s_addr);
+    EXPECT_EQ(sizeof(struct sockaddr_in), info->src_addrlen);
+    EXPECT_NE(nullptr, info->src_addr);
+    fi_freeinfo(info);
+
+    /* No node, service, flags or hints: a source address, and per-direction caps. */
+    ASSERT_EQ(0, fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, NULL, &info));
+    for (struct fi_info *i = info; i != NULL; i = i->next) {
+        if (strcmp(i->fabric_attr->prov_name, "axon") != 0) continue;
+        EXPECT_EQ(sizeof(struct sockaddr_in), i->src_addrlen);
+        EXPECT_NE(nullptr, i->src_addr);
+        EXPECT_EQ(0u, i->tx_attr->caps & (FI_RECV | FI_DIRECTED_RECV | FI_SOURCE));
+        EXPECT_EQ(0u, i->rx_attr->caps & FI_SEND);
+        EXPECT_EQ(0u, i->rx_attr->caps & ~i->caps);
+    }
+    fi_freeinfo(info);
+
+    /* A node that does not resolve names nothing. */
+    EXPECT_EQ(-FI_ENODATA, fi_getinfo(FI_VERSION(1, 17), "no-such-host.invalid", port.c_str(),
+                                      0, hints, &info));
+    fi_freeinfo(hints);
+}
+
+/*
+ * fabtests' way, without an out-of-band exchange: the server's endpoint
+ * comes from node/service with FI_SOURCE, the client inserts the dest_addr
+ * node/service give it and sends first; the server learns the client's
+ * name from that message.
+ */
+TEST_F(OfiProvider, EndpointIsReachableAtItsSourceAddress)
+{
+    std::string port = free_port();
+    Node server, client, again;
+    char buf[64];
+    struct fi_context ctx;
+    struct fi_cq_tagged_entry e;
+
+    ASSERT_EQ(0, server.open_at("127.0.0.1", port.c_str(), FI_SOURCE));
+    EXPECT_EQ(htons((uint16_t)std::stoi(port)), as_sin(server.name)->sin_port);
+    ASSERT_EQ(0, client.open_at("127.0.0.1", port.c_str(), 0));
+    ASSERT_NE(nullptr, client.info->dest_addr);
+
+    fi_addr_t to_server = client.insert(client.info->dest_addr);
+    ASSERT_EQ(0, fi_trecv(server.ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, 1, 0, &ctx));
+    ASSERT_EQ(0, fi_tsend(client.ep, client.name, client.namelen, NULL, to_server, 1, &ctx));
+    ASSERT_EQ(1, wait_cq(server, {&client}, &e));
+    EXPECT_EQ(client.namelen, e.len);
+    fi_addr_t to_client = server.insert(buf);
+    int v = 7, got = 0;
+    ASSERT_EQ(0, fi_trecv(client.ep, &got, sizeof(got), NULL, FI_ADDR_UNSPEC, 2, 0, &ctx));
+    ASSERT_EQ(0, fi_tsend(server.ep, &v, sizeof(v), NULL, to_client, 2, &ctx));
+    double deadline = now_sec() + kTimeout;
+    while ((got != 7) && (now_sec() < deadline)) {
+        (void)fi_cq_read(client.cq, &e, 1);
+        (void)fi_cq_read(server.cq, &e, 1);
+    }
+    EXPECT_EQ(7, got);
+
+    /* The address is taken: a second endpoint there fails, it does not hide. */
+    EXPECT_EQ(-FI_EADDRINUSE, again.open_at("127.0.0.1", port.c_str(), FI_SOURCE));
+}
+
+/* ---------------------------------------------------------------- CQ waits */
+
+TEST_F(OfiProvider, CqSignalWakesSread)
+{
+    Node a;
+    struct fi_cq_tagged_entry e;
+    ASSERT_EQ(0, a.open());
+
+    /* A signal before the wait ends the next wait at once. */
+    ASSERT_EQ(0, fi_cq_signal(a.cq));
+    double t0 = now_sec();
+    EXPECT_EQ(-FI_EAGAIN, fi_cq_sread(a.cq, &e, 1, NULL, 5000));
+    EXPECT_LT(now_sec() - t0, 1.0);
+
+    /* A thread blocked in fi_cq_sread is woken by another thread's signal. */
+    ssize_t ret = 0;
+    double waited = 0;
+    std::thread waiter([&] {
+        double start = now_sec();
+        ret    = fi_cq_sread(a.cq, &e, 1, NULL, 20000);
+        waited = now_sec() - start;
+    });
+    usleep(200 * 1000);
+    ASSERT_EQ(0, fi_cq_signal(a.cq));
+    waiter.join();
+    EXPECT_EQ(-FI_EAGAIN, ret);
+    EXPECT_LT(waited, 5.0);
+
+    /* Nothing and no signal: the timeout ends it. */
+    t0 = now_sec();
+    EXPECT_EQ(-FI_EAGAIN, fi_cq_sread(a.cq, &e, 1, NULL, 300));
+    EXPECT_GE(now_sec() - t0, 0.25);
+}
+
+/* ---------------------------------------------------------------- peers gone */
+
+/*
+ * Inserting is local: the name of a peer that has exited inserts like any
+ * other. Sending to it then completes in error, at once, for every send.
+ */
+TEST_F(OfiProvider, InsertOfAnExitedPeerSucceedsAndSendsFail)
+{
+    int to_parent[2];
+    ASSERT_EQ(0, pipe(to_parent));
+    use_build_provider();
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        alarm(60);
+        Node c;
+        if (c.open() != 0) _exit(2);
+        if (write(to_parent[1], c.name, sizeof(c.name)) != (ssize_t)sizeof(c.name)) _exit(3);
+        c.close();
+        _exit(0);
+    }
+    char peer[64];
+    ASSERT_EQ((ssize_t)sizeof(peer), read(to_parent[0], peer, sizeof(peer)));
+    int status = 0;
+    ASSERT_EQ(pid, waitpid(pid, &status, 0));
+    ASSERT_TRUE(WIFEXITED(status) && (WEXITSTATUS(status) == 0));
+
+    Node n;
+    ASSERT_EQ(0, n.open());
+    fi_addr_t p = FI_ADDR_NOTAVAIL;
+    double t0 = now_sec();
+    ASSERT_EQ(1, fi_av_insert(n.av, peer, 1, &p, 0, NULL));
+    EXPECT_LT(now_sec() - t0, 1.0);
+    ASSERT_NE(FI_ADDR_NOTAVAIL, p);
+
+    int v = 1;
+    struct fi_context ctx[2];
+    struct fi_cq_tagged_entry e;
+    struct fi_cq_err_entry err;
+    for (int i = 0; i < 2; ++i) {
+        ASSERT_EQ(0, fi_tsend(n.ep, &v, sizeof(v), NULL, p, 1, &ctx[i]));
+        ASSERT_EQ(-FI_EAVAIL, wait_cq(n, {}, &e, &err)) << "send " << i;
+        EXPECT_EQ(&ctx[i], err.op_context);
+        EXPECT_EQ(FI_EHOSTUNREACH, err.err);
+        EXPECT_EQ((uint64_t)(FI_TAGGED | FI_SEND), err.flags);
+    }
+    /* An inject has no context, but its failure is not lost either. */
+    ASSERT_EQ(0, fi_tinject(n.ep, &v, sizeof(v), p, 1));
+    ASSERT_EQ(-FI_EAVAIL, wait_cq(n, {}, &e, &err));
+    EXPECT_EQ(nullptr, err.op_context);
+    EXPECT_EQ(FI_EHOSTUNREACH, err.err);
+    ::close(to_parent[0]);
+    ::close(to_parent[1]);
+}
+
+/* ---------------------------------------------------------------- untagged messages */
+
+const uint64_t kMsgCaps = FI_MSG | FI_TAGGED | FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV;
+
+class OfiMsgPair : public OfiProvider {
+protected:
+    Node a, b;
+    fi_addr_t a_to_b = FI_ADDR_NOTAVAIL, b_to_a = FI_ADDR_NOTAVAIL;
+
+    void SetUp() override
+    {
+        a.caps = b.caps = kMsgCaps;
+        a.counters = b.counters = true;
+        ASSERT_EQ(0, a.open());
+        ASSERT_EQ(0, b.open());
+        a_to_b = a.insert(b.name);
+        b_to_a = b.insert(a.name);
+    }
+};
+
+TEST_F(OfiMsgPair, UntaggedSendRecvOrderDataAndTruncation)
+{
+    EXPECT_TRUE(a.info->caps & FI_MSG);
+    EXPECT_EQ(0u, a.info->ep_attr->mem_tag_format & (1ull << 63));   /* bit 63 is FI_MSG's */
+
+    /* Per-sender order over every size (eager and rendezvous); FI_SOURCE. */
+    size_t sizes[3] = {8, 70000, 3};
+    std::vector<char> sbuf(70000), rbuf[3];
+    struct fi_context sctx[3], rctx[3];
+    struct fi_cq_tagged_entry e;
+    fi_addr_t src;
+    for (size_t j = 0; j < sbuf.size(); ++j) sbuf[j] = (char)(j * 13);
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_EQ(0, fi_send(a.ep, sbuf.data(), sizes[i], NULL, a_to_b, &sctx[i]));
+    }
+    for (int i = 0; i < 3; ++i) {
+        rbuf[i].assign(70000, 0);
+        ASSERT_EQ(0, fi_recv(b.ep, rbuf[i].data(), rbuf[i].size(), NULL, FI_ADDR_UNSPEC,
+                             &rctx[i]));
+    }
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_EQ(1, wait_cq(b, {&a}, &e, NULL, &src));
+        EXPECT_EQ(&rctx[i], e.op_context);
+        EXPECT_EQ((uint64_t)(FI_MSG | FI_RECV), e.flags);
+        EXPECT_EQ(sizes[i], e.len);
+        EXPECT_EQ(0u, e.tag);
+        EXPECT_EQ(b_to_a, src);
+        EXPECT_EQ(0, memcmp(sbuf.data(), rbuf[i].data(), sizes[i]));
+    }
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_EQ(1, wait_cq(a, {&b}, &e));
+        EXPECT_EQ((uint64_t)(FI_MSG | FI_SEND), e.flags);
+    }
+
+    /* CQ data and inject. */
+    uint64_t val = 5, got = 0;
+    ASSERT_EQ(0, fi_senddata(a.ep, &val, sizeof(val), NULL, 0xabcd, a_to_b, &sctx[0]));
+    ASSERT_EQ(0, fi_recv(b.ep, &got, sizeof(got), NULL, FI_ADDR_UNSPEC, &rctx[0]));
+    ASSERT_EQ(1, wait_cq(b, {&a}, &e));
+    EXPECT_EQ((uint64_t)(FI_MSG | FI_RECV | FI_REMOTE_CQ_DATA), e.flags);
+    EXPECT_EQ(0xabcdu, e.data);
+    EXPECT_EQ(5u, got);
+    ASSERT_EQ(1, wait_cq(a, {&b}, &e));
+    val = 6;
+    ASSERT_EQ(0, fi_inject(a.ep, &val, sizeof(val), a_to_b));
+    val = 0;
+    ASSERT_EQ(0, fi_recv(b.ep, &got, sizeof(got), NULL, FI_ADDR_UNSPEC, &rctx[0]));
+    ASSERT_EQ(1, wait_cq(b, {&a}, &e));
+    EXPECT_EQ(6u, got);
+    EXPECT_EQ(-FI_EAGAIN, fi_cq_read(a.cq, &e, 1));   /* inject: no completion */
+
+    /* Truncation: an error entry with olen; the next message arrives intact. */
+    struct fi_cq_err_entry err;
+    char small[10];
+    ASSERT_EQ(0, fi_send(a.ep, sbuf.data(), 100, NULL, a_to_b, &sctx[0]));
+    ASSERT_EQ(0, fi_send(a.ep, sbuf.data(), 4, NULL, a_to_b, &sctx[1]));
+    ASSERT_EQ(0, fi_recv(b.ep, small, sizeof(small), NULL, FI_ADDR_UNSPEC, &rctx[0]));
+    ASSERT_EQ(-FI_EAVAIL, wait_cq(b, {&a}, &e, &err));
+    EXPECT_EQ(FI_ETRUNC, err.err);
+    EXPECT_EQ(&rctx[0], err.op_context);
+    EXPECT_EQ(sizeof(small), err.len);
+    EXPECT_EQ(90u, err.olen);
+    EXPECT_EQ((uint64_t)(FI_MSG | FI_RECV), err.flags & (FI_MSG | FI_RECV | FI_TAGGED));
+    ASSERT_EQ(0, fi_recv(b.ep, small, sizeof(small), NULL, FI_ADDR_UNSPEC, &rctx[1]));
+    ASSERT_EQ(1, wait_cq(b, {&a}, &e));
+    EXPECT_EQ(4u, e.len);
+    EXPECT_EQ(0, memcmp(sbuf.data(), small, 4));
+    EXPECT_EQ(6u, fi_cntr_read(b.rx_cntr));   /* 3 in order, data, inject, after truncation */
+    EXPECT_EQ(1u, fi_cntr_readerr(b.rx_cntr));
+}
+
+TEST_F(OfiMsgPair, TaggedAndUntaggedDoNotMix)
+{
+    /* A tagged receive that ignores every tag bit still takes no untagged message. */
+    int v = 9, got_t = 0, got_u = 0;
+    struct fi_context tctx, uctx, sctx;
+    struct fi_cq_tagged_entry e;
+    struct fi_cq_err_entry err;
+    ASSERT_EQ(0, fi_trecv(b.ep, &got_t, sizeof(got_t), NULL, FI_ADDR_UNSPEC, 0, ~0ull, &tctx));
+    ASSERT_EQ(0, fi_send(a.ep, &v, sizeof(v), NULL, a_to_b, &sctx));
+    ASSERT_EQ(0, fi_recv(b.ep, &got_u, sizeof(got_u), NULL, FI_ADDR_UNSPEC, &uctx));
+    ASSERT_EQ(1, wait_cq(b, {&a}, &e));
+    EXPECT_EQ(&uctx, e.op_context);
+    EXPECT_EQ(9, got_u);
+    EXPECT_EQ(0, got_t);
+    ASSERT_EQ(0, fi_cancel(&b.ep->fid, &tctx));
+    ASSERT_EQ(-FI_EAVAIL, wait_cq(b, {&a}, &e, &err));
+    EXPECT_EQ(FI_ECANCELED, err.err);
+
+    /* Bit 63 belongs to untagged messages here. */
+    EXPECT_EQ(-FI_EINVAL, fi_tsend(a.ep, &v, sizeof(v), NULL, a_to_b, 1ull << 63, &sctx));
+}
+
+TEST_F(OfiMsgPair, DirectedUntaggedReceive)
+{
+    Node c;
+    c.caps = kMsgCaps;
+    ASSERT_EQ(0, c.open());
+    fi_addr_t c_to_b = c.insert(b.name), b_to_c = b.insert(c.name);
+    int from_a = 1, from_c = 2, got = 0;
+    struct fi_context ctx[3];
+    struct fi_cq_tagged_entry e;
+
+    ASSERT_EQ(0, fi_send(a.ep, &from_a, sizeof(int), NULL, a_to_b, &ctx[0]));
+    ASSERT_EQ(1, wait_cq(a, {&b, &c}, &e));
+    ASSERT_EQ(0, fi_send(c.ep, &from_c, sizeof(int), NULL, c_to_b, &ctx[1]));
+    ASSERT_EQ(1, wait_cq(c, {&a, &b}, &e));
+    ASSERT_EQ(0, fi_recv(b.ep, &got, sizeof(got), NULL, b_to_c, &ctx[2]));
+    ASSERT_EQ(1, wait_cq(b, {&a, &c}, &e));
+    EXPECT_EQ(2, got);
+    ASSERT_EQ(0, fi_recv(b.ep, &got, sizeof(got), NULL, b_to_a, &ctx[2]));
+    ASSERT_EQ(1, wait_cq(b, {&a, &c}, &e));
+    EXPECT_EQ(1, got);
+    c.close();
+}
+
+/*
+ * A multi-receive buffer takes messages one after the other until less
+ * than FI_OPT_MIN_MULTI_RECV is left; a receive posted after it gets
+ * nothing before it is released.
+ */
+TEST_F(OfiMsgPair, MultiRecvBufferFillsInOrder)
+{
+    size_t min = 64;
+    ASSERT_EQ(0, fi_setopt(&b.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min,
+                           sizeof(min)));
+    char mbuf[256], after[64];
+    struct iovec iov = {mbuf, sizeof(mbuf)};
+    struct fi_msg msg;
+    struct fi_context mctx, actx, sctx[5];
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov   = &iov;
+    msg.iov_count = 1;
+    msg.addr      = FI_ADDR_UNSPEC;
+    msg.context   = &mctx;
+    ASSERT_EQ(0, fi_recvmsg(b.ep, &msg, FI_MULTI_RECV));
+    ASSERT_EQ(0, fi_recv(b.ep, after, sizeof(after), NULL, FI_ADDR_UNSPEC, &actx));
+
+    char s[5][64];
+    for (int i = 0; i < 5; ++i) {
+        memset(s[i], 'a' + i, sizeof(s[i]));
+        ASSERT_EQ(0, fi_send(a.ep, s[i], sizeof(s[i]), NULL, a_to_b, &sctx[i]));
+    }
+    struct fi_cq_tagged_entry e;
+    for (int i = 0; i < 4; ++i) {
+        ASSERT_EQ(1, wait_cq(b, {&a}, &e)) << "message " << i;
+        EXPECT_EQ(&mctx, e.op_context);
+        EXPECT_EQ((void *)(mbuf + 64 * i), e.buf) << "message " << i;
+        EXPECT_EQ(64u, e.len);
+        EXPECT_EQ(i == 3, (e.flags & FI_MULTI_RECV) != 0) << "message " << i;
+        EXPECT_EQ(0, memcmp(mbuf + 64 * i, s[i], 64));
+    }
+    ASSERT_EQ(1, wait_cq(b, {&a}, &e));
+    EXPECT_EQ(&actx, e.op_context);
+    EXPECT_EQ(0, memcmp(after, s[4], 64));
+}
+
+/* FI_DELIVERY_COMPLETE: the send completes once the receiver has taken the message. */
+TEST_F(OfiMsgPair, DeliveryCompleteWaitsForTheReceiver)
+{
+    int v = 3, got = 0;
+    struct iovec iov = {&v, sizeof(v)};
+    struct fi_msg msg;
+    struct fi_context sctx, rctx;
+    struct fi_cq_tagged_entry e;
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov   = &iov;
+    msg.iov_count = 1;
+    msg.addr      = a_to_b;
+    msg.context   = &sctx;
+    ASSERT_EQ(0, fi_sendmsg(a.ep, &msg, FI_DELIVERY_COMPLETE | FI_COMPLETION));
+    double until = now_sec() + 0.3;
+    while (now_sec() < until) {
+        ASSERT_EQ(-FI_EAGAIN, fi_cq_read(a.cq, &e, 1));
+        (void)fi_cq_read(b.cq, &e, 0);
+    }
+    ASSERT_EQ(0, fi_recv(b.ep, &got, sizeof(got), NULL, FI_ADDR_UNSPEC, &rctx));
+    ASSERT_EQ(1, wait_cq(a, {&b}, &e));
+    EXPECT_EQ(&sctx, e.op_context);
+    ASSERT_EQ(1, wait_cq(b, {&a}, &e));
+    EXPECT_EQ(3, got);
+}
+
+/* Counters count completions (errors apart), poll sets report what moved, MRs register. */
+TEST_F(OfiMsgPair, CountersPollSetsAndRegistration)
+{
+    int v[3] = {1, 2, 3}, r[3];
+    struct fi_context sctx[3], rctx[3];
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_EQ(0, fi_recv(b.ep, &r[i], sizeof(int), NULL, FI_ADDR_UNSPEC, &rctx[i]));
+        ASSERT_EQ(0, fi_send(a.ep, &v[i], sizeof(int), NULL, a_to_b, &sctx[i]));
+    }
+    /* Waiting on b's counter progresses b only: a's sends were progressed by their call. */
+    struct fi_poll_attr pattr;
+    struct fid_poll *pollset;
+    memset(&pattr, 0, sizeof(pattr));
+    ASSERT_EQ(0, fi_poll_open(b.domain, &pattr, &pollset));
+    ASSERT_EQ(0, fi_poll_add(pollset, &b.rx_cntr->fid, 0));
+    ASSERT_EQ(0, fi_cntr_wait(b.rx_cntr, 3, 20000));
+    EXPECT_EQ(0, fi_cntr_wait(a.tx_cntr, 3, 20000));
+    EXPECT_EQ(3u, fi_cntr_read(a.tx_cntr));
+    EXPECT_EQ(0u, fi_cntr_read(a.rx_cntr));
+    EXPECT_EQ(-FI_ETIMEDOUT, fi_cntr_wait(b.rx_cntr, 4, 100));
+
+    void *ctxs[4];
+    EXPECT_EQ(1, fi_poll(pollset, ctxs, 4));    /* the counter moved */
+    EXPECT_EQ((void *)&b.rx_cntr, ctxs[0]);
+    EXPECT_EQ(0, fi_poll(pollset, ctxs, 4));    /* not since */
+    ASSERT_EQ(0, fi_poll_add(pollset, &b.cq->fid, 0));
+    EXPECT_EQ(1, fi_poll(pollset, ctxs, 4));    /* b's CQ holds three entries */
+    EXPECT_EQ(nullptr, ctxs[0]);                /* the CQ's context */
+    ASSERT_EQ(0, fi_poll_del(pollset, &b.cq->fid, 0));
+    ASSERT_EQ(0, fi_poll_del(pollset, &b.rx_cntr->fid, 0));
+    EXPECT_EQ(0, fi_close(&pollset->fid));
+    EXPECT_EQ(0, fi_cntr_set(b.rx_cntr, 10));
+    EXPECT_EQ(0, fi_cntr_add(b.rx_cntr, 2));
+    EXPECT_EQ(12u, fi_cntr_read(b.rx_cntr));
+
+    struct fid_mr *mr;
+    char buf[128];
+    ASSERT_EQ(0, fi_mr_reg(a.domain, buf, sizeof(buf), FI_SEND | FI_RECV, 0, 42, 0, &mr, NULL));
+    EXPECT_EQ(42u, fi_mr_key(mr));
+    EXPECT_EQ(0, fi_close(&mr->fid));
+    EXPECT_EQ(-FI_EINVAL, fi_mr_reg(a.domain, buf, sizeof(buf), FI_REMOTE_WRITE, 0, 43, 0, &mr,
+                                    NULL));
+}
+
+/* Endpoints of one domain have their own matching: each gets its own messages. */
+TEST_F(OfiProvider, EndpointsOfOneDomainMatchSeparately)
+{
+    Node a, b;
+    ASSERT_EQ(0, a.open());
+    ASSERT_EQ(0, b.open());
+    struct fid_ep *ep2;
+    struct fid_cq *cq2;
+    struct fi_cq_attr cq_attr;
+    memset(&cq_attr, 0, sizeof(cq_attr));
+    cq_attr.format = FI_CQ_FORMAT_TAGGED;
+    ASSERT_EQ(0, fi_endpoint(b.domain, b.info, &ep2, NULL));
+    ASSERT_EQ(0, fi_cq_open(b.domain, &cq_attr, &cq2, NULL));
+    ASSERT_EQ(0, fi_ep_bind(ep2, &cq2->fid, FI_TRANSMIT | FI_RECV));
+    ASSERT_EQ(0, fi_ep_bind(ep2, &b.av->fid, 0));
+    ASSERT_EQ(0, fi_enable(ep2));
+    char name2[64];
+    size_t len2 = sizeof(name2);
+    ASSERT_EQ(0, fi_getname(&ep2->fid, name2, &len2));
+    EXPECT_NE(0, memcmp(name2, b.name, len2));
+
+    fi_addr_t to_b1 = a.insert(b.name), to_b2 = a.insert(name2);
+    int one = 1, two = 2, got1 = 0, got2 = 0;
+    struct fi_context ctx[4];
+    struct fi_cq_tagged_entry e;
+    ASSERT_EQ(0, fi_tsend(a.ep, &two, sizeof(int), NULL, to_b2, 5, &ctx[0]));
+    ASSERT_EQ(0, fi_tsend(a.ep, &one, sizeof(int), NULL, to_b1, 5, &ctx[1]));
+    ASSERT_EQ(0, fi_trecv(b.ep, &got1, sizeof(int), NULL, FI_ADDR_UNSPEC, 5, 0, &ctx[2]));
+    ASSERT_EQ(0, fi_trecv(ep2, &got2, sizeof(int), NULL, FI_ADDR_UNSPEC, 5, 0, &ctx[3]));
+    ASSERT_EQ(1, wait_cq(b, {&a}, &e));
+    EXPECT_EQ(&ctx[2], e.op_context);
+    double deadline = now_sec() + kTimeout;
+    ssize_t ret;
+    while (((ret = fi_cq_read(cq2, &e, 1)) == -FI_EAGAIN) && (now_sec() < deadline)) {
+        (void)fi_cq_read(a.cq, &e, 0);
+    }
+    ASSERT_EQ(1, ret);
+    EXPECT_EQ(&ctx[3], e.op_context);
+    EXPECT_EQ(1, got1);
+    EXPECT_EQ(2, got2);
+    EXPECT_EQ(0, fi_close(&ep2->fid));
+    EXPECT_EQ(0, fi_close(&cq2->fid));
 }
 
 /* ---------------------------------------------------------------- two processes */

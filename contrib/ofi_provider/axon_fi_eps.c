@@ -1,0 +1,60 @@
+/*
+ * Sets of endpoints: those bound to a CQ or counter (reading it progresses
+ * their workers: FI_PROGRESS_MANUAL) or to an AV (a removal drops their
+ * connections). Usually one endpoint; grown at bind time only.
+ */
+#include <stdlib.h>
+#include "axon_fi.h"
+
+int axon_fi_eps_add(axon_fi_eps_t *set, axon_fi_ep_t *ep)
+{
+    axon_fi_ep_t **eps;
+    size_t i, cap;
+
+    for (i = 0; i < set->count; ++i) {
+        if (set->eps[i] == ep) {
+            return 0;   /* bound for both directions: progressed once */
+        }
+    }
+    if (set->count == set->cap) {
+        cap = set->cap ? set->cap * 2 : 2;
+        eps = realloc(set->eps, cap * sizeof(*eps));
+        if (eps == NULL) {
+            return -FI_ENOMEM;
+        }
+        set->eps = eps;
+        set->cap = cap;
+    }
+    set->eps[set->count++] = ep;
+    return 0;
+}
+
+void axon_fi_eps_del(axon_fi_eps_t *set, axon_fi_ep_t *ep)
+{
+    size_t i;
+
+    for (i = 0; i < set->count; ++i) {
+        if (set->eps[i] == ep) {
+            set->eps[i] = set->eps[--set->count];
+            return;
+        }
+    }
+}
+
+void axon_fi_eps_free(axon_fi_eps_t *set)
+{
+    free(set->eps);
+    set->eps   = NULL;
+    set->count = set->cap = 0;
+}
+
+unsigned axon_fi_eps_progress(const axon_fi_eps_t *set)
+{
+    unsigned events = 0;
+    size_t i;
+
+    for (i = 0; i < set->count; ++i) {
+        events += axon_worker_progress(set->eps[i]->worker);
+    }
+    return events;
+}

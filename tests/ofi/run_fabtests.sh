@@ -1,0 +1,141 @@
+#!/bin/bash
+# libfabric's own provider tests (fabtests 1.17, "-t quick") against Axon's
+# provider "axon", as a new user would run them: one "PASS fabtests/<test>"
+# or "FAIL fabtests/<test>" line per test, which run_tests.sh counts. Tests
+# that fabtests_notrun.txt expects not to run print "SKIP fabtests/<test>:
+# <reason>"; any other test that does not run is a FAIL. Without a fabtests
+# build or without the provider it prints one "SKIP fabtests: <reason>" line.
+#
+#   tests/ofi/run_fabtests.sh BUILDDIR
+#
+# fabtests is taken from $FABTESTS_DIR, else from
+# ${XDG_CACHE_HOME:-$HOME/.cache}/axon-clients/fabtests, where
+# `contrib/setup.sh test` builds it (its code stays out of this tree). Each
+# test has FABTESTS_TEST_LIMIT seconds (60), the whole run
+# FABTESTS_TIME_LIMIT (600).
+set -u
+builddir=$(cd "${1:-.}" && pwd) || exit 2
+srcdir=$(cd "$(dirname "$0")" && pwd)
+fabtests=${FABTESTS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/axon-clients/fabtests}
+provdir=$builddir/contrib/ofi_provider/.libs
+test_limit=${FABTESTS_TEST_LIMIT:-60}
+run_limit=${FABTESTS_TIME_LIMIT:-600}
+shm_prefix=axonfab$$
+
+if [ ! -x "$fabtests/bin/runfabtests.sh" ]; then
+    echo "SKIP fabtests: $fabtests/bin/runfabtests.sh is not built (contrib/setup.sh test" \
+        "builds it from ../shared/clients/fabtests-1.17.0.tar.gz)"
+    exit 0
+fi
+if [ ! -f "$provdir/libaxon-fi.so" ]; then
+    echo "SKIP fabtests: the provider $provdir/libaxon-fi.so is not built" \
+        "(configure did not find libfabric?)"
+    exit 0
+fi
+
+# Tests expected not to run: a glob on the test's command, a tab, the reason.
+notrun_globs=()
+notrun_reasons=()
+while IFS=$'\t' read -r glob reason; do
+    [[ -z "$glob" || "$glob" == \#* ]] && continue
+    notrun_globs+=("$glob")
+    notrun_reasons+=("$reason")
+done <"$srcdir/fabtests_notrun.txt"
+
+notrun_reason() {  # test -> reason on stdout, or status 1
+    local i
+    for i in "${!notrun_globs[@]}"; do
+        # shellcheck disable=SC2053 # the list holds globs
+        if [[ "$1" == ${notrun_globs[$i]} ]]; then
+            echo "${notrun_reasons[$i]}"
+            return 0
+        fi
+    done
+    return 1
+}
+
+tmp=$(mktemp -d /tmp/axon-fabtests-XXXXXX)
+run_pid=
+session_pids() {  # sid (zombies, dead already, are not counted)
+    ps -eo pid=,sid=,stat= | awk -v s="$1" '$2 == s && $3 !~ /^Z/ { print $1 }'
+}
+cleanup() {
+    local left
+    if [ -n "$run_pid" ]; then
+        left=$(session_pids "$run_pid")
+        # shellcheck disable=SC2086 # one pid per word
+        [ -n "$left" ] && kill -9 $left 2>/dev/null
+    fi
+    rm -rf "$tmp"
+    rm -f /dev/shm/"$shm_prefix"-*
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+# runfabtests.sh ends a test that timed out by killing every process on the
+# host whose name starts with fi_ (ps -eo comm,pid | grep ^fi_): the ps it
+# finds first lists only the processes of its own session.
+mkdir "$tmp/bin" "$tmp/run"
+real_ps=$(command -v ps)
+cat >"$tmp/bin/ps" <<EOF
+#!/bin/bash
+if [ "\$*" = "-eo comm,pid" ]; then
+    exec $real_ps -s "\$($real_ps -o sid= -p \$\$ | tr -d ' ')" -o comm,pid
+fi
+exec $real_ps "\$@"
+EOF
+chmod +x "$tmp/bin/ps"
+
+# In an empty directory: runfabtests.sh leaves its scratch files in the
+# current one and reads exclusion lists (test_configs/) from under it.
+(
+    cd "$tmp/run" || exit 2
+    export PATH="$tmp/bin:$PATH" FI_PROVIDER_PATH="$provdir" AXON_SHM_PREFIX="$shm_prefix"
+    export LD_LIBRARY_PATH="$builddir/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    exec setsid timeout -k 5 "$run_limit" "$fabtests/bin/runfabtests.sh" -v \
+        -p "$fabtests/bin" -T "$test_limit" -t quick -s 127.0.0.1 -c 127.0.0.1 axon
+) >"$tmp/out" 2>&1 </dev/null &
+run_pid=$!
+wait "$run_pid"
+rc=$?
+
+# runfabtests.sh -v writes YAML: "- name: <test> -p "axon"", "  result: <result>",
+# then the output of failed tests.
+name=""
+results=0
+failed_output=0
+while IFS= read -r line; do
+    if [[ "$line" =~ ^-\ name:\ +(.*)\ -p\ \"axon\"$ ]]; then
+        name=${BASH_REMATCH[1]}
+        failed_output=0
+        continue
+    fi
+    if [[ -n "$name" && "$line" =~ ^\ \ result:\ +([A-Za-z]+) ]]; then
+        results=$((results + 1))
+        case ${BASH_REMATCH[1]} in
+            Pass) echo "PASS fabtests/$name" ;;
+            Notrun|Excluded)
+                if reason=$(notrun_reason "$name"); then
+                    echo "SKIP fabtests/$name: $reason"
+                else
+                    echo "FAIL fabtests/$name"
+                    echo "    | did not run, and tests/ofi/fabtests_notrun.txt does not expect that"
+                fi ;;
+            *)  echo "FAIL fabtests/$name"
+                failed_output=1 ;;
+        esac
+        continue
+    fi
+    # A failed test's server and client output, marked so that no line counts.
+    [ "$failed_output" = 1 ] && echo "    | $line"
+done <"$tmp/out"
+
+if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    echo "FAIL fabtests/time-limit"
+    echo "    | runfabtests.sh did not end within $run_limit s (FABTESTS_TIME_LIMIT)"
+elif [ "$results" -eq 0 ]; then
+    echo "FAIL fabtests/ran"
+    sed 's/^/    | /' "$tmp/out" | tail -20
+fi
+# Verdicts are the PASS/FAIL lines; the exit status says only that the script ran.
+exit 0
