@@ -207,6 +207,9 @@ enum {
     AXON_REQ_FLAG_NO_IMM_CMPL = 1u << 0,  /* always return a request */
     AXON_REQ_FLAG_IMM_DATA    = 1u << 1,  /* tag sends: deliver imm_data with the message */
     AXON_REQ_FLAG_SENDER      = 1u << 2,  /* tag receives: match only messages of sender_id */
+    AXON_REQ_FLAG_INJECT      = 1u << 3,  /* tag sends: the buffer may be reused as soon as the
+                                           * call returns (libfabric's inject); a send that
+                                           * cannot leave inside the call moves to a copy */
 };
 
 /** No worker has this id: a sender_id that matches every sender. */

@@ -1,4 +1,5 @@
 /* Request life cycle: get from the pool, complete, call back, release. */
+#include <stdlib.h>
 #include "request.h"
 #include "log.h"
 
@@ -26,6 +27,9 @@ axon_request_h axon_request_get(axon_worker_h worker, const axon_request_param_t
 void axon_request_put(axon_request_h req)
 {
     axon_request_release_memh(req);
+    if (req->flags & AXON_REQUEST_OWN_BUFFER) {
+        free((void *)req->send.buffer);
+    }
     axon_mpool_put(&req->worker->req_mp, req);
 }
 

@@ -17,6 +17,7 @@ enum {
     AXON_REQUEST_TL_BUSY     = 1u << 8,  /* a transport completion (tl_comp) is due */
     AXON_REQUEST_ORPHANED    = 1u << 9,  /* its endpoint was destroyed while TL_BUSY */
     AXON_REQUEST_RNDV_MEMH   = 1u << 10, /* send.rndv_memh to deregister at completion */
+    AXON_REQUEST_OWN_BUFFER  = 1u << 11, /* send.buffer is the library's copy (AXON_REQ_FLAG_INJECT) */
 };
 
 /* Internal result of a send step: posted, now waiting for the peer. */

@@ -2,6 +2,7 @@
  * Tag send: eager (short, bcopy, multi-fragment, synchronous), the sender's
  * side of rendezvous, and the library's own control messages.
  */
+#include <stdlib.h>
 #include <string.h>
 #include "log.h"
 #include "request.h"
@@ -274,6 +275,30 @@ axon_status_t axon_ep_send_ctrl(axon_ep_h ep, uint8_t am_id, const void *hdr, si
     return AXON_OK;
 }
 
+/*
+ * AXON_REQ_FLAG_INJECT: the rest of the send reads a copy the request owns
+ * (freed with it), so the caller's buffer is free when the call returns.
+ * Made only for a send that cannot leave inside the call: the slow path.
+ */
+static axon_status_t axon_tag_send_own_copy(axon_request_h req)
+{
+    uint8_t *copy;
+
+    if (req->flags & AXON_REQUEST_OWN_BUFFER) {
+        return AXON_OK;
+    }
+    copy = malloc((req->send.length > 0) ? req->send.length : 1);
+    if (copy == NULL) {
+        axon_error("axon_tag_send_nb: no memory for a copy of a %zu-byte inject send",
+                   req->send.length);
+        return AXON_ERR_NO_MEMORY;
+    }
+    memcpy(copy, req->send.buffer, req->send.length);
+    req->send.buffer = copy;
+    req->flags      |= AXON_REQUEST_OWN_BUFFER;
+    return AXON_OK;
+}
+
 static axon_status_t axon_tag_send_common(axon_ep_h ep, const void *buffer, size_t length,
                                           axon_tag_t tag, const axon_request_param_t *param,
                                           axon_request_h *req_p, int sync)
@@ -321,6 +346,12 @@ static axon_status_t axon_tag_send_common(axon_ep_h ep, const void *buffer, size
     req->send.imm_data   = (flags & AXON_REQ_FLAG_IMM_DATA) ? param->imm_data : 0;
     req->send.info_flags = (flags & AXON_REQ_FLAG_IMM_DATA) ? AXON_TAG_INFO_IMM_DATA : 0;
     req->send.offset     = 0;
+    /* A rendezvous names (and registers) its buffer for the peer: copy first. */
+    if ((flags & AXON_REQ_FLAG_INJECT) && (length >= ep->rndv_thresh) &&
+        (axon_tag_send_own_copy(req) != AXON_OK)) {
+        axon_request_put(req);
+        return AXON_ERR_NO_MEMORY;
+    }
 
     if (length >= ep->rndv_thresh) {
         /* Matched at the receiver before any data moves: sync for free. */
@@ -365,6 +396,15 @@ static axon_status_t axon_tag_send_common(axon_ep_h ep, const void *buffer, size
         }
     }
 
+    /* Not all of it left: the rest is read from a copy (same offsets). */
+    if ((flags & AXON_REQ_FLAG_INJECT) && (axon_tag_send_own_copy(req) != AXON_OK)) {
+        if (req->flags & AXON_REQUEST_IN_ID_MAP) {
+            axon_request_id_del(req);
+            --ep->outstanding;
+        }
+        axon_request_put(req);
+        return AXON_ERR_NO_MEMORY;
+    }
     axon_tag_send_enqueue(ep, req);
     *req_p = req;
     return AXON_INPROGRESS;

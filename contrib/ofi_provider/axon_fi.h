@@ -5,7 +5,7 @@
  * client of api/axon.h only, like an MPI library.
  *
  *   fabric   one axon_context (AXON_FEATURE_TAG; never Axon's own ofi transport)
- *   domain   free lists of operation descriptors and inject buffers; a lock
+ *   domain   the free list of operation descriptors; a lock
  *            when the threading level asks for one
  *   ep       one axon_worker (its matching queues are the endpoint's), its
  *            name published by an address server, its connections: one
@@ -46,7 +46,7 @@
 #define AXON_FI_PROV_VERSION  FI_VERSION(AXON_VERSION_MAJOR, AXON_VERSION_MINOR)
 
 /* Limits reported by fi_getinfo (see axon_fi_info.c). */
-#define AXON_FI_INJECT_SIZE   4096          /* copied into a bounce buffer: reusable at once */
+#define AXON_FI_INJECT_SIZE   4096          /* AXON_REQ_FLAG_INJECT: reusable at once */
 #define AXON_FI_TX_SIZE       1024          /* default tx/rx queue depth (op descriptors) */
 #define AXON_FI_RX_SIZE       1024
 #define AXON_FI_CQ_SIZE       1024          /* default CQ ring (it grows if overrun) */
@@ -144,14 +144,13 @@ typedef struct axon_fi_op {
     uint64_t            tag;
     uint64_t            sender;    /* receives: the source's worker id (AXON_SENDER_ANY) */
     axon_tag_message_h  msg;       /* FI_PEEK | FI_CLAIM: the claimed message */
-    void               *bounce;    /* inject: the copy of the user's data */
     uint8_t             comp;      /* write a CQ entry on success */
     uint8_t             discard;   /* FI_DISCARD: drop the data, complete without it */
     uint8_t             posted;    /* on the ep's inflight list */
     uint8_t             multi;     /* a multi-receive buffer (FI_MULTI_RECV) */
 } axon_fi_op_t;
 
-/* Chunks of op descriptors and inject buffers: allocated at open, grown rarely. */
+/* Chunks of op descriptors: allocated at open, grown rarely. */
 typedef struct axon_fi_chunk {
     struct axon_fi_chunk *next;
 } axon_fi_chunk_t;
@@ -164,9 +163,8 @@ struct axon_fi_domain {
     pthread_mutex_t        lock;
     int                    refs;           /* AVs, CQs, counters, EPs, MRs, poll sets */
     uint64_t               mr_mode;
-    /* op descriptors and inject bounce buffers */
+    /* op descriptors */
     axon_fi_op_t          *free_ops;
-    void                  *free_bounce;    /* singly linked through the first word */
     axon_fi_chunk_t       *chunks;
     size_t                 op_chunk;       /* ops per growth step */
 };
@@ -360,8 +358,6 @@ int  axon_fi_errno(axon_status_t status);
 /* Op descriptors (domain lock held). */
 axon_fi_op_t *axon_fi_op_get(axon_fi_domain_t *domain);
 void          axon_fi_op_put(axon_fi_domain_t *domain, axon_fi_op_t *op);
-void         *axon_fi_bounce_get(axon_fi_domain_t *domain);
-void          axon_fi_bounce_put(axon_fi_domain_t *domain, void *bounce);
 
 /* Wait objects a CQ or counter may be opened with: none or busy progress. */
 int  axon_fi_wait_obj_check(enum fi_wait_obj wait_obj, const char *what);

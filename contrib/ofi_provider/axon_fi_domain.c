@@ -1,7 +1,7 @@
 /*
- * Domain: the free lists of op descriptors and inject buffers that the data
- * path takes from (grown a chunk at a time, never per operation), and the
- * lock wider threading levels need. Workers belong to endpoints: each
+ * Domain: the free list of op descriptors that the data path takes from
+ * (grown a chunk at a time, never per operation), and the lock wider
+ * threading levels need. Workers belong to endpoints: each
  * endpoint has its own matching queues, so a domain may have several.
  */
 #include <stdlib.h>
@@ -42,7 +42,6 @@ axon_fi_op_t *axon_fi_op_get(axon_fi_domain_t *domain)
         domain->free_ops = op->next;
         op->req     = NULL;
         op->msg     = NULL;
-        op->bounce  = NULL;
         op->used    = 0;
         op->sender  = AXON_SENDER_ANY;
         op->discard = 0;
@@ -56,36 +55,6 @@ void axon_fi_op_put(axon_fi_domain_t *domain, axon_fi_op_t *op)
 {
     op->next         = domain->free_ops;
     domain->free_ops = op;
-}
-
-void *axon_fi_bounce_get(axon_fi_domain_t *domain)
-{
-    void *bounce = domain->free_bounce;
-    axon_fi_chunk_t *chunk;
-    size_t i, count = 64;
-    uint8_t *p;
-
-    if (bounce == NULL) {
-        chunk = malloc(sizeof(*chunk) + count * AXON_FI_INJECT_SIZE);
-        if (chunk == NULL) {
-            return NULL;
-        }
-        chunk->next    = domain->chunks;
-        domain->chunks = chunk;
-        p = (uint8_t *)(chunk + 1);
-        for (i = 0; i < count; ++i) {
-            axon_fi_bounce_put(domain, p + i * AXON_FI_INJECT_SIZE);
-        }
-        bounce = domain->free_bounce;
-    }
-    domain->free_bounce = *(void **)bounce;
-    return bounce;
-}
-
-void axon_fi_bounce_put(axon_fi_domain_t *domain, void *bounce)
-{
-    *(void **)bounce    = domain->free_bounce;
-    domain->free_bounce = bounce;
 }
 
 /* ---------------------------------------------------------------- domain */

@@ -3,8 +3,8 @@
  * on the destination's connection, a receive one Axon tag receive on the
  * endpoint's worker; request callbacks turn completions into CQ entries
  * and counter increments (op_context = the user's context). Op descriptors
- * and inject buffers come from the domain's free lists: nothing is
- * allocated per message.
+ * come from the domain's free list, and an inject is copied by Axon only
+ * when it cannot leave inside the call: nothing is allocated per message.
  */
 #include <string.h>
 #include "axon_fi.h"
@@ -57,9 +57,6 @@ static void axon_fi_send_done(axon_request_h req, axon_status_t status, void *us
     axon_fi_domain_t *domain = op->domain;
 
     axon_fi_inflight_del(op);
-    if (op->bounce != NULL) {
-        axon_fi_bounce_put(domain, op->bounce);
-    }
     if (op->ep != NULL) {
         axon_fi_send_entry(op->ep, op->context, op->flags, op->tag, op->comp, status);
     }
@@ -88,7 +85,6 @@ static ssize_t axon_fi_send(axon_fi_ep_t *ep, const axon_fi_send_t *send)
     axon_request_h req;
     axon_status_t status;
     axon_fi_op_t *op;
-    const void *src = send->buf;
     ssize_t ret = 0;
 
     if (AXON_FI_UNLIKELY(send->inject && (send->len > AXON_FI_INJECT_SIZE))) {
@@ -121,33 +117,22 @@ static ssize_t axon_fi_send(axon_fi_ep_t *ep, const axon_fi_send_t *send)
     op->flags   = send->cq_flags;
     op->tag     = send->tag;
     op->comp    = send->comp;
-    if (send->inject && (send->len > 0)) {
-        op->bounce = axon_fi_bounce_get(domain);
-        if (op->bounce == NULL) {
-            axon_fi_op_put(domain, op);
-            ret = -FI_EAGAIN;
-            goto out;
-        }
-        memcpy(op->bounce, send->buf, send->len);
-        src = op->bounce;
-    }
 
-    param.flags     = send->has_data ? AXON_REQ_FLAG_IMM_DATA : 0;
+    /* Inject: Axon copies the data only if the send cannot leave inside the call. */
+    param.flags     = (send->has_data ? AXON_REQ_FLAG_IMM_DATA : 0) |
+                      (send->inject ? AXON_REQ_FLAG_INJECT : 0);
     param.imm_data  = (uint32_t)send->data;
     param.cb.send   = axon_fi_send_done;
     param.user_data = op;
     param.recv_info = NULL;
     param.sender_id = AXON_SENDER_ANY;
     status = send->sync ?
-             axon_tag_send_sync_nb(conn->aep, src, send->len, send->tag, &param, &req) :
-             axon_tag_send_nb(conn->aep, src, send->len, send->tag, &param, &req);
+             axon_tag_send_sync_nb(conn->aep, send->buf, send->len, send->tag, &param, &req) :
+             axon_tag_send_nb(conn->aep, send->buf, send->len, send->tag, &param, &req);
     if (status == AXON_INPROGRESS) {
         axon_fi_inflight_add(ep, op);
         axon_request_free(req);   /* the callback still comes */
         goto out;
-    }
-    if (op->bounce != NULL) {
-        axon_fi_bounce_put(domain, op->bounce);
     }
     if ((status == AXON_OK) || axon_fi_is_peer_error(status)) {
         axon_fi_send_entry(ep, send->context, send->cq_flags, send->tag, send->comp, status);

@@ -666,6 +666,62 @@ TEST_P(TagExtTest, SyncSendMatchedByRemovingProbe)
  * buffers that are not page aligned; once with the receives posted first,
  * once with the messages arriving first.
  */
+/*
+ * AXON_REQ_FLAG_INJECT (libfabric's inject): the sender's buffer may be
+ * reused as soon as the call returns. The receiver does not progress while
+ * the sender posts 300 messages of every protocol size from one buffer it
+ * overwrites after each call, so the ring fills and sends queue; every
+ * message still arrives as it was when its call was made.
+ */
+TEST_P(TagExtTest, InjectBufferReusableAtReturn)
+{
+    const size_t kSizes[] = {8, 100, 3000, 20000, kRndvLen};
+    const unsigned kCount = 300;
+
+    Run([&](Env &env) {
+        std::vector<uint8_t> buf(kRndvLen);
+
+        ASSERT_TRUE(env.barrier_no_progress());   /* the sender posts everything first */
+        for (unsigned k = 0; k < kCount; ++k) {
+            size_t len = kSizes[k % (sizeof(kSizes) / sizeof(kSizes[0]))];
+            axon_tag_recv_info_t info = {};
+
+            ASSERT_EQ(AXON_OK, env.recv(buf.data(), buf.size(), 0x700, AXON_TAG_MASK_FULL,
+                                        &info)) << "message " << k;
+            ASSERT_EQ(len, info.length) << "message " << k;
+            ASSERT_EQ("", check_msg(buf.data(), len, k)) << "message " << k << ", " << len
+                                                         << " B";
+        }
+        ASSERT_TRUE(env.barrier());
+    }, [&](Env &env) {
+        std::vector<uint8_t> buf(kRndvLen);
+        std::vector<axon_request_h> reqs;
+        axon_request_param_t param = {};
+        unsigned queued = 0;
+
+        param.flags = AXON_REQ_FLAG_INJECT;
+        for (unsigned k = 0; k < kCount; ++k) {
+            size_t len = kSizes[k % (sizeof(kSizes) / sizeof(kSizes[0]))];
+            axon_request_h req = nullptr;
+
+            fill_msg(buf.data(), len, k);
+            axon_status_t st = axon_tag_send_nb(env.ep(), buf.data(), len, 0x700, &param, &req);
+            ASSERT_TRUE((st == AXON_OK) || (st == AXON_INPROGRESS)) << axon_status_string(st);
+            memset(buf.data(), 0xee, len);   /* the call returned: the buffer is ours */
+            if (st == AXON_INPROGRESS) {
+                reqs.push_back(req);
+                ++queued;
+            }
+        }
+        EXPECT_GT(queued, 0u) << "no send had to wait: the test proves nothing";
+        ASSERT_TRUE(env.barrier_no_progress());
+        for (axon_request_h req : reqs) {
+            EXPECT_EQ(AXON_OK, env.wait(AXON_INPROGRESS, req, nullptr));
+        }
+        ASSERT_TRUE(env.barrier());
+    });
+}
+
 TEST_P(TagExtTest, Large64MiBBothWays)
 {
     const size_t kLen = ((size_t)64 << 20) + 13;
