@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Sourced by tests/mpi/run_mpi_tests.sh and contrib/bench/bench_lib.sh.
+# Sourced by tests/mpi/run_mpi_tests.sh, tests/ofi/run_fabtests.sh and
+# contrib/bench/bench_lib.sh.
 # A killed mpirun can leave busy-polling ranks behind: every mpirun runs in
 # a session of its own (setsid), and whatever is left of it is found by that
 # session id and killed, nothing else.

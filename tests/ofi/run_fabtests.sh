@@ -3,8 +3,10 @@
 # provider "axon", as a new user would run them: one "PASS fabtests/<test>"
 # or "FAIL fabtests/<test>" line per test, which run_tests.sh counts. Tests
 # that fabtests_notrun.txt expects not to run print "SKIP fabtests/<test>:
-# <reason>"; any other test that does not run is a FAIL. Without a fabtests
-# build or without the provider it prints one "SKIP fabtests: <reason>" line.
+# <reason>"; any other test that does not run is a FAIL. Without the
+# provider, or without a fabtests build and its tarball, it prints one
+# "SKIP fabtests: <reason>" line; a tarball beside the tree that setup.sh
+# did not manage to build is a FAIL.
 #
 #   tests/ofi/run_fabtests.sh BUILDDIR
 #
@@ -23,8 +25,12 @@ run_limit=${FABTESTS_TIME_LIMIT:-600}
 shm_prefix=axonfab$$
 
 if [ ! -x "$fabtests/bin/runfabtests.sh" ]; then
-    echo "SKIP fabtests: $fabtests/bin/runfabtests.sh is not built (contrib/setup.sh test" \
-        "builds it from ../shared/clients/fabtests-1.17.0.tar.gz)"
+    # Where the tarball is (beside the tree), setup.sh should have built it.
+    tarball=${AXON_CLIENTS_DIR:-$srcdir/../../../shared/clients}/fabtests-1.17.0.tar.gz
+    verdict=SKIP
+    [ -f "$tarball" ] && verdict=FAIL
+    echo "$verdict fabtests: $fabtests/bin/runfabtests.sh is not built (contrib/setup.sh test" \
+        "builds it from $tarball)"
     exit 0
 fi
 if [ ! -f "$provdir/libaxon-fi.so" ]; then
@@ -56,16 +62,10 @@ notrun_reason() {  # test -> reason on stdout, or status 1
 
 tmp=$(mktemp -d /tmp/axon-fabtests-XXXXXX)
 run_pid=
-session_pids() {  # sid (zombies, dead already, are not counted)
-    ps -eo pid=,sid=,stat= | awk -v s="$1" '$2 == s && $3 !~ /^Z/ { print $1 }'
-}
+# The run goes in a session of its own: session_pids, kill_session.
+. "$srcdir/../mpi/session.sh"
 cleanup() {
-    local left
-    if [ -n "$run_pid" ]; then
-        left=$(session_pids "$run_pid")
-        # shellcheck disable=SC2086 # one pid per word
-        [ -n "$left" ] && kill -9 $left 2>/dev/null
-    fi
+    [ -n "$run_pid" ] && kill_session "$run_pid"
     rm -rf "$tmp"
     rm -f /dev/shm/"$shm_prefix"-*
 }
