@@ -128,15 +128,12 @@ static inline size_t axon_shm_max_short(size_t cell_size)
     return (max_bcopy < AXON_SHM_MAX_SHORT) ? max_bcopy : AXON_SHM_MAX_SHORT;
 }
 
-/* Measured costs of moving data (shm_calib.c); 0 where not measured. */
-typedef struct axon_shm_costs {
-    double copy_MBps;        /* memcpy of a large buffer */
-    double get_overhead_ns;  /* process_vm_readv: per call */
-    double get_MBps;         /* and per byte */
-} axon_shm_costs_t;
-
-/* Measured on the first call, in this process; later calls return the same. */
-void axon_shm_costs_get(axon_shm_costs_t *costs);
+/*
+ * Set resource's measured costs (copy_MBps: memcpy of a large buffer;
+ * get_overhead_ns, get_MBps: process_vm_readv per call and per byte; 0 where
+ * not measured). Measured on the first call in this process (shm_calib.c).
+ */
+void axon_shm_costs_fill(axon_resource_t *resource);
 
 /* shm_component.c: reject options the ring cannot work with (logs which). */
 axon_status_t axon_shm_config_check(const axon_shm_config_t *config);

@@ -20,7 +20,12 @@
 #define AXON_SHM_CALIB_SMALL 4096
 #define AXON_SHM_CALIB_REPS  3
 
-static axon_shm_costs_t axon_shm_costs;
+/* What this process measured; 0 where nothing was. */
+static struct {
+    double copy_MBps;        /* memcpy of a large buffer */
+    double get_overhead_ns;  /* process_vm_readv: per call */
+    double get_MBps;         /* and per byte */
+} axon_shm_costs;
 static pthread_once_t   axon_shm_costs_once = PTHREAD_ONCE_INIT;
 
 /* Best of a few runs: a run the scheduler interrupted says nothing about the machine. */
@@ -91,8 +96,10 @@ static void axon_shm_calibrate_once(void)
                axon_shm_costs.get_MBps);
 }
 
-void axon_shm_costs_get(axon_shm_costs_t *costs)
+void axon_shm_costs_fill(axon_resource_t *resource)
 {
     pthread_once(&axon_shm_costs_once, axon_shm_calibrate_once);
-    *costs = axon_shm_costs;
+    resource->copy_MBps       = axon_shm_costs.copy_MBps;
+    resource->get_overhead_ns = axon_shm_costs.get_overhead_ns;
+    resource->get_MBps        = axon_shm_costs.get_MBps;
 }

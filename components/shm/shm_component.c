@@ -119,7 +119,6 @@ static axon_status_t axon_shm_query(const void *config_v, axon_resource_t **reso
 {
     const axon_shm_config_t *config = config_v;
     axon_resource_t         *resource;
-    axon_shm_costs_t         costs;
     axon_status_t            status;
 
     status = axon_shm_config_check(config);
@@ -155,10 +154,7 @@ static axon_status_t axon_shm_query(const void *config_v, axon_resource_t **reso
     resource->max_zcopy      = 0;
     if (config->cma && axon_shm_cma_possible()) {
         resource->cap_flags |= AXON_CAP_GET | AXON_CAP_PUT;
-        axon_shm_costs_get(&costs);
-        resource->copy_MBps       = costs.copy_MBps;
-        resource->get_overhead_ns = costs.get_overhead_ns;
-        resource->get_MBps        = costs.get_MBps;
+        axon_shm_costs_fill(resource);
     }
     resource->ep_memory      = sizeof(axon_shm_ep_t);
 

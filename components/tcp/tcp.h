@@ -265,8 +265,6 @@ axon_status_t axon_tcp_config_check(const axon_tcp_config_t *config, uint16_t *p
                                     uint16_t *port_hi);
 
 /* tcp_iface.c */
-/* Recompute super.idle: nothing but the listening socket to look after. */
-void          axon_tcp_iface_update_idle(axon_tcp_iface_t *iface);
 axon_status_t axon_tcp_iface_open(const axon_resource_t *resource, const void *config,
                                   const axon_iface_params_t *params, axon_iface_t **iface_p);
 /*

@@ -967,7 +967,7 @@ static inline uint64_t axon_tcp_coarse_ns(void)
 }
 
 /* Nothing but the listening socket: no connection, endpoint or report to look after. */
-void axon_tcp_iface_update_idle(axon_tcp_iface_t *iface)
+static void axon_tcp_iface_update_idle(axon_tcp_iface_t *iface)
 {
     iface->super.idle = (iface->nconns == 0) && axon_list_is_empty(&iface->eps) &&
                         axon_list_is_empty(&iface->ep_reports) &&
