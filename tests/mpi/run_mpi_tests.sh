@@ -64,14 +64,12 @@ if [[ " $configs " == *" axon"* ]] && [ ! -f "$provdir/libaxon-fi.so" ]; then
 fi
 
 mkdir -p "$outdir" || exit 2
+# Every mpirun runs in a session of its own: session_pids, kill_session,
+# session_cleanup.
+. "$srcdir/session.sh"
 tmp=$(mktemp -d /tmp/axon-mpi-XXXXXX)
 run_pid=
-cleanup() {
-    [ -n "$run_pid" ] && kill_session "$run_pid"
-    rm -rf "$tmp"
-    rm -f /dev/shm/"$shm_prefix"-*
-}
-trap cleanup EXIT
+trap session_cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
 quiet_pass=0  # 1: report() prints failures only
@@ -99,8 +97,6 @@ done
 
 # ------------------------------------------------------------------ running
 
-# Every mpirun runs in a session of its own: session_pids, kill_session.
-. "$srcdir/session.sh"
 
 mpirun_args=(--oversubscribe --bind-to none)
 [ "$(id -u)" -eq 0 ] && mpirun_args+=(--allow-run-as-root)

@@ -14,3 +14,11 @@ kill_session() {  # sid
     # shellcheck disable=SC2086 # one pid per word
     [ -n "$left" ] && kill -9 $left 2>/dev/null
 }
+
+# The caller's exit trap: kills what is left of the run under way ($run_pid),
+# removes its scratch directory ($tmp) and Axon's shm segments ($shm_prefix).
+session_cleanup() {
+    [ -n "$run_pid" ] && kill_session "$run_pid"
+    rm -rf "$tmp"
+    rm -f /dev/shm/"$shm_prefix"-*
+}

@@ -62,14 +62,10 @@ notrun_reason() {  # test -> reason on stdout, or status 1
 
 tmp=$(mktemp -d /tmp/axon-fabtests-XXXXXX)
 run_pid=
-# The run goes in a session of its own: session_pids, kill_session.
+# The run goes in a session of its own: session_pids, kill_session,
+# session_cleanup.
 . "$srcdir/../mpi/session.sh"
-cleanup() {
-    [ -n "$run_pid" ] && kill_session "$run_pid"
-    rm -rf "$tmp"
-    rm -f /dev/shm/"$shm_prefix"-*
-}
-trap cleanup EXIT
+trap session_cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
 # runfabtests.sh ends a test that timed out by killing every process on the
