@@ -123,23 +123,23 @@ t_perf_size_list() {
 
 # 64 KiB alone over shm, as chosen by default, within 1.2x of its eager path
 # (AXON_RNDV_THRESH=inf): the rendezvous must not be picked where it costs
-# more (it took 4x eager's latency on VMs that pin pages slowly). Best of 5.
-perf_best_lat() {  # size [env...] -> best latency_us of 5 runs
-    local size=$1 best= l i
-    shift
-    for i in 1 2 3 4 5; do
-        l=$(env "$@" timeout 60 "$perf" --local -t tag_lat -s "$size" -n 2000 |
-            sed -n 's/^RESULT .*latency_us=\([0-9.]*\).*/\1/p')
-        [ -n "$l" ] || return 1
-        best=$(awk -v a="$l" -v b="${best:-$l}" 'BEGIN { print (a < b) ? a : b }')
-    done
-    echo "$best"
+# more (it took 4x eager's latency on VMs that pin pages slowly). The two
+# run alternately, 7 times each, and the best of each counts: both may be the
+# same protocol here, and drift between separate batches showed as 1.2x.
+perf_lat_64k() {  # [env...] -> latency_us of one run
+    env "$@" timeout 60 "$perf" --local -t tag_lat -s 65536 -n 10000 |
+        sed -n 's/^RESULT .*latency_us=\([0-9.]*\).*/\1/p'
 }
 
 t_perf_64k_not_slower_than_eager() {
-    local auto eager
-    auto=$(perf_best_lat 65536) && eager=$(perf_best_lat 65536 AXON_RNDV_THRESH=inf) || return 1
-    echo "64 KiB tag_lat: default $auto us, eager $eager us (limit 1.2x)"
+    local auto= eager= a e i
+    for i in 1 2 3 4 5 6 7; do
+        a=$(perf_lat_64k) && e=$(perf_lat_64k AXON_RNDV_THRESH=inf) || return 1
+        [ -n "$a" ] && [ -n "$e" ] || return 1
+        auto=$(awk -v x="$a" -v y="${auto:-$a}" 'BEGIN { print (x < y) ? x : y }')
+        eager=$(awk -v x="$e" -v y="${eager:-$e}" 'BEGIN { print (x < y) ? x : y }')
+    done
+    echo "64 KiB tag_lat: default $auto us, eager $eager us (best of 7 alternating; limit 1.2x)"
     awk -v a="$auto" -v e="$eager" 'BEGIN { exit !(a <= 1.2 * e) }'
 }
 
