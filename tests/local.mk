@@ -6,6 +6,7 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/test_loader.cc \
 	tests/gtest/test_select.cc \
 	tests/gtest/test_idle.cc \
+	tests/gtest/test_rcache.cc \
 	tests/gtest/test_tag_match.cc \
 	tests/gtest/tag_env.h \
 	tests/gtest/test_tag.cc \
