@@ -206,7 +206,11 @@ axon_status_t axon_rcache_create(const axon_rcache_params_t *params, axon_rcache
     axon_list_init(&rcache->unused);
     axon_list_init(&rcache->garbage);
     status = axon_memmon_subscribe(axon_rcache_invalidate, rcache, &rcache->sub);
-    if (status != AXON_OK) {
+    if (status == AXON_ERR_UNSUPPORTED) {
+        /* Every get registers and every put deregisters, as without a cache. */
+        axon_debug("rcache %s: memory cannot be watched here: not caching", rcache->name);
+        rcache->sub = NULL;
+    } else if (status != AXON_OK) {
         free(rcache);
         return status;
     }
@@ -219,7 +223,9 @@ void axon_rcache_destroy(axon_rcache_t *rcache)
     axon_list_link_t list;
     unsigned in_use = 0;
 
-    axon_memmon_unsubscribe(rcache->sub);   /* no invalidation runs past this */
+    if (rcache->sub != NULL) {
+        axon_memmon_unsubscribe(rcache->sub);   /* no invalidation runs past this */
+    }
     while (rcache->count > 0) {
         in_use += rcache->index[0]->refs > 0;
         rcache->index[0]->refs = 0;
@@ -232,6 +238,11 @@ void axon_rcache_destroy(axon_rcache_t *rcache)
     axon_rcache_free_list(rcache, &list);
     free(rcache->index);
     free(rcache);
+}
+
+int axon_rcache_is_caching(const axon_rcache_t *rcache)
+{
+    return rcache->sub != NULL;
 }
 
 void axon_rcache_get_stats(axon_rcache_t *rcache, axon_rcache_stats_t *stats)

@@ -51,8 +51,9 @@ typedef struct axon_rcache_stats {
     uint64_t uncached;      /* registrations of memory that cannot be watched */
 } axon_rcache_stats_t;
 
-/* AXON_ERR_UNSUPPORTED when memory cannot be watched here: register per use then. */
+/* Where memory cannot be watched the cache registers per use (axon_rcache_is_caching). */
 axon_status_t axon_rcache_create(const axon_rcache_params_t *params, axon_rcache_t **rcache_p);
+int           axon_rcache_is_caching(const axon_rcache_t *rcache);
 /* Deregisters everything; regions still in use are reported (a caller's leak). */
 void          axon_rcache_destroy(axon_rcache_t *rcache);
 
