@@ -1,5 +1,6 @@
 # framework/: services every layer and component uses.
 libaxon_la_SOURCES += \
+	framework/status.c \
 	framework/log.c \
 	framework/config.c \
 	framework/loader.c \
