@@ -24,6 +24,7 @@ noinst_HEADERS += \
 	framework/sys.h \
 	framework/idle.h \
 	framework/proc.h \
+	framework/amo_args.h \
 	framework/amo_cpu.h \
 	framework/mem_seg.h \
 	framework/mem_table.h
