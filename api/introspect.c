@@ -16,6 +16,10 @@
 
 static const char *const axon_introspect_dev_types[] = {"self", "shm", "net"};
 
+/* "yes" if configure defined _have (to 1), else "no": an undefined name stays a name. */
+#define AXON_BUILT_STR(_have) #_have
+#define AXON_BUILT(_have)     ((sizeof(AXON_BUILT_STR(_have)) == 2) ? "yes" : "no")
+
 static void axon_introspect_version(axon_context_h ctx, FILE *stream)
 {
     const axon_dev_backend_t *const *be;
@@ -25,38 +29,9 @@ static void axon_introspect_version(axon_context_h ctx, FILE *stream)
     fprintf(stream, "# Axon version %s\n", axon_get_version_string());
     fprintf(stream, "# component ABI version %u\n", AXON_COMPONENT_ABI_VERSION);
     fprintf(stream, "# built with: rdma-core %s, librdmacm %s, mlx5dv %s, hwloc %s, "
-                    "libfabric %s, PMIx %s\n",
-#ifdef HAVE_IBVERBS
-                    "yes",
-#else
-                    "no",
-#endif
-#ifdef HAVE_RDMACM
-                    "yes",
-#else
-                    "no",
-#endif
-#ifdef HAVE_MLX5DV
-                    "yes",
-#else
-                    "no",
-#endif
-#ifdef HAVE_HWLOC
-                    "yes",
-#else
-                    "no",
-#endif
-#ifdef HAVE_LIBFABRIC
-                    "yes",
-#else
-                    "no",
-#endif
-#ifdef HAVE_PMIX
-                    "yes"
-#else
-                    "no"
-#endif
-                    );
+                    "libfabric %s, PMIx %s\n", AXON_BUILT(HAVE_IBVERBS), AXON_BUILT(HAVE_RDMACM),
+            AXON_BUILT(HAVE_MLX5DV), AXON_BUILT(HAVE_HWLOC), AXON_BUILT(HAVE_LIBFABRIC),
+            AXON_BUILT(HAVE_PMIX));
     fprintf(stream, "# device back ends:");
     for (be = axon_dev_backends; *be != NULL; ++be) {
         fprintf(stream, " %s", (*be)->name);
@@ -243,8 +218,8 @@ static void axon_introspect_rdma_devices(FILE *stream)
  * that covers every entry's offset plus the largest value type.
  */
 static void axon_introspect_config_backend(const char *kind, const char *name,
-                                     const axon_config_entry_t *table, const char *prefix,
-                                     FILE *stream)
+                                           const axon_config_entry_t *table, const char *prefix,
+                                           FILE *stream)
 {
     const axon_config_entry_t *entry;
     size_t size = 0;
