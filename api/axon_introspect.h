@@ -14,14 +14,10 @@ extern "C" {
 
 /** What axon_introspect_print shows. */
 enum {
-    /* version, build options, device back ends, component search path */
-    AXON_INTROSPECT_BUILD   = 1u << 0,
-    /* components and their resources (with capabilities and estimates; those
-     * AXON_TLS / AXON_NET_DEVICES leave out marked [not selected]), then the
-     * RDMA devices of every device back end with their ports and limits */
-    AXON_INTROSPECT_DEVICES = 1u << 1,
-    /* every configuration variable with its value, default and help */
-    AXON_INTROSPECT_CONFIG  = 1u << 2,
+    AXON_INTROSPECT_BUILD   = 1u << 0,  /* version, build options, back ends, search path */
+    AXON_INTROSPECT_DEVICES = 1u << 1,  /* components, resources (those AXON_TLS or
+                                         * AXON_NET_DEVICES leave out marked), RDMA devices */
+    AXON_INTROSPECT_CONFIG  = 1u << 2,  /* every variable: value, default and help */
     AXON_INTROSPECT_ALL     = (1u << 3) - 1,
 };
 

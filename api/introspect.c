@@ -215,7 +215,8 @@ static void axon_introspect_rdma_devices(FILE *stream)
 
 /*
  * A back end's options struct is private to it: parse into a zeroed buffer
- * that covers every entry's offset plus the largest value type.
+ * that covers every entry's offset plus the largest value type. NULL table:
+ * the back end has no options.
  */
 static void axon_introspect_config_backend(const char *kind, const char *name,
                                            const axon_config_entry_t *table, const char *prefix,
@@ -225,6 +226,9 @@ static void axon_introspect_config_backend(const char *kind, const char *name,
     size_t size = 0;
     void *opts;
 
+    if (table == NULL) {
+        return;
+    }
     for (entry = table; entry->name != NULL; ++entry) {
         if (entry->offset > size) {
             size = entry->offset;
@@ -248,7 +252,6 @@ static void axon_introspect_config_backend(const char *kind, const char *name,
 static void axon_introspect_config(axon_context_h ctx, FILE *stream)
 {
     const axon_dev_backend_t *const *be;
-    const axon_dev_cm_ops_t *const *cm;
     const axon_loaded_component_t *lc;
     unsigned i;
 
@@ -264,15 +267,12 @@ static void axon_introspect_config(axon_context_h ctx, FILE *stream)
                           lc->config, stream);
     }
     for (be = axon_dev_backends; *be != NULL; ++be) {
-        if ((*be)->config_table != NULL) {
-            axon_introspect_config_backend("device back end", (*be)->name, (*be)->config_table,
-                                     (*be)->config_prefix, stream);
-        }
-    }
-    for (cm = axon_dev_cm_backends; *cm != NULL; ++cm) {
-        if ((*cm)->config_table != NULL) {
-            axon_introspect_config_backend("connection manager", (*cm)->name, (*cm)->config_table,
-                                     (*cm)->config_prefix, stream);
+        axon_introspect_config_backend("device back end", (*be)->name, (*be)->config_table,
+                                       (*be)->config_prefix, stream);
+        if ((*be)->cm != NULL) {
+            axon_introspect_config_backend("connection manager", (*be)->cm->name,
+                                           (*be)->cm->config_table, (*be)->cm->config_prefix,
+                                           stream);
         }
     }
 }
