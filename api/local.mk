@@ -15,7 +15,8 @@ libaxon_la_SOURCES += \
 	api/rkey.c \
 	api/rma.c \
 	api/rma_am.c \
-	api/amo.c
+	api/amo.c \
+	api/introspect.c
 
 noinst_HEADERS += \
 	api/axon_int.h \

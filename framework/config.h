@@ -8,7 +8,8 @@
 
 #include <stddef.h>
 #include <stdio.h>
-#include "axon.h"
+#include "axon_config_kv.h"
+#include "axon_status.h"
 
 typedef struct axon_config_parser {
     /* Parse str into dest; return 0 on success, -1 if str is not valid. */

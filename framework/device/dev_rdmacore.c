@@ -1360,9 +1360,14 @@ static void axon_dev_rdmacore_summary(char *buf, size_t max)
 
 const axon_dev_backend_t axon_dev_rdmacore_backend = {
     .name          = AXON_DEV_RDMACORE_NAME,
+    .order         = 1,   /* after the software device */
     .get_list      = axon_dev_rdmacore_get_list,
     .open          = axon_dev_rdmacore_open,
     .summary       = axon_dev_rdmacore_summary,
     .config_table  = NULL,
     .config_prefix = NULL,
+#ifdef HAVE_RDMACM
+    .cm            = &axon_dev_rdmacore_cm_ops,
+#endif
 };
+AXON_DEV_BACKEND_REGISTER(axon_dev_rdmacore_backend)

@@ -9,10 +9,15 @@
 #define AXON_DEV_RDMACORE_H
 
 #include <infiniband/verbs.h>
-#include "dev.h"
+#include "dev_backend.h"
 
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+extern const axon_dev_backend_t axon_dev_rdmacore_backend;
+#ifdef HAVE_RDMACM
+extern const struct axon_dev_cm_ops axon_dev_rdmacore_cm_ops;
 #endif
 
 typedef struct axon_dev_rdmacore_context {
