@@ -21,7 +21,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "axon.h"
+#include "axon_status.h"
 
 /* Called by the monitor thread, monitor lock held: [start, end) is gone. */
 typedef void (*axon_memmon_cb_t)(void *arg, uintptr_t start, uintptr_t end);

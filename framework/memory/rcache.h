@@ -19,7 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "axon.h"
+#include "axon_status.h"
 
 typedef struct axon_rcache axon_rcache_t;
 
