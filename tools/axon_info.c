@@ -68,7 +68,7 @@ static void axon_info_version(axon_context_h ctx)
         for (i = 0; i < dirs.count; ++i) {
             printf("# component search path [%u]: %s\n", i, dirs.names[i]);
         }
-        axon_loader_names_free(&dirs);
+        axon_config_names_release(&dirs);
     }
 }
 
