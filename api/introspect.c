@@ -42,7 +42,7 @@ static void axon_introspect_version(axon_context_h ctx, FILE *stream)
         for (i = 0; i < dirs.count; ++i) {
             fprintf(stream, "# component search path [%u]: %s\n", i, dirs.names[i]);
         }
-        axon_loader_names_free(&dirs);
+        axon_config_names_release(&dirs);
     }
 }
 
