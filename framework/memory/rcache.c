@@ -124,7 +124,9 @@ static axon_status_t axon_rcache_reserve(axon_rcache_t *rcache, axon_rcache_entr
         return AXON_ERR_NO_MEMORY;
     }
     axon_memmon_lock();
-    memcpy(index, rcache->index, rcache->count * sizeof(*index));
+    if (rcache->count > 0) {
+        memcpy(index, rcache->index, rcache->count * sizeof(*index));
+    }
     *old_p        = rcache->index;
     rcache->index = index;
     rcache->cap   = cap;

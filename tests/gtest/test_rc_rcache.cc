@@ -28,34 +28,36 @@ const int    kSends   = 1000;
 const int    kRounds  = 3;            /* buffers freed and allocated again */
 
 /*
- * A buffer allocated, freed and allocated again: malloc's large blocks come
- * from mmap and go back with munmap, as with big MPI buffers. ASan keeps
- * freed blocks in quarantine, so under it the buffers are mapped directly,
- * the next one where the last one was.
+ * A buffer allocated, freed and allocated again: glibc's large blocks come
+ * from mmap and go back with munmap, as with big MPI buffers. Under another
+ * allocator (ASan's quarantine never hands a freed block back at once) the
+ * buffers are mapped directly, the next one where the last one was.
  */
-void fix_malloc_threshold()
+bool glibc_malloc()
 {
-    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+    static const bool glibc = mallopt(M_MMAP_THRESHOLD, 128 * 1024) == 1;
+
+    return glibc;
 }
 
 uint8_t *buffer_alloc(void *where)
 {
-#ifdef __SANITIZE_ADDRESS__
-    void *p = mmap(where, kLen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *p;
+
+    if (glibc_malloc()) {
+        return static_cast<uint8_t *>(malloc(kLen));
+    }
+    p = mmap(where, kLen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return static_cast<uint8_t *>((p == MAP_FAILED) ? NULL : p);
-#else
-    (void)where;
-    return static_cast<uint8_t *>(malloc(kLen));
-#endif
 }
 
 void buffer_free(uint8_t *buf)
 {
-#ifdef __SANITIZE_ADDRESS__
-    munmap(buf, kLen);
-#else
-    free(buf);
-#endif
+    if (glibc_malloc()) {
+        free(buf);
+    } else {
+        munmap(buf, kLen);
+    }
 }
 
 /* Sends kSends messages from one buffer, then kRounds times from a new one. */
@@ -68,7 +70,6 @@ int peer_sender(int fd, void *)
     uint64_t regs;
     uint8_t *buf;
 
-    fix_malloc_threshold();
     PEER_CHECK(axon_test_node_create(&node, "rc", NULL, 0) == AXON_OK);
     PEER_CHECK(axon_test_exchange_address(fd, node.address, node.address_length, &addr, &len) ==
                0);
@@ -105,7 +106,6 @@ TEST(RcRcache, SameBufferRegisteredOnceAndFreedBufferAgain)
     uint8_t *buf, *old;
     int same = 0;
 
-    fix_malloc_threshold();
     ASSERT_EQ(0, axon_test_peer_spawn(&peer, peer_sender, nullptr, 3 * kTimeout));
     ASSERT_EQ(AXON_OK, axon_test_node_create(&node, "rc", NULL, 0));
     ASSERT_EQ(0, axon_test_exchange_address(peer.fd, node.address, node.address_length, &addr,
