@@ -1,7 +1,8 @@
 /*
  * Axon — a transport framework for HPC communication libraries.
  *
- * This header is the whole public API. Objects, from the outside in:
+ * This header (with axon_status.h and axon_config_kv.h, which it includes)
+ * is the whole public API. Objects, from the outside in:
  *
  *   context   one per library instance: reads AXON_* configuration, loads the
  *             transport components and records the features the caller needs.
@@ -31,6 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "axon_config_kv.h"
+#include "axon_status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,35 +42,6 @@ extern "C" {
 #define AXON_VERSION_MAJOR 0
 #define AXON_VERSION_MINOR 1
 #define AXON_VERSION_PATCH 0
-
-/* ---------------------------------------------------------------- status */
-
-typedef enum {
-    AXON_OK                   =   0,
-    AXON_INPROGRESS           =   1,  /* not an error: operation in flight */
-    AXON_ERR_NO_MESSAGE       =  -1,  /* probe found nothing */
-    AXON_ERR_NO_RESOURCE      =  -2,  /* transport resources exhausted, retry later */
-    AXON_ERR_IO_ERROR         =  -3,
-    AXON_ERR_NO_MEMORY        =  -4,
-    AXON_ERR_INVALID_PARAM    =  -5,
-    AXON_ERR_UNREACHABLE      =  -6,  /* no transport reaches the peer */
-    AXON_ERR_INVALID_ADDR     =  -7,
-    AXON_ERR_UNSUPPORTED      =  -8,
-    AXON_ERR_MSG_TRUNCATED    =  -9,  /* message longer than the receive buffer */
-    AXON_ERR_NO_DEVICE        = -10,
-    AXON_ERR_BUSY             = -11,
-    AXON_ERR_CANCELED         = -12,
-    AXON_ERR_CONNECTION_RESET = -13,
-    AXON_ERR_ENDPOINT_TIMEOUT = -14,
-    AXON_ERR_TIMED_OUT        = -15,
-    AXON_ERR_NOT_FOUND        = -16,
-    AXON_ERR_NO_ELEM          = -17,  /* no transport/component matches */
-    AXON_ERR_IO_FORMAT        = -18,  /* malformed data from outside (address, packet) */
-    AXON_ERR_REMOTE_ACCESS    = -19,  /* remote memory: bad key, range or access rights */
-} axon_status_t;
-
-/** Short, stable text for a status ("Message truncated"). */
-const char *axon_status_string(axon_status_t status);
 
 /* ---------------------------------------------------------------- handles */
 
@@ -93,12 +67,6 @@ enum {
     AXON_FEATURE_AMO  = 1u << 2,  /* atomics */
     AXON_FEATURE_COLL = 1u << 3,  /* collectives */
 };
-
-/** A configuration value set by the caller; overrides the AXON_<NAME> variable. */
-typedef struct {
-    const char *name;   /* without the AXON_ prefix: "TLS", "SHM_FIFO_SIZE" */
-    const char *value;
-} axon_config_kv_t;
 
 typedef struct {
     uint32_t                features;      /* AXON_FEATURE_* (at least one) */

@@ -3,7 +3,7 @@
 #   tag/   tag matching, eager and rendezvous sends, receives
 #   rma/   put/get/flush/fence, atomics, the active-message path for them
 #   mem/   mapped memory and its keys
-# (collectives will go in api/coll/.) The public header stays here: it is installed.
+# (collectives will go in api/coll/.) The public headers stay here: they are installed.
 AM_CPPFLAGS += -I$(top_srcdir)/api/core -I$(top_srcdir)/api/tag -I$(top_srcdir)/api/rma \
                -I$(top_srcdir)/api/mem
 

@@ -120,7 +120,8 @@ build_fabtests() {
 }
 build_fabtests
 
-# The suite runs three times: plainly (with the tool and install tests), then
+# The suite runs three times: plainly (with the layering, tool and install
+# tests: tests/layering/check_layers.sh fails on a wrong-way include or call), then
 # built with AddressSanitizer + UBSan, then the single-process suites under
 # valgrind. Each pass ends with "N passed, M failed"; the totals end the run.
 total_pass=0

@@ -19,11 +19,11 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "axon.h"
+#include "amo_args.h"
+#include "axon_status.h"
 
 #define AXON_AMO_LOCKS      64   /* stripes per region */
 #define AXON_AMO_BLOCK_SHIFT 5   /* a stripe covers 32-byte blocks: the largest operand */
-#define AXON_AMO_MAX_WORDS  4    /* 32 bytes */
 
 typedef struct axon_amo_lock {
     uint32_t word;               /* 0 free, else the owner's pid; accessed atomically */
@@ -33,34 +33,6 @@ typedef struct axon_amo_lock {
 typedef struct axon_amo_lock_table {
     axon_amo_lock_t lock[AXON_AMO_LOCKS];
 } axon_amo_lock_table_t;
-
-/* Operations: the public ones first, in axon_atomic_op_t order */
-typedef enum {
-    AXON_AMO_ADD          = AXON_ATOMIC_ADD,
-    AXON_AMO_AND          = AXON_ATOMIC_AND,
-    AXON_AMO_OR           = AXON_ATOMIC_OR,
-    AXON_AMO_XOR          = AXON_ATOMIC_XOR,
-    AXON_AMO_SWAP         = AXON_ATOMIC_SWAP,
-    AXON_AMO_CSWAP        = AXON_ATOMIC_CSWAP,
-    AXON_AMO_MASKED_CSWAP = AXON_ATOMIC_LAST,  /* extended, §8.7 */
-    AXON_AMO_MFADD,                            /* extended, §8.7 */
-    AXON_AMO_LAST
-} axon_amo_op_t;
-
-/*
- * One atomic's operands, in host-order 64-bit words (a 4-byte operand uses
- * the low 32 bits of word 0). Travels as is in active messages: fixed layout.
- */
-typedef struct axon_amo_args {
-    uint8_t  op;                              /* axon_amo_op_t */
-    uint8_t  size;                            /* 4, 8 (all ops), 16, 32 (extended only) */
-    uint8_t  fetch;                           /* 1: the caller wants the previous value */
-    uint8_t  reserved[5];
-    uint64_t value[AXON_AMO_MAX_WORDS];       /* operand; swap value; mfadd: add */
-    uint64_t compare[AXON_AMO_MAX_WORDS];     /* CSWAP and MASKED_CSWAP */
-    uint64_t mask[AXON_AMO_MAX_WORDS];        /* MASKED_CSWAP: compare mask; MFADD: boundaries */
-    uint64_t swap_mask[AXON_AMO_MAX_WORDS];   /* MASKED_CSWAP */
-} axon_amo_args_t;
 
 /*
  * AXON_OK, or AXON_ERR_INVALID_PARAM (logged) for an op/size pair that does

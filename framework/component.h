@@ -15,9 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "axon.h"
+#include "axon_status.h"
 #include "config.h"
-#include "amo_cpu.h"
+#include "amo_args.h"
 
 #define AXON_COMPONENT_ABI_VERSION 7
 /* Plugins build with -fvisibility=hidden; only the descriptor is exported. */

@@ -342,7 +342,7 @@ typedef struct {
 static const axon_config_list_fmt_t axon_config_string_list_fmt = {',', 1, 0};
 static const axon_config_list_fmt_t axon_config_path_list_fmt   = {':', 0, 1};
 
-static void axon_config_names_release(axon_config_names_t *names)
+void axon_config_names_release(axon_config_names_t *names)
 {
     unsigned i;
 
@@ -354,8 +354,7 @@ static void axon_config_names_release(axon_config_names_t *names)
     names->count = 0;
 }
 
-static int axon_config_names_append(axon_config_names_t *names, const char *item,
-                                    size_t len)
+int axon_config_names_append(axon_config_names_t *names, const char *item, size_t len)
 {
     char **array;
     char  *copy;

@@ -8,7 +8,8 @@
 
 #include <stddef.h>
 #include <stdio.h>
-#include "axon.h"
+#include "axon_config_kv.h"
+#include "axon_status.h"
 
 typedef struct axon_config_parser {
     /* Parse str into dest; return 0 on success, -1 if str is not valid. */
@@ -159,6 +160,10 @@ void          axon_config_print(const axon_config_entry_t *table, const char *pr
 
 /* Helpers for list values */
 int  axon_config_names_contain(const axon_config_names_t *names, const char *name);
+/* Append a copy of item's first len characters; -1 when out of memory. */
+int  axon_config_names_append(axon_config_names_t *names, const char *item, size_t len);
+/* Free every name and the array; the list is empty after. */
+void axon_config_names_release(axon_config_names_t *names);
 /* Does the allow-list admit name? */
 int  axon_config_allows(const axon_config_allow_list_t *allow, const char *name);
 

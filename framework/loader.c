@@ -18,39 +18,12 @@
 #define AXON_PLUGIN_DIR "/usr/local/lib/axon"
 #endif
 
-void axon_loader_names_free(axon_config_names_t *names)
+/* A directory is searched once, at its first place in the order. */
+static axon_status_t axon_loader_dir_add(axon_config_names_t *dirs, const char *dir)
 {
-    unsigned i;
-
-    for (i = 0; i < names->count; ++i) {
-        free(names->names[i]);
-    }
-    free(names->names);
-    names->names = NULL;
-    names->count = 0;
-}
-
-static axon_status_t axon_loader_names_add(axon_config_names_t *names, const char *name)
-{
-    char **grown;
-    unsigned i;
-
-    for (i = 0; i < names->count; ++i) {
-        if (strcmp(names->names[i], name) == 0) {
-            return AXON_OK;  /* already listed */
-        }
-    }
-    grown = realloc(names->names, sizeof(*grown) * (names->count + 1));
-    if (grown == NULL) {
-        return AXON_ERR_NO_MEMORY;
-    }
-    names->names = grown;
-    grown[names->count] = strdup(name);
-    if (grown[names->count] == NULL) {
-        return AXON_ERR_NO_MEMORY;
-    }
-    ++names->count;
-    return AXON_OK;
+    return (axon_config_names_contain(dirs, dir) ||
+            (axon_config_names_append(dirs, dir, strlen(dir)) == 0)) ? AXON_OK :
+                                                                        AXON_ERR_NO_MEMORY;
 }
 
 axon_status_t axon_loader_search_dirs(const axon_config_names_t *path_list,
@@ -64,7 +37,7 @@ axon_status_t axon_loader_search_dirs(const axon_config_names_t *path_list,
     dirs->names = NULL;
     dirs->count = 0;
     for (i = 0; (status == AXON_OK) && (i < path_list->count); ++i) {
-        status = axon_loader_names_add(dirs, path_list->names[i]);
+        status = axon_loader_dir_add(dirs, path_list->names[i]);
     }
 
     /* Plugins live next to libaxon.so, in axon/: true when installed, and in
@@ -72,15 +45,15 @@ axon_status_t axon_loader_search_dirs(const axon_config_names_t *path_list,
     lib_dir = axon_sys_dso_dir((const void *)axon_loader_search_dirs);
     if ((status == AXON_OK) && (lib_dir != NULL)) {
         snprintf(path, sizeof(path), "%s/axon", lib_dir);
-        status = axon_loader_names_add(dirs, path);
+        status = axon_loader_dir_add(dirs, path);
     }
     free(lib_dir);
 
     if (status == AXON_OK) {
-        status = axon_loader_names_add(dirs, AXON_PLUGIN_DIR);
+        status = axon_loader_dir_add(dirs, AXON_PLUGIN_DIR);
     }
     if (status != AXON_OK) {
-        axon_loader_names_free(dirs);
+        axon_config_names_release(dirs);
         axon_error("out of memory building the component search path");
     }
     return status;
@@ -290,7 +263,7 @@ axon_status_t axon_loader_load_all(const axon_config_names_t *path_list,
     for (i = 0; (status == AXON_OK) && (i < dirs.count); ++i) {
         status = axon_loader_scan_dir(dirs.names[i], set);
     }
-    axon_loader_names_free(&dirs);
+    axon_config_names_release(&dirs);
 
     for (i = 0; (status == AXON_OK) && (i < set->count); ++i) {
         if (set->comps[i].component != NULL) {

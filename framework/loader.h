@@ -42,9 +42,9 @@ axon_status_t axon_loader_load_all(const axon_config_names_t *path_list,
                                    axon_component_set_t *set);
 void          axon_loader_unload_all(axon_component_set_t *set);
 
-/* The directories that will be searched, in order (for axon_info -v). */
+/* The directories that will be searched, in order (for axon_info -v); free them with
+ * axon_config_names_release. */
 axon_status_t axon_loader_search_dirs(const axon_config_names_t *path_list,
                                       axon_config_names_t *dirs);
-void          axon_loader_names_free(axon_config_names_t *names);
 
 #endif

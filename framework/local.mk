@@ -1,5 +1,6 @@
 # framework/: services every layer and component uses.
 libaxon_la_SOURCES += \
+	framework/status.c \
 	framework/log.c \
 	framework/config.c \
 	framework/loader.c \
@@ -23,6 +24,7 @@ noinst_HEADERS += \
 	framework/sys.h \
 	framework/idle.h \
 	framework/proc.h \
+	framework/amo_args.h \
 	framework/amo_cpu.h \
 	framework/mem_seg.h \
 	framework/mem_table.h

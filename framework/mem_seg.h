@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "axon.h"
+#include "axon_status.h"
 #include "amo_cpu.h"
 #include "proc.h"
 

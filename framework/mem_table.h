@@ -21,7 +21,7 @@
 #define AXON_MEM_TABLE_H
 
 #include <stdint.h>
-#include "axon.h"
+#include "axon_status.h"
 #include "mem_seg.h"
 #include "proc.h"
 

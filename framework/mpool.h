@@ -7,7 +7,7 @@
 #define AXON_MPOOL_H
 
 #include <stddef.h>
-#include "axon.h"
+#include "axon_status.h"
 
 typedef struct axon_mpool_elem {
     struct axon_mpool_elem *next;

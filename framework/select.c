@@ -162,26 +162,14 @@ static axon_status_t axon_select_check_devices(const axon_component_set_t *set,
     return AXON_OK;
 }
 
-/* Capabilities a resource needs to serve the requested features. */
-static uint64_t axon_select_required_caps(uint32_t features)
-{
-    uint64_t caps = 0;
-
-    if (features & AXON_FEATURE_TAG) {
-        caps |= AXON_CAP_AM_SHORT | AXON_CAP_AM_BCOPY;
-    }
-    return caps;
-}
-
 axon_status_t axon_select_filter(const axon_component_set_t *set,
                                  const axon_config_allow_list_t *tls,
                                  const axon_config_allow_list_t *net_devices,
-                                 uint32_t features,
+                                 uint64_t required,
                                  axon_select_resource_t **out, unsigned *count)
 {
     axon_config_allow_list_t want = {tls->mode, {NULL, 0}};
     axon_select_resource_t *result = NULL;
-    uint64_t required = axon_select_required_caps(features);
     axon_status_t status;
     unsigned i, j, total = 0, n = 0;
     int want_all;

@@ -20,12 +20,13 @@ typedef struct axon_select_resource {
  * Names are transport names ("shm"), component names of plugins that failed
  * to load (a warning then says why), or aliases ("sm" = shm,self; "ib" = rc,ud; "all").
  * An unknown name fails with AXON_ERR_INVALID_PARAM and an error line naming
- * it and listing what exists. On success *out is a malloc'd array.
+ * it and listing what exists. Resources that lack a capability of required
+ * (AXON_CAP_*) are left out. On success *out is a malloc'd array.
  */
 axon_status_t axon_select_filter(const axon_component_set_t *set,
                                  const axon_config_allow_list_t *tls,
                                  const axon_config_allow_list_t *net_devices,
-                                 uint32_t features,
+                                 uint64_t required,
                                  axon_select_resource_t **out, unsigned *count);
 
 /* Aliases understood in AXON_TLS: NULL-terminated pairs {alias, "a,b"}. */

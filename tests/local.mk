@@ -6,6 +6,7 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/test_loader.cc \
 	tests/gtest/test_select.cc \
 	tests/gtest/test_idle.cc \
+	tests/gtest/test_rcache.cc \
 	tests/gtest/test_tag_match.cc \
 	tests/gtest/tag_env.h \
 	tests/gtest/test_tag.cc \
@@ -66,7 +67,8 @@ tests_plugins_libaxon_badabi_la_SOURCES = tests/plugins/badabi_component.c
 tests_plugins_libaxon_badabi_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 endif
 
-EXTRA_DIST += tests/run_tests.sh tests/tools_test.sh contrib/bench/compare.sh \
+EXTRA_DIST += tests/run_tests.sh tests/tools_test.sh tests/layering/check_layers.sh \
+	tests/layering/check_layers_test.sh contrib/bench/compare.sh \
 	contrib/bench/ep_mem.sh contrib/bench/rma_compare.sh contrib/bench/bench_lib.sh \
 	contrib/bench/mpi_compare.sh contrib/bench/osu_compare.sh \
 	tests/mpi/run_mpi_tests.sh tests/mpi/session.sh tests/mpi/mpi_check.h \

@@ -202,8 +202,10 @@ run_script_tests() {  # time-limit script
              echo "FAIL $(basename "$2")-exit-status")
 }
 if [ "$filter" = "*" ] && [ "$gtest_only" != 1 ]; then
-    # The tools, then unmodified Open MPI programs over Axon's libfabric
-    # provider, then libfabric's own provider tests (fabtests) against it.
+    # The layer rules (docs/design.md), the tools, then unmodified Open MPI
+    # programs over Axon's libfabric provider, then libfabric's own provider
+    # tests (fabtests) against it.
+    run_script_tests 120 "$srcdir/tests/layering/check_layers_test.sh"
     run_script_tests 600 "$srcdir/tests/tools_test.sh"
     if [ -f "$srcdir/tests/mpi/run_mpi_tests.sh" ]; then
         # Open MPI's own ob1 (which checks the programs, not Axon) only on request.

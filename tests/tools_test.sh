@@ -190,15 +190,17 @@ t_install_destdir() {
     # installed tool finds installed plugins, not the build tree's
     out=$(LD_LIBRARY_PATH="$dest$libdir" "$dest$prefix/bin/axon_info" -d) || return 1
     grep -q "path: $dest$libdir/axon/libaxon_shm.so" <<<"$out" || return 1
-    # a program built against the installed header and library
+    # a program built against the installed headers and library
     cat >"$tmp/hello.c" <<'EOC'
 #include <axon/axon.h>
+#include <axon/axon_introspect.h>
 #include <string.h>
 int main(void) {
     axon_context_params_t p = {AXON_FEATURE_TAG, NULL, 0};
     axon_context_h ctx; axon_worker_h w; axon_ep_h ep; axon_request_h r;
     void *a; size_t n; char buf[8] = "";
     if (axon_init(&p, &ctx) || axon_worker_create(ctx, NULL, &w)) return 1;
+    if (axon_introspect_print(ctx, AXON_INTROSPECT_BUILD, stdout)) return 1;
     if (axon_worker_get_address(w, &a, &n)) return 1;
     axon_ep_params_t ep_params = {a, n};
     if (axon_ep_create(w, &ep_params, &ep)) return 1;

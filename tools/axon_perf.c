@@ -81,32 +81,35 @@ double perf_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static const char *perf_role_name(perf_role_t role)
+const char *perf_role_name(perf_role_t role)
 {
     return (role == PERF_ROLE_CLIENT) ? "client" : "server";
 }
 
-static void perf_fill(uint8_t *buf, size_t length, uint64_t seed)
+static uint8_t perf_pattern(uint64_t seed, size_t i)
+{
+    return (uint8_t)(seed * 131 + i * 7 + (i >> 8) + 1);
+}
+
+void perf_fill(uint8_t *buf, size_t length, uint64_t seed)
 {
     size_t i;
 
     for (i = 0; i < length; ++i) {
-        buf[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 8) + 1);
+        buf[i] = perf_pattern(seed, i);
     }
 }
 
-static int perf_verify(const perf_ctx_t *ctx, const uint8_t *buf, size_t length,
-                       uint64_t seed)
+int perf_verify(perf_role_t role, const uint8_t *buf, size_t length, uint64_t seed,
+                const char *what)
 {
-    size_t  i;
-    uint8_t expected;
+    size_t i;
 
     for (i = 0; i < length; ++i) {
-        expected = (uint8_t)(seed * 131 + i * 7 + (i >> 8) + 1);
-        if (buf[i] != expected) {
-            fprintf(stderr, "axon_perf %s: data mismatch in message %" PRIu64
-                    " at offset %zu of %zu: got 0x%02x, expected 0x%02x\n",
-                    perf_role_name(ctx->role), seed, i, length, buf[i], expected);
+        if (buf[i] != perf_pattern(seed, i)) {
+            fprintf(stderr, "axon_perf %s: %s %" PRIu64 ": data mismatch at offset %zu of %zu: "
+                    "got 0x%02x, expected 0x%02x\n", perf_role_name(role), what, seed, i, length,
+                    buf[i], perf_pattern(seed, i));
             return -1;
         }
     }
@@ -224,40 +227,40 @@ int perf_exchange_address(int fd, const void *address, size_t length,
 }
 
 /*
- * Barrier over the socket. Keeps progressing the worker while waiting, since
+ * Barrier over the socket. Keeps progressing the workers while waiting, since
  * the peer may need our progress to finish (e.g. flushing its endpoint).
  */
-static int perf_sync(perf_ctx_t *ctx)
+int perf_sync(int fd, axon_worker_h const *workers, unsigned count)
 {
-    struct pollfd pfd = { .fd = ctx->fd, .events = POLLIN };
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
     char          c   = 's';
+    unsigned      i;
     int           ret;
 
-    if (perf_sock_write(ctx->fd, &c, 1) != 0) {
+    if (perf_sock_write(fd, &c, 1) != 0) {
         return -1;
     }
-
     for (;;) {
-        ret = poll(&pfd, 1, (ctx->worker == NULL) ? -1 : 0);
+        ret = poll(&pfd, 1, (count == 0) ? -1 : 0);
         if (ret > 0) {
-            return perf_sock_read(ctx->fd, &c, 1);
+            return perf_sock_read(fd, &c, 1);
         }
         if ((ret < 0) && (errno != EINTR)) {
             fprintf(stderr, "axon_perf: poll failed: %s\n", strerror(errno));
             return -1;
         }
-        if (ctx->worker != NULL) {
-            axon_worker_progress(ctx->worker);
+        for (i = 0; i < count; ++i) {
+            axon_worker_progress(workers[i]);
         }
     }
 }
 
 /* ------------------------------------------------------------- requests */
 
-static int perf_check_status(const perf_ctx_t *ctx, axon_status_t status, const char *what)
+int perf_check_status(perf_role_t role, axon_status_t status, const char *what)
 {
     if (status < 0) {
-        fprintf(stderr, "axon_perf %s: %s failed: %s\n", perf_role_name(ctx->role), what,
+        fprintf(stderr, "axon_perf %s: %s failed: %s\n", perf_role_name(role), what,
                 axon_status_string(status));
         return -1;
     }
@@ -290,7 +293,7 @@ static int perf_wait(perf_ctx_t *ctx, axon_request_h req, axon_tag_recv_info_t *
     }
 
     axon_request_free(req);
-    return perf_check_status(ctx, status, what);
+    return perf_check_status(ctx->role, status, what);
 }
 
 /* Start a send; *req_p is NULL if it completed at once. */
@@ -315,7 +318,7 @@ static int perf_send(perf_ctx_t *ctx, const void *buf, size_t length, axon_tag_t
         }
     }
 
-    if (perf_check_status(ctx, status, "axon_tag_send_nb") != 0) {
+    if (perf_check_status(ctx->role, status, "axon_tag_send_nb") != 0) {
         return -1;
     }
     *req_p = (status == AXON_INPROGRESS) ? req : NULL;
@@ -332,7 +335,7 @@ static int perf_recv(perf_ctx_t *ctx, void *buf, size_t length, axon_tag_t tag,
 
     status = axon_tag_recv_nb(ctx->worker, buf, length, tag, AXON_TAG_MASK_FULL,
                               &param, &req);
-    if (perf_check_status(ctx, status, "axon_tag_recv_nb") != 0) {
+    if (perf_check_status(ctx->role, status, "axon_tag_recv_nb") != 0) {
         return -1;
     }
     *req_p = (status == AXON_INPROGRESS) ? req : NULL;
@@ -390,7 +393,7 @@ static int perf_tag_lat(perf_ctx_t *ctx, size_t size, perf_result_t *result)
                 (perf_wait_recv(ctx, rreq, info, size, PERF_TAG_DATA) != 0)) {
                 return -1;
             }
-            if (params->check && (perf_verify(ctx, ctx->rbuf, size, i) != 0)) {
+            if (params->check && (perf_verify(ctx->role, ctx->rbuf, size, i, "message") != 0)) {
                 return -1;
             }
         }
@@ -406,7 +409,7 @@ static int perf_tag_lat(perf_ctx_t *ctx, size_t size, perf_result_t *result)
         if (perf_wait_recv(ctx, rreq, info, size, PERF_TAG_DATA) != 0) {
             return -1;
         }
-        if (params->check && (perf_verify(ctx, rbuf, size, i) != 0)) {
+        if (params->check && (perf_verify(ctx->role, rbuf, size, i, "message") != 0)) {
             return -1;
         }
         if ((i + 1 < total) &&
@@ -500,7 +503,8 @@ static int perf_tag_bw(perf_ctx_t *ctx, size_t size, perf_result_t *result)
                 }
                 ctx->reqs[k] = NULL;
                 if (params->check &&
-                    (perf_verify(ctx, ctx->rbuf + k * ctx->max_size, size, done + k) != 0)) {
+                    (perf_verify(ctx->role, ctx->rbuf + k * ctx->max_size, size, done + k,
+                                 "message") != 0)) {
                     goto out_cancel;
                 }
             }
@@ -593,7 +597,7 @@ static int perf_close_ep(perf_ctx_t *ctx)
 
     status  = axon_ep_close_nb(ctx->ep, AXON_EP_CLOSE_FLUSH, &req);
     ctx->ep = NULL;
-    if (perf_check_status(ctx, status, "axon_ep_close_nb") != 0) {
+    if (perf_check_status(ctx->role, status, "axon_ep_close_nb") != 0) {
         return -1;
     }
     return perf_wait(ctx, (status == AXON_INPROGRESS) ? req : NULL, NULL,
@@ -622,17 +626,17 @@ static int perf_run(const perf_params_t *params, int fd, perf_role_t role)
     }
 
     status = axon_init(&ctx_params, &ctx.context);
-    if (perf_check_status(&ctx, status, "axon_init") != 0) {
+    if (perf_check_status(ctx.role, status, "axon_init") != 0) {
         return -1;
     }
 
     status = axon_worker_create(ctx.context, NULL, &ctx.worker);
-    if (perf_check_status(&ctx, status, "axon_worker_create") != 0) {
+    if (perf_check_status(ctx.role, status, "axon_worker_create") != 0) {
         goto out_cleanup;
     }
 
     status = axon_worker_get_address(ctx.worker, &address, &address_length);
-    if (perf_check_status(&ctx, status, "axon_worker_get_address") != 0) {
+    if (perf_check_status(ctx.role, status, "axon_worker_get_address") != 0) {
         goto out_destroy_worker;
     }
 
@@ -644,18 +648,18 @@ static int perf_run(const perf_params_t *params, int fd, perf_role_t role)
     ep_params.address        = peer_address;
     ep_params.address_length = peer_length;
     status = axon_ep_create(ctx.worker, &ep_params, &ctx.ep);
-    if (perf_check_status(&ctx, status, "axon_ep_create") != 0) {
+    if (perf_check_status(ctx.role, status, "axon_ep_create") != 0) {
         goto out_free_peer;
     }
 
     status = axon_ep_query(ctx.ep, &ctx.attr);
-    if ((perf_check_status(&ctx, status, "axon_ep_query") != 0) ||
+    if ((perf_check_status(ctx.role, status, "axon_ep_query") != 0) ||
         (perf_alloc_buffers(&ctx) != 0)) {
         goto out_close_ep;
     }
 
     /* Both endpoints exist before any message flows. */
-    if (perf_sync(&ctx) != 0) {
+    if (perf_sync(ctx.fd, &ctx.worker, 1) != 0) {
         goto out_close_ep;
     }
 
@@ -687,7 +691,8 @@ static int perf_run(const perf_params_t *params, int fd, perf_role_t role)
     /* All traffic is done on both sides before either endpoint closes, and
      * both flushes are done before either worker goes away. */
     ret = -1;
-    if ((perf_sync(&ctx) != 0) || (perf_close_ep(&ctx) != 0) || (perf_sync(&ctx) != 0)) {
+    if ((perf_sync(ctx.fd, &ctx.worker, 1) != 0) || (perf_close_ep(&ctx) != 0) ||
+        (perf_sync(ctx.fd, &ctx.worker, 1) != 0)) {
         goto out_close_ep;
     }
     ret = 0;

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "axon.h"
 
 #define PERF_MAX_SIZES        64
 #define PERF_MAX_WINDOW       65536
@@ -64,6 +65,15 @@ typedef struct {
 
 /* Seconds on a monotonic clock. */
 double perf_now(void);
+const char *perf_role_name(perf_role_t role);
+/* 0, or -1 with a line naming what failed and why. */
+int    perf_check_status(perf_role_t role, axon_status_t status, const char *what);
+/* Barrier with the peer process; progresses the count workers meanwhile. */
+int    perf_sync(int fd, axon_worker_h const *workers, unsigned count);
+/* Test data: a pattern of seed; verify names what (and seed) at a mismatch. */
+void   perf_fill(uint8_t *buf, size_t length, uint64_t seed);
+int    perf_verify(perf_role_t role, const uint8_t *buf, size_t length, uint64_t seed,
+                   const char *what);
 /* Whole-buffer socket I/O to the peer process; 0 or -1 (printed). */
 int    perf_sock_write(int fd, const void *data, size_t length);
 int    perf_sock_read(int fd, void *data, size_t length);

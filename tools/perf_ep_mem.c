@@ -12,10 +12,8 @@
  * not show; softib allocates its queues with malloc, so it does.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <inttypes.h>
 #include <malloc.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,17 +45,12 @@ static size_t perf_ep_mem_heap(void)
     return mi.uordblks + mi.hblkhd;
 }
 
-static const char *perf_ep_mem_role(const perf_ep_mem_t *m)
-{
-    return (m->role == PERF_ROLE_CLIENT) ? "client" : "server";
-}
-
 static int perf_ep_mem_check(const perf_ep_mem_t *m, axon_status_t status, const char *what,
                              unsigned peer)
 {
     if (status < 0) {
-        fprintf(stderr, "axon_perf ep_mem %s: %s (peer %u) failed: %s\n", perf_ep_mem_role(m),
-                what, peer, axon_status_string(status));
+        fprintf(stderr, "axon_perf ep_mem %s: %s (peer %u) failed: %s\n",
+                perf_role_name(m->role), what, peer, axon_status_string(status));
         return -1;
     }
     return 0;
@@ -86,35 +79,12 @@ static int perf_ep_mem_wait(perf_ep_mem_t *m, axon_request_h req, const char *wh
         perf_ep_mem_progress(m);
         if (perf_now() > end) {
             fprintf(stderr, "axon_perf ep_mem %s: %s (peer %u) did not complete in %d s\n",
-                    perf_ep_mem_role(m), what, peer, PERF_EP_MEM_WAIT_SEC);
+                    perf_role_name(m->role), what, peer, PERF_EP_MEM_WAIT_SEC);
             return -1;  /* the request stays with its worker, reclaimed at destroy */
         }
     }
     axon_request_free(req);
     return perf_ep_mem_check(m, status, what, peer);
-}
-
-/* Barrier over the socket, progressing every worker meanwhile. */
-static int perf_ep_mem_sync(perf_ep_mem_t *m)
-{
-    struct pollfd pfd = { .fd = m->fd, .events = POLLIN };
-    char          c   = 'm';
-    int           ret;
-
-    if (perf_sock_write(m->fd, &c, 1) != 0) {
-        return -1;
-    }
-    for (;;) {
-        ret = poll(&pfd, 1, 0);
-        if (ret > 0) {
-            return perf_sock_read(m->fd, &c, 1);
-        }
-        if ((ret < 0) && (errno != EINTR)) {
-            fprintf(stderr, "axon_perf ep_mem: poll failed: %s\n", strerror(errno));
-            return -1;
-        }
-        perf_ep_mem_progress(m);
-    }
 }
 
 static int perf_ep_mem_send(perf_ep_mem_t *m, unsigned i, const uint64_t *buf)
@@ -341,12 +311,12 @@ int perf_ep_mem_run(const perf_params_t *params, int fd, perf_role_t role)
     ret = (role == PERF_ROLE_CLIENT) ? perf_ep_mem_client(&m, n) : perf_ep_mem_server(&m, n);
     /* Both sides are done with traffic before either closes, and both closed before
      * either worker goes away. */
-    if ((ret != 0) || (perf_ep_mem_sync(&m) != 0)) {
+    if ((ret != 0) || (perf_sync(m.fd, m.workers, m.num_workers) != 0)) {
         ret = -1;
         goto out_destroy;
     }
     perf_ep_mem_close(&m, count, 0);
-    ret = perf_ep_mem_sync(&m);
+    ret = perf_sync(m.fd, m.workers, m.num_workers);
 
 out_destroy:
     perf_ep_mem_close(&m, count, 1);

@@ -28,9 +28,7 @@
  */
 #define _GNU_SOURCE
 #include <endian.h>
-#include <errno.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,28 +59,13 @@ typedef struct {
     uint64_t             amo_expect[2]; /* -c: the next value amo_lat fetches (32, 64 bits) */
 } perf_rma_t;
 
-static const char *perf_rma_role(const perf_rma_t *m)
-{
-    return (m->role == PERF_ROLE_CLIENT) ? "client" : "server";
-}
-
-static int perf_rma_check(const perf_rma_t *m, axon_status_t status, const char *what)
-{
-    if (status < 0) {
-        fprintf(stderr, "axon_perf %s: %s failed: %s\n", perf_rma_role(m), what,
-                axon_status_string(status));
-        return -1;
-    }
-    return 0;
-}
-
 /* Progress; every PERF_LIVENESS_SPINS calls make sure the peer still runs. */
 static int perf_rma_progress(perf_rma_t *m, unsigned *spins, const char *what)
 {
     axon_worker_progress(m->worker);
     if (((++*spins % PERF_LIVENESS_SPINS) == 0) && !perf_peer_alive(m->fd)) {
-        fprintf(stderr, "axon_perf %s: peer exited while waiting for %s\n", perf_rma_role(m),
-                what);
+        fprintf(stderr, "axon_perf %s: peer exited while waiting for %s\n",
+                perf_role_name(m->role), what);
         return -1;
     }
     return 0;
@@ -104,7 +87,7 @@ static int perf_rma_wait(perf_rma_t *m, axon_request_h req, const char *what)
         }
     }
     axon_request_free(req);
-    return perf_rma_check(m, status, what);
+    return perf_check_status(m->role, status, what);
 }
 
 /* What the initiating calls have in common: retry while out of resources. */
@@ -153,7 +136,7 @@ static int perf_rma_start(perf_rma_t *m, perf_rma_op_t op, void *buf, size_t siz
             return -1;
         }
     }
-    if (perf_rma_check(m, status, perf_rma_op_names[op]) != 0) {
+    if (perf_check_status(m->role, status, perf_rma_op_names[op]) != 0) {
         return -1;
     }
     *req_p = (status == AXON_INPROGRESS) ? req : NULL;
@@ -170,61 +153,7 @@ static int perf_rma_do(perf_rma_t *m, perf_rma_op_t op, void *buf, size_t size, 
     return perf_rma_wait(m, req, perf_rma_op_names[op]);
 }
 
-/* Barrier over the socket, progressing meanwhile (the peer may need us). */
-static int perf_rma_sync(perf_rma_t *m)
-{
-    struct pollfd pfd = { .fd = m->fd, .events = POLLIN };
-    char          c   = 'r';
-    int           ret;
-
-    if (perf_sock_write(m->fd, &c, 1) != 0) {
-        return -1;
-    }
-    for (;;) {
-        ret = poll(&pfd, 1, (m->worker == NULL) ? -1 : 0);
-        if (ret > 0) {
-            return perf_sock_read(m->fd, &c, 1);
-        }
-        if ((ret < 0) && (errno != EINTR)) {
-            fprintf(stderr, "axon_perf: poll failed: %s\n", strerror(errno));
-            return -1;
-        }
-        if (m->worker != NULL) {
-            axon_worker_progress(m->worker);
-        }
-    }
-}
-
 /* ------------------------------------------------------------- data patterns */
-
-static uint8_t perf_rma_pattern(uint64_t seed, size_t i)
-{
-    return (uint8_t)(seed * 131 + i * 7 + (i >> 8) + 1);
-}
-
-static void perf_rma_fill(uint8_t *buf, size_t length, uint64_t seed)
-{
-    size_t i;
-
-    for (i = 0; i < length; ++i) {
-        buf[i] = perf_rma_pattern(seed, i);
-    }
-}
-
-static int perf_rma_verify(const perf_rma_t *m, const uint8_t *buf, size_t length,
-                           uint64_t seed, const char *what)
-{
-    size_t i;
-
-    for (i = 0; i < length; ++i) {
-        if (buf[i] != perf_rma_pattern(seed, i)) {
-            fprintf(stderr, "axon_perf %s: %s: byte %zu of %zu is 0x%02x, expected 0x%02x\n",
-                    perf_rma_role(m), what, i, length, buf[i], perf_rma_pattern(seed, i));
-            return -1;
-        }
-    }
-    return 0;
-}
 
 /* The last byte of iteration i's put: never 0 (the region starts zeroed), never
  * the previous iteration's. */
@@ -263,14 +192,14 @@ static int perf_rma_put_lat(perf_rma_t *m, size_t size, double *elapsed)
             t0 = perf_now();
         }
         if (params->check) {
-            perf_rma_fill(m->lbuf, size - 1, i);
+            perf_fill(m->lbuf, size - 1, i);
         }
         m->lbuf[size - 1] = perf_rma_mark(i);
         if (!client && (perf_rma_wait_mark(m, size, perf_rma_mark(i)) != 0)) {
             return -1;
         }
         if (!client && params->check &&
-            (perf_rma_verify(m, m->mem, size - 1, i, "put_lat data") != 0)) {
+            (perf_verify(m->role, m->mem, size - 1, i, "put_lat data") != 0)) {
             return -1;
         }
         if (perf_rma_do(m, PERF_RMA_PUT, m->lbuf, size, m->raddr) != 0) {
@@ -280,7 +209,7 @@ static int perf_rma_put_lat(perf_rma_t *m, size_t size, double *elapsed)
             return -1;
         }
         if (client && params->check &&
-            (perf_rma_verify(m, m->mem, size - 1, i, "put_lat data") != 0)) {
+            (perf_verify(m->role, m->mem, size - 1, i, "put_lat data") != 0)) {
             return -1;
         }
     }
@@ -323,7 +252,7 @@ static int perf_rma_stream(perf_rma_t *m, perf_rma_op_t op, size_t size, double 
     uint64_t             raddr  = (op == PERF_RMA_ADD) ? perf_rma_amo_addr(m, size) : m->raddr;
 
     if (params->check && (op == PERF_RMA_PUT)) {
-        perf_rma_fill(m->lbuf, size, size);
+        perf_fill(m->lbuf, size, size);
     }
     for (i = 0; i < total; ++i) {
         if (i == params->warmup) {
@@ -351,7 +280,7 @@ static int perf_rma_stream(perf_rma_t *m, perf_rma_op_t op, size_t size, double 
     }
     *elapsed = perf_now() - t0;
     if (params->check && (op == PERF_RMA_GET)) {
-        return perf_rma_verify(m, m->lbuf, size, size, "get_bw data");
+        return perf_verify(m->role, m->lbuf, size, size, "get_bw data");
     }
     return 0;
 
@@ -376,7 +305,7 @@ static int perf_rma_get_lat(perf_rma_t *m, size_t size, double *elapsed)
         }
     }
     *elapsed = perf_now() - t0;
-    return params->check ? perf_rma_verify(m, m->lbuf, size, size, "get_lat data") : 0;
+    return params->check ? perf_verify(m->role, m->lbuf, size, size, "get_lat data") : 0;
 }
 
 static int perf_rma_amo_lat(perf_rma_t *m, size_t size, double *elapsed)
@@ -442,13 +371,13 @@ static int perf_rma_size(perf_rma_t *m, const char *name, size_t size)
 
     if (params->check && (params->test == PERF_TEST_GET_LAT ||
                           params->test == PERF_TEST_GET_BW)) {
-        perf_rma_fill(m->mem, size, size);  /* what the peer's gets must read */
+        perf_fill(m->mem, size, size);  /* what the peer's gets must read */
     }
     if (params->test == PERF_TEST_PUT_LAT) {
         memset(m->mem, 0, size);  /* no mark of an earlier size where this one looks */
         memset(m->lbuf, 0, size);
     }
-    if (perf_rma_sync(m) != 0) {
+    if (perf_sync(m->fd, &m->worker, 1) != 0) {
         return -1;
     }
     switch (params->test) {
@@ -478,11 +407,11 @@ static int perf_rma_size(perf_rma_t *m, const char *name, size_t size)
         return -1;
     }
     /* The server progresses here until the client is done with this size. */
-    if (perf_rma_sync(m) != 0) {
+    if (perf_sync(m->fd, &m->worker, 1) != 0) {
         return -1;
     }
     if ((params->test == PERF_TEST_PUT_BW) && params->check && (m->role == PERF_ROLE_SERVER) &&
-        (perf_rma_verify(m, m->mem, size, size, "put_bw data") != 0)) {
+        (perf_verify(m->role, m->mem, size, size, "put_bw data") != 0)) {
         return -1;
     }
     if (m->role == PERF_ROLE_CLIENT) {
@@ -505,9 +434,11 @@ static int perf_rma_keys(perf_rma_t *m)
     m->amo_offset = (m->max_size + PERF_RMA_AMO_ALIGN - 1) / PERF_RMA_AMO_ALIGN *
                     PERF_RMA_AMO_ALIGN;
     mp.length     = m->amo_offset + PERF_RMA_AMO_ALIGN;
-    if ((perf_rma_check(m, axon_mem_map(m->context, &mp, &m->memh), "axon_mem_map") != 0) ||
-        (perf_rma_check(m, axon_mem_query(m->memh, &addr, &len), "axon_mem_query") != 0) ||
-        (perf_rma_check(m, axon_rkey_pack(m->context, m->memh, &key, &key_len),
+    if ((perf_check_status(m->role, axon_mem_map(m->context, &mp, &m->memh),
+                           "axon_mem_map") != 0) ||
+        (perf_check_status(m->role, axon_mem_query(m->memh, &addr, &len),
+                           "axon_mem_query") != 0) ||
+        (perf_check_status(m->role, axon_rkey_pack(m->context, m->memh, &key, &key_len),
                         "axon_rkey_pack") != 0)) {
         return -1;
     }
@@ -521,12 +452,12 @@ static int perf_rma_keys(perf_rma_t *m)
         goto out;
     }
     if (peer_key_len > PERF_RMA_KEY_MAX) {
-        fprintf(stderr, "axon_perf %s: the peer's key is %zu bytes long\n", perf_rma_role(m),
+        fprintf(stderr, "axon_perf %s: the peer's key is %zu bytes long\n", perf_role_name(m->role),
                 peer_key_len);
         goto out;
     }
     m->raddr = be64toh(word);
-    if (perf_rma_check(m, axon_ep_rkey_unpack(m->ep, peer_key, peer_key_len, &m->rkey),
+    if (perf_check_status(m->role, axon_ep_rkey_unpack(m->ep, peer_key, peer_key_len, &m->rkey),
                        "axon_ep_rkey_unpack") == 0) {
         ret = 0;
     }
@@ -543,7 +474,7 @@ static int perf_rma_connect(perf_rma_t *m)
     size_t           length, peer_length;
     int              ret;
 
-    if (perf_rma_check(m, axon_worker_get_address(m->worker, &address, &length),
+    if (perf_check_status(m->role, axon_worker_get_address(m->worker, &address, &length),
                        "axon_worker_get_address") != 0) {
         return -1;
     }
@@ -554,10 +485,11 @@ static int perf_rma_connect(perf_rma_t *m)
     }
     ep_params.address        = peer_address;
     ep_params.address_length = peer_length;
-    ret = perf_rma_check(m, axon_ep_create(m->worker, &ep_params, &m->ep), "axon_ep_create");
+    ret = perf_check_status(m->role, axon_ep_create(m->worker, &ep_params, &m->ep),
+                            "axon_ep_create");
     free(peer_address);
     if (ret == 0) {
-        ret = perf_rma_check(m, axon_ep_query(m->ep, &m->attr), "axon_ep_query");
+        ret = perf_check_status(m->role, axon_ep_query(m->ep, &m->attr), "axon_ep_query");
     }
     return ret;
 }
@@ -624,10 +556,10 @@ int perf_rma_run(const perf_params_t *params, int fd, perf_role_t role, const ch
         fprintf(stderr, "axon_perf: out of memory for %zu-byte buffers\n", m.max_size);
         goto out_free;
     }
-    if (perf_rma_check(&m, axon_init(&ctx_params, &m.context), "axon_init") != 0) {
+    if (perf_check_status(m.role, axon_init(&ctx_params, &m.context), "axon_init") != 0) {
         goto out_free;
     }
-    if ((perf_rma_check(&m, axon_worker_create(m.context, NULL, &m.worker),
+    if ((perf_check_status(m.role, axon_worker_create(m.context, NULL, &m.worker),
                         "axon_worker_create") != 0) ||
         (perf_rma_connect(&m) != 0) || (perf_rma_keys(&m) != 0)) {
         goto out_destroy;
@@ -652,11 +584,11 @@ int perf_rma_run(const perf_params_t *params, int fd, perf_role_t role, const ch
     /* Keys go before their endpoint; both sides are done before either closes. */
     axon_rkey_destroy(m.rkey);
     m.rkey = NULL;
-    if (perf_rma_sync(&m) != 0) {
+    if (perf_sync(m.fd, &m.worker, 1) != 0) {
         goto out_destroy;
     }
     perf_rma_close_ep(&m, 0);
-    ret = perf_rma_sync(&m);
+    ret = perf_sync(m.fd, &m.worker, 1);
 
 out_destroy:
     if (m.rkey != NULL) {

@@ -255,8 +255,11 @@ axon_status_t axon_init(const axon_context_params_t *params, axon_context_h *con
         axon_context_warn_unused_env(ctx);
     }
 
+    /* Tag matching needs active messages of both kinds. */
     status = axon_select_filter(&ctx->comps, &ctx->opts.tls, &ctx->opts.net_devices,
-                                ctx->features, &ctx->rscs, &ctx->num_rscs);
+                                (ctx->features & AXON_FEATURE_TAG) ?
+                                (AXON_CAP_AM_SHORT | AXON_CAP_AM_BCOPY) : 0,
+                                &ctx->rscs, &ctx->num_rscs);
     if (status != AXON_OK) {
         goto err_unload;
     }

@@ -5,7 +5,8 @@ libaxon_la_SOURCES += \
 	api/core/address.c \
 	api/core/endpoint.c \
 	api/core/request.c \
-	api/core/peer.c
+	api/core/peer.c \
+	api/core/introspect.c
 
 noinst_HEADERS += \
 	api/core/axon_int.h \

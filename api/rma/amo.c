@@ -16,6 +16,13 @@
 #include "log.h"
 #include "rma_proto.h"
 
+/* The public operations travel down as they are (amo_args.h). */
+#define AXON_AMO_SAME(_amo, _public) ((int)AXON_AMO_##_amo == (int)AXON_ATOMIC_##_public)
+_Static_assert(AXON_AMO_SAME(ADD, ADD) && AXON_AMO_SAME(AND, AND) && AXON_AMO_SAME(OR, OR) &&
+               AXON_AMO_SAME(XOR, XOR) && AXON_AMO_SAME(SWAP, SWAP) &&
+               AXON_AMO_SAME(CSWAP, CSWAP) && AXON_AMO_SAME(MASKED_CSWAP, LAST),
+               "axon_amo_op_t extends axon_atomic_op_t");
+
 void axon_amo_result_store(void *result, unsigned size, const uint64_t *words)
 {
     uint32_t v32;

@@ -10,7 +10,7 @@
 #define AXON_OFI_LIB_H
 
 #include <rdma/fabric.h>
-#include "axon.h"
+#include "axon_status.h"
 
 typedef struct axon_ofi_lib {
     int             (*getinfo)(uint32_t version, const char *node, const char *service,

@@ -1,9 +1,9 @@
 /*
- * rdmacm: active messages and RDMA get/put over RC QPs connected through
- * the device layer's connection manager (dev_cm.h): librdmacm on a real
- * NIC, softib's CM on softib. The data path is rc's (components/verbs/rc_*,
- * compiled in; tuned with AXON_RC_*): only how a connection comes up and
- * goes down differs, rc_adopt.c being the seam.
+ * rdmacm: rc with the RDMA connection manager as its connection manager
+ * (axon_rc_cm_t in components/verbs/rc.h): RC QPs connected through the
+ * device layer's CM (dev_cm.h), librdmacm on a real NIC, softib's CM on
+ * softib. Everything else is the rc library's code (tuned with AXON_RC_*);
+ * this folder holds the component's descriptor and the manager.
  *
  * Iface: rc's queues on the CM's shared device context, plus an event
  * channel and a listening id bound to the device's IPv4 address. Device
@@ -24,19 +24,23 @@
  *   UNREACHABLE, CONNECT_ERROR -> AXON_ERR_ENDPOINT_TIMEOUT; each with one
  *   line naming the address and the reason. DISCONNECTED after the peer's
  *   goodbye (rc's BYE) is a close, before it a peer failure.
- * The event channel is read from progress, non-blocking: every call while a
- * connection is being set up, else every AXON_RDMACM_CM_INTERVAL calls.
+ * The event channel is read from rc's timer pass, non-blocking: every
+ * progress call while a connection is coming up, else now and then.
  */
 #ifndef AXON_RDMACM_H
 #define AXON_RDMACM_H
 
 #include <netinet/in.h>
 #include <stdint.h>
-#include "rc_adopt.h"
+#include "dev_cm.h"
+#include "rc.h"
 
-#define AXON_RDMACM_CM_INTERVAL   64
 #define AXON_RDMACM_EVENTS_MAX    16     /* events handled per progress call */
 #define AXON_RDMACM_WIRE_VERSION  0xa1
+
+/* conn->cm_flags */
+#define AXON_RDMACM_F_ESTABLISHED 0x01   /* the CM said ESTABLISHED: disconnect on teardown */
+#define AXON_RDMACM_F_LOST_RACE   0x02   /* the peer connects to us instead (simultaneous) */
 
 /* Private data of connect, accept and reject */
 typedef enum {
@@ -80,31 +84,27 @@ typedef struct axon_rdmacm_config {
 
 typedef struct axon_rdmacm_iface {
     axon_rc_iface_t          rc;          /* first: rc's calls take the iface */
-    const axon_iface_ops_t  *rc_ops;      /* rc's own table (its progress and close) */
-    axon_rc_config_t         rc_config;   /* AXON_RC_*: the data path's options */
     axon_dev_cm_channel_t   *channel;
     axon_dev_cm_id_t        *listen_id;
     struct sockaddr_in       addr;        /* ours: IPv4 and listening port */
     uint64_t                 host_id;
     uint64_t                 netns;
     int                      timeout_ms;  /* address and route resolution */
-    unsigned                 cm_skip;
     char                     addr_str[32];
 } axon_rdmacm_iface_t;
 
-/* rdmacm_component.c: the data path's options (AXON_RC_*), checked as rc checks them */
-axon_status_t axon_rdmacm_rc_config(axon_rc_config_t *rc);
-
-/* rdmacm_iface.c */
-axon_status_t axon_rdmacm_iface_open(const axon_resource_t *resource,
-                                     const axon_rdmacm_config_t *config,
-                                     const axon_iface_params_t *params, axon_iface_t **iface_p);
-uint64_t      axon_rdmacm_netns(void);
+/* rdmacm_iface.c: the manager rc calls */
+extern const axon_rc_cm_t axon_rdmacm_cm;
 
 /* rdmacm_cm.c */
-unsigned      axon_rdmacm_cm_progress(axon_rdmacm_iface_t *iface);
+unsigned      axon_rdmacm_cm_progress(axon_rc_iface_t *iface);
 /* Active side: a connection to peer_uuid at dst, waiting for the CM. */
 axon_status_t axon_rdmacm_cm_connect(axon_rdmacm_iface_t *iface, uint64_t peer_uuid,
                                      const struct sockaddr_in *dst, axon_rc_conn_t **conn_p);
+/* The iface's device through the CM's shared context. */
+axon_status_t axon_rdmacm_dev_open(axon_verbs_dev_t *dev, const char *dev_name, int gid_index);
+void          axon_rdmacm_dev_close(axon_verbs_dev_t *dev);
+/* Disconnect (if it was up), destroy the QP and the id. */
+void          axon_rdmacm_conn_destroy(axon_rc_conn_t *conn);
 
 #endif

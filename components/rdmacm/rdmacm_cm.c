@@ -1,6 +1,14 @@
 /*
- * rdmacm connections: the CM calls of the active side, and the events of
- * the channel turned into rc connection states (rdmacm.h has the rules).
+ * rdmacm connections: the device through the CM, the CM calls of the active
+ * side, and the events of the channel turned into rc connection states
+ * (rdmacm.h has the rules).
+ *
+ * The CM shares one device context between its ids, and a QP it connects
+ * must live on that context: the iface's PD, CQs and SRQ are made on the
+ * context axon_dev_cm_open_device gives. A connection waits in REP_SENT
+ * until the CM reports ESTABLISHED, so rc's connect deadline still covers a
+ * CM that never answers; the first message of the peer confirms it too, as
+ * an RTU does. Freeing the connection disconnects and destroys its id.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -65,8 +73,76 @@ static void axon_rdmacm_conn_param(const axon_rdmacm_iface_t *iface,
                                            a->max_qp_rd_atom : AXON_RC_MAX_RD_ATOMIC);
     param->initiator_depth     = (uint8_t)((a->max_qp_init_rd_atom < AXON_RC_MAX_RD_ATOMIC) ?
                                            a->max_qp_init_rd_atom : AXON_RC_MAX_RD_ATOMIC);
-    param->retry_count         = (uint8_t)iface->rc_config.retry_count;
+    param->retry_count         = (uint8_t)iface->rc.config.retry_count;
     param->rnr_retry_count     = AXON_RC_RNR_RETRY;
+}
+
+/* ------------------------------------------------------------ device */
+
+axon_status_t axon_rdmacm_dev_open(axon_verbs_dev_t *dev, const char *dev_name, int gid_index)
+{
+    char name[AXON_DEV_NAME_LEN];
+    const char *colon = strrchr(dev_name, ':');
+    int ret;
+
+    memset(dev, 0, sizeof(*dev));
+    if ((colon == NULL) || ((size_t)(colon - dev_name) >= sizeof(name)) ||
+        (atoi(colon + 1) < 1) || (atoi(colon + 1) > 255)) {
+        axon_error("rdmacm: bad device name '%s' (expected <device>:<port>)", dev_name);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    memcpy(name, dev_name, (size_t)(colon - dev_name));
+    name[colon - dev_name] = '\0';
+    snprintf(dev->name, sizeof(dev->name), "%s", dev_name);
+    dev->port_num  = (uint8_t)atoi(colon + 1);
+    dev->gid_index = gid_index;
+    if ((ret = axon_dev_cm_open_device(name, &dev->ctx)) != 0) {
+        axon_error("rdmacm: cannot open %s through the connection manager: %s", name,
+                   strerror(ret));
+        return AXON_ERR_NO_DEVICE;
+    }
+    dev->backend = (strcmp(dev->ctx->backend, "softib") == 0) ? AXON_VERBS_BACKEND_SOFTIB :
+                                                                 AXON_VERBS_BACKEND_RDMACORE;
+    if (((ret = axon_dev_query_device(dev->ctx, &dev->dev_attr)) != 0) ||
+        ((ret = axon_dev_query_port(dev->ctx, dev->port_num, &dev->port_attr)) != 0) ||
+        ((ret = axon_dev_query_gid(dev->ctx, dev->port_num, gid_index, &dev->gid)) != 0) ||
+        ((ret = axon_dev_alloc_pd(dev->ctx, &dev->pd)) != 0)) {
+        axon_error("rdmacm: %s: device query or alloc_pd failed: %s", dev->name, strerror(ret));
+        axon_dev_cm_close_device(dev->ctx);
+        dev->ctx = NULL;
+        return AXON_ERR_NO_DEVICE;
+    }
+    return AXON_OK;
+}
+
+void axon_rdmacm_dev_close(axon_verbs_dev_t *dev)
+{
+    int ret;
+
+    if (dev->ctx == NULL) {
+        return;
+    }
+    if ((dev->pd != NULL) && ((ret = axon_dev_dealloc_pd(dev->pd)) != 0)) {
+        axon_warn("rdmacm: %s: dealloc_pd: %s (objects still use it)", dev->name, strerror(ret));
+    }
+    axon_dev_cm_close_device(dev->ctx);
+    dev->ctx = NULL;
+    dev->pd  = NULL;
+}
+
+/* ------------------------------------------------------------ connections */
+
+void axon_rdmacm_conn_destroy(axon_rc_conn_t *conn)
+{
+    axon_dev_cm_id_t *id = conn->cm_id;
+
+    id->context = NULL;   /* late events of the id find no connection */
+    if (conn->cm_flags & AXON_RDMACM_F_ESTABLISHED) {
+        (void)axon_dev_cm_disconnect(id);
+    }
+    (void)axon_dev_cm_destroy_qp(id);
+    (void)axon_dev_cm_destroy_id(id);
+    conn->cm_id = NULL;
 }
 
 /* A QP on id with the iface's queues, and the connection around it. */
@@ -78,18 +154,26 @@ static axon_status_t axon_rdmacm_conn_new(axon_rdmacm_iface_t *iface, axon_dev_c
     axon_status_t status;
     int ret;
 
-    axon_rc_adopt_qp_attr(&iface->rc, &attr);
+    memset(&attr, 0, sizeof(attr));
+    attr.send_cq             = iface->rc.send_cq;
+    attr.recv_cq             = iface->rc.recv_cq;
+    attr.srq                 = iface->rc.srq;
+    attr.qp_type             = AXON_DEV_QPT_RC;
+    attr.cap.max_send_wr     = iface->rc.tx_depth;
+    attr.cap.max_send_sge    = 3;   /* as rc's own QPs: header, AM header, payload */
+    attr.cap.max_inline_data = iface->rc.max_inline;
     if ((ret = axon_dev_cm_create_qp(id, iface->rc.dev.pd, &attr)) != 0) {
         axon_error("%s: cannot create a QP for worker 0x%llx: %s", iface->rc.name,
                    (unsigned long long)peer_uuid, strerror(ret));
         return (ret == ENOMEM) ? AXON_ERR_NO_MEMORY : AXON_ERR_IO_ERROR;
     }
-    status = axon_rc_conn_adopt(&iface->rc, id->qp, peer_uuid, id, active, conn_p);
+    status = axon_rc_conn_adopt(&iface->rc, id->qp, peer_uuid, active, conn_p);
     if (status != AXON_OK) {
         axon_dev_cm_destroy_qp(id);
         return status;
     }
-    id->context = *conn_p;
+    (*conn_p)->cm_id = id;
+    id->context      = *conn_p;
     return AXON_OK;
 }
 
@@ -191,7 +275,7 @@ static void axon_rdmacm_on_rejected(axon_rc_conn_t *conn, const axon_dev_cm_even
     if ((ev->status == AXON_DEV_CM_REJ_CONSUMER_DEFINED) && axon_rdmacm_hello_get(ev, &h) &&
         (h.reason == AXON_RDMACM_REJ_RACE)) {
         /* the peer's request to us wins: our eps move to it when it comes */
-        conn->cm_flags |= AXON_RC_ADOPT_F_LOST_RACE;
+        conn->cm_flags |= AXON_RDMACM_F_LOST_RACE;
         if (conn->num_eps == 0) {
             axon_rdmacm_conn_drop(conn);
         }
@@ -213,10 +297,10 @@ static void axon_rdmacm_on_established(axon_rc_conn_t *conn, const axon_dev_cm_e
             axon_rc_conn_fail(conn, AXON_ERR_UNREACHABLE, why);
             return;
         }
-        axon_rc_conn_adopt_peer(conn, h.window, h.ka_addr, h.ka_rkey);
+        axon_rc_conn_set_peer(conn, h.window, h.ka_addr, h.ka_rkey);
     }
-    conn->cm_flags |= AXON_RC_ADOPT_F_ESTABLISHED;
-    axon_rc_conn_adopt_established(conn);
+    conn->cm_flags |= AXON_RDMACM_F_ESTABLISHED;
+    axon_rc_conn_rx_ctrl(conn, AXON_RC_MSG_RTU);   /* the CM's RTU went through */
 }
 
 static void axon_rdmacm_on_disconnected(axon_rdmacm_iface_t *iface, axon_rc_conn_t *conn)
@@ -228,7 +312,7 @@ static void axon_rdmacm_on_disconnected(axon_rdmacm_iface_t *iface, axon_rc_conn
     }
     /* the peer's goodbye came before its disconnect: let it be received first */
     for (i = 0; (i < 64) && !(conn->flags & AXON_RC_CONN_F_PEER_BYE); ++i) {
-        if (iface->rc_ops->iface_progress(&iface->rc.super) == 0) {
+        if (axon_rc_iface_poll(&iface->rc) == 0) {
             break;
         }
     }
@@ -273,7 +357,7 @@ static int axon_rdmacm_on_request(axon_rdmacm_iface_t *iface, const axon_dev_cm_
         return 0;
     }
     old = axon_rc_conn_by_uuid(&iface->rc, h.src_uuid);
-    if ((old != NULL) && old->active && !(old->cm_flags & AXON_RC_ADOPT_F_LOST_RACE) &&
+    if ((old != NULL) && old->active && !(old->cm_flags & AXON_RDMACM_F_LOST_RACE) &&
         !(old->flags & AXON_RC_CONN_F_PEER_BYE) && (iface->rc.worker_uuid < h.src_uuid)) {
         /* both connect: ours wins (up or not yet), the peer moves its eps to it */
         axon_rdmacm_reject(iface, id, h.src_uuid, AXON_RDMACM_REJ_RACE);
@@ -283,10 +367,10 @@ static int axon_rdmacm_on_request(axon_rdmacm_iface_t *iface, const axon_dev_cm_
         axon_rdmacm_reject(iface, id, h.src_uuid, AXON_RDMACM_REJ_NO_RESOURCE);
         return 0;
     }
-    axon_rc_conn_adopt_peer(conn, h.window, h.ka_addr, h.ka_rkey);
+    axon_rc_conn_set_peer(conn, h.window, h.ka_addr, h.ka_rkey);
     if (old != NULL) {
         if (old->active && (old->state == AXON_RC_CONN_REP_SENT)) {
-            axon_rc_adopt_move_eps(old, conn);   /* the peer's wins: ours goes */
+            axon_rc_conn_move_eps(old, conn);   /* the peer's wins: ours goes */
             axon_rdmacm_conn_drop(old);
         } else {
             /* the peer started over (after its goodbye, or a failure) */
@@ -372,8 +456,9 @@ static void axon_rdmacm_cm_event(axon_rdmacm_iface_t *iface, axon_dev_cm_event_t
     axon_dev_cm_ack_event(ev);
 }
 
-unsigned axon_rdmacm_cm_progress(axon_rdmacm_iface_t *iface)
+unsigned axon_rdmacm_cm_progress(axon_rc_iface_t *rc_iface)
 {
+    axon_rdmacm_iface_t *iface = (axon_rdmacm_iface_t *)rc_iface;
     axon_dev_cm_event_t *ev;
     unsigned n;
     int ret;

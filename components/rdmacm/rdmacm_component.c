@@ -1,4 +1,4 @@
-/* The rdmacm component: its descriptor, configuration table and resource query. */
+/* The rdmacm component: rc (the rc library) with the RDMA CM as its connection manager. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +21,8 @@ static const axon_config_entry_t axon_rdmacm_config_table[] = {
     AXON_CONFIG_END
 };
 
-axon_status_t axon_rdmacm_rc_config(axon_rc_config_t *rc)
+/* The data path's options (AXON_RC_*), checked as rc checks them */
+static axon_status_t axon_rdmacm_rc_config(axon_rc_config_t *rc)
 {
     axon_status_t status = axon_config_parse(axon_rc_config_table, "RC_", rc, NULL, 0);
 
@@ -62,12 +63,14 @@ static axon_status_t axon_rdmacm_query(const void *config, axon_resource_t **res
 static axon_status_t axon_rdmacm_open(const axon_resource_t *resource, const void *config,
                                       const axon_iface_params_t *params, axon_iface_t **iface_p)
 {
-    axon_status_t status = axon_rdmacm_config_check(config);
+    axon_rc_config_t rc;
+    axon_status_t status;
 
-    if (status != AXON_OK) {
+    if (((status = axon_rdmacm_config_check(config)) != AXON_OK) ||
+        ((status = axon_rdmacm_rc_config(&rc)) != AXON_OK)) {
         return status;
     }
-    return axon_rdmacm_iface_open(resource, config, params, iface_p);
+    return axon_rc_iface_open(resource, &rc, params, &axon_rdmacm_cm, config, iface_p);
 }
 
 AXON_COMPONENT_EXPORT const axon_component_t AXON_COMPONENT_SYMBOL = {

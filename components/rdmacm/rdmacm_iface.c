@@ -1,4 +1,4 @@
-/* rdmacm iface: open (rc's queues on the CM's device, a listening id), close, addresses, eps. */
+/* rdmacm as rc's connection manager: addresses, connections to peers, the listening id. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -8,9 +8,7 @@
 #include <sys/stat.h>
 #include "rdmacm.h"
 
-static void axon_rdmacm_iface_close(axon_iface_t *tl_iface);
-
-uint64_t axon_rdmacm_netns(void)
+static uint64_t axon_rdmacm_netns(void)
 {
     struct stat st;
 
@@ -24,10 +22,10 @@ static int axon_rdmacm_is_loopback(uint32_t ip)
 
 /* ------------------------------------------------------------ addresses */
 
-static axon_status_t axon_rdmacm_iface_get_address(axon_iface_t *tl_iface, void *dev_addr,
-                                                   void *iface_addr)
+static axon_status_t axon_rdmacm_get_address(axon_rc_iface_t *rc_iface, void *dev_addr,
+                                             void *iface_addr)
 {
-    axon_rdmacm_iface_t *iface = (axon_rdmacm_iface_t *)tl_iface;
+    axon_rdmacm_iface_t *iface = (axon_rdmacm_iface_t *)rc_iface;
     axon_rdmacm_dev_addr_t dev;
     axon_rdmacm_iface_addr_t ifa;
 
@@ -69,99 +67,46 @@ static axon_status_t axon_rdmacm_check_peer(const axon_rdmacm_iface_t *iface,
     return AXON_OK;
 }
 
-static int axon_rdmacm_iface_is_reachable(axon_iface_t *tl_iface, const void *dev_addr,
-                                          const void *iface_addr)
+static int axon_rdmacm_is_reachable(axon_rc_iface_t *rc_iface, const void *dev_addr,
+                                    const void *iface_addr)
 {
     axon_rdmacm_dev_addr_t dev;
     axon_rdmacm_iface_addr_t ifa;
 
-    if ((dev_addr == NULL) || (iface_addr == NULL)) {
-        return 0;
-    }
     memcpy(&dev, dev_addr, sizeof(dev));
     memcpy(&ifa, iface_addr, sizeof(ifa));
-    return axon_rdmacm_check_peer((axon_rdmacm_iface_t *)tl_iface, &dev, &ifa,
+    return axon_rdmacm_check_peer((axon_rdmacm_iface_t *)rc_iface, &dev, &ifa,
                                   AXON_LOG_DEBUG) == AXON_OK;
 }
 
-/* ------------------------------------------------------------ endpoints */
+/* ------------------------------------------------------------ connections */
 
-static axon_status_t axon_rdmacm_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid,
-                                           const void *dev_addr, const void *iface_addr,
-                                           axon_tl_ep_t **ep_p)
+static axon_status_t axon_rdmacm_conn_get(axon_rc_iface_t *rc_iface, uint64_t peer_uuid,
+                                          const void *dev_addr, const void *iface_addr,
+                                          axon_rc_conn_t **conn_p)
 {
-    axon_rdmacm_iface_t *iface = (axon_rdmacm_iface_t *)tl_iface;
+    axon_rdmacm_iface_t *iface = (axon_rdmacm_iface_t *)rc_iface;
     axon_rdmacm_dev_addr_t dev;
     axon_rdmacm_iface_addr_t ifa;
     struct sockaddr_in dst;
-    axon_rc_conn_t *conn;
     axon_status_t status;
 
-    if ((dev_addr == NULL) || (iface_addr == NULL) || (ep_p == NULL)) {
-        axon_error("%s: ep_create: NULL %s", iface->rc.name,
-                   (dev_addr == NULL) ? "device address" :
-                   (iface_addr == NULL) ? "iface address" : "ep_p");
-        return AXON_ERR_INVALID_PARAM;
-    }
     memcpy(&dev, dev_addr, sizeof(dev));
     memcpy(&ifa, iface_addr, sizeof(ifa));
     status = axon_rdmacm_check_peer(iface, &dev, &ifa, AXON_LOG_ERROR);
     if (status != AXON_OK) {
         return status;
     }
-    /* one connection per pair of workers: a later ep (ours or the peer's) reuses it */
-    conn = axon_rc_conn_by_uuid(&iface->rc, peer_uuid);
-    if (conn == NULL) {
-        memset(&dst, 0, sizeof(dst));
-        dst.sin_family      = AF_INET;
-        dst.sin_addr.s_addr = dev.ip;
-        dst.sin_port        = ifa.port;
-        status = axon_rdmacm_cm_connect(iface, peer_uuid, &dst, &conn);
-        if (status != AXON_OK) {
-            return status;
-        }
+    *conn_p = axon_rc_conn_by_uuid(rc_iface, peer_uuid);
+    if (*conn_p != NULL) {
+        return AXON_OK;
     }
-    return axon_rc_adopt_ep_new(&iface->rc, conn, peer_uuid, ep_p);
+    memset(&dst, 0, sizeof(dst));
+    dst.sin_family      = AF_INET;
+    dst.sin_addr.s_addr = dev.ip;
+    dst.sin_port        = ifa.port;
+    return axon_rdmacm_cm_connect(iface, peer_uuid, &dst, conn_p);
 }
-
-/* ------------------------------------------------------------ progress */
-
-static unsigned axon_rdmacm_iface_progress(axon_iface_t *tl_iface)
-{
-    axon_rdmacm_iface_t *iface = (axon_rdmacm_iface_t *)tl_iface;
-    unsigned events = iface->rc_ops->iface_progress(tl_iface);
-
-    /* no system call per message: the channel is read while connecting, else now and then */
-    if ((iface->rc.hs_waiting > 0) || (--iface->cm_skip == 0)) {
-        iface->cm_skip = AXON_RDMACM_CM_INTERVAL;
-        events += axon_rdmacm_cm_progress(iface);
-    }
-    return events;
-}
-
-static const axon_iface_ops_t axon_rdmacm_iface_ops = {
-    .iface_close        = axon_rdmacm_iface_close,
-    .iface_progress     = axon_rdmacm_iface_progress,
-    .dev_addr_len       = sizeof(axon_rdmacm_dev_addr_t),
-    .iface_addr_len     = sizeof(axon_rdmacm_iface_addr_t),
-    .iface_get_address  = axon_rdmacm_iface_get_address,
-    .iface_is_reachable = axon_rdmacm_iface_is_reachable,
-    .ep_create          = axon_rdmacm_ep_create,
-    /* the data path is rc's */
-    .ep_destroy         = axon_rc_ep_destroy,
-    .ep_am_short        = axon_rc_ep_am_short,
-    .ep_am_bcopy        = axon_rc_ep_am_bcopy,
-    .ep_am_zcopy        = NULL,
-    .ep_get_zcopy       = axon_rc_ep_get_zcopy,
-    .ep_put_zcopy       = axon_rc_ep_put_zcopy,
-    .ep_flush           = axon_rc_ep_flush,
-    .ep_check           = axon_rc_ep_check,
-    .rkey_max_len       = sizeof(axon_rc_rkey_t),
-    .mem_reg            = axon_rc_mem_reg,
-    .mem_dereg          = axon_rc_mem_dereg,
-    .rkey_pack          = axon_rc_rkey_pack,
-    .ep_atomic          = axon_rc_ep_atomic,
-};
 
 /* ------------------------------------------------------------ open / close */
 
@@ -235,64 +180,53 @@ static axon_status_t axon_rdmacm_listen(axon_rdmacm_iface_t *iface,
     return AXON_OK;
 }
 
-axon_status_t axon_rdmacm_iface_open(const axon_resource_t *resource,
-                                     const axon_rdmacm_config_t *config,
-                                     const axon_iface_params_t *params, axon_iface_t **iface_p)
+static axon_status_t axon_rdmacm_init(axon_rc_iface_t *rc_iface, const void *cm_config)
 {
-    static const axon_rc_iface_ext_t ext = {
-        .iface_size    = sizeof(axon_rdmacm_iface_t),
-        .dev_open      = axon_rc_adopt_dev_open,
-        .dev_close     = axon_rc_adopt_dev_close,
-        .conn_teardown = axon_rc_adopt_teardown,
-    };
-    axon_rdmacm_iface_t *iface;
-    axon_rc_config_t rc_config;
-    axon_iface_t *tl_iface;
+    axon_rdmacm_iface_t *iface         = (axon_rdmacm_iface_t *)rc_iface;
+    const axon_rdmacm_config_t *config = cm_config;
     axon_status_t status;
 
-    if ((status = axon_rdmacm_rc_config(&rc_config)) != AXON_OK) {
-        return status;
-    }
-    status = axon_rc_iface_open_ext(resource, &rc_config, params, &ext, &tl_iface);
-    if (status != AXON_OK) {
-        return status;
-    }
-    iface             = (axon_rdmacm_iface_t *)tl_iface;
-    iface->rc_config  = rc_config;
-    iface->rc.config  = &iface->rc_config;
-    iface->rc_ops     = tl_iface->ops;
-    tl_iface->ops     = &axon_rdmacm_iface_ops;
     iface->host_id    = axon_sys_host_id();
     iface->netns      = axon_rdmacm_netns();
     iface->timeout_ms = (int)(config->resolve_timeout * 1000.0);
-    iface->cm_skip    = AXON_RDMACM_CM_INTERVAL;
-    snprintf(iface->rc.name, sizeof(iface->rc.name), "rdmacm/%s", resource->dev_name);
-
     if (((status = axon_rdmacm_local_ip(iface, config->addr)) != AXON_OK) ||
         (inet_ntop(AF_INET, &iface->addr.sin_addr, iface->addr_str,
                    sizeof(iface->addr_str)) == NULL) ||
         ((status = axon_rdmacm_listen(iface, config)) != AXON_OK)) {
-        axon_rdmacm_iface_close(tl_iface);
         return (status != AXON_OK) ? status : AXON_ERR_INVALID_PARAM;
     }
     axon_debug("%s: listening on %s:%u", iface->rc.name, iface->addr_str,
                ntohs(iface->addr.sin_port));
-    *iface_p = tl_iface;
     return AXON_OK;
 }
 
-static void axon_rdmacm_iface_close(axon_iface_t *tl_iface)
+/* After rc freed the connections (and their ids): the listening id, then the channel. */
+static void axon_rdmacm_cleanup(axon_rc_iface_t *rc_iface)
 {
-    axon_rdmacm_iface_t *iface       = (axon_rdmacm_iface_t *)tl_iface;
-    axon_dev_cm_channel_t *channel   = iface->channel;
+    axon_rdmacm_iface_t *iface = (axon_rdmacm_iface_t *)rc_iface;
     int ret;
 
     if (iface->listen_id != NULL) {
         axon_dev_cm_destroy_id(iface->listen_id);
     }
-    /* rc's close says goodbye, frees the connections (their ids) and the iface */
-    iface->rc_ops->iface_close(tl_iface);
-    if ((channel != NULL) && ((ret = axon_dev_cm_destroy_event_channel(channel)) != 0)) {
+    if ((iface->channel != NULL) &&
+        ((ret = axon_dev_cm_destroy_event_channel(iface->channel)) != 0)) {
         axon_warn("rdmacm: destroy_event_channel: %s", strerror(ret));
     }
 }
+
+const axon_rc_cm_t axon_rdmacm_cm = {
+    .name           = "rdmacm",
+    .iface_size     = sizeof(axon_rdmacm_iface_t),
+    .dev_addr_len   = sizeof(axon_rdmacm_dev_addr_t),
+    .iface_addr_len = sizeof(axon_rdmacm_iface_addr_t),
+    .get_address    = axon_rdmacm_get_address,
+    .is_reachable   = axon_rdmacm_is_reachable,
+    .dev_open       = axon_rdmacm_dev_open,
+    .dev_close      = axon_rdmacm_dev_close,
+    .init           = axon_rdmacm_init,
+    .cleanup        = axon_rdmacm_cleanup,
+    .conn_get       = axon_rdmacm_conn_get,
+    .progress       = axon_rdmacm_cm_progress,
+    .conn_destroy   = axon_rdmacm_conn_destroy,
+};

@@ -22,7 +22,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "axon.h"
+#include "axon_status.h"
 
 #define AXON_SHM_FIFO_ALIGN 64
 

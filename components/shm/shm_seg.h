@@ -26,7 +26,7 @@
 #include <stdint.h>
 #include <stdatomic.h>
 #include <sys/types.h>
-#include "axon.h"
+#include "axon_status.h"
 #include "proc.h"
 #include "list.h"
 #include "shm_fifo.h"

@@ -95,6 +95,7 @@ typedef struct softib_cm_id {
 } softib_cm_id_t;
 
 extern const axon_config_entry_t softib_cm_config_table[];
+extern const axon_dev_cm_ops_t softib_cm_ops;
 
 static inline softib_cm_id_t *softib_cm_sid(axon_dev_cm_id_priv_t *id)
 {

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "dev_backend.h"
 #include "softib.h"
+#include "softib_cm.h"
 
 /* What softib implements; CAP_MASK removes from this. */
 #define SOFTIB_CAPS (AXON_DEV_CAP_RC | AXON_DEV_CAP_UC | AXON_DEV_CAP_UD | AXON_DEV_CAP_SRQ | \
@@ -355,14 +356,17 @@ static void softib_ack_async_event(axon_dev_async_event_t *event)
     (void)event;   /* events hold no resources */
 }
 
-const axon_dev_backend_t softib_dev_backend = {
+static const axon_dev_backend_t softib_dev_backend = {
     .name          = "softib",
+    .order         = 0,   /* always there: device 0 of a list is predictable */
     .get_list      = softib_get_list,
     .open          = softib_open,
     .summary       = softib_summary,
     .config_table  = softib_config_table,
     .config_prefix = "SOFTIB_",
+    .cm            = &softib_cm_ops,
 };
+AXON_DEV_BACKEND_REGISTER(softib_dev_backend)
 
 const axon_dev_ops_t softib_dev_ops = {
     .close                = softib_close,

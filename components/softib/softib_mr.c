@@ -71,6 +71,14 @@ static int softib_mr_mapped(void *addr, size_t length)
     return 1;
 }
 
+/* Registrations made in this process, all devices: what tests of caches count. */
+static uint64_t softib_mr_regs;
+
+uint64_t softib_mr_reg_count(void)
+{
+    return __atomic_load_n(&softib_mr_regs, __ATOMIC_RELAXED);
+}
+
 int softib_reg_mr(axon_dev_pd_t *pd, void *addr, size_t length, int access,
                   axon_dev_mr_t **mr_p)
 {
@@ -135,6 +143,7 @@ int softib_reg_mr(axon_dev_pd_t *pd, void *addr, size_t length, int access,
     dev->num_mrs++;
     softib_pd(pd)->refcnt++;
     pthread_mutex_unlock(&dev->lock);
+    __atomic_add_fetch(&softib_mr_regs, 1, __ATOMIC_RELAXED);
     *mr_p = &mr->super;
     return 0;
 }

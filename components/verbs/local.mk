@@ -1,18 +1,31 @@
-# components/verbs: shared verbs code and the rc transport (libaxon_rc.so).
-# verbs_common.c is compiled into both plugins (rc here, ud in ud.mk): each
-# plugin is one self-contained dlopen'd library.
-pkglib_LTLIBRARIES += components/verbs/libaxon_rc.la
-components_verbs_libaxon_rc_la_SOURCES = \
+# components/verbs: the verbs family. Each source is compiled once, into one
+# of two convenience libraries that the dlopen'd plugins link:
+#   libverbs_common: device, queue and buffer helpers (rc, rdmacm, ud);
+#   librc: the rc transport whatever brings its connections up (rc, rdmacm).
+# libaxon_rc.so is librc with rc's own handshake; components/rdmacm adds
+# the RDMA CM as the connection manager; ud.mk builds ud.
+noinst_LTLIBRARIES += components/verbs/libverbs_common.la
+components_verbs_libverbs_common_la_SOURCES = \
 	components/verbs/verbs_common.c \
-	components/verbs/rc_component.c \
+	components/verbs/verbs_common.h
+components_verbs_libverbs_common_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+
+noinst_LTLIBRARIES += components/verbs/librc.la
+components_verbs_librc_la_SOURCES = \
+	components/verbs/rc_config.c \
 	components/verbs/rc_iface.c \
 	components/verbs/rc_conn.c \
+	components/verbs/rc_hs.c \
 	components/verbs/rc_ep.c \
 	components/verbs/rc_rdma.c \
 	components/verbs/rc_amo.c \
-	components/verbs/verbs_common.h \
 	components/verbs/rc_wire.h \
 	components/verbs/rc.h
+components_verbs_librc_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+
+pkglib_LTLIBRARIES += components/verbs/libaxon_rc.la
+components_verbs_libaxon_rc_la_SOURCES = components/verbs/rc_component.c
 components_verbs_libaxon_rc_la_CFLAGS  = $(AM_CFLAGS) -fvisibility=hidden
 components_verbs_libaxon_rc_la_LDFLAGS = -module -avoid-version -shared
-components_verbs_libaxon_rc_la_LIBADD  = libaxon.la
+components_verbs_libaxon_rc_la_LIBADD  = components/verbs/librc.la \
+	components/verbs/libverbs_common.la libaxon.la

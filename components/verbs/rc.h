@@ -3,7 +3,7 @@
  *
  * One iface per port ("rc/softib0:1"): a send CQ, a receive CQ and one SRQ
  * shared by every QP, registered bounce buffers for sends and receives, and a
- * small UD QP that carries the connection handshake (rc_conn.c).
+ * small UD QP that carries the connection handshake (rc_hs.c).
  *
  * A connection (axon_rc_conn_t) is one RC QP to one peer worker, used both
  * ways: our eps to that peer all send on it, and what the peer sends on it is
@@ -18,9 +18,12 @@
  * in the header of the peer's messages or in a CREDIT message once half a
  * window was consumed. No credit, slot, buffer or CQ room: NO_RESOURCE.
  *
- * Files by stage: rc_component.c (configuration, resources), rc_iface.c
- * (open, close, progress, receive path), rc_conn.c (handshake, connection
- * life), rc_ep.c (endpoints, send path), rc_rdma.c (keys, get/put).
+ * Files by stage: rc_config.c (configuration, resources), rc_iface.c (open,
+ * close, progress, receive path), rc_conn.c (connection life), rc_hs.c (rc's
+ * own handshake: one of the two connection managers, see axon_rc_cm_t),
+ * rc_ep.c (endpoints, send path), rc_rdma.c (keys, get/put), rc_amo.c;
+ * rc_component.c is the rc plugin's descriptor. All but the descriptor are
+ * one convenience library that the rc and rdmacm plugins link.
  */
 #ifndef AXON_RC_H
 #define AXON_RC_H
@@ -134,7 +137,7 @@ struct axon_rc_conn {
     uint32_t               rx_credits;     /* consumed messages not yet credited back */
     uint32_t               peer_window;
     uint64_t               last_heard_ns;  /* last completion on this QP */
-    /* rc_adopt.c: the CM id that made the QP (NULL: the UD handshake did) */
+    /* components/rdmacm: the CM id that made the QP, its flags */
     void                  *cm_id;
     uint8_t                cm_flags;
 };
@@ -147,18 +150,41 @@ struct axon_rc_ep {
     axon_list_link_t  link;       /* conn->eps */
 };
 
-/* rc_adopt.c: an iface whose device context and QPs come from someone else (the CM) */
-typedef struct axon_rc_iface_ext {
-    size_t        iface_size;   /* the caller's iface struct, an axon_rc_iface_t first */
+/*
+ * rc's connection manager: how an iface's connections come up. rc's own
+ * (rc_hs.c: REQ/REP/RTU over a UD QP; the rc component) or the RDMA CM
+ * (components/rdmacm). Queues, data path, credits, keep-alives, goodbyes
+ * and failures are the same code for both; none of these is per message.
+ */
+typedef struct axon_rc_cm {
+    const char   *name;          /* the transport: names the iface ("rc/softib0:1") */
+    size_t        iface_size;    /* the iface struct, an axon_rc_iface_t first */
+    size_t        dev_addr_len;
+    size_t        iface_addr_len;
+    axon_status_t (*get_address)(axon_rc_iface_t *iface, void *dev_addr, void *iface_addr);
+    int           (*is_reachable)(axon_rc_iface_t *iface, const void *dev_addr,
+                                  const void *iface_addr);
     axon_status_t (*dev_open)(axon_verbs_dev_t *dev, const char *dev_name, int gid_index);
     void          (*dev_close)(axon_verbs_dev_t *dev);
-    void          (*conn_teardown)(axon_rc_conn_t *conn);   /* instead of destroying the QP */
-} axon_rc_iface_ext_t;
+    /* once the queues exist (cm_config: the component's own options) / once the
+     * connections are gone; cleanup also after a failed init */
+    axon_status_t (*init)(axon_rc_iface_t *iface, const void *cm_config);
+    void          (*cleanup)(axon_rc_iface_t *iface);
+    /* The connection to peer_uuid our eps may use: the findable one, or a new one
+     * that comes up in the background (bad addresses fail here, logged) */
+    axon_status_t (*conn_get)(axon_rc_iface_t *iface, uint64_t peer_uuid, const void *dev_addr,
+                              const void *iface_addr, axon_rc_conn_t **conn_p);
+    /* Handshake messages or CM events; with the timers, every call while connecting */
+    unsigned      (*progress)(axon_rc_iface_t *iface);
+    void          (*conn_destroy)(axon_rc_conn_t *conn);   /* its QP, and what made it */
+} axon_rc_cm_t;
 
 struct axon_rc_iface {
     axon_iface_t              super;
+    axon_iface_ops_t          ops;           /* rc's, with the manager's addresses */
+    const axon_rc_cm_t       *cm;
     axon_verbs_dev_t          dev;
-    const axon_rc_config_t   *config;
+    axon_rc_config_t          config;
     char                      name[AXON_TL_NAME_MAX + AXON_DEV_NAME_MAX]; /* "rc/softib0:1" */
     /* Upper layer */
     void                     *am_arg;
@@ -185,12 +211,12 @@ struct axon_rc_iface {
     axon_dev_recv_wr_t       *rx_wrs;        /* refill chain, rx_queue_len long */
     axon_dev_sge_t           *rx_sges;
     unsigned                  rx_refill;     /* buffers in the refill chain */
-    /* Handshake */
+    /* Handshake (rc_hs.c) */
     axon_dev_qp_t            *hs_qp;
     int                       hs_closed;     /* closing: handshake messages are drained, not read */
     axon_dev_cq_t            *hs_cq;
     axon_verbs_bufpool_t      hs_pool;
-    unsigned                  hs_waiting;    /* connections in a handshake */
+    unsigned                  hs_waiting;    /* connections coming up (either manager) */
     /* Keep-alive target: peers' zero-length writes name it */
     void                     *ka_buf;
     axon_dev_mr_t            *ka_mr;
@@ -200,7 +226,6 @@ struct axon_rc_iface {
     axon_rc_conn_t           *qpn_hash[AXON_RC_QPN_HASH];
     uint32_t                  next_conn_id;
     unsigned                  timer_skip;
-    const axon_rc_iface_ext_t *ext;          /* NULL: rc's own device and handshake */
 };
 
 static inline uint64_t axon_rc_now_ns(void)
@@ -208,7 +233,7 @@ static inline uint64_t axon_rc_now_ns(void)
     return (uint64_t)(axon_sys_time_sec() * 1e9);
 }
 
-/* rc_component.c */
+/* rc_config.c */
 extern const axon_config_entry_t axon_rc_config_table[];
 axon_status_t axon_rc_config_check(const axon_rc_config_t *c);
 /* A port's rc resource (arg: the axon_rc_config_t): capabilities, limits, memory per ep */
@@ -216,24 +241,26 @@ int           axon_rc_fill_resource(const axon_verbs_port_info_t *info, axon_res
                                     void *arg);
 
 /* rc_iface.c */
-axon_status_t axon_rc_iface_open(const axon_resource_t *resource, const void *config,
-                                 const axon_iface_params_t *params, axon_iface_t **iface_p);
-/* The same on a device and with QPs of ext's making (ext NULL: axon_rc_iface_open). */
-axon_status_t axon_rc_iface_open_ext(const axon_resource_t *resource, const void *config,
-                                     const axon_iface_params_t *params,
-                                     const axon_rc_iface_ext_t *ext, axon_iface_t **iface_p);
+/* An iface on resource whose connections cm brings up (cm_config: cm's options). */
+axon_status_t axon_rc_iface_open(const axon_resource_t *resource, const axon_rc_config_t *config,
+                                 const axon_iface_params_t *params, const axon_rc_cm_t *cm,
+                                 const void *cm_config, axon_iface_t **iface_p);
+/* Poll both CQs once (no timers, no manager): returns completions handled. */
+unsigned      axon_rc_iface_poll(axon_rc_iface_t *iface);
 /* Post the refill chain to the SRQ. */
 void          axon_rc_iface_refill(axon_rc_iface_t *iface);
 /* A completion on the send CQ (wr_id = descriptor). */
 void          axon_rc_iface_tx_completion(axon_rc_iface_t *iface, const axon_dev_wc_t *wc);
 
+/* rc_hs.c: rc's own connection manager */
+extern const axon_rc_cm_t axon_rc_hs_cm;
+/* REQ_SENT: send the REQ again (timers) */
+void          axon_rc_hs_resend(axon_rc_conn_t *conn);
+
 /* rc_conn.c */
+/* The keep-alive target peers write to (both managers). */
 axon_status_t axon_rc_conn_iface_init(axon_rc_iface_t *iface);
 void          axon_rc_conn_iface_cleanup(axon_rc_iface_t *iface);
-/* The connection to peer_uuid our eps may use, or a new one with REQ sent. */
-axon_status_t axon_rc_conn_get(axon_rc_iface_t *iface, uint64_t peer_uuid,
-                               const axon_verbs_dev_addr_t *addr, uint32_t ud_qpn,
-                               axon_rc_conn_t **conn_p);
 axon_rc_conn_t *axon_rc_conn_by_qpn(axon_rc_iface_t *iface, uint32_t qpn);
 /* The findable connection to uuid, or NULL. */
 axon_rc_conn_t *axon_rc_conn_by_uuid(axon_rc_iface_t *iface, uint64_t uuid);
@@ -242,10 +269,17 @@ axon_status_t axon_rc_conn_new(axon_rc_iface_t *iface, uint64_t peer_uuid,
                                const axon_verbs_dev_addr_t *addr, uint32_t ud_qpn,
                                axon_dev_qp_t *qp, axon_rc_conn_t **conn_p);
 void          axon_rc_conn_set_state(axon_rc_conn_t *conn, axon_rc_conn_state_t state);
+/* A connection on a QP someone else connects (the CM): REP_SENT ("the QP is up, the
+ * peer has not confirmed") until axon_rc_conn_rx_ctrl(RTU), within RC_CONNECT_TIMEOUT. */
+axon_status_t axon_rc_conn_adopt(axon_rc_iface_t *iface, axon_dev_qp_t *qp, uint64_t peer_uuid,
+                                 int active, axon_rc_conn_t **conn_p);
+/* What the peer grants: its receive window, its keep-alive target. */
+void          axon_rc_conn_set_peer(axon_rc_conn_t *conn, uint16_t window, uint64_t ka_addr,
+                                    uint32_t ka_rkey);
+/* Move every ep of from to to (the connection that won a simultaneous connect). */
+void          axon_rc_conn_move_eps(axon_rc_conn_t *from, axon_rc_conn_t *to);
 /* No longer found by uuid: new eps to the peer get a new connection. */
 void          axon_rc_conn_retire(axon_rc_conn_t *conn);
-/* Poll the handshake QP; returns messages handled. */
-unsigned      axon_rc_conn_hs_progress(axon_rc_iface_t *iface);
 /* Handshake retries and deadlines, keep-alives, pending control messages. */
 void          axon_rc_conn_timers(axon_rc_iface_t *iface, uint64_t now);
 /* A control message (RTU, CREDIT, BYE) arrived on conn. */

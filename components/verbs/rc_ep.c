@@ -19,7 +19,7 @@ axon_status_t axon_rc_conn_post(axon_rc_conn_t *conn, axon_dev_send_wr_t *wr, vo
         return AXON_ERR_NO_RESOURCE;
     }
     /* signal one in tx_moderation, and the WR taking the last slot so it frees them all */
-    signal = force_signal || (sn + 1 - conn->tx_signaled >= iface->config->tx_moderation) ||
+    signal = force_signal || (sn + 1 - conn->tx_signaled >= iface->config.tx_moderation) ||
              (sn + 1 - conn->tx_completed == conn->tx_depth);
     if (signal) {
         wr->send_flags |= AXON_DEV_SEND_SIGNALED;
@@ -114,8 +114,6 @@ axon_status_t axon_rc_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid, cons
                                 const void *iface_addr, axon_tl_ep_t **ep_p)
 {
     axon_rc_iface_t *iface = (axon_rc_iface_t *)tl_iface;
-    axon_verbs_dev_addr_t addr;
-    axon_rc_iface_addr_t ifa;
     axon_rc_conn_t *conn = NULL;
     axon_status_t status;
     axon_rc_ep_t *ep;
@@ -126,24 +124,13 @@ axon_status_t axon_rc_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid, cons
                    (iface_addr == NULL) ? "iface address" : "ep_p");
         return AXON_ERR_INVALID_PARAM;
     }
-    axon_verbs_dev_addr_unpack(dev_addr, &addr);
-    memcpy(&ifa, iface_addr, sizeof(ifa));
-    if (!axon_verbs_dev_addr_reachable(&iface->dev, &addr)) {
-        axon_error("%s: worker 0x%llx is not reachable from this port", iface->name,
-                   (unsigned long long)peer_uuid);
-        return AXON_ERR_UNREACHABLE;
-    }
-    if ((ifa.ud_qpn == 0) || (ifa.ud_qpn > AXON_VERBS_PSN_MASK)) {
-        axon_error("%s: bad handshake QP number 0x%x in the address of worker 0x%llx",
-                   iface->name, ifa.ud_qpn, (unsigned long long)peer_uuid);
-        return AXON_ERR_INVALID_ADDR;
-    }
     ep = calloc(1, sizeof(*ep));
     if (ep == NULL) {
         axon_error("%s: cannot allocate an endpoint", iface->name);
         return AXON_ERR_NO_MEMORY;
     }
-    status = axon_rc_conn_get(iface, peer_uuid, &addr, ifa.ud_qpn, &conn);
+    /* one connection per pair of workers: a later ep (ours or the peer's) reuses it */
+    status = iface->cm->conn_get(iface, peer_uuid, dev_addr, iface_addr, &conn);
     if (status != AXON_OK) {
         free(ep);
         return status;

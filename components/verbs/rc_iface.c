@@ -11,32 +11,23 @@ static axon_status_t axon_rc_iface_get_address(axon_iface_t *tl_iface, void *dev
                                                void *iface_addr)
 {
     axon_rc_iface_t *iface = (axon_rc_iface_t *)tl_iface;
-    axon_rc_iface_addr_t addr;
 
-    axon_verbs_dev_addr_pack(&iface->dev, dev_addr);
-    addr.ud_qpn = iface->hs_qp->qp_num;
-    memcpy(iface_addr, &addr, sizeof(addr));
-    return AXON_OK;
+    return iface->cm->get_address(iface, dev_addr, iface_addr);
 }
 
 static int axon_rc_iface_is_reachable(axon_iface_t *tl_iface, const void *dev_addr,
                                       const void *iface_addr)
 {
     axon_rc_iface_t *iface = (axon_rc_iface_t *)tl_iface;
-    axon_verbs_dev_addr_t addr;
 
-    if ((dev_addr == NULL) || (iface_addr == NULL)) {
-        return 0;
-    }
-    axon_verbs_dev_addr_unpack(dev_addr, &addr);
-    return axon_verbs_dev_addr_reachable(&iface->dev, &addr);
+    return (dev_addr != NULL) && (iface_addr != NULL) &&
+           iface->cm->is_reachable(iface, dev_addr, iface_addr);
 }
 
+/* Every iface's copy gets the address lengths of its connection manager */
 static const axon_iface_ops_t axon_rc_iface_ops = {
     .iface_close        = axon_rc_iface_close,
     .iface_progress     = axon_rc_iface_progress,
-    .dev_addr_len       = AXON_VERBS_DEV_ADDR_LEN,
-    .iface_addr_len     = sizeof(axon_rc_iface_addr_t),
     .iface_get_address  = axon_rc_iface_get_address,
     .iface_is_reachable = axon_rc_iface_is_reachable,
     .ep_create          = axon_rc_ep_create,
@@ -208,9 +199,8 @@ void axon_rc_iface_tx_completion(axon_rc_iface_t *iface, const axon_dev_wc_t *wc
 
 /* ------------------------------------------------------------ progress */
 
-static unsigned axon_rc_iface_progress(axon_iface_t *tl_iface)
+unsigned axon_rc_iface_poll(axon_rc_iface_t *iface)
 {
-    axon_rc_iface_t *iface = (axon_rc_iface_t *)tl_iface;
     axon_dev_wc_t wc[AXON_RC_POLL_BATCH];
     unsigned events = 0;
     int n, i;
@@ -228,11 +218,18 @@ static unsigned axon_rc_iface_progress(axon_iface_t *tl_iface)
     for (i = 0; i < n; ++i) {
         axon_rc_iface_tx_completion(iface, &wc[i]);
     }
-    events += (n > 0) ? (unsigned)n : 0;
+    return events + ((n > 0) ? (unsigned)n : 0);
+}
 
+static unsigned axon_rc_iface_progress(axon_iface_t *tl_iface)
+{
+    axon_rc_iface_t *iface = (axon_rc_iface_t *)tl_iface;
+    unsigned events = axon_rc_iface_poll(iface);
+
+    /* the manager and the timers: on every call while connecting, else now and then */
     if ((iface->hs_waiting > 0) || (--iface->timer_skip == 0)) {
         iface->timer_skip = AXON_RC_TIMER_INTERVAL;
-        events += axon_rc_conn_hs_progress(iface);
+        events += iface->cm->progress(iface);
         axon_rc_conn_timers(iface, axon_rc_now_ns());
         axon_rc_conn_reap(iface);
     }
@@ -243,7 +240,7 @@ static unsigned axon_rc_iface_progress(axon_iface_t *tl_iface)
 
 static axon_status_t axon_rc_iface_rx_init(axon_rc_iface_t *iface)
 {
-    const axon_rc_config_t *c = iface->config;
+    const axon_rc_config_t *c = &iface->config;
     axon_dev_srq_init_attr_t srq_attr;
     unsigned i;
     int ret;
@@ -276,31 +273,27 @@ static axon_status_t axon_rc_iface_rx_init(axon_rc_iface_t *iface)
     return (iface->rx_refill == 0) ? AXON_OK : AXON_ERR_IO_ERROR;
 }
 
-axon_status_t axon_rc_iface_open(const axon_resource_t *resource, const void *config,
-                                 const axon_iface_params_t *params, axon_iface_t **iface_p)
+axon_status_t axon_rc_iface_open(const axon_resource_t *resource, const axon_rc_config_t *c,
+                                 const axon_iface_params_t *params, const axon_rc_cm_t *cm,
+                                 const void *cm_config, axon_iface_t **iface_p)
 {
-    return axon_rc_iface_open_ext(resource, config, params, NULL, iface_p);
-}
-
-axon_status_t axon_rc_iface_open_ext(const axon_resource_t *resource, const void *config,
-                                     const axon_iface_params_t *params,
-                                     const axon_rc_iface_ext_t *ext, axon_iface_t **iface_p)
-{
-    const axon_rc_config_t *c = config;
     axon_rc_iface_t *iface;
     axon_status_t status;
     uint32_t tx_cqe;
 
-    iface = calloc(1, (ext != NULL) ? ext->iface_size : sizeof(*iface));
+    iface = calloc(1, cm->iface_size);
     if (iface == NULL) {
-        axon_error("rc/%s: cannot allocate the interface", resource->dev_name);
+        axon_error("%s/%s: cannot allocate the interface", cm->name, resource->dev_name);
         return AXON_ERR_NO_MEMORY;
     }
-    iface->super.ops      = &axon_rc_iface_ops;
-    iface->super.resource = resource;
-    iface->config         = c;
-    iface->ext            = ext;
-    snprintf(iface->name, sizeof(iface->name), "rc/%s", resource->dev_name);
+    iface->ops                = axon_rc_iface_ops;
+    iface->ops.dev_addr_len   = cm->dev_addr_len;
+    iface->ops.iface_addr_len = cm->iface_addr_len;
+    iface->super.ops          = &iface->ops;
+    iface->super.resource     = resource;
+    iface->config             = *c;
+    iface->cm                 = cm;
+    snprintf(iface->name, sizeof(iface->name), "%s/%s", cm->name, resource->dev_name);
     iface->am_arg       = params->am_arg;
     iface->peer_failure = params->peer_failure;
     iface->worker_uuid  = params->worker_uuid;
@@ -322,8 +315,7 @@ axon_status_t axon_rc_iface_open_ext(const axon_resource_t *resource, const void
     axon_list_init(&iface->conns);
     axon_list_init(&iface->closing);
 
-    status = (ext != NULL) ? ext->dev_open(&iface->dev, resource->dev_name, (int)c->gid_index) :
-             axon_verbs_dev_open(&iface->dev, resource->dev_name, (int)c->gid_index);
+    status = cm->dev_open(&iface->dev, resource->dev_name, (int)c->gid_index);
     if (status != AXON_OK) {
         free(iface);
         return status;
@@ -343,7 +335,8 @@ axon_status_t axon_rc_iface_open_ext(const axon_resource_t *resource, const void
                                            sizeof(axon_rc_hdr_t) + c->seg_size,
                                            c->rx_queue_len)) != AXON_OK) ||
         ((status = axon_rc_iface_rx_init(iface)) != AXON_OK) ||
-        ((status = axon_rc_conn_iface_init(iface)) != AXON_OK)) {
+        ((status = axon_rc_conn_iface_init(iface)) != AXON_OK) ||
+        ((status = cm->init(iface, cm_config)) != AXON_OK)) {
         axon_rc_iface_close(&iface->super);
         return status;
     }
@@ -359,6 +352,7 @@ static void axon_rc_iface_close(axon_iface_t *tl_iface)
     int ret;
 
     axon_rc_conn_close_all(iface);
+    iface->cm->cleanup(iface);
     axon_rc_conn_iface_cleanup(iface);
     if ((iface->srq != NULL) && ((ret = axon_dev_destroy_srq(iface->srq)) != 0)) {
         axon_warn("%s: destroy_srq: %d", iface->name, ret);
@@ -376,10 +370,6 @@ static void axon_rc_iface_close(axon_iface_t *tl_iface)
     }
     free(iface->rx_wrs);
     free(iface->rx_sges);
-    if (iface->ext != NULL) {
-        iface->ext->dev_close(&iface->dev);
-    } else {
-        axon_verbs_dev_close(&iface->dev);
-    }
+    iface->cm->dev_close(&iface->dev);
     free(iface);
 }

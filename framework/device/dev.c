@@ -5,6 +5,7 @@
  */
 #include "axon_config.h"
 #include "dev_backend.h"
+#include "dev_cm_backend.h"
 #include "log.h"
 
 #include <errno.h>
@@ -12,14 +13,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* softib first: it is always there, so device 0 of a list is predictable. */
-const axon_dev_backend_t *const axon_dev_backends[] = {
-    &softib_dev_backend,
-#ifdef HAVE_IBVERBS
-    &axon_dev_rdmacore_backend,
-#endif
-    NULL
-};
+const axon_dev_backend_t *axon_dev_backends[AXON_DEV_MAX_BACKENDS + 1];
+
+_Static_assert(AXON_DEV_MAX_BACKENDS <= AXON_DEV_CM_MAX_BACKENDS,
+               "a connection-manager channel has room for every back end");
+
+/* Called from constructors, before any thread or any list: no lock. */
+void axon_dev_backend_register(const axon_dev_backend_t *be)
+{
+    int i, n;
+
+    for (n = 0; axon_dev_backends[n] != NULL; ++n) {
+    }
+    if (n == AXON_DEV_MAX_BACKENDS) {
+        axon_error("device layer: no room for back end '%s' (%d at most)", be->name, n);
+        return;
+    }
+    for (i = n; (i > 0) && (axon_dev_backends[i - 1]->order > be->order); --i) {
+        axon_dev_backends[i] = axon_dev_backends[i - 1];
+    }
+    axon_dev_backends[i] = be;
+    for (i = n = 0; axon_dev_backends[i] != NULL; ++i) {
+        if (axon_dev_backends[i]->cm != NULL) {
+            axon_dev_cm_backends[n++] = axon_dev_backends[i]->cm;
+        }
+    }
+}
 
 const char *const axon_dev_cap_names[] = {
     "rc", "uc", "ud", "srq", "atomic", "inline", "comp_channel",

@@ -25,7 +25,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "axon.h"
+#include "axon_status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,8 +1,8 @@
 /*
  * The connection manager's front: event channels and their queues, ids and
  * their reference counts, the checks every back end shares, and the choice
- * of back end by the device an address belongs to (softib first, then
- * librdmacm). What an id does once bound is the back end's.
+ * of back end by the device an address belongs to (in the device back ends'
+ * order, dev_backend.h). What an id does once bound is the back end's.
  */
 #include "axon_config.h"
 #include "dev_cm_backend.h"
@@ -18,16 +18,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-const axon_dev_cm_ops_t *const axon_dev_cm_backends[] = {
-    &softib_cm_ops,
-#if defined(HAVE_RDMACM) && defined(HAVE_IBVERBS)
-    &axon_dev_rdmacore_cm_ops,
-#endif
-    NULL
-};
-
-_Static_assert(sizeof(axon_dev_cm_backends) / sizeof(axon_dev_cm_backends[0]) <=
-               AXON_DEV_CM_MAX_BACKENDS + 1, "room for every back end in a channel");
+const axon_dev_cm_ops_t *axon_dev_cm_backends[AXON_DEV_CM_MAX_BACKENDS + 1];
 
 static const char *const axon_dev_cm_event_strs[] = {
     [AXON_DEV_CM_EVENT_ADDR_RESOLVED]    = "RDMA_CM_EVENT_ADDR_RESOLVED",

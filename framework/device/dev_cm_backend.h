@@ -87,12 +87,9 @@ struct axon_dev_cm_ops {
     const char                *config_prefix;
 };
 
-/* The back ends, softib first; NULL-terminated. */
-extern const axon_dev_cm_ops_t *const axon_dev_cm_backends[];
-extern const axon_dev_cm_ops_t softib_cm_ops;
-#if defined(HAVE_RDMACM) && defined(HAVE_IBVERBS)
-extern const axon_dev_cm_ops_t axon_dev_rdmacore_cm_ops;
-#endif
+/* The connection managers of the registered device back ends (dev_backend.h),
+ * in their order; NULL-terminated. */
+extern const axon_dev_cm_ops_t *axon_dev_cm_backends[];
 
 /* ---- front-end services (chan->lock held) */
 

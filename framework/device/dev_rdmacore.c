@@ -29,129 +29,37 @@
 /*
  * dev.h promises the numeric values of libibverbs; these checks make that a
  * build failure instead of a silent mistranslation on some future rdma-core.
+ * Each AXON_DEV_<name> below is checked against IBV_<name>.
  */
-#define AXON_DEV_SAME(_axon, _ibv) _Static_assert((int)(_axon) == (int)(_ibv), #_axon " != " #_ibv)
-
-AXON_DEV_SAME(AXON_DEV_NODE_CA, IBV_NODE_CA);
-AXON_DEV_SAME(AXON_DEV_LINK_LAYER_UNSPECIFIED, IBV_LINK_LAYER_UNSPECIFIED);
-AXON_DEV_SAME(AXON_DEV_LINK_LAYER_INFINIBAND, IBV_LINK_LAYER_INFINIBAND);
-AXON_DEV_SAME(AXON_DEV_LINK_LAYER_ETHERNET, IBV_LINK_LAYER_ETHERNET);
-AXON_DEV_SAME(AXON_DEV_MTU_256, IBV_MTU_256);
-AXON_DEV_SAME(AXON_DEV_MTU_512, IBV_MTU_512);
-AXON_DEV_SAME(AXON_DEV_MTU_1024, IBV_MTU_1024);
-AXON_DEV_SAME(AXON_DEV_MTU_2048, IBV_MTU_2048);
-AXON_DEV_SAME(AXON_DEV_MTU_4096, IBV_MTU_4096);
-AXON_DEV_SAME(AXON_DEV_PORT_NOP, IBV_PORT_NOP);
-AXON_DEV_SAME(AXON_DEV_PORT_DOWN, IBV_PORT_DOWN);
-AXON_DEV_SAME(AXON_DEV_PORT_INIT, IBV_PORT_INIT);
-AXON_DEV_SAME(AXON_DEV_PORT_ARMED, IBV_PORT_ARMED);
-AXON_DEV_SAME(AXON_DEV_PORT_ACTIVE, IBV_PORT_ACTIVE);
-AXON_DEV_SAME(AXON_DEV_ATOMIC_NONE, IBV_ATOMIC_NONE);
-AXON_DEV_SAME(AXON_DEV_ATOMIC_HCA, IBV_ATOMIC_HCA);
-AXON_DEV_SAME(AXON_DEV_ATOMIC_GLOB, IBV_ATOMIC_GLOB);
-AXON_DEV_SAME(AXON_DEV_ACCESS_LOCAL_WRITE, IBV_ACCESS_LOCAL_WRITE);
-AXON_DEV_SAME(AXON_DEV_ACCESS_REMOTE_WRITE, IBV_ACCESS_REMOTE_WRITE);
-AXON_DEV_SAME(AXON_DEV_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_READ);
-AXON_DEV_SAME(AXON_DEV_ACCESS_REMOTE_ATOMIC, IBV_ACCESS_REMOTE_ATOMIC);
-AXON_DEV_SAME(AXON_DEV_ACCESS_MW_BIND, IBV_ACCESS_MW_BIND);
-AXON_DEV_SAME(AXON_DEV_QPT_RC, IBV_QPT_RC);
-AXON_DEV_SAME(AXON_DEV_QPT_UC, IBV_QPT_UC);
-AXON_DEV_SAME(AXON_DEV_QPT_UD, IBV_QPT_UD);
-AXON_DEV_SAME(AXON_DEV_QPS_RESET, IBV_QPS_RESET);
-AXON_DEV_SAME(AXON_DEV_QPS_INIT, IBV_QPS_INIT);
-AXON_DEV_SAME(AXON_DEV_QPS_RTR, IBV_QPS_RTR);
-AXON_DEV_SAME(AXON_DEV_QPS_RTS, IBV_QPS_RTS);
-AXON_DEV_SAME(AXON_DEV_QPS_SQD, IBV_QPS_SQD);
-AXON_DEV_SAME(AXON_DEV_QPS_SQE, IBV_QPS_SQE);
-AXON_DEV_SAME(AXON_DEV_QPS_ERR, IBV_QPS_ERR);
-AXON_DEV_SAME(AXON_DEV_MIG_MIGRATED, IBV_MIG_MIGRATED);
-AXON_DEV_SAME(AXON_DEV_MIG_REARM, IBV_MIG_REARM);
-AXON_DEV_SAME(AXON_DEV_MIG_ARMED, IBV_MIG_ARMED);
-AXON_DEV_SAME(AXON_DEV_QP_STATE, IBV_QP_STATE);
-AXON_DEV_SAME(AXON_DEV_QP_CUR_STATE, IBV_QP_CUR_STATE);
-AXON_DEV_SAME(AXON_DEV_QP_EN_SQD_ASYNC_NOTIFY, IBV_QP_EN_SQD_ASYNC_NOTIFY);
-AXON_DEV_SAME(AXON_DEV_QP_ACCESS_FLAGS, IBV_QP_ACCESS_FLAGS);
-AXON_DEV_SAME(AXON_DEV_QP_PKEY_INDEX, IBV_QP_PKEY_INDEX);
-AXON_DEV_SAME(AXON_DEV_QP_PORT, IBV_QP_PORT);
-AXON_DEV_SAME(AXON_DEV_QP_QKEY, IBV_QP_QKEY);
-AXON_DEV_SAME(AXON_DEV_QP_AV, IBV_QP_AV);
-AXON_DEV_SAME(AXON_DEV_QP_PATH_MTU, IBV_QP_PATH_MTU);
-AXON_DEV_SAME(AXON_DEV_QP_TIMEOUT, IBV_QP_TIMEOUT);
-AXON_DEV_SAME(AXON_DEV_QP_RETRY_CNT, IBV_QP_RETRY_CNT);
-AXON_DEV_SAME(AXON_DEV_QP_RNR_RETRY, IBV_QP_RNR_RETRY);
-AXON_DEV_SAME(AXON_DEV_QP_RQ_PSN, IBV_QP_RQ_PSN);
-AXON_DEV_SAME(AXON_DEV_QP_MAX_QP_RD_ATOMIC, IBV_QP_MAX_QP_RD_ATOMIC);
-AXON_DEV_SAME(AXON_DEV_QP_ALT_PATH, IBV_QP_ALT_PATH);
-AXON_DEV_SAME(AXON_DEV_QP_MIN_RNR_TIMER, IBV_QP_MIN_RNR_TIMER);
-AXON_DEV_SAME(AXON_DEV_QP_SQ_PSN, IBV_QP_SQ_PSN);
-AXON_DEV_SAME(AXON_DEV_QP_MAX_DEST_RD_ATOMIC, IBV_QP_MAX_DEST_RD_ATOMIC);
-AXON_DEV_SAME(AXON_DEV_QP_PATH_MIG_STATE, IBV_QP_PATH_MIG_STATE);
-AXON_DEV_SAME(AXON_DEV_QP_CAP, IBV_QP_CAP);
-AXON_DEV_SAME(AXON_DEV_QP_DEST_QPN, IBV_QP_DEST_QPN);
-AXON_DEV_SAME(AXON_DEV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE);
-AXON_DEV_SAME(AXON_DEV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_WRITE_WITH_IMM);
-AXON_DEV_SAME(AXON_DEV_WR_SEND, IBV_WR_SEND);
-AXON_DEV_SAME(AXON_DEV_WR_SEND_WITH_IMM, IBV_WR_SEND_WITH_IMM);
-AXON_DEV_SAME(AXON_DEV_WR_RDMA_READ, IBV_WR_RDMA_READ);
-AXON_DEV_SAME(AXON_DEV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_CMP_AND_SWP);
-AXON_DEV_SAME(AXON_DEV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_FETCH_AND_ADD);
-AXON_DEV_SAME(AXON_DEV_SEND_FENCE, IBV_SEND_FENCE);
-AXON_DEV_SAME(AXON_DEV_SEND_SIGNALED, IBV_SEND_SIGNALED);
-AXON_DEV_SAME(AXON_DEV_SEND_SOLICITED, IBV_SEND_SOLICITED);
-AXON_DEV_SAME(AXON_DEV_SEND_INLINE, IBV_SEND_INLINE);
-AXON_DEV_SAME(AXON_DEV_WC_SUCCESS, IBV_WC_SUCCESS);
-AXON_DEV_SAME(AXON_DEV_WC_LOC_LEN_ERR, IBV_WC_LOC_LEN_ERR);
-AXON_DEV_SAME(AXON_DEV_WC_LOC_QP_OP_ERR, IBV_WC_LOC_QP_OP_ERR);
-AXON_DEV_SAME(AXON_DEV_WC_LOC_EEC_OP_ERR, IBV_WC_LOC_EEC_OP_ERR);
-AXON_DEV_SAME(AXON_DEV_WC_LOC_PROT_ERR, IBV_WC_LOC_PROT_ERR);
-AXON_DEV_SAME(AXON_DEV_WC_WR_FLUSH_ERR, IBV_WC_WR_FLUSH_ERR);
-AXON_DEV_SAME(AXON_DEV_WC_MW_BIND_ERR, IBV_WC_MW_BIND_ERR);
-AXON_DEV_SAME(AXON_DEV_WC_BAD_RESP_ERR, IBV_WC_BAD_RESP_ERR);
-AXON_DEV_SAME(AXON_DEV_WC_LOC_ACCESS_ERR, IBV_WC_LOC_ACCESS_ERR);
-AXON_DEV_SAME(AXON_DEV_WC_REM_INV_REQ_ERR, IBV_WC_REM_INV_REQ_ERR);
-AXON_DEV_SAME(AXON_DEV_WC_REM_ACCESS_ERR, IBV_WC_REM_ACCESS_ERR);
-AXON_DEV_SAME(AXON_DEV_WC_REM_OP_ERR, IBV_WC_REM_OP_ERR);
-AXON_DEV_SAME(AXON_DEV_WC_RETRY_EXC_ERR, IBV_WC_RETRY_EXC_ERR);
-AXON_DEV_SAME(AXON_DEV_WC_RNR_RETRY_EXC_ERR, IBV_WC_RNR_RETRY_EXC_ERR);
-AXON_DEV_SAME(AXON_DEV_WC_LOC_RDD_VIOL_ERR, IBV_WC_LOC_RDD_VIOL_ERR);
-AXON_DEV_SAME(AXON_DEV_WC_REM_INV_RD_REQ_ERR, IBV_WC_REM_INV_RD_REQ_ERR);
-AXON_DEV_SAME(AXON_DEV_WC_REM_ABORT_ERR, IBV_WC_REM_ABORT_ERR);
-AXON_DEV_SAME(AXON_DEV_WC_INV_EECN_ERR, IBV_WC_INV_EECN_ERR);
-AXON_DEV_SAME(AXON_DEV_WC_INV_EEC_STATE_ERR, IBV_WC_INV_EEC_STATE_ERR);
-AXON_DEV_SAME(AXON_DEV_WC_FATAL_ERR, IBV_WC_FATAL_ERR);
-AXON_DEV_SAME(AXON_DEV_WC_RESP_TIMEOUT_ERR, IBV_WC_RESP_TIMEOUT_ERR);
-AXON_DEV_SAME(AXON_DEV_WC_GENERAL_ERR, IBV_WC_GENERAL_ERR);
-AXON_DEV_SAME(AXON_DEV_WC_SEND, IBV_WC_SEND);
-AXON_DEV_SAME(AXON_DEV_WC_RDMA_WRITE, IBV_WC_RDMA_WRITE);
-AXON_DEV_SAME(AXON_DEV_WC_RDMA_READ, IBV_WC_RDMA_READ);
-AXON_DEV_SAME(AXON_DEV_WC_COMP_SWAP, IBV_WC_COMP_SWAP);
-AXON_DEV_SAME(AXON_DEV_WC_FETCH_ADD, IBV_WC_FETCH_ADD);
-AXON_DEV_SAME(AXON_DEV_WC_BIND_MW, IBV_WC_BIND_MW);
-AXON_DEV_SAME(AXON_DEV_WC_RECV, IBV_WC_RECV);
-AXON_DEV_SAME(AXON_DEV_WC_RECV_RDMA_WITH_IMM, IBV_WC_RECV_RDMA_WITH_IMM);
-AXON_DEV_SAME(AXON_DEV_WC_GRH, IBV_WC_GRH);
-AXON_DEV_SAME(AXON_DEV_WC_WITH_IMM, IBV_WC_WITH_IMM);
-AXON_DEV_SAME(AXON_DEV_EVENT_CQ_ERR, IBV_EVENT_CQ_ERR);
-AXON_DEV_SAME(AXON_DEV_EVENT_QP_FATAL, IBV_EVENT_QP_FATAL);
-AXON_DEV_SAME(AXON_DEV_EVENT_QP_REQ_ERR, IBV_EVENT_QP_REQ_ERR);
-AXON_DEV_SAME(AXON_DEV_EVENT_QP_ACCESS_ERR, IBV_EVENT_QP_ACCESS_ERR);
-AXON_DEV_SAME(AXON_DEV_EVENT_COMM_EST, IBV_EVENT_COMM_EST);
-AXON_DEV_SAME(AXON_DEV_EVENT_SQ_DRAINED, IBV_EVENT_SQ_DRAINED);
-AXON_DEV_SAME(AXON_DEV_EVENT_PATH_MIG, IBV_EVENT_PATH_MIG);
-AXON_DEV_SAME(AXON_DEV_EVENT_PATH_MIG_ERR, IBV_EVENT_PATH_MIG_ERR);
-AXON_DEV_SAME(AXON_DEV_EVENT_DEVICE_FATAL, IBV_EVENT_DEVICE_FATAL);
-AXON_DEV_SAME(AXON_DEV_EVENT_PORT_ACTIVE, IBV_EVENT_PORT_ACTIVE);
-AXON_DEV_SAME(AXON_DEV_EVENT_PORT_ERR, IBV_EVENT_PORT_ERR);
-AXON_DEV_SAME(AXON_DEV_EVENT_LID_CHANGE, IBV_EVENT_LID_CHANGE);
-AXON_DEV_SAME(AXON_DEV_EVENT_PKEY_CHANGE, IBV_EVENT_PKEY_CHANGE);
-AXON_DEV_SAME(AXON_DEV_EVENT_SM_CHANGE, IBV_EVENT_SM_CHANGE);
-AXON_DEV_SAME(AXON_DEV_EVENT_SRQ_ERR, IBV_EVENT_SRQ_ERR);
-AXON_DEV_SAME(AXON_DEV_EVENT_SRQ_LIMIT_REACHED, IBV_EVENT_SRQ_LIMIT_REACHED);
-AXON_DEV_SAME(AXON_DEV_EVENT_QP_LAST_WQE_REACHED, IBV_EVENT_QP_LAST_WQE_REACHED);
-AXON_DEV_SAME(AXON_DEV_EVENT_CLIENT_REREGISTER, IBV_EVENT_CLIENT_REREGISTER);
-AXON_DEV_SAME(AXON_DEV_EVENT_GID_CHANGE, IBV_EVENT_GID_CHANGE);
-AXON_DEV_SAME(AXON_DEV_SRQ_MAX_WR, IBV_SRQ_MAX_WR);
-AXON_DEV_SAME(AXON_DEV_SRQ_LIMIT, IBV_SRQ_LIMIT);
+#define AXON_DEV_SAME_VALUES(_) \
+    _(NODE_CA) _(LINK_LAYER_UNSPECIFIED) _(LINK_LAYER_INFINIBAND) _(LINK_LAYER_ETHERNET) \
+    _(MTU_256) _(MTU_512) _(MTU_1024) _(MTU_2048) _(MTU_4096) _(PORT_NOP) _(PORT_DOWN) \
+    _(PORT_INIT) _(PORT_ARMED) _(PORT_ACTIVE) _(ATOMIC_NONE) _(ATOMIC_HCA) _(ATOMIC_GLOB) \
+    _(ACCESS_LOCAL_WRITE) _(ACCESS_REMOTE_WRITE) _(ACCESS_REMOTE_READ) _(ACCESS_REMOTE_ATOMIC) \
+    _(ACCESS_MW_BIND) _(QPT_RC) _(QPT_UC) _(QPT_UD) _(QPS_RESET) _(QPS_INIT) _(QPS_RTR) \
+    _(QPS_RTS) _(QPS_SQD) _(QPS_SQE) _(QPS_ERR) _(MIG_MIGRATED) _(MIG_REARM) _(MIG_ARMED) \
+    _(QP_STATE) _(QP_CUR_STATE) _(QP_EN_SQD_ASYNC_NOTIFY) _(QP_ACCESS_FLAGS) _(QP_PKEY_INDEX) \
+    _(QP_PORT) _(QP_QKEY) _(QP_AV) _(QP_PATH_MTU) _(QP_TIMEOUT) _(QP_RETRY_CNT) \
+    _(QP_RNR_RETRY) _(QP_RQ_PSN) _(QP_MAX_QP_RD_ATOMIC) _(QP_ALT_PATH) _(QP_MIN_RNR_TIMER) \
+    _(QP_SQ_PSN) _(QP_MAX_DEST_RD_ATOMIC) _(QP_PATH_MIG_STATE) _(QP_CAP) _(QP_DEST_QPN) \
+    _(WR_RDMA_WRITE) _(WR_RDMA_WRITE_WITH_IMM) _(WR_SEND) _(WR_SEND_WITH_IMM) _(WR_RDMA_READ) \
+    _(WR_ATOMIC_CMP_AND_SWP) _(WR_ATOMIC_FETCH_AND_ADD) _(SEND_FENCE) _(SEND_SIGNALED) \
+    _(SEND_SOLICITED) _(SEND_INLINE) _(WC_SUCCESS) _(WC_LOC_LEN_ERR) _(WC_LOC_QP_OP_ERR) \
+    _(WC_LOC_EEC_OP_ERR) _(WC_LOC_PROT_ERR) _(WC_WR_FLUSH_ERR) _(WC_MW_BIND_ERR) \
+    _(WC_BAD_RESP_ERR) _(WC_LOC_ACCESS_ERR) _(WC_REM_INV_REQ_ERR) _(WC_REM_ACCESS_ERR) \
+    _(WC_REM_OP_ERR) _(WC_RETRY_EXC_ERR) _(WC_RNR_RETRY_EXC_ERR) _(WC_LOC_RDD_VIOL_ERR) \
+    _(WC_REM_INV_RD_REQ_ERR) _(WC_REM_ABORT_ERR) _(WC_INV_EECN_ERR) _(WC_INV_EEC_STATE_ERR) \
+    _(WC_FATAL_ERR) _(WC_RESP_TIMEOUT_ERR) _(WC_GENERAL_ERR) _(WC_SEND) _(WC_RDMA_WRITE) \
+    _(WC_RDMA_READ) _(WC_COMP_SWAP) _(WC_FETCH_ADD) _(WC_BIND_MW) _(WC_RECV) \
+    _(WC_RECV_RDMA_WITH_IMM) _(WC_GRH) _(WC_WITH_IMM) _(EVENT_CQ_ERR) _(EVENT_QP_FATAL) \
+    _(EVENT_QP_REQ_ERR) _(EVENT_QP_ACCESS_ERR) _(EVENT_COMM_EST) _(EVENT_SQ_DRAINED) \
+    _(EVENT_PATH_MIG) _(EVENT_PATH_MIG_ERR) _(EVENT_DEVICE_FATAL) _(EVENT_PORT_ACTIVE) \
+    _(EVENT_PORT_ERR) _(EVENT_LID_CHANGE) _(EVENT_PKEY_CHANGE) _(EVENT_SM_CHANGE) \
+    _(EVENT_SRQ_ERR) _(EVENT_SRQ_LIMIT_REACHED) _(EVENT_QP_LAST_WQE_REACHED) \
+    _(EVENT_CLIENT_REREGISTER) _(EVENT_GID_CHANGE) _(SRQ_MAX_WR) _(SRQ_LIMIT)
+#define AXON_DEV_SAME(_name) \
+    _Static_assert((int)AXON_DEV_##_name == (int)IBV_##_name, "AXON_DEV_" #_name " != IBV_" #_name);
+AXON_DEV_SAME_VALUES(AXON_DEV_SAME)
 _Static_assert(sizeof(axon_dev_gid_t) == sizeof(union ibv_gid), "GID size");
 
 /*
@@ -190,201 +98,94 @@ _Static_assert(sizeof(axon_dev_wc_t) == sizeof(struct ibv_wc), "WC size");
 
 /* ------------------------------------------------------------ converters */
 
+/*
+ * Field lists, one per struct: _(field) names a field of the same name and
+ * meaning on both sides, _a(field) an array of the same size; p prefixes
+ * them when a list is nested in another. Each converter is one expansion.
+ */
+#define AXON_DEV_RDMACORE_DEVICE_ATTR(_, _a, p) \
+    _a(p fw_ver) _(p max_mr_size) _(p page_size_cap) _(p vendor_id) _(p vendor_part_id) \
+    _(p hw_ver) _(p max_qp) _(p max_qp_wr) _(p device_cap_flags) _(p max_sge) _(p max_sge_rd) \
+    _(p max_cq) _(p max_cqe) _(p max_mr) _(p max_pd) _(p max_qp_rd_atom) _(p max_ee_rd_atom) \
+    _(p max_res_rd_atom) _(p max_qp_init_rd_atom) _(p max_ee_init_rd_atom) _(p atomic_cap) \
+    _(p max_ee) _(p max_rdd) _(p max_mw) _(p max_raw_ipv6_qp) _(p max_raw_ethy_qp) \
+    _(p max_mcast_grp) _(p max_mcast_qp_attach) _(p max_total_mcast_qp_attach) _(p max_ah) \
+    _(p max_fmr) _(p max_map_per_fmr) _(p max_srq) _(p max_srq_wr) _(p max_srq_sge) \
+    _(p max_pkeys) _(p local_ca_ack_delay) _(p phys_port_cnt)
+#define AXON_DEV_RDMACORE_PORT_ATTR(_, _a, p) \
+    _(p state) _(p max_mtu) _(p active_mtu) _(p gid_tbl_len) _(p port_cap_flags) _(p max_msg_sz) \
+    _(p bad_pkey_cntr) _(p qkey_viol_cntr) _(p pkey_tbl_len) _(p lid) _(p sm_lid) _(p lmc) \
+    _(p max_vl_num) _(p sm_sl) _(p subnet_timeout) _(p init_type_reply) _(p active_width) \
+    _(p active_speed) _(p phys_state) _(p link_layer)
+#define AXON_DEV_RDMACORE_AH_ATTR(_, _a, p) \
+    _a(p grh.dgid.raw) _(p grh.flow_label) _(p grh.sgid_index) _(p grh.hop_limit) \
+    _(p grh.traffic_class) _(p dlid) _(p sl) _(p src_path_bits) _(p static_rate) _(p is_global) \
+    _(p port_num)
+#define AXON_DEV_RDMACORE_QP_CAP(_, _a, p) \
+    _(p max_send_wr) _(p max_recv_wr) _(p max_send_sge) _(p max_recv_sge) _(p max_inline_data)
+#define AXON_DEV_RDMACORE_QP_ATTR(_, _a, p) \
+    _(p qp_state) _(p cur_qp_state) _(p path_mtu) _(p path_mig_state) _(p qkey) _(p rq_psn) \
+    _(p sq_psn) _(p dest_qp_num) _(p qp_access_flags) _(p pkey_index) _(p alt_pkey_index) \
+    _(p en_sqd_async_notify) _(p sq_draining) _(p max_rd_atomic) _(p max_dest_rd_atomic) \
+    _(p min_rnr_timer) _(p port_num) _(p timeout) _(p retry_cnt) _(p rnr_retry) \
+    _(p alt_port_num) _(p alt_timeout) AXON_DEV_RDMACORE_QP_CAP(_, _a, p cap.) \
+    AXON_DEV_RDMACORE_AH_ATTR(_, _a, p ah_attr.) AXON_DEV_RDMACORE_AH_ATTR(_, _a, p alt_ah_attr.)
+#define AXON_DEV_RDMACORE_SRQ_ATTR(_, _a, p) \
+    _(p max_wr) _(p max_sge) _(p srq_limit)
+
 void axon_dev_rdmacore_device_attr_from_ibv(const struct ibv_device_attr *in,
                                             axon_dev_attr_t *out)
 {
-    memset(out, 0, sizeof(*out));
-    memcpy(out->fw_ver, in->fw_ver, sizeof(out->fw_ver));
+    AXON_DEV_RDMACORE_CONVERT(AXON_DEV_RDMACORE_DEVICE_ATTR);
     out->fw_ver[sizeof(out->fw_ver) - 1] = '\0';
-    out->node_guid                 = be64toh(in->node_guid);
-    out->sys_image_guid            = be64toh(in->sys_image_guid);
-    out->max_mr_size               = in->max_mr_size;
-    out->page_size_cap             = in->page_size_cap;
-    out->vendor_id                 = in->vendor_id;
-    out->vendor_part_id            = in->vendor_part_id;
-    out->hw_ver                    = in->hw_ver;
-    out->max_qp                    = in->max_qp;
-    out->max_qp_wr                 = in->max_qp_wr;
-    out->device_cap_flags          = in->device_cap_flags;
-    out->max_sge                   = in->max_sge;
-    out->max_sge_rd                = in->max_sge_rd;
-    out->max_cq                    = in->max_cq;
-    out->max_cqe                   = in->max_cqe;
-    out->max_mr                    = in->max_mr;
-    out->max_pd                    = in->max_pd;
-    out->max_qp_rd_atom            = in->max_qp_rd_atom;
-    out->max_ee_rd_atom            = in->max_ee_rd_atom;
-    out->max_res_rd_atom           = in->max_res_rd_atom;
-    out->max_qp_init_rd_atom       = in->max_qp_init_rd_atom;
-    out->max_ee_init_rd_atom       = in->max_ee_init_rd_atom;
-    out->atomic_cap                = (axon_dev_atomic_cap_t)in->atomic_cap;
-    out->max_ee                    = in->max_ee;
-    out->max_rdd                   = in->max_rdd;
-    out->max_mw                    = in->max_mw;
-    out->max_raw_ipv6_qp           = in->max_raw_ipv6_qp;
-    out->max_raw_ethy_qp           = in->max_raw_ethy_qp;
-    out->max_mcast_grp             = in->max_mcast_grp;
-    out->max_mcast_qp_attach       = in->max_mcast_qp_attach;
-    out->max_total_mcast_qp_attach = in->max_total_mcast_qp_attach;
-    out->max_ah                    = in->max_ah;
-    out->max_fmr                   = in->max_fmr;
-    out->max_map_per_fmr           = in->max_map_per_fmr;
-    out->max_srq                   = in->max_srq;
-    out->max_srq_wr                = in->max_srq_wr;
-    out->max_srq_sge               = in->max_srq_sge;
-    out->max_pkeys                 = in->max_pkeys;
-    out->local_ca_ack_delay        = in->local_ca_ack_delay;
-    out->phys_port_cnt             = in->phys_port_cnt;
+    out->node_guid      = be64toh(in->node_guid);        /* network order in ibv */
+    out->sys_image_guid = be64toh(in->sys_image_guid);
 }
 
 void axon_dev_rdmacore_port_attr_from_ibv(const struct ibv_port_attr *in,
                                           axon_dev_port_attr_t *out)
 {
-    memset(out, 0, sizeof(*out));
-    out->state           = (axon_dev_port_state_t)in->state;
-    out->max_mtu         = (axon_dev_mtu_t)in->max_mtu;
-    out->active_mtu      = (axon_dev_mtu_t)in->active_mtu;
-    out->gid_tbl_len     = in->gid_tbl_len;
-    out->port_cap_flags  = in->port_cap_flags;
-    out->max_msg_sz      = in->max_msg_sz;
-    out->bad_pkey_cntr   = in->bad_pkey_cntr;
-    out->qkey_viol_cntr  = in->qkey_viol_cntr;
-    out->pkey_tbl_len    = in->pkey_tbl_len;
-    out->lid             = in->lid;
-    out->sm_lid          = in->sm_lid;
-    out->lmc             = in->lmc;
-    out->max_vl_num      = in->max_vl_num;
-    out->sm_sl           = in->sm_sl;
-    out->subnet_timeout  = in->subnet_timeout;
-    out->init_type_reply = in->init_type_reply;
-    out->active_width    = in->active_width;
-    out->active_speed    = in->active_speed;
-    out->phys_state      = in->phys_state;
-    out->link_layer      = in->link_layer;
+    AXON_DEV_RDMACORE_CONVERT(AXON_DEV_RDMACORE_PORT_ATTR);
 }
 
 void axon_dev_rdmacore_ah_attr_from_ibv(const struct ibv_ah_attr *in, axon_dev_ah_attr_t *out)
 {
-    memset(out, 0, sizeof(*out));
-    memcpy(out->grh.dgid.raw, in->grh.dgid.raw, sizeof(out->grh.dgid.raw));
-    out->grh.flow_label    = in->grh.flow_label;
-    out->grh.sgid_index    = in->grh.sgid_index;
-    out->grh.hop_limit     = in->grh.hop_limit;
-    out->grh.traffic_class = in->grh.traffic_class;
-    out->dlid              = in->dlid;
-    out->sl                = in->sl;
-    out->src_path_bits     = in->src_path_bits;
-    out->static_rate       = in->static_rate;
-    out->is_global         = in->is_global;
-    out->port_num          = in->port_num;
+    AXON_DEV_RDMACORE_CONVERT(AXON_DEV_RDMACORE_AH_ATTR);
 }
 
 void axon_dev_rdmacore_ah_attr_to_ibv(const axon_dev_ah_attr_t *in, struct ibv_ah_attr *out)
 {
-    memset(out, 0, sizeof(*out));
-    memcpy(out->grh.dgid.raw, in->grh.dgid.raw, sizeof(out->grh.dgid.raw));
-    out->grh.flow_label    = in->grh.flow_label;
-    out->grh.sgid_index    = in->grh.sgid_index;
-    out->grh.hop_limit     = in->grh.hop_limit;
-    out->grh.traffic_class = in->grh.traffic_class;
-    out->dlid              = in->dlid;
-    out->sl                = in->sl;
-    out->src_path_bits     = in->src_path_bits;
-    out->static_rate       = in->static_rate;
-    out->is_global         = in->is_global;
-    out->port_num          = in->port_num;
+    AXON_DEV_RDMACORE_CONVERT(AXON_DEV_RDMACORE_AH_ATTR);
 }
 
 void axon_dev_rdmacore_qp_cap_from_ibv(const struct ibv_qp_cap *in, axon_dev_qp_cap_t *out)
 {
-    out->max_send_wr     = in->max_send_wr;
-    out->max_recv_wr     = in->max_recv_wr;
-    out->max_send_sge    = in->max_send_sge;
-    out->max_recv_sge    = in->max_recv_sge;
-    out->max_inline_data = in->max_inline_data;
+    AXON_DEV_RDMACORE_CONVERT(AXON_DEV_RDMACORE_QP_CAP);
 }
 
 void axon_dev_rdmacore_qp_cap_to_ibv(const axon_dev_qp_cap_t *in, struct ibv_qp_cap *out)
 {
-    out->max_send_wr     = in->max_send_wr;
-    out->max_recv_wr     = in->max_recv_wr;
-    out->max_send_sge    = in->max_send_sge;
-    out->max_recv_sge    = in->max_recv_sge;
-    out->max_inline_data = in->max_inline_data;
+    AXON_DEV_RDMACORE_CONVERT(AXON_DEV_RDMACORE_QP_CAP);
 }
 
 void axon_dev_rdmacore_qp_attr_from_ibv(const struct ibv_qp_attr *in, axon_dev_qp_attr_t *out)
 {
-    memset(out, 0, sizeof(*out));
-    out->qp_state            = (axon_dev_qp_state_t)in->qp_state;
-    out->cur_qp_state        = (axon_dev_qp_state_t)in->cur_qp_state;
-    out->path_mtu            = (axon_dev_mtu_t)in->path_mtu;
-    out->path_mig_state      = (axon_dev_mig_state_t)in->path_mig_state;
-    out->qkey                = in->qkey;
-    out->rq_psn              = in->rq_psn;
-    out->sq_psn              = in->sq_psn;
-    out->dest_qp_num         = in->dest_qp_num;
-    out->qp_access_flags     = in->qp_access_flags;
-    axon_dev_rdmacore_qp_cap_from_ibv(&in->cap, &out->cap);
-    axon_dev_rdmacore_ah_attr_from_ibv(&in->ah_attr, &out->ah_attr);
-    axon_dev_rdmacore_ah_attr_from_ibv(&in->alt_ah_attr, &out->alt_ah_attr);
-    out->pkey_index          = in->pkey_index;
-    out->alt_pkey_index      = in->alt_pkey_index;
-    out->en_sqd_async_notify = in->en_sqd_async_notify;
-    out->sq_draining         = in->sq_draining;
-    out->max_rd_atomic       = in->max_rd_atomic;
-    out->max_dest_rd_atomic  = in->max_dest_rd_atomic;
-    out->min_rnr_timer       = in->min_rnr_timer;
-    out->port_num            = in->port_num;
-    out->timeout             = in->timeout;
-    out->retry_cnt           = in->retry_cnt;
-    out->rnr_retry           = in->rnr_retry;
-    out->alt_port_num        = in->alt_port_num;
-    out->alt_timeout         = in->alt_timeout;
+    AXON_DEV_RDMACORE_CONVERT(AXON_DEV_RDMACORE_QP_ATTR);
 }
 
 void axon_dev_rdmacore_qp_attr_to_ibv(const axon_dev_qp_attr_t *in, struct ibv_qp_attr *out)
 {
-    memset(out, 0, sizeof(*out));
-    out->qp_state            = (enum ibv_qp_state)in->qp_state;
-    out->cur_qp_state        = (enum ibv_qp_state)in->cur_qp_state;
-    out->path_mtu            = (enum ibv_mtu)in->path_mtu;
-    out->path_mig_state      = (enum ibv_mig_state)in->path_mig_state;
-    out->qkey                = in->qkey;
-    out->rq_psn              = in->rq_psn;
-    out->sq_psn              = in->sq_psn;
-    out->dest_qp_num         = in->dest_qp_num;
-    out->qp_access_flags     = in->qp_access_flags;
-    axon_dev_rdmacore_qp_cap_to_ibv(&in->cap, &out->cap);
-    axon_dev_rdmacore_ah_attr_to_ibv(&in->ah_attr, &out->ah_attr);
-    axon_dev_rdmacore_ah_attr_to_ibv(&in->alt_ah_attr, &out->alt_ah_attr);
-    out->pkey_index          = in->pkey_index;
-    out->alt_pkey_index      = in->alt_pkey_index;
-    out->en_sqd_async_notify = in->en_sqd_async_notify;
-    out->sq_draining         = in->sq_draining;
-    out->max_rd_atomic       = in->max_rd_atomic;
-    out->max_dest_rd_atomic  = in->max_dest_rd_atomic;
-    out->min_rnr_timer       = in->min_rnr_timer;
-    out->port_num            = in->port_num;
-    out->timeout             = in->timeout;
-    out->retry_cnt           = in->retry_cnt;
-    out->rnr_retry           = in->rnr_retry;
-    out->alt_port_num        = in->alt_port_num;
-    out->alt_timeout         = in->alt_timeout;
+    AXON_DEV_RDMACORE_CONVERT(AXON_DEV_RDMACORE_QP_ATTR);
 }
 
 void axon_dev_rdmacore_srq_attr_from_ibv(const struct ibv_srq_attr *in, axon_dev_srq_attr_t *out)
 {
-    out->max_wr    = in->max_wr;
-    out->max_sge   = in->max_sge;
-    out->srq_limit = in->srq_limit;
+    AXON_DEV_RDMACORE_CONVERT(AXON_DEV_RDMACORE_SRQ_ATTR);
 }
 
 void axon_dev_rdmacore_srq_attr_to_ibv(const axon_dev_srq_attr_t *in, struct ibv_srq_attr *out)
 {
-    out->max_wr    = in->max_wr;
-    out->max_sge   = in->max_sge;
-    out->srq_limit = in->srq_limit;
+    AXON_DEV_RDMACORE_CONVERT(AXON_DEV_RDMACORE_SRQ_ATTR);
 }
 
 void axon_dev_rdmacore_send_wr_to_ibv(const axon_dev_send_wr_t *in, struct ibv_send_wr *out)
@@ -1360,9 +1161,14 @@ static void axon_dev_rdmacore_summary(char *buf, size_t max)
 
 const axon_dev_backend_t axon_dev_rdmacore_backend = {
     .name          = AXON_DEV_RDMACORE_NAME,
+    .order         = 1,   /* after the software device */
     .get_list      = axon_dev_rdmacore_get_list,
     .open          = axon_dev_rdmacore_open,
     .summary       = axon_dev_rdmacore_summary,
     .config_table  = NULL,
     .config_prefix = NULL,
+#ifdef HAVE_RDMACM
+    .cm            = &axon_dev_rdmacore_cm_ops,
+#endif
 };
+AXON_DEV_BACKEND_REGISTER(axon_dev_rdmacore_backend)

@@ -3,16 +3,22 @@
  * the wrapper objects (each an axon_dev_* object around its ibv_* one) and
  * the converters between the two families of types. Enum and flag values
  * are identical (dev_rdmacore.c asserts it); structs are converted field by
- * field because their layouts differ.
+ * field because their layouts differ, each converter generated from its
+ * struct's field list (dev_rdmacore.c, dev_rdmacore_cm.c).
  */
 #ifndef AXON_DEV_RDMACORE_H
 #define AXON_DEV_RDMACORE_H
 
 #include <infiniband/verbs.h>
-#include "dev.h"
+#include "dev_backend.h"
 
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+extern const axon_dev_backend_t axon_dev_rdmacore_backend;
+#ifdef HAVE_RDMACM
+extern const struct axon_dev_cm_ops axon_dev_rdmacore_cm_ops;
 #endif
 
 typedef struct axon_dev_rdmacore_context {
@@ -31,6 +37,18 @@ typedef struct { axon_dev_comp_channel_t super; struct ibv_comp_channel *ibv; } 
 
 /* The wrapper of an axon object (the axon struct is its first member). */
 #define AXON_DEV_RDMACORE(_type, _obj) ((axon_dev_rdmacore_##_type##_t*)(void*)(_obj))
+
+/*
+ * The body of a converter from in to out: zero out, then copy every field of
+ * the list (a field with a cast to out's type, an array with memcpy).
+ */
+#define AXON_DEV_RDMACORE_COPY(_f)       out->_f = (__typeof__(out->_f))in->_f;
+#define AXON_DEV_RDMACORE_COPY_ARRAY(_f) memcpy(out->_f, in->_f, sizeof(out->_f));
+#define AXON_DEV_RDMACORE_CONVERT(_list) \
+    do { \
+        memset(out, 0, sizeof(*out)); \
+        _list(AXON_DEV_RDMACORE_COPY, AXON_DEV_RDMACORE_COPY_ARRAY, ) \
+    } while (0)
 
 /* Attributes, ibv -> axon */
 void axon_dev_rdmacore_device_attr_from_ibv(const struct ibv_device_attr *in,

@@ -22,27 +22,19 @@
 #include "dev_rdmacore_cm.h"
 #include "log.h"
 
-#define ASSERT_SAME(_a, _b) _Static_assert((int)(_a) == (int)(_b), #_a " == " #_b)
-ASSERT_SAME(AXON_DEV_CM_EVENT_ADDR_RESOLVED, RDMA_CM_EVENT_ADDR_RESOLVED);
-ASSERT_SAME(AXON_DEV_CM_EVENT_ADDR_ERROR, RDMA_CM_EVENT_ADDR_ERROR);
-ASSERT_SAME(AXON_DEV_CM_EVENT_ROUTE_RESOLVED, RDMA_CM_EVENT_ROUTE_RESOLVED);
-ASSERT_SAME(AXON_DEV_CM_EVENT_ROUTE_ERROR, RDMA_CM_EVENT_ROUTE_ERROR);
-ASSERT_SAME(AXON_DEV_CM_EVENT_CONNECT_REQUEST, RDMA_CM_EVENT_CONNECT_REQUEST);
-ASSERT_SAME(AXON_DEV_CM_EVENT_CONNECT_RESPONSE, RDMA_CM_EVENT_CONNECT_RESPONSE);
-ASSERT_SAME(AXON_DEV_CM_EVENT_CONNECT_ERROR, RDMA_CM_EVENT_CONNECT_ERROR);
-ASSERT_SAME(AXON_DEV_CM_EVENT_UNREACHABLE, RDMA_CM_EVENT_UNREACHABLE);
-ASSERT_SAME(AXON_DEV_CM_EVENT_REJECTED, RDMA_CM_EVENT_REJECTED);
-ASSERT_SAME(AXON_DEV_CM_EVENT_ESTABLISHED, RDMA_CM_EVENT_ESTABLISHED);
-ASSERT_SAME(AXON_DEV_CM_EVENT_DISCONNECTED, RDMA_CM_EVENT_DISCONNECTED);
-ASSERT_SAME(AXON_DEV_CM_EVENT_DEVICE_REMOVAL, RDMA_CM_EVENT_DEVICE_REMOVAL);
-ASSERT_SAME(AXON_DEV_CM_EVENT_MULTICAST_JOIN, RDMA_CM_EVENT_MULTICAST_JOIN);
-ASSERT_SAME(AXON_DEV_CM_EVENT_MULTICAST_ERROR, RDMA_CM_EVENT_MULTICAST_ERROR);
-ASSERT_SAME(AXON_DEV_CM_EVENT_ADDR_CHANGE, RDMA_CM_EVENT_ADDR_CHANGE);
-ASSERT_SAME(AXON_DEV_CM_EVENT_TIMEWAIT_EXIT, RDMA_CM_EVENT_TIMEWAIT_EXIT);
-ASSERT_SAME(AXON_DEV_CM_PS_IPOIB, RDMA_PS_IPOIB);
-ASSERT_SAME(AXON_DEV_CM_PS_TCP, RDMA_PS_TCP);
-ASSERT_SAME(AXON_DEV_CM_PS_UDP, RDMA_PS_UDP);
-ASSERT_SAME(AXON_DEV_CM_PS_IB, RDMA_PS_IB);
+/* Each AXON_DEV_CM_EVENT_<name> is RDMA_CM_EVENT_<name>, each AXON_DEV_CM_PS_<name> RDMA_PS_<name> */
+#define AXON_DEV_CM_SAME_EVENTS(_) \
+    _(ADDR_RESOLVED) _(ADDR_ERROR) _(ROUTE_RESOLVED) _(ROUTE_ERROR) _(CONNECT_REQUEST) \
+    _(CONNECT_RESPONSE) _(CONNECT_ERROR) _(UNREACHABLE) _(REJECTED) _(ESTABLISHED) \
+    _(DISCONNECTED) _(DEVICE_REMOVAL) _(MULTICAST_JOIN) _(MULTICAST_ERROR) _(ADDR_CHANGE) \
+    _(TIMEWAIT_EXIT)
+#define AXON_DEV_CM_SAME_PS(_) _(IPOIB) _(TCP) _(UDP) _(IB)
+#define AXON_DEV_CM_SAME_EVENT(_n) \
+    _Static_assert((int)AXON_DEV_CM_EVENT_##_n == (int)RDMA_CM_EVENT_##_n, #_n " event");
+#define AXON_DEV_CM_SAME_PORT_SPACE(_n) \
+    _Static_assert((int)AXON_DEV_CM_PS_##_n == (int)RDMA_PS_##_n, #_n " port space");
+AXON_DEV_CM_SAME_EVENTS(AXON_DEV_CM_SAME_EVENT)
+AXON_DEV_CM_SAME_PS(AXON_DEV_CM_SAME_PORT_SPACE)
 _Static_assert(sizeof(((struct rdma_conn_param *)0)->private_data_len) ==
                sizeof(((axon_dev_cm_conn_param_t *)0)->private_data_len),
                "private_data_len of the same width");
@@ -51,34 +43,21 @@ _Static_assert(sizeof(((struct rdma_conn_param *)0)->qp_num) ==
 
 /* ------------------------------------------------------------ converters */
 
+/* The conn param's fields (a list as dev_rdmacore.c's); private_data is shared, not copied */
+#define AXON_DEV_RDMACORE_CM_PARAM(_, _a, p) \
+    _(p private_data) _(p private_data_len) _(p responder_resources) _(p initiator_depth) \
+    _(p flow_control) _(p retry_count) _(p rnr_retry_count) _(p srq) _(p qp_num)
+
 void axon_dev_rdmacore_cm_param_to_rdma(const axon_dev_cm_conn_param_t *in,
                                         struct rdma_conn_param *out)
 {
-    memset(out, 0, sizeof(*out));
-    out->private_data        = in->private_data;
-    out->private_data_len    = in->private_data_len;
-    out->responder_resources = in->responder_resources;
-    out->initiator_depth     = in->initiator_depth;
-    out->flow_control        = in->flow_control;
-    out->retry_count         = in->retry_count;
-    out->rnr_retry_count     = in->rnr_retry_count;
-    out->srq                 = in->srq;
-    out->qp_num              = in->qp_num;
+    AXON_DEV_RDMACORE_CONVERT(AXON_DEV_RDMACORE_CM_PARAM);
 }
 
 void axon_dev_rdmacore_cm_param_from_rdma(const struct rdma_conn_param *in,
                                           axon_dev_cm_conn_param_t *out)
 {
-    memset(out, 0, sizeof(*out));
-    out->private_data        = in->private_data;
-    out->private_data_len    = in->private_data_len;
-    out->responder_resources = in->responder_resources;
-    out->initiator_depth     = in->initiator_depth;
-    out->flow_control        = in->flow_control;
-    out->retry_count         = in->retry_count;
-    out->rnr_retry_count     = in->rnr_retry_count;
-    out->srq                 = in->srq;
-    out->qp_num              = in->qp_num;
+    AXON_DEV_RDMACORE_CONVERT(AXON_DEV_RDMACORE_CM_PARAM);
 }
 
 int axon_dev_rdmacore_cm_event_from_rdma(enum rdma_cm_event_type type)

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "axon.h"
+#include "axon_introspect.h"
 #include "harness.h"
 
 namespace {
@@ -542,6 +543,34 @@ TEST(StatusString, EveryStatusHasDistinctText)
         EXPECT_EQ(0u, seen.count(text)) << s << " looks like a real status";
     }
     EXPECT_STREQ("Message truncated", axon_status_string(AXON_ERR_MSG_TRUNCATED));
+}
+
+/* ---------------------------------------------------------------- introspection */
+
+TEST(Introspect, PrintsWhatIsAskedRefusesBadInput)
+{
+    axon_config_kv_t      kv     = {"TLS", "self"};
+    axon_context_params_t params = {};
+    axon_context_h        ctx;
+    char                 *text = NULL;
+    size_t                size = 0;
+    FILE                 *out;
+
+    params.features     = AXON_FEATURE_TAG;
+    params.config       = &kv;
+    params.config_count = 1;
+    ASSERT_EQ(AXON_OK, axon_init(&params, &ctx));
+    out = open_memstream(&text, &size);
+    ASSERT_NE(nullptr, out);
+    EXPECT_EQ(AXON_OK, axon_introspect_print(ctx, AXON_INTROSPECT_BUILD, out));
+    fclose(out);
+    EXPECT_NE(nullptr, strstr(text, "# Axon version ")) << text;
+    EXPECT_EQ(nullptr, strstr(text, "AXON_TLS=")) << "configuration printed unasked";
+    free(text);
+    EXPECT_EQ(AXON_ERR_INVALID_PARAM, axon_introspect_print(ctx, AXON_INTROSPECT_ALL + 1, stdout));
+    EXPECT_EQ(AXON_ERR_INVALID_PARAM, axon_introspect_print(ctx, AXON_INTROSPECT_BUILD, NULL));
+    EXPECT_EQ(AXON_ERR_INVALID_PARAM, axon_introspect_print(NULL, AXON_INTROSPECT_BUILD, stdout));
+    axon_cleanup(ctx);
 }
 
 TEST(Version, MatchesHeader)

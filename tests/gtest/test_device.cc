@@ -20,6 +20,7 @@ extern "C" {
 #include "axon_config.h"
 #include "axon.h"
 #include "dev_backend.h"
+#include "dev_cm_backend.h"
 #include "log.h"
 #ifdef HAVE_IBVERBS
 #include "dev_rdmacore.h"
@@ -137,6 +138,38 @@ TEST_F(DeviceLayer, backends_softib_first_then_rdmacore_when_built)
 #else
     EXPECT_EQ(nullptr, axon_dev_backends[1]);
 #endif
+}
+
+/*
+ * Back ends register themselves (constructors); the list keeps their order
+ * whatever the registration order, ties after the earlier ones, and a full
+ * list refuses more. Its own suite: the extra back ends stay for the process.
+ */
+TEST(DeviceRegistry, backends_listed_by_order_whoever_registers_first)
+{
+    static const axon_dev_backend_t late = {"test-late", 9}, tie = {"test-tie", 0},
+                                    extra = {"test-extra", 9};
+    std::vector<std::string> names;
+    auto count = [] { int n = 0; while (axon_dev_backends[n] != NULL) ++n; return n; };
+
+    axon_dev_backend_register(&late);
+    axon_dev_backend_register(&tie);
+    for (int i = 0; axon_dev_backends[i] != NULL; ++i) {
+        names.push_back(axon_dev_backends[i]->name);
+    }
+#ifdef HAVE_IBVERBS
+    EXPECT_EQ((std::vector<std::string>{"softib", "test-tie", "rdma-core", "test-late"}), names);
+#else
+    EXPECT_EQ((std::vector<std::string>{"softib", "test-tie", "test-late"}), names);
+#endif
+    while (count() < AXON_DEV_MAX_BACKENDS) {
+        axon_dev_backend_register(&extra);
+    }
+    axon_dev_backend_register(&extra);   /* full: refused with an error line */
+    EXPECT_EQ(AXON_DEV_MAX_BACKENDS, count());
+    /* The connection managers follow the device back ends (these have none). */
+    ASSERT_NE(nullptr, axon_dev_cm_backends[0]);
+    EXPECT_STREQ("softib", axon_dev_cm_backends[0]->name);
 }
 
 TEST_F(DeviceLayer, get_list_includes_softib0_first)

@@ -137,7 +137,7 @@ TEST_F(loader, search_dirs_user_path_first_then_library_dir)
     EXPECT_STREQ("/opt/b", dirs.names[1]);
     std::string lib_dir(dirs.names[2]);
     EXPECT_EQ("/axon", lib_dir.substr(lib_dir.size() - 5));
-    axon_loader_names_free(&dirs);
+    axon_config_names_release(&dirs);
 }
 
 TEST_F(loader, first_plugin_of_a_name_wins)

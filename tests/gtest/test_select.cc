@@ -110,7 +110,9 @@ protected:
         free(out);
         out   = NULL;
         count = 0;
-        axon_status_t status = axon_select_filter(&set, &t, &d, AXON_FEATURE_TAG, &out, &count);
+        axon_status_t status = axon_select_filter(&set, &t, &d,
+                                                  AXON_CAP_AM_SHORT | AXON_CAP_AM_BCOPY, &out,
+                                                  &count);
         axon_config_parser_allow_list.release(&t, NULL);
         axon_config_parser_allow_list.release(&d, NULL);
         return status;

@@ -1,0 +1,298 @@
+/*
+ * Introspection (axon_introspect.h): what this build and host offer, printed
+ * the way axon_info shows it. Reads the context's loaded components and
+ * selection, the device layer's back ends and every configuration table.
+ */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "axon_config.h"
+#include "axon_int.h"
+#include "axon_introspect.h"
+#include "dev_backend.h"
+#include "dev_cm_backend.h"
+#include "log.h"
+
+static const char *const axon_introspect_dev_types[] = {"self", "shm", "net"};
+
+/* "yes" if configure defined _have (to 1), else "no": an undefined name stays a name. */
+#define AXON_BUILT_STR(_have) #_have
+#define AXON_BUILT(_have)     ((sizeof(AXON_BUILT_STR(_have)) == 2) ? "yes" : "no")
+
+static void axon_introspect_version(axon_context_h ctx, FILE *stream)
+{
+    const axon_dev_backend_t *const *be;
+    axon_config_names_t dirs;
+    unsigned i;
+
+    fprintf(stream, "# Axon version %s\n", axon_get_version_string());
+    fprintf(stream, "# component ABI version %u\n", AXON_COMPONENT_ABI_VERSION);
+    fprintf(stream, "# built with: rdma-core %s, librdmacm %s, mlx5dv %s, hwloc %s, "
+                    "libfabric %s, PMIx %s\n", AXON_BUILT(HAVE_IBVERBS), AXON_BUILT(HAVE_RDMACM),
+            AXON_BUILT(HAVE_MLX5DV), AXON_BUILT(HAVE_HWLOC), AXON_BUILT(HAVE_LIBFABRIC),
+            AXON_BUILT(HAVE_PMIX));
+    fprintf(stream, "# device back ends:");
+    for (be = axon_dev_backends; *be != NULL; ++be) {
+        fprintf(stream, " %s", (*be)->name);
+    }
+    fprintf(stream, "\n");
+    fprintf(stream, "# installed plugin directory: %s\n", AXON_PLUGIN_DIR);
+    if (axon_loader_search_dirs(&ctx->opts.component_path, &dirs) == AXON_OK) {
+        for (i = 0; i < dirs.count; ++i) {
+            fprintf(stream, "# component search path [%u]: %s\n", i, dirs.names[i]);
+        }
+        axon_config_names_release(&dirs);
+    }
+}
+
+static int axon_introspect_selected(axon_context_h ctx, const axon_resource_t *rsc)
+{
+    unsigned i;
+
+    for (i = 0; i < ctx->num_rscs; ++i) {
+        if (ctx->rscs[i].resource == rsc) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void axon_introspect_devices(axon_context_h ctx, FILE *stream)
+{
+    const axon_loaded_component_t *lc;
+    const axon_resource_t *rsc;
+    unsigned i, j, bit;
+
+    for (i = 0; i < ctx->comps.count; ++i) {
+        lc = &ctx->comps.comps[i];
+        fprintf(stream, "#\n# component: %s\n#   path: %s\n", lc->name, lc->path);
+        if (lc->component == NULL) {
+            fprintf(stream, "#   status: not loaded: %s\n", lc->error);
+            continue;
+        }
+        fprintf(stream, "#   description: %s\n", lc->component->description);
+        if (lc->num_resources == 0) {
+            fprintf(stream, "#   no device on this host\n");
+        }
+        for (j = 0; j < lc->num_resources; ++j) {
+            rsc = &lc->resources[j];
+            fprintf(stream, "#\n#   transport: %s\n", rsc->tl_name);
+            fprintf(stream, "#      device: %s (%s)%s\n", rsc->dev_name,
+                            axon_introspect_dev_types[rsc->dev_type],
+                            axon_introspect_selected(ctx, rsc) ? "" : "  [not selected]");
+            fprintf(stream, "#    capabilities:");
+            for (bit = 0; axon_cap_names[bit] != NULL; ++bit) {
+                if (rsc->cap_flags & (1ull << bit)) {
+                    fprintf(stream, " %s", axon_cap_names[bit]);
+                }
+            }
+            fprintf(stream, "\n");
+            fprintf(stream, "#     latency: %.0f ns\n", rsc->latency_ns);
+            fprintf(stream, "#   bandwidth: %.0f MB/s\n", rsc->bandwidth_MBps);
+            fprintf(stream, "#    overhead: %.0f ns\n", rsc->overhead_ns);
+            fprintf(stream, "#   max_short: %zu\n#   max_bcopy: %zu\n#   max_zcopy: %zu\n",
+                            rsc->max_short, rsc->max_bcopy, rsc->max_zcopy);
+            fprintf(stream, "#   ep memory: %zu bytes\n", rsc->ep_memory);
+        }
+    }
+}
+
+/* ------------------------------------------------------------ RDMA devices */
+
+static const char *const axon_introspect_port_states[] = {
+    "NOP", "DOWN", "INIT", "ARMED", "ACTIVE"
+};
+static const char *const axon_introspect_link_layers[] = {
+    "unspecified", "InfiniBand", "Ethernet"
+};
+static const char *const axon_introspect_atomic_caps[] = {
+    "NONE", "HCA", "GLOB"
+};
+
+#define AXON_INTROSPECT_NAME(_names, _value) \
+    (((unsigned)(_value) < sizeof(_names) / sizeof((_names)[0])) ? (_names)[_value] : "?")
+
+static void axon_introspect_dev_report(const char *backend, const char *summary, void *arg)
+{
+    fprintf(arg, "#   %s: %s\n", backend, summary);
+}
+
+static void axon_introspect_dev_port(axon_dev_context_t *dev, uint8_t port, FILE *stream)
+{
+    axon_dev_port_attr_t pattr;
+    axon_dev_gid_t gid;
+    char gid_str[INET6_ADDRSTRLEN];
+    int i;
+
+    if (axon_dev_query_port(dev, port, &pattr) != 0) {
+        fprintf(stream, "#     port %u: cannot query\n", port);
+        return;
+    }
+    fprintf(stream, "#     port %u: %s, mtu %zu (max %zu), link layer %s, lid %u\n", port,
+                    AXON_INTROSPECT_NAME(axon_introspect_port_states, pattr.state),
+                    axon_dev_mtu_bytes(pattr.active_mtu), axon_dev_mtu_bytes(pattr.max_mtu),
+                    AXON_INTROSPECT_NAME(axon_introspect_link_layers, pattr.link_layer), pattr.lid);
+    for (i = 0; i < pattr.gid_tbl_len; ++i) {
+        if (axon_dev_query_gid(dev, port, i, &gid) != 0) {
+            break;
+        }
+        if (inet_ntop(AF_INET6, gid.raw, gid_str, sizeof(gid_str)) != NULL) {
+            fprintf(stream, "#       gid[%d]: %s\n", i, gid_str);
+        }
+    }
+}
+
+static void axon_introspect_dev_attr(const axon_dev_attr_t *attr, FILE *stream)
+{
+    unsigned bit;
+
+    fprintf(stream, "#     capabilities:");
+    for (bit = 0; axon_dev_cap_names[bit] != NULL; ++bit) {
+        if (attr->cap_flags & (1ull << bit)) {
+            fprintf(stream, " %s", axon_dev_cap_names[bit]);
+        }
+    }
+    fprintf(stream, "\n");
+    fprintf(stream, "#       atomic_cap: %s\n",
+            AXON_INTROSPECT_NAME(axon_introspect_atomic_caps, attr->atomic_cap));
+    fprintf(stream, "#       max_qp: %d\n#       max_qp_wr: %d\n#       max_sge: %d\n",
+                    attr->max_qp, attr->max_qp_wr, attr->max_sge);
+    fprintf(stream, "#       max_cqe: %d\n#       max_srq: %d\n#       max_srq_wr: %d\n",
+                    attr->max_cqe, attr->max_srq, attr->max_srq_wr);
+    fprintf(stream, "#       max_inline_data: %u\n", attr->max_inline_data);
+    fprintf(stream, "#       max_mr_size: %llu\n", (unsigned long long)attr->max_mr_size);
+    fprintf(stream, "#       max_qp_rd_atom: %d\n", attr->max_qp_rd_atom);
+    /* The experimental blocks: zero where the device lacks the feature. */
+    fprintf(stream, "#       dc: max_dci %u, max_dct %u\n", attr->dc.max_dci, attr->dc.max_dct);
+    fprintf(stream, "#       ext_atomic: log_arg_sizes 0x%x, max_fa_bit_boundary %u, "
+                    "log_max_inline %u\n", attr->ext_atomic.log_atomic_arg_sizes,
+                    attr->ext_atomic.max_fa_bit_boundary, attr->ext_atomic.log_max_atomic_inline);
+    fprintf(stream, "#       umr: max_klm_list %u, max_inline_klms %u, max_recursion %u, "
+                    "max_stride_dim %u\n", attr->umr.max_klm_list_size,
+                    attr->umr.max_send_wqe_inline_klms, attr->umr.max_umr_recursion_depth,
+                    attr->umr.max_umr_stride_dimension);
+    fprintf(stream, "#       cross_channel: calc_ops 0x%x, calc_data_types 0x%x, "
+                    "max_calc_vector %u\n",
+                    attr->cross_channel.calc_ops, attr->cross_channel.calc_data_types,
+                    attr->cross_channel.max_calc_vector);
+}
+
+static void axon_introspect_rdma_devices(FILE *stream)
+{
+    axon_dev_info_t *list;
+    axon_dev_context_t *dev;
+    axon_dev_attr_t attr;
+    int count, i, port;
+
+    fprintf(stream, "#\n# RDMA devices (device layer back ends):\n");
+    axon_dev_report_backends(axon_introspect_dev_report, stream);
+    if (axon_dev_get_list(&list, &count) != AXON_OK) {
+        fprintf(stream, "#   cannot list devices\n");
+        return;
+    }
+    for (i = 0; i < count; ++i) {
+        fprintf(stream, "#\n#   device: %s (%s)\n", list[i].name, list[i].backend);
+        if (axon_dev_open(list[i].name, &dev) != 0) {
+            fprintf(stream, "#     cannot open\n");
+            continue;
+        }
+        if (axon_dev_query_device(dev, &attr) != 0) {
+            fprintf(stream, "#     cannot query\n");
+            axon_dev_close(dev);
+            continue;
+        }
+        fprintf(stream, "#     node_guid: 0x%016llx\n#     fw_ver: %s\n",
+                        (unsigned long long)attr.node_guid, attr.fw_ver);
+        for (port = 1; port <= attr.phys_port_cnt; ++port) {
+            axon_introspect_dev_port(dev, (uint8_t)port, stream);
+        }
+        axon_introspect_dev_attr(&attr, stream);
+        axon_dev_close(dev);
+    }
+    axon_dev_free_list(list);
+}
+
+/*
+ * A back end's options struct is private to it: parse into a zeroed buffer
+ * that covers every entry's offset plus the largest value type. NULL table:
+ * the back end has no options.
+ */
+static void axon_introspect_config_backend(const char *kind, const char *name,
+                                           const axon_config_entry_t *table, const char *prefix,
+                                           FILE *stream)
+{
+    const axon_config_entry_t *entry;
+    size_t size = 0;
+    void *opts;
+
+    if (table == NULL) {
+        return;
+    }
+    for (entry = table; entry->name != NULL; ++entry) {
+        if (entry->offset > size) {
+            size = entry->offset;
+        }
+    }
+    size += sizeof(axon_config_allow_list_t) + sizeof(double);
+    opts = calloc(1, size);
+    if (opts == NULL) {
+        return;
+    }
+    fprintf(stream, "# %s %s\n", kind, name);
+    if (axon_config_parse(table, prefix, opts, NULL, 0) == AXON_OK) {
+        axon_config_print(table, prefix, opts, stream);
+        axon_config_release(table, opts);
+    } else {
+        fprintf(stream, "# (a value does not parse: see the error above)\n");
+    }
+    free(opts);
+}
+
+static void axon_introspect_config(axon_context_h ctx, FILE *stream)
+{
+    const axon_dev_backend_t *const *be;
+    const axon_loaded_component_t *lc;
+    unsigned i;
+
+    fprintf(stream, "# global configuration\n");
+    axon_config_print(axon_global_config_table, "", &ctx->opts, stream);
+    for (i = 0; i < ctx->comps.count; ++i) {
+        lc = &ctx->comps.comps[i];
+        if ((lc->component == NULL) || (lc->component->config_table == NULL)) {
+            continue;
+        }
+        fprintf(stream, "# component %s\n", lc->name);
+        axon_config_print(lc->component->config_table, lc->component->config_prefix,
+                          lc->config, stream);
+    }
+    for (be = axon_dev_backends; *be != NULL; ++be) {
+        axon_introspect_config_backend("device back end", (*be)->name, (*be)->config_table,
+                                       (*be)->config_prefix, stream);
+        if ((*be)->cm != NULL) {
+            axon_introspect_config_backend("connection manager", (*be)->cm->name,
+                                           (*be)->cm->config_table, (*be)->cm->config_prefix,
+                                           stream);
+        }
+    }
+}
+
+axon_status_t axon_introspect_print(axon_context_h ctx, unsigned what, FILE *stream)
+{
+    if ((ctx == NULL) || (stream == NULL) || (what & ~AXON_INTROSPECT_ALL)) {
+        axon_error("axon_introspect_print: %s", (ctx == NULL) ? "NULL context" :
+                   (stream == NULL) ? "NULL stream" : "unknown bits in what");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if (what & AXON_INTROSPECT_BUILD) {
+        axon_introspect_version(ctx, stream);
+    }
+    if (what & AXON_INTROSPECT_DEVICES) {
+        axon_introspect_devices(ctx, stream);
+        axon_introspect_rdma_devices(stream);
+    }
+    if (what & AXON_INTROSPECT_CONFIG) {
+        axon_introspect_config(ctx, stream);
+    }
+    return AXON_OK;
+}
