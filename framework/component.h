@@ -19,7 +19,7 @@
 #include "config.h"
 #include "amo_args.h"
 
-#define AXON_COMPONENT_ABI_VERSION 7
+#define AXON_COMPONENT_ABI_VERSION 8
 /* Plugins build with -fvisibility=hidden; only the descriptor is exported. */
 #define AXON_COMPONENT_EXPORT      __attribute__((visibility("default")))
 #define AXON_COMPONENT_SYMBOL      axon_component
@@ -127,6 +127,9 @@ typedef void *(*axon_am_rx_dest_t)(void *arg, uint8_t am_id, const void *hdr, si
  */
 typedef void (*axon_peer_failure_cb_t)(void *arg, uint64_t peer_uuid, axon_status_t status);
 
+/* mem_reg flags */
+#define AXON_MEM_REG_TRANSIENT (1u << 0)  /* for one transfer the peer reads: may be cached */
+
 /* Completion of a transport operation that did not finish inside its call. */
 typedef struct axon_tl_completion axon_tl_completion_t;
 struct axon_tl_completion {
@@ -221,9 +224,14 @@ typedef struct axon_iface_ops {
      * mem_reg makes length bytes at addr reachable by peers' get/put until
      * mem_dereg; rkey_pack writes at most rkey_max_len bytes that a peer
      * passes to ep_get_zcopy / ep_put_zcopy, and returns how many it wrote.
+     * With AXON_MEM_REG_TRANSIENT (a rendezvous buffer, read by the peer)
+     * the transport may serve the registration from a cache: the key then
+     * may stay usable after mem_dereg, until the memory is unmapped.
+     * Without it (keys the application hands out) the key dies at mem_dereg.
      */
     size_t        rkey_max_len;
-    axon_status_t (*mem_reg)(axon_iface_t *iface, void *addr, size_t length, void **memh_p);
+    axon_status_t (*mem_reg)(axon_iface_t *iface, void *addr, size_t length, unsigned flags,
+                             void **memh_p);
     void          (*mem_dereg)(axon_iface_t *iface, void *memh);
     size_t        (*rkey_pack)(axon_iface_t *iface, const void *memh, void *rkey_buf);
 

@@ -14,6 +14,7 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/test_peer_failure.cc \
 	tests/gtest/test_verbs_tag.cc \
 	tests/gtest/test_verbs_rc.cc \
+	tests/gtest/test_rc_rcache.cc \
 	tests/gtest/test_rdmacm.cc \
 	tests/gtest/test_shm.cc \
 	tests/gtest/test_tcp.cc \

@@ -144,7 +144,7 @@ static axon_status_t axon_mem_reg_worker(struct axon_mem *mem, axon_worker_h wor
             axon_error("axon_mem_map: out of memory");
             return AXON_ERR_NO_MEMORY;
         }
-        status = iface->ops->mem_reg(iface, mem->address, mem->length, &reg->tl_memh);
+        status = iface->ops->mem_reg(iface, mem->address, mem->length, 0, &reg->tl_memh);
         if (status != AXON_OK) {
             /* Peers then reach this memory over another path on that lane. */
             axon_warn("%s/%s: registering %p (%zu bytes) for remote access failed: %s",

@@ -173,7 +173,7 @@ void axon_rndv_send_register(axon_request_h req)
         return;
     }
     status = lane->ops->mem_reg(iface, (void *)(uintptr_t)req->send.buffer, req->send.length,
-                                &memh);
+                                AXON_MEM_REG_TRANSIENT, &memh);
     if (status != AXON_OK) {
         /* The receiver then asks for the data with an RTR. */
         axon_debug("%s: rendezvous buffer %p of %zu bytes not registered: %s",

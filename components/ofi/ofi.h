@@ -259,7 +259,7 @@ axon_ofi_peer_t *axon_ofi_peer_find(axon_ofi_iface_t *iface, uint64_t uuid);
 axon_ofi_peer_t *axon_ofi_peer_get(axon_ofi_iface_t *iface, uint64_t uuid, fi_addr_t addr);
 
 /* ofi_rma.c */
-axon_status_t axon_ofi_mem_reg(axon_iface_t *tl_iface, void *addr, size_t length,
+axon_status_t axon_ofi_mem_reg(axon_iface_t *tl_iface, void *addr, size_t length, unsigned flags,
                                void **memh_p);
 void          axon_ofi_mem_dereg(axon_iface_t *tl_iface, void *memh);
 size_t        axon_ofi_rkey_pack(axon_iface_t *tl_iface, const void *memh, void *rkey_buf);

@@ -29,7 +29,7 @@ static int axon_ofi_mr_reg(axon_ofi_iface_t *iface, const void *addr, size_t len
     return ret;
 }
 
-axon_status_t axon_ofi_mem_reg(axon_iface_t *tl_iface, void *addr, size_t length,
+axon_status_t axon_ofi_mem_reg(axon_iface_t *tl_iface, void *addr, size_t length, unsigned flags,
                                void **memh_p)
 {
     axon_ofi_iface_t *iface = (axon_ofi_iface_t*)tl_iface;

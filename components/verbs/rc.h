@@ -35,6 +35,7 @@
 #include "list.h"
 #include "sys.h"
 #include "log.h"
+#include "rcache.h"
 #include "verbs_common.h"
 #include "rc_wire.h"
 
@@ -70,6 +71,7 @@ typedef struct axon_rc_config {
     double   keepalive_interval; /* idle time before a zero-length write probes the peer */
     double   connect_timeout;    /* handshake deadline */
     unsigned gid_index;
+    unsigned rcache_max;         /* unused registrations kept (0: register per operation) */
 } axon_rc_config_t;
 
 typedef struct axon_rc_iface axon_rc_iface_t;
@@ -81,7 +83,7 @@ typedef struct axon_rc_tx_desc {
     axon_rc_conn_t       *conn;
     void                 *buf;   /* bounce buffer to return, or NULL */
     axon_tl_completion_t *comp;  /* get/put to complete, or NULL */
-    axon_dev_mr_t        *mr;    /* per-operation registration to drop, or NULL */
+    axon_rcache_region_t *region; /* the local buffer's registration to put back, or NULL */
 } axon_rc_tx_desc_t;
 
 typedef enum {
@@ -217,6 +219,8 @@ struct axon_rc_iface {
     axon_dev_cq_t            *hs_cq;
     axon_verbs_bufpool_t      hs_pool;
     unsigned                  hs_waiting;    /* connections coming up (either manager) */
+    /* Registrations of user memory: zero-copy operations and keys (rc_rdma.c) */
+    axon_rcache_t            *rcache;
     /* Keep-alive target: peers' zero-length writes name it */
     void                     *ka_buf;
     axon_dev_mr_t            *ka_mr;
@@ -307,11 +311,12 @@ axon_status_t axon_rc_ep_flush(axon_tl_ep_t *tl_ep);
 axon_status_t axon_rc_ep_check(axon_tl_ep_t *tl_ep);
 /*
  * Post one send WR on conn (slot, CQ room and signaling handled here); the
- * descriptor fields buf/comp/mr are released on completion. AXON_OK or
+ * descriptor fields buf/comp/region are released on completion. AXON_OK or
  * AXON_ERR_NO_RESOURCE (nothing posted, nothing taken).
  */
 axon_status_t axon_rc_conn_post(axon_rc_conn_t *conn, axon_dev_send_wr_t *wr, void *buf,
-                                axon_tl_completion_t *comp, axon_dev_mr_t *mr, int force_signal);
+                                axon_tl_completion_t *comp, axon_rcache_region_t *region,
+                                int force_signal);
 /* Send a header-only control message (no credit needed). */
 axon_status_t axon_rc_conn_send_ctrl(axon_rc_conn_t *conn, uint8_t type);
 /* Room for one more WR on conn? */
@@ -322,7 +327,9 @@ static inline int axon_rc_conn_can_post(const axon_rc_conn_t *conn)
 }
 
 /* rc_rdma.c */
-axon_status_t axon_rc_mem_reg(axon_iface_t *tl_iface, void *addr, size_t length, void **memh_p);
+axon_status_t axon_rc_rcache_create(axon_rc_iface_t *iface);
+axon_status_t axon_rc_mem_reg(axon_iface_t *tl_iface, void *addr, size_t length, unsigned flags,
+                              void **memh_p);
 void          axon_rc_mem_dereg(axon_iface_t *tl_iface, void *memh);
 size_t        axon_rc_rkey_pack(axon_iface_t *tl_iface, const void *memh, void *rkey_buf);
 axon_status_t axon_rc_ep_get_zcopy(axon_tl_ep_t *tl_ep, void *buffer, size_t length,

@@ -62,6 +62,12 @@ const axon_config_entry_t axon_rc_config_table[] = {
      "Time a connection handshake may take before the peer is reported unreachable",
      offsetof(axon_rc_config_t, connect_timeout), AXON_CONFIG_TYPE_TIME},
 
+    {"RCACHE_MAX", "256",
+     "Registrations of user memory kept while unused, so zero-copy operations and keys on "
+     "the same buffers register once (0: register for each operation). Memory the "
+     "application unmaps leaves the cache at once",
+     offsetof(axon_rc_config_t, rcache_max), AXON_CONFIG_TYPE_UINT},
+
     {"GID_INDEX", "0",
      "GID table index of the port's address (RoCE: the entry of the wanted RoCE version)",
      offsetof(axon_rc_config_t, gid_index), AXON_CONFIG_TYPE_UINT},

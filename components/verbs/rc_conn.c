@@ -140,8 +140,8 @@ static void axon_rc_conn_free(axon_rc_conn_t *conn)
         if (d->buf != NULL) {
             axon_verbs_bufpool_put(&iface->tx_pool, d->buf);
         }
-        if (d->mr != NULL) {
-            axon_dev_dereg_mr(d->mr);
+        if (d->region != NULL) {
+            axon_rcache_put(iface->rcache, d->region);
         }
         if (d->comp != NULL) {
             d->comp->func(d->comp, AXON_ERR_CANCELED);

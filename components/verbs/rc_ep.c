@@ -7,7 +7,8 @@
 /* ------------------------------------------------------------ posting */
 
 axon_status_t axon_rc_conn_post(axon_rc_conn_t *conn, axon_dev_send_wr_t *wr, void *buf,
-                                axon_tl_completion_t *comp, axon_dev_mr_t *mr, int force_signal)
+                                axon_tl_completion_t *comp, axon_rcache_region_t *region,
+                                int force_signal)
 {
     axon_rc_iface_t *iface = conn->iface;
     uint64_t sn            = conn->tx_posted;
@@ -28,11 +29,11 @@ axon_status_t axon_rc_conn_post(axon_rc_conn_t *conn, axon_dev_send_wr_t *wr, vo
     wr->next  = NULL;
     d->buf    = buf;
     d->comp   = comp;
-    d->mr     = mr;
+    d->region = region;
     ret = axon_dev_post_send(conn->qp, wr, &bad);
     if (__builtin_expect(ret != 0, 0)) {
         d->buf = d->comp = NULL;
-        d->mr  = NULL;
+        d->region = NULL;
         axon_error("%s: post_send to worker 0x%llx (opcode %d): error %d", iface->name,
                    (unsigned long long)conn->peer_uuid, wr->opcode, ret);
         return AXON_ERR_IO_ERROR;

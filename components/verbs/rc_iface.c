@@ -173,9 +173,9 @@ void axon_rc_iface_tx_completion(axon_rc_iface_t *iface, const axon_dev_wc_t *wc
             axon_verbs_bufpool_put(&iface->tx_pool, d->buf);
             d->buf = NULL;
         }
-        if (d->mr != NULL) {
-            axon_dev_dereg_mr(d->mr);
-            d->mr = NULL;
+        if (d->region != NULL) {
+            axon_rcache_put(iface->rcache, d->region);
+            d->region = NULL;
         }
         ++iface->tx_cq_avail;
         if (d->comp != NULL) {
@@ -232,6 +232,7 @@ static unsigned axon_rc_iface_progress(axon_iface_t *tl_iface)
         events += iface->cm->progress(iface);
         axon_rc_conn_timers(iface, axon_rc_now_ns());
         axon_rc_conn_reap(iface);
+        axon_rcache_collect(iface->rcache);   /* unpin what the application unmapped */
     }
     return events;
 }
@@ -336,6 +337,7 @@ axon_status_t axon_rc_iface_open(const axon_resource_t *resource, const axon_rc_
                                            c->rx_queue_len)) != AXON_OK) ||
         ((status = axon_rc_iface_rx_init(iface)) != AXON_OK) ||
         ((status = axon_rc_conn_iface_init(iface)) != AXON_OK) ||
+        ((status = axon_rc_rcache_create(iface)) != AXON_OK) ||
         ((status = cm->init(iface, cm_config)) != AXON_OK)) {
         axon_rc_iface_close(&iface->super);
         return status;
@@ -354,6 +356,9 @@ static void axon_rc_iface_close(axon_iface_t *tl_iface)
     axon_rc_conn_close_all(iface);
     iface->cm->cleanup(iface);
     axon_rc_conn_iface_cleanup(iface);
+    if (iface->rcache != NULL) {
+        axon_rcache_destroy(iface->rcache);   /* every operation holding a region is done */
+    }
     if ((iface->srq != NULL) && ((ret = axon_dev_destroy_srq(iface->srq)) != 0)) {
         axon_warn("%s: destroy_srq: %d", iface->name, ret);
     }

@@ -1,55 +1,138 @@
 /*
- * rc memory keys and one-sided operations: mem_reg registers user memory for
- * peers' RDMA; get/put register the local buffer for the one operation and
- * drop the registration at completion (a registration cache is future work).
+ * rc memory keys and one-sided operations. Zero-copy operations and
+ * rendezvous keys (AXON_MEM_REG_TRANSIENT) take their registration from the
+ * iface's registration cache (framework/memory), so a buffer used again is
+ * registered once; cached regions allow local writes and remote reads only.
+ * Keys the application hands out get a registration of their own, with
+ * every right, which dies at mem_dereg: a stale key then fails.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "rc.h"
 
-axon_status_t axon_rc_mem_reg(axon_iface_t *tl_iface, void *addr, size_t length, void **memh_p)
+#define AXON_RC_MR_ACCESS_CACHED (AXON_DEV_ACCESS_LOCAL_WRITE | AXON_DEV_ACCESS_REMOTE_READ)
+#define AXON_RC_MR_ACCESS_KEY    (AXON_DEV_ACCESS_LOCAL_WRITE | AXON_DEV_ACCESS_REMOTE_READ | \
+                                  AXON_DEV_ACCESS_REMOTE_WRITE | AXON_DEV_ACCESS_REMOTE_ATOMIC)
+
+/* A key's memory handle: a cached region or an own MR, and the range the key grants. */
+typedef struct axon_rc_memh {
+    axon_rcache_region_t *region;   /* transient keys */
+    axon_dev_mr_t        *mr;       /* the others */
+    uintptr_t             addr;
+    size_t                length;
+} axon_rc_memh_t;
+
+static axon_status_t axon_rc_reg_mr(axon_rc_iface_t *iface, void *addr, size_t length,
+                                    int access, axon_dev_mr_t **mr_p)
+{
+    int ret = axon_dev_reg_mr(iface->dev.pd, addr, length, access, mr_p);
+
+    if (ret != 0) {
+        axon_debug("%s: reg_mr of %p, %zu bytes: error %d", iface->name, addr, length, ret);
+        return (ret == ENOMEM) ? AXON_ERR_NO_MEMORY : AXON_ERR_IO_ERROR;
+    }
+    return AXON_OK;
+}
+
+static void axon_rc_dereg_mr(axon_rc_iface_t *iface, axon_dev_mr_t *mr)
+{
+    int ret = axon_dev_dereg_mr(mr);
+
+    if (ret != 0) {
+        axon_warn("%s: dereg_mr: error %d", iface->name, ret);
+    }
+}
+
+static axon_status_t axon_rc_rcache_reg(void *arg, void *addr, size_t length, void **memh_p)
+{
+    return axon_rc_reg_mr(arg, addr, length, AXON_RC_MR_ACCESS_CACHED, (axon_dev_mr_t **)memh_p);
+}
+
+static void axon_rc_rcache_dereg(void *arg, void *memh)
+{
+    axon_rc_dereg_mr(arg, memh);
+}
+
+static const axon_rcache_ops_t axon_rc_rcache_ops = {
+    .reg   = axon_rc_rcache_reg,
+    .dereg = axon_rc_rcache_dereg,
+};
+
+axon_status_t axon_rc_rcache_create(axon_rc_iface_t *iface)
+{
+    axon_rcache_params_t params = {
+        .name       = iface->name,
+        .ops        = &axon_rc_rcache_ops,
+        .arg        = iface,
+        .max_unused = iface->config.rcache_max,
+    };
+
+    return axon_rcache_create(&params, &iface->rcache);
+}
+
+static inline const axon_dev_mr_t *axon_rc_region_mr(const axon_rcache_region_t *region)
+{
+    return region->memh;
+}
+
+axon_status_t axon_rc_mem_reg(axon_iface_t *tl_iface, void *addr, size_t length, unsigned flags,
+                              void **memh_p)
 {
     axon_rc_iface_t *iface = (axon_rc_iface_t *)tl_iface;
-    axon_dev_mr_t *mr;
-    int ret;
+    axon_rc_memh_t *memh;
+    axon_status_t status;
 
     if ((addr == NULL) || (length == 0) || (memh_p == NULL)) {
         axon_error("%s: mem_reg of %p, %zu bytes: nothing to register", iface->name, addr,
                    length);
         return AXON_ERR_INVALID_PARAM;
     }
-    ret = axon_dev_reg_mr(iface->dev.pd, addr, length,
-                          AXON_DEV_ACCESS_LOCAL_WRITE | AXON_DEV_ACCESS_REMOTE_READ |
-                          AXON_DEV_ACCESS_REMOTE_WRITE | AXON_DEV_ACCESS_REMOTE_ATOMIC, &mr);
-    if (ret != 0) {
-        axon_debug("%s: reg_mr of %p, %zu bytes: error %d", iface->name, addr, length, ret);
+    memh = calloc(1, sizeof(*memh));
+    if (memh == NULL) {
         return AXON_ERR_NO_MEMORY;
     }
-    *memh_p = mr;
+    status = (flags & AXON_MEM_REG_TRANSIENT) ?
+             axon_rcache_get(iface->rcache, addr, length, &memh->region) :
+             axon_rc_reg_mr(iface, addr, length, AXON_RC_MR_ACCESS_KEY, &memh->mr);
+    if (status != AXON_OK) {
+        free(memh);
+        return status;
+    }
+    memh->addr   = (uintptr_t)addr;
+    memh->length = length;
+    *memh_p      = memh;
     return AXON_OK;
 }
 
 void axon_rc_mem_dereg(axon_iface_t *tl_iface, void *memh)
 {
     axon_rc_iface_t *iface = (axon_rc_iface_t *)tl_iface;
-    int ret;
+    axon_rc_memh_t *rc_memh = memh;
 
-    if ((memh != NULL) && ((ret = axon_dev_dereg_mr(memh)) != 0)) {
-        axon_warn("%s: dereg_mr: error %d", iface->name, ret);
+    if (rc_memh == NULL) {
+        return;
     }
+    if (rc_memh->region != NULL) {
+        axon_rcache_put(iface->rcache, rc_memh->region);
+    } else {
+        axon_rc_dereg_mr(iface, rc_memh->mr);
+    }
+    free(rc_memh);
 }
 
 size_t axon_rc_rkey_pack(axon_iface_t *tl_iface, const void *memh, void *rkey_buf)
 {
-    const axon_dev_mr_t *mr = memh;
+    const axon_rc_memh_t *rc_memh = memh;
     axon_rc_rkey_t rkey;
 
     (void)tl_iface;
     rkey.version = AXON_RC_RKEY_VERSION;
-    rkey.rkey    = mr->rkey;
-    rkey.addr    = (uintptr_t)mr->addr;
-    rkey.length  = mr->length;
+    rkey.rkey    = (rc_memh->region != NULL) ? axon_rc_region_mr(rc_memh->region)->rkey :
+                                               rc_memh->mr->rkey;
+    rkey.addr    = rc_memh->addr;
+    rkey.length  = rc_memh->length;
     memcpy(rkey_buf, &rkey, sizeof(rkey));
     return sizeof(rkey);
 }
@@ -71,8 +154,7 @@ static axon_status_t axon_rc_ep_rdma(axon_tl_ep_t *tl_ep, axon_dev_wr_opcode_t o
     axon_status_t status;
     axon_dev_sge_t sge;
     axon_rc_rkey_t rkey;
-    axon_dev_mr_t *mr;
-    int ret;
+    axon_rcache_region_t *region;
 
     if (conn == NULL) {
         return ep->status;
@@ -108,24 +190,21 @@ static axon_status_t axon_rc_ep_rdma(axon_tl_ep_t *tl_ep, axon_dev_wr_opcode_t o
         /* not connected yet, or the send queue is full: the caller falls back */
         return AXON_ERR_UNSUPPORTED;
     }
-    ret = axon_dev_reg_mr(iface->dev.pd, buffer, length, AXON_DEV_ACCESS_LOCAL_WRITE, &mr);
-    if (ret != 0) {
-        axon_debug("%s: %s_zcopy: reg_mr of %p, %zu bytes: error %d", iface->name, what, buffer,
-                   length, ret);
-        return AXON_ERR_UNSUPPORTED;
+    if (axon_rcache_get(iface->rcache, buffer, length, &region) != AXON_OK) {
+        return AXON_ERR_UNSUPPORTED;   /* logged by the device; the caller falls back */
     }
     memset(&wr, 0, sizeof(wr));
     sge.addr               = (uintptr_t)buffer;
     sge.length             = (uint32_t)length;
-    sge.lkey               = mr->lkey;
+    sge.lkey               = axon_rc_region_mr(region)->lkey;
     wr.opcode              = opcode;
     wr.sg_list             = &sge;
     wr.num_sge             = 1;
     wr.wr.rdma.remote_addr = remote_addr;
     wr.wr.rdma.rkey        = rkey.rkey;
-    status = axon_rc_conn_post(conn, &wr, NULL, comp, mr, 1);
+    status = axon_rc_conn_post(conn, &wr, NULL, comp, region, 1);
     if (status != AXON_OK) {
-        axon_dev_dereg_mr(mr);
+        axon_rcache_put(iface->rcache, region);
         return (status == AXON_ERR_NO_RESOURCE) ? AXON_ERR_UNSUPPORTED : status;
     }
     return AXON_INPROGRESS;

@@ -834,16 +834,6 @@ TEST_F(SoftibCm, TwoConnectionsShareTheDevice)
 
 /* ---------------------------------------------------------------- two processes */
 
-#define PEER_CHECK(_cond, ...)                                                     \
-    do {                                                                           \
-        if (!(_cond)) {                                                            \
-            fprintf(stderr, "[peer %d] %s:%d: %s: ", (int)getpid(), __FILE__,      \
-                    __LINE__, #_cond);                                             \
-            fprintf(stderr, __VA_ARGS__);                                          \
-            fputc('\n', stderr);                                                   \
-            return 1;                                                              \
-        }                                                                          \
-    } while (0)
 
 /* What the passive side tells the active one in its accept private data. */
 struct WriteTarget {

@@ -52,17 +52,6 @@ void apply_cfg(const WireCfg &c, int side, EnvGuard *env)
     env->set("AXON_SOFTIB_DUP", c.dup);
 }
 
-/* In a peer: a failed check prints where and makes the peer exit non-zero. */
-#define PEER_CHECK(_cond, ...)                                                     \
-    do {                                                                           \
-        if (!(_cond)) {                                                            \
-            fprintf(stderr, "[peer %d] %s:%d: %s: ", (int)getpid(), __FILE__,      \
-                    __LINE__, #_cond);                                             \
-            fprintf(stderr, __VA_ARGS__);                                          \
-            fputc('\n', stderr);                                                   \
-            return 1;                                                              \
-        }                                                                          \
-    } while (0)
 
 int send_info(int fd, const Qp &q, const SoftibDev &dev, const Buf *b)
 {

@@ -245,14 +245,6 @@ size_t pack_cb(void *dest, void *arg)
     return a->len;
 }
 
-#define PEER_CHECK(_cond)                                                              \
-    do {                                                                               \
-        if (!(_cond)) {                                                                \
-            fprintf(stderr, "[peer %d] %s:%d: %s failed\n", (int)getpid(), __FILE__,   \
-                    __LINE__, #_cond);                                                 \
-            return 1;                                                                  \
-        }                                                                              \
-    } while (0)
 
 /* Open, exchange addresses, connect: the common start of both sides. */
 bool rc_start(Rc &rc, int fd, std::vector<uint8_t> *peer, axon_tl_ep_t **ep)
@@ -531,7 +523,7 @@ int peer_rdma(int fd, void *)
 
     PEER_CHECK(rc_start(rc, fd, &peer, &ep));
     std::vector<uint8_t> buf = pattern(kRdmaLen, 5);
-    PEER_CHECK(rc.iface->ops->mem_reg(rc.iface, buf.data(), buf.size(), &memh) == AXON_OK);
+    PEER_CHECK(rc.iface->ops->mem_reg(rc.iface, buf.data(), buf.size(), 0, &memh) == AXON_OK);
     std::vector<uint8_t> key(rc.iface->ops->rkey_max_len + 8);
     uint64_t addr = (uintptr_t)buf.data();
     memcpy(key.data(), &addr, 8);

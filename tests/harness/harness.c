@@ -137,6 +137,17 @@ static int axon_test_peer_reap(axon_test_peer_t *peer, int status)
     return -1;
 }
 
+void axon_test_peer_fail(const char *file, int line, const char *cond, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "[peer %d] %s:%d: %s failed:", (int)getpid(), file, line, cond);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
 int axon_test_peer_wait(axon_test_peer_t *peer, double timeout_sec)
 {
     double deadline = axon_test_time() + timeout_sec;

@@ -51,6 +51,21 @@ int  axon_test_peer_spawn(axon_test_peer_t *peer, axon_test_peer_fn_t fn, void *
  */
 int  axon_test_peer_wait(axon_test_peer_t *peer, double timeout_sec);
 
+/*
+ * In a peer function: a failed check prints where (and the optional printf
+ * arguments) and makes the peer return 1, so the test's peer_wait fails.
+ */
+#define PEER_CHECK(_cond, ...)                                                     \
+    do {                                                                           \
+        if (!(_cond)) {                                                            \
+            axon_test_peer_fail(__FILE__, __LINE__, #_cond, " " __VA_ARGS__);      \
+            return 1;                                                              \
+        }                                                                          \
+    } while (0)
+
+void axon_test_peer_fail(const char *file, int line, const char *cond, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* Kill and reap without waiting (cleanup after a failed test). */
 void axon_test_peer_kill(axon_test_peer_t *peer);
 
