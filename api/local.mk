@@ -1,29 +1,17 @@
-# api/: what MPI/SHMEM call; protocols are chosen here.
+# api/: what MPI/SHMEM call; protocols are chosen here. One folder per concern:
+#   core/  context, worker, endpoint, request, peer, address: no protocol by name
+#   tag/   tag matching, eager and rendezvous sends, receives
+#   rma/   put/get/flush/fence, atomics, the active-message path for them
+#   mem/   mapped memory and its keys
+# (collectives will go in api/coll/.) The public headers stay here: they are installed.
+AM_CPPFLAGS += -I$(top_srcdir)/api/core -I$(top_srcdir)/api/tag -I$(top_srcdir)/api/rma \
+               -I$(top_srcdir)/api/mem
+
 libaxon_la_SOURCES += \
 	api/status.c \
-	api/context.c \
-	api/worker.c \
-	api/address.c \
-	api/endpoint.c \
-	api/request.c \
-	api/tag_match.c \
-	api/tag_send.c \
-	api/tag_recv.c \
-	api/rndv.c \
-	api/peer.c \
-	api/mem.c \
-	api/rkey.c \
-	api/rma.c \
-	api/rma_am.c \
-	api/amo.c \
-	api/introspect.c
+	api/protocols.c
 
-noinst_HEADERS += \
-	api/axon_int.h \
-	api/address.h \
-	api/request.h \
-	api/tag_match.h \
-	api/tag_proto.h \
-	api/mem.h \
-	api/rma.h \
-	api/rma_proto.h
+include $(top_srcdir)/api/core/local.mk
+include $(top_srcdir)/api/tag/local.mk
+include $(top_srcdir)/api/rma/local.mk
+include $(top_srcdir)/api/mem/local.mk

@@ -10,7 +10,7 @@
 
 #define AXON_AMO_MAX_WORDS  4    /* 32 bytes: the largest operand */
 
-/* Operations: the public ones first, with axon_atomic_op_t's values (api/amo.c checks) */
+/* Operations: the public ones first, with axon_atomic_op_t's values (api/rma/amo.c checks) */
 typedef enum {
     AXON_AMO_ADD          = 0,
     AXON_AMO_AND          = 1,

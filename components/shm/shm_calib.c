@@ -1,6 +1,6 @@
 /*
  * What moving a large message costs on this machine, measured once per
- * process. The rendezvous choice (api/endpoint.c) weighs copying a message
+ * process. The rendezvous choice (api/core/endpoint.c) weighs copying a message
  * through the ring (a copy on each side) against one process_vm_readv, and
  * the answer depends on the machine more than on the size: the kernel pins
  * every page it reads, which on some virtual machines runs at a fifth of

@@ -1,5 +1,5 @@
 /*
- * rc atomics executed by the device (AXON_ATOMIC_MODE=device, api/amo.c).
+ * rc atomics executed by the device (AXON_ATOMIC_MODE=device, api/rma/amo.c).
  *
  * Standard verbs atomics are 64-bit FETCH_AND_ADD and CMP_AND_SWP; with the
  * extended atomics (seed §8.7, AXON_DEV_CAP_EXT_ATOMIC) every other Axon

@@ -2,7 +2,7 @@
  * Mapped memory and remote keys: axon_mem_map/query/unmap, allocated
  * segments, the packed key (round trips, every truncation, byte flips,
  * other versions, structural fuzzing under a valid checksum), the path a
- * key takes on an endpoint (api/rma.h: LOCAL in the same process, SHM for
+ * key takes on an endpoint (api/rma/rma.h: LOCAL in the same process, SHM for
  * allocated memory on the host over shm, ZCOPY through CMA or rc's keys, AM
  * otherwise or with AXON_RMA_PATH=am), the target-side lookup, the mapping
  * table that guards cross-memory attach (forged and stale keys over shm,

@@ -1,5 +1,5 @@
 /*
- * Unit tests for the tag matching engine (api/tag_match.c): ordering rules
+ * Unit tests for the tag matching engine (api/tag/tag_match.c): ordering rules
  * between hashed and wildcard receives, arrival order of unexpected messages,
  * probe/cancel/removal, hash collisions, and a randomized comparison with a
  * plain linear-scan reference model.

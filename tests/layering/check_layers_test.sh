@@ -52,7 +52,7 @@ t_planted_include_upward() {
     copy_tree "$tmp/up"
     sed -i '2i #include "axon_int.h"' "$tmp/up/framework/log.c"
     fails_with "$tmp/up" -- \
-        "framework/log.c:2: includes api/axon_int.h: a lower layer never uses an upper one"
+        "framework/log.c:2: includes api/core/axon_int.h: a lower layer never uses an upper one"
 }
 
 t_planted_include_across_components() {

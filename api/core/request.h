@@ -20,23 +20,15 @@ enum {
     AXON_REQUEST_OWN_BUFFER  = 1u << 11, /* send.buffer is the library's copy (AXON_REQ_FLAG_INJECT) */
 };
 
-/* Internal result of a send step: posted, now waiting for the peer. */
-#define AXON_REQUEST_WAIT_REMOTE ((axon_status_t)2)
-
-/* Send protocols, chosen from the message size at post time */
-typedef enum {
-    AXON_SEND_PROTO_SHORT,       /* one short AM */
-    AXON_SEND_PROTO_BCOPY,       /* one bcopy AM */
-    AXON_SEND_PROTO_MULTI,       /* first + middle bcopy fragments */
-    AXON_SEND_PROTO_SYNC,        /* one bcopy AM, acked when matched */
-    AXON_SEND_PROTO_RNDV_RTS,    /* rendezvous: request-to-send */
-    AXON_SEND_PROTO_RNDV_BCOPY,  /* rendezvous data, pipelined through bcopy AMs */
-    AXON_SEND_PROTO_RNDV_ZCOPY,  /* rendezvous data, straight from the user buffer */
-    AXON_SEND_PROTO_CTRL,        /* the library's control message */
-    AXON_SEND_PROTO_HELLO,       /* the worker's address, first on an endpoint */
-    AXON_SEND_PROTO_CLOSE,       /* not a send: an endpoint close waiting for the flush */
-    AXON_SEND_PROTO_RMA,         /* put/get/atomic/flush (rma.c): req->rma */
-} axon_send_proto_t;
+/*
+ * One turn of a request on its endpoint's pending queue, set by the protocol
+ * that queued it (the queue itself knows no protocol). Returns AXON_OK or an
+ * error: finished, the queue completes it; AXON_ERR_NO_RESOURCE: the
+ * transport is full, it stays first in the queue; AXON_INPROGRESS: all of it
+ * left, it completes later by itself (the peer's answer, a transport
+ * completion).
+ */
+typedef axon_status_t (*axon_request_step_t)(axon_request_h req);
 
 /* Room for the largest reply a control message carries (AMO_REPLY of 32 bytes). */
 #define AXON_CTRL_HDR_MAX 64
@@ -56,7 +48,7 @@ struct axon_request {
     uint64_t          id;
     uint64_t          peer_uuid;
     axon_tl_completion_t tl_comp;
-    axon_send_proto_t proto;     /* sends, control messages and closes */
+    axon_request_step_t step;    /* its pending-queue turn (queued requests) */
     union {
         struct {
             axon_ep_h          ep;
@@ -163,12 +155,18 @@ static inline void axon_request_release_memh(axon_request_h req)
     }
 }
 
-/* Push a queued one-sided operation (rma.c); same returns as axon_tag_send_progress. */
-axon_status_t  axon_rma_send_progress(axon_request_h req);
-
 /* Id map: requests a peer refers to by id (never by pointer). */
 void           axon_request_id_add(axon_request_h req, uint64_t peer_uuid);
 void           axon_request_id_del(axon_request_h req);
 axon_request_h axon_request_id_find(axon_worker_h worker, uint64_t id, uint64_t peer_uuid);
+
+/* A send the peer was to answer (sync, rendezvous) ends without the answer: drop its id. */
+static inline void axon_request_send_untrack(axon_request_h req)
+{
+    if (req->flags & AXON_REQUEST_IN_ID_MAP) {
+        axon_request_id_del(req);
+        --req->send.ep->outstanding;
+    }
+}
 
 #endif

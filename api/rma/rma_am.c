@@ -275,7 +275,7 @@ axon_status_t axon_rma_get_reply_push(axon_request_h req)
             if (status == AXON_INPROGRESS) {
                 req->flags      |= AXON_REQUEST_TL_BUSY;
                 req->rma.offset  = req->rma.length;
-                return AXON_REQUEST_WAIT_REMOTE;
+                return AXON_INPROGRESS;
             }
             packed = (status == AXON_OK) ? (ssize_t)(sizeof(p.hdr) + left) : status;
         } else {
@@ -288,7 +288,7 @@ axon_status_t axon_rma_get_reply_push(axon_request_h req)
                                             axon_rma_pack_get_reply, &p);
         }
         if (packed == AXON_ERR_NO_RESOURCE) {
-            return AXON_INPROGRESS;
+            return AXON_ERR_NO_RESOURCE;
         }
         if (packed < 0) {
             axon_debug("get reply to %016llx: %s", (unsigned long long)req->peer_uuid,
@@ -368,7 +368,7 @@ static void axon_rma_am_get_req(void *arg, const void *data, size_t length, unsi
                                  hdr->length, AXON_ERR_NO_MEMORY);
         return;
     }
-    req->proto           = AXON_SEND_PROTO_RMA;
+    req->step            = axon_rma_get_reply_push;
     req->peer_uuid       = hdr->sender_uuid;
     req->rma.ep          = ep;
     req->rma.kind        = AXON_RMA_KIND_GET_REPLY;
@@ -380,16 +380,15 @@ static void axon_rma_am_get_req(void *arg, const void *data, size_t length, unsi
     req->rma.rreq_id     = hdr->req_id;
     if (axon_list_is_empty(&ep->pending)) {
         status = axon_rma_get_reply_push(req);
-        if (status == AXON_REQUEST_WAIT_REMOTE) {
+        if (status == AXON_INPROGRESS) {
             return;
         }
-        if (status != AXON_INPROGRESS) {
+        if (status != AXON_ERR_NO_RESOURCE) {
             axon_request_put(req);
             return;
         }
     }
-    axon_list_add_tail(&ep->pending, &req->list);
-    axon_worker_ep_pending_add(worker, ep);
+    axon_ep_pending_push(ep, req);
 }
 
 static void axon_rma_am_amo(void *arg, const void *data, size_t length, unsigned flags)
@@ -430,9 +429,10 @@ static void axon_rma_am_amo(void *arg, const void *data, size_t length, unsigned
                    axon_rma_amo_reply_len(size));
 }
 
-void *axon_rma_rx_dest(axon_worker_h worker, uint8_t am_id, const void *hdr_p, size_t hdr_len,
+void *axon_rma_rx_dest(void *arg, uint8_t am_id, const void *hdr_p, size_t hdr_len,
                        size_t data_length)
 {
+    axon_worker_h worker = arg;
     axon_rma_get_reply_hdr_t reply;
     axon_rma_put_hdr_t put;
     axon_status_t status;
@@ -454,8 +454,7 @@ void *axon_rma_rx_dest(axon_worker_h worker, uint8_t am_id, const void *hdr_p, s
     }
     memcpy(&reply, hdr_p, sizeof(reply));
     req = axon_request_id_find(worker, reply.req_id, reply.from_uuid);
-    if ((req == NULL) || (req->proto != AXON_SEND_PROTO_RMA) ||
-        (req->rma.kind != AXON_RMA_KIND_GET) || (req->rma.data.iov != NULL) ||
+    if ((req == NULL) || (req->step != axon_rma_step) || (req->rma.kind != AXON_RMA_KIND_GET) || (req->rma.data.iov != NULL) ||
         (reply.status != AXON_OK) || (reply.length != data_length) ||
         (reply.offset > req->rma.length) || (data_length > req->rma.length - reply.offset)) {
         return NULL;
@@ -557,7 +556,7 @@ static void axon_rma_am_amo_reply(void *arg, const void *data, size_t length, un
     axon_rma_op_progress(req, 1, status);
 }
 
-void axon_rma_register_handlers(axon_worker_h worker)
+axon_status_t axon_rma_worker_init(axon_worker_h worker)
 {
     worker->am_handlers[AXON_AM_RMA_PUT]       = axon_rma_am_put;
     worker->am_handlers[AXON_AM_RMA_PUT_ACK]   = axon_rma_am_put_ack;
@@ -565,4 +564,7 @@ void axon_rma_register_handlers(axon_worker_h worker)
     worker->am_handlers[AXON_AM_RMA_GET_REPLY] = axon_rma_am_get_reply;
     worker->am_handlers[AXON_AM_RMA_AMO]       = axon_rma_am_amo;
     worker->am_handlers[AXON_AM_RMA_AMO_REPLY] = axon_rma_am_amo_reply;
+    worker->am_rx_dest[AXON_AM_RMA_PUT]        = axon_rma_rx_dest;
+    worker->am_rx_dest[AXON_AM_RMA_GET_REPLY]  = axon_rma_rx_dest;
+    return AXON_OK;
 }

@@ -1,6 +1,6 @@
 /*
  * Remote keys: what a mapping's owner packs for its peers, and how a peer's
- * endpoint reaches the memory once it unpacks one (the path, api/rma.h).
+ * endpoint reaches the memory once it unpacks one (the path, api/rma/rma.h).
  *
  * Packed key, version 2. Every field little-endian, fixed width, no
  * padding; offsets in bytes:
@@ -35,7 +35,7 @@
  * rather than reach some other memory; tokens and the target's range check
  * do the rest, and for cross-memory attach (which the target never sees)
  * the owner's mapping table: the key's slot must hold its token, address
- * and length at unpack, and its token before every operation (api/rma.h).
+ * and length at unpack, and its token before every operation (api/rma/rma.h).
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -655,7 +655,7 @@ static int axon_rkey_try_zcopy(axon_rkey_h rkey, const axon_lane_t *lane, const 
     return 1;
 }
 
-/* Decide how ep reaches the key's memory (api/rma.h); fills rkey. */
+/* Decide how ep reaches the key's memory (api/rma/rma.h); fills rkey. */
 static axon_status_t axon_rkey_choose_path(axon_rkey_h rkey, const uint8_t *buf,
                                            const axon_rkey_hdr_t *hdr)
 {

@@ -128,7 +128,8 @@ static uint8_t *axon_rma_segment(axon_request_h req, size_t *length_p)
 
 /* ---------------------------------------------------------------- operation life */
 
-void axon_rma_ep_init(axon_ep_h ep)
+/* The rma protocol's part of a new endpoint: its lists, and the fence it has seen. */
+static void axon_rma_ep_init(axon_ep_h ep)
 {
     axon_list_init(&ep->rma.ops);
     axon_list_init(&ep->rma.flushes);
@@ -150,7 +151,7 @@ axon_request_h axon_rma_request_get(axon_ep_h ep, const axon_request_param_t *pa
         axon_error("no memory for a request on endpoint %p", (void *)ep);
         return NULL;
     }
-    req->proto          = AXON_SEND_PROTO_RMA;
+    req->step           = axon_rma_step;
     req->peer_uuid      = ep->peer_uuid;
     req->rma.ep         = ep;
     req->rma.rkey       = NULL;
@@ -455,21 +456,13 @@ static axon_status_t axon_rma_push(axon_request_h req, int queued)
     }
 }
 
-static void axon_rma_enqueue(axon_request_h req)
-{
-    axon_ep_h ep = req->rma.ep;
-
-    axon_list_add_tail(&ep->pending, &req->list);
-    axon_worker_ep_pending_add(ep->worker, ep);
-}
-
 /* Run an operation that is on no queue (held back before, or between transport ops). */
 static void axon_rma_run(axon_request_h req)
 {
     axon_status_t status = axon_rma_push(req, 0);
 
     if (status == AXON_ERR_NO_RESOURCE) {
-        axon_rma_enqueue(req);
+        axon_ep_pending_push(req->rma.ep, req);
     } else if (status != AXON_INPROGRESS) {
         axon_rma_op_finish(req, status);
     }
@@ -533,7 +526,7 @@ axon_request_h axon_rma_op_find(axon_worker_h worker, uint64_t req_id, uint64_t 
 {
     axon_request_h req = axon_request_id_find(worker, req_id, from_uuid);
 
-    if ((req == NULL) || (req->proto != AXON_SEND_PROTO_RMA) || (req->rma.kind != kind)) {
+    if ((req == NULL) || (req->step != axon_rma_step) || (req->rma.kind != kind)) {
         axon_debug("dropping %s for unknown operation %llu from %016llx", what,
                    (unsigned long long)req_id, (unsigned long long)from_uuid);
         return NULL;
@@ -541,21 +534,14 @@ axon_request_h axon_rma_op_find(axon_worker_h worker, uint64_t req_id, uint64_t 
     return req;
 }
 
-/* The pending queue's turn (through axon_tag_send_progress). */
-axon_status_t axon_rma_send_progress(axon_request_h req)
+axon_status_t axon_rma_step(axon_request_h req)
 {
     axon_ep_h ep = req->rma.ep;
     axon_status_t status;
 
-    if (req->rma.kind == AXON_RMA_KIND_GET_REPLY) {
-        return axon_rma_get_reply_push(req);
-    }
     status = axon_rma_push(req, 1);
-    if (status == AXON_ERR_NO_RESOURCE) {
-        return AXON_INPROGRESS;
-    }
-    if (status == AXON_INPROGRESS) {
-        return AXON_REQUEST_WAIT_REMOTE;  /* finishes on its replies or completion */
+    if ((status == AXON_ERR_NO_RESOURCE) || (status == AXON_INPROGRESS)) {
+        return status;  /* still queued; or finishes on its replies or completion */
     }
     /* Finished: the queue's owner completes it once it is off the queue. */
     axon_rma_op_untrack(req);
@@ -609,7 +595,7 @@ axon_status_t axon_rma_start(axon_request_h req, const axon_request_param_t *par
 
     status = axon_rma_push(req, 0);
     if (status == AXON_ERR_NO_RESOURCE) {
-        axon_rma_enqueue(req);
+        axon_ep_pending_push(ep, req);
         *req_p = req;
         return AXON_INPROGRESS;
     }
@@ -627,12 +613,13 @@ axon_status_t axon_rma_start(axon_request_h req, const axon_request_param_t *par
 
 /* ---------------------------------------------------------------- failure */
 
-void axon_rma_ep_abort(axon_ep_h ep, axon_status_t status)
+/* ep is destroyed or its peer failed: every operation on ep ends with status. */
+static void axon_rma_ep_abort(axon_ep_h ep, axon_status_t status)
 {
     axon_request_h req, tmp;
 
     axon_list_for_each_safe(req, tmp, &ep->pending, list) {
-        if ((req->proto == AXON_SEND_PROTO_RMA) && (req->rma.kind != AXON_RMA_KIND_GET_REPLY)) {
+        if (req->step == axon_rma_step) {  /* not a GET_REPLY: the core fails those */
             axon_list_del(&req->list);
         }
     }
@@ -659,17 +646,12 @@ void axon_rma_ep_abort(axon_ep_h ep, axon_status_t status)
     ep->rma.error = AXON_OK;
 }
 
-void axon_rma_peer_failed(axon_worker_h worker, uint64_t peer_uuid, axon_status_t status)
-{
-    axon_ep_h ep, tmp;
-
-    axon_list_for_each_safe(ep, tmp, &worker->eps, link) {
-        if (ep->peer_uuid == peer_uuid) {
-            ep->status = status;  /* callbacks run below must not start new operations */
-            axon_rma_ep_abort(ep, status);
-        }
-    }
-}
+const axon_proto_ops_t axon_rma_proto = {
+    .name        = "rma",
+    .worker_init = axon_rma_worker_init,
+    .ep_init     = axon_rma_ep_init,
+    .ep_abort    = axon_rma_ep_abort,
+};
 
 /* ---------------------------------------------------------------- put / get */
 
@@ -843,7 +825,7 @@ static axon_status_t axon_rma_flush_now(axon_worker_h worker, axon_status_t stat
 /* A flush waiting on ep for everything issued on it so far. */
 static void axon_rma_flush_add(axon_ep_h ep, axon_request_h flush, axon_request_h parent)
 {
-    flush->proto             = AXON_SEND_PROTO_RMA;
+    flush->step              = axon_rma_step;  /* never queued: marks an rma request */
     flush->rma.ep            = ep;
     flush->rma.kind          = AXON_RMA_KIND_FLUSH;
     flush->rma.seq           = ep->rma.seq;
@@ -901,7 +883,7 @@ axon_status_t axon_worker_flush_nb(axon_worker_h worker, const axon_request_para
         axon_error("axon_worker_flush_nb: no memory for a request");
         return AXON_ERR_NO_MEMORY;
     }
-    req->proto               = AXON_SEND_PROTO_RMA;
+    req->step                = axon_rma_step;  /* never queued: marks an rma request */
     req->rma.kind            = AXON_RMA_KIND_WORKER_FLUSH;
     req->rma.status          = AXON_OK;
     req->rma.flush.children  = 0;

@@ -19,8 +19,6 @@
  *                                                     [0, offset) meanwhile)
  *   RNDV_DATA  [rreq, from, offset, length][payload]  sender → receiver, bulk lane(s)
  *   RNDV_PUT_DONE [rreq, from, offset, length, status] sender put its part
- * Wire-up:
- *   WIREUP_HELLO [worker address]                     first message on every endpoint
  *
  * A message is matched when its first fragment or RTS arrives; the AM lane
  * delivers those in send order, so order holds across protocols. sreq and
@@ -42,7 +40,7 @@ enum {
     AXON_AM_RNDV_ATS            = 7,
     AXON_AM_RNDV_RTR            = 8,
     AXON_AM_RNDV_DATA           = 9,
-    AXON_AM_WIREUP_HELLO        = 10,
+    /* 10 is the core's AXON_AM_WIREUP_HELLO (axon_int.h) */
     AXON_AM_RNDV_PUT_DONE       = 11,
 };
 
@@ -149,36 +147,31 @@ typedef struct axon_rndv_data_hdr {
     uint64_t length;    /* payload bytes, checked against what the transport delivers */
 } axon_rndv_data_hdr_t;
 
-/* Pools the tag layer needs on a worker (small unexpected buffers, reassembly). */
-axon_status_t axon_tag_worker_init(axon_worker_h worker, size_t unexp_small_size);
-/* Register the tag, rendezvous and wire-up AM handlers in a worker's table. */
-void          axon_tag_register_handlers(axon_worker_h worker);
-/* Push a queued send as far as transport resources allow: OK, INPROGRESS or error. */
-axon_status_t axon_tag_send_progress(axon_request_h req);
-/* Release everything the tag layer holds at worker destruction. */
-void          axon_tag_worker_cleanup(axon_worker_h worker);
-/* Fail receives and unexpected messages that depend on a dead peer. */
-void          axon_tag_peer_failed(axon_worker_h worker, uint64_t peer_uuid, axon_status_t status);
+/* The tag protocol's hooks in the core (tag_recv.c). */
+extern const axon_proto_ops_t axon_tag_proto;
+/* Its part of a new endpoint: eager limits and the rendezvous thresholds (tag_send.c). */
+void          axon_tag_ep_init(axon_ep_h ep);
+/* Steps of a rendezvous send (req->step): is a request one, and in which stage. */
+axon_status_t axon_tag_step_rndv_rts(axon_request_h req);
+axon_status_t axon_tag_step_rndv_bcopy(axon_request_h req);
+axon_status_t axon_tag_step_rndv_zcopy(axon_request_h req);
 
 /* Rendezvous (rndv.c) */
-axon_status_t axon_rndv_send_start(axon_request_h req);
+/* An endpoint's rendezvous threshold, and from what size the receiver gets the data. */
+void          axon_rndv_ep_init(axon_ep_h ep);
 /* A receive matched an RTS: fetch the data (get) or ask for it (RTR). */
 void          axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts);
 /* Register a rendezvous send's buffer when its bulk lane gets through keys (best effort). */
 void          axon_rndv_send_register(axon_request_h req);
 /* The RTS of a rendezvous send, with the packed key of its registration if any. */
 void          axon_rndv_rts_pack(axon_request_h req, axon_rndv_rts_hdr_t *rts);
-void         *axon_rndv_rx_dest(axon_worker_h worker, const void *hdr, size_t hdr_len,
+void         *axon_rndv_rx_dest(void *arg, uint8_t am_id, const void *hdr, size_t hdr_len,
                                 size_t data_length);
 void          axon_rndv_register_handlers(axon_worker_h worker);
 
-/* Send a small control message on ep, queueing it if the transport is full. */
-axon_status_t axon_ep_send_ctrl(axon_ep_h ep, uint8_t am_id, const void *hdr, size_t hdr_len);
 /* A send that waited for its peer is done (ack, ATS, all data out, or failure). */
 void          axon_send_remote_done(axon_request_h req, axon_status_t status);
 /* One of the events a rendezvous send waits for (ATS, own data part) happened. */
 void          axon_rndv_send_part_done(axon_request_h req, axon_status_t status);
-/* Finish a flushing close once nothing is queued or outstanding. */
-void          axon_ep_check_close(axon_ep_h ep);
 
 #endif

@@ -56,8 +56,7 @@ void axon_request_complete(axon_request_h req, axon_status_t status)
     axon_request_release_memh(req);
     if (req->flags & AXON_REQUEST_INTERNAL) {
         if (status != AXON_OK) {
-            axon_debug("internal request %p (proto %d) ended: %s", (void *)req, (int)req->proto,
-                       axon_status_string(status));
+            axon_debug("internal request %p ended: %s", (void *)req, axon_status_string(status));
         }
         axon_request_put(req);  /* nobody waits for the library's own messages */
         return;

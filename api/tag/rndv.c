@@ -5,7 +5,7 @@
  *   RTS (AM lane, in order) ──────▶ match
  *                                   get from the sender's memory (shm: CMA, self: memcpy)
  *        ◀────────────────────────  ATS             — single copy, sender idle
- *   or, when the lane cannot get or a get costs more (AXON_RNDV_SCHEME, axon_ep_rndv_get_min):
+ *   or, when the lane cannot get or a get costs more (AXON_RNDV_SCHEME, axon_rndv_get_min):
  *        ◀────────────────────────  RTR (length wanted)
  *   DATA (zero-copy, or pipelined bcopy fragments) ──▶ written into the receive buffer
  *
@@ -291,12 +291,65 @@ void axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts)
     }
 }
 
+/* Messages at least this large always use rendezvous: eager ones are buffered whole
+ * when unexpected, and a large one fills the receiver's ring for every other sender. */
+#define AXON_RNDV_BUFFER_MAX (256 * 1024)
+
+/* How the receiver of a rendezvous from this endpoint's peer takes the data (AXON_RNDV_SCHEME). */
+static size_t axon_rndv_get_min(const axon_ep_h ep)
+{
+    switch (ep->worker->context->opts.rndv_scheme) {
+    case AXON_RNDV_SCHEME_GET:
+        return 0;
+    case AXON_RNDV_SCHEME_STREAM:
+        return SIZE_MAX;
+    default:
+        return axon_select_get_min(ep->bulk_lane.resource, AXON_RNDV_BUFFER_MAX);
+    }
+}
+
+/*
+ * Rendezvous threshold: where a get is measured to pay, from there; from the
+ * bulk lane's estimates when nothing was measured (worth it once moving the
+ * data twice costs more than one extra round trip plus a get); without a
+ * cheaper way than the ring, only past the buffering bound.
+ */
+static size_t axon_rndv_thresh(axon_ep_h ep)
+{
+    const axon_resource_t *rsc = ep->bulk_lane.resource;
+    size_t configured = ep->worker->context->opts.rndv_thresh;
+    double bytes_per_ns, thresh;
+
+    if (configured != AXON_CONFIG_SIZE_AUTO) {
+        return configured;
+    }
+    if (ep->rndv_get_min == SIZE_MAX) {
+        if (!(rsc->cap_flags & AXON_CAP_AM_ZCOPY)) {
+            return AXON_RNDV_BUFFER_MAX;
+        }
+    } else if (ep->rndv_get_min > 0) {
+        return (ep->rndv_get_min > ep->am_lane.max_bcopy) ? ep->rndv_get_min :
+                                                           ep->am_lane.max_bcopy;
+    }
+    if (!(rsc->cap_flags & (AXON_CAP_GET | AXON_CAP_AM_ZCOPY))) {
+        return AXON_RNDV_BUFFER_MAX;
+    }
+    bytes_per_ns = rsc->bandwidth_MBps * 1e-3;
+    thresh       = bytes_per_ns * (2.0 * rsc->latency_ns + rsc->overhead_ns + 2000.0);
+    return (thresh > (double)ep->am_lane.max_bcopy) ? (size_t)thresh : ep->am_lane.max_bcopy;
+}
+
+void axon_rndv_ep_init(axon_ep_h ep)
+{
+    ep->rndv_get_min = axon_rndv_get_min(ep);
+    ep->rndv_thresh  = axon_rndv_thresh(ep);
+}
+
 /* Is req a rendezvous send, in any of its stages? */
 static inline int axon_rndv_is_send(axon_request_h req)
 {
-    return (req->proto == AXON_SEND_PROTO_RNDV_RTS) ||
-           (req->proto == AXON_SEND_PROTO_RNDV_BCOPY) ||
-           (req->proto == AXON_SEND_PROTO_RNDV_ZCOPY);
+    return (req->step == axon_tag_step_rndv_rts) || (req->step == axon_tag_step_rndv_bcopy) ||
+           (req->step == axon_tag_step_rndv_zcopy);
 }
 
 void axon_rndv_send_part_done(axon_request_h req, axon_status_t status)
@@ -362,7 +415,7 @@ static void axon_rndv_am_rtr(void *arg, const void *data, size_t length, unsigne
         return;
     }
     req = axon_request_id_find(arg, rtr->sreq_id, rtr->from_uuid);
-    if ((req == NULL) || (req->proto != AXON_SEND_PROTO_RNDV_RTS)) {
+    if ((req == NULL) || (req->step != axon_tag_step_rndv_rts)) {
         axon_debug("RTR for unknown rendezvous send %llu", (unsigned long long)rtr->sreq_id);
         return;
     }
@@ -413,18 +466,18 @@ static void axon_rndv_am_rtr(void *arg, const void *data, size_t length, unsigne
         }
         /* May not write the receiver's memory: send the half as data. */
     }
-    req->proto = ((lane->resource->cap_flags & AXON_CAP_AM_ZCOPY) &&
-                  (lane->ops->ep_am_zcopy != NULL)) ?
-                 AXON_SEND_PROTO_RNDV_ZCOPY : AXON_SEND_PROTO_RNDV_BCOPY;
+    req->step = ((lane->resource->cap_flags & AXON_CAP_AM_ZCOPY) &&
+                 (lane->ops->ep_am_zcopy != NULL)) ?
+                axon_tag_step_rndv_zcopy : axon_tag_step_rndv_bcopy;
     /* Data goes behind whatever the endpoint already queued. */
-    axon_list_add_tail(&ep->pending, &req->list);
-    axon_worker_ep_pending_add(ep->worker, ep);
+    axon_ep_pending_push(ep, req);
     axon_ep_progress_pending(ep);
 }
 
-void *axon_rndv_rx_dest(axon_worker_h worker, const void *hdr_p, size_t hdr_len,
+void *axon_rndv_rx_dest(void *arg, uint8_t am_id, const void *hdr_p, size_t hdr_len,
                         size_t data_length)
 {
+    axon_worker_h worker = arg;
     axon_rndv_data_hdr_t hdr;
     axon_request_h req;
 
@@ -500,4 +553,5 @@ void axon_rndv_register_handlers(axon_worker_h worker)
     worker->am_handlers[AXON_AM_RNDV_RTR]  = axon_rndv_am_rtr;
     worker->am_handlers[AXON_AM_RNDV_DATA] = axon_rndv_am_data;
     worker->am_handlers[AXON_AM_RNDV_PUT_DONE] = axon_rndv_am_put_done;
+    worker->am_rx_dest[AXON_AM_RNDV_DATA]      = axon_rndv_rx_dest;
 }

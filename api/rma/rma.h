@@ -28,10 +28,7 @@
 #ifndef AXON_RMA_H
 #define AXON_RMA_H
 
-#include "axon_int.h"
-#include "amo_cpu.h"
-#include "mem_seg.h"
-#include "mem_table.h"
+#include "mem.h"
 #include "tag_proto.h"
 
 typedef enum {
@@ -98,23 +95,7 @@ static inline int axon_rkey_range_ok(const struct axon_rkey *rkey, uint64_t addr
            (addr - rkey->remote_base <= rkey->length - length);
 }
 
-/*
- * Target side (mem.c): the mapping a token names, with [addr, addr + length)
- * checked against it. Returns where addr is in this process and the
- * mapping's lock table, or NULL with *status = AXON_ERR_REMOTE_ACCESS
- * (logged at debug: the initiator gets the status). Safe to call from any
- * worker's progress of the context.
- */
-uint8_t *axon_mem_lookup(axon_context_h context, uint64_t token, uint64_t addr, size_t length,
-                         axon_amo_lock_table_t **locks_p, uint64_t *region_offset_p,
-                         axon_status_t *status);
-
-/* Worker lifetime hooks (mem.c): register every mapping on the worker's
- * key-needing ifaces, and drop those registrations. */
-axon_status_t axon_mem_worker_attach(axon_worker_h worker);
-void          axon_mem_worker_detach(axon_worker_h worker);
-
-/* rma_am.c: the target-side handlers and replies */
-void axon_rma_register_handlers(axon_worker_h worker);
+/* rma_am.c: the target-side handlers and replies, the placements of PUT and GET_REPLY data */
+axon_status_t axon_rma_worker_init(axon_worker_h worker);
 
 #endif

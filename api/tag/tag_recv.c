@@ -8,6 +8,9 @@
 #include "request.h"
 #include "tag_proto.h"
 
+/* Small unexpected messages live in pool buffers of this payload size. */
+#define AXON_UNEXP_SMALL_SIZE 256
+
 typedef enum {
     AXON_UNEXP_EAGER,  /* data (possibly still arriving) in the descriptor */
     AXON_UNEXP_RNDV,   /* only the RTS: the data stays at the sender */
@@ -568,7 +571,8 @@ axon_status_t axon_request_cancel(axon_worker_h worker, axon_request_h req)
     return AXON_OK;
 }
 
-void axon_tag_peer_failed(axon_worker_h worker, uint64_t peer_uuid, axon_status_t status)
+/* Fail receives and unexpected messages that depend on a dead peer. */
+static void axon_tag_peer_failed(axon_worker_h worker, uint64_t peer_uuid, axon_status_t status)
 {
     axon_unexp_desc_t *desc;
     axon_tm_unexp_t *unexp, *tmp;
@@ -608,25 +612,25 @@ void axon_tag_peer_failed(axon_worker_h worker, uint64_t peer_uuid, axon_status_
     }
 }
 
-axon_status_t axon_tag_worker_init(axon_worker_h worker, size_t unexp_small_size)
+/* The matching engine, pools for small unexpected messages and reassembly, AM handlers. */
+static axon_status_t axon_tag_worker_init(axon_worker_h worker)
 {
     axon_status_t status;
 
-    status = axon_mpool_init(&worker->unexp_mp, "unexpected",
-                             sizeof(axon_unexp_desc_t) + unexp_small_size, 64,
-                             worker->context->opts.max_unexp_pool);
+    status = axon_tm_init(&worker->tm, worker->context->opts.tag_hash_bits);
     if (status != AXON_OK) {
         return status;
     }
+    status = axon_mpool_init(&worker->unexp_mp, "unexpected",
+                             sizeof(axon_unexp_desc_t) + AXON_UNEXP_SMALL_SIZE, 64,
+                             worker->context->opts.max_unexp_pool);
+    if (status != AXON_OK) {
+        goto err_tm;
+    }
     status = axon_mpool_init(&worker->frag_mp, "reassembly", sizeof(axon_rx_frag_t), 32, 0);
     if (status != AXON_OK) {
-        axon_mpool_cleanup(&worker->unexp_mp);
+        goto err_unexp;
     }
-    return status;
-}
-
-void axon_tag_register_handlers(axon_worker_h worker)
-{
     worker->am_handlers[AXON_AM_TAG_EAGER_ONLY]      = axon_tag_am_eager_only;
     worker->am_handlers[AXON_AM_TAG_EAGER_FIRST]     = axon_tag_am_eager_first;
     worker->am_handlers[AXON_AM_TAG_EAGER_MIDDLE]    = axon_tag_am_eager_middle;
@@ -634,10 +638,16 @@ void axon_tag_register_handlers(axon_worker_h worker)
     worker->am_handlers[AXON_AM_TAG_SYNC_ACK]        = axon_tag_am_sync_ack;
     worker->am_handlers[AXON_AM_RNDV_RTS]            = axon_tag_am_rts;
     axon_rndv_register_handlers(worker);
-    axon_peer_register_handlers(worker);
+    return AXON_OK;
+
+err_unexp:
+    axon_mpool_cleanup(&worker->unexp_mp);
+err_tm:
+    axon_tm_cleanup(&worker->tm);
+    return status;
 }
 
-void axon_tag_worker_cleanup(axon_worker_h worker)
+static void axon_tag_worker_cleanup(axon_worker_h worker)
 {
     axon_rx_frag_t *frag;
     unsigned i;
@@ -657,4 +667,13 @@ void axon_tag_worker_cleanup(axon_worker_h worker)
     }
     axon_mpool_cleanup(&worker->frag_mp);
     axon_mpool_cleanup(&worker->unexp_mp);
+    axon_tm_cleanup(&worker->tm);
 }
+
+const axon_proto_ops_t axon_tag_proto = {
+    .name           = "tag",
+    .worker_init    = axon_tag_worker_init,
+    .worker_cleanup = axon_tag_worker_cleanup,
+    .ep_init        = axon_tag_ep_init,
+    .peer_failed    = axon_tag_peer_failed,
+};

@@ -9,8 +9,6 @@
 #include "address.h"
 #include "log.h"
 #include "request.h"
-#include "rma_proto.h"
-#include "tag_proto.h"
 
 static inline axon_list_link_t *axon_peer_bucket(axon_worker_h worker, uint64_t uuid)
 {
@@ -126,6 +124,24 @@ axon_ep_h axon_peer_reply_ep(axon_worker_h worker, uint64_t uuid)
     return ep;
 }
 
+static size_t axon_peer_pack_hello(void *dest, void *arg)
+{
+    axon_request_h req = arg;
+
+    memcpy(dest, req->send.buffer, req->send.length);
+    return req->send.length;
+}
+
+/* The hello's turn on the pending queue (req->send: the worker's address). */
+static axon_status_t axon_peer_hello_step(axon_request_h req)
+{
+    axon_lane_t *lane = &req->send.ep->am_lane;
+    ssize_t packed;
+
+    packed = lane->ops->ep_am_bcopy(lane->tl_ep, AXON_AM_WIREUP_HELLO, axon_peer_pack_hello, req);
+    return (packed < 0) ? (axon_status_t)packed : AXON_OK;
+}
+
 axon_status_t axon_peer_send_hello(axon_ep_h ep)
 {
     axon_worker_h worker = ep->worker;
@@ -135,12 +151,11 @@ axon_status_t axon_peer_send_hello(axon_ep_h ep)
     if (req == NULL) {
         return AXON_ERR_NO_MEMORY;
     }
-    req->proto       = AXON_SEND_PROTO_HELLO;
+    req->step        = axon_peer_hello_step;
     req->send.ep     = ep;
     req->send.buffer = worker->address;
     req->send.length = worker->address_length;
-    axon_list_add_tail(&ep->pending, &req->list);
-    axon_worker_ep_pending_add(worker, ep);
+    axon_ep_pending_push(ep, req);
     axon_ep_progress_pending(ep);
     return AXON_OK;
 }
@@ -189,26 +204,21 @@ void axon_peer_failure(void *arg, uint64_t peer_uuid, axon_status_t status)
     if (peer != NULL) {
         peer->status = status;
     }
-    axon_rma_peer_failed(worker, peer_uuid, status);  /* they leave their own lists first */
+    /* Protocols' requests leave their own lists of each endpoint first. */
+    axon_list_for_each_safe(ep, etmp, &worker->eps, link) {
+        if (ep->peer_uuid != peer_uuid) {
+            continue;
+        }
+        ep->status = status;  /* callbacks run below must not start new operations */
+        axon_protocols_call(ep_abort, ep, status);
+    }
 
-    /* Queued sends first: they complete in order. */
+    /* Queued sends next: they complete in order. */
     axon_list_for_each(ep, &worker->eps, link) {
         if (ep->peer_uuid != peer_uuid) {
             continue;
         }
-        ep->status = status;
-        while (!axon_list_is_empty(&ep->pending)) {
-            req = axon_list_first(&ep->pending, struct axon_request, list);
-            axon_list_del(&req->list);
-            if ((req->flags & AXON_REQUEST_IN_ID_MAP) && !(req->flags & AXON_REQUEST_TL_BUSY)) {
-                axon_request_id_del(req);
-                --ep->outstanding;
-            }
-            if (!(req->flags & AXON_REQUEST_TL_BUSY)) {
-                axon_request_complete(req, status);
-            }
-        }
-        axon_list_del(&ep->pending_link);
+        axon_ep_fail_pending(ep, status);
     }
 
     /* Requests waiting for the peer's answer or data. A transport operation
@@ -225,7 +235,7 @@ void axon_peer_failure(void *arg, uint64_t peer_uuid, axon_status_t status)
             axon_request_complete(req, status);
         }
     }
-    axon_tag_peer_failed(worker, peer_uuid, status);
+    axon_protocols_call(peer_failed, worker, peer_uuid, status);
 
     /* Tell the user last; the callback may close the endpoint. */
     axon_list_for_each_safe(ep, etmp, &worker->eps, link) {

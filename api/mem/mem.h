@@ -102,4 +102,20 @@ void          axon_mem_locks_put(void *ref);
 /* rkey.c: detach the segments and tables of keys the user never destroyed (context cleanup). */
 void          axon_rkey_segs_cleanup(axon_context_h ctx);
 
+/*
+ * Target side (mem.c): the mapping a token names, with [addr, addr + length)
+ * checked against it. Returns where addr is in this process and the
+ * mapping's lock table, or NULL with *status = AXON_ERR_REMOTE_ACCESS
+ * (logged at debug: the initiator gets the status). Safe to call from any
+ * worker's progress of the context.
+ */
+uint8_t *axon_mem_lookup(axon_context_h context, uint64_t token, uint64_t addr, size_t length,
+                         axon_amo_lock_table_t **locks_p, uint64_t *region_offset_p,
+                         axon_status_t *status);
+
+/* Worker lifetime hooks (mem.c): register every mapping on the worker's
+ * key-needing ifaces, and drop those registrations. */
+axon_status_t axon_mem_worker_attach(axon_worker_h worker);
+void          axon_mem_worker_detach(axon_worker_h worker);
+
 #endif

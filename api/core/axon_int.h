@@ -84,6 +84,8 @@ struct axon_worker {
     axon_worker_iface_t *ifaces;
     unsigned             num_ifaces;
     axon_am_handler_t    am_handlers[AXON_AM_ID_MAX];
+    axon_am_rx_dest_t    am_rx_dest[AXON_AM_ID_MAX];  /* zero-copy placement, NULL: none */
+    unsigned             num_protos;      /* of axon_protocols, set up on this worker */
     axon_mpool_t         req_mp;
     axon_mpool_t         unexp_mp;        /* small unexpected messages */
     axon_mpool_t         frag_mp;         /* reassembly of multi-fragment messages */
@@ -159,10 +161,56 @@ struct axon_ep {
     axon_ep_rma_t    rma;
 };
 
+/*
+ * What a protocol (tag/, rma/; coll/ next) hooks into the core's objects.
+ * The core calls these through axon_protocols (api/protocols.c) and names no
+ * protocol; a protocol calls the core. Any hook may be NULL.
+ */
+typedef struct axon_proto_ops {
+    const char    *name;
+    /* Pools, AM handlers and placements (worker->am_handlers, am_rx_dest). */
+    axon_status_t (*worker_init)(axon_worker_h worker);
+    void          (*worker_cleanup)(axon_worker_h worker);
+    /* The endpoint's lanes are open: set the protocol's part of it. */
+    void          (*ep_init)(axon_ep_h ep);
+    /* The endpoint is destroyed or its peer failed: end what waits on the
+     * protocol's own lists of ep, before the core fails ep's pending queue. */
+    void          (*ep_abort)(axon_ep_h ep, axon_status_t status);
+    /* A peer failed: end what waits on it outside endpoints (receives). */
+    void          (*peer_failed)(axon_worker_h worker, uint64_t peer_uuid, axon_status_t status);
+} axon_proto_ops_t;
+
+/* Every protocol, NULL-terminated; init hooks run in this order, cleanups reversed. */
+extern const axon_proto_ops_t *const axon_protocols[];
+
+/* Call _hook(...) of every protocol that has one, in table order. */
+#define axon_protocols_call(_hook, ...) \
+    do { \
+        const axon_proto_ops_t *const *_proto; \
+        for (_proto = axon_protocols; *_proto != NULL; ++_proto) { \
+            if ((*_proto)->_hook != NULL) { \
+                (*_proto)->_hook(__VA_ARGS__); \
+            } \
+        } \
+    } while (0)
+
 /* Worker internals used across api/ files */
 void axon_worker_ep_pending_add(axon_worker_h worker, axon_ep_h ep);
 void axon_ep_destroy_now(axon_ep_h ep, axon_status_t status);
 int  axon_ep_progress_pending(axon_ep_h ep);
+/* Complete ep's queued requests with status (those a transport still owes a completion to
+ * finish from there). */
+void axon_ep_fail_pending(axon_ep_h ep, axon_status_t status);
+/* Queue req behind ep's earlier sends; req->step runs at its turn. */
+void axon_ep_pending_push(axon_ep_h ep, axon_request_h req);
+/* Send a small control message on ep, queueing it if the transport is full. */
+axon_status_t axon_ep_send_ctrl(axon_ep_h ep, uint8_t am_id, const void *hdr, size_t hdr_len);
+/* Finish a flushing close once nothing is queued or outstanding. */
+void axon_ep_check_close(axon_ep_h ep);
+
+/* The wire-up message, first on every endpoint: [worker address]. Protocols'
+ * AM ids are in their own headers (tag_proto.h, rma_proto.h). */
+#define AXON_AM_WIREUP_HELLO 10
 
 /* Peers (peer.c) */
 axon_peer_t  *axon_peer_find(axon_worker_h worker, uint64_t uuid);

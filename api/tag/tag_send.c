@@ -80,19 +80,6 @@ static size_t axon_tag_pack_rndv_data(void *dest, void *arg)
     return sizeof(*hdr) + len;
 }
 
-static size_t axon_tag_pack_raw(void *dest, void *arg)
-{
-    axon_request_h req = arg;
-
-    memcpy(dest, req->send.buffer, req->send.length);
-    return req->send.length;
-}
-
-/* A transport-level "try again later" is this layer's "still queued". */
-static inline axon_status_t axon_tag_retry_status(ssize_t status)
-{
-    return (status == AXON_ERR_NO_RESOURCE) ? AXON_INPROGRESS : (axon_status_t)status;
-}
 
 static void axon_tag_zcopy_done(axon_tl_completion_t *comp, axon_status_t status)
 {
@@ -121,11 +108,11 @@ static axon_status_t axon_tag_rndv_data_sent(axon_request_h req)
         return req->send.rndv_status;
     }
     --req->send.rndv_parts;
-    return AXON_REQUEST_WAIT_REMOTE;
+    return AXON_INPROGRESS;
 }
 
 /* Rendezvous data [offset, rndv_length) straight from the user buffer. */
-static axon_status_t axon_tag_send_rndv_zcopy(axon_request_h req)
+axon_status_t axon_tag_step_rndv_zcopy(axon_request_h req)
 {
     axon_ep_h ep = req->send.ep;
     axon_rndv_data_hdr_t hdr;
@@ -141,9 +128,9 @@ static axon_status_t axon_tag_send_rndv_zcopy(axon_request_h req)
                                             hdr.length, &req->tl_comp);
     if (status == AXON_INPROGRESS) {
         req->flags |= AXON_REQUEST_TL_BUSY;
-        return AXON_REQUEST_WAIT_REMOTE;
+        return AXON_INPROGRESS;
     }
-    return (status != AXON_OK) ? axon_tag_retry_status(status) : axon_tag_rndv_data_sent(req);
+    return (status != AXON_OK) ? status : axon_tag_rndv_data_sent(req);
 }
 
 /* Send fragments through pack until offset reaches end. */
@@ -155,85 +142,100 @@ static axon_status_t axon_tag_send_fragments(axon_request_h req, axon_lane_t *la
     while (req->send.offset < end) {
         packed = lane->ops->ep_am_bcopy(lane->tl_ep, am_id, pack, req);
         if (packed < 0) {
-            return axon_tag_retry_status(packed);
+            return (axon_status_t)packed;
         }
         req->send.offset += (size_t)packed - hdr_len;
     }
     return AXON_OK;
 }
 
-axon_status_t axon_tag_send_progress(axon_request_h req)
+/* Eager sends, one step each (req->step); the returns of axon_request_step_t. */
+static axon_status_t axon_tag_step_short(axon_request_h req)
 {
-    axon_ep_h ep = req->send.ep;
-    axon_lane_t *lane = &ep->am_lane;
-    axon_rndv_rts_hdr_t rts;
+    axon_lane_t *lane = &req->send.ep->am_lane;
     axon_eager_hdr_t eager;
+
+    axon_tag_match_hdr_pack(&eager.m, req);
+    return lane->ops->ep_am_short(lane->tl_ep, AXON_AM_TAG_EAGER_ONLY, &eager, sizeof(eager),
+                                  req->send.buffer, req->send.length);
+}
+
+static axon_status_t axon_tag_step_bcopy(axon_request_h req)
+{
+    axon_lane_t *lane = &req->send.ep->am_lane;
+    ssize_t packed;
+
+    packed = lane->ops->ep_am_bcopy(lane->tl_ep, AXON_AM_TAG_EAGER_ONLY, axon_tag_pack_only, req);
+    return (packed < 0) ? (axon_status_t)packed : AXON_OK;
+}
+
+/* Sent whole; done when the receiver's SYNC_ACK says it matched. */
+static axon_status_t axon_tag_step_sync(axon_request_h req)
+{
+    axon_lane_t *lane = &req->send.ep->am_lane;
+    ssize_t packed;
+
+    packed = lane->ops->ep_am_bcopy(lane->tl_ep, AXON_AM_TAG_EAGER_SYNC_ONLY, axon_tag_pack_sync,
+                                    req);
+    return (packed < 0) ? (axon_status_t)packed : AXON_INPROGRESS;
+}
+
+static axon_status_t axon_tag_step_multi(axon_request_h req)
+{
+    axon_lane_t *lane = &req->send.ep->am_lane;
     axon_status_t status;
     ssize_t packed;
 
-    switch (req->proto) {
-    case AXON_SEND_PROTO_SHORT:
-        axon_tag_match_hdr_pack(&eager.m, req);
-        return axon_tag_retry_status(lane->ops->ep_am_short(lane->tl_ep, AXON_AM_TAG_EAGER_ONLY,
-                                                            &eager, sizeof(eager),
-                                                            req->send.buffer, req->send.length));
-    case AXON_SEND_PROTO_BCOPY:
-        packed = lane->ops->ep_am_bcopy(lane->tl_ep, AXON_AM_TAG_EAGER_ONLY, axon_tag_pack_only,
+    if (req->send.offset == 0) {
+        packed = lane->ops->ep_am_bcopy(lane->tl_ep, AXON_AM_TAG_EAGER_FIRST, axon_tag_pack_first,
                                         req);
-        return (packed < 0) ? axon_tag_retry_status(packed) : AXON_OK;
-    case AXON_SEND_PROTO_SYNC:
-        packed = lane->ops->ep_am_bcopy(lane->tl_ep, AXON_AM_TAG_EAGER_SYNC_ONLY,
-                                        axon_tag_pack_sync, req);
-        return (packed < 0) ? axon_tag_retry_status(packed) : AXON_REQUEST_WAIT_REMOTE;
-    case AXON_SEND_PROTO_MULTI:
-        if (req->send.offset == 0) {
-            packed = lane->ops->ep_am_bcopy(lane->tl_ep, AXON_AM_TAG_EAGER_FIRST,
-                                            axon_tag_pack_first, req);
-            if (packed < 0) {
-                return axon_tag_retry_status(packed);
-            }
-            req->send.offset = (size_t)packed - sizeof(axon_eager_first_hdr_t);
+        if (packed < 0) {
+            return (axon_status_t)packed;
         }
-        status = axon_tag_send_fragments(req, lane, AXON_AM_TAG_EAGER_MIDDLE,
-                                         axon_tag_pack_middle, sizeof(axon_eager_middle_hdr_t),
-                                         req->send.length);
-        if ((status == AXON_OK) && (req->flags & AXON_REQUEST_SYNC)) {
-            return AXON_REQUEST_WAIT_REMOTE;
-        }
-        return status;
-    case AXON_SEND_PROTO_RNDV_RTS:
-        axon_rndv_rts_pack(req, &rts);
-        status = lane->ops->ep_am_short(lane->tl_ep, AXON_AM_RNDV_RTS, &rts, sizeof(rts), NULL, 0);
-        return (status == AXON_OK) ? AXON_REQUEST_WAIT_REMOTE : axon_tag_retry_status(status);
-    case AXON_SEND_PROTO_RNDV_BCOPY:
-        status = axon_tag_send_fragments(req, &ep->bulk_lane, AXON_AM_RNDV_DATA,
-                                         axon_tag_pack_rndv_data, sizeof(axon_rndv_data_hdr_t),
-                                         req->send.rndv_length);
-        return (status != AXON_OK) ? status : axon_tag_rndv_data_sent(req);
-    case AXON_SEND_PROTO_RNDV_ZCOPY:
-        return axon_tag_send_rndv_zcopy(req);
-    case AXON_SEND_PROTO_CTRL:
-        return axon_tag_retry_status(lane->ops->ep_am_short(lane->tl_ep, req->ctrl.am_id,
-                                                            req->ctrl.hdr, req->ctrl.hdr_len,
-                                                            NULL, 0));
-    case AXON_SEND_PROTO_HELLO:
-        packed = lane->ops->ep_am_bcopy(lane->tl_ep, AXON_AM_WIREUP_HELLO, axon_tag_pack_raw,
-                                        req);
-        return (packed < 0) ? axon_tag_retry_status(packed) : AXON_OK;
-    case AXON_SEND_PROTO_RMA:
-        return axon_rma_send_progress(req);
-    case AXON_SEND_PROTO_CLOSE:
-        break;
+        req->send.offset = (size_t)packed - sizeof(axon_eager_first_hdr_t);
     }
-    axon_error("request %p has no send protocol %d", (void *)req, (int)req->proto);
-    return AXON_ERR_INVALID_PARAM;
+    status = axon_tag_send_fragments(req, lane, AXON_AM_TAG_EAGER_MIDDLE, axon_tag_pack_middle,
+                                     sizeof(axon_eager_middle_hdr_t), req->send.length);
+    if ((status == AXON_OK) && (req->flags & AXON_REQUEST_SYNC)) {
+        return AXON_INPROGRESS;
+    }
+    return status;
 }
 
-/* Queue a request behind the endpoint's earlier sends. */
-static void axon_tag_send_enqueue(axon_ep_h ep, axon_request_h req)
+/* Rendezvous: the RTS, then the receiver's ATS or RTR decides. */
+axon_status_t axon_tag_step_rndv_rts(axon_request_h req)
 {
-    axon_list_add_tail(&ep->pending, &req->list);
-    axon_worker_ep_pending_add(ep->worker, ep);
+    axon_lane_t *lane = &req->send.ep->am_lane;
+    axon_rndv_rts_hdr_t rts;
+    axon_status_t status;
+
+    axon_rndv_rts_pack(req, &rts);
+    status = lane->ops->ep_am_short(lane->tl_ep, AXON_AM_RNDV_RTS, &rts, sizeof(rts), NULL, 0);
+    return (status == AXON_OK) ? AXON_INPROGRESS : status;
+}
+
+/* Rendezvous data the receiver asked for (RTR), pipelined through bcopy AMs. */
+axon_status_t axon_tag_step_rndv_bcopy(axon_request_h req)
+{
+    axon_status_t status;
+
+    status = axon_tag_send_fragments(req, &req->send.ep->bulk_lane, AXON_AM_RNDV_DATA,
+                                     axon_tag_pack_rndv_data, sizeof(axon_rndv_data_hdr_t),
+                                     req->send.rndv_length);
+    return (status != AXON_OK) ? status : axon_tag_rndv_data_sent(req);
+}
+
+/* The tag protocol's part of a new endpoint: what fits one eager message, and rendezvous. */
+void axon_tag_ep_init(axon_ep_h ep)
+{
+    size_t bcopy_thresh = ep->worker->context->opts.bcopy_thresh;
+
+    ep->eager_short_max = ep->am_lane.max_short - sizeof(axon_eager_hdr_t);
+    if ((bcopy_thresh > 0) && (ep->eager_short_max >= bcopy_thresh)) {
+        ep->eager_short_max = bcopy_thresh - 1;
+    }
+    ep->eager_bcopy_max = ep->am_lane.max_bcopy - sizeof(axon_eager_hdr_t);
+    axon_rndv_ep_init(ep);
 }
 
 void axon_send_remote_done(axon_request_h req, axon_status_t status)
@@ -244,35 +246,6 @@ void axon_send_remote_done(axon_request_h req, axon_status_t status)
     --ep->outstanding;
     axon_request_complete(req, status);
     axon_ep_check_close(ep);
-}
-
-axon_status_t axon_ep_send_ctrl(axon_ep_h ep, uint8_t am_id, const void *hdr, size_t hdr_len)
-{
-    axon_request_h req;
-    axon_status_t status;
-
-    if (ep->status != AXON_OK) {
-        return ep->status;
-    }
-    if (axon_list_is_empty(&ep->pending)) {
-        status = ep->am_lane.ops->ep_am_short(ep->am_lane.tl_ep, am_id, hdr, hdr_len, NULL, 0);
-        if (status != AXON_ERR_NO_RESOURCE) {
-            return status;
-        }
-    }
-
-    req = axon_request_get(ep->worker, NULL, AXON_REQUEST_INTERNAL);
-    if (req == NULL) {
-        axon_error("no memory to queue control message %u", am_id);
-        return AXON_ERR_NO_MEMORY;
-    }
-    req->proto        = AXON_SEND_PROTO_CTRL;
-    req->ctrl.ep      = ep;
-    req->ctrl.am_id   = am_id;
-    req->ctrl.hdr_len = hdr_len;
-    memcpy(req->ctrl.hdr, hdr, hdr_len);
-    axon_tag_send_enqueue(ep, req);
-    return AXON_OK;
 }
 
 /*
@@ -355,7 +328,7 @@ static axon_status_t axon_tag_send_common(axon_ep_h ep, const void *buffer, size
 
     if (length >= ep->rndv_thresh) {
         /* Matched at the receiver before any data moves: sync for free. */
-        req->proto = AXON_SEND_PROTO_RNDV_RTS;
+        req->step = axon_tag_step_rndv_rts;
         req->send.rndv_parts   = 1;  /* the ATS, or the data once an RTR asks for it */
         req->send.rndv_status  = AXON_OK;
         axon_rndv_send_register(req);
@@ -363,49 +336,43 @@ static axon_status_t axon_tag_send_common(axon_ep_h ep, const void *buffer, size
         req->flags |= AXON_REQUEST_SYNC;
         if (length + sizeof(axon_eager_sync_hdr_t) - sizeof(axon_eager_hdr_t) <=
             ep->eager_bcopy_max) {
-            req->proto = AXON_SEND_PROTO_SYNC;
+            req->step = axon_tag_step_sync;
         } else {
-            req->proto       = AXON_SEND_PROTO_MULTI;
+            req->step        = axon_tag_step_multi;
             req->send.msg_id = ep->worker->next_msg_id++;
         }
     } else if (length <= ep->eager_short_max) {
-        req->proto = AXON_SEND_PROTO_SHORT;
+        req->step = axon_tag_step_short;
     } else if (length <= ep->eager_bcopy_max) {
-        req->proto = AXON_SEND_PROTO_BCOPY;
+        req->step = axon_tag_step_bcopy;
     } else {
-        req->proto       = AXON_SEND_PROTO_MULTI;
+        req->step        = axon_tag_step_multi;
         req->send.msg_id = ep->worker->next_msg_id++;
     }
-    if ((req->proto == AXON_SEND_PROTO_RNDV_RTS) || sync) {
+    if ((length >= ep->rndv_thresh) || sync) {
         axon_request_id_add(req, ep->peer_uuid);
         ++ep->outstanding;
     }
 
     if (axon_list_is_empty(&ep->pending)) {
-        status = axon_tag_send_progress(req);
-        if (status == AXON_REQUEST_WAIT_REMOTE) {
+        status = req->step(req);
+        if (status == AXON_INPROGRESS) {
             *req_p = req;
             return AXON_INPROGRESS;
         }
-        if (status != AXON_INPROGRESS) {
-            if (req->flags & AXON_REQUEST_IN_ID_MAP) {
-                axon_request_id_del(req);
-                --ep->outstanding;
-            }
+        if (status != AXON_ERR_NO_RESOURCE) {
+            axon_request_send_untrack(req);
             return axon_request_finish_now(req, status, flags, req_p);
         }
     }
 
     /* Not all of it left: the rest is read from a copy (same offsets). */
     if ((flags & AXON_REQ_FLAG_INJECT) && (axon_tag_send_own_copy(req) != AXON_OK)) {
-        if (req->flags & AXON_REQUEST_IN_ID_MAP) {
-            axon_request_id_del(req);
-            --ep->outstanding;
-        }
+        axon_request_send_untrack(req);
         axon_request_put(req);
         return AXON_ERR_NO_MEMORY;
     }
-    axon_tag_send_enqueue(ep, req);
+    axon_ep_pending_push(ep, req);
     *req_p = req;
     return AXON_INPROGRESS;
 }

@@ -3,14 +3,9 @@
 #include <string.h>
 #include "address.h"
 #include "log.h"
+#include "mem.h"
 #include "request.h"
-#include "rma.h"
-#include "rma_proto.h"
 #include "sys.h"
-#include "tag_proto.h"
-
-/* Small unexpected messages live in pool buffers of this payload size. */
-#define AXON_UNEXP_SMALL_SIZE 256
 
 static void axon_worker_close_ifaces(axon_worker_h worker)
 {
@@ -24,18 +19,44 @@ static void axon_worker_close_ifaces(axon_worker_h worker)
     worker->num_ifaces = 0;
 }
 
-/* Zero-copy receive placement: rendezvous data and RMA data land in place. */
+/* Zero-copy receive placement, where the AM's protocol registered one (rendezvous, RMA data). */
 static void *axon_worker_am_rx_dest(void *arg, uint8_t am_id, const void *hdr, size_t hdr_len,
                                     size_t data_length)
 {
-    switch (am_id) {
-    case AXON_AM_RNDV_DATA:
-        return axon_rndv_rx_dest(arg, hdr, hdr_len, data_length);
-    case AXON_AM_RMA_PUT:
-    case AXON_AM_RMA_GET_REPLY:
-        return axon_rma_rx_dest(arg, am_id, hdr, hdr_len, data_length);
-    default:
+    axon_worker_h worker = arg;
+
+    if ((am_id >= AXON_AM_ID_MAX) || (worker->am_rx_dest[am_id] == NULL)) {
         return NULL;
+    }
+    return worker->am_rx_dest[am_id](arg, am_id, hdr, hdr_len, data_length);
+}
+
+/* Protocols' worker parts, in table order; on failure the caller cleans up those done. */
+static axon_status_t axon_worker_protos_init(axon_worker_h worker)
+{
+    const axon_proto_ops_t *proto;
+    axon_status_t status;
+
+    for (; (proto = axon_protocols[worker->num_protos]) != NULL; ++worker->num_protos) {
+        status = (proto->worker_init != NULL) ? proto->worker_init(worker) : AXON_OK;
+        if (status != AXON_OK) {
+            axon_error("worker %016llx: %s protocol: %s", (unsigned long long)worker->uuid,
+                       proto->name, axon_status_string(status));
+            return status;
+        }
+    }
+    return AXON_OK;
+}
+
+static void axon_worker_protos_cleanup(axon_worker_h worker)
+{
+    const axon_proto_ops_t *proto;
+
+    while (worker->num_protos > 0) {
+        proto = axon_protocols[--worker->num_protos];
+        if (proto->worker_cleanup != NULL) {
+            proto->worker_cleanup(worker);
+        }
     }
 }
 
@@ -117,24 +138,19 @@ axon_status_t axon_worker_create(axon_context_h context, const axon_worker_param
         axon_list_init(&worker->peers[i]);
     }
 
-    status = axon_tm_init(&worker->tm, context->opts.tag_hash_bits);
+    status = axon_mpool_init(&worker->req_mp, "requests", sizeof(struct axon_request), 128, 0);
     if (status != AXON_OK) {
         goto err_free;
     }
-    status = axon_mpool_init(&worker->req_mp, "requests", sizeof(struct axon_request), 128, 0);
+    axon_peer_register_handlers(worker);
+    status = axon_worker_protos_init(worker);
     if (status != AXON_OK) {
-        goto err_tm;
+        goto err_protos;
     }
-    status = axon_tag_worker_init(worker, AXON_UNEXP_SMALL_SIZE);
-    if (status != AXON_OK) {
-        goto err_req_mp;
-    }
-    axon_tag_register_handlers(worker);
-    axon_rma_register_handlers(worker);
 
     status = axon_worker_open_ifaces(worker);
     if (status != AXON_OK) {
-        goto err_tag;
+        goto err_protos;
     }
     status = axon_address_pack(worker, &worker->address, &worker->address_length);
     if (status != AXON_OK) {
@@ -152,12 +168,9 @@ axon_status_t axon_worker_create(axon_context_h context, const axon_worker_param
 
 err_ifaces:
     axon_worker_close_ifaces(worker);
-err_tag:
-    axon_tag_worker_cleanup(worker);
-err_req_mp:
+err_protos:
+    axon_worker_protos_cleanup(worker);
     axon_mpool_cleanup(&worker->req_mp);
-err_tm:
-    axon_tm_cleanup(&worker->tm);
 err_free:
     free(worker);
     return status;
@@ -180,11 +193,10 @@ void axon_worker_destroy(axon_worker_h worker)
     axon_worker_close_ifaces(worker);
     axon_peer_cleanup_all(worker);
     free(worker->address);
-    axon_tag_worker_cleanup(worker);
+    axon_worker_protos_cleanup(worker);
     /* Requests the user never freed are reclaimed with the pool. */
     worker->req_mp.num_free = worker->req_mp.num_elems;
     axon_mpool_cleanup(&worker->req_mp);
-    axon_tm_cleanup(&worker->tm);
     free(worker);
 }
 

@@ -4,8 +4,6 @@
 #include "address.h"
 #include "log.h"
 #include "request.h"
-#include "rma_proto.h"
-#include "tag_proto.h"
 
 static void axon_lane_init(axon_lane_t *lane, axon_tl_ep_t *tl_ep, const axon_iface_t *iface)
 {
@@ -48,54 +46,6 @@ static unsigned axon_ep_find_candidates(axon_worker_h worker, const axon_address
         }
     }
     return n;
-}
-
-/* Messages at least this large always use rendezvous: eager ones are buffered whole
- * when unexpected, and a large one fills the receiver's ring for every other sender. */
-#define AXON_RNDV_BUFFER_MAX (256 * 1024)
-
-/* How the receiver of a rendezvous from this endpoint's peer takes the data (AXON_RNDV_SCHEME). */
-static size_t axon_ep_rndv_get_min(const axon_ep_h ep)
-{
-    switch (ep->worker->context->opts.rndv_scheme) {
-    case AXON_RNDV_SCHEME_GET:
-        return 0;
-    case AXON_RNDV_SCHEME_STREAM:
-        return SIZE_MAX;
-    default:
-        return axon_select_get_min(ep->bulk_lane.resource, AXON_RNDV_BUFFER_MAX);
-    }
-}
-
-/*
- * Rendezvous threshold: where a get is measured to pay, from there; from the
- * bulk lane's estimates when nothing was measured (worth it once moving the
- * data twice costs more than one extra round trip plus a get); without a
- * cheaper way than the ring, only past the buffering bound.
- */
-static size_t axon_ep_rndv_thresh(axon_ep_h ep)
-{
-    const axon_resource_t *rsc = ep->bulk_lane.resource;
-    size_t configured = ep->worker->context->opts.rndv_thresh;
-    double bytes_per_ns, thresh;
-
-    if (configured != AXON_CONFIG_SIZE_AUTO) {
-        return configured;
-    }
-    if (ep->rndv_get_min == SIZE_MAX) {
-        if (!(rsc->cap_flags & AXON_CAP_AM_ZCOPY)) {
-            return AXON_RNDV_BUFFER_MAX;
-        }
-    } else if (ep->rndv_get_min > 0) {
-        return (ep->rndv_get_min > ep->am_lane.max_bcopy) ? ep->rndv_get_min :
-                                                           ep->am_lane.max_bcopy;
-    }
-    if (!(rsc->cap_flags & (AXON_CAP_GET | AXON_CAP_AM_ZCOPY))) {
-        return AXON_RNDV_BUFFER_MAX;
-    }
-    bytes_per_ns = rsc->bandwidth_MBps * 1e-3;
-    thresh       = bytes_per_ns * (2.0 * rsc->latency_ns + rsc->overhead_ns + 2000.0);
-    return (thresh > (double)ep->am_lane.max_bcopy) ? (size_t)thresh : ep->am_lane.max_bcopy;
 }
 
 static axon_status_t axon_ep_open_lane(axon_worker_h worker, unsigned idx, uint64_t uuid,
@@ -204,7 +154,6 @@ axon_status_t axon_ep_create_internal(axon_worker_h worker, const void *address,
     ep->status    = AXON_OK;
     axon_list_init(&ep->pending);
     axon_list_init(&ep->pending_link);
-    axon_rma_ep_init(ep);
 
     status = axon_ep_open_lane(worker, iface_idx[choice.small], addr->uuid, entries[choice.small],
                                &ep->am_lane);
@@ -222,15 +171,7 @@ axon_status_t axon_ep_create_internal(axon_worker_h worker, const void *address,
     }
 
     axon_ep_open_amo_lane(ep, rscs, n, iface_idx, entries);
-
-    ep->eager_short_max = ep->am_lane.max_short - sizeof(axon_eager_hdr_t);
-    if ((worker->context->opts.bcopy_thresh > 0) &&
-        (ep->eager_short_max >= worker->context->opts.bcopy_thresh)) {
-        ep->eager_short_max = worker->context->opts.bcopy_thresh - 1;
-    }
-    ep->eager_bcopy_max = ep->am_lane.max_bcopy - sizeof(axon_eager_hdr_t);
-    ep->rndv_get_min    = axon_ep_rndv_get_min(ep);
-    ep->rndv_thresh     = axon_ep_rndv_thresh(ep);
+    axon_protocols_call(ep_init, ep);
 
     axon_list_add_tail(&worker->eps, &ep->link);
     ++worker->num_eps;
@@ -302,15 +243,8 @@ void axon_ep_destroy_now(axon_ep_h ep, axon_status_t status)
     axon_request_h req, tmp;
     unsigned i;
 
-    axon_rma_ep_abort(ep, status);  /* one-sided operations leave their own lists first */
-    while (!axon_list_is_empty(&ep->pending)) {
-        req = axon_list_first(&ep->pending, struct axon_request, list);
-        axon_list_del(&req->list);
-        if (!(req->flags & AXON_REQUEST_TL_BUSY)) {
-            axon_request_id_del(req);
-            axon_request_complete(req, status);
-        }
-    }
+    axon_protocols_call(ep_abort, ep, status);  /* protocols' requests leave their lists first */
+    axon_ep_fail_pending(ep, status);
     /* Sends waiting for the peer: their transport operation, if any, still
      * owes a completion, which then finds the request orphaned. */
     for (i = 0; (ep->outstanding > 0) && (i < AXON_ID_BUCKETS); ++i) {
@@ -328,7 +262,6 @@ void axon_ep_destroy_now(axon_ep_h ep, axon_status_t status)
         }
     }
     axon_peer_detach_ep(ep);
-    axon_list_del(&ep->pending_link);
     axon_list_del(&ep->link);
     --worker->num_eps;
     axon_ep_close_amo_lane(ep);
@@ -351,7 +284,28 @@ void axon_ep_check_close(axon_ep_h ep)
     axon_request_complete(close_req, AXON_OK);
 }
 
-/* Retry queued sends in order; returns how many completed. */
+void axon_ep_pending_push(axon_ep_h ep, axon_request_h req)
+{
+    axon_list_add_tail(&ep->pending, &req->list);
+    axon_worker_ep_pending_add(ep->worker, ep);
+}
+
+void axon_ep_fail_pending(axon_ep_h ep, axon_status_t status)
+{
+    axon_request_h req;
+
+    while (!axon_list_is_empty(&ep->pending)) {
+        req = axon_list_first(&ep->pending, struct axon_request, list);
+        axon_list_del(&req->list);
+        if (!(req->flags & AXON_REQUEST_TL_BUSY)) {
+            axon_request_send_untrack(req);
+            axon_request_complete(req, status);
+        }
+    }
+    axon_list_del(&ep->pending_link);
+}
+
+/* Retry queued requests in order, each by its own step; returns how many left the queue. */
 int axon_ep_progress_pending(axon_ep_h ep)
 {
     axon_request_h req;
@@ -360,25 +314,60 @@ int axon_ep_progress_pending(axon_ep_h ep)
 
     while (!axon_list_is_empty(&ep->pending)) {
         req = axon_list_first(&ep->pending, struct axon_request, list);
-        status = axon_tag_send_progress(req);
-        if (status == AXON_INPROGRESS) {
+        status = req->step(req);
+        if (status == AXON_ERR_NO_RESOURCE) {
             return count;
         }
         axon_list_del(&req->list);
         ++count;
-        if (status == AXON_REQUEST_WAIT_REMOTE) {
-            continue;  /* completes on the peer's answer */
+        if (status == AXON_INPROGRESS) {
+            continue;  /* completes on the peer's answer or the transport's completion */
         }
-        if (req->flags & AXON_REQUEST_IN_ID_MAP) {
-            axon_request_id_del(req);
-            --ep->outstanding;
-        }
+        axon_request_send_untrack(req);
         axon_request_complete(req, status);
     }
 
     axon_list_del(&ep->pending_link);
     axon_ep_check_close(ep);
     return count;
+}
+
+/* A queued control message (req->ctrl): one short AM. */
+static axon_status_t axon_ep_ctrl_step(axon_request_h req)
+{
+    axon_lane_t *lane = &req->ctrl.ep->am_lane;
+
+    return lane->ops->ep_am_short(lane->tl_ep, req->ctrl.am_id, req->ctrl.hdr, req->ctrl.hdr_len,
+                                  NULL, 0);
+}
+
+axon_status_t axon_ep_send_ctrl(axon_ep_h ep, uint8_t am_id, const void *hdr, size_t hdr_len)
+{
+    axon_request_h req;
+    axon_status_t status;
+
+    if (ep->status != AXON_OK) {
+        return ep->status;
+    }
+    if (axon_list_is_empty(&ep->pending)) {
+        status = ep->am_lane.ops->ep_am_short(ep->am_lane.tl_ep, am_id, hdr, hdr_len, NULL, 0);
+        if (status != AXON_ERR_NO_RESOURCE) {
+            return status;
+        }
+    }
+
+    req = axon_request_get(ep->worker, NULL, AXON_REQUEST_INTERNAL);
+    if (req == NULL) {
+        axon_error("no memory to queue control message %u", am_id);
+        return AXON_ERR_NO_MEMORY;
+    }
+    req->step         = axon_ep_ctrl_step;
+    req->ctrl.ep      = ep;
+    req->ctrl.am_id   = am_id;
+    req->ctrl.hdr_len = hdr_len;
+    memcpy(req->ctrl.hdr, hdr, hdr_len);
+    axon_ep_pending_push(ep, req);
+    return AXON_OK;
 }
 
 axon_status_t axon_ep_close_nb(axon_ep_h ep, unsigned mode, axon_request_h *req_p)
@@ -408,7 +397,7 @@ axon_status_t axon_ep_close_nb(axon_ep_h ep, unsigned mode, axon_request_h *req_
     if (req == NULL) {
         return AXON_ERR_NO_MEMORY;
     }
-    req->proto    = AXON_SEND_PROTO_CLOSE;
+    req->step     = NULL;  /* never queued: axon_ep_check_close finishes it */
     ep->close_req = req;
     *req_p        = req;
     return AXON_INPROGRESS;

@@ -104,7 +104,7 @@ static inline size_t axon_rma_amo_reply_len(unsigned size)
            ((size < 8) ? 8 : size);
 }
 
-/* What a request of proto AXON_SEND_PROTO_RMA does (req->rma.kind). */
+/* What a request whose step is axon_rma_step does (req->rma.kind). */
 typedef enum {
     AXON_RMA_KIND_PUT = 0,
     AXON_RMA_KIND_GET,
@@ -235,7 +235,7 @@ void axon_amo_result_store(void *result, unsigned size, const uint64_t *words);
 
 /* Send the active messages of an operation in AM mode (rma_am.c). */
 axon_status_t axon_rma_am_push(axon_request_h req);
-/* Target side: push a GET_REPLY stream (from the pending queue). */
+/* Target side: push a GET_REPLY stream (its step on the pending queue). */
 axon_status_t axon_rma_get_reply_push(axon_request_h req);
 
 /* Copy between an iov list and a contiguous buffer, starting offset bytes in the list. */
@@ -244,13 +244,14 @@ void axon_rma_iov_gather(void *dest, const axon_iov_t *iov, size_t iov_count, si
 void axon_rma_iov_scatter(const axon_iov_t *iov, size_t iov_count, size_t offset,
                           const void *src, size_t length);
 
-/* Zero-copy receive placement of PUT and GET_REPLY data (worker's am_rx_dest). */
-void *axon_rma_rx_dest(axon_worker_h worker, uint8_t am_id, const void *hdr, size_t hdr_len,
+/* Zero-copy receive placement of PUT and GET_REPLY data (worker->am_rx_dest). */
+void *axon_rma_rx_dest(void *arg, uint8_t am_id, const void *hdr, size_t hdr_len,
                        size_t data_length);
 
-/* Endpoint life cycle (endpoint.c, peer.c): set up; fail every operation with status. */
-void axon_rma_ep_init(axon_ep_h ep);
-void axon_rma_ep_abort(axon_ep_h ep, axon_status_t status);
-void axon_rma_peer_failed(axon_worker_h worker, uint64_t peer_uuid, axon_status_t status);
+/* The pending-queue step of every initiator's operation (req->step), which also marks
+ * a request as one: push it further (axon_request_step_t). */
+axon_status_t axon_rma_step(axon_request_h req);
+/* The rma protocol's hooks in the core (rma.c). */
+extern const axon_proto_ops_t axon_rma_proto;
 
 #endif

@@ -1,0 +1,7 @@
+# api/mem/: memory mapped for remote access and its packed keys.
+libaxon_la_SOURCES += \
+	api/mem/mem.c \
+	api/mem/rkey.c
+
+noinst_HEADERS += \
+	api/mem/mem.h
