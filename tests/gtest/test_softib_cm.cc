@@ -1,6 +1,6 @@
 /*
  * The connection manager of the device layer over softib (framework/device/
- * dev_cm.h, components/softib/softib_cm*.c):
+ * dev_cm.h, framework/device/softib/softib_cm*.c):
  *   - in one process: the event order of seed §5 on each side (address,
  *     route, request, established, disconnected, timewait exit), with and
  *     without a QP on the id, private data both ways, reject with private

@@ -1,5 +1,5 @@
 /*
- * softib's wire (components/softib/softib_wire.h): packets between processes
+ * softib's wire (framework/device/softib/softib_wire.h): packets between processes
  * over the shm rings and over UDP, the slot registry (reaping of dead owners,
  * a lock holder that dies), the doorbell of a sleeping receiver, and fault
  * injection. Every wait has a deadline; every child is reaped.
@@ -30,8 +30,8 @@
 extern "C" {
 #include "log.h"
 }
-#include "../../components/softib/softib_wire.h"
-#include "../../components/softib/softib_registry.h"
+#include "../../framework/device/softib/softib_wire.h"
+#include "../../framework/device/softib/softib_registry.h"
 
 namespace {
 

@@ -8,9 +8,9 @@
 #
 # Layers, lowest first; a layer uses only itself and the layers below it:
 #   base        framework/          services, status codes, the component ABI
-#   device      framework/device/   the verbs-shaped device layer
-#   components  components/<name>/  transport plugins and device back ends
-#                                   (softib); one component does not use
+#   device      framework/device/   the verbs-shaped device layer and its
+#                                   back ends (softib/, rdmacore/)
+#   components  components/<name>/  transport plugins; one does not use
 #                                   another's files, except within a family
 #   api         api/                the public API and its protocols
 #   clients     tools/, contrib/<name>/  only the installed headers (and the
