@@ -148,45 +148,22 @@ void axon_dev_rdmacore_port_attr_from_ibv(const struct ibv_port_attr *in,
     AXON_DEV_RDMACORE_CONVERT(AXON_DEV_RDMACORE_PORT_ATTR);
 }
 
-void axon_dev_rdmacore_ah_attr_from_ibv(const struct ibv_ah_attr *in, axon_dev_ah_attr_t *out)
-{
-    AXON_DEV_RDMACORE_CONVERT(AXON_DEV_RDMACORE_AH_ATTR);
-}
+/* Both directions of one struct, from its field list. */
+#define AXON_DEV_RDMACORE_CONVERTERS(_name, _ibv, _axon, _list)                          \
+    void axon_dev_rdmacore_##_name##_from_ibv(const struct _ibv *in, _axon *out)         \
+    {                                                                                     \
+        AXON_DEV_RDMACORE_CONVERT(_list);                                                 \
+    }                                                                                     \
+    void axon_dev_rdmacore_##_name##_to_ibv(const _axon *in, struct _ibv *out)           \
+    {                                                                                     \
+        AXON_DEV_RDMACORE_CONVERT(_list);                                                 \
+    }
 
-void axon_dev_rdmacore_ah_attr_to_ibv(const axon_dev_ah_attr_t *in, struct ibv_ah_attr *out)
-{
-    AXON_DEV_RDMACORE_CONVERT(AXON_DEV_RDMACORE_AH_ATTR);
-}
-
-void axon_dev_rdmacore_qp_cap_from_ibv(const struct ibv_qp_cap *in, axon_dev_qp_cap_t *out)
-{
-    AXON_DEV_RDMACORE_CONVERT(AXON_DEV_RDMACORE_QP_CAP);
-}
-
-void axon_dev_rdmacore_qp_cap_to_ibv(const axon_dev_qp_cap_t *in, struct ibv_qp_cap *out)
-{
-    AXON_DEV_RDMACORE_CONVERT(AXON_DEV_RDMACORE_QP_CAP);
-}
-
-void axon_dev_rdmacore_qp_attr_from_ibv(const struct ibv_qp_attr *in, axon_dev_qp_attr_t *out)
-{
-    AXON_DEV_RDMACORE_CONVERT(AXON_DEV_RDMACORE_QP_ATTR);
-}
-
-void axon_dev_rdmacore_qp_attr_to_ibv(const axon_dev_qp_attr_t *in, struct ibv_qp_attr *out)
-{
-    AXON_DEV_RDMACORE_CONVERT(AXON_DEV_RDMACORE_QP_ATTR);
-}
-
-void axon_dev_rdmacore_srq_attr_from_ibv(const struct ibv_srq_attr *in, axon_dev_srq_attr_t *out)
-{
-    AXON_DEV_RDMACORE_CONVERT(AXON_DEV_RDMACORE_SRQ_ATTR);
-}
-
-void axon_dev_rdmacore_srq_attr_to_ibv(const axon_dev_srq_attr_t *in, struct ibv_srq_attr *out)
-{
-    AXON_DEV_RDMACORE_CONVERT(AXON_DEV_RDMACORE_SRQ_ATTR);
-}
+AXON_DEV_RDMACORE_CONVERTERS(ah_attr, ibv_ah_attr, axon_dev_ah_attr_t, AXON_DEV_RDMACORE_AH_ATTR)
+AXON_DEV_RDMACORE_CONVERTERS(qp_cap, ibv_qp_cap, axon_dev_qp_cap_t, AXON_DEV_RDMACORE_QP_CAP)
+AXON_DEV_RDMACORE_CONVERTERS(qp_attr, ibv_qp_attr, axon_dev_qp_attr_t, AXON_DEV_RDMACORE_QP_ATTR)
+AXON_DEV_RDMACORE_CONVERTERS(srq_attr, ibv_srq_attr, axon_dev_srq_attr_t,
+                             AXON_DEV_RDMACORE_SRQ_ATTR)
 
 void axon_dev_rdmacore_send_wr_to_ibv(const axon_dev_send_wr_t *in, struct ibv_send_wr *out)
 {
