@@ -20,10 +20,10 @@
 
 typedef struct axon_rcache_entry {
     axon_rcache_region_t super;
-    axon_list_link_t     link;     /* rcache->unused (LRU order) or a garbage list */
+    /* rcache->unused (LRU order) while indexed and unused, else a garbage list */
+    axon_list_link_t     link;
     unsigned             refs;
     uint8_t              indexed;  /* in rcache->index: lookups find it */
-    uint8_t              listed;   /* on rcache->unused */
 } axon_rcache_entry_t;
 
 struct axon_rcache {
@@ -86,12 +86,9 @@ static void axon_rcache_drop_at(axon_rcache_t *rcache, size_t pos)
             (rcache->count - pos - 1) * sizeof(*rcache->index));
     --rcache->count;
     entry->indexed = 0;
-    if (entry->listed) {
-        axon_list_del(&entry->link);
-        entry->listed = 0;
-        --rcache->nunused;
-    }
     if (entry->refs == 0) {
+        axon_list_del(&entry->link);   /* from the unused list */
+        --rcache->nunused;
         axon_rcache_add_garbage(rcache, entry);
     }
 }
@@ -222,22 +219,24 @@ axon_status_t axon_rcache_create(const axon_rcache_params_t *params, axon_rcache
 
 void axon_rcache_destroy(axon_rcache_t *rcache)
 {
-    axon_list_link_t list;
+    axon_rcache_entry_t *entry;
     unsigned in_use = 0;
 
     if (rcache->sub != NULL) {
         axon_memmon_unsubscribe(rcache->sub);   /* no invalidation runs past this */
     }
     while (rcache->count > 0) {
-        in_use += rcache->index[0]->refs > 0;
-        rcache->index[0]->refs = 0;
+        entry = rcache->index[0];
         axon_rcache_drop_at(rcache, 0);
+        if (entry->refs > 0) {
+            ++in_use;   /* a caller's leak: deregistered all the same */
+            axon_rcache_add_garbage(rcache, entry);
+        }
     }
     if (in_use > 0) {
         axon_warn("rcache %s: %u regions still in use at destroy", rcache->name, in_use);
     }
-    axon_rcache_take_garbage(rcache, &list);
-    axon_rcache_free_list(rcache, &list);
+    axon_rcache_collect(rcache);
     free(rcache->index);
     free(rcache);
 }
@@ -278,12 +277,10 @@ static axon_rcache_entry_t *axon_rcache_lookup(axon_rcache_t *rcache, uintptr_t 
         return NULL;
     }
     entry = rcache->index[pos];
-    if (entry->listed) {
-        axon_list_del(&entry->link);
-        entry->listed = 0;
+    if (entry->refs++ == 0) {
+        axon_list_del(&entry->link);   /* from the unused list */
         --rcache->nunused;
     }
-    ++entry->refs;
     return entry;
 }
 
@@ -405,7 +402,6 @@ axon_status_t axon_rcache_get(axon_rcache_t *rcache, void *addr, size_t length,
     uintptr_t start = (uintptr_t)addr & ~mask;
     uintptr_t end = ((uintptr_t)addr + (length ? length : 1) + mask) & ~mask;
     axon_rcache_entry_t *entry;
-    axon_list_link_t garbage;
     axon_status_t status;
 
     if (end < start) {
@@ -417,9 +413,8 @@ axon_status_t axon_rcache_get(axon_rcache_t *rcache, void *addr, size_t length,
     if (entry != NULL) {
         ++rcache->stats.hits;
     }
-    axon_rcache_take_garbage(rcache, &garbage);
     axon_memmon_unlock();
-    axon_rcache_free_list(rcache, &garbage);
+    axon_rcache_collect(rcache);
     if (entry == NULL) {
         status = axon_rcache_miss(rcache, start, end, &entry);
         if (status != AXON_OK) {
@@ -433,7 +428,6 @@ axon_status_t axon_rcache_get(axon_rcache_t *rcache, void *addr, size_t length,
 void axon_rcache_put(axon_rcache_t *rcache, axon_rcache_region_t *region)
 {
     axon_rcache_entry_t *entry = (axon_rcache_entry_t *)region;
-    axon_list_link_t garbage;
 
     axon_memmon_lock();
     if (--entry->refs == 0) {
@@ -441,7 +435,6 @@ void axon_rcache_put(axon_rcache_t *rcache, axon_rcache_region_t *region)
             axon_rcache_add_garbage(rcache, entry);
         } else {
             axon_list_add_tail(&rcache->unused, &entry->link);
-            entry->listed = 1;
             ++rcache->nunused;
             while (rcache->nunused > rcache->max_unused) {
                 entry = axon_list_first(&rcache->unused, axon_rcache_entry_t, link);
@@ -449,7 +442,6 @@ void axon_rcache_put(axon_rcache_t *rcache, axon_rcache_region_t *region)
             }
         }
     }
-    axon_rcache_take_garbage(rcache, &garbage);
     axon_memmon_unlock();
-    axon_rcache_free_list(rcache, &garbage);
+    axon_rcache_collect(rcache);
 }
