@@ -63,9 +63,10 @@ const axon_config_entry_t axon_rc_config_table[] = {
      offsetof(axon_rc_config_t, connect_timeout), AXON_CONFIG_TYPE_TIME},
 
     {"RCACHE_MAX", "256",
-     "Registrations of user memory kept while unused, so zero-copy operations and keys on "
-     "the same buffers register once (0: register for each operation). Memory the "
-     "application unmaps leaves the cache at once",
+     "Registrations of user memory kept while unused, so zero-copy operations and "
+     "rendezvous sends from the same buffers register once (0: register for each "
+     "operation; keys from axon_mem_map always get their own). Memory the application "
+     "unmaps leaves the cache at once",
      offsetof(axon_rc_config_t, rcache_max), AXON_CONFIG_TYPE_UINT},
 
     {"GID_INDEX", "0",
