@@ -31,23 +31,24 @@ const axon_tag_t kTagData     = 0x7001;
 const axon_tag_t kTagReply    = 0x7002;
 const int        kMessages    = 200;
 
-/* ESTABLISHED IPv4 TCP connections of this process. */
-int established_tcp()
+/* Inodes of the sockets process pid holds. */
+std::set<unsigned long> socket_inodes(pid_t pid)
 {
     std::set<unsigned long> inodes;
-    DIR                    *dir = opendir("/proc/self/fd");
+    char                    dir_path[64], path[330], link[64];
     struct dirent          *de;
-    char                    path[300], link[64];
-    int                     count = 0;
+    DIR                    *dir;
 
+    snprintf(dir_path, sizeof(dir_path), "/proc/%d/fd", (int)pid);
+    dir = opendir(dir_path);
     if (dir == NULL) {
-        return -1;
+        return inodes;
     }
     while ((de = readdir(dir)) != NULL) {
         unsigned long ino;
         ssize_t       n;
 
-        snprintf(path, sizeof(path), "/proc/self/fd/%s", de->d_name);
+        snprintf(path, sizeof(path), "%s/%s", dir_path, de->d_name);
         n = readlink(path, link, sizeof(link) - 1);
         if (n <= 0) {
             continue;
@@ -58,37 +59,49 @@ int established_tcp()
         }
     }
     closedir(dir);
+    return inodes;
+}
 
-    FILE *f = fopen("/proc/net/tcp", "r");
-    char  line[512];
+/*
+ * ESTABLISHED IPv4 TCP connections between this process and process other.
+ * Only the two ends count: another test of the same run may connect to our
+ * listener (a stale address whose port we reuse), and that is not ours.
+ */
+int established_tcp(pid_t other)
+{
+    std::set<unsigned long>            mine = socket_inodes(getpid());
+    std::set<unsigned long>            theirs = socket_inodes(other);
+    std::set<std::string>              their_ends;
+    std::vector<std::string>           my_remotes;
+    FILE                              *f = fopen("/proc/net/tcp", "r");
+    char                               line[512];
+    int                                count = 0;
+
     if (f == NULL) {
         return -1;
     }
     while (fgets(line, sizeof(line), f) != NULL) {
-        char          st[8];
+        char          local[64], remote[64], st[8];
         unsigned long ino;
         /* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
-        if (sscanf(line, " %*s %*s %*s %7s %*s %*s %*s %*s %*s %lu", st, &ino) == 2 &&
-            (strcmp(st, "01") == 0) && inodes.count(ino)) {
-            ++count;
+        if ((sscanf(line, " %*s %63s %63s %7s %*s %*s %*s %*s %*s %lu", local, remote, st,
+                    &ino) != 4) || (strcmp(st, "01") != 0)) {
+            continue;
+        }
+        if (theirs.count(ino)) {
+            their_ends.insert(local);
+        }
+        if (mine.count(ino)) {
+            my_remotes.push_back(remote);
         }
     }
     fclose(f);
+    for (const std::string &remote : my_remotes) {
+        count += their_ends.count(remote) ? 1 : 0;
+    }
     return count;
 }
 
-/* Progress until this process has want connections (a loser of a race closes late). */
-int wait_connections(axon_worker_h worker, int want, double timeout_sec)
-{
-    double deadline = axon_test_time() + timeout_sec;
-    int    n        = established_tcp();
-
-    while ((n != want) && (axon_test_time() < deadline)) {
-        axon_test_progress_for(worker, 0.01);
-        n = established_tcp();
-    }
-    return n;
-}
 
 struct ErrCount {
     int           calls  = 0;
@@ -109,6 +122,7 @@ struct Side {
     ErrCount         err;
     void            *peer_addr = nullptr;
     size_t           peer_len  = 0;
+    pid_t            other     = getppid();   /* the test sets its peer's pid */
 
     ~Side()
     {
@@ -143,6 +157,19 @@ struct Side {
         return axon_ep_create(node.worker, &params, &ep) == AXON_OK;
     }
 };
+
+/* Progress until s has want connections with the other process (a loser of a race closes late). */
+int wait_connections(Side &s, int want, double timeout_sec)
+{
+    double deadline = axon_test_time() + timeout_sec;
+    int    n        = established_tcp(s.other);
+
+    while ((n != want) && (axon_test_time() < deadline)) {
+        axon_test_progress_for(s.node.worker, 0.01);
+        n = established_tcp(s.other);
+    }
+    return n;
+}
 
 /* Send seq numbers first..first+count-1, all posted before waiting for any. */
 bool send_seqs(Side &s, axon_tag_t tag, uint64_t first, int count)
@@ -196,7 +223,7 @@ bool exchange_both_ways(Side &s, int fd, bool first)
             return false;
         }
     }
-    int n = wait_connections(s.node.worker, 1, 5.0);
+    int n = wait_connections(s, 1, 5.0);
     if (n != 1) {
         fprintf(stderr, "%s: %d established connections, expected 1\n",
                 first ? "test" : "peer", n);
@@ -254,7 +281,7 @@ int goodbye_main(int fd, void *)
         return 2;
     }
     if (!send_seqs(s, kTagData, 0, 10) || !recv_seqs(s, kTagData, 0, 10) ||
-        (wait_connections(s.node.worker, 1, 5.0) != 1)) {
+        (wait_connections(s, 1, 5.0) != 1)) {
         return 3;
     }
     if (axon_test_sync_progress(fd, s.node.worker, kOpTimeout) != 0) {
@@ -286,7 +313,7 @@ int stream_until_killed_main(int fd, void *)
         return 2;
     }
     if (!send_seqs(s, kTagData, 0, 10) || !recv_seqs(s, kTagData, 0, 10) ||
-        (wait_connections(s.node.worker, 1, 5.0) != 1) ||
+        (wait_connections(s, 1, 5.0) != 1) ||
         (axon_test_sync_progress(fd, s.node.worker, kOpTimeout) != 0)) {
         return 3;
     }
@@ -339,7 +366,7 @@ int two_eps_main(int fd, void *)
     for (size_t i = 0; i < reqs.size(); ++i) {
         ok &= axon_test_wait_req(s.node.worker, sts[i], reqs[i], NULL, kOpTimeout) == AXON_OK;
     }
-    ok &= wait_connections(s.node.worker, 1, 5.0) == 1;
+    ok &= wait_connections(s, 1, 5.0) == 1;
     ok &= axon_test_sync_progress(fd, s.node.worker, kOpTimeout) == 0;
     axon_test_ep_close(s.node.worker, ep2, AXON_EP_CLOSE_FLUSH, kOpTimeout);
     return ok ? 0 : 4;
@@ -370,6 +397,7 @@ TEST_F(TcpConnTest, SimultaneousConnectUsesOneConnection)
         spawn(both_at_once_main, barrier ? &with_barrier : NULL);
         {
             Side s;
+            s.other = peer_.pid;
             ASSERT_TRUE(s.init(peer_.fd));
             ASSERT_TRUE(s.connect());
             if (barrier) {
@@ -387,6 +415,7 @@ TEST_F(TcpConnTest, SecondEndpointAttachesToOpenConnection)
     spawn(second_main);
     Side     s;
     uint64_t v = 0;
+    s.other = peer_.pid;
 
     ASSERT_TRUE(s.init(peer_.fd));
     ASSERT_TRUE(s.connect());
@@ -401,12 +430,13 @@ TEST_F(TcpConnTest, GoodbyeFromOneSideWhileOtherSends)
 {
     spawn(goodbye_main);
     Side s;
+    s.other = peer_.pid;
 
     ASSERT_TRUE(s.init(peer_.fd));
     ASSERT_TRUE(s.connect());
     ASSERT_TRUE(send_seqs(s, kTagData, 0, 10));
     ASSERT_TRUE(recv_seqs(s, kTagData, 0, 10));
-    ASSERT_EQ(1, wait_connections(s.node.worker, 1, 5.0));
+    ASSERT_EQ(1, wait_connections(s, 1, 5.0));
     ASSERT_EQ(0, axon_test_sync_progress(peer_.fd, s.node.worker, kOpTimeout));
     for (int i = 0; i < 5; ++i) {
         ASSERT_TRUE(send_seqs(s, kTagReply, (uint64_t)i * kMessages, kMessages)) << i;
@@ -414,7 +444,7 @@ TEST_F(TcpConnTest, GoodbyeFromOneSideWhileOtherSends)
     }
     ASSERT_EQ(0, axon_test_sync_progress(peer_.fd, s.node.worker, kOpTimeout));
     /* Still one connection, and nobody failed. */
-    EXPECT_EQ(1, established_tcp());
+    EXPECT_EQ(1, established_tcp(s.other));
     EXPECT_EQ(0, s.err.calls);
     ASSERT_EQ(0, axon_test_sync_progress(peer_.fd, s.node.worker, kOpTimeout));
     EXPECT_EQ(0, axon_test_peer_wait(&peer_, kPeerTimeout));
@@ -427,12 +457,13 @@ TEST_F(TcpConnTest, PeerKilledMidTransferOnSharedConnection)
     Side     s;
     uint64_t v   = 0;
     static char buf[256 << 10];
+    s.other = peer_.pid;
 
     ASSERT_TRUE(s.init(peer_.fd));
     ASSERT_TRUE(s.connect());
     ASSERT_TRUE(send_seqs(s, kTagData, 0, 10));
     ASSERT_TRUE(recv_seqs(s, kTagData, 0, 10));
-    ASSERT_EQ(1, wait_connections(s.node.worker, 1, 5.0));
+    ASSERT_EQ(1, wait_connections(s, 1, 5.0));
     ASSERT_EQ(0, axon_test_sync_progress(peer_.fd, s.node.worker, kOpTimeout));
     /* Take a few of its messages, so it is mid-stream, then kill it. */
     for (int i = 0; i < 3; ++i) {
@@ -459,6 +490,7 @@ TEST_F(TcpConnTest, TwoEndpointsShareOneConnection)
     std::vector<axon_request_h>       reqs;
     std::vector<axon_status_t>        sts;
     std::vector<axon_tag_recv_info_t> infos(2 * kTwoEpMessages);
+    s.other = peer_.pid;
 
     ASSERT_TRUE(s.init(peer_.fd, true));
     ASSERT_TRUE(recv_seqs(s, kTagData, 0, 1));
@@ -483,7 +515,7 @@ TEST_F(TcpConnTest, TwoEndpointsShareOneConnection)
         ASSERT_LT(axon_test_check(bufs[k].data(), bufs[k].size(), (uint64_t)(i * 2 + e)), 0)
             << i << "/" << e;
     }
-    EXPECT_EQ(1, wait_connections(s.node.worker, 1, 5.0));
+    EXPECT_EQ(1, wait_connections(s, 1, 5.0));
     ASSERT_EQ(0, axon_test_sync_progress(peer_.fd, s.node.worker, kOpTimeout));
     EXPECT_EQ(0, axon_test_peer_wait(&peer_, kPeerTimeout));
 }
