@@ -19,7 +19,7 @@
 #include "config.h"
 #include "amo_args.h"
 
-#define AXON_COMPONENT_ABI_VERSION 8
+#define AXON_COMPONENT_ABI_VERSION 9
 /* Plugins build with -fvisibility=hidden; only the descriptor is exported. */
 #define AXON_COMPONENT_EXPORT      __attribute__((visibility("default")))
 #define AXON_COMPONENT_SYMBOL      axon_component
@@ -138,6 +138,38 @@ struct axon_tl_completion {
 
 typedef struct axon_iface axon_iface_t;
 typedef struct axon_tl_ep axon_tl_ep_t;
+typedef struct axon_md axon_md_t;
+
+/*
+ * A memory domain: what memory registrations and keys belong to (a verbs
+ * protection domain, a libfabric domain). A context opens one per resource
+ * whose component has md_open and registers memory on it once; every
+ * worker's iface of that resource is opened on it (iface params), so a key
+ * packed once serves the peers of every worker. The ops may be called from
+ * any thread: a domain serializes what needs it.
+ */
+typedef struct axon_md_ops {
+    void          (*md_close)(axon_md_t *md);
+    /*
+     * mem_reg makes length bytes at addr reachable by peers' get/put
+     * until mem_dereg; rkey_pack writes at most rkey_max_len bytes that a
+     * peer passes to ep_get_zcopy / ep_put_zcopy, and returns how many it
+     * wrote. With AXON_MEM_REG_TRANSIENT (a rendezvous buffer, read by the
+     * peer) the domain may serve the registration from a cache: the key
+     * then may stay usable after mem_dereg, until the memory is unmapped.
+     * Without it (keys the application hands out) the key dies at mem_dereg.
+     */
+    size_t        rkey_max_len;
+    axon_status_t (*mem_reg)(axon_md_t *md, void *addr, size_t length, unsigned flags,
+                             void **memh_p);
+    void          (*mem_dereg)(axon_md_t *md, void *memh);
+    size_t        (*rkey_pack)(axon_md_t *md, const void *memh, void *rkey_buf);
+} axon_md_ops_t;
+
+/* Base of every memory domain; a component embeds it first. */
+struct axon_md {
+    const axon_md_ops_t *ops;
+};
 
 /* Copied by iface_open: the handler table it points to must outlive the iface. */
 typedef struct axon_iface_params {
@@ -146,6 +178,7 @@ typedef struct axon_iface_params {
     uint64_t                 worker_uuid;  /* unique id of the owning worker */
     axon_am_rx_dest_t        am_rx_dest;   /* zero-copy receive placement (may be NULL) */
     axon_peer_failure_cb_t   peer_failure; /* peer worker gone (may be NULL) */
+    axon_md_t               *md;           /* the resource's domain (md_open), or NULL */
 } axon_iface_params_t;
 
 typedef struct axon_iface_ops {
@@ -220,22 +253,6 @@ typedef struct axon_iface_ops {
     axon_status_t (*ep_check)(axon_tl_ep_t *ep);
 
     /*
-     * Memory keys, for transports with AXON_CAP_NEED_MKEY (NULL otherwise):
-     * mem_reg makes length bytes at addr reachable by peers' get/put until
-     * mem_dereg; rkey_pack writes at most rkey_max_len bytes that a peer
-     * passes to ep_get_zcopy / ep_put_zcopy, and returns how many it wrote.
-     * With AXON_MEM_REG_TRANSIENT (a rendezvous buffer, read by the peer)
-     * the transport may serve the registration from a cache: the key then
-     * may stay usable after mem_dereg, until the memory is unmapped.
-     * Without it (keys the application hands out) the key dies at mem_dereg.
-     */
-    size_t        rkey_max_len;
-    axon_status_t (*mem_reg)(axon_iface_t *iface, void *addr, size_t length, unsigned flags,
-                             void **memh_p);
-    void          (*mem_dereg)(axon_iface_t *iface, void *memh);
-    size_t        (*rkey_pack)(axon_iface_t *iface, const void *memh, void *rkey_buf);
-
-    /*
      * Optional (AXON_CAP_AMO_DEVICE): have the device execute one atomic on
      * the peer's memory at remote_addr (rkey as for ep_get_zcopy), for an
      * (op, size) of the resource's amo_device_ops; others give
@@ -289,6 +306,12 @@ typedef struct axon_component {
      * AXON_ERR_INVALID_PARAM, which fails context creation.
      */
     axon_status_t (*query)(const void *config, axon_resource_t **resources_p, unsigned *count_p);
+    /*
+     * Optional: open the memory domain of a resource (transports with
+     * AXON_CAP_NEED_MKEY have one); it outlives every iface opened on it.
+     */
+    axon_status_t (*md_open)(const axon_resource_t *resource, const void *config,
+                             axon_md_t **md_p);
     /* resource and config stay valid until the iface is closed. */
     axon_status_t (*iface_open)(const axon_resource_t *resource, const void *config,
                                 const axon_iface_params_t *params, axon_iface_t **iface_p);

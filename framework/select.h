@@ -13,6 +13,7 @@
 typedef struct axon_select_resource {
     const axon_loaded_component_t *owner;
     const axon_resource_t         *resource;
+    axon_md_t                     *md;        /* its memory domain, once the context opened it */
 } axon_select_resource_t;
 
 /*

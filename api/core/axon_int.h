@@ -126,6 +126,7 @@ typedef struct axon_lane {
     axon_tl_ep_t           *tl_ep;
     const axon_iface_ops_t *ops;
     const axon_resource_t  *resource;
+    axon_md_t              *md;         /* the resource's memory domain, or NULL */
     size_t                  max_short;
     size_t                  max_bcopy;
 } axon_lane_t;

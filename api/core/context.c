@@ -196,6 +196,49 @@ static void axon_context_warn_unused_env(axon_context_h ctx)
     }
 }
 
+static void axon_context_close_mds(axon_context_h ctx)
+{
+    unsigned i;
+
+    for (i = 0; i < ctx->num_rscs; ++i) {
+        if (ctx->rscs[i].md != NULL) {
+            ctx->rscs[i].md->ops->md_close(ctx->rscs[i].md);
+            ctx->rscs[i].md = NULL;
+        }
+    }
+}
+
+/*
+ * The memory domain of every resource whose component has one: memory is
+ * registered there once for the context, and each worker's iface of the
+ * resource is opened on it.
+ */
+static axon_status_t axon_context_open_mds(axon_context_h ctx)
+{
+    axon_select_resource_t *rsc;
+    axon_status_t status;
+    unsigned i;
+
+    for (i = 0; i < ctx->num_rscs; ++i) {
+        ctx->rscs[i].md = NULL;
+    }
+    for (i = 0; i < ctx->num_rscs; ++i) {
+        rsc = &ctx->rscs[i];
+        if (rsc->owner->component->md_open == NULL) {
+            continue;
+        }
+        status = rsc->owner->component->md_open(rsc->resource, rsc->owner->config, &rsc->md);
+        if (status != AXON_OK) {
+            axon_error("failed to open the memory domain of %s/%s: %s", rsc->resource->tl_name,
+                       rsc->resource->dev_name, axon_status_string(status));
+            rsc->md = NULL;
+            axon_context_close_mds(ctx);
+            return status;
+        }
+    }
+    return AXON_OK;
+}
+
 axon_status_t axon_init(const axon_context_params_t *params, axon_context_h *context_p)
 {
     axon_context_h ctx;
@@ -270,14 +313,20 @@ axon_status_t axon_init(const axon_context_params_t *params, axon_context_h *con
         goto err_free_rscs;
     }
     axon_mem_atomic_mode_init(ctx);
-    status = axon_mem_context_init(ctx);
+    status = axon_context_open_mds(ctx);
     if (status != AXON_OK) {
         goto err_free_rscs;
+    }
+    status = axon_mem_context_init(ctx);
+    if (status != AXON_OK) {
+        goto err_close_mds;
     }
 
     *context_p = ctx;
     return AXON_OK;
 
+err_close_mds:
+    axon_context_close_mds(ctx);
 err_free_rscs:
     free(ctx->rscs);
 err_unload:
@@ -295,6 +344,7 @@ void axon_cleanup(axon_context_h ctx)
         return;
     }
     axon_mem_context_cleanup(ctx);
+    axon_context_close_mds(ctx);
     free(ctx->rscs);
     axon_loader_unload_all(&ctx->comps);
     axon_config_release(axon_global_config_table, &ctx->opts);

@@ -5,11 +5,13 @@
 #include "log.h"
 #include "request.h"
 
-static void axon_lane_init(axon_lane_t *lane, axon_tl_ep_t *tl_ep, const axon_iface_t *iface)
+static void axon_lane_init(axon_lane_t *lane, axon_tl_ep_t *tl_ep, const axon_iface_t *iface,
+                           axon_md_t *md)
 {
     lane->tl_ep     = tl_ep;
     lane->ops       = iface->ops;
     lane->resource  = iface->resource;
+    lane->md        = md;
     lane->max_short = iface->resource->max_short;
     lane->max_bcopy = iface->resource->max_bcopy;
 }
@@ -60,7 +62,7 @@ static axon_status_t axon_ep_open_lane(axon_worker_h worker, unsigned idx, uint6
         return status;
     }
     tl_ep->iface = iface;
-    axon_lane_init(lane, tl_ep, iface);
+    axon_lane_init(lane, tl_ep, iface, worker->ifaces[idx].rsc->md);
     return AXON_OK;
 }
 

@@ -66,7 +66,7 @@ struct axon_request {
             axon_status_t      rndv_status;
             /* The buffer registered for the receiver's get (AXON_REQUEST_RNDV_MEMH) */
             void              *rndv_memh;
-            axon_iface_t      *rndv_memh_iface;
+            axon_md_t         *rndv_memh_md;
         } send;
         struct {
             axon_tm_recv_t       tm;
@@ -148,10 +148,10 @@ axon_status_t  axon_request_finish_now(axon_request_h req, axon_status_t status,
 static inline void axon_request_release_memh(axon_request_h req)
 {
     if (req->flags & AXON_REQUEST_RNDV_MEMH) {
-        axon_iface_t *iface = req->send.rndv_memh_iface;
+        axon_md_t *md = req->send.rndv_memh_md;
 
         req->flags &= ~AXON_REQUEST_RNDV_MEMH;
-        iface->ops->mem_dereg(iface, req->send.rndv_memh);
+        md->ops->mem_dereg(md, req->send.rndv_memh);
     }
 }
 

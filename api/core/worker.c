@@ -81,6 +81,7 @@ static axon_status_t axon_worker_open_ifaces(axon_worker_h worker)
         const axon_select_resource_t *rsc = &ctx->rscs[i];
         axon_iface_t *iface;
 
+        params.md = rsc->md;
         status = rsc->owner->component->iface_open(rsc->resource, rsc->owner->config, &params,
                                                    &iface);
         if (status != AXON_OK) {
@@ -156,12 +157,8 @@ axon_status_t axon_worker_create(axon_context_h context, const axon_worker_param
     if (status != AXON_OK) {
         goto err_ifaces;
     }
-    /* Mapped memory becomes reachable through this worker's ifaces too. */
-    status = axon_mem_worker_attach(worker);
-    if (status != AXON_OK) {
-        free(worker->address);
-        goto err_ifaces;
-    }
+    /* Keys packed from now on name this worker: its peers may use them. */
+    axon_mem_worker_attach(worker);
 
     *worker_p = worker;
     return AXON_OK;

@@ -3,9 +3,8 @@
  * allocate so that processes on this host can map it (mem_seg.h). Each
  * mapping gets a random token that keys and remote-access messages name it
  * by, a lock-stripe table for the atomics executed on it (amo_cpu.h), and a
- * registration on every key-needing iface (rc) of every worker of the
- * context, so a peer's RDMA reaches it. Workers created later register the
- * existing mappings (axon_mem_worker_attach).
+ * registration in every key-needing memory domain (rc) of the context, so
+ * a peer's RDMA reaches it through any worker's iface on that domain.
  *
  * Every mapping is also published in the context's mapping table
  * (framework/mem_table.h), which peers on the host check before they reach
@@ -115,98 +114,72 @@ axon_status_t axon_mem_context_init(axon_context_h ctx)
 
 /* ---------------------------------------------------------------- registrations */
 
-static int axon_mem_iface_needs_key(const axon_iface_t *iface)
+/* Drop mem's registrations. */
+static void axon_mem_dereg_all(struct axon_mem *mem)
 {
-    return (iface->resource->cap_flags & AXON_CAP_NEED_MKEY) && (iface->ops->mem_reg != NULL) &&
-           (iface->ops->mem_dereg != NULL) && (iface->ops->rkey_pack != NULL);
+    axon_mem_reg_t *reg, *tmp;
+
+    axon_list_for_each_safe(reg, tmp, &mem->regs, link) {
+        reg->md->ops->mem_dereg(reg->md, reg->tl_memh);
+        axon_list_del(&reg->link);
+        free(reg);
+    }
 }
 
-/* Register mem on worker's key-needing ifaces; an iface that refuses just has no entry. */
-static axon_status_t axon_mem_reg_worker(struct axon_mem *mem, axon_worker_h worker)
+/* Register mem in the context's key-needing domains; one that refuses just has no entry. */
+static axon_status_t axon_mem_reg_all(axon_context_h ctx, struct axon_mem *mem)
 {
+    const axon_select_resource_t *rsc;
     axon_mem_reg_t *reg;
-    axon_iface_t *iface;
     axon_status_t status;
     unsigned i;
 
-    for (i = 0; i < worker->num_ifaces; ++i) {
-        iface = worker->ifaces[i].iface;
-        if (!axon_mem_iface_needs_key(iface)) {
+    for (i = 0; i < ctx->num_rscs; ++i) {
+        rsc = &ctx->rscs[i];
+        if ((rsc->md == NULL) || !(rsc->resource->cap_flags & AXON_CAP_NEED_MKEY)) {
             continue;
         }
-        if (iface->ops->rkey_max_len > AXON_RNDV_RKEY_MAX) {
+        if (rsc->md->ops->rkey_max_len > AXON_RNDV_RKEY_MAX) {
             axon_debug("%s: keys of %zu bytes do not fit a packed key (%d): not registered",
-                       iface->resource->tl_name, iface->ops->rkey_max_len, AXON_RNDV_RKEY_MAX);
+                       rsc->resource->tl_name, rsc->md->ops->rkey_max_len, AXON_RNDV_RKEY_MAX);
             continue;
         }
         reg = calloc(1, sizeof(*reg));
         if (reg == NULL) {
             axon_error("axon_mem_map: out of memory");
+            axon_mem_dereg_all(mem);
             return AXON_ERR_NO_MEMORY;
         }
-        status = iface->ops->mem_reg(iface, mem->address, mem->length, 0, &reg->tl_memh);
+        status = rsc->md->ops->mem_reg(rsc->md, mem->address, mem->length, 0, &reg->tl_memh);
         if (status != AXON_OK) {
             /* Peers then reach this memory over another path on that lane. */
             axon_warn("%s/%s: registering %p (%zu bytes) for remote access failed: %s",
-                      iface->resource->tl_name, iface->resource->dev_name, (void *)mem->address,
+                      rsc->resource->tl_name, rsc->resource->dev_name, (void *)mem->address,
                       mem->length, axon_status_string(status));
             free(reg);
             continue;
         }
-        reg->worker = worker;
-        reg->iface  = iface;
+        reg->resource = rsc->resource;
+        reg->md       = rsc->md;
         axon_list_add_tail(&mem->regs, &reg->link);
     }
     return AXON_OK;
 }
 
-/* Drop mem's registrations on worker's ifaces (every worker's with worker NULL). */
-static void axon_mem_dereg_worker(struct axon_mem *mem, axon_worker_h worker)
-{
-    axon_mem_reg_t *reg, *tmp;
-
-    axon_list_for_each_safe(reg, tmp, &mem->regs, link) {
-        if ((worker == NULL) || (reg->worker == worker)) {
-            reg->iface->ops->mem_dereg(reg->iface, reg->tl_memh);
-            axon_list_del(&reg->link);
-            free(reg);
-        }
-    }
-}
-
-axon_status_t axon_mem_worker_attach(axon_worker_h worker)
+void axon_mem_worker_attach(axon_worker_h worker)
 {
     struct axon_mem_ctx *mctx = worker->context->mem;
-    struct axon_mem *mem;
-    axon_status_t status = AXON_OK;
 
     pthread_mutex_lock(&mctx->lock);
     axon_list_add_tail(&mctx->workers, &worker->mem_link);
-    axon_list_for_each(mem, &mctx->maps, link) {
-        status = axon_mem_reg_worker(mem, worker);
-        if (status != AXON_OK) {
-            break;
-        }
-    }
-    if (status != AXON_OK) {
-        axon_list_for_each(mem, &mctx->maps, link) {
-            axon_mem_dereg_worker(mem, worker);
-        }
-        axon_list_del(&worker->mem_link);
-    }
     pthread_mutex_unlock(&mctx->lock);
-    return status;
 }
 
 void axon_mem_worker_detach(axon_worker_h worker)
 {
     struct axon_mem_ctx *mctx = worker->context->mem;
-    struct axon_mem *mem;
 
     pthread_mutex_lock(&mctx->lock);
-    axon_list_for_each(mem, &mctx->maps, link) {
-        axon_mem_dereg_worker(mem, worker);
-    }
     axon_list_del(&worker->mem_link);
     pthread_mutex_unlock(&mctx->lock);
 }
@@ -357,7 +330,6 @@ axon_status_t axon_mem_map(axon_context_h context, const axon_mem_map_params_t *
 {
     struct axon_mem_ctx *mctx;
     struct axon_mem *mem;
-    axon_worker_h worker;
     axon_status_t status;
 
     status = axon_mem_map_check(context, params, memh_p);
@@ -405,16 +377,12 @@ axon_status_t axon_mem_map(axon_context_h context, const axon_mem_map_params_t *
         mem->locks     = mem->own_locks;
     }
 
-    pthread_mutex_lock(&mctx->lock);
-    axon_list_for_each(worker, &mctx->workers, mem_link) {
-        status = axon_mem_reg_worker(mem, worker);
-        if (status != AXON_OK) {
-            axon_mem_dereg_worker(mem, NULL);
-            pthread_mutex_unlock(&mctx->lock);
-            axon_mem_free(mem);
-            return status;
-        }
+    status = axon_mem_reg_all(context, mem);
+    if (status != AXON_OK) {
+        axon_mem_free(mem);
+        return status;
     }
+    pthread_mutex_lock(&mctx->lock);
     axon_mem_publish(mctx, mem);
     axon_list_add_tail(&mctx->maps, &mem->link);
     axon_list_add_tail(&mctx->hash[axon_mem_bucket(mem->token)], &mem->hash_link);
@@ -453,7 +421,7 @@ static void axon_mem_destroy(struct axon_mem *mem)
     pthread_mutex_lock(&axon_mem_proc_lock);
     axon_list_del(&mem->proc_link);
     pthread_mutex_unlock(&axon_mem_proc_lock);
-    axon_mem_dereg_worker(mem, NULL);
+    axon_mem_dereg_all(mem);
     axon_debug("unmapped %p, %zu bytes, token %016llx", (void *)mem->address, mem->length,
                (unsigned long long)mem->token);
     axon_mem_free(mem);

@@ -1,7 +1,8 @@
 /*
  * Mapped memory inside the library (mem.c) and what a context keeps for
- * remote memory access: its mappings, its workers (a mapping is registered
- * on every key-needing iface of every worker), the table that publishes
+ * remote memory access: its mappings (each registered once in every
+ * key-needing memory domain of the context), its workers (whose ids keys
+ * carry), the table that publishes
  * its mappings to peers on the host (framework/mem_table.h), and the peers'
  * segments and tables its keys have attached (rkey.c). All of it under one
  * mutex, taken on slow paths only, and by axon_mem_lookup for operations
@@ -44,12 +45,12 @@ void axon_mem_atomic_mode_init(axon_context_h context);
 
 #define AXON_MEM_HASH_BUCKETS 64
 
-/* A mapping registered on one key-needing iface of one worker. */
+/* A mapping registered in one key-needing memory domain of the context. */
 typedef struct axon_mem_reg {
-    axon_list_link_t link;       /* in mem->regs */
-    axon_worker_h    worker;
-    axon_iface_t    *iface;
-    void            *tl_memh;    /* what iface's mem_reg returned */
+    axon_list_link_t       link;       /* in mem->regs */
+    const axon_resource_t *resource;   /* whose domain: its transport names the key entry */
+    axon_md_t             *md;
+    void                  *tl_memh;    /* what the domain's mem_reg returned */
 } axon_mem_reg_t;
 
 struct axon_mem {
@@ -113,9 +114,8 @@ uint8_t *axon_mem_lookup(axon_context_h context, uint64_t token, uint64_t addr, 
                          axon_amo_lock_table_t **locks_p, uint64_t *region_offset_p,
                          axon_status_t *status);
 
-/* Worker lifetime hooks (mem.c): register every mapping on the worker's
- * key-needing ifaces, and drop those registrations. */
-axon_status_t axon_mem_worker_attach(axon_worker_h worker);
+/* Worker lifetime hooks (mem.c): keys packed from now on name the worker, or no longer. */
+void          axon_mem_worker_attach(axon_worker_h worker);
 void          axon_mem_worker_detach(axon_worker_h worker);
 
 #endif

@@ -2,12 +2,12 @@
  * Remote keys: what a mapping's owner packs for its peers, and how a peer's
  * endpoint reaches the memory once it unpacks one (the path, api/rma/rma.h).
  *
- * Packed key, version 2. Every field little-endian, fixed width, no
+ * Packed key, version 3. Every field little-endian, fixed width, no
  * padding; offsets in bytes:
  *
  *   header (96)
  *     0  u32  magic "AXRK" (0x4b525841)
- *     4  u16  version (2); a reader refuses any other
+ *     4  u16  version (3); a reader refuses any other
  *     6  u16  flags: bit 0 ALLOCATED (a memfd segment peers on the host may map),
  *                    bit 1 SLOT (published in the owner's mapping table)
  *     8  u32  size of the whole key, checksum included
@@ -26,9 +26,9 @@
  *    84  u32  the mapping's slot in it (SLOT, < AXON_MEM_TABLE_SLOTS), else 0
  *    88  u64  reserved, 0
  *   workers: W x u64, the uuids of the owner's workers when packed
- *   entries: E x { u16 worker index (< W), u16 key length L (<= AXON_RNDV_RKEY_MAX),
- *                  char[16] transport name (NUL padded), L bytes of that transport's
- *                  rkey_pack output }
+ *   entries: E x { u16 reserved (0), u16 key length L (<= AXON_RNDV_RKEY_MAX),
+ *                  char[16] transport name (NUL padded), L bytes of the rkey_pack
+ *                  output of that transport's memory domain, valid for every worker }
  *   u64 checksum: FNV-1a (axon_sys_hash64, seed 0) of every byte before it
  *
  * The checksum makes a damaged key fail at unpack (AXON_ERR_IO_FORMAT)
@@ -47,7 +47,7 @@
 #include "sys.h"
 
 #define AXON_RKEY_MAGIC        0x4b525841u  /* "AXRK" read little-endian */
-#define AXON_RKEY_VERSION      2
+#define AXON_RKEY_VERSION      3
 #define AXON_RKEY_FLAG_ALLOCATED 0x1u
 #define AXON_RKEY_FLAG_SLOT    0x2u
 #define AXON_RKEY_FLAGS        (AXON_RKEY_FLAG_ALLOCATED | AXON_RKEY_FLAG_SLOT)
@@ -164,7 +164,7 @@ axon_status_t axon_rkey_pack(axon_context_h context, axon_mem_h memh, void **rke
     struct axon_mem_ctx *mctx;
     axon_mem_reg_t *reg;
     axon_worker_h worker;
-    size_t size, num_workers = 0, num_entries = 0, offset, widx;
+    size_t size, num_workers = 0, num_entries = 0, offset;
     uint64_t host_id, table_id = 0;
     int32_t slot, table_fd = -1;
     axon_proc_t self;
@@ -191,7 +191,7 @@ axon_status_t axon_rkey_pack(axon_context_h context, axon_mem_h memh, void **rke
     }
     axon_list_for_each(reg, &memh->regs, link) {
         ++num_entries;
-        size += AXON_RKEY_ENTRY_HDR + reg->iface->ops->rkey_max_len;
+        size += AXON_RKEY_ENTRY_HDR + reg->md->ops->rkey_max_len;
     }
     if ((num_workers > AXON_RKEY_MAX_WORKERS) || (num_entries > AXON_RKEY_MAX_WORKERS)) {
         pthread_mutex_unlock(&mctx->lock);
@@ -213,29 +213,21 @@ axon_status_t axon_rkey_pack(axon_context_h context, axon_mem_h memh, void **rke
         offset += 8;
     }
     axon_list_for_each(reg, &memh->regs, link) {
+        const char *tl_name = reg->resource->tl_name;
         size_t len;
 
-        widx = 0;
-        axon_list_for_each(worker, &mctx->workers, mem_link) {
-            if (worker == reg->worker) {
-                break;
-            }
-            ++widx;
-        }
         e   = buf + offset;
-        len = reg->iface->ops->rkey_pack(reg->iface, reg->tl_memh, e + AXON_RKEY_ENTRY_HDR);
-        if ((len == 0) || (len > reg->iface->ops->rkey_max_len)) {
-            axon_warn("%s: packed a %zu-byte key (at most %zu): left out of the key",
-                      reg->iface->resource->tl_name, len, reg->iface->ops->rkey_max_len);
-            memset(e, 0, AXON_RKEY_ENTRY_HDR + reg->iface->ops->rkey_max_len);
+        len = reg->md->ops->rkey_pack(reg->md, reg->tl_memh, e + AXON_RKEY_ENTRY_HDR);
+        if ((len == 0) || (len > reg->md->ops->rkey_max_len)) {
+            axon_warn("%s: packed a %zu-byte key (at most %zu): left out of the key", tl_name,
+                      len, reg->md->ops->rkey_max_len);
+            memset(e, 0, AXON_RKEY_ENTRY_HDR + reg->md->ops->rkey_max_len);
             --num_entries;
             continue;
         }
-        axon_rkey_put16(e, (uint16_t)widx);
         axon_rkey_put16(e + 2, (uint16_t)len);
         /* NUL padded: the buffer is zeroed and the name shorter than the field. */
-        memcpy(e + 4, reg->iface->resource->tl_name,
-               strnlen(reg->iface->resource->tl_name, AXON_TL_NAME_MAX - 1));
+        memcpy(e + 4, tl_name, strnlen(tl_name, AXON_TL_NAME_MAX - 1));
         offset += AXON_RKEY_ENTRY_HDR + len;
     }
     slot = memh->slot;
@@ -294,7 +286,7 @@ static axon_status_t axon_rkey_parse(const uint8_t *buf, size_t size, axon_rkey_
 {
     size_t offset, end, i;
     uint32_t magic, stated;
-    uint16_t version, widx, len;
+    uint16_t version, reserved, len;
     const uint8_t *e;
 
     if (size < 8) {
@@ -370,10 +362,10 @@ static axon_status_t axon_rkey_parse(const uint8_t *buf, size_t size, axon_rkey_
             return axon_rkey_bad("entry %zu cut short", i);
         }
         e    = buf + offset;
-        widx = axon_rkey_get16(e);
-        len  = axon_rkey_get16(e + 2);
-        if (widx >= hdr->num_workers) {
-            return axon_rkey_bad("entry %zu names worker %u of %u", i, widx, hdr->num_workers);
+        reserved = axon_rkey_get16(e);
+        len      = axon_rkey_get16(e + 2);
+        if (reserved != 0) {
+            return axon_rkey_bad("entry %zu has reserved field 0x%x", i, reserved);
         }
         if ((len == 0) || (len > AXON_RNDV_RKEY_MAX) ||
             (end - offset - AXON_RKEY_ENTRY_HDR < len)) {
@@ -402,9 +394,12 @@ static int axon_rkey_has_worker(const uint8_t *buf, const axon_rkey_hdr_t *hdr, 
     return 0;
 }
 
-/* The entry packed by the peer worker uuid's transport tl_name, or NULL. */
+/*
+ * The entry packed by transport tl_name's domain, or NULL; it serves the
+ * owner's every worker (the caller checked the ep's peer is one).
+ */
 static const uint8_t *axon_rkey_find_entry(const uint8_t *buf, const axon_rkey_hdr_t *hdr,
-                                           uint64_t uuid, const char *tl_name)
+                                           const char *tl_name)
 {
     size_t offset = AXON_RKEY_HDR_SIZE + (size_t)hdr->num_workers * 8;
     const uint8_t *e;
@@ -412,8 +407,7 @@ static const uint8_t *axon_rkey_find_entry(const uint8_t *buf, const axon_rkey_h
 
     for (i = 0; i < hdr->num_entries; ++i) {
         e = buf + offset;
-        if ((axon_rkey_get64(buf + AXON_RKEY_HDR_SIZE + 8 * axon_rkey_get16(e)) == uuid) &&
-            (strncmp((const char *)e + 4, tl_name, AXON_TL_NAME_MAX) == 0)) {
+        if (strncmp((const char *)e + 4, tl_name, AXON_TL_NAME_MAX) == 0) {
             return e;
         }
         offset += AXON_RKEY_ENTRY_HDR + axon_rkey_get16(e + 2);
@@ -643,7 +637,7 @@ static int axon_rkey_try_zcopy(axon_rkey_h rkey, const axon_lane_t *lane, const 
         }
         rkey->tl_rkey_len = 0;
     } else {
-        e = axon_rkey_find_entry(buf, hdr, rkey->ep->peer_uuid, lane->resource->tl_name);
+        e = axon_rkey_find_entry(buf, hdr, lane->resource->tl_name);
         if (e == NULL) {
             return 0;
         }
@@ -751,8 +745,8 @@ static void axon_rkey_choose_amo(axon_rkey_h rkey, const uint8_t *buf, const axo
                    (unsigned long long)hdr->address, hdr->owner.pid);
         return;
     }
-    e = axon_rkey_find_entry(buf, hdr, rkey->ep->peer_uuid, lane->resource->tl_name);
-    if (e == NULL) {
+    e = axon_rkey_find_entry(buf, hdr, lane->resource->tl_name);
+    if ((e == NULL) || !axon_rkey_has_worker(buf, hdr, rkey->ep->peer_uuid)) {
         axon_debug("key to 0x%llx of process %d has no %s entry for worker %016llx: no device "
                    "atomics", (unsigned long long)hdr->address, hdr->owner.pid,
                    lane->resource->tl_name, (unsigned long long)rkey->ep->peer_uuid);

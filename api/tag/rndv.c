@@ -163,17 +163,17 @@ static axon_status_t axon_rndv_recv_split(axon_request_h req, axon_ep_h ep,
 void axon_rndv_send_register(axon_request_h req)
 {
     const axon_lane_t *lane = &req->send.ep->bulk_lane;
-    axon_iface_t *iface = lane->tl_ep->iface;
+    axon_md_t *md = lane->md;
     axon_status_t status;
     void *memh;
 
     if (!(lane->resource->cap_flags & AXON_CAP_NEED_MKEY) ||
-        !(lane->resource->cap_flags & AXON_CAP_GET) || (lane->ops->mem_reg == NULL) ||
-        (lane->ops->rkey_max_len > AXON_RNDV_RKEY_MAX)) {
+        !(lane->resource->cap_flags & AXON_CAP_GET) || (md == NULL) ||
+        (md->ops->rkey_max_len > AXON_RNDV_RKEY_MAX)) {
         return;
     }
-    status = lane->ops->mem_reg(iface, (void *)(uintptr_t)req->send.buffer, req->send.length,
-                                AXON_MEM_REG_TRANSIENT, &memh);
+    status = md->ops->mem_reg(md, (void *)(uintptr_t)req->send.buffer, req->send.length,
+                              AXON_MEM_REG_TRANSIENT, &memh);
     if (status != AXON_OK) {
         /* The receiver then asks for the data with an RTR. */
         axon_debug("%s: rendezvous buffer %p of %zu bytes not registered: %s",
@@ -182,7 +182,7 @@ void axon_rndv_send_register(axon_request_h req)
         return;
     }
     req->send.rndv_memh       = memh;
-    req->send.rndv_memh_iface = iface;
+    req->send.rndv_memh_md    = md;
     req->flags               |= AXON_REQUEST_RNDV_MEMH;
 }
 
@@ -197,8 +197,8 @@ void axon_rndv_rts_pack(axon_request_h req, axon_rndv_rts_hdr_t *rts)
     rts->address     = (uint64_t)(uintptr_t)req->send.buffer;
     if (req->flags & AXON_REQUEST_RNDV_MEMH) {
         memcpy(rts->rkey_tl, lane->resource->tl_name, sizeof(rts->rkey_tl));
-        rts->rkey_len = (uint32_t)lane->ops->rkey_pack(req->send.rndv_memh_iface,
-                                                       req->send.rndv_memh, rts->rkey);
+        rts->rkey_len = (uint32_t)lane->md->ops->rkey_pack(lane->md, req->send.rndv_memh,
+                                                           rts->rkey);
     }
 }
 

@@ -5,6 +5,7 @@ components_ofi_libaxon_ofi_la_SOURCES = \
 	components/ofi/ofi_component.c \
 	components/ofi/ofi_iface.c \
 	components/ofi/ofi_ep.c \
+	components/ofi/ofi_md.c \
 	components/ofi/ofi_rma.c \
 	components/ofi/ofi_lib.c \
 	components/ofi/ofi_lib.h \

@@ -3,7 +3,8 @@
  * has no native component for and as the comparison backend.
  *
  * One resource: the provider AXON_OFI_PROVIDER picks (tl "ofi", device the
- * provider's name, e.g. "tcp"). Each iface opens its own fabric, domain,
+ * provider's name, e.g. "tcp"). The context's memory domain (ofi_md.c)
+ * holds the fabric and domain; each iface opens in it its own
  * address vector (FI_AV_TABLE), completion queue and one reliable
  * datagram endpoint (FI_EP_RDM); its iface address is the endpoint's
  * fi_getname blob, and ep_create only inserts the peer's blob into the AV,
@@ -32,8 +33,8 @@
  *
  * Files by stage: ofi_component.c (configuration, provider choice,
  * resources), ofi_iface.c (fabric objects, progress, the receive path,
- * failures), ofi_ep.c (endpoints, the send path, keep-alives), ofi_rma.c
- * (memory keys, get and put).
+ * failures), ofi_ep.c (endpoints, the send path, keep-alives), ofi_md.c
+ * (the domain, memory keys), ofi_rma.c (get and put).
  */
 #ifndef AXON_OFI_H
 #define AXON_OFI_H
@@ -141,11 +142,22 @@ typedef struct axon_ofi_peer {
     axon_list_link_t link;        /* iface->peers */
 } axon_ofi_peer_t;
 
+/* The memory domain: what every iface of a context shares (ofi_md.c). */
+typedef struct axon_ofi_md {
+    axon_md_t              super;
+    struct fi_info        *info;         /* the provider entry the ifaces open */
+    struct fid_fabric     *fabric;
+    struct fid_domain     *domain;
+    uint64_t               mr_mode;
+    uint64_t               next_key;     /* for keys we choose (no FI_MR_PROV_KEY) */
+    char                   name[AXON_DEV_NAME_MAX + 8];  /* "ofi/tcp", for log lines */
+} axon_ofi_md_t;
+
 struct axon_ofi_iface {
     axon_iface_t           super;
-    /* libfabric objects */
-    struct fi_info        *info;
-    struct fid_fabric     *fabric;
+    /* libfabric objects: the domain's, then the iface's own */
+    axon_ofi_md_t         *md;
+    const struct fi_info  *info;
     struct fid_domain     *domain;
     struct fid_av         *av;
     struct fid_cq         *cq;
@@ -163,7 +175,6 @@ struct axon_ofi_iface {
     size_t                 inject_size;
     size_t                 max_msg_size;
     uint64_t               mr_mode;
-    uint64_t               next_key;     /* for keys we choose (no FI_MR_PROV_KEY) */
     /* Operations: rx_ops posted, the others on their free lists when idle */
     char                  *bufs;
     axon_ofi_op_t         *rx_ops;
@@ -258,11 +269,14 @@ axon_ofi_peer_t *axon_ofi_peer_find(axon_ofi_iface_t *iface, uint64_t uuid);
 /* The peer of uuid, made with address addr when new; NULL when out of memory. */
 axon_ofi_peer_t *axon_ofi_peer_get(axon_ofi_iface_t *iface, uint64_t uuid, fi_addr_t addr);
 
+/* ofi_md.c */
+axon_status_t axon_ofi_md_open(const axon_resource_t *resource, const void *config,
+                               axon_md_t **md_p);
+/* Register [addr, addr + length) with access in md's domain (a libfabric return code). */
+int           axon_ofi_mr_reg(axon_ofi_md_t *md, const void *addr, size_t length,
+                              uint64_t access, struct fid_mr **mr_p);
+
 /* ofi_rma.c */
-axon_status_t axon_ofi_mem_reg(axon_iface_t *tl_iface, void *addr, size_t length, unsigned flags,
-                               void **memh_p);
-void          axon_ofi_mem_dereg(axon_iface_t *tl_iface, void *memh);
-size_t        axon_ofi_rkey_pack(axon_iface_t *tl_iface, const void *memh, void *rkey_buf);
 axon_status_t axon_ofi_ep_get_zcopy(axon_tl_ep_t *tl_ep, void *buffer, size_t length,
                                     uint64_t remote_addr, const void *rkey,
                                     axon_tl_completion_t *comp);

@@ -205,11 +205,12 @@ static struct fi_info *axon_ofi_hints(const char *prov, int want_rma)
     if (want_rma) {
         hints->caps |= FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
     }
-    /* What we can live with: our op contexts have room, and every MR mode but raw keys. */
+    /* What we can live with: our op contexts have room, and most MR modes. */
     hints->mode                   = FI_CONTEXT | FI_CONTEXT2;
+    /* Not FI_MR_ENDPOINT, and thread safe: one domain serves every worker (ofi_md.c). */
     hints->domain_attr->mr_mode   = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_PROV_KEY |
-                                    FI_MR_ALLOCATED | FI_MR_ENDPOINT;
-    hints->domain_attr->threading = FI_THREAD_DOMAIN;
+                                    FI_MR_ALLOCATED;
+    hints->domain_attr->threading = FI_THREAD_SAFE;
     hints->domain_attr->av_type   = FI_AV_TABLE;
     /* AM_ORDERED: messages to one peer arrive in send order. */
     hints->tx_attr->msg_order     = FI_ORDER_SAS;
@@ -480,6 +481,7 @@ AXON_COMPONENT_EXPORT const axon_component_t AXON_COMPONENT_SYMBOL = {
     .config_table  = axon_ofi_config_table,
     .config_size   = sizeof(axon_ofi_config_t),
     .query         = axon_ofi_query,
+    .md_open       = axon_ofi_md_open,
     .iface_open    = axon_ofi_iface_open,
     .flags         = AXON_COMPONENT_FLAG_ON_REQUEST,  /* libfabric's scan costs ~0.1 s */
 };

@@ -352,12 +352,7 @@ static axon_status_t axon_ofi_iface_init_ops(axon_ofi_iface_t *iface)
     iface->rma_ops = iface->tx_ops + iface->num_tx;
 
     if (iface->mr_mode & FI_MR_LOCAL) {
-        ret = fi_mr_reg(iface->domain, iface->bufs, total, FI_SEND | FI_RECV, 0,
-                        iface->next_key++, 0, &iface->buf_mr, NULL);
-        if ((ret == 0) && (iface->mr_mode & FI_MR_ENDPOINT)) {
-            ret = fi_mr_bind(iface->buf_mr, &iface->ep->fid, 0);
-            ret = ret ? ret : fi_mr_enable(iface->buf_mr);
-        }
+        ret = axon_ofi_mr_reg(iface->md, iface->bufs, total, FI_SEND | FI_RECV, &iface->buf_mr);
         if (ret != 0) {
             axon_error("%s: cannot register the bounce buffers: %s", iface->name,
                        fi_strerror(-ret));
@@ -391,18 +386,10 @@ static axon_status_t axon_ofi_iface_open_fabric(axon_ofi_iface_t *iface)
     int               ret;
     const char       *what;
 
-    what = "fi_fabric";
-    ret  = fi_fabric(iface->info->fabric_attr, &iface->fabric, NULL);
-    if (ret == 0) {
-        what = "fi_domain";
-        ret  = fi_domain(iface->fabric, iface->info, &iface->domain, NULL);
-    }
-    if (ret == 0) {
-        memset(&av_attr, 0, sizeof(av_attr));
-        av_attr.type = FI_AV_TABLE;
-        what = "fi_av_open";
-        ret  = fi_av_open(iface->domain, &av_attr, &iface->av, NULL);
-    }
+    memset(&av_attr, 0, sizeof(av_attr));
+    av_attr.type = FI_AV_TABLE;
+    what = "fi_av_open";
+    ret  = fi_av_open(iface->domain, &av_attr, &iface->av, NULL);
     if (ret == 0) {
         memset(&cq_attr, 0, sizeof(cq_attr));
         cq_attr.format   = FI_CQ_FORMAT_TAGGED;
@@ -413,7 +400,7 @@ static axon_status_t axon_ofi_iface_open_fabric(axon_ofi_iface_t *iface)
     }
     if (ret == 0) {
         what = "fi_endpoint";
-        ret  = fi_endpoint(iface->domain, iface->info, &iface->ep, NULL);
+        ret  = fi_endpoint(iface->domain, (struct fi_info *)iface->info, &iface->ep, NULL);
     }
     if (ret == 0) {
         what = "fi_ep_bind(av)";
@@ -513,17 +500,8 @@ static void axon_ofi_iface_close(axon_iface_t *tl_iface)
     if (iface->av != NULL) {
         fi_close(&iface->av->fid);
     }
-    if (iface->domain != NULL) {
-        fi_close(&iface->domain->fid);
-    }
-    if (iface->fabric != NULL) {
-        fi_close(&iface->fabric->fid);
-    }
     axon_list_for_each_safe(peer, ptmp, &iface->peers, link) {
         free(peer);
-    }
-    if (iface->info != NULL) {
-        fi_freeinfo(iface->info);
     }
     free(iface->rx_ops);
     free(iface->bufs);
@@ -561,10 +539,6 @@ static const axon_iface_ops_t axon_ofi_iface_rma_ops = {
     .ep_put_zcopy       = axon_ofi_ep_put_zcopy,
     .ep_flush           = axon_ofi_ep_flush,
     .ep_check           = axon_ofi_ep_check,
-    .rkey_max_len       = sizeof(axon_ofi_rkey_t),
-    .mem_reg            = axon_ofi_mem_reg,
-    .mem_dereg          = axon_ofi_mem_dereg,
-    .rkey_pack          = axon_ofi_rkey_pack,
 };
 
 axon_status_t axon_ofi_iface_open(const axon_resource_t *resource, const void *config_v,
@@ -572,13 +546,14 @@ axon_status_t axon_ofi_iface_open(const axon_resource_t *resource, const void *c
 {
     const axon_ofi_config_t *config  = config_v;
     int                      use_rma = !!(resource->cap_flags & AXON_CAP_GET);
-    const struct fi_info    *pick;
-    struct fi_info          *list = NULL;
     axon_ofi_iface_t        *iface;
     axon_status_t            status;
     char                     key[AXON_DEV_NAME_MAX + 256];
-    int                      ret;
 
+    if (params->md == NULL) {
+        axon_error("ofi/%s: opened without its memory domain", resource->dev_name);
+        return AXON_ERR_INVALID_PARAM;
+    }
     iface = calloc(1, sizeof(*iface));
     if (iface == NULL) {
         axon_error("ofi/%s: cannot allocate an iface", resource->dev_name);
@@ -591,7 +566,9 @@ axon_status_t axon_ofi_iface_open(const axon_resource_t *resource, const void *c
     iface->am_arg         = params->am_arg;
     iface->peer_failure   = params->peer_failure;
     iface->worker_uuid    = params->worker_uuid;
-    iface->next_key       = 1;
+    iface->md             = (axon_ofi_md_t*)params->md;
+    iface->info           = iface->md->info;
+    iface->domain         = iface->md->domain;
     iface->ka_checked     = axon_sys_time_sec();
     iface->ka_next        = iface->ka_checked + config->keepalive_interval;
     if (params->am_handlers != NULL) {
@@ -604,20 +581,6 @@ axon_status_t axon_ofi_iface_open(const axon_resource_t *resource, const void *c
     axon_list_init(&iface->peers);
     snprintf(iface->name, sizeof(iface->name), "ofi/%s", resource->dev_name);
 
-    /* The same entry query saw: the provider's first domain past this host. */
-    ret = axon_ofi_getinfo(resource->dev_name, use_rma, &list);
-    if (ret != 0) {
-        axon_error("%s: fi_getinfo failed: %s", iface->name, fi_strerror(-ret));
-        status = axon_ofi_status(ret);
-        goto err;
-    }
-    pick        = axon_ofi_info_pick(list);
-    iface->info = fi_dupinfo(pick);
-    fi_freeinfo(list);
-    if (iface->info == NULL) {
-        status = AXON_ERR_NO_MEMORY;
-        goto err;
-    }
     iface->inject_size  = iface->info->tx_attr->inject_size;
     iface->max_msg_size = iface->info->ep_attr->max_msg_size;
     iface->mr_mode      = iface->info->domain_attr->mr_mode;

@@ -1,93 +1,8 @@
-/* ofi get and put: memory keys (fi_mr_reg) and fi_read / fi_write. */
+/* ofi get and put: fi_read / fi_write through keys the peer's domain packed (ofi_md.c). */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
 #include "ofi.h"
-
-/* What mem_reg hands out. */
-typedef struct axon_ofi_memh {
-    struct fid_mr *mr;
-    uint64_t       key;
-    uint64_t       start;
-    uint64_t       length;
-} axon_ofi_memh_t;
-
-/* Register [addr, addr + length) with access; binds it under FI_MR_ENDPOINT. */
-static int axon_ofi_mr_reg(axon_ofi_iface_t *iface, const void *addr, size_t length,
-                           uint64_t access, struct fid_mr **mr_p)
-{
-    int ret;
-
-    ret = fi_mr_reg(iface->domain, addr, length, access, 0, iface->next_key++, 0, mr_p, NULL);
-    if ((ret == 0) && (iface->mr_mode & FI_MR_ENDPOINT)) {
-        ret = fi_mr_bind(*mr_p, &iface->ep->fid, 0);
-        ret = ret ? ret : fi_mr_enable(*mr_p);
-        if (ret != 0) {
-            fi_close(&(*mr_p)->fid);
-        }
-    }
-    return ret;
-}
-
-axon_status_t axon_ofi_mem_reg(axon_iface_t *tl_iface, void *addr, size_t length, unsigned flags,
-                               void **memh_p)
-{
-    axon_ofi_iface_t *iface = (axon_ofi_iface_t*)tl_iface;
-    axon_ofi_memh_t  *memh;
-    int               ret;
-
-    if (length == 0) {
-        axon_error("%s: mem_reg of 0 bytes at %p", iface->name, addr);
-        return AXON_ERR_INVALID_PARAM;
-    }
-    memh = calloc(1, sizeof(*memh));
-    if (memh == NULL) {
-        axon_error("%s: cannot allocate a memory handle", iface->name);
-        return AXON_ERR_NO_MEMORY;
-    }
-    ret = axon_ofi_mr_reg(iface, addr, length, FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ |
-                          FI_WRITE, &memh->mr);
-    if (ret != 0) {
-        axon_error("%s: fi_mr_reg of %zu bytes at %p failed: %s", iface->name, length, addr,
-                   fi_strerror(-ret));
-        free(memh);
-        return axon_ofi_status(ret);
-    }
-    memh->key    = fi_mr_key(memh->mr);
-    memh->start  = (uint64_t)(uintptr_t)addr;
-    memh->length = length;
-    *memh_p      = memh;
-    return AXON_OK;
-}
-
-void axon_ofi_mem_dereg(axon_iface_t *tl_iface, void *memh_v)
-{
-    axon_ofi_memh_t *memh = memh_v;
-
-    if (memh != NULL) {
-        fi_close(&memh->mr->fid);
-        free(memh);
-    }
-}
-
-size_t axon_ofi_rkey_pack(axon_iface_t *tl_iface, const void *memh_v, void *rkey_buf)
-{
-    const axon_ofi_iface_t *iface = (const axon_ofi_iface_t*)tl_iface;
-    const axon_ofi_memh_t  *memh  = memh_v;
-    axon_ofi_rkey_t         rkey;
-
-    rkey.key    = memh->key;
-    /*
-     * The provider's reported mr_mode decides: without FI_MR_VIRT_ADDR the
-     * target adds the region's start to what it gets (libfabric 1.17's tcp
-     * reports mr_mode 0 and does exactly that), so we send offsets.
-     */
-    rkey.base   = (iface->mr_mode & FI_MR_VIRT_ADDR) ? 0 : memh->start;
-    rkey.start  = memh->start;
-    rkey.length = memh->length;
-    memcpy(rkey_buf, &rkey, sizeof(rkey));
-    return sizeof(rkey);
-}
 
 /*
  * fi_write whose completion means the data is in the target's memory
@@ -156,7 +71,8 @@ static axon_status_t axon_ofi_rma(axon_ofi_ep_t *ep, int is_get, void *buffer, s
     }
     op = axon_list_first(&iface->rma_free, axon_ofi_op_t, link);
     if (iface->mr_mode & FI_MR_LOCAL) {
-        reg = axon_ofi_mr_reg(iface, buffer, length, is_get ? FI_READ : FI_WRITE, &op->local_mr);
+        reg = axon_ofi_mr_reg(iface->md, buffer, length, is_get ? FI_READ : FI_WRITE,
+                              &op->local_mr);
         if (reg != 0) {
             axon_debug("%s: cannot register the %s buffer: %s", iface->name, what,
                        fi_strerror(-reg));

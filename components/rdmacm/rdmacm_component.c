@@ -60,6 +60,19 @@ static axon_status_t axon_rdmacm_query(const void *config, axon_resource_t **res
     return status;
 }
 
+static axon_status_t axon_rdmacm_md_open(const axon_resource_t *resource, const void *config,
+                                         axon_md_t **md_p)
+{
+    axon_rc_config_t rc;
+    axon_status_t status;
+
+    if (((status = axon_rdmacm_config_check(config)) != AXON_OK) ||
+        ((status = axon_rdmacm_rc_config(&rc)) != AXON_OK)) {
+        return status;
+    }
+    return axon_rc_md_open(resource, &rc, &axon_rdmacm_cm, md_p);
+}
+
 static axon_status_t axon_rdmacm_open(const axon_resource_t *resource, const void *config,
                                       const axon_iface_params_t *params, axon_iface_t **iface_p)
 {
@@ -82,5 +95,6 @@ AXON_COMPONENT_EXPORT const axon_component_t AXON_COMPONENT_SYMBOL = {
     .config_table  = axon_rdmacm_config_table,
     .config_size   = sizeof(axon_rdmacm_config_t),
     .query         = axon_rdmacm_query,
+    .md_open       = axon_rdmacm_md_open,
     .iface_open    = axon_rdmacm_open,
 };

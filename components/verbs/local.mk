@@ -17,6 +17,7 @@ components_verbs_librc_la_SOURCES = \
 	components/verbs/rc_conn.c \
 	components/verbs/rc_hs.c \
 	components/verbs/rc_ep.c \
+	components/verbs/rc_md.c \
 	components/verbs/rc_rdma.c \
 	components/verbs/rc_amo.c \
 	components/verbs/rc_wire.h \

@@ -181,11 +181,20 @@ typedef struct axon_rc_cm {
     void          (*conn_destroy)(axon_rc_conn_t *conn);   /* its QP, and what made it */
 } axon_rc_cm_t;
 
+/* The memory domain (rc_md.c): the device every iface of a context shares. */
+typedef struct axon_rc_md {
+    axon_md_t                 super;
+    const axon_rc_cm_t       *cm;            /* opened the device */
+    axon_verbs_dev_t          dev;
+    axon_rcache_t            *rcache;        /* zero-copy and rendezvous registrations */
+    char                      name[AXON_TL_NAME_MAX + AXON_DEV_NAME_MAX]; /* "rc/softib0:1" */
+} axon_rc_md_t;
+
 struct axon_rc_iface {
     axon_iface_t              super;
     axon_iface_ops_t          ops;           /* rc's, with the manager's addresses */
     const axon_rc_cm_t       *cm;
-    axon_verbs_dev_t          dev;
+    axon_verbs_dev_t          dev;           /* the domain's (a copy: not closed here) */
     axon_rc_config_t          config;
     char                      name[AXON_TL_NAME_MAX + AXON_DEV_NAME_MAX]; /* "rc/softib0:1" */
     /* Upper layer */
@@ -219,7 +228,7 @@ struct axon_rc_iface {
     axon_dev_cq_t            *hs_cq;
     axon_verbs_bufpool_t      hs_pool;
     unsigned                  hs_waiting;    /* connections coming up (either manager) */
-    /* Registrations of user memory: zero-copy operations and keys (rc_rdma.c) */
+    /* The domain's registrations of user memory (rc_md.c) */
     axon_rcache_t            *rcache;
     /* Keep-alive target: peers' zero-length writes name it */
     void                     *ka_buf;
@@ -326,12 +335,15 @@ static inline int axon_rc_conn_can_post(const axon_rc_conn_t *conn)
            (conn->iface->tx_cq_avail > 0);
 }
 
+/* rc_md.c: the domain of resource, its device opened by cm */
+axon_status_t axon_rc_md_open(const axon_resource_t *resource, const axon_rc_config_t *config,
+                              const axon_rc_cm_t *cm, axon_md_t **md_p);
+static inline const axon_dev_mr_t *axon_rc_region_mr(const axon_rcache_region_t *region)
+{
+    return region->memh;
+}
+
 /* rc_rdma.c */
-axon_status_t axon_rc_rcache_create(axon_rc_iface_t *iface);
-axon_status_t axon_rc_mem_reg(axon_iface_t *tl_iface, void *addr, size_t length, unsigned flags,
-                              void **memh_p);
-void          axon_rc_mem_dereg(axon_iface_t *tl_iface, void *memh);
-size_t        axon_rc_rkey_pack(axon_iface_t *tl_iface, const void *memh, void *rkey_buf);
 axon_status_t axon_rc_ep_get_zcopy(axon_tl_ep_t *tl_ep, void *buffer, size_t length,
                                    uint64_t remote_addr, const void *rkey,
                                    axon_tl_completion_t *comp);

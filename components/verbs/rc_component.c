@@ -14,6 +14,17 @@ static axon_status_t axon_rc_query(const void *config, axon_resource_t **resourc
                                       count_p);
 }
 
+static axon_status_t axon_rc_md_open_cb(const axon_resource_t *resource, const void *config,
+                                        axon_md_t **md_p)
+{
+    axon_status_t status = axon_rc_config_check(config);
+
+    if (status != AXON_OK) {
+        return status;
+    }
+    return axon_rc_md_open(resource, config, &axon_rc_hs_cm, md_p);
+}
+
 static axon_status_t axon_rc_open(const axon_resource_t *resource, const void *config,
                                   const axon_iface_params_t *params, axon_iface_t **iface_p)
 {
@@ -33,5 +44,6 @@ AXON_COMPONENT_EXPORT const axon_component_t AXON_COMPONENT_SYMBOL = {
     .config_table  = axon_rc_config_table,
     .config_size   = sizeof(axon_rc_config_t),
     .query         = axon_rc_query,
+    .md_open       = axon_rc_md_open_cb,
     .iface_open    = axon_rc_open,
 };

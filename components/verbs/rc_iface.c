@@ -39,10 +39,6 @@ static const axon_iface_ops_t axon_rc_iface_ops = {
     .ep_put_zcopy       = axon_rc_ep_put_zcopy,
     .ep_flush           = axon_rc_ep_flush,
     .ep_check           = axon_rc_ep_check,
-    .rkey_max_len       = sizeof(axon_rc_rkey_t),
-    .mem_reg            = axon_rc_mem_reg,
-    .mem_dereg          = axon_rc_mem_dereg,
-    .rkey_pack          = axon_rc_rkey_pack,
     .ep_atomic          = axon_rc_ep_atomic,
 };
 
@@ -278,10 +274,16 @@ axon_status_t axon_rc_iface_open(const axon_resource_t *resource, const axon_rc_
                                  const axon_iface_params_t *params, const axon_rc_cm_t *cm,
                                  const void *cm_config, axon_iface_t **iface_p)
 {
+    const axon_rc_md_t *md = (const axon_rc_md_t *)params->md;
     axon_rc_iface_t *iface;
     axon_status_t status;
     uint32_t tx_cqe;
 
+    if ((md == NULL) || (md->cm != cm)) {
+        axon_error("%s/%s: opened without the memory domain of its device", cm->name,
+                   resource->dev_name);
+        return AXON_ERR_INVALID_PARAM;
+    }
     iface = calloc(1, cm->iface_size);
     if (iface == NULL) {
         axon_error("%s/%s: cannot allocate the interface", cm->name, resource->dev_name);
@@ -316,11 +318,8 @@ axon_status_t axon_rc_iface_open(const axon_resource_t *resource, const axon_rc_
     axon_list_init(&iface->conns);
     axon_list_init(&iface->closing);
 
-    status = cm->dev_open(&iface->dev, resource->dev_name, (int)c->gid_index);
-    if (status != AXON_OK) {
-        free(iface);
-        return status;
-    }
+    iface->dev    = md->dev;
+    iface->rcache = md->rcache;
     iface->max_inline = (c->max_inline < iface->dev.dev_attr.max_inline_data) ?
                         c->max_inline : iface->dev.dev_attr.max_inline_data;
     /* every send WR may complete (flush), so the send CQ has room for all of them */
@@ -337,7 +336,6 @@ axon_status_t axon_rc_iface_open(const axon_resource_t *resource, const axon_rc_
                                            c->rx_queue_len)) != AXON_OK) ||
         ((status = axon_rc_iface_rx_init(iface)) != AXON_OK) ||
         ((status = axon_rc_conn_iface_init(iface)) != AXON_OK) ||
-        ((status = axon_rc_rcache_create(iface)) != AXON_OK) ||
         ((status = cm->init(iface, cm_config)) != AXON_OK)) {
         axon_rc_iface_close(&iface->super);
         return status;
@@ -356,9 +354,6 @@ static void axon_rc_iface_close(axon_iface_t *tl_iface)
     axon_rc_conn_close_all(iface);
     iface->cm->cleanup(iface);
     axon_rc_conn_iface_cleanup(iface);
-    if (iface->rcache != NULL) {
-        axon_rcache_destroy(iface->rcache);   /* every operation holding a region is done */
-    }
     if ((iface->srq != NULL) && ((ret = axon_dev_destroy_srq(iface->srq)) != 0)) {
         axon_warn("%s: destroy_srq: %d", iface->name, ret);
     }
@@ -375,6 +370,5 @@ static void axon_rc_iface_close(axon_iface_t *tl_iface)
     }
     free(iface->rx_wrs);
     free(iface->rx_sges);
-    iface->cm->dev_close(&iface->dev);
     free(iface);
 }

@@ -5,7 +5,10 @@
  * thread holds while it invalidates. Nothing is allocated, freed or
  * deregistered with that lock held (memmon.h says why): the index grows
  * before the lock is taken and dropped regions wait on a garbage list.
+ * The cache's users (the workers of one memory domain) take turns under
+ * its owner lock, so only one at a time inserts, grows or deregisters.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +42,7 @@ struct axon_rcache {
     unsigned                  nunused;
     axon_list_link_t          garbage;
     int                       has_garbage;   /* read without the lock by collect */
+    pthread_mutex_t           owner;         /* held by the user inside get, put, collect */
     axon_rcache_stats_t       stats;
 };
 
@@ -106,7 +110,7 @@ static unsigned axon_rcache_drop_range(axon_rcache_t *rcache, uintptr_t start, u
     return dropped;
 }
 
-/* Room for one more region, allocated before the lock (owner thread only inserts). */
+/* Room for one more region, allocated before the monitor lock (owner lock held). */
 static axon_status_t axon_rcache_reserve(axon_rcache_t *rcache, axon_rcache_entry_t ***old_p)
 {
     size_t cap = rcache->cap ? rcache->cap * 2 : 16;
@@ -168,7 +172,8 @@ static void axon_rcache_free_list(axon_rcache_t *rcache, axon_list_link_t *list)
     }
 }
 
-void axon_rcache_collect(axon_rcache_t *rcache)
+/* Owner lock held. */
+static void axon_rcache_collect_owned(axon_rcache_t *rcache)
 {
     axon_list_link_t garbage;
 
@@ -179,6 +184,16 @@ void axon_rcache_collect(axon_rcache_t *rcache)
     axon_rcache_take_garbage(rcache, &garbage);
     axon_memmon_unlock();
     axon_rcache_free_list(rcache, &garbage);
+}
+
+void axon_rcache_collect(axon_rcache_t *rcache)
+{
+    if (!__atomic_load_n(&rcache->has_garbage, __ATOMIC_ACQUIRE)) {
+        return;
+    }
+    pthread_mutex_lock(&rcache->owner);
+    axon_rcache_collect_owned(rcache);
+    pthread_mutex_unlock(&rcache->owner);
 }
 
 static void axon_rcache_invalidate(void *arg, uintptr_t start, uintptr_t end)
@@ -204,12 +219,14 @@ axon_status_t axon_rcache_create(const axon_rcache_params_t *params, axon_rcache
     rcache->max_unused = params->max_unused;
     axon_list_init(&rcache->unused);
     axon_list_init(&rcache->garbage);
+    pthread_mutex_init(&rcache->owner, NULL);
     status = axon_memmon_subscribe(axon_rcache_invalidate, rcache, &rcache->sub);
     if (status == AXON_ERR_UNSUPPORTED) {
         /* Every get registers and every put deregisters, as without a cache. */
         axon_debug("rcache %s: memory cannot be watched here: not caching", rcache->name);
         rcache->sub = NULL;
     } else if (status != AXON_OK) {
+        pthread_mutex_destroy(&rcache->owner);
         free(rcache);
         return status;
     }
@@ -236,7 +253,8 @@ void axon_rcache_destroy(axon_rcache_t *rcache)
     if (in_use > 0) {
         axon_warn("rcache %s: %u regions still in use at destroy", rcache->name, in_use);
     }
-    axon_rcache_collect(rcache);
+    axon_rcache_collect_owned(rcache);
+    pthread_mutex_destroy(&rcache->owner);
     free(rcache->index);
     free(rcache);
 }
@@ -408,27 +426,27 @@ axon_status_t axon_rcache_get(axon_rcache_t *rcache, void *addr, size_t length,
         axon_error("rcache %s: range %p+%zu wraps around", rcache->name, addr, length);
         return AXON_ERR_INVALID_PARAM;
     }
+    pthread_mutex_lock(&rcache->owner);
     axon_memmon_lock();
     entry = axon_rcache_lookup(rcache, start, end);
     if (entry != NULL) {
         ++rcache->stats.hits;
     }
     axon_memmon_unlock();
-    axon_rcache_collect(rcache);
-    if (entry == NULL) {
-        status = axon_rcache_miss(rcache, start, end, &entry);
-        if (status != AXON_OK) {
-            return status;
-        }
+    axon_rcache_collect_owned(rcache);
+    status = (entry == NULL) ? axon_rcache_miss(rcache, start, end, &entry) : AXON_OK;
+    pthread_mutex_unlock(&rcache->owner);
+    if (status == AXON_OK) {
+        *region_p = &entry->super;
     }
-    *region_p = &entry->super;
-    return AXON_OK;
+    return status;
 }
 
 void axon_rcache_put(axon_rcache_t *rcache, axon_rcache_region_t *region)
 {
     axon_rcache_entry_t *entry = (axon_rcache_entry_t *)region;
 
+    pthread_mutex_lock(&rcache->owner);
     axon_memmon_lock();
     if (--entry->refs == 0) {
         if (!entry->indexed) {
@@ -443,5 +461,6 @@ void axon_rcache_put(axon_rcache_t *rcache, axon_rcache_region_t *region)
         }
     }
     axon_memmon_unlock();
-    axon_rcache_collect(rcache);
+    axon_rcache_collect_owned(rcache);
+    pthread_mutex_unlock(&rcache->owner);
 }

@@ -10,9 +10,10 @@
  * watched by the memory monitor (memmon.h), and a range given back to the
  * kernel leaves the cache before the unmap returns. Memory that cannot be
  * watched (e.g. a private file mapping) is registered for the one use, as
- * without a cache. Regions freed by the monitor are deregistered by the
- * cache's owner at its next get or put, since devices are driven from
- * their owner's thread only.
+ * without a cache. Regions freed by the monitor are deregistered at the
+ * next get, put or collect, by a user of the cache rather than the
+ * monitor's thread. Several threads may share one cache (the workers of a
+ * memory domain): they take turns.
  */
 #ifndef AXON_RCACHE_H
 #define AXON_RCACHE_H

@@ -101,6 +101,7 @@ struct LogCapture {
 /* One rdmacm iface with what it received and which peers it saw fail. */
 struct Iface {
     axon_iface_t              *iface = nullptr;
+    axon_md_t                 *md    = nullptr;
     uint64_t                   uuid  = 0;
     axon_am_handler_t          handlers[AXON_AM_ID_MAX] = {};
     std::vector<std::string>   msgs;
@@ -124,12 +125,21 @@ struct Iface {
         params.am_arg       = this;
         params.worker_uuid  = uuid;
         params.peer_failure = on_failure;
+        axon_status_t status = lc->component->md_open(&lc->resources[0], lc->config, &md);
+        if (status != AXON_OK) {
+            md = nullptr;
+            return status;
+        }
+        params.md = md;
         return lc->component->iface_open(&lc->resources[0], lc->config, &params, &iface);
     }
     ~Iface()
     {
         if (iface != nullptr) {
             iface->ops->iface_close(iface);
+        }
+        if (md != nullptr) {
+            md->ops->md_close(md);
         }
     }
     unsigned progress() { return iface->ops->iface_progress(iface); }

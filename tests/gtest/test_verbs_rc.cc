@@ -101,6 +101,7 @@ struct Rc {
     const axon_loaded_component_t *lc = nullptr;
     const axon_resource_t         *res = nullptr;
     axon_iface_t                  *iface = nullptr;
+    axon_md_t                     *md    = nullptr;
     axon_am_handler_t              handlers[AXON_AM_ID_MAX] = {};
     uint64_t                       uuid = 0;
     std::vector<std::vector<uint8_t>> msgs;     /* kAmData payloads, in order */
@@ -152,6 +153,12 @@ struct Rc {
         params.am_arg          = this;
         params.worker_uuid     = uuid;
         params.peer_failure    = on_failure;
+        /* The iface opens on its memory domain, as a context's workers do. */
+        if (lc->component->md_open(res, lc->config, &md) != AXON_OK) {
+            md = nullptr;
+            return false;
+        }
+        params.md = md;
         return lc->component->iface_open(res, lc->config, &params, &iface) == AXON_OK;
     }
 
@@ -159,6 +166,9 @@ struct Rc {
     {
         if (iface != nullptr) {
             iface->ops->iface_close(iface);
+        }
+        if (md != nullptr) {
+            md->ops->md_close(md);
         }
         axon_loader_unload_all(&set);
     }
@@ -523,12 +533,12 @@ int peer_rdma(int fd, void *)
 
     PEER_CHECK(rc_start(rc, fd, &peer, &ep));
     std::vector<uint8_t> buf = pattern(kRdmaLen, 5);
-    PEER_CHECK(rc.iface->ops->mem_reg(rc.iface, buf.data(), buf.size(), 0, &memh) == AXON_OK);
-    std::vector<uint8_t> key(rc.iface->ops->rkey_max_len + 8);
+    PEER_CHECK(rc.md->ops->mem_reg(rc.md, buf.data(), buf.size(), 0, &memh) == AXON_OK);
+    std::vector<uint8_t> key(rc.md->ops->rkey_max_len + 8);
     uint64_t addr = (uintptr_t)buf.data();
     memcpy(key.data(), &addr, 8);
-    size_t klen = rc.iface->ops->rkey_pack(rc.iface, memh, key.data() + 8);
-    PEER_CHECK(klen <= rc.iface->ops->rkey_max_len);
+    size_t klen = rc.md->ops->rkey_pack(rc.md, memh, key.data() + 8);
+    PEER_CHECK(klen <= rc.md->ops->rkey_max_len);
     PEER_CHECK(axon_test_send_blob(fd, key.data(), 8 + klen) == 0);
     /* the test gets, puts the second half, then refuses bad keys */
     double end = axon_test_time() + kOpTimeout;
@@ -545,7 +555,7 @@ int peer_rdma(int fd, void *)
         rc.progress();
     }
     PEER_CHECK(buf == want);   /* bad keys touched nothing */
-    rc.iface->ops->mem_dereg(rc.iface, memh);
+    rc.md->ops->mem_dereg(rc.md, memh);
     rc.iface->ops->ep_destroy(ep);
     rc.progress_for(0.3);
     PEER_CHECK(rc.failed.empty());

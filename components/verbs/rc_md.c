@@ -1,0 +1,174 @@
+/*
+ * rc's memory domain: the device context and protection domain every rc
+ * iface of a context is opened on, and what is registered in it. Memory
+ * the application maps is registered once here, whatever the number of
+ * workers. Zero-copy operations and rendezvous keys (AXON_MEM_REG_TRANSIENT)
+ * take their registration from the domain's registration cache
+ * (framework/memory), so a buffer used again is registered once; cached
+ * regions allow local writes and remote reads only. Keys the application
+ * hands out get a registration of their own, with every right, which dies
+ * at mem_dereg: a stale key then fails.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "rc.h"
+
+#define AXON_RC_MR_ACCESS_CACHED (AXON_DEV_ACCESS_LOCAL_WRITE | AXON_DEV_ACCESS_REMOTE_READ)
+#define AXON_RC_MR_ACCESS_KEY    (AXON_DEV_ACCESS_LOCAL_WRITE | AXON_DEV_ACCESS_REMOTE_READ | \
+                                  AXON_DEV_ACCESS_REMOTE_WRITE | AXON_DEV_ACCESS_REMOTE_ATOMIC)
+
+/* A key's memory handle: a cached region or an own MR, and the range the key grants. */
+typedef struct axon_rc_memh {
+    axon_rcache_region_t *region;   /* transient keys */
+    axon_dev_mr_t        *mr;       /* the others */
+    uintptr_t             addr;
+    size_t                length;
+} axon_rc_memh_t;
+
+static axon_status_t axon_rc_reg_mr(axon_rc_md_t *md, void *addr, size_t length, int access,
+                                    axon_dev_mr_t **mr_p)
+{
+    int ret = axon_dev_reg_mr(md->dev.pd, addr, length, access, mr_p);
+
+    if (ret != 0) {
+        axon_debug("%s: reg_mr of %p, %zu bytes: error %d", md->name, addr, length, ret);
+        return (ret == ENOMEM) ? AXON_ERR_NO_MEMORY : AXON_ERR_IO_ERROR;
+    }
+    return AXON_OK;
+}
+
+static void axon_rc_dereg_mr(axon_rc_md_t *md, axon_dev_mr_t *mr)
+{
+    int ret = axon_dev_dereg_mr(mr);
+
+    if (ret != 0) {
+        axon_warn("%s: dereg_mr: error %d", md->name, ret);
+    }
+}
+
+static axon_status_t axon_rc_rcache_reg(void *arg, void *addr, size_t length, void **memh_p)
+{
+    return axon_rc_reg_mr(arg, addr, length, AXON_RC_MR_ACCESS_CACHED, (axon_dev_mr_t **)memh_p);
+}
+
+static void axon_rc_rcache_dereg(void *arg, void *memh)
+{
+    axon_rc_dereg_mr(arg, memh);
+}
+
+static const axon_rcache_ops_t axon_rc_rcache_ops = {
+    .reg   = axon_rc_rcache_reg,
+    .dereg = axon_rc_rcache_dereg,
+};
+
+static axon_status_t axon_rc_mem_reg(axon_md_t *tl_md, void *addr, size_t length, unsigned flags,
+                                     void **memh_p)
+{
+    axon_rc_md_t *md = (axon_rc_md_t *)tl_md;
+    axon_rc_memh_t *memh;
+    axon_status_t status;
+
+    if ((addr == NULL) || (length == 0) || (memh_p == NULL)) {
+        axon_error("%s: mem_reg of %p, %zu bytes: nothing to register", md->name, addr, length);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    memh = calloc(1, sizeof(*memh));
+    if (memh == NULL) {
+        return AXON_ERR_NO_MEMORY;
+    }
+    status = (flags & AXON_MEM_REG_TRANSIENT) ?
+             axon_rcache_get(md->rcache, addr, length, &memh->region) :
+             axon_rc_reg_mr(md, addr, length, AXON_RC_MR_ACCESS_KEY, &memh->mr);
+    if (status != AXON_OK) {
+        free(memh);
+        return status;
+    }
+    memh->addr   = (uintptr_t)addr;
+    memh->length = length;
+    *memh_p      = memh;
+    return AXON_OK;
+}
+
+static void axon_rc_mem_dereg(axon_md_t *tl_md, void *memh)
+{
+    axon_rc_md_t *md = (axon_rc_md_t *)tl_md;
+    axon_rc_memh_t *rc_memh = memh;
+
+    if (rc_memh == NULL) {
+        return;
+    }
+    if (rc_memh->region != NULL) {
+        axon_rcache_put(md->rcache, rc_memh->region);
+    } else {
+        axon_rc_dereg_mr(md, rc_memh->mr);
+    }
+    free(rc_memh);
+}
+
+static size_t axon_rc_rkey_pack(axon_md_t *tl_md, const void *memh, void *rkey_buf)
+{
+    const axon_rc_memh_t *rc_memh = memh;
+    axon_rc_rkey_t rkey;
+
+    (void)tl_md;
+    rkey.version = AXON_RC_RKEY_VERSION;
+    rkey.rkey    = (rc_memh->region != NULL) ? axon_rc_region_mr(rc_memh->region)->rkey :
+                                               rc_memh->mr->rkey;
+    rkey.addr    = rc_memh->addr;
+    rkey.length  = rc_memh->length;
+    memcpy(rkey_buf, &rkey, sizeof(rkey));
+    return sizeof(rkey);
+}
+
+static void axon_rc_md_close(axon_md_t *tl_md)
+{
+    axon_rc_md_t *md = (axon_rc_md_t *)tl_md;
+
+    if (md->rcache != NULL) {
+        axon_rcache_destroy(md->rcache);   /* every iface, so every operation, is gone */
+    }
+    md->cm->dev_close(&md->dev);
+    free(md);
+}
+
+static const axon_md_ops_t axon_rc_md_ops = {
+    .md_close     = axon_rc_md_close,
+    .rkey_max_len = sizeof(axon_rc_rkey_t),
+    .mem_reg      = axon_rc_mem_reg,
+    .mem_dereg    = axon_rc_mem_dereg,
+    .rkey_pack    = axon_rc_rkey_pack,
+};
+
+axon_status_t axon_rc_md_open(const axon_resource_t *resource, const axon_rc_config_t *config,
+                              const axon_rc_cm_t *cm, axon_md_t **md_p)
+{
+    axon_rcache_params_t params = {
+        .ops        = &axon_rc_rcache_ops,
+        .max_unused = config->rcache_max,
+    };
+    axon_rc_md_t *md = calloc(1, sizeof(*md));
+    axon_status_t status;
+
+    if (md == NULL) {
+        return AXON_ERR_NO_MEMORY;
+    }
+    md->super.ops = &axon_rc_md_ops;
+    md->cm        = cm;
+    snprintf(md->name, sizeof(md->name), "%s/%s", cm->name, resource->dev_name);
+    status = cm->dev_open(&md->dev, resource->dev_name, (int)config->gid_index);
+    if (status != AXON_OK) {
+        free(md);
+        return status;
+    }
+    params.name = md->name;
+    params.arg  = md;
+    status = axon_rcache_create(&params, &md->rcache);
+    if (status != AXON_OK) {
+        axon_rc_md_close(&md->super);
+        return status;
+    }
+    *md_p = &md->super;
+    return AXON_OK;
+}
