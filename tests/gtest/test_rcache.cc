@@ -364,6 +364,67 @@ TEST_F(Rcache, UnmapFromAnotherThread)
     munmap(buf, len);
 }
 
+/*
+ * The workers of one memory domain share its cache from their own threads:
+ * overlapping gets and puts, merges, evictions and unmaps from all of them
+ * at once keep every region registered and covering what was asked. The
+ * fake device is not thread safe, so two threads inside it at once would
+ * show (lost registrations, ASan reports).
+ */
+TEST_F(Rcache, SharedByThreads)
+{
+    struct Ctx {
+        axon_rcache_t *rcache;
+        FakeDevice    *dev;
+        char          *buf;
+        int     seed;
+        int     bad;
+    };
+    const int kThreads = 4;
+    const size_t kPages = 64;
+    char *buf = static_cast<char *>(map(kPages * kPage));
+    pthread_t threads[kThreads];
+    Ctx ctx[kThreads];
+
+    ASSERT_NO_FATAL_FAILURE(create(8));
+    for (int t = 0; t < kThreads; ++t) {
+        ctx[t] = {rcache_, &dev_, buf, t + 1, 0};
+        ASSERT_EQ(0, pthread_create(&threads[t], NULL, [](void *arg) -> void * {
+            Ctx *c = static_cast<Ctx *>(arg);
+            unsigned r = (unsigned)c->seed;
+
+            for (int i = 0; i < 3000; ++i) {
+                size_t first = rand_r(&r) % 60, pages = 1 + rand_r(&r) % 4;
+                char *addr = c->buf + first * kPage + rand_r(&r) % 100;
+                axon_rcache_region_t *region = NULL;
+
+                if ((c->seed == 1) && (i % 500 == 499)) {
+                    /* new pages over part of the buffer: the monitor drops what covered them */
+                    mmap(c->buf + 8 * kPage, 4 * kPage, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+                }
+                if (axon_rcache_get(c->rcache, addr, pages * kPage - 200, &region) !=
+                    AXON_OK) {
+                    ++c->bad;
+                    continue;
+                }
+                c->bad += (region->start > (uintptr_t)addr) ||
+                          (region->end < (uintptr_t)addr + pages * kPage - 200) ||
+                          !c->dev->regs.at((uintptr_t)region->memh - 1).live;
+                axon_rcache_put(c->rcache, region);
+            }
+            return NULL;
+        }, &ctx[t]));
+    }
+    for (int t = 0; t < kThreads; ++t) {
+        pthread_join(threads[t], NULL);
+        EXPECT_EQ(0, ctx[t].bad) << "thread " << t;
+    }
+    axon_rcache_collect(rcache_);
+    EXPECT_LE(dev_.live, 8u) << "more registrations alive than unused regions kept";
+    munmap(buf, kPages * kPage);
+}
+
 /* The child of a fork unmaps memory the parent watches: no event, no hang. */
 TEST_F(Rcache, ForkedChildUnmapsWithoutHanging)
 {
