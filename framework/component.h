@@ -140,13 +140,37 @@ typedef struct axon_iface axon_iface_t;
 typedef struct axon_tl_ep axon_tl_ep_t;
 typedef struct axon_md axon_md_t;
 
+struct axon_amo_lock_table;
+struct axon_proc;
+
+/* Longest key a domain packs (rkey_max_len), and the most a peer's unpack gives ep ops. */
+#define AXON_MD_RKEY_MAX 32
+
+/* What a key says about its memory, besides the domain's own bytes. */
+typedef struct axon_md_key_info {
+    uint64_t                address;    /* the owner's address of the range */
+    uint64_t                length;
+    const struct axon_proc *owner;      /* the owner process, on host host_id */
+    uint64_t                host_id;
+} axon_md_key_info_t;
+
+/* A domain's key entry made usable at a peer: direct access, or a key for the lanes. */
+typedef struct axon_md_rkey {
+    void                       *handle;       /* for rkey_release; NULL: nothing to release */
+    uint8_t                    *direct;       /* the range's first byte, mapped here; or NULL */
+    struct axon_amo_lock_table *locks;        /* direct: the atomics' locks, the owner's own */
+    size_t                      tl_rkey_len;  /* else: what ep_get_zcopy / ep_put_zcopy take */
+    uint8_t                     tl_rkey[AXON_MD_RKEY_MAX];
+} axon_md_rkey_t;
+
 /*
  * A memory domain: what memory registrations and keys belong to (a verbs
- * protection domain, a libfabric domain). A context opens one per resource
- * whose component has md_open and registers memory on it once; every
- * worker's iface of that resource is opened on it (iface params), so a key
- * packed once serves the peers of every worker. The ops may be called from
- * any thread: a domain serializes what needs it.
+ * protection domain, a libfabric domain, the processes of a host for shm).
+ * A context opens one per resource whose component has md_open and
+ * registers memory on it once; every worker's iface of that resource is
+ * opened on it (iface params), so a key packed once serves the peers of
+ * every worker. The ops may be called from any thread: a domain
+ * serializes what needs it.
  */
 typedef struct axon_md_ops {
     void          (*md_close)(axon_md_t *md);
@@ -164,6 +188,24 @@ typedef struct axon_md_ops {
                              void **memh_p);
     void          (*mem_dereg)(axon_md_t *md, void *memh);
     size_t        (*rkey_pack)(axon_md_t *md, const void *memh, void *rkey_buf);
+    /*
+     * Optional: length zeroed bytes that peers on the host can map
+     * (AXON_MEM_MAP_ALLOCATE), at *address_p, with the lock table their
+     * atomics share at *locks_p. The memh is a registration like mem_reg's;
+     * mem_dereg frees the memory.
+     */
+    axon_status_t (*mem_alloc)(axon_md_t *md, size_t length, void **address_p,
+                               struct axon_amo_lock_table **locks_p, void **memh_p);
+    /*
+     * Optional, at a peer: make entry (what the owner's rkey_pack wrote) usable
+     * here, in rkey. Without it the entry itself is the lanes' key.
+     * AXON_ERR_UNSUPPORTED: not through this domain here (the caller tries
+     * other lanes, then active messages); AXON_ERR_REMOTE_ACCESS (logged):
+     * the memory is not mapped at the owner (stale or forged key).
+     */
+    axon_status_t (*rkey_unpack)(axon_md_t *md, const void *entry, size_t entry_len,
+                                 const axon_md_key_info_t *info, axon_md_rkey_t *rkey);
+    void          (*rkey_release)(axon_md_t *md, void *handle);
 } axon_md_ops_t;
 
 /* Base of every memory domain; a component embeds it first. */

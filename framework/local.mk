@@ -9,9 +9,7 @@ libaxon_la_SOURCES += \
 	framework/sys.c \
 	framework/idle.c \
 	framework/proc.c \
-	framework/amo_cpu.c \
-	framework/mem_seg.c \
-	framework/mem_table.c
+	framework/amo_cpu.c
 
 noinst_HEADERS += \
 	framework/list.h \
@@ -25,6 +23,4 @@ noinst_HEADERS += \
 	framework/idle.h \
 	framework/proc.h \
 	framework/amo_args.h \
-	framework/amo_cpu.h \
-	framework/mem_seg.h \
-	framework/mem_table.h
+	framework/amo_cpu.h

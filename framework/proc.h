@@ -25,6 +25,12 @@ typedef struct axon_proc {
 /* This process's identity; fields it cannot learn (no /proc) are 0. */
 void axon_proc_self(axon_proc_t *proc);
 
+/* Do a and b name the same process (pid, start time and namespaces)? */
+static inline int axon_proc_equal(const axon_proc_t *a, const axon_proc_t *b)
+{
+    return (a->pid == b->pid) && (a->start_time == b->start_time) && (a->ns_id == b->ns_id);
+}
+
 /* Can self tell whether the process proc names is alive, and read its memory by pid? */
 static inline int axon_proc_comparable(const axon_proc_t *proc, const axon_proc_t *self)
 {

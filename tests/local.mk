@@ -43,8 +43,12 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/test_ofi.cc \
 	tests/gtest/test_ofi_rma.cc \
 	tests/harness/harness.c \
-	tests/harness/harness.h
+	tests/harness/harness.h \
+	components/shm/shm_mem_seg.c \
+	components/shm/shm_mem_table.c
+# (shm's segments and mapping table are tested directly, white box: shm_md.h)
 tests_axon_gtest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/harness $(GTEST_CFLAGS) \
+	-I$(top_srcdir)/components/shm \
 	-DAXON_TEST_BUILDDIR='"$(abs_top_builddir)"' \
 	-DAXON_TEST_PLUGIN_DIR='"$(abs_top_builddir)/tests/plugins/.libs"'
 tests_axon_gtest_CXXFLAGS = -std=gnu++14 -Wall -Wno-missing-field-initializers

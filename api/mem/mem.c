@@ -1,23 +1,24 @@
 /*
- * Memory mapped for remote access: the caller's range, or a segment we
- * allocate so that processes on this host can map it (mem_seg.h). Each
- * mapping gets a random token that keys and remote-access messages name it
- * by, a lock-stripe table for the atomics executed on it (amo_cpu.h), and a
- * registration in every key-needing memory domain (rc) of the context, so
- * a peer's RDMA reaches it through any worker's iface on that domain.
+ * Memory mapped for remote access: the caller's range, or memory a domain
+ * allocates so that processes on this host can map it (shm's memfd
+ * segments; our own anonymous memory when no domain can). Each mapping
+ * gets a random token that keys and remote-access messages name it by, a
+ * lock-stripe table for the atomics executed on it (amo_cpu.h), and a
+ * registration in every memory domain of the context (component.h), so a
+ * peer reaches it through any worker's iface on that domain.
  *
- * Every mapping is also published in the context's mapping table
- * (framework/mem_table.h), which peers on the host check before they reach
- * the memory by cross-memory attach: unmapping clears the slot before the
- * memory goes, so later accesses through old keys fail on every path (AM:
- * the token is gone here; CMA: the slot; rc: the registration; SHM: the
+ * Unmapping deregisters before the memory goes, so later accesses through
+ * old keys fail on every path (AM: the token is gone here; rc: the
+ * registration; shm: the slot in its mapping table, and an attached
  * segment stays mapped at the peer until its keys are destroyed).
  * Unmapping while a peer's access is under way is the user's error, as in
  * UCX and OpenSHMEM.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include "log.h"
 #include "mem.h"
 #include "rma.h"
@@ -103,8 +104,6 @@ axon_status_t axon_mem_context_init(axon_context_h ctx)
     }
     axon_list_init(&mctx->maps);
     axon_list_init(&mctx->workers);
-    axon_list_init(&mctx->segs);
-    axon_list_init(&mctx->tables);
     for (i = 0; i < AXON_MEM_HASH_BUCKETS; ++i) {
         axon_list_init(&mctx->hash[i]);
     }
@@ -114,19 +113,73 @@ axon_status_t axon_mem_context_init(axon_context_h ctx)
 
 /* ---------------------------------------------------------------- registrations */
 
-/* Drop mem's registrations. */
+/* Drop mem's registrations, the allocating domain's last (it frees the memory). */
 static void axon_mem_dereg_all(struct axon_mem *mem)
 {
     axon_mem_reg_t *reg, *tmp;
 
     axon_list_for_each_safe(reg, tmp, &mem->regs, link) {
-        reg->md->ops->mem_dereg(reg->md, reg->tl_memh);
-        axon_list_del(&reg->link);
-        free(reg);
+        if (reg != mem->alloc_reg) {
+            reg->md->ops->mem_dereg(reg->md, reg->tl_memh);
+            axon_list_del(&reg->link);
+            free(reg);
+        }
+    }
+    if (mem->alloc_reg != NULL) {
+        mem->alloc_reg->md->ops->mem_dereg(mem->alloc_reg->md, mem->alloc_reg->tl_memh);
+        axon_list_del(&mem->alloc_reg->link);
+        free(mem->alloc_reg);
+        mem->alloc_reg = NULL;
     }
 }
 
-/* Register mem in the context's key-needing domains; one that refuses just has no entry. */
+/*
+ * AXON_MEM_MAP_ALLOCATE: the first domain that allocates memory peers can
+ * map (shm) does, and its registration comes with it; with none (shm not
+ * admitted), anonymous memory of our own, which peers reach as they reach
+ * the caller's.
+ */
+static axon_status_t axon_mem_alloc(axon_context_h ctx, struct axon_mem *mem)
+{
+    struct axon_amo_lock_table *locks;
+    axon_status_t status;
+    unsigned i;
+
+    for (i = 0; i < ctx->num_rscs; ++i) {
+        axon_md_t *md = ctx->rscs[i].md;
+
+        if ((md == NULL) || (md->ops->mem_alloc == NULL)) {
+            continue;
+        }
+        mem->alloc_reg = calloc(1, sizeof(*mem->alloc_reg));
+        if (mem->alloc_reg == NULL) {
+            return AXON_ERR_NO_MEMORY;
+        }
+        status = md->ops->mem_alloc(md, mem->length, (void **)&mem->address, &locks,
+                                    &mem->alloc_reg->tl_memh);
+        if (status != AXON_OK) {
+            free(mem->alloc_reg);
+            mem->alloc_reg = NULL;
+            return status;
+        }
+        mem->alloc_reg->resource = ctx->rscs[i].resource;
+        mem->alloc_reg->md       = md;
+        mem->locks               = locks;
+        axon_list_add_tail(&mem->regs, &mem->alloc_reg->link);
+        return AXON_OK;
+    }
+    mem->address = mmap(NULL, mem->length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                        -1, 0);
+    if (mem->address == MAP_FAILED) {
+        mem->address = NULL;
+        axon_error("axon_mem_map: cannot allocate %zu bytes: %s", mem->length, strerror(errno));
+        return AXON_ERR_NO_MEMORY;
+    }
+    mem->anon_length = mem->length;
+    return AXON_OK;
+}
+
+/* Register mem in every domain of the context; one that refuses just has no entry. */
 static axon_status_t axon_mem_reg_all(axon_context_h ctx, struct axon_mem *mem)
 {
     const axon_select_resource_t *rsc;
@@ -136,18 +189,17 @@ static axon_status_t axon_mem_reg_all(axon_context_h ctx, struct axon_mem *mem)
 
     for (i = 0; i < ctx->num_rscs; ++i) {
         rsc = &ctx->rscs[i];
-        if ((rsc->md == NULL) || !(rsc->resource->cap_flags & AXON_CAP_NEED_MKEY)) {
+        if ((rsc->md == NULL) || ((mem->alloc_reg != NULL) && (mem->alloc_reg->md == rsc->md))) {
             continue;
         }
-        if (rsc->md->ops->rkey_max_len > AXON_RNDV_RKEY_MAX) {
+        if (rsc->md->ops->rkey_max_len > AXON_MD_RKEY_MAX) {
             axon_debug("%s: keys of %zu bytes do not fit a packed key (%d): not registered",
-                       rsc->resource->tl_name, rsc->md->ops->rkey_max_len, AXON_RNDV_RKEY_MAX);
+                       rsc->resource->tl_name, rsc->md->ops->rkey_max_len, AXON_MD_RKEY_MAX);
             continue;
         }
         reg = calloc(1, sizeof(*reg));
         if (reg == NULL) {
             axon_error("axon_mem_map: out of memory");
-            axon_mem_dereg_all(mem);
             return AXON_ERR_NO_MEMORY;
         }
         status = rsc->md->ops->mem_reg(rsc->md, mem->address, mem->length, 0, &reg->tl_memh);
@@ -182,37 +234,6 @@ void axon_mem_worker_detach(axon_worker_h worker)
     pthread_mutex_lock(&mctx->lock);
     axon_list_del(&worker->mem_link);
     pthread_mutex_unlock(&mctx->lock);
-}
-
-/* ---------------------------------------------------------------- the mapping table */
-
-/*
- * Publish mem in the context's table, created on the first mapping; a
- * mapping without a slot (no table, table full) is simply not reached by
- * cross-memory attach. Caller holds mctx->lock.
- */
-static void axon_mem_publish(struct axon_mem_ctx *mctx, struct axon_mem *mem)
-{
-    if (mctx->table_state == 0) {
-        mctx->table_state = (axon_mem_table_create(&mctx->table) == AXON_OK) ? 1 : -1;
-        if (mctx->table_state < 0) {
-            axon_warn("axon_mem_map: no mapping table: peers on this host reach mapped memory "
-                      "by active messages only");
-        }
-    }
-    if (mctx->table_state > 0) {
-        mem->slot = axon_mem_table_publish(&mctx->table, mem->token, (uintptr_t)mem->address,
-                                           mem->length);
-    }
-}
-
-/* Caller holds mctx->lock. */
-static void axon_mem_unpublish(struct axon_mem_ctx *mctx, struct axon_mem *mem)
-{
-    if (mem->slot >= 0) {
-        axon_mem_table_clear(&mctx->table, (uint32_t)mem->slot);
-        mem->slot = -1;
-    }
 }
 
 /* ---------------------------------------------------------------- mappings */
@@ -314,15 +335,34 @@ void axon_mem_locks_put(void *ref)
     }
 }
 
+/* Deregister and free; the domain that allocated the memory frees it last. */
 static void axon_mem_free(struct axon_mem *mem)
 {
-    if (mem->flags & AXON_MEM_MAP_ALLOCATE) {
-        axon_mem_seg_free(&mem->seg);
+    axon_mem_dereg_all(mem);
+    if (mem->anon_length != 0) {
+        munmap(mem->address, mem->anon_length);
     }
     if (mem->own_locks != NULL) {
         axon_mem_locks_put(mem->own_locks);
     }
     free(mem);
+}
+
+/* Locks of memory no domain allocated, shared with the LOCAL keys that reach it. */
+static axon_status_t axon_mem_own_locks_create(struct axon_mem *mem)
+{
+    axon_mem_own_locks_t *ol;
+
+    /* A cache line per stripe, as in a segment's header. */
+    if (posix_memalign((void **)&ol, AXON_CACHE_LINE, sizeof(*ol)) != 0) {
+        axon_error("axon_mem_map: out of memory");
+        return AXON_ERR_NO_MEMORY;
+    }
+    axon_amo_lock_table_init(&ol->table);
+    ol->refcount   = 1;
+    mem->own_locks = &ol->table;
+    mem->locks     = mem->own_locks;
+    return AXON_OK;
 }
 
 axon_status_t axon_mem_map(axon_context_h context, const axon_mem_map_params_t *params,
@@ -346,44 +386,25 @@ axon_status_t axon_mem_map(axon_context_h context, const axon_mem_map_params_t *
     mem->context = context;
     mem->flags   = params->flags;
     mem->length  = params->length;
-    mem->slot    = -1;
+    mem->address = params->address;
     axon_list_init(&mem->regs);
 
     pthread_mutex_lock(&axon_mem_proc_lock);
     mem->token = axon_mem_new_token();
     pthread_mutex_unlock(&axon_mem_proc_lock);
 
-    if (params->flags & AXON_MEM_MAP_ALLOCATE) {
-        status = axon_mem_seg_alloc(params->length, mem->token, &mem->seg);
-        if (status != AXON_OK) {
-            free(mem);
-            return status;
-        }
-        mem->address = mem->seg.address;
-        mem->locks   = mem->seg.locks;
-    } else {
-        axon_mem_own_locks_t *ol;
-
-        /* A cache line per stripe, as in a segment's header. */
-        if (posix_memalign((void **)&ol, AXON_CACHE_LINE, sizeof(*ol)) != 0) {
-            axon_error("axon_mem_map: out of memory");
-            free(mem);
-            return AXON_ERR_NO_MEMORY;
-        }
-        axon_amo_lock_table_init(&ol->table);
-        ol->refcount   = 1;
-        mem->own_locks = &ol->table;
-        mem->address   = params->address;
-        mem->locks     = mem->own_locks;
+    status = (params->flags & AXON_MEM_MAP_ALLOCATE) ? axon_mem_alloc(context, mem) : AXON_OK;
+    if ((status == AXON_OK) && (mem->alloc_reg == NULL)) {
+        status = axon_mem_own_locks_create(mem);
     }
-
-    status = axon_mem_reg_all(context, mem);
+    if (status == AXON_OK) {
+        status = axon_mem_reg_all(context, mem);
+    }
     if (status != AXON_OK) {
         axon_mem_free(mem);
         return status;
     }
     pthread_mutex_lock(&mctx->lock);
-    axon_mem_publish(mctx, mem);
     axon_list_add_tail(&mctx->maps, &mem->link);
     axon_list_add_tail(&mctx->hash[axon_mem_bucket(mem->token)], &mem->hash_link);
     pthread_mutex_unlock(&mctx->lock);
@@ -393,9 +414,9 @@ axon_status_t axon_mem_map(axon_context_h context, const axon_mem_map_params_t *
     axon_list_add_tail(&axon_mem_proc_hash[axon_mem_bucket(mem->token)], &mem->proc_link);
     pthread_mutex_unlock(&axon_mem_proc_lock);
 
-    axon_debug("mapped %p, %zu bytes%s, token %016llx, table slot %d", (void *)mem->address,
-               mem->length, (mem->flags & AXON_MEM_MAP_ALLOCATE) ? " (allocated)" : "",
-               (unsigned long long)mem->token, (int)mem->slot);
+    axon_debug("mapped %p, %zu bytes%s, token %016llx", (void *)mem->address, mem->length,
+               (mem->flags & AXON_MEM_MAP_ALLOCATE) ? " (allocated)" : "",
+               (unsigned long long)mem->token);
     *memh_p = mem;
     return AXON_OK;
 }
@@ -412,16 +433,14 @@ axon_status_t axon_mem_query(axon_mem_h memh, void **address_p, size_t *length_p
     return AXON_OK;
 }
 
-/* Unpublish, unlink from both hashes and free; caller holds mctx->lock. */
+/* Unlink from both hashes, deregister and free; caller holds mctx->lock. */
 static void axon_mem_destroy(struct axon_mem *mem)
 {
-    axon_mem_unpublish(mem->context->mem, mem);  /* first: peers' CMA stops here */
     axon_list_del(&mem->link);
     axon_list_del(&mem->hash_link);
     pthread_mutex_lock(&axon_mem_proc_lock);
     axon_list_del(&mem->proc_link);
     pthread_mutex_unlock(&axon_mem_proc_lock);
-    axon_mem_dereg_all(mem);
     axon_debug("unmapped %p, %zu bytes, token %016llx", (void *)mem->address, mem->length,
                (unsigned long long)mem->token);
     axon_mem_free(mem);
@@ -457,15 +476,11 @@ void axon_mem_context_cleanup(axon_context_h ctx)
     if (mctx == NULL) {
         return;
     }
-    axon_rkey_segs_cleanup(ctx);
     pthread_mutex_lock(&mctx->lock);
     axon_list_for_each_safe(mem, tmp, &mctx->maps, link) {
         axon_warn("axon_cleanup: memory %p (%zu bytes) is still mapped; unmapping it",
                   (void *)mem->address, mem->length);
         axon_mem_destroy(mem);
-    }
-    if (mctx->table_state > 0) {
-        axon_mem_table_destroy(&mctx->table);
     }
     pthread_mutex_unlock(&mctx->lock);
     pthread_mutex_destroy(&mctx->lock);

@@ -1,18 +1,10 @@
 /*
  * Mapped memory inside the library (mem.c) and what a context keeps for
- * remote memory access: its mappings (each registered once in every
- * key-needing memory domain of the context), its workers (whose ids keys
- * carry), the table that publishes
- * its mappings to peers on the host (framework/mem_table.h), and the peers'
- * segments and tables its keys have attached (rkey.c). All of it under one
- * mutex, taken on slow paths only, and by axon_mem_lookup for operations
- * executed at the target.
- *
- * The mapping table is per context, not per process: its lifetime is the
- * context's (axon_cleanup leaves no fd or mapping behind), the mutex that
- * map and unmap take anyway serializes its slots, and nothing is global
- * (no fork or library-unload cases). A process usually has one context,
- * so peers usually attach one table per process.
+ * remote memory access: its mappings, each registered once in every memory
+ * domain of the context (rc's MRs, shm's mapping table; allocated memory
+ * comes from a domain that can allocate, shm's memfd segments), and its
+ * workers, whose ids keys carry. All of it under one mutex, taken on slow
+ * paths only, and by axon_mem_lookup for operations executed at the target.
  */
 #ifndef AXON_MEM_H
 #define AXON_MEM_H
@@ -20,8 +12,6 @@
 #include <pthread.h>
 #include "axon_int.h"
 #include "amo_cpu.h"
-#include "mem_seg.h"
-#include "mem_table.h"
 
 /* AXON_RMA_PATH: how keys are unpacked (context.c's table names them). */
 typedef enum {
@@ -45,7 +35,7 @@ void axon_mem_atomic_mode_init(axon_context_h context);
 
 #define AXON_MEM_HASH_BUCKETS 64
 
-/* A mapping registered in one key-needing memory domain of the context. */
+/* A mapping registered in one memory domain of the context. */
 typedef struct axon_mem_reg {
     axon_list_link_t       link;       /* in mem->regs */
     const axon_resource_t *resource;   /* whose domain: its transport names the key entry */
@@ -62,11 +52,11 @@ struct axon_mem {
     uint8_t               *address;
     size_t                 length;
     uint32_t               flags;      /* AXON_MEM_MAP_* */
-    axon_amo_lock_table_t *locks;      /* the segment's, or own_locks */
-    axon_amo_lock_table_t *own_locks;  /* mapped user memory: a table of its own (refcounted) */
-    axon_mem_seg_t         seg;        /* AXON_MEM_MAP_ALLOCATE */
+    axon_amo_lock_table_t *locks;      /* the allocating domain's, or own_locks */
+    axon_amo_lock_table_t *own_locks;  /* other memory: a table of its own (refcounted) */
+    axon_mem_reg_t        *alloc_reg;  /* AXON_MEM_MAP_ALLOCATE: the domain that allocated */
+    size_t                 anon_length;/* ... or, with none that can, our own mmap */
     axon_list_link_t       regs;       /* axon_mem_reg_t */
-    int32_t                slot;       /* in the context's mapping table; -1: none */
 };
 
 struct axon_mem_ctx {
@@ -74,10 +64,6 @@ struct axon_mem_ctx {
     axon_list_link_t maps;                          /* struct axon_mem */
     axon_list_link_t hash[AXON_MEM_HASH_BUCKETS];   /* struct axon_mem by token */
     axon_list_link_t workers;                       /* axon_worker.mem_link */
-    axon_list_link_t segs;                          /* peers' segments (rkey.c) */
-    axon_list_link_t tables;                        /* peers' mapping tables (rkey.c) */
-    axon_mem_table_t table;                         /* ours, once created */
-    int              table_state;                   /* 0: not yet, 1: created, -1: failed */
 };
 
 /* Context lifetime (context.c): cleanup unmaps what the user forgot, with a warning. */
@@ -100,8 +86,6 @@ axon_status_t axon_mem_find_local(uint64_t token, uint64_t address, uint64_t len
                                   void **ref_p);
 void          axon_mem_locks_put(void *ref);
 
-/* rkey.c: detach the segments and tables of keys the user never destroyed (context cleanup). */
-void          axon_rkey_segs_cleanup(axon_context_h ctx);
 
 /*
  * Target side (mem.c): the mapping a token names, with [addr, addr + length)

@@ -327,7 +327,7 @@ static axon_status_t axon_rma_zcopy_push(axon_request_h req)
 {
     const struct axon_rkey *rkey = req->rma.rkey;
     const axon_lane_t *lane = rkey->zcopy_lane;
-    const void *tl_rkey = (lane->resource->cap_flags & AXON_CAP_NEED_MKEY) ? rkey->tl_rkey : NULL;
+    const void *tl_rkey = (rkey->tl_rkey_len != 0) ? rkey->tl_rkey : NULL;
     size_t max = lane->resource->max_zcopy;
     axon_status_t status;
     uint8_t *local;
@@ -338,13 +338,6 @@ static axon_status_t axon_rma_zcopy_push(axon_request_h req)
         return AXON_ERR_UNSUPPORTED;
     }
     while ((req->rma.offset < req->rma.length) && !(req->flags & AXON_REQUEST_TL_BUSY)) {
-        if (__builtin_expect(!axon_rkey_zcopy_valid(rkey), 0)) {
-            axon_error("endpoint %p: memory 0x%llx (token %016llx) was unmapped by its owner",
-                       (void *)req->rma.ep, (unsigned long long)rkey->remote_base,
-                       (unsigned long long)rkey->token);
-            axon_rma_op_fail(req, AXON_ERR_REMOTE_ACCESS);
-            break;
-        }
         local = axon_rma_segment(req, &len);
         if ((max != 0) && (len > max)) {
             len = max;

@@ -57,36 +57,23 @@ struct axon_rkey {
     /* LOCAL and SHM: where the range is in this process, and its locks */
     uint8_t               *local_base;
     axon_amo_lock_table_t *locks;
-    void                  *seg_ref;       /* SHM: the attached segment (rkey.c) */
     void                  *locks_ref;     /* LOCAL user memory: keeps locks past an unmap */
-    /* ZCOPY: the lane and its transport key */
+    /* What a domain's rkey_unpack holds for the key (SHM, shm's ZCOPY), released at destroy */
+    axon_md_t             *md;
+    void                  *md_handle;
+    /*
+     * ZCOPY: the lane and its transport key (none: 0 bytes). The transport
+     * checks the key before every op (shm: the owner's mapping table must
+     * still hold the memory; rc: the target's device checks its own key).
+     */
     const axon_lane_t     *zcopy_lane;
     uint32_t               tl_rkey_len;
-    uint8_t                tl_rkey[AXON_RNDV_RKEY_MAX];
-    /* ZCOPY by cross-memory attach: the owner's table slot for the mapping (NULL
-     * on every other path); the owner's table it is in, attached by rkey.c (SHM
-     * keys hold it too: they are checked against it once, at unpack) */
-    const axon_mem_table_slot_t *zcopy_slot;
-    void                  *table_ref;
+    uint8_t                tl_rkey[AXON_MD_RKEY_MAX];
     /* Atomics (axon_rkey_amo_t); DEVICE: the lane's own key for the memory */
     uint8_t                amo;
     const axon_lane_t     *amo_lane;
-    uint8_t                amo_tl_rkey[AXON_RNDV_RKEY_MAX];
+    uint8_t                amo_tl_rkey[AXON_MD_RKEY_MAX];
 };
-
-/*
- * ZCOPY: may the next transport op go? Cross-memory attach is checked by no
- * one at the owner, so before every one the owner's slot must still hold
- * the key's token (one acquire load; framework/mem_table.h). Else the
- * mapping is gone: fail the operation with AXON_ERR_REMOTE_ACCESS. Keys
- * without a slot (rc: the target's NIC checks its own key) always pass.
- * An unmap racing with an op already under way is the user's error.
- */
-static inline int axon_rkey_zcopy_valid(const struct axon_rkey *rkey)
-{
-    return (rkey->zcopy_slot == NULL) ||
-           axon_mem_table_slot_live(rkey->zcopy_slot, rkey->token);
-}
 
 /* Is [addr, addr + length) inside the key's range? (0-length: addr inside or at end) */
 static inline int axon_rkey_range_ok(const struct axon_rkey *rkey, uint64_t addr, size_t length)

@@ -101,7 +101,7 @@ typedef struct axon_sync_ack_hdr {
 } axon_sync_ack_hdr_t;
 
 /* Largest packed memory key an RTS carries; a lane whose keys are longer is not used to get. */
-#define AXON_RNDV_RKEY_MAX 32
+#define AXON_RNDV_RKEY_MAX AXON_MD_RKEY_MAX
 
 typedef struct axon_rndv_rts_hdr {
     axon_tag_match_hdr_t m;

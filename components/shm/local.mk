@@ -6,6 +6,12 @@ components_shm_libaxon_shm_la_SOURCES = \
 	components/shm/shm_ep.c \
 	components/shm/shm_seg.c \
 	components/shm/shm_calib.c \
+	components/shm/shm_md.c \
+	components/shm/shm_md.h \
+	components/shm/shm_mem_seg.c \
+	components/shm/shm_mem_seg.h \
+	components/shm/shm_mem_table.c \
+	components/shm/shm_mem_table.h \
 	components/shm/shm_fifo.h \
 	components/shm/shm_seg.h \
 	components/shm/shm.h

@@ -12,6 +12,7 @@
 #include "component.h"
 #include "log.h"
 #include "shm_fifo.h"
+#include "shm_mem_table.h"
 #include "shm_seg.h"
 
 /* Largest am_short: four cache lines with the cell header, to keep latency flat. */
@@ -137,6 +138,15 @@ void axon_shm_costs_fill(axon_resource_t *resource);
 
 /* shm_component.c: reject options the ring cannot work with (logs which). */
 axon_status_t axon_shm_config_check(const axon_shm_config_t *config);
+
+/* shm_md.c: the memory domain (mapped memory, keys, peers' segments and tables). */
+axon_status_t axon_shm_md_open(const axon_resource_t *resource, const void *config,
+                               axon_md_t **md_p);
+/* What get/put take for a key of mapped memory: the owner's slot that must still hold id. */
+typedef struct axon_shm_rkey {
+    const axon_mem_table_slot_t *slot;
+    uint64_t                     id;
+} axon_shm_rkey_t;
 
 /* shm_iface.c */
 axon_status_t axon_shm_iface_open(const axon_resource_t *resource, const void *config,

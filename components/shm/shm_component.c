@@ -171,5 +171,6 @@ AXON_COMPONENT_EXPORT const axon_component_t AXON_COMPONENT_SYMBOL = {
     .config_table  = axon_shm_config_table,
     .config_size   = sizeof(axon_shm_config_t),
     .query         = axon_shm_query,
+    .md_open       = axon_shm_md_open,
     .iface_open    = axon_shm_iface_open,
 };

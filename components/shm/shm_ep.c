@@ -265,12 +265,18 @@ axon_status_t axon_shm_ep_cma_failed(axon_shm_ep_t *ep, axon_shm_cma_dir_t dir, 
     }
 }
 
+/*
+ * rkey: NULL for a buffer the peer lends for the transfer (rendezvous),
+ * else a key our domain unpacked (shm_md.c): the peer's mapping table must
+ * still hold the memory's id, or the memory may be someone else's by now.
+ */
 static axon_status_t axon_shm_ep_cma(axon_tl_ep_t *tl_ep, axon_shm_cma_dir_t dir, void *buffer,
-                                     size_t length, uint64_t remote_addr)
+                                     size_t length, uint64_t remote_addr, const void *rkey)
 {
     axon_shm_ep_t *ep   = (axon_shm_ep_t*)tl_ep;
     size_t         done = 0;
     struct iovec   local, remote;
+    axon_shm_rkey_t key;
     ssize_t        ret;
 
     if (ep->status != AXON_OK) {
@@ -278,6 +284,15 @@ static axon_status_t axon_shm_ep_cma(axon_tl_ep_t *tl_ep, axon_shm_cma_dir_t dir
     }
     if (!(ep->flags & AXON_SHM_EP_FLAG_CMA)) {
         return AXON_ERR_UNSUPPORTED;
+    }
+    if (rkey != NULL) {
+        memcpy(&key, rkey, sizeof(key));
+        if (__builtin_expect(!axon_mem_table_slot_live(key.slot, key.id), 0)) {
+            axon_error("shm: memory 0x%llx of process %d (id %016llx) was unmapped by its owner",
+                       (unsigned long long)remote_addr, ep->peer.pid,
+                       (unsigned long long)key.id);
+            return AXON_ERR_REMOTE_ACCESS;
+        }
     }
 
     /* A transfer stops short at a page it cannot access; the next call then says why. */
@@ -309,7 +324,7 @@ axon_status_t axon_shm_ep_get_zcopy(axon_tl_ep_t *tl_ep, void *buffer, size_t le
                                     uint64_t remote_addr, const void *rkey,
                                     axon_tl_completion_t *comp)
 {
-    return axon_shm_ep_cma(tl_ep, AXON_SHM_CMA_GET, buffer, length, remote_addr);
+    return axon_shm_ep_cma(tl_ep, AXON_SHM_CMA_GET, buffer, length, remote_addr, rkey);
 }
 
 axon_status_t axon_shm_ep_put_zcopy(axon_tl_ep_t *tl_ep, const void *buffer, size_t length,
@@ -318,7 +333,7 @@ axon_status_t axon_shm_ep_put_zcopy(axon_tl_ep_t *tl_ep, const void *buffer, siz
 {
     /* process_vm_writev only reads the local buffer. */
     return axon_shm_ep_cma(tl_ep, AXON_SHM_CMA_PUT, (void*)(uintptr_t)buffer, length,
-                           remote_addr);
+                           remote_addr, rkey);
 }
 
 axon_status_t axon_shm_ep_flush(axon_tl_ep_t *tl_ep)

@@ -32,7 +32,7 @@
 extern "C" {
 #include "amo_cpu.h"
 #include "log.h"
-#include "mem_seg.h"
+#include "shm_mem_seg.h"
 }
 
 namespace {

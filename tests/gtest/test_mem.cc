@@ -29,6 +29,7 @@ extern "C" {
 #include "log.h"
 #include "mem.h"
 #include "rma.h"
+#include "shm_md.h"
 }
 
 namespace {
@@ -680,6 +681,28 @@ unsigned num_regs(axon_mem_h memh)
     return count;
 }
 
+/* shm's domain in a context, and its registration of a mapping. */
+axon_shm_md_t *shm_md_of(axon_context_h ctx)
+{
+    for (unsigned i = 0; i < ctx->num_rscs; ++i) {
+        if (!strcmp(ctx->rscs[i].resource->tl_name, "shm")) {
+            return (axon_shm_md_t *)ctx->rscs[i].md;
+        }
+    }
+    return nullptr;
+}
+
+axon_shm_memh_t *shm_memh_of(axon_mem_h memh)
+{
+    axon_mem_reg_t *reg;
+    axon_list_for_each(reg, &memh->regs, link) {
+        if (!strcmp(reg->resource->tl_name, "shm")) {
+            return (axon_shm_memh_t *)reg->tl_memh;
+        }
+    }
+    return nullptr;
+}
+
 /* Mappings the context still holds (each with its registrations). */
 unsigned num_regs_of_ctx(axon_context_h ctx)
 {
@@ -841,15 +864,10 @@ TEST_P(MemXproc, PathChoice)
         if (ru->path == AXON_RMA_PATH_ZCOPY) {
             EXPECT_NE(nullptr, ru->zcopy_lane);
             EXPECT_STREQ(c.tls, ru->zcopy_lane->resource->tl_name);
-            if (!strcmp(c.tls, "rc")) {
-                EXPECT_GT(ru->tl_rkey_len, 0u);
-            } else {
-                EXPECT_EQ(0u, ru->tl_rkey_len);
-            }
+            EXPECT_GT(ru->tl_rkey_len, 0u) << "the lane's key: rc's, or the slot shm checks";
         }
         if (ra->path == AXON_RMA_PATH_SHM) {
             /* One attachment shared by both keys; writes reach the owner. */
-            EXPECT_EQ(ra->seg_ref, ra2->seg_ref);
             EXPECT_EQ(ra->local_base, ra2->local_base);
             ASSERT_NE(nullptr, ra->local_base);
             EXPECT_NE(nullptr, ra->locks);
@@ -859,7 +877,7 @@ TEST_P(MemXproc, PathChoice)
             ra->local_base[65535] = 0x3c;  /* still mapped after one key is gone */
             wrote = true;
             axon_rkey_destroy(ra);
-            EXPECT_TRUE(axon_list_is_empty(&n.ctx->mem->segs)) << "last key detaches";
+            EXPECT_TRUE(axon_list_is_empty(&shm_md_of(n.ctx)->segs)) << "last key detaches";
         } else {
             axon_rkey_destroy(ra2);
             axon_rkey_destroy(ra);
@@ -903,9 +921,7 @@ INSTANTIATE_TEST_SUITE_P(Lanes, MemXproc, ::testing::ValuesIn(kXprocCases),
 /* ---------------------------------------------------------------- the mapping table */
 
 /* Key header fields (rkey.c's format comment), to read and forge keys. */
-const size_t kKeyFlags = 6, kKeyAddr = 16, kKeyLen = 24, kKeyToken = 32, kKeyTableId = 72,
-             kKeyTableFd = 80, kKeySlot = 84;
-const uint16_t kKeyFlagSlot = 0x2;
+const size_t kKeyAddr = 16, kKeyLen = 24, kKeyToken = 32, kKeyHdr = 72, kKeyEntryHdr = 20;
 
 uint64_t key_get(const std::vector<uint8_t> &k, size_t off, unsigned bytes)
 {
@@ -915,6 +931,25 @@ uint64_t key_get(const std::vector<uint8_t> &k, size_t off, unsigned bytes)
     }
     return v;
 }
+
+/* Offset of the shm domain's entry bytes in a key (shm_md.c's layout), 0 if none. */
+size_t shm_entry(const std::vector<uint8_t> &k)
+{
+    size_t off = kKeyHdr + 8 * key_get(k, 12, 2);
+
+    for (uint64_t i = 0; i < key_get(k, 14, 2); ++i) {
+        if (!strcmp((const char *)&k[off + 4], "shm")) {
+            return off + kKeyEntryHdr;
+        }
+        off += kKeyEntryHdr + key_get(k, off + 2, 2);
+    }
+    return 0;
+}
+
+/* Fields of shm's entry, from its start. */
+const size_t kShmFlags = 1, kShmSlot = 2, kShmTableFd = 8, kShmTableId = 16, kShmId = 24;
+const uint16_t kKeyFlagSlot = AXON_SHM_KEY_FLAG_SLOT;
+
 
 void key_set(std::vector<uint8_t> &k, size_t off, unsigned bytes, uint64_t v)
 {
@@ -960,20 +995,21 @@ TEST(MemTable, SlotsPublishedClearedReusedAndFull)
     std::vector<uint8_t> buf(4096);
     std::vector<axon_mem_h> maps;
 
-    ASSERT_TRUE(n.init("self"));
+    ASSERT_TRUE(n.init("shm,self"));
+    ASSERT_NE(nullptr, shm_md_of(n.ctx));
     for (unsigned i = 0; i <= AXON_MEM_TABLE_SLOTS; ++i) {
         axon_mem_map_params_t mp = {buf.data() + (i % 4000), 1 + i % 64, 0};
         axon_mem_h            memh;
         ASSERT_EQ(AXON_OK, axon_mem_map(n.ctx, &mp, &memh)) << i;
         maps.push_back(memh);
-        EXPECT_EQ((i < AXON_MEM_TABLE_SLOTS) ? (int32_t)i : -1, memh->slot) << i;
+        EXPECT_EQ((i < AXON_MEM_TABLE_SLOTS) ? (int32_t)i : -1, shm_memh_of(memh)->slot) << i;
     }
-    axon_mem_table_t *table = &n.ctx->mem->table;
-    ASSERT_EQ(1, n.ctx->mem->table_state);
+    axon_mem_table_t *table = &shm_md_of(n.ctx)->table;
+    ASSERT_EQ(1, shm_md_of(n.ctx)->table_state);
 
-    /* The slot names exactly the mapping: token, address and length. */
+    /* The slot names exactly the mapping: its id, address and length. */
     axon_mem_h m5 = maps[5];
-    uint64_t   tok5 = m5->token, base5 = (uintptr_t)m5->address, len5 = m5->length;
+    uint64_t   tok5 = shm_memh_of(m5)->id, base5 = (uintptr_t)m5->address, len5 = m5->length;
     EXPECT_NE(nullptr, axon_mem_table_check(table, 5, tok5, base5, len5));
     EXPECT_EQ(nullptr, axon_mem_table_check(table, 5, tok5 ^ 1, base5, len5));
     EXPECT_EQ(nullptr, axon_mem_table_check(table, 5, tok5, base5 - 1, len5));
@@ -986,13 +1022,17 @@ TEST(MemTable, SlotsPublishedClearedReusedAndFull)
     Key kfull, k5;
     ASSERT_EQ(AXON_OK, axon_rkey_pack(n.ctx, maps.back(), &kfull.buf, &kfull.size));
     ASSERT_EQ(AXON_OK, axon_rkey_pack(n.ctx, m5, &k5.buf, &k5.size));
-    EXPECT_EQ(0u, key_get(kfull.bytes(), kKeyFlags, 2) & kKeyFlagSlot);
-    EXPECT_EQ(0u, key_get(kfull.bytes(), kKeyTableId, 8));
-    EXPECT_EQ(0xffffffffu, key_get(kfull.bytes(), kKeyTableFd, 4));
-    EXPECT_EQ(kKeyFlagSlot, key_get(k5.bytes(), kKeyFlags, 2) & kKeyFlagSlot);
-    EXPECT_EQ(5u, key_get(k5.bytes(), kKeySlot, 4));
-    EXPECT_EQ(table->id, key_get(k5.bytes(), kKeyTableId, 8));
-    EXPECT_EQ((uint64_t)table->seg.fd, key_get(k5.bytes(), kKeyTableFd, 4));
+    const std::vector<uint8_t> full = kfull.bytes(), five = k5.bytes();
+    const size_t ef = shm_entry(full), e5 = shm_entry(five);
+    ASSERT_NE(0u, ef);
+    ASSERT_NE(0u, e5);
+    EXPECT_EQ(0u, key_get(full, ef + kShmFlags, 1) & kKeyFlagSlot);
+    EXPECT_EQ(0u, key_get(full, ef + kShmTableId, 8));
+    EXPECT_EQ(0xffffffffu, key_get(full, ef + kShmTableFd, 4));
+    EXPECT_EQ(kKeyFlagSlot, key_get(five, e5 + kShmFlags, 1) & kKeyFlagSlot);
+    EXPECT_EQ(5u, key_get(five, e5 + kShmSlot, 2));
+    EXPECT_EQ(table->id, key_get(five, e5 + kShmTableId, 8));
+    EXPECT_EQ((uint64_t)table->seg.fd, key_get(five, e5 + kShmTableFd, 4));
 
     /* Unmap clears the slot; the next mapping takes it with another token. */
     const axon_mem_table_slot_t *s5 = &table->slots[5];
@@ -1001,10 +1041,10 @@ TEST(MemTable, SlotsPublishedClearedReusedAndFull)
     EXPECT_FALSE(axon_mem_table_slot_live(s5, tok5));
     axon_mem_map_params_t mp = {(void *)(uintptr_t)base5, len5, 0};
     ASSERT_EQ(AXON_OK, axon_mem_map(n.ctx, &mp, &maps[5]));
-    EXPECT_EQ(5, maps[5]->slot);
+    EXPECT_EQ(5, shm_memh_of(maps[5])->slot);
     EXPECT_FALSE(axon_mem_table_slot_live(s5, tok5)) << "the reused slot validates an old key";
     EXPECT_EQ(nullptr, axon_mem_table_check(table, 5, tok5, base5, len5));
-    EXPECT_NE(nullptr, axon_mem_table_check(table, 5, maps[5]->token, base5, len5));
+    EXPECT_NE(nullptr, axon_mem_table_check(table, 5, shm_memh_of(maps[5])->id, base5, len5));
 
     for (axon_mem_h m : maps) {
         EXPECT_EQ(AXON_OK, axon_mem_unmap(n.ctx, m));
@@ -1252,7 +1292,8 @@ protected:
         if (n_) {
             std::string verdict = as_string(cmd("quit"));
             printf("[mem] owner: %s\n", verdict.c_str());
-            EXPECT_TRUE(axon_list_is_empty(&n_->ctx->mem->tables))
+            axon_shm_md_t *md = shm_md_of(n_->ctx);
+            EXPECT_TRUE((md == nullptr) || axon_list_is_empty(&md->tables))
                 << "destroyed keys left a peer's table attached";
             n_.reset();
             EXPECT_EQ(fds0_, count_fds()) << "fds not back to baseline";
@@ -1283,17 +1324,21 @@ TEST_F(MemTableXproc, ForgedKeysRefusedAtUnpack)
         GTEST_SKIP() << "no cross-memory attach here (ptrace policy)";
     }
     std::vector<uint8_t> k1 = cmd("map"), k2 = cmd("map");
-    ASSERT_GT(k1.size(), 96u);
-    ASSERT_GT(k2.size(), 96u);
-    EXPECT_EQ(kKeyFlagSlot, key_get(k1, kKeyFlags, 2) & kKeyFlagSlot);
-    EXPECT_NE(key_get(k1, kKeySlot, 4), key_get(k2, kKeySlot, 4));
-    EXPECT_EQ(key_get(k1, kKeyTableId, 8), key_get(k2, kKeyTableId, 8)) << "one table per context";
+    ASSERT_GT(k1.size(), kKeyHdr);
+    ASSERT_GT(k2.size(), kKeyHdr);
+    const size_t e1 = shm_entry(k1), e2 = shm_entry(k2);
+    ASSERT_NE(0u, e1);
+    ASSERT_NE(0u, e2);
+    EXPECT_EQ(kKeyFlagSlot, key_get(k1, e1 + kShmFlags, 1) & kKeyFlagSlot);
+    EXPECT_NE(key_get(k1, e1 + kShmSlot, 2), key_get(k2, e2 + kShmSlot, 2));
+    EXPECT_EQ(key_get(k1, e1 + kShmTableId, 8), key_get(k2, e2 + kShmTableId, 8))
+        << "one table per context";
 
     axon_rkey_h r1;
     ASSERT_EQ(AXON_OK, axon_ep_rkey_unpack(ep_, k1.data(), k1.size(), &r1));
     EXPECT_EQ(AXON_RMA_PATH_ZCOPY, r1->path);
-    EXPECT_NE(nullptr, r1->zcopy_slot);
-    EXPECT_TRUE(axon_rkey_zcopy_valid(r1));
+    EXPECT_NE(nullptr, r1->md_handle) << "shm holds the owner's table for the key";
+    EXPECT_NE(0u, r1->tl_rkey_len);
 
     struct Forgery {
         const char *what;
@@ -1303,16 +1348,16 @@ TEST_F(MemTableXproc, ForgedKeysRefusedAtUnpack)
     };
     const uint64_t addr = key_get(k1, kKeyAddr, 8), len = key_get(k1, kKeyLen, 8);
     const Forgery  forged[] = {
-        {"token changed", kKeyToken, 8, key_get(k1, kKeyToken, 8) ^ 1},
-        {"another mapping's token", kKeyToken, 8, key_get(k2, kKeyToken, 8)},
-        {"another mapping's slot", kKeySlot, 4, key_get(k2, kKeySlot, 4)},
-        {"a free slot", kKeySlot, 4, AXON_MEM_TABLE_SLOTS - 1},
+        {"id changed", e1 + kShmId, 8, key_get(k1, e1 + kShmId, 8) ^ 1},
+        {"another mapping's id", e1 + kShmId, 8, key_get(k2, e2 + kShmId, 8)},
+        {"another mapping's slot", e1 + kShmSlot, 2, key_get(k2, e2 + kShmSlot, 2)},
+        {"a free slot", e1 + kShmSlot, 2, AXON_MEM_TABLE_SLOTS - 1},
         {"longer range", kKeyLen, 8, len + page_},
         {"shorter range", kKeyLen, 8, len - 1},
         {"range moved back", kKeyAddr, 8, addr - page_},
         {"range moved on", kKeyAddr, 8, addr + 8},
-        {"table id changed", kKeyTableId, 8, key_get(k1, kKeyTableId, 8) ^ 0x100},
-        {"table fd changed", kKeyTableFd, 4, key_get(k1, kKeyTableFd, 4) + 57},
+        {"table id changed", e1 + kShmTableId, 8, key_get(k1, e1 + kShmTableId, 8) ^ 0x100},
+        {"table fd changed", e1 + kShmTableFd, 4, key_get(k1, e1 + kShmTableFd, 4) + 57},
     };
     {
         LogCapture log;   /* (holds an fd: gone before finish counts them) */
@@ -1329,15 +1374,15 @@ TEST_F(MemTableXproc, ForgedKeysRefusedAtUnpack)
 
     /* No slot: the owner checks every access (active messages). */
     std::vector<uint8_t> noslot = k1;
-    key_set(noslot, kKeyFlags, 2, key_get(k1, kKeyFlags, 2) & ~kKeyFlagSlot);
-    key_set(noslot, kKeyTableId, 8, 0);
-    key_set(noslot, kKeyTableFd, 4, 0xffffffffu);
-    key_set(noslot, kKeySlot, 4, 0);
+    key_set(noslot, e1 + kShmFlags, 1, key_get(k1, e1 + kShmFlags, 1) & ~kKeyFlagSlot);
+    key_set(noslot, e1 + kShmTableId, 8, 0);
+    key_set(noslot, e1 + kShmTableFd, 4, 0xffffffffu);
+    key_set(noslot, e1 + kShmSlot, 2, 0);
     fix_checksum(noslot);
     axon_rkey_h rn;
     ASSERT_EQ(AXON_OK, axon_ep_rkey_unpack(ep_, noslot.data(), noslot.size(), &rn));
     EXPECT_EQ(AXON_RMA_PATH_AM, rn->path);
-    EXPECT_EQ(nullptr, rn->zcopy_slot);
+    EXPECT_EQ(nullptr, rn->md_handle);
 
     /* The real key and the slot-less one both reach exactly their bytes. */
     uint64_t w1 = 0x0123456789abcdefull, w2 = 0xfedcba9876543210ull;
@@ -1351,8 +1396,8 @@ TEST_F(MemTableXproc, ForgedKeysRefusedAtUnpack)
     /* A full table: the next mapping has no slot and is reached by active messages. */
     EXPECT_EQ("ok", as_string(cmd("fill " + std::to_string(AXON_MEM_TABLE_SLOTS))));
     std::vector<uint8_t> k3 = cmd("map");
-    ASSERT_GT(k3.size(), 96u);
-    EXPECT_EQ(0u, key_get(k3, kKeyFlags, 2) & kKeyFlagSlot);
+    ASSERT_NE(0u, shm_entry(k3));
+    EXPECT_EQ(0u, key_get(k3, shm_entry(k3) + kShmFlags, 1) & kKeyFlagSlot);
     axon_rkey_h r3;
     ASSERT_EQ(AXON_OK, axon_ep_rkey_unpack(ep_, k3.data(), k3.size(), &r3));
     EXPECT_EQ(AXON_RMA_PATH_AM, r3->path);
@@ -1379,7 +1424,7 @@ TEST_F(MemTableXproc, StaleKeysFailAfterUnmap)
     }
     std::vector<uint8_t> k1 = cmd("map");
     axon_rkey_h          r1;
-    ASSERT_GT(k1.size(), 96u);
+    ASSERT_NE(0u, shm_entry(k1));
     ASSERT_EQ(AXON_OK, axon_ep_rkey_unpack(ep_, k1.data(), k1.size(), &r1));
     ASSERT_EQ(AXON_RMA_PATH_ZCOPY, r1->path);
 
@@ -1404,10 +1449,11 @@ TEST_F(MemTableXproc, StaleKeysFailAfterUnmap)
 
     /* The same memory mapped again takes the same slot: the old key still fails. */
     std::vector<uint8_t> k2 = cmd("map");
-    ASSERT_GT(k2.size(), 96u);
-    EXPECT_EQ(key_get(k1, kKeySlot, 4), key_get(k2, kKeySlot, 4)) << "slot not reused";
+    ASSERT_NE(0u, shm_entry(k2));
+    EXPECT_EQ(key_get(k1, shm_entry(k1) + kShmSlot, 2), key_get(k2, shm_entry(k2) + kShmSlot, 2))
+        << "slot not reused";
     EXPECT_NE(key_get(k1, kKeyToken, 8), key_get(k2, kKeyToken, 8));
-    EXPECT_FALSE(axon_rkey_zcopy_valid(r1));
+    EXPECT_NE(key_get(k1, shm_entry(k1) + kShmId, 8), key_get(k2, shm_entry(k2) + kShmId, 8));
     EXPECT_EQ(AXON_ERR_REMOTE_ACCESS, put(&w, 8, region_ + 8, r1)) << "put after the reuse";
     EXPECT_EQ(AXON_ERR_REMOTE_ACCESS, get(&back, 8, region_ + 8, r1)) << "get after the reuse";
     EXPECT_EQ(AXON_ERR_REMOTE_ACCESS, axon_ep_rkey_unpack(ep_, k1.data(), k1.size(), &rs));
@@ -1437,16 +1483,18 @@ TEST_F(MemTableXproc, AllocatedKeyUnpackedAfterUnmapFails)
     ASSERT_NO_FATAL_FAILURE(start("shm"));
     std::vector<uint8_t> k = cmd("amap");
     axon_rkey_h          r1, r2 = nullptr;
-    ASSERT_GT(k.size(), 96u);
+    ASSERT_NE(0u, shm_entry(k));
     ASSERT_EQ(AXON_OK, axon_ep_rkey_unpack(ep_, k.data(), k.size(), &r1));
     if (r1->path != AXON_RMA_PATH_SHM) {
         axon_rkey_destroy(r1);
         finish();
         GTEST_SKIP() << "segments cannot be mapped here";
     }
-    EXPECT_NE(nullptr, r1->table_ref) << "checked against the owner's table";
+    const axon_shm_rkey_handle_t *h1 = (const axon_shm_rkey_handle_t *)r1->md_handle;
+    ASSERT_NE(nullptr, h1);
+    EXPECT_NE(nullptr, h1->table) << "checked against the owner's table";
     ASSERT_EQ(AXON_OK, axon_ep_rkey_unpack(ep_, k.data(), k.size(), &r2));
-    EXPECT_EQ(r1->seg_ref, r2->seg_ref);
+    EXPECT_EQ(h1->seg, ((const axon_shm_rkey_handle_t *)r2->md_handle)->seg);
     axon_rkey_destroy(r2);
 
     EXPECT_EQ("ok", as_string(cmd("aunmap")));
@@ -1458,7 +1506,7 @@ TEST_F(MemTableXproc, AllocatedKeyUnpackedAfterUnmapFails)
         EXPECT_TRUE(log.logged());
     }
     axon_rkey_destroy(r1);
-    EXPECT_TRUE(axon_list_is_empty(&n_->ctx->mem->segs)) << "last key detaches";
+    EXPECT_TRUE(axon_list_is_empty(&shm_md_of(n_->ctx)->segs)) << "last key detaches";
     finish();
 }
 
@@ -1472,10 +1520,10 @@ TEST_F(MemTableXproc, RcStaleKeyRefusedByDevice)
     ASSERT_NO_FATAL_FAILURE(start("rc"));
     std::vector<uint8_t> k1 = cmd("map");
     axon_rkey_h          r1;
-    ASSERT_GT(k1.size(), 96u);
+    ASSERT_GT(k1.size(), kKeyHdr);
     ASSERT_EQ(AXON_OK, axon_ep_rkey_unpack(ep_, k1.data(), k1.size(), &r1));
     ASSERT_EQ(AXON_RMA_PATH_ZCOPY, r1->path);
-    EXPECT_EQ(nullptr, r1->zcopy_slot) << "rc's device checks its own key";
+    EXPECT_EQ(nullptr, r1->md_handle) << "rc's device checks its own key";
 
     uint64_t w = 0x1111222233334444ull, back = 0;
     ASSERT_EQ(AXON_OK, put(&w, 8, region_ + 64, r1));

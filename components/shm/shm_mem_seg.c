@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "log.h"
-#include "mem_seg.h"
+#include "shm_mem_seg.h"
 
 #define AXON_MEM_SEG_MAGIC   0x41584f4e4d454d31ull  /* "AXONMEM1" */
 #define AXON_MEM_SEG_VERSION 1

@@ -22,7 +22,7 @@
 
 #include <stdint.h>
 #include "axon_status.h"
-#include "mem_seg.h"
+#include "shm_mem_seg.h"
 #include "proc.h"
 
 /*

@@ -7,7 +7,7 @@
  */
 #include <string.h>
 #include "log.h"
-#include "mem_table.h"
+#include "shm_mem_table.h"
 #include "sys.h"
 
 #define AXON_MEM_TABLE_MAGIC   0x41584f4e4d544231ull  /* "AXONMTB1" */
