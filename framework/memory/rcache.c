@@ -5,10 +5,10 @@
  * thread holds while it invalidates. Nothing is allocated, freed or
  * deregistered with that lock held (memmon.h says why): the index grows
  * before the lock is taken and dropped regions wait on a garbage list.
- * The cache's users (the workers of one memory domain) take turns under
- * its owner lock, so only one at a time inserts, grows or deregisters.
+ * The cache's users (the workers of one memory domain) may call from
+ * several threads: every change happens under the monitor's lock, and a
+ * collect takes the garbage whole under it.
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +42,6 @@ struct axon_rcache {
     unsigned                  nunused;
     axon_list_link_t          garbage;
     int                       has_garbage;   /* read without the lock by collect */
-    pthread_mutex_t           owner;         /* held by the user inside get, put, collect */
     axon_rcache_stats_t       stats;
 };
 
@@ -110,14 +109,20 @@ static unsigned axon_rcache_drop_range(axon_rcache_t *rcache, uintptr_t start, u
     return dropped;
 }
 
-/* Room for one more region, allocated before the monitor lock (owner lock held). */
-static axon_status_t axon_rcache_reserve(axon_rcache_t *rcache, axon_rcache_entry_t ***old_p)
+/*
+ * Room for one more region, most likely: the index grows outside the
+ * monitor lock (nothing is allocated under it). Another user may take the
+ * room before we insert; the insert checks again.
+ */
+static axon_status_t axon_rcache_reserve(axon_rcache_t *rcache)
 {
-    size_t cap = rcache->cap ? rcache->cap * 2 : 16;
-    axon_rcache_entry_t **index;
+    axon_rcache_entry_t **index, **old = NULL;
+    size_t cap;
 
-    *old_p = NULL;
-    if (rcache->count < rcache->cap) {
+    axon_memmon_lock();
+    cap = (rcache->count < rcache->cap) ? 0 : (rcache->cap ? rcache->cap * 2 : 16);
+    axon_memmon_unlock();
+    if (cap == 0) {
         return AXON_OK;
     }
     index = malloc(cap * sizeof(*index));
@@ -125,13 +130,18 @@ static axon_status_t axon_rcache_reserve(axon_rcache_t *rcache, axon_rcache_entr
         return AXON_ERR_NO_MEMORY;
     }
     axon_memmon_lock();
-    if (rcache->count > 0) {
-        memcpy(index, rcache->index, rcache->count * sizeof(*index));
+    if (rcache->cap < cap) {   /* nobody grew it meanwhile */
+        if (rcache->count > 0) {
+            memcpy(index, rcache->index, rcache->count * sizeof(*index));
+        }
+        old           = rcache->index;
+        rcache->index = index;
+        rcache->cap   = cap;
+        index         = NULL;
     }
-    *old_p        = rcache->index;
-    rcache->index = index;
-    rcache->cap   = cap;
     axon_memmon_unlock();
+    free(index);
+    free(old);
     return AXON_OK;
 }
 
@@ -172,8 +182,7 @@ static void axon_rcache_free_list(axon_rcache_t *rcache, axon_list_link_t *list)
     }
 }
 
-/* Owner lock held. */
-static void axon_rcache_collect_owned(axon_rcache_t *rcache)
+void axon_rcache_collect(axon_rcache_t *rcache)
 {
     axon_list_link_t garbage;
 
@@ -184,16 +193,6 @@ static void axon_rcache_collect_owned(axon_rcache_t *rcache)
     axon_rcache_take_garbage(rcache, &garbage);
     axon_memmon_unlock();
     axon_rcache_free_list(rcache, &garbage);
-}
-
-void axon_rcache_collect(axon_rcache_t *rcache)
-{
-    if (!__atomic_load_n(&rcache->has_garbage, __ATOMIC_ACQUIRE)) {
-        return;
-    }
-    pthread_mutex_lock(&rcache->owner);
-    axon_rcache_collect_owned(rcache);
-    pthread_mutex_unlock(&rcache->owner);
 }
 
 static void axon_rcache_invalidate(void *arg, uintptr_t start, uintptr_t end)
@@ -219,14 +218,12 @@ axon_status_t axon_rcache_create(const axon_rcache_params_t *params, axon_rcache
     rcache->max_unused = params->max_unused;
     axon_list_init(&rcache->unused);
     axon_list_init(&rcache->garbage);
-    pthread_mutex_init(&rcache->owner, NULL);
     status = axon_memmon_subscribe(axon_rcache_invalidate, rcache, &rcache->sub);
     if (status == AXON_ERR_UNSUPPORTED) {
         /* Every get registers and every put deregisters, as without a cache. */
         axon_debug("rcache %s: memory cannot be watched here: not caching", rcache->name);
         rcache->sub = NULL;
     } else if (status != AXON_OK) {
-        pthread_mutex_destroy(&rcache->owner);
         free(rcache);
         return status;
     }
@@ -253,8 +250,7 @@ void axon_rcache_destroy(axon_rcache_t *rcache)
     if (in_use > 0) {
         axon_warn("rcache %s: %u regions still in use at destroy", rcache->name, in_use);
     }
-    axon_rcache_collect_owned(rcache);
-    pthread_mutex_destroy(&rcache->owner);
+    axon_rcache_collect(rcache);
     free(rcache->index);
     free(rcache);
 }
@@ -353,7 +349,6 @@ static axon_status_t axon_rcache_miss(axon_rcache_t *rcache, uintptr_t start, ui
                                       axon_rcache_entry_t **entry_p)
 {
     axon_rcache_entry_t *entry = calloc(1, sizeof(*entry));
-    axon_rcache_entry_t **old_index;
     uintptr_t rstart, rend;
     axon_status_t status;
     uint64_t events;
@@ -367,8 +362,7 @@ static axon_status_t axon_rcache_miss(axon_rcache_t *rcache, uintptr_t start, ui
         return axon_rcache_get_uncached(rcache, entry, start, end);
     }
     for (attempt = 0; attempt < AXON_RCACHE_RETRIES; ++attempt) {
-        status = axon_rcache_reserve(rcache, &old_index);
-        free(old_index);
+        status = axon_rcache_reserve(rcache);
         if (status != AXON_OK) {
             break;
         }
@@ -391,6 +385,8 @@ static axon_status_t axon_rcache_miss(axon_rcache_t *rcache, uintptr_t start, ui
         if (axon_memmon_events() == events) {
             /* Nothing went away meanwhile: the new region replaces what it covers. */
             axon_rcache_drop_range(rcache, entry->super.start, entry->super.end);
+        }
+        if ((axon_memmon_events() == events) && (rcache->count < rcache->cap)) {
             axon_rcache_index_insert(rcache, entry);
             entry->refs = 1;
             ++rcache->stats.misses;
@@ -399,7 +395,8 @@ static axon_status_t axon_rcache_miss(axon_rcache_t *rcache, uintptr_t start, ui
             return AXON_OK;
         }
         axon_memmon_unlock();
-        /* Some memory went away while we registered: maybe ours; start over. */
+        /* Some memory went away while we registered (maybe ours), or another
+         * user took the room we made: start over. */
         rcache->ops->dereg(rcache->arg, entry->super.memh);
         axon_memmon_lock();
         ++rcache->stats.deregs;
@@ -426,27 +423,27 @@ axon_status_t axon_rcache_get(axon_rcache_t *rcache, void *addr, size_t length,
         axon_error("rcache %s: range %p+%zu wraps around", rcache->name, addr, length);
         return AXON_ERR_INVALID_PARAM;
     }
-    pthread_mutex_lock(&rcache->owner);
     axon_memmon_lock();
     entry = axon_rcache_lookup(rcache, start, end);
     if (entry != NULL) {
         ++rcache->stats.hits;
     }
     axon_memmon_unlock();
-    axon_rcache_collect_owned(rcache);
-    status = (entry == NULL) ? axon_rcache_miss(rcache, start, end, &entry) : AXON_OK;
-    pthread_mutex_unlock(&rcache->owner);
-    if (status == AXON_OK) {
-        *region_p = &entry->super;
+    axon_rcache_collect(rcache);
+    if (entry == NULL) {
+        status = axon_rcache_miss(rcache, start, end, &entry);
+        if (status != AXON_OK) {
+            return status;
+        }
     }
-    return status;
+    *region_p = &entry->super;
+    return AXON_OK;
 }
 
 void axon_rcache_put(axon_rcache_t *rcache, axon_rcache_region_t *region)
 {
     axon_rcache_entry_t *entry = (axon_rcache_entry_t *)region;
 
-    pthread_mutex_lock(&rcache->owner);
     axon_memmon_lock();
     if (--entry->refs == 0) {
         if (!entry->indexed) {
@@ -461,6 +458,5 @@ void axon_rcache_put(axon_rcache_t *rcache, axon_rcache_region_t *region)
         }
     }
     axon_memmon_unlock();
-    axon_rcache_collect_owned(rcache);
-    pthread_mutex_unlock(&rcache->owner);
+    axon_rcache_collect(rcache);
 }

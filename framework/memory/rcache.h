@@ -13,7 +13,7 @@
  * without a cache. Regions freed by the monitor are deregistered at the
  * next get, put or collect, by a user of the cache rather than the
  * monitor's thread. Several threads may share one cache (the workers of a
- * memory domain): they take turns.
+ * memory domain): every change is made under the monitor's lock.
  */
 #ifndef AXON_RCACHE_H
 #define AXON_RCACHE_H
@@ -65,7 +65,7 @@ void          axon_rcache_put(axon_rcache_t *rcache, axon_rcache_region_t *regio
 
 /*
  * Deregister the regions the monitor dropped since the last get or put;
- * for the owner's progress, so unmapped memory does not stay pinned while
+ * for a user's progress, so unmapped memory does not stay pinned while
  * no zero-copy operation runs. One load when there is nothing to do.
  */
 void          axon_rcache_collect(axon_rcache_t *rcache);
