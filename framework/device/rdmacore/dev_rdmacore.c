@@ -313,6 +313,24 @@ static void *axon_dev_rdmacore_alloc(size_t size, const char *what)
         }                                                                \
     } while (0)
 
+/*
+ * Destroy an object and free its wrapper; a wrapper the device refuses to
+ * destroy stays the caller's (verbs' rule: the object still exists).
+ */
+#define AXON_DEV_RDMACORE_DESTROY(_name, _kind, _type, _verb)             \
+    static int axon_dev_rdmacore_##_name(_type *obj)                     \
+    {                                                                    \
+        int ret = _verb(AXON_DEV_RDMACORE(_kind, obj)->ibv);             \
+                                                                         \
+        if (ret != 0) {                                                  \
+            ret = (ret > 0) ? ret : axon_dev_rdmacore_errno();           \
+            axon_debug("rdma-core: " #_verb " failed: %s", strerror(ret)); \
+            return ret;                                                  \
+        }                                                                \
+        free(AXON_DEV_RDMACORE(_kind, obj));                             \
+        return 0;                                                        \
+    }
+
 /* ------------------------------------------------------------ device */
 
 static const axon_dev_ops_t axon_dev_rdmacore_ops;
@@ -515,17 +533,7 @@ static int axon_dev_rdmacore_alloc_pd(axon_dev_context_t *ctx, axon_dev_pd_t **p
     return 0;
 }
 
-static int axon_dev_rdmacore_dealloc_pd(axon_dev_pd_t *pd)
-{
-    int ret = ibv_dealloc_pd(AXON_DEV_RDMACORE(pd, pd)->ibv);
-
-    if (ret != 0) {
-        axon_debug("rdma-core: ibv_dealloc_pd failed: %s", strerror(ret));
-        return ret;
-    }
-    free(AXON_DEV_RDMACORE(pd, pd));
-    return 0;
-}
+AXON_DEV_RDMACORE_DESTROY(dealloc_pd, pd, axon_dev_pd_t, ibv_dealloc_pd)
 
 static int axon_dev_rdmacore_reg_mr(axon_dev_pd_t *pd, void *addr, size_t length, int access,
                                     axon_dev_mr_t **mr_p)
@@ -557,17 +565,7 @@ static int axon_dev_rdmacore_reg_mr(axon_dev_pd_t *pd, void *addr, size_t length
     return 0;
 }
 
-static int axon_dev_rdmacore_dereg_mr(axon_dev_mr_t *mr)
-{
-    int ret = ibv_dereg_mr(AXON_DEV_RDMACORE(mr, mr)->ibv);
-
-    if (ret != 0) {
-        axon_error("rdma-core: ibv_dereg_mr failed: %s", strerror(ret));
-        return ret;
-    }
-    free(AXON_DEV_RDMACORE(mr, mr));
-    return 0;
-}
+AXON_DEV_RDMACORE_DESTROY(dereg_mr, mr, axon_dev_mr_t, ibv_dereg_mr)
 
 /* ------------------------------------------------------------ CQ, channel */
 
@@ -596,18 +594,8 @@ static int axon_dev_rdmacore_create_comp_channel(axon_dev_context_t *ctx,
     return 0;
 }
 
-static int axon_dev_rdmacore_destroy_comp_channel(axon_dev_comp_channel_t *ch)
-{
-    int ret = ibv_destroy_comp_channel(AXON_DEV_RDMACORE(channel, ch)->ibv);
-
-    if (ret != 0) {
-        ret = (ret > 0) ? ret : axon_dev_rdmacore_errno();
-        axon_debug("rdma-core: ibv_destroy_comp_channel failed: %s", strerror(ret));
-        return ret;
-    }
-    free(AXON_DEV_RDMACORE(channel, ch));
-    return 0;
-}
+AXON_DEV_RDMACORE_DESTROY(destroy_comp_channel, channel, axon_dev_comp_channel_t,
+                          ibv_destroy_comp_channel)
 
 static int axon_dev_rdmacore_get_cq_event(axon_dev_comp_channel_t *ch, axon_dev_cq_t **cq_p,
                                           void **cq_context_p)
@@ -662,17 +650,7 @@ static int axon_dev_rdmacore_create_cq(axon_dev_context_t *ctx, int cqe, void *c
     return 0;
 }
 
-static int axon_dev_rdmacore_destroy_cq(axon_dev_cq_t *cq)
-{
-    int ret = ibv_destroy_cq(AXON_DEV_RDMACORE(cq, cq)->ibv);
-
-    if (ret != 0) {
-        axon_debug("rdma-core: ibv_destroy_cq failed: %s", strerror(ret));
-        return ret;
-    }
-    free(AXON_DEV_RDMACORE(cq, cq));
-    return 0;
-}
+AXON_DEV_RDMACORE_DESTROY(destroy_cq, cq, axon_dev_cq_t, ibv_destroy_cq)
 
 /* Work completions have the same layout (asserted above): poll in place. */
 static int axon_dev_rdmacore_poll_cq(axon_dev_cq_t *cq, int num_entries, axon_dev_wc_t *wc)
@@ -744,17 +722,7 @@ static int axon_dev_rdmacore_query_srq(axon_dev_srq_t *srq, axon_dev_srq_attr_t 
     return ret;
 }
 
-static int axon_dev_rdmacore_destroy_srq(axon_dev_srq_t *srq)
-{
-    int ret = ibv_destroy_srq(AXON_DEV_RDMACORE(srq, srq)->ibv);
-
-    if (ret != 0) {
-        axon_debug("rdma-core: ibv_destroy_srq failed: %s", strerror(ret));
-        return ret;
-    }
-    free(AXON_DEV_RDMACORE(srq, srq));
-    return 0;
-}
+AXON_DEV_RDMACORE_DESTROY(destroy_srq, srq, axon_dev_srq_t, ibv_destroy_srq)
 
 /* Receive WRs have the same layout (asserted above): post the caller's list. */
 static int axon_dev_rdmacore_post_srq_recv(axon_dev_srq_t *srq, axon_dev_recv_wr_t *wr,
@@ -862,17 +830,7 @@ static int axon_dev_rdmacore_query_qp(axon_dev_qp_t *qp, axon_dev_qp_attr_t *att
     return 0;
 }
 
-static int axon_dev_rdmacore_destroy_qp(axon_dev_qp_t *qp)
-{
-    int ret = ibv_destroy_qp(AXON_DEV_RDMACORE(qp, qp)->ibv);
-
-    if (ret != 0) {
-        axon_debug("rdma-core: ibv_destroy_qp failed: %s", strerror(ret));
-        return ret;
-    }
-    free(AXON_DEV_RDMACORE(qp, qp));
-    return 0;
-}
+AXON_DEV_RDMACORE_DESTROY(destroy_qp, qp, axon_dev_qp_t, ibv_destroy_qp)
 
 /*
  * Opcodes libibverbs lacks (the extended atomics): refused, logged. Their
@@ -965,17 +923,7 @@ static int axon_dev_rdmacore_create_ah(axon_dev_pd_t *pd, axon_dev_ah_attr_t *at
     return 0;
 }
 
-static int axon_dev_rdmacore_destroy_ah(axon_dev_ah_t *ah)
-{
-    int ret = ibv_destroy_ah(AXON_DEV_RDMACORE(ah, ah)->ibv);
-
-    if (ret != 0) {
-        axon_debug("rdma-core: ibv_destroy_ah failed: %s", strerror(ret));
-        return ret;
-    }
-    free(AXON_DEV_RDMACORE(ah, ah));
-    return 0;
-}
+AXON_DEV_RDMACORE_DESTROY(destroy_ah, ah, axon_dev_ah_t, ibv_destroy_ah)
 
 /* ------------------------------------------------------------ async events */
 
