@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <dirent.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -917,6 +918,112 @@ INSTANTIATE_TEST_SUITE_P(Lanes, MemXproc, ::testing::ValuesIn(kXprocCases),
                          [](const ::testing::TestParamInfo<XprocCase> &i) {
                              return std::string(i.param.name);
                          });
+
+/* ---------------------------------------------------------------- one domain, many workers */
+
+/* Progress every worker of n until the test sends a blob; 0 when it came. */
+int progress_all_until_blob(Node &n, int fd, void **blob, size_t *len)
+{
+    double deadline = axon_test_time() + 30.0;
+
+    while (axon_test_time() < deadline) {
+        struct pollfd pfd = {fd, POLLIN, 0};
+        for (axon_worker_h w : n.workers) {
+            axon_worker_progress(w);
+        }
+        if (poll(&pfd, 1, 0) > 0) {
+            return axon_test_recv_blob(fd, blob, len);
+        }
+    }
+    return -1;
+}
+
+/*
+ * The owner: two workers, memory mapped once, one key for both. The test
+ * writes half of it through each worker's rc connection; we check both.
+ */
+int owner_two_workers_main(int fd, void *)
+{
+    Node                 n;
+    std::vector<uint8_t> buf(64 * 1024, 0);
+    axon_mem_h           memh;
+    Key                  key;
+    void                *addr, *blob = nullptr;
+    size_t               len, blob_len;
+    int                  ok = 1;
+
+    if (!n.init("rc", {}, 2)) {
+        return 10;
+    }
+    axon_mem_map_params_t mp = {buf.data(), buf.size(), 0};
+    if ((axon_mem_map(n.ctx, &mp, &memh) != AXON_OK) || (num_regs(memh) != 1) ||
+        (axon_rkey_pack(n.ctx, memh, &key.buf, &key.size) != AXON_OK)) {
+        return 11;
+    }
+    for (axon_worker_h w : n.workers) {
+        ok &= (axon_worker_get_address(w, &addr, &len) == AXON_OK) &&
+              (axon_test_send_blob(fd, addr, len) == 0);
+        axon_worker_release_address(w, addr);
+    }
+    if (!ok || (axon_test_send_blob(fd, key.buf, key.size) != 0) ||
+        (progress_all_until_blob(n, fd, &blob, &blob_len) != 0)) {
+        return 12;
+    }
+    free(blob);
+    int rc = (axon_test_check(buf.data(), buf.size() / 2, 21) == -1) &&
+             (axon_test_check(buf.data() + buf.size() / 2, buf.size() / 2, 22) == -1) ? 0 : 13;
+    axon_mem_unmap(n.ctx, memh);
+    return (axon_test_sync_progress(fd, n.workers[0], 30.0) == 0) ? rc : 14;
+}
+
+/*
+ * rc: the owner's workers share one protection domain, so the one
+ * registration its key names is reachable through the connection to
+ * either worker (a per-worker domain would refuse the key on the second).
+ */
+TEST(Mem, RcKeyServesEveryWorkerOfTheOwner)
+{
+    axon_test_peer_t     peer;
+    Node                 t;
+    void                *addr[2], *kbuf;
+    size_t               addr_len[2], klen;
+    std::vector<uint8_t> half(32 * 1024);
+
+    if (!t.init("rc")) {
+        GTEST_SKIP() << "no rc transport (softib)";
+    }
+    ASSERT_EQ(0, axon_test_peer_spawn(&peer, owner_two_workers_main, nullptr, kPeerTimeout));
+    ASSERT_EQ(0, axon_test_recv_blob(peer.fd, &addr[0], &addr_len[0]));
+    ASSERT_EQ(0, axon_test_recv_blob(peer.fd, &addr[1], &addr_len[1]));
+    ASSERT_EQ(0, axon_test_recv_blob(peer.fd, &kbuf, &klen));
+    uint64_t base;   /* the owner's address of its range: the key's header, offset 16 */
+    memcpy(&base, static_cast<uint8_t *>(kbuf) + 16, sizeof(base));
+    for (int w = 0; w < 2; ++w) {
+        axon_ep_h      ep = t.connect(0, addr[w], addr_len[w]);
+        axon_rkey_h    rk;
+        axon_request_h req = nullptr;
+        ASSERT_NE(nullptr, ep);
+        ASSERT_EQ(AXON_OK, axon_ep_rkey_unpack(ep, kbuf, klen, &rk)) << "worker " << w;
+        EXPECT_EQ(AXON_RMA_PATH_ZCOPY, rk->path) << "worker " << w;
+        /* The first put may go by active messages while rc connects; the last by RDMA. */
+        axon_test_fill(half.data(), half.size(), 21 + w);
+        for (int round = 0; round < 3; ++round) {
+            axon_status_t st = axon_put_nb(ep, half.data(), half.size(),
+                                           base + w * half.size(), rk, nullptr, &req);
+            EXPECT_EQ(AXON_OK, axon_test_wait_req(t.workers[0], st, req, nullptr, 30.0)) << w;
+            req = nullptr;
+            st  = axon_ep_flush_nb(ep, nullptr, &req);
+            EXPECT_EQ(AXON_OK, axon_test_wait_req(t.workers[0], st, req, nullptr, 30.0)) << w;
+            req = nullptr;
+        }
+        axon_rkey_destroy(rk);
+        free(addr[w]);
+    }
+    free(kbuf);
+    ASSERT_EQ(0, axon_test_send_blob(peer.fd, "done", 4));
+    ASSERT_EQ(0, axon_test_sync_progress(peer.fd, t.workers[0], 30.0));
+    EXPECT_EQ(0, axon_test_peer_wait(&peer, kPeerTimeout)) << "the owner found a half missing";
+}
 
 /* ---------------------------------------------------------------- the mapping table */
 
