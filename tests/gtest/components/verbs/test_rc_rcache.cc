@@ -15,7 +15,7 @@
 extern "C" {
 #include "axon.h"
 #include "harness.h"
-#include "../../framework/device/softib/softib.h"
+#include "framework/device/softib/softib.h"
 }
 
 #include "env_guard.h"

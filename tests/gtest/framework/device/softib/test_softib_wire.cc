@@ -30,8 +30,8 @@
 extern "C" {
 #include "log.h"
 }
-#include "../../framework/device/softib/softib_wire.h"
-#include "../../framework/device/softib/softib_registry.h"
+#include "framework/device/softib/softib_wire.h"
+#include "framework/device/softib/softib_registry.h"
 
 namespace {
 
