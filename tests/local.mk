@@ -70,7 +70,8 @@ tests_plugins_libaxon_badabi_la_SOURCES = tests/plugins/badabi_component.c
 tests_plugins_libaxon_badabi_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 endif
 
-EXTRA_DIST += tests/run_tests.sh tests/tools_test.sh tests/layering/check_layers.sh \
+EXTRA_DIST += tests/run_tests.sh tests/test_names.sh tests/README.md tests/tools_test.sh \
+	tests/layering/check_layers.sh \
 	tests/layering/check_layers_test.sh contrib/bench/compare.sh \
 	contrib/bench/ep_mem.sh contrib/bench/rma_compare.sh contrib/bench/bench_lib.sh \
 	contrib/bench/mpi_compare.sh contrib/bench/osu_compare.sh \

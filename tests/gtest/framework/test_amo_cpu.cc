@@ -295,7 +295,7 @@ axon_amo_args_t add8_args(uint64_t value)
 /* ---------------------------------------------------------------- (a) apply vs model */
 
 /* Known answers, so the model itself is anchored. */
-TEST(AmoCpu, known_answers)
+TEST(AmoCpu, KnownAnswers)
 {
     axon_amo_args_t args;
     uint64_t        old[4], out[4], ref[4];
@@ -349,7 +349,7 @@ TEST(AmoCpu, known_answers)
     EXPECT_EQ(1ull, out[0]);
 }
 
-TEST(AmoCpu, apply_matches_model)
+TEST(AmoCpu, ApplyMatchesModel)
 {
     Watchdog        dog(120);
     std::mt19937_64 rng(0x5eed);
@@ -387,7 +387,7 @@ TEST(AmoCpu, apply_matches_model)
  * word i at bytes [8 i, 8 i + 8); the previous value comes back; the bytes
  * around the operand are untouched.
  */
-TEST(AmoCpu, exec_layout_and_neighbours)
+TEST(AmoCpu, ExecLayoutAndNeighbours)
 {
     Watchdog              dog(60);
     std::mt19937_64       rng(77);
@@ -439,7 +439,7 @@ TEST(AmoCpu, exec_layout_and_neighbours)
  * (what makes a word op atomic with a 32-byte one); a neighbouring block's
  * stripe does not stop it. Deterministic, unlike the races below.
  */
-TEST(AmoCpu, every_op_takes_its_block_stripe)
+TEST(AmoCpu, EveryOpTakesItsBlockStripe)
 {
     Watchdog              dog(60);
     axon_amo_lock_table_t table;
@@ -483,7 +483,7 @@ TEST(AmoCpu, every_op_takes_its_block_stripe)
 
 /* ---------------------------------------------------------------- (b) args_check */
 
-TEST(AmoCpu, args_check_rejects_every_invalid_pair)
+TEST(AmoCpu, ArgsCheckRejectsEveryInvalidPair)
 {
     LogCapture      log;
     axon_amo_args_t args;
@@ -724,7 +724,7 @@ SegKey key_of(const axon_mem_seg_t &seg)
     return key;
 }
 
-TEST(AmoCpu, threads_exact_totals)
+TEST(AmoCpu, ThreadsExactTotals)
 {
     Watchdog       dog(120);
     axon_mem_seg_t seg;
@@ -781,7 +781,7 @@ int workload_child(int fd, void *arg)
     return ret;
 }
 
-TEST(AmoCpu, processes_exact_totals)
+TEST(AmoCpuSlow, ProcessesExactTotals)
 {
     Watchdog         dog(150);
     axon_mem_seg_t   seg;
@@ -856,10 +856,10 @@ bool wait_byte(int fd, double timeout_sec)
     return (poll(&pfd, 1, (int)(timeout_sec * 1000)) == 1) && (read(fd, &c, 1) == 1);
 }
 
-class AmoCpuDeadOwner : public ::testing::TestWithParam<bool> {};
+class AmoCpuDeadOwnerXproc : public ::testing::TestWithParam<bool> {};
 
 /* Param: reap the killed holder first (gone) or not (a zombie: kill(pid, 0) still works). */
-TEST_P(AmoCpuDeadOwner, next_exec_takes_over)
+TEST_P(AmoCpuDeadOwnerXproc, NextExecTakesOver)
 {
     Watchdog         dog(60);
     LogCapture       log;
@@ -908,7 +908,7 @@ TEST_P(AmoCpuDeadOwner, next_exec_takes_over)
     axon_mem_seg_free(&seg);
 }
 
-INSTANTIATE_TEST_SUITE_P(Reaped, AmoCpuDeadOwner, ::testing::Values(true, false),
+INSTANTIATE_TEST_SUITE_P(Reaped, AmoCpuDeadOwnerXproc, ::testing::Values(true, false),
                          [](const ::testing::TestParamInfo<bool> &info) {
                              return std::string(info.param ? "reaped" : "zombie");
                          });
@@ -955,12 +955,12 @@ void expect_live_holder_waited_for(int (*child)(int, void *), uint64_t token)
     axon_mem_seg_free(&seg);
 }
 
-TEST(AmoCpu, live_holder_is_waited_for)
+TEST(AmoCpuXproc, LiveHolderIsWaitedFor)
 {
     expect_live_holder_waited_for(holder_child, 43);
 }
 
-TEST(AmoCpu, zombie_leader_with_live_holder_is_waited_for)
+TEST(AmoCpuXproc, ZombieLeaderWithLiveHolderIsWaitedFor)
 {
     expect_live_holder_waited_for(zombie_leader_child, 44);
 }
@@ -996,7 +996,7 @@ unsigned count_seg_maps()
     return n;
 }
 
-TEST(MemSeg, alloc_zeroed_aligned)
+TEST(MemSeg, AllocZeroedAligned)
 {
     Watchdog       dog(30);
     axon_mem_seg_t seg;
@@ -1064,7 +1064,7 @@ int peer_sees_writes(int fd, void *arg)
     return ret;
 }
 
-TEST(MemSeg, attach_sees_writes_both_ways)
+TEST(MemSegXproc, AttachSeesWritesBothWays)
 {
     Watchdog         dog(60);
     axon_mem_seg_t   seg;
@@ -1112,7 +1112,7 @@ int owner_child(int fd, void *arg)
     }
 }
 
-TEST(MemSeg, refused_attaches_and_no_leaks)
+TEST(MemSegXproc, RefusedAttachesAndNoLeaks)
 {
     Watchdog         dog(60);
     LogCapture       log;

@@ -67,7 +67,7 @@ void capture_hook(axon_log_level_t level, const char *message, void *arg)
 }
 
 /* Captures log messages and keeps expected errors off the test output. */
-class ConfigTest : public ::testing::Test {
+class Config : public ::testing::Test {
 protected:
     void SetUp() override
     {
@@ -140,7 +140,7 @@ std::string read_file(const std::string &path)
 
 } /* namespace */
 
-TEST_F(ConfigTest, DefaultsWhenUnset)
+TEST_F(Config, DefaultsWhenUnset)
 {
     test_opts_t opts;
 
@@ -161,7 +161,7 @@ TEST_F(ConfigTest, DefaultsWhenUnset)
     axon_config_release(test_table, &opts);
 }
 
-TEST_F(ConfigTest, EnvironmentOverridesDefault)
+TEST_F(Config, EnvironmentOverridesDefault)
 {
     test_opts_t opts;
 
@@ -174,7 +174,7 @@ TEST_F(ConfigTest, EnvironmentOverridesDefault)
     axon_config_release(test_table, &opts);
 }
 
-TEST_F(ConfigTest, KvOverrideBeatsEnvironment)
+TEST_F(Config, KvOverrideBeatsEnvironment)
 {
     const axon_config_kv_t kv[] = {
         {"TESTCFG_COUNT", "42"},
@@ -188,7 +188,7 @@ TEST_F(ConfigTest, KvOverrideBeatsEnvironment)
     axon_config_release(test_table, &opts);
 }
 
-TEST_F(ConfigTest, KvNamesAreCaseSensitiveAndPrefixed)
+TEST_F(Config, KvNamesAreCaseSensitiveAndPrefixed)
 {
     const axon_config_kv_t kv[] = {
         {"testcfg_count", "1"},
@@ -202,7 +202,7 @@ TEST_F(ConfigTest, KvNamesAreCaseSensitiveAndPrefixed)
     axon_config_release(test_table, &opts);
 }
 
-TEST_F(ConfigTest, BadEnvValueFailsAndNamesVariable)
+TEST_F(Config, BadEnvValueFailsAndNamesVariable)
 {
     test_opts_t opts;
 
@@ -213,7 +213,7 @@ TEST_F(ConfigTest, BadEnvValueFailsAndNamesVariable)
     EXPECT_TRUE(logged(axon_config_parser_size.syntax));
 }
 
-TEST_F(ConfigTest, BadKvValueFailsAfterListsParsed)
+TEST_F(Config, BadKvValueFailsAfterListsParsed)
 {
     /* PATH is last, so every list before it was allocated and must be freed. */
     const axon_config_kv_t kv[] = {{"TESTCFG_TLS", "^x,y"}, {"TESTCFG_PATH", ""}};
@@ -230,7 +230,7 @@ TEST_F(ConfigTest, BadKvValueFailsAfterListsParsed)
     EXPECT_TRUE(logged("spin"));
 }
 
-TEST_F(ConfigTest, ReleaseFreesAndClearsLists)
+TEST_F(Config, ReleaseFreesAndClearsLists)
 {
     test_opts_t opts;
 
@@ -245,7 +245,7 @@ TEST_F(ConfigTest, ReleaseFreesAndClearsLists)
     EXPECT_EQ(NULL, opts.tls.list.names);
 }
 
-TEST_F(ConfigTest, BoolValues)
+TEST_F(Config, BoolValues)
 {
     const char *const yes[] = {"y", "YES", "On", "1", "true", "TRUE"};
     const char *const no[]  = {"n", "No", "OFF", "0", "false", "False"};
@@ -269,7 +269,7 @@ TEST_F(ConfigTest, BoolValues)
     EXPECT_EQ("y", write_value(axon_config_parser_bool, value));
 }
 
-TEST_F(ConfigTest, UintValues)
+TEST_F(Config, UintValues)
 {
     const char *const bad[] = {"", "-1", "+1", " 1", "1x", "abc", "4294967296",
                                "99999999999999999999999", "0x10", "1.5"};
@@ -288,7 +288,7 @@ TEST_F(ConfigTest, UintValues)
     EXPECT_EQ("99", write_value(axon_config_parser_uint, value));
 }
 
-TEST_F(ConfigTest, SizeValues)
+TEST_F(Config, SizeValues)
 {
     const struct {
         const char *str;
@@ -314,7 +314,7 @@ TEST_F(ConfigTest, SizeValues)
     }
 }
 
-TEST_F(ConfigTest, SizeWrite)
+TEST_F(Config, SizeWrite)
 {
     EXPECT_EQ("8K", write_value(axon_config_parser_size, (size_t)8192));
     EXPECT_EQ("1M", write_value(axon_config_parser_size, (size_t)1 << 20));
@@ -324,7 +324,7 @@ TEST_F(ConfigTest, SizeWrite)
     EXPECT_EQ("inf", write_value(axon_config_parser_size, AXON_CONFIG_SIZE_INF));
 }
 
-TEST_F(ConfigTest, TimeValues)
+TEST_F(Config, TimeValues)
 {
     const struct {
         const char *str;
@@ -350,7 +350,7 @@ TEST_F(ConfigTest, TimeValues)
     EXPECT_EQ("250us", write_value(axon_config_parser_time, 250e-6));
 }
 
-TEST_F(ConfigTest, StringValue)
+TEST_F(Config, StringValue)
 {
     char *value = NULL;
 
@@ -361,7 +361,7 @@ TEST_F(ConfigTest, StringValue)
     EXPECT_EQ(NULL, value);
 }
 
-TEST_F(ConfigTest, EnumIsCaseInsensitive)
+TEST_F(Config, EnumIsCaseInsensitive)
 {
     const axon_config_parser_t parser = AXON_CONFIG_TYPE_ENUM(test_modes, "poll|busy|sleep");
     unsigned value;
@@ -379,7 +379,7 @@ TEST_F(ConfigTest, EnumIsCaseInsensitive)
     EXPECT_EQ("Busy", write_value(parser, value));
 }
 
-TEST_F(ConfigTest, StringListTrimsAndRejectsEmptyItems)
+TEST_F(Config, StringListTrimsAndRejectsEmptyItems)
 {
     const char *const bad[] = {"a,,b", "a,", ",a", "a, ,b", ","};
     axon_config_names_t names;
@@ -403,7 +403,7 @@ TEST_F(ConfigTest, StringListTrimsAndRejectsEmptyItems)
     EXPECT_EQ(0u, names.count);
 }
 
-TEST_F(ConfigTest, PathListSkipsEmptyItems)
+TEST_F(Config, PathListSkipsEmptyItems)
 {
     axon_config_names_t names;
 
@@ -419,7 +419,7 @@ TEST_F(ConfigTest, PathListSkipsEmptyItems)
     EXPECT_EQ(NULL, names.names);
 }
 
-TEST_F(ConfigTest, AllowListForms)
+TEST_F(Config, AllowListForms)
 {
     const axon_config_parser_t &parser = axon_config_parser_allow_list;
     axon_config_allow_list_t allow;
@@ -451,7 +451,7 @@ TEST_F(ConfigTest, AllowListForms)
     EXPECT_EQ(-1, read_value(parser, "shm,,self", &allow));
 }
 
-TEST_F(ConfigTest, TableHas)
+TEST_F(Config, TableHas)
 {
     EXPECT_TRUE(axon_config_table_has(test_table, "TESTCFG_", "TESTCFG_FIFO_SIZE"));
     EXPECT_TRUE(axon_config_table_has(test_table, "TESTCFG_", "TESTCFG_PATH"));
@@ -462,7 +462,7 @@ TEST_F(ConfigTest, TableHas)
     EXPECT_TRUE(axon_config_table_has(test_table, "", "FIFO_SIZE"));
 }
 
-TEST_F(ConfigTest, PrintShowsDocSyntaxDefaultAndValue)
+TEST_F(Config, PrintShowsDocSyntaxDefaultAndValue)
 {
     const axon_config_kv_t kv[] = {{"TESTCFG_FIFO_SIZE", "1m"}};
     test_opts_t opts;
@@ -489,7 +489,7 @@ TEST_F(ConfigTest, PrintShowsDocSyntaxDefaultAndValue)
     EXPECT_NE(std::string::npos, out.find("AXON_TESTCFG_TIMEOUT=10ms\n"));
 }
 
-TEST_F(ConfigTest, LogLevelNames)
+TEST_F(Config, LogLevelNames)
 {
     EXPECT_STREQ("error", axon_log_level_name(AXON_LOG_ERROR));
     EXPECT_STREQ("warn", axon_log_level_name(AXON_LOG_WARN));
@@ -498,7 +498,7 @@ TEST_F(ConfigTest, LogLevelNames)
     EXPECT_STREQ("trace", axon_log_level_name(AXON_LOG_TRACE));
 }
 
-TEST_F(ConfigTest, LogFileFiltersByLevelAndHookSeesAll)
+TEST_F(Config, LogFileFiltersByLevelAndHookSeesAll)
 {
     char        dir_template[] = "/tmp/axon_logtest.XXXXXX";
     char       *dir            = mkdtemp(dir_template);
@@ -545,7 +545,7 @@ TEST_F(ConfigTest, LogFileFiltersByLevelAndHookSeesAll)
     rmdir(dir);
 }
 
-TEST_F(ConfigTest, LogSetFileFailureKeepsOldOutput)
+TEST_F(Config, LogSetFileFailureKeepsOldOutput)
 {
     char        path_template[] = "/tmp/axon_logtest.XXXXXX";
     int         fd              = mkstemp(path_template);
@@ -566,7 +566,7 @@ TEST_F(ConfigTest, LogSetFileFailureKeepsOldOutput)
     unlink(path_template);
 }
 
-TEST_F(ConfigTest, LogHookOffMeansFilteredMessagesAreSkipped)
+TEST_F(Config, LogHookOffMeansFilteredMessagesAreSkipped)
 {
     axon_log_set_hook(NULL, NULL);
     EXPECT_EQ(0, axon_log_hook_active);

@@ -38,7 +38,7 @@ struct log_capture {
     }
 };
 
-class loader : public ::testing::Test {
+class Loader : public ::testing::Test {
 protected:
     axon_component_set_t set = {NULL, 0};
     axon_config_names_t  path = {NULL, 0};
@@ -80,7 +80,7 @@ std::string make_temp_dir()
 
 } // namespace
 
-TEST_F(loader, finds_self_and_shm_in_build_tree)
+TEST_F(Loader, FindsSelfAndShmInBuildTree)
 {
     ASSERT_EQ(AXON_OK, axon_loader_load_all(&path, NULL, 0, NULL, &set));
     const axon_loaded_component_t *self = find("self"), *shm = find("shm");
@@ -97,7 +97,7 @@ TEST_F(loader, finds_self_and_shm_in_build_tree)
     EXPECT_GT(shm->resources[0].max_bcopy, shm->resources[0].max_short);
 }
 
-TEST_F(loader, unloadable_plugins_are_skipped_and_others_load)
+TEST_F(Loader, UnloadablePluginsAreSkippedAndOthersLoad)
 {
     log_capture logs;
 
@@ -126,7 +126,7 @@ TEST_F(loader, unloadable_plugins_are_skipped_and_others_load)
     EXPECT_EQ(1u, find("self")->num_resources);
 }
 
-TEST_F(loader, search_dirs_user_path_first_then_library_dir)
+TEST_F(Loader, SearchDirsUserPathFirstThenLibraryDir)
 {
     axon_config_names_t dirs;
 
@@ -140,7 +140,7 @@ TEST_F(loader, search_dirs_user_path_first_then_library_dir)
     axon_config_names_release(&dirs);
 }
 
-TEST_F(loader, first_plugin_of_a_name_wins)
+TEST_F(Loader, FirstPluginOfANameWins)
 {
     std::string dir = make_temp_dir();
     std::string link = dir + "/libaxon_self.so";
@@ -159,7 +159,7 @@ TEST_F(loader, first_plugin_of_a_name_wins)
     rmdir(dir.c_str());
 }
 
-TEST_F(loader, descriptor_name_must_match_file_name)
+TEST_F(Loader, DescriptorNameMustMatchFileName)
 {
     std::string dir = make_temp_dir();
     std::string link = dir + "/libaxon_other.so";
@@ -178,7 +178,7 @@ TEST_F(loader, descriptor_name_must_match_file_name)
     rmdir(dir.c_str());
 }
 
-TEST_F(loader, non_plugin_files_and_missing_dirs_are_ignored)
+TEST_F(Loader, NonPluginFilesAndMissingDirsAreIgnored)
 {
     std::string dir = make_temp_dir();
     for (const char *name : {"libaxon_.so", "libfoo.so", "libaxon_x.so.1", "axon_y.so"}) {
@@ -203,7 +203,7 @@ TEST_F(loader, non_plugin_files_and_missing_dirs_are_ignored)
     rmdir(dir.c_str());
 }
 
-TEST_F(loader, bad_component_config_fails_the_load)
+TEST_F(Loader, BadComponentConfigFailsTheLoad)
 {
     log_capture logs;
     axon_config_kv_t kv[] = {{"SHM_FIFO_SIZE", "lots"}};
@@ -214,7 +214,7 @@ TEST_F(loader, bad_component_config_fails_the_load)
 }
 
 /* Through the public API: a broken plugin on the path does not stop the job. */
-TEST(loader_context, broken_plugin_on_path_does_not_stop_others)
+TEST(LoaderContext, BrokenPluginOnPathDoesNotStopOthers)
 {
     axon_config_kv_t kv[] = {{"COMPONENT_PATH", AXON_TEST_PLUGIN_DIR}, {"TLS", "self"}};
     axon_context_params_t params = {AXON_FEATURE_TAG, kv, 2};
@@ -241,7 +241,7 @@ TEST(loader_context, broken_plugin_on_path_does_not_stop_others)
     axon_cleanup(ctx);
 }
 
-TEST(loader_context, naming_an_unloadable_plugin_in_tls_warns)
+TEST(LoaderContext, NamingAnUnloadablePluginInTlsWarns)
 {
     log_capture logs;
     axon_config_kv_t kv[] = {{"COMPONENT_PATH", AXON_TEST_PLUGIN_DIR}, {"TLS", "shm,broken"}};
@@ -255,7 +255,7 @@ TEST(loader_context, naming_an_unloadable_plugin_in_tls_warns)
     axon_cleanup(ctx);
 }
 
-TEST(loader_context, only_unloadable_plugins_in_tls_fail_init)
+TEST(LoaderContext, OnlyUnloadablePluginsInTlsFailInit)
 {
     log_capture logs;
     axon_config_kv_t kv[] = {{"COMPONENT_PATH", AXON_TEST_PLUGIN_DIR}, {"TLS", "badabi"}};

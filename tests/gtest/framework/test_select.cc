@@ -64,7 +64,7 @@ const axon_component_t fake_desc = {AXON_COMPONENT_ABI_VERSION, "fake", "fake"};
  * A synthetic set of loaded components: self, shm, a "verbs" component with
  * rc and ud on two devices, and one plugin that failed to load.
  */
-class select_filter : public ::testing::Test {
+class SelectFilter : public ::testing::Test {
 protected:
     std::vector<axon_resource_t> self_r, shm_r, verbs_r;
     axon_loaded_component_t comps[4];
@@ -132,50 +132,50 @@ typedef std::multiset<std::string> names;
 
 } // namespace
 
-TEST_F(select_filter, all_admits_everything)
+TEST_F(SelectFilter, AllAdmitsEverything)
 {
     ASSERT_EQ(AXON_OK, run("all"));
     EXPECT_EQ(6u, count);
 }
 
-TEST_F(select_filter, single_transport)
+TEST_F(SelectFilter, SingleTransport)
 {
     ASSERT_EQ(AXON_OK, run("shm"));
     EXPECT_EQ(names({"shm/memory"}), selected());
 }
 
-TEST_F(select_filter, list_of_transports)
+TEST_F(SelectFilter, ListOfTransports)
 {
     ASSERT_EQ(AXON_OK, run("rc,self"));
     EXPECT_EQ(names({"self/self", "rc/softib0:1", "rc/softib1:1"}), selected());
 }
 
-TEST_F(select_filter, negation_excludes_listed)
+TEST_F(SelectFilter, NegationExcludesListed)
 {
     ASSERT_EQ(AXON_OK, run("^rc,ud"));
     EXPECT_EQ(names({"self/self", "shm/memory"}), selected());
 }
 
-TEST_F(select_filter, alias_sm_is_shm_and_self)
+TEST_F(SelectFilter, AliasSmIsShmAndSelf)
 {
     ASSERT_EQ(AXON_OK, run("sm"));
     EXPECT_EQ(names({"self/self", "shm/memory"}), selected());
 }
 
-TEST_F(select_filter, negated_alias)
+TEST_F(SelectFilter, NegatedAlias)
 {
     ASSERT_EQ(AXON_OK, run("^sm"));
     EXPECT_EQ(names({"rc/softib0:1", "ud/softib0:1", "rc/softib1:1", "ud/softib1:1"}),
               selected());
 }
 
-TEST_F(select_filter, component_name_selects_its_transports)
+TEST_F(SelectFilter, ComponentNameSelectsItsTransports)
 {
     ASSERT_EQ(AXON_OK, run("verbs"));
     EXPECT_EQ(4u, count);
 }
 
-TEST_F(select_filter, unknown_name_is_an_error_listing_known_names)
+TEST_F(SelectFilter, UnknownNameIsAnErrorListingKnownNames)
 {
     log_capture logs;
     EXPECT_EQ(AXON_ERR_INVALID_PARAM, run("bogus"));
@@ -185,7 +185,7 @@ TEST_F(select_filter, unknown_name_is_an_error_listing_known_names)
     EXPECT_TRUE(log_capture::any(logs.errors, "'bogus'", "sm (alias)"));
 }
 
-TEST_F(select_filter, unknown_name_in_a_list_or_negation_is_an_error)
+TEST_F(SelectFilter, UnknownNameInAListOrNegationIsAnError)
 {
     log_capture logs;
     EXPECT_EQ(AXON_ERR_INVALID_PARAM, run("shm,tcpp"));
@@ -194,7 +194,7 @@ TEST_F(select_filter, unknown_name_in_a_list_or_negation_is_an_error)
     EXPECT_TRUE(log_capture::any(logs.errors, "'bogus2'"));
 }
 
-TEST_F(select_filter, failed_plugin_named_gives_a_warning_with_the_reason)
+TEST_F(SelectFilter, FailedPluginNamedGivesAWarningWithTheReason)
 {
     log_capture logs;
     ASSERT_EQ(AXON_OK, run("shm,broken"));
@@ -202,7 +202,7 @@ TEST_F(select_filter, failed_plugin_named_gives_a_warning_with_the_reason)
     EXPECT_TRUE(log_capture::any(logs.warnings, "broken", "undefined symbol: ibv_missing"));
 }
 
-TEST_F(select_filter, failed_plugin_not_named_is_silent)
+TEST_F(SelectFilter, FailedPluginNotNamedIsSilent)
 {
     log_capture logs;
     ASSERT_EQ(AXON_OK, run("all"));
@@ -210,33 +210,33 @@ TEST_F(select_filter, failed_plugin_not_named_is_silent)
     EXPECT_TRUE(logs.errors.empty());
 }
 
-TEST_F(select_filter, net_devices_restrict_network_transports_only)
+TEST_F(SelectFilter, NetDevicesRestrictNetworkTransportsOnly)
 {
     ASSERT_EQ(AXON_OK, run("all", "softib1:1"));
     EXPECT_EQ(names({"self/self", "shm/memory", "rc/softib1:1", "ud/softib1:1"}), selected());
 }
 
-TEST_F(select_filter, net_devices_negation)
+TEST_F(SelectFilter, NetDevicesNegation)
 {
     ASSERT_EQ(AXON_OK, run("rc", "^softib1:1"));
     EXPECT_EQ(names({"rc/softib0:1"}), selected());
 }
 
-TEST_F(select_filter, unknown_net_device_is_an_error_listing_devices)
+TEST_F(SelectFilter, UnknownNetDeviceIsAnErrorListingDevices)
 {
     log_capture logs;
     EXPECT_EQ(AXON_ERR_INVALID_PARAM, run("all", "mlx5_0:1"));
     EXPECT_TRUE(log_capture::any(logs.errors, "'mlx5_0:1'", "softib0:1"));
 }
 
-TEST_F(select_filter, resource_lacking_required_capability_is_skipped)
+TEST_F(SelectFilter, ResourceLackingRequiredCapabilityIsSkipped)
 {
     verbs_r[1].cap_flags = AXON_CAP_PUT | AXON_CAP_GET;  /* ud on softib0 cannot send AMs */
     ASSERT_EQ(AXON_OK, run("ud"));
     EXPECT_EQ(names({"ud/softib1:1"}), selected());
 }
 
-TEST_F(select_filter, everything_excluded_leaves_nothing)
+TEST_F(SelectFilter, EverythingExcludedLeavesNothing)
 {
     ASSERT_EQ(AXON_OK, run("^all"));
     EXPECT_EQ(0u, count);
@@ -277,7 +277,7 @@ struct debug_capture {
 
 } // namespace
 
-TEST(select_lanes, small_by_latency_bulk_by_bandwidth)
+TEST(SelectLanes, SmallByLatencyBulkByBandwidth)
 {
     axon_resource_t a = make_rsc("shm", "memory", AXON_DEV_TYPE_SHM, 80, 10000);
     axon_resource_t b = make_rsc("rc", "softib0:1", AXON_DEV_TYPE_NET, 900, 25000);
@@ -289,7 +289,7 @@ TEST(select_lanes, small_by_latency_bulk_by_bandwidth)
     EXPECT_EQ(0, choice.bulk);
 }
 
-TEST(select_lanes, overhead_counts_toward_small_lane_cost)
+TEST(SelectLanes, OverheadCountsTowardSmallLaneCost)
 {
     axon_resource_t a = make_rsc("x", "d0", AXON_DEV_TYPE_NET, 100, 1000);
     axon_resource_t b = make_rsc("y", "d1", AXON_DEV_TYPE_NET, 150, 1000);
@@ -304,7 +304,7 @@ TEST(select_lanes, overhead_counts_toward_small_lane_cost)
     EXPECT_EQ(1, choice.bulk);
 }
 
-TEST(select_lanes, needs_am_capabilities)
+TEST(SelectLanes, NeedsAmCapabilities)
 {
     axon_resource_t a = make_rsc("x", "d0", AXON_DEV_TYPE_NET, 100, 1000, AXON_CAP_AM_BCOPY);
     axon_resource_t b = make_rsc("y", "d1", AXON_DEV_TYPE_NET, 500, 100, AXON_CAP_AM_SHORT);
@@ -317,13 +317,13 @@ TEST(select_lanes, needs_am_capabilities)
     EXPECT_EQ(AXON_ERR_UNREACHABLE, axon_select_lanes(c, 1, &kFewPeers, &choice));
 }
 
-TEST(select_lanes, nothing_reachable)
+TEST(SelectLanes, NothingReachable)
 {
     axon_lane_choice_t choice;
     EXPECT_EQ(AXON_ERR_UNREACHABLE, axon_select_lanes(NULL, 0, &kFewPeers, &choice));
 }
 
-TEST(select_lanes, few_peers_estimates_decide)
+TEST(SelectLanes, FewPeersEstimatesDecide)
 {
     rc_ud_device d;
     const axon_resource_t *c[] = {&d.ud, &d.rc};
@@ -337,7 +337,7 @@ TEST(select_lanes, few_peers_estimates_decide)
     }
 }
 
-TEST(select_lanes, many_peers_smallest_endpoint_memory_wins)
+TEST(SelectLanes, ManyPeersSmallestEndpointMemoryWins)
 {
     rc_ud_device d;
     const axon_resource_t *c[] = {&d.rc, &d.ud};
@@ -351,7 +351,7 @@ TEST(select_lanes, many_peers_smallest_endpoint_memory_wins)
     }
 }
 
-TEST(select_lanes, threshold_zero_always_saves_memory)
+TEST(SelectLanes, ThresholdZeroAlwaysSavesMemory)
 {
     rc_ud_device d;
     const axon_resource_t *c[] = {&d.rc, &d.ud};
@@ -363,7 +363,7 @@ TEST(select_lanes, threshold_zero_always_saves_memory)
     EXPECT_EQ(1, choice.bulk);
 }
 
-TEST(select_lanes, many_peers_memory_compared_only_within_a_device)
+TEST(SelectLanes, ManyPeersMemoryComparedOnlyWithinADevice)
 {
     /* shm reaches the peer faster; a tiny-endpoint transport elsewhere does not displace it */
     rc_ud_device d;
@@ -396,7 +396,7 @@ TEST(select_lanes, many_peers_memory_compared_only_within_a_device)
     EXPECT_EQ(0, choice.bulk);
 }
 
-TEST(select_lanes, many_peers_equal_memory_keeps_the_faster)
+TEST(SelectLanes, ManyPeersEqualMemoryKeepsTheFaster)
 {
     rc_ud_device d;
     d.ud.ep_memory = d.rc.ep_memory;
@@ -409,7 +409,7 @@ TEST(select_lanes, many_peers_equal_memory_keeps_the_faster)
     EXPECT_EQ(1, choice.bulk);
 }
 
-TEST(select_lanes, ties_in_estimates_go_to_the_first_candidate)
+TEST(SelectLanes, TiesInEstimatesGoToTheFirstCandidate)
 {
     axon_resource_t a = make_rsc("x", "d0", AXON_DEV_TYPE_NET, 100, 1000);
     axon_resource_t b = make_rsc("y", "d0", AXON_DEV_TYPE_NET, 100, 1000);
@@ -421,7 +421,7 @@ TEST(select_lanes, ties_in_estimates_go_to_the_first_candidate)
     EXPECT_EQ(0, choice.bulk);
 }
 
-TEST(select_lanes, many_peers_memory_choice_needs_the_lane_capability)
+TEST(SelectLanes, ManyPeersMemoryChoiceNeedsTheLaneCapability)
 {
     /* ud without bcopy: it can take the small lane only; rc keeps bulk */
     rc_ud_device d;
@@ -441,7 +441,7 @@ TEST(select_lanes, many_peers_memory_choice_needs_the_lane_capability)
     EXPECT_EQ(1, choice.bulk);
 }
 
-TEST(select_lanes, candidate_lacking_a_lane_capability_is_skipped_with_a_debug_line)
+TEST(SelectLanes, CandidateLackingALaneCapabilityIsSkippedWithADebugLine)
 {
     rc_ud_device d;
     d.rc.cap_flags = AXON_CAP_AM_BCOPY;  /* no short AMs */
@@ -460,7 +460,7 @@ TEST(select_lanes, candidate_lacking_a_lane_capability_is_skipped_with_a_debug_l
     EXPECT_TRUE(found) << "no debug line names rc/softib0:1 and am_short";
 }
 
-TEST(select_lanes, switch_to_smaller_endpoints_says_so_at_debug_level)
+TEST(SelectLanes, SwitchToSmallerEndpointsSaysSoAtDebugLevel)
 {
     rc_ud_device d;
     const axon_resource_t *c[] = {&d.rc, &d.ud};
@@ -477,7 +477,7 @@ TEST(select_lanes, switch_to_smaller_endpoints_says_so_at_debug_level)
     EXPECT_TRUE(found);
 }
 
-TEST_F(select_filter, alias_ib_is_rc_and_ud)
+TEST_F(SelectFilter, AliasIbIsRcAndUd)
 {
     ASSERT_EQ(AXON_OK, run("ib"));
     EXPECT_EQ(names({"rc/softib0:1", "ud/softib0:1", "rc/softib1:1", "ud/softib1:1"}),
@@ -488,14 +488,14 @@ TEST_F(select_filter, alias_ib_is_rc_and_ud)
     EXPECT_EQ(names({"self/self", "shm/memory"}), selected());
 }
 
-TEST_F(select_filter, unknown_name_lists_the_ib_alias)
+TEST_F(SelectFilter, UnknownNameListsTheIbAlias)
 {
     log_capture logs;
     EXPECT_EQ(AXON_ERR_INVALID_PARAM, run("infiniband"));
     EXPECT_TRUE(log_capture::any(logs.errors, "'infiniband'", "ib (alias)"));
 }
 
-TEST_F(select_filter, device_lacking_rc_capabilities_is_skipped_with_a_debug_line)
+TEST_F(SelectFilter, DeviceLackingRcCapabilitiesIsSkippedWithADebugLine)
 {
     verbs_r[2].cap_flags = AXON_CAP_AM_SHORT;  /* rc on softib1 cannot bcopy */
     debug_capture logs;
@@ -525,7 +525,7 @@ void PrintTo(const tls_case &tc, std::ostream *os)
     *os << "AXON_TLS=\"" << tc.tls << "\"";
 }
 
-class select_tls_env : public ::testing::TestWithParam<tls_case> {};
+class SelectTlsEnv : public ::testing::TestWithParam<tls_case> {};
 
 std::string tls_case_name(const ::testing::TestParamInfo<tls_case> &info)
 {
@@ -538,7 +538,7 @@ std::string tls_case_name(const ::testing::TestParamInfo<tls_case> &info)
 
 } // namespace
 
-TEST_P(select_tls_env, axon_tls_environment_variable)
+TEST_P(SelectTlsEnv, AxonTlsEnvironmentVariable)
 {
     const tls_case &tc = GetParam();
     axon_context_params_t params = {AXON_FEATURE_TAG, NULL, 0};
@@ -564,7 +564,7 @@ TEST_P(select_tls_env, axon_tls_environment_variable)
 }
 
 /* rc and ud come from softib0 (AXON_SOFTIB_DEVICES defaults to 1). */
-INSTANTIATE_TEST_SUITE_P(forms, select_tls_env, ::testing::Values(
+INSTANTIATE_TEST_SUITE_P(Forms, SelectTlsEnv, ::testing::Values(
     /* rc and ud run on softib here, a software device: only when named. */
     tls_case{"all",        {"self", "shm", "tcp"},             AXON_OK},
     tls_case{"self",       {"self"},                           AXON_OK},
@@ -588,7 +588,7 @@ INSTANTIATE_TEST_SUITE_P(forms, select_tls_env, ::testing::Values(
     tls_case{"",           {},                                 AXON_ERR_INVALID_PARAM}),
     tls_case_name);
 
-TEST(select_endpoint, self_lane_to_own_worker_shm_lane_when_self_excluded)
+TEST(SelectEndpoint, SelfLaneToOwnWorkerShmLaneWhenSelfExcluded)
 {
     for (const char *tls : {"all", "shm"}) {
         axon_config_kv_t kv[] = {{"TLS", tls}};
@@ -615,7 +615,7 @@ TEST(select_endpoint, self_lane_to_own_worker_shm_lane_when_self_excluded)
     }
 }
 
-TEST(select_endpoint, unreachable_peer_is_a_clear_error)
+TEST(SelectEndpoint, UnreachablePeerIsAClearError)
 {
     /* A worker that only has self cannot reach another worker. */
     axon_config_kv_t kv[] = {{"TLS", "self"}};
@@ -646,7 +646,7 @@ TEST(select_endpoint, unreachable_peer_is_a_clear_error)
  * AXON_TLS=ib: endpoints go over rc while the worker has fewer than
  * AXON_RC_MAX_PEERS of them, then over ud (same device, smaller endpoints).
  */
-TEST(select_endpoint, ib_uses_rc_for_few_peers_then_ud)
+TEST(SelectEndpoint, IbUsesRcForFewPeersThenUd)
 {
     const unsigned kPeers = 4;
     axon_config_kv_t kv[] = {{"TLS", "ib"}, {"RC_MAX_PEERS", "2"}};
@@ -683,7 +683,7 @@ TEST(select_endpoint, ib_uses_rc_for_few_peers_then_ud)
     axon_cleanup(ctx);
 }
 
-TEST(select_endpoint, ib_defaults_to_rc)
+TEST(SelectEndpoint, IbDefaultsToRc)
 {
     axon_config_kv_t kv[] = {{"TLS", "ib"}};
     axon_context_params_t params = {AXON_FEATURE_TAG, kv, 1};
@@ -728,7 +728,7 @@ axon_resource_t costed_rsc(double copy_MBps, double get_overhead_ns, double get_
 
 } // namespace
 
-TEST(select_get_min, unmeasured_gets_wherever_possible)
+TEST(SelectGetMin, UnmeasuredGetsWhereverPossible)
 {
     axon_resource_t r = costed_rsc(0, 0, 0);
 
@@ -737,14 +737,14 @@ TEST(select_get_min, unmeasured_gets_wherever_possible)
     EXPECT_EQ(0u, axon_select_get_min(&r, 256 * 1024));
 }
 
-TEST(select_get_min, no_get_capability_means_nothing_to_choose)
+TEST(SelectGetMin, NoGetCapabilityMeansNothingToChoose)
 {
     axon_resource_t r = costed_rsc(10000, 500, 50000, 0);
 
     EXPECT_EQ(0u, axon_select_get_min(&r, 256 * 1024));
 }
 
-TEST(select_get_min, get_slower_than_two_copies_never_pays)
+TEST(SelectGetMin, GetSlowerThanTwoCopiesNeverPays)
 {
     /* A virtual machine that pins pages slowly: 55 GB/s memcpy, 14 GB/s get. */
     axon_resource_t r = costed_rsc(55000, 670, 14000);
@@ -755,7 +755,7 @@ TEST(select_get_min, get_slower_than_two_copies_never_pays)
     EXPECT_EQ(SIZE_MAX, axon_select_get_min(&r, 256 * 1024));
 }
 
-TEST(select_get_min, crossover_where_the_saved_copy_pays_the_get)
+TEST(SelectGetMin, CrossoverWhereTheSavedCopyPaysTheGet)
 {
     /* Streaming 0.2 ns/B (two copies at 10 GB/s), a get 0.1 ns/B plus 900 ns + 100 ns latency:
      * the get wins from 1000 / 0.1 = 10 000 bytes. */
@@ -771,7 +771,7 @@ TEST(select_get_min, crossover_where_the_saved_copy_pays_the_get)
     EXPECT_LT(axon_select_get_min(&r, 256 * 1024), min);
 }
 
-TEST(select_get_min, capped)
+TEST(SelectGetMin, Capped)
 {
     /* Barely cheaper: the crossover lies past the cap, which bounds it. */
     axon_resource_t r = costed_rsc(10000, 100000, 5100);

@@ -304,7 +304,7 @@ struct Survivor {
     }
 };
 
-class PeerFailureTest : public ::testing::TestWithParam<FailParam> {
+class PeerFailureFault : public ::testing::TestWithParam<FailParam> {
 protected:
     ChildArgs args_ = {&GetParam(), 1};
 
@@ -492,7 +492,7 @@ bool wait_child_note(int fd, axon_worker_h worker, double timeout)
  * The survivor streams big messages to the victim, which dies after the
  * first arrived: every send still out completes with an error in time.
  */
-TEST_P(PeerFailureTest, SenderSurvivesReceiverKilled)
+TEST_P(PeerFailureFault, SenderSurvivesReceiverKilled)
 {
     const int              kSends = 24;
     Survivor               s;
@@ -569,7 +569,7 @@ TEST_P(PeerFailureTest, SenderSurvivesReceiverKilled)
  * can be canceled. A receive still in flight that cannot be canceled is
  * hung on a dead peer.
  */
-TEST_P(PeerFailureTest, ReceiverSurvivesSenderKilled)
+TEST_P(PeerFailureFault, ReceiverSurvivesSenderKilled)
 {
     const int                           kRecvs = 16;
     Survivor                            s;
@@ -663,7 +663,7 @@ TEST_P(PeerFailureTest, ReceiverSurvivesSenderKilled)
  * receive posted after the kill either matches it and fails in time, or
  * finds it dropped and stays posted (then it cancels); it never hangs.
  */
-TEST_P(PeerFailureTest, UnexpectedRndvFromDeadPeer)
+TEST_P(PeerFailureFault, UnexpectedRndvFromDeadPeer)
 {
     Survivor             s;
     ErrRecord            err;
@@ -761,10 +761,10 @@ int idle_peer_main(int fd, void *arg)
 }
 
 /* Transports that acknowledge without the peer's progress (see its instantiation). */
-class PeerIdleTest : public PeerFailureTest {
+class PeerIdleFault : public PeerFailureFault {
 };
 
-TEST_P(PeerIdleTest, IdlePeerIsNotFailed)
+TEST_P(PeerIdleFault, IdlePeerIsNotFailed)
 {
     Survivor             s;
     ErrRecord            err;
@@ -914,7 +914,7 @@ struct HungSends {
  * queue, then it is killed: every one of them completes, the queued ones
  * with an error, within the limit.
  */
-TEST_P(PeerFailureTest, QueuedSendsFailWhenPeerDies)
+TEST_P(PeerFailureFault, QueuedSendsFailWhenPeerDies)
 {
     Survivor  s;
     ErrRecord err;
@@ -950,7 +950,7 @@ TEST_P(PeerFailureTest, QueuedSendsFailWhenPeerDies)
 }
 
 /* Same, with a flushing close waiting on them: the close ends too. */
-TEST_P(PeerFailureTest, FlushingCloseEndsWhenPeerDies)
+TEST_P(PeerFailureFault, FlushingCloseEndsWhenPeerDies)
 {
     Survivor       s;
     ErrRecord      err;
@@ -1008,7 +1008,7 @@ int dead_claimer_main(int fd, void *arg)
     return 4;
 }
 
-class PeerFailureShmTest : public PeerFailureTest {
+class PeerFailureShmFault : public PeerFailureFault {
 };
 
 /*
@@ -1017,7 +1017,7 @@ class PeerFailureShmTest : public PeerFailureTest {
  * publishing it; once it is known dead, the other peers' messages behind
  * that cell must still be delivered.
  */
-TEST_P(PeerFailureShmTest, DeadPeersClaimedCellDoesNotBlockRing)
+TEST_P(PeerFailureShmFault, DeadPeersClaimedCellDoesNotBlockRing)
 {
     Survivor  s;
     ErrRecord err;
@@ -1049,7 +1049,7 @@ const FailParam kFailParams[] = {
      * acknowledges, so a shorter timeout keeps detection well inside the limit), ud when
      * neither acknowledgements nor answers to its probes (from the peer's alive thread)
      * came for AXON_UD_TIMEOUT (default 30 s; 3 s here, inside the limit with pings every
-     * 0.25 s, and shorter than PeerIdleTest's idle time). rc moves rendezvous data by RDMA
+     * 0.25 s, and shorter than PeerIdleFault's idle time). rc moves rendezvous data by RDMA
      * read, ud streams it. */
     {"rc", "rc", {{"RC_TIMEOUT", "0.2s"}, {"RC_KEEPALIVE_INTERVAL", "0.5s"}}},
     {"ud", "ud", {{"UD_TIMEOUT", "3s"}, {"UD_KEEPALIVE_INTERVAL", "0.25s"}}},
@@ -1063,13 +1063,13 @@ std::string fail_param_name(const ::testing::TestParamInfo<FailParam> &info)
     return std::string(info.param.label);
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, PeerFailureTest, ::testing::ValuesIn(kFailParams),
+INSTANTIATE_TEST_SUITE_P(Lanes, PeerFailureFault, ::testing::ValuesIn(kFailParams),
                          fail_param_name);
 /* Every transport but ofi (Axon's pings over libfabric are answered from progress). */
-INSTANTIATE_TEST_SUITE_P(Transports, PeerIdleTest,
+INSTANTIATE_TEST_SUITE_P(Lanes, PeerIdleFault,
                          ::testing::ValuesIn(kFailParams, kFailParams + 6), fail_param_name);
 /* shm and shm_nocma */
-INSTANTIATE_TEST_SUITE_P(Transports, PeerFailureShmTest,
+INSTANTIATE_TEST_SUITE_P(Lanes, PeerFailureShmFault,
                          ::testing::ValuesIn(kFailParams, kFailParams + 2), fail_param_name);
 
 }  // namespace

@@ -130,7 +130,7 @@ TEST_P(DeviceAmo, NoExtAtomicIsUnsupported)
     s_.finish();
 }
 
-INSTANTIATE_TEST_SUITE_P(Tls, DeviceAmo, ::testing::ValuesIn(kDeviceLanes), rma_name);
+INSTANTIATE_TEST_SUITE_P(Lanes, DeviceAmo, ::testing::ValuesIn(kDeviceLanes), rma_name);
 
 /*
  * The same process over rc alone: an endpoint to our own worker, the

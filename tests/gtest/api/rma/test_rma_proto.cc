@@ -389,7 +389,7 @@ TEST_P(RmaProto, TargetUnmapped)
     EXPECT_EQ(AXON_OK, flush());
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, RmaProto,
+INSTANTIATE_TEST_SUITE_P(Lanes, RmaProto,
                          testing::Values(RmaParam{"self", "auto"}, RmaParam{"self", "am"},
                                          RmaParam{"tcp", "am"}, RmaParam{"shm", "am"}),
                          param_name);

@@ -9,7 +9,7 @@
 
 namespace {
 
-class TagTest : public ::testing::TestWithParam<TransportParam> {
+class Tag : public ::testing::TestWithParam<TransportParam> {
 protected:
     /* Run role0 as rank 0 and role1 as rank 1 over the transport of the parameter. */
     void Run(Role role0, Role role1, std::vector<axon_config_kv_t> config = {})
@@ -23,7 +23,7 @@ const axon_tag_t kTagPong = 0x20;
 
 /* ---------------------------------------------------------------- basic */
 
-TEST_P(TagTest, PingPongSmall)
+TEST_P(Tag, PingPongSmall)
 {
     const int kIters = 200;
 
@@ -53,7 +53,7 @@ TEST_P(TagTest, PingPongSmall)
     });
 }
 
-TEST_P(TagTest, ZeroLength)
+TEST_P(Tag, ZeroLength)
 {
     Run([&](Env &env) {
         for (int i = 0; i < 20; ++i) {
@@ -135,13 +135,16 @@ void large_sender(Env &env, size_t len)
     }
 }
 
-TEST_P(TagTest, LargeOneMiB)
+TEST_P(Tag, LargeOneMiB)
 {
     Run([&](Env &env) { large_receiver(env, 1 << 20); },
         [&](Env &env) { large_sender(env, 1 << 20); });
 }
 
-TEST_P(TagTest, Large64MiB)
+/* Slow: a long transfer, not for the sanitizer passes (tests/README.md). */
+class TagSlow : public Tag {};
+
+TEST_P(TagSlow, Large64MiB)
 {
     /* Odd length: no transport gets whole pages only. */
     const size_t kLen = (64u << 20) + 13;
@@ -181,7 +184,7 @@ std::vector<size_t> sweep_sizes(size_t short_max)
     return sizes;
 }
 
-TEST_P(TagTest, SizeSweep)
+TEST_P(Tag, SizeSweep)
 {
     Run([&](Env &env) {
         uint64_t            short_max = env.bcast(0, 1);
@@ -223,7 +226,7 @@ size_t mixed_size(int i)
 }
 
 
-TEST_P(TagTest, NonOvertakingSameTag)
+TEST_P(Tag, NonOvertakingSameTag)
 {
     const int kCount = 1000;
 
@@ -241,7 +244,7 @@ TEST_P(TagTest, NonOvertakingSameTag)
     });
 }
 
-TEST_P(TagTest, UnexpectedThenPosted)
+TEST_P(Tag, UnexpectedThenPosted)
 {
     const int kCount = 100;
     auto tag = [](int i) { return (axon_tag_t)(0x500 + i % 3); };
@@ -295,7 +298,7 @@ TEST_P(TagTest, UnexpectedThenPosted)
     });
 }
 
-TEST_P(TagTest, ExpectedPath)
+TEST_P(Tag, ExpectedPath)
 {
     const int kCount = 60;
 
@@ -351,7 +354,7 @@ TEST_P(TagTest, ExpectedPath)
     });
 }
 
-TEST_P(TagTest, InterleavedTagsPostedOutOfOrder)
+TEST_P(Tag, InterleavedTagsPostedOutOfOrder)
 {
     const int kPerTag = 50;
     const int kTags   = 4;
@@ -417,7 +420,7 @@ std::vector<size_t> straddle_sizes()
     return sizes;
 }
 
-TEST_P(TagTest, RndvThresholdStraddle)
+TEST_P(Tag, RndvThresholdStraddle)
 {
     const axon_tag_t kTag = 0x700;
     const size_t     kPad = 100;  /* receive buffers larger than the message */
@@ -496,7 +499,7 @@ size_t interleaved_size(int i)
  * first: a rendezvous message is matched when its request-to-send arrives,
  * in line with the eager messages around it.
  */
-TEST_P(TagTest, EagerRndvInterleavedOrder)
+TEST_P(Tag, EagerRndvInterleavedOrder)
 {
     const int        kCount = 120;
     const axon_tag_t kTag   = 0x4242;
@@ -544,7 +547,7 @@ TEST_P(TagTest, EagerRndvInterleavedOrder)
 
 /* ---------------------------------------------------------------- wildcards */
 
-TEST_P(TagTest, WildcardReceives)
+TEST_P(Tag, WildcardReceives)
 {
     const axon_tag_t tags[] = {0x1234000000000001ull, 0x1234000000000002ull,
                                0x9999000000000003ull, 0x5555000000000004ull,
@@ -672,7 +675,7 @@ void post_truncated(Env &env, int i, SendBatch &batch)
     batch.post(env, 33, 1000 + i, 300 + i);
 }
 
-TEST_P(TagTest, TruncationExpected)
+TEST_P(Tag, TruncationExpected)
 {
     const int kCases = sizeof(kTruncCases) / sizeof(kTruncCases[0]);
 
@@ -692,7 +695,7 @@ TEST_P(TagTest, TruncationExpected)
     });
 }
 
-TEST_P(TagTest, TruncationUnexpected)
+TEST_P(Tag, TruncationUnexpected)
 {
     const int kCases = sizeof(kTruncCases) / sizeof(kTruncCases[0]);
 
@@ -725,7 +728,7 @@ TEST_P(TagTest, TruncationUnexpected)
 
 /* ---------------------------------------------------------------- completion rules */
 
-TEST_P(TagTest, CallbacksFromProgressOnly)
+TEST_P(Tag, CallbacksFromProgressOnly)
 {
     const int kCount = 40;
 
@@ -858,7 +861,7 @@ TEST_P(TagTest, CallbacksFromProgressOnly)
     });
 }
 
-TEST_P(TagTest, NoImmCmplAlwaysGivesRequest)
+TEST_P(Tag, NoImmCmplAlwaysGivesRequest)
 {
     Run([&](Env &env) {
         ASSERT_TRUE(env.barrier());
@@ -897,7 +900,7 @@ TEST_P(TagTest, NoImmCmplAlwaysGivesRequest)
     });
 }
 
-TEST_P(TagTest, FreeBeforeCompletion)
+TEST_P(Tag, FreeBeforeCompletion)
 {
     const int kCount = 60;
 
@@ -1049,7 +1052,7 @@ void chain_post_recv(Chain *c)
     /* Not freed here: the callback frees it. */
 }
 
-TEST_P(TagTest, CallbacksStartingOperations)
+TEST_P(Tag, CallbacksStartingOperations)
 {
     const int kRounds = 300;
 
@@ -1115,7 +1118,7 @@ void nest_outer_cb(axon_request_h req, axon_status_t status, const axon_tag_recv
     n->depth--;
 }
 
-TEST_P(TagTest, CallbackReceivesArrivedMessage)
+TEST_P(Tag, CallbackReceivesArrivedMessage)
 {
     Run([&](Env &env) {
         Nest n;
@@ -1142,7 +1145,7 @@ TEST_P(TagTest, CallbackReceivesArrivedMessage)
 
 /* ---------------------------------------------------------------- many in flight */
 
-TEST_P(TagTest, ManyOutstandingSends)
+TEST_P(Tag, ManyOutstandingSends)
 {
     const int    kWindow = 512;
     const size_t kLen    = 4096;
@@ -1179,7 +1182,7 @@ TEST_P(TagTest, ManyOutstandingSends)
     });
 }
 
-TEST_P(TagTest, CloseFlushDeliversQueued)
+TEST_P(Tag, CloseFlushDeliversQueued)
 {
     const int kCount = 300;
 
@@ -1220,7 +1223,7 @@ TEST_P(TagTest, CloseFlushDeliversQueued)
     });
 }
 
-TEST_P(TagTest, CloseForceCancelsQueued)
+TEST_P(Tag, CloseForceCancelsQueued)
 {
     const int kCount = 400;
 
@@ -1278,29 +1281,36 @@ TEST_P(TagTest, CloseForceCancelsQueued)
     });
 }
 
+/* Every transport once; tcp_rndv keeps the rendezvous protocol in every pass. */
 const TransportParam kTransports[] = {
     {"self", "self", 1},
+    {"shm", "shm", 1},  /* the forked peer is rank 1 */
+    {"tcp", "tcp", 1},
+    {"tcp_rndv", "tcp", 1, false, {{"RNDV_THRESH", "16K"}}},
+    /* softib's RDMA transports over its shm wire: rc gets rendezvous data by RDMA read,
+     * ud (no RDMA) has it streamed in bcopy fragments. */
+    {"rc", "rc", 1},
+    {"ud", "ud", 1},
+};
+/* The same transports with roles swapped, protocols forced or two network namespaces. */
+const TransportParam kVariants[] = {
     {"self_rndv", "self", 1, false, {{"RNDV_THRESH", "16K"}}},
-    {"shm", "shm", 1},      /* the forked peer is rank 1 */
     {"shm_rev", "shm", 0},  /* the forked peer is rank 0 */
     /* Single copy (CMA) whatever it costs here. */
     {"shm_rndv", "shm", 1, false, {{"RNDV_THRESH", "16K"}, {"RNDV_SCHEME", "get"}}},
     /* No single copy: rendezvous data goes through the ring. */
     {"shm_nocma", "shm", 1, false, {{"RNDV_THRESH", "16K"}, {"SHM_CMA", "n"}}},
-    {"tcp", "tcp", 1},
     {"tcp_rev", "tcp", 0},
-    {"tcp_rndv", "tcp", 1, false, {{"RNDV_THRESH", "16K"}}},
     {"tcp_netns", "tcp", 1, true},
-    /* softib's RDMA transports over its shm wire: rc gets rendezvous data by RDMA read,
-     * ud (no RDMA) has it streamed in bcopy fragments. */
-    {"rc", "rc", 1},
     {"rc_rev", "rc", 0},
     {"rc_rndv", "rc", 1, false, {{"RNDV_THRESH", "16K"}}},
-    {"ud", "ud", 1},
     {"ud_rndv", "ud", 1, false, {{"RNDV_THRESH", "16K"}}},
 };
 
-INSTANTIATE_TEST_SUITE_P(Transports, TagTest, ::testing::ValuesIn(kTransports), transport_name);
+INSTANTIATE_TEST_SUITE_P(Lanes, Tag, ::testing::ValuesIn(kTransports), transport_name);
+INSTANTIATE_TEST_SUITE_P(Variants, Tag, ::testing::ValuesIn(kVariants), transport_name);
+INSTANTIATE_TEST_SUITE_P(Lanes, TagSlow, ::testing::ValuesIn(kTransports), transport_name);
+INSTANTIATE_TEST_SUITE_P(Variants, TagSlow, ::testing::ValuesIn(kVariants), transport_name);
 
 /* ---------------------------------------------------------------- many senders */
 
@@ -1368,7 +1378,7 @@ struct PeerGuard {
     }
 };
 
-TEST(TagShm, ManySendersOneReceiver)
+TEST(TagShmSlow, ManySendersOneReceiver)
 {
     axon_test_peer_t peers[kSenders];
     int              ids[kSenders];

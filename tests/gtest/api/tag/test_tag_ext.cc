@@ -20,7 +20,7 @@ const size_t kRndvLen = ((size_t)4 << 20) + 5;
 /* Small, eager everywhere; 20000 B, eager by default but rendezvous at 16K; kRndvLen. */
 const size_t kProtoSizes[] = {100, 20000, kRndvLen};
 
-class TagExtTest : public ::testing::TestWithParam<TransportParam> {
+class TagExt : public ::testing::TestWithParam<TransportParam> {
 protected:
     void Run(Role role0, Role role1, std::vector<axon_config_kv_t> config = {})
     {
@@ -66,7 +66,7 @@ axon_status_t msg_recv(Env &env, void *buf, size_t len, axon_tag_message_h msg,
 
 /* ---------------------------------------------------------------- probe */
 
-TEST_P(TagExtTest, ProbeLeavesMessageQueued)
+TEST_P(TagExt, ProbeLeavesMessageQueued)
 {
     const axon_tag_t kTagA = 0x100, kTagB = 0x200, kTagC = 0x300;
     const size_t     kLenA = 100;
@@ -164,7 +164,7 @@ axon_status_t recv_from(Env &env, void *buf, size_t len, axon_tag_t tag, axon_ta
  * ones and to probes; a receive or probe naming another sender never takes
  * the message, one naming this sender does.
  */
-TEST_P(TagExtTest, SenderIdAndImmediateData)
+TEST_P(TagExt, SenderIdAndImmediateData)
 {
     const size_t   kSizes[] = {0, 100, 20000, kRndvLen};
     const uint64_t kNobody  = 0x0123456789abcdefull;  /* no worker has this id */
@@ -264,7 +264,7 @@ TEST_P(TagExtTest, SenderIdAndImmediateData)
  * queues, so a receive for that tag gets the second, and the first arrives
  * only through axon_tag_msg_recv_nb. Odd rounds receive in the other order.
  */
-TEST_P(TagExtTest, MatchedProbeTakesMessageOut)
+TEST_P(TagExt, MatchedProbeTakesMessageOut)
 {
     const axon_tag_t kTag = 7;
     const int        kRounds = sizeof(kProtoSizes) / sizeof(kProtoSizes[0]) * 2;
@@ -322,7 +322,7 @@ TEST_P(TagExtTest, MatchedProbeTakesMessageOut)
 }
 
 /* A message taken by a matched probe, received into a smaller buffer. */
-TEST_P(TagExtTest, MatchedProbeTruncated)
+TEST_P(TagExt, MatchedProbeTruncated)
 {
     const size_t kBufLen[] = {10, 1000, 4096};
     const int    kCases    = sizeof(kProtoSizes) / sizeof(kProtoSizes[0]);
@@ -364,7 +364,7 @@ TEST_P(TagExtTest, MatchedProbeTruncated)
 
 /* ---------------------------------------------------------------- cancel */
 
-TEST_P(TagExtTest, CancelPostedReceive)
+TEST_P(TagExt, CancelPostedReceive)
 {
     const axon_tag_t kTag = 5, kOther = 6;
 
@@ -442,7 +442,7 @@ TEST_P(TagExtTest, CancelPostedReceive)
  * completes normally. Matched at post: a complete eager message, and a
  * rendezvous message whose data has yet to move; matched and completed.
  */
-TEST_P(TagExtTest, CancelMatchedReceiveIsBusy)
+TEST_P(TagExt, CancelMatchedReceiveIsBusy)
 {
     const size_t kSmall = 64;
 
@@ -490,7 +490,7 @@ TEST_P(TagExtTest, CancelMatchedReceiveIsBusy)
     });
 }
 
-TEST_P(TagExtTest, CancelSendUnsupported)
+TEST_P(TagExt, CancelSendUnsupported)
 {
     Run([&](Env &env) {
         std::vector<uint8_t> buf(kRndvLen);
@@ -539,7 +539,7 @@ const int    kSyncCount   = sizeof(kSyncSizes) / sizeof(kSyncSizes[0]);
  * has posted no receive that matches (only one with another tag); it is
  * done once one is posted. Then the other way: receive posted first.
  */
-TEST_P(TagExtTest, SyncSendWaitsForMatch)
+TEST_P(TagExt, SyncSendWaitsForMatch)
 {
     const double     kWatch  = 0.3;  /* how long the sender watches it stay in flight */
     const axon_tag_t kUnused = 0x999;
@@ -626,7 +626,7 @@ TEST_P(TagExtTest, SyncSendWaitsForMatch)
  * done once the probed message is received (a removing probe matches, as
  * MPI_Improbe does; the receive of it finishes the rendezvous ones).
  */
-TEST_P(TagExtTest, SyncSendMatchedByRemovingProbe)
+TEST_P(TagExt, SyncSendMatchedByRemovingProbe)
 {
     Run([&](Env &env) {
         for (int i = 0; i < kSyncCount; ++i) {
@@ -673,7 +673,7 @@ TEST_P(TagExtTest, SyncSendMatchedByRemovingProbe)
  * overwrites after each call, so the ring fills and sends queue; every
  * message still arrives as it was when its call was made.
  */
-TEST_P(TagExtTest, InjectBufferReusableAtReturn)
+TEST_P(TagExt, InjectBufferReusableAtReturn)
 {
     const size_t kSizes[] = {8, 100, 3000, 20000, kRndvLen};
     const unsigned kCount = 300;
@@ -722,7 +722,10 @@ TEST_P(TagExtTest, InjectBufferReusableAtReturn)
     });
 }
 
-TEST_P(TagExtTest, Large64MiBBothWays)
+/* Slow: a long transfer, not for the sanitizer passes (tests/README.md). */
+class TagExtSlow : public TagExt {};
+
+TEST_P(TagExtSlow, Large64MiBBothWays)
 {
     const size_t kLen = ((size_t)64 << 20) + 13;
 
@@ -769,17 +772,21 @@ TEST_P(TagExtTest, Large64MiBBothWays)
 const TransportParam kExtTransports[] = {
     {"self", "self", 1},
     {"shm", "shm", 1},
-    {"shm_nocma", "shm", 1, false, {{"RNDV_THRESH", "16K"}, {"SHM_CMA", "n"}}},
     {"tcp", "tcp", 1},
     {"tcp_rndv", "tcp", 1, false, {{"RNDV_THRESH", "16K"}}},
     {"rc", "rc", 1},
-    {"rc_rndv", "rc", 1, false, {{"RNDV_THRESH", "16K"}}},
     {"ud", "ud", 1},
+};
+const TransportParam kExtVariants[] = {
+    {"shm_nocma", "shm", 1, false, {{"RNDV_THRESH", "16K"}, {"SHM_CMA", "n"}}},
+    {"rc_rndv", "rc", 1, false, {{"RNDV_THRESH", "16K"}}},
     {"ud_rndv", "ud", 1, false, {{"RNDV_THRESH", "16K"}}},
 };
 
-INSTANTIATE_TEST_SUITE_P(Transports, TagExtTest, ::testing::ValuesIn(kExtTransports),
-                         transport_name);
+INSTANTIATE_TEST_SUITE_P(Lanes, TagExt, ::testing::ValuesIn(kExtTransports), transport_name);
+INSTANTIATE_TEST_SUITE_P(Variants, TagExt, ::testing::ValuesIn(kExtVariants), transport_name);
+INSTANTIATE_TEST_SUITE_P(Lanes, TagExtSlow, ::testing::ValuesIn(kExtTransports), transport_name);
+INSTANTIATE_TEST_SUITE_P(Variants, TagExtSlow, ::testing::ValuesIn(kExtVariants), transport_name);
 
 /* ---------------------------------------------------------------- many to one */
 
@@ -909,10 +916,10 @@ struct PeerGuard {
     }
 };
 
-class TagManyToOne : public ::testing::TestWithParam<TransportParam> {
+class TagManyToOneSlow : public ::testing::TestWithParam<TransportParam> {
 };
 
-TEST_P(TagManyToOne, EveryMessageOnceInOrder)
+TEST_P(TagManyToOneSlow, EveryMessageOnceInOrder)
 {
     axon_test_peer_t              peers[kMtoSenders];
     MtoArgs                       args[kMtoSenders];
@@ -1171,15 +1178,20 @@ TEST_P(TagOneWay, RndvAndSyncWithoutEndpointBack)
 
 const TransportParam kProcessTransports[] = {
     {"shm", "shm", 1},
-    {"shm_nocma", "shm", 1, false, {{"SHM_CMA", "n"}}},
     {"tcp", "tcp", 1},
     {"rc", "rc", 1},
     {"ud", "ud", 1},
 };
+const TransportParam kProcessVariants[] = {
+    {"shm_nocma", "shm", 1, false, {{"SHM_CMA", "n"}}},
+};
 
-INSTANTIATE_TEST_SUITE_P(Transports, TagManyToOne, ::testing::ValuesIn(kProcessTransports),
+INSTANTIATE_TEST_SUITE_P(Lanes, TagManyToOneSlow, ::testing::ValuesIn(kProcessTransports),
                          transport_name);
-INSTANTIATE_TEST_SUITE_P(Transports, TagOneWay, ::testing::ValuesIn(kProcessTransports),
+INSTANTIATE_TEST_SUITE_P(Variants, TagManyToOneSlow, ::testing::ValuesIn(kProcessVariants),
+                         transport_name);
+INSTANTIATE_TEST_SUITE_P(Lanes, TagOneWay, ::testing::ValuesIn(kProcessTransports), transport_name);
+INSTANTIATE_TEST_SUITE_P(Variants, TagOneWay, ::testing::ValuesIn(kProcessVariants),
                          transport_name);
 
 }  // namespace

@@ -162,11 +162,11 @@ TEST(OfiConfig, NotSelectedByDefault)
 
 /* ---------------------------------------------------------------- tag messages */
 
-class OfiTagTest : public ::testing::TestWithParam<TransportParam> {
+class OfiTag : public ::testing::TestWithParam<TransportParam> {
 };
 
 /* Rank 0 sends every size, rank 1 echoes each back; both check every byte. */
-TEST_P(OfiTagTest, EchoEverySize)
+TEST_P(OfiTag, EchoEverySize)
 {
     static const size_t kSizes[] = {0, 1, 8, 63, 64, 65, 1000, 8000, 8192, 8193, 65536,
                                     100000, 1u << 20, 4u << 20};
@@ -205,7 +205,7 @@ TEST_P(OfiTagTest, EchoEverySize)
 }
 
 /* A window of sends of mixed sizes, received out of posting order by tag. */
-TEST_P(OfiTagTest, StormOfMixedSizes)
+TEST_P(OfiTag, StormOfMixedSizes)
 {
     const int kCount = 300;
     auto size = [](int i) { return (size_t)((i % 7 == 0) ? 70000 : (i * 37) % 9000); };
@@ -250,7 +250,7 @@ const TransportParam kOfiLanes[] = {
     {"ofi_tcp_4k", "ofi", 1, false, {{"OFI_PROVIDER", "tcp"}, {"OFI_SEG_SIZE", "4k"}}},
 };
 
-INSTANTIATE_TEST_SUITE_P(Providers, OfiTagTest, ::testing::ValuesIn(kOfiLanes),
+INSTANTIATE_TEST_SUITE_P(Lanes, OfiTag, ::testing::ValuesIn(kOfiLanes),
                          transport_name);
 
 /* ---------------------------------------------------------------- peer failure */
@@ -309,7 +309,7 @@ const axon_config_kv_t kFastFail[] = {{"OFI_KEEPALIVE_TIMEOUT", "3s"}};
  * Pings keep a silent but progressing peer alive past the keep-alive
  * timeout (3 s here); once it is killed, sends to it fail in time.
  */
-TEST(OfiPeerFailure, IdlePeerStaysAliveKilledPeerTimesOut)
+TEST(OfiPeerFailureFault, IdlePeerStaysAliveKilledPeerTimesOut)
 {
     axon_test_peer_t     echo;
     axon_test_node_t     node = {};
@@ -355,7 +355,7 @@ TEST(OfiPeerFailure, IdlePeerStaysAliveKilledPeerTimesOut)
     axon_test_peer_kill(&echo);
 }
 
-TEST(OfiPeerFailure, SendToKilledPeerFails)
+TEST(OfiPeerFailureFault, SendToKilledPeerFails)
 {
     axon_test_peer_t     victim;
     axon_test_node_t     node = {};

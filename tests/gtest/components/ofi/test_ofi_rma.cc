@@ -26,12 +26,12 @@ bool ofi_available()
 
 /* ---------------------------------------------------------------- RMA */
 
-class OfiRmaTest : public ::testing::TestWithParam<RmaParam> {
+class OfiRma : public ::testing::TestWithParam<RmaParam> {
 protected:
     Session s_;
 };
 
-TEST_P(OfiRmaTest, PutGetIntegrity)
+TEST_P(OfiRma, PutGetIntegrity)
 {
     const size_t kSizes[] = {1, 8, 4096, 65537, 1u << 20};
 
@@ -69,6 +69,6 @@ const RmaParam kOfiRmaLanes[] = {
     {"ofi_am", "ofi", true},
 };
 
-INSTANTIATE_TEST_SUITE_P(Providers, OfiRmaTest, ::testing::ValuesIn(kOfiRmaLanes), rma_name);
+INSTANTIATE_TEST_SUITE_P(Lanes, OfiRma, ::testing::ValuesIn(kOfiRmaLanes), rma_name);
 
 }  // namespace

@@ -40,7 +40,7 @@ const uint8_t kAmId      = 5;
 
 const TransportParam kRdmacm = {"rdmacm", "rdmacm", 1, false, {}};
 
-TEST(Rdmacm, TagMessagesBothWaysThroughApi)
+TEST(RdmacmXproc, TagMessagesBothWaysThroughApi)
 {
     const std::vector<size_t> sizes = {0, 1, 8, 100, 2040, 4096, 8192, 65536, 300000, 1 << 20};
 

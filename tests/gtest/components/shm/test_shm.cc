@@ -148,7 +148,7 @@ int exit_without_cleanup_main(int fd, void *arg)
     exit(0);  /* atexit handlers run; the worker is never destroyed */
 }
 
-TEST(Shm, ExitWithoutDestroyLeavesNoSegment)
+TEST(ShmXproc, ExitWithoutDestroyLeavesNoSegment)
 {
     std::string prefix = test_prefix("exit");
     Cleanup     c;
@@ -174,7 +174,7 @@ int fork_child_exits_main(int fd, void *arg)
     exit(0);
 }
 
-TEST(Shm, ForkedChildKeepsParentSegment)
+TEST(ShmXproc, ForkedChildKeepsParentSegment)
 {
     std::string      prefix = test_prefix("fork");
     axon_config_kv_t kv[]   = {{"SHM_PREFIX", prefix.c_str()}};
@@ -328,9 +328,9 @@ int pressure_sender_main(int fd, void *arg)
     return 0;
 }
 
-class ShmBackPressure : public ::testing::TestWithParam<PressureArgs> {};
+class ShmBackPressureXproc : public ::testing::TestWithParam<PressureArgs> {};
 
-TEST_P(ShmBackPressure, SendsWaitThenArriveInOrder)
+TEST_P(ShmBackPressureXproc, SendsWaitThenArriveInOrder)
 {
     PressureArgs     pa   = GetParam();
     axon_config_kv_t kv[] = {{"SHM_FIFO_SIZE", "16"}};
@@ -372,7 +372,7 @@ const PressureArgs kPressure[] = {
     {40, 40000},    /* several cells each: a message stalls half-way */
 };
 
-INSTANTIATE_TEST_SUITE_P(Sizes, ShmBackPressure, ::testing::ValuesIn(kPressure),
+INSTANTIATE_TEST_SUITE_P(Sizes, ShmBackPressureXproc, ::testing::ValuesIn(kPressure),
                          [](const ::testing::TestParamInfo<PressureArgs> &info) {
                              return "size_" + std::to_string(info.param.size);
                          });
@@ -412,7 +412,7 @@ int cell_peer_main(int fd, void *arg)
     return 0;
 }
 
-TEST(Shm, SmallerPeerCellsAreUnreachable)
+TEST(ShmXproc, SmallerPeerCellsAreUnreachable)
 {
     Cleanup c;
     void   *addr;
@@ -494,7 +494,7 @@ void start_with_vanished_peer(Cleanup &c, bool last_word, void **addr, size_t *l
     ASSERT_EQ(0, axon_test_peer_wait(&c.peer, kPeerTimeout));
 }
 
-TEST(Shm, PeerGoneBeforeConnect)
+TEST(ShmXproc, PeerGoneBeforeConnect)
 {
     Cleanup c;
     void   *addr = nullptr;
@@ -524,7 +524,7 @@ TEST(Shm, PeerGoneBeforeConnect)
  * the receiver's attempt to reach back (the endpoint it makes to answer and
  * to watch the sender) is no error: MPI jobs end this way all the time.
  */
-TEST(Shm, MessageFromExitedPeerIsReceivedQuietly)
+TEST(ShmXproc, MessageFromExitedPeerIsReceivedQuietly)
 {
     Cleanup c;
     void   *addr = nullptr;
@@ -609,9 +609,9 @@ int split_sender_main(int fd, void *arg)
     return 0;
 }
 
-class ShmSplitRndv : public ::testing::TestWithParam<SplitArgs> {};
+class ShmSplitRndvXproc : public ::testing::TestWithParam<SplitArgs> {};
 
-TEST_P(ShmSplitRndv, EveryByteArrives)
+TEST_P(ShmSplitRndvXproc, EveryByteArrives)
 {
     SplitArgs        sa   = GetParam();
     axon_config_kv_t kv[] = {{"SHM_CMA", sa.receiver_cma}, {"RNDV_SCHEME", "get"}};
@@ -656,7 +656,7 @@ const SplitArgs kSplit[] = {
     {"y", "n"},  /* receiver may not get: the whole message comes as data */
 };
 
-INSTANTIATE_TEST_SUITE_P(Cma, ShmSplitRndv, ::testing::ValuesIn(kSplit),
+INSTANTIATE_TEST_SUITE_P(Cma, ShmSplitRndvXproc, ::testing::ValuesIn(kSplit),
                          [](const ::testing::TestParamInfo<SplitArgs> &info) {
                              return std::string("sender_") +
                                     (info.param.sender_cma[0] == 'y' ? "cma" : "nocma") +

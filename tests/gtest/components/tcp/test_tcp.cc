@@ -372,7 +372,7 @@ int two_eps_main(int fd, void *)
     return ok ? 0 : 4;
 }
 
-class TcpConnTest : public ::testing::Test {
+class TcpConnXproc : public ::testing::Test {
 protected:
     void TearDown() override
     {
@@ -388,7 +388,7 @@ protected:
 };
 
 /* Both workers create their endpoints at once, several times: one connection each time. */
-TEST_F(TcpConnTest, SimultaneousConnectUsesOneConnection)
+TEST_F(TcpConnXproc, SimultaneousConnectUsesOneConnection)
 {
     static int with_barrier;
 
@@ -410,7 +410,7 @@ TEST_F(TcpConnTest, SimultaneousConnectUsesOneConnection)
 }
 
 /* The second endpoint sends on the connection the first one opened. */
-TEST_F(TcpConnTest, SecondEndpointAttachesToOpenConnection)
+TEST_F(TcpConnXproc, SecondEndpointAttachesToOpenConnection)
 {
     spawn(second_main);
     Side     s;
@@ -426,7 +426,7 @@ TEST_F(TcpConnTest, SecondEndpointAttachesToOpenConnection)
 }
 
 /* A goodbye ends the peer's direction only: ours keeps working, nothing is lost. */
-TEST_F(TcpConnTest, GoodbyeFromOneSideWhileOtherSends)
+TEST_F(TcpConnXproc, GoodbyeFromOneSideWhileOtherSends)
 {
     spawn(goodbye_main);
     Side s;
@@ -451,7 +451,7 @@ TEST_F(TcpConnTest, GoodbyeFromOneSideWhileOtherSends)
 }
 
 /* A peer killed while both directions share the connection: our ep fails, once. */
-TEST_F(TcpConnTest, PeerKilledMidTransferOnSharedConnection)
+TEST_F(TcpConnXproc, PeerKilledMidTransferOnSharedConnection)
 {
     spawn(stream_until_killed_main);
     Side     s;
@@ -482,7 +482,7 @@ TEST_F(TcpConnTest, PeerKilledMidTransferOnSharedConnection)
 }
 
 /* A second ep to a connected peer shares the connection, also under full sockets. */
-TEST_F(TcpConnTest, TwoEndpointsShareOneConnection)
+TEST_F(TcpConnXproc, TwoEndpointsShareOneConnection)
 {
     spawn(two_eps_main);
     Side                              s;

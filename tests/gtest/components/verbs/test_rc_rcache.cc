@@ -95,7 +95,7 @@ int peer_sender(int fd, void *)
     return 0;
 }
 
-TEST(RcRcache, SameBufferRegisteredOnceAndFreedBufferAgain)
+TEST(RcRcacheXproc, SameBufferRegisteredOnceAndFreedBufferAgain)
 {
     EnvGuard env("AXON_RNDV_SCHEME", "get");
     axon_test_peer_t peer;

@@ -83,14 +83,14 @@ private:
     std::vector<Saved> saved_;
 };
 
-class VerbsLossyTag : public ::testing::TestWithParam<TransportParam> {};
+class VerbsLossyTagSlow : public ::testing::TestWithParam<TransportParam> {};
 
 /*
  * Rank 0 sends message i with tag i; rank 1 receives with a wildcard, so
  * the k-th receive gets the k-th message to arrive: its tag, length and
  * payload say whether anything was lost, duplicated or reordered.
  */
-TEST_P(VerbsLossyTag, TenThousandMixedMessagesArriveOnceInOrder)
+TEST_P(VerbsLossyTagSlow, TenThousandMixedMessagesArriveOnceInOrder)
 {
     EnvVars lossy({{"AXON_SOFTIB_LOSS", "0.1"}, {"AXON_SOFTIB_REORDER", "0.1"}});
     double  t0 = axon_test_time();
@@ -158,7 +158,7 @@ const TransportParam kLossyTransports[] = {
     {"ud", "ud", 1, false, {{"RNDV_THRESH", "16K"}}},
 };
 
-INSTANTIATE_TEST_SUITE_P(Transports, VerbsLossyTag, ::testing::ValuesIn(kLossyTransports),
+INSTANTIATE_TEST_SUITE_P(Lanes, VerbsLossyTagSlow, ::testing::ValuesIn(kLossyTransports),
                          transport_name);
 
 /* ---------------------------------------------------------------- memory per endpoint */
@@ -188,7 +188,7 @@ long long ep_mem_of(const char *tls, unsigned peers, std::string *out)
     return (status == 0) ? bytes : -1;
 }
 
-TEST(VerbsEpMemory, UdEndpointIsTenTimesSmallerThanRc)
+TEST(VerbsEpMemoryHeap, UdEndpointIsTenTimesSmallerThanRc)
 {
     std::string rc_out, ud_out;
     long long   rc = ep_mem_of("rc", 8, &rc_out);

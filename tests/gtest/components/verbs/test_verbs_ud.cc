@@ -340,11 +340,11 @@ TEST_F(VerbsUd, WindowExhaustionRecovers)
 }
 
 /* Loss, reordering and duplication on the wire: every AM once, in order, intact. */
-class VerbsUdFaults : public VerbsUd,
+class VerbsUdWireTimed : public VerbsUd,
                       public ::testing::WithParamInterface<std::pair<const char *, const char *>> {
 };
 
-TEST_P(VerbsUdFaults, MixedSizesExactlyOnceInOrder)
+TEST_P(VerbsUdWireTimed, MixedSizesExactlyOnceInOrder)
 {
     env_.set(GetParam().first, GetParam().second);
     env_.set("AXON_SOFTIB_REORDER", "0.1");
@@ -380,14 +380,20 @@ TEST_P(VerbsUdFaults, MixedSizesExactlyOnceInOrder)
     b.ops()->ep_destroy(ba);
 }
 
-INSTANTIATE_TEST_SUITE_P(Wire, VerbsUdFaults,
+INSTANTIATE_TEST_SUITE_P(Wire, VerbsUdWireTimed,
                          ::testing::Values(std::make_pair("AXON_SOFTIB_LOSS", "0.1"),
                                            std::make_pair("AXON_SOFTIB_DUP", "0.1")),
                          [](const ::testing::TestParamInfo<std::pair<const char *, const char *>>
                                 &info) { return std::string(info.param.first + 12); });
 
 /* An idle live peer is kept by keepalives, never failed. */
-TEST_F(VerbsUd, IdlePeerStaysHealthy)
+/*
+ * Timed: these wait on ud's failure timer, shortened to fit the test; a peer
+ * starved of CPU would look dead, so they run alone (tests/README.md).
+ */
+class VerbsUdTimed : public VerbsUd {};
+
+TEST_F(VerbsUdTimed, IdlePeerStaysHealthy)
 {
     UdIface a, b;
     open_pair(a, b, {{"UD_KEEPALIVE_INTERVAL", "100ms"}, {"UD_TIMEOUT", "500ms"}});
@@ -411,7 +417,7 @@ TEST_F(VerbsUd, IdlePeerStaysHealthy)
 
 /* A peer that never answers (no progress, no alive thread) turns into an ep
  * error and one peer_failure. */
-TEST_F(VerbsUd, SilentPeerFailsWithinTimeout)
+TEST_F(VerbsUdTimed, SilentPeerFailsWithinTimeout)
 {
     UdIface a, b;
     ASSERT_TRUE(a.open({{"UD_TIMEOUT", "300ms"}}));
@@ -468,20 +474,20 @@ void check_busy_peer_kept()
     a.ops()->ep_destroy(ab);
 }
 
-TEST_F(VerbsUd, BusyPeerIsKeptByItsAliveThread)
+TEST_F(VerbsUdTimed, BusyPeerIsKeptByItsAliveThread)
 {
     check_busy_peer_kept();
 }
 
 /* The same where the device has no completion channels: the alive thread polls. */
-TEST_F(VerbsUd, BusyPeerIsKeptWithoutCompletionChannels)
+TEST_F(VerbsUdTimed, BusyPeerIsKeptWithoutCompletionChannels)
 {
     env_.set("AXON_SOFTIB_CAP_MASK", "comp_channel");
     check_busy_peer_kept();
 }
 
 /* Once the busy peer's iface closes (its alive thread with it), it fails in time. */
-TEST_F(VerbsUd, ClosedBusyPeerFailsWithinTimeout)
+TEST_F(VerbsUdTimed, ClosedBusyPeerFailsWithinTimeout)
 {
     UdIface a;
     auto   *b = new UdIface;
@@ -506,7 +512,10 @@ TEST_F(VerbsUd, ClosedBusyPeerFailsWithinTimeout)
 }
 
 /* ep_memory is what an endpoint to a new peer really allocates. */
-TEST_F(VerbsUd, EpMemoryMatchesAllocation)
+/* Heap: measures malloc, which the sanitizers replace (tests/README.md). */
+class VerbsUdHeap : public VerbsUd {};
+
+TEST_F(VerbsUdHeap, EpMemoryMatchesAllocation)
 {
     UdIface a, b;
     open_pair(a, b);
@@ -725,10 +734,10 @@ int stream_peer(int fd, void *arg_v)
     return (ret == 0 && err.calls != 0) ? 14 : ret;
 }
 
-class VerbsUdApi : public ::testing::TestWithParam<const char *> {
+class VerbsUdApiSlow : public ::testing::TestWithParam<const char *> {
 };
 
-TEST_P(VerbsUdApi, TenThousandTagMessagesExactlyOnceInOrder)
+TEST_P(VerbsUdApiSlow, TenThousandTagMessagesExactlyOnceInOrder)
 {
     StreamArg        send_arg = {GetParam(), 10000, true};
     StreamArg        recv_arg = {GetParam(), 10000, false};
@@ -759,7 +768,7 @@ TEST_P(VerbsUdApi, TenThousandTagMessagesExactlyOnceInOrder)
     EXPECT_EQ(0, axon_test_peer_wait(&sender, kPeerTimeout)) << "sender";
 }
 
-INSTANTIATE_TEST_SUITE_P(Wire, VerbsUdApi,
+INSTANTIATE_TEST_SUITE_P(Wire, VerbsUdApiSlow,
                          ::testing::Values("AXON_SOFTIB_LOSS", "AXON_SOFTIB_DUP"),
                          [](const ::testing::TestParamInfo<const char *> &info) {
                              return std::string(info.param + 12);
@@ -822,7 +831,7 @@ int echo_peer(int fd, void *)
     return 0;
 }
 
-TEST(VerbsUdPeers, KilledPeerBecomesEpErrorOthersGoOn)
+TEST(VerbsUdPeersTimed, KilledPeerBecomesEpErrorOthersGoOn)
 {
     axon_test_peer_t victim, other;
     ASSERT_EQ(0, axon_test_peer_spawn(&victim, victim_peer, NULL, kPeerTimeout));

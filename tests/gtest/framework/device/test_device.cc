@@ -127,7 +127,7 @@ void report_collect(const char *backend, const char *summary, void *arg)
         {backend, summary});
 }
 
-TEST_F(DeviceLayer, backends_softib_first_then_rdmacore_when_built)
+TEST_F(DeviceLayer, BackendsSoftibFirstThenRdmacoreWhenBuilt)
 {
     ASSERT_NE(nullptr, axon_dev_backends[0]);
     EXPECT_STREQ("softib", axon_dev_backends[0]->name);
@@ -145,7 +145,7 @@ TEST_F(DeviceLayer, backends_softib_first_then_rdmacore_when_built)
  * whatever the registration order, ties after the earlier ones, and a full
  * list refuses more. Its own suite: the extra back ends stay for the process.
  */
-TEST(DeviceRegistry, backends_listed_by_order_whoever_registers_first)
+TEST(DeviceRegistry, BackendsListedByOrderWhoeverRegistersFirst)
 {
     static const axon_dev_backend_t late = {"test-late", 9}, tie = {"test-tie", 0},
                                     extra = {"test-extra", 9};
@@ -172,7 +172,7 @@ TEST(DeviceRegistry, backends_listed_by_order_whoever_registers_first)
     EXPECT_STREQ("softib", axon_dev_cm_backends[0]->name);
 }
 
-TEST_F(DeviceLayer, get_list_includes_softib0_first)
+TEST_F(DeviceLayer, GetListIncludesSoftib0First)
 {
     axon_dev_info_t *list;
     int count;
@@ -185,7 +185,7 @@ TEST_F(DeviceLayer, get_list_includes_softib0_first)
     EXPECT_EQ(0, count_errors());
 }
 
-TEST_F(DeviceLayer, softib_count_follows_config)
+TEST_F(DeviceLayer, SoftibCountFollowsConfig)
 {
     setenv("AXON_SOFTIB_DEVICES", "3", 1);
     EXPECT_EQ((std::vector<std::string>{"softib0", "softib1", "softib2"}), names_of("softib"));
@@ -201,7 +201,7 @@ TEST_F(DeviceLayer, softib_count_follows_config)
     EXPECT_EQ(0, count_errors());
 }
 
-TEST_F(DeviceLayer, open_softib0_by_name)
+TEST_F(DeviceLayer, OpenSoftib0ByName)
 {
     axon_dev_context_t *ctx = NULL;
     axon_dev_attr_t attr;
@@ -218,7 +218,7 @@ TEST_F(DeviceLayer, open_softib0_by_name)
     axon_dev_close(ctx);
 }
 
-TEST_F(DeviceLayer, open_bogus_is_enodev_with_error_naming_it)
+TEST_F(DeviceLayer, OpenBogusIsEnodevWithErrorNamingIt)
 {
     axon_dev_context_t *ctx = NULL;
 
@@ -228,7 +228,7 @@ TEST_F(DeviceLayer, open_bogus_is_enodev_with_error_naming_it)
     EXPECT_TRUE(logged(AXON_LOG_ERROR, {"'bogus7'", "softib0"}));
 }
 
-TEST_F(DeviceLayer, open_softib_beyond_count_is_enodev)
+TEST_F(DeviceLayer, OpenSoftibBeyondCountIsEnodev)
 {
     axon_dev_context_t *ctx = NULL;
 
@@ -237,7 +237,7 @@ TEST_F(DeviceLayer, open_softib_beyond_count_is_enodev)
     EXPECT_TRUE(logged(AXON_LOG_ERROR, {"'softib2'", "softib0, softib1"}));
 }
 
-TEST_F(DeviceLayer, open_and_list_null_arguments_are_einval)
+TEST_F(DeviceLayer, OpenAndListNullArgumentsAreEinval)
 {
     axon_dev_context_t *ctx;
     axon_dev_info_t *list;
@@ -250,7 +250,7 @@ TEST_F(DeviceLayer, open_and_list_null_arguments_are_einval)
     EXPECT_EQ(4, count_errors());
 }
 
-TEST_F(DeviceLayer, wc_status_strings_read_like_ibv_wc_status_str)
+TEST_F(DeviceLayer, WcStatusStringsReadLikeIbvWcStatusStr)
 {
     EXPECT_STREQ("success", axon_dev_wc_status_str(AXON_DEV_WC_SUCCESS));
     EXPECT_STREQ("local length error", axon_dev_wc_status_str(AXON_DEV_WC_LOC_LEN_ERR));
@@ -276,7 +276,7 @@ TEST_F(DeviceLayer, wc_status_strings_read_like_ibv_wc_status_str)
 #endif
 }
 
-TEST_F(DeviceLayer, event_type_strings_read_like_ibv_event_type_str)
+TEST_F(DeviceLayer, EventTypeStringsReadLikeIbvEventTypeStr)
 {
     EXPECT_STREQ("CQ error", axon_dev_event_type_str(AXON_DEV_EVENT_CQ_ERR));
     EXPECT_STREQ("invalid request local work queue error",
@@ -298,7 +298,7 @@ TEST_F(DeviceLayer, event_type_strings_read_like_ibv_event_type_str)
 #endif
 }
 
-TEST_F(DeviceLayer, cap_names_one_per_bit)
+TEST_F(DeviceLayer, CapNamesOnePerBit)
 {
     int n = 0;
 
@@ -315,7 +315,7 @@ TEST_F(DeviceLayer, cap_names_one_per_bit)
     EXPECT_STREQ("cross_channel", axon_dev_cap_names[AXON_DEV_CAP_LAST_BIT - 1]);
 }
 
-TEST_F(DeviceLayer, report_one_line_per_backend)
+TEST_F(DeviceLayer, ReportOneLinePerBackend)
 {
     std::vector<std::pair<std::string, std::string>> lines;
 
@@ -332,7 +332,7 @@ TEST_F(DeviceLayer, report_one_line_per_backend)
 #endif
 }
 
-TEST_F(DeviceLayer, softib_variables_do_not_warn_as_unknown)
+TEST_F(DeviceLayer, SoftibVariablesDoNotWarnAsUnknown)
 {
     axon_config_kv_t kv[] = {{"TLS", "self"}, {"LOG_FILE", "/dev/null"}};
     axon_context_params_t params = {AXON_FEATURE_TAG, kv, 2};
@@ -360,7 +360,7 @@ bool host_has_rdma_hardware()
     return num > 0;
 }
 
-TEST_F(DeviceLayer, rdmacore_zero_devices_without_error)
+TEST_F(DeviceLayer, RdmacoreZeroDevicesWithoutError)
 {
     std::vector<std::pair<std::string, std::string>> lines;
     axon_dev_info_t entry;
@@ -380,7 +380,7 @@ TEST_F(DeviceLayer, rdmacore_zero_devices_without_error)
     EXPECT_EQ(0, count_errors());
 }
 
-TEST_F(DeviceLayer, rdmacore_device_attr_from_ibv)
+TEST_F(DeviceLayer, RdmacoreDeviceAttrFromIbv)
 {
     struct ibv_device_attr in;
     axon_dev_attr_t out;
@@ -424,7 +424,7 @@ TEST_F(DeviceLayer, rdmacore_device_attr_from_ibv)
     EXPECT_EQ(0u, out.dc.max_dci);
 }
 
-TEST_F(DeviceLayer, rdmacore_port_attr_from_ibv)
+TEST_F(DeviceLayer, RdmacorePortAttrFromIbv)
 {
     struct ibv_port_attr in;
     axon_dev_port_attr_t out;
@@ -458,7 +458,7 @@ TEST_F(DeviceLayer, rdmacore_port_attr_from_ibv)
 }
 
 /* A QP attribute set with a distinct value in every field survives the round trip. */
-TEST_F(DeviceLayer, rdmacore_qp_attr_round_trip)
+TEST_F(DeviceLayer, RdmacoreQpAttrRoundTrip)
 {
     axon_dev_qp_attr_t in, back;
     struct ibv_qp_attr mid;
@@ -519,7 +519,7 @@ TEST_F(DeviceLayer, rdmacore_qp_attr_round_trip)
     EXPECT_EQ(0, memcmp(&in, &back, sizeof(in)));
 }
 
-TEST_F(DeviceLayer, rdmacore_srq_and_cap_round_trip)
+TEST_F(DeviceLayer, RdmacoreSrqAndCapRoundTrip)
 {
     axon_dev_srq_attr_t srq = {1024, 4, 16}, srq_back;
     axon_dev_qp_cap_t cap = {100, 200, 3, 5, 220}, cap_back;
@@ -536,7 +536,7 @@ TEST_F(DeviceLayer, rdmacore_srq_and_cap_round_trip)
     EXPECT_EQ(0, memcmp(&cap, &cap_back, sizeof(cap)));
 }
 
-TEST_F(DeviceLayer, rdmacore_ah_attr_round_trip)
+TEST_F(DeviceLayer, RdmacoreAhAttrRoundTrip)
 {
     axon_dev_ah_attr_t in, back;
     struct ibv_ah_attr mid;
@@ -555,7 +555,7 @@ TEST_F(DeviceLayer, rdmacore_ah_attr_round_trip)
     EXPECT_EQ(0, memcmp(&in, &back, sizeof(in)));
 }
 
-TEST_F(DeviceLayer, rdmacore_send_wr_to_ibv)
+TEST_F(DeviceLayer, RdmacoreSendWrToIbv)
 {
     axon_dev_sge_t sge = {0x1000, 64, 0x77};
     axon_dev_send_wr_t wr;
@@ -610,7 +610,7 @@ TEST_F(DeviceLayer, rdmacore_send_wr_to_ibv)
 }
 
 /* Events lead from the ibv object back to its wrapper and the other way round. */
-TEST_F(DeviceLayer, rdmacore_async_event_conversion)
+TEST_F(DeviceLayer, RdmacoreAsyncEventConversion)
 {
     axon_dev_rdmacore_qp_t qp;
     axon_dev_rdmacore_cq_t cq;

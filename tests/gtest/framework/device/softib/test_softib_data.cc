@@ -230,7 +230,10 @@ TEST_F(SoftibData, UcLossDropsMessagesWithoutErrors)
 }
 
 /* RC over a lossy loopback still delivers every message once, in order. */
-TEST_F(SoftibData, RcLossyLoopbackDeliversInOrder)
+/* Slow: a lossy run, not for the sanitizer passes (tests/README.md). */
+class SoftibDataSlow : public SoftibData {};
+
+TEST_F(SoftibDataSlow, RcLossyLoopbackDeliversInOrder)
 {
     const int     n = 200;
     axon_dev_wc_t wc;

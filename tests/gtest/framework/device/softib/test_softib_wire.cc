@@ -436,23 +436,23 @@ TEST(SoftibWire, SendToFreeSlotIsDropped)
 
 /* ---------------------------------------------------------------- two processes */
 
-TEST(SoftibWire, ShmPingPongBetweenProcesses)
+TEST(SoftibWireXproc, ShmPingPongBetweenProcesses)
 {
     ping_pong(SOFTIB_WIRE_SHM, "127.0.0.1", SOFTIB_WIRE_SHM, "127.0.0.1");
 }
 
-TEST(SoftibWire, AutoSameGidTakesShm)
+TEST(SoftibWireXproc, AutoSameGidTakesShm)
 {
     /* The child has no UDP socket (shm mode): packets reach it only through its ring. */
     ping_pong(SOFTIB_WIRE_SHM, "127.0.0.1", SOFTIB_WIRE_AUTO, "127.0.0.1");
 }
 
-TEST(SoftibWire, UdpPingPongOnLoopback)
+TEST(SoftibWireXproc, UdpPingPongOnLoopback)
 {
     ping_pong(SOFTIB_WIRE_UDP, "127.0.0.1", SOFTIB_WIRE_UDP, "127.0.0.1");
 }
 
-TEST(SoftibWire, AutoDistinctAddressesTakeUdp)
+TEST(SoftibWireXproc, AutoDistinctAddressesTakeUdp)
 {
     ping_pong(SOFTIB_WIRE_AUTO, "127.0.0.3", SOFTIB_WIRE_AUTO, "127.0.0.2");
 }
@@ -639,17 +639,17 @@ int lock_child(int fd, void *arg)
 
 } // namespace
 
-TEST(SoftibWire, SlotOfKilledProcessReapedAndReused)
+TEST(SoftibWireXproc, SlotOfKilledProcessReapedAndReused)
 {
     reap_and_reuse(false);
 }
 
-TEST(SoftibWire, SlotOfZombieReapedAndReused)
+TEST(SoftibWireXproc, SlotOfZombieReapedAndReused)
 {
     reap_and_reuse(true);
 }
 
-TEST(SoftibWire, RegistryLockOfKilledHolderRecovered)
+TEST(SoftibWireXproc, RegistryLockOfKilledHolderRecovered)
 {
     softib_wire_params_t params = wire_params(SOFTIB_WIRE_SHM);
     axon_test_peer_t     child;
@@ -724,7 +724,7 @@ void reap_leftovers()
 
 } // namespace
 
-TEST(SoftibWire, CellOfProducerKilledMidCopySkipped)
+TEST(SoftibWireXproc, CellOfProducerKilledMidCopySkipped)
 {
     log_counter          skipped = {"skipping a cell claimed", 0};
     softib_wire_params_t params = wire_params(SOFTIB_WIRE_SHM);
@@ -794,7 +794,7 @@ int close_inherited_child(int fd, void *arg)
 
 } // namespace
 
-TEST(SoftibWire, FullRingOfDeadOwnerDrops)
+TEST(SoftibWireXproc, FullRingOfDeadOwnerDrops)
 {
     softib_wire_params_t params = wire_params(SOFTIB_WIRE_SHM);
     uint8_t              pkt[64] = {0};
@@ -824,7 +824,7 @@ TEST(SoftibWire, FullRingOfDeadOwnerDrops)
     reap_leftovers();
 }
 
-TEST(SoftibWire, ForkedChildCloseKeepsParentSlot)
+TEST(SoftibWireXproc, ForkedChildCloseKeepsParentSlot)
 {
     softib_wire_params_t params = wire_params(SOFTIB_WIRE_AUTO);
     softib_registry_t   *reg;
@@ -976,12 +976,12 @@ void doorbell_wakes(softib_wire_mode_t mode, const axon_test_netns_t *netns = NU
 
 } // namespace
 
-TEST(SoftibWire, ShmDoorbellWakesPollingReceiver)
+TEST(SoftibWireXproc, ShmDoorbellWakesPollingReceiver)
 {
     doorbell_wakes(SOFTIB_WIRE_SHM);
 }
 
-TEST(SoftibWire, UdpWakesPollingReceiver)
+TEST(SoftibWireXproc, UdpWakesPollingReceiver)
 {
     doorbell_wakes(SOFTIB_WIRE_UDP);
 }
@@ -1070,7 +1070,7 @@ int relay(int fd_a, int fd_b, double timeout)
 
 } // namespace
 
-TEST(SoftibWire, UdpBetweenNetworkNamespaces)
+TEST(SoftibWireXproc, UdpBetweenNetworkNamespaces)
 {
     netns_guard guard;
 
@@ -1091,7 +1091,7 @@ TEST(SoftibWire, UdpBetweenNetworkNamespaces)
     EXPECT_EQ(0, axon_test_peer_wait(&echo, kChildTimeout));
 }
 
-TEST(SoftibWire, ShmDoorbellAcrossNetworkNamespaces)
+TEST(SoftibWireXproc, ShmDoorbellAcrossNetworkNamespaces)
 {
     netns_guard guard;
 
@@ -1139,7 +1139,7 @@ int producer_child(int fd, void *arg)
 
 } // namespace
 
-TEST(SoftibWire, ManyProducersOneRing)
+TEST(SoftibWireXproc, ManyProducersOneRing)
 {
     softib_wire_params_t params = wire_params(SOFTIB_WIRE_SHM);
     axon_test_peer_t     child[kProducers];

@@ -172,9 +172,9 @@ int basic_target(int fd, void *arg)
     return 0;
 }
 
-class SoftibXprocWire : public SoftibXproc, public ::testing::WithParamInterface<WireCfg> {};
+class SoftibRcXproc : public SoftibXproc, public ::testing::WithParamInterface<WireCfg> {};
 
-TEST_P(SoftibXprocWire, RcSendRecvWriteReadAtomics)
+TEST_P(SoftibRcXproc, RcSendRecvWriteReadAtomics)
 {
     BasicArg      arg = {GetParam()};
     PeerInfo      peer;
@@ -243,7 +243,7 @@ const WireCfg kWires[] = {
     {"UdpTwoAddresses", nullptr, {"127.0.0.3", "127.0.0.2"}, nullptr, nullptr, nullptr},
 };
 
-INSTANTIATE_TEST_SUITE_P(Wire, SoftibXprocWire, ::testing::ValuesIn(kWires),
+INSTANTIATE_TEST_SUITE_P(Wire, SoftibRcXproc, ::testing::ValuesIn(kWires),
                          [](const ::testing::TestParamInfo<WireCfg> &info) {
                              return std::string(info.param.name);
                          });
@@ -286,7 +286,7 @@ int sleeping_target(int fd, void *arg)
     return 0;
 }
 
-TEST_P(SoftibXprocWire, SleepingTargetServesWriteReadAtomics)
+TEST_P(SoftibRcXproc, SleepingTargetServesWriteReadAtomics)
 {
     BasicArg      arg = {GetParam()};
     PeerInfo      peer;
@@ -414,9 +414,9 @@ int lossy_receiver(int fd, void *arg)
     return 0;
 }
 
-class SoftibXprocLossy : public SoftibXproc, public ::testing::WithParamInterface<WireCfg> {};
+class SoftibLossySlow : public SoftibXproc, public ::testing::WithParamInterface<WireCfg> {};
 
-TEST_P(SoftibXprocLossy, TenThousandRcSendsExactlyOnceInOrder)
+TEST_P(SoftibLossySlow, TenThousandRcSendsExactlyOnceInOrder)
 {
     WireCfg       cfg = GetParam();
     PeerInfo      peer;
@@ -559,7 +559,7 @@ int atomic_requester(int fd, void *arg)
     return 0;
 }
 
-TEST_P(SoftibXprocLossy, TwoRequestersFetchAddCountExactly)
+TEST_P(SoftibLossySlow, TwoRequestersFetchAddCountExactly)
 {
     WireCfg               cfg = GetParam();
     PeerInfo              t[2], r;
@@ -615,7 +615,7 @@ const WireCfg kLossy[] = {
     {"UdpLoss10Reorder10", "udp", {nullptr, nullptr}, "0.1", "0.1", nullptr},
 };
 
-INSTANTIATE_TEST_SUITE_P(Wire, SoftibXprocLossy, ::testing::ValuesIn(kLossy),
+INSTANTIATE_TEST_SUITE_P(Wire, SoftibLossySlow, ::testing::ValuesIn(kLossy),
                          [](const ::testing::TestParamInfo<WireCfg> &info) {
                              return std::string(info.param.name);
                          });
