@@ -6,20 +6,6 @@
 #                           the last line is "N passed, M failed"
 set -eu
 mode=${1:-}
-# Suites that run in one process (valgrind follows no forked peers here);
-# run one process per suite (AXON_TEST_BATCH): valgrind starts in ~2 s.
-valgrind_filter='DeviceLayer.*:SoftibEngine.Rc*:SoftibEngine.Uc*:config*:tag_match*:TagMatch*:loader*:select_filter*:select_lanes*:*/self:*/self_rndv-*64MiB*:verbs_rc.resource_and_caps:verbs_rc.capability_mask*:VerbsUd.ResourceAdvertises*:VerbsUd.BadAddresses*:SoftibCm.BadInput*:SoftibCm.EventOrder*:RdmacmOps.Malformed*:Mem.*:MemKey.CorruptKeys*:MemTable.*:RmaHandlers.*:RmaContext.*:Paths/RmaProto.*:AmoCpu.known_answers:AmoCpu.args_check*:AmoCpu.exec_layout*:Lanes/MemLocal.*/self:SoftibExtAtomic.HandChecked*'
-# The sanitizer pass leaves out the long transfers, the process-killing and
-# idle-peer tests, the lossy 10 000-message runs, the rc/ud variants beyond
-# the basic one and the shm/tcp ones with the roles swapped or CMA off, the
-# multi-process atomic counters, the forced-AM RMA lanes, everything over
-# libfabric (its own allocations would count as leaks), the tag suites over
-# rc and ud (their code runs under ASan in verbs_rc, VerbsUd and the RMA lanes)
-# and the shm/self rendezvous variants (tcp_rndv keeps the protocol's code),
-# which the plain pass runs (and the heap-measuring ones: ASan has
-# its own allocator); it keeps CI well under 15 minutes.
-asan_filter='*-*64MiB*:*/shm_rev:*/tcp_rev:*/shm_nocma:*PeerFailure*:*PeerIdle*:*EpMemory*:*ManyToOne*:*netns*:*ManySenders*:*Lossy*:*VerbsUdApi*:*/rc_rev*:*/rc_rndv*:*/ud_rndv*:*ConcurrentAtomicsAreExact*:AmoCpu.processes_exact_totals:Lanes/RmaTest.*/shm_am:Lanes/RmaTest.*/tcp_am:Lanes/RmaTest.*/rdmacm_devamo:*Ofi*:*/ofi:Transports/Tag*Test.*/rc:Transports/Tag*Test.*/ud:*/self_rndv:*/shm_rndv'
-
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
@@ -122,8 +108,12 @@ build_fabtests
 
 # The suite runs three times: plainly (with the layering, tool and install
 # tests: tests/layering/check_layers.sh fails on a wrong-way include or call), then
-# built with AddressSanitizer + UBSan, then the single-process suites under
-# valgrind. Each pass ends with "N passed, M failed"; the totals end the run.
+# built with AddressSanitizer + UBSan, then under valgrind. The sanitizer
+# passes choose their tests by the labels in the tests' names (tests/README.md):
+# ASan leaves out the Slow, Heap and Fault suites, the Variants/ lanes and
+# everything over libfabric; valgrind (one process per suite, AXON_TEST_BATCH:
+# it starts in ~2 s) runs only what runs in one process and fast. Each pass
+# ends with "N passed, M failed"; the totals end the run.
 total_pass=0
 total_fail=0
 run_pass() {  # label command...
@@ -161,12 +151,12 @@ if [ "${AXON_SKIP_SANITIZERS:-0}" != 1 ]; then
         run_pass "ASan+UBSan build" env AXON_TEST_GTEST_ONLY=1 \
             ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
             UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-            bash -c "cd '$top/build-asan' && '$top/tests/run_tests.sh' '$asan_filter'"
+            bash -c "cd '$top/build-asan' && '$top/tests/run_tests.sh' @asan"
     fi
 
     if command -v valgrind >/dev/null; then
         run_pass "valgrind" env AXON_TEST_GTEST_ONLY=1 AXON_TEST_VALGRIND=1 AXON_TEST_BATCH=1 \
-            "$top/tests/run_tests.sh" "$valgrind_filter"
+            "$top/tests/run_tests.sh" @valgrind
     fi
 fi
 

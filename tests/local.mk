@@ -1,53 +1,55 @@
 # tests/: googletest suites, the peer-process harness and test plugins.
 if HAVE_GTEST
 check_PROGRAMS += tests/axon_gtest
+# The sources mirror the tree they test: tests/gtest/<folder>/test_*.cc tests <folder>;
+# headers shared across folders are in tests/harness.
 tests_axon_gtest_SOURCES = \
-	tests/gtest/test_config.cc \
-	tests/gtest/test_loader.cc \
-	tests/gtest/test_select.cc \
-	tests/gtest/test_idle.cc \
-	tests/gtest/test_rcache.cc \
-	tests/gtest/test_tag_match.cc \
-	tests/gtest/tag_env.h \
-	tests/gtest/test_tag.cc \
-	tests/gtest/test_tag_ext.cc \
-	tests/gtest/test_peer_failure.cc \
-	tests/gtest/test_verbs_tag.cc \
-	tests/gtest/test_verbs_rc.cc \
-	tests/gtest/test_rc_rcache.cc \
-	tests/gtest/test_rdmacm.cc \
-	tests/gtest/test_shm.cc \
-	tests/gtest/test_tcp.cc \
-	tests/gtest/test_bad_input.cc \
-	tests/gtest/test_device.cc \
-	tests/gtest/env_guard.h \
-	tests/gtest/softib_env.h \
-	tests/gtest/test_softib_qp_state.cc \
-	tests/gtest/test_softib_opcode.cc \
-	tests/gtest/test_softib_errors.cc \
-	tests/gtest/test_softib_ud.cc \
-	tests/gtest/test_softib_device.cc \
-	tests/gtest/test_softib_xproc.cc \
-	tests/gtest/test_softib_data.cc \
-	tests/gtest/test_softib_wire.cc \
-	tests/gtest/test_softib_engine.cc \
-	tests/gtest/test_softib_cm.cc \
-	tests/gtest/test_softib_ext_atomic.cc \
-	tests/gtest/test_verbs_ud.cc \
-	tests/gtest/test_rma_proto.cc \
-	tests/gtest/test_mem.cc \
-	tests/gtest/test_amo_cpu.cc \
-	tests/gtest/rma_env.h \
-	tests/gtest/test_rma.cc \
-	tests/gtest/test_rma_device.cc \
-	tests/gtest/test_ofi.cc \
-	tests/gtest/test_ofi_rma.cc \
 	tests/harness/harness.c \
 	tests/harness/harness.h \
+	tests/harness/env_guard.h \
+	tests/harness/tag_env.h \
+	tests/harness/rma_env.h \
+	tests/gtest/api/core/test_bad_input.cc \
+	tests/gtest/api/core/test_peer_failure.cc \
+	tests/gtest/api/mem/test_mem.cc \
+	tests/gtest/api/rma/test_rma.cc \
+	tests/gtest/api/rma/test_rma_device.cc \
+	tests/gtest/api/rma/test_rma_proto.cc \
+	tests/gtest/api/tag/test_tag.cc \
+	tests/gtest/api/tag/test_tag_ext.cc \
+	tests/gtest/api/tag/test_tag_match.cc \
+	tests/gtest/components/ofi/test_ofi.cc \
+	tests/gtest/components/ofi/test_ofi_rma.cc \
+	tests/gtest/components/rdmacm/test_rdmacm.cc \
+	tests/gtest/components/shm/test_shm.cc \
+	tests/gtest/components/tcp/test_tcp.cc \
+	tests/gtest/components/verbs/test_rc_rcache.cc \
+	tests/gtest/components/verbs/test_verbs_rc.cc \
+	tests/gtest/components/verbs/test_verbs_tag.cc \
+	tests/gtest/components/verbs/test_verbs_ud.cc \
+	tests/gtest/framework/test_amo_cpu.cc \
+	tests/gtest/framework/test_config.cc \
+	tests/gtest/framework/test_idle.cc \
+	tests/gtest/framework/test_loader.cc \
+	tests/gtest/framework/test_select.cc \
+	tests/gtest/framework/memory/test_rcache.cc \
+	tests/gtest/framework/device/test_device.cc \
+	tests/gtest/framework/device/softib/softib_env.h \
+	tests/gtest/framework/device/softib/test_softib_cm.cc \
+	tests/gtest/framework/device/softib/test_softib_data.cc \
+	tests/gtest/framework/device/softib/test_softib_device.cc \
+	tests/gtest/framework/device/softib/test_softib_engine.cc \
+	tests/gtest/framework/device/softib/test_softib_errors.cc \
+	tests/gtest/framework/device/softib/test_softib_ext_atomic.cc \
+	tests/gtest/framework/device/softib/test_softib_opcode.cc \
+	tests/gtest/framework/device/softib/test_softib_qp_state.cc \
+	tests/gtest/framework/device/softib/test_softib_ud.cc \
+	tests/gtest/framework/device/softib/test_softib_wire.cc \
+	tests/gtest/framework/device/softib/test_softib_xproc.cc \
 	components/shm/shm_mem_seg.c \
 	components/shm/shm_mem_table.c
 # (shm's segments and mapping table are tested directly, white box: shm_md.h)
-tests_axon_gtest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/harness $(GTEST_CFLAGS) \
+tests_axon_gtest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir) -I$(top_srcdir)/tests/harness $(GTEST_CFLAGS) \
 	-I$(top_srcdir)/components/shm \
 	-DAXON_TEST_BUILDDIR='"$(abs_top_builddir)"' \
 	-DAXON_TEST_PLUGIN_DIR='"$(abs_top_builddir)/tests/plugins/.libs"'
@@ -56,11 +58,11 @@ tests_axon_gtest_CFLAGS   = $(AX_CFLAGS)
 tests_axon_gtest_LDADD    = libaxon.la $(GTEST_LIBS) -lpthread
 if HAVE_LIBFABRIC
 # The libfabric provider "axon", driven through libfabric (contrib/ofi_provider).
-tests_axon_gtest_SOURCES += tests/gtest/test_ofi_provider.cc
+tests_axon_gtest_SOURCES += tests/gtest/contrib/ofi_provider/test_ofi_provider.cc
 tests_axon_gtest_LDADD   += -ldl  # libfabric itself is dlopen'ed (see the test)
 endif
 if HAVE_IBVERBS
-# test_device.cc checks the rdma-core back end against libibverbs itself.
+# framework/device/test_device.cc checks the rdma-core back end against libibverbs itself.
 tests_axon_gtest_LDADD   += $(IBVERBS_LIBS)
 endif
 
@@ -72,7 +74,8 @@ tests_plugins_libaxon_badabi_la_SOURCES = tests/plugins/badabi_component.c
 tests_plugins_libaxon_badabi_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 endif
 
-EXTRA_DIST += tests/run_tests.sh tests/tools_test.sh tests/layering/check_layers.sh \
+EXTRA_DIST += tests/run_tests.sh tests/test_names.sh tests/README.md tests/tools_test.sh \
+	tests/layering/check_layers.sh \
 	tests/layering/check_layers_test.sh contrib/bench/compare.sh \
 	contrib/bench/ep_mem.sh contrib/bench/rma_compare.sh contrib/bench/bench_lib.sh \
 	contrib/bench/mpi_compare.sh contrib/bench/osu_compare.sh \

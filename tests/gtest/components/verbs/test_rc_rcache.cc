@@ -1,0 +1,142 @@
+/*
+ * rc's registration cache, counted at the device (softib counts every
+ * reg_mr of the process): a thousand rendezvous sends of one buffer
+ * register it once on each side, and a buffer freed and allocated again
+ * at the same address is registered again and its new contents arrive.
+ * The rendezvous is forced to the get protocol, the one that registers.
+ */
+#include <gtest/gtest.h>
+
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+extern "C" {
+#include "axon.h"
+#include "harness.h"
+#include "framework/device/softib/softib.h"
+}
+
+#include "env_guard.h"
+
+namespace {
+
+const double kTimeout = 60.0;
+const size_t kLen     = 256 * 1024;   /* above rc's rendezvous threshold */
+const int    kSends   = 1000;
+const int    kRounds  = 3;            /* buffers freed and allocated again */
+
+/*
+ * A buffer allocated, freed and allocated again: glibc's large blocks come
+ * from mmap and go back with munmap, as with big MPI buffers. Under another
+ * allocator (ASan's quarantine never hands a freed block back at once) the
+ * buffers are mapped directly, the next one where the last one was.
+ */
+bool glibc_malloc()
+{
+    static const bool glibc = mallopt(M_MMAP_THRESHOLD, 128 * 1024) == 1;
+
+    return glibc;
+}
+
+uint8_t *buffer_alloc(void *where)
+{
+    void *p;
+
+    if (glibc_malloc()) {
+        return static_cast<uint8_t *>(malloc(kLen));
+    }
+    p = mmap(where, kLen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return static_cast<uint8_t *>((p == MAP_FAILED) ? NULL : p);
+}
+
+void buffer_free(uint8_t *buf)
+{
+    if (glibc_malloc()) {
+        free(buf);
+    } else {
+        munmap(buf, kLen);
+    }
+}
+
+/* Sends kSends messages from one buffer, then kRounds times from a new one. */
+int peer_sender(int fd, void *)
+{
+    axon_test_node_t node = {};
+    void *addr;
+    size_t len;
+    axon_ep_h ep;
+    uint64_t regs;
+    uint8_t *buf;
+
+    PEER_CHECK(axon_test_node_create(&node, "rc", NULL, 0) == AXON_OK);
+    PEER_CHECK(axon_test_exchange_address(fd, node.address, node.address_length, &addr, &len) ==
+               0);
+    PEER_CHECK(axon_test_ep_create(node.worker, addr, len, &ep) == AXON_OK);
+    free(addr);
+    buf = buffer_alloc(NULL);
+    axon_test_fill(buf, kLen, 1);
+    regs = softib_mr_reg_count();
+    for (int i = 0; i < kSends; ++i) {
+        PEER_CHECK(axon_test_send(node.worker, ep, buf, kLen, 7, kTimeout) == AXON_OK);
+    }
+    PEER_CHECK(softib_mr_reg_count() - regs == 1);
+    for (int r = 0; r < kRounds; ++r) {
+        buffer_free(buf);
+        buf = buffer_alloc(buf);
+        axon_test_fill(buf, kLen, 100 + r);
+        PEER_CHECK(axon_test_send(node.worker, ep, buf, kLen, 8, kTimeout) == AXON_OK);
+    }
+    buffer_free(buf);
+    PEER_CHECK(axon_test_sync_progress(fd, node.worker, kTimeout) == 0);
+    PEER_CHECK(axon_test_ep_close(node.worker, ep, 0, kTimeout) == AXON_OK);
+    axon_test_node_destroy(&node);
+    return 0;
+}
+
+TEST(RcRcacheXproc, SameBufferRegisteredOnceAndFreedBufferAgain)
+{
+    EnvGuard env("AXON_RNDV_SCHEME", "get");
+    axon_test_peer_t peer;
+    axon_test_node_t node = {};
+    void *addr;
+    size_t len;
+    uint64_t regs;
+    uint8_t *buf, *old;
+    int same = 0;
+
+    ASSERT_EQ(0, axon_test_peer_spawn(&peer, peer_sender, nullptr, 3 * kTimeout));
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&node, "rc", NULL, 0));
+    ASSERT_EQ(0, axon_test_exchange_address(peer.fd, node.address, node.address_length, &addr,
+                                            &len));
+    free(addr);
+    buf = buffer_alloc(NULL);
+    regs = softib_mr_reg_count();
+    for (int i = 0; i < kSends; ++i) {
+        ASSERT_EQ(AXON_OK, axon_test_recv(node.worker, buf, kLen, 7, AXON_TAG_MASK_FULL, NULL,
+                                          kTimeout)) << i;
+    }
+    EXPECT_EQ(-1, axon_test_check(buf, kLen, 1));
+    EXPECT_EQ(1u, softib_mr_reg_count() - regs) << "receive buffer registered more than once";
+    for (int r = 0; r < kRounds; ++r) {
+        old = buf;
+        buffer_free(buf);
+        buf = buffer_alloc(old);
+        same += (buf == old);
+        memset(buf, 0, kLen);
+        regs = softib_mr_reg_count();
+        ASSERT_EQ(AXON_OK, axon_test_recv(node.worker, buf, kLen, 8, AXON_TAG_MASK_FULL, NULL,
+                                          kTimeout)) << r;
+        EXPECT_EQ(-1, axon_test_check(buf, kLen, 100 + r)) << "round " << r;
+        EXPECT_EQ(1u, softib_mr_reg_count() - regs) << "round " << r << ": the freed buffer's "
+                                                        "registration was used again";
+    }
+    buffer_free(buf);
+    EXPECT_GT(same, 0) << "malloc never returned the freed address: the case went untested";
+    ASSERT_EQ(0, axon_test_sync_progress(peer.fd, node.worker, kTimeout));
+    EXPECT_EQ(0, axon_test_peer_wait(&peer, 3 * kTimeout));
+    axon_test_node_destroy(&node);
+}
+
+}  // namespace
