@@ -16,7 +16,9 @@
 #   clients     tools/, contrib/<name>/  only the installed headers (and the
 #                                   symbols they declare), plus their own files
 # Installed headers (axoninclude_HEADERS in Makefile.am) include only
-# installed headers.
+# installed headers. Within api/, calls follow the concerns: mem < core <
+# the protocols (tag, rma, later coll), which do not call each other; core
+# reaches the protocols only through the table in api/protocols.c.
 set -u -o pipefail
 src=$(cd "${1:-$(dirname "$0")/../..}" && pwd)
 build=${2:-}
@@ -70,6 +72,25 @@ function broken(user, target, public) {
         return "a lower layer never uses an upper one (base < device < components < api < tools, contrib)"
     if ((rank(user) == 2) && (rank(target) == 2) && (family(user) != family(target)))
         return "a component does not use another component'"'"'s files"
+    return ""
+}
+# Within api/: the concern of a file, and why user (a file) may not call into
+# target (a file), or "" if it may.
+function concern(p,   a) {
+    if (p == "api/protocols.c") return "table"
+    split(p, a, "/")
+    return (a[3] == "") ? "core" : a[2]   # api/status.c belongs to core
+}
+function concern_rank(c) {
+    return (c == "mem") ? 0 : (c == "core") ? 1 : (c == "table") ? 2 : 3
+}
+function concern_broken(user, target,   u, t) {
+    u = concern(user); t = concern(target)
+    if ((u == t) || (u == "table") || (t == "table")) return ""
+    if ((concern_rank(t) == 3) && (concern_rank(u) == 3))
+        return "a protocol of api/ does not call another (" u " calls " t ")"
+    if (concern_rank(t) > concern_rank(u))
+        return "within api/, a concern calls only the ones below it (mem < core < the protocols, reached through api/protocols.c)"
     return ""
 }
 '
@@ -142,7 +163,10 @@ if [ -n "$build" ]; then
             sym = $NF; type = $(NF - 1)
             if (!(obj in source)) next
             if (type == "U") { ++nref; ref_src[nref] = source[obj]; ref_sym[nref] = sym }
-            else if (type ~ /^[A-Z]$/) defined_in[sym] = defined_in[sym] " " layer(source[obj])
+            else if (type ~ /^[A-Z]$/) {
+                defined_in[sym] = defined_in[sym] " " layer(source[obj])
+                defined_file[sym] = source[obj]
+            }
         }
         END {
             for (r = 1; r <= nref; ++r) {
@@ -154,6 +178,8 @@ if [ -n "$build" ]; then
                     why = broken(user, where[i], sym in is_declared)
                     if (why == "") break
                 }
+                if ((why == "") && (user == "api") && (n == 1) && (where[1] == "api"))
+                    why = concern_broken(ref_src[r], defined_file[sym])
                 if (why != "") print ref_src[r] "\t" sym "\t" where[1] "\t" why
             }
         }' | sort -u | while IFS=$'\t' read -r file sym where why; do

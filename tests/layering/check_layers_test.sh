@@ -89,8 +89,28 @@ t_planted_calls() {
         "check_layers: 2 violation(s)"
 }
 
+# Calls within api/: one protocol calling another, core calling a protocol directly.
+t_planted_calls_across_concerns() {
+    local d=$tmp/concerns b=$tmp/concerns-build
+    copy_tree "$d"
+    mkdir -p "$b/api/tag" "$b/api/rma" "$b/api/core"
+    printf 'int axon_planted_rma(void)\n{\n    return 1;\n}\n' >"$d/api/rma/planted_rma.c"
+    printf 'int axon_planted_rma(void);\n\nint axon_planted_tag(void)\n{\n    return axon_planted_rma();\n}\n' \
+        >"$d/api/tag/planted_tag.c"
+    printf 'int axon_planted_tag(void);\n\nint axon_planted_core(void)\n{\n    return axon_planted_tag();\n}\n' \
+        >"$d/api/core/planted_core.c"
+    cc -c -o "$b/api/rma/planted_rma.o" "$d/api/rma/planted_rma.c" &&
+        cc -c -o "$b/api/tag/planted_tag.o" "$d/api/tag/planted_tag.c" &&
+        cc -c -o "$b/api/core/planted_core.o" "$d/api/core/planted_core.c" || return 1
+    fails_with "$d" "$b" -- \
+        "api/tag/planted_tag.c:5: uses axon_planted_rma (defined in the api layer): a protocol of api/ does not call another (tag calls rma)" \
+        "api/core/planted_core.c:5: uses axon_planted_tag (defined in the api layer): within api/, a concern calls only the ones below it" \
+        "check_layers: 2 violation(s)"
+}
+
 check layering_tree_and_build_pass             t_tree_and_build_pass
 check layering_catches_upward_include          t_planted_include_upward
 check layering_catches_include_across_components t_planted_include_across_components
 check layering_catches_tool_including_internals t_planted_include_of_internals_by_tool
 check layering_catches_wrong_way_calls         t_planted_calls
+check layering_catches_calls_across_concerns   t_planted_calls_across_concerns
