@@ -7,9 +7,7 @@
 AM_CPPFLAGS += -I$(top_srcdir)/api/core -I$(top_srcdir)/api/tag -I$(top_srcdir)/api/rma \
                -I$(top_srcdir)/api/mem
 
-libaxon_la_SOURCES += \
-	api/status.c \
-	api/protocols.c
+libaxon_la_SOURCES += api/protocols.c
 
 include $(top_srcdir)/api/core/local.mk
 include $(top_srcdir)/api/tag/local.mk

@@ -6,7 +6,8 @@ libaxon_la_SOURCES += \
 	api/core/endpoint.c \
 	api/core/request.c \
 	api/core/peer.c \
-	api/core/introspect.c
+	api/core/introspect.c \
+	api/core/version.c
 
 noinst_HEADERS += \
 	api/core/axon_int.h \

@@ -79,7 +79,7 @@ function broken(user, target, public) {
 function concern(p,   a) {
     if (p == "api/protocols.c") return "table"
     split(p, a, "/")
-    return (a[3] == "") ? "core" : a[2]   # api/status.c belongs to core
+    return a[2]
 }
 function concern_rank(c) {
     return (c == "mem") ? 0 : (c == "core") ? 1 : (c == "table") ? 2 : 3
