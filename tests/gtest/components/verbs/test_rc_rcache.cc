@@ -12,10 +12,14 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include <thread>
+#include <vector>
+
 extern "C" {
 #include "axon.h"
 #include "harness.h"
 #include "framework/device/softib/softib.h"
+#include "framework/memory/rcache.h"
 }
 
 #include "env_guard.h"
@@ -140,3 +144,111 @@ TEST(RcRcacheXproc, SameBufferRegisteredOnceAndFreedBufferAgain)
 }
 
 }  // namespace
+
+/* ---------------------------------------------------------------- one domain, threads */
+
+/* Can registrations be cached here? (Not where memory cannot be watched: valgrind.) */
+bool cache_can_watch()
+{
+    static const axon_rcache_ops_t none = {nullptr, nullptr};
+    axon_rcache_params_t params = {"probe", &none, nullptr, 1};
+    axon_rcache_t *rcache;
+    bool watches;
+
+    if (axon_rcache_create(&params, &rcache) != AXON_OK) {
+        return false;
+    }
+    watches = axon_rcache_is_caching(rcache);
+    axon_rcache_destroy(rcache);
+    return watches;
+}
+
+/* A pair of workers of one context, driven by one thread: a ping-pong of rendezvous sends. */
+struct PairThread {
+    axon_context_h context;
+    int            id;
+    int            failures = 0;
+    std::thread    thread;
+
+    void run()
+    {
+        axon_worker_h a = nullptr, b = nullptr;
+        axon_ep_h     ab = nullptr, ba = nullptr;
+        void         *addr;
+        size_t        len;
+        std::vector<uint8_t> out(kLen), in(kLen);
+
+        if ((axon_worker_create(context, NULL, &a) != AXON_OK) ||
+            (axon_worker_create(context, NULL, &b) != AXON_OK)) {
+            ++failures;
+            return;
+        }
+        if ((axon_worker_get_address(b, &addr, &len) == AXON_OK) &&
+            (axon_test_ep_create(a, addr, len, &ab) == AXON_OK)) {
+            axon_worker_release_address(b, addr);
+        }
+        if ((axon_worker_get_address(a, &addr, &len) == AXON_OK) &&
+            (axon_test_ep_create(b, addr, len, &ba) == AXON_OK)) {
+            axon_worker_release_address(a, addr);
+        }
+        for (int i = 0; (i < 50) && (ab != nullptr) && (ba != nullptr); ++i) {
+            axon_request_h sreq = nullptr, rreq = nullptr;
+            axon_test_fill(out.data(), kLen, (uint64_t)(id * 1000 + i));
+            axon_status_t rs = axon_tag_recv_nb(b, in.data(), kLen, 9, AXON_TAG_MASK_FULL, NULL,
+                                                &rreq);
+            axon_status_t ss = axon_tag_send_nb(ab, out.data(), kLen, 9, NULL, &sreq);
+            /* Both ends progress here: a and b are this thread's alone. */
+            double deadline = axon_test_time() + kTimeout;
+            while (((sreq != nullptr) && (axon_request_test(sreq, NULL) == AXON_INPROGRESS)) ||
+                   ((rreq != nullptr) && (axon_request_test(rreq, NULL) == AXON_INPROGRESS))) {
+                axon_worker_progress(a);
+                axon_worker_progress(b);
+                if (axon_test_time() > deadline) {
+                    break;
+                }
+            }
+            failures += (axon_test_wait_req(a, ss, sreq, NULL, 1.0) != AXON_OK) ||
+                        (axon_test_wait_req(b, rs, rreq, NULL, 1.0) != AXON_OK) ||
+                        (axon_test_check(in.data(), kLen, (uint64_t)(id * 1000 + i)) != -1);
+        }
+        failures += (ab == nullptr) || (ba == nullptr);
+        if (ab != nullptr) {
+            axon_test_ep_close(a, ab, AXON_EP_CLOSE_FORCE, 5.0);
+        }
+        if (ba != nullptr) {
+            axon_test_ep_close(b, ba, AXON_EP_CLOSE_FORCE, 5.0);
+        }
+        axon_worker_destroy(a);
+        axon_worker_destroy(b);
+    }
+};
+
+/*
+ * Workers of one context in threads of their own share rc's memory domain:
+ * its device context, protection domain and registration cache. Rendezvous
+ * by get registers through the shared cache from every thread at once;
+ * every message arrives whole.
+ */
+TEST(RcDomain, WorkersInThreadsShareTheDomain)
+{
+    EnvGuard         env("AXON_RNDV_SCHEME", "get");
+    axon_test_node_t node = {};
+    PairThread       pairs[3];
+
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&node, "rc", NULL, 0));
+    uint64_t regs = softib_mr_reg_count();
+    for (int t = 0; t < 3; ++t) {
+        pairs[t].context = node.context;
+        pairs[t].id      = t;
+        pairs[t].thread  = std::thread(&PairThread::run, &pairs[t]);
+    }
+    for (int t = 0; t < 3; ++t) {
+        pairs[t].thread.join();
+        EXPECT_EQ(0, pairs[t].failures) << "thread " << t;
+    }
+    /* Six workers' bounce buffers, and each thread's two buffers once: not one per message. */
+    if (cache_can_watch()) {
+        EXPECT_LT(softib_mr_reg_count() - regs, 60u) << "the shared cache did not serve them";
+    }
+    axon_test_node_destroy(&node);
+}
