@@ -22,6 +22,7 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/components/ofi/test_ofi_rma.cc \
 	tests/gtest/components/rdmacm/test_rdmacm.cc \
 	tests/gtest/components/shm/test_shm.cc \
+	tests/gtest/components/shm/test_shm_mem_seg.cc \
 	tests/gtest/components/tcp/test_tcp.cc \
 	tests/gtest/components/verbs/test_rc_rcache.cc \
 	tests/gtest/components/verbs/test_verbs_rc.cc \
@@ -34,6 +35,7 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/framework/test_select.cc \
 	tests/gtest/framework/memory/test_rcache.cc \
 	tests/gtest/framework/device/test_device.cc \
+	tests/gtest/framework/device/rdmacore/test_rdmacore_cm.cc \
 	tests/gtest/framework/device/softib/softib_env.h \
 	tests/gtest/framework/device/softib/test_softib_cm.cc \
 	tests/gtest/framework/device/softib/test_softib_data.cc \
