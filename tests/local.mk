@@ -7,6 +7,7 @@ tests_axon_gtest_SOURCES = \
 	tests/harness/harness.c \
 	tests/harness/harness.h \
 	tests/harness/env_guard.h \
+	tests/harness/log_capture.h \
 	tests/harness/tag_env.h \
 	tests/harness/rma_env.h \
 	tests/gtest/api/core/test_bad_input.cc \

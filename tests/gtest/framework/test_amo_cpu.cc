@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "log_capture.h"
 extern "C" {
 #include "amo_cpu.h"
 #include "log.h"
@@ -48,45 +49,6 @@ double now_sec()
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
-
-/* Bounds a test's time: the process dies of SIGALRM if it hangs. */
-struct Watchdog {
-    explicit Watchdog(unsigned sec) { alarm(sec); }
-    ~Watchdog() { alarm(0); }
-};
-
-/* Captures log lines (and keeps them off the terminal) for a test's duration. */
-struct LogCapture {
-    std::vector<std::string> lines;
-    axon_log_level_t         saved;
-
-    LogCapture() : saved(axon_log_level)
-    {
-        axon_log_set_hook(hook, this);
-        axon_log_set_file("/dev/null");
-    }
-    ~LogCapture()
-    {
-        axon_log_set_hook(NULL, NULL);
-        axon_log_set_file("stderr");
-        axon_log_set_level(saved);
-    }
-    static void hook(axon_log_level_t level, const char *message, void *arg)
-    {
-        if (level <= AXON_LOG_WARN) {
-            static_cast<LogCapture*>(arg)->lines.push_back(message);
-        }
-    }
-    bool any_contains(const char *text) const
-    {
-        for (const std::string &line : lines) {
-            if (line.find(text) != std::string::npos) {
-                return true;
-            }
-        }
-        return false;
-    }
-};
 
 /* ---------------------------------------------------------------- reference model */
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "log_capture.h"
 extern "C" {
 #include "amo_cpu.h"
 #include "log.h"
@@ -40,45 +41,6 @@ axon_amo_args_t add8_args(uint64_t value)
     return args;
 }
 
-/* Bounds a test's time: the process dies of SIGALRM if it hangs. */
-struct Watchdog {
-    explicit Watchdog(unsigned sec) { alarm(sec); }
-    ~Watchdog() { alarm(0); }
-};
-
-/* Captures log lines (and keeps them off the terminal) for a test's duration. */
-struct LogCapture {
-    std::vector<std::string> lines;
-    axon_log_level_t         saved;
-
-    LogCapture() : saved(axon_log_level)
-    {
-        axon_log_set_hook(hook, this);
-        axon_log_set_file("/dev/null");
-    }
-    ~LogCapture()
-    {
-        axon_log_set_hook(NULL, NULL);
-        axon_log_set_file("stderr");
-        axon_log_set_level(saved);
-    }
-    static void hook(axon_log_level_t level, const char *message, void *arg)
-    {
-        if (level <= AXON_LOG_WARN) {
-            static_cast<LogCapture*>(arg)->lines.push_back(message);
-        }
-    }
-    bool any_contains(const char *text) const
-    {
-        for (const std::string &line : lines) {
-            if (line.find(text) != std::string::npos) {
-                return true;
-            }
-        }
-        return false;
-    }
-};
-
 struct SegKey {
     axon_proc_t owner;
     int32_t     fd;
@@ -97,7 +59,6 @@ SegKey key_of(const axon_mem_seg_t &seg)
     key.token  = seg.token;
     return key;
 }
-
 
 unsigned count_fds()
 {

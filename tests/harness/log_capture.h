@@ -1,0 +1,57 @@
+/*
+ * Test helpers of the gtest suites: a watchdog that bounds a test's time,
+ * and a capture of the library's log lines (kept off the terminal, warnings
+ * and errors recorded) for the test's duration.
+ */
+#ifndef AXON_TEST_LOG_CAPTURE_H
+#define AXON_TEST_LOG_CAPTURE_H
+
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+extern "C" {
+#include "log.h"
+}
+
+/* Bounds a test's time: the process dies of SIGALRM if it hangs. */
+struct Watchdog {
+    explicit Watchdog(unsigned sec) { alarm(sec); }
+    ~Watchdog() { alarm(0); }
+};
+
+/* Captures log lines (and keeps them off the terminal) for a test's duration. */
+struct LogCapture {
+    std::vector<std::string> lines;
+    axon_log_level_t         saved;
+
+    LogCapture() : saved(axon_log_level)
+    {
+        axon_log_set_hook(hook, this);
+        axon_log_set_file("/dev/null");
+    }
+    ~LogCapture()
+    {
+        axon_log_set_hook(NULL, NULL);
+        axon_log_set_file("stderr");
+        axon_log_set_level(saved);
+    }
+    static void hook(axon_log_level_t level, const char *message, void *arg)
+    {
+        if (level <= AXON_LOG_WARN) {
+            static_cast<LogCapture*>(arg)->lines.push_back(message);
+        }
+    }
+    bool any_contains(const char *text) const
+    {
+        for (const std::string &line : lines) {
+            if (line.find(text) != std::string::npos) {
+                return true;
+            }
+        }
+        return false;
+    }
+};
+
+#endif
