@@ -107,6 +107,27 @@ uint64_t      axon_worker_id(axon_worker_h worker);
 axon_status_t axon_worker_get_address(axon_worker_h worker, void **address_p, size_t *length_p);
 void          axon_worker_release_address(axon_worker_h worker, void *address);
 
+/* ---------------------------------------------------------------- job bootstrap */
+
+/** A job as its launcher started it: every process's worker address, by rank. */
+typedef struct axon_job {
+    uint32_t  rank;              /* this process */
+    uint32_t  size;              /* processes in the job */
+    void    **addresses;         /* size worker addresses; addresses[rank] is the caller's */
+    size_t   *address_lengths;
+    int       reserved;          /* the library's */
+} axon_job_t;
+
+/**
+ * Under a PMIx launcher (Open MPI's mpirun, prterun, srun --mpi=pmix): this
+ * process's rank, the job's size and the address of one worker per process
+ * (each calls this with its worker; a collective over the job).
+ * AXON_ERR_UNREACHABLE when no launcher started the process,
+ * AXON_ERR_UNSUPPORTED in a build without PMIx. Release with axon_job_release.
+ */
+axon_status_t axon_job_bootstrap(axon_worker_h worker, axon_job_t *job);
+void          axon_job_release(axon_job_t *job);
+
 /* ---------------------------------------------------------------- endpoint */
 
 /**

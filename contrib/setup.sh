@@ -150,6 +150,7 @@ if [ "${AXON_SKIP_SANITIZERS:-0}" != 1 ]; then
         make -C "$top/build-asan" -j"$jobs" check TESTS= >/dev/null
         run_pass "ASan+UBSan build" env AXON_TEST_GTEST_ONLY=1 \
             ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+            LSAN_OPTIONS="suppressions=$top/tests/sanitizers/lsan.supp" \
             UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
             bash -c "cd '$top/build-asan' && '$top/tests/run_tests.sh' @asan"
     fi

@@ -24,3 +24,14 @@ noinst_HEADERS += \
 	framework/proc.h \
 	framework/amo_args.h \
 	framework/amo_cpu.h
+
+# framework/bootstrap/: a job's ranks and addresses from its launcher (PMIx).
+AM_CPPFLAGS += -I$(top_srcdir)/framework/bootstrap
+noinst_HEADERS += framework/bootstrap/bootstrap.h
+if HAVE_PMIX
+libaxon_la_SOURCES += framework/bootstrap/bootstrap_pmix.c
+AM_CPPFLAGS += $(PMIX_CFLAGS)
+libaxon_la_LIBADD += $(PMIX_LIBS)
+else
+libaxon_la_SOURCES += framework/bootstrap/bootstrap_none.c
+endif

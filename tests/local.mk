@@ -1,6 +1,10 @@
 # tests/: googletest suites, the peer-process harness and test plugins.
 if HAVE_GTEST
 check_PROGRAMS += tests/axon_gtest
+# An Axon program started by a PMIx launcher (tests/mpi/run_mpi_tests.sh runs it under mpirun).
+check_PROGRAMS += tests/axon_job_check
+tests_axon_job_check_SOURCES = tests/mpi/axon_job_check.c
+tests_axon_job_check_LDADD   = libaxon.la
 # The sources mirror the tree they test: tests/gtest/<folder>/test_*.cc tests <folder>;
 # headers shared across folders are in tests/harness.
 tests_axon_gtest_SOURCES = \
@@ -11,6 +15,7 @@ tests_axon_gtest_SOURCES = \
 	tests/harness/tag_env.h \
 	tests/harness/rma_env.h \
 	tests/gtest/api/core/test_bad_input.cc \
+	tests/gtest/api/core/test_job.cc \
 	tests/gtest/api/core/test_peer_failure.cc \
 	tests/gtest/api/mem/test_mem.cc \
 	tests/gtest/api/rma/test_rma.cc \
@@ -77,6 +82,7 @@ tests_plugins_libaxon_badabi_la_SOURCES = tests/plugins/badabi_component.c
 tests_plugins_libaxon_badabi_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 endif
 
+EXTRA_DIST += tests/sanitizers/lsan.supp tests/sanitizers/valgrind.supp
 EXTRA_DIST += tests/run_tests.sh tests/test_names.sh tests/README.md tests/tools_test.sh \
 	tests/layering/check_layers.sh \
 	tests/layering/check_layers_test.sh contrib/bench/compare.sh \

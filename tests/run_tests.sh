@@ -42,7 +42,8 @@ fi
 wrapper=""
 if [ "$use_valgrind" = 1 ]; then
     wrapper="valgrind -q --error-exitcode=99 --leak-check=full
-             --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect"
+             --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect
+             --suppressions=$srcdir/tests/sanitizers/valgrind.supp"
     per_test_timeout=$((per_test_timeout * 3))
 fi
 passed=0

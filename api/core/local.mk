@@ -7,6 +7,7 @@ libaxon_la_SOURCES += \
 	api/core/request.c \
 	api/core/peer.c \
 	api/core/introspect.c \
+	api/core/job.c \
 	api/core/version.c
 
 noinst_HEADERS += \

@@ -7,6 +7,9 @@
 #
 #   tests/mpi/run_mpi_tests.sh BUILDDIR
 #
+# With the axon configuration it also runs tests/axon_job_check (an Axon
+# program, no MPI) under mpirun: mpi/axon_job_check/pmix and /pmix-tcp.
+#
 # Configurations (MPI_TEST_CONFIGS="ob1 axon axon-tcp" by default):
 #   ob1       --mca pml ob1 --mca btl self,vader: checks the programs themselves
 #   axon      --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include axon,
@@ -176,6 +179,19 @@ for config in $configs; do
         run_one "$config" "$name" "$np" $args
     done
 done
+# Axon's own bootstrap under Open MPI's launcher: an Axon program (no MPI)
+# gets its rank, the job's size and every worker's address through PMIx
+# (axon_job_bootstrap), over the default transports and over tcp.
+job_bin=$builddir/tests/.libs/axon_job_check
+if [[ " $configs " == *" axon "* ]] && [ -x "$job_bin" ]; then
+    ln -sf "$job_bin" "$outdir/axon_job_check"
+    job_env=(-x "LD_LIBRARY_PATH=$builddir/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+             -x "AXON_SHM_PREFIX=$shm_prefix")
+    cfg=("${job_env[@]}")
+    run_one pmix axon_job_check 4
+    cfg=("${job_env[@]}" -x AXON_TLS=tcp)
+    run_one pmix-tcp axon_job_check 3
+fi
 # ud acknowledges from progress: a peer busier than AXON_UD_TIMEOUT is kept
 # alive by its alive thread (components/verbs/ud_alive.c).
 if [[ " $configs " == *" axon "* ]] && [[ " ${built[*]} " == *" busy:2 "* ]] &&

@@ -1,0 +1,95 @@
+/*
+ * An Axon program (no MPI) started by a PMIx launcher: axon_job_bootstrap
+ * gives each process its rank, the job's size and every worker's address;
+ * every rank then sends its rank to every other one and checks what it
+ * receives. Exit 0 only when all of it held; bounded by alarm().
+ *   mpirun -np N axon_job_check      (run_mpi_tests.sh does, over shm and tcp)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "axon.h"
+
+#define CHECK(_cond, _code)                                                    \
+    do {                                                                       \
+        if (!(_cond)) {                                                        \
+            fprintf(stderr, "axon_job_check: %s failed\n", #_cond);            \
+            return (_code);                                                    \
+        }                                                                      \
+    } while (0)
+
+static axon_status_t wait_req(axon_worker_h worker, axon_status_t status, axon_request_h req)
+{
+    if ((status != AXON_INPROGRESS) || (req == NULL)) {
+        return status;
+    }
+    status = axon_request_wait(worker, req, NULL);
+    axon_request_free(req);
+    return status;
+}
+
+int main(void)
+{
+    axon_context_params_t params;
+    axon_context_h        context;
+    axon_worker_h         worker;
+    axon_job_t            job;
+    axon_ep_h            *eps;
+    uint32_t              r;
+
+    alarm(60);
+    memset(&params, 0, sizeof(params));
+    params.features = AXON_FEATURE_TAG;
+    CHECK(axon_init(&params, &context) == AXON_OK, 2);
+    CHECK(axon_worker_create(context, NULL, &worker) == AXON_OK, 3);
+    CHECK(axon_job_bootstrap(worker, &job) == AXON_OK, 4);
+    CHECK((job.size >= 1) && (job.rank < job.size), 5);
+    eps = calloc(job.size, sizeof(*eps));
+    CHECK(eps != NULL, 6);
+
+    for (r = 0; r < job.size; ++r) {
+        axon_ep_params_t ep_params;
+
+        memset(&ep_params, 0, sizeof(ep_params));
+        ep_params.address        = job.addresses[r];
+        ep_params.address_length = job.address_lengths[r];
+        CHECK(axon_ep_create(worker, &ep_params, &eps[r]) == AXON_OK, 7);
+    }
+    /* Post every receive, then every send: ranks by tag, each value its sender's rank. */
+    uint32_t       *got  = calloc(job.size, sizeof(*got));
+    axon_request_h *rreq = calloc(job.size, sizeof(*rreq));
+    axon_status_t  *rst  = calloc(job.size, sizeof(*rst));
+    CHECK((got != NULL) && (rreq != NULL) && (rst != NULL), 8);
+    for (r = 0; r < job.size; ++r) {
+        got[r] = ~0u;
+        rst[r] = axon_tag_recv_nb(worker, &got[r], sizeof(got[r]), 0x4a0b0000ull + r,
+                                  AXON_TAG_MASK_FULL, NULL, &rreq[r]);
+    }
+    for (r = 0; r < job.size; ++r) {
+        axon_request_h sreq = NULL;
+        axon_status_t  st   = axon_tag_send_nb(eps[r], &job.rank, sizeof(job.rank),
+                                               0x4a0b0000ull + job.rank, NULL, &sreq);
+        CHECK(wait_req(worker, st, sreq) == AXON_OK, 9);
+    }
+    for (r = 0; r < job.size; ++r) {
+        CHECK(wait_req(worker, rst[r], rreq[r]) == AXON_OK, 10);
+        CHECK(got[r] == r, 11);
+    }
+    printf("axon_job_check: rank %u of %u heard from every rank\n", job.rank, job.size);
+
+    /* Nobody leaves before everyone has heard from everyone (its eps would fail). */
+    for (r = 0; r < job.size; ++r) {
+        axon_request_h req = NULL;
+        CHECK(wait_req(worker, axon_ep_close_nb(eps[r], AXON_EP_CLOSE_FLUSH, &req), req) ==
+              AXON_OK, 12);
+    }
+    free(got);
+    free(rreq);
+    free(rst);
+    free(eps);
+    axon_job_release(&job);
+    axon_worker_destroy(worker);
+    axon_cleanup(context);
+    return 0;
+}
