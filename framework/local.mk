@@ -23,7 +23,8 @@ noinst_HEADERS += \
 	framework/idle.h \
 	framework/proc.h \
 	framework/amo_args.h \
-	framework/amo_cpu.h
+	framework/amo_cpu.h \
+	framework/byte_order.h
 
 # framework/bootstrap/: a job's ranks and addresses from its launcher (PMIx).
 AM_CPPFLAGS += -I$(top_srcdir)/framework/bootstrap

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "byte_order.h"
 #include "log.h"
 #include "mem.h"
 #include "proc.h"
@@ -58,41 +59,6 @@ typedef struct axon_rkey_hdr {
     uint64_t    host_id;
     axon_proc_t owner;
 } axon_rkey_hdr_t;
-
-/* ---------------------------------------------------------------- little-endian fields */
-
-static inline void axon_rkey_put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-
-static inline void axon_rkey_put32(uint8_t *p, uint32_t v)
-{
-    axon_rkey_put16(p, (uint16_t)v);
-    axon_rkey_put16(p + 2, (uint16_t)(v >> 16));
-}
-
-static inline void axon_rkey_put64(uint8_t *p, uint64_t v)
-{
-    axon_rkey_put32(p, (uint32_t)v);
-    axon_rkey_put32(p + 4, (uint32_t)(v >> 32));
-}
-
-static inline uint16_t axon_rkey_get16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static inline uint32_t axon_rkey_get32(const uint8_t *p)
-{
-    return (uint32_t)axon_rkey_get16(p) | ((uint32_t)axon_rkey_get16(p + 2) << 16);
-}
-
-static inline uint64_t axon_rkey_get64(const uint8_t *p)
-{
-    return (uint64_t)axon_rkey_get32(p) | ((uint64_t)axon_rkey_get32(p + 4) << 32);
-}
 
 /* ---------------------------------------------------------------- who we are */
 
@@ -168,7 +134,7 @@ axon_status_t axon_rkey_pack(axon_context_h context, axon_mem_h memh, void **rke
 
     offset = AXON_RKEY_HDR_SIZE;
     axon_list_for_each(worker, &mctx->workers, mem_link) {
-        axon_rkey_put64(buf + offset, worker->uuid);
+        axon_le_put64(buf + offset, worker->uuid);
         offset += 8;
     }
     axon_list_for_each(reg, &memh->regs, link) {
@@ -184,7 +150,7 @@ axon_status_t axon_rkey_pack(axon_context_h context, axon_mem_h memh, void **rke
             --num_entries;
             continue;
         }
-        axon_rkey_put16(e + 2, (uint16_t)len);
+        axon_le_put16(e + 2, (uint16_t)len);
         /* NUL padded: the buffer is zeroed and the name shorter than the field. */
         memcpy(e + 4, tl_name, strnlen(tl_name, AXON_TL_NAME_MAX - 1));
         offset += AXON_RKEY_ENTRY_HDR + len;
@@ -192,19 +158,19 @@ axon_status_t axon_rkey_pack(axon_context_h context, axon_mem_h memh, void **rke
     pthread_mutex_unlock(&mctx->lock);
     size = offset + AXON_RKEY_CSUM_SIZE;  /* transports may pack less than their maximum */
 
-    axon_rkey_put32(buf + 0, AXON_RKEY_MAGIC);
-    axon_rkey_put16(buf + 4, AXON_RKEY_VERSION);
-    axon_rkey_put32(buf + 8, (uint32_t)size);
-    axon_rkey_put16(buf + 12, (uint16_t)num_workers);
-    axon_rkey_put16(buf + 14, (uint16_t)num_entries);
-    axon_rkey_put64(buf + 16, (uintptr_t)memh->address);
-    axon_rkey_put64(buf + 24, memh->length);
-    axon_rkey_put64(buf + 32, memh->token);
-    axon_rkey_put64(buf + 40, host_id);
-    axon_rkey_put64(buf + 48, self.start_time);
-    axon_rkey_put64(buf + 56, self.ns_id);
-    axon_rkey_put32(buf + 64, (uint32_t)self.pid);
-    axon_rkey_put64(buf + offset, axon_sys_hash64(buf, offset, 0));
+    axon_le_put32(buf + 0, AXON_RKEY_MAGIC);
+    axon_le_put16(buf + 4, AXON_RKEY_VERSION);
+    axon_le_put32(buf + 8, (uint32_t)size);
+    axon_le_put16(buf + 12, (uint16_t)num_workers);
+    axon_le_put16(buf + 14, (uint16_t)num_entries);
+    axon_le_put64(buf + 16, (uintptr_t)memh->address);
+    axon_le_put64(buf + 24, memh->length);
+    axon_le_put64(buf + 32, memh->token);
+    axon_le_put64(buf + 40, host_id);
+    axon_le_put64(buf + 48, self.start_time);
+    axon_le_put64(buf + 56, self.ns_id);
+    axon_le_put32(buf + 64, (uint32_t)self.pid);
+    axon_le_put64(buf + offset, axon_sys_hash64(buf, offset, 0));
 
     *rkey_buffer_p = buf;
     *size_p        = size;
@@ -232,8 +198,8 @@ static axon_status_t axon_rkey_parse(const uint8_t *buf, size_t size, axon_rkey_
     if (size < 8) {
         return axon_rkey_bad("%zu bytes", size);
     }
-    magic   = axon_rkey_get32(buf);
-    version = axon_rkey_get16(buf + 4);
+    magic   = axon_le_get32(buf);
+    version = axon_le_get16(buf + 4);
     if (magic != AXON_RKEY_MAGIC) {
         return axon_rkey_bad("magic 0x%08x, expected 0x%08x", magic, AXON_RKEY_MAGIC);
     }
@@ -244,30 +210,30 @@ static axon_status_t axon_rkey_parse(const uint8_t *buf, size_t size, axon_rkey_
     if (size < AXON_RKEY_HDR_SIZE + AXON_RKEY_CSUM_SIZE) {
         return axon_rkey_bad("%zu bytes, shorter than a header", size);
     }
-    stated = axon_rkey_get32(buf + 8);
+    stated = axon_le_get32(buf + 8);
     if (stated != size) {
         return axon_rkey_bad("it says %u bytes, %zu given", stated, size);
     }
     end = size - AXON_RKEY_CSUM_SIZE;
-    if (axon_rkey_get64(buf + end) != axon_sys_hash64(buf, end, 0)) {
+    if (axon_le_get64(buf + end) != axon_sys_hash64(buf, end, 0)) {
         return axon_rkey_bad("checksum mismatch (damaged)");
     }
 
-    hdr->num_workers      = axon_rkey_get16(buf + 12);
-    hdr->num_entries      = axon_rkey_get16(buf + 14);
-    hdr->address          = axon_rkey_get64(buf + 16);
-    hdr->length           = axon_rkey_get64(buf + 24);
-    hdr->token            = axon_rkey_get64(buf + 32);
-    hdr->host_id          = axon_rkey_get64(buf + 40);
-    hdr->owner.start_time = axon_rkey_get64(buf + 48);
-    hdr->owner.ns_id      = axon_rkey_get64(buf + 56);
-    hdr->owner.pid        = (int32_t)axon_rkey_get32(buf + 64);
+    hdr->num_workers      = axon_le_get16(buf + 12);
+    hdr->num_entries      = axon_le_get16(buf + 14);
+    hdr->address          = axon_le_get64(buf + 16);
+    hdr->length           = axon_le_get64(buf + 24);
+    hdr->token            = axon_le_get64(buf + 32);
+    hdr->host_id          = axon_le_get64(buf + 40);
+    hdr->owner.start_time = axon_le_get64(buf + 48);
+    hdr->owner.ns_id      = axon_le_get64(buf + 56);
+    hdr->owner.pid        = (int32_t)axon_le_get32(buf + 64);
     hdr->owner.reserved   = 0;
 
-    if (axon_rkey_get16(buf + 6) != 0) {
-        return axon_rkey_bad("unknown flags 0x%x", axon_rkey_get16(buf + 6));
+    if (axon_le_get16(buf + 6) != 0) {
+        return axon_rkey_bad("unknown flags 0x%x", axon_le_get16(buf + 6));
     }
-    if (axon_rkey_get32(buf + 68) != 0) {
+    if (axon_le_get32(buf + 68) != 0) {
         return axon_rkey_bad("reserved field is not 0");
     }
     if ((hdr->length == 0) || (hdr->address + hdr->length < hdr->address)) {
@@ -287,8 +253,8 @@ static axon_status_t axon_rkey_parse(const uint8_t *buf, size_t size, axon_rkey_
             return axon_rkey_bad("entry %zu cut short", i);
         }
         e    = buf + offset;
-        reserved = axon_rkey_get16(e);
-        len      = axon_rkey_get16(e + 2);
+        reserved = axon_le_get16(e);
+        len      = axon_le_get16(e + 2);
         if (reserved != 0) {
             return axon_rkey_bad("entry %zu has reserved field 0x%x", i, reserved);
         }
@@ -312,7 +278,7 @@ static int axon_rkey_has_worker(const uint8_t *buf, const axon_rkey_hdr_t *hdr, 
     unsigned i;
 
     for (i = 0; i < hdr->num_workers; ++i) {
-        if (axon_rkey_get64(buf + AXON_RKEY_HDR_SIZE + 8 * i) == uuid) {
+        if (axon_le_get64(buf + AXON_RKEY_HDR_SIZE + 8 * i) == uuid) {
             return 1;
         }
     }
@@ -335,7 +301,7 @@ static const uint8_t *axon_rkey_find_entry(const uint8_t *buf, const axon_rkey_h
         if (strncmp((const char *)e + 4, tl_name, AXON_TL_NAME_MAX) == 0) {
             return e;
         }
-        offset += AXON_RKEY_ENTRY_HDR + axon_rkey_get16(e + 2);
+        offset += AXON_RKEY_ENTRY_HDR + axon_le_get16(e + 2);
     }
     return NULL;
 }
@@ -370,7 +336,7 @@ static int axon_rkey_try_lane(axon_rkey_h rkey, const axon_lane_t *lane, const u
     if (e == NULL) {
         return 0;
     }
-    len = axon_rkey_get16(e + 2);
+    len = axon_le_get16(e + 2);
     if (lane->md->ops->rkey_unpack == NULL) {
         if (!axon_rkey_lane_zcopy(lane)) {
             return 0;
@@ -482,7 +448,7 @@ static void axon_rkey_choose_amo(axon_rkey_h rkey, const uint8_t *buf, const axo
                    lane->resource->tl_name, (unsigned long long)rkey->ep->peer_uuid);
         return;
     }
-    len = axon_rkey_get16(e + 2);
+    len = axon_le_get16(e + 2);
     if (len > sizeof(rkey->amo_tl_rkey)) {
         return;
     }

@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "byte_order.h"
 #include "shm.h"
 #include "shm_md.h"
 #include "sys.h"
@@ -118,16 +119,6 @@ static void axon_shm_md_mem_dereg(axon_md_t *tl_md, void *memh_v)
     free(memh);
 }
 
-static inline void axon_shm_put32(uint8_t *p, uint32_t v)
-{
-    memcpy(p, &v, sizeof(v));   /* x86-64 and aarch64: little-endian */
-}
-
-static inline void axon_shm_put64(uint8_t *p, uint64_t v)
-{
-    memcpy(p, &v, sizeof(v));
-}
-
 static size_t axon_shm_md_rkey_pack(axon_md_t *tl_md, const void *memh_v, void *rkey_buf)
 {
     axon_shm_md_t *md = (axon_shm_md_t *)tl_md;
@@ -139,12 +130,11 @@ static size_t axon_shm_md_rkey_pack(axon_md_t *tl_md, const void *memh_v, void *
     e[0] = AXON_SHM_KEY_VERSION;
     e[1] = (uint8_t)((allocated ? AXON_SHM_KEY_FLAG_ALLOCATED : 0) |
                      (slot ? AXON_SHM_KEY_FLAG_SLOT : 0));
-    e[2] = (uint8_t)(slot ? memh->slot : 0);
-    e[3] = (uint8_t)(slot ? memh->slot >> 8 : 0);
-    axon_shm_put32(e + 4, (uint32_t)(allocated ? memh->seg.fd : -1));
-    axon_shm_put32(e + 8, (uint32_t)(slot ? md->table.seg.fd : -1));
-    axon_shm_put64(e + 16, slot ? md->table.id : 0);
-    axon_shm_put64(e + 24, memh->id);
+    axon_le_put16(e + 2, (uint16_t)(slot ? memh->slot : 0));
+    axon_le_put32(e + 4, (uint32_t)(allocated ? memh->seg.fd : -1));
+    axon_le_put32(e + 8, (uint32_t)(slot ? md->table.seg.fd : -1));
+    axon_le_put64(e + 16, slot ? md->table.id : 0);
+    axon_le_put64(e + 24, memh->id);
     return AXON_SHM_KEY_SIZE;
 }
 
@@ -158,17 +148,17 @@ static axon_status_t axon_shm_key_parse(const uint8_t *e, size_t len, axon_shm_k
         return AXON_ERR_IO_FORMAT;
     }
     key->flags    = e[1];
-    key->slot     = (uint16_t)(e[2] | (e[3] << 8));
-    memcpy(&key->memfd, e + 4, 4);
-    memcpy(&key->table_fd, e + 8, 4);
-    memcpy(&key->table_id, e + 16, 8);
-    memcpy(&key->id, e + 24, 8);
+    key->slot     = axon_le_get16(e + 2);
+    key->memfd    = (int32_t)axon_le_get32(e + 4);
+    key->table_fd = (int32_t)axon_le_get32(e + 8);
+    key->table_id = axon_le_get64(e + 16);
+    key->id       = axon_le_get64(e + 24);
     if ((key->flags & ~(AXON_SHM_KEY_FLAG_ALLOCATED | AXON_SHM_KEY_FLAG_SLOT)) ||
         ((key->flags & AXON_SHM_KEY_FLAG_ALLOCATED) ? (key->memfd < 0) : (key->memfd != -1)) ||
         ((key->flags & AXON_SHM_KEY_FLAG_SLOT) ?
          ((key->table_id == 0) || (key->table_fd < 0) || (key->slot >= AXON_MEM_TABLE_SLOTS)) :
          ((key->table_id != 0) || (key->table_fd != -1) || (key->slot != 0))) ||
-        (e[12] | e[13] | e[14] | e[15]) || (key->id == 0)) {
+        (axon_le_get32(e + 12) != 0) || (key->id == 0)) {
         axon_error("shm: malformed key: flags 0x%x memfd %d table %016llx fd %d slot %u",
                    key->flags, key->memfd, (unsigned long long)key->table_id, key->table_fd,
                    key->slot);
