@@ -115,7 +115,6 @@ typedef struct axon_job {
     uint32_t  size;              /* processes in the job */
     void    **addresses;         /* size worker addresses; addresses[rank] is the caller's */
     size_t   *address_lengths;
-    int       reserved;          /* the library's */
 } axon_job_t;
 
 /**

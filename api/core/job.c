@@ -30,7 +30,6 @@ axon_status_t axon_job_bootstrap(axon_worker_h worker, axon_job_t *job)
     job->size            = bj.size;
     job->addresses       = bj.blobs;
     job->address_lengths = bj.lengths;
-    job->reserved        = bj.joined;
     return AXON_OK;
 }
 
@@ -45,7 +44,7 @@ void axon_job_release(axon_job_t *job)
     bj.size    = job->size;
     bj.blobs   = job->addresses;
     bj.lengths = job->address_lengths;
-    bj.joined  = job->reserved;
+    bj.joined  = 1;   /* a job with addresses came from a session that is still open */
     axon_bootstrap_release(&bj);
     memset(job, 0, sizeof(*job));
 }
