@@ -450,4 +450,6 @@ axon_status_t axon_atomic_mfadd_nb(axon_ep_h ep, size_t size, const uint64_t *ad
 }
 #endif
 
+#include "axon_coll.h"
+
 #endif /* AXON_H */

@@ -67,6 +67,14 @@ typedef struct axon_worker_iface {
 #define AXON_ID_BUCKETS      64
 #define AXON_PEER_BUCKETS    64
 
+/* Tag spaces: separate matching queues, so collectives' messages never meet
+ * the application's receives (the space travels in the match header). */
+enum {
+    AXON_TAG_SPACE_APP  = 0,
+    AXON_TAG_SPACE_COLL = 1,
+    AXON_TAG_SPACES
+};
+
 /* What this worker knows of a peer worker: its address (from its hello, or
  * from the user's endpoint) and the endpoint replies go through. */
 typedef struct axon_peer {
@@ -89,7 +97,7 @@ struct axon_worker {
     axon_mpool_t         req_mp;
     axon_mpool_t         unexp_mp;        /* small unexpected messages */
     axon_mpool_t         frag_mp;         /* reassembly of multi-fragment messages */
-    axon_tag_match_t     tm;
+    axon_tag_match_t     tm[AXON_TAG_SPACES];  /* the application's, the collectives' */
     axon_list_link_t     eps;             /* every open endpoint */
     unsigned             num_eps;         /* on eps: lane choice past AXON_RC_MAX_PEERS */
     axon_list_link_t     pending_eps;     /* endpoints with queued sends */

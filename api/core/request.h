@@ -77,6 +77,7 @@ struct axon_request {
             uint64_t             sreq_id;   /* the sender's request (rendezvous) */
             axon_status_t        rndv_status; /* first error of a split rendezvous */
             uint8_t              rndv_split;  /* both sides copy; ATS when all arrived */
+            uint8_t              space;       /* AXON_TAG_SPACE_*: whose matching queues */
             axon_tag_recv_info_t info;
         } recv;
         struct {

@@ -7,4 +7,5 @@ libaxon_la_SOURCES += \
 
 noinst_HEADERS += \
 	api/tag/tag_match.h \
-	api/tag/tag_proto.h
+	api/tag/tag_proto.h \
+	api/tag/tag_space.h

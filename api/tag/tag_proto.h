@@ -49,8 +49,16 @@ typedef struct axon_tag_match_hdr {
     axon_tag_t tag;
     uint64_t   sender_uuid;
     uint32_t   imm_data;
-    uint32_t   flags;        /* AXON_TAG_INFO_* */
+    uint32_t   flags;        /* AXON_TAG_INFO_*, and the tag space in the top bits */
 } axon_tag_match_hdr_t;
+
+/* The tag space (AXON_TAG_SPACE_*) in a match header's flags: never reported to the user. */
+#define AXON_TAG_SPACE_SHIFT 31
+
+static inline unsigned axon_tag_space_of(const axon_tag_match_hdr_t *m)
+{
+    return (m->flags >> AXON_TAG_SPACE_SHIFT) & 1u;
+}
 
 /* What a receive reports about the message it got. */
 static inline void axon_tag_info_set(axon_tag_recv_info_t *info, const axon_tag_match_hdr_t *m,

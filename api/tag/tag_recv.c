@@ -7,6 +7,7 @@
 #include "log.h"
 #include "request.h"
 #include "tag_proto.h"
+#include "tag_space.h"
 
 /* Small unexpected messages live in pool buffers of this payload size. */
 #define AXON_UNEXP_SMALL_SIZE 256
@@ -26,6 +27,7 @@ typedef struct axon_unexp_desc {
     uint32_t             imm_data;
     uint32_t             info_flags;   /* AXON_TAG_INFO_* */
     axon_unexp_kind_t    kind;
+    uint8_t              space;        /* AXON_TAG_SPACE_* */
     int                  pooled;
     int                  queued;       /* in the matching queues (not taken by a probe) */
     axon_status_t        status;       /* AXON_OK, or why the message can never complete */
@@ -150,6 +152,7 @@ static void axon_unexp_desc_init(axon_unexp_desc_t *desc, const axon_tag_match_h
     desc->tm.sender  = m->sender_uuid;
     desc->imm_data   = m->imm_data;
     desc->info_flags = m->flags & AXON_TAG_INFO_IMM_DATA;
+    desc->space      = (uint8_t)axon_tag_space_of(m);
     desc->length     = length;
     desc->kind       = kind;
 }
@@ -158,7 +161,7 @@ static void axon_unexp_queue(axon_worker_h worker, axon_unexp_desc_t *desc)
 {
     desc->queued = 1;
     desc->status = AXON_OK;
-    axon_tm_add_unexpected(&worker->tm, &desc->tm);
+    axon_tm_add_unexpected(&worker->tm[desc->space], &desc->tm);
 }
 
 static inline void axon_tag_info_from_desc(axon_tag_recv_info_t *info,
@@ -171,10 +174,10 @@ static inline void axon_tag_info_from_desc(axon_tag_recv_info_t *info,
     info->flags      = desc->info_flags;
 }
 
-static axon_unexp_desc_t *axon_unexp_take(axon_worker_h worker, axon_tag_t tag,
+static axon_unexp_desc_t *axon_unexp_take(axon_worker_h worker, unsigned space, axon_tag_t tag,
                                           axon_tag_t tag_mask, uint64_t sender, int remove)
 {
-    axon_tm_unexp_t *unexp = axon_tm_match_unexpected(&worker->tm, tag, tag_mask, sender,
+    axon_tm_unexp_t *unexp = axon_tm_match_unexpected(&worker->tm[space], tag, tag_mask, sender,
                                                       remove);
     axon_unexp_desc_t *desc;
 
@@ -192,7 +195,8 @@ static axon_unexp_desc_t *axon_unexp_take(axon_worker_h worker, axon_tag_t tag,
 static inline axon_request_h axon_tag_match_posted(axon_worker_h worker,
                                                    const axon_tag_match_hdr_t *m)
 {
-    axon_tm_recv_t *recv = axon_tm_match_expected(&worker->tm, m->tag, m->sender_uuid);
+    axon_tm_recv_t *recv = axon_tm_match_expected(&worker->tm[axon_tag_space_of(m)], m->tag,
+                                                  m->sender_uuid);
     axon_request_h req;
 
     if (recv == NULL) {
@@ -469,9 +473,9 @@ static int axon_tag_recv_check(const char *func, axon_worker_h worker, void *buf
     return 1;
 }
 
-axon_status_t axon_tag_recv_nb(axon_worker_h worker, void *buffer, size_t length,
-                               axon_tag_t tag, axon_tag_t tag_mask,
-                               const axon_request_param_t *param, axon_request_h *req_p)
+axon_status_t axon_tag_space_recv_nb(axon_worker_h worker, unsigned space, void *buffer,
+                                     size_t length, axon_tag_t tag, axon_tag_t tag_mask,
+                                     const axon_request_param_t *param, axon_request_h *req_p)
 {
     axon_unexp_desc_t *desc;
     axon_request_h req;
@@ -483,7 +487,7 @@ axon_status_t axon_tag_recv_nb(axon_worker_h worker, void *buffer, size_t length
 
     sender = ((param != NULL) && (param->flags & AXON_REQ_FLAG_SENDER)) ? param->sender_id :
              AXON_SENDER_ANY;
-    desc = axon_unexp_take(worker, tag, tag_mask, sender, 1);
+    desc = axon_unexp_take(worker, space, tag, tag_mask, sender, 1);
     if (desc != NULL) {
         return axon_tag_recv_unexp(worker, desc, buffer, length, param, req_p);
     }
@@ -498,9 +502,18 @@ axon_status_t axon_tag_recv_nb(axon_worker_h worker, void *buffer, size_t length
     req->recv.tm.tag      = tag;
     req->recv.tm.tag_mask = tag_mask;
     req->recv.tm.sender   = sender;
-    axon_tm_post_recv(&worker->tm, &req->recv.tm);
+    req->recv.space       = (uint8_t)space;
+    axon_tm_post_recv(&worker->tm[space], &req->recv.tm);
     *req_p = req;
     return AXON_INPROGRESS;
+}
+
+axon_status_t axon_tag_recv_nb(axon_worker_h worker, void *buffer, size_t length,
+                               axon_tag_t tag, axon_tag_t tag_mask,
+                               const axon_request_param_t *param, axon_request_h *req_p)
+{
+    return axon_tag_space_recv_nb(worker, AXON_TAG_SPACE_APP, buffer, length, tag, tag_mask,
+                                  param, req_p);
 }
 
 axon_status_t axon_tag_probe_from_nb(axon_worker_h worker, uint64_t sender_id, axon_tag_t tag,
@@ -513,7 +526,7 @@ axon_status_t axon_tag_probe_from_nb(axon_worker_h worker, uint64_t sender_id, a
         axon_error("axon_tag_probe_nb: NULL %s", worker ? "msg_p (needed with remove)" : "worker");
         return AXON_ERR_INVALID_PARAM;
     }
-    desc = axon_unexp_take(worker, tag, tag_mask, sender_id, remove);
+    desc = axon_unexp_take(worker, AXON_TAG_SPACE_APP, tag, tag_mask, sender_id, remove);
     if (desc == NULL) {
         return AXON_ERR_NO_MESSAGE;
     }
@@ -565,7 +578,7 @@ axon_status_t axon_request_cancel(axon_worker_h worker, axon_request_h req)
     if (!(req->flags & AXON_REQUEST_POSTED)) {
         return AXON_ERR_BUSY;         /* matched or done: completes normally */
     }
-    axon_tm_remove_recv(&worker->tm, &req->recv.tm);
+    axon_tm_remove_recv(&worker->tm[req->recv.space], &req->recv.tm);
     req->flags &= ~AXON_REQUEST_POSTED;
     axon_request_complete(req, AXON_ERR_CANCELED);
     return AXON_OK;
@@ -589,7 +602,7 @@ static void axon_tag_peer_failed(axon_worker_h worker, uint64_t peer_uuid, axon_
             req  = frag->req;
             desc = frag->desc;
             if ((desc != NULL) && desc->queued) {
-                axon_tm_remove_unexpected(&worker->tm, &desc->tm);
+                axon_tm_remove_unexpected(&worker->tm[desc->space], &desc->tm);
                 axon_unexp_desc_put(worker, desc);
             } else if (desc != NULL) {
                 /* A probe holds it: its receive will report the failure. */
@@ -603,11 +616,13 @@ static void axon_tag_peer_failed(axon_worker_h worker, uint64_t peer_uuid, axon_
         }
     }
     /* Rendezvous requests whose data stayed at the dead sender. */
-    axon_list_for_each_safe(unexp, tmp, &worker->tm.unexp_all, all_link) {
-        desc = axon_container_of(unexp, axon_unexp_desc_t, tm);
-        if ((desc->kind == AXON_UNEXP_RNDV) && (desc->tm.sender == peer_uuid)) {
-            axon_tm_remove_unexpected(&worker->tm, unexp);
-            axon_unexp_desc_put(worker, desc);
+    for (i = 0; i < AXON_TAG_SPACES; ++i) {
+        axon_list_for_each_safe(unexp, tmp, &worker->tm[i].unexp_all, all_link) {
+            desc = axon_container_of(unexp, axon_unexp_desc_t, tm);
+            if ((desc->kind == AXON_UNEXP_RNDV) && (desc->tm.sender == peer_uuid)) {
+                axon_tm_remove_unexpected(&worker->tm[i], unexp);
+                axon_unexp_desc_put(worker, desc);
+            }
         }
     }
 }
@@ -617,9 +632,14 @@ static axon_status_t axon_tag_worker_init(axon_worker_h worker)
 {
     axon_status_t status;
 
-    status = axon_tm_init(&worker->tm, worker->context->opts.tag_hash_bits);
+    status = axon_tm_init(&worker->tm[AXON_TAG_SPACE_APP], worker->context->opts.tag_hash_bits);
     if (status != AXON_OK) {
         return status;
+    }
+    /* Collectives receive from known senders with full masks: a few buckets do. */
+    status = axon_tm_init(&worker->tm[AXON_TAG_SPACE_COLL], 6);
+    if (status != AXON_OK) {
+        goto err_tm_app;
     }
     status = axon_mpool_init(&worker->unexp_mp, "unexpected",
                              sizeof(axon_unexp_desc_t) + AXON_UNEXP_SMALL_SIZE, 64,
@@ -643,7 +663,9 @@ static axon_status_t axon_tag_worker_init(axon_worker_h worker)
 err_unexp:
     axon_mpool_cleanup(&worker->unexp_mp);
 err_tm:
-    axon_tm_cleanup(&worker->tm);
+    axon_tm_cleanup(&worker->tm[AXON_TAG_SPACE_COLL]);
+err_tm_app:
+    axon_tm_cleanup(&worker->tm[AXON_TAG_SPACE_APP]);
     return status;
 }
 
@@ -654,8 +676,10 @@ static void axon_tag_worker_cleanup(axon_worker_h worker)
 
     axon_unexp_desc_t *desc;
 
-    while ((desc = axon_unexp_take(worker, 0, 0, AXON_SENDER_ANY, 1)) != NULL) {
-        axon_unexp_desc_put(worker, desc);
+    for (i = 0; i < AXON_TAG_SPACES; ++i) {
+        while ((desc = axon_unexp_take(worker, i, 0, 0, AXON_SENDER_ANY, 1)) != NULL) {
+            axon_unexp_desc_put(worker, desc);
+        }
     }
     /* Receives still posted are left linked: the buckets go with the matching
      * engine and the requests with the worker's pool. */
@@ -667,7 +691,9 @@ static void axon_tag_worker_cleanup(axon_worker_h worker)
     }
     axon_mpool_cleanup(&worker->frag_mp);
     axon_mpool_cleanup(&worker->unexp_mp);
-    axon_tm_cleanup(&worker->tm);
+    for (i = 0; i < AXON_TAG_SPACES; ++i) {
+        axon_tm_cleanup(&worker->tm[i]);
+    }
 }
 
 const axon_proto_ops_t axon_tag_proto = {

@@ -7,6 +7,7 @@
 #include "log.h"
 #include "request.h"
 #include "tag_proto.h"
+#include "tag_space.h"
 
 static size_t axon_tag_pack_only(void *dest, void *arg)
 {
@@ -274,9 +275,10 @@ static axon_status_t axon_tag_send_own_copy(axon_request_h req)
 
 static axon_status_t axon_tag_send_common(axon_ep_h ep, const void *buffer, size_t length,
                                           axon_tag_t tag, const axon_request_param_t *param,
-                                          axon_request_h *req_p, int sync)
+                                          axon_request_h *req_p, int sync, unsigned space)
 {
     uint32_t flags = (param != NULL) ? param->flags : 0;
+    uint32_t space_flags = (uint32_t)space << AXON_TAG_SPACE_SHIFT;
     axon_eager_hdr_t eager;
     axon_request_h req;
     axon_status_t status;
@@ -300,7 +302,8 @@ static axon_status_t axon_tag_send_common(axon_ep_h ep, const void *buffer, size
         eager.m.tag         = tag;
         eager.m.sender_uuid = ep->worker->uuid;
         eager.m.imm_data    = (flags & AXON_REQ_FLAG_IMM_DATA) ? param->imm_data : 0;
-        eager.m.flags       = (flags & AXON_REQ_FLAG_IMM_DATA) ? AXON_TAG_INFO_IMM_DATA : 0;
+        eager.m.flags       = ((flags & AXON_REQ_FLAG_IMM_DATA) ? AXON_TAG_INFO_IMM_DATA : 0) |
+                              space_flags;
         status = ep->am_lane.ops->ep_am_short(ep->am_lane.tl_ep, AXON_AM_TAG_EAGER_ONLY, &eager,
                                               sizeof(eager), buffer, length);
         if (status != AXON_ERR_NO_RESOURCE) {
@@ -317,7 +320,8 @@ static axon_status_t axon_tag_send_common(axon_ep_h ep, const void *buffer, size
     req->send.length = length;
     req->send.tag        = tag;
     req->send.imm_data   = (flags & AXON_REQ_FLAG_IMM_DATA) ? param->imm_data : 0;
-    req->send.info_flags = (flags & AXON_REQ_FLAG_IMM_DATA) ? AXON_TAG_INFO_IMM_DATA : 0;
+    req->send.info_flags = ((flags & AXON_REQ_FLAG_IMM_DATA) ? AXON_TAG_INFO_IMM_DATA : 0) |
+                           space_flags;
     req->send.offset     = 0;
     /* A rendezvous names (and registers) its buffer for the peer: copy first. */
     if ((flags & AXON_REQ_FLAG_INJECT) && (length >= ep->rndv_thresh) &&
@@ -380,12 +384,19 @@ static axon_status_t axon_tag_send_common(axon_ep_h ep, const void *buffer, size
 axon_status_t axon_tag_send_nb(axon_ep_h ep, const void *buffer, size_t length, axon_tag_t tag,
                                const axon_request_param_t *param, axon_request_h *req_p)
 {
-    return axon_tag_send_common(ep, buffer, length, tag, param, req_p, 0);
+    return axon_tag_send_common(ep, buffer, length, tag, param, req_p, 0, AXON_TAG_SPACE_APP);
+}
+
+axon_status_t axon_tag_space_send_nb(axon_ep_h ep, unsigned space, const void *buffer,
+                                     size_t length, axon_tag_t tag,
+                                     const axon_request_param_t *param, axon_request_h *req_p)
+{
+    return axon_tag_send_common(ep, buffer, length, tag, param, req_p, 0, space);
 }
 
 axon_status_t axon_tag_send_sync_nb(axon_ep_h ep, const void *buffer, size_t length,
                                     axon_tag_t tag, const axon_request_param_t *param,
                                     axon_request_h *req_p)
 {
-    return axon_tag_send_common(ep, buffer, length, tag, param, req_p, 1);
+    return axon_tag_send_common(ep, buffer, length, tag, param, req_p, 1, AXON_TAG_SPACE_APP);
 }

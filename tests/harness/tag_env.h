@@ -380,8 +380,10 @@ inline void destroy_node_checked(axon_test_node_t *node)
     axon_test_progress_for(w, 0.005);
     EXPECT_EQ(0u, w->req_mp.num_elems - w->req_mp.num_free)
         << "requests not returned to the pool after every one was freed and completed";
-    EXPECT_EQ(0u, w->tm.num_unexpected) << "messages nobody received";
-    EXPECT_EQ(0u, w->tm.num_expected) << "receives that never matched";
+    for (const axon_tag_match_t &tm : w->tm) {
+        EXPECT_EQ(0u, tm.num_unexpected) << "messages nobody received";
+        EXPECT_EQ(0u, tm.num_expected) << "receives that never matched";
+    }
 
     ASSERT_EQ(0, axon_test_stderr_capture_begin());
     axon_test_node_destroy(node);

@@ -439,7 +439,7 @@ protected:
         axon_worker_h w = s.node.worker;
         axon_test_progress_for(w, 0.01);
         EXPECT_EQ(0u, w->req_mp.num_elems - w->req_mp.num_free) << "requests not returned";
-        EXPECT_EQ(0u, w->tm.num_expected) << "receives that never completed";
+        EXPECT_EQ(0u, w->tm[0].num_expected) << "receives that never completed";
         axon_test_node_destroy(&s.node);
 
         char     needle[64];

@@ -1240,7 +1240,7 @@ TEST_P(Tag, CloseForceCancelsQueued)
         }
         /* Cancelled messages never show up. */
         axon_test_progress_for(env.worker, 0.05);
-        EXPECT_EQ(0u, env.worker->tm.num_unexpected) << "a cancelled send was delivered";
+        EXPECT_EQ(0u, env.worker->tm[0].num_unexpected) << "a cancelled send was delivered";
     }, [&](Env &env) {
         std::vector<std::vector<uint8_t>> bufs(kCount);
         std::vector<axon_request_h>       reqs(kCount, nullptr);
@@ -1440,7 +1440,7 @@ TEST(TagShmSlow, ManySendersOneReceiver)
     }
     /* Nothing extra. */
     axon_test_progress_for(node.worker, 0.05);
-    EXPECT_EQ(0u, node.worker->tm.num_unexpected);
+    EXPECT_EQ(0u, node.worker->tm[0].num_unexpected);
     for (int i = 0; i < kSenders; ++i) {
         EXPECT_EQ(0, axon_test_sync_progress(peers[i].fd, node.worker, kOpTimeout));
     }
