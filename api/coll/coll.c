@@ -7,6 +7,7 @@
 #include <string.h>
 #include "coll.h"
 #include "log.h"
+#include "request.h"
 #include "tag_space.h"
 
 static void axon_coll_run(axon_coll_h coll);
@@ -56,10 +57,25 @@ static void axon_coll_send_cb(axon_request_h req, axon_status_t status, void *ar
     axon_coll_op_done(arg, req, status);
 }
 
+/* A member that sent a different size disagrees on the arguments: an error, not a short result. */
+static axon_status_t axon_coll_check_length(axon_coll_h coll, size_t got, size_t want,
+                                            axon_status_t status)
+{
+    if ((status == AXON_OK || status == AXON_ERR_MSG_TRUNCATED) && (got != want)) {
+        axon_error("collective %s (team 0x%x, #%u) on rank %u: a member sent %zu bytes where "
+                   "%zu were expected: do all members pass the same counts and data type?",
+                   coll->algo->name, coll->team->id, coll->seq, coll->team->rank, got, want);
+        return AXON_ERR_MSG_TRUNCATED;
+    }
+    return status;
+}
+
 static void axon_coll_recv_cb(axon_request_h req, axon_status_t status,
                               const axon_tag_recv_info_t *info, void *arg)
 {
-    (void)info;
+    if (status != AXON_ERR_CANCELED) {
+        status = axon_coll_check_length(arg, info->length, req->recv.length, status);
+    }
     axon_coll_op_done(arg, req, status);
 }
 
@@ -115,8 +131,8 @@ axon_status_t axon_coll_recv(axon_coll_h coll, uint32_t peer, void *buf, size_t 
     param.sender_id = coll->team->uuids[peer];
     status = axon_tag_space_recv_nb(coll->team->worker, AXON_TAG_SPACE_COLL, buf, len,
                                     axon_coll_tag(coll), AXON_TAG_MASK_FULL, &param, &req);
-    if ((status == AXON_OK) && (info.length != len)) {
-        status = AXON_ERR_MSG_TRUNCATED;   /* members disagree on counts */
+    if (status == AXON_OK) {
+        status = axon_coll_check_length(coll, info.length, len, status);
     }
     return axon_coll_op_track(coll, status, req);
 }
