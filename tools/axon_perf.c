@@ -75,7 +75,8 @@ typedef struct {
     double elapsed;   /* seconds, measured iterations only */
 } perf_result_t;
 
-static pid_t perf_child_pid = -1;
+pid_t    perf_children[PERF_COLL_MAX_NP];
+unsigned perf_num_children;
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -732,14 +733,26 @@ out_cleanup:
 
 /* ------------------------------------------------------------- processes */
 
+void perf_kill_children(void)
+{
+    unsigned i;
+
+    for (i = 0; i < perf_num_children; ++i) {
+        if (perf_children[i] > 0) {
+            kill(perf_children[i], SIGKILL);
+        }
+    }
+}
+
 static void perf_alarm_handler(int sig)
 {
-    static const char msg_child[] = "axon_perf: timed out, killing the peer\n";
+    static const char msg_child[] = "axon_perf: timed out, killing the other processes\n";
     static const char msg[]       = "axon_perf: timed out\n";
     ssize_t           ret;
 
-    if (perf_child_pid > 0) {
-        kill(perf_child_pid, SIGKILL);
+    (void)sig;
+    if (perf_num_children > 0) {
+        perf_kill_children();
         ret = write(STDERR_FILENO, msg_child, sizeof(msg_child) - 1);
     } else {
         ret = write(STDERR_FILENO, msg, sizeof(msg) - 1);
@@ -748,7 +761,7 @@ static void perf_alarm_handler(int sig)
     _exit(1);
 }
 
-static void perf_set_alarm_handler(void)
+void perf_set_alarm_handler(void)
 {
     struct sigaction sa;
 
@@ -762,7 +775,7 @@ static void perf_set_alarm_handler(void)
  * Reap the child within a bounded time; 0 only if it exited with status 0.
  * quiet: the run already failed, so the child's own status adds nothing.
  */
-static int perf_wait_child(pid_t pid, unsigned timeout_sec, int quiet)
+int perf_wait_child(pid_t pid, unsigned timeout_sec, int quiet, const char *who)
 {
     int      status;
     unsigned ms;
@@ -778,7 +791,7 @@ static int perf_wait_child(pid_t pid, unsigned timeout_sec, int quiet)
             return -1;
         }
         if (ms >= timeout_sec * 1000) {
-            fprintf(stderr, "axon_perf: server process did not exit in %u s, killing it\n",
+            fprintf(stderr, "axon_perf: %s did not exit in %u s, killing it\n", who,
                     timeout_sec);
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
@@ -794,10 +807,9 @@ static int perf_wait_child(pid_t pid, unsigned timeout_sec, int quiet)
         return -1;
     }
     if (WIFSIGNALED(status)) {
-        fprintf(stderr, "axon_perf: server process killed by signal %d\n", WTERMSIG(status));
+        fprintf(stderr, "axon_perf: %s killed by signal %d\n", who, WTERMSIG(status));
     } else {
-        fprintf(stderr, "axon_perf: server process failed (exit status %d)\n",
-                WEXITSTATUS(status));
+        fprintf(stderr, "axon_perf: %s failed (exit status %d)\n", who, WEXITSTATUS(status));
     }
     return -1;
 }
@@ -841,7 +853,8 @@ static int perf_run_local(const perf_params_t *params)
     }
 
     close(sv[1]);
-    perf_child_pid = pid;
+    perf_children[0]  = pid;
+    perf_num_children = 1;
     perf_set_alarm_handler();
     alarm(PERF_TIMEOUT_SEC);
 
@@ -852,7 +865,7 @@ static int perf_run_local(const perf_params_t *params)
      * by itself; the timeout is only a backstop. */
     alarm(0);
     if (perf_wait_child(pid, (ret == 0) ? PERF_CHILD_WAIT_SEC : PERF_CHILD_GRACE_SEC,
-                        ret != 0) != 0) {
+                        ret != 0, "server process") != 0) {
         ret = -1;
     }
     return ret;

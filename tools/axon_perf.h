@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include "axon.h"
 
 #define PERF_MAX_SIZES        64
@@ -96,6 +97,15 @@ int    perf_read_address(int fd, void **address_p, size_t *length_p);
 /* Send our worker address and read the peer's (malloc'd). */
 int    perf_exchange_address(int fd, const void *address, size_t length,
                              void **peer_address_p, size_t *peer_length_p);
+
+/* Processes forked here: the timeout (alarm, perf_set_alarm_handler) kills them. */
+extern pid_t    perf_children[PERF_COLL_MAX_NP];
+extern unsigned perf_num_children;
+void   perf_kill_children(void);
+void   perf_set_alarm_handler(void);
+/* Reap one within timeout_sec; 0 only if it exited with status 0. who names
+ * it in the messages; quiet: the run already failed, its status adds nothing. */
+int    perf_wait_child(pid_t pid, unsigned timeout_sec, int quiet, const char *who);
 
 /* -t ep_mem, either role: params->iters is the number of peers measured. */
 int    perf_ep_mem_run(const perf_params_t *params, int fd, perf_role_t role);

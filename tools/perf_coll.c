@@ -59,9 +59,6 @@ static const axon_coll_type_t perf_coll_types[] = {
     [PERF_TEST_COLL_ALLTOALL - PERF_TEST_COLL_BARRIER]  = AXON_COLL_ALLTOALL,
 };
 
-static pid_t    perf_coll_pids[PERF_COLL_MAX_NP];
-static unsigned perf_coll_nchildren;
-
 static int perf_coll_status(const perf_coll_t *pc, axon_status_t status, const char *what)
 {
     if (status == AXON_OK) {
@@ -452,29 +449,6 @@ out:
 
 /* ---------------------------------------------------------------- the parent of --np */
 
-static void perf_coll_kill_all(void)
-{
-    unsigned i;
-
-    for (i = 0; i < perf_coll_nchildren; ++i) {
-        if (perf_coll_pids[i] > 0) {
-            kill(perf_coll_pids[i], SIGKILL);
-        }
-    }
-}
-
-static void perf_coll_alarm(int sig)
-{
-    static const char msg[] = "axon_perf: timed out, killing the members\n";
-    ssize_t           ret;
-
-    (void)sig;
-    perf_coll_kill_all();
-    ret = write(STDERR_FILENO, msg, sizeof(msg) - 1);
-    (void)ret;
-    _exit(1);
-}
-
 /*
  * Wait for every member's next message on its socket (what = 1: an
  * address, into addresses; 0: the final synchronisation byte); a member
@@ -513,36 +487,17 @@ static int perf_coll_gather(const int *fds, unsigned n, void **addresses, size_t
     return 0;
 }
 
-/* Reap every member within a bounded time; 0 if all exited with status 0.
- * quiet: the run failed already (and we killed the rest). */
+/* Reap every member within a bounded time; 0 if all exited with status 0. */
 static int perf_coll_reap(unsigned wait_sec, int quiet)
 {
-    unsigned i, ms;
-    int      status, ret = 0;
-    pid_t    pid;
+    char     who[32];
+    unsigned i;
+    int      ret = 0;
 
-    for (i = 0; i < perf_coll_nchildren; ++i) {
-        for (ms = 0; (pid = waitpid(perf_coll_pids[i], &status, WNOHANG)) == 0; ms += 10) {
-            if (ms >= wait_sec * 1000) {
-                fprintf(stderr, "axon_perf: rank %u did not exit in %u s, killing it\n", i,
-                        wait_sec);
-                kill(perf_coll_pids[i], SIGKILL);
-                pid = waitpid(perf_coll_pids[i], &status, 0);
-                status = -1;
-                break;
-            }
-            usleep(10000);
-        }
-        perf_coll_pids[i] = 0;
-        if ((pid < 0) || !WIFEXITED(status) || (WEXITSTATUS(status) != 0)) {
-            if (!quiet && (pid > 0) && WIFSIGNALED(status)) {
-                fprintf(stderr, "axon_perf: rank %u killed by signal %d\n", i, WTERMSIG(status));
-            } else if (!quiet && (pid > 0) && (status != -1)) {
-                fprintf(stderr, "axon_perf: rank %u failed (exit status %d)\n", i,
-                        WEXITSTATUS(status));
-            }
-            ret = -1;
-        }
+    for (i = 0; i < perf_num_children; ++i) {
+        snprintf(who, sizeof(who), "rank %u", i);
+        ret |= perf_wait_child(perf_children[i], wait_sec, quiet, who);
+        perf_children[i] = 0;
     }
     return ret;
 }
@@ -553,26 +508,22 @@ static int perf_coll_fork(const perf_params_t *params)
     size_t           lengths[PERF_COLL_MAX_NP];
     int              fds[PERF_COLL_MAX_NP] = { 0 }, sv[2];
     pid_t            parent = getpid();
-    struct sigaction sa;
     unsigned         i, j, n = params->np;
     char             c = 's';
     int              ret = -1;
 
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = perf_coll_alarm;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGALRM, &sa, NULL);
+    perf_set_alarm_handler();
     alarm(PERF_TIMEOUT_SEC * (params->num_sizes + 1));  /* backstop: members bound themselves */
     fflush(stdout);
     fflush(stderr);
-    for (perf_coll_nchildren = 0; perf_coll_nchildren < n; ++perf_coll_nchildren) {
-        i = perf_coll_nchildren;
+    for (perf_num_children = 0; perf_num_children < n; ++perf_num_children) {
+        i = perf_num_children;
         if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
             fprintf(stderr, "axon_perf: socketpair failed: %s\n", strerror(errno));
             goto out;
         }
-        perf_coll_pids[i] = fork();
-        if (perf_coll_pids[i] == 0) {
+        perf_children[i] = fork();
+        if (perf_children[i] == 0) {
             signal(SIGALRM, SIG_DFL);
             alarm(0);
 #ifdef __linux__
@@ -591,7 +542,7 @@ static int perf_coll_fork(const perf_params_t *params)
         }
         close(sv[1]);
         fds[i] = sv[0];
-        if (perf_coll_pids[i] < 0) {
+        if (perf_children[i] < 0) {
             fprintf(stderr, "axon_perf: fork failed: %s\n", strerror(errno));
             close(sv[0]);
             goto out;
@@ -615,9 +566,9 @@ static int perf_coll_fork(const perf_params_t *params)
     }
 out:
     if (ret != 0) {
-        perf_coll_kill_all();
+        perf_kill_children();
     }
-    for (i = 0; i < perf_coll_nchildren; ++i) {
+    for (i = 0; i < perf_num_children; ++i) {
         close(fds[i]);
         free(addresses[i]);
     }
