@@ -69,6 +69,7 @@ extern const axon_coll_algo_t axon_coll_reduce_binomial;
 extern const axon_coll_algo_t axon_coll_allreduce_recursive_doubling;
 extern const axon_coll_algo_t axon_coll_allreduce_ring;
 extern const axon_coll_algo_t axon_coll_allgather_ring;
+extern const axon_coll_algo_t axon_coll_allgather_bruck;
 extern const axon_coll_algo_t axon_coll_allgatherv_ring;
 extern const axon_coll_algo_t axon_coll_reduce_scatter_ring;
 extern const axon_coll_algo_t axon_coll_alltoall_pairwise;

@@ -12,7 +12,7 @@ static const axon_coll_algo_t *const axon_coll_algos[AXON_COLL_LAST][3] = {
     [AXON_COLL_REDUCE]         = {&axon_coll_reduce_binomial},
     [AXON_COLL_ALLREDUCE]      = {&axon_coll_allreduce_recursive_doubling,
                                   &axon_coll_allreduce_ring},
-    [AXON_COLL_ALLGATHER]      = {&axon_coll_allgather_ring},
+    [AXON_COLL_ALLGATHER]      = {&axon_coll_allgather_ring, &axon_coll_allgather_bruck},
     [AXON_COLL_ALLGATHERV]     = {&axon_coll_allgatherv_ring},
     [AXON_COLL_ALLTOALL]       = {&axon_coll_alltoall_pairwise},
     [AXON_COLL_ALLTOALLV]      = {&axon_coll_alltoallv_pairwise},
@@ -24,6 +24,9 @@ static const axon_coll_algo_t *const axon_coll_algos[AXON_COLL_LAST][3] = {
 /* Allreduce moves its vector log2(n) times whole by recursive doubling and
  * about twice in pieces by ring: the ring wins once the vector is large. */
 #define AXON_COLL_ALLREDUCE_RING_BYTES (64 * 1024)
+/* Allgather: Bruck's log2(n) rounds copy the result once more than the ring's
+ * n - 1; below this total the rounds cost more than the copy. */
+#define AXON_COLL_ALLGATHER_RING_BYTES (64 * 1024)
 
 static const axon_coll_algo_t *axon_coll_algo_by_name(axon_coll_type_t coll, const char *name)
 {
@@ -52,6 +55,10 @@ const axon_coll_algo_t *axon_coll_algo_select(axon_team_h team, const axon_coll_
         (args->count >= team->size) &&
         (args->count * axon_dt_size(args->dt) >= AXON_COLL_ALLREDUCE_RING_BYTES)) {
         return &axon_coll_allreduce_ring;
+    }
+    if ((args->coll == AXON_COLL_ALLGATHER) && (team->size > 2) &&
+        (args->count * axon_dt_size(args->dt) * team->size < AXON_COLL_ALLGATHER_RING_BYTES)) {
+        return &axon_coll_allgather_bruck;
     }
     return axon_coll_algos[args->coll][0];
 }

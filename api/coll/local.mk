@@ -10,6 +10,7 @@ libaxon_la_SOURCES += \
 	api/coll/coll_bcast.c \
 	api/coll/coll_reduce.c \
 	api/coll/coll_ring.c \
+	api/coll/coll_bruck.c \
 	api/coll/coll_alltoall.c \
 	api/coll/coll_linear.c
 

@@ -21,7 +21,7 @@ static const char *const axon_coll_barrier_algos[] = {"auto", "dissemination", N
 static const char *const axon_coll_bcast_algos[] = {"auto", "binomial", NULL};
 static const char *const axon_coll_reduce_algos[] = {"auto", "binomial", NULL};
 static const char *const axon_coll_allreduce_algos[] = {"auto", "recursive_doubling", "ring", NULL};
-static const char *const axon_coll_allgather_algos[] = {"auto", "ring", NULL};
+static const char *const axon_coll_allgather_algos[] = {"auto", "ring", "bruck", NULL};
 static const char *const axon_coll_allgatherv_algos[] = {"auto", "ring", NULL};
 static const char *const axon_coll_alltoall_algos[] = {"auto", "pairwise", NULL};
 static const char *const axon_coll_alltoallv_algos[] = {"auto", "pairwise", NULL};
@@ -149,9 +149,9 @@ const axon_config_entry_t axon_global_config_table[] = {
      AXON_CONFIG_TYPE_ENUM(axon_coll_allreduce_algos, "auto|recursive_doubling|ring")},
 
     {"COLL_ALLGATHER_ALGO", "auto",
-     "Algorithm of allgather: auto (by team size and message size) or ring",
+     "Algorithm of allgather: auto (by team size and message size), ring or bruck",
      AXON_GLOBAL_OPT(coll_algo[AXON_COLL_ALLGATHER]),
-     AXON_CONFIG_TYPE_ENUM(axon_coll_allgather_algos, "auto|ring")},
+     AXON_CONFIG_TYPE_ENUM(axon_coll_allgather_algos, "auto|ring|bruck")},
 
     {"COLL_ALLGATHERV_ALGO", "auto",
      "Algorithm of allgatherv: auto (by team size and message size) or ring",
