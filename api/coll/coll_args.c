@@ -36,6 +36,20 @@ static size_t axon_coll_sum(const size_t *counts, uint32_t n)
     return total;
 }
 
+/* Elements a buffer laid out by counts and displacements spans (gaps and any order). */
+static size_t axon_coll_span(const size_t *counts, const size_t *displs, uint32_t n)
+{
+    size_t end = 0;
+    uint32_t i;
+
+    for (i = 0; i < n; ++i) {
+        if ((counts[i] > 0) && (displs[i] + counts[i] > end)) {
+            end = displs[i] + counts[i];
+        }
+    }
+    return end;
+}
+
 /* Elements this member reads from src and writes to dst (before in-place). */
 static void axon_coll_extent(const axon_coll_args_t *a, uint32_t n, uint32_t rank,
                              size_t *src_elems, size_t *dst_elems)
@@ -62,14 +76,14 @@ static void axon_coll_extent(const axon_coll_args_t *a, uint32_t n, uint32_t ran
         break;
     case AXON_COLL_ALLGATHERV:
         *src_elems = a->count;
-        *dst_elems = axon_coll_sum(a->dst_counts, n);
+        *dst_elems = axon_coll_span(a->dst_counts, a->dst_displs, n);
         break;
     case AXON_COLL_ALLTOALL:
         *src_elems = *dst_elems = n * a->count;
         break;
     case AXON_COLL_ALLTOALLV:
-        *src_elems = axon_coll_sum(a->src_counts, n);
-        *dst_elems = axon_coll_sum(a->dst_counts, n);
+        *src_elems = axon_coll_span(a->src_counts, a->src_displs, n);
+        *dst_elems = axon_coll_span(a->dst_counts, a->dst_displs, n);
         break;
     case AXON_COLL_REDUCE_SCATTER:
         *src_elems = a->dst_counts ? axon_coll_sum(a->dst_counts, n) : n * a->count;

@@ -291,6 +291,8 @@ static axon_status_t axon_team_split_fill(axon_team_split_t *split)
         return AXON_ERR_NO_MEMORY;
     }
     n = axon_team_split_members(split, members);
+    free(team->eps);       /* the placeholders of a team whose members were unknown */
+    free(team->uuids);
     team->eps   = calloc(n, sizeof(*team->eps));
     team->uuids = calloc(n, sizeof(*team->uuids));
     if ((team->eps == NULL) || (team->uuids == NULL)) {
