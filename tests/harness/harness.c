@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <math.h>
 #include <poll.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,6 +41,116 @@ static void axon_test_sleep(double seconds)
     ts.tv_sec  = (time_t)seconds;
     ts.tv_nsec = (long)((seconds - (double)ts.tv_sec) * 1e9);
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* ---------------------------------------------------------------- stacks */
+
+/*
+ * A peer that does not answer shows what its threads are doing: the test
+ * process sends SIGQUIT to each of them, and the handler every peer installs
+ * writes its thread's stack to stderr (the symbols libaxon exports by name,
+ * the rest as module+offset for addr2line). The test process knows its peers
+ * by the socket it waits on.
+ */
+#define AXON_TEST_MAX_PEERS 64
+
+static struct {
+    int   fd;
+    pid_t pid;
+} axon_test_live_peers[AXON_TEST_MAX_PEERS];
+
+static void axon_test_peer_track(int fd, pid_t pid)
+{
+    int i;
+
+    for (i = 0; i < AXON_TEST_MAX_PEERS; ++i) {
+        if (axon_test_live_peers[i].pid <= 0) {
+            axon_test_live_peers[i].fd  = fd;
+            axon_test_live_peers[i].pid = pid;
+            return;
+        }
+    }
+}
+
+static void axon_test_peer_close_fd(axon_test_peer_t *peer)
+{
+    int i;
+
+    for (i = 0; i < AXON_TEST_MAX_PEERS; ++i) {
+        if ((axon_test_live_peers[i].pid > 0) && (axon_test_live_peers[i].fd == peer->fd)) {
+            axon_test_live_peers[i].pid = 0;
+        }
+    }
+    if (peer->fd >= 0) {
+        close(peer->fd);
+        peer->fd = -1;
+    }
+}
+
+/* In a peer: the stack of the thread SIGQUIT was sent to. */
+static void axon_test_stack_handler(int sig)
+{
+    void *frames[64];
+    char  head[80];
+    int   n   = backtrace(frames, 64);
+    int   len = snprintf(head, sizeof(head), "[peer %d] thread %ld:\n", (int)getpid(),
+                         (long)syscall(SYS_gettid));
+
+    (void)sig;
+    if (write(STDERR_FILENO, head, (size_t)len) == len) {
+        backtrace_symbols_fd(frames, n, STDERR_FILENO);
+    }
+}
+
+static void axon_test_stack_handler_install(void)
+{
+    struct sigaction sa;
+    void            *frame;
+    sigset_t         set;
+
+    backtrace(&frame, 1);  /* loads the unwinder now, not inside the handler */
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = axon_test_stack_handler;
+    sa.sa_flags   = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGQUIT, &sa, NULL);
+    sigemptyset(&set);
+    sigaddset(&set, SIGQUIT);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
+void axon_test_peer_show_stacks(pid_t pid)
+{
+    char           path[64];
+    struct dirent *entry;
+    DIR           *dir;
+    long           tid;
+
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    dir = opendir(path);
+    if (dir == NULL) {
+        return;
+    }
+    fprintf(stderr, "[harness] peer %d does not answer; the stacks of its threads:\n", (int)pid);
+    while ((entry = readdir(dir)) != NULL) {
+        tid = strtol(entry->d_name, NULL, 10);
+        if ((tid > 0) && (syscall(SYS_tgkill, (long)pid, tid, SIGQUIT) == 0)) {
+            axon_test_sleep(0.2);  /* one thread at a time: their lines do not mix */
+        }
+    }
+    closedir(dir);
+}
+
+/* The test process waited on fd in vain: if a peer is at the other end, show its stacks. */
+static void axon_test_show_stacks_of_fd(int fd)
+{
+    int i;
+
+    for (i = 0; i < AXON_TEST_MAX_PEERS; ++i) {
+        if ((axon_test_live_peers[i].pid > 0) && (axon_test_live_peers[i].fd == fd)) {
+            axon_test_peer_show_stacks(axon_test_live_peers[i].pid);
+        }
     }
 }
 
@@ -71,6 +183,8 @@ int axon_test_peer_spawn(axon_test_peer_t *peer, axon_test_peer_fn_t fn, void *a
         unsigned secs = (unsigned)ceil(timeout_sec > 0 ? timeout_sec : 1.0);
 
         close(sv[0]);
+        memset(axon_test_live_peers, 0, sizeof(axon_test_live_peers));  /* the test's, not ours */
+        axon_test_stack_handler_install();
 #ifdef __linux__
         /* An orphan would outlive a crashed test run. */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -91,6 +205,7 @@ int axon_test_peer_spawn(axon_test_peer_t *peer, axon_test_peer_fn_t fn, void *a
     close(sv[1]);
     peer->pid = pid;
     peer->fd  = sv[0];
+    axon_test_peer_track(peer->fd, pid);
     return 0;
 }
 
@@ -123,10 +238,7 @@ static int axon_test_peer_reap(axon_test_peer_t *peer, int status)
         axon_test_remove_shm_of(peer->pid);
     }
     peer->pid = -1;
-    if (peer->fd >= 0) {
-        close(peer->fd);
-        peer->fd = -1;
-    }
+    axon_test_peer_close_fd(peer);
     if (WIFEXITED(status)) {
         return WEXITSTATUS(status);
     }
@@ -179,6 +291,7 @@ int axon_test_peer_wait(axon_test_peer_t *peer, double timeout_sec)
 
     fprintf(stderr, "[harness] peer %d did not exit within %.1f s: killing it\n",
             (int)peer->pid, timeout_sec);
+    axon_test_peer_show_stacks(peer->pid);
     kill(peer->pid, SIGKILL);
     while ((waitpid(peer->pid, &status, 0) < 0) && (errno == EINTR)) {
     }
@@ -197,10 +310,7 @@ void axon_test_peer_kill(axon_test_peer_t *peer)
         axon_test_remove_shm_of(peer->pid);
         peer->pid = -1;
     }
-    if (peer->fd >= 0) {
-        close(peer->fd);
-        peer->fd = -1;
-    }
+    axon_test_peer_close_fd(peer);
 }
 
 pid_t axon_test_peer_crash(axon_test_peer_t *peer)
@@ -215,10 +325,7 @@ pid_t axon_test_peer_crash(axon_test_peer_t *peer)
     while ((waitpid(pid, &status, 0) < 0) && (errno == EINTR)) {
     }
     peer->pid = -1;
-    if (peer->fd >= 0) {
-        close(peer->fd);
-        peer->fd = -1;
-    }
+    axon_test_peer_close_fd(peer);
     return pid;
 }
 
@@ -249,6 +356,7 @@ static int axon_test_wait_fd(int fd, short events, double deadline)
     for (;;) {
         double left = deadline - axon_test_time();
         if (left <= 0) {
+            axon_test_show_stacks_of_fd(fd);
             errno = ETIMEDOUT;
             return -1;
         }
@@ -386,6 +494,7 @@ int axon_test_sync_progress(int fd, axon_worker_h worker, double timeout_sec)
             return axon_test_read_all(fd, &c, 1, deadline);
         }
     }
+    axon_test_show_stacks_of_fd(fd);
     errno = ETIMEDOUT;
     return -1;
 }

@@ -85,6 +85,13 @@ pid_t axon_test_peer_crash(axon_test_peer_t *peer);
  */
 int axon_test_peer_stop(axon_test_peer_t *peer);
 
+/*
+ * Print the stack of every thread of a peer to stderr (each peer writes its
+ * own on SIGQUIT). Waits on a peer's socket that time out, and a peer that
+ * does not exit in time, call it by themselves.
+ */
+void axon_test_peer_show_stacks(pid_t pid);
+
 /* Remove the /dev/shm segments (*-<uid>-<pid>-*) of a process that is gone. */
 void axon_test_remove_shm_of(pid_t pid);
 

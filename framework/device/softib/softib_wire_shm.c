@@ -12,7 +12,8 @@
  * tail (anyone may move it past a claimed cell). So a producer killed
  * between claim and publish leaves a cell that names it: the consumer,
  * finding the head cell claimed for more than SOFTIB_RING_STUCK_NS, asks the
- * registry whether that producer still lives and, if not, skips the cell.
+ * registry whether that producer still lives and, if not, skips the cell
+ * (and if it died before moving the tail, the next producer moves it).
  * A live producer is never skipped, so a cell is never written by two
  * producers at once. A publish that finds its cell skipped (the registry
  * thought us dead) is a lost packet.
@@ -483,25 +484,23 @@ int softib_wire_shm_send(softib_wire_t *wire, unsigned slot, const void *pkt, si
         cell = softib_ring_cell(ring, pos);
         lap  = softib_ring_lap(pos);
         word = atomic_load_explicit(&cell->seq, memory_order_acquire);
-        if (softib_cell_lap(word) == lap) {
-            if ((softib_cell_state(word) == SOFTIB_CELL_FREE) &&
-                atomic_compare_exchange_strong_explicit(&cell->seq, &word,
-                                                        claimed | ((uint64_t)lap << 32),
-                                                        memory_order_acquire,
-                                                        memory_order_relaxed)) {
-                atomic_compare_exchange_strong_explicit(&ring->tail, &pos, pos + 1,
-                                                        memory_order_release,
-                                                        memory_order_relaxed);
-                break;
-            }
-            /* Taken for this lap by someone: help the tail past it (its claimer may be dead). */
-            atomic_compare_exchange_strong_explicit(&ring->tail, &pos, pos + 1,
-                                                    memory_order_release, memory_order_relaxed);
-        } else if ((int32_t)(softib_cell_lap(word) - lap) < 0) {
+        if ((int32_t)(softib_cell_lap(word) - lap) < 0) {
             /* The consumer has not emptied this cell's previous lap. */
             return softib_wire_shm_full(wire, slot, peer);
         }
-        /* else our tail was stale: reload */
+        if ((softib_cell_lap(word) == lap) && (softib_cell_state(word) == SOFTIB_CELL_FREE) &&
+            atomic_compare_exchange_strong_explicit(&cell->seq, &word,
+                                                    claimed | ((uint64_t)lap << 32),
+                                                    memory_order_acquire, memory_order_relaxed)) {
+            atomic_compare_exchange_strong_explicit(&ring->tail, &pos, pos + 1,
+                                                    memory_order_release, memory_order_relaxed);
+            break;
+        }
+        /* Taken for this lap (its claimer may be dead), or freed for a later one: skipped
+         * by the consumer, its claimer having died before moving the tail. Help the tail
+         * past it; if our tail was stale, this fails and we reload. */
+        atomic_compare_exchange_strong_explicit(&ring->tail, &pos, pos + 1,
+                                                memory_order_release, memory_order_relaxed);
     }
 
     memcpy(cell->data, pkt, len);

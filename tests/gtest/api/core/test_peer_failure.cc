@@ -1038,6 +1038,65 @@ TEST_P(PeerFailureShmFault, DeadPeersClaimedCellDoesNotBlockRing)
     Teardown(s);
 }
 
+/* ---------------------------------------------------------------- diagnostics */
+
+/* Never answers: waits for signals until killed. */
+int silent_peer_main(int, void *)
+{
+    for (;;) {
+        pause();
+    }
+}
+
+/*
+ * A wait on a peer that times out shows what the peer's threads were doing
+ * (the only clue when a peer hangs in a CI run): the harness has every peer
+ * write its stacks to stderr.
+ */
+TEST(PeerStacksXproc, PeerThatDoesNotAnswerShowsItsStacks)
+{
+    axon_test_peer_t peer = {-1, -1};
+    axon_test_node_t node = {};
+    axon_status_t    created = AXON_ERR_NO_DEVICE;
+    int              spawned, synced = 0;
+    pid_t            pid;
+    std::string      err;
+    char             buf[4096], needle[64];
+    size_t           n;
+    FILE            *tmp = tmpfile();
+    int              saved;
+
+    ASSERT_NE(nullptr, tmp);
+    fflush(stderr);
+    saved = dup(STDERR_FILENO);
+    dup2(fileno(tmp), STDERR_FILENO);  /* the peer inherits it */
+    spawned = axon_test_peer_spawn(&peer, silent_peer_main, nullptr, kPeerTimeout);
+    pid     = peer.pid;
+    if (spawned == 0) {
+        created = axon_test_node_create(&node, "shm", NULL, 0);
+    }
+    if (created == AXON_OK) {
+        synced = axon_test_sync_progress(peer.fd, node.worker, 0.2);
+        axon_test_node_destroy(&node);
+    }
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    axon_test_peer_kill(&peer);
+    ASSERT_EQ(0, spawned);
+    ASSERT_EQ(AXON_OK, created);
+    EXPECT_EQ(-1, synced);
+
+    rewind(tmp);
+    while ((n = fread(buf, 1, sizeof(buf), tmp)) > 0) {
+        err.append(buf, n);
+    }
+    fclose(tmp);
+    snprintf(needle, sizeof(needle), "[peer %d] thread ", (int)pid);
+    EXPECT_NE(std::string::npos, err.find("does not answer")) << err;
+    EXPECT_NE(std::string::npos, err.find(needle)) << err;
+}
+
 const FailParam kFailParams[] = {
     /* shm moves large messages half by each side (split); shm_get only by the receiver (both
      * forced: where the machine's costs say so, auto streams them instead, like shm_nocma). */

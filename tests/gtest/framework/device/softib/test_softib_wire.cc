@@ -32,6 +32,9 @@ extern "C" {
 }
 #include "framework/device/softib/softib_wire.h"
 #include "framework/device/softib/softib_registry.h"
+extern "C" {
+#include "framework/device/softib/softib_wire_priv.h"   /* a sender's mapping of a ring */
+}
 
 namespace {
 
@@ -763,6 +766,107 @@ TEST(SoftibWireXproc, CellOfProducerKilledMidCopySkipped)
     axon_log_set_hook(NULL, NULL);
     EXPECT_EQ(1u, skipped.count);
     softib_wire_close(tx);
+    softib_wire_close(rx);
+    reap_leftovers();
+}
+
+namespace {
+
+/*
+ * Child: die between claiming a cell of the parent's ring and moving the
+ * ring's tail past it. Its mapping of the page holding the tail turns
+ * read-only after a few packets: the next send claims a cell further on,
+ * then faults moving the tail.
+ */
+int crash_before_tail_child(int fd, void *arg)
+{
+    softib_wire_params_t params = wire_params(SOFTIB_WIRE_SHM);
+    struct rlimit        no_core = {0, 0};
+    unsigned             count = *(const unsigned*)arg;
+    static uint8_t       pkt[256];
+    softib_wire_t       *wire;
+    hello                peer;
+    unsigned             i;
+
+    setrlimit(RLIMIT_CORE, &no_core);
+    if (softib_wire_open(&params, &wire) != 0) {
+        return 10;
+    }
+    if (hello_exchange(fd, wire, &peer) != 0) {
+        return 11;
+    }
+    for (i = 0; i < count; ++i) {
+        pkt_make(pkt, i, 100);
+        if (softib_wire_send(wire, &peer.gid, qpn_of(peer.slot), pkt, 100) != 0) {
+            return 12;
+        }
+    }
+    if (mprotect(wire->peers[peer.slot].ring, sysconf(_SC_PAGESIZE), PROT_READ) != 0) {
+        return 13;
+    }
+    pkt_make(pkt, count, 100);
+    softib_wire_send(wire, &peer.gid, qpn_of(peer.slot), pkt, 100);
+    return 14;   /* not reached */
+}
+
+} // namespace
+
+/*
+ * A producer died after claiming the cell at the tail and before moving the
+ * tail; the receiver skipped the cell. Other producers must take the tail
+ * past it (they used to spin on it forever, device lock held).
+ */
+TEST(SoftibWireXproc, TailLeftByProducerKilledBeforeMovingItIsMoved)
+{
+    log_counter          skipped = {"skipping a cell claimed", 0};
+    softib_wire_params_t params = wire_params(SOFTIB_WIRE_SHM);
+    /* Packets before the crash: the claimed cell lies past the tail's page. */
+    unsigned             before = (unsigned)(sysconf(_SC_PAGESIZE) / SOFTIB_WIRE_MAX_PKT) + 1;
+    echo_args            echo_params = {SOFTIB_WIRE_SHM, "127.0.0.1", 3, NULL, 0};
+    static uint8_t       pkt[SOFTIB_WIRE_MAX_PKT];
+    axon_test_peer_t     child, echo;
+    softib_wire_t       *rx;
+    axon_dev_gid_t       src;
+    hello                peer;
+    uint32_t             seq;
+    ssize_t              n;
+    unsigned             i;
+
+    ASSERT_EQ(0, softib_wire_open(&params, &rx));
+    ASSERT_EQ(0, axon_test_peer_spawn(&child, crash_before_tail_child, &before, kChildTimeout));
+    ASSERT_EQ(0, hello_exchange(child.fd, rx, &peer));
+#if defined(__SANITIZE_ADDRESS__)
+    EXPECT_EQ(1, axon_test_peer_wait(&child, kChildTimeout));    /* ASan reported the SEGV */
+#else
+    EXPECT_EQ(-1, axon_test_peer_wait(&child, kChildTimeout));   /* died by SIGSEGV */
+#endif
+    for (i = 0; i < before; ++i) {
+        n = recv_wait(rx, pkt, &src, kWait);
+        ASSERT_TRUE(pkt_check(pkt, n, &seq) && (seq == i)) << i;
+    }
+    /* The dead child's cell: skipped, and nothing else there. */
+    axon_log_set_hook(log_count_hook, &skipped);
+    EXPECT_EQ(0, recv_wait(rx, pkt, &src, 0.2));
+    axon_log_set_hook(NULL, NULL);
+    ASSERT_EQ(1u, skipped.count) << "the child did not die holding a claimed cell";
+
+    /* A live producer's packets (echoes of ours) arrive behind it. */
+    ASSERT_EQ(0, axon_test_peer_spawn(&echo, echo_child, &echo_params, kChildTimeout));
+    ASSERT_EQ(0, hello_exchange(echo.fd, rx, &peer));
+    for (i = 0; i < echo_params.count; ++i) {
+        size_t len = pkt_make(pkt, i, 100);
+        ASSERT_EQ(0, send_retry(rx, &peer.gid, qpn_of(peer.slot), pkt, len));
+        n = recv_wait(rx, pkt, &src, kWait);
+        if (!pkt_check(pkt, n, &seq) || (seq != i)) {
+            ADD_FAILURE() << "echo " << i << " never came: the producer is stuck on the tail";
+            break;
+        }
+    }
+    if (i == echo_params.count) {
+        EXPECT_EQ(0, axon_test_sync(echo.fd));
+        EXPECT_EQ(0, axon_test_peer_wait(&echo, kChildTimeout));
+    }
+    axon_test_peer_kill(&echo);
     softib_wire_close(rx);
     reap_leftovers();
 }
