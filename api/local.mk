@@ -3,9 +3,10 @@
 #   tag/   tag matching, eager and rendezvous sends, receives
 #   rma/   put/get/flush/fence, atomics, the active-message path for them
 #   mem/   mapped memory and its keys
-# (collectives will go in api/coll/.) The public headers stay here: they are installed.
+#   coll/  teams and collectives, above the protocols (they use tag's spaces)
+# The public headers stay here: they are installed.
 AM_CPPFLAGS += -I$(top_srcdir)/api/core -I$(top_srcdir)/api/tag -I$(top_srcdir)/api/rma \
-               -I$(top_srcdir)/api/mem
+               -I$(top_srcdir)/api/mem -I$(top_srcdir)/api/coll
 
 libaxon_la_SOURCES += api/protocols.c
 
@@ -13,3 +14,4 @@ include $(top_srcdir)/api/core/local.mk
 include $(top_srcdir)/api/tag/local.mk
 include $(top_srcdir)/api/rma/local.mk
 include $(top_srcdir)/api/mem/local.mk
+include $(top_srcdir)/api/coll/local.mk

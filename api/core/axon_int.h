@@ -34,7 +34,11 @@ typedef struct axon_global_opts {
     unsigned                 atomic_mode;   /* axon_atomic_mode_t (mem.h): cpu, device, guess */
     unsigned                 yield;         /* axon_idle_yield_t (idle.h) */
     double                   yield_spin;    /* seconds idle before yielding the core */
+    unsigned                 coll_algo[AXON_COLL_LAST];  /* index into axon_coll_algo_names */
 } axon_global_opts_t;
+
+/* Per collective: "auto", then the names of its algorithms (AXON_COLL_<NAME>_ALGO). */
+extern const char *const *const axon_coll_algo_names[AXON_COLL_LAST];
 
 extern const axon_config_entry_t axon_global_config_table[];
 
@@ -98,6 +102,9 @@ struct axon_worker {
     axon_mpool_t         unexp_mp;        /* small unexpected messages */
     axon_mpool_t         frag_mp;         /* reassembly of multi-fragment messages */
     axon_tag_match_t     tm[AXON_TAG_SPACES];  /* the application's, the collectives' */
+    axon_list_link_t     teams;           /* collectives: every team of the worker */
+    struct axon_team_gen *team_gens;      /* teams made so far over each set of members */
+    unsigned             num_team_gens;
     axon_list_link_t     eps;             /* every open endpoint */
     unsigned             num_eps;         /* on eps: lane choice past AXON_RC_MAX_PEERS */
     axon_list_link_t     pending_eps;     /* endpoints with queued sends */

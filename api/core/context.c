@@ -16,6 +16,32 @@ const char *const axon_rndv_scheme_names[] = {"auto", "get", "stream", NULL};
 
 #define AXON_GLOBAL_OPT(_field) offsetof(axon_global_opts_t, _field)
 
+/* AXON_COLL_<NAME>_ALGO: the algorithms of api/coll/ by name, "auto" first. */
+static const char *const axon_coll_barrier_algos[] = {"auto", "dissemination", NULL};
+static const char *const axon_coll_bcast_algos[] = {"auto", "binomial", NULL};
+static const char *const axon_coll_reduce_algos[] = {"auto", "binomial", NULL};
+static const char *const axon_coll_allreduce_algos[] = {"auto", "recursive_doubling", "ring", NULL};
+static const char *const axon_coll_allgather_algos[] = {"auto", "ring", NULL};
+static const char *const axon_coll_allgatherv_algos[] = {"auto", "ring", NULL};
+static const char *const axon_coll_alltoall_algos[] = {"auto", "pairwise", NULL};
+static const char *const axon_coll_alltoallv_algos[] = {"auto", "pairwise", NULL};
+static const char *const axon_coll_reduce_scatter_algos[] = {"auto", "ring", NULL};
+static const char *const axon_coll_gather_algos[] = {"auto", "linear", NULL};
+static const char *const axon_coll_scatter_algos[] = {"auto", "linear", NULL};
+const char *const *const axon_coll_algo_names[AXON_COLL_LAST] = {
+    [AXON_COLL_BARRIER] = axon_coll_barrier_algos,
+    [AXON_COLL_BCAST] = axon_coll_bcast_algos,
+    [AXON_COLL_REDUCE] = axon_coll_reduce_algos,
+    [AXON_COLL_ALLREDUCE] = axon_coll_allreduce_algos,
+    [AXON_COLL_ALLGATHER] = axon_coll_allgather_algos,
+    [AXON_COLL_ALLGATHERV] = axon_coll_allgatherv_algos,
+    [AXON_COLL_ALLTOALL] = axon_coll_alltoall_algos,
+    [AXON_COLL_ALLTOALLV] = axon_coll_alltoallv_algos,
+    [AXON_COLL_REDUCE_SCATTER] = axon_coll_reduce_scatter_algos,
+    [AXON_COLL_GATHER] = axon_coll_gather_algos,
+    [AXON_COLL_SCATTER] = axon_coll_scatter_algos,
+};
+
 const axon_config_entry_t axon_global_config_table[] = {
     {"LOG_LEVEL", "warn",
      "Messages at this level and more severe are printed",
@@ -101,6 +127,61 @@ const axon_config_entry_t axon_global_config_table[] = {
      "With YIELD=auto on a host that is not oversubscribed: how long progress busy-polls "
      "without finding anything before it starts yielding the core",
      AXON_GLOBAL_OPT(yield_spin), AXON_CONFIG_TYPE_TIME},
+
+    {"COLL_BARRIER_ALGO", "auto",
+     "Algorithm of barrier: auto (by team size and message size) or dissemination",
+     AXON_GLOBAL_OPT(coll_algo[AXON_COLL_BARRIER]),
+     AXON_CONFIG_TYPE_ENUM(axon_coll_barrier_algos, "auto|dissemination")},
+
+    {"COLL_BCAST_ALGO", "auto",
+     "Algorithm of bcast: auto (by team size and message size) or binomial",
+     AXON_GLOBAL_OPT(coll_algo[AXON_COLL_BCAST]),
+     AXON_CONFIG_TYPE_ENUM(axon_coll_bcast_algos, "auto|binomial")},
+
+    {"COLL_REDUCE_ALGO", "auto",
+     "Algorithm of reduce: auto (by team size and message size) or binomial",
+     AXON_GLOBAL_OPT(coll_algo[AXON_COLL_REDUCE]),
+     AXON_CONFIG_TYPE_ENUM(axon_coll_reduce_algos, "auto|binomial")},
+
+    {"COLL_ALLREDUCE_ALGO", "auto",
+     "Algorithm of allreduce: auto (by team size and message size), recursive_doubling or ring",
+     AXON_GLOBAL_OPT(coll_algo[AXON_COLL_ALLREDUCE]),
+     AXON_CONFIG_TYPE_ENUM(axon_coll_allreduce_algos, "auto|recursive_doubling|ring")},
+
+    {"COLL_ALLGATHER_ALGO", "auto",
+     "Algorithm of allgather: auto (by team size and message size) or ring",
+     AXON_GLOBAL_OPT(coll_algo[AXON_COLL_ALLGATHER]),
+     AXON_CONFIG_TYPE_ENUM(axon_coll_allgather_algos, "auto|ring")},
+
+    {"COLL_ALLGATHERV_ALGO", "auto",
+     "Algorithm of allgatherv: auto (by team size and message size) or ring",
+     AXON_GLOBAL_OPT(coll_algo[AXON_COLL_ALLGATHERV]),
+     AXON_CONFIG_TYPE_ENUM(axon_coll_allgatherv_algos, "auto|ring")},
+
+    {"COLL_ALLTOALL_ALGO", "auto",
+     "Algorithm of alltoall: auto (by team size and message size) or pairwise",
+     AXON_GLOBAL_OPT(coll_algo[AXON_COLL_ALLTOALL]),
+     AXON_CONFIG_TYPE_ENUM(axon_coll_alltoall_algos, "auto|pairwise")},
+
+    {"COLL_ALLTOALLV_ALGO", "auto",
+     "Algorithm of alltoallv: auto (by team size and message size) or pairwise",
+     AXON_GLOBAL_OPT(coll_algo[AXON_COLL_ALLTOALLV]),
+     AXON_CONFIG_TYPE_ENUM(axon_coll_alltoallv_algos, "auto|pairwise")},
+
+    {"COLL_REDUCE_SCATTER_ALGO", "auto",
+     "Algorithm of reduce_scatter: auto (by team size and message size) or ring",
+     AXON_GLOBAL_OPT(coll_algo[AXON_COLL_REDUCE_SCATTER]),
+     AXON_CONFIG_TYPE_ENUM(axon_coll_reduce_scatter_algos, "auto|ring")},
+
+    {"COLL_GATHER_ALGO", "auto",
+     "Algorithm of gather: auto (by team size and message size) or linear",
+     AXON_GLOBAL_OPT(coll_algo[AXON_COLL_GATHER]),
+     AXON_CONFIG_TYPE_ENUM(axon_coll_gather_algos, "auto|linear")},
+
+    {"COLL_SCATTER_ALGO", "auto",
+     "Algorithm of scatter: auto (by team size and message size) or linear",
+     AXON_GLOBAL_OPT(coll_algo[AXON_COLL_SCATTER]),
+     AXON_CONFIG_TYPE_ENUM(axon_coll_scatter_algos, "auto|linear")},
 
     AXON_CONFIG_END
 };
@@ -276,13 +357,6 @@ axon_status_t axon_init(const axon_context_params_t *params, axon_context_h *con
         goto err_release;
     }
 
-    if (params->features & AXON_FEATURE_COLL) {
-        axon_error("axon_init: features 0x%x requested; this build implements tag messaging, "
-                   "RMA and atomics (AXON_FEATURE_TAG|RMA|AMO), not collectives",
-                   params->features);
-        status = AXON_ERR_UNSUPPORTED;
-        goto err_release;
-    }
 
     status = axon_loader_load_all(&ctx->opts.component_path, params->config,
                                   params->config_count, &ctx->opts.tls, &ctx->comps);
@@ -298,9 +372,9 @@ axon_status_t axon_init(const axon_context_params_t *params, axon_context_h *con
         axon_context_warn_unused_env(ctx);
     }
 
-    /* Tag matching needs active messages of both kinds. */
+    /* Tag matching (collectives run on it) needs active messages of both kinds. */
     status = axon_select_filter(&ctx->comps, &ctx->opts.tls, &ctx->opts.net_devices,
-                                (ctx->features & AXON_FEATURE_TAG) ?
+                                (ctx->features & (AXON_FEATURE_TAG | AXON_FEATURE_COLL)) ?
                                 (AXON_CAP_AM_SHORT | AXON_CAP_AM_BCOPY) : 0,
                                 &ctx->rscs, &ctx->num_rscs);
     if (status != AXON_OK) {

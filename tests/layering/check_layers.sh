@@ -17,8 +17,9 @@
 #                                   symbols they declare), plus their own files
 # Installed headers (axoninclude_HEADERS in Makefile.am) include only
 # installed headers. Within api/, calls follow the concerns: mem < core <
-# the protocols (tag, rma, later coll), which do not call each other; core
-# reaches the protocols only through the table in api/protocols.c.
+# the protocols (tag, rma), which do not call each other, < coll (the
+# collectives run on tag's spaces); core reaches the protocols and coll only
+# through the table in api/protocols.c.
 set -u -o pipefail
 src=$(cd "${1:-$(dirname "$0")/../..}" && pwd)
 build=${2:-}
@@ -82,7 +83,7 @@ function concern(p,   a) {
     return a[2]
 }
 function concern_rank(c) {
-    return (c == "mem") ? 0 : (c == "core") ? 1 : (c == "table") ? 2 : 3
+    return (c == "mem") ? 0 : (c == "core") ? 1 : (c == "table") ? 2 : (c == "coll") ? 4 : 3
 }
 function concern_broken(user, target,   u, t) {
     u = concern(user); t = concern(target)
@@ -90,7 +91,7 @@ function concern_broken(user, target,   u, t) {
     if ((concern_rank(t) == 3) && (concern_rank(u) == 3))
         return "a protocol of api/ does not call another (" u " calls " t ")"
     if (concern_rank(t) > concern_rank(u))
-        return "within api/, a concern calls only the ones below it (mem < core < the protocols, reached through api/protocols.c)"
+        return "within api/, a concern calls only the ones below it (mem < core < the protocols, reached through api/protocols.c, < coll)"
     return ""
 }
 '

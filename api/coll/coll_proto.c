@@ -1,0 +1,17 @@
+/* The collectives' hooks in the core (api/protocols.c): teams live and die with the worker. */
+#include "coll.h"
+
+static axon_status_t axon_coll_worker_init(axon_worker_h worker)
+{
+    axon_list_init(&worker->teams);
+    worker->team_gens     = NULL;
+    worker->num_team_gens = 0;
+    return AXON_OK;
+}
+
+const axon_proto_ops_t axon_coll_proto = {
+    .name           = "coll",
+    .worker_init    = axon_coll_worker_init,
+    .worker_cleanup = axon_team_destroy_all,
+    .peer_failed    = axon_coll_peer_failed,
+};
