@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include <functional>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,18 @@ inline std::string coll_param_name(const ::testing::TestParamInfo<CollParam> &in
 {
     return std::string(info.param.label);
 }
+
+/*
+ * Team sizes 1 to 8 over shm and tcp (one process: every member's worker
+ * here); self only reaches its own worker, so it has teams of one.
+ */
+const CollParam kCollLanes[] = {
+    {"self_n1", "self", 1},
+    {"shm_n1", "shm", 1}, {"shm_n2", "shm", 2}, {"shm_n3", "shm", 3}, {"shm_n4", "shm", 4},
+    {"shm_n5", "shm", 5}, {"shm_n6", "shm", 6}, {"shm_n7", "shm", 7}, {"shm_n8", "shm", 8},
+    {"tcp_n2", "tcp", 2}, {"tcp_n3", "tcp", 3}, {"tcp_n4", "tcp", 4}, {"tcp_n5", "tcp", 5},
+    {"tcp_n6", "tcp", 6}, {"tcp_n7", "tcp", 7}, {"tcp_n8", "tcp", 8},
+};
 
 /* ---------------------------------------------------------------- data types */
 
@@ -453,9 +466,14 @@ public:
         return wait_colls(colls, st, timeout);
     }
 
+    /* Progress until every collective (NULL skipped) left AXON_INPROGRESS; st: as above
+     * (entries not AXON_INPROGRESS are taken as done already). */
     bool wait_colls(const std::vector<axon_coll_h> &colls, std::vector<axon_status_t> *st,
                     double timeout = kCollTimeout)
     {
+        if (st->size() != colls.size()) {
+            st->assign(colls.size(), AXON_INPROGRESS);
+        }
         return progress_until([&] {
             bool all = true;
             for (size_t i = 0; i < colls.size(); ++i) {

@@ -903,18 +903,6 @@ TEST_P(Coll, NonRootBuffersMayBeNull)
     }
 }
 
-/*
- * Team sizes 1 to 8 over shm and tcp (one process: every member's worker
- * here); self only reaches its own worker, so it has teams of one.
- */
-const CollParam kLanes[] = {
-    {"self_n1", "self", 1},
-    {"shm_n1", "shm", 1}, {"shm_n2", "shm", 2}, {"shm_n3", "shm", 3}, {"shm_n4", "shm", 4},
-    {"shm_n5", "shm", 5}, {"shm_n6", "shm", 6}, {"shm_n7", "shm", 7}, {"shm_n8", "shm", 8},
-    {"tcp_n2", "tcp", 2}, {"tcp_n3", "tcp", 3}, {"tcp_n4", "tcp", 4}, {"tcp_n5", "tcp", 5},
-    {"tcp_n6", "tcp", 6}, {"tcp_n7", "tcp", 7}, {"tcp_n8", "tcp", 8},
-};
-
-INSTANTIATE_TEST_SUITE_P(Lanes, Coll, ::testing::ValuesIn(kLanes), coll_param_name);
+INSTANTIATE_TEST_SUITE_P(Lanes, Coll, ::testing::ValuesIn(kCollLanes), coll_param_name);
 
 }  // namespace
