@@ -372,6 +372,9 @@ public:
                     ASSERT_EQ(AXON_OK, axon_test_ep_create(nodes[i].worker, nodes[j].address,
                                                            nodes[j].address_length, &eps[i][j]))
                         << "endpoint " << i << " -> " << j;
+                axon_ep_attr_t attr;
+                ASSERT_EQ(AXON_OK, axon_ep_query(eps[i][j], &attr));
+                ASSERT_STREQ(p.tls, attr.small_tl) << "the lane the test is named after";
                 }
             }
         }

@@ -906,3 +906,46 @@ TEST_P(Coll, NonRootBuffersMayBeNull)
 INSTANTIATE_TEST_SUITE_P(Lanes, Coll, ::testing::ValuesIn(kCollLanes), coll_param_name);
 
 }  // namespace
+
+namespace {
+
+/*
+ * The softib lanes (rc, ud), N devices' worth of queue pairs in one
+ * process: costly, so one test that runs each collective once at sizes that
+ * take both protocols, in the plain pass only (Slow).
+ */
+class CollSlow : public Coll {
+};
+
+TEST_P(CollSlow, EveryCollectiveOnce)
+{
+    uint32_t root = n_ - 1;
+    Allreduce(kOdd, AXON_DT_INT32, AXON_OP_SUM, false, 1);
+    ASSERT_FALSE(HasFatalFailure());
+    Allreduce(kLarge / 8, AXON_DT_DOUBLE, AXON_OP_MAX, true, 2);
+    ASSERT_FALSE(HasFatalFailure());
+    Reduce(kOdd, AXON_DT_DOUBLE_INT32, AXON_OP_MINLOC, root, false, 3);
+    ASSERT_FALSE(HasFatalFailure());
+    ReduceScatter(nullptr, kOdd, AXON_DT_UINT16, AXON_OP_BOR, false, 4);
+    ASSERT_FALSE(HasFatalFailure());
+    Bcast(kLarge + 1, AXON_DT_UINT8, root, 5);
+    ASSERT_FALSE(HasFatalFailure());
+    Allgather(kLarge / 2 / n_ + 1, false, 6);
+    ASSERT_FALSE(HasFatalFailure());
+    Allgatherv(uneven_counts(n_, 3), false, 7);
+    ASSERT_FALSE(HasFatalFailure());
+    Alltoall(kLarge / 4 / n_ + 1, false, 8);
+    ASSERT_FALSE(HasFatalFailure());
+    Gather(kOdd, root, false, 9);
+    ASSERT_FALSE(HasFatalFailure());
+    Scatter(kOdd, 0, false, 10);
+}
+
+const CollParam kSoftibLanes[] = {
+    {"rc_n2", "rc", 2}, {"rc_n3", "rc", 3}, {"rc_n5", "rc", 5},
+    {"ud_n2", "ud", 2}, {"ud_n3", "ud", 3}, {"ud_n5", "ud", 5},
+};
+
+INSTANTIATE_TEST_SUITE_P(Lanes, CollSlow, ::testing::ValuesIn(kSoftibLanes), coll_param_name);
+
+}  // namespace
