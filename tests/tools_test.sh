@@ -164,6 +164,61 @@ t_perf_bad_args() {
     "$perf" --local -s abc >/dev/null 2>&1; [ $? -eq 2 ]
 }
 
+coll_line() {  # test size ranks file
+    grep -E "^RESULT test=$1 tl=shm size=$2 iters=[0-9]+ latency_us=[0-9.]+ bandwidth_MBps=[0-9.]+ msgrate_Mps=[0-9.]+ ranks=$3 algo=[a-z_]+$" "$4"
+}
+
+t_perf_coll_allreduce_np4() {
+    AXON_TLS=shm timeout 120 "$perf" --np 4 -t coll_allreduce -s 8,64k,1m >"$tmp/ar" || return 1
+    cat "$tmp/ar"
+    [ "$(grep -c '^RESULT' "$tmp/ar")" -eq 3 ] && coll_line coll_allreduce 8 4 "$tmp/ar" &&
+        coll_line coll_allreduce 65536 4 "$tmp/ar" && coll_line coll_allreduce 1048576 4 "$tmp/ar"
+}
+
+t_perf_coll_barrier_np3() {
+    AXON_TLS=shm timeout 60 "$perf" --np 3 -t coll_barrier >"$tmp/bar" || return 1
+    cat "$tmp/bar"
+    [ "$(grep -c '^RESULT' "$tmp/bar")" -eq 1 ] && coll_line coll_barrier 0 3 "$tmp/bar"
+}
+
+# Every collective, and --overlap, checks its results on a short run.
+t_perf_coll_each() {
+    local t
+    for t in bcast reduce allgather alltoall; do
+        AXON_TLS=shm timeout 60 "$perf" --np 3 -t coll_$t -s 8,4k -n 50 >"$tmp/c" || return 1
+        coll_line coll_$t 4096 3 "$tmp/c" || return 1
+    done
+    AXON_TLS=shm timeout 60 "$perf" --np 2 -t coll_allreduce -s 64 -n 50 --overlap >"$tmp/c" &&
+        grep -E '^RESULT test=coll_allreduce .* ranks=2 algo=[a-z_]+ overlap_pct=[0-9.]+ ' "$tmp/c"
+}
+
+t_perf_coll_bad_args() {
+    "$perf" --np 0 -t coll_allreduce >/dev/null 2>"$tmp/e"; [ $? -eq 2 ] || return 1
+    grep -q "invalid --np '0'" "$tmp/e" || return 1
+    "$perf" --np 2 -t coll_unknown >/dev/null 2>"$tmp/e"; [ $? -eq 2 ] || return 1
+    grep -q "unknown test 'coll_unknown'" "$tmp/e" || return 1
+    "$perf" --np 2 -t coll_allreduce -s 12 >/dev/null 2>"$tmp/e"; [ $? -eq 2 ] || return 1
+    grep -q "not 12" "$tmp/e" || return 1
+    "$perf" --local -t coll_bcast >/dev/null 2>&1; [ $? -eq 2 ] || return 1
+    # no --np and no launcher: said so, not a hang
+    env -u PMIX_RANK -u PMIX_NAMESPACE timeout 30 "$perf" -t coll_barrier >/dev/null 2>"$tmp/e"
+    [ $? -eq 1 ] && grep -q 'needs --np N or a PMIx launcher' "$tmp/e"
+}
+
+# A member killed mid-run: the parent notices, ends the others and fails.
+t_perf_coll_dead_member() {
+    local pid child rc=0 i
+    AXON_TLS=shm timeout 60 "$perf" --np 3 -t coll_allreduce -s 64 -n 100000000 \
+        >"$tmp/dm" 2>"$tmp/dme" &
+    pid=$!
+    for i in $(seq 100); do grep -q '^# axon_perf' "$tmp/dm" && break; sleep 0.1; done
+    child=$(pgrep -P "$(pgrep -P "$pid" | head -1)" | sed -n 2p)  # timeout, axon_perf, rank 1
+    [ -n "$child" ] && kill -9 "$child" || { kill "$pid"; return 1; }
+    wait "$pid" || rc=$?
+    cat "$tmp/dme"
+    [ "$rc" -eq 1 ] && grep -q 'ended early' "$tmp/dme"
+}
+
 t_perf_unreachable_fails_cleanly() {
     # self cannot reach another process: a clear error, no hang
     local rc=0
@@ -306,6 +361,11 @@ check perf_size_list                         t_perf_size_list
 check perf_64k_over_shm_within_1.2x_of_eager  t_perf_64k_not_slower_than_eager
 check perf_bad_arguments                     t_perf_bad_args
 check perf_unreachable_peer_fails_cleanly    t_perf_unreachable_fails_cleanly
+check perf_coll_allreduce_np4_three_sizes    t_perf_coll_allreduce_np4
+check perf_coll_barrier_np3                  t_perf_coll_barrier_np3
+check perf_coll_each_collective_and_overlap  t_perf_coll_each
+check perf_coll_bad_arguments                t_perf_coll_bad_args
+check perf_coll_dead_member_fails_cleanly    t_perf_coll_dead_member
 check perf_rma_put_lat_over_shm              t_perf_rma put_lat 8
 check perf_rma_put_bw_over_shm               t_perf_rma put_bw 65536
 check perf_rma_get_lat_over_shm              t_perf_rma get_lat 4096

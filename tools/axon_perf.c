@@ -37,7 +37,7 @@
 #include "axon.h"
 #include "axon_perf.h"
 
-static const char *perf_test_names[PERF_TEST_LAST] = {
+const char *perf_test_names[PERF_TEST_LAST] = {
     [PERF_TEST_TAG_LAT] = "tag_lat",
     [PERF_TEST_TAG_BW]  = "tag_bw",
     [PERF_TEST_EP_MEM]  = "ep_mem",
@@ -47,6 +47,12 @@ static const char *perf_test_names[PERF_TEST_LAST] = {
     [PERF_TEST_GET_BW]  = "get_bw",
     [PERF_TEST_AMO_LAT] = "amo_lat",
     [PERF_TEST_AMO_BW]  = "amo_bw",
+    [PERF_TEST_COLL_BARRIER]   = "coll_barrier",
+    [PERF_TEST_COLL_BCAST]     = "coll_bcast",
+    [PERF_TEST_COLL_REDUCE]    = "coll_reduce",
+    [PERF_TEST_COLL_ALLREDUCE] = "coll_allreduce",
+    [PERF_TEST_COLL_ALLGATHER] = "coll_allgather",
+    [PERF_TEST_COLL_ALLTOALL]  = "coll_alltoall",
 };
 
 typedef struct {
@@ -69,7 +75,8 @@ typedef struct {
     double elapsed;   /* seconds, measured iterations only */
 } perf_result_t;
 
-static pid_t perf_child_pid = -1;
+pid_t    perf_children[PERF_COLL_MAX_NP];
+unsigned perf_num_children;
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -188,42 +195,47 @@ int perf_peer_alive(int fd)
     return (ret < 0) && ((errno == EAGAIN) || (errno == EWOULDBLOCK) || (errno == EINTR));
 }
 
-/*
- * Send our worker address (64-bit length, then the bytes) and read the
- * peer's. Works on any connected stream socket, local or remote.
- */
-int perf_exchange_address(int fd, const void *address, size_t length,
-                                 void **peer_address_p, size_t *peer_length_p)
+int perf_write_address(int fd, const void *address, size_t length)
 {
     uint64_t len64 = length;
-    void    *peer_address;
 
-    if ((perf_sock_write(fd, &len64, sizeof(len64)) != 0) ||
-        (perf_sock_write(fd, address, length) != 0) ||
-        (perf_sock_read(fd, &len64, sizeof(len64)) != 0)) {
+    return ((perf_sock_write(fd, &len64, sizeof(len64)) != 0) ||
+            (perf_sock_write(fd, address, length) != 0)) ? -1 : 0;
+}
+
+int perf_read_address(int fd, void **address_p, size_t *length_p)
+{
+    uint64_t len64;
+    void    *address;
+
+    if (perf_sock_read(fd, &len64, sizeof(len64)) != 0) {
         return -1;
     }
-
     if ((len64 == 0) || (len64 > PERF_MAX_ADDR_LEN)) {
         fprintf(stderr, "axon_perf: peer sent an invalid address length %" PRIu64 "\n",
                 len64);
         return -1;
     }
-
-    peer_address = malloc(len64);
-    if (peer_address == NULL) {
+    address = malloc(len64);
+    if (address == NULL) {
         fprintf(stderr, "axon_perf: failed to allocate %" PRIu64 " bytes\n", len64);
         return -1;
     }
-
-    if (perf_sock_read(fd, peer_address, len64) != 0) {
-        free(peer_address);
+    if (perf_sock_read(fd, address, len64) != 0) {
+        free(address);
         return -1;
     }
-
-    *peer_address_p = peer_address;
-    *peer_length_p  = len64;
+    *address_p = address;
+    *length_p  = len64;
     return 0;
+}
+
+/* Works on any connected stream socket, local or remote. */
+int perf_exchange_address(int fd, const void *address, size_t length,
+                          void **peer_address_p, size_t *peer_length_p)
+{
+    return ((perf_write_address(fd, address, length) != 0) ||
+            (perf_read_address(fd, peer_address_p, peer_length_p) != 0)) ? -1 : 0;
 }
 
 /*
@@ -721,14 +733,26 @@ out_cleanup:
 
 /* ------------------------------------------------------------- processes */
 
+void perf_kill_children(void)
+{
+    unsigned i;
+
+    for (i = 0; i < perf_num_children; ++i) {
+        if (perf_children[i] > 0) {
+            kill(perf_children[i], SIGKILL);
+        }
+    }
+}
+
 static void perf_alarm_handler(int sig)
 {
-    static const char msg_child[] = "axon_perf: timed out, killing the peer\n";
+    static const char msg_child[] = "axon_perf: timed out, killing the other processes\n";
     static const char msg[]       = "axon_perf: timed out\n";
     ssize_t           ret;
 
-    if (perf_child_pid > 0) {
-        kill(perf_child_pid, SIGKILL);
+    (void)sig;
+    if (perf_num_children > 0) {
+        perf_kill_children();
         ret = write(STDERR_FILENO, msg_child, sizeof(msg_child) - 1);
     } else {
         ret = write(STDERR_FILENO, msg, sizeof(msg) - 1);
@@ -737,7 +761,7 @@ static void perf_alarm_handler(int sig)
     _exit(1);
 }
 
-static void perf_set_alarm_handler(void)
+void perf_set_alarm_handler(void)
 {
     struct sigaction sa;
 
@@ -751,7 +775,7 @@ static void perf_set_alarm_handler(void)
  * Reap the child within a bounded time; 0 only if it exited with status 0.
  * quiet: the run already failed, so the child's own status adds nothing.
  */
-static int perf_wait_child(pid_t pid, unsigned timeout_sec, int quiet)
+int perf_wait_child(pid_t pid, unsigned timeout_sec, int quiet, const char *who)
 {
     int      status;
     unsigned ms;
@@ -767,7 +791,7 @@ static int perf_wait_child(pid_t pid, unsigned timeout_sec, int quiet)
             return -1;
         }
         if (ms >= timeout_sec * 1000) {
-            fprintf(stderr, "axon_perf: server process did not exit in %u s, killing it\n",
+            fprintf(stderr, "axon_perf: %s did not exit in %u s, killing it\n", who,
                     timeout_sec);
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
@@ -783,10 +807,9 @@ static int perf_wait_child(pid_t pid, unsigned timeout_sec, int quiet)
         return -1;
     }
     if (WIFSIGNALED(status)) {
-        fprintf(stderr, "axon_perf: server process killed by signal %d\n", WTERMSIG(status));
+        fprintf(stderr, "axon_perf: %s killed by signal %d\n", who, WTERMSIG(status));
     } else {
-        fprintf(stderr, "axon_perf: server process failed (exit status %d)\n",
-                WEXITSTATUS(status));
+        fprintf(stderr, "axon_perf: %s failed (exit status %d)\n", who, WEXITSTATUS(status));
     }
     return -1;
 }
@@ -830,7 +853,8 @@ static int perf_run_local(const perf_params_t *params)
     }
 
     close(sv[1]);
-    perf_child_pid = pid;
+    perf_children[0]  = pid;
+    perf_num_children = 1;
     perf_set_alarm_handler();
     alarm(PERF_TIMEOUT_SEC);
 
@@ -841,7 +865,7 @@ static int perf_run_local(const perf_params_t *params)
      * by itself; the timeout is only a backstop. */
     alarm(0);
     if (perf_wait_child(pid, (ret == 0) ? PERF_CHILD_WAIT_SEC : PERF_CHILD_GRACE_SEC,
-                        ret != 0) != 0) {
+                        ret != 0, "server process") != 0) {
         ret = -1;
     }
     return ret;
@@ -1241,8 +1265,10 @@ static void perf_usage(FILE *stream)
             "Usage: axon_perf --local [test options]        both sides on this host\n"
             "       axon_perf -p PORT [--wait SEC]          server: wait for one client\n"
             "       axon_perf HOST -p PORT [test options]   client: run against a server\n"
+            "       axon_perf --np N -t coll_... [options]  collectives, N processes here\n"
+            "       mpirun -np N axon_perf -t coll_... [options]  the same, a PMIx job\n"
             "\n"
-            "Tag-matched messaging benchmark over the Axon public API.\n"
+            "Messaging and collectives benchmark over the Axon public API.\n"
             "\n"
             "  --local           run client and server as two processes on this host\n"
             "  -p PORT           TCP port of the control connection: the server listens\n"
@@ -1264,9 +1290,19 @@ static void perf_usage(FILE *stream)
             "                    the end), get_lat, get_bw (windowed), amo_lat (fetch-and-\n"
             "                    add round trips on a 64-bit word; -s 4: a 32-bit one),\n"
             "                    amo_bw (windowed posted adds on that word, one flush)\n"
+            "                    or a collective (persistent: one init per size, then\n"
+            "                    post and wait ITERS times): coll_barrier, coll_bcast,\n"
+            "                    coll_reduce, coll_allreduce (int64 sums; root 0),\n"
+            "                    coll_allgather, coll_alltoall; -s is bytes per member\n"
+            "                    (a multiple of 8), its block for allgather/alltoall\n"
+            "  --np N            coll_*: fork N processes here (1..%d); without it, run\n"
+            "                    over the job of a PMIx launcher (mpirun)\n"
+            "  --overlap         coll_*: compute (as long as the collective takes) between\n"
+            "                    post and wait; adds overlap_pct= to the lines\n"
             "  -s SIZE[,SIZE..]  message sizes in bytes, k/m/g suffixes allowed (default 8)\n"
             "  -n ITERS          measured iterations (default 100000 for the *_lat tests,\n"
-            "                    10000 for the others); ep_mem: peers (default 64, at most %d)\n"
+            "                    1000 for coll_*, 10000 for the others); ep_mem: peers\n"
+            "                    (default 64, at most %d)\n"
             "  -w WINDOW         tag_bw, put_bw, get_bw, amo_bw: operations in flight\n"
             "                    (default 32)\n"
             "  -W WARMUP         iterations before timing starts (default min(1000, ITERS/10))\n"
@@ -1281,10 +1317,12 @@ static void perf_usage(FILE *stream)
             "and the time to create an endpoint and exchange a message with a new peer:\n"
             "  RESULT test=ep_mem tl=LANE bulk_tl=LANE eps=N bytes_per_ep=B heap_bytes=H "
             "wireup_us=T\n"
+            "coll_* (rank 0 prints) add ranks=N algo=A; latency_us is the largest of the\n"
+            "members' averages per collective, bandwidth_MBps is size / latency.\n"
             "Each side picks its transports from its own AXON_* environment (e.g.\n"
             "AXON_TLS=tcp). Exit status: 0 success, 1 run or connection failure,\n"
             "2 bad arguments.\n", PERF_ACCEPT_WAIT_SEC, PERF_CONNECT_WAIT_SEC,
-            PERF_EP_MEM_MAX_PEERS);
+            PERF_COLL_MAX_NP, PERF_EP_MEM_MAX_PEERS);
 }
 
 /* Decimal number with an optional k/m/g (binary) suffix. */
@@ -1361,11 +1399,13 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
     static const struct option long_opts[] = {
         { "local", no_argument,       NULL, 'L' },
         { "wait",  required_argument, NULL, 'T' },
+        { "np",    required_argument, NULL, 'N' },
+        { "overlap", no_argument,     NULL, 'O' },
         { "help",  no_argument,       NULL, 'h' },
         { NULL,    0,           NULL, 0   }
     };
     unsigned long long value;
-    int                have_iters = 0, have_warmup = 0;
+    int                have_iters = 0, have_warmup = 0, have_sizes = 0;
     int                test_opt = 0;  /* a test option seen (the server takes none) */
     int                opt, i;
 
@@ -1392,6 +1432,18 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
             }
             params->port = optarg;
             break;
+        case 'N':
+            if ((perf_parse_number(optarg, 0, &value) != 0) || (value == 0) ||
+                (value > PERF_COLL_MAX_NP)) {
+                fprintf(stderr, "axon_perf: invalid --np '%s' (processes, 1..%d)\n", optarg,
+                        PERF_COLL_MAX_NP);
+                return -1;
+            }
+            params->np = (unsigned)value;
+            break;
+        case 'O':
+            params->overlap = 1;
+            break;
         case 'T':
             if ((perf_parse_number(optarg, 0, &value) != 0) || (value > INT_MAX)) {
                 fprintf(stderr, "axon_perf: invalid --wait '%s' (seconds, 0 = forever)\n",
@@ -1408,7 +1460,9 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
             }
             if (i == PERF_TEST_LAST) {
                 fprintf(stderr, "axon_perf: unknown test '%s' (tag_lat, tag_bw, ep_mem, "
-                        "put_lat, put_bw, get_lat, get_bw, amo_lat, amo_bw)\n", optarg);
+                        "put_lat, put_bw, get_lat, get_bw, amo_lat, amo_bw, coll_barrier, "
+                        "coll_bcast, coll_reduce, coll_allreduce, coll_allgather, "
+                        "coll_alltoall)\n", optarg);
                 return -1;
             }
             params->test = (perf_test_t)i;
@@ -1417,6 +1471,7 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
             if (perf_parse_sizes(optarg, params) != 0) {
                 return -1;
             }
+            have_sizes = 1;
             break;
         case 'n':
             if ((perf_parse_number(optarg, 0, &value) != 0) || (value == 0) ||
@@ -1467,7 +1522,18 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
         return -1;
     }
 
-    if (params->local) {
+    if (perf_test_is_coll(params->test)) {
+        if (params->local || (params->host != NULL) || (params->port != NULL) ||
+            (params->wait_sec >= 0)) {
+            fprintf(stderr, "axon_perf: %s runs with --np N or under a PMIx launcher "
+                    "(mpirun): no --local, HOST, -p or --wait\n", perf_test_names[params->test]);
+            return -1;
+        }
+    } else if (params->np || params->overlap) {
+        fprintf(stderr, "axon_perf: --np and --overlap are for the coll_* tests, not %s\n",
+                perf_test_names[params->test]);
+        return -1;
+    } else if (params->local) {
         if ((params->host != NULL) || (params->port != NULL) || (params->wait_sec >= 0)) {
             fprintf(stderr, "axon_perf: --local runs both sides here and takes no HOST, "
                     "-p or --wait\n");
@@ -1503,6 +1569,8 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
                     PERF_EP_MEM_MAX_PEERS, params->iters);
             return -1;
         }
+    } else if (!have_iters && perf_test_is_coll(params->test)) {
+        params->iters = 1000;
     } else if (!have_iters) {
         params->iters = ((params->test == PERF_TEST_TAG_LAT) ||
                          (params->test == PERF_TEST_PUT_LAT) ||
@@ -1510,6 +1578,12 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
                          (params->test == PERF_TEST_AMO_LAT)) ? 100000 : 10000;
     }
     if (perf_test_is_rma(params->test) && (perf_rma_check_params(params) != 0)) {
+        return -1;
+    }
+    if ((params->test == PERF_TEST_COLL_BARRIER) && !have_sizes) {
+        params->sizes[0] = 0;  /* a barrier moves no data */
+    }
+    if (perf_test_is_coll(params->test) && (perf_coll_check_params(params) != 0)) {
         return -1;
     }
     if (!have_warmup) {
@@ -1530,7 +1604,9 @@ int main(int argc, char **argv)
     /* A peer that dies must show up as an error on a write, not kill us. */
     signal(SIGPIPE, SIG_IGN);
 
-    if (params.local) {
+    if (perf_test_is_coll(params.test)) {
+        ret = perf_coll_run(&params);
+    } else if (params.local) {
         ret = perf_run_local(&params);
     } else if (params.host != NULL) {
         ret = perf_run_client(&params);

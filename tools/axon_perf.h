@@ -1,13 +1,14 @@
 /*
  * axon_perf internals shared by the messaging tests (axon_perf.c), the
- * memory-per-endpoint test (perf_ep_mem.c) and the one-sided tests
- * (perf_rma.c).
+ * memory-per-endpoint test (perf_ep_mem.c), the one-sided tests
+ * (perf_rma.c) and the collectives (perf_coll.c).
  */
 #ifndef AXON_PERF_H
 #define AXON_PERF_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include "axon.h"
 
 #define PERF_MAX_SIZES        64
@@ -30,6 +31,7 @@
 #define PERF_TAG_DATA         1
 #define PERF_TAG_ACK          2
 #define PERF_EP_MEM_MAX_PEERS 4096        /* -t ep_mem: most peers (-n) */
+#define PERF_COLL_MAX_NP      256         /* -t coll_*: most processes of --np */
 
 typedef enum {
     PERF_TEST_TAG_LAT,
@@ -41,6 +43,12 @@ typedef enum {
     PERF_TEST_GET_BW,
     PERF_TEST_AMO_LAT,
     PERF_TEST_AMO_BW,
+    PERF_TEST_COLL_BARRIER,  /* perf_coll.c, PERF_TEST_COLL_BARRIER..PERF_TEST_COLL_ALLTOALL */
+    PERF_TEST_COLL_BCAST,
+    PERF_TEST_COLL_REDUCE,
+    PERF_TEST_COLL_ALLREDUCE,
+    PERF_TEST_COLL_ALLGATHER,
+    PERF_TEST_COLL_ALLTOALL,
     PERF_TEST_LAST
 } perf_test_t;
 
@@ -61,7 +69,11 @@ typedef struct {
     const char   *host;       /* client mode: the server to connect to */
     const char   *port;       /* client and server modes */
     int           wait_sec;   /* --wait: -1 = mode default, 0 = forever */
+    unsigned      np;         /* coll_*: --np processes forked here; 0 = a PMIx launcher's */
+    int           overlap;    /* coll_*: --overlap, computing while the collective runs */
 } perf_params_t;
+
+extern const char *perf_test_names[PERF_TEST_LAST];
 
 /* Seconds on a monotonic clock. */
 double perf_now(void);
@@ -79,9 +91,21 @@ int    perf_sock_write(int fd, const void *data, size_t length);
 int    perf_sock_read(int fd, void *data, size_t length);
 /* Is the peer's end of the socket still open? */
 int    perf_peer_alive(int fd);
+/* Write an address (64-bit length, then the bytes); read one (malloc'd). */
+int    perf_write_address(int fd, const void *address, size_t length);
+int    perf_read_address(int fd, void **address_p, size_t *length_p);
 /* Send our worker address and read the peer's (malloc'd). */
 int    perf_exchange_address(int fd, const void *address, size_t length,
                              void **peer_address_p, size_t *peer_length_p);
+
+/* Processes forked here: the timeout (alarm, perf_set_alarm_handler) kills them. */
+extern pid_t    perf_children[PERF_COLL_MAX_NP];
+extern unsigned perf_num_children;
+void   perf_kill_children(void);
+void   perf_set_alarm_handler(void);
+/* Reap one within timeout_sec; 0 only if it exited with status 0. who names
+ * it in the messages; quiet: the run already failed, its status adds nothing. */
+int    perf_wait_child(pid_t pid, unsigned timeout_sec, int quiet, const char *who);
 
 /* -t ep_mem, either role: params->iters is the number of peers measured. */
 int    perf_ep_mem_run(const perf_params_t *params, int fd, perf_role_t role);
@@ -94,5 +118,14 @@ static inline int perf_test_is_rma(perf_test_t test)
 int    perf_rma_check_params(const perf_params_t *params);
 /* Either role of those tests; name is the test's -t name. */
 int    perf_rma_run(const perf_params_t *params, int fd, perf_role_t role, const char *name);
+
+static inline int perf_test_is_coll(perf_test_t test)
+{
+    return (test >= PERF_TEST_COLL_BARRIER) && (test <= PERF_TEST_COLL_ALLTOALL);
+}
+/* The collectives: are the sizes ones the test takes? (0 or -1, printed) */
+int    perf_coll_check_params(const perf_params_t *params);
+/* Run them: --np forks the processes, otherwise the PMIx launcher's job. */
+int    perf_coll_run(const perf_params_t *params);
 
 #endif

@@ -17,9 +17,9 @@
 #                                   symbols they declare), plus their own files
 # Installed headers (axoninclude_HEADERS in Makefile.am) include only
 # installed headers. Within api/, calls follow the concerns: mem < core <
-# the protocols (tag, rma), which do not call each other, < coll (the
-# collectives run on tag's spaces); core reaches the protocols and coll only
-# through the table in api/protocols.c.
+# the protocols (tag, rma), which do not call each other, < coll, which
+# builds on them; core reaches the protocols only through the table in
+# api/protocols.c.
 set -u -o pipefail
 src=$(cd "${1:-$(dirname "$0")/../..}" && pwd)
 build=${2:-}

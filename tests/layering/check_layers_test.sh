@@ -108,9 +108,26 @@ t_planted_calls_across_concerns() {
         "check_layers: 2 violation(s)"
 }
 
+# The collectives build on the protocols: coll may call tag, tag may not call coll.
+t_planted_calls_with_coll() {
+    local d=$tmp/coll b=$tmp/coll-build
+    copy_tree "$d"
+    mkdir -p "$b/api/tag" "$b/api/coll"
+    printf 'int axon_planted_coll(void);\n\nint axon_planted_tag(void)\n{\n    return axon_planted_coll();\n}\n' \
+        >"$d/api/tag/planted_tag.c"
+    printf 'int axon_planted_tag(void);\n\nint axon_planted_coll(void)\n{\n    return axon_planted_tag();\n}\n' \
+        >"$d/api/coll/planted_coll.c"
+    cc -c -o "$b/api/tag/planted_tag.o" "$d/api/tag/planted_tag.c" &&
+        cc -c -o "$b/api/coll/planted_coll.o" "$d/api/coll/planted_coll.c" || return 1
+    fails_with "$d" "$b" -- \
+        "api/tag/planted_tag.c:5: uses axon_planted_coll (defined in the api layer): within api/, a concern calls only the ones below it" \
+        "check_layers: 1 violation(s)"
+}
+
 check layering_tree_and_build_pass             t_tree_and_build_pass
 check layering_catches_upward_include          t_planted_include_upward
 check layering_catches_include_across_components t_planted_include_across_components
 check layering_catches_tool_including_internals t_planted_include_of_internals_by_tool
 check layering_catches_wrong_way_calls         t_planted_calls
 check layering_catches_calls_across_concerns   t_planted_calls_across_concerns
+check layering_lets_coll_call_the_protocols    t_planted_calls_with_coll

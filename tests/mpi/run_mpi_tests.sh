@@ -8,7 +8,8 @@
 #   tests/mpi/run_mpi_tests.sh BUILDDIR
 #
 # With the axon configuration it also runs tests/axon_job_check (an Axon
-# program, no MPI) under mpirun: mpi/axon_job_check/pmix and /pmix-tcp.
+# program, no MPI) under mpirun: mpi/axon_job_check/pmix and /pmix-tcp, and
+# axon_perf's collectives over the job: mpi/axon_perf/pmix-coll_allreduce.
 #
 # Configurations (MPI_TEST_CONFIGS="ob1 axon axon-tcp" by default):
 #   ob1       --mca pml ob1 --mca btl self,vader: checks the programs themselves
@@ -191,6 +192,15 @@ if [[ " $configs " == *" axon "* ]] && [ -x "$job_bin" ]; then
     run_one pmix axon_job_check 4
     cfg=("${job_env[@]}" -x AXON_TLS=tcp)
     run_one pmix-tcp axon_job_check 3
+    # axon_perf's collectives over the job (axon_team_create_from_job): one line per size
+    perf_bin=$builddir/tools/.libs/axon_perf
+    [ -x "$perf_bin" ] || perf_bin=$builddir/tools/axon_perf
+    ln -sf "$perf_bin" "$outdir/axon_perf"
+    cfg=("${job_env[@]}" -x AXON_TLS=shm)
+    run_one pmix-coll_allreduce axon_perf 4 -t coll_allreduce -s 8,64k,1m
+    [ "$(grep -cE '^RESULT test=coll_allreduce tl=shm size=(8|65536|1048576) .* ranks=4 ' \
+        "$tmp/axon_perf-pmix-coll_allreduce")" -eq 3 ]
+    report mpi/axon_perf/pmix-coll_allreduce-result_lines $? "$tmp/axon_perf-pmix-coll_allreduce"
 fi
 # ud acknowledges from progress: a peer busier than AXON_UD_TIMEOUT is kept
 # alive by its alive thread (components/verbs/ud_alive.c).

@@ -3,8 +3,8 @@
  * and collective arguments fail with the documented status and a log line
  * naming the bad value; a running collective cannot be posted or freed, a
  * team with collectives cannot be destroyed (AXON_ERR_BUSY); axon_coll_query
- * agrees with which operations apply to which types; axon_dt_size with the
- * layouts the header gives.
+ * agrees with which operations apply to which types (axon_dt_size and the
+ * reduction kernels are test_coll_dt.cc's).
  */
 #include <gtest/gtest.h>
 
@@ -336,18 +336,6 @@ TEST_P(CollArgs, QueryAgreesWithTheTypesAndOperations)
                                                       AXON_DT_LAST, AXON_OP_SUM, 8, nullptr));
     EXPECT_EQ(AXON_ERR_INVALID_PARAM, axon_coll_query(g_.teams[0], AXON_COLL_ALLREDUCE,
                                                       AXON_DT_INT8, AXON_OP_LAST, 8, nullptr));
-}
-
-/* The layouts the header gives, padding included; 0 for what is no type. */
-TEST(CollDt, SizesFollowTheHeaderLayouts)
-{
-    for (const DtInfo &d : kDts) {
-        EXPECT_EQ(d.size, axon_dt_size(d.dt)) << d.name;
-    }
-    EXPECT_EQ(16u, sizeof(DoubleInt));
-    EXPECT_EQ(16u, sizeof(LongInt));
-    EXPECT_EQ(0u, axon_dt_size(AXON_DT_LAST));
-    EXPECT_EQ(0u, axon_dt_size((axon_dt_t)-1));
 }
 
 /* AXON_FEATURE_COLL alone (and with the others) makes a context. */
