@@ -904,6 +904,7 @@ TEST_P(Coll, NonRootBuffersMayBeNull)
 }
 
 INSTANTIATE_TEST_SUITE_P(Lanes, Coll, ::testing::ValuesIn(kCollLanes), coll_param_name);
+INSTANTIATE_TEST_SUITE_P(Variants, Coll, ::testing::ValuesIn(kCollSizes), coll_param_name);
 
 }  // namespace
 

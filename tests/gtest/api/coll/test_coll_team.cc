@@ -438,5 +438,6 @@ TEST_P(CollTeam, CollectivesNeverMatchApplicationReceives)
 }
 
 INSTANTIATE_TEST_SUITE_P(Lanes, CollTeam, ::testing::ValuesIn(kCollLanes), coll_param_name);
+INSTANTIATE_TEST_SUITE_P(Variants, CollTeam, ::testing::ValuesIn(kCollSizes), coll_param_name);
 
 }  // namespace
