@@ -504,6 +504,13 @@ int axon_test_sync_progress(int fd, axon_worker_h worker, double timeout_sec)
 axon_status_t axon_test_node_create(axon_test_node_t *node, const char *tls,
                                     const axon_config_kv_t *extra, size_t extra_count)
 {
+    return axon_test_node_create_features(node, AXON_FEATURE_TAG, tls, extra, extra_count);
+}
+
+axon_status_t axon_test_node_create_features(axon_test_node_t *node, uint32_t features,
+                                             const char *tls, const axon_config_kv_t *extra,
+                                             size_t extra_count)
+{
     axon_context_params_t params;
     axon_config_kv_t     *kv;
     size_t                n = 0, i;
@@ -524,7 +531,7 @@ axon_status_t axon_test_node_create(axon_test_node_t *node, const char *tls,
     }
 
     memset(&params, 0, sizeof(params));
-    params.features     = AXON_FEATURE_TAG;
+    params.features     = features;
     params.config       = kv;
     params.config_count = n;
     status = axon_init(&params, &node->context);

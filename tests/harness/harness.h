@@ -129,6 +129,10 @@ typedef struct axon_test_node {
  */
 axon_status_t axon_test_node_create(axon_test_node_t *node, const char *tls,
                                     const axon_config_kv_t *extra, size_t extra_count);
+/* The same with the context's features (AXON_FEATURE_*) chosen by the caller. */
+axon_status_t axon_test_node_create_features(axon_test_node_t *node, uint32_t features,
+                                             const char *tls, const axon_config_kv_t *extra,
+                                             size_t extra_count);
 void          axon_test_node_destroy(axon_test_node_t *node);
 
 /* Create an endpoint to a peer address. */

@@ -1,0 +1,408 @@
+/*
+ * A member killed inside a collective: four processes (this one, rank 0,
+ * and three forked children) make a team from their exchanged addresses,
+ * run collectives that work, then all but one post a collective that needs
+ * the last one, which is killed with SIGKILL. Every survivor's collective
+ * must complete with an error (not hang, not succeed) within the lane's
+ * failure detection time, and the survivors then destroy their teams
+ * cleanly. The lanes' failure options are those of the peer-failure tests
+ * (api/core/test_peer_failure.cc).
+ */
+#include <gtest/gtest.h>
+
+#include <poll.h>
+#include <string.h>
+
+#include <string>
+#include <vector>
+
+#include "coll_env.h"
+#include "log_capture.h"
+
+namespace {
+
+const double   kOpTimeout   = 30.0;
+const double   kPeerTimeout = 90.0;
+const double   kDetectLimit = 5.0;  /* kill to the last survivor's completion */
+const uint32_t kMembers     = 4;
+const uint32_t kVictim      = 2;
+
+struct FaultParam {
+    const char      *label;
+    const char      *tls;
+    axon_config_kv_t extra[2];
+};
+
+std::ostream &operator<<(std::ostream &os, const FaultParam &p)
+{
+    return os << p.label;
+}
+
+struct FaultArgs {
+    const FaultParam *param;
+    axon_coll_type_t  coll;  /* what the survivors post when the victim dies */
+    uint32_t          rank;
+};
+
+/* A blob from fd while progressing worker; false on timeout or a closed socket. */
+bool wait_note(int fd, axon_worker_h worker, double timeout, std::string *note = nullptr)
+{
+    double end = axon_test_time() + timeout;
+    while (axon_test_time() < end) {
+        struct pollfd pfd = {fd, POLLIN, 0};
+        axon_test_progress(worker);
+        if (poll(&pfd, 1, 0) > 0) {
+            void  *blob;
+            size_t len;
+            if (axon_test_recv_blob(fd, &blob, &len) != 0) {
+                return false;
+            }
+            if (note != nullptr) {
+                note->assign(static_cast<char *>(blob), len);
+            }
+            free(blob);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* One member: node, endpoints to the others, team; torn down on every way out. */
+struct Member {
+    axon_test_node_t       node = {};
+    std::vector<axon_ep_h> eps;
+    axon_team_h            team = nullptr;
+    axon_coll_h            coll = nullptr;
+
+    ~Member()
+    {
+        if (coll != nullptr) {
+            axon_coll_free(coll);
+        }
+        if (team != nullptr) {
+            axon_team_destroy(team);
+        }
+        close_eps();
+        if (node.context != nullptr) {
+            axon_test_node_destroy(&node);
+        }
+    }
+
+    void close_eps()
+    {
+        for (axon_ep_h ep : eps) {
+            if (ep != nullptr) {
+                axon_test_ep_close(node.worker, ep, AXON_EP_CLOSE_FORCE, kDetectLimit);
+            }
+        }
+        eps.clear();
+    }
+
+    axon_status_t create(const FaultParam &p)
+    {
+        std::vector<axon_config_kv_t> kv;
+        for (const axon_config_kv_t &e : p.extra) {
+            if (e.name != NULL) {
+                kv.push_back(e);
+            }
+        }
+        return axon_test_node_create_features(&node, AXON_FEATURE_COLL, p.tls, kv.data(),
+                                              kv.size());
+    }
+
+    /* Endpoints to every address (but ours), then the team, ready. */
+    axon_status_t join(const std::vector<std::string> &addrs, uint32_t rank)
+    {
+        eps.assign(addrs.size(), nullptr);
+        for (uint32_t j = 0; j < addrs.size(); ++j) {
+            if (j == rank) {
+                continue;
+            }
+            axon_status_t st = axon_test_ep_create(node.worker, addrs[j].data(), addrs[j].size(),
+                                                   &eps[j]);
+            if (st != AXON_OK) {
+                return st;
+            }
+        }
+        axon_team_params_t params = {};
+        params.field_mask = AXON_TEAM_PARAM_EPS | AXON_TEAM_PARAM_RANK;
+        params.eps        = eps.data();
+        params.size       = (uint32_t)addrs.size();
+        params.rank       = rank;
+        axon_status_t st  = axon_team_create_nb(node.worker, &params, &team);
+        double        end = axon_test_time() + kOpTimeout;
+        if (st != AXON_OK) {
+            return st;
+        }
+        while ((st = axon_team_create_test(team)) == AXON_INPROGRESS) {
+            if (axon_test_time() > end) {
+                return AXON_ERR_TIMED_OUT;
+            }
+            axon_test_progress(node.worker);
+        }
+        return st;
+    }
+
+    /* Init, post and wait for one collective (to the deadline); its status. */
+    axon_status_t run(axon_coll_type_t kind, void *src, void *dst, size_t count, double timeout)
+    {
+        axon_coll_args_t a = {};
+        a.field_mask = AXON_COLL_ARG_OP;
+        a.coll  = kind;
+        a.src   = src;
+        a.dst   = dst;
+        a.count = count;
+        a.dt    = AXON_DT_INT64;
+        a.op    = AXON_OP_SUM;
+        axon_coll_h   c;
+        axon_status_t st = axon_coll_init(team, &a, &c);
+        if (st != AXON_OK) {
+            return st;
+        }
+        st = axon_coll_post(c);
+        double end = axon_test_time() + timeout;
+        if ((st == AXON_OK) || (st == AXON_INPROGRESS)) {
+            while (((st = axon_coll_test(c)) == AXON_INPROGRESS) && (axon_test_time() < end)) {
+                axon_test_progress(node.worker);
+            }
+        }
+        if (st == AXON_INPROGRESS) {
+            coll = c;  /* still running: freed (or leaked) at the end */
+            return AXON_ERR_TIMED_OUT;
+        }
+        axon_coll_free(c);
+        return st;
+    }
+
+    /* Collectives that work, every pair of members talking (an alltoall). */
+    bool warm_up(uint32_t rank, uint32_t size)
+    {
+        std::vector<int64_t> in(size, rank), out(size, -1);
+        int64_t              one = 1, sum = 0;
+        return (run(AXON_COLL_ALLTOALL, in.data(), out.data(), 1, kOpTimeout) == AXON_OK) &&
+               (out[size - 1] == size - 1) &&
+               (run(AXON_COLL_ALLREDUCE, &one, &sum, 1, kOpTimeout) == AXON_OK) &&
+               (sum == size);
+    }
+
+    /* Post the collective that needs the victim; AXON_INPROGRESS while it runs. */
+    axon_status_t post_doomed(axon_coll_type_t kind, int64_t *src, int64_t *dst)
+    {
+        axon_coll_args_t a = {};
+        a.field_mask = AXON_COLL_ARG_OP;
+        a.coll  = kind;
+        a.src   = src;
+        a.dst   = dst;
+        a.count = (kind == AXON_COLL_BARRIER) ? 0 : 1;
+        a.dt    = AXON_DT_INT64;
+        a.op    = AXON_OP_SUM;
+        axon_status_t st = axon_coll_init(team, &a, &coll);
+        if (st != AXON_OK) {
+            return st;
+        }
+        st = axon_coll_post(coll);
+        if ((st != AXON_OK) && (st != AXON_INPROGRESS)) {
+            return st;
+        }
+        axon_test_progress_for(node.worker, 0.2);
+        return axon_coll_test(coll);
+    }
+
+    /* Progress until the doomed collective completes; its status and when. */
+    axon_status_t finish_doomed(double timeout, double *t_done)
+    {
+        double        end = axon_test_time() + timeout;
+        axon_status_t st;
+        while (((st = axon_coll_test(coll)) == AXON_INPROGRESS) && (axon_test_time() < end)) {
+            axon_test_progress(node.worker);
+        }
+        *t_done = axon_test_time();
+        return st;
+    }
+
+    /* Free, destroy the team (AXON_OK expected), close the endpoints. */
+    axon_status_t leave()
+    {
+        axon_status_t st = axon_coll_free(coll);
+        coll = nullptr;
+        if (st != AXON_OK) {
+            return st;
+        }
+        st   = axon_team_destroy(team);
+        team = nullptr;
+        close_eps();
+        return st;
+    }
+};
+
+/* A child member: its address up, everyone's down; then as rank 0 says. */
+int member_main(int fd, void *arg)
+{
+    FaultArgs  *a = static_cast<FaultArgs *>(arg);
+    Member      me;
+    std::string note;
+
+    PEER_CHECK(me.create(*a->param) == AXON_OK);
+    PEER_CHECK(axon_test_send_blob(fd, me.node.address, me.node.address_length) == 0);
+    std::vector<std::string> addrs(kMembers);
+    for (uint32_t j = 0; j < kMembers; ++j) {
+        void  *blob;
+        size_t len;
+        PEER_CHECK(axon_test_recv_blob(fd, &blob, &len) == 0);
+        addrs[j].assign(static_cast<char *>(blob), len);
+        free(blob);
+    }
+    axon_status_t st = me.join(addrs, a->rank);
+    PEER_CHECK(st == AXON_OK, "rank %u: team: %s", a->rank, axon_status_string(st));
+    PEER_CHECK(me.warm_up(a->rank, kMembers), "rank %u: collectives before the kill", a->rank);
+    PEER_CHECK(axon_test_send_blob(fd, "ready", 5) == 0);
+
+    if (a->rank == kVictim) {
+        for (;;) {  /* alive and progressing, in no collective, until killed */
+            axon_test_progress(me.node.worker);
+        }
+    }
+    PEER_CHECK(wait_note(fd, me.node.worker, kOpTimeout, &note) && (note == "go"));
+    int64_t one = 1, sum = -1;
+    st = me.post_doomed(a->coll, &one, &sum);
+    PEER_CHECK(st == AXON_INPROGRESS, "rank %u: completed without the victim: %s", a->rank,
+               axon_status_string(st));
+    PEER_CHECK(axon_test_send_blob(fd, "posted", 6) == 0);
+
+    double t_done;
+    st = me.finish_doomed(kDetectLimit + 10, &t_done);
+    PEER_CHECK(wait_note(fd, me.node.worker, kOpTimeout, &note) && (note.size() == sizeof(double)));
+    double t0;
+    memcpy(&t0, note.data(), sizeof(t0));
+    PEER_CHECK(st != AXON_INPROGRESS, "rank %u: still running %.1f s after the kill", a->rank,
+               axon_test_time() - t0);
+    PEER_CHECK(st != AXON_OK, "rank %u: completed OK without the victim", a->rank);
+    PEER_CHECK(t_done - t0 <= kDetectLimit, "rank %u: failed %.3f s after the kill", a->rank,
+               t_done - t0);
+    fprintf(stderr, "[coll-fault] rank %u: %s %.3f s after the kill\n", a->rank,
+            axon_status_string(st), t_done - t0);
+    st = me.leave();
+    PEER_CHECK(st == AXON_OK, "rank %u: leaving: %s", a->rank, axon_status_string(st));
+    PEER_CHECK(axon_test_send_blob(fd, "done", 4) == 0);
+    return 0;
+}
+
+class CollFault : public ::testing::TestWithParam<FaultParam> {
+protected:
+    Watchdog                      dog_{180};
+    std::vector<axon_test_peer_t> peers_ = std::vector<axon_test_peer_t>(kMembers, {-1, -1});
+    pid_t                         dead_  = -1;
+
+    void TearDown() override
+    {
+        for (axon_test_peer_t &p : peers_) {
+            axon_test_peer_kill(&p);
+        }
+        if (dead_ > 0) {
+            axon_test_remove_shm_of(dead_);
+        }
+    }
+
+    void KillInside(axon_coll_type_t kind)
+    {
+        std::vector<FaultArgs> args(kMembers);
+        for (uint32_t r = 1; r < kMembers; ++r) {
+            args[r] = {&GetParam(), kind, r};
+            ASSERT_EQ(0, axon_test_peer_spawn(&peers_[r], member_main, &args[r], kPeerTimeout));
+        }
+        Member me;
+        ASSERT_EQ(AXON_OK, me.create(GetParam()));
+        std::vector<std::string> addrs(kMembers);
+        addrs[0].assign(static_cast<char *>(me.node.address), me.node.address_length);
+        for (uint32_t r = 1; r < kMembers; ++r) {
+            void  *blob;
+            size_t len;
+            ASSERT_EQ(0, axon_test_recv_blob(peers_[r].fd, &blob, &len)) << "rank " << r;
+            addrs[r].assign(static_cast<char *>(blob), len);
+            free(blob);
+        }
+        for (uint32_t r = 1; r < kMembers; ++r) {
+            for (const std::string &a : addrs) {
+                ASSERT_EQ(0, axon_test_send_blob(peers_[r].fd, a.data(), a.size()));
+            }
+        }
+        ASSERT_EQ(AXON_OK, me.join(addrs, 0));
+        ASSERT_TRUE(me.warm_up(0, kMembers)) << "collectives before the kill";
+        for (uint32_t r = 1; r < kMembers; ++r) {
+            ASSERT_TRUE(wait_note(peers_[r].fd, me.node.worker, kOpTimeout))
+                << "rank " << r << " not ready";
+        }
+
+        for (uint32_t r = 1; r < kMembers; ++r) {
+            if (r != kVictim) {
+                ASSERT_EQ(0, axon_test_send_blob(peers_[r].fd, "go", 2));
+            }
+        }
+        int64_t one = 1, sum = -1;
+        ASSERT_EQ(AXON_INPROGRESS, me.post_doomed(kind, &one, &sum))
+            << "completed without the victim";
+        for (uint32_t r = 1; r < kMembers; ++r) {
+            if (r != kVictim) {
+                ASSERT_TRUE(wait_note(peers_[r].fd, me.node.worker, kOpTimeout))
+                    << "rank " << r << " did not post";
+            }
+        }
+        EXPECT_EQ(AXON_INPROGRESS, axon_coll_test(me.coll));
+
+        double t0 = axon_test_time();
+        dead_ = axon_test_peer_crash(&peers_[kVictim]);
+        ASSERT_GT(dead_, 0);
+        for (uint32_t r = 1; r < kMembers; ++r) {
+            if (r != kVictim) {
+                ASSERT_EQ(0, axon_test_send_blob(peers_[r].fd, &t0, sizeof(t0)));
+            }
+        }
+        double        t_done;
+        axon_status_t st = me.finish_doomed(kDetectLimit + 10, &t_done);
+        EXPECT_NE(AXON_INPROGRESS, st) << "still running " << axon_test_time() - t0
+                                       << " s after the kill";
+        EXPECT_NE(AXON_OK, st) << "completed OK without the victim";
+        EXPECT_LE(t_done - t0, kDetectLimit) << "failed late";
+        fprintf(stderr, "[coll-fault] rank 0: %s %.3f s after the kill\n",
+                axon_status_string(st), t_done - t0);
+        if (st != AXON_INPROGRESS) {
+            EXPECT_EQ(AXON_OK, me.leave()) << "the survivor's team does not go cleanly";
+        }
+        for (uint32_t r = 1; r < kMembers; ++r) {
+            if (r != kVictim) {
+                /* Progressing: a survivor may still need us to finish. */
+                EXPECT_TRUE(wait_note(peers_[r].fd, me.node.worker, kPeerTimeout))
+                    << "survivor rank " << r << " did not finish";
+                int ret = axon_test_peer_wait(&peers_[r], kOpTimeout);
+                EXPECT_EQ(0, ret) << "survivor rank " << r << " failed";
+            }
+        }
+    }
+};
+
+TEST_P(CollFault, KilledMemberFailsSurvivorsAllreduce)
+{
+    KillInside(AXON_COLL_ALLREDUCE);
+}
+
+TEST_P(CollFault, KilledMemberFailsSurvivorsBarrier)
+{
+    KillInside(AXON_COLL_BARRIER);
+}
+
+const FaultParam kFaultParams[] = {
+    {"shm", "shm", {{NULL, NULL}}},
+    {"tcp", "tcp", {{NULL, NULL}}},
+    /* softib: the short timeouts of the peer-failure tests */
+    {"rc", "rc", {{"RC_TIMEOUT", "0.2s"}, {"RC_KEEPALIVE_INTERVAL", "0.5s"}}},
+    {"ud", "ud", {{"UD_TIMEOUT", "3s"}, {"UD_KEEPALIVE_INTERVAL", "0.25s"}}},
+};
+
+std::string fault_param_name(const ::testing::TestParamInfo<FaultParam> &info)
+{
+    return info.param.label;
+}
+
+INSTANTIATE_TEST_SUITE_P(Lanes, CollFault, ::testing::ValuesIn(kFaultParams), fault_param_name);
+
+}  // namespace
