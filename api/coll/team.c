@@ -113,6 +113,8 @@ static void axon_team_joined(axon_coll_h join)
         axon_error("team 0x%x: rank %u of %u could not join: %s", team->id, team->rank,
                    team->size, axon_status_string(team->status));
     }
+    team->join = NULL;
+    axon_coll_free(join);    /* nothing touches it after this callback */
 }
 
 /* The join: a barrier over the new team; ready at once for a team of one. */
@@ -395,6 +397,19 @@ err:
 
 /* ---------------------------------------------------------------- destroy, query */
 
+/* Is a collective other than the join running (the allgather of a split)? */
+static int axon_team_splitting(axon_team_h team)
+{
+    axon_coll_h coll;
+
+    axon_list_for_each(coll, &team->running, link) {
+        if (coll != team->join) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 axon_status_t axon_team_destroy(axon_team_h team)
 {
     axon_request_h req;
@@ -406,6 +421,11 @@ axon_status_t axon_team_destroy(axon_team_h team)
     if (team->num_colls > 0) {
         axon_error("axon_team_destroy: team 0x%x still has %u collectives: free them first",
                    team->id, team->num_colls);
+        return AXON_ERR_BUSY;
+    }
+    if (axon_team_splitting(team)) {
+        axon_error("axon_team_destroy: team 0x%x is still splitting: wait until the new team "
+                   "is ready (axon_team_create_test)", team->id);
         return AXON_ERR_BUSY;
     }
     if (team->split != NULL) {

@@ -437,6 +437,38 @@ TEST_P(CollTeam, CollectivesNeverMatchApplicationReceives)
     }
 }
 
+/*
+ * A team whose split is still in flight (not every member has called it)
+ * cannot be destroyed: the split's allgather runs on it. Once the last
+ * member joins the split, destroying the new teams and then the parent works.
+ */
+TEST_P(CollTeam, DestroyWhileSplittingIsBusy)
+{
+    if (n_ < 2) {
+        GTEST_SKIP() << "a team of one splits at once";
+    }
+    std::vector<axon_team_h> parent = g_.teams;
+    std::vector<axon_team_h> child(n_, nullptr);
+    for (uint32_t m = 0; m + 1 < n_; ++m) {
+        ASSERT_EQ(AXON_OK, axon_team_split_nb(parent[m], 0, (int)m, &child[m]));
+        g_.teams.insert(g_.teams.begin(), child[m]);
+    }
+    m_.progress_for(0.05);
+    {
+        LogCapture log;
+        EXPECT_EQ(AXON_ERR_BUSY, axon_team_destroy(parent[0]));
+        EXPECT_TRUE(log.any_contains("still splitting"));
+    }
+    ASSERT_EQ(AXON_OK, axon_team_split_nb(parent[n_ - 1], 0, (int)(n_ - 1), &child[n_ - 1]));
+    g_.teams.insert(g_.teams.begin(), child[n_ - 1]);
+    std::vector<axon_status_t> st;
+    ASSERT_TRUE(m_.wait_teams(child, &st));
+    for (uint32_t m = 0; m < n_; ++m) {
+        EXPECT_EQ(AXON_OK, st[m]) << "member " << m;
+        EXPECT_EQ(n_, axon_team_size(child[m]));
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Lanes, CollTeam, ::testing::ValuesIn(kCollLanes), coll_param_name);
 INSTANTIATE_TEST_SUITE_P(Variants, CollTeam, ::testing::ValuesIn(kCollSizes), coll_param_name);
 
