@@ -8,15 +8,21 @@
 #include "coll.h"
 #include "log.h"
 
+/* (a + b) mod n for a, b < n: no division on the per-round path. */
+static inline uint32_t axon_coll_add_mod(uint32_t a, uint32_t b, uint32_t n)
+{
+    return (a + b >= n) ? (a + b - n) : (a + b);
+}
+
 /* Rank relative to root, and back. */
 static inline uint32_t axon_coll_vrank(uint32_t rank, uint32_t root, uint32_t n)
 {
-    return (rank + n - root) % n;
+    return axon_coll_add_mod(rank, n - root, n);
 }
 
 static inline uint32_t axon_coll_rank(uint32_t vrank, uint32_t root, uint32_t n)
 {
-    return (vrank + root) % n;
+    return axon_coll_add_mod(vrank, root, n);
 }
 
 static inline uint32_t axon_coll_pow2_ceil(uint32_t n)

@@ -20,8 +20,8 @@ static axon_status_t axon_coll_barrier_progress(axon_coll_h coll)
         return AXON_OK;
     }
     coll->step = coll->phase++;
-    axon_coll_send(coll, (r + dist) % n, NULL, 0);
-    axon_coll_recv(coll, (r + n - dist) % n, NULL, 0);
+    axon_coll_send(coll, axon_coll_add_mod(r, dist, n), NULL, 0);
+    axon_coll_recv(coll, axon_coll_add_mod(r, n - dist, n), NULL, 0);
     return AXON_INPROGRESS;
 }
 
