@@ -56,6 +56,19 @@ t_info_bad_value_named() {
     grep -q 'AXON_LOG_LEVEL' "$tmp/e" && grep -q "loud" "$tmp/e"
 }
 
+# Every collective's algorithm can be chosen (AXON_COLL_<NAME>_ALGO), each
+# documented with its names; a name the collective does not have is refused.
+t_info_coll_algo_variables() {
+    out=$("$info" -c) || return 1
+    for c in BARRIER BCAST REDUCE ALLREDUCE ALLGATHER ALLGATHERV ALLTOALL ALLTOALLV \
+             REDUCE_SCATTER GATHER SCATTER; do
+        grep -q "^AXON_COLL_${c}_ALGO=auto$" <<<"$out" || { echo "no AXON_COLL_${c}_ALGO"; return 1; }
+    done
+    grep -q '^# syntax:  auto|recursive_doubling|ring$' <<<"$out" || return 1
+    if AXON_COLL_BARRIER_ALGO=ring "$info" -d >"$tmp/o" 2>"$tmp/e"; then return 1; fi
+    grep -q 'AXON_COLL_BARRIER_ALGO' "$tmp/e" && grep -q 'ring' "$tmp/e"
+}
+
 t_info_unknown_env_warns() {
     AXON_TLSS=shm "$info" -d >"$tmp/o" 2>"$tmp/e" || return 1
     grep -q 'AXON_TLSS' "$tmp/e"
@@ -351,6 +364,7 @@ check info_config_shows_current_value        t_info_config_shows_current_value
 check info_version_and_build_options         t_info_version
 check info_bad_value_names_variable          t_info_bad_value_named
 check info_unknown_env_variable_warns        t_info_unknown_env_warns
+check info_coll_algo_variables               t_info_coll_algo_variables
 check info_rdma_devices_softib_and_rdmacore  t_info_rdma_devices
 check info_softib_device_count_from_env      t_info_softib_device_count
 check info_softib_cap_mask_removes_caps     t_info_softib_cap_mask

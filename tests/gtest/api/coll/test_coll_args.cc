@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "coll_env.h"
+#include "env_guard.h"
 #include "log_capture.h"
 
 namespace {
@@ -339,6 +340,53 @@ TEST_P(CollArgs, QueryAgreesWithTheTypesAndOperations)
 }
 
 /* AXON_FEATURE_COLL alone (and with the others) makes a context. */
+/*
+ * The default algorithms change with the size (allreduce: recursive doubling,
+ * then the ring from 64 KiB), and AXON_COLL_<NAME>_ALGO forces one whatever
+ * the size; a forced ring still reduces right when the vector is shorter
+ * than the team (empty blocks).
+ */
+TEST_P(CollArgs, AlgorithmVariablesChooseTheAlgorithm)
+{
+    axon_coll_attr_t attr;
+    ASSERT_EQ(AXON_OK, axon_coll_query(g_.teams[0], AXON_COLL_ALLREDUCE, AXON_DT_INT64,
+                                       AXON_OP_SUM, 8, &attr));
+    EXPECT_STREQ("recursive_doubling", attr.algorithm);
+    if (n_ > 1) {
+        ASSERT_EQ(AXON_OK, axon_coll_query(g_.teams[0], AXON_COLL_ALLREDUCE, AXON_DT_INT64,
+                                           AXON_OP_SUM, 1 << 20, &attr));
+        EXPECT_STREQ("ring", attr.algorithm);
+    }
+
+    EnvGuard  env("AXON_COLL_ALLREDUCE_ALGO", "ring");
+    Members   m2;
+    CollGuard g2;
+    m2.create(GetParam(), AXON_FEATURE_COLL);
+    ASSERT_FALSE(HasFatalFailure());
+    m2.create_team(&g2.teams);
+    ASSERT_FALSE(HasFatalFailure());
+    ASSERT_EQ(AXON_OK, axon_coll_query(g2.teams[0], AXON_COLL_ALLREDUCE, AXON_DT_INT64,
+                                       AXON_OP_SUM, 8, &attr));
+    EXPECT_STREQ("ring", attr.algorithm);
+
+    std::vector<int32_t>       in(n_), out(n_, -1);
+    std::vector<axon_coll_h>   colls(n_, nullptr);
+    std::vector<axon_status_t> st;
+    for (uint32_t m = 0; m < n_; ++m) {
+        in[m] = (int32_t)(m + 1);
+        axon_coll_args_t a = Allreduce(&in[m], &out[m], 1);
+        ASSERT_EQ(AXON_OK, axon_coll_init(g2.teams[m], &a, &colls[m]));
+        g2.colls.push_back(colls[m]);
+    }
+    ASSERT_TRUE(m2.post_and_wait(colls, &st));
+    for (uint32_t m = 0; m < n_; ++m) {
+        EXPECT_EQ(AXON_OK, st[m]);
+        EXPECT_EQ((int32_t)(n_ * (n_ + 1) / 2), out[m]) << "member " << m;
+    }
+    g2.release();
+    m2.check_clean();
+}
+
 TEST(CollFeature, InitAcceptsFeatureColl)
 {
     for (uint32_t features : {(uint32_t)AXON_FEATURE_COLL,
