@@ -76,11 +76,12 @@ fi
 
 bench_start /tmp/axon-coll-compare-XXXXXX
 
-# Iterations: 1000 for small messages, fewer from 128 KiB up (at least 50);
-# a tenth with --quick (at least 10).
+# Iterations: about 128 MiB per rank's worth, at least 50 and at most
+# 100000 (a sub-microsecond collective needs tens of milliseconds of loop
+# to stand above the scheduler's noise); a tenth with --quick (at least 10).
 iters() {  # size
     local n
-    n=$(clamp $(((1 << 27) / ($1 + 1))) 50 1000)
+    n=$(clamp $(((1 << 27) / ($1 + 1))) 50 100000)
     [ $quick -eq 1 ] && n=$((n / 10 < 10 ? 10 : n / 10))
     echo "$n"
 }
