@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <string.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -323,24 +324,34 @@ public:
         check(st == AXON_OK, std::string("split team destroy: ") + axon_status_string(st));
     }
 
+    /* In order, up to the first failure (the team is no use after a timed-out collective). */
     void EveryCollective()
     {
-        Barrier();
-        Bcast(kOdd, 1, 1);
-        Bcast(kLarge + 1, 2, 2);
-        Reduction(AXON_COLL_REDUCE, 2, kOdd, AXON_DT_INT32, AXON_OP_SUM, 3);
-        Reduction(AXON_COLL_REDUCE, 3, kOdd, AXON_DT_DOUBLE_INT32, AXON_OP_MINLOC, 4);
-        Reduction(AXON_COLL_ALLREDUCE, -1, kOdd, AXON_DT_INT64, AXON_OP_PROD, 5);
-        Reduction(AXON_COLL_ALLREDUCE, -1, kLarge / 8, AXON_DT_DOUBLE, AXON_OP_SUM, 6);
-        Gather(-1, kOdd, 7);
-        Allgatherv(8);
-        Alltoall(false, kOdd, 9);
-        Alltoall(true, 0, 10);
-        ReduceScatter(kOdd, 11);
-        Gather(3, kOdd, 12);
-        Scatter(0, kOdd, 13);
-        Split();
-        Barrier();
+        const axon_coll_type_t      kReduce = AXON_COLL_REDUCE, kAll = AXON_COLL_ALLREDUCE;
+        const std::function<void()> steps[] = {
+            [&] { Barrier(); },
+            [&] { Bcast(kOdd, 1, 1); },
+            [&] { Bcast(kLarge + 1, 2, 2); },
+            [&] { Reduction(kReduce, 2, kOdd, AXON_DT_INT32, AXON_OP_SUM, 3); },
+            [&] { Reduction(kReduce, 3, kOdd, AXON_DT_DOUBLE_INT32, AXON_OP_MINLOC, 4); },
+            [&] { Reduction(kAll, -1, kOdd, AXON_DT_INT64, AXON_OP_PROD, 5); },
+            [&] { Reduction(kAll, -1, kLarge / 8, AXON_DT_DOUBLE, AXON_OP_SUM, 6); },
+            [&] { Gather(-1, kOdd, 7); },
+            [&] { Allgatherv(8); },
+            [&] { Alltoall(false, kOdd, 9); },
+            [&] { Alltoall(true, 0, 10); },
+            [&] { ReduceScatter(kOdd, 11); },
+            [&] { Gather(3, kOdd, 12); },
+            [&] { Scatter(0, kOdd, 13); },
+            [&] { Split(); },
+            [&] { Barrier(); },
+        };
+        for (const std::function<void()> &step : steps) {
+            if (!fail.empty()) {
+                return;
+            }
+            step();
+        }
     }
 };
 
