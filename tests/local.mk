@@ -15,10 +15,12 @@ tests_axon_gtest_SOURCES = \
 	tests/harness/tag_env.h \
 	tests/harness/rma_env.h \
 	tests/gtest/api/coll/coll_env.h \
+	tests/gtest/api/coll/coll_proc.h \
 	tests/gtest/api/coll/test_coll.cc \
 	tests/gtest/api/coll/test_coll_args.cc \
 	tests/gtest/api/coll/test_coll_dt.cc \
 	tests/gtest/api/coll/test_coll_fault.cc \
+	tests/gtest/api/coll/test_coll_netns.cc \
 	tests/gtest/api/coll/test_coll_team.cc \
 	tests/gtest/api/core/test_bad_input.cc \
 	tests/gtest/api/core/test_job.cc \

@@ -33,10 +33,11 @@ const double kCollTimeout = 30.0;  /* one team creation or one collective, every
 /* ---------------------------------------------------------------- lanes */
 
 struct CollParam {
-    const char      *label;  /* lane_nSIZE */
-    const char      *tls;
-    uint32_t         size;   /* members */
-    axon_config_kv_t config[2];  /* overrides; name NULL ends */
+    const char        *label;  /* lane_nSIZE */
+    const char        *tls;
+    uint32_t           size;   /* members */
+    axon_config_kv_t   config[2];  /* overrides; name NULL ends */
+    const char *const *member_tls;  /* if set, member i's AXON_TLS (tls then names them all) */
 };
 
 inline std::ostream &operator<<(std::ostream &os, const CollParam &p)
@@ -60,11 +61,19 @@ const CollParam kCollLanes[] = {
     {"self_n1", "self", 1}, {"shm_n5", "shm", 5}, {"tcp_n4", "tcp", 4},
 };
 
+/*
+ * Mixed transports in one team: members 0-2 may use shm or tcp, members 3
+ * and 4 tcp alone, so pairs among 0-2 go over shm and every pair with 3
+ * or 4 over tcp (Members::create checks each pair's lane).
+ */
+const char *const kShmTcpMembers[] = {"shm,tcp", "shm,tcp", "shm,tcp", "tcp", "tcp"};
+
 const CollParam kCollSizes[] = {
     {"shm_n1", "shm", 1}, {"shm_n2", "shm", 2}, {"shm_n3", "shm", 3}, {"shm_n4", "shm", 4},
     {"shm_n6", "shm", 6}, {"shm_n7", "shm", 7}, {"shm_n8", "shm", 8},
     {"tcp_n2", "tcp", 2}, {"tcp_n3", "tcp", 3}, {"tcp_n5", "tcp", 5}, {"tcp_n6", "tcp", 6},
     {"tcp_n7", "tcp", 7}, {"tcp_n8", "tcp", 8},
+    {"shm_tcp_n5", "shm,tcp", 5, {}, kShmTcpMembers},
 };
 
 /* ---------------------------------------------------------------- data types */
@@ -367,10 +376,12 @@ public:
         }
         nodes.assign(p.size, axon_test_node_t());
         for (uint32_t i = 0; i < p.size; ++i) {
-            ASSERT_EQ(AXON_OK, axon_test_node_create_features(&nodes[i], features, p.tls,
-                                                              kv.data(), kv.size()))
-                << "member " << i << " over " << p.tls;
+            ASSERT_EQ(AXON_OK, axon_test_node_create_features(&nodes[i], features,
+                                                              member_tls(p, i), kv.data(),
+                                                              kv.size()))
+                << "member " << i << " over " << member_tls(p, i);
         }
+        std::vector<std::string> lanes_seen;
         eps.assign(p.size, std::vector<axon_ep_h>(p.size, nullptr));
         for (uint32_t i = 0; i < p.size; ++i) {
             for (uint32_t j = 0; j < p.size; ++j) {
@@ -378,12 +389,54 @@ public:
                     ASSERT_EQ(AXON_OK, axon_test_ep_create(nodes[i].worker, nodes[j].address,
                                                            nodes[j].address_length, &eps[i][j]))
                         << "endpoint " << i << " -> " << j;
-                axon_ep_attr_t attr;
-                ASSERT_EQ(AXON_OK, axon_ep_query(eps[i][j], &attr));
-                ASSERT_STREQ(p.tls, attr.small_tl) << "the lane the test is named after";
+                    axon_ep_attr_t attr;
+                    ASSERT_EQ(AXON_OK, axon_ep_query(eps[i][j], &attr));
+                    ASSERT_EQ(pair_tl(p, i, j), attr.small_tl)
+                        << "endpoint " << i << " -> " << j << ": the lane the test is named after";
+                    if (std::find(lanes_seen.begin(), lanes_seen.end(), attr.small_tl) ==
+                        lanes_seen.end()) {
+                        lanes_seen.push_back(attr.small_tl);
+                    }
                 }
             }
         }
+        if (p.member_tls != nullptr) {
+            ASSERT_LE(2u, lanes_seen.size()) << "a mixed lane whose pairs all use one transport";
+        }
+    }
+
+    static const char *member_tls(const CollParam &p, uint32_t i)
+    {
+        return (p.member_tls != nullptr) ? p.member_tls[i] : p.tls;
+    }
+
+    /*
+     * The transport members i and j talk over: the first of i's list that j
+     * has too (the lists name the faster first, as selection prefers it).
+     */
+    static std::string pair_tl(const CollParam &p, uint32_t i, uint32_t j)
+    {
+        std::vector<std::string> mine = split_list(member_tls(p, i));
+        std::vector<std::string> its  = split_list(member_tls(p, j));
+        for (const std::string &tl : mine) {
+            if (std::find(its.begin(), its.end(), tl) != its.end()) {
+                return tl;
+            }
+        }
+        return "(none in common)";
+    }
+
+    static std::vector<std::string> split_list(const char *list)
+    {
+        std::vector<std::string> out;
+        std::string              s(list);
+        for (size_t at = 0; at <= s.size();) {
+            size_t comma = s.find(',', at);
+            comma = (comma == std::string::npos) ? s.size() : comma;
+            out.push_back(s.substr(at, comma - at));
+            at = comma + 1;
+        }
+        return out;
     }
 
     /* One round: every worker progressed once (the CPU given up if none did anything). */

@@ -10,18 +10,17 @@
  */
 #include <gtest/gtest.h>
 
-#include <poll.h>
 #include <string.h>
 
 #include <string>
 #include <vector>
 
-#include "coll_env.h"
+#include "coll_proc.h"
 #include "log_capture.h"
 
 namespace {
 
-const double   kOpTimeout   = 30.0;
+const double   kOpTimeout   = kProcOpTimeout;
 const double   kPeerTimeout = 90.0;
 const double   kDetectLimit = 5.0;  /* kill to the last survivor's completion */
 const uint32_t kMembers     = 4;
@@ -44,134 +43,11 @@ struct FaultArgs {
     uint32_t          rank;
 };
 
-/* A blob from fd while progressing worker; false on timeout or a closed socket. */
-bool wait_note(int fd, axon_worker_h worker, double timeout, std::string *note = nullptr)
-{
-    double end = axon_test_time() + timeout;
-    while (axon_test_time() < end) {
-        struct pollfd pfd = {fd, POLLIN, 0};
-        axon_test_progress(worker);
-        if (poll(&pfd, 1, 0) > 0) {
-            void  *blob;
-            size_t len;
-            if (axon_test_recv_blob(fd, &blob, &len) != 0) {
-                return false;
-            }
-            if (note != nullptr) {
-                note->assign(static_cast<char *>(blob), len);
-            }
-            free(blob);
-            return true;
-        }
-    }
-    return false;
-}
-
-/* One member: node, endpoints to the others, team; torn down on every way out. */
-struct Member {
-    axon_test_node_t       node = {};
-    std::vector<axon_ep_h> eps;
-    axon_team_h            team = nullptr;
-    axon_coll_h            coll = nullptr;
-
-    ~Member()
-    {
-        if (coll != nullptr) {
-            axon_coll_free(coll);
-        }
-        if (team != nullptr) {
-            axon_team_destroy(team);
-        }
-        close_eps();
-        if (node.context != nullptr) {
-            axon_test_node_destroy(&node);
-        }
-    }
-
-    void close_eps()
-    {
-        for (axon_ep_h ep : eps) {
-            if (ep != nullptr) {
-                axon_test_ep_close(node.worker, ep, AXON_EP_CLOSE_FORCE, kDetectLimit);
-            }
-        }
-        eps.clear();
-    }
-
+/* A member, and what it does around the kill. */
+struct FaultMember : Member {
     axon_status_t create(const FaultParam &p)
     {
-        std::vector<axon_config_kv_t> kv;
-        for (const axon_config_kv_t &e : p.extra) {
-            if (e.name != NULL) {
-                kv.push_back(e);
-            }
-        }
-        return axon_test_node_create_features(&node, AXON_FEATURE_COLL, p.tls, kv.data(),
-                                              kv.size());
-    }
-
-    /* Endpoints to every address (but ours), then the team, ready. */
-    axon_status_t join(const std::vector<std::string> &addrs, uint32_t rank)
-    {
-        eps.assign(addrs.size(), nullptr);
-        for (uint32_t j = 0; j < addrs.size(); ++j) {
-            if (j == rank) {
-                continue;
-            }
-            axon_status_t st = axon_test_ep_create(node.worker, addrs[j].data(), addrs[j].size(),
-                                                   &eps[j]);
-            if (st != AXON_OK) {
-                return st;
-            }
-        }
-        axon_team_params_t params = {};
-        params.field_mask = AXON_TEAM_PARAM_EPS | AXON_TEAM_PARAM_RANK;
-        params.eps        = eps.data();
-        params.size       = (uint32_t)addrs.size();
-        params.rank       = rank;
-        axon_status_t st  = axon_team_create_nb(node.worker, &params, &team);
-        double        end = axon_test_time() + kOpTimeout;
-        if (st != AXON_OK) {
-            return st;
-        }
-        while ((st = axon_team_create_test(team)) == AXON_INPROGRESS) {
-            if (axon_test_time() > end) {
-                return AXON_ERR_TIMED_OUT;
-            }
-            axon_test_progress(node.worker);
-        }
-        return st;
-    }
-
-    /* Init, post and wait for one collective (to the deadline); its status. */
-    axon_status_t run(axon_coll_type_t kind, void *src, void *dst, size_t count, double timeout)
-    {
-        axon_coll_args_t a = {};
-        a.field_mask = AXON_COLL_ARG_OP;
-        a.coll  = kind;
-        a.src   = src;
-        a.dst   = dst;
-        a.count = count;
-        a.dt    = AXON_DT_INT64;
-        a.op    = AXON_OP_SUM;
-        axon_coll_h   c;
-        axon_status_t st = axon_coll_init(team, &a, &c);
-        if (st != AXON_OK) {
-            return st;
-        }
-        st = axon_coll_post(c);
-        double end = axon_test_time() + timeout;
-        if ((st == AXON_OK) || (st == AXON_INPROGRESS)) {
-            while (((st = axon_coll_test(c)) == AXON_INPROGRESS) && (axon_test_time() < end)) {
-                axon_test_progress(node.worker);
-            }
-        }
-        if (st == AXON_INPROGRESS) {
-            coll = c;  /* still running: freed (or leaked) at the end */
-            return AXON_ERR_TIMED_OUT;
-        }
-        axon_coll_free(c);
-        return st;
+        return Member::create(p.tls, p.extra, 2);
     }
 
     /* Collectives that work, every pair of members talking (an alltoall). */
@@ -238,20 +114,13 @@ struct Member {
 /* A child member: its address up, everyone's down; then as rank 0 says. */
 int member_main(int fd, void *arg)
 {
-    FaultArgs  *a = static_cast<FaultArgs *>(arg);
-    Member      me;
-    std::string note;
+    FaultArgs               *a = static_cast<FaultArgs *>(arg);
+    FaultMember              me;
+    std::string              note;
+    std::vector<std::string> addrs;
 
     PEER_CHECK(me.create(*a->param) == AXON_OK);
-    PEER_CHECK(axon_test_send_blob(fd, me.node.address, me.node.address_length) == 0);
-    std::vector<std::string> addrs(kMembers);
-    for (uint32_t j = 0; j < kMembers; ++j) {
-        void  *blob;
-        size_t len;
-        PEER_CHECK(axon_test_recv_blob(fd, &blob, &len) == 0);
-        addrs[j].assign(static_cast<char *>(blob), len);
-        free(blob);
-    }
+    PEER_CHECK(me.exchange(fd, kMembers, &addrs));
     axon_status_t st = me.join(addrs, a->rank);
     PEER_CHECK(st == AXON_OK, "rank %u: team: %s", a->rank, axon_status_string(st));
     PEER_CHECK(me.warm_up(a->rank, kMembers), "rank %u: collectives before the kill", a->rank);
@@ -310,22 +179,11 @@ protected:
             args[r] = {&GetParam(), kind, r};
             ASSERT_EQ(0, axon_test_peer_spawn(&peers_[r], member_main, &args[r], kPeerTimeout));
         }
-        Member me;
+        FaultMember me;
         ASSERT_EQ(AXON_OK, me.create(GetParam()));
         std::vector<std::string> addrs(kMembers);
         addrs[0].assign(static_cast<char *>(me.node.address), me.node.address_length);
-        for (uint32_t r = 1; r < kMembers; ++r) {
-            void  *blob;
-            size_t len;
-            ASSERT_EQ(0, axon_test_recv_blob(peers_[r].fd, &blob, &len)) << "rank " << r;
-            addrs[r].assign(static_cast<char *>(blob), len);
-            free(blob);
-        }
-        for (uint32_t r = 1; r < kMembers; ++r) {
-            for (const std::string &a : addrs) {
-                ASSERT_EQ(0, axon_test_send_blob(peers_[r].fd, a.data(), a.size()));
-            }
-        }
+        ASSERT_EQ("", share_addresses(peers_, &addrs));
         ASSERT_EQ(AXON_OK, me.join(addrs, 0));
         ASSERT_TRUE(me.warm_up(0, kMembers)) << "collectives before the kill";
         for (uint32_t r = 1; r < kMembers; ++r) {
