@@ -66,7 +66,9 @@ t_info_coll_algo_variables() {
     done
     grep -q '^# syntax:  auto|recursive_doubling|ring$' <<<"$out" || return 1
     if AXON_COLL_BARRIER_ALGO=ring "$info" -d >"$tmp/o" 2>"$tmp/e"; then return 1; fi
-    grep -q 'AXON_COLL_BARRIER_ALGO' "$tmp/e" && grep -q 'ring' "$tmp/e"
+    grep -q 'AXON_COLL_BARRIER_ALGO' "$tmp/e" && grep -q 'ring' "$tmp/e" || return 1
+    if AXON_COLL_KNOMIAL_RADIX=1 "$info" -d >"$tmp/o" 2>"$tmp/e"; then return 1; fi
+    grep -q 'AXON_COLL_KNOMIAL_RADIX=1 is invalid' "$tmp/e"
 }
 
 t_info_unknown_env_warns() {

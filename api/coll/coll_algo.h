@@ -70,8 +70,8 @@ static inline void axon_coll_even_block(size_t count, uint32_t n, uint32_t i, si
 }
 
 extern const axon_coll_algo_t axon_coll_barrier_dissemination;
-extern const axon_coll_algo_t axon_coll_bcast_binomial;
-extern const axon_coll_algo_t axon_coll_reduce_binomial;
+extern const axon_coll_algo_t axon_coll_bcast_knomial;
+extern const axon_coll_algo_t axon_coll_reduce_knomial;
 extern const axon_coll_algo_t axon_coll_allreduce_recursive_doubling;
 extern const axon_coll_algo_t axon_coll_allreduce_ring;
 extern const axon_coll_algo_t axon_coll_allgather_ring;

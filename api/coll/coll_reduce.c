@@ -3,37 +3,29 @@
  * depends only on the team and the root, never on arrival times, so a
  * floating-point result is the same on every run.
  *
- * reduce: binomial tree; a member folds its children's partial results into
- * its own in child order (1, 2, 4, ... away), then sends to its parent.
+ * reduce: k-nomial tree (coll_knomial.h); a member folds its children's
+ * partial results into its own nearest child first, then sends to its parent.
  * allreduce (recursive doubling): members beyond the largest power of two p
  * first fold into a neighbour (rank 2i into 2i + 1), the p remaining
  * exchange and combine with partners at distance 1, 2, 4, ..., and hand the
  * result back to those that folded.
  */
-#include "coll_algo.h"
+#include "coll_knomial.h"
 
 /* ------------------------------------------------------------ reduce */
 
-static unsigned axon_coll_reduce_children(uint32_t vr, uint32_t n)
-{
-    unsigned k = 0;
-    uint32_t mask;
-
-    for (mask = 1; (mask < n) && !(vr & mask); mask <<= 1) {
-        k += (vr + mask < n);
-    }
-    return k;
-}
-
 static void axon_coll_reduce_size(axon_coll_h coll, size_t *scratch, unsigned *reqs)
 {
-    uint32_t n = coll->team->size;
+    uint32_t n = coll->team->size, k = axon_coll_radix(coll);
     uint32_t vr = axon_coll_vrank(coll->team->rank, coll->args.root, n);
+    uint32_t children[AXON_COLL_KNOMIAL_MAX_CHILDREN];
+    axon_coll_knomial_t tree;
     size_t bytes = coll->args.count * coll->dt_size;
 
     /* one slot per child, and the partial result of a member that is not the root */
-    *reqs    = axon_coll_log2_ceil(n) + 1;
-    *scratch = bytes * (axon_coll_reduce_children(vr, n) + (vr != 0));
+    axon_coll_knomial(vr, n, k, &tree);
+    *reqs    = axon_coll_knomial_max_children(n, k) + 1;
+    *scratch = bytes * (axon_coll_knomial_children(vr, n, &tree, children) + (vr != 0));
 }
 
 static axon_status_t axon_coll_reduce_progress(axon_coll_h coll)
@@ -43,27 +35,26 @@ static axon_status_t axon_coll_reduce_progress(axon_coll_h coll)
     size_t bytes = coll->args.count * coll->dt_size;
     uint8_t *acc = (vr == 0) ? (uint8_t *)coll->args.dst : coll->scratch;
     uint8_t *slot = coll->scratch + ((vr == 0) ? 0 : bytes);
-    uint32_t mask;
+    uint32_t children[AXON_COLL_KNOMIAL_MAX_CHILDREN];
+    axon_coll_knomial_t tree;
+    unsigned i, num;
 
+    axon_coll_knomial(vr, n, axon_coll_radix(coll), &tree);
+    num = axon_coll_knomial_children(vr, n, &tree, children);
     switch (coll->phase++) {
     case 0:
         axon_coll_copy(acc, coll->args.src, bytes);
-        for (mask = 1; (mask < n) && !(vr & mask); mask <<= 1) {
-            if (vr + mask < n) {
-                axon_coll_recv(coll, axon_coll_rank(vr + mask, root, n), slot, bytes);
-                slot += bytes;
-            }
+        for (i = 0; i < num; ++i) {
+            axon_coll_recv(coll, axon_coll_rank(children[i], root, n), slot + i * bytes, bytes);
         }
         return AXON_INPROGRESS;
     case 1:
-        for (mask = 1; (mask < n) && !(vr & mask); mask <<= 1) {
-            if (vr + mask < n) {
-                coll->reduce(acc, slot, coll->args.count);
-                slot += bytes;
-            }
+        /* nearest child first, whatever arrived first */
+        for (i = 0; i < num; ++i) {
+            coll->reduce(acc, slot + i * bytes, coll->args.count);
         }
         if (vr != 0) {
-            axon_coll_send(coll, axon_coll_rank(vr - (vr & -vr), root, n), acc, bytes);
+            axon_coll_send(coll, axon_coll_rank(tree.parent, root, n), acc, bytes);
         }
         return AXON_INPROGRESS;
     default:
@@ -71,8 +62,8 @@ static axon_status_t axon_coll_reduce_progress(axon_coll_h coll)
     }
 }
 
-const axon_coll_algo_t axon_coll_reduce_binomial = {
-    .name     = "binomial",
+const axon_coll_algo_t axon_coll_reduce_knomial = {
+    .name     = "knomial",
     .coll     = AXON_COLL_REDUCE,
     .size     = axon_coll_reduce_size,
     .progress = axon_coll_reduce_progress,

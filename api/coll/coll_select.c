@@ -8,8 +8,8 @@
 /* Every algorithm of each collective; the first is the default where no rule below picks. */
 static const axon_coll_algo_t *const axon_coll_algos[AXON_COLL_LAST][3] = {
     [AXON_COLL_BARRIER]        = {&axon_coll_barrier_dissemination},
-    [AXON_COLL_BCAST]          = {&axon_coll_bcast_binomial},
-    [AXON_COLL_REDUCE]         = {&axon_coll_reduce_binomial},
+    [AXON_COLL_BCAST]          = {&axon_coll_bcast_knomial},
+    [AXON_COLL_REDUCE]         = {&axon_coll_reduce_knomial},
     [AXON_COLL_ALLREDUCE]      = {&axon_coll_allreduce_recursive_doubling,
                                   &axon_coll_allreduce_ring},
     [AXON_COLL_ALLGATHER]      = {&axon_coll_allgather_ring, &axon_coll_allgather_bruck},

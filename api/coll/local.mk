@@ -17,4 +17,5 @@ libaxon_la_SOURCES += \
 noinst_HEADERS += \
 	api/coll/coll_dt.h \
 	api/coll/coll.h \
-	api/coll/coll_algo.h
+	api/coll/coll_algo.h \
+	api/coll/coll_knomial.h

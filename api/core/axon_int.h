@@ -35,6 +35,7 @@ typedef struct axon_global_opts {
     unsigned                 yield;         /* axon_idle_yield_t (idle.h) */
     double                   yield_spin;    /* seconds idle before yielding the core */
     unsigned                 coll_algo[AXON_COLL_LAST];  /* index into axon_coll_algo_names */
+    unsigned                 coll_knomial_radix;
 } axon_global_opts_t;
 
 /* Per collective: "auto", then the names of its algorithms (AXON_COLL_<NAME>_ALGO). */

@@ -18,8 +18,8 @@ const char *const axon_rndv_scheme_names[] = {"auto", "get", "stream", NULL};
 
 /* AXON_COLL_<NAME>_ALGO: the algorithms of api/coll/ by name, "auto" first. */
 static const char *const axon_coll_barrier_algos[] = {"auto", "dissemination", NULL};
-static const char *const axon_coll_bcast_algos[] = {"auto", "binomial", NULL};
-static const char *const axon_coll_reduce_algos[] = {"auto", "binomial", NULL};
+static const char *const axon_coll_bcast_algos[] = {"auto", "knomial", NULL};
+static const char *const axon_coll_reduce_algos[] = {"auto", "knomial", NULL};
 static const char *const axon_coll_allreduce_algos[] = {"auto", "recursive_doubling", "ring", NULL};
 static const char *const axon_coll_allgather_algos[] = {"auto", "ring", "bruck", NULL};
 static const char *const axon_coll_allgatherv_algos[] = {"auto", "ring", NULL};
@@ -134,14 +134,19 @@ const axon_config_entry_t axon_global_config_table[] = {
      AXON_CONFIG_TYPE_ENUM(axon_coll_barrier_algos, "auto|dissemination")},
 
     {"COLL_BCAST_ALGO", "auto",
-     "Algorithm of bcast: auto (by team size and message size) or binomial",
+     "Algorithm of bcast: auto (by team size and message size) or knomial",
      AXON_GLOBAL_OPT(coll_algo[AXON_COLL_BCAST]),
-     AXON_CONFIG_TYPE_ENUM(axon_coll_bcast_algos, "auto|binomial")},
+     AXON_CONFIG_TYPE_ENUM(axon_coll_bcast_algos, "auto|knomial")},
 
     {"COLL_REDUCE_ALGO", "auto",
-     "Algorithm of reduce: auto (by team size and message size) or binomial",
+     "Algorithm of reduce: auto (by team size and message size) or knomial",
      AXON_GLOBAL_OPT(coll_algo[AXON_COLL_REDUCE]),
-     AXON_CONFIG_TYPE_ENUM(axon_coll_reduce_algos, "auto|binomial")},
+     AXON_CONFIG_TYPE_ENUM(axon_coll_reduce_algos, "auto|knomial")},
+
+    {"COLL_KNOMIAL_RADIX", "2",
+     "Radix of the k-nomial trees of bcast and reduce (2..16; 2 is the binomial tree): a "
+     "larger one makes fewer rounds, each parent sending or receiving radix - 1 at a time",
+     AXON_GLOBAL_OPT(coll_knomial_radix), AXON_CONFIG_TYPE_UINT},
 
     {"COLL_ALLREDUCE_ALGO", "auto",
      "Algorithm of allreduce: auto (by team size and message size), recursive_doubling or ring",
@@ -356,7 +361,12 @@ axon_status_t axon_init(const axon_context_params_t *params, axon_context_h *con
         status = AXON_ERR_INVALID_PARAM;
         goto err_release;
     }
-
+    if ((ctx->opts.coll_knomial_radix < 2) || (ctx->opts.coll_knomial_radix > 16)) {
+        axon_error("AXON_COLL_KNOMIAL_RADIX=%u is invalid: must be between 2 and 16",
+                   ctx->opts.coll_knomial_radix);
+        status = AXON_ERR_INVALID_PARAM;
+        goto err_release;
+    }
 
     status = axon_loader_load_all(&ctx->opts.component_path, params->config,
                                   params->config_count, &ctx->opts.tls, &ctx->comps);
