@@ -74,6 +74,9 @@ const CollParam kCollSizes[] = {
     {"tcp_n2", "tcp", 2}, {"tcp_n3", "tcp", 3}, {"tcp_n5", "tcp", 5}, {"tcp_n6", "tcp", 6},
     {"tcp_n7", "tcp", 7}, {"tcp_n8", "tcp", 8},
     {"shm_tcp_n5", "shm,tcp", 5, {}, kShmTcpMembers},
+    /* softib's transports through every test of the suites (CollSlow runs each
+     * collective once on them at every size) */
+    {"rc_n3", "rc", 3}, {"ud_n6", "ud", 6},
     /* k-nomial trees of other radixes than the default binomial (bcast, reduce) */
     {"shm_radix3_n7", "shm", 7, {{"COLL_KNOMIAL_RADIX", "3"}}},
     {"shm_radix4_n8", "shm", 8, {{"COLL_KNOMIAL_RADIX", "4"}}},

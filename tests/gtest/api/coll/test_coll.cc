@@ -943,8 +943,10 @@ TEST_P(CollSlow, EveryCollectiveOnce)
 }
 
 const CollParam kSoftibLanes[] = {
-    {"rc_n2", "rc", 2}, {"rc_n3", "rc", 3}, {"rc_n5", "rc", 5},
-    {"ud_n2", "ud", 2}, {"ud_n3", "ud", 3}, {"ud_n5", "ud", 5},
+    {"rc_n1", "rc", 1}, {"rc_n2", "rc", 2}, {"rc_n3", "rc", 3}, {"rc_n4", "rc", 4},
+    {"rc_n5", "rc", 5}, {"rc_n6", "rc", 6}, {"rc_n7", "rc", 7}, {"rc_n8", "rc", 8},
+    {"ud_n1", "ud", 1}, {"ud_n2", "ud", 2}, {"ud_n3", "ud", 3}, {"ud_n4", "ud", 4},
+    {"ud_n5", "ud", 5}, {"ud_n6", "ud", 6}, {"ud_n7", "ud", 7}, {"ud_n8", "ud", 8},
 };
 
 INSTANTIATE_TEST_SUITE_P(Lanes, CollSlow, ::testing::ValuesIn(kSoftibLanes), coll_param_name);
