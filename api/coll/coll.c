@@ -34,13 +34,26 @@ static void axon_coll_req_forget(axon_coll_h coll, axon_request_h req)
     }
 }
 
+/*
+ * A failed operation ends the collective, except a message of another size
+ * than expected (members disagree on counts): that one is remembered and the
+ * rounds go on, so the other members, which may not see the disagreement,
+ * are not left waiting for us.
+ */
+static void axon_coll_op_status(axon_coll_h coll, axon_status_t status)
+{
+    if (status == AXON_ERR_MSG_TRUNCATED) {
+        coll->mismatch = status;
+    } else if ((status != AXON_OK) && (coll->error == AXON_OK)) {
+        coll->error = status;
+    }
+}
+
 static void axon_coll_op_done(axon_coll_h coll, axon_request_h req, axon_status_t status)
 {
     axon_coll_req_forget(coll, req);
     axon_request_free(req);
-    if ((status != AXON_OK) && (coll->error == AXON_OK)) {
-        coll->error = status;
-    }
+    axon_coll_op_status(coll, status);
     --coll->pending;
     if (coll->pending > 0) {
         return;
@@ -86,9 +99,7 @@ static axon_status_t axon_coll_op_track(axon_coll_h coll, axon_status_t status,
     unsigned i;
 
     if (status != AXON_INPROGRESS) {
-        if ((status != AXON_OK) && (coll->error == AXON_OK)) {
-            coll->error = status;
-        }
+        axon_coll_op_status(coll, status);
         return status;
     }
     ++coll->pending;
@@ -177,6 +188,9 @@ static void axon_coll_run(axon_coll_h coll)
             return;        /* operations out: their completions run us again */
         }
         status = coll->error;
+    }
+    if ((status == AXON_OK) && (coll->mismatch != AXON_OK)) {
+        status = coll->mismatch;
     }
     if ((status != AXON_OK) && (coll->error == AXON_OK)) {
         coll->error = status;
@@ -300,7 +314,8 @@ axon_status_t axon_coll_post(axon_coll_h coll)
     coll->seq    = team->next_seq++;
     coll->step   = 0;
     coll->phase  = 0;
-    coll->error  = AXON_OK;
+    coll->error    = AXON_OK;
+    coll->mismatch = AXON_OK;
     coll->status = AXON_INPROGRESS;
     coll->flags |= AXON_COLL_F_RUNNING;
     axon_list_add_tail(&team->running, &coll->link);

@@ -56,6 +56,7 @@ struct axon_coll {
     axon_coll_reduce_fn_t   reduce;      /* reductions: the kernel for (dt, op) */
     axon_status_t           status;      /* AXON_INPROGRESS while posted, else the last result */
     axon_status_t           error;       /* first failed operation of this post */
+    axon_status_t           mismatch;    /* a message of another size than expected */
     uint32_t                seq;         /* of this post */
     uint32_t                step;        /* tag step of the next operations */
     uint32_t                phase;       /* the algorithm's own state */

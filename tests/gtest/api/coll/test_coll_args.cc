@@ -387,6 +387,56 @@ TEST_P(CollArgs, AlgorithmVariablesChooseTheAlgorithm)
     m2.check_clean();
 }
 
+/*
+ * Members that disagree on the count: no member hangs; the members that
+ * receive a message of another size than they expect end with
+ * AXON_ERR_MSG_TRUNCATED and a line asking about the counts (member 1,
+ * which disagrees with everyone and receives from the root, always does),
+ * and every member's next collective with matching counts works.
+ */
+TEST_P(CollArgs, MismatchedCountsFailWithoutHanging)
+{
+    if (n_ < 2) {
+        GTEST_SKIP() << "a team of one has nobody to disagree with";
+    }
+    for (axon_coll_type_t type : {AXON_COLL_ALLREDUCE, AXON_COLL_BCAST, AXON_COLL_ALLGATHER}) {
+        std::vector<std::vector<int32_t>> in(n_, std::vector<int32_t>(8 * n_, 1));
+        std::vector<std::vector<int32_t>> out(n_, std::vector<int32_t>(8 * n_, 0));
+        std::vector<axon_coll_h>          colls(n_, nullptr);
+        std::vector<axon_status_t>        st;
+        for (uint32_t m = 0; m < n_; ++m) {
+            axon_coll_args_t a = Allreduce(in[m].data(), out[m].data(), (m == 1) ? 4 : 5);
+            a.coll = type;
+            ASSERT_EQ(AXON_OK, axon_coll_init(g_.teams[m], &a, &colls[m]));
+            g_.colls.push_back(colls[m]);
+        }
+        LogCapture log;
+        ASSERT_TRUE(m_.post_and_wait(colls, &st)) << "collective " << type << " hung";
+        EXPECT_EQ(AXON_ERR_MSG_TRUNCATED, st[1]) << "collective " << type << ": "
+                                                  << axon_status_string(st[1]);
+        EXPECT_TRUE(log.any_contains("same counts")) << "collective " << type << lines_of(log);
+        for (uint32_t m = 0; m < n_; ++m) {
+            EXPECT_TRUE((st[m] == AXON_OK) || (st[m] == AXON_ERR_MSG_TRUNCATED))
+                << "collective " << type << ", member " << m << ": "
+                << axon_status_string(st[m]);
+        }
+    }
+    /* The team still works for members that agree. */
+    std::vector<int32_t>       in(n_, 2), out(n_, 0);
+    std::vector<axon_coll_h>   colls(n_, nullptr);
+    std::vector<axon_status_t> st;
+    for (uint32_t m = 0; m < n_; ++m) {
+        axon_coll_args_t a = Allreduce(&in[m], &out[m], 1);
+        ASSERT_EQ(AXON_OK, axon_coll_init(g_.teams[m], &a, &colls[m]));
+        g_.colls.push_back(colls[m]);
+    }
+    ASSERT_TRUE(m_.post_and_wait(colls, &st));
+    for (uint32_t m = 0; m < n_; ++m) {
+        EXPECT_EQ(AXON_OK, st[m]);
+        EXPECT_EQ(2 * (int32_t)n_, out[m]);
+    }
+}
+
 TEST(CollFeature, InitAcceptsFeatureColl)
 {
     for (uint32_t features : {(uint32_t)AXON_FEATURE_COLL,
