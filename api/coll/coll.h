@@ -37,6 +37,9 @@ struct axon_team {
     uint64_t        *uuids;       /* members' worker ids */
     axon_coll_h      join;        /* the collective that makes the team ready */
     struct axon_team_split *split; /* a team being made by splitting this one */
+    struct axon_team *parent;     /* split from it (NULL once it is destroyed) */
+    axon_list_link_t children;    /* teams split from this one, alive */
+    axon_list_link_t sibling;     /* in parent->children */
     axon_list_link_t link;        /* in the worker's teams */
     axon_list_link_t running;     /* collectives posted, not complete */
 };

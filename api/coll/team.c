@@ -90,12 +90,21 @@ static axon_team_h axon_team_alloc(axon_worker_h worker, uint32_t size, uint32_t
     team->rank   = rank;
     team->status = AXON_INPROGRESS;
     axon_list_init(&team->running);
+    axon_list_init(&team->children);
+    axon_list_init(&team->sibling);
     axon_list_add_tail(&worker->teams, &team->link);
     return team;
 }
 
 static void axon_team_free(axon_team_h team)
 {
+    axon_team_h child, tmp;
+
+    axon_list_for_each_safe(child, tmp, &team->children, sibling) {
+        axon_list_del(&child->sibling);
+        child->parent = NULL;
+    }
+    axon_list_del(&team->sibling);
     axon_list_del(&team->link);
     free(team->eps);
     free(team->uuids);
@@ -363,7 +372,9 @@ axon_status_t axon_team_split_nb(axon_team_h parent, int color, int key, axon_te
     if ((color != AXON_TEAM_COLOR_NONE) && (split->pairs != NULL)) {
         split->child = axon_team_alloc(parent->worker, 0, 0);
         if (split->child != NULL) {
-            split->child->split = split;
+            split->child->split  = split;
+            split->child->parent = parent;
+            axon_list_add_tail(&parent->children, &split->child->sibling);
         }
     }
     if ((split->pairs == NULL) || ((color != AXON_TEAM_COLOR_NONE) && (split->child == NULL))) {
@@ -423,6 +434,11 @@ axon_status_t axon_team_destroy(axon_team_h team)
                    team->id, team->num_colls);
         return AXON_ERR_BUSY;
     }
+    if (team->own_eps && !axon_list_is_empty(&team->children)) {
+        axon_error("axon_team_destroy: teams split from team 0x%x use its endpoints: destroy "
+                   "them first", team->id);
+        return AXON_ERR_BUSY;
+    }
     if (axon_team_splitting(team)) {
         axon_error("axon_team_destroy: team 0x%x is still splitting: wait until the new team "
                    "is ready (axon_team_create_test)", team->id);
@@ -451,9 +467,16 @@ void axon_team_destroy_all(axon_worker_h worker)
 {
     axon_team_h team, tmp;
 
-    axon_list_for_each_safe(team, tmp, &worker->teams, link) {
-        team->num_colls = 0;
-        axon_team_destroy(team);
+    /* Leaves first: a team made from a job owns the endpoints its children use. */
+    while (!axon_list_is_empty(&worker->teams)) {
+        axon_list_for_each_safe(team, tmp, &worker->teams, link) {
+            if (axon_list_is_empty(&team->children)) {
+                team->num_colls = 0;
+                if (axon_team_destroy(team) != AXON_OK) {
+                    axon_team_free(team);   /* still splitting: nothing will progress it */
+                }
+            }
+        }
     }
     free(worker->team_gens);
     worker->team_gens     = NULL;

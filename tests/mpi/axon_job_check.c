@@ -2,7 +2,10 @@
  * An Axon program (no MPI) started by a PMIx launcher: axon_job_bootstrap
  * gives each process its rank, the job's size and every worker's address;
  * every rank then sends its rank to every other one and checks what it
- * receives. Exit 0 only when all of it held; bounded by alarm().
+ * receives. Then the job as a team (axon_team_create_from_job): an
+ * allreduce of the ranks, a split by parity whose parent cannot be destroyed
+ * while the new team uses its endpoints, an allreduce on the new team.
+ * Exit 0 only when all of it held; bounded by alarm().
  *   mpirun -np N axon_job_check      (run_mpi_tests.sh does, over shm and tcp)
  */
 #include <stdio.h>
@@ -18,6 +21,63 @@
             return (_code);                                                    \
         }                                                                      \
     } while (0)
+
+/* Sum of the ranks over team (each member's value: its job rank). */
+static int team_sum(axon_team_h team, uint64_t mine, uint64_t want)
+{
+    axon_coll_args_t args;
+    axon_coll_h      coll;
+    uint64_t         sum = 0;
+    int              ok;
+
+    memset(&args, 0, sizeof(args));
+    args.field_mask = AXON_COLL_ARG_OP;
+    args.coll       = AXON_COLL_ALLREDUCE;
+    args.src        = &mine;
+    args.dst        = &sum;
+    args.count      = 1;
+    args.dt         = AXON_DT_UINT64;
+    args.op         = AXON_OP_SUM;
+    if (axon_coll_init(team, &args, &coll) != AXON_OK) {
+        return 0;
+    }
+    ok = (axon_coll_post(coll) == AXON_OK) && (axon_coll_wait(coll) == AXON_OK) && (sum == want);
+    return (axon_coll_free(coll) == AXON_OK) && ok;
+}
+
+static axon_status_t team_ready(axon_worker_h worker, axon_team_h team)
+{
+    axon_status_t status;
+
+    while ((status = axon_team_create_test(team)) == AXON_INPROGRESS) {
+        axon_worker_progress(worker);
+    }
+    return status;
+}
+
+/* The job as a team, a split of it, and the order their destruction needs. */
+static int check_teams(axon_worker_h worker, const axon_job_t *job)
+{
+    axon_team_h team, half;
+    uint64_t    n = job->size, want_half = 0, r;
+
+    CHECK(axon_team_create_from_job(worker, job, &team) == AXON_OK, 20);
+    CHECK(team_ready(worker, team) == AXON_OK, 21);
+    CHECK(team_sum(team, job->rank, n * (n - 1) / 2), 22);
+    CHECK(axon_team_split_nb(team, (int)(job->rank % 2), 0, &half) == AXON_OK, 23);
+    CHECK(team_ready(worker, half) == AXON_OK, 24);
+    for (r = job->rank % 2; r < n; r += 2) {
+        want_half += r;
+    }
+    CHECK(axon_team_size(half) == (uint32_t)((n - job->rank % 2 + 1) / 2), 25);
+    CHECK(team_sum(half, job->rank, want_half), 26);
+    /* the job team owns the endpoints the half uses */
+    CHECK(axon_team_destroy(team) == AXON_ERR_BUSY, 27);
+    CHECK(axon_team_destroy(half) == AXON_OK, 28);
+    CHECK(team_sum(team, 1, n), 29);   /* also: nobody closes endpoints still in use */
+    CHECK(axon_team_destroy(team) == AXON_OK, 30);
+    return 0;
+}
 
 static axon_status_t wait_req(axon_worker_h worker, axon_status_t status, axon_request_h req)
 {
@@ -40,7 +100,7 @@ int main(void)
 
     alarm(60);
     memset(&params, 0, sizeof(params));
-    params.features = AXON_FEATURE_TAG;
+    params.features = AXON_FEATURE_TAG | AXON_FEATURE_COLL;
     CHECK(axon_init(&params, &context) == AXON_OK, 2);
     CHECK(axon_worker_create(context, NULL, &worker) == AXON_OK, 3);
     CHECK(axon_job_bootstrap(worker, &job) == AXON_OK, 4);
@@ -77,6 +137,9 @@ int main(void)
         CHECK(got[r] == r, 11);
     }
     printf("axon_job_check: rank %u of %u heard from every rank\n", job.rank, job.size);
+    r = (uint32_t)check_teams(worker, &job);
+    CHECK(r == 0, (int)r);
+    printf("axon_job_check: rank %u: job team, split and destroy order hold\n", job.rank);
 
     /* Nobody leaves before everyone has heard from everyone (its eps would fail). */
     for (r = 0; r < job.size; ++r) {
