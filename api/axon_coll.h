@@ -71,8 +71,10 @@ axon_status_t axon_team_create_from_job(axon_worker_h worker, const axon_job_t *
 axon_status_t axon_team_split_nb(axon_team_h team, int color, int key, axon_team_h *new_team_p);
 
 /**
- * Destroy a team: its collectives must be freed first. Endpoints the team
- * opened itself are closed; the caller's are left open.
+ * Destroy a team: its collectives must be freed first (else AXON_ERR_BUSY),
+ * and a split of it must have completed. Endpoints the team opened itself
+ * (from a job) are closed, so teams split from such a team are destroyed
+ * before it (else AXON_ERR_BUSY); the caller's endpoints are left open.
  */
 axon_status_t axon_team_destroy(axon_team_h team);
 
