@@ -448,9 +448,12 @@ axon_status_t axon_team_destroy(axon_team_h team)
         team->split->child = NULL;   /* the parent's allgather goes on without us */
     }
     if (team->join != NULL) {
-        axon_coll_abort(team->join, AXON_ERR_CANCELED);
-        team->join->done = NULL;
-        axon_coll_free(team->join);
+        /* still joining: end the join quietly (not through axon_team_joined) */
+        axon_coll_h join = team->join;
+        join->done = NULL;
+        axon_coll_abort(join, AXON_ERR_CANCELED);
+        axon_coll_free(join);
+        team->join = NULL;
     }
     for (i = 0; team->own_eps && (i < team->size); ++i) {
         if ((team->eps[i] != NULL) &&
