@@ -82,11 +82,14 @@ t_info_rdma_devices() {
         grep -q 'port 1: ACTIVE, .*link layer Ethernet' <<<"$out" &&
         grep -q 'gid\[0\]: ::ffff:' <<<"$out" && grep -q '^#     capabilities: .*rc' <<<"$out" &&
         grep -q 'max_inline_data:' <<<"$out" || return 1
+    # softib's cross-channel (seed §8.9): the bit and the calc capabilities
+    grep -q '^#     capabilities: .* cross_channel$' <<<"$out" &&
+        grep -q 'cross_channel: data_types 0x7, data_sizes 0x1, int_ops 0x3f, uint_ops 0x3f, fp_ops 0x31, max_calc_vector 32$' <<<"$out" || return 1
     "$info" -v | grep -q '^# device back ends: softib' || return 1
     # built with rdma-core on a host without RDMA hardware: said plainly, not an error
     if "$info" -v | grep -q 'built with: rdma-core yes' &&
             [ -z "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
-        grep -q '^#   rdma-core: no hardware devices found$' <<<"$out" || return 1
+        grep -q '^#   rdma-core: no hardware devices found; no cross_channel: upstream rdma-core has no cross-channel verbs$' <<<"$out" || return 1
     fi
     return 0
 }

@@ -172,9 +172,13 @@ static void axon_introspect_dev_attr(const axon_dev_attr_t *attr, FILE *stream)
                     "max_stride_dim %u\n", attr->umr.max_klm_list_size,
                     attr->umr.max_send_wqe_inline_klms, attr->umr.max_umr_recursion_depth,
                     attr->umr.max_umr_stride_dimension);
-    fprintf(stream, "#       cross_channel: calc_ops 0x%x, calc_data_types 0x%x, "
-                    "max_calc_vector %u\n",
-                    attr->cross_channel.calc_ops, attr->cross_channel.calc_data_types,
+    fprintf(stream, "#       cross_channel: data_types 0x%llx, data_sizes 0x%llx, int_ops 0x%llx, "
+                    "uint_ops 0x%llx, fp_ops 0x%llx, max_calc_vector %u\n",
+                    (unsigned long long)attr->cross_channel.data_types,
+                    (unsigned long long)attr->cross_channel.data_sizes,
+                    (unsigned long long)attr->cross_channel.int_ops,
+                    (unsigned long long)attr->cross_channel.uint_ops,
+                    (unsigned long long)attr->cross_channel.fp_ops,
                     attr->cross_channel.max_calc_vector);
 }
 

@@ -140,6 +140,15 @@ typedef enum {
      */
     AXON_DEV_WR_EXT_MASKED_ATOMIC_CMP_AND_SWP   = 7,
     AXON_DEV_WR_EXT_MASKED_ATOMIC_FETCH_AND_ADD = 8,
+    /*
+     * Cross-channel tasks (seed §8.9, AXON_DEV_CAP_CROSS_CHANNEL), executed
+     * by the device on the QP they are posted to, which must have been
+     * created with AXON_DEV_QP_CREATE_CROSS_CHANNEL; operands in wr.cqe_wait
+     * and wr.wqe_enable. Not libibverbs values either.
+     */
+    AXON_DEV_WR_SEND_ENABLE = 9,   /* the managed send queue of wr.wqe_enable.qp */
+    AXON_DEV_WR_RECV_ENABLE = 10,  /* its managed receive queue */
+    AXON_DEV_WR_CQE_WAIT    = 11,  /* wait for completions of wr.cqe_wait.cq */
 } axon_dev_wr_opcode_t;
 
 /* Send flags (ibv_send_flags) */
@@ -147,6 +156,9 @@ typedef enum {
 #define AXON_DEV_SEND_SIGNALED  (1 << 1)
 #define AXON_DEV_SEND_SOLICITED (1 << 2)
 #define AXON_DEV_SEND_INLINE    (1 << 3)
+/* The manual's exp_send_flags for cross-channel (seed §8.9.3), Axon's values */
+#define AXON_DEV_SEND_WITH_CALC    (1 << 16)  /* a SEND whose payload is wr->calc's reduction */
+#define AXON_DEV_SEND_WAIT_EN_LAST (1 << 17)  /* last WAIT/ENABLE of a task list on its CQ/queue */
 
 typedef enum {
     AXON_DEV_WC_SUCCESS            = 0,
@@ -185,6 +197,9 @@ typedef enum {
     AXON_DEV_WC_BIND_MW            = 5,
     AXON_DEV_WC_MASKED_COMP_SWAP   = 9,    /* IBV_EXP_WC_MASKED_COMP_SWAP */
     AXON_DEV_WC_MASKED_FETCH_ADD   = 10,   /* IBV_EXP_WC_MASKED_FETCH_ADD */
+    AXON_DEV_WC_SEND_ENABLE        = 32,   /* cross-channel tasks: Axon's values */
+    AXON_DEV_WC_RECV_ENABLE        = 33,
+    AXON_DEV_WC_CQE_WAIT           = 34,
     AXON_DEV_WC_RECV               = 128,
     AXON_DEV_WC_RECV_RDMA_WITH_IMM = 129,
 } axon_dev_wc_opcode_t;
@@ -244,13 +259,30 @@ const char *axon_dev_event_type_str(axon_dev_event_type_t type);
 /* Names of the flags above, indexed by bit ("rc", "srq", "ext_atomic"...). */
 extern const char *const axon_dev_cap_names[];
 
-/* Cross-channel CALC operations (bit per op) and data types */
-#define AXON_DEV_CALC_OP_ADD  (1u << 0)
-#define AXON_DEV_CALC_OP_MAX  (1u << 1)
-#define AXON_DEV_CALC_OP_MIN  (1u << 2)
-#define AXON_DEV_CALC_OP_BAND (1u << 3)
-#define AXON_DEV_CALC_OP_BOR  (1u << 4)
-#define AXON_DEV_CALC_OP_BXOR (1u << 5)
+/*
+ * Cross-channel reductions (seed §8.9.2.1, §8.9.3): the manual's four
+ * operations, then MAX and MIN; its three data types; its one size. The
+ * capability masks have bit (1 << value) per supported value.
+ */
+typedef enum {
+    AXON_DEV_CALC_OP_ADD  = 0,
+    AXON_DEV_CALC_OP_BAND = 1,
+    AXON_DEV_CALC_OP_BXOR = 2,
+    AXON_DEV_CALC_OP_BOR  = 3,
+    AXON_DEV_CALC_OP_MAX  = 4,
+    AXON_DEV_CALC_OP_MIN  = 5,
+    AXON_DEV_CALC_OP_LAST = AXON_DEV_CALC_OP_MIN,
+} axon_dev_calc_op_t;
+
+typedef enum {
+    AXON_DEV_CALC_DATA_TYPE_INT   = 0,
+    AXON_DEV_CALC_DATA_TYPE_UINT  = 1,
+    AXON_DEV_CALC_DATA_TYPE_FLOAT = 2,
+} axon_dev_calc_data_type_t;
+
+typedef enum {
+    AXON_DEV_CALC_DATA_SIZE_64_BIT = 0,
+} axon_dev_calc_data_size_t;
 
 typedef struct axon_dev_attr {
     char     fw_ver[64];
@@ -316,10 +348,13 @@ typedef struct axon_dev_attr {
         uint32_t max_umr_recursion_depth;
         uint32_t max_umr_stride_dimension;
     } umr;
-    struct {
-        uint32_t calc_ops;                   /* AXON_DEV_CALC_OP_* */
-        uint32_t calc_data_types;            /* bit per type: int64, uint64, float64 */
-        uint32_t max_calc_vector;
+    struct {                                 /* the manual's calc_cap, then Axon's limit */
+        uint64_t data_types;                 /* bit per axon_dev_calc_data_type_t */
+        uint64_t data_sizes;                 /* bit per axon_dev_calc_data_size_t */
+        uint64_t int_ops;                    /* bit per axon_dev_calc_op_t, per type */
+        uint64_t uint_ops;
+        uint64_t fp_ops;
+        uint32_t max_calc_vector;            /* elements per operand of a CALC send */
     } cross_channel;
 } axon_dev_attr_t;
 
@@ -463,7 +498,26 @@ typedef struct axon_dev_qp_init_attr {
     axon_dev_qp_cap_t  cap;        /* create_qp writes back the actual values */
     axon_dev_qp_type_t qp_type;
     int                sq_sig_all;
+    uint32_t           create_flags;  /* AXON_DEV_QP_CREATE_* (the manual's exp_create_flags) */
 } axon_dev_qp_init_attr_t;
+
+/*
+ * Cross-channel QPs (seed §8.9.2.3). A managed queue holds what is posted to
+ * it until a SEND_ENABLE / RECV_ENABLE task of some cross-channel QP
+ * releases it; a managed receive queue cannot be an SRQ.
+ */
+#define AXON_DEV_QP_CREATE_CROSS_CHANNEL (1u << 2)  /* may post WAIT, ENABLE and CALC */
+#define AXON_DEV_QP_CREATE_MANAGED_SEND  (1u << 3)
+#define AXON_DEV_QP_CREATE_MANAGED_RECV  (1u << 4)
+
+/*
+ * CQ creation flags (seed §8.9.2.2): CROSS_CHANNEL marks a CQ that WAIT
+ * tasks may watch; IGNORE_OVERRUN (the manual sets it with modify_cq, Axon
+ * at creation) keeps a CQ nobody polls usable when it fills: the oldest
+ * completion is dropped instead of the CQ failing.
+ */
+#define AXON_DEV_CQ_CREATE_CROSS_CHANNEL (1u << 0)
+#define AXON_DEV_CQ_IGNORE_OVERRUN       (1u << 1)
 
 typedef struct axon_dev_qp_attr {
     axon_dev_qp_state_t  qp_state;
@@ -570,7 +624,40 @@ struct axon_dev_send_wr {
                 } fetch_add;
             } op;
         } masked_atomic;
+        /*
+         * CQE_WAIT (seed §8.9.3): wait until cq (a CROSS_CHANNEL CQ of this
+         * context) has received base + cq_count completions since it was
+         * created, base being the sum of the largest counts of earlier task
+         * lists: WAIT_EN_LAST ends a list and moves base. Successes and
+         * errors count alike; an error among them fails the WAIT.
+         */
+        struct {
+            axon_dev_cq_t *cq;
+            int32_t        cq_count;
+        } cqe_wait;
+        /*
+         * SEND_ENABLE / RECV_ENABLE: release the managed queue of qp (this
+         * context) up to base + wqe_count of its WRs, counted from its
+         * creation as base is for WAITs; 0 releases all posted so far. The
+         * WRs must have been posted before the enable (EINVAL otherwise).
+         */
+        struct {
+            axon_dev_qp_t *qp;
+            int32_t        wqe_count;
+        } wqe_enable;
     } wr;
+    /*
+     * SEND with AXON_DEV_SEND_WITH_CALC: the sending device reduces the SGEs
+     * element-wise (each SGE one operand vector of the same length, a
+     * multiple of 8 bytes, at most max_calc_vector elements) and sends the
+     * result vector. Operands and result are in network byte order (seed
+     * §8.9.3.1), as the receiver finds it.
+     */
+    struct {
+        axon_dev_calc_op_t        calc_op;
+        axon_dev_calc_data_type_t data_type;
+        axon_dev_calc_data_size_t data_size;
+    } calc;
 };
 
 typedef struct axon_dev_recv_wr axon_dev_recv_wr_t;
@@ -596,6 +683,26 @@ typedef struct axon_dev_wc {
     uint8_t              sl;
     uint8_t              dlid_path_bits;
 } axon_dev_wc_t;
+
+/* A task list (seed §8.9.3, ibv_exp_post_task): WRs for several QPs in one call */
+typedef enum {
+    AXON_DEV_TASK_SEND = 0,
+    AXON_DEV_TASK_RECV = 1,
+} axon_dev_task_type_t;
+
+typedef struct axon_dev_task axon_dev_task_t;
+struct axon_dev_task {
+    axon_dev_task_type_t task_type;
+    struct {
+        axon_dev_qp_t *qp;
+        union {
+            axon_dev_send_wr_t *send_wr;
+            axon_dev_recv_wr_t *recv_wr;
+        };
+    } item;
+    axon_dev_task_t *next;
+    uint32_t         comp_mask;   /* reserved: must be 0 */
+};
 
 typedef struct axon_dev_async_event {
     union {
@@ -635,7 +742,11 @@ struct axon_dev_ops {
 
     int  (*create_cq)(axon_dev_context_t *ctx, int cqe, void *cq_context,
                       axon_dev_comp_channel_t *channel, int comp_vector, axon_dev_cq_t **cq_p);
-    int  (*destroy_cq)(axon_dev_cq_t *cq);          /* EBUSY while QPs use it */
+    /* create_cq with AXON_DEV_CQ_* flags (create_cq is this with 0) */
+    int  (*create_cq_ex)(axon_dev_context_t *ctx, int cqe, void *cq_context,
+                         axon_dev_comp_channel_t *channel, int comp_vector, uint32_t flags,
+                         axon_dev_cq_t **cq_p);
+    int  (*destroy_cq)(axon_dev_cq_t *cq);          /* EBUSY while QPs or WAITs use it */
     int  (*poll_cq)(axon_dev_cq_t *cq, int num_entries, axon_dev_wc_t *wc);
     int  (*req_notify_cq)(axon_dev_cq_t *cq, int solicited_only);
 
@@ -655,6 +766,11 @@ struct axon_dev_ops {
     int  (*destroy_qp)(axon_dev_qp_t *qp);
     int  (*post_send)(axon_dev_qp_t *qp, axon_dev_send_wr_t *wr, axon_dev_send_wr_t **bad_wr);
     int  (*post_recv)(axon_dev_qp_t *qp, axon_dev_recv_wr_t *wr, axon_dev_recv_wr_t **bad_wr);
+    /* Every task's WRs, in list order, as one post: the device starts none
+     * before all are queued. A task that fails is *bad_task (those before it
+     * stay posted, as do its WRs before the bad one). */
+    int  (*post_task)(axon_dev_context_t *ctx, axon_dev_task_t *task,
+                      axon_dev_task_t **bad_task);
 
     int  (*create_ah)(axon_dev_pd_t *pd, axon_dev_ah_attr_t *attr, axon_dev_ah_t **ah_p);
     int  (*destroy_ah)(axon_dev_ah_t *ah);
@@ -724,6 +840,10 @@ static inline int axon_dev_create_cq(axon_dev_context_t *ctx, int cqe, void *cq_
                                      axon_dev_comp_channel_t *channel, int comp_vector,
                                      axon_dev_cq_t **cq_p)
 { return ctx->ops->create_cq(ctx, cqe, cq_context, channel, comp_vector, cq_p); }
+static inline int axon_dev_create_cq_ex(axon_dev_context_t *ctx, int cqe, void *cq_context,
+                                        axon_dev_comp_channel_t *channel, int comp_vector,
+                                        uint32_t flags, axon_dev_cq_t **cq_p)
+{ return ctx->ops->create_cq_ex(ctx, cqe, cq_context, channel, comp_vector, flags, cq_p); }
 static inline int axon_dev_destroy_cq(axon_dev_cq_t *cq)
 { return cq->context->ops->destroy_cq(cq); }
 static inline int axon_dev_poll_cq(axon_dev_cq_t *cq, int num_entries, axon_dev_wc_t *wc)
@@ -759,6 +879,9 @@ static inline int axon_dev_post_send(axon_dev_qp_t *qp, axon_dev_send_wr_t *wr,
 static inline int axon_dev_post_recv(axon_dev_qp_t *qp, axon_dev_recv_wr_t *wr,
                                      axon_dev_recv_wr_t **bad_wr)
 { return qp->context->ops->post_recv(qp, wr, bad_wr); }
+static inline int axon_dev_post_task(axon_dev_context_t *ctx, axon_dev_task_t *task,
+                                     axon_dev_task_t **bad_task)
+{ return ctx->ops->post_task(ctx, task, bad_task); }
 static inline int axon_dev_create_ah(axon_dev_pd_t *pd, axon_dev_ah_attr_t *attr,
                                      axon_dev_ah_t **ah_p)
 { return pd->context->ops->create_ah(pd, attr, ah_p); }

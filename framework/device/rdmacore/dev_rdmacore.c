@@ -650,6 +650,31 @@ static int axon_dev_rdmacore_create_cq(axon_dev_context_t *ctx, int cqe, void *c
     return 0;
 }
 
+/*
+ * Cross-channel (seed §8.9) exists only in the old MLNX_OFED "exp" verbs;
+ * upstream rdma-core has no such interface: refused, with the reason.
+ */
+#define AXON_DEV_RDMACORE_NO_XCHAN "upstream rdma-core has no cross-channel verbs"
+
+static int axon_dev_rdmacore_create_cq_ex(axon_dev_context_t *ctx, int cqe, void *cq_context,
+                                          axon_dev_comp_channel_t *channel, int comp_vector,
+                                          uint32_t flags, axon_dev_cq_t **cq_p)
+{
+    if (flags != 0) {
+        axon_error("rdma-core: create_cq: flags 0x%x: %s", flags, AXON_DEV_RDMACORE_NO_XCHAN);
+        return EOPNOTSUPP;
+    }
+    return axon_dev_rdmacore_create_cq(ctx, cqe, cq_context, channel, comp_vector, cq_p);
+}
+
+static int axon_dev_rdmacore_post_task(axon_dev_context_t *ctx, axon_dev_task_t *task,
+                                       axon_dev_task_t **bad_task)
+{
+    axon_error("rdma-core: %s: post_task: %s", ctx->name, AXON_DEV_RDMACORE_NO_XCHAN);
+    *bad_task = task;
+    return EOPNOTSUPP;
+}
+
 AXON_DEV_RDMACORE_DESTROY(destroy_cq, cq, axon_dev_cq_t, ibv_destroy_cq)
 
 /* Work completions have the same layout (asserted above): poll in place. */
@@ -745,6 +770,11 @@ static int axon_dev_rdmacore_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_
     AXON_DEV_RDMACORE_CHECK((init_attr->send_cq != NULL) && (init_attr->recv_cq != NULL),
                             "create_qp: NULL %s", (init_attr->send_cq == NULL) ?
                             "send_cq" : "recv_cq");
+    if (init_attr->create_flags != 0) {
+        axon_error("rdma-core: create_qp: create_flags 0x%x: %s", init_attr->create_flags,
+                   AXON_DEV_RDMACORE_NO_XCHAN);
+        return EOPNOTSUPP;
+    }
     qp = axon_dev_rdmacore_alloc(sizeof(*qp), "QP");
     if (qp == NULL) {
         return ENOMEM;
@@ -838,14 +868,20 @@ AXON_DEV_RDMACORE_DESTROY(destroy_qp, qp, axon_dev_qp_t, ibv_destroy_qp)
  */
 static int axon_dev_rdmacore_wr_refused(const axon_dev_send_wr_t *wr)
 {
+    if (wr->send_flags & (AXON_DEV_SEND_WITH_CALC | AXON_DEV_SEND_WAIT_EN_LAST)) {
+        axon_error("rdma-core: post_send: send_flags 0x%x: %s", wr->send_flags,
+                   AXON_DEV_RDMACORE_NO_XCHAN);
+        return 1;
+    }
     if ((unsigned)wr->opcode <= AXON_DEV_WR_ATOMIC_FETCH_AND_ADD) {
         return 0;
     }
     axon_error("rdma-core: post_send: opcode %d (%s) is not supported by libibverbs",
                (int)wr->opcode,
                ((wr->opcode == AXON_DEV_WR_EXT_MASKED_ATOMIC_CMP_AND_SWP) ||
-                (wr->opcode == AXON_DEV_WR_EXT_MASKED_ATOMIC_FETCH_AND_ADD)) ?
-               "extended atomic" : "unknown");
+                (wr->opcode == AXON_DEV_WR_EXT_MASKED_ATOMIC_FETCH_AND_ADD)) ? "extended atomic" :
+               ((wr->opcode >= AXON_DEV_WR_SEND_ENABLE) && (wr->opcode <= AXON_DEV_WR_CQE_WAIT)) ?
+               "cross-channel task: " AXON_DEV_RDMACORE_NO_XCHAN : "unknown");
     return 1;
 }
 
@@ -971,6 +1007,7 @@ static const axon_dev_ops_t axon_dev_rdmacore_ops = {
     .get_cq_event         = axon_dev_rdmacore_get_cq_event,
     .ack_cq_events        = axon_dev_rdmacore_ack_cq_events,
     .create_cq            = axon_dev_rdmacore_create_cq,
+    .create_cq_ex         = axon_dev_rdmacore_create_cq_ex,
     .destroy_cq           = axon_dev_rdmacore_destroy_cq,
     .poll_cq              = axon_dev_rdmacore_poll_cq,
     .req_notify_cq        = axon_dev_rdmacore_req_notify_cq,
@@ -985,6 +1022,7 @@ static const axon_dev_ops_t axon_dev_rdmacore_ops = {
     .destroy_qp           = axon_dev_rdmacore_destroy_qp,
     .post_send            = axon_dev_rdmacore_post_send,
     .post_recv            = axon_dev_rdmacore_post_recv,
+    .post_task            = axon_dev_rdmacore_post_task,
     .create_ah            = axon_dev_rdmacore_create_ah,
     .destroy_ah           = axon_dev_rdmacore_destroy_ah,
     .get_async_event      = axon_dev_rdmacore_get_async_event,
@@ -1077,11 +1115,13 @@ static void axon_dev_rdmacore_summary(char *buf, size_t max)
 
     devs = axon_dev_rdmacore_devices(&num);
     if (devs == NULL) {
-        snprintf(buf, max, "no hardware devices found");
+        snprintf(buf, max, "no hardware devices found; no cross_channel: %s",
+                 AXON_DEV_RDMACORE_NO_XCHAN);
         return;
     }
     ibv_free_device_list(devs);
-    snprintf(buf, max, "%d device%s", num, (num == 1) ? "" : "s");
+    snprintf(buf, max, "%d device%s; no cross_channel: %s", num, (num == 1) ? "" : "s",
+             AXON_DEV_RDMACORE_NO_XCHAN);
 }
 
 const axon_dev_backend_t axon_dev_rdmacore_backend = {

@@ -73,6 +73,15 @@ int      softib_config_params(const softib_opts_t *opts, unsigned dev_index,
 
 struct softib_qp;
 
+/*
+ * Cross-channel counting (seed §8.9.3): a WAIT or ENABLE task targets
+ * base + n; WAIT_EN_LAST ends a task list, moving base by its largest n.
+ */
+typedef struct softib_xchan_count {
+    unsigned base;
+    unsigned max;
+} softib_xchan_count_t;
+
 typedef struct softib_dev {
     axon_dev_context_t  super;
     pthread_mutex_t     lock;
@@ -104,6 +113,7 @@ typedef struct softib_dev {
     volatile int        stop;
     uint64_t            thread_deadline;   /* when the sleeping thread wakes (ns), 0 none */
     uint64_t            consumer_ns;       /* the consumer's last call into the engine, 0 none */
+    int                 xchan_kick;        /* a WAIT's CQ grew or a queue was enabled: rerun */
     uint8_t             rx_buf[SOFTIB_WIRE_MAX_PKT];
     uint8_t             tx_buf[SOFTIB_WIRE_MAX_PKT];
 } softib_dev_t;
@@ -136,7 +146,11 @@ typedef struct softib_cq {
     unsigned       head, tail;
     int            armed;                  /* 0, 1 = next completion, 2 = solicited only */
     int            error;                  /* overrun: unusable */
-    int            refcnt;                 /* QPs using it */
+    int            refcnt;                 /* QPs and pending WAITs using it */
+    uint32_t       flags;                  /* AXON_DEV_CQ_* */
+    unsigned       produced;               /* completions ever pushed (WAITs count these) */
+    unsigned       first_err;              /* produced count at the first error, 0 none */
+    softib_xchan_count_t wait;             /* WAIT tasks on it */
     unsigned       events;                 /* events delivered, for ack_cq_events */
 } softib_cq_t;
 
@@ -153,6 +167,9 @@ typedef struct softib_rq {
     unsigned           max_wr;
     unsigned           max_sge;
     unsigned           head, tail;         /* free-running; count = tail - head */
+    int                managed;            /* MANAGED_RECV: WQEs from en on are held */
+    unsigned           en;
+    softib_xchan_count_t en_count;
 } softib_rq_t;
 
 typedef struct softib_srq {
@@ -179,6 +196,10 @@ typedef struct softib_send_wqe {
     int                  num_sge;
     axon_dev_sge_t      *sge;
     uint8_t             *inline_data;      /* INLINE: copied at post */
+    softib_cq_t         *wait_cq;          /* CQE_WAIT: the CQ (holds a reference) */
+    uint32_t             en_qpn;           /* SEND/RECV_ENABLE: the managed QP */
+    unsigned             xchan_target;     /* WAIT: CQ count awaited; ENABLE: index released to */
+    uint8_t              calc_op, calc_type;  /* WITH_CALC */
     /* engine state */
     uint32_t             first_psn;
     uint32_t             npkts;            /* PSNs it uses (read: response packets) */
@@ -230,6 +251,9 @@ typedef struct softib_qp {
     unsigned           sq_head, sq_req, sq_tail;
     unsigned           sq_started;         /* WQEs before it have PSNs assigned */
     unsigned           sqd_tail;           /* SQD: WQEs before it still go out */
+    uint32_t           create_flags;       /* AXON_DEV_QP_CREATE_* */
+    unsigned           sq_en;              /* MANAGED_SEND: WQEs from it on are held */
+    softib_xchan_count_t sq_en_count;
 
     softib_rq_t        rq;
 
@@ -293,6 +317,11 @@ static inline int softib_resp_busy(const softib_qp_t *qp)
 }
 
 static inline unsigned softib_rq_count(const softib_rq_t *rq) { return rq->tail - rq->head; }
+/* One past the last send WQE the requester may take */
+static inline unsigned softib_sq_limit(const softib_qp_t *qp)
+{
+    return (qp->create_flags & AXON_DEV_QP_CREATE_MANAGED_SEND) ? qp->sq_en : qp->sq_tail;
+}
 static inline unsigned softib_sq_index(const softib_qp_t *qp, unsigned n) { return n % qp->sq_size; }
 static inline softib_send_wqe_t *softib_sq_wqe(softib_qp_t *qp, unsigned n)
 {
@@ -354,6 +383,11 @@ static inline int softib_wr_is_atomic(axon_dev_wr_opcode_t op)
 {
     return softib_wr_is_std_atomic(op) || softib_wr_is_ext_atomic(op);
 }
+/* Cross-channel tasks: executed locally by the requester, no packet */
+static inline int softib_wr_is_xchan_task(axon_dev_wr_opcode_t op)
+{
+    return (op >= AXON_DEV_WR_SEND_ENABLE) && (op <= AXON_DEV_WR_CQE_WAIT);
+}
 static inline int softib_wqe_is_rd_atomic(const softib_send_wqe_t *wqe)
 {
     return (wqe->opcode == AXON_DEV_WR_RDMA_READ) || softib_wr_is_atomic(wqe->opcode);
@@ -398,6 +432,18 @@ void     softib_req_forward(softib_qp_t *qp);
 void     softib_resp_flush_acks(softib_dev_t *dev);
 void     softib_comp_timers(softib_qp_t *qp, uint64_t now);
 
+/* xchan (softib_xchan.c): cross-channel tasks and CALC */
+#define SOFTIB_CALC_MAX_VECTOR 32          /* elements: a result fits the smallest MTU */
+void softib_xchan_caps(axon_dev_attr_t *attr);
+int  softib_xchan_check(softib_qp_t *qp, const axon_dev_send_wr_t *wr);
+void softib_xchan_copy(softib_qp_t *qp, softib_send_wqe_t *wqe, const axon_dev_send_wr_t *wr);
+/* A task at the head of the requester: 1 done (completed, maybe in error), 0 still waits */
+int  softib_xchan_exec(softib_qp_t *qp, softib_send_wqe_t *wqe);
+/* WQEs [from, sq_tail) leave without executing: drop their references, fail their targets */
+void softib_xchan_drop(softib_qp_t *qp, unsigned from, int fail_targets);
+softib_access_t softib_calc_reduce(softib_qp_t *qp, const softib_send_wqe_t *wqe,
+                                   uint8_t *out);
+
 /* ------------------------------------------------------------ the ops, one file per object */
 int  softib_alloc_pd(axon_dev_context_t *ctx, axon_dev_pd_t **pd_p);
 int  softib_dealloc_pd(axon_dev_pd_t *pd);
@@ -412,6 +458,9 @@ int  softib_get_cq_event(axon_dev_comp_channel_t *ch, axon_dev_cq_t **cq_p,
 void softib_ack_cq_events(axon_dev_cq_t *cq, unsigned int nevents);
 int  softib_create_cq(axon_dev_context_t *ctx, int cqe, void *cq_context,
                       axon_dev_comp_channel_t *channel, int comp_vector, axon_dev_cq_t **cq_p);
+int  softib_create_cq_ex(axon_dev_context_t *ctx, int cqe, void *cq_context,
+                         axon_dev_comp_channel_t *channel, int comp_vector, uint32_t flags,
+                         axon_dev_cq_t **cq_p);
 int  softib_destroy_cq(axon_dev_cq_t *cq);
 int  softib_poll_cq(axon_dev_cq_t *cq, int num_entries, axon_dev_wc_t *wc);
 int  softib_req_notify_cq(axon_dev_cq_t *cq, int solicited_only);
@@ -430,6 +479,8 @@ int  softib_query_qp(axon_dev_qp_t *qp, axon_dev_qp_attr_t *attr, int attr_mask,
 int  softib_destroy_qp(axon_dev_qp_t *qp);
 int  softib_post_send(axon_dev_qp_t *qp, axon_dev_send_wr_t *wr, axon_dev_send_wr_t **bad_wr);
 int  softib_post_recv(axon_dev_qp_t *qp, axon_dev_recv_wr_t *wr, axon_dev_recv_wr_t **bad_wr);
+int  softib_post_task(axon_dev_context_t *ctx, axon_dev_task_t *task,
+                      axon_dev_task_t **bad_task);
 int  softib_create_ah(axon_dev_pd_t *pd, axon_dev_ah_attr_t *attr, axon_dev_ah_t **ah_p);
 int  softib_destroy_ah(axon_dev_ah_t *ah);
 

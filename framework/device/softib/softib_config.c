@@ -35,7 +35,7 @@ const axon_config_entry_t softib_config_table[] = {
     {"PROGRESS_THREAD", "y", "a thread per open device progresses the engine while the "
      "process does not call in", OPT(progress_thread), AXON_CONFIG_TYPE_BOOL},
     {"CAP_MASK", "", "capabilities to remove, comma-separated (rc,uc,ud,srq,atomic,inline,"
-     "comp_channel,ext_atomic,...)", OPT(cap_mask), AXON_CONFIG_TYPE_STRING_LIST},
+     "comp_channel,ext_atomic,cross_channel,...)", OPT(cap_mask), AXON_CONFIG_TYPE_STRING_LIST},
     AXON_CONFIG_END
 };
 

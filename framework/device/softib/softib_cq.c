@@ -92,8 +92,25 @@ void softib_ack_cq_events(axon_dev_cq_t *cq, unsigned int nevents)
 int softib_create_cq(axon_dev_context_t *ctx, int cqe, void *cq_context,
                      axon_dev_comp_channel_t *channel, int comp_vector, axon_dev_cq_t **cq_p)
 {
+    return softib_create_cq_ex(ctx, cqe, cq_context, channel, comp_vector, 0, cq_p);
+}
+
+int softib_create_cq_ex(axon_dev_context_t *ctx, int cqe, void *cq_context,
+                        axon_dev_comp_channel_t *channel, int comp_vector, uint32_t flags,
+                        axon_dev_cq_t **cq_p)
+{
     softib_dev_t *dev = softib_dev(ctx);
     softib_cq_t *cq;
+
+    if (flags & ~(AXON_DEV_CQ_CREATE_CROSS_CHANNEL | AXON_DEV_CQ_IGNORE_OVERRUN)) {
+        axon_error("softib: create_cq: unknown flags 0x%x", flags);
+        return EINVAL;
+    }
+    if (flags && !(dev->attr.cap_flags & AXON_DEV_CAP_CROSS_CHANNEL)) {
+        axon_error("softib: create_cq: flags 0x%x, but cross-channel is masked off on %s",
+                   flags, ctx->name);
+        return EOPNOTSUPP;
+    }
 
     if ((cqe < 1) || (cqe > dev->attr.max_cqe)) {
         axon_error("softib: create_cq: cqe %d not in 1..%d", cqe, dev->attr.max_cqe);
@@ -117,6 +134,7 @@ int softib_create_cq(axon_dev_context_t *ctx, int cqe, void *cq_context,
     cq->super.channel    = channel;
     cq->super.cq_context = cq_context;
     cq->super.cqe        = cqe;
+    cq->flags            = flags;
     if (channel != NULL) {
         pthread_mutex_lock(&dev->lock);
         ((softib_comp_channel_t *)channel)->refcnt++;
@@ -157,6 +175,19 @@ void softib_cq_push(softib_cq_t *cq, const axon_dev_wc_t *wc, int solicited)
 
     if (cq->error) {
         return;
+    }
+    if (cq->flags & AXON_DEV_CQ_CREATE_CROSS_CHANNEL) {
+        /* WAITs count what arrives, polled or not; one may be satisfied now */
+        cq->produced++;
+        if ((wc->status != AXON_DEV_WC_SUCCESS) && !cq->first_err) {
+            cq->first_err = cq->produced;
+        }
+        dev->xchan_kick = 1;
+        softib_timer_changed(dev, softib_time_ns());
+    }
+    if ((cq->tail - cq->head >= (unsigned)cq->super.cqe) &&
+        (cq->flags & AXON_DEV_CQ_IGNORE_OVERRUN)) {
+        cq->head++;   /* nobody polls it: the oldest completion goes */
     }
     if (cq->tail - cq->head >= (unsigned)cq->super.cqe) {
         axon_error("softib: %s: CQ of %d entries overrun", dev->super.name, cq->super.cqe);

@@ -19,7 +19,7 @@
 /* What softib implements; CAP_MASK removes from this. */
 #define SOFTIB_CAPS (AXON_DEV_CAP_RC | AXON_DEV_CAP_UC | AXON_DEV_CAP_UD | AXON_DEV_CAP_SRQ | \
                      AXON_DEV_CAP_ATOMIC | AXON_DEV_CAP_INLINE | AXON_DEV_CAP_COMP_CHANNEL | \
-                     AXON_DEV_CAP_EXT_ATOMIC)
+                     AXON_DEV_CAP_EXT_ATOMIC | AXON_DEV_CAP_CROSS_CHANNEL)
 
 uint64_t softib_time_ns(void)
 {
@@ -93,7 +93,10 @@ static void softib_fill_attr(softib_dev_t *dev, uint32_t ipv4_addr, uint64_t cap
         a->ext_atomic.log_max_atomic_inline = SOFTIB_AMO_LOG_INLINE;
         a->ext_atomic.log_glob_arg_sizes    = softib_amo_glob_sizes();
     }
-    /* DC, UMR and cross-channel are not implemented: left zero */
+    if (caps & AXON_DEV_CAP_CROSS_CHANNEL) {
+        softib_xchan_caps(a);
+    }
+    /* DC and UMR are not implemented: left zero */
 }
 
 static int softib_get_list(axon_dev_info_t *list, int max)
@@ -383,6 +386,7 @@ const axon_dev_ops_t softib_dev_ops = {
     .get_cq_event         = softib_get_cq_event,
     .ack_cq_events        = softib_ack_cq_events,
     .create_cq            = softib_create_cq,
+    .create_cq_ex         = softib_create_cq_ex,
     .destroy_cq           = softib_destroy_cq,
     .poll_cq              = softib_poll_cq,
     .req_notify_cq        = softib_req_notify_cq,
@@ -397,6 +401,7 @@ const axon_dev_ops_t softib_dev_ops = {
     .destroy_qp           = softib_destroy_qp,
     .post_send            = softib_post_send,
     .post_recv            = softib_post_recv,
+    .post_task            = softib_post_task,
     .create_ah            = softib_create_ah,
     .destroy_ah           = softib_destroy_ah,
     .get_async_event      = softib_get_async_event,

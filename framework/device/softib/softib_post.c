@@ -22,20 +22,24 @@ static const unsigned softib_wr_qp_types[] = {
     [AXON_DEV_WR_ATOMIC_FETCH_AND_ADD] = QPT(AXON_DEV_QPT_RC),
     [AXON_DEV_WR_EXT_MASKED_ATOMIC_CMP_AND_SWP]   = QPT(AXON_DEV_QPT_RC),
     [AXON_DEV_WR_EXT_MASKED_ATOMIC_FETCH_AND_ADD] = QPT(AXON_DEV_QPT_RC),
+    [AXON_DEV_WR_SEND_ENABLE]          = QPT(AXON_DEV_QPT_RC) | QPT(AXON_DEV_QPT_UC) | QPT(AXON_DEV_QPT_UD),
+    [AXON_DEV_WR_RECV_ENABLE]          = QPT(AXON_DEV_QPT_RC) | QPT(AXON_DEV_QPT_UC) | QPT(AXON_DEV_QPT_UD),
+    [AXON_DEV_WR_CQE_WAIT]             = QPT(AXON_DEV_QPT_RC) | QPT(AXON_DEV_QPT_UC) | QPT(AXON_DEV_QPT_UD),
 };
 
 static const char *const softib_wr_names[] = {
     "RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "SEND", "SEND_WITH_IMM", "RDMA_READ",
     "ATOMIC_CMP_AND_SWP", "ATOMIC_FETCH_AND_ADD", "EXT_MASKED_ATOMIC_CMP_AND_SWP",
-    "EXT_MASKED_ATOMIC_FETCH_AND_ADD"
+    "EXT_MASKED_ATOMIC_FETCH_AND_ADD", "SEND_ENABLE", "RECV_ENABLE", "CQE_WAIT"
 };
 
-#define SOFTIB_WR_OPCODE_LAST AXON_DEV_WR_EXT_MASKED_ATOMIC_FETCH_AND_ADD
+#define SOFTIB_WR_OPCODE_LAST AXON_DEV_WR_CQE_WAIT
 
 static const char *const softib_qpt_names[] = {[2] = "RC", [3] = "UC", [4] = "UD"};
 
 #define SOFTIB_SEND_FLAGS_ALL (AXON_DEV_SEND_FENCE | AXON_DEV_SEND_SIGNALED | \
-                               AXON_DEV_SEND_SOLICITED | AXON_DEV_SEND_INLINE)
+                               AXON_DEV_SEND_SOLICITED | AXON_DEV_SEND_INLINE | \
+                               AXON_DEV_SEND_WITH_CALC | AXON_DEV_SEND_WAIT_EN_LAST)
 
 /* Bytes of the value an atomic returns: 8, or a masked one's operand size */
 static uint64_t softib_wr_atomic_size(const axon_dev_send_wr_t *wr)
@@ -107,6 +111,13 @@ static int softib_send_wr_check(softib_qp_t *qp, const axon_dev_send_wr_t *wr,
         axon_error("softib: post_send: unknown send_flags 0x%x", wr->send_flags);
         return EINVAL;
     }
+    if ((ret = softib_xchan_check(qp, wr)) != 0) {
+        return ret;
+    }
+    if (softib_wr_is_xchan_task(wr->opcode)) {
+        *length_p = 0;   /* no data, no SGEs looked at */
+        return 0;
+    }
     if ((wr->num_sge < 0) || ((unsigned)wr->num_sge > qp->cap.max_send_sge) ||
         ((wr->num_sge > 0) && (wr->sg_list == NULL))) {
         axon_error("softib: post_send: num_sge %d (max_send_sge %u, sg_list %p)", wr->num_sge,
@@ -115,6 +126,9 @@ static int softib_send_wr_check(softib_qp_t *qp, const axon_dev_send_wr_t *wr,
     }
     for (i = 0; i < wr->num_sge; i++) {
         length += wr->sg_list[i].length;
+    }
+    if (wr->send_flags & AXON_DEV_SEND_WITH_CALC) {
+        length = wr->sg_list[0].length;   /* one result vector of the operands' length */
     }
     if (length > SOFTIB_MAX_MSG) {
         axon_error("softib: post_send: message of %llu bytes over max_msg_sz %u",
@@ -214,6 +228,14 @@ static void softib_send_wr_copy(softib_qp_t *qp, softib_send_wqe_t *wqe,
     wqe->status  = -1;
     wqe->rcvd    = 0;
     wqe->npkts   = 0;
+    wqe->wait_cq = NULL;
+    wqe->calc_op   = (uint8_t)wr->calc.calc_op;
+    wqe->calc_type = (uint8_t)wr->calc.data_type;
+    if (softib_wr_is_xchan_task(wr->opcode)) {
+        softib_xchan_copy(qp, wqe, wr);
+        wqe->num_sge = 0;
+        return;
+    }
     if (softib_wr_is_ext_atomic(wr->opcode)) {
         wqe->remote_addr = wr->wr.masked_atomic.remote_addr;
         wqe->rkey        = wr->wr.masked_atomic.rkey;
@@ -253,20 +275,18 @@ static void softib_send_wr_copy(softib_qp_t *qp, softib_send_wqe_t *wqe,
     }
 }
 
-int softib_post_send(axon_dev_qp_t *aqp, axon_dev_send_wr_t *wr, axon_dev_send_wr_t **bad_wr)
+static int softib_post_send_locked(softib_qp_t *qp, axon_dev_send_wr_t *wr,
+                                   axon_dev_send_wr_t **bad_wr)
 {
-    softib_dev_t *dev = softib_dev(aqp->context);
-    softib_qp_t *qp   = softib_qp(aqp);
+    axon_dev_qp_t *aqp = &qp->super;
     uint64_t length;
     int ret = 0;
 
-    pthread_mutex_lock(&dev->lock);
     if (aqp->state < AXON_DEV_QPS_RTS) {
         axon_error("softib: post_send: QP 0x%x is not ready to send (state %d)", aqp->qp_num,
                    (int)aqp->state);
         *bad_wr = wr;
-        ret     = EINVAL;
-        goto out;
+        return EINVAL;
     }
     for (; wr != NULL; wr = wr->next) {
         if ((ret = softib_send_wr_check(qp, wr, &length)) != 0) {
@@ -286,16 +306,25 @@ int softib_post_send(axon_dev_qp_t *aqp, axon_dev_send_wr_t *wr, axon_dev_send_w
     if ((aqp->state == AXON_DEV_QPS_ERR) || (aqp->state == AXON_DEV_QPS_SQE)) {
         softib_qp_flush(qp);
     }
-out:
+    return ret;
+}
+
+int softib_post_send(axon_dev_qp_t *aqp, axon_dev_send_wr_t *wr, axon_dev_send_wr_t **bad_wr)
+{
+    softib_dev_t *dev = softib_dev(aqp->context);
+    int ret;
+
+    pthread_mutex_lock(&dev->lock);
+    ret = softib_post_send_locked(softib_qp(aqp), wr, bad_wr);
     softib_progress(dev);
     pthread_mutex_unlock(&dev->lock);
     return ret;
 }
 
-int softib_post_recv(axon_dev_qp_t *aqp, axon_dev_recv_wr_t *wr, axon_dev_recv_wr_t **bad_wr)
+static int softib_post_recv_locked(softib_qp_t *qp, axon_dev_recv_wr_t *wr,
+                                   axon_dev_recv_wr_t **bad_wr)
 {
-    softib_dev_t *dev = softib_dev(aqp->context);
-    softib_qp_t *qp   = softib_qp(aqp);
+    axon_dev_qp_t *aqp = &qp->super;
     int ret;
 
     if (aqp->srq != NULL) {
@@ -303,19 +332,67 @@ int softib_post_recv(axon_dev_qp_t *aqp, axon_dev_recv_wr_t *wr, axon_dev_recv_w
         *bad_wr = wr;
         return EINVAL;
     }
-    pthread_mutex_lock(&dev->lock);
     if (aqp->state == AXON_DEV_QPS_RESET) {
         axon_error("softib: post_recv: QP 0x%x is in RESET", aqp->qp_num);
         *bad_wr = wr;
-        ret     = EINVAL;
-        goto out;
+        return EINVAL;
     }
     ret = softib_rq_post(&qp->rq, wr, bad_wr, "post_recv");
     if (aqp->state == AXON_DEV_QPS_ERR) {
         softib_qp_flush(qp);
     }
+    return ret;
+}
+
+int softib_post_recv(axon_dev_qp_t *aqp, axon_dev_recv_wr_t *wr, axon_dev_recv_wr_t **bad_wr)
+{
+    softib_dev_t *dev = softib_dev(aqp->context);
+    int ret;
+
+    pthread_mutex_lock(&dev->lock);
+    ret = softib_post_recv_locked(softib_qp(aqp), wr, bad_wr);
+    if (aqp->state != AXON_DEV_QPS_RESET) {
+        softib_progress(dev);
+    }
+    pthread_mutex_unlock(&dev->lock);
+    return ret;
+}
+
+/*
+ * The task list (seed §8.9.3) under the device lock: the engine sees every
+ * WR of the list queued before it runs any (an ENABLE still checks, as it is
+ * posted, that the WRs it releases are: list the managed WRs first).
+ */
+int softib_post_task(axon_dev_context_t *ctx, axon_dev_task_t *task,
+                     axon_dev_task_t **bad_task)
+{
+    softib_dev_t *dev = softib_dev(ctx);
+    axon_dev_send_wr_t *bad_send;
+    axon_dev_recv_wr_t *bad_recv;
+    int ret = 0;
+
+    pthread_mutex_lock(&dev->lock);
+    for (; task != NULL; task = task->next) {
+        if ((task->comp_mask != 0) || (task->item.qp == NULL) ||
+            (task->item.qp->context != ctx) ||
+            ((task->task_type != AXON_DEV_TASK_SEND) && (task->task_type != AXON_DEV_TASK_RECV))) {
+            axon_error("softib: post_task: task of type %d on QP %p with comp_mask 0x%x (a send "
+                       "or receive task on a QP of %s, comp_mask 0)", (int)task->task_type,
+                       (void *)task->item.qp, task->comp_mask, ctx->name);
+            ret = EINVAL;
+        } else if (task->task_type == AXON_DEV_TASK_SEND) {
+            ret = softib_post_send_locked(softib_qp(task->item.qp), task->item.send_wr,
+                                          &bad_send);
+        } else {
+            ret = softib_post_recv_locked(softib_qp(task->item.qp), task->item.recv_wr,
+                                          &bad_recv);
+        }
+        if (ret != 0) {
+            *bad_task = task;
+            break;
+        }
+    }
     softib_progress(dev);
-out:
     pthread_mutex_unlock(&dev->lock);
     return ret;
 }

@@ -24,6 +24,8 @@
 #define SOFTIB_RETRY_NS      50000ull     /* a full wire */
 /* The progress thread leaves the engine to a consumer that called in within this */
 #define SOFTIB_CONSUMER_IDLE_NS 1000000ull
+/* Reruns of the requesters per pass for cross-channel chains; more wait a pass */
+#define SOFTIB_XCHAN_ROUNDS  8
 
 static void softib_dispatch(softib_dev_t *dev, size_t len, const axon_dev_gid_t *src_gid)
 {
@@ -66,6 +68,13 @@ static void softib_progress_pass(softib_dev_t *dev, uint64_t now)
         softib_resp_progress(qp);
         softib_req_progress(qp);
     }
+    /* cross-channel: a WAIT's CQ grew or a queue was enabled during the pass */
+    for (i = 0; dev->xchan_kick && (i < SOFTIB_XCHAN_ROUNDS); i++) {
+        dev->xchan_kick = 0;
+        axon_list_for_each(qp, &dev->qp_list, link) {
+            softib_req_progress(qp);
+        }
+    }
     /* one coalesced ACK per QP and pass, behind the read responses just sent */
     softib_resp_flush_acks(dev);
 }
@@ -83,6 +92,10 @@ uint64_t softib_next_deadline(softib_dev_t *dev)
     softib_qp_t *qp;
 
 #define EARLIER(_t) if ((_t) && ((_t) < deadline)) { deadline = (_t); }
+    if (dev->xchan_kick) {
+        now = softib_time_ns();
+        EARLIER(now);
+    }
     axon_list_for_each(qp, &dev->qp_list, link) {
         EARLIER(qp->comp.rto_deadline);
         EARLIER(qp->comp.rnr_deadline);

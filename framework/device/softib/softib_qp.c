@@ -26,6 +26,9 @@ static const axon_dev_wc_opcode_t softib_wc_opcode[] = {
     [AXON_DEV_WR_ATOMIC_FETCH_AND_ADD] = AXON_DEV_WC_FETCH_ADD,
     [AXON_DEV_WR_EXT_MASKED_ATOMIC_CMP_AND_SWP]   = AXON_DEV_WC_MASKED_COMP_SWAP,
     [AXON_DEV_WR_EXT_MASKED_ATOMIC_FETCH_AND_ADD] = AXON_DEV_WC_MASKED_FETCH_ADD,
+    [AXON_DEV_WR_SEND_ENABLE]          = AXON_DEV_WC_SEND_ENABLE,
+    [AXON_DEV_WR_RECV_ENABLE]          = AXON_DEV_WC_RECV_ENABLE,
+    [AXON_DEV_WR_CQE_WAIT]             = AXON_DEV_WC_CQE_WAIT,
 };
 
 softib_qp_t *softib_qp_lookup(softib_dev_t *dev, uint32_t qpn)
@@ -53,6 +56,10 @@ void softib_qp_complete_send(softib_qp_t *qp, softib_send_wqe_t *wqe, axon_dev_w
 {
     axon_dev_wc_t wc;
 
+    if (wqe->wait_cq != NULL) {
+        wqe->wait_cq->refcnt--;
+        wqe->wait_cq = NULL;
+    }
     if ((st == AXON_DEV_WC_SUCCESS) && !qp->sq_sig_all &&
         !(wqe->flags & AXON_DEV_SEND_SIGNALED)) {
         return;
@@ -94,11 +101,15 @@ void softib_qp_flush(softib_qp_t *qp)
 {
     softib_recv_wqe_t rwqe;
     axon_dev_sge_t sge[SOFTIB_MAX_SGE];
+    unsigned from = qp->sq_head;
 
     for (; qp->sq_head != qp->sq_tail; qp->sq_head++) {
         softib_qp_complete_send(qp, softib_sq_wqe(qp, qp->sq_head), AXON_DEV_WC_WR_FLUSH_ERR);
     }
-    qp->sq_req = qp->sq_started = qp->sq_tail;
+    /* enables that will never run: their managed queues would hold their WQEs forever */
+    softib_xchan_drop(qp, from, 1);
+    qp->sq_req = qp->sq_started = qp->sq_en = qp->sq_tail;
+    qp->rq.en  = qp->rq.tail;   /* held receives are flushed too */
     qp->req.pkt = 0;
     if (qp->resp.have_wqe) {
         softib_qp_complete_recv(qp, qp->resp.wqe.wr_id, AXON_DEV_WC_WR_FLUSH_ERR,
@@ -142,9 +153,13 @@ void softib_qp_reset(softib_qp_t *qp)
 {
     axon_dev_qp_cap_t cap = qp->cap;
 
+    softib_xchan_drop(qp, qp->sq_head, 0);
     qp->sq_head = qp->sq_req = qp->sq_tail = qp->sq_started = qp->sq_tail;
+    qp->sq_en = qp->sq_en_count.base = qp->sq_tail;
+    qp->sq_en_count.max = 0;
     if (qp->super.srq == NULL) {
-        qp->rq.head = qp->rq.tail;
+        qp->rq.head = qp->rq.en = qp->rq.en_count.base = qp->rq.tail;
+        qp->rq.en_count.max = 0;
     }
     if (qp->ack_queued) {
         axon_list_del(&qp->ack_link);
@@ -174,6 +189,22 @@ int softib_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *init, axon_dev_
     if (!(dev->attr.cap_flags & softib_qp_type_caps[init->qp_type])) {
         axon_debug("softib: %s: QP type %d is masked off", dev->super.name, (int)init->qp_type);
         return EOPNOTSUPP;
+    }
+    if (init->create_flags & ~(AXON_DEV_QP_CREATE_CROSS_CHANNEL |
+                               AXON_DEV_QP_CREATE_MANAGED_SEND |
+                               AXON_DEV_QP_CREATE_MANAGED_RECV)) {
+        axon_error("softib: create_qp: unknown create_flags 0x%x", init->create_flags);
+        return EINVAL;
+    }
+    if (init->create_flags && !(dev->attr.cap_flags & AXON_DEV_CAP_CROSS_CHANNEL)) {
+        axon_error("softib: create_qp: create_flags 0x%x, but cross-channel is masked off "
+                   "on %s", init->create_flags, dev->super.name);
+        return EOPNOTSUPP;
+    }
+    if ((init->create_flags & AXON_DEV_QP_CREATE_MANAGED_RECV) && (init->srq != NULL)) {
+        axon_error("softib: create_qp: MANAGED_RECV with an SRQ (only a QP's own receive "
+                   "queue can be managed)");
+        return EINVAL;
     }
     if ((init->send_cq == NULL) || (init->recv_cq == NULL)) {
         axon_error("softib: create_qp: send_cq %p, recv_cq %p", (void *)init->send_cq,
@@ -246,6 +277,8 @@ int softib_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *init, axon_dev_
     qp->super.qp_type    = init->qp_type;
     qp->super.state      = AXON_DEV_QPS_RESET;
     qp->sq_sig_all       = init->sq_sig_all;
+    qp->create_flags     = init->create_flags;
+    qp->rq.managed       = !!(init->create_flags & AXON_DEV_QP_CREATE_MANAGED_RECV);
     axon_list_init(&qp->ack_link);
 
     pthread_mutex_lock(&dev->lock);
@@ -306,6 +339,7 @@ int softib_destroy_qp(axon_dev_qp_t *aqp)
     softib_qp_t *qp   = softib_qp(aqp);
 
     pthread_mutex_lock(&dev->lock);
+    softib_xchan_drop(qp, qp->sq_head, 0);
     dev->qps[SOFTIB_QPN_INDEX(aqp->qp_num)] = NULL;
     dev->num_qps--;
     axon_list_del(&qp->link);
@@ -350,6 +384,7 @@ int softib_query_qp(axon_dev_qp_t *aqp, axon_dev_qp_attr_t *attr, int attr_mask,
         init->cap        = qp->cap;
         init->qp_type    = aqp->qp_type;
         init->sq_sig_all = qp->sq_sig_all;
+        init->create_flags = qp->create_flags;
     }
     pthread_mutex_unlock(&dev->lock);
     return 0;

@@ -287,6 +287,11 @@ static int softib_req_send_one(softib_qp_t *qp, softib_send_wqe_t *wqe)
     } else if (paylen) {
         if (wqe->flags & AXON_DEV_SEND_INLINE) {
             memcpy(dev->tx_buf + hlen, wqe->inline_data + off, paylen);
+        } else if (wqe->flags & AXON_DEV_SEND_WITH_CALC) {
+            /* one packet: the result vector fits the smallest MTU */
+            if (softib_calc_reduce(qp, wqe, dev->tx_buf + hlen) != SOFTIB_ACCESS_OK) {
+                return AXON_DEV_WC_LOC_PROT_ERR;
+            }
         } else if (softib_sge_copy_from(dev, qp->super.pd, wqe->sge, wqe->num_sge, off,
                                         dev->tx_buf + hlen, paylen) != SOFTIB_ACCESS_OK) {
             return AXON_DEV_WC_LOC_PROT_ERR;   /* the MR went away after the WR started */
@@ -343,7 +348,8 @@ void softib_req_progress(softib_qp_t *qp)
     if (!softib_qp_can_send(qp)) {
         return;
     }
-    while ((budget > 0) && (qp->sq_req != qp->sq_tail) && !qp->comp.rnr_deadline) {
+    while ((budget > 0) && ((int)(softib_sq_limit(qp) - qp->sq_req) > 0) &&
+           !qp->comp.rnr_deadline) {
         budget--;
         if ((qp->super.state == AXON_DEV_QPS_SQD) && ((int)(qp->sq_req - qp->sqd_tail) >= 0)) {
             break;
@@ -353,6 +359,13 @@ void softib_req_progress(softib_qp_t *qp)
             break;
         }
         wqe = softib_sq_wqe(qp, qp->sq_req);
+        if (softib_wr_is_xchan_task(wqe->opcode)) {
+            /* a task runs once everything before it completed */
+            if ((qp->sq_head != qp->sq_req) || !softib_xchan_exec(qp, wqe)) {
+                break;
+            }
+            continue;
+        }
         if ((qp->req.pkt == 0) && (qp->sq_req == qp->sq_started) && (wqe->status < 0) &&
             softib_req_start(qp, wqe)) {
             break;
@@ -376,7 +389,7 @@ void softib_req_progress(softib_qp_t *qp)
         }
         break;
     }
-    if ((budget == 0) && (qp->sq_req != qp->sq_tail) && !qp->req.blocked) {
+    if ((budget == 0) && ((int)(softib_sq_limit(qp) - qp->sq_req) > 0) && !qp->req.blocked) {
         /* more to send than one pass sends: come back soon, even if nobody calls in */
         qp->req.blocked = 1;
         softib_timer_changed(dev, softib_time_ns());

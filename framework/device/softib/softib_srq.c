@@ -69,8 +69,8 @@ int softib_rq_pop(softib_rq_t *rq, softib_recv_wqe_t *wqe, axon_dev_sge_t *sge)
 {
     softib_recv_wqe_t *head;
 
-    if (rq->head == rq->tail) {
-        return 0;
+    if ((rq->head == rq->tail) || (rq->managed && (rq->head == rq->en))) {
+        return 0;   /* empty, or what is left waits for a RECV_ENABLE */
     }
     head         = &rq->wqe[rq->head % rq->max_wr];
     wqe->wr_id   = head->wr_id;

@@ -210,11 +210,14 @@ public:
         b.mr = nullptr;
     }
 
-    axon_dev_cq_t *cq(int cqe = 256, axon_dev_comp_channel_t *channel = nullptr)
+    /* flags: AXON_DEV_CQ_* (create_cq_ex) */
+    axon_dev_cq_t *cq(int cqe = 256, axon_dev_comp_channel_t *channel = nullptr,
+                      uint32_t flags = 0)
     {
         axon_dev_cq_t *c = nullptr;
-        int ret = axon_dev_create_cq(ctx, cqe, nullptr, channel, 0, &c);
-        EXPECT_EQ(0, ret) << "create_cq " << cqe;
+        int ret = flags ? axon_dev_create_cq_ex(ctx, cqe, nullptr, channel, 0, flags, &c)
+                        : axon_dev_create_cq(ctx, cqe, nullptr, channel, 0, &c);
+        EXPECT_EQ(0, ret) << "create_cq " << cqe << " flags " << flags;
         if (ret == 0) {
             cqs_.push_back(c);
         }
@@ -249,7 +252,7 @@ public:
     /* Returns create_qp's result; q is usable on success. */
     int qp(Qp *q, axon_dev_qp_type_t type, int sq_sig_all = 1, axon_dev_srq_t *srq = nullptr,
            uint32_t max_inline = 0, uint32_t max_wr = 64, axon_dev_cq_t *scq = nullptr,
-           axon_dev_cq_t *rcq = nullptr)
+           axon_dev_cq_t *rcq = nullptr, uint32_t create_flags = 0)
     {
         axon_dev_qp_init_attr_t init;
 
@@ -267,6 +270,7 @@ public:
         init.cap.max_send_sge    = 4;
         init.cap.max_recv_sge    = 4;
         init.cap.max_inline_data = max_inline;
+        init.create_flags        = create_flags;
         int ret = axon_dev_create_qp(pd, &init, &q->qp);
         if (ret == 0) {
             qps_.push_back(q->qp);

@@ -29,6 +29,9 @@ const char *op_name(axon_dev_wr_opcode_t op)
     case AXON_DEV_WR_ATOMIC_FETCH_AND_ADD: return "AtomicFetchAndAdd";
     case AXON_DEV_WR_EXT_MASKED_ATOMIC_CMP_AND_SWP:   return "MaskedCmpAndSwp";
     case AXON_DEV_WR_EXT_MASKED_ATOMIC_FETCH_AND_ADD: return "MaskedFetchAndAdd";
+    case AXON_DEV_WR_SEND_ENABLE:          return "SendEnable";
+    case AXON_DEV_WR_RECV_ENABLE:          return "RecvEnable";
+    case AXON_DEV_WR_CQE_WAIT:             return "CqeWait";
     }
     return "?";
 }
