@@ -51,6 +51,7 @@ static void axon_coll_op_status(axon_coll_h coll, axon_status_t status)
 
 static void axon_coll_op_done(axon_coll_h coll, axon_request_h req, axon_status_t status)
 {
+    coll->done_in_post = req;   /* if inside its own post call: not to be tracked */
     axon_coll_req_forget(coll, req);
     axon_request_free(req);
     axon_coll_op_status(coll, status);
@@ -92,17 +93,31 @@ static void axon_coll_recv_cb(axon_request_h req, axon_status_t status,
     axon_coll_op_done(arg, req, status);
 }
 
-/* An operation that returned a request: count it and keep it for cancel. */
+/*
+ * Operations are counted before their call: from inside progress (a later
+ * round, posted from the callback of the one before) a request may complete,
+ * call back and be released inside the very call that returns it.
+ */
+static inline void axon_coll_op_start(axon_coll_h coll)
+{
+    ++coll->pending;
+    coll->done_in_post = NULL;
+}
+
+/* After the call: uncount what finished in it, keep a live request for cancel. */
 static axon_status_t axon_coll_op_track(axon_coll_h coll, axon_status_t status,
                                         axon_request_h req)
 {
     unsigned i;
 
     if (status != AXON_INPROGRESS) {
+        --coll->pending;
         axon_coll_op_status(coll, status);
         return status;
     }
-    ++coll->pending;
+    if (coll->done_in_post == req) {
+        return AXON_OK;          /* completed (and released) inside the call */
+    }
     for (i = 0; i < coll->max_reqs; ++i) {
         if (coll->reqs[i] == NULL) {
             coll->reqs[i] = req;
@@ -123,6 +138,7 @@ axon_status_t axon_coll_send(axon_coll_h coll, uint32_t peer, const void *buf, s
     param.flags     = 0;
     param.cb.send   = axon_coll_send_cb;
     param.user_data = coll;
+    axon_coll_op_start(coll);
     status = axon_tag_space_send_nb(coll->team->eps[peer], AXON_TAG_SPACE_COLL, buf, len,
                                     axon_coll_tag(coll), &param, &req);
     return axon_coll_op_track(coll, status, req);
@@ -140,6 +156,7 @@ axon_status_t axon_coll_recv(axon_coll_h coll, uint32_t peer, void *buf, size_t 
     param.user_data = coll;
     param.recv_info = &info;
     param.sender_id = coll->team->uuids[peer];
+    axon_coll_op_start(coll);
     status = axon_tag_space_recv_nb(coll->team->worker, AXON_TAG_SPACE_COLL, buf, len,
                                     axon_coll_tag(coll), AXON_TAG_MASK_FULL, &param, &req);
     if (status == AXON_OK) {

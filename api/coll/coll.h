@@ -65,6 +65,7 @@ struct axon_coll {
     uint32_t                phase;       /* the algorithm's own state */
     uint32_t                flags;       /* AXON_COLL_F_* */
     unsigned                pending;     /* operations of this round still out */
+    axon_request_h          done_in_post; /* the last request that called back */
     unsigned                max_reqs;    /* room in reqs: most operations out at once */
     axon_request_h         *reqs;        /* those that returned a request, for cancel */
     uint8_t                *scratch;     /* algorithm's buffer, from init (reused by posts) */
