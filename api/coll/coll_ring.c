@@ -95,6 +95,7 @@ static void axon_coll_ring_size(axon_coll_h coll, size_t *scratch, unsigned *req
 {
     size_t largest, total = axon_coll_ring_total(coll, &largest);
 
+    coll->state[0] = (int64_t)total;   /* elements of all blocks, for every post */
     *reqs    = 2;
     *scratch = 0;
     if (coll->args.coll == AXON_COLL_ALLREDUCE) {
@@ -115,7 +116,7 @@ static axon_status_t axon_coll_ring_progress(axon_coll_h coll)
     uint32_t n = coll->team->size, r = coll->team->rank, ph = coll->phase++;
     int reduces = (a->coll == AXON_COLL_ALLREDUCE) || (a->coll == AXON_COLL_REDUCE_SCATTER);
     int gathers = (a->coll != AXON_COLL_REDUCE_SCATTER);
-    size_t largest, total = axon_coll_ring_total(coll, &largest), off, cnt;
+    size_t total = (size_t)coll->state[0], off, cnt;
     size_t dsz = coll->dt_size;
     uint8_t *buf = (a->coll == AXON_COLL_REDUCE_SCATTER) ? coll->scratch : (uint8_t *)a->dst;
     uint8_t *tmp = (a->coll == AXON_COLL_REDUCE_SCATTER) ? coll->scratch + total * dsz :
