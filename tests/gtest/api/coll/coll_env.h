@@ -634,6 +634,35 @@ struct CollGuard {
     }
 };
 
+/*
+ * The in-process suites' fixture: every member's team is made before each
+ * test (contexts with the features the suite needs), and after it every
+ * collective and team is released and the workers are checked clean.
+ */
+class CollTeamTest : public ::testing::TestWithParam<CollParam> {
+protected:
+    Members   m_;
+    CollGuard g_;
+    uint32_t  n_ = 0;
+
+    void MakeTeam(uint32_t features)
+    {
+        m_.create(GetParam(), features);
+        ASSERT_FALSE(HasFatalFailure());
+        m_.create_team(&g_.teams);
+        ASSERT_FALSE(HasFatalFailure());
+        n_ = GetParam().size;
+    }
+
+    void TearDown() override
+    {
+        g_.release();
+        if (!m_.skip_clean_check) {
+            m_.check_clean();
+        }
+    }
+};
+
 }  // namespace
 
 #endif

@@ -85,27 +85,11 @@ std::string where_differs(const Bytes &want, const Bytes &got)
     return "same";
 }
 
-class Coll : public ::testing::TestWithParam<CollParam> {
+class Coll : public CollTeamTest {
 protected:
-    Watchdog  dog_{600};
-    Members   m_;
-    CollGuard g_;
-    uint32_t  n_ = 0;
+    Watchdog dog_{600};
 
-    void SetUp() override
-    {
-        m_.create(GetParam(), AXON_FEATURE_COLL);
-        ASSERT_FALSE(HasFatalFailure());
-        m_.create_team(&g_.teams);
-        ASSERT_FALSE(HasFatalFailure());
-        n_ = GetParam().size;
-    }
-
-    void TearDown() override
-    {
-        g_.release();
-        m_.check_clean();
-    }
+    void SetUp() override { MakeTeam(AXON_FEATURE_COLL); }
 
     axon_team_h team(uint32_t m) const { return g_.teams[m]; }
 

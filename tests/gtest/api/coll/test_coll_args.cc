@@ -51,27 +51,11 @@ std::string lines_of(const LogCapture &log)
     return s.empty() ? " (nothing logged)" : s;
 }
 
-class CollArgs : public ::testing::TestWithParam<CollParam> {
+class CollArgs : public CollTeamTest {
 protected:
-    Watchdog  dog_{120};
-    Members   m_;
-    CollGuard g_;
-    uint32_t  n_ = 0;
+    Watchdog dog_{120};
 
-    void SetUp() override
-    {
-        m_.create(GetParam(), AXON_FEATURE_COLL);
-        ASSERT_FALSE(HasFatalFailure());
-        m_.create_team(&g_.teams);
-        ASSERT_FALSE(HasFatalFailure());
-        n_ = GetParam().size;
-    }
-
-    void TearDown() override
-    {
-        g_.release();
-        m_.check_clean();
-    }
+    void SetUp() override { MakeTeam(AXON_FEATURE_COLL); }
 
     axon_coll_args_t Allreduce(const void *src, void *dst, size_t count)
     {

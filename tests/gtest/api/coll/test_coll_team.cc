@@ -18,30 +18,12 @@
 
 namespace {
 
-class CollTeam : public ::testing::TestWithParam<CollParam> {
+class CollTeam : public CollTeamTest {
 protected:
-    Watchdog  dog_{300};
-    Members   m_;
-    CollGuard g_;
-    uint32_t  n_ = 0;
+    Watchdog dog_{300};
 
-    void SetUp() override
-    {
-        /* TAG too: the application's messages share the workers with the collectives. */
-        m_.create(GetParam(), AXON_FEATURE_COLL | AXON_FEATURE_TAG);
-        ASSERT_FALSE(HasFatalFailure());
-        m_.create_team(&g_.teams);
-        ASSERT_FALSE(HasFatalFailure());
-        n_ = GetParam().size;
-    }
-
-    void TearDown() override
-    {
-        g_.release();
-        if (!m_.skip_clean_check) {
-            m_.check_clean();
-        }
-    }
+    /* TAG too: the application's messages share the workers with the collectives. */
+    void SetUp() override { MakeTeam(AXON_FEATURE_COLL | AXON_FEATURE_TAG); }
 
     /* Split every member's team[m]; the new teams (NULL for COLOR_NONE) ready in *out. */
     void Split(std::vector<axon_team_h> team, const std::vector<int> &color,
