@@ -18,8 +18,9 @@
 #include "axon_status.h"
 #include "config.h"
 #include "amo_args.h"
+#include "coll_offload.h"
 
-#define AXON_COMPONENT_ABI_VERSION 9
+#define AXON_COMPONENT_ABI_VERSION 10
 /* Plugins build with -fvisibility=hidden; only the descriptor is exported. */
 #define AXON_COMPONENT_EXPORT      __attribute__((visibility("default")))
 #define AXON_COMPONENT_SYMBOL      axon_component
@@ -357,6 +358,9 @@ typedef struct axon_component {
     /* resource and config stay valid until the iface is closed. */
     axon_status_t (*iface_open)(const axon_resource_t *resource, const void *config,
                                 const axon_iface_params_t *params, axon_iface_t **iface_p);
+    /* A collective offload component instead of a transport (no iface_open):
+     * its resources are the devices it offloads to, never lanes. */
+    const axon_coll_offload_ops_t *coll_offload;
     uint32_t                   flags;           /* AXON_COMPONENT_FLAG_* */
 } axon_component_t;
 

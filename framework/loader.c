@@ -117,7 +117,7 @@ static void axon_loader_open(axon_loaded_component_t *lc)
         goto failed_close;
     }
     if ((comp->name == NULL) || strcmp(comp->name, lc->name) ||
-        (comp->query == NULL) || (comp->iface_open == NULL)) {
+        (comp->query == NULL) || ((comp->iface_open == NULL) == (comp->coll_offload == NULL))) {
         snprintf(reason, sizeof(reason), "malformed descriptor (name '%s')",
                  comp->name ? comp->name : "(null)");
         goto failed_close;

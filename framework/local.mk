@@ -16,6 +16,7 @@ noinst_HEADERS += \
 	framework/log.h \
 	framework/config.h \
 	framework/component.h \
+	framework/coll_offload.h \
 	framework/loader.h \
 	framework/select.h \
 	framework/mpool.h \

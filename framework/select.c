@@ -211,6 +211,9 @@ axon_status_t axon_select_filter(const axon_component_set_t *set,
 
     for (i = 0; i < set->count; ++i) {
         const axon_loaded_component_t *lc = &set->comps[i];
+        if ((lc->component != NULL) && (lc->component->coll_offload != NULL)) {
+            continue;   /* offload devices are for the collectives layer, not lanes */
+        }
         for (j = 0; j < lc->num_resources; ++j) {
             const axon_resource_t *rsc = &lc->resources[j];
             int listed   = axon_config_names_contain(&want.list, rsc->tl_name) ||

@@ -54,6 +54,11 @@ static void axon_coll_op_done(axon_coll_h coll, axon_request_h req, axon_status_
     coll->done_in_post = req;   /* if inside its own post call: not to be tracked */
     axon_coll_req_forget(coll, req);
     axon_request_free(req);
+    axon_coll_op_end(coll, status);
+}
+
+void axon_coll_op_end(axon_coll_h coll, axon_status_t status)
+{
     axon_coll_op_status(coll, status);
     --coll->pending;
     if (coll->pending > 0) {
@@ -230,6 +235,7 @@ void axon_coll_abort(axon_coll_h coll, axon_status_t status)
     if (coll->error == AXON_OK) {
         coll->error = status;
     }
+    axon_coll_offload_cancel(coll);
     for (i = 0; i < coll->max_reqs; ++i) {
         if (coll->reqs[i] != NULL) {
             /* Receives end canceled (from progress); sends finish on their own. */
@@ -267,6 +273,7 @@ void axon_coll_peer_failed(axon_worker_h worker, uint64_t peer_uuid, axon_status
 
 void axon_coll_release(axon_coll_h coll)
 {
+    axon_coll_offload_release(coll);
     free(coll->reqs);
     free(coll->scratch);
     free(coll->copy_in);
@@ -279,6 +286,7 @@ axon_status_t axon_coll_init_internal(axon_team_h team, const axon_coll_args_t *
     axon_coll_h coll;
     size_t scratch_len = 0;
     unsigned max_reqs  = 0;
+    axon_status_t status;
 
     coll = calloc(1, sizeof(*coll));
     if (coll == NULL) {
@@ -289,10 +297,15 @@ axon_status_t axon_coll_init_internal(axon_team_h team, const axon_coll_args_t *
     coll->dt_size = axon_dt_size(args->dt);
     coll->reduce  = axon_coll_reduce_fn(args->dt, args->op);
     coll->status  = AXON_OK;
-    coll->algo    = axon_coll_algo_select(team, args);
-    if (coll->algo == NULL) {
-        free(coll);
-        return AXON_ERR_UNSUPPORTED;
+    axon_list_init(&coll->xc_link);
+    status = axon_coll_offload_init(coll);    /* the device's, if it runs it */
+    if ((status == AXON_OK) && (coll->algo == NULL)) {
+        coll->algo = axon_coll_algo_select(team, args);
+        status     = (coll->algo != NULL) ? AXON_OK : AXON_ERR_UNSUPPORTED;
+    }
+    if (status != AXON_OK) {
+        axon_coll_release(coll);
+        return status;
     }
     coll->algo->size(coll, &scratch_len, &max_reqs);
     coll->max_reqs    = max_reqs;

@@ -16,6 +16,7 @@
 
 #include "axon_int.h"
 #include "coll_dt.h"
+#include "coll_offload.h"
 
 #define AXON_COLL_TAG_SEQ_BITS  20
 #define AXON_COLL_TAG_STEP_BITS 12
@@ -36,6 +37,9 @@ struct axon_team {
     axon_ep_h       *eps;         /* eps[i] reaches member i; eps[rank] unused */
     uint64_t        *uuids;       /* members' worker ids */
     axon_coll_h      join;        /* the collective that makes the team ready */
+    struct axon_team_join *joining; /* the join's rounds (team_join.c) */
+    axon_xc_team_t  *xc;          /* offload queues, when every member can offload */
+    uint64_t         xc_refusal;  /* else the first member's word that said why not */
     struct axon_team_split *split; /* a team being made by splitting this one */
     struct axon_team *parent;     /* split from it (NULL once it is destroyed) */
     axon_list_link_t children;    /* teams split from this one, alive */
@@ -74,6 +78,9 @@ struct axon_coll {
     size_t                  copy_in_len;
     size_t                  scratch_len;
     int64_t                 state[8];    /* algorithm's counters (distance, peer, ...) */
+    axon_xc_coll_t         *xc;          /* offloaded: the device's chain */
+    axon_status_t           xc_status;   /* how the chain ended */
+    axon_list_link_t        xc_link;     /* in the worker's polled offloads while it runs */
     void                  (*done)(axon_coll_h coll);  /* internal collectives: on completion */
     void                   *done_arg;
     axon_list_link_t        link;        /* in team->running */
@@ -117,6 +124,42 @@ const axon_coll_algo_t *axon_coll_algo_select(axon_team_h team, const axon_coll_
 axon_status_t axon_coll_init_internal(axon_team_h team, const axon_coll_args_t *args,
                                       axon_coll_h *coll_p);
 void          axon_coll_release(axon_coll_h coll);
+
+/* A round's operation that is not a request (an offloaded chain) ended. */
+void          axon_coll_op_end(axon_coll_h coll, axon_status_t status);
+
+/* Offload (coll_offload.c): run args on the team's device, if it can. */
+axon_status_t axon_coll_offload_init(axon_coll_h coll);
+void          axon_coll_offload_cancel(axon_coll_h coll);
+void          axon_coll_offload_release(axon_coll_h coll);
+/*
+ * This member's word for the join: bit 0 if it can offload over team, else
+ * why not (bits 8..15) and the member concerned (bits 32..63).
+ */
+enum {
+    AXON_COLL_XC_OK      = 1,
+    AXON_COLL_XC_OFF     = 1,   /* reasons */
+    AXON_COLL_XC_NO_DEV,
+    AXON_COLL_XC_LANE,
+    AXON_COLL_XC_OPEN,
+};
+
+static inline uint64_t axon_coll_xc_word(unsigned reason, uint32_t member)
+{
+    return ((uint64_t)member << 32) | ((uint64_t)reason << 8);
+}
+
+uint64_t      axon_coll_offload_word(axon_team_h team);
+const axon_coll_offload_ops_t *axon_coll_offload_ops(axon_worker_h worker);
+axon_xc_worker_t *axon_coll_offload_worker(axon_worker_h worker);
+void          axon_coll_offload_worker_close(axon_worker_h worker);
+unsigned      axon_coll_offload_progress(axon_worker_h worker);
+
+/* Team join (team_join.c): the join's rounds; ready at once for a team of one. */
+axon_status_t axon_team_join_start(axon_team_h team);
+void          axon_team_join_cleanup(axon_team_h team);
+/* The join's state and the team's offload queues go (team destroy). */
+void          axon_team_offload_close(axon_team_h team);
 
 /* End a running collective with status: its receives are canceled, sends left to finish. */
 void          axon_coll_abort(axon_coll_h coll, axon_status_t status);

@@ -6,6 +6,8 @@ libaxon_la_SOURCES += \
 	api/coll/coll_select.c \
 	api/coll/coll_proto.c \
 	api/coll/team.c \
+	api/coll/team_join.c \
+	api/coll/coll_offload.c \
 	api/coll/coll_barrier.c \
 	api/coll/coll_bcast.c \
 	api/coll/coll_reduce.c \

@@ -5,7 +5,7 @@
  * the members' worker ids in rank order and how many teams this worker has
  * made over exactly those members before (MPI_Comm_dup makes several), or,
  * for a split, the parent's id, its split count and the color. A team is
- * ready once a barrier over it (the join) completed: every member made it.
+ * ready once its join (team_join.c) completed: every member made it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -106,44 +106,10 @@ static void axon_team_free(axon_team_h team)
     }
     axon_list_del(&team->sibling);
     axon_list_del(&team->link);
+    axon_team_offload_close(team);
     free(team->eps);
     free(team->uuids);
     free(team);
-}
-
-static void axon_team_joined(axon_coll_h join)
-{
-    axon_team_h team = join->team;
-
-    if (team->status == AXON_INPROGRESS) {
-        team->status = join->status;
-    }
-    if (team->status != AXON_OK) {
-        axon_error("team 0x%x: rank %u of %u could not join: %s", team->id, team->rank,
-                   team->size, axon_status_string(team->status));
-    }
-    team->join = NULL;
-    axon_coll_free(join);    /* nothing touches it after this callback */
-}
-
-/* The join: a barrier over the new team; ready at once for a team of one. */
-static axon_status_t axon_team_start_join(axon_team_h team)
-{
-    axon_coll_args_t args;
-    axon_status_t status;
-
-    if (team->size == 1) {
-        team->status = AXON_OK;
-        return AXON_OK;
-    }
-    memset(&args, 0, sizeof(args));
-    args.coll = AXON_COLL_BARRIER;
-    status = axon_coll_init_internal(team, &args, &team->join);
-    if (status != AXON_OK) {
-        return status;
-    }
-    team->join->done = axon_team_joined;
-    return axon_coll_post(team->join);
 }
 
 axon_status_t axon_team_create_nb(axon_worker_h worker, const axon_team_params_t *params,
@@ -195,7 +161,7 @@ axon_status_t axon_team_create_nb(axon_worker_h worker, const axon_team_params_t
         return status;
     }
     team->id = axon_team_fold(axon_team_hash(hash, gen));
-    status = axon_team_start_join(team);
+    status = axon_team_join_start(team);
     if (status != AXON_OK) {
         axon_team_destroy(team);
         return status;
@@ -332,9 +298,13 @@ static void axon_team_split_done(axon_coll_h gather)
     if ((split->child != NULL) && (status == AXON_OK)) {
         status = axon_team_split_fill(split);
     }
+    if ((split->child != NULL) && (status == AXON_OK)) {
+        split->child->split = NULL;
+        status = axon_team_join_start(split->child);   /* agree on offload */
+    }
     if (split->child != NULL) {
-        split->child->status = status;
         if (status != AXON_OK) {
+            split->child->status = status;
             axon_error("team 0x%x: split (color %d) failed: %s", split->parent->id,
                        split->mine[0], axon_status_string(status));
         }

@@ -36,7 +36,15 @@ typedef struct axon_global_opts {
     double                   yield_spin;    /* seconds idle before yielding the core */
     unsigned                 coll_algo[AXON_COLL_LAST];  /* index into axon_coll_algo_names */
     unsigned                 coll_knomial_radix;
+    unsigned                 coll_offload;  /* AXON_COLL_OFFLOAD_*: auto, y, n */
 } axon_global_opts_t;
+
+/* AXON_COLL_OFFLOAD: the device runs barrier, bcast and allreduce where it can. */
+enum {
+    AXON_COLL_OFFLOAD_AUTO   = 0,   /* when every member of a team can */
+    AXON_COLL_OFFLOAD_ALWAYS = 1,   /* y: a member that cannot is an error */
+    AXON_COLL_OFFLOAD_NEVER  = 2,
+};
 
 /* Per collective: "auto", then the names of its algorithms (AXON_COLL_<NAME>_ALGO). */
 extern const char *const *const axon_coll_algo_names[AXON_COLL_LAST];
@@ -106,6 +114,9 @@ struct axon_worker {
     axon_list_link_t     teams;           /* collectives: every team of the worker */
     struct axon_team_gen *team_gens;      /* teams made so far over each set of members */
     unsigned             num_team_gens;
+    axon_list_link_t     coll_polls;      /* offloaded collectives whose device chain runs */
+    struct axon_coll_xc *coll_xc;         /* the worker's offload device (coll_offload.c) */
+    unsigned             proto_polls;     /* protocols that want their progress hook called */
     axon_list_link_t     eps;             /* every open endpoint */
     unsigned             num_eps;         /* on eps: lane choice past AXON_RC_MAX_PEERS */
     axon_list_link_t     pending_eps;     /* endpoints with queued sends */
@@ -195,6 +206,9 @@ typedef struct axon_proto_ops {
     void          (*ep_abort)(axon_ep_h ep, axon_status_t status);
     /* A peer failed: end what waits on it outside endpoints (receives). */
     void          (*peer_failed)(axon_worker_h worker, uint64_t peer_uuid, axon_status_t status);
+    /* Called by worker progress while worker->proto_polls > 0 (a protocol
+     * raises it while it has something to poll besides the transports). */
+    unsigned      (*progress)(axon_worker_h worker);
 } axon_proto_ops_t;
 
 /* Every protocol, NULL-terminated; init hooks run in this order, cleanups reversed. */

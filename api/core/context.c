@@ -28,6 +28,7 @@ static const char *const axon_coll_alltoallv_algos[] = {"auto", "pairwise", NULL
 static const char *const axon_coll_reduce_scatter_algos[] = {"auto", "ring", NULL};
 static const char *const axon_coll_gather_algos[] = {"auto", "linear", NULL};
 static const char *const axon_coll_scatter_algos[] = {"auto", "linear", NULL};
+static const char *const axon_coll_offload_names[] = {"auto", "y", "n", NULL};
 const char *const *const axon_coll_algo_names[AXON_COLL_LAST] = {
     [AXON_COLL_BARRIER] = axon_coll_barrier_algos,
     [AXON_COLL_BCAST] = axon_coll_bcast_algos,
@@ -182,6 +183,12 @@ const axon_config_entry_t axon_global_config_table[] = {
      "Algorithm of gather: auto (by team size and message size) or linear",
      AXON_GLOBAL_OPT(coll_algo[AXON_COLL_GATHER]),
      AXON_CONFIG_TYPE_ENUM(axon_coll_gather_algos, "auto|linear")},
+
+    {"COLL_OFFLOAD", "auto",
+     "Collectives run by the device (barrier, bcast, allreduce the device computes) on teams "
+     "whose members all reach each other over a cross-channel device: auto, y (a member that "
+     "cannot is an error at axon_coll_init, naming it) or n",
+     AXON_GLOBAL_OPT(coll_offload), AXON_CONFIG_TYPE_ENUM(axon_coll_offload_names, "auto|y|n")},
 
     {"COLL_SCATTER_ALGO", "auto",
      "Algorithm of scatter: auto (by team size and message size) or linear",

@@ -204,6 +204,20 @@ void axon_worker_ep_pending_add(axon_worker_h worker, axon_ep_h ep)
     }
 }
 
+/* The protocols' own polling (offloaded collectives), while one asks for it. */
+static unsigned axon_protocols_progress(axon_worker_h worker)
+{
+    const axon_proto_ops_t *const *proto;
+    unsigned count = 0;
+
+    for (proto = axon_protocols; *proto != NULL; ++proto) {
+        if ((*proto)->progress != NULL) {
+            count += (*proto)->progress(worker);
+        }
+    }
+    return count;
+}
+
 unsigned axon_worker_progress(axon_worker_h worker)
 {
     axon_iface_t *iface;
@@ -222,6 +236,9 @@ unsigned axon_worker_progress(axon_worker_h worker)
             continue;
         }
         count += iface->ops->iface_progress(iface);
+    }
+    if (worker->proto_polls > 0) {
+        count += axon_protocols_progress(worker);
     }
     /* Receiving freed ring space on the peer side; retry queued sends. */
     axon_list_for_each_safe(ep, tmp, &worker->pending_eps, pending_link) {

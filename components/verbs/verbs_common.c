@@ -443,6 +443,7 @@ axon_status_t axon_verbs_qp_create(axon_verbs_dev_t *dev, axon_verbs_qp_params_t
     init.cap.max_send_sge    = params->max_send_sge ? params->max_send_sge : 1;
     init.cap.max_recv_sge    = (params->srq != NULL) ? 0 : 1;
     init.cap.max_inline_data = params->max_inline;
+    init.create_flags        = params->create_flags;
     if (init.cap.max_inline_data > dev->dev_attr.max_inline_data) {
         init.cap.max_inline_data = dev->dev_attr.max_inline_data;
     }

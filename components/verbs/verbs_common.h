@@ -191,6 +191,7 @@ typedef struct axon_verbs_qp_params {
     uint32_t           max_recv_wr;     /* ignored with an SRQ */
     uint32_t           max_inline;      /* asked for; clamped to the device's */
     uint32_t           max_send_sge;    /* 0 means 1 */
+    uint32_t           create_flags;    /* AXON_DEV_QP_CREATE_* */
     void              *qp_context;
 } axon_verbs_qp_params_t;
 

@@ -1,0 +1,113 @@
+/*
+ * Allreduce by recursive doubling with the reduction done by the device: in
+ * round k a member sends its partner (rank ^ 2^k) the CALC of its input and
+ * what it received in rounds before k, each an operand SGE, so the operands
+ * grow by one per round and nothing is reduced by the CPU. The result is a
+ * last CALC sent to itself over the loopback QP. Of n = 2^L + e members,
+ * the first 2e pair up: the even one gives its input to the odd one, which
+ * takes part for both and sends the result back.
+ *
+ * CALC operands and results are in network byte order (seed §8.9.3.1): the
+ * input is converted into x_be at each post, the result out of res_be at
+ * completion, count <= the device's max_calc_vector elements.
+ */
+#include <stdlib.h>
+#include "log.h"
+#include "xchannel.h"
+
+static uint32_t axon_xc_pow2_floor(uint32_t n)
+{
+    uint32_t p = 1;
+
+    while (p * 2 <= n) {
+        p *= 2;
+    }
+    return p;
+}
+
+axon_status_t axon_xc_allreduce_check(const axon_xc_team_t *team, const axon_xc_args_t *args)
+{
+    const axon_dev_attr_t *a = &team->worker->dev.dev_attr;
+    uint32_t rounds = axon_xc_log2_ceil(axon_xc_pow2_floor(team->size));
+    uint64_t ops;
+
+    ops = (args->type == AXON_XC_DOUBLE) ? a->cross_channel.fp_ops :
+          (args->type == AXON_XC_INT64)  ? a->cross_channel.int_ops : a->cross_channel.uint_ops;
+    if ((args->count == 0) || (args->count > a->cross_channel.max_calc_vector)) {
+        axon_debug("xchannel: allreduce of %zu elements: the device reduces 1..%u",
+                   args->count, a->cross_channel.max_calc_vector);
+        return AXON_ERR_UNSUPPORTED;
+    }
+    if (!(ops & (1ull << axon_xc_calc_ops[args->op]))) {
+        axon_debug("xchannel: the device does not compute op %d on type %d", (int)args->op,
+                   (int)args->type);
+        return AXON_ERR_UNSUPPORTED;
+    }
+    if (rounds + 2 > team->max_sge) {
+        axon_debug("xchannel: allreduce over %u members needs %u operands, the QPs take %u",
+                   team->size, rounds + 2, team->max_sge);
+        return AXON_ERR_UNSUPPORTED;
+    }
+    return AXON_OK;
+}
+
+/* Real rank of participant v (the odd member of a pair stands for both). */
+static uint32_t axon_xc_participant_rank(uint32_t v, uint32_t extra)
+{
+    return (v < extra) ? (2 * v + 1) : (v + extra);
+}
+
+axon_status_t axon_xc_allreduce_compile(axon_xc_coll_t *coll)
+{
+    axon_xc_team_t *team = coll->team;
+    axon_xc_chain_t *ch  = &coll->chain;
+    uint32_t n = team->size, r = team->rank, p = axon_xc_pow2_floor(n), extra = n - p;
+    uint32_t rounds = axon_xc_log2_ceil(p), k, v, partner;
+    size_t len = coll->args.count * 8;
+    uint32_t lkey = coll->scratch_mr->lkey;
+    void *ops[AXON_XC_MAX_OPERANDS];
+    unsigned n_ops = 0;
+    axon_status_t status;
+
+    status = axon_xc_chain_init(ch, team, 3 * rounds + 8, (rounds + 2) * (rounds + 4) + 4);
+    if (status != AXON_OK) {
+        return status;
+    }
+    if ((r < 2 * extra) && !(r & 1)) {
+        /* give the input to the odd neighbour, receive the result from it */
+        ops[0] = coll->x_be;
+        axon_xc_chain_recv(ch, r + 1, coll->res_be, len, lkey);
+        axon_xc_chain_send(ch, coll, r + 1, ops, 1, len, lkey);
+        axon_xc_chain_enable(ch, team, r + 1);
+        axon_xc_chain_wait_recv(ch, team, r + 1);
+        return axon_xc_chain_finish(ch, team);
+    }
+    ops[n_ops++] = coll->x_be;
+    if (r < 2 * extra) {
+        ops[n_ops] = coll->scratch + coll->args.count;   /* the even neighbour's input */
+        axon_xc_chain_recv(ch, r - 1, ops[n_ops++], len, lkey);
+        axon_xc_chain_wait_recv(ch, team, r - 1);
+        v = r / 2;
+    } else {
+        v = r - extra;
+    }
+    for (k = 0; k < rounds; ++k) {
+        partner = axon_xc_participant_rank(v ^ (1u << k), extra);
+        axon_xc_chain_recv(ch, partner, coll->scratch + (2 + k) * coll->args.count, len, lkey);
+        axon_xc_chain_send(ch, coll, partner, ops, n_ops, len, lkey);
+        axon_xc_chain_enable(ch, team, partner);
+        axon_xc_chain_wait_recv(ch, team, partner);
+        ops[n_ops++] = coll->scratch + (2 + k) * coll->args.count;
+    }
+    /* the last reduction, to ourselves */
+    axon_xc_chain_recv(ch, r, coll->res_be, len, lkey);
+    axon_xc_chain_send(ch, coll, r, ops, n_ops, len, lkey);
+    axon_xc_chain_enable(ch, team, r);
+    axon_xc_chain_wait_recv(ch, team, r);
+    if (r < 2 * extra) {
+        ops[0] = coll->res_be;
+        axon_xc_chain_send(ch, coll, r - 1, ops, 1, len, lkey);
+        axon_xc_chain_enable(ch, team, r - 1);
+    }
+    return axon_xc_chain_finish(ch, team);
+}

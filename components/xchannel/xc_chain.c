@@ -1,0 +1,229 @@
+/*
+ * Building a chain: the WRs of one collective, written once at init. Counts
+ * in WAIT and ENABLE tasks are cumulative within the task list (seed §8.9.3):
+ * the n-th WAIT on a CQ waits for n completions past the CQ's base, and the
+ * last task on each CQ or QP carries WAIT_EN_LAST, which moves the base for
+ * the next post. So every receive and every send of a post is waited for
+ * within the same post, and the counts stay right post after post.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "log.h"
+#include "xchannel.h"
+
+const axon_dev_calc_data_type_t axon_xc_calc_types[] = {
+    [AXON_XC_INT64]  = AXON_DEV_CALC_DATA_TYPE_INT,
+    [AXON_XC_UINT64] = AXON_DEV_CALC_DATA_TYPE_UINT,
+    [AXON_XC_DOUBLE] = AXON_DEV_CALC_DATA_TYPE_FLOAT,
+};
+
+const axon_dev_calc_op_t axon_xc_calc_ops[] = {
+    [AXON_XC_SUM]  = AXON_DEV_CALC_OP_ADD,
+    [AXON_XC_BAND] = AXON_DEV_CALC_OP_BAND,
+    [AXON_XC_BXOR] = AXON_DEV_CALC_OP_BXOR,
+    [AXON_XC_BOR]  = AXON_DEV_CALC_OP_BOR,
+    [AXON_XC_MAX]  = AXON_DEV_CALC_OP_MAX,
+    [AXON_XC_MIN]  = AXON_DEV_CALC_OP_MIN,
+};
+
+axon_status_t axon_xc_chain_init(axon_xc_chain_t *ch, const axon_xc_team_t *team,
+                                 unsigned max_wrs, unsigned max_sges)
+{
+    size_t n = team->size;
+
+    memset(ch, 0, sizeof(*ch));
+    ch->n            = team->size;
+    ch->max_wrs      = max_wrs;
+    ch->max_rwrs     = max_wrs;
+    ch->max_sges     = max_sges;
+    ch->wrs          = calloc(max_wrs, sizeof(*ch->wrs));
+    ch->rwrs         = calloc(max_wrs, sizeof(*ch->rwrs));
+    ch->sges         = calloc(max_sges ? max_sges : 1, sizeof(*ch->sges));
+    ch->tasks        = calloc(AXON_XC_MAX_ITEMS * n, sizeof(*ch->tasks));
+    ch->rcq_waits    = calloc(3 * n, sizeof(int32_t));
+    ch->send_tail    = calloc(2 * n, sizeof(*ch->send_tail));
+    ch->recv_tail    = calloc(2 * n, sizeof(*ch->recv_tail));
+    if ((ch->wrs == NULL) || (ch->rwrs == NULL) || (ch->sges == NULL) || (ch->tasks == NULL) ||
+        (ch->rcq_waits == NULL) || (ch->send_tail == NULL) || (ch->recv_tail == NULL)) {
+        axon_xc_chain_cleanup(ch);
+        return AXON_ERR_NO_MEMORY;
+    }
+    ch->enables      = ch->rcq_waits + n;
+    ch->posted_sends = ch->rcq_waits + 2 * n;
+    return AXON_OK;
+}
+
+void axon_xc_chain_cleanup(axon_xc_chain_t *ch)
+{
+    free(ch->wrs);
+    free(ch->rwrs);
+    free(ch->sges);
+    free(ch->tasks);
+    free(ch->rcq_waits);
+    free(ch->send_tail);
+    free(ch->recv_tail);
+    memset(ch, 0, sizeof(*ch));
+}
+
+/* send_tail[m] / recv_tail[m] are the lists' tails; [n + m] their heads. */
+void axon_xc_chain_recv(axon_xc_chain_t *ch, uint32_t m, void *buf, size_t len, uint32_t lkey)
+{
+    axon_dev_recv_wr_t *wr = &ch->rwrs[ch->num_rwrs++];
+    uint32_t n = ch->n;
+
+    if (len > 0) {
+        axon_dev_sge_t *sge = &ch->sges[ch->num_sges++];
+
+        sge->addr    = (uintptr_t)buf;
+        sge->length  = (uint32_t)len;
+        sge->lkey    = lkey;
+        wr->sg_list  = sge;
+        wr->num_sge  = 1;
+    }
+    if (ch->recv_tail[m] != NULL) {
+        ch->recv_tail[m]->next = wr;
+    } else {
+        ch->recv_tail[n + m] = wr;
+    }
+    ch->recv_tail[m] = wr;
+}
+
+static axon_dev_send_wr_t *axon_xc_chain_wr(axon_xc_chain_t *ch, axon_dev_wr_opcode_t opcode)
+{
+    axon_dev_send_wr_t *wr = &ch->wrs[ch->num_wrs++];
+
+    wr->opcode = opcode;
+    return wr;
+}
+
+void axon_xc_chain_send(axon_xc_chain_t *ch, const axon_xc_coll_t *coll, uint32_t m,
+                        void *const *ops, unsigned n_ops, size_t len, uint32_t lkey)
+{
+    axon_dev_send_wr_t *wr = axon_xc_chain_wr(ch, AXON_DEV_WR_SEND);
+    uint32_t n = ch->n;
+    unsigned i;
+
+    wr->send_flags = AXON_DEV_SEND_SIGNALED;
+    if (len > 0) {
+        wr->sg_list = &ch->sges[ch->num_sges];
+        wr->num_sge = (int)n_ops;
+        for (i = 0; i < n_ops; ++i) {
+            ch->sges[ch->num_sges].addr   = (uintptr_t)ops[i];
+            ch->sges[ch->num_sges].length = (uint32_t)len;
+            ch->sges[ch->num_sges].lkey   = lkey;
+            ++ch->num_sges;
+        }
+    }
+    if (n_ops > 1) {   /* the device sends the reduction of the operands */
+        wr->send_flags     |= AXON_DEV_SEND_WITH_CALC;
+        wr->calc.calc_op    = axon_xc_calc_ops[coll->args.op];
+        wr->calc.data_type  = axon_xc_calc_types[coll->args.type];
+        wr->calc.data_size  = AXON_DEV_CALC_DATA_SIZE_64_BIT;
+    }
+    if (ch->send_tail[m] != NULL) {
+        ch->send_tail[m]->next = wr;
+    } else {
+        ch->send_tail[n + m] = wr;
+    }
+    ch->send_tail[m] = wr;
+    ++ch->posted_sends[m];
+    ++ch->num_sends;
+}
+
+static void axon_xc_chain_task(axon_xc_chain_t *ch, axon_dev_send_wr_t *wr)
+{
+    if (ch->task_tail != NULL) {
+        ch->task_tail->next = wr;
+    } else {
+        ch->task_head = wr;
+    }
+    ch->task_tail = wr;
+}
+
+void axon_xc_chain_enable(axon_xc_chain_t *ch, const axon_xc_team_t *team, uint32_t m)
+{
+    axon_dev_send_wr_t *wr = axon_xc_chain_wr(ch, AXON_DEV_WR_SEND_ENABLE);
+
+    ch->enables[m]            = ch->posted_sends[m];
+    wr->wr.wqe_enable.qp        = team->peers[m].qp;
+    wr->wr.wqe_enable.wqe_count = ch->enables[m];
+    axon_xc_chain_task(ch, wr);
+}
+
+void axon_xc_chain_wait_recv(axon_xc_chain_t *ch, const axon_xc_team_t *team, uint32_t m)
+{
+    axon_dev_send_wr_t *wr = axon_xc_chain_wr(ch, AXON_DEV_WR_CQE_WAIT);
+
+    wr->wr.cqe_wait.cq       = team->peers[m].rcq;
+    wr->wr.cqe_wait.cq_count = ++ch->rcq_waits[m];
+    axon_xc_chain_task(ch, wr);
+}
+
+/* The last WAIT on each CQ and the last ENABLE of each QP end their count. */
+static void axon_xc_chain_mark_last(axon_xc_chain_t *ch)
+{
+    axon_dev_send_wr_t *wr, *other;
+    int last;
+
+    for (wr = ch->task_head; wr != NULL; wr = wr->next) {
+        last = 1;
+        for (other = wr->next; (other != NULL) && last; other = other->next) {
+            if (other->opcode != wr->opcode) {
+                continue;
+            }
+            last = (wr->opcode == AXON_DEV_WR_CQE_WAIT) ?
+                   (other->wr.cqe_wait.cq != wr->wr.cqe_wait.cq) :
+                   (other->wr.wqe_enable.qp != wr->wr.wqe_enable.qp);
+        }
+        if (last) {
+            wr->send_flags |= AXON_DEV_SEND_WAIT_EN_LAST;
+        }
+    }
+}
+
+axon_status_t axon_xc_chain_finish(axon_xc_chain_t *ch, axon_xc_team_t *team)
+{
+    uint32_t n = team->size, m;
+    axon_dev_send_wr_t *wr;
+    axon_dev_task_t *t;
+
+    /* The end: every send of the post completed (its buffers are free again). */
+    wr = axon_xc_chain_wr(ch, AXON_DEV_WR_CQE_WAIT);
+    wr->wr.cqe_wait.cq       = team->scq;
+    wr->wr.cqe_wait.cq_count = (int32_t)ch->num_sends;
+    wr->send_flags           = AXON_DEV_SEND_SIGNALED;
+    axon_xc_chain_task(ch, wr);
+    axon_xc_chain_mark_last(ch);
+    for (m = 0; m < n; ++m) {
+        if (ch->enables[m] != ch->posted_sends[m]) {
+            axon_error("xchannel: chain releases %d of the %d sends to member %u",
+                       ch->enables[m], ch->posted_sends[m], m);
+            return AXON_ERR_INVALID_PARAM;
+        }
+    }
+    /* Receives, then the held sends, then the tasks that release them. */
+    for (m = 0; m < n; ++m) {
+        if (ch->recv_tail[n + m] != NULL) {
+            t = &ch->tasks[ch->num_tasks++];
+            t->task_type    = AXON_DEV_TASK_RECV;
+            t->item.qp      = team->peers[m].qp;
+            t->item.recv_wr = ch->recv_tail[n + m];
+        }
+    }
+    for (m = 0; m < n; ++m) {
+        if (ch->send_tail[n + m] != NULL) {
+            t = &ch->tasks[ch->num_tasks++];
+            t->task_type    = AXON_DEV_TASK_SEND;
+            t->item.qp      = team->peers[m].qp;
+            t->item.send_wr = ch->send_tail[n + m];
+        }
+    }
+    t = &ch->tasks[ch->num_tasks++];
+    t->task_type    = AXON_DEV_TASK_SEND;
+    t->item.qp      = team->mqp;
+    t->item.send_wr = ch->task_head;
+    for (m = 1; m < ch->num_tasks; ++m) {
+        ch->tasks[m - 1].next = &ch->tasks[m];
+    }
+    return AXON_OK;
+}

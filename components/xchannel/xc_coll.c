@@ -1,0 +1,192 @@
+/*
+ * An offloaded collective: compiled into a chain at init, handed to the
+ * device at each post, found complete by polling the management CQ for the
+ * chain's last WAIT (or for the first task that failed).
+ */
+#include <endian.h>
+#include <stdlib.h>
+#include <string.h>
+#include "log.h"
+#include "xchannel.h"
+
+static axon_status_t axon_xc_reg(axon_xc_team_t *team, void *buf, size_t len,
+                                 axon_dev_mr_t **mr_p)
+{
+    int ret = axon_dev_reg_mr(team->worker->dev.pd, buf, len, AXON_DEV_ACCESS_LOCAL_WRITE, mr_p);
+
+    if (ret != 0) {
+        axon_error("xchannel: %s: cannot register %zu bytes at %p: %s", team->worker->dev.name,
+                   len, buf, strerror(ret));
+        return AXON_ERR_NO_RESOURCE;
+    }
+    return AXON_OK;
+}
+
+/* Operands x, the neighbour's input, one per round; then the result. */
+static axon_status_t axon_xc_allreduce_buffers(axon_xc_coll_t *coll)
+{
+    uint32_t rounds = axon_xc_log2_ceil(coll->team->size + 1) + 1;
+    size_t count = coll->args.count, bytes = (rounds + 3) * count * 8;
+
+    coll->scratch = calloc(1, bytes);
+    if (coll->scratch == NULL) {
+        return AXON_ERR_NO_MEMORY;
+    }
+    coll->x_be   = coll->scratch;
+    coll->res_be = coll->scratch + (rounds + 2) * count;
+    return axon_xc_reg(coll->team, coll->scratch, bytes, &coll->scratch_mr);
+}
+
+static axon_status_t axon_xc_coll_setup(axon_xc_coll_t *coll)
+{
+    axon_xc_team_t *team = coll->team;
+    axon_status_t status;
+
+    switch (coll->args.kind) {
+    case AXON_XC_BARRIER:
+        return axon_xc_barrier_compile(coll);
+    case AXON_XC_BCAST:
+        if ((coll->args.count == 0) || (coll->args.count > team->worker->dev.dev_attr.max_mr_size) ||
+            (coll->args.radix < 2) || (coll->args.root >= team->size)) {
+            axon_debug("xchannel: bcast of %zu bytes (radix %u, root %u) not offloaded",
+                       coll->args.count, coll->args.radix, coll->args.root);
+            return AXON_ERR_UNSUPPORTED;
+        }
+        status = axon_xc_reg(team, coll->args.dst, coll->args.count, &coll->mr);
+        return (status == AXON_OK) ? axon_xc_bcast_compile(coll) : status;
+    case AXON_XC_ALLREDUCE:
+        status = axon_xc_allreduce_check(team, &coll->args);
+        if (status == AXON_OK) {
+            status = axon_xc_allreduce_buffers(coll);
+        }
+        return (status == AXON_OK) ? axon_xc_allreduce_compile(coll) : status;
+    default:
+        axon_debug("xchannel: collective kind %d not offloaded", (int)coll->args.kind);
+        return AXON_ERR_UNSUPPORTED;
+    }
+}
+
+axon_status_t axon_xc_coll_init(axon_xc_team_t *team, const axon_xc_args_t *args,
+                                axon_xc_coll_t **coll_p)
+{
+    axon_xc_coll_t *coll;
+    axon_status_t status;
+
+    if (team->size < 2) {
+        return AXON_ERR_UNSUPPORTED;
+    }
+    coll = calloc(1, sizeof(*coll));
+    if (coll == NULL) {
+        return AXON_ERR_NO_MEMORY;
+    }
+    coll->team   = team;
+    coll->args   = *args;
+    coll->status = AXON_OK;
+    axon_list_init(&coll->link);
+    status = axon_xc_coll_setup(coll);
+    if (status != AXON_OK) {
+        axon_xc_coll_free(coll);
+        return status;
+    }
+    *coll_p = coll;
+    return AXON_OK;
+}
+
+axon_status_t axon_xc_coll_post(axon_xc_coll_t *coll)
+{
+    axon_xc_team_t *team = coll->team;
+    const uint64_t *src  = coll->args.src;
+    axon_dev_task_t *bad = NULL;
+    axon_dev_send_wr_t *wr;
+    size_t i;
+    int ret;
+
+    if (team->failed != AXON_OK) {
+        return team->failed;
+    }
+    if (coll->args.kind == AXON_XC_ALLREDUCE) {
+        for (i = 0; i < coll->args.count; ++i) {
+            coll->x_be[i] = htobe64(src[i]);
+        }
+    }
+    coll->seq = ++team->next_seq;
+    for (wr = coll->chain.task_head; wr != NULL; wr = wr->next) {
+        wr->wr_id = coll->seq;
+    }
+    ret = axon_dev_post_task(team->worker->dev.ctx, coll->chain.tasks, &bad);
+    if (ret != 0) {
+        axon_error("xchannel: %s: posting a chain of %u items failed at item %d: %s",
+                   team->worker->dev.name, coll->chain.num_tasks,
+                   bad ? (int)(bad - coll->chain.tasks) : -1, strerror(ret));
+        team->failed = AXON_ERR_IO_ERROR;   /* the queues' counts no longer match the chains */
+        return AXON_ERR_IO_ERROR;
+    }
+    coll->status = AXON_INPROGRESS;
+    axon_list_add_tail(&team->posted, &coll->link);
+    return AXON_OK;
+}
+
+static void axon_xc_coll_done(axon_xc_coll_t *coll, axon_status_t status)
+{
+    uint64_t *dst = coll->args.dst;
+    size_t i;
+
+    axon_list_del(&coll->link);
+    axon_list_init(&coll->link);
+    if ((status == AXON_OK) && (coll->args.kind == AXON_XC_ALLREDUCE)) {
+        for (i = 0; i < coll->args.count; ++i) {
+            dst[i] = be64toh(coll->res_be[i]);
+        }
+    }
+    coll->status = status;
+}
+
+/* Completions of the team's management QP: chains end in post order. */
+static void axon_xc_team_poll(axon_xc_team_t *team)
+{
+    axon_dev_wc_t wc[16];
+    axon_xc_coll_t *coll, *tmp;
+    int i, n;
+
+    while ((n = axon_dev_poll_cq(team->mcq, 16, wc)) > 0) {
+        for (i = 0; i < n; ++i) {
+            axon_list_for_each_safe(coll, tmp, &team->posted, link) {
+                if (coll->seq != wc[i].wr_id) {
+                    continue;
+                }
+                if (wc[i].status != AXON_DEV_WC_SUCCESS) {
+                    axon_error("xchannel: %s: chain #%llu failed (task completion status %d): "
+                               "a member is gone or its queues failed", team->worker->dev.name,
+                               (unsigned long long)coll->seq, (int)wc[i].status);
+                    team->failed = AXON_ERR_CONNECTION_RESET;
+                    axon_xc_coll_done(coll, AXON_ERR_CONNECTION_RESET);
+                } else if (wc[i].opcode == AXON_DEV_WC_CQE_WAIT) {
+                    axon_xc_coll_done(coll, AXON_OK);
+                }
+                break;
+            }
+        }
+    }
+}
+
+axon_status_t axon_xc_coll_test(axon_xc_coll_t *coll)
+{
+    if (coll->status == AXON_INPROGRESS) {
+        axon_xc_team_poll(coll->team);
+    }
+    return coll->status;
+}
+
+void axon_xc_coll_free(axon_xc_coll_t *coll)
+{
+    axon_list_del(&coll->link);    /* a chain failed by team_fail: nothing runs it any more */
+    axon_xc_chain_cleanup(&coll->chain);
+    if (coll->mr != NULL) {
+        axon_dev_dereg_mr(coll->mr);
+    }
+    if (coll->scratch_mr != NULL) {
+        axon_dev_dereg_mr(coll->scratch_mr);
+    }
+    free(coll->scratch);
+    free(coll);
+}
