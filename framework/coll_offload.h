@@ -66,6 +66,8 @@ typedef struct axon_coll_offload_ops {
     /* A member failed: every chain of the team ends in error, now and later. */
     void          (*team_fail)(axon_xc_team_t *team);
     void          (*team_close)(axon_xc_team_t *team);
+    /* Would coll_init take args (buffers aside)? AXON_OK or AXON_ERR_UNSUPPORTED. */
+    axon_status_t (*coll_applies)(axon_xc_team_t *team, const axon_xc_args_t *args);
     /* AXON_ERR_UNSUPPORTED (with a debug line why): run it in software. The
      * buffers stay registered with the device until coll_free. */
     axon_status_t (*coll_init)(axon_xc_team_t *team, const axon_xc_args_t *args,

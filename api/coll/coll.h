@@ -130,6 +130,7 @@ void          axon_coll_op_end(axon_coll_h coll, axon_status_t status);
 
 /* Offload (coll_offload.c): run args on the team's device, if it can. */
 axon_status_t axon_coll_offload_init(axon_coll_h coll);
+int           axon_coll_offload_applies(axon_team_h team, const axon_coll_args_t *args);
 void          axon_coll_offload_cancel(axon_coll_h coll);
 void          axon_coll_offload_release(axon_coll_h coll);
 /*

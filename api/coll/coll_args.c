@@ -315,7 +315,8 @@ axon_status_t axon_coll_query(axon_team_h team, axon_coll_type_t coll, axon_dt_t
         return AXON_ERR_UNSUPPORTED;
     }
     if (attr != NULL) {
-        snprintf(attr->algorithm, sizeof(attr->algorithm), "%s", algo->name);
+        snprintf(attr->algorithm, sizeof(attr->algorithm), "%s",
+                 axon_coll_offload_applies(team, &args) ? "offload" : algo->name);
     }
     return AXON_OK;
 }

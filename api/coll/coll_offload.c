@@ -260,39 +260,48 @@ static axon_status_t axon_coll_offload_refused(axon_coll_h coll)
     return AXON_ERR_UNSUPPORTED;
 }
 
+/* The device's arguments for a; 0 if the device never runs such a collective. */
+static int axon_coll_xc_args(axon_team_h team, const axon_coll_args_t *a, axon_xc_args_t *x)
+{
+    memset(x, 0, sizeof(*x));
+    switch (a->coll) {
+    case AXON_COLL_BARRIER:
+        x->kind = AXON_XC_BARRIER;
+        return 1;
+    case AXON_COLL_BCAST:
+        x->kind  = AXON_XC_BCAST;
+        x->dst   = a->dst;
+        x->count = a->count * axon_dt_size(a->dt);
+        x->root  = a->root;
+        x->radix = team->worker->context->opts.coll_knomial_radix;
+        return 1;
+    case AXON_COLL_ALLREDUCE:
+        x->kind  = AXON_XC_ALLREDUCE;
+        x->src   = a->src;
+        x->dst   = a->dst;
+        x->count = a->count;
+        return axon_coll_xc_reduction(a, x);
+    default:
+        return 0;
+    }
+}
+
+int axon_coll_offload_applies(axon_team_h team, const axon_coll_args_t *args)
+{
+    axon_xc_args_t x;
+
+    return (team->xc != NULL) && axon_coll_xc_args(team, args, &x) &&
+           (axon_coll_offload_ops(team->worker)->coll_applies(team->xc, &x) == AXON_OK);
+}
+
 axon_status_t axon_coll_offload_init(axon_coll_h coll)
 {
     axon_team_h team = coll->team;
-    const axon_coll_args_t *a = &coll->args;
     axon_xc_args_t x;
     axon_status_t status;
 
-    memset(&x, 0, sizeof(x));
-    switch (a->coll) {
-    case AXON_COLL_BARRIER:
-        x.kind = AXON_XC_BARRIER;
-        break;
-    case AXON_COLL_BCAST:
-        x.kind  = AXON_XC_BCAST;
-        x.dst   = a->dst;
-        x.count = a->count * coll->dt_size;
-        x.root  = a->root;
-        x.radix = team->worker->context->opts.coll_knomial_radix;
-        break;
-    case AXON_COLL_ALLREDUCE:
-        x.kind  = AXON_XC_ALLREDUCE;
-        x.src   = a->src;
-        x.dst   = a->dst;
-        x.count = a->count;
-        if (!axon_coll_xc_reduction(a, &x)) {
-            return AXON_OK;     /* the device does not compute it: software */
-        }
-        break;
-    default:
-        return AXON_OK;
-    }
-    if (team->size < 2) {
-        return AXON_OK;
+    if ((team->size < 2) || !axon_coll_xc_args(team, &coll->args, &x)) {
+        return AXON_OK;     /* software */
     }
     if (team->xc == NULL) {
         return (team->worker->context->opts.coll_offload == AXON_COLL_OFFLOAD_ALWAYS) ?

@@ -9,7 +9,8 @@
  *
  * CALC operands and results are in network byte order (seed §8.9.3.1): the
  * input is converted into x_be at each post, the result out of res_be at
- * completion, count <= the device's max_calc_vector elements.
+ * completion. A vector longer than the device's max_calc_vector travels in
+ * chunks of that many elements, a CALC send each.
  */
 #include <stdlib.h>
 #include "log.h"
@@ -33,9 +34,11 @@ axon_status_t axon_xc_allreduce_check(const axon_xc_team_t *team, const axon_xc_
 
     ops = (args->type == AXON_XC_DOUBLE) ? a->cross_channel.fp_ops :
           (args->type == AXON_XC_INT64)  ? a->cross_channel.int_ops : a->cross_channel.uint_ops;
-    if ((args->count == 0) || (args->count > a->cross_channel.max_calc_vector)) {
-        axon_debug("xchannel: allreduce of %zu elements: the device reduces 1..%u",
-                   args->count, a->cross_channel.max_calc_vector);
+    if ((args->count == 0) ||
+        (args->count > (size_t)a->cross_channel.max_calc_vector * AXON_XC_MAX_CHUNKS)) {
+        axon_debug("xchannel: allreduce of %zu elements: offloaded are 1..%u (%u chunks of the "
+                   "device's %u)", args->count, a->cross_channel.max_calc_vector *
+                   AXON_XC_MAX_CHUNKS, AXON_XC_MAX_CHUNKS, a->cross_channel.max_calc_vector);
         return AXON_ERR_UNSUPPORTED;
     }
     if (!(ops & (1ull << axon_xc_calc_ops[args->op]))) {
@@ -57,19 +60,45 @@ static uint32_t axon_xc_participant_rank(uint32_t v, uint32_t extra)
     return (v < extra) ? (2 * v + 1) : (v + extra);
 }
 
+/* Round k's CALC sends to partner, one per chunk of the vector. */
+static void axon_xc_allreduce_calc(axon_xc_coll_t *coll, uint32_t partner, uint64_t *const *ops,
+                                   unsigned n_ops, uint64_t *recv_into)
+{
+    axon_xc_chain_t *ch = &coll->chain;
+    uint32_t lkey = coll->scratch_mr->lkey, chunk = coll->chunk;
+    void *sges[AXON_XC_MAX_OPERANDS];
+    size_t off, len;
+    unsigned i;
+
+    for (off = 0; off < coll->args.count; off += chunk) {
+        len = ((coll->args.count - off < chunk) ? coll->args.count - off : chunk) * 8;
+        for (i = 0; i < n_ops; ++i) {
+            sges[i] = ops[i] + off;
+        }
+        axon_xc_chain_recv(ch, partner, recv_into + off, len, lkey);
+        axon_xc_chain_send(ch, coll, partner, sges, n_ops, len, lkey);
+    }
+    axon_xc_chain_enable(ch, coll->team, partner);
+    for (off = 0; off < coll->args.count; off += chunk) {
+        axon_xc_chain_wait_recv(ch, coll->team, partner);
+    }
+}
+
 axon_status_t axon_xc_allreduce_compile(axon_xc_coll_t *coll)
 {
     axon_xc_team_t *team = coll->team;
     axon_xc_chain_t *ch  = &coll->chain;
     uint32_t n = team->size, r = team->rank, p = axon_xc_pow2_floor(n), extra = n - p;
-    uint32_t rounds = axon_xc_log2_ceil(p), k, v, partner;
+    uint32_t rounds = axon_xc_log2_ceil(p), k, v;
+    unsigned chunks = (unsigned)((coll->args.count + coll->chunk - 1) / coll->chunk);
     size_t len = coll->args.count * 8;
     uint32_t lkey = coll->scratch_mr->lkey;
-    void *ops[AXON_XC_MAX_OPERANDS];
+    uint64_t *ops[AXON_XC_MAX_OPERANDS];
     unsigned n_ops = 0;
     axon_status_t status;
 
-    status = axon_xc_chain_init(ch, team, 3 * rounds + 8, (rounds + 2) * (rounds + 4) + 4);
+    status = axon_xc_chain_init(ch, team, (3 * rounds + 3) * chunks + 8,
+                                (rounds + 3) * (rounds + 3) * chunks + 4);
     if (status != AXON_OK) {
         return status;
     }
@@ -77,7 +106,7 @@ axon_status_t axon_xc_allreduce_compile(axon_xc_coll_t *coll)
         /* give the input to the odd neighbour, receive the result from it */
         ops[0] = coll->x_be;
         axon_xc_chain_recv(ch, r + 1, coll->res_be, len, lkey);
-        axon_xc_chain_send(ch, coll, r + 1, ops, 1, len, lkey);
+        axon_xc_chain_send(ch, coll, r + 1, (void *const *)ops, 1, len, lkey);
         axon_xc_chain_enable(ch, team, r + 1);
         axon_xc_chain_wait_recv(ch, team, r + 1);
         return axon_xc_chain_finish(ch, team);
@@ -92,21 +121,16 @@ axon_status_t axon_xc_allreduce_compile(axon_xc_coll_t *coll)
         v = r - extra;
     }
     for (k = 0; k < rounds; ++k) {
-        partner = axon_xc_participant_rank(v ^ (1u << k), extra);
-        axon_xc_chain_recv(ch, partner, coll->scratch + (2 + k) * coll->args.count, len, lkey);
-        axon_xc_chain_send(ch, coll, partner, ops, n_ops, len, lkey);
-        axon_xc_chain_enable(ch, team, partner);
-        axon_xc_chain_wait_recv(ch, team, partner);
-        ops[n_ops++] = coll->scratch + (2 + k) * coll->args.count;
+        ops[n_ops] = coll->scratch + (2 + k) * coll->args.count;
+        axon_xc_allreduce_calc(coll, axon_xc_participant_rank(v ^ (1u << k), extra), ops, n_ops,
+                               ops[n_ops]);
+        ++n_ops;
     }
     /* the last reduction, to ourselves */
-    axon_xc_chain_recv(ch, r, coll->res_be, len, lkey);
-    axon_xc_chain_send(ch, coll, r, ops, n_ops, len, lkey);
-    axon_xc_chain_enable(ch, team, r);
-    axon_xc_chain_wait_recv(ch, team, r);
+    axon_xc_allreduce_calc(coll, r, ops, n_ops, coll->res_be);
     if (r < 2 * extra) {
         ops[0] = coll->res_be;
-        axon_xc_chain_send(ch, coll, r - 1, ops, 1, len, lkey);
+        axon_xc_chain_send(ch, coll, r - 1, (void *const *)ops, 1, len, lkey);
         axon_xc_chain_enable(ch, team, r - 1);
     }
     return axon_xc_chain_finish(ch, team);

@@ -201,6 +201,16 @@ axon_status_t axon_xc_chain_finish(axon_xc_chain_t *ch, axon_xc_team_t *team)
             return AXON_ERR_INVALID_PARAM;
         }
     }
+    /* Room it takes: the fullest member queue, or its share of the MQP's. */
+    ch->slots = (ch->num_wrs - ch->num_sends) * AXON_XC_QP_WRS / AXON_XC_MQP_WRS + 1;
+    for (m = 0; m < n; ++m) {
+        if ((unsigned)ch->posted_sends[m] > ch->slots) {
+            ch->slots = (unsigned)ch->posted_sends[m];
+        }
+        if ((unsigned)ch->rcq_waits[m] > ch->slots) {
+            ch->slots = (unsigned)ch->rcq_waits[m];
+        }
+    }
     /* Receives, then the held sends, then the tasks that release them. */
     for (m = 0; m < n; ++m) {
         if (ch->recv_tail[n + m] != NULL) {

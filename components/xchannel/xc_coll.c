@@ -33,36 +33,49 @@ static axon_status_t axon_xc_allreduce_buffers(axon_xc_coll_t *coll)
         return AXON_ERR_NO_MEMORY;
     }
     coll->x_be   = coll->scratch;
+    coll->chunk  = coll->team->worker->dev.dev_attr.cross_channel.max_calc_vector;
     coll->res_be = coll->scratch + (rounds + 2) * count;
     return axon_xc_reg(coll->team, coll->scratch, bytes, &coll->scratch_mr);
 }
 
+axon_status_t axon_xc_coll_applies(axon_xc_team_t *team, const axon_xc_args_t *args)
+{
+    switch (args->kind) {
+    case AXON_XC_BARRIER:
+        return (team->size > 1) ? AXON_OK : AXON_ERR_UNSUPPORTED;
+    case AXON_XC_BCAST:
+        if ((team->size < 2) || (args->count == 0) ||
+            (args->count > team->worker->dev.dev_attr.max_mr_size) || (args->radix < 2) ||
+            (args->root >= team->size)) {
+            axon_debug("xchannel: bcast of %zu bytes (radix %u, root %u) not offloaded",
+                       args->count, args->radix, args->root);
+            return AXON_ERR_UNSUPPORTED;
+        }
+        return AXON_OK;
+    case AXON_XC_ALLREDUCE:
+        return (team->size > 1) ? axon_xc_allreduce_check(team, args) : AXON_ERR_UNSUPPORTED;
+    default:
+        axon_debug("xchannel: collective kind %d not offloaded", (int)args->kind);
+        return AXON_ERR_UNSUPPORTED;
+    }
+}
+
 static axon_status_t axon_xc_coll_setup(axon_xc_coll_t *coll)
 {
-    axon_xc_team_t *team = coll->team;
-    axon_status_t status;
+    axon_status_t status = axon_xc_coll_applies(coll->team, &coll->args);
 
+    if (status != AXON_OK) {
+        return status;
+    }
     switch (coll->args.kind) {
     case AXON_XC_BARRIER:
         return axon_xc_barrier_compile(coll);
     case AXON_XC_BCAST:
-        if ((coll->args.count == 0) || (coll->args.count > team->worker->dev.dev_attr.max_mr_size) ||
-            (coll->args.radix < 2) || (coll->args.root >= team->size)) {
-            axon_debug("xchannel: bcast of %zu bytes (radix %u, root %u) not offloaded",
-                       coll->args.count, coll->args.radix, coll->args.root);
-            return AXON_ERR_UNSUPPORTED;
-        }
-        status = axon_xc_reg(team, coll->args.dst, coll->args.count, &coll->mr);
+        status = axon_xc_reg(coll->team, coll->args.dst, coll->args.count, &coll->mr);
         return (status == AXON_OK) ? axon_xc_bcast_compile(coll) : status;
-    case AXON_XC_ALLREDUCE:
-        status = axon_xc_allreduce_check(team, &coll->args);
-        if (status == AXON_OK) {
-            status = axon_xc_allreduce_buffers(coll);
-        }
-        return (status == AXON_OK) ? axon_xc_allreduce_compile(coll) : status;
     default:
-        axon_debug("xchannel: collective kind %d not offloaded", (int)coll->args.kind);
-        return AXON_ERR_UNSUPPORTED;
+        status = axon_xc_allreduce_buffers(coll);
+        return (status == AXON_OK) ? axon_xc_allreduce_compile(coll) : status;
     }
 }
 
@@ -72,9 +85,6 @@ axon_status_t axon_xc_coll_init(axon_xc_team_t *team, const axon_xc_args_t *args
     axon_xc_coll_t *coll;
     axon_status_t status;
 
-    if (team->size < 2) {
-        return AXON_ERR_UNSUPPORTED;
-    }
     coll = calloc(1, sizeof(*coll));
     if (coll == NULL) {
         return AXON_ERR_NO_MEMORY;
@@ -92,7 +102,8 @@ axon_status_t axon_xc_coll_init(axon_xc_team_t *team, const axon_xc_args_t *args
     return AXON_OK;
 }
 
-axon_status_t axon_xc_coll_post(axon_xc_coll_t *coll)
+/* Hand the chain to the device: its queues have room for it. */
+static axon_status_t axon_xc_coll_submit(axon_xc_coll_t *coll)
 {
     axon_xc_team_t *team = coll->team;
     const uint64_t *src  = coll->args.src;
@@ -101,15 +112,11 @@ axon_status_t axon_xc_coll_post(axon_xc_coll_t *coll)
     size_t i;
     int ret;
 
-    if (team->failed != AXON_OK) {
-        return team->failed;
-    }
     if (coll->args.kind == AXON_XC_ALLREDUCE) {
         for (i = 0; i < coll->args.count; ++i) {
             coll->x_be[i] = htobe64(src[i]);
         }
     }
-    coll->seq = ++team->next_seq;
     for (wr = coll->chain.task_head; wr != NULL; wr = wr->next) {
         wr->wr_id = coll->seq;
     }
@@ -121,8 +128,48 @@ axon_status_t axon_xc_coll_post(axon_xc_coll_t *coll)
         team->failed = AXON_ERR_IO_ERROR;   /* the queues' counts no longer match the chains */
         return AXON_ERR_IO_ERROR;
     }
-    coll->status = AXON_INPROGRESS;
+    team->in_flight += coll->chain.slots;
     axon_list_add_tail(&team->posted, &coll->link);
+    return AXON_OK;
+}
+
+/* Chains the user posted while the queues were full, in post order. */
+static void axon_xc_team_submit_waiting(axon_xc_team_t *team)
+{
+    axon_xc_coll_t *coll;
+
+    while (!axon_list_is_empty(&team->waiting)) {
+        coll = axon_list_first(&team->waiting, axon_xc_coll_t, link);
+        if ((team->failed == AXON_OK) &&
+            (team->in_flight + coll->chain.slots > AXON_XC_QP_WRS)) {
+            return;
+        }
+        axon_list_del(&coll->link);
+        if ((team->failed != AXON_OK) || (axon_xc_coll_submit(coll) != AXON_OK)) {
+            coll->status = team->failed;
+        }
+    }
+}
+
+axon_status_t axon_xc_coll_post(axon_xc_coll_t *coll)
+{
+    axon_xc_team_t *team = coll->team;
+
+    if (team->failed != AXON_OK) {
+        return team->failed;
+    }
+    coll->seq    = ++team->next_seq;
+    coll->status = AXON_INPROGRESS;
+    /* Members post collectives in one order, and so must chains reach the
+     * device: behind one that waits for room, every later one waits too. */
+    if (axon_list_is_empty(&team->waiting) &&
+        (team->in_flight + coll->chain.slots <= AXON_XC_QP_WRS)) {
+        if (axon_xc_coll_submit(coll) != AXON_OK) {
+            coll->status = team->failed;
+        }
+        return (coll->status == AXON_INPROGRESS) ? AXON_OK : coll->status;
+    }
+    axon_list_add_tail(&team->waiting, &coll->link);
     return AXON_OK;
 }
 
@@ -132,7 +179,7 @@ static void axon_xc_coll_done(axon_xc_coll_t *coll, axon_status_t status)
     size_t i;
 
     axon_list_del(&coll->link);
-    axon_list_init(&coll->link);
+    coll->team->in_flight -= coll->chain.slots;
     if ((status == AXON_OK) && (coll->args.kind == AXON_XC_ALLREDUCE)) {
         for (i = 0; i < coll->args.count; ++i) {
             dst[i] = be64toh(coll->res_be[i]);
@@ -167,6 +214,7 @@ static void axon_xc_team_poll(axon_xc_team_t *team)
             }
         }
     }
+    axon_xc_team_submit_waiting(team);
 }
 
 axon_status_t axon_xc_coll_test(axon_xc_coll_t *coll)

@@ -8,9 +8,7 @@
 #include "log.h"
 #include "xchannel.h"
 
-#define AXON_XC_QP_WRS   128     /* per member QP; a chain posts a few per member */
-#define AXON_XC_MQP_WRS  1024    /* tasks of the chains in flight */
-#define AXON_XC_CQES     4096
+#define AXON_XC_CQES     AXON_XC_MQP_WRS   /* the MQP's CQ holds every task's error */
 /* RNR timer code 2 (20 us): a chain's message often comes before its
  * receiver posted the same collective; it is sent again that soon. */
 #define AXON_XC_MIN_RNR_TIMER 2
@@ -132,6 +130,7 @@ static axon_status_t axon_xc_team_open(axon_xc_worker_t *w, uint32_t rank, uint3
         team->max_sge = AXON_XC_MAX_OPERANDS;
     }
     axon_list_init(&team->posted);
+    axon_list_init(&team->waiting);
     status = axon_xc_cq(team, counted, &team->scq);
     if (status == AXON_OK) {
         status = axon_xc_cq(team, 0, &team->mcq);
@@ -227,6 +226,7 @@ const axon_coll_offload_ops_t axon_xc_ops = {
     .team_connect  = axon_xc_team_connect,
     .team_fail     = axon_xc_team_fail,
     .team_close    = axon_xc_team_close,
+    .coll_applies  = axon_xc_coll_applies,
     .coll_init     = axon_xc_coll_init,
     .coll_post     = axon_xc_coll_post,
     .coll_test     = axon_xc_coll_test,

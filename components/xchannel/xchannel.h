@@ -44,6 +44,8 @@ struct axon_xc_team {
     uint32_t          max_sge;    /* operands of one CALC send */
     uint64_t          next_seq;   /* posts so far: a chain's tasks carry its number */
     axon_list_link_t  posted;     /* collectives whose chain runs, in post order */
+    axon_list_link_t  waiting;    /* posted by the user, queues full: they follow in order */
+    unsigned          in_flight;  /* queue slots the running chains hold (AXON_XC_QP_WRS) */
     axon_status_t     failed;     /* AXON_OK, or why no chain can run any more */
 };
 
@@ -52,7 +54,11 @@ struct axon_xc_team {
  * the same lists to the device again. wrs[] holds every send WR and task,
  * rwrs[] the receives; tasks[] the post_task items linking them.
  */
+#define AXON_XC_QP_WRS       256    /* per member QP; what chains in flight may hold */
+#define AXON_XC_MQP_WRS      4096   /* the management QP's tasks */
 #define AXON_XC_MAX_OPERANDS 16  /* SGEs of one CALC send we ask a QP for */
+/* Allreduce: CALC sends per round, each of the device's max_calc_vector elements at most */
+#define AXON_XC_MAX_CHUNKS 32
 #define AXON_XC_MAX_ITEMS 3   /* per member: receives, sends; plus the management QP */
 
 typedef struct axon_xc_chain {
@@ -64,6 +70,7 @@ typedef struct axon_xc_chain {
     unsigned            num_wrs, num_rwrs, num_sges, num_tasks;
     unsigned            max_wrs, max_rwrs, max_sges;
     unsigned            num_sends;          /* every send is signaled: the last WAIT counts them */
+    unsigned            slots;              /* most WRs it puts on one queue (scaled for the MQP) */
     int32_t            *rcq_waits;          /* per member: WAITs on its rcq so far */
     int32_t            *enables;            /* per member: sends released so far */
     int32_t            *posted_sends;       /* per member: sends posted so far */
@@ -81,9 +88,10 @@ struct axon_xc_coll {
     uint64_t         *scratch;
     uint64_t         *x_be;        /* allreduce: the input in network order */
     uint64_t         *res_be;      /* allreduce: the result, as the device wrote it */
+    uint32_t          chunk;       /* allreduce: elements per CALC send */
     uint64_t          seq;         /* of the post in flight */
     axon_status_t     status;
-    axon_list_link_t  link;        /* in team->posted while its chain runs */
+    axon_list_link_t  link;        /* in team->posted while its chain runs, or team->waiting */
 };
 
 /* The device's names of the element types and operations (xc_chain.c). */
@@ -119,6 +127,7 @@ axon_status_t axon_xc_worker_open(const axon_resource_t *rsc, const void *config
 void          axon_xc_worker_close(axon_xc_worker_t *worker);
 
 /* xc_coll.c */
+axon_status_t axon_xc_coll_applies(axon_xc_team_t *team, const axon_xc_args_t *args);
 axon_status_t axon_xc_coll_init(axon_xc_team_t *team, const axon_xc_args_t *args,
                                 axon_xc_coll_t **coll_p);
 axon_status_t axon_xc_coll_post(axon_xc_coll_t *coll);

@@ -55,10 +55,12 @@ inline std::string coll_param_name(const ::testing::TestParamInfo<CollParam> &in
  * here); self only reaches its own worker, so it has teams of one. The
  * main lanes (every pass, ASan included; valgrind runs self) are each
  * transport once at a size that is no power of two for shm and one that is
- * for tcp; the other sizes are variants (the plain pass).
+ * for tcp, and the offload over rc (softib's cross-channel chains, issue
+ * 19) at 5; the other sizes are variants (the plain pass).
  */
 const CollParam kCollLanes[] = {
     {"self_n1", "self", 1}, {"shm_n5", "shm", 5}, {"tcp_n4", "tcp", 4},
+    {"rc_xc_n5", "rc", 5, {{"COLL_OFFLOAD", "y"}}},
 };
 
 /*
@@ -75,8 +77,13 @@ const CollParam kCollSizes[] = {
     {"tcp_n7", "tcp", 7}, {"tcp_n8", "tcp", 8},
     {"shm_tcp_n5", "shm,tcp", 5, {}, kShmTcpMembers},
     /* softib's transports through every test of the suites (CollSlow runs each
-     * collective once on them at every size) */
-    {"rc_n3", "rc", 3}, {"ud_n6", "ud", 6},
+     * collective once on them at every size): rc in software, ud offloaded
+     * (AXON_COLL_OFFLOAD=auto) */
+    {"rc_n3", "rc", 3, {{"COLL_OFFLOAD", "n"}}}, {"ud_n6", "ud", 6},
+    /* barrier, bcast and allreduce run by softib's cross-channel chains */
+    {"rc_xc_n2", "rc", 2, {{"COLL_OFFLOAD", "y"}}}, {"rc_xc_n3", "rc", 3, {{"COLL_OFFLOAD", "y"}}},
+    {"rc_xc_n4", "rc", 4, {{"COLL_OFFLOAD", "y"}}}, {"rc_xc_n6", "rc", 6, {{"COLL_OFFLOAD", "y"}}},
+    {"rc_xc_n7", "rc", 7, {{"COLL_OFFLOAD", "y"}}}, {"rc_xc_n8", "rc", 8, {{"COLL_OFFLOAD", "y"}}},
     /* k-nomial trees of other radixes than the default binomial (bcast, reduce) */
     {"shm_radix3_n7", "shm", 7, {{"COLL_KNOMIAL_RADIX", "3"}}},
     {"shm_radix4_n8", "shm", 8, {{"COLL_KNOMIAL_RADIX", "4"}}},
