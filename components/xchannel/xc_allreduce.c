@@ -109,7 +109,7 @@ axon_status_t axon_xc_allreduce_compile(axon_xc_coll_t *coll)
         axon_xc_chain_send(ch, coll, r + 1, (void *const *)ops, 1, len, lkey);
         axon_xc_chain_enable(ch, team, r + 1);
         axon_xc_chain_wait_recv(ch, team, r + 1);
-        return axon_xc_chain_finish(ch, team);
+        return axon_xc_chain_finish(ch, team, 0);
     }
     ops[n_ops++] = coll->x_be;
     if (r < 2 * extra) {
@@ -133,5 +133,5 @@ axon_status_t axon_xc_allreduce_compile(axon_xc_coll_t *coll)
         axon_xc_chain_send(ch, coll, r - 1, (void *const *)ops, 1, len, lkey);
         axon_xc_chain_enable(ch, team, r - 1);
     }
-    return axon_xc_chain_finish(ch, team);
+    return axon_xc_chain_finish(ch, team, 0);
 }

@@ -13,7 +13,7 @@ axon_status_t axon_xc_barrier_compile(axon_xc_coll_t *coll)
     uint32_t n = team->size, r = team->rank, rounds = axon_xc_log2_ceil(n), k, dist;
     axon_status_t status;
 
-    status = axon_xc_chain_init(ch, team, 3 * rounds + 1, 0);
+    status = axon_xc_chain_init(ch, team, 3 * rounds + 2, 0);
     if (status != AXON_OK) {
         return status;
     }
@@ -24,5 +24,5 @@ axon_status_t axon_xc_barrier_compile(axon_xc_coll_t *coll)
         axon_xc_chain_enable(ch, team, (r + dist) % n);
         axon_xc_chain_wait_recv(ch, team, (r + n - dist) % n);
     }
-    return axon_xc_chain_finish(ch, team);
+    return axon_xc_chain_finish(ch, team, 0);
 }

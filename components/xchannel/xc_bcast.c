@@ -41,5 +41,5 @@ axon_status_t axon_xc_bcast_compile(axon_xc_coll_t *coll)
             axon_xc_chain_enable(ch, team, (c + root) % n);
         }
     }
-    return axon_xc_chain_finish(ch, team);
+    return axon_xc_chain_finish(ch, team, 1);
 }

@@ -3,8 +3,11 @@
  * in WAIT and ENABLE tasks are cumulative within the task list (seed §8.9.3):
  * the n-th WAIT on a CQ waits for n completions past the CQ's base, and the
  * last task on each CQ or QP carries WAIT_EN_LAST, which moves the base for
- * the next post. So every receive and every send of a post is waited for
- * within the same post, and the counts stay right post after post.
+ * the next post. So every receive of a post is waited for within the same
+ * post, and every send by the end of the post or, where its buffers are the
+ * chain's own, by the start of the next one (a chain ends when its result
+ * is in, not when its last send was acknowledged): the counts stay right
+ * post after post.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +28,9 @@ const axon_dev_calc_op_t axon_xc_calc_ops[] = {
     [AXON_XC_MAX]  = AXON_DEV_CALC_OP_MAX,
     [AXON_XC_MIN]  = AXON_DEV_CALC_OP_MIN,
 };
+
+static axon_dev_send_wr_t *axon_xc_chain_wr(axon_xc_chain_t *ch, axon_dev_wr_opcode_t opcode);
+static void axon_xc_chain_task(axon_xc_chain_t *ch, axon_dev_send_wr_t *wr);
 
 axon_status_t axon_xc_chain_init(axon_xc_chain_t *ch, const axon_xc_team_t *team,
                                  unsigned max_wrs, unsigned max_sges)
@@ -50,6 +56,10 @@ axon_status_t axon_xc_chain_init(axon_xc_chain_t *ch, const axon_xc_team_t *team
     }
     ch->enables      = ch->rcq_waits + n;
     ch->posted_sends = ch->rcq_waits + 2 * n;
+    /* First, the sends of the chains before: their buffers are this one's too */
+    ch->scq_first = axon_xc_chain_wr(ch, AXON_DEV_WR_CQE_WAIT);
+    ch->scq_first->wr.cqe_wait.cq = team->scq;
+    axon_xc_chain_task(ch, ch->scq_first);
     return AXON_OK;
 }
 
@@ -181,18 +191,19 @@ static void axon_xc_chain_mark_last(axon_xc_chain_t *ch)
     }
 }
 
-axon_status_t axon_xc_chain_finish(axon_xc_chain_t *ch, axon_xc_team_t *team)
+axon_status_t axon_xc_chain_finish(axon_xc_chain_t *ch, axon_xc_team_t *team, int own_sends)
 {
     uint32_t n = team->size, m;
     axon_dev_send_wr_t *wr;
     axon_dev_task_t *t;
 
-    /* The end: every send of the post completed (its buffers are free again). */
-    wr = axon_xc_chain_wr(ch, AXON_DEV_WR_CQE_WAIT);
-    wr->wr.cqe_wait.cq       = team->scq;
-    wr->wr.cqe_wait.cq_count = (int32_t)ch->num_sends;
-    wr->send_flags           = AXON_DEV_SEND_SIGNALED;
-    axon_xc_chain_task(ch, wr);
+    if (own_sends) {
+        /* The end: every send of the post completed (its buffers are the user's). */
+        ch->scq_last = wr = axon_xc_chain_wr(ch, AXON_DEV_WR_CQE_WAIT);
+        wr->wr.cqe_wait.cq = team->scq;
+        axon_xc_chain_task(ch, wr);
+    }
+    ch->task_tail->send_flags |= AXON_DEV_SEND_SIGNALED;   /* what the CPU finds */
     axon_xc_chain_mark_last(ch);
     for (m = 0; m < n; ++m) {
         if (ch->enables[m] != ch->posted_sends[m]) {

@@ -120,6 +120,11 @@ static axon_status_t axon_xc_coll_submit(axon_xc_coll_t *coll)
     for (wr = coll->chain.task_head; wr != NULL; wr = wr->next) {
         wr->wr_id = coll->seq;
     }
+    coll->chain.scq_first->wr.cqe_wait.cq_count = (int32_t)team->unwaited;
+    if (coll->chain.scq_last != NULL) {
+        coll->chain.scq_last->wr.cqe_wait.cq_count =
+            (int32_t)(team->unwaited + coll->chain.num_sends);
+    }
     ret = axon_dev_post_task(team->worker->dev.ctx, coll->chain.tasks, &bad);
     if (ret != 0) {
         axon_error("xchannel: %s: posting a chain of %u items failed at item %d: %s",
@@ -129,6 +134,8 @@ static axon_status_t axon_xc_coll_submit(axon_xc_coll_t *coll)
         return AXON_ERR_IO_ERROR;
     }
     team->in_flight += coll->chain.slots;
+    team->unwaited    = (coll->chain.scq_last != NULL) ? 0 : coll->chain.num_sends;
+    team->unwaited_by = (team->unwaited > 0) ? coll : NULL;
     axon_list_add_tail(&team->posted, &coll->link);
     return AXON_OK;
 }
@@ -140,8 +147,8 @@ static void axon_xc_team_submit_waiting(axon_xc_team_t *team)
 
     while (!axon_list_is_empty(&team->waiting)) {
         coll = axon_list_first(&team->waiting, axon_xc_coll_t, link);
-        if ((team->failed == AXON_OK) &&
-            (team->in_flight + coll->chain.slots > AXON_XC_QP_WRS)) {
+        if ((team->failed == AXON_OK) && (team->in_flight > 0) &&
+            (team->in_flight + coll->chain.slots > AXON_XC_QP_WRS / 2)) {
             return;
         }
         axon_list_del(&coll->link);
@@ -163,7 +170,7 @@ axon_status_t axon_xc_coll_post(axon_xc_coll_t *coll)
     /* Members post collectives in one order, and so must chains reach the
      * device: behind one that waits for room, every later one waits too. */
     if (axon_list_is_empty(&team->waiting) &&
-        (team->in_flight + coll->chain.slots <= AXON_XC_QP_WRS)) {
+        ((team->in_flight == 0) || (team->in_flight + coll->chain.slots <= AXON_XC_QP_WRS / 2))) {
         if (axon_xc_coll_submit(coll) != AXON_OK) {
             coll->status = team->failed;
         }
@@ -207,8 +214,9 @@ static void axon_xc_team_poll(axon_xc_team_t *team)
                                (unsigned long long)coll->seq, (int)wc[i].status);
                     team->failed = AXON_ERR_CONNECTION_RESET;
                     axon_xc_coll_done(coll, AXON_ERR_CONNECTION_RESET);
-                } else if (wc[i].opcode == AXON_DEV_WC_CQE_WAIT) {
-                    axon_xc_coll_done(coll, AXON_OK);
+                } else {
+                    axon_xc_coll_done(coll, AXON_OK);   /* only the last task signals */
+                    axon_xc_team_bury(team);
                 }
                 break;
             }
@@ -225,9 +233,8 @@ axon_status_t axon_xc_coll_test(axon_xc_coll_t *coll)
     return coll->status;
 }
 
-void axon_xc_coll_free(axon_xc_coll_t *coll)
+static void axon_xc_coll_release(axon_xc_coll_t *coll)
 {
-    axon_list_del(&coll->link);    /* a chain failed by team_fail: nothing runs it any more */
     axon_xc_chain_cleanup(&coll->chain);
     if (coll->mr != NULL) {
         axon_dev_dereg_mr(coll->mr);
@@ -237,4 +244,29 @@ void axon_xc_coll_free(axon_xc_coll_t *coll)
     }
     free(coll->scratch);
     free(coll);
+}
+
+/* The next chain's first WAIT covered every send before it: the dead can go. */
+void axon_xc_team_bury(axon_xc_team_t *team)
+{
+    axon_xc_coll_t *coll, *tmp;
+
+    axon_list_for_each_safe(coll, tmp, &team->graveyard, link) {
+        axon_list_del(&coll->link);
+        axon_xc_coll_release(coll);
+    }
+}
+
+void axon_xc_coll_free(axon_xc_coll_t *coll)
+{
+    axon_xc_team_t *team = coll->team;
+
+    axon_list_del(&coll->link);    /* a chain failed by team_fail: nothing runs it any more */
+    if (team->unwaited_by == coll) {
+        /* its last sends may be unacknowledged still (and sent again from its buffers) */
+        team->unwaited_by = NULL;
+        axon_list_add_tail(&team->graveyard, &coll->link);
+        return;
+    }
+    axon_xc_coll_release(coll);
 }

@@ -11,7 +11,7 @@
 #define AXON_XC_CQES     AXON_XC_MQP_WRS   /* the MQP's CQ holds every task's error */
 /* RNR timer code 2 (20 us): a chain's message often comes before its
  * receiver posted the same collective; it is sent again that soon. */
-#define AXON_XC_MIN_RNR_TIMER 2
+#define AXON_XC_MIN_RNR_TIMER 1
 
 axon_status_t axon_xc_worker_open(const axon_resource_t *rsc, const void *config,
                                   axon_xc_worker_t **worker_p)
@@ -99,6 +99,7 @@ static void axon_xc_team_close(axon_xc_team_t *team)
             axon_dev_destroy_cq(team->peers[m].rcq);
         }
     }
+    axon_xc_team_bury(team);      /* no QP reads their buffers any more */
     if (team->scq != NULL) {
         axon_dev_destroy_cq(team->scq);
     }
@@ -131,6 +132,7 @@ static axon_status_t axon_xc_team_open(axon_xc_worker_t *w, uint32_t rank, uint3
     }
     axon_list_init(&team->posted);
     axon_list_init(&team->waiting);
+    axon_list_init(&team->graveyard);
     status = axon_xc_cq(team, counted, &team->scq);
     if (status == AXON_OK) {
         status = axon_xc_cq(team, 0, &team->mcq);

@@ -46,6 +46,9 @@ struct axon_xc_team {
     axon_list_link_t  posted;     /* collectives whose chain runs, in post order */
     axon_list_link_t  waiting;    /* posted by the user, queues full: they follow in order */
     unsigned          in_flight;  /* queue slots the running chains hold (AXON_XC_QP_WRS) */
+    unsigned          unwaited;   /* sends of the last chain that the next one waits for */
+    axon_xc_coll_t   *unwaited_by; /* that chain: freeing it must wait, its sends read it */
+    axon_list_link_t  graveyard;  /* freed collectives whose last sends may still run */
     axon_status_t     failed;     /* AXON_OK, or why no chain can run any more */
 };
 
@@ -77,6 +80,8 @@ typedef struct axon_xc_chain {
     axon_dev_send_wr_t **send_tail;         /* per member: last send WR, to link the next */
     axon_dev_recv_wr_t **recv_tail;
     axon_dev_send_wr_t *task_head, *task_tail;  /* the management QP's tasks */
+    axon_dev_send_wr_t *scq_first;          /* WAIT for the sends of the chains before */
+    axon_dev_send_wr_t *scq_last;           /* WAIT for its own sends, or NULL */
 } axon_xc_chain_t;
 
 struct axon_xc_coll {
@@ -111,8 +116,9 @@ void          axon_xc_chain_send(axon_xc_chain_t *ch, const axon_xc_coll_t *coll
 void          axon_xc_chain_enable(axon_xc_chain_t *ch, const axon_xc_team_t *team, uint32_t m);
 void          axon_xc_chain_wait_recv(axon_xc_chain_t *ch, const axon_xc_team_t *team,
                                       uint32_t m);
-/* Wait for every send; mark each queue's last task; link the task list. */
-axon_status_t axon_xc_chain_finish(axon_xc_chain_t *ch, axon_xc_team_t *team);
+/* Mark each queue's last task, link the task list; with own_sends the chain
+ * ends once its own sends completed (they read the user's buffer). */
+axon_status_t axon_xc_chain_finish(axon_xc_chain_t *ch, axon_xc_team_t *team, int own_sends);
 
 /* Compilers, one per collective (xc_barrier.c, xc_bcast.c, xc_allreduce.c). */
 axon_status_t axon_xc_barrier_compile(axon_xc_coll_t *coll);
@@ -133,6 +139,7 @@ axon_status_t axon_xc_coll_init(axon_xc_team_t *team, const axon_xc_args_t *args
 axon_status_t axon_xc_coll_post(axon_xc_coll_t *coll);
 axon_status_t axon_xc_coll_test(axon_xc_coll_t *coll);
 void          axon_xc_coll_free(axon_xc_coll_t *coll);
+void          axon_xc_team_bury(axon_xc_team_t *team);
 
 static inline uint32_t axon_xc_log2_ceil(uint32_t n)
 {
