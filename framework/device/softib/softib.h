@@ -114,6 +114,7 @@ typedef struct softib_dev {
     uint64_t            thread_deadline;   /* when the sleeping thread wakes (ns), 0 none */
     uint64_t            consumer_ns;       /* the consumer's last call into the engine, 0 none */
     int                 xchan_kick;        /* a WAIT's CQ grew or a queue was enabled: rerun */
+    unsigned            xchan_waits;       /* WAITs posted, not yet done: the thread runs them */
     uint8_t             rx_buf[SOFTIB_WIRE_MAX_PKT];
     uint8_t             tx_buf[SOFTIB_WIRE_MAX_PKT];
 } softib_dev_t;

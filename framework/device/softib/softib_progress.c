@@ -79,11 +79,24 @@ static void softib_progress_pass(softib_dev_t *dev, uint64_t now)
     softib_resp_flush_acks(dev);
 }
 
+static void softib_thread_wake(softib_dev_t *dev);
+
 void softib_progress(softib_dev_t *dev)
 {
-    /* The consumer calls in: the progress thread stays away while it keeps doing so */
-    dev->consumer_ns = softib_time_ns();
-    softib_progress_pass(dev, dev->consumer_ns);
+    uint64_t now = softib_time_ns();
+
+    /*
+     * The consumer calls in: the progress thread stays away while it keeps
+     * doing so. Not while cross-channel WAITs are posted: the thread is the
+     * NIC that runs their chains whether the consumer calls in or computes.
+     */
+    if (dev->xchan_waits == 0) {
+        dev->consumer_ns = now;
+    } else if (dev->consumer_ns != 0) {
+        dev->consumer_ns = 0;
+        softib_thread_wake(dev);
+    }
+    softib_progress_pass(dev, now);
 }
 
 uint64_t softib_next_deadline(softib_dev_t *dev)
@@ -201,18 +214,26 @@ static void *softib_thread_main(void *arg)
     return NULL;
 }
 
+static void softib_thread_wake(softib_dev_t *dev)
+{
+    uint64_t one = 1;
+
+    if (dev->thread_started && (write(dev->wake_fd, &one, sizeof(one)) < 0)) {
+        axon_debug("softib: waking the progress thread: %s", strerror(errno));
+    }
+}
+
 /* A consumer about to block: the thread takes over now, not when the idle time ran out */
 static void softib_thread_takeover(softib_dev_t *dev)
 {
-    uint64_t one = 1;
     int wake;
 
     pthread_mutex_lock(&dev->lock);
     wake             = (dev->consumer_ns != 0);
     dev->consumer_ns = 0;
     pthread_mutex_unlock(&dev->lock);
-    if (wake && (write(dev->wake_fd, &one, sizeof(one)) < 0)) {
-        axon_debug("softib: waking the progress thread: %s", strerror(errno));
+    if (wake) {
+        softib_thread_wake(dev);
     }
 }
 
