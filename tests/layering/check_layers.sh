@@ -26,8 +26,9 @@ build=${2:-}
 [ -z "$build" ] || build=$(cd "$build" && pwd)
 cd "$src" || exit 2
 
-# Components that share files: rdmacm builds on the verbs family's rc.
-families='verbs:rdmacm'
+# Components that share files: rdmacm builds on the verbs family's rc, xchannel
+# on its verbs helpers.
+families='verbs:rdmacm:xchannel'
 
 files=$(find framework components api tools contrib -name '*.[ch]' 2>/dev/null | sort)
 public=$(awk '/^axoninclude_HEADERS[ \t]*\+?=/ { on = 1; sub(/^[^=]*=/, "") }
