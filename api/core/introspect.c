@@ -77,6 +77,11 @@ static void axon_introspect_devices(axon_context_h ctx, FILE *stream)
         }
         for (j = 0; j < lc->num_resources; ++j) {
             rsc = &lc->resources[j];
+            if (lc->component->coll_offload != NULL) {
+                fprintf(stream, "#\n#   collective offload on %s (AXON_COLL_OFFLOAD; used by "
+                        "teams whose members all reach each other over it)\n", rsc->dev_name);
+                continue;
+            }
             fprintf(stream, "#\n#   transport: %s\n", rsc->tl_name);
             fprintf(stream, "#      device: %s (%s)%s\n", rsc->dev_name,
                             axon_introspect_dev_types[rsc->dev_type],
