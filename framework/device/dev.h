@@ -513,11 +513,12 @@ typedef struct axon_dev_qp_init_attr {
 /*
  * CQ creation flags (seed §8.9.2.2): CROSS_CHANNEL marks a CQ that WAIT
  * tasks may watch; IGNORE_OVERRUN (the manual sets it with modify_cq, Axon
- * at creation) keeps a CQ nobody polls usable when it fills: the oldest
+ * at creation too) keeps a CQ nobody polls usable when it fills: the oldest
  * completion is dropped instead of the CQ failing.
  */
 #define AXON_DEV_CQ_CREATE_CROSS_CHANNEL (1u << 0)
 #define AXON_DEV_CQ_IGNORE_OVERRUN       (1u << 1)
+#define AXON_DEV_CQ_ATTR_CAP_FLAGS       (1 << 0)   /* modify_cq: cq_cap_flags is set */
 
 typedef struct axon_dev_qp_attr {
     axon_dev_qp_state_t  qp_state;
@@ -746,6 +747,9 @@ struct axon_dev_ops {
     int  (*create_cq_ex)(axon_dev_context_t *ctx, int cqe, void *cq_context,
                          axon_dev_comp_channel_t *channel, int comp_vector, uint32_t flags,
                          axon_dev_cq_t **cq_p);
+    /* ibv_exp_modify_cq's cap flags (seed §8.9.2.2): with AXON_DEV_CQ_ATTR_CAP_FLAGS
+     * in attr_mask, cq_cap_flags (AXON_DEV_CQ_IGNORE_OVERRUN or 0) replaces the CQ's */
+    int  (*modify_cq)(axon_dev_cq_t *cq, uint32_t cq_cap_flags, int attr_mask);
     int  (*destroy_cq)(axon_dev_cq_t *cq);          /* EBUSY while QPs or WAITs use it */
     int  (*poll_cq)(axon_dev_cq_t *cq, int num_entries, axon_dev_wc_t *wc);
     int  (*req_notify_cq)(axon_dev_cq_t *cq, int solicited_only);
@@ -844,6 +848,8 @@ static inline int axon_dev_create_cq_ex(axon_dev_context_t *ctx, int cqe, void *
                                         axon_dev_comp_channel_t *channel, int comp_vector,
                                         uint32_t flags, axon_dev_cq_t **cq_p)
 { return ctx->ops->create_cq_ex(ctx, cqe, cq_context, channel, comp_vector, flags, cq_p); }
+static inline int axon_dev_modify_cq(axon_dev_cq_t *cq, uint32_t cq_cap_flags, int attr_mask)
+{ return cq->context->ops->modify_cq(cq, cq_cap_flags, attr_mask); }
 static inline int axon_dev_destroy_cq(axon_dev_cq_t *cq)
 { return cq->context->ops->destroy_cq(cq); }
 static inline int axon_dev_poll_cq(axon_dev_cq_t *cq, int num_entries, axon_dev_wc_t *wc)

@@ -667,6 +667,14 @@ static int axon_dev_rdmacore_create_cq_ex(axon_dev_context_t *ctx, int cqe, void
     return axon_dev_rdmacore_create_cq(ctx, cqe, cq_context, channel, comp_vector, cq_p);
 }
 
+static int axon_dev_rdmacore_modify_cq(axon_dev_cq_t *cq, uint32_t cq_cap_flags, int attr_mask)
+{
+    (void)cq_cap_flags;
+    (void)attr_mask;
+    axon_error("rdma-core: %s: modify_cq: %s", cq->context->name, AXON_DEV_RDMACORE_NO_XCHAN);
+    return EOPNOTSUPP;
+}
+
 static int axon_dev_rdmacore_post_task(axon_dev_context_t *ctx, axon_dev_task_t *task,
                                        axon_dev_task_t **bad_task)
 {
@@ -1008,6 +1016,7 @@ static const axon_dev_ops_t axon_dev_rdmacore_ops = {
     .ack_cq_events        = axon_dev_rdmacore_ack_cq_events,
     .create_cq            = axon_dev_rdmacore_create_cq,
     .create_cq_ex         = axon_dev_rdmacore_create_cq_ex,
+    .modify_cq            = axon_dev_rdmacore_modify_cq,
     .destroy_cq           = axon_dev_rdmacore_destroy_cq,
     .poll_cq              = axon_dev_rdmacore_poll_cq,
     .req_notify_cq        = axon_dev_rdmacore_req_notify_cq,

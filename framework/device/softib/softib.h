@@ -462,6 +462,7 @@ int  softib_get_cq_event(axon_dev_comp_channel_t *ch, axon_dev_cq_t **cq_p,
 void softib_ack_cq_events(axon_dev_cq_t *cq, unsigned int nevents);
 int  softib_create_cq(axon_dev_context_t *ctx, int cqe, void *cq_context,
                       axon_dev_comp_channel_t *channel, int comp_vector, axon_dev_cq_t **cq_p);
+int  softib_modify_cq(axon_dev_cq_t *cq, uint32_t cq_cap_flags, int attr_mask);
 int  softib_create_cq_ex(axon_dev_context_t *ctx, int cqe, void *cq_context,
                          axon_dev_comp_channel_t *channel, int comp_vector, uint32_t flags,
                          axon_dev_cq_t **cq_p);

@@ -95,6 +95,30 @@ int softib_create_cq(axon_dev_context_t *ctx, int cqe, void *cq_context,
     return softib_create_cq_ex(ctx, cqe, cq_context, channel, comp_vector, 0, cq_p);
 }
 
+int softib_modify_cq(axon_dev_cq_t *acq, uint32_t cq_cap_flags, int attr_mask)
+{
+    softib_dev_t *dev = softib_dev(acq->context);
+    softib_cq_t *cq   = softib_cq(acq);
+
+    if ((attr_mask & ~AXON_DEV_CQ_ATTR_CAP_FLAGS) ||
+        (cq_cap_flags & ~AXON_DEV_CQ_IGNORE_OVERRUN)) {
+        axon_error("softib: modify_cq: attr_mask 0x%x, cq_cap_flags 0x%x (only "
+                   "AXON_DEV_CQ_ATTR_CAP_FLAGS with IGNORE_OVERRUN)", attr_mask, cq_cap_flags);
+        return EINVAL;
+    }
+    if (cq_cap_flags && !(dev->attr.cap_flags & AXON_DEV_CAP_CROSS_CHANNEL)) {
+        axon_error("softib: modify_cq: IGNORE_OVERRUN, but cross-channel is masked off on %s",
+                   dev->super.name);
+        return EOPNOTSUPP;
+    }
+    if (attr_mask & AXON_DEV_CQ_ATTR_CAP_FLAGS) {
+        pthread_mutex_lock(&dev->lock);
+        cq->flags = (cq->flags & ~AXON_DEV_CQ_IGNORE_OVERRUN) | cq_cap_flags;
+        pthread_mutex_unlock(&dev->lock);
+    }
+    return 0;
+}
+
 int softib_create_cq_ex(axon_dev_context_t *ctx, int cqe, void *cq_context,
                         axon_dev_comp_channel_t *channel, int comp_vector, uint32_t flags,
                         axon_dev_cq_t **cq_p)

@@ -387,6 +387,7 @@ const axon_dev_ops_t softib_dev_ops = {
     .ack_cq_events        = softib_ack_cq_events,
     .create_cq            = softib_create_cq,
     .create_cq_ex         = softib_create_cq_ex,
+    .modify_cq            = softib_modify_cq,
     .destroy_cq           = softib_destroy_cq,
     .poll_cq              = softib_poll_cq,
     .req_notify_cq        = softib_req_notify_cq,

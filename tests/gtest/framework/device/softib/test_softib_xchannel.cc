@@ -161,6 +161,44 @@ TEST_F(SoftibXchannel, IgnoreOverrunCqStaysUsableAndWaitsCountWhatItDropped)
     EXPECT_FALSE(wait_async(dev_.ctx, AXON_DEV_EVENT_CQ_ERR, &ev, 0.05));
 }
 
+/* §8.9.2.2: the manual sets the overrun-ignore bit with (exp_)modify_cq */
+TEST_F(SoftibXchannel, ModifyCqSetsAndClearsIgnoreOverrun)
+{
+    open_dev();
+    Qp x, x2;
+    axon_dev_cq_t *small = dev_.cq(2, nullptr, AXON_DEV_CQ_CREATE_CROSS_CHANNEL);
+    ASSERT_EQ(0, dev_.qp(&x, AXON_DEV_QPT_RC, 1, nullptr, 0, 64, small));
+    ASSERT_EQ(0, dev_.qp(&x2, AXON_DEV_QPT_RC));
+    ASSERT_EQ(0, dev_.connect(x, x2));
+    EXPECT_EQ(EINVAL, axon_dev_modify_cq(small, 1u << 7, AXON_DEV_CQ_ATTR_CAP_FLAGS));
+    EXPECT_EQ(EINVAL, axon_dev_modify_cq(small, AXON_DEV_CQ_IGNORE_OVERRUN, 1 << 5));
+    ASSERT_EQ(0, axon_dev_modify_cq(small, AXON_DEV_CQ_IGNORE_OVERRUN,
+                                    AXON_DEV_CQ_ATTR_CAP_FLAGS));
+    Buf b = buf(64);
+    for (int i = 0; i < 8; ++i) {
+        ASSERT_EQ(0, post_recv(x2.qp, i, b.ptr, 64, b.lkey()));
+    }
+    for (int i = 0; i < 4; ++i) {
+        ASSERT_EQ(0, post_send_op(x.qp, 1 + i, AXON_DEV_WR_SEND, b.ptr, 8, b.lkey()));
+    }
+    Qp m, md;
+    pair(&m, &md, kXchan);
+    ASSERT_EQ(0, post_wr(m.qp, wait_wr(small, 4)));
+    expect_wc(m.scq, AXON_DEV_WC_CQE_WAIT, AXON_DEV_WC_SUCCESS, "WAIT for the 4 sends");
+    axon_dev_wc_t wc[4];
+    axon_dev_async_event_t ev;
+    EXPECT_FALSE(wait_async(dev_.ctx, AXON_DEV_EVENT_CQ_ERR, &ev, 0.05)) << "overrun ignored";
+    ASSERT_EQ(2, axon_dev_poll_cq(small, 4, wc)) << "full, not in error";
+    EXPECT_EQ(3u, wc[0].wr_id) << "the oldest went";
+
+    /* cleared again: the next overrun is the CQ error it would be anywhere */
+    ASSERT_EQ(0, axon_dev_modify_cq(small, 0, AXON_DEV_CQ_ATTR_CAP_FLAGS));
+    for (int i = 0; i < 4; ++i) {
+        ASSERT_EQ(0, post_send_op(x.qp, 10 + i, AXON_DEV_WR_SEND, b.ptr, 8, b.lkey()));
+    }
+    EXPECT_TRUE(wait_async(dev_.ctx, AXON_DEV_EVENT_CQ_ERR, &ev, kWcTimeout)) << "overrun";
+}
+
 /* §8.9.2.3: a managed send queue holds its WRs until a SEND_ENABLE */
 TEST_F(SoftibXchannel, ManagedSendQueueHoldsWrsUntilSendEnable)
 {
