@@ -210,6 +210,20 @@ t_perf_coll_each() {
         grep -E '^RESULT test=coll_allreduce .* ranks=2 algo=[a-z_]+ overlap_pct=[0-9.]+ ' "$tmp/c"
 }
 
+# Offloaded over softib rc (AXON_COLL_OFFLOAD=y): barrier, bcast and allreduce
+# (8 B, 1 KiB: 4 CALC chunks) run as device chains and check their results.
+t_perf_coll_offload() {
+    local t
+    for t in "barrier -s 8" "bcast -s 8,1k" "allreduce -s 8,1k"; do
+        AXON_TLS=rc AXON_COLL_OFFLOAD=y timeout 120 "$perf" --np 3 -t coll_$t -n 100 --overlap \
+            >"$tmp/xc" 2>&1 || { cat "$tmp/xc"; return 1; }
+        cat "$tmp/xc"
+        [ "$(grep -c '^RESULT' "$tmp/xc")" -ge 1 ] &&
+            ! grep '^RESULT' "$tmp/xc" | grep -qv ' tl=rc .* ranks=3 algo=offload overlap_pct=' ||
+            return 1
+    done
+}
+
 t_perf_coll_bad_args() {
     "$perf" --np 0 -t coll_allreduce >/dev/null 2>"$tmp/e"; [ $? -eq 2 ] || return 1
     grep -q "invalid --np '0'" "$tmp/e" || return 1
@@ -385,6 +399,7 @@ check perf_coll_barrier_np3                  t_perf_coll_barrier_np3
 check perf_coll_each_collective_and_overlap  t_perf_coll_each
 check perf_coll_bad_arguments                t_perf_coll_bad_args
 check perf_coll_dead_member_fails_cleanly    t_perf_coll_dead_member
+check perf_coll_offloaded_over_softib_rc     t_perf_coll_offload
 check perf_rma_put_lat_over_shm              t_perf_rma put_lat 8
 check perf_rma_put_bw_over_shm               t_perf_rma put_bw 65536
 check perf_rma_get_lat_over_shm              t_perf_rma get_lat 4096
