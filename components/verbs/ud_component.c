@@ -2,7 +2,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "ud.h"
 
 /* Sender CPU per message: header, copy, post, and the reliability rc's device does for it
@@ -64,14 +63,6 @@ static const axon_config_entry_t axon_ud_config_table[] = {
 
     AXON_CONFIG_END
 };
-
-uint64_t axon_ud_clock_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 axon_status_t axon_ud_config_check(const axon_ud_config_t *config)
 {
