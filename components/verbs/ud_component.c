@@ -66,14 +66,9 @@ static const axon_config_entry_t axon_ud_config_table[] = {
 
 axon_status_t axon_ud_config_check(const axon_ud_config_t *config)
 {
-    if ((config->seg_size < AXON_UD_SEG_SIZE_MIN) || (config->seg_size > AXON_UD_SEG_SIZE_MAX)) {
-        axon_error("AXON_UD_SEG_SIZE=%zu is invalid: must be between %zu and %zu",
-                   config->seg_size, AXON_UD_SEG_SIZE_MIN, AXON_UD_SEG_SIZE_MAX);
-        return AXON_ERR_INVALID_PARAM;
-    }
-    if ((config->tx_window == 0) || (config->tx_window > AXON_UD_WINDOW_MAX)) {
-        axon_error("AXON_UD_TX_WINDOW=%u is invalid: must be between 1 and %u",
-                   config->tx_window, AXON_UD_WINDOW_MAX);
+    if (!axon_config_in_range("UD_SEG_SIZE", config->seg_size, AXON_UD_SEG_SIZE_MIN,
+                              AXON_UD_SEG_SIZE_MAX) ||
+        !axon_config_in_range("UD_TX_WINDOW", config->tx_window, 1, AXON_UD_WINDOW_MAX)) {
         return AXON_ERR_INVALID_PARAM;
     }
     if ((config->tx_bufs < 16) || (config->tx_queue_len < 8) ||
