@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "amo_cpu.h"
 #include "log.h"
+#include "sys.h"
 
 #define AXON_AMO_LIKELY(_x)   __builtin_expect(!!(_x), 1)
 #define AXON_AMO_UNLIKELY(_x) __builtin_expect(!!(_x), 0)
@@ -197,14 +198,6 @@ static inline void axon_amo_cpu_relax(void)
 #endif
 }
 
-static uint64_t axon_amo_now_nsec(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Has the process pid died? No such pid, or a zombie (killed, not yet reaped
  * by its parent: kill() still finds it). The lock word carries only a pid,
@@ -269,7 +262,7 @@ axon_amo_lock_wait(axon_amo_lock_t *lock, uint32_t self)
         }
         sched_yield();
 
-        now = axon_amo_now_nsec();
+        now = axon_sys_time_ns();
         if (start == 0) {
             start = last_check = now;
             continue;

@@ -533,6 +533,17 @@ void axon_config_release_allow_list(void *dest, const void *arg)
 
 const axon_config_parser_t axon_config_parser_allow_list = AXON_CONFIG_TYPE_ALLOW_LIST;
 
+int axon_config_in_range(const char *name, unsigned long long value, unsigned long long min,
+                         unsigned long long max)
+{
+    if ((value < min) || (value > max)) {
+        axon_error("AXON_%s=%llu is invalid: must be between %llu and %llu", name, value, min,
+                   max);
+        return 0;
+    }
+    return 1;
+}
+
 int axon_config_names_contain(const axon_config_names_t *names, const char *name)
 {
     unsigned i;

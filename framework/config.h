@@ -158,6 +158,13 @@ int           axon_config_table_has(const axon_config_entry_t *table, const char
 void          axon_config_print(const axon_config_entry_t *table, const char *prefix,
                                 const void *opts, FILE *stream);
 
+/*
+ * Is value within [min, max]? If not, an error line "AXON_<name>=<value> is
+ * invalid: must be between <min> and <max>" (name without "AXON_").
+ */
+int  axon_config_in_range(const char *name, unsigned long long value, unsigned long long min,
+                          unsigned long long max);
+
 /* Helpers for list values */
 int  axon_config_names_contain(const axon_config_names_t *names, const char *name);
 /* Append a copy of item's first len characters; -1 when out of memory. */

@@ -315,21 +315,12 @@ static axon_status_t axon_ofi_config_check(const axon_ofi_config_t *config)
                    "ofi over it would loop back into Axon", config->provider);
         return AXON_ERR_INVALID_PARAM;
     }
-    if ((config->seg_size < AXON_OFI_SEG_SIZE_MIN) || (config->seg_size > AXON_OFI_SEG_SIZE_MAX)) {
-        axon_error("AXON_OFI_SEG_SIZE=%zu is invalid: must be between %zu and %zu",
-                   config->seg_size, AXON_OFI_SEG_SIZE_MIN, AXON_OFI_SEG_SIZE_MAX);
-        return AXON_ERR_INVALID_PARAM;
-    }
-    if ((config->tx_queue_len < AXON_OFI_QUEUE_LEN_MIN) ||
-        (config->tx_queue_len > AXON_OFI_QUEUE_LEN_MAX)) {
-        axon_error("AXON_OFI_TX_QUEUE_LEN=%u is invalid: must be between %d and %d",
-                   config->tx_queue_len, AXON_OFI_QUEUE_LEN_MIN, AXON_OFI_QUEUE_LEN_MAX);
-        return AXON_ERR_INVALID_PARAM;
-    }
-    if ((config->rx_queue_len < AXON_OFI_QUEUE_LEN_MIN) ||
-        (config->rx_queue_len > AXON_OFI_QUEUE_LEN_MAX)) {
-        axon_error("AXON_OFI_RX_QUEUE_LEN=%u is invalid: must be between %d and %d",
-                   config->rx_queue_len, AXON_OFI_QUEUE_LEN_MIN, AXON_OFI_QUEUE_LEN_MAX);
+    if (!axon_config_in_range("OFI_SEG_SIZE", config->seg_size, AXON_OFI_SEG_SIZE_MIN,
+                              AXON_OFI_SEG_SIZE_MAX) ||
+        !axon_config_in_range("OFI_TX_QUEUE_LEN", config->tx_queue_len, AXON_OFI_QUEUE_LEN_MIN,
+                              AXON_OFI_QUEUE_LEN_MAX) ||
+        !axon_config_in_range("OFI_RX_QUEUE_LEN", config->rx_queue_len, AXON_OFI_QUEUE_LEN_MIN,
+                              AXON_OFI_QUEUE_LEN_MAX)) {
         return AXON_ERR_INVALID_PARAM;
     }
     if (config->keepalive_interval < 0) {

@@ -63,9 +63,8 @@ axon_status_t axon_shm_config_check(const axon_shm_config_t *config)
                    AXON_SHM_CELL_SIZE_MAX);
         return AXON_ERR_INVALID_PARAM;
     }
-    if ((config->max_senders == 0) || (config->max_senders > AXON_SHM_MAX_SENDERS_MAX)) {
-        axon_error("AXON_SHM_MAX_SENDERS=%u is invalid: must be between 1 and %u",
-                   config->max_senders, AXON_SHM_MAX_SENDERS_MAX);
+    if (!axon_config_in_range("SHM_MAX_SENDERS", config->max_senders, 1,
+                              AXON_SHM_MAX_SENDERS_MAX)) {
         return AXON_ERR_INVALID_PARAM;
     }
     if (config->rx_burst == 0) {

@@ -957,15 +957,6 @@ static inline axon_tcp_conn_t *axon_tcp_iface_only_conn(axon_tcp_iface_t *iface)
     return conn;
 }
 
-/* A clock the vDSO reads without a syscall; a few ms of granularity is plenty here. */
-static inline uint64_t axon_tcp_coarse_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Nothing but the listening socket: no connection, endpoint or report to look after. */
 static void axon_tcp_iface_update_idle(axon_tcp_iface_t *iface)
 {
@@ -994,7 +985,7 @@ static unsigned axon_tcp_iface_progress(axon_iface_t *tl_iface)
      * latency-critical, so look once per AXON_TCP_IDLE_POLL_NS.
      */
     if (iface->super.idle) {
-        now = axon_tcp_coarse_ns();
+        now = axon_sys_coarse_ns();
         if (now < iface->idle_next_ns) {
             return 0;
         }

@@ -78,24 +78,11 @@ const axon_config_entry_t axon_rc_config_table[] = {
 
 axon_status_t axon_rc_config_check(const axon_rc_config_t *c)
 {
-    if ((c->seg_size < AXON_RC_SEG_SIZE_MIN) || (c->seg_size > AXON_RC_SEG_SIZE_MAX)) {
-        axon_error("AXON_RC_SEG_SIZE=%zu is invalid: must be between %zu and %zu", c->seg_size,
-                   AXON_RC_SEG_SIZE_MIN, AXON_RC_SEG_SIZE_MAX);
-        return AXON_ERR_INVALID_PARAM;
-    }
-    if ((c->tx_queue_len < 8) || (c->tx_queue_len > AXON_RC_QUEUE_MAX)) {
-        axon_error("AXON_RC_TX_QUEUE_LEN=%u is invalid: must be between 8 and %u",
-                   c->tx_queue_len, AXON_RC_QUEUE_MAX);
-        return AXON_ERR_INVALID_PARAM;
-    }
-    if ((c->tx_bufs < 8) || (c->tx_bufs > AXON_RC_QUEUE_MAX)) {
-        axon_error("AXON_RC_TX_BUFS=%u is invalid: must be between 8 and %u", c->tx_bufs,
-                   AXON_RC_QUEUE_MAX);
-        return AXON_ERR_INVALID_PARAM;
-    }
-    if ((c->rx_queue_len < 16) || (c->rx_queue_len > AXON_RC_QUEUE_MAX)) {
-        axon_error("AXON_RC_RX_QUEUE_LEN=%u is invalid: must be between 16 and %u",
-                   c->rx_queue_len, AXON_RC_QUEUE_MAX);
+    if (!axon_config_in_range("RC_SEG_SIZE", c->seg_size, AXON_RC_SEG_SIZE_MIN,
+                              AXON_RC_SEG_SIZE_MAX) ||
+        !axon_config_in_range("RC_TX_QUEUE_LEN", c->tx_queue_len, 8, AXON_RC_QUEUE_MAX) ||
+        !axon_config_in_range("RC_TX_BUFS", c->tx_bufs, 8, AXON_RC_QUEUE_MAX) ||
+        !axon_config_in_range("RC_RX_QUEUE_LEN", c->rx_queue_len, 16, AXON_RC_QUEUE_MAX)) {
         return AXON_ERR_INVALID_PARAM;
     }
     if ((c->tx_moderation < 1) || (c->tx_moderation > c->tx_queue_len / 2)) {
@@ -108,8 +95,7 @@ axon_status_t axon_rc_config_check(const axon_rc_config_t *c)
                    "AXON_RC_RX_QUEUE_LEN (%u)", c->fc_window, c->rx_queue_len);
         return AXON_ERR_INVALID_PARAM;
     }
-    if (c->retry_count > 7) {
-        axon_error("AXON_RC_RETRY_COUNT=%u is invalid: must be between 0 and 7", c->retry_count);
+    if (!axon_config_in_range("RC_RETRY_COUNT", c->retry_count, 0, 7)) {
         return AXON_ERR_INVALID_PARAM;
     }
     if (!(c->timeout > 0) || (c->timeout > 3600)) {

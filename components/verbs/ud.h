@@ -36,6 +36,7 @@
 #include "component.h"
 #include "list.h"
 #include "log.h"
+#include "sys.h"
 #include "verbs_common.h"
 #include "ud_wire.h"
 
@@ -291,9 +292,6 @@ static inline int axon_ud_post_datagram(axon_dev_qp_t *qp, uint64_t wr_id, const
     wr.wr.ud.remote_qkey = AXON_UD_QKEY;
     return axon_dev_post_send(qp, &wr, &bad);
 }
-
-/* Coarse monotonic time in ns (a few ms resolution, no syscall). */
-uint64_t      axon_ud_clock_ns(void);
 
 /* ud_component.c */
 axon_status_t axon_ud_config_check(const axon_ud_config_t *config);

@@ -2,7 +2,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "ud.h"
 
 /* Sender CPU per message: header, copy, post, and the reliability rc's device does for it
@@ -65,24 +64,11 @@ static const axon_config_entry_t axon_ud_config_table[] = {
     AXON_CONFIG_END
 };
 
-uint64_t axon_ud_clock_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 axon_status_t axon_ud_config_check(const axon_ud_config_t *config)
 {
-    if ((config->seg_size < AXON_UD_SEG_SIZE_MIN) || (config->seg_size > AXON_UD_SEG_SIZE_MAX)) {
-        axon_error("AXON_UD_SEG_SIZE=%zu is invalid: must be between %zu and %zu",
-                   config->seg_size, AXON_UD_SEG_SIZE_MIN, AXON_UD_SEG_SIZE_MAX);
-        return AXON_ERR_INVALID_PARAM;
-    }
-    if ((config->tx_window == 0) || (config->tx_window > AXON_UD_WINDOW_MAX)) {
-        axon_error("AXON_UD_TX_WINDOW=%u is invalid: must be between 1 and %u",
-                   config->tx_window, AXON_UD_WINDOW_MAX);
+    if (!axon_config_in_range("UD_SEG_SIZE", config->seg_size, AXON_UD_SEG_SIZE_MIN,
+                              AXON_UD_SEG_SIZE_MAX) ||
+        !axon_config_in_range("UD_TX_WINDOW", config->tx_window, 1, AXON_UD_WINDOW_MAX)) {
         return AXON_ERR_INVALID_PARAM;
     }
     if ((config->tx_bufs < 16) || (config->tx_queue_len < 8) ||

@@ -13,7 +13,7 @@ static const axon_iface_ops_t axon_ud_iface_ops;
 
 uint64_t axon_ud_iface_vnow(axon_ud_iface_t *iface)
 {
-    uint64_t real = axon_ud_clock_ns();
+    uint64_t real = axon_sys_coarse_ns();
 
     /* Time nobody progressed is not counted against peers. */
     if (real - iface->last_real_ns > AXON_UD_PROGRESS_GAP_NS) {
@@ -735,7 +735,7 @@ axon_status_t axon_ud_iface_open(const axon_resource_t *resource, const void *co
     iface->probe_ns     = iface->timeout_ns / 8;
     iface->tx_window    = config->tx_window;
     iface->max_short    = resource->max_short;
-    iface->last_real_ns = axon_ud_clock_ns();
+    iface->last_real_ns = axon_sys_coarse_ns();
     iface->skipped_ns   = 0;
     iface->now_ns       = iface->last_real_ns;
     while (iface->rx_posted + AXON_UD_RX_BATCH <= iface->rx_queue_len) {

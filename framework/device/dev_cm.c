@@ -509,6 +509,20 @@ static void axon_dev_cm_id_unlock(axon_dev_cm_id_priv_t *priv)
     pthread_mutex_unlock(&priv->chan->lock);
 }
 
+/* Return what the back end's _op says, called on a bound id with its channel locked. */
+#define AXON_DEV_CM_CALL_BOUND(_id, _op, ...)                                   \
+    do {                                                                        \
+        axon_dev_cm_id_priv_t *_priv = axon_dev_cm_id_lock(_id, #_op, 1);       \
+        int _ret;                                                               \
+                                                                                \
+        if (_priv == NULL) {                                                    \
+            return EINVAL;                                                      \
+        }                                                                       \
+        _ret = _priv->ops->_op(_priv, ## __VA_ARGS__);                          \
+        axon_dev_cm_id_unlock(_priv);                                           \
+        return _ret;                                                            \
+    } while (0)
+
 int axon_dev_cm_destroy_id(axon_dev_cm_id_t *id)
 {
     axon_dev_cm_id_priv_t *priv = axon_dev_cm_id_lock(id, "destroy_id", 0);
@@ -640,36 +654,20 @@ out:
 
 int axon_dev_cm_resolve_route(axon_dev_cm_id_t *id, int timeout_ms)
 {
-    axon_dev_cm_id_priv_t *priv;
-    int ret;
-
     if (timeout_ms < 0) {
         axon_error("axon_dev_cm_resolve_route: timeout %d ms is negative", timeout_ms);
         return EINVAL;
     }
-    if ((priv = axon_dev_cm_id_lock(id, "resolve_route", 1)) == NULL) {
-        return EINVAL;
-    }
-    ret = priv->ops->resolve_route(priv, timeout_ms);
-    axon_dev_cm_id_unlock(priv);
-    return ret;
+    AXON_DEV_CM_CALL_BOUND(id, resolve_route, timeout_ms);
 }
 
 int axon_dev_cm_listen(axon_dev_cm_id_t *id, int backlog)
 {
-    axon_dev_cm_id_priv_t *priv;
-    int ret;
-
     if (backlog < 0) {
         axon_error("axon_dev_cm_listen: backlog %d is negative", backlog);
         return EINVAL;
     }
-    if ((priv = axon_dev_cm_id_lock(id, "listen", 1)) == NULL) {
-        return EINVAL;
-    }
-    ret = priv->ops->listen(priv, backlog);
-    axon_dev_cm_id_unlock(priv);
-    return ret;
+    AXON_DEV_CM_CALL_BOUND(id, listen, backlog);
 }
 
 int axon_dev_cm_create_qp(axon_dev_cm_id_t *id, axon_dev_pd_t *pd,
@@ -741,82 +739,42 @@ static int axon_dev_cm_check_pdata(const char *what, const void *pdata, unsigned
 
 int axon_dev_cm_connect(axon_dev_cm_id_t *id, const axon_dev_cm_conn_param_t *param)
 {
-    axon_dev_cm_id_priv_t *priv;
-    int ret;
-
     if (param == NULL) {
         axon_error("axon_dev_cm_connect: NULL conn_param");
         return EINVAL;
     }
-    if ((ret = axon_dev_cm_check_pdata("connect", param->private_data, param->private_data_len,
-                                       AXON_DEV_CM_CONNECT_PDATA_MAX)) != 0) {
-        return ret;
-    }
-    if ((priv = axon_dev_cm_id_lock(id, "connect", 1)) == NULL) {
+    if (axon_dev_cm_check_pdata("connect", param->private_data, param->private_data_len,
+                                AXON_DEV_CM_CONNECT_PDATA_MAX) != 0) {
         return EINVAL;
     }
-    ret = priv->ops->connect(priv, param);
-    axon_dev_cm_id_unlock(priv);
-    return ret;
+    AXON_DEV_CM_CALL_BOUND(id, connect, param);
 }
 
 int axon_dev_cm_accept(axon_dev_cm_id_t *id, const axon_dev_cm_conn_param_t *param)
 {
-    axon_dev_cm_id_priv_t *priv;
-    int ret;
-
     if ((param != NULL) &&
-        (ret = axon_dev_cm_check_pdata("accept", param->private_data, param->private_data_len,
-                                       AXON_DEV_CM_ACCEPT_PDATA_MAX)) != 0) {
-        return ret;
-    }
-    if ((priv = axon_dev_cm_id_lock(id, "accept", 1)) == NULL) {
+        (axon_dev_cm_check_pdata("accept", param->private_data, param->private_data_len,
+                                 AXON_DEV_CM_ACCEPT_PDATA_MAX) != 0)) {
         return EINVAL;
     }
-    ret = priv->ops->accept(priv, param);
-    axon_dev_cm_id_unlock(priv);
-    return ret;
+    AXON_DEV_CM_CALL_BOUND(id, accept, param);
 }
 
 int axon_dev_cm_reject(axon_dev_cm_id_t *id, const void *private_data, uint8_t private_data_len)
 {
-    axon_dev_cm_id_priv_t *priv;
-    int ret;
-
-    if ((ret = axon_dev_cm_check_pdata("reject", private_data, private_data_len,
-                                       AXON_DEV_CM_REJECT_PDATA_MAX)) != 0) {
-        return ret;
-    }
-    if ((priv = axon_dev_cm_id_lock(id, "reject", 1)) == NULL) {
+    if (axon_dev_cm_check_pdata("reject", private_data, private_data_len,
+                                AXON_DEV_CM_REJECT_PDATA_MAX) != 0) {
         return EINVAL;
     }
-    ret = priv->ops->reject(priv, private_data, private_data_len);
-    axon_dev_cm_id_unlock(priv);
-    return ret;
+    AXON_DEV_CM_CALL_BOUND(id, reject, private_data, private_data_len);
 }
 
 int axon_dev_cm_establish(axon_dev_cm_id_t *id)
 {
-    axon_dev_cm_id_priv_t *priv;
-    int ret;
-
-    if ((priv = axon_dev_cm_id_lock(id, "establish", 1)) == NULL) {
-        return EINVAL;
-    }
-    ret = priv->ops->establish(priv);
-    axon_dev_cm_id_unlock(priv);
-    return ret;
+    AXON_DEV_CM_CALL_BOUND(id, establish);
 }
 
 int axon_dev_cm_disconnect(axon_dev_cm_id_t *id)
 {
-    axon_dev_cm_id_priv_t *priv;
-    int ret;
-
-    if ((priv = axon_dev_cm_id_lock(id, "disconnect", 1)) == NULL) {
-        return EINVAL;
-    }
-    ret = priv->ops->disconnect(priv);
-    axon_dev_cm_id_unlock(priv);
-    return ret;
+    AXON_DEV_CM_CALL_BOUND(id, disconnect);
 }

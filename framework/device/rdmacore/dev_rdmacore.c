@@ -15,6 +15,7 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,30 +71,19 @@ _Static_assert(sizeof(axon_dev_gid_t) == sizeof(union ibv_gid), "GID size");
 #define AXON_DEV_SAME_FIELD(_axon, _ibv, _field) \
     _Static_assert(offsetof(_axon, _field) == offsetof(_ibv, _field) && \
                    sizeof(((_axon*)0)->_field) == sizeof(((_ibv*)0)->_field), \
-                   #_axon "." #_field " layout")
+                   #_axon "." #_field " layout");
+#define AXON_DEV_RDMACORE_SGE(_, a, i) _(a, i, addr) _(a, i, length) _(a, i, lkey)
+#define AXON_DEV_RDMACORE_RECV_WR(_, a, i) _(a, i, wr_id) _(a, i, next) _(a, i, sg_list) \
+    _(a, i, num_sge)
+#define AXON_DEV_RDMACORE_WC(_, a, i) _(a, i, wr_id) _(a, i, status) _(a, i, opcode) \
+    _(a, i, vendor_err) _(a, i, byte_len) _(a, i, imm_data) _(a, i, qp_num) _(a, i, src_qp) \
+    _(a, i, wc_flags) _(a, i, pkey_index) _(a, i, slid) _(a, i, sl) _(a, i, dlid_path_bits)
 
-AXON_DEV_SAME_FIELD(axon_dev_sge_t, struct ibv_sge, addr);
-AXON_DEV_SAME_FIELD(axon_dev_sge_t, struct ibv_sge, length);
-AXON_DEV_SAME_FIELD(axon_dev_sge_t, struct ibv_sge, lkey);
+AXON_DEV_RDMACORE_SGE(AXON_DEV_SAME_FIELD, axon_dev_sge_t, struct ibv_sge)
 _Static_assert(sizeof(axon_dev_sge_t) == sizeof(struct ibv_sge), "SGE size");
-AXON_DEV_SAME_FIELD(axon_dev_recv_wr_t, struct ibv_recv_wr, wr_id);
-AXON_DEV_SAME_FIELD(axon_dev_recv_wr_t, struct ibv_recv_wr, next);
-AXON_DEV_SAME_FIELD(axon_dev_recv_wr_t, struct ibv_recv_wr, sg_list);
-AXON_DEV_SAME_FIELD(axon_dev_recv_wr_t, struct ibv_recv_wr, num_sge);
+AXON_DEV_RDMACORE_RECV_WR(AXON_DEV_SAME_FIELD, axon_dev_recv_wr_t, struct ibv_recv_wr)
 _Static_assert(sizeof(axon_dev_recv_wr_t) == sizeof(struct ibv_recv_wr), "recv WR size");
-AXON_DEV_SAME_FIELD(axon_dev_wc_t, struct ibv_wc, wr_id);
-AXON_DEV_SAME_FIELD(axon_dev_wc_t, struct ibv_wc, status);
-AXON_DEV_SAME_FIELD(axon_dev_wc_t, struct ibv_wc, opcode);
-AXON_DEV_SAME_FIELD(axon_dev_wc_t, struct ibv_wc, vendor_err);
-AXON_DEV_SAME_FIELD(axon_dev_wc_t, struct ibv_wc, byte_len);
-AXON_DEV_SAME_FIELD(axon_dev_wc_t, struct ibv_wc, imm_data);
-AXON_DEV_SAME_FIELD(axon_dev_wc_t, struct ibv_wc, qp_num);
-AXON_DEV_SAME_FIELD(axon_dev_wc_t, struct ibv_wc, src_qp);
-AXON_DEV_SAME_FIELD(axon_dev_wc_t, struct ibv_wc, wc_flags);
-AXON_DEV_SAME_FIELD(axon_dev_wc_t, struct ibv_wc, pkey_index);
-AXON_DEV_SAME_FIELD(axon_dev_wc_t, struct ibv_wc, slid);
-AXON_DEV_SAME_FIELD(axon_dev_wc_t, struct ibv_wc, sl);
-AXON_DEV_SAME_FIELD(axon_dev_wc_t, struct ibv_wc, dlid_path_bits);
+AXON_DEV_RDMACORE_WC(AXON_DEV_SAME_FIELD, axon_dev_wc_t, struct ibv_wc)
 _Static_assert(sizeof(axon_dev_wc_t) == sizeof(struct ibv_wc), "WC size");
 
 /* ------------------------------------------------------------ converters */
@@ -303,6 +293,22 @@ static void *axon_dev_rdmacore_alloc(size_t size, const char *what)
         axon_error("rdma-core: cannot allocate a %s", what);
     }
     return obj;
+}
+
+/* An ibv call that creates an object returned NULL: log why, free the wrapper, return errno. */
+static int __attribute__((format(printf, 2, 3)))
+axon_dev_rdmacore_create_failed(void *wrapper, const char *call_fmt, ...)
+{
+    int ret = axon_dev_rdmacore_errno();
+    char call[160];
+    va_list ap;
+
+    va_start(ap, call_fmt);
+    vsnprintf(call, sizeof(call), call_fmt, ap);
+    va_end(ap);
+    axon_error("rdma-core: %s failed: %s", call, strerror(ret));
+    free(wrapper);
+    return ret;
 }
 
 #define AXON_DEV_RDMACORE_CHECK(_cond, _fmt, ...)                          \
@@ -521,11 +527,7 @@ static int axon_dev_rdmacore_alloc_pd(axon_dev_context_t *ctx, axon_dev_pd_t **p
     }
     pd->ibv = ibv_alloc_pd(AXON_DEV_RDMACORE(context, ctx)->ibv);
     if (pd->ibv == NULL) {
-        int ret = axon_dev_rdmacore_errno();
-
-        axon_error("rdma-core: %s: ibv_alloc_pd failed: %s", ctx->name, strerror(ret));
-        free(pd);
-        return ret;
+        return axon_dev_rdmacore_create_failed(pd, "%s: ibv_alloc_pd", ctx->name);
     }
     pd->super.context = ctx;
     pd->super.handle  = pd->ibv->handle;
@@ -547,12 +549,8 @@ static int axon_dev_rdmacore_reg_mr(axon_dev_pd_t *pd, void *addr, size_t length
     }
     mr->ibv = ibv_reg_mr(AXON_DEV_RDMACORE(pd, pd)->ibv, addr, length, access);
     if (mr->ibv == NULL) {
-        int ret = axon_dev_rdmacore_errno();
-
-        axon_error("rdma-core: ibv_reg_mr(%p, %zu, access 0x%x) failed: %s", addr, length,
-                   access, strerror(ret));
-        free(mr);
-        return ret;
+        return axon_dev_rdmacore_create_failed(mr, "ibv_reg_mr(%p, %zu, access 0x%x)", addr,
+                                               length, access);
     }
     mr->super.context = pd->context;
     mr->super.pd      = pd;
@@ -581,12 +579,7 @@ static int axon_dev_rdmacore_create_comp_channel(axon_dev_context_t *ctx,
     }
     ch->ibv = ibv_create_comp_channel(AXON_DEV_RDMACORE(context, ctx)->ibv);
     if (ch->ibv == NULL) {
-        int ret = axon_dev_rdmacore_errno();
-
-        axon_error("rdma-core: %s: ibv_create_comp_channel failed: %s", ctx->name,
-                   strerror(ret));
-        free(ch);
-        return ret;
+        return axon_dev_rdmacore_create_failed(ch, "%s: ibv_create_comp_channel", ctx->name);
     }
     ch->super.context = ctx;
     ch->super.fd      = ch->ibv->fd;
@@ -636,11 +629,7 @@ static int axon_dev_rdmacore_create_cq(axon_dev_context_t *ctx, int cqe, void *c
                             (channel != NULL) ? AXON_DEV_RDMACORE(channel, channel)->ibv : NULL,
                             comp_vector);
     if (cq->ibv == NULL) {
-        int ret = axon_dev_rdmacore_errno();
-
-        axon_error("rdma-core: %s: ibv_create_cq(%d) failed: %s", ctx->name, cqe, strerror(ret));
-        free(cq);
-        return ret;
+        return axon_dev_rdmacore_create_failed(cq, "%s: ibv_create_cq(%d)", ctx->name, cqe);
     }
     cq->super.context    = ctx;
     cq->super.channel    = channel;
@@ -717,12 +706,8 @@ static int axon_dev_rdmacore_create_srq(axon_dev_pd_t *pd, axon_dev_srq_init_att
     axon_dev_rdmacore_srq_attr_to_ibv(&init_attr->attr, &ibv_init.attr);
     srq->ibv = ibv_create_srq(AXON_DEV_RDMACORE(pd, pd)->ibv, &ibv_init);
     if (srq->ibv == NULL) {
-        int ret = axon_dev_rdmacore_errno();
-
-        axon_error("rdma-core: ibv_create_srq(max_wr %u, max_sge %u) failed: %s",
-                   init_attr->attr.max_wr, init_attr->attr.max_sge, strerror(ret));
-        free(srq);
-        return ret;
+        return axon_dev_rdmacore_create_failed(srq, "ibv_create_srq(max_wr %u, max_sge %u)",
+                                               init_attr->attr.max_wr, init_attr->attr.max_sge);
     }
     axon_dev_rdmacore_srq_attr_from_ibv(&ibv_init.attr, &init_attr->attr);
     srq->super.context     = pd->context;
@@ -798,12 +783,7 @@ static int axon_dev_rdmacore_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_
     ibv_init.sq_sig_all = init_attr->sq_sig_all;
     qp->ibv = ibv_create_qp(AXON_DEV_RDMACORE(pd, pd)->ibv, &ibv_init);
     if (qp->ibv == NULL) {
-        int ret = axon_dev_rdmacore_errno();
-
-        axon_error("rdma-core: ibv_create_qp(type %d) failed: %s", init_attr->qp_type,
-                   strerror(ret));
-        free(qp);
-        return ret;
+        return axon_dev_rdmacore_create_failed(qp, "ibv_create_qp(type %d)", init_attr->qp_type);
     }
     axon_dev_rdmacore_qp_cap_from_ibv(&ibv_init.cap, &init_attr->cap);
     qp->super.context    = pd->context;
@@ -955,11 +935,7 @@ static int axon_dev_rdmacore_create_ah(axon_dev_pd_t *pd, axon_dev_ah_attr_t *at
     axon_dev_rdmacore_ah_attr_to_ibv(attr, &ibv_attr);
     ah->ibv = ibv_create_ah(AXON_DEV_RDMACORE(pd, pd)->ibv, &ibv_attr);
     if (ah->ibv == NULL) {
-        int ret = axon_dev_rdmacore_errno();
-
-        axon_error("rdma-core: ibv_create_ah failed: %s", strerror(ret));
-        free(ah);
-        return ret;
+        return axon_dev_rdmacore_create_failed(ah, "ibv_create_ah");
     }
     ah->super.context = pd->context;
     ah->super.pd      = pd;

@@ -21,6 +21,7 @@
 #include "dev.h"
 #include "list.h"
 #include "config.h"
+#include "sys.h"
 #include "softib_wire.h"
 #include "softib_amo.h"
 
@@ -336,7 +337,6 @@ static inline softib_send_wqe_t *softib_sq_wqe(softib_qp_t *qp, unsigned n)
 /* device */
 extern const axon_dev_ops_t softib_dev_ops;
 void     softib_async_event(softib_dev_t *dev, axon_dev_event_type_t type, void *element);
-uint64_t softib_time_ns(void);
 
 /* mr: the one access check every memory access goes through */
 typedef enum {

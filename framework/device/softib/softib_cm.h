@@ -81,7 +81,7 @@ typedef struct softib_cm_id {
     softib_cm_state_t      state;
     int                    fd;         /* listening or connected socket, or -1 */
     uint32_t               ep_events;  /* what epoll watches on fd */
-    uint64_t               deadline;   /* ns (softib_time_ns), 0 = none */
+    uint64_t               deadline;   /* ns (axon_sys_time_ns), 0 = none */
     int                    dead;       /* REQ_WAIT that failed: freed by progress */
     int                    local_disc; /* disconnect was called (QP in error) */
     int                    max_rd;     /* device's max_qp_rd_atom */

@@ -196,7 +196,7 @@ void softib_cm_event(softib_cm_id_t *sid, axon_dev_cm_event_type_t type, int sta
 static uint32_t softib_cm_random_psn(void)
 {
     static uint32_t seq;
-    uint64_t x = softib_time_ns() ^ ((uint64_t)getpid() << 32) ^ (++seq * 0x9e3779b97f4a7c15ull);
+    uint64_t x = axon_sys_time_ns() ^ ((uint64_t)getpid() << 32) ^ (++seq * 0x9e3779b97f4a7c15ull);
 
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdull;
@@ -262,7 +262,7 @@ int softib_cm_connect(axon_dev_cm_id_priv_t *id, const axon_dev_cm_conn_param_t 
         memcpy(m->pdata, param->private_data, param->private_data_len);
     }
 
-    sid->deadline = softib_time_ns() + sid->sc->timeout_ns;
+    sid->deadline = axon_sys_time_ns() + sid->sc->timeout_ns;
     sid->state    = SOFTIB_CM_CONNECTING;
     ret = connect(sid->fd, (const struct sockaddr *)&id->super.dst_addr,
                   sizeof(id->super.dst_addr)) ? errno : 0;
@@ -332,7 +332,7 @@ int softib_cm_accept(axon_dev_cm_id_priv_t *id, const axon_dev_cm_conn_param_t *
         return ret;
     }
     sid->state    = SOFTIB_CM_REP_SENT;
-    sid->deadline = softib_time_ns() + sid->sc->timeout_ns;
+    sid->deadline = axon_sys_time_ns() + sid->sc->timeout_ns;
     softib_cm_timer_update(sid->sc);
     return 0;
 }
@@ -383,7 +383,7 @@ int softib_cm_disconnect(axon_dev_cm_id_priv_t *id)
             return 0;
         }
         sid->state    = SOFTIB_CM_DREQ_SENT;
-        sid->deadline = softib_time_ns() + sid->sc->timeout_ns;
+        sid->deadline = axon_sys_time_ns() + sid->sc->timeout_ns;
         softib_cm_timer_update(sid->sc);
         return 0;
     case SOFTIB_CM_DISCONNECTED:

@@ -99,7 +99,7 @@ static void softib_cm_accept_conns(softib_cm_id_t *l)
         sid->fd       = fd;
         sid->listener = l;
         sid->state    = SOFTIB_CM_REQ_WAIT;
-        sid->deadline = softib_time_ns() + l->sc->timeout_ns;
+        sid->deadline = axon_sys_time_ns() + l->sc->timeout_ns;
         if (softib_cm_watch(sid, EPOLLIN) != 0) {
             softib_cm_drop(sid);
         }
@@ -384,7 +384,7 @@ void softib_cm_chan_progress(axon_dev_cm_chan_t *chan, void *state)
         }
     } while (n == SOFTIB_CM_EVENTS_PER_WAIT);
 
-    now = softib_time_ns();
+    now = axon_sys_time_ns();
     axon_list_for_each(sid, &sc->ids, link) {
         if (!sid->dead && sid->deadline && (sid->deadline <= now)) {
             softib_cm_expire(sid);

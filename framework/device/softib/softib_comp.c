@@ -19,7 +19,7 @@ static void softib_comp_progressed(softib_qp_t *qp)
     if ((qp->sq_head == qp->sq_started) || (tmo == 0)) {
         qp->comp.rto_deadline = 0;
     } else {
-        qp->comp.rto_deadline = softib_time_ns() + tmo;
+        qp->comp.rto_deadline = axon_sys_time_ns() + tmo;
         softib_timer_changed(dev, qp->comp.rto_deadline);
     }
 }
@@ -105,7 +105,7 @@ static void softib_comp_aeth(softib_qp_t *qp, const softib_pkt_t *pkt)
         }
         qp->comp.rto_deadline = 0;
         qp->comp.rnr_psn      = pkt->psn;
-        qp->comp.rnr_deadline = softib_time_ns() + softib_rnr_timeout_ns(pkt->aeth.rnr_timer);
+        qp->comp.rnr_deadline = axon_sys_time_ns() + softib_rnr_timeout_ns(pkt->aeth.rnr_timer);
         softib_timer_changed(dev, qp->comp.rnr_deadline);
         break;
     case SOFTIB_AETH_NAK_SEQ:

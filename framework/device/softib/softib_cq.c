@@ -207,7 +207,7 @@ void softib_cq_push(softib_cq_t *cq, const axon_dev_wc_t *wc, int solicited)
             cq->first_err = cq->produced;
         }
         dev->xchan_kick = 1;
-        softib_timer_changed(dev, softib_time_ns());
+        softib_timer_changed(dev, axon_sys_time_ns());
     }
     if ((cq->tail - cq->head >= (unsigned)cq->super.cqe) &&
         (cq->flags & AXON_DEV_CQ_IGNORE_OVERRUN)) {

@@ -21,14 +21,6 @@
                      AXON_DEV_CAP_ATOMIC | AXON_DEV_CAP_INLINE | AXON_DEV_CAP_COMP_CHANNEL | \
                      AXON_DEV_CAP_EXT_ATOMIC | AXON_DEV_CAP_CROSS_CHANNEL)
 
-uint64_t softib_time_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t softib_node_guid(uint32_t ipv4_addr, unsigned index)
 {
     /* "sib" in the top bytes, then the address and the device number */

@@ -87,7 +87,7 @@ static void softib_progress_pass(softib_dev_t *dev, uint64_t now)
 void softib_progress(softib_dev_t *dev)
 {
     /* The consumer calls in: the progress thread stays away while it keeps doing so */
-    dev->consumer_ns = softib_time_ns();
+    dev->consumer_ns = axon_sys_time_ns();
     softib_progress_pass(dev, dev->consumer_ns);
 }
 
@@ -98,14 +98,14 @@ uint64_t softib_next_deadline(softib_dev_t *dev)
 
 #define EARLIER(_t) if ((_t) && ((_t) < deadline)) { deadline = (_t); }
     if (dev->xchan_kick) {
-        now = softib_time_ns();
+        now = axon_sys_time_ns();
         EARLIER(now);
     }
     axon_list_for_each(qp, &dev->qp_list, link) {
         EARLIER(qp->comp.rto_deadline);
         EARLIER(qp->comp.rnr_deadline);
         if (qp->req.blocked || softib_resp_busy(qp)) {
-            now = now ? now : softib_time_ns();
+            now = now ? now : axon_sys_time_ns();
             EARLIER(now + SOFTIB_RETRY_NS);
         }
     }
@@ -134,7 +134,7 @@ static void softib_sleep(struct pollfd *fds, nfds_t nfds, uint64_t deadline)
     uint64_t now, ns;
 
     if (deadline != UINT64_MAX) {
-        now      = softib_time_ns();
+        now      = axon_sys_time_ns();
         ns       = (deadline > now) ? deadline - now : 0;
         ts.tv_sec  = (time_t)(ns / 1000000000ull);
         ts.tv_nsec = (long)(ns % 1000000000ull);
@@ -176,7 +176,7 @@ static void *softib_thread_main(void *arg)
     fds[1].events = POLLIN;
     pthread_mutex_lock(&dev->lock);
     while (!dev->stop) {
-        now  = softib_time_ns();
+        now  = axon_sys_time_ns();
         idle = (dev->xchan_waits || (now - dev->xchan_posted_ns < SOFTIB_CONSUMER_IDLE_NS)) ?
                SOFTIB_XCHAN_IDLE_NS : SOFTIB_CONSUMER_IDLE_NS;
         if (dev->consumer_ns && ((now - dev->consumer_ns) < idle)) {
@@ -229,7 +229,7 @@ static void softib_thread_wake(softib_dev_t *dev)
  */
 void softib_xchan_posted(softib_dev_t *dev)
 {
-    uint64_t now = softib_time_ns();
+    uint64_t now = axon_sys_time_ns();
 
     dev->xchan_posted_ns = now;
     if (dev->idle_deadline > now + SOFTIB_XCHAN_IDLE_NS) {

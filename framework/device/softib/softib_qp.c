@@ -175,6 +175,17 @@ void softib_qp_reset(softib_qp_t *qp)
     qp->super.state = AXON_DEV_QPS_RESET;
 }
 
+/* Free a QP and its queues (any of them may not have been allocated yet). */
+static void softib_qp_free(softib_qp_t *qp)
+{
+    softib_rq_cleanup(&qp->rq);
+    free(qp->sq_amo);
+    free(qp->sq_inline);
+    free(qp->sq_sge);
+    free(qp->sq);
+    free(qp);
+}
+
 int softib_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *init, axon_dev_qp_t **qp_p)
 {
     softib_dev_t *dev = softib_dev(pd->context);
@@ -296,12 +307,7 @@ int softib_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *init, axon_dev_
         pthread_mutex_unlock(&dev->lock);
         axon_error("softib: create_qp: all %u QPs of %s are in use", SOFTIB_QPN_MAX_INDEX,
                    dev->super.name);
-        softib_rq_cleanup(&qp->rq);
-        free(qp->sq_amo);
-        free(qp->sq_inline);
-        free(qp->sq_sge);
-        free(qp->sq);
-        free(qp);
+        softib_qp_free(qp);
         return ENOMEM;
     }
     dev->next_qp_index = index + 1;
@@ -322,12 +328,7 @@ int softib_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *init, axon_dev_
     return 0;
 
 err_free:
-    softib_rq_cleanup(&qp->rq);
-    free(qp->sq_amo);
-    free(qp->sq_inline);
-    free(qp->sq_sge);
-    free(qp->sq);
-    free(qp);
+    softib_qp_free(qp);
 err_nomem:
     axon_error("softib: no memory for a QP (%u send WRs, %u receive WRs)", cap->max_send_wr,
                cap->max_recv_wr);
@@ -354,12 +355,7 @@ int softib_destroy_qp(axon_dev_qp_t *aqp)
         softib_srq(aqp->srq)->refcnt--;
     }
     pthread_mutex_unlock(&dev->lock);
-    softib_rq_cleanup(&qp->rq);
-    free(qp->sq_amo);
-    free(qp->sq_inline);
-    free(qp->sq_sge);
-    free(qp->sq);
-    free(qp);
+    softib_qp_free(qp);
     return 0;
 }
 

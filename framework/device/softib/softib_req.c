@@ -300,7 +300,7 @@ static int softib_req_send_one(softib_qp_t *qp, softib_send_wqe_t *wqe)
     ret = softib_send_pkt(dev, qp, dgid, dest, hlen + paylen);
     if (ret) {
         qp->req.blocked = 1;
-        softib_timer_changed(dev, softib_time_ns() + 50000);
+        softib_timer_changed(dev, axon_sys_time_ns() + 50000);
         return EAGAIN;
     }
     return 0;
@@ -323,7 +323,7 @@ static void softib_req_sent(softib_qp_t *qp, softib_send_wqe_t *wqe)
     }
     if ((qp->super.qp_type == AXON_DEV_QPT_RC) && (qp->comp.rto_deadline == 0) &&
         ((tmo = softib_ack_timeout_ns(qp)) != 0)) {
-        qp->comp.rto_deadline = softib_time_ns() + tmo;
+        qp->comp.rto_deadline = axon_sys_time_ns() + tmo;
         softib_timer_changed(dev, qp->comp.rto_deadline);
     }
     if (qp->req.pkt < wqe->npkts) {
@@ -392,7 +392,7 @@ void softib_req_progress(softib_qp_t *qp)
     if ((budget == 0) && ((int)(softib_sq_limit(qp) - qp->sq_req) > 0) && !qp->req.blocked) {
         /* more to send than one pass sends: come back soon, even if nobody calls in */
         qp->req.blocked = 1;
-        softib_timer_changed(dev, softib_time_ns());
+        softib_timer_changed(dev, axon_sys_time_ns());
     }
     if (qp->sq_draining && (qp->super.state == AXON_DEV_QPS_SQD) &&
         ((int)(qp->sq_head - qp->sqd_tail) >= 0)) {

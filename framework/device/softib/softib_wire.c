@@ -25,14 +25,6 @@ static int              softib_wire_atexit_set;
 
 static const char *const softib_wire_mode_names[] = {"auto", "shm", "udp"};
 
-uint64_t softib_wire_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* ---------------------------------------------------------------- GIDs */
 
 void softib_wire_gid_from_ipv4(uint32_t ipv4_addr, axon_dev_gid_t *gid)

@@ -113,7 +113,7 @@ void softib_wire_inject_progress(softib_wire_t *wire, int force)
 {
     softib_wire_inject_t *inject = &wire->inject;
     softib_wire_held_t   *held, tmp;
-    uint64_t              now    = force ? 0 : softib_wire_now_ns();
+    uint64_t              now    = force ? 0 : axon_sys_time_ns();
     unsigned              i      = 0;
 
     while (i < inject->nheld) {
@@ -145,7 +145,7 @@ int softib_wire_inject_send(softib_wire_t *wire, const axon_dev_gid_t *dgid, uin
     if ((inject->nheld < SOFTIB_WIRE_HOLD_MAX) &&
         softib_wire_inject_chance(inject, inject->reorder)) {
         held           = &inject->held[inject->nheld++];
-        held->due_ns   = softib_wire_now_ns() + SOFTIB_WIRE_HOLD_NS;
+        held->due_ns   = axon_sys_time_ns() + SOFTIB_WIRE_HOLD_NS;
         held->dgid     = *dgid;
         held->dest_qpn = dest_qpn;
         held->len      = (uint32_t)len;

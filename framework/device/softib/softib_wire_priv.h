@@ -12,6 +12,7 @@
 #include "softib_wire.h"
 #include "softib_registry.h"
 #include "list.h"
+#include "sys.h"
 
 /* Cells per receive ring (power of two): ~1 MiB of shared memory per slot. */
 #define SOFTIB_WIRE_RING_SHIFT     8
@@ -89,8 +90,6 @@ struct softib_wire {
     pid_t                owner_pid;       /* 0 once the exit sweep unlinked our segments */
     pid_t                creator_pid;     /* a forked child's close must not free our slot */
 };
-
-uint64_t softib_wire_now_ns(void);
 
 /* shm wire (softib_wire_shm.c) */
 void     softib_wire_shm_names(unsigned dev_index, unsigned slot, uint64_t gen,

@@ -239,7 +239,7 @@ static int softib_wire_shm_claimer_alive(softib_wire_t *wire, uint32_t tag)
 static int softib_wire_shm_skip_stuck(softib_wire_t *wire, softib_ring_cell_t *cell,
                                       uint64_t word)
 {
-    uint64_t now = softib_wire_now_ns();
+    uint64_t now = axon_sys_time_ns();
     uint32_t lap = softib_ring_lap(wire->head);
 
     if ((wire->stuck_ns == 0) || (wire->stuck_pos != wire->head)) {
@@ -436,7 +436,7 @@ static void softib_wire_shm_ring_bell(softib_wire_peer_t *peer)
 static int softib_wire_shm_full(softib_wire_t *wire, unsigned slot, softib_wire_peer_t *peer)
 {
     softib_registry_owner_t owner;
-    uint64_t                now = softib_wire_now_ns();
+    uint64_t                now = axon_sys_time_ns();
     uint64_t                gen;
     const char             *why;
 
