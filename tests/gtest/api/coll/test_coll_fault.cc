@@ -6,7 +6,9 @@
  * must complete with an error (not hang, not succeed) within the lane's
  * failure detection time, and the survivors then destroy their teams
  * cleanly. The lanes' failure options are those of the peer-failure tests
- * (api/core/test_peer_failure.cc).
+ * (api/core/test_peer_failure.cc); rc_xc runs the doomed collective as
+ * device chains (AXON_COLL_OFFLOAD=y), stopped in error when rc's keepalive
+ * sees the victim gone.
  */
 #include <gtest/gtest.h>
 
@@ -29,7 +31,7 @@ const uint32_t kVictim      = 2;
 struct FaultParam {
     const char      *label;
     const char      *tls;
-    axon_config_kv_t extra[2];
+    axon_config_kv_t extra[3];
 };
 
 std::ostream &operator<<(std::ostream &os, const FaultParam &p)
@@ -43,11 +45,22 @@ struct FaultArgs {
     uint32_t          rank;
 };
 
+/* Does the lane run barrier and allreduce as device chains (AXON_COLL_OFFLOAD=y)? */
+bool offloads(const FaultParam &p)
+{
+    for (const axon_config_kv_t &kv : p.extra) {
+        if ((kv.name != NULL) && !strcmp(kv.name, "COLL_OFFLOAD") && !strcmp(kv.value, "y")) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* A member, and what it does around the kill. */
 struct FaultMember : Member {
     axon_status_t create(const FaultParam &p)
     {
-        return Member::create(p.tls, p.extra, 2);
+        return Member::create(p.tls, p.extra, sizeof(p.extra) / sizeof(p.extra[0]));
     }
 
     /* Collectives that work, every pair of members talking (an alltoall). */
@@ -186,6 +199,12 @@ protected:
         ASSERT_EQ("", share_addresses(peers_, &addrs));
         ASSERT_EQ(AXON_OK, me.join(addrs, 0));
         ASSERT_TRUE(me.warm_up(0, kMembers)) << "collectives before the kill";
+        if (offloads(GetParam())) {  /* the doomed collective is a device chain */
+            axon_coll_attr_t attr;
+            ASSERT_EQ(AXON_OK, axon_coll_query(me.team, kind, AXON_DT_INT64, AXON_OP_SUM,
+                                               (kind == AXON_COLL_BARRIER) ? 0 : 8, &attr));
+            EXPECT_STREQ("offload", attr.algorithm);
+        }
         for (uint32_t r = 1; r < kMembers; ++r) {
             ASSERT_TRUE(wait_note(peers_[r].fd, me.node.worker, kOpTimeout))
                 << "rank " << r << " not ready";
@@ -254,6 +273,10 @@ const FaultParam kFaultParams[] = {
     /* softib: the short timeouts of the peer-failure tests */
     {"rc", "rc", {{"RC_TIMEOUT", "0.2s"}, {"RC_KEEPALIVE_INTERVAL", "0.5s"}}},
     {"ud", "ud", {{"UD_TIMEOUT", "3s"}, {"UD_KEEPALIVE_INTERVAL", "0.25s"}}},
+    /* rc with the collectives offloaded: the victim's death is seen by rc's
+     * keepalive, and the survivors' device chains are stopped in error */
+    {"rc_xc", "rc", {{"RC_TIMEOUT", "0.2s"}, {"RC_KEEPALIVE_INTERVAL", "0.5s"},
+                     {"COLL_OFFLOAD", "y"}}},
 };
 
 std::string fault_param_name(const ::testing::TestParamInfo<FaultParam> &info)

@@ -429,6 +429,68 @@ TEST_P(CollOffload, HundredsOfChainsInFlightWaitInOrder)
 }
 
 /*
+ * Two offloaded teams on the same workers (the second made from the same
+ * endpoints): each has its own queues, so members may post the teams'
+ * chains in different orders (each team's own order the same everywhere):
+ * member m posts team A's allreduce and team B's bcast and barrier rotated
+ * by m, three rounds, every result checked.
+ */
+TEST_P(CollOffload, TwoTeamsChainsInDifferentOrders)
+{
+    const size_t             kCount = 300, kBytes = 10000;
+    std::vector<axon_team_h> second;
+    m_.create_team(&second);
+    ASSERT_FALSE(HasFatalFailure());
+    g_.teams.insert(g_.teams.end(), second.begin(), second.end());
+    ASSERT_EQ("offload", algorithm_of(second[0], AXON_COLL_BARRIER, AXON_DT_UINT8, AXON_OP_SUM,
+                                      0));
+    std::vector<std::vector<uint64_t>> in(n_, std::vector<uint64_t>(kCount));
+    std::vector<std::vector<uint64_t>> out(n_, std::vector<uint64_t>(kCount));
+    std::vector<Bytes>                 buf(n_, Bytes(kBytes));
+    std::vector<axon_coll_h>           colls(3 * n_, nullptr);
+    for (uint32_t m = 0; m < n_; ++m) {
+        axon_coll_args_t a[3] = {
+            allreduce_args(in[m].data(), out[m].data(), kCount, AXON_DT_UINT64, AXON_OP_BXOR),
+            bcast_args(buf[m].data(), kBytes, n_ / 2), barrier_args()};
+        for (int k = 0; k < 3; ++k) {
+            axon_team_h t = (k == 0) ? team(m) : second[m];
+            ASSERT_EQ(AXON_OK, axon_coll_init(t, &a[k], &colls[3 * m + k]));
+            g_.colls.push_back(colls[3 * m + k]);
+        }
+    }
+    for (int round = 0; round < 3; ++round) {
+        uint64_t seed = 4000 + round;
+        std::vector<uint64_t> ref(kCount, 0);
+        for (uint32_t m = 0; m < n_; ++m) {
+            fill_input(in[m].data(), kCount, AXON_DT_UINT64, AXON_OP_BXOR, m, seed);
+            reduce_into(ref.data(), in[m].data(), kCount, AXON_DT_UINT64, AXON_OP_BXOR);
+            std::fill(out[m].begin(), out[m].end(), 0);
+            std::fill(buf[m].begin(), buf[m].end(), 0xA5);
+        }
+        axon_test_fill(buf[n_ / 2].data(), kBytes, seed);
+        for (uint32_t m = 0; m < n_; ++m) {
+            /* team B's two keep their order; team A's one goes before, between or after */
+            int order[3][3] = {{0, 1, 2}, {1, 0, 2}, {1, 2, 0}};
+            for (int k : order[(m + round) % 3]) {
+                axon_status_t s = axon_coll_post(colls[3 * m + k]);
+                ASSERT_TRUE((s == AXON_OK) || (s == AXON_INPROGRESS))
+                    << "round " << round << ", member " << m << ": " << axon_status_string(s);
+            }
+        }
+        std::vector<axon_status_t> st;
+        ASSERT_TRUE(m_.wait_colls(colls, &st)) << "round " << round;
+        for (uint32_t m = 0; m < n_; ++m) {
+            for (int k = 0; k < 3; ++k) {
+                EXPECT_EQ(AXON_OK, st[3 * m + k]) << "round " << round << ", member " << m;
+            }
+            EXPECT_TRUE(out[m] == ref) << "round " << round << ": allreduce, member " << m;
+            EXPECT_EQ(-1, axon_test_check(buf[m].data(), kBytes, seed))
+                << "round " << round << ": bcast, member " << m;
+        }
+    }
+}
+
+/*
  * Inexact double sums (every chunk count up to 1024 elements): the device's
  * result has the same bits on every member and every post, and is the sum
  * of the inputs up to rounding (the reference adds in rank order, the
@@ -490,6 +552,9 @@ const CollParam kOffloadSizes[] = {
     {"rc_xc_n2", "rc", 2, {{"COLL_OFFLOAD", "y"}}}, {"rc_xc_n3", "rc", 3, {{"COLL_OFFLOAD", "y"}}},
     {"rc_xc_n4", "rc", 4, {{"COLL_OFFLOAD", "y"}}}, {"rc_xc_n6", "rc", 6, {{"COLL_OFFLOAD", "y"}}},
     {"rc_xc_n7", "rc", 7, {{"COLL_OFFLOAD", "y"}}}, {"rc_xc_n8", "rc", 8, {{"COLL_OFFLOAD", "y"}}},
+    /* bcast chains down other k-nomial trees than the binomial */
+    {"rc_xc_radix3_n7", "rc", 7, {{"COLL_OFFLOAD", "y"}, {"COLL_KNOMIAL_RADIX", "3"}}},
+    {"rc_xc_radix4_n8", "rc", 8, {{"COLL_OFFLOAD", "y"}, {"COLL_KNOMIAL_RADIX", "4"}}},
 };
 
 INSTANTIATE_TEST_SUITE_P(Lanes, CollOffload, ::testing::ValuesIn(kOffloadLanes),
