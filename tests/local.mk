@@ -21,6 +21,7 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/api/coll/test_coll_dt.cc \
 	tests/gtest/api/coll/test_coll_fault.cc \
 	tests/gtest/api/coll/test_coll_netns.cc \
+	tests/gtest/api/coll/test_coll_offload.cc \
 	tests/gtest/api/coll/test_coll_team.cc \
 	tests/gtest/api/core/test_bad_input.cc \
 	tests/gtest/api/core/test_job.cc \

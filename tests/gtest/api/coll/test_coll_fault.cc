@@ -6,7 +6,9 @@
  * must complete with an error (not hang, not succeed) within the lane's
  * failure detection time, and the survivors then destroy their teams
  * cleanly. The lanes' failure options are those of the peer-failure tests
- * (api/core/test_peer_failure.cc).
+ * (api/core/test_peer_failure.cc); rc_xc runs the doomed collective as
+ * device chains (AXON_COLL_OFFLOAD=y), stopped in error when rc's keepalive
+ * sees the victim gone.
  */
 #include <gtest/gtest.h>
 
@@ -25,11 +27,13 @@ const double   kPeerTimeout = 90.0;
 const double   kDetectLimit = 5.0;  /* kill to the last survivor's completion */
 const uint32_t kMembers     = 4;
 const uint32_t kVictim      = 2;
+const size_t   kQueued      = 40;   /* allreduces posted behind the doomed one */
+const size_t   kQueuedCount = 1024; /* their elements: offloaded, a few fill the queues */
 
 struct FaultParam {
     const char      *label;
     const char      *tls;
-    axon_config_kv_t extra[2];
+    axon_config_kv_t extra[3];
 };
 
 std::ostream &operator<<(std::ostream &os, const FaultParam &p)
@@ -40,14 +44,37 @@ std::ostream &operator<<(std::ostream &os, const FaultParam &p)
 struct FaultArgs {
     const FaultParam *param;
     axon_coll_type_t  coll;  /* what the survivors post when the victim dies */
+    size_t            queued;  /* allreduces posted behind it */
     uint32_t          rank;
 };
 
+/* Does the lane run barrier and allreduce as device chains (AXON_COLL_OFFLOAD=y)? */
+bool offloads(const FaultParam &p)
+{
+    for (const axon_config_kv_t &kv : p.extra) {
+        if ((kv.name != NULL) && !strcmp(kv.name, "COLL_OFFLOAD") && !strcmp(kv.value, "y")) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* A member, and what it does around the kill. */
 struct FaultMember : Member {
+    std::vector<axon_coll_h> queued;  /* behind coll, none done */
+    std::vector<int64_t>     qin = std::vector<int64_t>(kQueuedCount, 1);
+    std::vector<int64_t>     qout = std::vector<int64_t>(kQueuedCount);
+
+    ~FaultMember()
+    {
+        for (axon_coll_h c : queued) {
+            axon_coll_free(c);
+        }
+    }
+
     axon_status_t create(const FaultParam &p)
     {
-        return Member::create(p.tls, p.extra, 2);
+        return Member::create(p.tls, p.extra, sizeof(p.extra) / sizeof(p.extra[0]));
     }
 
     /* Collectives that work, every pair of members talking (an alltoall). */
@@ -61,8 +88,9 @@ struct FaultMember : Member {
                (sum == size);
     }
 
-    /* Post the collective that needs the victim; AXON_INPROGRESS while it runs. */
-    axon_status_t post_doomed(axon_coll_type_t kind, int64_t *src, int64_t *dst)
+    /* Post the collective that needs the victim, and n allreduces behind it;
+     * AXON_INPROGRESS while they all run. */
+    axon_status_t post_doomed(axon_coll_type_t kind, int64_t *src, int64_t *dst, size_t n)
     {
         axon_coll_args_t a = {};
         a.field_mask = AXON_COLL_ARG_OP;
@@ -80,16 +108,48 @@ struct FaultMember : Member {
         if ((st != AXON_OK) && (st != AXON_INPROGRESS)) {
             return st;
         }
+        a.coll  = AXON_COLL_ALLREDUCE;
+        a.src   = qin.data();
+        a.dst   = qout.data();
+        a.count = kQueuedCount;
+        for (size_t i = 0; i < n; ++i) {
+            axon_coll_h c;
+            if ((st = axon_coll_init(team, &a, &c)) != AXON_OK) {
+                return st;
+            }
+            queued.push_back(c);
+            st = axon_coll_post(c);
+            if ((st != AXON_OK) && (st != AXON_INPROGRESS)) {
+                return st;
+            }
+        }
         axon_test_progress_for(node.worker, 0.2);
+        for (axon_coll_h c : queued) {
+            if ((st = axon_coll_test(c)) != AXON_INPROGRESS) {
+                return st;
+            }
+        }
         return axon_coll_test(coll);
     }
 
-    /* Progress until the doomed collective completes; its status and when. */
+    /* Progress until the doomed collectives complete; when, and the doomed one's
+     * status (AXON_INPROGRESS or AXON_OK if any queued behind it is so). */
     axon_status_t finish_doomed(double timeout, double *t_done)
     {
         double        end = axon_test_time() + timeout;
         axon_status_t st;
-        while (((st = axon_coll_test(coll)) == AXON_INPROGRESS) && (axon_test_time() < end)) {
+        for (;;) {
+            st = axon_coll_test(coll);
+            for (axon_coll_h c : queued) {
+                axon_status_t q = axon_coll_test(c);
+                st = ((q == AXON_INPROGRESS) || (q == AXON_OK)) ? q : st;
+                if (q == AXON_INPROGRESS) {
+                    break;
+                }
+            }
+            if ((st != AXON_INPROGRESS) || (axon_test_time() >= end)) {
+                break;
+            }
             axon_test_progress(node.worker);
         }
         *t_done = axon_test_time();
@@ -101,6 +161,11 @@ struct FaultMember : Member {
     {
         axon_status_t st = axon_coll_free(coll);
         coll = nullptr;
+        for (axon_coll_h c : queued) {
+            axon_status_t q = axon_coll_free(c);
+            st = (st == AXON_OK) ? q : st;
+        }
+        queued.clear();
         if (st != AXON_OK) {
             return st;
         }
@@ -133,7 +198,7 @@ int member_main(int fd, void *arg)
     }
     PEER_CHECK(wait_note(fd, me.node.worker, kOpTimeout, &note) && (note == "go"));
     int64_t one = 1, sum = -1;
-    st = me.post_doomed(a->coll, &one, &sum);
+    st = me.post_doomed(a->coll, &one, &sum, a->queued);
     PEER_CHECK(st == AXON_INPROGRESS, "rank %u: completed without the victim: %s", a->rank,
                axon_status_string(st));
     PEER_CHECK(axon_test_send_blob(fd, "posted", 6) == 0);
@@ -172,11 +237,11 @@ protected:
         }
     }
 
-    void KillInside(axon_coll_type_t kind)
+    void KillInside(axon_coll_type_t kind, size_t queued = 0)
     {
         std::vector<FaultArgs> args(kMembers);
         for (uint32_t r = 1; r < kMembers; ++r) {
-            args[r] = {&GetParam(), kind, r};
+            args[r] = {&GetParam(), kind, queued, r};
             ASSERT_EQ(0, axon_test_peer_spawn(&peers_[r], member_main, &args[r], kPeerTimeout));
         }
         FaultMember me;
@@ -186,6 +251,12 @@ protected:
         ASSERT_EQ("", share_addresses(peers_, &addrs));
         ASSERT_EQ(AXON_OK, me.join(addrs, 0));
         ASSERT_TRUE(me.warm_up(0, kMembers)) << "collectives before the kill";
+        if (offloads(GetParam())) {  /* the doomed collective is a device chain */
+            axon_coll_attr_t attr;
+            ASSERT_EQ(AXON_OK, axon_coll_query(me.team, kind, AXON_DT_INT64, AXON_OP_SUM,
+                                               (kind == AXON_COLL_BARRIER) ? 0 : 8, &attr));
+            EXPECT_STREQ("offload", attr.algorithm);
+        }
         for (uint32_t r = 1; r < kMembers; ++r) {
             ASSERT_TRUE(wait_note(peers_[r].fd, me.node.worker, kOpTimeout))
                 << "rank " << r << " not ready";
@@ -197,7 +268,7 @@ protected:
             }
         }
         int64_t one = 1, sum = -1;
-        ASSERT_EQ(AXON_INPROGRESS, me.post_doomed(kind, &one, &sum))
+        ASSERT_EQ(AXON_INPROGRESS, me.post_doomed(kind, &one, &sum, queued))
             << "completed without the victim";
         for (uint32_t r = 1; r < kMembers; ++r) {
             if (r != kVictim) {
@@ -248,12 +319,22 @@ TEST_P(CollFault, KilledMemberFailsSurvivorsBarrier)
     KillInside(AXON_COLL_BARRIER);
 }
 
+/* Behind the doomed barrier, allreduces in flight (offloaded: most queued for room). */
+TEST_P(CollFault, KilledMemberFailsEverySurvivorCollectiveInFlight)
+{
+    KillInside(AXON_COLL_BARRIER, kQueued);
+}
+
 const FaultParam kFaultParams[] = {
     {"shm", "shm", {{NULL, NULL}}},
     {"tcp", "tcp", {{NULL, NULL}}},
     /* softib: the short timeouts of the peer-failure tests */
     {"rc", "rc", {{"RC_TIMEOUT", "0.2s"}, {"RC_KEEPALIVE_INTERVAL", "0.5s"}}},
     {"ud", "ud", {{"UD_TIMEOUT", "3s"}, {"UD_KEEPALIVE_INTERVAL", "0.25s"}}},
+    /* rc with the collectives offloaded: the victim's death is seen by rc's
+     * keepalive, and the survivors' device chains are stopped in error */
+    {"rc_xc", "rc", {{"RC_TIMEOUT", "0.2s"}, {"RC_KEEPALIVE_INTERVAL", "0.5s"},
+                     {"COLL_OFFLOAD", "y"}}},
 };
 
 std::string fault_param_name(const ::testing::TestParamInfo<FaultParam> &info)
