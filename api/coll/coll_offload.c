@@ -19,12 +19,12 @@ struct axon_coll_xc {
     axon_xc_worker_t              *handle;
 };
 
+/* Why a member cannot offload (AXON_COLL_XC_*), for the y error line. */
 static const char *const axon_coll_xc_reasons[] = {
     [AXON_COLL_XC_OFF]    = "AXON_COLL_OFFLOAD=n there",
-    [AXON_COLL_XC_NO_DEV] = "it has no offload component on a cross-channel device",
-    [AXON_COLL_XC_LANE]   = "it reaches some member over a device without cross-channel "
-                            "support (member %u)",
-    [AXON_COLL_XC_OPEN]   = "its offload device or queues could not be opened",
+    [AXON_COLL_XC_NO_DEV] = "no offload component on a cross-channel device there",
+    [AXON_COLL_XC_LANE]   = "reached over a device without cross-channel support",
+    [AXON_COLL_XC_OPEN]   = "its offload device or queues could not be opened or connected",
 };
 
 const axon_coll_offload_ops_t *axon_coll_offload_ops(axon_worker_h worker)
@@ -116,8 +116,14 @@ uint64_t axon_coll_offload_word(axon_team_h team)
         return AXON_COLL_XC_OK;
     }
     if (worker->context->opts.coll_offload == AXON_COLL_OFFLOAD_ALWAYS) {
-        axon_error("team 0x%x: rank %u cannot offload collectives (AXON_COLL_OFFLOAD=y): %s",
-                   team->id, team->rank, reason ? axon_coll_xc_reasons[reason] : "team of one");
+        if (reason == AXON_COLL_XC_LANE) {
+            axon_error("team 0x%x: rank %u cannot offload collectives (AXON_COLL_OFFLOAD=y): "
+                       "member %u is %s", team->id, team->rank, member,
+                       axon_coll_xc_reasons[reason]);
+        } else if (reason != 0) {
+            axon_error("team 0x%x: rank %u cannot offload collectives (AXON_COLL_OFFLOAD=y): %s",
+                       team->id, team->rank, axon_coll_xc_reasons[reason]);
+        }
     }
     return axon_coll_xc_word(reason ? reason : AXON_COLL_XC_NO_DEV, member);
 }
@@ -242,21 +248,29 @@ static int axon_coll_xc_reduction(const axon_coll_args_t *a, axon_xc_args_t *x)
     return 0;
 }
 
-/* The member that refused offload at the join, and why, for AXON_COLL_OFFLOAD=y. */
+/*
+ * AXON_COLL_OFFLOAD=y on a team that cannot offload: the join kept the first
+ * refusing member's word; its member field names the member concerned (for
+ * LANE: the one it reaches over another device).
+ */
 static axon_status_t axon_coll_offload_refused(axon_coll_h coll)
 {
     axon_team_h team = coll->team;
     unsigned reason  = (unsigned)(team->xc_refusal >> 8) & 0xff;
     uint32_t refuser = (uint32_t)(team->xc_refusal >> 16) & 0xffff;
-    uint32_t peer    = (uint32_t)(team->xc_refusal >> 32);
-    char why[128];
+    uint32_t member  = (uint32_t)(team->xc_refusal >> 32);
 
     if ((reason == 0) || (reason > AXON_COLL_XC_OPEN)) {
         reason = AXON_COLL_XC_OPEN;
     }
-    snprintf(why, sizeof(why), axon_coll_xc_reasons[reason], peer);
-    axon_error("axon_coll_init: AXON_COLL_OFFLOAD=y, but team 0x%x cannot offload its "
-               "collectives: member %u cannot: %s", team->id, refuser, why);
+    if (reason == AXON_COLL_XC_LANE) {
+        axon_error("axon_coll_init: AXON_COLL_OFFLOAD=y, but team 0x%x cannot offload its "
+                   "collectives: member %u reaches member %u over a device without "
+                   "cross-channel support", team->id, refuser, member);
+    } else {
+        axon_error("axon_coll_init: AXON_COLL_OFFLOAD=y, but team 0x%x cannot offload its "
+                   "collectives: member %u: %s", team->id, member, axon_coll_xc_reasons[reason]);
+    }
     return AXON_ERR_UNSUPPORTED;
 }
 

@@ -99,12 +99,12 @@ static axon_status_t axon_team_join_connect(axon_team_h team)
 {
     axon_team_join_t *j = team->joining;
     uint64_t ok = 1;
-    uint32_t i;
+    uint32_t i, bad = 0;
     uint8_t *packed;
 
     for (i = 0; (i < team->size) && ok; ++i) {
         memcpy(&ok, j->addrs + i * j->addr_len, sizeof(ok));
-        j->words[i] = ok;
+        bad = i;    /* the member whose queues could not be opened, if !ok */
     }
     if (ok) {
         /* the addresses without their status words, as the component wants them */
@@ -118,9 +118,10 @@ static axon_status_t axon_team_join_connect(axon_team_h team)
             memcpy(j->my_addr + i * (j->addr_len - sizeof(uint64_t)),
                    j->addrs + i * j->addr_len + sizeof(uint64_t), j->addr_len - sizeof(uint64_t));
         }
-        ok = (axon_coll_offload_ops(team->worker)->team_connect(team->xc, j->my_addr) == AXON_OK);
+        ok  = (axon_coll_offload_ops(team->worker)->team_connect(team->xc, j->my_addr) == AXON_OK);
+        bad = team->rank;
     }
-    j->mine = ok ? AXON_COLL_XC_OK : axon_coll_xc_word(AXON_COLL_XC_OPEN, team->rank);
+    j->mine = ok ? AXON_COLL_XC_OK : axon_coll_xc_word(AXON_COLL_XC_OPEN, bad);
     return axon_team_join_round(team, AXON_TEAM_JOIN_CONNECTED, &j->mine, j->words,
                                 sizeof(j->mine));
 }

@@ -94,6 +94,12 @@ axon_status_t axon_xc_coll_init(axon_xc_team_t *team, const axon_xc_args_t *args
     coll->status = AXON_OK;
     axon_list_init(&coll->link);
     status = axon_xc_coll_setup(coll);
+    if ((status == AXON_OK) && (coll->chain.slots > AXON_XC_QP_WRS / 2)) {
+        /* more than the queues ever hold for one chain (a root of thousands) */
+        axon_debug("xchannel: a chain of %u queue slots (at most %u): not offloaded",
+                   coll->chain.slots, AXON_XC_QP_WRS / 2);
+        status = AXON_ERR_UNSUPPORTED;
+    }
     if (status != AXON_OK) {
         axon_xc_coll_free(coll);
         return status;
