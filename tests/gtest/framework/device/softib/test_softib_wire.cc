@@ -610,14 +610,16 @@ void reap_and_reuse(bool leave_zombie)
     }
 
     /* Opening reaps it. Another process on this device may take free slots
-     * meanwhile, so open until one of ours lands on the dead child's slot. */
+     * meanwhile, so open until one of ours lands on the dead child's slot, or
+     * another test's process holds it (then it came back to that one). */
     std::vector<softib_wire_t*> wires;
     bool                        reused = false;
 
     while (!reused && (wires.size() < 16)) {
         ASSERT_EQ(0, softib_wire_open(&params, &wire));
         wires.push_back(wire);
-        reused = (softib_wire_slot(wire) == slot);
+        /* Reaped (gen + 1), then taken (gen + 2): by us, or by someone else. */
+        reused = (softib_wire_slot(wire) == slot) || (softib_registry_gen(reg, slot) >= gen + 2);
         if (wires.size() == 1) {
             EXPECT_NE(gen, softib_registry_gen(reg, slot));   /* reaped by the first open */
             EXPECT_FALSE(shm_exists(ring));                   /* with the dead owner's ring */
