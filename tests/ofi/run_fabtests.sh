@@ -82,6 +82,55 @@ exec $real_ps "\$@"
 EOF
 chmod +x "$tmp/bin/ps"
 
+# fabtests' servers listen on fixed TCP ports: the provider's address server
+# on 9228 (the server's -B, the client's -P), the out-of-band socket on 3000
+# (-E=<port>) and fi_cm_data's socket on 2710 (-q). Another process on the
+# host holding one would fail a test ("bind: Address already in use"), so
+# each run takes three ports free now, below the ephemeral range (where
+# the tests' own connections cannot take them). runfabtests.sh needs a
+# python already.
+read -r fabric_port oob_port cm_port < <(python3 - <<'EOF'
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+held = []
+for _ in range(1000):
+    if len(held) == 3:
+        break
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", random.randrange(max(1024, low - 16384), low)))
+        held.append(s)
+    except OSError:
+        s.close()
+print(*(s.getsockname()[1] for s in held))
+EOF
+)
+if [ -z "$cm_port" ]; then
+    echo "FAIL fabtests/ports"
+    echo "    | found no three free TCP ports on 127.0.0.1 below the ephemeral range"
+    exit 0
+fi
+# The out-of-band port goes, by a wrapper in a directory of links to the
+# other binaries, only to the tests whose main turns out-of-band exchange on
+# (fabtests 1.17): -E=<port> turns the address exchange on as well, which
+# would change any other test. Three of them only sync out of band
+# (fi_rdm_rma_trigger, fi_unmap_mem, fi_dgram_pingpong): on axon they stop at
+# fi_getinfo, before any address exchange.
+declare -A port_opts=(
+    [fi_av_xfer]="-E=$oob_port" [fi_multi_ep]="-E=$oob_port" [fi_multi_recv]="-E=$oob_port"
+    [fi_unexpected_msg]="-E=$oob_port" [fi_rdm_rma_trigger]="-E=$oob_port"
+    [fi_unmap_mem]="-E=$oob_port" [fi_dgram_pingpong]="-E=$oob_port" [fi_cm_data]="-q $cm_port")
+mkdir "$tmp/fabbin"
+for exe in "$fabtests/bin"/*; do
+    name=${exe##*/}
+    if [ -n "${port_opts[$name]:-}" ]; then
+        printf '#!/bin/sh\nexec %q %s "$@"\n' "$exe" "${port_opts[$name]}" >"$tmp/fabbin/$name"
+        chmod +x "$tmp/fabbin/$name"
+    else
+        ln -s "$exe" "$tmp/fabbin/$name"
+    fi
+done
+
 # In an empty directory: runfabtests.sh leaves its scratch files in the
 # current one and reads exclusion lists (test_configs/) from under it.
 (
@@ -89,7 +138,8 @@ chmod +x "$tmp/bin/ps"
     export PATH="$tmp/bin:$PATH" FI_PROVIDER_PATH="$provdir" AXON_SHM_PREFIX="$shm_prefix"
     export LD_LIBRARY_PATH="$builddir/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     exec setsid timeout -k 5 "$run_limit" "$fabtests/bin/runfabtests.sh" -v \
-        -p "$fabtests/bin" -T "$test_limit" -t quick -s 127.0.0.1 -c 127.0.0.1 axon
+        -p "$tmp/fabbin" -T "$test_limit" -L "-B $fabric_port" -C "-P $fabric_port" \
+        -t quick -s 127.0.0.1 -c 127.0.0.1 axon
 ) >"$tmp/out" 2>&1 </dev/null &
 run_pid=$!
 wait "$run_pid"

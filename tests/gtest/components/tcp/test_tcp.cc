@@ -4,15 +4,25 @@
  * only the direction of the ep that was destroyed; a peer killed on a
  * shared connection fails the ep that uses it.
  *
- * Connections are counted from outside the transport: the ESTABLISHED
- * sockets of /proc/net/tcp whose inode is one of this process's fds.
+ * Connections are counted from outside the transport: our descriptors'
+ * ESTABLISHED TCP sockets whose other end (a sock_diag lookup) is
+ * established and held by the peer.
  */
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <errno.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,46 +72,174 @@ std::set<unsigned long> socket_inodes(pid_t pid)
     return inodes;
 }
 
+/* One end of a TCP connection: its addresses, TCP state and, when it is held, its inode. */
+struct TcpEnd {
+    struct sockaddr_in local  = {};
+    struct sockaddr_in remote = {};
+    int                state  = -1;   /* TCP_ESTABLISHED, ...; -1: no such socket */
+    unsigned long      ino    = 0;    /* 0: held by no descriptor (not accepted yet) */
+};
+
 /*
- * ESTABLISHED IPv4 TCP connections between this process and process other.
- * Only the two ends count: another test of the same run may connect to our
- * listener (a stale address whose port we reuse), and that is not ours.
+ * The IPv4 TCP sockets of this process, asked of each descriptor: exact. A
+ * scan of /proc/net/tcp is not: its reads resume by position, so a socket
+ * shows twice, or not at all, when other sockets come and go meanwhile
+ * (other tests of the run, TIME_WAIT entries leaving).
+ */
+std::vector<TcpEnd> my_tcp_sockets()
+{
+    std::vector<TcpEnd> ends;
+    struct dirent      *de;
+    DIR                *dir = opendir("/proc/self/fd");
+
+    if (dir == NULL) {
+        return ends;
+    }
+    while ((de = readdir(dir)) != NULL) {
+        TcpEnd          end;
+        struct tcp_info info   = {};
+        struct stat     st;
+        socklen_t       len;
+        int             fd     = atoi(de->d_name), domain = 0, proto = 0;
+
+        len = sizeof(domain);
+        if ((de->d_name[0] == '.') || (fd == dirfd(dir)) || (fstat(fd, &st) != 0) ||
+            !S_ISSOCK(st.st_mode) ||
+            (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0) || (domain != AF_INET)) {
+            continue;
+        }
+        len = sizeof(proto);
+        if ((getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) != 0) ||
+            (proto != IPPROTO_TCP)) {
+            continue;
+        }
+        len = sizeof(info);
+        if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) {
+            continue;
+        }
+        end.state = info.tcpi_state;
+        end.ino   = st.st_ino;
+        len       = sizeof(end.local);
+        getsockname(fd, (struct sockaddr *)&end.local, &len);
+        len = sizeof(end.remote);
+        getpeername(fd, (struct sockaddr *)&end.remote, &len);   /* none for a listener */
+        ends.push_back(end);
+    }
+    closedir(dir);
+    return ends;
+}
+
+/*
+ * The other end of mine (on this host), looked up by its addresses with
+ * sock_diag: one socket, answered at once. No such socket: state -1; the
+ * lookup falls back on a listener of that port, which says TCP_LISTEN.
+ */
+TcpEnd other_end(const TcpEnd &mine)
+{
+    struct {
+        struct nlmsghdr         nlh;
+        struct inet_diag_req_v2 req;
+    } msg;
+    union {
+        struct nlmsghdr nlh;
+        char            bytes[8192];
+    } answer;
+    TcpEnd  end;
+    ssize_t n;
+    int     fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+
+    end.local  = mine.remote;
+    end.remote = mine.local;
+    if (fd < 0) {
+        ADD_FAILURE() << "no sock_diag socket: " << strerror(errno);
+        return end;
+    }
+    memset(&msg, 0, sizeof(msg));
+    msg.nlh.nlmsg_len          = sizeof(msg);
+    msg.nlh.nlmsg_type         = SOCK_DIAG_BY_FAMILY;
+    msg.nlh.nlmsg_flags        = NLM_F_REQUEST;
+    msg.req.sdiag_family       = AF_INET;
+    msg.req.sdiag_protocol     = IPPROTO_TCP;
+    msg.req.idiag_states       = ~0u;
+    msg.req.id.idiag_sport     = end.local.sin_port;
+    msg.req.id.idiag_dport     = end.remote.sin_port;
+    msg.req.id.idiag_src[0]    = end.local.sin_addr.s_addr;
+    msg.req.id.idiag_dst[0]    = end.remote.sin_addr.s_addr;
+    msg.req.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
+    msg.req.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+    if ((send(fd, &msg, sizeof(msg), 0) == (ssize_t)sizeof(msg)) &&
+        ((n = recv(fd, &answer, sizeof(answer), 0)) > 0) && NLMSG_OK(&answer.nlh, (size_t)n)) {
+        if (answer.nlh.nlmsg_type == SOCK_DIAG_BY_FAMILY) {
+            const auto *diag = (const struct inet_diag_msg *)NLMSG_DATA(&answer.nlh);
+            end.state = diag->idiag_state;
+            end.ino   = diag->idiag_inode;
+        } else if ((answer.nlh.nlmsg_type != NLMSG_ERROR) ||
+                   (((const struct nlmsgerr *)NLMSG_DATA(&answer.nlh))->error != -ENOENT)) {
+            ADD_FAILURE() << "unexpected sock_diag answer, type " << answer.nlh.nlmsg_type;
+        }
+    } else {
+        ADD_FAILURE() << "sock_diag lookup failed: " << strerror(errno);
+    }
+    close(fd);
+    return end;
+}
+
+/*
+ * ESTABLISHED IPv4 TCP connections between this process and process other:
+ * both ends established, ours held by us, theirs by other. Only those: another
+ * test of the same run may connect to our listener (a stale address whose
+ * port we reuse), and that is not ours.
  */
 int established_tcp(pid_t other)
 {
-    std::set<unsigned long>            mine = socket_inodes(getpid());
-    std::set<unsigned long>            theirs = socket_inodes(other);
-    std::set<std::string>              their_ends;
-    std::vector<std::string>           my_remotes;
-    FILE                              *f = fopen("/proc/net/tcp", "r");
-    char                               line[512];
-    int                                count = 0;
+    std::set<unsigned long> theirs = socket_inodes(other);
+    int                     count  = 0;
 
-    if (f == NULL) {
-        return -1;
-    }
-    while (fgets(line, sizeof(line), f) != NULL) {
-        char          local[64], remote[64], st[8];
-        unsigned long ino;
-        /* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
-        if ((sscanf(line, " %*s %63s %63s %7s %*s %*s %*s %*s %*s %lu", local, remote, st,
-                    &ino) != 4) || (strcmp(st, "01") != 0)) {
+    for (const TcpEnd &mine : my_tcp_sockets()) {
+        if (mine.state != TCP_ESTABLISHED) {
             continue;
         }
-        if (theirs.count(ino)) {
-            their_ends.insert(local);
-        }
-        if (mine.count(ino)) {
-            my_remotes.push_back(remote);
-        }
-    }
-    fclose(f);
-    for (const std::string &remote : my_remotes) {
-        count += their_ends.count(remote) ? 1 : 0;
+        TcpEnd end = other_end(mine);
+        count += ((end.state == TCP_ESTABLISHED) && theirs.count(end.ino)) ? 1 : 0;
     }
     return count;
 }
 
+const char *tcp_state_name(int state)
+{
+    static const char *const names[] = {"?", "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT1",
+                                        "FIN_WAIT2", "TIME_WAIT", "CLOSE", "CLOSE_WAIT",
+                                        "LAST_ACK", "LISTEN", "CLOSING"};
+    return ((state > 0) && (state < (int)(sizeof(names) / sizeof(names[0])))) ? names[state] :
+                                                                                "none";
+}
+
+std::string sa_str(const struct sockaddr_in &sa)
+{
+    char ip[INET_ADDRSTRLEN] = "?";
+
+    inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
+    return std::string(ip) + ":" + std::to_string(ntohs(sa.sin_port));
+}
+
+/* Our TCP sockets and their other ends, for a failure's message. */
+std::string tcp_sockets(pid_t other)
+{
+    std::set<unsigned long> theirs = socket_inodes(other);
+    std::string             out;
+
+    for (const TcpEnd &mine : my_tcp_sockets()) {
+        out += "\n  " + sa_str(mine.local) + " " + tcp_state_name(mine.state);
+        if (mine.state == TCP_LISTEN) {
+            continue;
+        }
+        TcpEnd end = other_end(mine);
+        out += " -> " + sa_str(end.local) + " " + tcp_state_name(end.state) +
+               (theirs.count(end.ino) ? " (the peer's)" : end.ino ? " (someone else's)" :
+                                                                  " (no descriptor)");
+    }
+    return out;
+}
 
 struct ErrCount {
     int           calls  = 0;
@@ -225,8 +363,8 @@ bool exchange_both_ways(Side &s, int fd, bool first)
     }
     int n = wait_connections(s, 1, 5.0);
     if (n != 1) {
-        fprintf(stderr, "%s: %d established connections, expected 1\n",
-                first ? "test" : "peer", n);
+        fprintf(stderr, "%s: %d established connections, expected 1:%s\n",
+                first ? "test" : "peer", n, tcp_sockets(s.other).c_str());
         return false;
     }
     /* Both are done counting before either closes. */
@@ -436,7 +574,7 @@ TEST_F(TcpConnXproc, GoodbyeFromOneSideWhileOtherSends)
     ASSERT_TRUE(s.connect());
     ASSERT_TRUE(send_seqs(s, kTagData, 0, 10));
     ASSERT_TRUE(recv_seqs(s, kTagData, 0, 10));
-    ASSERT_EQ(1, wait_connections(s, 1, 5.0));
+    ASSERT_EQ(1, wait_connections(s, 1, 5.0)) << tcp_sockets(s.other);
     ASSERT_EQ(0, axon_test_sync_progress(peer_.fd, s.node.worker, kOpTimeout));
     for (int i = 0; i < 5; ++i) {
         ASSERT_TRUE(send_seqs(s, kTagReply, (uint64_t)i * kMessages, kMessages)) << i;
@@ -444,7 +582,7 @@ TEST_F(TcpConnXproc, GoodbyeFromOneSideWhileOtherSends)
     }
     ASSERT_EQ(0, axon_test_sync_progress(peer_.fd, s.node.worker, kOpTimeout));
     /* Still one connection, and nobody failed. */
-    EXPECT_EQ(1, established_tcp(s.other));
+    EXPECT_EQ(1, established_tcp(s.other)) << tcp_sockets(s.other);
     EXPECT_EQ(0, s.err.calls);
     ASSERT_EQ(0, axon_test_sync_progress(peer_.fd, s.node.worker, kOpTimeout));
     EXPECT_EQ(0, axon_test_peer_wait(&peer_, kPeerTimeout));
@@ -463,7 +601,7 @@ TEST_F(TcpConnXproc, PeerKilledMidTransferOnSharedConnection)
     ASSERT_TRUE(s.connect());
     ASSERT_TRUE(send_seqs(s, kTagData, 0, 10));
     ASSERT_TRUE(recv_seqs(s, kTagData, 0, 10));
-    ASSERT_EQ(1, wait_connections(s, 1, 5.0));
+    ASSERT_EQ(1, wait_connections(s, 1, 5.0)) << tcp_sockets(s.other);
     ASSERT_EQ(0, axon_test_sync_progress(peer_.fd, s.node.worker, kOpTimeout));
     /* Take a few of its messages, so it is mid-stream, then kill it. */
     for (int i = 0; i < 3; ++i) {
@@ -515,7 +653,7 @@ TEST_F(TcpConnXproc, TwoEndpointsShareOneConnection)
         ASSERT_LT(axon_test_check(bufs[k].data(), bufs[k].size(), (uint64_t)(i * 2 + e)), 0)
             << i << "/" << e;
     }
-    EXPECT_EQ(1, wait_connections(s, 1, 5.0));
+    EXPECT_EQ(1, wait_connections(s, 1, 5.0)) << tcp_sockets(s.other);
     ASSERT_EQ(0, axon_test_sync_progress(peer_.fd, s.node.worker, kOpTimeout));
     EXPECT_EQ(0, axon_test_peer_wait(&peer_, kPeerTimeout));
 }

@@ -45,6 +45,10 @@ const unsigned kDev          = 6;
 /* Device 7 is the slot-predicting test's alone: suites may run in parallel,
  * and another wire on its device could take the slot it expects. */
 const unsigned kDevAlone     = 7;
+/* Device 5 is the one test's that sends to a dead peer: the wire delivers to
+ * a slot's current owner, so a process of another test taking the dead
+ * peer's slot on a shared device would get those packets. */
+const unsigned kDevDeadPeer  = 5;
 const unsigned kPortBase     = 1000;
 const double   kChildTimeout = 30.0;
 const double   kWait         = 5.0;    /* one packet */
@@ -240,6 +244,8 @@ int echo_child(int fd, void *arg)
     for (i = 0; i < args->count; ++i) {
         n = recv_wait(wire, buf, &src, kWait);
         if (!pkt_check(buf, n, &seq) || (seq != i)) {
+            fprintf(stderr, "[echo peer] packet %u: %zd bytes%s (seq %u)\n", i, n,
+                    (n > 0) ? ", not the one expected" : "", (n >= 8) ? seq : 0u);
             ret = 12;
             break;
         }
@@ -252,7 +258,9 @@ int echo_child(int fd, void *arg)
             break;
         }
     }
-    axon_test_sync(fd);   /* the parent has the last echo before we close */
+    if (ret == 0) {
+        axon_test_sync(fd);   /* the parent has the last echo before we close */
+    }
 out:
     softib_wire_close(wire);
     return ret;
@@ -602,14 +610,16 @@ void reap_and_reuse(bool leave_zombie)
     }
 
     /* Opening reaps it. Another process on this device may take free slots
-     * meanwhile, so open until one of ours lands on the dead child's slot. */
+     * meanwhile, so open until one of ours lands on the dead child's slot, or
+     * another test's process holds it (then it came back to that one). */
     std::vector<softib_wire_t*> wires;
     bool                        reused = false;
 
     while (!reused && (wires.size() < 16)) {
         ASSERT_EQ(0, softib_wire_open(&params, &wire));
         wires.push_back(wire);
-        reused = (softib_wire_slot(wire) == slot);
+        /* Reaped (gen + 1), then taken (gen + 2): by us, or by someone else. */
+        reused = (softib_wire_slot(wire) == slot) || (softib_registry_gen(reg, slot) >= gen + 2);
         if (wires.size() == 1) {
             EXPECT_NE(gen, softib_registry_gen(reg, slot));   /* reaped by the first open */
             EXPECT_FALSE(shm_exists(ring));                   /* with the dead owner's ring */
@@ -715,9 +725,9 @@ void log_count_hook(axon_log_level_t level, const char *message, void *arg)
 }
 
 /* Open and close a wire: reaps what dead children of a test left in the registry. */
-void reap_leftovers()
+void reap_leftovers(unsigned dev = kDev)
 {
-    softib_wire_params_t params = wire_params(SOFTIB_WIRE_SHM);
+    softib_wire_params_t params = wire_params(SOFTIB_WIRE_SHM, "127.0.0.1", dev);
     softib_wire_t       *wire;
 
     if (softib_wire_open(&params, &wire) == 0) {
@@ -858,7 +868,10 @@ TEST(SoftibWireXproc, TailLeftByProducerKilledBeforeMovingItIsMoved)
         ASSERT_EQ(0, send_retry(rx, &peer.gid, qpn_of(peer.slot), pkt, len));
         n = recv_wait(rx, pkt, &src, kWait);
         if (!pkt_check(pkt, n, &seq) || (seq != i)) {
-            ADD_FAILURE() << "echo " << i << " never came: the producer is stuck on the tail";
+            /* The echo peer's exit code, or (stuck) its stacks. */
+            ADD_FAILURE() << "echo " << i << " never came (" << n << " bytes): the producer is "
+                          << "stuck on the tail, or the echo peer failed (exit "
+                          << axon_test_peer_wait(&echo, kWait) << ")";
             break;
         }
     }
@@ -873,10 +886,11 @@ TEST(SoftibWireXproc, TailLeftByProducerKilledBeforeMovingItIsMoved)
 
 namespace {
 
-/* Child: open a wire, exchange hellos, then wait to be killed. */
+/* Child: open a wire on device *arg, exchange hellos, then wait to be killed. */
 int hello_idle_child(int fd, void *arg)
 {
-    softib_wire_params_t params = wire_params(SOFTIB_WIRE_SHM);
+    softib_wire_params_t params = wire_params(SOFTIB_WIRE_SHM, "127.0.0.1",
+                                              *(const unsigned*)arg);
     softib_wire_t       *wire;
     hello                peer;
     char                 c;
@@ -900,7 +914,10 @@ int close_inherited_child(int fd, void *arg)
 
 TEST(SoftibWireXproc, FullRingOfDeadOwnerDrops)
 {
-    softib_wire_params_t params = wire_params(SOFTIB_WIRE_SHM);
+    /* A device of its own: until the sender sees the owner gone, its packets
+     * go to whoever holds the slot (see kDevDeadPeer). */
+    softib_wire_params_t params = wire_params(SOFTIB_WIRE_SHM, "127.0.0.1", kDevDeadPeer);
+    unsigned             dev    = kDevDeadPeer;
     uint8_t              pkt[64] = {0};
     axon_test_peer_t     child;
     softib_wire_t       *wire;
@@ -909,7 +926,7 @@ TEST(SoftibWireXproc, FullRingOfDeadOwnerDrops)
     unsigned             sent = 0;
     int                  ret;
 
-    ASSERT_EQ(0, axon_test_peer_spawn(&child, hello_idle_child, NULL, kChildTimeout));
+    ASSERT_EQ(0, axon_test_peer_spawn(&child, hello_idle_child, &dev, kChildTimeout));
     ASSERT_EQ(0, softib_wire_open(&params, &wire));
     ASSERT_EQ(0, hello_exchange(child.fd, wire, &peer));
     while ((ret = softib_wire_send(wire, &peer.gid, qpn_of(peer.slot), pkt, 64)) == 0) {
@@ -925,7 +942,7 @@ TEST(SoftibWireXproc, FullRingOfDeadOwnerDrops)
     }
     EXPECT_EQ(0, ret);
     softib_wire_close(wire);
-    reap_leftovers();
+    reap_leftovers(kDevDeadPeer);
 }
 
 TEST(SoftibWireXproc, ForkedChildCloseKeepsParentSlot)
