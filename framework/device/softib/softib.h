@@ -115,9 +115,6 @@ typedef struct softib_dev {
     uint64_t            thread_deadline;   /* when the sleeping thread wakes (ns), 0 none */
     uint64_t            consumer_ns;       /* the consumer's last call into the engine, 0 none */
     int                 xchan_kick;        /* a WAIT's CQ grew or a queue was enabled: rerun */
-    unsigned            xchan_waits;       /* WAITs posted, not yet done: the thread runs them */
-    uint64_t            xchan_posted_ns;   /* the last post of a chain (softib_xchan_posted) */
-    uint64_t            idle_deadline;     /* the thread sleeps until then for the consumer, or 0 */
     uint8_t             rx_buf[SOFTIB_WIRE_MAX_PKT];
     uint8_t             tx_buf[SOFTIB_WIRE_MAX_PKT];
 } softib_dev_t;
@@ -417,7 +414,6 @@ int  softib_qp_attr_check(softib_qp_t *qp, const axon_dev_qp_attr_t *attr, int m
 
 /* engine */
 void     softib_progress(softib_dev_t *dev);
-void     softib_xchan_posted(softib_dev_t *dev);
 uint64_t softib_next_deadline(softib_dev_t *dev);
 void     softib_timer_changed(softib_dev_t *dev, uint64_t deadline);
 int      softib_wait_fd(softib_dev_t *dev, int fd);

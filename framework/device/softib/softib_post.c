@@ -393,9 +393,6 @@ int softib_post_task(axon_dev_context_t *ctx, axon_dev_task_t *task,
         }
     }
     softib_progress(dev);
-    if (dev->xchan_waits > 0) {
-        softib_xchan_posted(dev);
-    }
     pthread_mutex_unlock(&dev->lock);
     return ret;
 }

@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/prctl.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +24,6 @@
 #define SOFTIB_RETRY_NS      50000ull     /* a full wire */
 /* The progress thread leaves the engine to a consumer that called in within this */
 #define SOFTIB_CONSUMER_IDLE_NS 1000000ull
-/* While cross-channel WAITs are posted the thread is the NIC that runs their
- * chains: it takes over once the consumer stopped calling for this long (a
- * consumer waiting for the chain keeps calling; one computing does not). */
-#define SOFTIB_XCHAN_IDLE_NS    20000ull
 /* Reruns of the requesters per pass for cross-channel chains; more wait a pass */
 #define SOFTIB_XCHAN_ROUNDS  8
 
@@ -159,34 +154,27 @@ static void softib_thread_drain(softib_dev_t *dev)
  * context switch (and the lock) on ours. So while the consumer called in
  * within SOFTIB_CONSUMER_IDLE_NS the thread sleeps, doorbell unarmed, until
  * that much time passed since the last call; then it takes over and sleeps
- * on the wire's fd until a packet or the nearest timer. Cross-channel chains
- * shorten the wait to SOFTIB_XCHAN_IDLE_NS (softib_xchan_posted).
+ * on the wire's fd until a packet or the nearest timer.
  */
 static void *softib_thread_main(void *arg)
 {
     softib_dev_t *dev = arg;
     struct pollfd fds[2];
-    uint64_t deadline, now, idle;
+    uint64_t deadline, now;
 
-    /* the chains' short idle window below is worth nothing with the default 50 us slack */
-    prctl(PR_SET_TIMERSLACK, 1000ul, 0, 0, 0);
     fds[0].fd     = dev->wake_fd;
     fds[0].events = POLLIN;
     fds[1].fd     = softib_wire_fd(dev->wire);
     fds[1].events = POLLIN;
     pthread_mutex_lock(&dev->lock);
     while (!dev->stop) {
-        now  = axon_sys_time_ns();
-        idle = (dev->xchan_waits || (now - dev->xchan_posted_ns < SOFTIB_CONSUMER_IDLE_NS)) ?
-               SOFTIB_XCHAN_IDLE_NS : SOFTIB_CONSUMER_IDLE_NS;
-        if (dev->consumer_ns && ((now - dev->consumer_ns) < idle)) {
-            deadline             = dev->consumer_ns + idle;
+        now = axon_sys_time_ns();
+        if (dev->consumer_ns && ((now - dev->consumer_ns) < SOFTIB_CONSUMER_IDLE_NS)) {
+            deadline             = dev->consumer_ns + SOFTIB_CONSUMER_IDLE_NS;
             dev->thread_deadline = 0;   /* timers: the consumer's calls look at them */
-            dev->idle_deadline   = deadline;
             pthread_mutex_unlock(&dev->lock);
             softib_sleep(fds, 1, deadline);
             pthread_mutex_lock(&dev->lock);
-            dev->idle_deadline = 0;
             softib_thread_drain(dev);
             continue;
         }
@@ -213,42 +201,18 @@ static void *softib_thread_main(void *arg)
     return NULL;
 }
 
-static void softib_thread_wake(softib_dev_t *dev)
-{
-    uint64_t one = 1;
-
-    if (dev->thread_started && (write(dev->wake_fd, &one, sizeof(one)) < 0)) {
-        axon_debug("softib: waking the progress thread: %s", strerror(errno));
-    }
-}
-
-/*
- * A cross-channel chain was posted: from now on (and for a while after the
- * last) the thread takes over after SOFTIB_XCHAN_IDLE_NS of consumer silence;
- * if it sleeps for longer, it is woken to count again. Called locked.
- */
-void softib_xchan_posted(softib_dev_t *dev)
-{
-    uint64_t now = axon_sys_time_ns();
-
-    dev->xchan_posted_ns = now;
-    if (dev->idle_deadline > now + SOFTIB_XCHAN_IDLE_NS) {
-        dev->idle_deadline = 0;
-        softib_thread_wake(dev);
-    }
-}
-
 /* A consumer about to block: the thread takes over now, not when the idle time ran out */
 static void softib_thread_takeover(softib_dev_t *dev)
 {
+    uint64_t one = 1;
     int wake;
 
     pthread_mutex_lock(&dev->lock);
     wake             = (dev->consumer_ns != 0);
     dev->consumer_ns = 0;
     pthread_mutex_unlock(&dev->lock);
-    if (wake) {
-        softib_thread_wake(dev);
+    if (wake && (write(dev->wake_fd, &one, sizeof(one)) < 0)) {
+        axon_debug("softib: waking the progress thread: %s", strerror(errno));
     }
 }
 

@@ -59,7 +59,6 @@ void softib_qp_complete_send(softib_qp_t *qp, softib_send_wqe_t *wqe, axon_dev_w
     if (wqe->wait_cq != NULL) {
         wqe->wait_cq->refcnt--;
         wqe->wait_cq = NULL;
-        softib_qp_dev(qp)->xchan_waits--;
     }
     if ((st == AXON_DEV_WC_SUCCESS) && !qp->sq_sig_all &&
         !(wqe->flags & AXON_DEV_SEND_SIGNALED)) {

@@ -188,10 +188,10 @@ void softib_xchan_copy(softib_qp_t *qp, softib_send_wqe_t *wqe, const axon_dev_s
     softib_qp_t *tq;
     unsigned n;
 
+    (void)qp;
     if (wr->opcode == AXON_DEV_WR_CQE_WAIT) {
         wqe->wait_cq = softib_cq(wr->wr.cqe_wait.cq);
         wqe->wait_cq->refcnt++;
-        softib_qp_dev(qp)->xchan_waits++;
         wqe->xchan_target = softib_xchan_count(&wqe->wait_cq->wait,
                                                (unsigned)wr->wr.cqe_wait.cq_count, last);
         return;
@@ -255,7 +255,6 @@ void softib_xchan_drop(softib_qp_t *qp, unsigned from, int fail_targets)
         if (wqe->wait_cq != NULL) {
             wqe->wait_cq->refcnt--;
             wqe->wait_cq = NULL;
-            dev->xchan_waits--;
         }
         if (!fail_targets || ((wqe->opcode != AXON_DEV_WR_SEND_ENABLE) &&
                               (wqe->opcode != AXON_DEV_WR_RECV_ENABLE))) {
