@@ -61,10 +61,9 @@ static uint32_t axon_xc_participant_rank(uint32_t v, uint32_t extra)
 }
 
 /* Round k's CALC sends to partner, one per chunk of the vector. */
-static void axon_xc_allreduce_calc(axon_xc_coll_t *coll, uint32_t partner, uint64_t *const *ops,
-                                   unsigned n_ops, uint64_t *recv_into)
+static void axon_xc_allreduce_calc(axon_xc_coll_t *coll, axon_xc_chain_t *ch, uint32_t partner,
+                                   uint64_t *const *ops, unsigned n_ops, uint64_t *recv_into)
 {
-    axon_xc_chain_t *ch = &coll->chain;
     uint32_t lkey = coll->scratch_mr->lkey, chunk = coll->chunk;
     void *sges[AXON_XC_MAX_OPERANDS];
     size_t off, len;
@@ -84,10 +83,11 @@ static void axon_xc_allreduce_calc(axon_xc_coll_t *coll, uint32_t partner, uint6
     }
 }
 
-axon_status_t axon_xc_allreduce_compile(axon_xc_coll_t *coll)
+axon_status_t axon_xc_allreduce_compile(axon_xc_coll_t *coll, unsigned set)
 {
     axon_xc_team_t *team = coll->team;
-    axon_xc_chain_t *ch  = &coll->chain;
+    axon_xc_chain_t *ch  = &coll->chains[set];
+    uint64_t *x_be = coll->x_be[set], *res_be = coll->res_be[set];
     uint32_t n = team->size, r = team->rank, p = axon_xc_pow2_floor(n), extra = n - p;
     uint32_t rounds = axon_xc_log2_ceil(p), k, v;
     unsigned chunks = (unsigned)((coll->args.count + coll->chunk - 1) / coll->chunk);
@@ -104,16 +104,16 @@ axon_status_t axon_xc_allreduce_compile(axon_xc_coll_t *coll)
     }
     if ((r < 2 * extra) && !(r & 1)) {
         /* give the input to the odd neighbour, receive the result from it */
-        ops[0] = coll->x_be;
-        axon_xc_chain_recv(ch, r + 1, coll->res_be, len, lkey);
+        ops[0] = x_be;
+        axon_xc_chain_recv(ch, r + 1, res_be, len, lkey);
         axon_xc_chain_send(ch, coll, r + 1, (void *const *)ops, 1, len, lkey);
         axon_xc_chain_enable(ch, team, r + 1);
         axon_xc_chain_wait_recv(ch, team, r + 1);
         return axon_xc_chain_finish(ch, team, 0);
     }
-    ops[n_ops++] = coll->x_be;
+    ops[n_ops++] = x_be;
     if (r < 2 * extra) {
-        ops[n_ops] = coll->scratch + coll->args.count;   /* the even neighbour's input */
+        ops[n_ops] = x_be + coll->args.count;   /* the even neighbour's input */
         axon_xc_chain_recv(ch, r - 1, ops[n_ops++], len, lkey);
         axon_xc_chain_wait_recv(ch, team, r - 1);
         v = r / 2;
@@ -121,15 +121,15 @@ axon_status_t axon_xc_allreduce_compile(axon_xc_coll_t *coll)
         v = r - extra;
     }
     for (k = 0; k < rounds; ++k) {
-        ops[n_ops] = coll->scratch + (2 + k) * coll->args.count;
-        axon_xc_allreduce_calc(coll, axon_xc_participant_rank(v ^ (1u << k), extra), ops, n_ops,
+        ops[n_ops] = x_be + (2 + k) * coll->args.count;
+        axon_xc_allreduce_calc(coll, ch, axon_xc_participant_rank(v ^ (1u << k), extra), ops, n_ops,
                                ops[n_ops]);
         ++n_ops;
     }
     /* the last reduction, to ourselves */
-    axon_xc_allreduce_calc(coll, r, ops, n_ops, coll->res_be);
+    axon_xc_allreduce_calc(coll, ch, r, ops, n_ops, res_be);
     if (r < 2 * extra) {
-        ops[0] = coll->res_be;
+        ops[0] = res_be;
         axon_xc_chain_send(ch, coll, r - 1, (void *const *)ops, 1, len, lkey);
         axon_xc_chain_enable(ch, team, r - 1);
     }

@@ -6,10 +6,10 @@
  */
 #include "xchannel.h"
 
-axon_status_t axon_xc_barrier_compile(axon_xc_coll_t *coll)
+axon_status_t axon_xc_barrier_compile(axon_xc_coll_t *coll, unsigned set)
 {
     axon_xc_team_t *team = coll->team;
-    axon_xc_chain_t *ch  = &coll->chain;
+    axon_xc_chain_t *ch  = &coll->chains[set];
     uint32_t n = team->size, r = team->rank, rounds = axon_xc_log2_ceil(n), k, dist;
     axon_status_t status;
 

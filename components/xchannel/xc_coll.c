@@ -22,20 +22,36 @@ static axon_status_t axon_xc_reg(axon_xc_team_t *team, void *buf, size_t len,
     return AXON_OK;
 }
 
-/* Operands x, the neighbour's input, one per round; then the result. */
-static axon_status_t axon_xc_allreduce_buffers(axon_xc_coll_t *coll)
+/* The chains' own buffers: two halves of half_len bytes (xchannel.h). */
+static axon_status_t axon_xc_scratch(axon_xc_coll_t *coll, size_t half_len)
 {
-    uint32_t rounds = axon_xc_log2_ceil(coll->team->size + 1) + 1;
-    size_t count = coll->args.count, bytes = (rounds + 3) * count * 8;
-
-    coll->scratch = calloc(1, bytes);
+    coll->half_len = (half_len + 63) & ~(size_t)63;
+    coll->scratch  = calloc(2, coll->half_len);
     if (coll->scratch == NULL) {
         return AXON_ERR_NO_MEMORY;
     }
-    coll->x_be   = coll->scratch;
-    coll->chunk  = coll->team->worker->dev.dev_attr.cross_channel.max_calc_vector;
-    coll->res_be = coll->scratch + (rounds + 2) * count;
-    return axon_xc_reg(coll->team, coll->scratch, bytes, &coll->scratch_mr);
+    return axon_xc_reg(coll->team, coll->scratch, 2 * coll->half_len, &coll->scratch_mr);
+}
+
+static void *axon_xc_half(axon_xc_coll_t *coll, unsigned set)
+{
+    return (uint8_t *)coll->scratch + set * coll->half_len;
+}
+
+/* Per half: operands x, the neighbour's input, one per round; then the result. */
+static axon_status_t axon_xc_allreduce_buffers(axon_xc_coll_t *coll)
+{
+    uint32_t rounds = axon_xc_log2_ceil(coll->team->size + 1) + 1;
+    size_t count = coll->args.count;
+    axon_status_t status = axon_xc_scratch(coll, (rounds + 3) * count * 8);
+    unsigned set;
+
+    coll->chunk = coll->team->worker->dev.dev_attr.cross_channel.max_calc_vector;
+    for (set = 0; (set < 2) && (status == AXON_OK); ++set) {
+        coll->x_be[set]   = axon_xc_half(coll, set);
+        coll->res_be[set] = coll->x_be[set] + (rounds + 2) * count;
+    }
+    return status;
 }
 
 axon_status_t axon_xc_coll_applies(axon_xc_team_t *team, const axon_xc_args_t *args)
@@ -60,23 +76,39 @@ axon_status_t axon_xc_coll_applies(axon_xc_team_t *team, const axon_xc_args_t *a
     }
 }
 
+static axon_status_t axon_xc_coll_compile(axon_xc_coll_t *coll, unsigned set)
+{
+    switch (coll->args.kind) {
+    case AXON_XC_BARRIER:
+        return axon_xc_barrier_compile(coll, set);
+    case AXON_XC_BCAST:
+        return axon_xc_bcast_compile(coll, set);
+    default:
+        return axon_xc_allreduce_compile(coll, set);
+    }
+}
+
 static axon_status_t axon_xc_coll_setup(axon_xc_coll_t *coll)
 {
     axon_status_t status = axon_xc_coll_applies(coll->team, &coll->args);
+    unsigned set;
 
     if (status != AXON_OK) {
         return status;
     }
-    switch (coll->args.kind) {
-    case AXON_XC_BARRIER:
-        return axon_xc_barrier_compile(coll);
-    case AXON_XC_BCAST:
-        status = axon_xc_reg(coll->team, coll->args.dst, coll->args.count, &coll->mr);
-        return (status == AXON_OK) ? axon_xc_bcast_compile(coll) : status;
-    default:
+    if (coll->args.kind == AXON_XC_ALLREDUCE) {
         status = axon_xc_allreduce_buffers(coll);
-        return (status == AXON_OK) ? axon_xc_allreduce_compile(coll) : status;
+    } else if ((coll->args.kind == AXON_XC_BCAST) && (coll->args.count <= AXON_XC_BCAST_STAGE)) {
+        status = axon_xc_scratch(coll, coll->args.count);
+        coll->stage[0] = axon_xc_half(coll, 0);
+        coll->stage[1] = axon_xc_half(coll, 1);
+    } else if (coll->args.kind == AXON_XC_BCAST) {
+        status = axon_xc_reg(coll->team, coll->args.dst, coll->args.count, &coll->mr);
     }
+    for (set = 0; (set < 2) && (status == AXON_OK); ++set) {
+        status = axon_xc_coll_compile(coll, set);
+    }
+    return status;
 }
 
 axon_status_t axon_xc_coll_init(axon_xc_team_t *team, const axon_xc_args_t *args,
@@ -94,10 +126,10 @@ axon_status_t axon_xc_coll_init(axon_xc_team_t *team, const axon_xc_args_t *args
     coll->status = AXON_OK;
     axon_list_init(&coll->link);
     status = axon_xc_coll_setup(coll);
-    if ((status == AXON_OK) && (coll->chain.slots > AXON_XC_QP_WRS / 2)) {
+    if ((status == AXON_OK) && (coll->chains[0].slots > AXON_XC_QP_WRS / 2)) {
         /* more than the queues ever hold for one chain (a root of thousands) */
         axon_debug("xchannel: a chain of %u queue slots (at most %u): not offloaded",
-                   coll->chain.slots, AXON_XC_QP_WRS / 2);
+                   coll->chains[0].slots, AXON_XC_QP_WRS / 2);
         status = AXON_ERR_UNSUPPORTED;
     }
     if (status != AXON_OK) {
@@ -115,32 +147,37 @@ static axon_status_t axon_xc_coll_submit(axon_xc_coll_t *coll)
     const uint64_t *src  = coll->args.src;
     axon_dev_task_t *bad = NULL;
     axon_dev_send_wr_t *wr;
+    axon_xc_chain_t *ch;
     size_t i;
     int ret;
 
+    coll->set = !coll->set;   /* the other half: the last post's sends may still read this one */
+    ch        = &coll->chains[coll->set];
     if (coll->args.kind == AXON_XC_ALLREDUCE) {
         for (i = 0; i < coll->args.count; ++i) {
-            coll->x_be[i] = htobe64(src[i]);
+            coll->x_be[coll->set][i] = htobe64(src[i]);
         }
+    } else if ((coll->stage[coll->set] != NULL) && (team->rank == coll->args.root)) {
+        memcpy(coll->stage[coll->set], coll->args.dst, coll->args.count);
     }
-    for (wr = coll->chain.task_head; wr != NULL; wr = wr->next) {
+    for (wr = ch->task_head; wr != NULL; wr = wr->next) {
         wr->wr_id = coll->seq;
     }
-    coll->chain.scq_first->wr.cqe_wait.cq_count = (int32_t)team->unwaited;
-    if (coll->chain.scq_last != NULL) {
-        coll->chain.scq_last->wr.cqe_wait.cq_count =
-            (int32_t)(team->unwaited + coll->chain.num_sends);
+    ch->scq_first->wr.cqe_wait.cq_count = (int32_t)team->unwaited;
+    if (ch->scq_last != NULL) {
+        ch->scq_last->wr.cqe_wait.cq_count =
+            (int32_t)(team->unwaited + ch->num_sends);
     }
-    ret = axon_dev_post_task(team->worker->dev.ctx, coll->chain.tasks, &bad);
+    ret = axon_dev_post_task(team->worker->dev.ctx, ch->tasks, &bad);
     if (ret != 0) {
         axon_error("xchannel: %s: posting a chain of %u items failed at item %d: %s",
-                   team->worker->dev.name, coll->chain.num_tasks,
-                   bad ? (int)(bad - coll->chain.tasks) : -1, strerror(ret));
+                   team->worker->dev.name, ch->num_tasks,
+                   bad ? (int)(bad - ch->tasks) : -1, strerror(ret));
         team->failed = AXON_ERR_IO_ERROR;   /* the queues' counts no longer match the chains */
         return AXON_ERR_IO_ERROR;
     }
-    team->in_flight += coll->chain.slots;
-    team->unwaited    = (coll->chain.scq_last != NULL) ? 0 : coll->chain.num_sends;
+    team->in_flight += ch->slots;
+    team->unwaited    = (ch->scq_last != NULL) ? 0 : ch->num_sends;
     team->unwaited_by = (team->unwaited > 0) ? coll : NULL;
     axon_list_add_tail(&team->posted, &coll->link);
     return AXON_OK;
@@ -154,7 +191,7 @@ static void axon_xc_team_submit_waiting(axon_xc_team_t *team)
     while (!axon_list_is_empty(&team->waiting)) {
         coll = axon_list_first(&team->waiting, axon_xc_coll_t, link);
         if ((team->failed == AXON_OK) && (team->in_flight > 0) &&
-            (team->in_flight + coll->chain.slots > AXON_XC_QP_WRS / 2)) {
+            (team->in_flight + coll->chains[0].slots > AXON_XC_QP_WRS / 2)) {
             return;
         }
         axon_list_del(&coll->link);
@@ -176,7 +213,7 @@ axon_status_t axon_xc_coll_post(axon_xc_coll_t *coll)
     /* Members post collectives in one order, and so must chains reach the
      * device: behind one that waits for room, every later one waits too. */
     if (axon_list_is_empty(&team->waiting) &&
-        ((team->in_flight == 0) || (team->in_flight + coll->chain.slots <= AXON_XC_QP_WRS / 2))) {
+        ((team->in_flight == 0) || (team->in_flight + coll->chains[0].slots <= AXON_XC_QP_WRS / 2))) {
         if (axon_xc_coll_submit(coll) != AXON_OK) {
             coll->status = team->failed;
         }
@@ -192,11 +229,14 @@ static void axon_xc_coll_done(axon_xc_coll_t *coll, axon_status_t status)
     size_t i;
 
     axon_list_del(&coll->link);
-    coll->team->in_flight -= coll->chain.slots;
+    coll->team->in_flight -= coll->chains[coll->set].slots;
     if ((status == AXON_OK) && (coll->args.kind == AXON_XC_ALLREDUCE)) {
         for (i = 0; i < coll->args.count; ++i) {
-            dst[i] = be64toh(coll->res_be[i]);
+            dst[i] = be64toh(coll->res_be[coll->set][i]);
         }
+    } else if ((status == AXON_OK) && (coll->stage[coll->set] != NULL) &&
+               (coll->team->rank != coll->args.root)) {
+        memcpy(coll->args.dst, coll->stage[coll->set], coll->args.count);
     }
     coll->status = status;
 }
@@ -241,7 +281,8 @@ axon_status_t axon_xc_coll_test(axon_xc_coll_t *coll)
 
 static void axon_xc_coll_release(axon_xc_coll_t *coll)
 {
-    axon_xc_chain_cleanup(&coll->chain);
+    axon_xc_chain_cleanup(&coll->chains[0]);
+    axon_xc_chain_cleanup(&coll->chains[1]);
     if (coll->mr != NULL) {
         axon_dev_dereg_mr(coll->mr);
     }

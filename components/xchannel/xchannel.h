@@ -56,10 +56,17 @@ struct axon_xc_team {
  * A collective compiled into work requests once (at init): each post hands
  * the same lists to the device again. wrs[] holds every send WR and task,
  * rwrs[] the receives; tasks[] the post_task items linking them.
+ *
+ * Twice, in fact, on two halves of the collective's own buffers, used by
+ * posts in turn: a chain ends before its last sends are acknowledged (the
+ * next chain waits for them), so post k + 1 must neither write its input
+ * nor receive into what post k's sends may read again (a retransmission).
+ * Post k + 2 may: post k + 1 completed, and with it every earlier send.
  */
 #define AXON_XC_QP_WRS       256    /* per member QP; what chains in flight may hold */
 #define AXON_XC_MQP_WRS      4096   /* the management QP's tasks */
-#define AXON_XC_MAX_OPERANDS 16  /* SGEs of one CALC send we ask a QP for */
+#define AXON_XC_MAX_OPERANDS 16     /* SGEs of one CALC send we ask a QP for */
+#define AXON_XC_BCAST_STAGE  8192   /* bcast bytes sent through the chain's own buffer */
 /* Allreduce: CALC sends per round, each of the device's max_calc_vector elements at most */
 #define AXON_XC_MAX_CHUNKS 32
 #define AXON_XC_MAX_ITEMS 3   /* per member: receives, sends; plus the management QP */
@@ -87,12 +94,15 @@ typedef struct axon_xc_chain {
 struct axon_xc_coll {
     axon_xc_team_t   *team;
     axon_xc_args_t    args;
-    axon_xc_chain_t   chain;
+    axon_xc_chain_t   chains[2];   /* post k runs chains[k % 2] */
+    unsigned          set;         /* the half of the post in flight (or the last) */
     axon_dev_mr_t    *mr;          /* the user's buffer (bcast) */
-    axon_dev_mr_t    *scratch_mr;  /* allreduce: operands, partial results, result */
-    uint64_t         *scratch;
-    uint64_t         *x_be;        /* allreduce: the input in network order */
-    uint64_t         *res_be;      /* allreduce: the result, as the device wrote it */
+    axon_dev_mr_t    *scratch_mr;  /* allreduce, small bcast: the chains' own buffers */
+    uint64_t         *scratch;     /* two halves of half_len bytes */
+    size_t            half_len;
+    uint64_t         *x_be[2];     /* allreduce: the input in network order */
+    uint64_t         *res_be[2];   /* allreduce: the result, as the device wrote it */
+    uint8_t          *stage[2];    /* bcast up to AXON_XC_BCAST_STAGE: the chain's copy */
     uint32_t          chunk;       /* allreduce: elements per CALC send */
     uint64_t          seq;         /* of the post in flight */
     axon_status_t     status;
@@ -121,9 +131,9 @@ void          axon_xc_chain_wait_recv(axon_xc_chain_t *ch, const axon_xc_team_t 
 axon_status_t axon_xc_chain_finish(axon_xc_chain_t *ch, axon_xc_team_t *team, int own_sends);
 
 /* Compilers, one per collective (xc_barrier.c, xc_bcast.c, xc_allreduce.c). */
-axon_status_t axon_xc_barrier_compile(axon_xc_coll_t *coll);
-axon_status_t axon_xc_bcast_compile(axon_xc_coll_t *coll);
-axon_status_t axon_xc_allreduce_compile(axon_xc_coll_t *coll);
+axon_status_t axon_xc_barrier_compile(axon_xc_coll_t *coll, unsigned set);
+axon_status_t axon_xc_bcast_compile(axon_xc_coll_t *coll, unsigned set);
+axon_status_t axon_xc_allreduce_compile(axon_xc_coll_t *coll, unsigned set);
 axon_status_t axon_xc_allreduce_check(const axon_xc_team_t *team, const axon_xc_args_t *args);
 
 /* xc_team.c */
