@@ -9,7 +9,7 @@
 #include "xchannel.h"
 
 #define AXON_XC_CQES     AXON_XC_MQP_WRS   /* the MQP's CQ holds every task's error */
-/* RNR timer code 2 (20 us): a chain's message often comes before its
+/* RNR timer code 1 (10 us, the shortest): a chain's message often comes before its
  * receiver posted the same collective; it is sent again that soon. */
 #define AXON_XC_MIN_RNR_TIMER 1
 
