@@ -250,7 +250,7 @@ void axon_ud_rx_drop(axon_ud_iface_t *iface, axon_ud_desc_t *desc, const char *w
 
 /* A CREQ with dst_id NONE: find the connection it means or accept a new one. */
 static axon_ud_conn_t *axon_ud_rx_creq(axon_ud_iface_t *iface, const axon_ud_hdr_t *hdr,
-                                       uint32_t paylen)
+                                       uint32_t paylen, uint32_t src_qpn)
 {
     axon_verbs_dev_addr_t addr;
     axon_ud_creq_t creq;
@@ -269,7 +269,7 @@ static axon_ud_conn_t *axon_ud_rx_creq(axon_ud_iface_t *iface, const axon_ud_hdr
     }
     axon_verbs_dev_addr_unpack(creq.dev_addr, &addr);
     if (!axon_verbs_dev_addr_reachable(&iface->dev, &addr) || (creq.src_qpn == 0) ||
-        (creq.src_qpn > AXON_VERBS_PSN_MASK)) {
+        (creq.src_qpn != src_qpn)) {
         axon_debug("%s: connect request from an address we cannot answer", iface->name);
         return NULL;
     }
@@ -291,7 +291,7 @@ static axon_ud_conn_t *axon_ud_rx_creq(axon_ud_iface_t *iface, const axon_ud_hdr
 
 /* The connection a packet names; NULL (packet dropped) if none. */
 static inline axon_ud_conn_t *axon_ud_rx_conn(axon_ud_iface_t *iface, const axon_ud_hdr_t *hdr,
-                                              uint32_t paylen)
+                                              uint32_t paylen, uint32_t src_qpn)
 {
     axon_ud_conn_t *conn;
     uint32_t index = hdr->dst_id & AXON_UD_ID_INDEX_MASK;
@@ -300,13 +300,15 @@ static inline axon_ud_conn_t *axon_ud_rx_conn(axon_ud_iface_t *iface, const axon
         if (hdr->type != AXON_UD_PKT_CREQ) {
             return NULL;
         }
-        conn = axon_ud_rx_creq(iface, hdr, paylen);
+        conn = axon_ud_rx_creq(iface, hdr, paylen, src_qpn);
     } else {
         if (index >= iface->conns_size) {
             return NULL;
         }
         conn = iface->conns[index];
-        if ((conn == NULL) || (conn->id != hdr->dst_id)) {
+        /* Ids repeat between processes and QP numbers are reused: a packet another QP
+         * sends is for the former owner of ours, though its ids may match one of ours. */
+        if ((conn == NULL) || (conn->id != hdr->dst_id) || (conn->dest_qpn != src_qpn)) {
             return NULL;
         }
     }
@@ -375,7 +377,7 @@ static void axon_ud_rx_packet(axon_ud_iface_t *iface, const axon_dev_wc_t *wc)
         axon_ud_rx_put(iface, desc);
         return;
     }
-    conn   = axon_ud_rx_conn(iface, hdr, paylen);
+    conn   = axon_ud_rx_conn(iface, hdr, paylen, wc->src_qp);
     if (__builtin_expect(conn == NULL, 0)) {
         axon_ud_rx_drop(iface, desc, "unknown connection", hdr->dst_id);
         return;

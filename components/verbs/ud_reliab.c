@@ -76,6 +76,24 @@ axon_ud_desc_t *axon_ud_tx_desc_get(axon_ud_conn_t *conn)
     return desc;
 }
 
+/* Set up desc for a packet of type (len bytes with the header) owned by conn or, if NULL,
+ * freed by its completion; the header is zero but its type. */
+static axon_ud_hdr_t *axon_ud_tx_desc_init(axon_ud_desc_t *desc, axon_ud_conn_t *conn,
+                                           uint8_t type, uint32_t len)
+{
+    axon_ud_hdr_t *hdr = axon_ud_desc_hdr(desc);
+
+    desc->next  = NULL;
+    desc->conn  = conn;
+    desc->psn   = 0;
+    desc->flags = (conn != NULL) ? AXON_UD_DESC_UNACKED : 0;
+    desc->hw    = 0;
+    desc->len   = len;
+    memset(hdr, 0, sizeof(*hdr));
+    hdr->type = type;
+    return hdr;
+}
+
 /* Something became unacked: the failure clock starts now. */
 static void axon_ud_tx_activate(axon_ud_conn_t *conn)
 {
@@ -137,17 +155,8 @@ int axon_ud_tx_creq(axon_ud_conn_t *conn)
     if (desc == NULL) {
         return -1;
     }
-    desc->conn  = conn;
-    desc->psn   = 0;  /* reserved for it when the connection was made */
-    desc->flags = AXON_UD_DESC_UNACKED;
-    desc->hw    = 0;
-    desc->len   = (uint32_t)(sizeof(*hdr) + sizeof(creq));
-    hdr         = axon_ud_desc_hdr(desc);
-    hdr->psn    = 0;
-    hdr->type   = AXON_UD_PKT_CREQ;
-    hdr->flags  = 0;
-    hdr->am_id  = 0;
-    hdr->reserved = 0;
+    /* PSN 0: reserved for it when the connection was made */
+    hdr = axon_ud_tx_desc_init(desc, conn, AXON_UD_PKT_CREQ, sizeof(*hdr) + sizeof(creq));
     creq.src_uuid = iface->worker_uuid;
     creq.dst_uuid = conn->peer_uuid;
     creq.src_qpn  = iface->qp->qp_num;
@@ -173,7 +182,6 @@ static int axon_ud_tx_ack(axon_ud_conn_t *conn)
 {
     axon_ud_iface_t *iface = axon_ud_conn_iface(conn);
     axon_ud_desc_t *desc;
-    axon_ud_hdr_t *hdr;
 
     if (!axon_ud_can_post(iface)) {
         return -1;
@@ -182,17 +190,7 @@ static int axon_ud_tx_ack(axon_ud_conn_t *conn)
     if (desc == NULL) {
         return -1;
     }
-    desc->next  = NULL;
-    desc->conn  = NULL;
-    desc->flags = 0;       /* freed by its completion */
-    desc->hw    = 0;
-    desc->len   = sizeof(*hdr);
-    hdr         = axon_ud_desc_hdr(desc);
-    hdr->psn    = 0;
-    hdr->type   = AXON_UD_PKT_ACK;
-    hdr->flags  = 0;
-    hdr->am_id  = 0;
-    hdr->reserved = 0;
+    axon_ud_tx_desc_init(desc, NULL, AXON_UD_PKT_ACK, sizeof(axon_ud_hdr_t));
     if (axon_ud_post(conn, desc) != 0) {
         axon_verbs_bufpool_put(&iface->tx_pool, desc);
         return -1;
@@ -437,16 +435,9 @@ static unsigned axon_ud_tx_probe(axon_ud_conn_t *conn)
     if (!axon_ud_can_post(iface) || ((desc = axon_verbs_bufpool_get(&iface->tx_pool)) == NULL)) {
         return 0;   /* the next timer tries again */
     }
-    desc->next  = NULL;
-    desc->conn  = NULL;
-    desc->flags = 0;   /* freed by its completion */
-    desc->hw    = 0;
-    desc->len   = (uint32_t)(sizeof(*hdr) + sizeof(probe));
-    hdr         = axon_ud_desc_hdr(desc);
-    memset(hdr, 0, sizeof(*hdr));
+    hdr = axon_ud_tx_desc_init(desc, NULL, AXON_UD_PKT_PROBE, sizeof(*hdr) + sizeof(probe));
     hdr->dst_id = conn->peer_id;
     hdr->src_id = conn->id;
-    hdr->type   = AXON_UD_PKT_PROBE;
     probe.dst_uuid = conn->peer_uuid;
     probe.src_qpn  = iface->qp->qp_num;
     axon_verbs_dev_addr_pack(&iface->dev, probe.dev_addr);

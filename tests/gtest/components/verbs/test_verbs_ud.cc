@@ -1,7 +1,8 @@
 /*
  * ud transport over softib: active messages of every size class through the
  * ops table (one packet, fragments, both directions), a full window that
- * says NO_RESOURCE and recovers, keepalives that keep an idle peer healthy,
+ * says NO_RESOURCE and recovers, late packets for the former owner of a
+ * reused QP number dropped, keepalives that keep an idle peer healthy,
  * the memory one peer costs, and bad addresses; then, through the axon API
  * with AXON_TLS=ud across processes, 10 000 tag messages of mixed sizes that
  * arrive exactly once, in order and intact over a wire that loses, reorders
@@ -20,6 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -289,6 +292,69 @@ TEST_F(VerbsUd, SimultaneousConnectSharesOneConnection)
     EXPECT_EQ(AXON_OK, a.ops()->ep_check(ab)) << "the other ep still holds the connection";
     a.ops()->ep_destroy(ab);
     b.ops()->ep_destroy(ba);
+}
+
+/*
+ * QP numbers come back (softib gives a closed context's slot to the next one
+ * opened), and connection ids repeat between workers: a peer of a closed
+ * worker, sending on, reaches whoever has its QP number now, with ids that
+ * may name one of its connections. Only the source QP tells the packet is
+ * not from that connection's peer. Taken, it would use up the PSN of the
+ * real peer's next message, which would then be dropped as a duplicate and
+ * acknowledged: a stall nothing retransmits (collectives over ud_n6 hung so).
+ */
+TEST_F(VerbsUd, PacketsForTheFormerOwnerOfAQpNumberAreDropped)
+{
+    std::unique_ptr<UdIface> a(new UdIface);
+    UdIface b, c;
+    ASSERT_TRUE(a->open());
+    open_pair(b, c);
+    auto progress_all = [&](UdIface &x, const std::function<bool()> &cond, double timeout) {
+        double deadline = axon_test_time() + timeout;
+        while (!cond() && (axon_test_time() < deadline)) {
+            x.progress();
+            b.progress();
+            c.progress();
+        }
+        return cond();
+    };
+    uint64_t v = 1;
+
+    /* a connects to b (ids: each side's first connection), then is closed. */
+    axon_tl_ep_t *ab = a->connect(b);
+    ASSERT_EQ(AXON_OK, a->ops()->ep_am_short(ab, kAmId, NULL, 0, &v, sizeof(v)));
+    ASSERT_TRUE(progress_all(*a, [&] {
+        return (b.got.size() == 1) && (a->ops()->ep_flush(ab) == AXON_OK);
+    }, kOpTimeout));
+    axon_tl_ep_t *ba = b.connect(*a);
+    std::vector<uint8_t> a_qp = a->iface_addr;
+    a->ops()->ep_destroy(ab);
+    a.reset();
+
+    /* a2 takes a's QP number; its first connection, to c, has the ids a's had. */
+    UdIface a2;
+    ASSERT_TRUE(a2.open());
+    if (a2.iface_addr != a_qp) {
+        GTEST_SKIP() << "another process took the softib slot of the closed iface";
+    }
+    axon_tl_ep_t *a2c = a2.connect(c);
+    ASSERT_EQ(AXON_OK, a2.ops()->ep_am_short(a2c, kAmId, NULL, 0, &v, sizeof(v)));
+    ASSERT_TRUE(progress_all(a2, [&] {
+        return (c.got.size() == 1) && (a2.ops()->ep_flush(a2c) == AXON_OK);
+    }, kOpTimeout));
+    axon_tl_ep_t *ca = c.connect(a2);
+
+    /* b, not told, sends to a; then c sends to a2: a2 gets c's message only. */
+    ASSERT_EQ(AXON_OK, b.ops()->ep_am_short(ba, kAmId, NULL, 0, "stray", 5));
+    progress_all(a2, [] { return false; }, 0.05);
+    ASSERT_EQ(AXON_OK, c.ops()->ep_am_short(ca, kAmId, NULL, 0, "real", 4));
+    progress_all(a2, [&] { return !a2.got.empty(); }, 5.0);
+    progress_all(a2, [] { return false; }, 0.1);
+    ASSERT_EQ(1u, a2.got.size()) << "first: " << (a2.got.empty() ? "" : a2.got[0]);
+    EXPECT_EQ("real", a2.got[0]);
+    b.ops()->ep_destroy(ba);
+    c.ops()->ep_destroy(ca);
+    a2.ops()->ep_destroy(a2c);
 }
 
 /* A full window is NO_RESOURCE; once the peer acknowledges, sending goes on. */
