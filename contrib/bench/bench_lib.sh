@@ -77,6 +77,34 @@ bench_parse_options() {  # [why-no-zero-size] -- args...
     [[ $repeat =~ ^[1-9][0-9]*$ ]] || die "invalid --repeat '$repeat'"
 }
 
+# The collective benchmarks' options: bench_parse_options' own plus --np LIST
+# (rank counts) and --tests LIST (checked against known); sizes are whole
+# 64-bit elements. Sets nps[] and tests[] as well.
+bench_parse_coll_options() {  # default-tests known-tests default-sizes -- args...
+    local np_arg=2,4 tests_arg=$1 known=" $2 " sizes_arg=$3 rest=() s n t
+    shift 4
+    while [ $# -gt 0 ]; do
+        case $1 in
+            --np)    np_arg=${2:?--np needs a list}; shift ;;
+            --tests) tests_arg=${2:?--tests needs a list}; shift ;;
+            --sizes) sizes_arg=${2:?--sizes needs a list}; shift ;;
+            *)       rest+=("$1") ;;
+        esac
+        shift
+    done
+    bench_parse_options "collectives move whole 64-bit elements: sizes start at 8" -- \
+        --sizes "$sizes_arg" "${rest[@]}"
+    for s in "${sizes[@]}"; do
+        [ $((s % 8)) -eq 0 ] || die "size $s is not a multiple of 8 (64-bit elements)"
+    done
+    IFS=, read -ra nps <<<"$np_arg"
+    for n in "${nps[@]}"; do [[ $n =~ ^[1-9][0-9]*$ ]] || die "invalid --np '$n'"; done
+    IFS=, read -ra tests <<<"$tests_arg"
+    for t in "${tests[@]}"; do
+        [[ $known == *" $t "* ]] || die "unknown test '$t' (see --help)"
+    done
+}
+
 # ------------------------------------------------------------------ tools
 
 # Sets perf: $AXON_PERF, else build/tools/axon_perf, else tools/axon_perf.

@@ -37,28 +37,8 @@ Options:
 EOF
 }
 
-np_arg=2,4
-tests_arg=barrier,bcast,reduce,allreduce,allgather,alltoall
-rest=()
-while [ $# -gt 0 ]; do
-    case $1 in
-        --np)    np_arg=${2:?--np needs a list}; shift ;;
-        --tests) tests_arg=${2:?--tests needs a list}; shift ;;
-        *)       rest+=("$1") ;;
-    esac
-    shift
-done
-bench_parse_options "collectives move whole 64-bit elements: sizes start at 8" -- "${rest[@]}"
-for s in "${sizes[@]}"; do
-    [ $((s % 8)) -eq 0 ] || die "size $s is not a multiple of 8 (64-bit elements)"
-done
-IFS=, read -ra nps <<<"$np_arg"
-for n in "${nps[@]}"; do [[ $n =~ ^[1-9][0-9]*$ ]] || die "invalid --np '$n'"; done
-IFS=, read -ra tests <<<"$tests_arg"
-for t in "${tests[@]}"; do
-    [[ " barrier bcast reduce allreduce allgather alltoall " == *" $t "* ]] ||
-        die "unknown test '$t' (see --help)"
-done
+all_tests="barrier bcast reduce allreduce allgather alltoall"
+bench_parse_coll_options "${all_tests// /,}" "$all_tests" 8,4k,64k,1m -- "$@"
 
 # ------------------------------------------------------------------ tools
 

@@ -34,30 +34,7 @@ Options:
 EOF
 }
 
-np_arg=2,4
-tests_arg=barrier,allreduce,bcast
-rest=()
-has_sizes=0
-while [ $# -gt 0 ]; do
-    case $1 in
-        --np)    np_arg=${2:?--np needs a list}; shift ;;
-        --tests) tests_arg=${2:?--tests needs a list}; shift ;;
-        --sizes) has_sizes=1; rest+=("$1") ;;
-        *)       rest+=("$1") ;;
-    esac
-    shift
-done
-[ $has_sizes -eq 1 ] || rest+=(--sizes 8,64,1k)
-bench_parse_options "collectives move whole 64-bit elements: sizes start at 8" -- "${rest[@]}"
-for s in "${sizes[@]}"; do
-    [ $((s % 8)) -eq 0 ] || die "size $s is not a multiple of 8 (64-bit elements)"
-done
-IFS=, read -ra nps <<<"$np_arg"
-for n in "${nps[@]}"; do [[ $n =~ ^[1-9][0-9]*$ ]] || die "invalid --np '$n'"; done
-IFS=, read -ra tests <<<"$tests_arg"
-for t in "${tests[@]}"; do
-    [[ " barrier allreduce bcast " == *" $t "* ]] || die "unknown test '$t' (see --help)"
-done
+bench_parse_coll_options barrier,allreduce,bcast "barrier allreduce bcast" 8,64,1k -- "$@"
 bench_find_perf
 bench_start /tmp/axon-coll-offload-XXXXXX
 shm_prefix=axxc$$
