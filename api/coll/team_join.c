@@ -100,7 +100,6 @@ static axon_status_t axon_team_join_connect(axon_team_h team)
     axon_team_join_t *j = team->joining;
     uint64_t ok = 1;
     uint32_t i, bad = 0;
-    uint8_t *packed;
 
     for (i = 0; (i < team->size) && ok; ++i) {
         memcpy(&ok, j->addrs + i * j->addr_len, sizeof(ok));
@@ -108,8 +107,7 @@ static axon_status_t axon_team_join_connect(axon_team_h team)
     }
     if (ok) {
         /* the addresses without their status words, as the component wants them */
-        packed = j->my_addr;
-        free(packed);
+        free(j->my_addr);
         j->my_addr = malloc(team->size * (j->addr_len - sizeof(uint64_t)));
         if (j->my_addr == NULL) {
             return AXON_ERR_NO_MEMORY;

@@ -39,9 +39,6 @@ axon_status_t axon_xc_chain_init(axon_xc_chain_t *ch, const axon_xc_team_t *team
 
     memset(ch, 0, sizeof(*ch));
     ch->n            = team->size;
-    ch->max_wrs      = max_wrs;
-    ch->max_rwrs     = max_wrs;
-    ch->max_sges     = max_sges;
     ch->wrs          = calloc(max_wrs, sizeof(*ch->wrs));
     ch->rwrs         = calloc(max_wrs, sizeof(*ch->rwrs));
     ch->sges         = calloc(max_sges ? max_sges : 1, sizeof(*ch->sges));

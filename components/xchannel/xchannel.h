@@ -78,7 +78,6 @@ typedef struct axon_xc_chain {
     axon_dev_task_t    *tasks;
     uint32_t            n;                  /* team size */
     unsigned            num_wrs, num_rwrs, num_sges, num_tasks;
-    unsigned            max_wrs, max_rwrs, max_sges;
     unsigned            num_sends;          /* every send is signaled: the last WAIT counts them */
     unsigned            slots;              /* most WRs it puts on one queue (scaled for the MQP) */
     int32_t            *rcq_waits;          /* per member: WAITs on its rcq so far */
