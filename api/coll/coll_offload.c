@@ -108,8 +108,8 @@ uint64_t axon_coll_offload_word(axon_team_h team)
             member = i;
             axon_debug("team 0x%x: member %u is reached over %s/%s: no collective offload",
                        team->id, i, lane ? lane->tl_name : "-", lane ? lane->dev_name : "-");
-        } else {
-            reason = axon_coll_xc_open(worker, lc, rsc);
+        } else if ((reason = axon_coll_xc_open(worker, lc, rsc)) == AXON_COLL_XC_LANE) {
+            member = i;     /* on another device than the worker's offload device */
         }
     }
     if ((reason == 0) && (team->size > 1)) {
