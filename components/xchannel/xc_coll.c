@@ -225,15 +225,10 @@ axon_status_t axon_xc_coll_post(axon_xc_coll_t *coll)
 
 static void axon_xc_coll_done(axon_xc_coll_t *coll, axon_status_t status)
 {
-    uint64_t *dst = coll->args.dst;
-    size_t i;
-
     axon_list_del(&coll->link);
     coll->team->in_flight -= coll->chains[coll->set].slots;
     if ((status == AXON_OK) && (coll->args.kind == AXON_XC_ALLREDUCE)) {
-        for (i = 0; i < coll->args.count; ++i) {
-            dst[i] = be64toh(coll->res_be[coll->set][i]);
-        }
+        axon_xc_allreduce_result(coll);
     } else if ((status == AXON_OK) && (coll->stage[coll->set] != NULL) &&
                (coll->team->rank != coll->args.root)) {
         memcpy(coll->args.dst, coll->stage[coll->set], coll->args.count);

@@ -100,7 +100,9 @@ struct axon_xc_coll {
     uint64_t         *scratch;     /* two halves of half_len bytes */
     size_t            half_len;
     uint64_t         *x_be[2];     /* allreduce: the input in network order */
-    uint64_t         *res_be[2];   /* allreduce: the result, as the device wrote it */
+    uint64_t         *res_be[2];   /* allreduce, an even member of a pair: the result */
+    uint64_t         *res_ops[2][AXON_XC_MAX_OPERANDS];  /* allreduce: the CPU reduces these */
+    unsigned          num_res_ops;
     uint8_t          *stage[2];    /* bcast up to AXON_XC_BCAST_STAGE: the chain's copy */
     uint32_t          chunk;       /* allreduce: elements per CALC send */
     uint64_t          seq;         /* of the post in flight */
@@ -134,6 +136,7 @@ axon_status_t axon_xc_barrier_compile(axon_xc_coll_t *coll, unsigned set);
 axon_status_t axon_xc_bcast_compile(axon_xc_coll_t *coll, unsigned set);
 axon_status_t axon_xc_allreduce_compile(axon_xc_coll_t *coll, unsigned set);
 axon_status_t axon_xc_allreduce_check(const axon_xc_team_t *team, const axon_xc_args_t *args);
+void          axon_xc_allreduce_result(axon_xc_coll_t *coll);
 
 /* xc_team.c */
 extern const axon_coll_offload_ops_t axon_xc_ops;

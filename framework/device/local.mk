@@ -5,6 +5,7 @@ libaxon_la_SOURCES += \
 
 noinst_HEADERS += \
 	framework/device/dev.h \
+	framework/device/dev_calc.h \
 	framework/device/dev_backend.h \
 	framework/device/rdmacore/dev_rdmacore.h
 

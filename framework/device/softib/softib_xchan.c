@@ -18,6 +18,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <string.h>
+#include "dev_calc.h"
 #include "log.h"
 #include "softib.h"
 
@@ -272,29 +273,6 @@ void softib_xchan_drop(softib_qp_t *qp, unsigned from, int fail_targets)
 
 /* ------------------------------------------------------------ CALC */
 
-static uint64_t softib_calc_apply(unsigned op, unsigned type, uint64_t a, uint64_t b)
-{
-    int sgn = (type == AXON_DEV_CALC_DATA_TYPE_INT);
-    double x, y;
-
-    if (type == AXON_DEV_CALC_DATA_TYPE_FLOAT) {
-        memcpy(&x, &a, sizeof(x));
-        memcpy(&y, &b, sizeof(y));
-        x = (op == AXON_DEV_CALC_OP_ADD) ? x + y :
-            (op == AXON_DEV_CALC_OP_MAX) ? ((y > x) ? y : x) : ((y < x) ? y : x);
-        memcpy(&a, &x, sizeof(a));
-        return a;
-    }
-    switch (op) {
-    case AXON_DEV_CALC_OP_ADD:  return a + b;
-    case AXON_DEV_CALC_OP_BAND: return a & b;
-    case AXON_DEV_CALC_OP_BXOR: return a ^ b;
-    case AXON_DEV_CALC_OP_BOR:  return a | b;
-    case AXON_DEV_CALC_OP_MAX:  return (sgn ? ((int64_t)b > (int64_t)a) : (b > a)) ? b : a;
-    default:                    return (sgn ? ((int64_t)b < (int64_t)a) : (b < a)) ? b : a;
-    }
-}
-
 softib_access_t softib_calc_reduce(softib_qp_t *qp, const softib_send_wqe_t *wqe, uint8_t *out)
 {
     uint64_t acc[SOFTIB_CALC_MAX_VECTOR], v[SOFTIB_CALC_MAX_VECTOR];
@@ -310,7 +288,7 @@ softib_access_t softib_calc_reduce(softib_qp_t *qp, const softib_send_wqe_t *wqe
             return ret;
         }
         for (i = 0; i < n; i++) {
-            acc[i] = k ? softib_calc_apply(wqe->calc_op, wqe->calc_type, acc[i], be64toh(v[i]))
+            acc[i] = k ? axon_dev_calc_apply(wqe->calc_op, wqe->calc_type, acc[i], be64toh(v[i]))
                        : be64toh(v[i]);
         }
     }
