@@ -1,6 +1,6 @@
 /*
- * A team's queues: an RC QP to every member (to itself: the loopback), the
- * management QP, and their CQs. Made when the team joins, connected with the
+ * A team's queues: an RC QP to every other member, the management QP, and
+ * their CQs. Made when the team joins, connected with the
  * QP numbers the members exchanged, gone with the team.
  */
 #include <stdlib.h>
@@ -142,6 +142,9 @@ static axon_status_t axon_xc_team_open(axon_xc_worker_t *w, uint32_t rank, uint3
                             &team->mqp);
     }
     for (m = 0; (m < size) && (status == AXON_OK); ++m) {
+        if (m == rank) {
+            continue;
+        }
         status = axon_xc_cq(team, counted, &team->peers[m].rcq);
         if (status == AXON_OK) {
             status = axon_xc_qp(team, team->peers[m].rcq,
@@ -155,7 +158,7 @@ static axon_status_t axon_xc_team_open(axon_xc_worker_t *w, uint32_t rank, uint3
     }
     axon_verbs_dev_addr_pack(&w->dev, addr);
     for (m = 0; m < size; ++m) {
-        qpn = team->peers[m].qp->qp_num;
+        qpn = (m == rank) ? 0 : team->peers[m].qp->qp_num;
         memcpy((uint8_t *)addr + AXON_VERBS_DEV_ADDR_LEN + m * sizeof(qpn), &qpn, sizeof(qpn));
     }
     *team_p = team;
@@ -191,6 +194,9 @@ static axon_status_t axon_xc_team_connect(axon_xc_team_t *team, const void *addr
     axon_verbs_dev_addr_unpack(mine, &addr);
     status = axon_xc_qp_connect(team, team->mqp, &addr, team->mqp->qp_num);
     for (m = 0; (m < team->size) && (status == AXON_OK); ++m) {
+        if (m == team->rank) {
+            continue;
+        }
         a = (const uint8_t *)addrs + m * len;
         axon_verbs_dev_addr_unpack(a, &addr);
         if (!axon_verbs_dev_addr_reachable(&team->worker->dev, &addr)) {
@@ -216,7 +222,9 @@ static void axon_xc_team_fail(axon_xc_team_t *team)
      * written into the collectives' buffers any more */
     (void)axon_verbs_qp_to_err(team->mqp);
     for (m = 0; m < team->size; ++m) {
-        (void)axon_verbs_qp_to_err(team->peers[m].qp);
+        if (m != team->rank) {
+            (void)axon_verbs_qp_to_err(team->peers[m].qp);
+        }
     }
 }
 

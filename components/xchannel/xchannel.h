@@ -1,10 +1,9 @@
 /*
  * components/xchannel: collectives run by the device as cross-channel chains
- * (seed §8.9). A team has an RC QP to every member, its sends managed (held
- * until a SEND_ENABLE releases them), each with a receive CQ of its own that
- * WAIT tasks count; a QP connected to itself for results the device reduces
- * locally; and a management QP whose task list orders the whole collective:
- * wait for a message, release the sends that depend on it, and so on. The
+ * (seed §8.9). A team has an RC QP to every other member, its sends managed
+ * (held until a SEND_ENABLE releases them), each with a receive CQ of its own
+ * that WAIT tasks count, and a management QP whose task list orders the whole
+ * collective: wait for a message, release the sends that depend on it. The
  * CPU posts the chain and later finds one completion: everything in between
  * runs on the device (softib: its progress thread).
  */
@@ -27,7 +26,7 @@ struct axon_xc_worker {
     const axon_xc_config_t *config;
 };
 
-/* The team's QP to one member (to itself: the loopback). */
+/* The team's QP to one other member. */
 typedef struct axon_xc_peer {
     axon_dev_qp_t *qp;     /* managed sends; CALC capable */
     axon_dev_cq_t *rcq;    /* its receives only: what a WAIT on this member counts */
@@ -37,7 +36,7 @@ struct axon_xc_team {
     axon_xc_worker_t *worker;
     uint32_t          rank;
     uint32_t          size;
-    axon_xc_peer_t   *peers;      /* [size]; peers[rank] is connected to itself */
+    axon_xc_peer_t   *peers;      /* [size]; peers[rank] is empty */
     axon_dev_cq_t    *scq;        /* every send of the team: a chain's last WAIT counts them */
     axon_dev_qp_t    *mqp;        /* runs the chains' WAIT and ENABLE tasks */
     axon_dev_cq_t    *mcq;        /* the chains' last WAITs and errors: polled by the CPU */
@@ -114,7 +113,7 @@ struct axon_xc_coll {
 extern const axon_dev_calc_data_type_t axon_xc_calc_types[];
 extern const axon_dev_calc_op_t        axon_xc_calc_ops[];
 
-/* Chain building (xc_chain.c). Member m's QP; m == team->rank is the loopback. */
+/* Chain building (xc_chain.c), m another member. */
 axon_status_t axon_xc_chain_init(axon_xc_chain_t *ch, const axon_xc_team_t *team,
                                  unsigned max_wrs, unsigned max_sges);
 void          axon_xc_chain_cleanup(axon_xc_chain_t *ch);
