@@ -4,10 +4,10 @@
  * the n-th WAIT on a CQ waits for n completions past the CQ's base, and the
  * last task on each CQ or QP carries WAIT_EN_LAST, which moves the base for
  * the next post. So every receive of a post is waited for within the same
- * post, and every send by the end of the post or, where its buffers are the
- * chain's own, by the start of the next one (a chain ends when its result
- * is in, not when its last send was acknowledged): the counts stay right
- * post after post.
+ * post, and every send by the start of the next one (a chain ends when its
+ * result is in, not when its last send was acknowledged): the counts stay
+ * right post after post. Receives are the team's ring's (xchannel.h): the
+ * chain names them by member and number, and each post patches in the slots.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -33,26 +33,27 @@ static axon_dev_send_wr_t *axon_xc_chain_wr(axon_xc_chain_t *ch, axon_dev_wr_opc
 static void axon_xc_chain_task(axon_xc_chain_t *ch, axon_dev_send_wr_t *wr);
 
 axon_status_t axon_xc_chain_init(axon_xc_chain_t *ch, const axon_xc_team_t *team,
-                                 unsigned max_wrs, unsigned max_sges)
+                                 unsigned max_wrs, unsigned max_sges, unsigned max_patches)
 {
     size_t n = team->size;
 
     memset(ch, 0, sizeof(*ch));
-    ch->n            = team->size;
-    ch->wrs          = calloc(max_wrs, sizeof(*ch->wrs));
-    ch->rwrs         = calloc(max_wrs, sizeof(*ch->rwrs));
-    ch->sges         = calloc(max_sges ? max_sges : 1, sizeof(*ch->sges));
-    ch->tasks        = calloc(AXON_XC_MAX_ITEMS * n, sizeof(*ch->tasks));
-    ch->rcq_waits    = calloc(3 * n, sizeof(int32_t));
-    ch->send_tail    = calloc(2 * n, sizeof(*ch->send_tail));
-    ch->recv_tail    = calloc(2 * n, sizeof(*ch->recv_tail));
-    if ((ch->wrs == NULL) || (ch->rwrs == NULL) || (ch->sges == NULL) || (ch->tasks == NULL) ||
-        (ch->rcq_waits == NULL) || (ch->send_tail == NULL) || (ch->recv_tail == NULL)) {
+    ch->n         = team->size;
+    ch->wrs       = calloc(max_wrs, sizeof(*ch->wrs));
+    ch->sges      = calloc(max_sges ? max_sges : 1, sizeof(*ch->sges));
+    ch->patches   = calloc(max_patches ? max_patches : 1, sizeof(*ch->patches));
+    ch->tasks     = calloc(AXON_XC_MAX_ITEMS * n, sizeof(*ch->tasks));
+    ch->rcq_waits = calloc(4 * n, sizeof(int32_t));
+    ch->from      = calloc(n, sizeof(*ch->from));
+    ch->send_tail = calloc(2 * n, sizeof(*ch->send_tail));
+    if ((ch->wrs == NULL) || (ch->sges == NULL) || (ch->patches == NULL) || (ch->tasks == NULL) ||
+        (ch->rcq_waits == NULL) || (ch->from == NULL) || (ch->send_tail == NULL)) {
         axon_xc_chain_cleanup(ch);
         return AXON_ERR_NO_MEMORY;
     }
     ch->enables      = ch->rcq_waits + n;
     ch->posted_sends = ch->rcq_waits + 2 * n;
+    ch->recvs        = ch->rcq_waits + 3 * n;
     /* First, the sends of the chains before: their buffers are this one's too */
     ch->scq_first = axon_xc_chain_wr(ch, AXON_DEV_WR_CQE_WAIT);
     ch->scq_first->wr.cqe_wait.cq = team->scq;
@@ -63,36 +64,47 @@ axon_status_t axon_xc_chain_init(axon_xc_chain_t *ch, const axon_xc_team_t *team
 void axon_xc_chain_cleanup(axon_xc_chain_t *ch)
 {
     free(ch->wrs);
-    free(ch->rwrs);
     free(ch->sges);
+    free(ch->patches);
     free(ch->tasks);
     free(ch->rcq_waits);
+    free(ch->from);
     free(ch->send_tail);
-    free(ch->recv_tail);
     memset(ch, 0, sizeof(*ch));
 }
 
-/* send_tail[m] / recv_tail[m] are the lists' tails; [n + m] their heads. */
-void axon_xc_chain_recv(axon_xc_chain_t *ch, uint32_t m, void *buf, size_t len, uint32_t lkey)
+uint32_t axon_xc_chain_recv(axon_xc_chain_t *ch, uint32_t m)
 {
-    axon_dev_recv_wr_t *wr = &ch->rwrs[ch->num_rwrs++];
-    uint32_t n = ch->n;
-
-    if (len > 0) {
-        axon_dev_sge_t *sge = &ch->sges[ch->num_sges++];
-
-        sge->addr    = (uintptr_t)buf;
-        sge->length  = (uint32_t)len;
-        sge->lkey    = lkey;
-        wr->sg_list  = sge;
-        wr->num_sge  = 1;
+    if (ch->recvs[m] == 0) {
+        ch->from[ch->num_from++] = m;
     }
-    if (ch->recv_tail[m] != NULL) {
-        ch->recv_tail[m]->next = wr;
+    return (uint32_t)ch->recvs[m]++;
+}
+
+axon_xc_opnd_t axon_xc_opnd_chunk(const axon_xc_opnd_t *v, unsigned c, size_t chunk)
+{
+    axon_xc_opnd_t op = *v;
+
+    if (op.addr != NULL) {
+        op.addr = (uint8_t *)op.addr + c * chunk;
     } else {
-        ch->recv_tail[n + m] = wr;
+        op.idx += c;   /* every chunk is a message of its own */
     }
-    ch->recv_tail[m] = wr;
+    return op;
+}
+
+void axon_xc_chain_place(axon_xc_chain_t *ch, uint64_t *field, const axon_xc_opnd_t *op)
+{
+    axon_xc_patch_t *p;
+
+    if (op->addr != NULL) {
+        *field = (uintptr_t)op->addr;
+        return;
+    }
+    p        = &ch->patches[ch->num_patches++];
+    p->field = field;
+    p->m     = op->m;
+    p->idx   = op->idx;
 }
 
 static axon_dev_send_wr_t *axon_xc_chain_wr(axon_xc_chain_t *ch, axon_dev_wr_opcode_t opcode)
@@ -104,9 +116,10 @@ static axon_dev_send_wr_t *axon_xc_chain_wr(axon_xc_chain_t *ch, axon_dev_wr_opc
 }
 
 void axon_xc_chain_send(axon_xc_chain_t *ch, const axon_xc_coll_t *coll, uint32_t m,
-                        void *const *ops, unsigned n_ops, size_t len, uint32_t lkey)
+                        const axon_xc_opnd_t *ops, unsigned n_ops, size_t len)
 {
     axon_dev_send_wr_t *wr = axon_xc_chain_wr(ch, AXON_DEV_WR_SEND);
+    axon_dev_sge_t *sge;
     uint32_t n = ch->n;
     unsigned i;
 
@@ -115,10 +128,10 @@ void axon_xc_chain_send(axon_xc_chain_t *ch, const axon_xc_coll_t *coll, uint32_
         wr->sg_list = &ch->sges[ch->num_sges];
         wr->num_sge = (int)n_ops;
         for (i = 0; i < n_ops; ++i) {
-            ch->sges[ch->num_sges].addr   = (uintptr_t)ops[i];
-            ch->sges[ch->num_sges].length = (uint32_t)len;
-            ch->sges[ch->num_sges].lkey   = lkey;
-            ++ch->num_sges;
+            sge         = &ch->sges[ch->num_sges++];
+            sge->length = (uint32_t)len;
+            sge->lkey   = ops[i].addr ? coll->scratch_mr->lkey : coll->team->ring_mr->lkey;
+            axon_xc_chain_place(ch, &sge->addr, &ops[i]);
         }
     }
     if (n_ops > 1) {   /* the device sends the reduction of the operands */
@@ -188,46 +201,32 @@ static void axon_xc_chain_mark_last(axon_xc_chain_t *ch)
     }
 }
 
-axon_status_t axon_xc_chain_finish(axon_xc_chain_t *ch, axon_xc_team_t *team, int own_sends)
+axon_status_t axon_xc_chain_finish(axon_xc_chain_t *ch, axon_xc_team_t *team)
 {
     uint32_t n = team->size, m;
-    axon_dev_send_wr_t *wr;
     axon_dev_task_t *t;
 
-    if (own_sends) {
-        /* The end: every send of the post completed (its buffers are the user's). */
-        ch->scq_last = wr = axon_xc_chain_wr(ch, AXON_DEV_WR_CQE_WAIT);
-        wr->wr.cqe_wait.cq = team->scq;
-        axon_xc_chain_task(ch, wr);
-    }
     ch->task_tail->send_flags |= AXON_DEV_SEND_SIGNALED;   /* what the CPU finds */
     axon_xc_chain_mark_last(ch);
     for (m = 0; m < n; ++m) {
-        if (ch->enables[m] != ch->posted_sends[m]) {
-            axon_error("xchannel: chain releases %d of the %d sends to member %u",
-                       ch->enables[m], ch->posted_sends[m], m);
+        if ((ch->enables[m] != ch->posted_sends[m]) || (ch->rcq_waits[m] != ch->recvs[m])) {
+            axon_error("xchannel: chain releases %d of the %d sends to member %u and waits for "
+                       "%d of its %d messages", ch->enables[m], ch->posted_sends[m], m,
+                       ch->rcq_waits[m], ch->recvs[m]);
             return AXON_ERR_INVALID_PARAM;
         }
     }
-    /* Room it takes: the fullest member queue, or its share of the MQP's. */
-    ch->slots = (ch->num_wrs - ch->num_sends) * AXON_XC_QP_WRS / AXON_XC_MQP_WRS + 1;
+    /* Room it takes: the fullest member queue or ring, or its share of the MQP's. */
+    ch->slots = (ch->num_wrs - ch->num_sends) * AXON_XC_RING / AXON_XC_MQP_WRS + 1;
     for (m = 0; m < n; ++m) {
         if ((unsigned)ch->posted_sends[m] > ch->slots) {
             ch->slots = (unsigned)ch->posted_sends[m];
         }
-        if ((unsigned)ch->rcq_waits[m] > ch->slots) {
-            ch->slots = (unsigned)ch->rcq_waits[m];
+        if ((unsigned)ch->recvs[m] > ch->slots) {
+            ch->slots = (unsigned)ch->recvs[m];
         }
     }
-    /* Receives, then the held sends, then the tasks that release them. */
-    for (m = 0; m < n; ++m) {
-        if (ch->recv_tail[n + m] != NULL) {
-            t = &ch->tasks[ch->num_tasks++];
-            t->task_type    = AXON_DEV_TASK_RECV;
-            t->item.qp      = team->peers[m].qp;
-            t->item.recv_wr = ch->recv_tail[n + m];
-        }
-    }
+    /* The held sends, then the tasks that release them (the receives are the ring's). */
     for (m = 0; m < n; ++m) {
         if (ch->send_tail[n + m] != NULL) {
             t = &ch->tasks[ch->num_tasks++];

@@ -9,49 +9,29 @@
 #include "log.h"
 #include "xchannel.h"
 
-static axon_status_t axon_xc_reg(axon_xc_team_t *team, void *buf, size_t len,
-                                 axon_dev_mr_t **mr_p)
-{
-    int ret = axon_dev_reg_mr(team->worker->dev.pd, buf, len, AXON_DEV_ACCESS_LOCAL_WRITE, mr_p);
-
-    if (ret != 0) {
-        axon_error("xchannel: %s: cannot register %zu bytes at %p: %s", team->worker->dev.name,
-                   len, buf, strerror(ret));
-        return AXON_ERR_NO_RESOURCE;
-    }
-    return AXON_OK;
-}
-
 /* The chains' own buffers: two halves of half_len bytes (xchannel.h). */
 static axon_status_t axon_xc_scratch(axon_xc_coll_t *coll, size_t half_len)
 {
+    axon_xc_team_t *team = coll->team;
+    unsigned set;
+    int ret;
+
     coll->half_len = (half_len + 63) & ~(size_t)63;
     coll->scratch  = calloc(2, coll->half_len);
     if (coll->scratch == NULL) {
         return AXON_ERR_NO_MEMORY;
     }
-    return axon_xc_reg(coll->team, coll->scratch, 2 * coll->half_len, &coll->scratch_mr);
-}
-
-static void *axon_xc_half(axon_xc_coll_t *coll, unsigned set)
-{
-    return (uint8_t *)coll->scratch + set * coll->half_len;
-}
-
-/* Per half: operands x, the neighbour's input, one per round; then the result. */
-static axon_status_t axon_xc_allreduce_buffers(axon_xc_coll_t *coll)
-{
-    uint32_t rounds = axon_xc_log2_ceil(coll->team->size + 1) + 1;
-    size_t count = coll->args.count;
-    axon_status_t status = axon_xc_scratch(coll, (rounds + 3) * count * 8);
-    unsigned set;
-
-    coll->chunk = coll->team->worker->dev.dev_attr.cross_channel.max_calc_vector;
-    for (set = 0; (set < 2) && (status == AXON_OK); ++set) {
-        coll->x_be[set]   = axon_xc_half(coll, set);
-        coll->res_be[set] = coll->x_be[set] + (rounds + 2) * count;
+    for (set = 0; set < 2; ++set) {
+        coll->input[set] = coll->scratch + set * coll->half_len;
     }
-    return status;
+    ret = axon_dev_reg_mr(team->worker->dev.pd, coll->scratch, 2 * coll->half_len,
+                          AXON_DEV_ACCESS_LOCAL_WRITE, &coll->scratch_mr);
+    if (ret != 0) {
+        axon_error("xchannel: %s: cannot register %zu bytes at %p: %s", team->worker->dev.name,
+                   2 * coll->half_len, coll->scratch, strerror(ret));
+        return AXON_ERR_NO_RESOURCE;
+    }
+    return AXON_OK;
 }
 
 axon_status_t axon_xc_coll_applies(axon_xc_team_t *team, const axon_xc_args_t *args)
@@ -61,10 +41,11 @@ axon_status_t axon_xc_coll_applies(axon_xc_team_t *team, const axon_xc_args_t *a
         return (team->size > 1) ? AXON_OK : AXON_ERR_UNSUPPORTED;
     case AXON_XC_BCAST:
         if ((team->size < 2) || (args->count == 0) ||
-            (args->count > team->worker->dev.dev_attr.max_mr_size) || (args->radix < 2) ||
+            (args->count > (size_t)team->slot_len * AXON_XC_MAX_CHUNKS) || (args->radix < 2) ||
             (args->root >= team->size)) {
-            axon_debug("xchannel: bcast of %zu bytes (radix %u, root %u) not offloaded",
-                       args->count, args->radix, args->root);
+            axon_debug("xchannel: bcast of %zu bytes (radix %u, root %u) not offloaded (at most "
+                       "%u bytes)", args->count, args->radix, args->root,
+                       team->slot_len * AXON_XC_MAX_CHUNKS);
             return AXON_ERR_UNSUPPORTED;
         }
         return AXON_OK;
@@ -90,20 +71,27 @@ static axon_status_t axon_xc_coll_compile(axon_xc_coll_t *coll, unsigned set)
 
 static axon_status_t axon_xc_coll_setup(axon_xc_coll_t *coll)
 {
-    axon_status_t status = axon_xc_coll_applies(coll->team, &coll->args);
+    const axon_xc_args_t *args = &coll->args;
+    axon_status_t status = axon_xc_coll_applies(coll->team, args);
+    size_t pieces = 0;
     unsigned set;
 
     if (status != AXON_OK) {
         return status;
     }
-    if (coll->args.kind == AXON_XC_ALLREDUCE) {
-        status = axon_xc_allreduce_buffers(coll);
-    } else if ((coll->args.kind == AXON_XC_BCAST) && (coll->args.count <= AXON_XC_BCAST_STAGE)) {
-        status = axon_xc_scratch(coll, coll->args.count);
-        coll->stage[0] = axon_xc_half(coll, 0);
-        coll->stage[1] = axon_xc_half(coll, 1);
-    } else if (coll->args.kind == AXON_XC_BCAST) {
-        status = axon_xc_reg(coll->team, coll->args.dst, coll->args.count, &coll->mr);
+    coll->chunk = coll->team->slot_len;
+    if (args->kind == AXON_XC_ALLREDUCE) {
+        status = axon_xc_scratch(coll, args->count * 8);
+        pieces = AXON_XC_MAX_OPERANDS * ((args->count * 8 + coll->chunk - 1) / coll->chunk);
+    } else if ((args->kind == AXON_XC_BCAST) && (coll->team->rank == args->root)) {
+        status = axon_xc_scratch(coll, args->count);
+    } else if (args->kind == AXON_XC_BCAST) {
+        coll->num_pieces = (unsigned)((args->count + coll->chunk - 1) / coll->chunk);
+        pieces           = coll->num_pieces;
+    }
+    for (set = 0; (set < 2) && (status == AXON_OK) && (pieces > 0); ++set) {
+        coll->pieces[set] = calloc(pieces, sizeof(uint64_t));
+        status            = (coll->pieces[set] != NULL) ? AXON_OK : AXON_ERR_NO_MEMORY;
     }
     for (set = 0; (set < 2) && (status == AXON_OK); ++set) {
         status = axon_xc_coll_compile(coll, set);
@@ -126,10 +114,10 @@ axon_status_t axon_xc_coll_init(axon_xc_team_t *team, const axon_xc_args_t *args
     coll->status = AXON_OK;
     axon_list_init(&coll->link);
     status = axon_xc_coll_setup(coll);
-    if ((status == AXON_OK) && (coll->chains[0].slots > AXON_XC_QP_WRS / 2)) {
+    if ((status == AXON_OK) && (coll->chains[0].slots > AXON_XC_CHAIN_MAX)) {
         /* more than the queues ever hold for one chain (a root of thousands) */
         axon_debug("xchannel: a chain of %u queue slots (at most %u): not offloaded",
-                   coll->chains[0].slots, AXON_XC_QP_WRS / 2);
+                   coll->chains[0].slots, AXON_XC_CHAIN_MAX);
         status = AXON_ERR_UNSUPPORTED;
     }
     if (status != AXON_OK) {
@@ -146,28 +134,34 @@ static axon_status_t axon_xc_coll_submit(axon_xc_coll_t *coll)
     axon_xc_team_t *team = coll->team;
     const uint64_t *src  = coll->args.src;
     axon_dev_task_t *bad = NULL;
+    const axon_xc_patch_t *p;
     axon_dev_send_wr_t *wr;
     axon_xc_chain_t *ch;
+    uint64_t *x;
     size_t i;
     int ret;
 
     coll->set = !coll->set;   /* the other half: the last post's sends may still read this one */
     ch        = &coll->chains[coll->set];
+    x         = (uint64_t *)coll->input[coll->set];
     if (coll->args.kind == AXON_XC_ALLREDUCE) {
         for (i = 0; i < coll->args.count; ++i) {
-            coll->x_be[coll->set][i] = htobe64(src[i]);
+            x[i] = htobe64(src[i]);
         }
-    } else if ((coll->stage[coll->set] != NULL) && (team->rank == coll->args.root)) {
-        memcpy(coll->stage[coll->set], coll->args.dst, coll->args.count);
+    } else if (x != NULL) {   /* a bcast's root */
+        memcpy(x, coll->args.dst, coll->args.count);
+    }
+    for (i = 0; i < ch->num_patches; ++i) {
+        p         = &ch->patches[i];
+        *p->field = (uintptr_t)axon_xc_slot(team, p->m, team->peers[p->m].claimed + p->idx);
+    }
+    for (i = 0; i < ch->num_from; ++i) {
+        team->peers[ch->from[i]].claimed += (uint64_t)ch->recvs[ch->from[i]];
     }
     for (wr = ch->task_head; wr != NULL; wr = wr->next) {
         wr->wr_id = coll->seq;
     }
     ch->scq_first->wr.cqe_wait.cq_count = (int32_t)team->unwaited;
-    if (ch->scq_last != NULL) {
-        ch->scq_last->wr.cqe_wait.cq_count =
-            (int32_t)(team->unwaited + ch->num_sends);
-    }
     ret = axon_dev_post_task(team->worker->dev.ctx, ch->tasks, &bad);
     if (ret != 0) {
         axon_error("xchannel: %s: posting a chain of %u items failed at item %d: %s",
@@ -176,8 +170,8 @@ static axon_status_t axon_xc_coll_submit(axon_xc_coll_t *coll)
         team->failed = AXON_ERR_IO_ERROR;   /* the queues' counts no longer match the chains */
         return AXON_ERR_IO_ERROR;
     }
-    team->in_flight += ch->slots;
-    team->unwaited    = (ch->scq_last != NULL) ? 0 : ch->num_sends;
+    team->in_flight  += ch->slots;
+    team->unwaited    = ch->num_sends;
     team->unwaited_by = (team->unwaited > 0) ? coll : NULL;
     axon_list_add_tail(&team->posted, &coll->link);
     return AXON_OK;
@@ -191,7 +185,7 @@ static void axon_xc_team_submit_waiting(axon_xc_team_t *team)
     while (!axon_list_is_empty(&team->waiting)) {
         coll = axon_list_first(&team->waiting, axon_xc_coll_t, link);
         if ((team->failed == AXON_OK) && (team->in_flight > 0) &&
-            (team->in_flight + coll->chains[0].slots > AXON_XC_QP_WRS / 2)) {
+            (team->in_flight + coll->chains[0].slots > AXON_XC_CHAIN_MAX)) {
             return;
         }
         axon_list_del(&coll->link);
@@ -213,7 +207,7 @@ axon_status_t axon_xc_coll_post(axon_xc_coll_t *coll)
     /* Members post collectives in one order, and so must chains reach the
      * device: behind one that waits for room, every later one waits too. */
     if (axon_list_is_empty(&team->waiting) &&
-        ((team->in_flight == 0) || (team->in_flight + coll->chains[0].slots <= AXON_XC_QP_WRS / 2))) {
+        ((team->in_flight == 0) || (team->in_flight + coll->chains[0].slots <= AXON_XC_CHAIN_MAX))) {
         if (axon_xc_coll_submit(coll) != AXON_OK) {
             coll->status = team->failed;
         }
@@ -225,15 +219,34 @@ axon_status_t axon_xc_coll_post(axon_xc_coll_t *coll)
 
 static void axon_xc_coll_done(axon_xc_coll_t *coll, axon_status_t status)
 {
+    axon_xc_team_t *team = coll->team;
+    axon_xc_chain_t *ch  = &coll->chains[coll->set];
+    size_t c, len;
+    unsigned i;
+
     axon_list_del(&coll->link);
-    coll->team->in_flight -= coll->chains[coll->set].slots;
-    if ((status == AXON_OK) && (coll->args.kind == AXON_XC_ALLREDUCE)) {
-        axon_xc_allreduce_result(coll);
-    } else if ((status == AXON_OK) && (coll->stage[coll->set] != NULL) &&
-               (coll->team->rank != coll->args.root)) {
-        memcpy(coll->args.dst, coll->stage[coll->set], coll->args.count);
+    team->in_flight -= ch->slots;
+    coll->status     = status;
+    if (status != AXON_OK) {
+        return;
     }
-    coll->status = status;
+    if (coll->args.kind == AXON_XC_ALLREDUCE) {
+        axon_xc_allreduce_finish(coll);
+    } else if (coll->num_pieces > 0) {   /* a bcast's non-root: from the slots */
+        for (c = 0; c < coll->num_pieces; ++c) {
+            len = coll->args.count - c * coll->chunk;
+            memcpy((uint8_t *)coll->args.dst + c * coll->chunk,
+                   (const void *)(uintptr_t)coll->pieces[coll->set][c],
+                   (len < coll->chunk) ? len : coll->chunk);
+        }
+    }
+    /* its sends covered the chain before: that one's slots are free, these are read */
+    axon_xc_team_repost(team);
+    for (i = 0; i < ch->num_from; ++i) {
+        team->done_from[i]  = ch->from[i];
+        team->done_count[i] = ch->recvs[ch->from[i]];
+    }
+    team->num_done = ch->num_from;
 }
 
 /* Completions of the team's management QP: chains end in post order. */
@@ -278,13 +291,12 @@ static void axon_xc_coll_release(axon_xc_coll_t *coll)
 {
     axon_xc_chain_cleanup(&coll->chains[0]);
     axon_xc_chain_cleanup(&coll->chains[1]);
-    if (coll->mr != NULL) {
-        axon_dev_dereg_mr(coll->mr);
-    }
     if (coll->scratch_mr != NULL) {
         axon_dev_dereg_mr(coll->scratch_mr);
     }
     free(coll->scratch);
+    free(coll->pieces[0]);
+    free(coll->pieces[1]);
     free(coll);
 }
 

@@ -9,8 +9,8 @@
 #include "xchannel.h"
 
 #define AXON_XC_CQES     AXON_XC_MQP_WRS   /* the MQP's CQ holds every task's error */
-/* RNR timer code 1 (10 us, the shortest): a chain's message often comes before its
- * receiver posted the same collective; it is sent again that soon. */
+/* RNR timer code 1 (10 us, the shortest): a member that fell a ring behind
+ * (AXON_XC_RING receives) gets the message again that soon. */
 #define AXON_XC_MIN_RNR_TIMER 1
 
 axon_status_t axon_xc_worker_open(const axon_resource_t *rsc, const void *config,
@@ -84,6 +84,73 @@ static axon_status_t axon_xc_qp(axon_xc_team_t *team, axon_dev_cq_t *rcq, uint32
     return status;
 }
 
+/* The slots every other member's messages land in, and the WRs that post them. */
+static axon_status_t axon_xc_ring(axon_xc_team_t *team)
+{
+    const axon_dev_attr_t *a = &team->worker->dev.dev_attr;
+    size_t len;
+    int ret;
+
+    team->slot_len = a->cross_channel.max_calc_vector * 8;
+    team->slot_len = (team->slot_len > AXON_XC_MAX_SLOT) ? AXON_XC_MAX_SLOT :
+                     (team->slot_len < 64) ? 64 : team->slot_len;
+    len            = (size_t)(team->size - 1) * AXON_XC_RING * team->slot_len;
+    team->ring       = calloc(1, len ? len : 1);
+    team->ring_wrs   = calloc(AXON_XC_RING, sizeof(*team->ring_wrs));
+    team->ring_sges  = calloc(AXON_XC_RING, sizeof(*team->ring_sges));
+    team->done_from  = calloc(team->size, sizeof(*team->done_from));
+    team->done_count = calloc(team->size, sizeof(*team->done_count));
+    if ((team->ring == NULL) || (team->ring_wrs == NULL) || (team->ring_sges == NULL) ||
+        (team->done_from == NULL) || (team->done_count == NULL)) {
+        return AXON_ERR_NO_MEMORY;
+    }
+    ret = axon_dev_reg_mr(team->worker->dev.pd, team->ring, len ? len : 1,
+                          AXON_DEV_ACCESS_LOCAL_WRITE, &team->ring_mr);
+    if (ret != 0) {
+        axon_error("xchannel: %s: cannot register a ring of %zu bytes: %s",
+                   team->worker->dev.name, len, strerror(ret));
+        return AXON_ERR_NO_RESOURCE;
+    }
+    return AXON_OK;
+}
+
+/* Post count more receives from m, each into the next slot of its ring. */
+static axon_status_t axon_xc_ring_post(axon_xc_team_t *team, uint32_t m, unsigned count)
+{
+    axon_xc_peer_t *peer = &team->peers[m];
+    axon_dev_recv_wr_t *bad = NULL;
+    unsigned i;
+    int ret;
+
+    for (i = 0; i < count; ++i) {
+        team->ring_sges[i].addr   = (uintptr_t)axon_xc_slot(team, m, peer->posted + i);
+        team->ring_sges[i].length = team->slot_len;
+        team->ring_sges[i].lkey   = team->ring_mr->lkey;
+        team->ring_wrs[i].sg_list = &team->ring_sges[i];
+        team->ring_wrs[i].num_sge = 1;
+        team->ring_wrs[i].next    = (i + 1 < count) ? &team->ring_wrs[i + 1] : NULL;
+    }
+    ret = axon_dev_post_recv(peer->qp, team->ring_wrs, &bad);
+    if (ret != 0) {
+        axon_error("xchannel: %s: posting %u receives from member %u: %s",
+                   team->worker->dev.name, count, m, strerror(ret));
+        team->failed = AXON_ERR_IO_ERROR;
+        return AXON_ERR_IO_ERROR;
+    }
+    peer->posted += count;
+    return AXON_OK;
+}
+
+void axon_xc_team_repost(axon_xc_team_t *team)
+{
+    unsigned i;
+
+    for (i = 0; (i < team->num_done) && (team->failed == AXON_OK); ++i) {
+        (void)axon_xc_ring_post(team, team->done_from[i], (unsigned)team->done_count[i]);
+    }
+    team->num_done = 0;
+}
+
 static void axon_xc_team_close(axon_xc_team_t *team)
 {
     uint32_t m;
@@ -100,6 +167,14 @@ static void axon_xc_team_close(axon_xc_team_t *team)
         }
     }
     axon_xc_team_bury(team);      /* no QP reads their buffers any more */
+    if (team->ring_mr != NULL) {
+        axon_dev_dereg_mr(team->ring_mr);
+    }
+    free(team->ring);
+    free(team->ring_wrs);
+    free(team->ring_sges);
+    free(team->done_from);
+    free(team->done_count);
     if (team->scq != NULL) {
         axon_dev_destroy_cq(team->scq);
     }
@@ -133,7 +208,10 @@ static axon_status_t axon_xc_team_open(axon_xc_worker_t *w, uint32_t rank, uint3
     axon_list_init(&team->posted);
     axon_list_init(&team->waiting);
     axon_list_init(&team->graveyard);
-    status = axon_xc_cq(team, counted, &team->scq);
+    status = axon_xc_ring(team);
+    if (status == AXON_OK) {
+        status = axon_xc_cq(team, counted, &team->scq);
+    }
     if (status == AXON_OK) {
         status = axon_xc_cq(team, 0, &team->mcq);
     }
@@ -149,7 +227,7 @@ static axon_status_t axon_xc_team_open(axon_xc_worker_t *w, uint32_t rank, uint3
         if (status == AXON_OK) {
             status = axon_xc_qp(team, team->peers[m].rcq,
                                 AXON_DEV_QP_CREATE_CROSS_CHANNEL | AXON_DEV_QP_CREATE_MANAGED_SEND,
-                                AXON_XC_QP_WRS, &team->peers[m].qp);
+                                AXON_XC_RING, &team->peers[m].qp);
         }
     }
     if (status != AXON_OK) {
@@ -177,7 +255,7 @@ static axon_status_t axon_xc_qp_connect(axon_xc_team_t *team, axon_dev_qp_t *qp,
     peer.path_mtu      = axon_verbs_path_mtu(&team->worker->dev, addr);
     peer.timeout       = axon_verbs_timeout_exp(c->timeout);
     peer.retry_cnt     = (uint8_t)c->retry_count;
-    peer.rnr_retry     = 7;    /* the receiver posts its chain when it gets there */
+    peer.rnr_retry     = 7;    /* a receiver a ring behind catches up when it gets there */
     peer.min_rnr_timer = AXON_XC_MIN_RNR_TIMER;
     peer.max_rd_atomic = 1;
     return axon_verbs_qp_rc_connect(&team->worker->dev, qp, &peer);
@@ -207,6 +285,9 @@ static axon_status_t axon_xc_team_connect(axon_xc_team_t *team, const void *addr
         /* member m's QP to us is the rank-th of its list */
         memcpy(&qpn, a + AXON_VERBS_DEV_ADDR_LEN + team->rank * sizeof(qpn), sizeof(qpn));
         status = axon_xc_qp_connect(team, team->peers[m].qp, &addr, qpn);
+        if (status == AXON_OK) {
+            status = axon_xc_ring_post(team, m, AXON_XC_RING);
+        }
     }
     return status;
 }

@@ -27,6 +27,7 @@ namespace {
 typedef std::vector<uint8_t> Bytes;
 
 const size_t kMaxOffloaded = 1024;  /* allreduce elements: 32 chunks of softib's 32 */
+const size_t kMaxOffloadedBcast = kMaxOffloaded * 8;  /* bytes: 32 ring slots of 256 */
 
 /* A copy of p whose AXON_COLL_OFFLOAD is value (the other overrides kept). */
 CollParam with_offload(const CollParam &p, const char *value)
@@ -171,7 +172,7 @@ protected:
 
 /*
  * What the device computes is "offload" on every member: barrier, bcast of
- * 1 byte to 16 MiB, and allreduce of int64, uint64 and double with every
+ * 1 byte to 32 ring slots (larger ones run in software), and allreduce of int64, uint64 and double with every
  * operation of the device that applies, 1 to 1024 elements. Other types,
  * operations, 1025 elements or none, and the other collectives name a
  * software algorithm.
@@ -185,9 +186,14 @@ TEST_P(CollOffload, QueryNamesOffloadForWhatTheDeviceComputes)
         std::string who = "member " + std::to_string(m) + ": ";
         EXPECT_EQ("offload", algorithm_of(team(m), AXON_COLL_BARRIER, AXON_DT_UINT8,
                                           AXON_OP_SUM, 0)) << who << "barrier";
-        for (size_t bytes : {(size_t)1, (size_t)7, (size_t)4096, (size_t)1 << 20,
-                             (size_t)16 << 20}) {
+        for (size_t bytes : {(size_t)1, (size_t)7, (size_t)256, (size_t)257, (size_t)4096,
+                             kMaxOffloadedBcast}) {
             EXPECT_EQ("offload", algorithm_of(team(m), AXON_COLL_BCAST, AXON_DT_UINT8,
+                                              AXON_OP_SUM, bytes))
+                << who << "bcast of " << bytes << " bytes";
+        }
+        for (size_t bytes : {kMaxOffloadedBcast + 1, (size_t)1 << 20}) {
+            EXPECT_NE("offload", algorithm_of(team(m), AXON_COLL_BCAST, AXON_DT_UINT8,
                                               AXON_OP_SUM, bytes))
                 << who << "bcast of " << bytes << " bytes";
         }
@@ -276,6 +282,50 @@ TEST_P(CollOffload, OffloadedAndSoftwareAllreducesAgree)
             EXPECT_EQ(-1, first_diff(ref.data(), out[m].data(), c.count, c.dt))
                 << what << ", member " << m;
         }
+    }
+}
+
+/*
+ * Bcasts travel in ring slots, a chunk each: sizes around a slot and the
+ * largest offloaded one, from a different root each, each initialized once
+ * and posted 40 times with new data from the root, every member's copy
+ * checked after every post (slots are posted again as chains complete, so a
+ * slot reused too early would show up as another post's bytes).
+ */
+TEST_P(CollOffload, PersistentBcastsInRingSlotsKeepEveryPostsData)
+{
+    const size_t sizes[] = {1, 255, 256, 257, 1000, kMaxOffloadedBcast - 1, kMaxOffloadedBcast};
+    uint32_t root = 0;
+    for (size_t bytes : sizes) {
+        std::string what = "bcast of " + std::to_string(bytes) + " bytes from member " +
+                           std::to_string(root);
+        std::vector<Bytes> buf(n_, Bytes(bytes));
+        std::vector<axon_coll_h> colls(n_, nullptr);
+        for (uint32_t m = 0; m < n_; ++m) {
+            axon_coll_args_t a = bcast_args(buf[m].data(), bytes, root);
+            ASSERT_EQ(AXON_OK, axon_coll_init(team(m), &a, &colls[m])) << what;
+            g_.colls.push_back(colls[m]);
+            ASSERT_EQ("offload", algorithm_of(team(m), AXON_COLL_BCAST, AXON_DT_UINT8,
+                                              AXON_OP_SUM, bytes)) << what;
+        }
+        for (uint64_t post = 0; post < 40; ++post) {
+            uint64_t seed = 5000 + bytes * 100 + post;
+            for (uint32_t m = 0; m < n_; ++m) {
+                if (m == root) {
+                    axon_test_fill(buf[m].data(), bytes, seed);
+                } else {
+                    memset(buf[m].data(), 0xA5, bytes);
+                }
+            }
+            std::vector<axon_status_t> st;
+            ASSERT_TRUE(m_.post_and_wait(colls, &st)) << what << ", post " << post;
+            for (uint32_t m = 0; m < n_; ++m) {
+                ASSERT_EQ(AXON_OK, st[m]) << what << ", post " << post << ", member " << m;
+                ASSERT_EQ(-1, axon_test_check(buf[m].data(), bytes, seed))
+                    << what << ", post " << post << ", member " << m;
+            }
+        }
+        root = (root + 1) % n_;
     }
 }
 
