@@ -165,25 +165,35 @@ protected:
         ASSERT_EQ(0, dci_up(*q, dev_.gid, timeout, retry, rnr));
     }
 
-    /* Name the target d (key: its own unless given) in wr and post it. */
-    int post_dc(const Qp &q, axon_dev_send_wr_t *wr, const axon_dev_dct_t *d,
-                uint64_t key = kKey)
+    /* Name the target DCT number dct (and the key) in wr and post it. */
+    int post_dc(const Qp &q, axon_dev_send_wr_t *wr, uint32_t dct, uint64_t key = kKey)
     {
         axon_dev_send_wr_t *bad = nullptr;
         wr->dc.ah             = ah_;
-        wr->dc.dct_number     = d->dct_num;
+        wr->dc.dct_number     = dct;
         wr->dc.dct_access_key = key;
         return axon_dev_post_send(q.qp, wr, &bad);
     }
 
-    int send(const Qp &q, const axon_dev_dct_t *d, uint64_t wr_id, void *addr, uint32_t len,
+    int post_dc(const Qp &q, axon_dev_send_wr_t *wr, const axon_dev_dct_t *d)
+    {
+        return post_dc(q, wr, d->dct_num);
+    }
+
+    int send(const Qp &q, uint32_t dct, uint64_t wr_id, void *addr, uint32_t len,
              uint32_t lkey, uint32_t imm, uint64_t key = kKey)
     {
         axon_dev_send_wr_t wr;
         axon_dev_sge_t     sge;
         make_wr(&wr, &sge, wr_id, AXON_DEV_WR_SEND_WITH_IMM, addr, len, lkey);
         wr.imm_data = htonl(imm);
-        return post_dc(q, &wr, d, key);
+        return post_dc(q, &wr, dct, key);
+    }
+
+    int send(const Qp &q, const axon_dev_dct_t *d, uint64_t wr_id, void *addr, uint32_t len,
+             uint32_t lkey, uint32_t imm, uint64_t key = kKey)
+    {
+        return send(q, d->dct_num, wr_id, addr, len, lkey, imm, key);
     }
 
     int rdma(const Qp &q, const axon_dev_dct_t *d, uint64_t wr_id, axon_dev_wr_opcode_t op,
@@ -776,7 +786,8 @@ TEST_F(SoftibDc, DestroyWhileADciSendsLetsItFinish)
     axon_dev_wc_t wc[n];
     ASSERT_EQ(1, poll_n(q.scq, 1, wc)) << "sending";
     EXPECT_EQ(AXON_DEV_WC_SUCCESS, wc[0].status);
-    double t0 = axon_test_time();
+    uint32_t gone = d->dct_num;
+    double   t0   = axon_test_time();
     destroy_dct(d);
     EXPECT_LT(axon_test_time() - t0, 1.0);
     ASSERT_EQ(n - 1, poll_n(q.scq, n - 1, wc));
@@ -785,7 +796,7 @@ TEST_F(SoftibDc, DestroyWhileADciSendsLetsItFinish)
     }
     EXPECT_EQ(n, poll_n(dcq_, n, wc)) << "every message was received";
 
-    ASSERT_EQ(0, send(q, d, 99, sb.ptr, 64, sb.lkey(), 99));   /* d's number, gone */
+    ASSERT_EQ(0, send(q, gone, 99, sb.ptr, 64, sb.lkey(), 99));
     ASSERT_TRUE(poll_one(q.scq, wc));
     EXPECT_EQ(AXON_DEV_WC_RETRY_EXC_ERR, wc[0].status) << wc_status_name(wc[0].status);
 }
