@@ -13,7 +13,8 @@
  *     like RC, flush on error, RNR when the target's responder contexts are
  *     all taken;
  * plus the source of receive completions, many DCIs on one DCT, bad input
- * (EINVAL and a log line) and a lossy, reordering, duplicating wire.
+ * (EINVAL and a log line), a lossy, reordering, duplicating wire, and a DCT
+ * in another process (shm and UDP wires) that only sleeps meanwhile.
  */
 #include "softib_env.h"
 
@@ -979,5 +980,184 @@ TEST_F(SoftibDcSlow, LossyWireRetargetingExactlyOnceInOrder)
         EXPECT_TRUE(no_wc(cqs[j], 0.05)) << "a message arrived twice";
     }
 }
+
+/* ---------------------------------------------------------------- across processes */
+
+const int    kXprocMsgs   = 20;
+const size_t kXprocRegion = 32 * 1024;
+
+/* What the target tells the initiator: its DCT, GID and memory; then the DCI's number back. */
+struct DcPeerInfo {
+    uint32_t       dct_num;
+    uint32_t       rkey;
+    uint64_t       addr;
+    axon_dev_gid_t gid;
+};
+
+struct DcWire {
+    const char *name;
+    const char *wire;     /* AXON_SOFTIB_WIRE or nullptr */
+    const char *addr[2];  /* AXON_SOFTIB_ADDR of the initiator, of the target */
+};
+
+void PrintTo(const DcWire &c, std::ostream *os)
+{
+    *os << c.name;
+}
+
+template <typename T>
+int recv_struct(int fd, T *out)
+{
+    void  *blob = nullptr;
+    size_t len  = 0;
+    if (axon_test_recv_blob(fd, &blob, &len) != 0) {
+        return -1;
+    }
+    int ret = (len == sizeof(*out)) ? 0 : -1;
+    if (ret == 0) {
+        memcpy(out, blob, sizeof(*out));
+    }
+    free(blob);
+    return ret;
+}
+
+/*
+ * The target process: a DCT on an SRQ, served by the progress thread while
+ * the process blocks on the socket; then it checks what arrived.
+ */
+int dc_xproc_target(int fd, void *arg)
+{
+    const DcWire &cfg = *static_cast<DcWire *>(arg);
+    EnvGuard      env;
+    SoftibDev     dev;
+    axon_dev_srq_t *srq = nullptr;
+    axon_dev_dct_t *dct = nullptr;
+    axon_dev_dct_init_attr_t a;
+    DcPeerInfo    info;
+    uint32_t      dci = 0;
+    axon_dev_wc_t wc;
+
+    env.set("AXON_SOFTIB_WIRE", cfg.wire);
+    env.set("AXON_SOFTIB_ADDR", cfg.addr[1]);
+    env.set("AXON_SOFTIB_PROGRESS_THREAD", "y");
+    PEER_CHECK(dev.open() == 0, "open");
+    Buf region = dev.reg(kXprocRegion, kRemoteAll);
+    Buf rb     = dev.reg(kXprocMsgs * kMsg, kLocalWrite);
+    axon_test_fill(region.ptr + kXprocRegion / 2, kXprocRegion / 4, 66);
+    PEER_CHECK(dev.srq(64, 1, &srq) == 0, "create_srq");
+    for (int i = 0; i < kXprocMsgs; ++i) {
+        PEER_CHECK(post_srq_recv(srq, i, rb.ptr + i * kMsg, kMsg, rb.lkey()) == 0, "recv");
+    }
+    memset(&a, 0, sizeof(a));
+    a.pd = dev.pd; a.cq = dev.cq(64); a.srq = srq; a.dc_key = kKey; a.port = 1;
+    a.access_flags = kDctAccess; a.min_rnr_timer = kMinRnrTimer; a.mtu = kPathMtu;
+    PEER_CHECK(axon_dev_create_dct(dev.ctx, &a, &dct) == 0, "create_dct");
+    info.dct_num = dct->dct_num;
+    info.rkey    = region.rkey();
+    info.addr    = region.addr();
+    info.gid     = dev.gid;
+    PEER_CHECK(axon_test_send_blob(fd, &info, sizeof(info)) == 0, "send info");
+    PEER_CHECK(recv_struct(fd, &dci) == 0, "the DCI's number");
+    PEER_CHECK(axon_test_sync(fd) == 0, "sync: the initiator is done");   /* no softib call */
+    for (int i = 0; i < kXprocMsgs; ++i) {
+        PEER_CHECK(poll_one(a.cq, &wc, 20), "message %d did not arrive", i);
+        PEER_CHECK(wc.status == AXON_DEV_WC_SUCCESS, "message %d: %s", i,
+                   wc_status_name(wc.status));
+        PEER_CHECK((wc.src_qp == dci) && (wc.qp_num == dct->dct_num), "message %d from 0x%x "
+                   "to 0x%x", i, wc.src_qp, wc.qp_num);
+        PEER_CHECK(ntohl(wc.imm_data) == (uint32_t)i, "message %d came as %u", i,
+                   ntohl(wc.imm_data));
+        PEER_CHECK(axon_test_check(rb.ptr + wc.wr_id * kMsg, wc.byte_len, 300 + i) == -1,
+                   "message %d corrupt", i);
+    }
+    PEER_CHECK(axon_test_check(region.ptr, kXprocRegion / 4, 55) == -1, "RDMA write data");
+    PEER_CHECK(*(uint64_t *)(region.ptr + kXprocRegion - 8) == 4 * 9, "fetch-add word");
+    PEER_CHECK(axon_dev_destroy_dct(dct) == 0, "destroy_dct");
+    return 0;
+}
+
+class SoftibDcXproc : public SoftibDc, public ::testing::WithParamInterface<DcWire> {
+protected:
+    axon_test_peer_t peer_;
+    bool             spawned_ = false;
+
+    void TearDown() override
+    {
+        if (spawned_) {
+            axon_test_peer_kill(&peer_);
+        }
+        SoftibDc::TearDown();
+    }
+};
+
+TEST_P(SoftibDcXproc, DciToADctInAnotherProcess)
+{
+    DcWire        cfg = GetParam();
+    DcPeerInfo    info;
+    Qp            q;
+    axon_dev_wc_t wc;
+
+    env_.set("AXON_SOFTIB_WIRE", cfg.wire);
+    env_.set("AXON_SOFTIB_ADDR", cfg.addr[0]);
+    ASSERT_EQ(0, axon_test_peer_spawn(&peer_, dc_xproc_target, &cfg, 60));
+    spawned_ = true;
+    open_dev();
+    ASSERT_EQ(0, recv_struct(peer_.fd, &info));
+    ah_ = dev_.ah(info.gid);
+    dci(&q);
+    uint32_t dci_num = q.qpn();
+    ASSERT_EQ(0, axon_test_send_blob(peer_.fd, &dci_num, sizeof(dci_num)));
+    Buf sb = dev_.reg(kXprocRegion, kLocalWrite);
+    for (int i = 0; i < kXprocMsgs; ++i) {
+        uint32_t len = 1 + (uint32_t)i * 200;   /* up to four packets */
+        axon_test_fill(sb.ptr + i * 1024, len, 300 + i);
+        ASSERT_EQ(0, send(q, info.dct_num, i, sb.ptr + i * 1024, len, sb.lkey(), i));
+    }
+    for (int i = 0; i < kXprocMsgs; ++i) {
+        ASSERT_TRUE(poll_one(q.scq, &wc, 20)) << i;
+        ASSERT_EQ(AXON_DEV_WC_SUCCESS, wc.status) << wc_status_name(wc.status);
+    }
+    axon_test_fill(sb.ptr, kXprocRegion / 4, 55);
+    axon_dev_send_wr_t wr;
+    axon_dev_sge_t     sge;
+    make_wr(&wr, &sge, 100, AXON_DEV_WR_RDMA_WRITE, sb.ptr, kXprocRegion / 4, sb.lkey());
+    wr.wr.rdma.remote_addr = info.addr;
+    wr.wr.rdma.rkey        = info.rkey;
+    ASSERT_EQ(0, post_dc(q, &wr, info.dct_num));
+    make_wr(&wr, &sge, 101, AXON_DEV_WR_RDMA_READ, sb.ptr + kXprocRegion / 2,
+            kXprocRegion / 4, sb.lkey());
+    wr.wr.rdma.remote_addr = info.addr + kXprocRegion / 2;
+    wr.wr.rdma.rkey        = info.rkey;
+    ASSERT_EQ(0, post_dc(q, &wr, info.dct_num));
+    uint64_t *res = (uint64_t *)(sb.ptr + kXprocRegion - 64);
+    for (int i = 0; i < 4; ++i) {
+        make_wr(&wr, &sge, 200 + i, AXON_DEV_WR_ATOMIC_FETCH_AND_ADD, res + i, 8, sb.lkey());
+        wr.wr.atomic.remote_addr = info.addr + kXprocRegion - 8;
+        wr.wr.atomic.rkey        = info.rkey;
+        wr.wr.atomic.compare_add = 9;
+        ASSERT_EQ(0, post_dc(q, &wr, info.dct_num));
+    }
+    for (int i = 0; i < 6; ++i) {
+        ASSERT_TRUE(poll_one(q.scq, &wc, 20)) << i;
+        ASSERT_EQ(AXON_DEV_WC_SUCCESS, wc.status) << wc_status_name(wc.status);
+    }
+    EXPECT_EQ(-1, axon_test_check(sb.ptr + kXprocRegion / 2, kXprocRegion / 4, 66));
+    for (int i = 0; i < 4; ++i) {
+        EXPECT_EQ(9u * i, res[i]);
+    }
+    ASSERT_EQ(0, axon_test_sync(peer_.fd));
+    EXPECT_EQ(0, axon_test_peer_wait(&peer_, 60)) << "the target failed (see its stderr)";
+    spawned_ = false;
+}
+
+const DcWire kDcWires[] = {
+    {"Shm", nullptr, {nullptr, nullptr}},
+    {"UdpTwoAddresses", nullptr, {"127.0.0.3", "127.0.0.2"}},
+};
+
+INSTANTIATE_TEST_SUITE_P(Wire, SoftibDcXproc, ::testing::ValuesIn(kDcWires),
+                         [](const ::testing::TestParamInfo<DcWire> &info) {
+                             return std::string(info.param.name);
+                         });
 
 }  // namespace
