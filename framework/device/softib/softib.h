@@ -288,6 +288,7 @@ typedef struct softib_qp {
         axon_dev_gid_t dgid;
         uint64_t       key;
         uint32_t       conn_psn;           /* PSN of the connection's first packet */
+        uint64_t       idle_deadline;      /* drained: disconnect then (ns), 0 = busy */
         int            disc_pending;
         axon_dev_gid_t disc_dgid;
         uint32_t       disc_dct, disc_psn;
@@ -480,7 +481,7 @@ int  softib_dc_check(softib_qp_t *qp, const axon_dev_send_wr_t *wr);
 void softib_dc_copy(softib_send_wqe_t *wqe, const axon_dev_send_wr_t *wr);
 /* Before a DCI's WQE starts: 0 connected to its target, 1 wait (earlier WQEs unacknowledged) */
 int  softib_dc_req_target(softib_qp_t *qp, const softib_send_wqe_t *wqe);
-/* After the requester: a DCI with nothing outstanding disconnects */
+/* After the requester: a DCI with nothing outstanding disconnects soon */
 void softib_dc_req_idle(softib_qp_t *qp);
 void softib_dc_timers(softib_qp_t *qp, uint64_t now);
 void softib_dc_error(softib_qp_t *qp);

@@ -296,7 +296,7 @@ void softib_comp_rx(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_t *pkt)
 
 void softib_comp_timers(softib_qp_t *qp, uint64_t now)
 {
-    if (qp->dc.disc_deadline) {
+    if (qp->dc.disc_deadline || qp->dc.idle_deadline) {
         softib_dc_timers(qp, now);
     }
     if (qp->comp.rnr_deadline && (now >= qp->comp.rnr_deadline)) {

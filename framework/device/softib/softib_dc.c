@@ -5,8 +5,9 @@
  * A DCI is an RC requester whose peer changes. Each WQE names a target (AH
  * GID, DCT number, key); when a WQE for another target starts, it waits
  * until every WQE before it completed (all acknowledged), then connects.
- * With nothing outstanding the DCI disconnects: one DC_DISCONNECT, resent on
- * the DCI's ack timeout (retry_cnt times) until the target confirms it. A
+ * With nothing outstanding for SOFTIB_DC_IDLE_NS the DCI disconnects: one
+ * DC_DISCONNECT, resent on the DCI's ack timeout (retry_cnt times) until the
+ * target confirms it. A
  * connection is named by the PSN of its first packet (conn_psn, in the DCETH
  * of every packet); PSNs run on across connections and across the DCI's
  * resets, so a target always sees a later connection of an initiator as
@@ -36,6 +37,9 @@
 #define SOFTIB_DC_DRAIN_NS 200000000ull
 /* A DCI without an ack timeout (timeout 0) still resends a lost DISCONNECT after this */
 #define SOFTIB_DC_DISC_NS  10000000ull
+/* A drained DCI stays connected this long: the next message to the same target costs no
+ * reconnection (a responder context reopened, a DISCONNECT and its answer) */
+#define SOFTIB_DC_IDLE_NS  100000ull
 
 /* A responder context: one initiator's connection */
 typedef struct softib_dcr {
@@ -145,8 +149,9 @@ static int softib_dc_disconnect(softib_qp_t *qp)
     }
     axon_trace("softib: DCI 0x%x disconnects from DCT 0x%x (connection 0x%x)", qp->super.qp_num,
                qp->attr.dest_qp_num, qp->dc.conn_psn);
-    qp->dc.connected    = 0;
-    qp->dc.disc_pending = 1;
+    qp->dc.connected     = 0;
+    qp->dc.idle_deadline = 0;
+    qp->dc.disc_pending  = 1;
     qp->dc.disc_dgid    = qp->dc.dgid;
     qp->dc.disc_dct     = qp->attr.dest_qp_num;
     qp->dc.disc_key     = qp->dc.key;
@@ -160,6 +165,7 @@ int softib_dc_req_target(softib_qp_t *qp, const softib_send_wqe_t *wqe)
 {
     if (qp->dc.connected && (qp->attr.dest_qp_num == wqe->remote_qpn) &&
         (qp->dc.key == wqe->dc_key) && !memcmp(&qp->dc.dgid, &wqe->dgid, sizeof(wqe->dgid))) {
+        qp->dc.idle_deadline = 0;
         return 0;
     }
     if (qp->sq_head != qp->sq_req) {
@@ -180,13 +186,20 @@ int softib_dc_req_target(softib_qp_t *qp, const softib_send_wqe_t *wqe)
 
 void softib_dc_req_idle(softib_qp_t *qp)
 {
-    if (qp->dc.connected && (qp->sq_head == qp->sq_tail)) {
-        softib_dc_disconnect(qp);
+    if (qp->dc.connected && (qp->sq_head == qp->sq_tail) && !qp->dc.idle_deadline) {
+        qp->dc.idle_deadline = axon_sys_time_ns() + SOFTIB_DC_IDLE_NS;
+        softib_timer_changed(softib_qp_dev(qp), qp->dc.idle_deadline);
     }
 }
 
 void softib_dc_timers(softib_qp_t *qp, uint64_t now)
 {
+    if (qp->dc.idle_deadline && (now >= qp->dc.idle_deadline)) {
+        qp->dc.idle_deadline = 0;
+        if ((qp->sq_head == qp->sq_tail) && !softib_dc_disconnect(qp)) {
+            softib_dc_req_idle(qp);   /* the last disconnect is unconfirmed: later */
+        }
+    }
     if (!qp->dc.disc_pending || (now < qp->dc.disc_deadline)) {
         return;
     }

@@ -102,6 +102,7 @@ uint64_t softib_next_deadline(softib_dev_t *dev)
         EARLIER(qp->comp.rto_deadline);
         EARLIER(qp->comp.rnr_deadline);
         EARLIER(qp->dc.disc_deadline);
+        EARLIER(qp->dc.idle_deadline);
         if (qp->req.blocked || softib_resp_busy(qp)) {
             now = now ? now : axon_sys_time_ns();
             EARLIER(now + SOFTIB_RETRY_NS);
