@@ -485,8 +485,10 @@ int  softib_dc_req_target(softib_qp_t *qp, const softib_send_wqe_t *wqe);
 void softib_dc_req_idle(softib_qp_t *qp);
 void softib_dc_timers(softib_qp_t *qp, uint64_t now);
 void softib_dc_error(softib_qp_t *qp);
-/* A DCI leaves its PSNs behind (reset, destroy); start: its next ones follow them */
-void softib_dc_psn(softib_qp_t *qp, int start);
+/* A DCI stops (reset, destroy): it disconnects, its PSNs are left behind; starts: its
+ * PSNs follow every PSN the device's DCIs used */
+void softib_dc_leave(softib_qp_t *qp);
+void softib_dc_start(softib_qp_t *qp);
 void softib_dc_event(softib_qp_t *qp, axon_dev_event_type_t type);
 
 /* ------------------------------------------------------------ the ops, one file per object */

@@ -107,18 +107,6 @@ void softib_dc_pkt(const softib_qp_t *qp, softib_pkt_t *pkt)
     pkt->dceth.mtu      = (uint8_t)qp->attr.path_mtu;
 }
 
-void softib_dc_psn(softib_qp_t *qp, int start)
-{
-    softib_dev_t *dev = softib_qp_dev(qp);
-
-    if (softib_psn_diff(qp->req.max_psn, dev->dc_psn) >= 0) {
-        dev->dc_psn = softib_psn_add(qp->req.max_psn, 1);
-    }
-    if (start) {
-        qp->req.psn = qp->req.max_psn = qp->comp.psn = dev->dc_psn;
-    }
-}
-
 static void softib_dc_send_disc(softib_qp_t *qp)
 {
     softib_dev_t *dev = softib_qp_dev(qp);
@@ -230,6 +218,24 @@ void softib_dc_error(softib_qp_t *qp)
         qp->dc.disc_pending = 0;
         softib_dc_disconnect(qp);
     }
+}
+
+/* Reset or destroyed: one DISCONNECT (nothing resends it), the PSNs retired */
+void softib_dc_leave(softib_qp_t *qp)
+{
+    softib_dev_t *dev = softib_qp_dev(qp);
+
+    softib_dc_error(qp);
+    if (softib_psn_diff(qp->req.max_psn, dev->dc_psn) >= 0) {
+        dev->dc_psn = softib_psn_add(qp->req.max_psn, 1);
+    }
+}
+
+void softib_dc_start(softib_qp_t *qp)
+{
+    softib_dev_t *dev = softib_qp_dev(qp);
+
+    qp->req.psn = qp->req.max_psn = qp->comp.psn = dev->dc_psn;
 }
 
 /* ------------------------------------------------------------ target */

@@ -166,7 +166,7 @@ void softib_qp_reset(softib_qp_t *qp)
     int dci               = (qp->super.qp_type == AXON_DEV_QPT_DC_INI);
 
     if (dci) {
-        softib_dc_psn(qp, 0);
+        softib_dc_leave(qp);
     }
     softib_xchan_drop(qp, qp->sq_head, 0);
     qp->sq_head = qp->sq_req = qp->sq_tail = qp->sq_started = qp->sq_tail;
@@ -189,7 +189,7 @@ void softib_qp_reset(softib_qp_t *qp)
     qp->sq_draining = 0;
     qp->super.state = AXON_DEV_QPS_RESET;
     if (dci) {
-        softib_dc_psn(qp, 1);
+        softib_dc_start(qp);
     }
 }
 
@@ -349,7 +349,7 @@ int softib_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *init, axon_dev_
         return ENOMEM;
     }
     if (dci) {
-        softib_dc_psn(qp, 1);
+        softib_dc_start(qp);
     }
     axon_list_add_tail(&dev->qp_list, &qp->link);
     softib_pd(pd)->refcnt++;
@@ -379,7 +379,7 @@ int softib_destroy_qp(axon_dev_qp_t *aqp)
 
     pthread_mutex_lock(&dev->lock);
     if (aqp->qp_type == AXON_DEV_QPT_DC_INI) {
-        softib_dc_psn(qp, 0);
+        softib_dc_leave(qp);
     }
     softib_xchan_drop(qp, qp->sq_head, 0);
     dev->qps[SOFTIB_QPN_INDEX(aqp->qp_num)] = NULL;

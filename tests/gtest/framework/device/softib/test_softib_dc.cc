@@ -835,6 +835,32 @@ TEST_F(SoftibDc, DestroyWaitsForAStuckInitiatorBoundedly)
     }
 }
 
+/* A DCI destroyed or reset while connected tells its target, whose destroy has nobody to wait for. */
+TEST_F(SoftibDc, DestroyedOrResetDciLeavesItsTarget)
+{
+    open_dc(64);
+    axon_dev_dct_t *d = dct();
+    Qp q, r;
+    dci(&q);
+    dci(&r);
+    Buf sb = dev_.reg(64, 0);
+    axon_dev_wc_t wc;
+    for (int i = 0; i < 20; ++i) {
+        ASSERT_EQ(0, send(q, d, i, sb.ptr, 64, sb.lkey(), i));
+        ASSERT_EQ(0, send(r, d, i, sb.ptr, 64, sb.lkey(), i));
+    }
+    ASSERT_TRUE(poll_one(q.scq, &wc));
+    ASSERT_TRUE(poll_one(r.scq, &wc));
+    dev_.destroy_qp(&q);   /* with sends outstanding: connected */
+    axon_dev_qp_attr_t attr;
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = AXON_DEV_QPS_RESET;
+    ASSERT_EQ(0, axon_dev_modify_qp(r.qp, &attr, AXON_DEV_QP_STATE));
+    double t0 = axon_test_time();
+    destroy_dct(d);
+    EXPECT_LT(axon_test_time() - t0, 0.1) << "both initiators said they left";
+}
+
 /* ---------------------------------------------------------------- many DCIs, lossy wire */
 
 /*
