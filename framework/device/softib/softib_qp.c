@@ -232,11 +232,9 @@ int softib_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *init, axon_dev_
 {
     softib_dev_t *dev = softib_dev(pd->context);
     axon_dev_qp_cap_t *cap = &init->cap;
+    int dci = (init->qp_type == AXON_DEV_QPT_DC_INI), amo;
     unsigned i, sges;
     softib_qp_t *qp;
-    int amo;
-
-    int dci = (init->qp_type == AXON_DEV_QPT_DC_INI);
 
     if ((init->qp_type != AXON_DEV_QPT_RC) && (init->qp_type != AXON_DEV_QPT_UC) &&
         (init->qp_type != AXON_DEV_QPT_UD) && !dci) {
