@@ -576,8 +576,8 @@ typedef struct axon_dev_qp_attr {
  * it executes what DCIs send it with the key dc_key, RC semantics per
  * initiator, access as an RC QP's qp_access_flags, receives from srq into cq.
  */
-typedef enum {
-    AXON_DEV_DCT_STATE_ACTIVE   = 0,
+typedef enum {   /* the exp verbs' values */
+    AXON_DEV_DCT_STATE_ACTIVE   = 0,   /* what an RTR QP is: it receives */
     AXON_DEV_DCT_STATE_DRAINING = 1,   /* being destroyed: initiators still disconnecting */
     AXON_DEV_DCT_STATE_DRAINED  = 2,
 } axon_dev_dct_state_t;
