@@ -214,6 +214,9 @@ static const char *const axon_dev_event_type_strs[] = {
     [AXON_DEV_EVENT_QP_LAST_WQE_REACHED] = "last WQE reached",
     [AXON_DEV_EVENT_CLIENT_REREGISTER]   = "client reregistration",
     [AXON_DEV_EVENT_GID_CHANGE]          = "GID table change",
+    [AXON_DEV_EVENT_DCT_KEY_VIOLATION]   = "DCT key violation",
+    [AXON_DEV_EVENT_DCT_ACCESS_ERR]      = "DCT access error",
+    [AXON_DEV_EVENT_DCT_REQ_ERR]         = "DCT invalid request error",
 };
 
 #define AXON_DEV_ARRAY_LEN(_a) (sizeof(_a) / sizeof((_a)[0]))

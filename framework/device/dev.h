@@ -83,6 +83,9 @@ typedef enum {
     AXON_DEV_QPT_RC = 2,
     AXON_DEV_QPT_UC = 3,
     AXON_DEV_QPT_UD = 4,
+    /* DC initiator (seed §8.6.1.7, AXON_DEV_CAP_DC): send-only, each send WR
+     * names its target in wr->dc; the exp verbs' IBV_EXP_QPT_DC_INI */
+    AXON_DEV_QPT_DC_INI = 32,
 } axon_dev_qp_type_t;
 
 typedef enum {
@@ -123,6 +126,7 @@ typedef enum {
 #define AXON_DEV_QP_PATH_MIG_STATE     (1 << 18)
 #define AXON_DEV_QP_CAP                (1 << 19)
 #define AXON_DEV_QP_DEST_QPN           (1 << 20)
+#define AXON_DEV_QP_DC_KEY             (1 << 21)   /* DCI: dct_key (seed §8.6.1.7), Axon's value */
 
 typedef enum {
     AXON_DEV_WR_RDMA_WRITE          = 0,
@@ -228,6 +232,10 @@ typedef enum {
     AXON_DEV_EVENT_QP_LAST_WQE_REACHED = 16,
     AXON_DEV_EVENT_CLIENT_REREGISTER   = 17,
     AXON_DEV_EVENT_GID_CHANGE          = 18,
+    /* DC targets (seed §8.6.1.6), element.dct; the exp verbs' values */
+    AXON_DEV_EVENT_DCT_KEY_VIOLATION   = 32,   /* wrong DC key while armed */
+    AXON_DEV_EVENT_DCT_ACCESS_ERR      = 33,   /* a request the DCT refused: remote access */
+    AXON_DEV_EVENT_DCT_REQ_ERR         = 34,   /* ... or an invalid request */
 } axon_dev_event_type_t;
 
 const char *axon_dev_event_type_str(axon_dev_event_type_t type);
@@ -332,6 +340,9 @@ typedef struct axon_dev_attr {
     struct {
         uint32_t max_dct;            /* DC targets */
         uint32_t max_dci;            /* DC initiators */
+        int      max_dc_req_rd_atom; /* reads/atomics a DCI has outstanding (seed §8.6.1.2) */
+        int      max_dc_res_rd_atom; /* ... a DCT answers per initiator */
+        uint32_t max_dcr;            /* initiators a DCT serves at once (Axon addition) */
     } dc;
     struct {
         uint32_t log_atomic_arg_sizes;       /* bit n: 2^n-byte masked atomics */
@@ -399,6 +410,7 @@ typedef struct axon_dev_comp_channel axon_dev_comp_channel_t;
 typedef struct axon_dev_srq          axon_dev_srq_t;
 typedef struct axon_dev_qp           axon_dev_qp_t;
 typedef struct axon_dev_ah           axon_dev_ah_t;
+typedef struct axon_dev_dct          axon_dev_dct_t;
 typedef struct axon_dev_ops          axon_dev_ops_t;
 
 /*
@@ -460,6 +472,16 @@ struct axon_dev_qp {
 struct axon_dev_ah {
     axon_dev_context_t *context;
     axon_dev_pd_t      *pd;
+};
+
+/* A DC target (seed §8.6.1.3, ibv_exp_dct): receives through its SRQ into its CQ */
+struct axon_dev_dct {
+    axon_dev_context_t *context;
+    axon_dev_pd_t      *pd;
+    axon_dev_srq_t     *srq;
+    axon_dev_cq_t      *cq;
+    void               *dct_context;
+    uint32_t            dct_num;   /* what a DCI's WR names, with the key */
 };
 
 /* ------------------------------------------------------------ attributes */
@@ -546,7 +568,55 @@ typedef struct axon_dev_qp_attr {
     uint8_t              rnr_retry;
     uint8_t              alt_port_num;
     uint8_t              alt_timeout;
+    uint64_t             dct_key;      /* DCI: AXON_DEV_QP_DC_KEY */
 } axon_dev_qp_attr_t;
+
+/*
+ * DC targets (seed §8.6.1.3-6). A DCT is ready once created (no modify):
+ * it executes what DCIs send it with the key dc_key, RC semantics per
+ * initiator, access as an RC QP's qp_access_flags, receives from srq into cq.
+ */
+typedef enum {   /* the exp verbs' values */
+    AXON_DEV_DCT_STATE_ACTIVE   = 0,   /* what an RTR QP is: it receives */
+    AXON_DEV_DCT_STATE_DRAINING = 1,   /* being destroyed: initiators still disconnecting */
+    AXON_DEV_DCT_STATE_DRAINED  = 2,
+} axon_dev_dct_state_t;
+
+typedef struct axon_dev_dct_init_attr {
+    void           *dct_context;
+    axon_dev_pd_t  *pd;
+    axon_dev_cq_t  *cq;
+    axon_dev_srq_t *srq;
+    uint64_t        dc_key;
+    uint8_t         port;
+    uint32_t        access_flags;    /* AXON_DEV_ACCESS_REMOTE_* */
+    uint8_t         min_rnr_timer;
+    uint8_t         tclass;
+    uint32_t        flow_label;
+    axon_dev_mtu_t  mtu;
+    uint16_t        pkey_index;
+    uint8_t         gid_index;
+    uint8_t         hop_limit;
+    uint32_t        create_flags;    /* none defined: 0 */
+} axon_dev_dct_init_attr_t;
+
+typedef struct axon_dev_dct_attr {
+    axon_dev_dct_state_t state;
+    axon_dev_pd_t       *pd;
+    axon_dev_cq_t       *cq;
+    axon_dev_srq_t      *srq;
+    uint64_t             dc_key;
+    uint8_t              port;
+    uint32_t             access_flags;
+    uint8_t              min_rnr_timer;
+    uint8_t              tclass;
+    uint32_t             flow_label;
+    axon_dev_mtu_t       mtu;
+    uint16_t             pkey_index;
+    uint8_t              gid_index;
+    uint8_t              hop_limit;
+    uint32_t             key_violations;  /* requests refused for a wrong DC key */
+} axon_dev_dct_attr_t;
 
 typedef struct axon_dev_srq_attr {
     uint32_t max_wr;
@@ -648,6 +718,16 @@ struct axon_dev_send_wr {
         } wqe_enable;
     } wr;
     /*
+     * A DCI's target (seed §8.6.1.7, the exp verbs' wr.dc): every WR posted to
+     * a DCI names one, whatever its opcode (RDMA and atomics take their
+     * remote address from wr above, as on RC).
+     */
+    struct {
+        axon_dev_ah_t *ah;
+        uint64_t       dct_access_key;
+        uint32_t       dct_number;
+    } dc;
+    /*
      * SEND with AXON_DEV_SEND_WITH_CALC: the sending device reduces the SGEs
      * element-wise (each SGE one operand vector of the same length, a
      * multiple of 8 bytes, at most max_calc_vector elements) and sends the
@@ -710,6 +790,7 @@ typedef struct axon_dev_async_event {
         axon_dev_cq_t  *cq;
         axon_dev_qp_t  *qp;
         axon_dev_srq_t *srq;
+        axon_dev_dct_t *dct;
         int             port_num;
     } element;
     axon_dev_event_type_t event_type;
@@ -778,6 +859,15 @@ struct axon_dev_ops {
 
     int  (*create_ah)(axon_dev_pd_t *pd, axon_dev_ah_attr_t *attr, axon_dev_ah_t **ah_p);
     int  (*destroy_ah)(axon_dev_ah_t *ah);
+
+    /* DC targets (seed §8.6.1.3-6). destroy_dct waits (boundedly) for the
+     * initiators connected to it; arm_dct requests one KEY_VIOLATION event
+     * (comp_mask must be 0). */
+    int  (*create_dct)(axon_dev_context_t *ctx, axon_dev_dct_init_attr_t *attr,
+                       axon_dev_dct_t **dct_p);
+    int  (*destroy_dct)(axon_dev_dct_t *dct);
+    int  (*query_dct)(axon_dev_dct_t *dct, axon_dev_dct_attr_t *attr);
+    int  (*arm_dct)(axon_dev_dct_t *dct, uint32_t comp_mask);
 
     /* Blocks (unless async_fd is non-blocking: then EAGAIN) until an event. */
     int  (*get_async_event)(axon_dev_context_t *ctx, axon_dev_async_event_t *event);
@@ -893,6 +983,15 @@ static inline int axon_dev_create_ah(axon_dev_pd_t *pd, axon_dev_ah_attr_t *attr
 { return pd->context->ops->create_ah(pd, attr, ah_p); }
 static inline int axon_dev_destroy_ah(axon_dev_ah_t *ah)
 { return ah->context->ops->destroy_ah(ah); }
+static inline int axon_dev_create_dct(axon_dev_context_t *ctx, axon_dev_dct_init_attr_t *attr,
+                                      axon_dev_dct_t **dct_p)
+{ return ctx->ops->create_dct(ctx, attr, dct_p); }
+static inline int axon_dev_destroy_dct(axon_dev_dct_t *dct)
+{ return dct->context->ops->destroy_dct(dct); }
+static inline int axon_dev_query_dct(axon_dev_dct_t *dct, axon_dev_dct_attr_t *attr)
+{ return dct->context->ops->query_dct(dct, attr); }
+static inline int axon_dev_arm_dct(axon_dev_dct_t *dct, uint32_t comp_mask)
+{ return dct->context->ops->arm_dct(dct, comp_mask); }
 static inline int axon_dev_get_async_event(axon_dev_context_t *ctx, axon_dev_async_event_t *ev)
 { return ctx->ops->get_async_event(ctx, ev); }
 static inline void axon_dev_ack_async_event(axon_dev_context_t *ctx, axon_dev_async_event_t *ev)

@@ -399,6 +399,9 @@ static int axon_dev_rdmacore_probe_inline(axon_dev_rdmacore_context_t *rctx)
     return result;
 }
 
+/* DC (seed §8.6) is mlx5dv's DCI/DCT QPs upstream: reported unsupported, with this reason. */
+#define AXON_DEV_RDMACORE_NO_DC "the rdma-core back end does not drive mlx5dv DCI/DCT QPs"
+
 #ifdef HAVE_MLX5DV
 /* The experimental capabilities, where the device is an mlx5 (seed §8). */
 static void axon_dev_rdmacore_query_mlx5dv(axon_dev_rdmacore_context_t *rctx,
@@ -415,11 +418,11 @@ static void axon_dev_rdmacore_query_mlx5dv(axon_dev_rdmacore_context_t *rctx,
         axon_debug("rdma-core: %s: mlx5dv_query_device failed", rctx->super.name);
         return;
     }
-    /* The provider answers the DC masks only when the kernel speaks DC. */
+    /* The provider answers the DC masks only when the kernel speaks DC; the
+     * flag stays clear while this back end cannot create DCIs and DCTs. */
     if (dv.comp_mask & (MLX5DV_CONTEXT_MASK_DC_ODP_CAPS | MLX5DV_CONTEXT_MASK_DCI_STREAMS)) {
-        attr->cap_flags |= AXON_DEV_CAP_DC;
-        attr->dc.max_dci = (uint32_t)attr->max_qp;
-        attr->dc.max_dct = (uint32_t)attr->max_qp;
+        axon_debug("rdma-core: %s: the device has DC, but %s", rctx->super.name,
+                   AXON_DEV_RDMACORE_NO_DC);
     }
     /*
      * Extended (masked) atomics: left zero. The PCIe atomic sizes of
@@ -768,6 +771,10 @@ static int axon_dev_rdmacore_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_
                    AXON_DEV_RDMACORE_NO_XCHAN);
         return EOPNOTSUPP;
     }
+    if (init_attr->qp_type == AXON_DEV_QPT_DC_INI) {
+        axon_error("rdma-core: create_qp: DC initiator: %s", AXON_DEV_RDMACORE_NO_DC);
+        return EOPNOTSUPP;
+    }
     qp = axon_dev_rdmacore_alloc(sizeof(*qp), "QP");
     if (qp == NULL) {
         return ENOMEM;
@@ -976,6 +983,35 @@ static void axon_dev_rdmacore_ack_async_event(axon_dev_async_event_t *event)
     }
 }
 
+static int axon_dev_rdmacore_create_dct(axon_dev_context_t *ctx, axon_dev_dct_init_attr_t *attr,
+                                        axon_dev_dct_t **dct_p)
+{
+    (void)attr;
+    (void)dct_p;
+    axon_error("rdma-core: %s: create_dct: %s", ctx->name, AXON_DEV_RDMACORE_NO_DC);
+    return EOPNOTSUPP;
+}
+
+/* No DCT is ever created here: the other DCT calls cannot be reached with one. */
+static int axon_dev_rdmacore_dct_none(axon_dev_dct_t *dct)
+{
+    axon_error("rdma-core: %s: DCT 0x%x: %s", dct->context->name, dct->dct_num,
+               AXON_DEV_RDMACORE_NO_DC);
+    return EOPNOTSUPP;
+}
+
+static int axon_dev_rdmacore_query_dct(axon_dev_dct_t *dct, axon_dev_dct_attr_t *attr)
+{
+    (void)attr;
+    return axon_dev_rdmacore_dct_none(dct);
+}
+
+static int axon_dev_rdmacore_arm_dct(axon_dev_dct_t *dct, uint32_t comp_mask)
+{
+    (void)comp_mask;
+    return axon_dev_rdmacore_dct_none(dct);
+}
+
 static const axon_dev_ops_t axon_dev_rdmacore_ops = {
     .close                = axon_dev_rdmacore_close,
     .query_device         = axon_dev_rdmacore_query_device,
@@ -1010,6 +1046,10 @@ static const axon_dev_ops_t axon_dev_rdmacore_ops = {
     .post_task            = axon_dev_rdmacore_post_task,
     .create_ah            = axon_dev_rdmacore_create_ah,
     .destroy_ah           = axon_dev_rdmacore_destroy_ah,
+    .create_dct           = axon_dev_rdmacore_create_dct,
+    .destroy_dct          = axon_dev_rdmacore_dct_none,
+    .query_dct            = axon_dev_rdmacore_query_dct,
+    .arm_dct              = axon_dev_rdmacore_arm_dct,
     .get_async_event      = axon_dev_rdmacore_get_async_event,
     .ack_async_event      = axon_dev_rdmacore_ack_async_event,
 };
@@ -1100,13 +1140,13 @@ static void axon_dev_rdmacore_summary(char *buf, size_t max)
 
     devs = axon_dev_rdmacore_devices(&num);
     if (devs == NULL) {
-        snprintf(buf, max, "no hardware devices found; no cross_channel: %s",
-                 AXON_DEV_RDMACORE_NO_XCHAN);
+        snprintf(buf, max, "no hardware devices found; no cross_channel: %s; no dc: %s",
+                 AXON_DEV_RDMACORE_NO_XCHAN, AXON_DEV_RDMACORE_NO_DC);
         return;
     }
     ibv_free_device_list(devs);
-    snprintf(buf, max, "%d device%s; no cross_channel: %s", num, (num == 1) ? "" : "s",
-             AXON_DEV_RDMACORE_NO_XCHAN);
+    snprintf(buf, max, "%d device%s; no cross_channel: %s; no dc: %s", num,
+             (num == 1) ? "" : "s", AXON_DEV_RDMACORE_NO_XCHAN, AXON_DEV_RDMACORE_NO_DC);
 }
 
 const axon_dev_backend_t axon_dev_rdmacore_backend = {

@@ -34,6 +34,7 @@ libaxon_la_SOURCES += \
 	framework/device/softib/softib_comp.c \
 	framework/device/softib/softib_amo.c \
 	framework/device/softib/softib_xchan.c \
+	framework/device/softib/softib_dc.c \
 	framework/device/softib/softib_progress.c
 noinst_HEADERS += \
 	framework/device/softib/softib.h \

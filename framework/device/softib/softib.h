@@ -73,6 +73,7 @@ int      softib_config_params(const softib_opts_t *opts, unsigned dev_index,
 /* ------------------------------------------------------------ objects */
 
 struct softib_qp;
+struct softib_dct;
 
 /*
  * Cross-channel counting (seed §8.9.3): a WAIT or ENABLE task targets
@@ -93,6 +94,7 @@ typedef struct softib_dev {
     axon_dev_attr_t     attr;             /* after capability masking */
     axon_dev_mtu_t      mtu;
     uint32_t            qkey_viol;
+    uint32_t            dc_psn;            /* DCIs start here: past every PSN a DCI used */
     uint32_t            next_pd_handle;
     /* QPs by QPN index; all QPs also on qp_list for the engine */
     struct softib_qp   *qps[SOFTIB_QPN_MAX_INDEX + 1];
@@ -193,6 +195,7 @@ typedef struct softib_send_wqe {
     axon_dev_gid_t       dgid;             /* UD */
     uint32_t             remote_qpn;       /* UD */
     uint32_t             remote_qkey;      /* UD */
+    uint64_t             dc_key;           /* DCI: the target's key (dgid, remote_qpn its address) */
     uint32_t             length;
     int                  num_sge;
     axon_dev_sge_t      *sge;
@@ -241,6 +244,8 @@ typedef struct softib_qp {
     axon_list_link_t   ack_link;           /* dev->ack_list */
     int                ack_queued;
     int                sq_draining;
+    struct softib_dct *dct;                /* a DC target's QP: its number, or one initiator's
+                                            * responder context (softib_dc.c) */
 
     /* send queue: ring of sq_size WQEs; head = oldest not completed,
      * req = next for the requester, tail = next free */
@@ -276,6 +281,22 @@ typedef struct softib_qp {
         uint32_t read_retry_psn;
     } comp;
 
+    /* DCI (softib_dc.c): the target it is connected to (its DCT number is
+     * attr.dest_qp_num), and the last disconnect until the target confirms it */
+    struct {
+        int            connected;
+        axon_dev_gid_t dgid;
+        uint64_t       key;
+        uint32_t       conn_psn;           /* PSN of the connection's first packet */
+        uint64_t       idle_deadline;      /* drained: disconnect then (ns), 0 = busy */
+        int            disc_pending;
+        axon_dev_gid_t disc_dgid;
+        uint32_t       disc_dct, disc_psn;
+        uint64_t       disc_key;
+        unsigned       disc_left;          /* resends left */
+        uint64_t       disc_deadline;      /* resend timer (ns), 0 = off */
+    } dc;
+
     struct {
         uint32_t          psn;             /* expected PSN */
         int               nak_sent;
@@ -304,6 +325,11 @@ static inline softib_qp_t  *softib_qp(axon_dev_qp_t *qp) { return (softib_qp_t *
 static inline softib_cq_t  *softib_cq(axon_dev_cq_t *cq) { return (softib_cq_t *)cq; }
 static inline softib_srq_t *softib_srq(axon_dev_srq_t *srq) { return (softib_srq_t *)srq; }
 static inline softib_pd_t  *softib_pd(axon_dev_pd_t *pd) { return (softib_pd_t *)pd; }
+/* RC-grade reliability (PSNs acknowledged, retries): RC and DC initiators */
+static inline int softib_qp_reliable(const softib_qp_t *qp)
+{
+    return (qp->super.qp_type == AXON_DEV_QPT_RC) || (qp->super.qp_type == AXON_DEV_QPT_DC_INI);
+}
 
 static inline uint32_t softib_psn_add(uint32_t psn, uint32_t n) { return (psn + n) & SOFTIB_PSN_MASK; }
 /* Signed distance a - b in the 24-bit PSN space */
@@ -404,6 +430,10 @@ softib_qp_t *softib_qp_lookup(softib_dev_t *dev, uint32_t qpn);
 int  softib_qp_can_send(const softib_qp_t *qp);
 int  softib_qp_can_recv(const softib_qp_t *qp);
 void softib_qp_reset(softib_qp_t *qp);
+/* An async event about qp (a DCT's responder context reports it as the DCT's) */
+void softib_qp_event(softib_qp_t *qp, axon_dev_event_type_t type);
+/* Give qp a free QP number of dev (lock held); 0 or ENOMEM (logged) */
+int  softib_qpn_alloc(softib_dev_t *dev, softib_qp_t *qp, const char *what);
 
 /* ah: the address checks shared by create_ah and modify_qp's AV */
 int  softib_ah_attr_check(const char *what, const axon_dev_ah_attr_t *attr);
@@ -443,6 +473,23 @@ int  softib_xchan_exec(softib_qp_t *qp, softib_send_wqe_t *wqe);
 void softib_xchan_drop(softib_qp_t *qp, unsigned from, int fail_targets);
 softib_access_t softib_calc_reduce(softib_qp_t *qp, const softib_send_wqe_t *wqe,
                                    uint8_t *out);
+
+/* dc (softib_dc.c): DC initiators and targets (seed §8.6) */
+#define SOFTIB_DC_MAX_DCR 16               /* initiators a DCT serves at once */
+void softib_dc_caps(axon_dev_attr_t *attr);
+int  softib_dc_check(softib_qp_t *qp, const axon_dev_send_wr_t *wr);
+void softib_dc_copy(softib_send_wqe_t *wqe, const axon_dev_send_wr_t *wr);
+/* Before a DCI's WQE starts: 0 connected to its target, 1 wait (earlier WQEs unacknowledged) */
+int  softib_dc_req_target(softib_qp_t *qp, const softib_send_wqe_t *wqe);
+/* After the requester: a DCI with nothing outstanding disconnects soon */
+void softib_dc_req_idle(softib_qp_t *qp);
+void softib_dc_timers(softib_qp_t *qp, uint64_t now);
+void softib_dc_error(softib_qp_t *qp);
+/* A DCI stops (reset, destroy): it disconnects, its PSNs are left behind; starts: its
+ * PSNs follow every PSN the device's DCIs used */
+void softib_dc_leave(softib_qp_t *qp);
+void softib_dc_start(softib_qp_t *qp);
+void softib_dc_event(softib_qp_t *qp, axon_dev_event_type_t type);
 
 /* ------------------------------------------------------------ the ops, one file per object */
 int  softib_alloc_pd(axon_dev_context_t *ctx, axon_dev_pd_t **pd_p);
@@ -484,5 +531,10 @@ int  softib_post_task(axon_dev_context_t *ctx, axon_dev_task_t *task,
                       axon_dev_task_t **bad_task);
 int  softib_create_ah(axon_dev_pd_t *pd, axon_dev_ah_attr_t *attr, axon_dev_ah_t **ah_p);
 int  softib_destroy_ah(axon_dev_ah_t *ah);
+int  softib_create_dct(axon_dev_context_t *ctx, axon_dev_dct_init_attr_t *attr,
+                       axon_dev_dct_t **dct_p);
+int  softib_destroy_dct(axon_dev_dct_t *dct);
+int  softib_query_dct(axon_dev_dct_t *dct, axon_dev_dct_attr_t *attr);
+int  softib_arm_dct(axon_dev_dct_t *dct, uint32_t comp_mask);
 
 #endif

@@ -263,7 +263,11 @@ static void softib_comp_atomic_ack(softib_qp_t *qp, const softib_pkt_t *pkt)
 void softib_comp_rx(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_t *pkt)
 {
     (void)dev;
-    if ((qp->super.qp_type != AXON_DEV_QPT_RC) || !softib_qp_can_send(qp) ||
+    if (pkt->opcode == SOFTIB_OP_DC_DISCONNECT_ACK) {
+        softib_dc_disc_acked(qp, pkt);
+        return;
+    }
+    if (!softib_qp_reliable(qp) || !softib_qp_can_send(qp) ||
         (pkt->src_qpn != qp->attr.dest_qp_num)) {
         return;
     }
@@ -292,6 +296,9 @@ void softib_comp_rx(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_t *pkt)
 
 void softib_comp_timers(softib_qp_t *qp, uint64_t now)
 {
+    if (qp->dc.disc_deadline || qp->dc.idle_deadline) {
+        softib_dc_timers(qp, now);
+    }
     if (qp->comp.rnr_deadline && (now >= qp->comp.rnr_deadline)) {
         qp->comp.rnr_deadline = 0;
         softib_req_rewind(qp);

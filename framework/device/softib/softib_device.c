@@ -19,7 +19,7 @@
 /* What softib implements; CAP_MASK removes from this. */
 #define SOFTIB_CAPS (AXON_DEV_CAP_RC | AXON_DEV_CAP_UC | AXON_DEV_CAP_UD | AXON_DEV_CAP_SRQ | \
                      AXON_DEV_CAP_ATOMIC | AXON_DEV_CAP_INLINE | AXON_DEV_CAP_COMP_CHANNEL | \
-                     AXON_DEV_CAP_EXT_ATOMIC | AXON_DEV_CAP_CROSS_CHANNEL)
+                     AXON_DEV_CAP_EXT_ATOMIC | AXON_DEV_CAP_CROSS_CHANNEL | AXON_DEV_CAP_DC)
 
 static uint64_t softib_node_guid(uint32_t ipv4_addr, unsigned index)
 {
@@ -88,7 +88,10 @@ static void softib_fill_attr(softib_dev_t *dev, uint32_t ipv4_addr, uint64_t cap
     if (caps & AXON_DEV_CAP_CROSS_CHANNEL) {
         softib_xchan_caps(a);
     }
-    /* DC and UMR are not implemented: left zero */
+    if (caps & AXON_DEV_CAP_DC) {
+        softib_dc_caps(a);
+    }
+    /* UMR is not implemented: left zero */
 }
 
 static int softib_get_list(axon_dev_info_t *list, int max)
@@ -318,6 +321,11 @@ void softib_async_event(softib_dev_t *dev, axon_dev_event_type_t type, void *ele
     case AXON_DEV_EVENT_SRQ_LIMIT_REACHED:
         ev.element.srq = element;
         break;
+    case AXON_DEV_EVENT_DCT_KEY_VIOLATION:
+    case AXON_DEV_EVENT_DCT_ACCESS_ERR:
+    case AXON_DEV_EVENT_DCT_REQ_ERR:
+        ev.element.dct = element;
+        break;
     default:
         ev.element.qp = element;
         break;
@@ -397,6 +405,10 @@ const axon_dev_ops_t softib_dev_ops = {
     .post_task            = softib_post_task,
     .create_ah            = softib_create_ah,
     .destroy_ah           = softib_destroy_ah,
+    .create_dct           = softib_create_dct,
+    .destroy_dct          = softib_destroy_dct,
+    .query_dct            = softib_query_dct,
+    .arm_dct              = softib_arm_dct,
     .get_async_event      = softib_get_async_event,
     .ack_async_event      = softib_ack_async_event,
 };

@@ -72,6 +72,9 @@ const softib_opcode_info_t softib_opcode_table[SOFTIB_OP_LAST] = {
                                     REQ | FIRST | LAST | PAY | ATOM, RC},
     [SOFTIB_OP_MASKED_ATOMIC_ACK] = {"MASKED_ATOMIC_ACK", SOFTIB_HDR_AETH,
                                     FIRST | LAST | PAY | ATOM, RC},
+    /* handled by softib_dc.c before any QP type's path */
+    [SOFTIB_OP_DC_DISCONNECT]     = {"DC_DISCONNECT", 0, REQ | FIRST | LAST, 0},
+    [SOFTIB_OP_DC_DISCONNECT_ACK] = {"DC_DISCONNECT_ACK", 0, FIRST | LAST, 0},
 };
 
 size_t softib_pkt_build(void *buf, const softib_pkt_t *pkt)
@@ -89,6 +92,12 @@ size_t softib_pkt_build(void *buf, const softib_pkt_t *pkt)
 
     memcpy(p, &bth, sizeof(bth));
     p += sizeof(bth);
+    if (pkt->flags & SOFTIB_BTH_DC) {
+        softib_dceth_t h = {htobe64(pkt->dceth.key), htobe32(pkt->dceth.conn_psn),
+                            pkt->dceth.mtu, {0, 0, 0}};
+        memcpy(p, &h, sizeof(h));
+        p += sizeof(h);
+    }
     if (info->hdrs & SOFTIB_HDR_RETH) {
         softib_reth_t h = {htobe64(pkt->reth.va), htobe32(pkt->reth.rkey),
                            htobe32(pkt->reth.len)};
@@ -158,6 +167,13 @@ int softib_pkt_parse(const void *buf, size_t len, softib_pkt_t *pkt)
     pkt->dest_qpn = be32toh(bth.dest_qpn);
     pkt->src_qpn  = be32toh(bth.src_qpn);
     pkt->psn      = be32toh(bth.psn) & SOFTIB_PSN_MASK;
+    if (bth.flags & SOFTIB_BTH_DC) {
+        if (!pkt_take(&p, end, &pkt->dceth, sizeof(pkt->dceth))) {
+            goto short_pkt;
+        }
+        pkt->dceth.key      = be64toh(pkt->dceth.key);
+        pkt->dceth.conn_psn = be32toh(pkt->dceth.conn_psn) & SOFTIB_PSN_MASK;
+    }
     if (info->hdrs & SOFTIB_HDR_RETH) {
         if (!pkt_take(&p, end, &pkt->reth, sizeof(pkt->reth))) {
             goto short_pkt;

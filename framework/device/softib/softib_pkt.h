@@ -40,6 +40,8 @@ typedef enum {
     SOFTIB_OP_MASKED_CMP_SWAP,      /* extended atomics: operands in the payload */
     SOFTIB_OP_MASKED_FETCH_ADD,
     SOFTIB_OP_MASKED_ATOMIC_ACK,    /* the value found, in the payload */
+    SOFTIB_OP_DC_DISCONNECT,        /* DCI -> DCT: the connection of dceth.conn_psn ends */
+    SOFTIB_OP_DC_DISCONNECT_ACK,    /* DCT -> DCI: it ended (PSN = its conn_psn) */
     SOFTIB_OP_LAST
 } softib_opcode_t;
 
@@ -64,8 +66,8 @@ typedef enum {
 #define SOFTIB_OPF_RECV      (1u << 8)   /* consumes a receive WQE */
 #define SOFTIB_OPF_COMP      (1u << 9)   /* completes a receive WQE */
 
-/* QP types allowed, a bit per axon_dev_qp_type_t */
-#define SOFTIB_QPT_BIT(_t)   (1u << (_t))
+/* QP types allowed, a bit per axon_dev_qp_type_t (DC initiators receive no requests) */
+#define SOFTIB_QPT_BIT(_t)   (((unsigned)(_t) < 32) ? (1u << (_t)) : 0)
 #define SOFTIB_QPT_RC        SOFTIB_QPT_BIT(AXON_DEV_QPT_RC)
 #define SOFTIB_QPT_UC        SOFTIB_QPT_BIT(AXON_DEV_QPT_UC)
 #define SOFTIB_QPT_UD        SOFTIB_QPT_BIT(AXON_DEV_QPT_UD)
@@ -82,6 +84,7 @@ extern const softib_opcode_info_t softib_opcode_table[SOFTIB_OP_LAST];
 /* BTH flags */
 #define SOFTIB_BTH_SE        (1u << 0)   /* solicited event */
 #define SOFTIB_BTH_ACKREQ    (1u << 1)
+#define SOFTIB_BTH_DC        (1u << 2)   /* from a DCI: a DCETH follows the BTH */
 
 typedef struct softib_bth {
     uint8_t  opcode;
@@ -91,6 +94,19 @@ typedef struct softib_bth {
     uint32_t src_qpn;
     uint32_t psn;
 } __attribute__((packed)) softib_bth_t;
+
+/*
+ * What a DCI adds to each request: the target's key, and the connection the
+ * packet belongs to (the PSN of its first packet: the target keeps one
+ * responder context per initiator, reset by a newer connection) with the
+ * initiator's path MTU, which the target's read responses follow.
+ */
+typedef struct softib_dceth {
+    uint64_t key;
+    uint32_t conn_psn;
+    uint8_t  mtu;
+    uint8_t  reserved[3];
+} __attribute__((packed)) softib_dceth_t;
 
 typedef struct softib_reth {
     uint64_t va;
@@ -162,6 +178,7 @@ typedef struct softib_pkt {
     uint32_t                    dest_qpn;
     uint32_t                    src_qpn;
     uint32_t                    psn;
+    softib_dceth_t              dceth;
     softib_reth_t               reth;
     softib_aeth_t               aeth;
     softib_atomic_eth_t         atomic;
@@ -185,5 +202,10 @@ void   softib_pkt_get_words(const uint8_t *buf, uint64_t *words, unsigned n);
 void   softib_resp_rx(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_t *pkt,
                       const axon_dev_gid_t *src_gid);
 void   softib_comp_rx(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_t *pkt);
+/* DC (softib_dc.c): a DCI's packet gets its DCETH; a DCT takes requests; a DCI its DISCONNECT_ACK */
+void   softib_dc_pkt(const softib_qp_t *qp, softib_pkt_t *pkt);
+void   softib_dc_rx(softib_dev_t *dev, struct softib_dct *dct, const softib_pkt_t *pkt,
+                    const axon_dev_gid_t *src_gid);
+void   softib_dc_disc_acked(softib_qp_t *qp, const softib_pkt_t *pkt);
 
 #endif

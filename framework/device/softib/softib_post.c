@@ -8,20 +8,20 @@
 #include "log.h"
 #include "softib.h"
 
-/* Seed 002's table: the QP types each opcode is valid on */
-#define QPT(_t) (1u << (_t))
+/* Seed 002's table: the QP types each opcode is valid on; a DCI takes what RC does
+ * (seed §8.6) but the cross-channel tasks */
+#define QPT(_t) (((_t) == AXON_DEV_QPT_DC_INI) ? (1u << 5) : (1u << (_t)))
+#define QPT_REL (QPT(AXON_DEV_QPT_RC) | QPT(AXON_DEV_QPT_DC_INI))
 static const unsigned softib_wr_qp_types[] = {
-    [AXON_DEV_WR_RDMA_WRITE]           = QPT(AXON_DEV_QPT_RC) | QPT(AXON_DEV_QPT_UC),
-    [AXON_DEV_WR_RDMA_WRITE_WITH_IMM]  = QPT(AXON_DEV_QPT_RC) | QPT(AXON_DEV_QPT_UC),
-    [AXON_DEV_WR_SEND]                 = QPT(AXON_DEV_QPT_RC) | QPT(AXON_DEV_QPT_UC) |
-                                         QPT(AXON_DEV_QPT_UD),
-    [AXON_DEV_WR_SEND_WITH_IMM]        = QPT(AXON_DEV_QPT_RC) | QPT(AXON_DEV_QPT_UC) |
-                                         QPT(AXON_DEV_QPT_UD),
-    [AXON_DEV_WR_RDMA_READ]            = QPT(AXON_DEV_QPT_RC),
-    [AXON_DEV_WR_ATOMIC_CMP_AND_SWP]   = QPT(AXON_DEV_QPT_RC),
-    [AXON_DEV_WR_ATOMIC_FETCH_AND_ADD] = QPT(AXON_DEV_QPT_RC),
-    [AXON_DEV_WR_EXT_MASKED_ATOMIC_CMP_AND_SWP]   = QPT(AXON_DEV_QPT_RC),
-    [AXON_DEV_WR_EXT_MASKED_ATOMIC_FETCH_AND_ADD] = QPT(AXON_DEV_QPT_RC),
+    [AXON_DEV_WR_RDMA_WRITE]           = QPT_REL | QPT(AXON_DEV_QPT_UC),
+    [AXON_DEV_WR_RDMA_WRITE_WITH_IMM]  = QPT_REL | QPT(AXON_DEV_QPT_UC),
+    [AXON_DEV_WR_SEND]                 = QPT_REL | QPT(AXON_DEV_QPT_UC) | QPT(AXON_DEV_QPT_UD),
+    [AXON_DEV_WR_SEND_WITH_IMM]        = QPT_REL | QPT(AXON_DEV_QPT_UC) | QPT(AXON_DEV_QPT_UD),
+    [AXON_DEV_WR_RDMA_READ]            = QPT_REL,
+    [AXON_DEV_WR_ATOMIC_CMP_AND_SWP]   = QPT_REL,
+    [AXON_DEV_WR_ATOMIC_FETCH_AND_ADD] = QPT_REL,
+    [AXON_DEV_WR_EXT_MASKED_ATOMIC_CMP_AND_SWP]   = QPT_REL,
+    [AXON_DEV_WR_EXT_MASKED_ATOMIC_FETCH_AND_ADD] = QPT_REL,
     [AXON_DEV_WR_SEND_ENABLE]          = QPT(AXON_DEV_QPT_RC) | QPT(AXON_DEV_QPT_UC) | QPT(AXON_DEV_QPT_UD),
     [AXON_DEV_WR_RECV_ENABLE]          = QPT(AXON_DEV_QPT_RC) | QPT(AXON_DEV_QPT_UC) | QPT(AXON_DEV_QPT_UD),
     [AXON_DEV_WR_CQE_WAIT]             = QPT(AXON_DEV_QPT_RC) | QPT(AXON_DEV_QPT_UC) | QPT(AXON_DEV_QPT_UD),
@@ -35,7 +35,8 @@ static const char *const softib_wr_names[] = {
 
 #define SOFTIB_WR_OPCODE_LAST AXON_DEV_WR_CQE_WAIT
 
-static const char *const softib_qpt_names[] = {[2] = "RC", [3] = "UC", [4] = "UD"};
+static const char *const softib_qpt_names[] = {[2] = "RC", [3] = "UC", [4] = "UD",
+                                               [AXON_DEV_QPT_DC_INI] = "DCI"};
 
 #define SOFTIB_SEND_FLAGS_ALL (AXON_DEV_SEND_FENCE | AXON_DEV_SEND_SIGNALED | \
                                AXON_DEV_SEND_SOLICITED | AXON_DEV_SEND_INLINE | \
@@ -112,6 +113,9 @@ static int softib_send_wr_check(softib_qp_t *qp, const axon_dev_send_wr_t *wr,
         return EINVAL;
     }
     if ((ret = softib_xchan_check(qp, wr)) != 0) {
+        return ret;
+    }
+    if ((type == AXON_DEV_QPT_DC_INI) && ((ret = softib_dc_check(qp, wr)) != 0)) {
         return ret;
     }
     if (softib_wr_is_xchan_task(wr->opcode)) {
@@ -257,6 +261,9 @@ static void softib_send_wr_copy(softib_qp_t *qp, softib_send_wqe_t *wqe,
         wqe->remote_addr = wr->wr.rdma.remote_addr;
         wqe->rkey        = wr->wr.rdma.rkey;
     }
+    if (qp->super.qp_type == AXON_DEV_QPT_DC_INI) {
+        softib_dc_copy(wqe, wr);
+    }
     if (wr->send_flags & AXON_DEV_SEND_INLINE) {
         /* Copied now, so the caller may reuse the buffer at return; the lkey is ignored */
         for (i = 0; i < wr->num_sge; i++) {
@@ -329,6 +336,11 @@ static int softib_post_recv_locked(softib_qp_t *qp, axon_dev_recv_wr_t *wr,
 
     if (aqp->srq != NULL) {
         axon_error("softib: post_recv: QP 0x%x receives from an SRQ", aqp->qp_num);
+        *bad_wr = wr;
+        return EINVAL;
+    }
+    if (aqp->qp_type == AXON_DEV_QPT_DC_INI) {
+        axon_error("softib: post_recv: QP 0x%x is a DC initiator (it only sends)", aqp->qp_num);
         *bad_wr = wr;
         return EINVAL;
     }

@@ -41,7 +41,9 @@ static void softib_dispatch(softib_dev_t *dev, size_t len, const axon_dev_gid_t 
                    pkt.dest_qpn);
         return;
     }
-    if (pkt.info->flags & SOFTIB_OPF_REQUEST) {
+    if (qp->dct != NULL) {
+        softib_dc_rx(dev, qp->dct, &pkt, src_gid);
+    } else if (pkt.info->flags & SOFTIB_OPF_REQUEST) {
         softib_resp_rx(dev, qp, &pkt, src_gid);
     } else {
         softib_comp_rx(dev, qp, &pkt);
@@ -99,6 +101,8 @@ uint64_t softib_next_deadline(softib_dev_t *dev)
     axon_list_for_each(qp, &dev->qp_list, link) {
         EARLIER(qp->comp.rto_deadline);
         EARLIER(qp->comp.rnr_deadline);
+        EARLIER(qp->dc.disc_deadline);
+        EARLIER(qp->dc.idle_deadline);
         if (qp->req.blocked || softib_resp_busy(qp)) {
             now = now ? now : axon_sys_time_ns();
             EARLIER(now + SOFTIB_RETRY_NS);

@@ -129,14 +129,25 @@ void softib_qp_flush(softib_qp_t *qp)
 
 static void softib_qp_enter_error(softib_qp_t *qp)
 {
-    softib_dev_t *dev = softib_qp_dev(qp);
-    int was_err       = (qp->super.state == AXON_DEV_QPS_ERR);
+    int was_err = (qp->super.state == AXON_DEV_QPS_ERR);
 
     qp->super.state  = AXON_DEV_QPS_ERR;
     qp->sq_draining  = 0;
     softib_qp_flush(qp);
     if (!was_err && (qp->super.srq != NULL)) {
-        softib_async_event(dev, AXON_DEV_EVENT_QP_LAST_WQE_REACHED, &qp->super);
+        softib_qp_event(qp, AXON_DEV_EVENT_QP_LAST_WQE_REACHED);
+    }
+    if (qp->super.qp_type == AXON_DEV_QPT_DC_INI) {
+        softib_dc_error(qp);
+    }
+}
+
+void softib_qp_event(softib_qp_t *qp, axon_dev_event_type_t type)
+{
+    if (qp->dct != NULL) {
+        softib_dc_event(qp, type);
+    } else {
+        softib_async_event(softib_qp_dev(qp), type, &qp->super);
     }
 }
 
@@ -152,7 +163,11 @@ void softib_qp_error(softib_qp_t *qp)
 void softib_qp_reset(softib_qp_t *qp)
 {
     axon_dev_qp_cap_t cap = qp->cap;
+    int dci               = (qp->super.qp_type == AXON_DEV_QPT_DC_INI);
 
+    if (dci) {
+        softib_dc_leave(qp);
+    }
     softib_xchan_drop(qp, qp->sq_head, 0);
     qp->sq_head = qp->sq_req = qp->sq_tail = qp->sq_started = qp->sq_tail;
     qp->sq_en = qp->sq_en_count.base = qp->sq_tail;
@@ -168,10 +183,14 @@ void softib_qp_reset(softib_qp_t *qp)
     memset(&qp->req, 0, sizeof(qp->req));
     memset(&qp->comp, 0, sizeof(qp->comp));
     memset(&qp->resp, 0, sizeof(qp->resp));
+    memset(&qp->dc, 0, sizeof(qp->dc));
     memset(&qp->attr, 0, sizeof(qp->attr));
     qp->cap         = cap;
     qp->sq_draining = 0;
     qp->super.state = AXON_DEV_QPS_RESET;
+    if (dci) {
+        softib_dc_start(qp);
+    }
 }
 
 /* Free a QP and its queues (any of them may not have been allocated yet). */
@@ -185,21 +204,52 @@ static void softib_qp_free(softib_qp_t *qp)
     free(qp);
 }
 
+int softib_qpn_alloc(softib_dev_t *dev, softib_qp_t *qp, const char *what)
+{
+    unsigned n, index = 0;
+
+    for (n = 0; n < SOFTIB_QPN_MAX_INDEX; n++) {
+        /* rotate through indexes, so a new QP does not get the number of one just gone */
+        unsigned candidate = 1 + (dev->next_qp_index - 1 + n) % SOFTIB_QPN_MAX_INDEX;
+        if (dev->qps[candidate] == NULL) {
+            index = candidate;
+            break;
+        }
+    }
+    if (index == 0) {
+        axon_error("softib: %s: all %u QP numbers of %s are in use", what, SOFTIB_QPN_MAX_INDEX,
+                   dev->super.name);
+        return ENOMEM;
+    }
+    dev->next_qp_index = index + 1;
+    qp->super.qp_num   = SOFTIB_QPN_MAKE(softib_wire_slot(dev->wire), index);
+    dev->qps[index]    = qp;
+    dev->num_qps++;
+    return 0;
+}
+
 int softib_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *init, axon_dev_qp_t **qp_p)
 {
     softib_dev_t *dev = softib_dev(pd->context);
     axon_dev_qp_cap_t *cap = &init->cap;
-    unsigned i, index, sges, n;
+    int dci = (init->qp_type == AXON_DEV_QPT_DC_INI), amo;
+    unsigned i, sges;
     softib_qp_t *qp;
 
     if ((init->qp_type != AXON_DEV_QPT_RC) && (init->qp_type != AXON_DEV_QPT_UC) &&
-        (init->qp_type != AXON_DEV_QPT_UD)) {
-        axon_error("softib: create_qp: QP type %d is not RC, UC or UD", (int)init->qp_type);
+        (init->qp_type != AXON_DEV_QPT_UD) && !dci) {
+        axon_error("softib: create_qp: QP type %d is not RC, UC, UD or DC_INI",
+                   (int)init->qp_type);
         return EINVAL;
     }
-    if (!(dev->attr.cap_flags & softib_qp_type_caps[init->qp_type])) {
+    if (!(dev->attr.cap_flags & (dci ? AXON_DEV_CAP_DC : softib_qp_type_caps[init->qp_type]))) {
         axon_debug("softib: %s: QP type %d is masked off", dev->super.name, (int)init->qp_type);
         return EOPNOTSUPP;
+    }
+    if (dci && ((init->srq != NULL) || init->create_flags)) {
+        axon_error("softib: create_qp: a DC initiator only sends (srq %p, create_flags 0x%x)",
+                   (void *)init->srq, init->create_flags);
+        return EINVAL;
     }
     if (init->create_flags & ~(AXON_DEV_QP_CREATE_CROSS_CHANNEL |
                                AXON_DEV_QP_CREATE_MANAGED_SEND |
@@ -247,7 +297,7 @@ int softib_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *init, axon_dev_
     if (qp->cap.max_send_wr == 0) {
         qp->cap.max_send_wr = 1;
     }
-    if (init->srq != NULL) {
+    if ((init->srq != NULL) || dci) {
         qp->cap.max_recv_wr = qp->cap.max_recv_sge = 0;
     } else if (qp->cap.max_recv_wr == 0) {
         qp->cap.max_recv_wr = 1;
@@ -258,14 +308,12 @@ int softib_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *init, axon_dev_
     qp->sq_sge    = calloc((size_t)qp->sq_size * sges, sizeof(*qp->sq_sge));
     qp->sq_inline = qp->cap.max_inline_data ?
                     malloc((size_t)qp->sq_size * qp->cap.max_inline_data) : NULL;
-    /* masked atomics carry up to 128 bytes of operands: only RC QPs that may post them */
-    qp->sq_amo    = ((init->qp_type == AXON_DEV_QPT_RC) &&
-                     (dev->attr.cap_flags & AXON_DEV_CAP_EXT_ATOMIC)) ?
-                    calloc(qp->sq_size, sizeof(*qp->sq_amo)) : NULL;
+    /* masked atomics carry up to 128 bytes of operands: only QPs that may post them */
+    amo           = ((init->qp_type == AXON_DEV_QPT_RC) || dci) &&
+                    (dev->attr.cap_flags & AXON_DEV_CAP_EXT_ATOMIC);
+    qp->sq_amo    = amo ? calloc(qp->sq_size, sizeof(*qp->sq_amo)) : NULL;
     if ((qp->sq == NULL) || (qp->sq_sge == NULL) ||
-        (qp->cap.max_inline_data && (qp->sq_inline == NULL)) ||
-        ((init->qp_type == AXON_DEV_QPT_RC) && (dev->attr.cap_flags & AXON_DEV_CAP_EXT_ATOMIC) &&
-         (qp->sq_amo == NULL))) {
+        (qp->cap.max_inline_data && (qp->sq_inline == NULL)) || (amo && (qp->sq_amo == NULL))) {
         goto err_free;
     }
     for (i = 0; i < qp->sq_size; i++) {
@@ -274,8 +322,8 @@ int softib_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *init, axon_dev_
         qp->sq[i].inline_data = qp->sq_inline ?
                                 &qp->sq_inline[(size_t)i * qp->cap.max_inline_data] : NULL;
     }
-    if ((init->srq == NULL) && softib_rq_init(&qp->rq, qp->cap.max_recv_wr,
-                                              qp->cap.max_recv_sge)) {
+    if ((init->srq == NULL) && !dci && softib_rq_init(&qp->rq, qp->cap.max_recv_wr,
+                                                      qp->cap.max_recv_sge)) {
         goto err_free;
     }
 
@@ -293,26 +341,14 @@ int softib_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *init, axon_dev_
     axon_list_init(&qp->ack_link);
 
     pthread_mutex_lock(&dev->lock);
-    index = 0;
-    for (n = 0; n < SOFTIB_QPN_MAX_INDEX; n++) {
-        /* rotate through indexes, so a new QP does not get the number of one just gone */
-        unsigned candidate = 1 + (dev->next_qp_index - 1 + n) % SOFTIB_QPN_MAX_INDEX;
-        if (dev->qps[candidate] == NULL) {
-            index = candidate;
-            break;
-        }
-    }
-    if (index == 0) {
+    if (softib_qpn_alloc(dev, qp, "create_qp")) {
         pthread_mutex_unlock(&dev->lock);
-        axon_error("softib: create_qp: all %u QPs of %s are in use", SOFTIB_QPN_MAX_INDEX,
-                   dev->super.name);
         softib_qp_free(qp);
         return ENOMEM;
     }
-    dev->next_qp_index = index + 1;
-    qp->super.qp_num   = SOFTIB_QPN_MAKE(softib_wire_slot(dev->wire), index);
-    dev->qps[index]    = qp;
-    dev->num_qps++;
+    if (dci) {
+        softib_dc_start(qp);
+    }
     axon_list_add_tail(&dev->qp_list, &qp->link);
     softib_pd(pd)->refcnt++;
     softib_cq(init->send_cq)->refcnt++;
@@ -340,6 +376,9 @@ int softib_destroy_qp(axon_dev_qp_t *aqp)
     softib_qp_t *qp   = softib_qp(aqp);
 
     pthread_mutex_lock(&dev->lock);
+    if (aqp->qp_type == AXON_DEV_QPT_DC_INI) {
+        softib_dc_leave(qp);
+    }
     softib_xchan_drop(qp, qp->sq_head, 0);
     dev->qps[SOFTIB_QPN_INDEX(aqp->qp_num)] = NULL;
     dev->num_qps--;
@@ -409,6 +448,7 @@ static void softib_qp_attr_apply(softib_qp_t *qp, const axon_dev_qp_attr_t *attr
     COPY(AXON_DEV_QP_MAX_DEST_RD_ATOMIC, max_dest_rd_atomic);
     COPY(AXON_DEV_QP_PATH_MIG_STATE, path_mig_state);
     COPY(AXON_DEV_QP_DEST_QPN, dest_qp_num);
+    COPY(AXON_DEV_QP_DC_KEY, dct_key);
     if (mask & AXON_DEV_QP_ALT_PATH) {
         a->alt_ah_attr    = attr->alt_ah_attr;
         a->alt_pkey_index = attr->alt_pkey_index;

@@ -6,7 +6,9 @@
  * "Connected QPs only" = RC and UC, "Unconnected QPs only" = UD). The other
  * transitions (INIT->INIT, RTS->RTS, RTS->SQD, SQD->SQD, SQD->RTS, SQE->RTS,
  * any->RESET, any->ERR) follow the IB specification's table as libibverbs
- * drivers apply it.
+ * drivers apply it. A DC initiator has exactly the transitions of seed
+ * §8.6.1.7's table (its INIT->INIT attributes are required there), plus
+ * any->RESET and any->ERR.
  */
 #include <errno.h>
 #include <string.h>
@@ -33,6 +35,7 @@
 #define S_DEST_RD  AXON_DEV_QP_MAX_DEST_RD_ATOMIC
 #define S_MIG      AXON_DEV_QP_PATH_MIG_STATE
 #define S_DEST_QPN AXON_DEV_QP_DEST_QPN
+#define S_DC_KEY   AXON_DEV_QP_DC_KEY
 
 typedef struct {
     int      valid;
@@ -40,13 +43,13 @@ typedef struct {
     uint32_t opt;
 } softib_qp_rule_t;
 
-/* Per type: index 0 = RC, 1 = UC, 2 = UD */
+/* Per type: index 0 = RC, 1 = UC, 2 = UD, 3 = DC initiator */
 typedef struct {
-    softib_qp_rule_t type[3];
+    softib_qp_rule_t type[4];
 } softib_qp_transition_t;
 
-#define ALL3(_req, _opt) {{{1, (_req), (_opt)}, {1, (_req), (_opt)}, {1, (_req), (_opt)}}}
-#define NONE3            {{{0, 0, 0}, {0, 0, 0}, {0, 0, 0}}}
+#define ALL4(_req, _opt) {{{1, (_req), (_opt)}, {1, (_req), (_opt)}, {1, (_req), (_opt)}, \
+                           {1, (_req), (_opt)}}}
 
 /* What RC and UC (connected) and UD (unconnected) add to the seed's "All QPs" */
 #define R2I_REQ     (S_PKEY | S_PORT | S_ACCESS)
@@ -62,69 +65,74 @@ typedef struct {
 
 static const softib_qp_transition_t softib_qp_table[7][7] = {
     [AXON_DEV_QPS_RESET] = {
-        [AXON_DEV_QPS_RESET] = ALL3(0, 0),
+        [AXON_DEV_QPS_RESET] = ALL4(0, 0),
         [AXON_DEV_QPS_INIT]  = {{{1, R2I_REQ, 0},
                                  {1, R2I_REQ, 0},
-                                 {1, R2I_REQ | S_QKEY, 0}}},
-        [AXON_DEV_QPS_ERR]   = ALL3(0, 0),
+                                 {1, R2I_REQ | S_QKEY, 0},
+                                 {1, S_PKEY | S_PORT | S_DC_KEY, 0}}},
+        [AXON_DEV_QPS_ERR]   = ALL4(0, 0),
     },
     [AXON_DEV_QPS_INIT] = {
-        [AXON_DEV_QPS_RESET] = ALL3(0, 0),
+        [AXON_DEV_QPS_RESET] = ALL4(0, 0),
         [AXON_DEV_QPS_INIT]  = {{{1, 0, S_PKEY | S_PORT | S_ACCESS},
                                  {1, 0, S_PKEY | S_PORT | S_ACCESS},
-                                 {1, 0, S_PKEY | S_PORT | S_ACCESS | S_QKEY}}},
+                                 {1, 0, S_PKEY | S_PORT | S_ACCESS | S_QKEY},
+                                 {1, S_PKEY | S_PORT | S_ACCESS, 0}}},
         [AXON_DEV_QPS_RTR]   = {{{1, I2R_REQ | I2R_CONN, I2R_OPT | S_ALT},
                                  {1, I2R_REQ | I2R_CONN, I2R_OPT | S_ALT},
-                                 {1, I2R_REQ, I2R_OPT | S_QKEY}}},
-        [AXON_DEV_QPS_ERR]   = ALL3(0, 0),
+                                 {1, I2R_REQ, I2R_OPT | S_QKEY},
+                                 {1, S_AV | S_MTU, S_PKEY | S_DC_KEY}}},
+        [AXON_DEV_QPS_ERR]   = ALL4(0, 0),
     },
     [AXON_DEV_QPS_RTR] = {
-        [AXON_DEV_QPS_RESET] = ALL3(0, 0),
+        [AXON_DEV_QPS_RESET] = ALL4(0, 0),
         [AXON_DEV_QPS_RTS]   = {{{1, R2S_REQ | R2S_CONN, R2S_OPT | S_ALT | S_MIN_RNR},
                                  {1, R2S_REQ | R2S_CONN, R2S_OPT | S_ALT | S_MIN_RNR},
-                                 {1, R2S_REQ, R2S_OPT | S_QKEY}}},
-        [AXON_DEV_QPS_ERR]   = ALL3(0, 0),
+                                 {1, R2S_REQ, R2S_OPT | S_QKEY},
+                                 {1, R2S_CONN, S_ALT | S_MIN_RNR | S_MIG}}},
+        [AXON_DEV_QPS_ERR]   = ALL4(0, 0),
     },
     [AXON_DEV_QPS_RTS] = {
-        [AXON_DEV_QPS_RESET] = ALL3(0, 0),
-        [AXON_DEV_QPS_RTS]   = {{{1, 0, RTS_OPT_RC}, {1, 0, RTS_OPT_UC}, {1, 0, RTS_OPT_UD}}},
-        [AXON_DEV_QPS_SQD]   = ALL3(0, S_SQD_NTF),
-        [AXON_DEV_QPS_ERR]   = ALL3(0, 0),
+        [AXON_DEV_QPS_RESET] = ALL4(0, 0),
+        [AXON_DEV_QPS_RTS]   = {{{1, 0, RTS_OPT_RC}, {1, 0, RTS_OPT_UC}, {1, 0, RTS_OPT_UD},
+                                 {1, 0, S_ALT | S_MIG | S_MIN_RNR}}},
+        [AXON_DEV_QPS_SQD]   = {{{1, 0, S_SQD_NTF}, {1, 0, S_SQD_NTF}, {1, 0, S_SQD_NTF}}},
+        [AXON_DEV_QPS_ERR]   = ALL4(0, 0),
     },
     [AXON_DEV_QPS_SQD] = {
-        [AXON_DEV_QPS_RESET] = ALL3(0, 0),
+        [AXON_DEV_QPS_RESET] = ALL4(0, 0),
         [AXON_DEV_QPS_RTS]   = {{{1, 0, RTS_OPT_RC}, {1, 0, RTS_OPT_UC}, {1, 0, RTS_OPT_UD}}},
         [AXON_DEV_QPS_SQD]   = {{{1, 0, S_PORT | S_AV | S_TIMEOUT | S_RETRY | S_RNR | S_RD_ATOM |
                                         S_DEST_RD | S_ALT | S_ACCESS | S_PKEY | S_MIN_RNR |
                                         S_MIG},
                                  {1, 0, S_AV | S_ALT | S_ACCESS | S_PKEY | S_MIG},
                                  {1, 0, S_PKEY | S_QKEY}}},
-        [AXON_DEV_QPS_ERR]   = ALL3(0, 0),
+        [AXON_DEV_QPS_ERR]   = ALL4(0, 0),
     },
     [AXON_DEV_QPS_SQE] = {
-        [AXON_DEV_QPS_RESET] = ALL3(0, 0),
+        [AXON_DEV_QPS_RESET] = ALL4(0, 0),
         [AXON_DEV_QPS_RTS]   = {{{0, 0, 0},
                                  {1, 0, S_CUR | S_ACCESS},
                                  {1, 0, S_CUR | S_QKEY}}},
-        [AXON_DEV_QPS_ERR]   = ALL3(0, 0),
+        [AXON_DEV_QPS_ERR]   = ALL4(0, 0),
     },
     [AXON_DEV_QPS_ERR] = {
-        [AXON_DEV_QPS_RESET] = ALL3(0, 0),
-        [AXON_DEV_QPS_ERR]   = ALL3(0, 0),
+        [AXON_DEV_QPS_RESET] = ALL4(0, 0),
+        [AXON_DEV_QPS_ERR]   = ALL4(0, 0),
     },
 };
 
 static const char *const softib_qp_state_names[] = {
     "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"
 };
-static const char *const softib_qp_type_names[] = {"RC", "UC", "UD"};
+static const char *const softib_qp_type_names[] = {"RC", "UC", "UD", "DCI"};
 
 /* Names of the attribute bits, for the error line */
 static const char *const softib_qp_attr_names[] = {
     "STATE", "CUR_STATE", "EN_SQD_ASYNC_NOTIFY", "ACCESS_FLAGS", "PKEY_INDEX", "PORT",
     "QKEY", "AV", "PATH_MTU", "TIMEOUT", "RETRY_CNT", "RNR_RETRY", "RQ_PSN",
     "MAX_QP_RD_ATOMIC", "ALT_PATH", "MIN_RNR_TIMER", "SQ_PSN", "MAX_DEST_RD_ATOMIC",
-    "PATH_MIG_STATE", "CAP", "DEST_QPN"
+    "PATH_MIG_STATE", "CAP", "DEST_QPN", "DC_KEY"
 };
 
 static void softib_mask_str(uint32_t mask, char *buf, size_t max)
@@ -197,7 +205,8 @@ int softib_qp_attr_check(softib_qp_t *qp, const axon_dev_qp_attr_t *attr, int ma
 {
     axon_dev_qp_state_t cur = qp->super.state, next;
     const softib_qp_rule_t *rule;
-    unsigned type = (unsigned)qp->super.qp_type - AXON_DEV_QPT_RC;
+    unsigned type = (qp->super.qp_type == AXON_DEV_QPT_DC_INI) ? 3 :
+                    (unsigned)qp->super.qp_type - AXON_DEV_QPT_RC;
     uint32_t umask = (uint32_t)mask, missing, extra;
     char buf[256];
 

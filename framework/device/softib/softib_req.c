@@ -5,7 +5,8 @@
  * packet, a read one per response packet, an atomic one). Retransmission is
  * go-back-N: softib_req_rewind() puts the requester back at the oldest
  * unacknowledged PSN, and it resends from there. UC and UD WQEs complete
- * when their last packet has left.
+ * when their last packet has left. A DC initiator is RC towards the target
+ * of its current connection (softib_dc.c picks it as each WQE starts).
  */
 #include <errno.h>
 #include <string.h>
@@ -135,7 +136,10 @@ static int softib_req_start(softib_qp_t *qp, softib_send_wqe_t *wqe)
     uint32_t mtu      = softib_qp_mtu(qp);
     int access        = softib_wqe_is_rd_atomic(wqe) ? AXON_DEV_ACCESS_LOCAL_WRITE : 0;
 
-    if (qp->super.qp_type == AXON_DEV_QPT_RC) {
+    if ((qp->super.qp_type == AXON_DEV_QPT_DC_INI) && softib_dc_req_target(qp, wqe)) {
+        return 1;
+    }
+    if (softib_qp_reliable(qp)) {
         if ((wqe->flags & AXON_DEV_SEND_FENCE) && softib_req_rd_atomic_inflight(qp)) {
             return 1;
         }
@@ -223,6 +227,10 @@ static int softib_req_send_one(softib_qp_t *qp, softib_send_wqe_t *wqe)
     memset(&pkt, 0, sizeof(pkt));
     pkt.src_qpn = qp->super.qp_num;
     pkt.psn     = softib_psn_add(wqe->first_psn, qp->req.pkt);
+    if (qp->super.qp_type == AXON_DEV_QPT_DC_INI) {
+        dgid = &qp->dc.dgid;
+        softib_dc_pkt(qp, &pkt);
+    }
     switch (wqe->opcode) {
     case AXON_DEV_WR_RDMA_READ:
         off           = qp->req.pkt * mtu;
@@ -272,8 +280,7 @@ static int softib_req_send_one(softib_qp_t *qp, softib_send_wqe_t *wqe)
             (wqe->opcode != AXON_DEV_WR_RDMA_WRITE)) {
             pkt.flags |= SOFTIB_BTH_SE;
         }
-        if ((qp->super.qp_type == AXON_DEV_QPT_RC) &&
-            (last || ((pkt.psn % SOFTIB_ACK_EVERY) == 0))) {
+        if (softib_qp_reliable(qp) && (last || ((pkt.psn % SOFTIB_ACK_EVERY) == 0))) {
             pkt.flags |= SOFTIB_BTH_ACKREQ;
         }
         pkt.imm = wqe->imm;
@@ -321,7 +328,7 @@ static void softib_req_sent(softib_qp_t *qp, softib_send_wqe_t *wqe)
     if (softib_psn_diff(qp->req.psn, qp->req.max_psn) > 0) {
         qp->req.max_psn = qp->req.psn;
     }
-    if ((qp->super.qp_type == AXON_DEV_QPT_RC) && (qp->comp.rto_deadline == 0) &&
+    if (softib_qp_reliable(qp) && (qp->comp.rto_deadline == 0) &&
         ((tmo = softib_ack_timeout_ns(qp)) != 0)) {
         qp->comp.rto_deadline = axon_sys_time_ns() + tmo;
         softib_timer_changed(dev, qp->comp.rto_deadline);
@@ -331,7 +338,7 @@ static void softib_req_sent(softib_qp_t *qp, softib_send_wqe_t *wqe)
     }
     qp->sq_req++;
     qp->req.pkt = 0;
-    if (qp->super.qp_type != AXON_DEV_QPT_RC) {
+    if (!softib_qp_reliable(qp)) {
         /* unreliable: done once it left; UC and UD complete in order, so wqe is the head */
         softib_qp_complete_send(qp, wqe, AXON_DEV_WC_SUCCESS);
         qp->sq_head++;
@@ -354,7 +361,7 @@ void softib_req_progress(softib_qp_t *qp)
         if ((qp->super.state == AXON_DEV_QPS_SQD) && ((int)(qp->sq_req - qp->sqd_tail) >= 0)) {
             break;
         }
-        if ((qp->super.qp_type == AXON_DEV_QPT_RC) &&
+        if (softib_qp_reliable(qp) &&
             (softib_psn_diff(qp->req.psn, qp->comp.psn) >= SOFTIB_SEND_WINDOW)) {
             break;
         }
@@ -388,6 +395,9 @@ void softib_req_progress(softib_qp_t *qp)
             softib_qp_error(qp);
         }
         break;
+    }
+    if (qp->super.qp_type == AXON_DEV_QPT_DC_INI) {
+        softib_dc_req_idle(qp);
     }
     if ((budget == 0) && ((int)(softib_sq_limit(qp) - qp->sq_req) > 0) && !qp->req.blocked) {
         /* more to send than one pass sends: come back soon, even if nobody calls in */

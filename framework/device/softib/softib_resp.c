@@ -445,7 +445,7 @@ static void softib_resp_fail(softib_dev_t *dev, softib_qp_t *qp, const softib_pk
             return;   /* UC/UD: dropped */
         }
         softib_resp_send_aeth(dev, qp, SOFTIB_AETH_NAK_INV_REQ, pkt->psn);
-        softib_async_event(dev, AXON_DEV_EVENT_QP_REQ_ERR, &qp->super);
+        softib_qp_event(qp, AXON_DEV_EVENT_QP_REQ_ERR);
         break;
     case RESP_ERR_ACCESS:
         if (!rc) {
@@ -453,7 +453,7 @@ static void softib_resp_fail(softib_dev_t *dev, softib_qp_t *qp, const softib_pk
             return;
         }
         softib_resp_send_aeth(dev, qp, SOFTIB_AETH_NAK_ACCESS, pkt->psn);
-        softib_async_event(dev, AXON_DEV_EVENT_QP_ACCESS_ERR, &qp->super);
+        softib_qp_event(qp, AXON_DEV_EVENT_QP_ACCESS_ERR);
         break;
     case RESP_ERR_RECV_LEN:
     case RESP_ERR_RECV_PROT:
@@ -639,7 +639,7 @@ void softib_resp_rx(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_t *pkt,
     }
     if (!qp->resp.comm_est && (qp->super.state == AXON_DEV_QPS_RTR)) {
         qp->resp.comm_est = 1;
-        softib_async_event(dev, AXON_DEV_EVENT_COMM_EST, &qp->super);
+        softib_qp_event(qp, AXON_DEV_EVENT_COMM_EST);
     }
     switch (qp->super.qp_type) {
     case AXON_DEV_QPT_RC:
