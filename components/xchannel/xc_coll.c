@@ -9,26 +9,26 @@
 #include "log.h"
 #include "xchannel.h"
 
-/* The chains' own buffers: two halves of half_len bytes (xchannel.h). */
-static axon_status_t axon_xc_scratch(axon_xc_coll_t *coll, size_t half_len)
+/* The chains' own buffers: AXON_XC_SETS parts of set_len bytes (xchannel.h). */
+static axon_status_t axon_xc_scratch(axon_xc_coll_t *coll, size_t set_len)
 {
     axon_xc_team_t *team = coll->team;
     unsigned set;
     int ret;
 
-    coll->half_len = (half_len + 63) & ~(size_t)63;
-    coll->scratch  = calloc(2, coll->half_len);
+    coll->set_len = (set_len + 63) & ~(size_t)63;
+    coll->scratch = calloc(AXON_XC_SETS, coll->set_len);
     if (coll->scratch == NULL) {
         return AXON_ERR_NO_MEMORY;
     }
-    for (set = 0; set < 2; ++set) {
-        coll->input[set] = coll->scratch + set * coll->half_len;
+    for (set = 0; set < AXON_XC_SETS; ++set) {
+        coll->input[set] = coll->scratch + set * coll->set_len;
     }
-    ret = axon_dev_reg_mr(team->worker->dev.pd, coll->scratch, 2 * coll->half_len,
+    ret = axon_dev_reg_mr(team->worker->dev.pd, coll->scratch, AXON_XC_SETS * coll->set_len,
                           AXON_DEV_ACCESS_LOCAL_WRITE, &coll->scratch_mr);
     if (ret != 0) {
         axon_error("xchannel: %s: cannot register %zu bytes at %p: %s", team->worker->dev.name,
-                   2 * coll->half_len, coll->scratch, strerror(ret));
+                   AXON_XC_SETS * coll->set_len, coll->scratch, strerror(ret));
         return AXON_ERR_NO_RESOURCE;
     }
     return AXON_OK;
@@ -89,11 +89,11 @@ static axon_status_t axon_xc_coll_setup(axon_xc_coll_t *coll)
         coll->num_pieces = (unsigned)((args->count + coll->chunk - 1) / coll->chunk);
         pieces           = coll->num_pieces;
     }
-    for (set = 0; (set < 2) && (status == AXON_OK) && (pieces > 0); ++set) {
+    for (set = 0; (set < AXON_XC_SETS) && (status == AXON_OK) && (pieces > 0); ++set) {
         coll->pieces[set] = calloc(pieces, sizeof(uint64_t));
         status            = (coll->pieces[set] != NULL) ? AXON_OK : AXON_ERR_NO_MEMORY;
     }
-    for (set = 0; (set < 2) && (status == AXON_OK); ++set) {
+    for (set = 0; (set < AXON_XC_SETS) && (status == AXON_OK); ++set) {
         status = axon_xc_coll_compile(coll, set);
     }
     return status;
@@ -141,7 +141,7 @@ static axon_status_t axon_xc_coll_submit(axon_xc_coll_t *coll)
     size_t i;
     int ret;
 
-    coll->set = !coll->set;   /* the other half: the last post's sends may still read this one */
+    coll->set = (coll->set + 1) % AXON_XC_SETS;   /* the last posts' sends may read theirs */
     ch        = &coll->chains[coll->set];
     x         = (uint64_t *)coll->input[coll->set];
     if (coll->args.kind == AXON_XC_ALLREDUCE) {
@@ -161,7 +161,7 @@ static axon_status_t axon_xc_coll_submit(axon_xc_coll_t *coll)
     for (wr = ch->task_head; wr != NULL; wr = wr->next) {
         wr->wr_id = coll->seq;
     }
-    ch->scq_first->wr.cqe_wait.cq_count = (int32_t)team->unwaited;
+    ch->scq_first->wr.cqe_wait.cq_count = (int32_t)team->unwaited[team->submitted % AXON_XC_LAG];
     ret = axon_dev_post_task(team->worker->dev.ctx, ch->tasks, &bad);
     if (ret != 0) {
         axon_error("xchannel: %s: posting a chain of %u items failed at item %d: %s",
@@ -170,9 +170,9 @@ static axon_status_t axon_xc_coll_submit(axon_xc_coll_t *coll)
         team->failed = AXON_ERR_IO_ERROR;   /* the queues' counts no longer match the chains */
         return AXON_ERR_IO_ERROR;
     }
-    team->in_flight  += ch->slots;
-    team->unwaited    = ch->num_sends;
-    team->unwaited_by = (team->unwaited > 0) ? coll : NULL;
+    team->in_flight += ch->slots;
+    team->unwaited[team->submitted % AXON_XC_LAG] = ch->num_sends;
+    coll->safe_at = ++team->submitted + AXON_XC_LAG;   /* chain s + LAG covered its sends */
     axon_list_add_tail(&team->posted, &coll->link);
     return AXON_OK;
 }
@@ -222,7 +222,7 @@ static void axon_xc_coll_done(axon_xc_coll_t *coll, axon_status_t status)
     axon_xc_team_t *team = coll->team;
     axon_xc_chain_t *ch  = &coll->chains[coll->set];
     size_t c, len;
-    unsigned i;
+    unsigned i, d;
 
     axon_list_del(&coll->link);
     team->in_flight -= ch->slots;
@@ -240,13 +240,15 @@ static void axon_xc_coll_done(axon_xc_coll_t *coll, axon_status_t status)
                    (len < coll->chunk) ? len : coll->chunk);
         }
     }
-    /* its sends covered the chain before: that one's slots are free, these are read */
-    axon_xc_team_repost(team);
+    /* its first task covered the sends of the chain LAG before: that one's slots are
+     * free; these are read until the chain LAG after this one completes */
+    d = (unsigned)(team->completed++ % AXON_XC_LAG);
+    axon_xc_team_repost(team, d);
     for (i = 0; i < ch->num_from; ++i) {
-        team->done_from[i]  = ch->from[i];
-        team->done_count[i] = ch->recvs[ch->from[i]];
+        team->done_from[d * team->size + i]  = ch->from[i];
+        team->done_count[d * team->size + i] = ch->recvs[ch->from[i]];
     }
-    team->num_done = ch->num_from;
+    team->num_done[d] = ch->num_from;
 }
 
 /* Completions of the team's management QP: chains end in post order. */
@@ -270,7 +272,7 @@ static void axon_xc_team_poll(axon_xc_team_t *team)
                     axon_xc_coll_done(coll, AXON_ERR_CONNECTION_RESET);
                 } else {
                     axon_xc_coll_done(coll, AXON_OK);   /* only the last task signals */
-                    axon_xc_team_bury(team);
+                    axon_xc_team_bury(team, 0);
                 }
                 break;
             }
@@ -289,25 +291,29 @@ axon_status_t axon_xc_coll_test(axon_xc_coll_t *coll)
 
 static void axon_xc_coll_release(axon_xc_coll_t *coll)
 {
-    axon_xc_chain_cleanup(&coll->chains[0]);
-    axon_xc_chain_cleanup(&coll->chains[1]);
+    unsigned set;
+
+    for (set = 0; set < AXON_XC_SETS; ++set) {
+        axon_xc_chain_cleanup(&coll->chains[set]);
+        free(coll->pieces[set]);
+    }
     if (coll->scratch_mr != NULL) {
         axon_dev_dereg_mr(coll->scratch_mr);
     }
     free(coll->scratch);
-    free(coll->pieces[0]);
-    free(coll->pieces[1]);
     free(coll);
 }
 
-/* The next chain's first WAIT covered every send before it: the dead can go. */
-void axon_xc_team_bury(axon_xc_team_t *team)
+/* Release the freed collectives whose buffers no send reads any more. */
+void axon_xc_team_bury(axon_xc_team_t *team, int all)
 {
     axon_xc_coll_t *coll, *tmp;
 
     axon_list_for_each_safe(coll, tmp, &team->graveyard, link) {
-        axon_list_del(&coll->link);
-        axon_xc_coll_release(coll);
+        if (all || (coll->safe_at <= team->completed)) {
+            axon_list_del(&coll->link);
+            axon_xc_coll_release(coll);
+        }
     }
 }
 
@@ -316,9 +322,8 @@ void axon_xc_coll_free(axon_xc_coll_t *coll)
     axon_xc_team_t *team = coll->team;
 
     axon_list_del(&coll->link);    /* a chain failed by team_fail: nothing runs it any more */
-    if (team->unwaited_by == coll) {
+    if (coll->safe_at > team->completed) {
         /* its last sends may be unacknowledged still (and sent again from its buffers) */
-        team->unwaited_by = NULL;
         axon_list_add_tail(&team->graveyard, &coll->link);
         return;
     }

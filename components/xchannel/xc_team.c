@@ -98,8 +98,8 @@ static axon_status_t axon_xc_ring(axon_xc_team_t *team)
     team->ring       = calloc(1, len ? len : 1);
     team->ring_wrs   = calloc(AXON_XC_RING, sizeof(*team->ring_wrs));
     team->ring_sges  = calloc(AXON_XC_RING, sizeof(*team->ring_sges));
-    team->done_from  = calloc(team->size, sizeof(*team->done_from));
-    team->done_count = calloc(team->size, sizeof(*team->done_count));
+    team->done_from  = calloc(AXON_XC_LAG * team->size, sizeof(*team->done_from));
+    team->done_count = calloc(AXON_XC_LAG * team->size, sizeof(*team->done_count));
     if ((team->ring == NULL) || (team->ring_wrs == NULL) || (team->ring_sges == NULL) ||
         (team->done_from == NULL) || (team->done_count == NULL)) {
         return AXON_ERR_NO_MEMORY;
@@ -141,14 +141,14 @@ static axon_status_t axon_xc_ring_post(axon_xc_team_t *team, uint32_t m, unsigne
     return AXON_OK;
 }
 
-void axon_xc_team_repost(axon_xc_team_t *team)
+void axon_xc_team_repost(axon_xc_team_t *team, unsigned d)
 {
-    unsigned i;
+    unsigned i, at = d * team->size;
 
-    for (i = 0; (i < team->num_done) && (team->failed == AXON_OK); ++i) {
-        (void)axon_xc_ring_post(team, team->done_from[i], (unsigned)team->done_count[i]);
+    for (i = 0; (i < team->num_done[d]) && (team->failed == AXON_OK); ++i) {
+        (void)axon_xc_ring_post(team, team->done_from[at + i], (unsigned)team->done_count[at + i]);
     }
-    team->num_done = 0;
+    team->num_done[d] = 0;
 }
 
 static void axon_xc_team_close(axon_xc_team_t *team)
@@ -166,7 +166,7 @@ static void axon_xc_team_close(axon_xc_team_t *team)
             axon_dev_destroy_cq(team->peers[m].rcq);
         }
     }
-    axon_xc_team_bury(team);      /* no QP reads their buffers any more */
+    axon_xc_team_bury(team, 1);   /* no QP reads their buffers any more */
     if (team->ring_mr != NULL) {
         axon_dev_dereg_mr(team->ring_mr);
     }

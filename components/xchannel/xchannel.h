@@ -38,14 +38,22 @@ typedef struct axon_xc_peer {
  * Queue sizes. Every member QP keeps AXON_XC_RING receives posted into slots
  * of its own, so a member's message never finds its receiver unready (an RNR
  * NAK costs the 10 us RNR timer): chains name slots, not buffers, and a post
- * patches the slots its messages will land in into its SGEs. A slot is
- * posted again once nothing reads it: the next chain completed (and with it
- * every send before it, which may read slots). So the running chains and the
- * last completed one hold at most AXON_XC_RING receives and sends per member:
- * chains take at most half each, and run together while they fit in half.
+ * patches the slots its messages will land in into its SGEs.
+ *
+ * A chain ends when its result is in, not when its sends are acknowledged:
+ * chain s's first task waits for the sends of chain s - AXON_XC_LAG, so a
+ * post's first messages leave at once instead of after the last chain's
+ * acknowledgements. What those sends read stays untouched until then: a
+ * collective's input has AXON_XC_LAG + 1 sets that posts take in turn, and
+ * a slot is posted again when the chain AXON_XC_LAG later completed. So the
+ * running chains and the last AXON_XC_LAG completed ones hold the ring and
+ * the send queues: chains take at most a (LAG + 1)-th of them each, and run
+ * together while they fit in that.
  */
-#define AXON_XC_RING         64     /* receives posted per member QP; also its send queue */
-#define AXON_XC_CHAIN_MAX    (AXON_XC_RING / 2)  /* queue slots of the running chains */
+#define AXON_XC_LAG          2
+#define AXON_XC_SETS         (AXON_XC_LAG + 1)
+#define AXON_XC_RING         96     /* receives posted per member QP; also its send queue */
+#define AXON_XC_CHAIN_MAX    (AXON_XC_RING / AXON_XC_SETS)  /* queue slots of running chains */
 #define AXON_XC_MQP_WRS      4096   /* the management QP's tasks */
 #define AXON_XC_MAX_OPERANDS 16     /* SGEs of one CALC send we ask a QP for */
 #define AXON_XC_MAX_SLOT     4096   /* bytes per slot: max_calc_vector elements, at most this */
@@ -67,15 +75,16 @@ struct axon_xc_team {
     axon_dev_mr_t    *ring_mr;
     axon_dev_recv_wr_t *ring_wrs; /* AXON_XC_RING, to post receives with */
     axon_dev_sge_t   *ring_sges;
-    uint32_t         *done_from;  /* the last completed chain's receives, to post again: */
-    int32_t          *done_count; /* from these members, this many */
-    unsigned          num_done;
+    uint32_t         *done_from;  /* [LAG][size]: receives of the last LAG completed chains, */
+    int32_t          *done_count; /* chain c's at c % LAG: from these members, this many */
+    unsigned          num_done[AXON_XC_LAG];
     uint64_t          next_seq;   /* posts so far: a chain's tasks carry its number */
     axon_list_link_t  posted;     /* collectives whose chain runs, in post order */
     axon_list_link_t  waiting;    /* posted by the user, queues full: they follow in order */
     unsigned          in_flight;  /* queue slots the running chains hold (AXON_XC_CHAIN_MAX) */
-    unsigned          unwaited;   /* sends of the last chain that the next one waits for */
-    axon_xc_coll_t   *unwaited_by; /* that chain: freeing it must wait, its sends read it */
+    uint64_t          submitted;  /* chains handed to the device so far */
+    uint64_t          completed;  /* chains completed so far (in submission order) */
+    unsigned          unwaited[AXON_XC_LAG];  /* chain s's sends, at s % LAG */
     axon_list_link_t  graveyard;  /* freed collectives whose last sends may still run */
     axon_status_t     failed;     /* AXON_OK, or why no chain can run any more */
 };
@@ -97,11 +106,10 @@ typedef struct axon_xc_patch {
  * the same lists to the device again, its slots patched in. wrs[] holds
  * every send WR and task; tasks[] the post_task items linking them.
  *
- * Twice, in fact, on two halves of the collective's own buffers (the input
- * the CPU writes at post), used by posts in turn: a chain ends before its
- * last sends are acknowledged (the next chain waits for them), so post k + 1
- * must not write what post k's sends may read again (a retransmission).
- * Post k + 2 may: post k + 1 completed, and with it every earlier send.
+ * AXON_XC_SETS times, in fact, on as many sets of the collective's input
+ * (the CPU writes it at post), used by posts in turn: post k + SETS writes
+ * what post k's sends may read again (a retransmission) only after post
+ * k + SETS - 1 completed, and with it every send LAG chains before it.
  */
 typedef struct axon_xc_chain {
     axon_dev_send_wr_t *wrs;
@@ -126,16 +134,17 @@ typedef struct axon_xc_chain {
 struct axon_xc_coll {
     axon_xc_team_t   *team;
     axon_xc_args_t    args;
-    axon_xc_chain_t   chains[2];   /* post k runs chains[k % 2] */
-    unsigned          set;         /* the half of the post in flight (or the last) */
+    axon_xc_chain_t   chains[AXON_XC_SETS];   /* post k runs chains[k % SETS] */
+    unsigned          set;         /* the set of the post in flight (or the last) */
     axon_dev_mr_t    *scratch_mr;  /* the chains' own buffers */
-    uint8_t          *scratch;     /* two halves of half_len bytes */
-    size_t            half_len;
-    uint8_t          *input[2];    /* allreduce: x in network order; bcast root: dst's copy */
-    uint64_t         *pieces[2];   /* the result's chunks at completion (addresses) */
+    uint8_t          *scratch;     /* SETS parts of set_len bytes */
+    size_t            set_len;
+    uint8_t          *input[AXON_XC_SETS];   /* allreduce: x in network order; bcast root: dst */
+    uint64_t         *pieces[AXON_XC_SETS];  /* the result's chunks at completion (addresses) */
     unsigned          num_pieces;  /* allreduce: operands times chunks; bcast: chunks */
     size_t            chunk;       /* bytes per message of the vector */
     uint64_t          seq;         /* of the post in flight */
+    uint64_t          safe_at;     /* team->completed from which no send reads its buffers */
     axon_status_t     status;
     axon_list_link_t  link;        /* in team->posted while its chain runs, or team->waiting */
 };
@@ -180,8 +189,8 @@ static inline void *axon_xc_slot(const axon_xc_team_t *team, uint32_t m, uint64_
 
     return team->ring + ((size_t)j * AXON_XC_RING + seq % AXON_XC_RING) * team->slot_len;
 }
-/* Post again the receives of the last completed chain: nothing reads them any more. */
-void          axon_xc_team_repost(axon_xc_team_t *team);
+/* Post again the receives of the completed chain kept at d (done_from): nothing reads them. */
+void          axon_xc_team_repost(axon_xc_team_t *team, unsigned d);
 axon_status_t axon_xc_worker_open(const axon_resource_t *rsc, const void *config,
                                   axon_xc_worker_t **worker_p);
 void          axon_xc_worker_close(axon_xc_worker_t *worker);
@@ -193,7 +202,7 @@ axon_status_t axon_xc_coll_init(axon_xc_team_t *team, const axon_xc_args_t *args
 axon_status_t axon_xc_coll_post(axon_xc_coll_t *coll);
 axon_status_t axon_xc_coll_test(axon_xc_coll_t *coll);
 void          axon_xc_coll_free(axon_xc_coll_t *coll);
-void          axon_xc_team_bury(axon_xc_team_t *team);
+void          axon_xc_team_bury(axon_xc_team_t *team, int all);
 
 static inline uint32_t axon_xc_log2_ceil(uint32_t n)
 {
