@@ -1,16 +1,21 @@
 /*
  * Test helpers of the gtest suites: a watchdog that bounds a test's time,
- * and a capture of the library's log lines (kept off the terminal, warnings
- * and errors recorded) for the test's duration.
+ * a capture of the library's log lines (kept off the terminal, warnings
+ * and errors recorded) for the test's duration, and of what one call writes
+ * to stderr (bad input must be an error plus a line naming the bad value).
  */
 #ifndef AXON_TEST_LOG_CAPTURE_H
 #define AXON_TEST_LOG_CAPTURE_H
 
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "harness.h"
 extern "C" {
 #include "log.h"
 }
@@ -53,5 +58,30 @@ struct LogCapture {
         return false;
     }
 };
+
+/* Runs fn with stderr captured; returns what was written. */
+template <typename Fn>
+std::string capture_stderr(Fn fn)
+{
+    if (axon_test_stderr_capture_begin() != 0) {
+        ADD_FAILURE() << "cannot capture stderr";
+        fn();
+        return "";
+    }
+    fn();
+    char       *text = axon_test_stderr_capture_end();
+    std::string out(text ? text : "");
+    free(text);
+    return out;
+}
+
+/* A device call given bad input: EINVAL and a log line containing _words. */
+#define EXPECT_EINVAL_LOGS(_call, _words)                                               \
+    do {                                                                                \
+        int         _ret = -1;                                                          \
+        std::string _log = capture_stderr([&] { _ret = (_call); });                     \
+        EXPECT_EQ(EINVAL, _ret) << #_call;                                              \
+        EXPECT_NE(std::string::npos, _log.find(_words)) << #_call << " logged: " << _log; \
+    } while (0)
 
 #endif

@@ -18,26 +18,11 @@
 #include "axon.h"
 #include "axon_introspect.h"
 #include "harness.h"
+#include "log_capture.h"
 
 namespace {
 
 const double kOpTimeout = 10.0;
-
-/* Runs fn with stderr captured; returns what was written. */
-template <typename Fn>
-std::string capture_stderr(Fn fn)
-{
-    if (axon_test_stderr_capture_begin() != 0) {
-        ADD_FAILURE() << "cannot capture stderr";
-        fn();
-        return "";
-    }
-    fn();
-    char       *text = axon_test_stderr_capture_end();
-    std::string out(text ? text : "");
-    free(text);
-    return out;
-}
 
 /* init, then (if that worked) a worker: the first error, everything released. */
 axon_status_t init_and_worker(const axon_context_params_t *params)

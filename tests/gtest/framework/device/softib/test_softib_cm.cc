@@ -11,6 +11,7 @@
  *     CM connected, then disconnect from either side.
  * (The librdmacm back end's converters: framework/device/rdmacore/.)
  */
+#include "log_capture.h"
 #include "softib_env.h"
 
 #include "axon_config.h"
@@ -710,29 +711,6 @@ TEST_F(SoftibCm, DestroyWithConnectionsOpenCleansUp)
 }
 
 /* ---------------------------------------------------------------- bad input */
-
-template <typename Fn>
-std::string capture_stderr(Fn fn)
-{
-    if (axon_test_stderr_capture_begin() != 0) {
-        ADD_FAILURE() << "cannot capture stderr";
-        fn();
-        return "";
-    }
-    fn();
-    char       *text = axon_test_stderr_capture_end();
-    std::string out(text ? text : "");
-    free(text);
-    return out;
-}
-
-#define EXPECT_EINVAL_LOGS(_call, _words)                                               \
-    do {                                                                                \
-        int         _ret = -1;                                                          \
-        std::string _log = capture_stderr([&] { _ret = (_call); });                     \
-        EXPECT_EQ(EINVAL, _ret) << #_call;                                              \
-        EXPECT_NE(std::string::npos, _log.find(_words)) << #_call << " logged: " << _log; \
-    } while (0)
 
 TEST_F(SoftibCm, BadInputIsEinvalWithALogLine)
 {

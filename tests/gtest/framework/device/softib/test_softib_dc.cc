@@ -16,6 +16,7 @@
  * (EINVAL and a log line), a lossy, reordering, duplicating wire, and a DCT
  * in another process (shm and UDP wires) that only sleeps meanwhile.
  */
+#include "log_capture.h"
 #include "softib_env.h"
 
 #include <algorithm>
@@ -32,29 +33,6 @@ const uint32_t kDctAccess  = AXON_DEV_ACCESS_REMOTE_WRITE | AXON_DEV_ACCESS_REMO
 const uint64_t kKey        = 0x0123456789abcdefull;
 const uint32_t kMsg        = 4096;   /* receive buffer per SRQ WQE */
 const uint8_t  kFastTmo    = 8;      /* ack timeout ~1 ms: failures show quickly */
-
-template <typename Fn>
-std::string capture_stderr(Fn fn)
-{
-    if (axon_test_stderr_capture_begin() != 0) {
-        ADD_FAILURE() << "cannot capture stderr";
-        fn();
-        return "";
-    }
-    fn();
-    char       *text = axon_test_stderr_capture_end();
-    std::string out(text ? text : "");
-    free(text);
-    return out;
-}
-
-#define EXPECT_EINVAL_LOGS(_call, _words)                                               \
-    do {                                                                                \
-        int         _ret = -1;                                                          \
-        std::string _log = capture_stderr([&] { _ret = (_call); });                     \
-        EXPECT_EQ(EINVAL, _ret) << #_call;                                              \
-        EXPECT_NE(std::string::npos, _log.find(_words)) << #_call << " logged: " << _log; \
-    } while (0)
 
 class SoftibDc : public SoftibTest {
 protected:
