@@ -734,6 +734,22 @@ protected:
     }
 };
 
+/* Base's tests, parameterized by Param, that spawn a peer process: killed at teardown. */
+template <class Base, class Param>
+class SoftibWithPeer : public Base, public ::testing::WithParamInterface<Param> {
+protected:
+    axon_test_peer_t peer_;
+    bool             spawned_ = false;
+
+    void TearDown() override
+    {
+        if (spawned_) {
+            axon_test_peer_kill(&peer_);
+        }
+        Base::TearDown();
+    }
+};
+
 }  // namespace
 
 #endif

@@ -904,19 +904,7 @@ int cm_passive_peer(int fd, void *varg)
     return 0;
 }
 
-class SoftibCmXproc : public SoftibCm, public ::testing::WithParamInterface<bool> {
-protected:
-    axon_test_peer_t peer_;
-    bool             spawned_ = false;
-
-    void TearDown() override
-    {
-        if (spawned_) {
-            axon_test_peer_kill(&peer_);
-        }
-        SoftibCm::TearDown();
-    }
-};
+using SoftibCmXproc = SoftibWithPeer<SoftibCm, bool>;
 
 TEST_P(SoftibCmXproc, SendWriteDisconnect)
 {

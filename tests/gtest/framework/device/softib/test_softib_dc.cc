@@ -1080,19 +1080,7 @@ int dc_xproc_target(int fd, void *arg)
     return 0;
 }
 
-class SoftibDcXproc : public SoftibDc, public ::testing::WithParamInterface<DcWire> {
-protected:
-    axon_test_peer_t peer_;
-    bool             spawned_ = false;
-
-    void TearDown() override
-    {
-        if (spawned_) {
-            axon_test_peer_kill(&peer_);
-        }
-        SoftibDc::TearDown();
-    }
-};
+using SoftibDcXproc = SoftibWithPeer<SoftibDc, DcWire>;
 
 TEST_P(SoftibDcXproc, DciToADctInAnotherProcess)
 {
