@@ -383,7 +383,9 @@ INSTANTIATE_TEST_SUITE_P(Sizes, ShmBackPressureXproc, ::testing::ValuesIn(kPress
 int cell_peer_main(int fd, void *arg)
 {
     const char       *cell = static_cast<const char *>(arg);
-    axon_config_kv_t  kv[] = {{"SHM_CELL_SIZE", cell}};
+    /* Eager only: a rendezvous needs our peer's answer, which its cells cannot
+     * carry to us, and "auto" would pick one below 20000 bytes on a loaded host. */
+    axon_config_kv_t  kv[] = {{"SHM_CELL_SIZE", cell}, {"RNDV_THRESH", "1M"}};
     NodeGuard         ng;
     axon_test_node_t &node = ng.node;
     axon_ep_h         ep;
@@ -391,7 +393,7 @@ int cell_peer_main(int fd, void *arg)
     size_t           peer_len;
     std::vector<uint8_t> buf(20000);
 
-    if (axon_test_node_create(&node, "shm", kv, 1) != AXON_OK) {
+    if (axon_test_node_create(&node, "shm", kv, 2) != AXON_OK) {
         return 2;
     }
     if ((axon_test_exchange_address(fd, node.address, node.address_length, &peer_addr,
