@@ -252,7 +252,8 @@ public:
     /* Returns create_qp's result; q is usable on success. */
     int qp(Qp *q, axon_dev_qp_type_t type, int sq_sig_all = 1, axon_dev_srq_t *srq = nullptr,
            uint32_t max_inline = 0, uint32_t max_wr = 64, axon_dev_cq_t *scq = nullptr,
-           axon_dev_cq_t *rcq = nullptr, uint32_t create_flags = 0)
+           axon_dev_cq_t *rcq = nullptr, uint32_t create_flags = 0,
+           uint32_t max_inl_send_klms = 0)
     {
         axon_dev_qp_init_attr_t init;
 
@@ -271,6 +272,7 @@ public:
         init.cap.max_recv_sge    = 4;
         init.cap.max_inline_data = max_inline;
         init.create_flags        = create_flags;
+        init.max_inl_send_klms   = max_inl_send_klms;
         int ret = axon_dev_create_qp(pd, &init, &q->qp);
         if (ret == 0) {
             qps_.push_back(q->qp);
