@@ -157,7 +157,9 @@ typedef enum {
      * User-mode memory registration (seed §8.8.1.5, AXON_DEV_CAP_UMR), on a
      * QP created with AXON_DEV_QP_CREATE_UMR; operands in wr.umr. Executed
      * by the device in queue order: later WRs of the same QP may use the key
-     * before the UMR's completion. Not libibverbs values either.
+     * before the UMR's completion. With AXON_DEV_SEND_FENCE a UMR waits until
+     * every WR before it completed (a retransmission reads its keys again).
+     * Not libibverbs values either.
      */
     AXON_DEV_WR_UMR_FILL       = 12,  /* define wr.umr.modified_mr's layout */
     AXON_DEV_WR_UMR_INVALIDATE = 13,  /* ... make it unusable until the next fill */
