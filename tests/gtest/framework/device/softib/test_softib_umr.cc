@@ -822,6 +822,81 @@ TEST_F(SoftibUmr, DeregisteredEntryIsARemoteAccessError)
                                                k->rkey));
 }
 
+/* ---------------------------------------------------------------- a lossy wire */
+
+class SoftibUmrSlow : public SoftibUmr {};
+
+/*
+ * Fills between RDMA WRs of a wire that loses, duplicates and reorders:
+ * retransmissions go back past executed fills (which send nothing again),
+ * every WR completes in order, every byte lands where its key says.
+ */
+TEST_F(SoftibUmrSlow, LossyWireFillsBetweenRetransmittedWrs)
+{
+    const int n = 8;
+    const size_t piece = 1700, total = 3 * piece;
+    std::vector<axon_dev_send_wr_t> wrs;
+    std::vector<axon_dev_sge_t> sges(2 * n);
+    std::vector<std::vector<axon_dev_mem_region_t>> regs(n);
+    std::vector<axon_dev_wc_t> wc(3 * n);
+
+    env_.set("AXON_SOFTIB_LOSS", "0.1");
+    env_.set("AXON_SOFTIB_DUP", "0.1");
+    env_.set("AXON_SOFTIB_REORDER", "0.1");
+    open_dev();
+    ASSERT_EQ(0, dev_.qp(&a_, AXON_DEV_QPT_RC, 1, nullptr, 0, 64, nullptr, nullptr,
+                         AXON_DEV_QP_CREATE_UMR, kInline));
+    ASSERT_EQ(0, dev_.qp(&b_, AXON_DEV_QPT_RC));
+    ASSERT_EQ(0, dev_.up(a_, b_.qpn(), dev_.gid, kPsnB, kPsnA, 10));
+    ASSERT_EQ(0, dev_.up(b_, a_.qpn(), dev_.gid, kPsnA, kPsnB, 10));
+    Buf mem = dev_.reg(n * 4 * 4096, kRemoteAll);
+    Buf src = dev_.reg(n * total, kLocalWrite), dst = dev_.reg(n * total, kLocalWrite);
+    fill_random(src.ptr, n * total, 31);
+    std::vector<axon_dev_mr_t *> ks;
+    for (int i = 0; i < n; ++i) {   /* key i: three pieces of its 16 KiB, in reverse order */
+        uint8_t *at = mem.ptr + (size_t)i * 4 * 4096;
+        for (int p = 2; p >= 0; --p) {
+            regs[i].push_back({(uintptr_t)(at + 100 + (size_t)p * 4096), mem.mr, piece});
+        }
+        ks.push_back(key(3));
+    }
+    /* fill 0; then write i, fill i + 1; then every read */
+    wrs.resize(3 * n);
+    int w = 0;
+    list_wr(&wrs[w++], ks[0], regs[0].data(), 3);
+    for (int i = 0; i < n; ++i) {
+        make_wr(&wrs[w], &sges[i], 100 + i, AXON_DEV_WR_RDMA_WRITE, src.ptr + i * total,
+                (uint32_t)total, src.lkey());
+        wrs[w].wr.rdma.remote_addr = kBase;
+        wrs[w++].wr.rdma.rkey      = ks[i]->rkey;
+        if (i + 1 < n) {
+            list_wr(&wrs[w++], ks[i + 1], regs[i + 1].data(), 3);
+        }
+    }
+    for (int i = 0; i < n; ++i) {
+        make_wr(&wrs[w], &sges[n + i], 200 + i, AXON_DEV_WR_RDMA_READ, dst.ptr + i * total,
+                (uint32_t)total, dst.lkey());
+        wrs[w].wr.rdma.remote_addr = kBase;
+        wrs[w++].wr.rdma.rkey      = ks[i]->rkey;
+    }
+    for (int i = 0; i + 1 < w; ++i) {
+        wrs[i].next = &wrs[i + 1];
+    }
+    ASSERT_EQ(0, post_one(a_.qp, &wrs[0]));
+    ASSERT_EQ(w, poll_n(a_.scq, w, wc.data(), 30.0));
+    for (int i = 0; i < w; ++i) {
+        ASSERT_EQ(AXON_DEV_WC_SUCCESS, wc[i].status) << i << ": " << wc_status_name(wc[i].status);
+        ASSERT_EQ(wrs[i].wr_id, wc[i].wr_id) << "completion " << i << " out of order";
+    }
+    EXPECT_EQ(0, memcmp(dst.ptr, src.ptr, n * total));
+    for (int i = 0; i < n; ++i) {
+        for (int p = 0; p < 3; ++p) {
+            ASSERT_EQ(0, memcmp((void *)(uintptr_t)regs[i][p].base_addr,
+                                src.ptr + i * total + p * piece, piece)) << i << "/" << p;
+        }
+    }
+}
+
 /* ---------------------------------------------------------------- refused at post time */
 
 TEST_F(SoftibUmr, QpWithoutUmrIsRefused)
