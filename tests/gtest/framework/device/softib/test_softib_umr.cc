@@ -12,8 +12,10 @@
  *     pieces; later WRs of the QP use the key without waiting for the fill;
  *     invalidation, after which the key gives a remote access error;
  *     nesting up to max_umr_recursion_depth and one beyond it;
- * plus every entry's rights and bounds checked when accessed, and bad fills
- * refused at post time (EINVAL and a line naming the value).
+ * plus every entry's rights and bounds checked when accessed, bad fills
+ * refused at post time (EINVAL and a line naming the value), fills between
+ * retransmitted WRs on a lossy wire, and a key of another process (shm and
+ * UDP wires) written and read while that process sleeps.
  */
 #include "log_capture.h"
 #include "softib_env.h"
@@ -120,6 +122,7 @@ protected:
         wr->wr.umr.mem_list.mem_reg_list = regs;
     }
 
+public:
     static void repeat_wr(axon_dev_send_wr_t *wr, axon_dev_mr_t *k,
                           axon_dev_mem_repeat_block_t *blocks, uint32_t n, size_t *repeat)
     {
@@ -138,6 +141,7 @@ protected:
         wr->wr.umr.mem_list.rb.stride_dim           = 1;
     }
 
+protected:
     static void invalidate_wr(axon_dev_send_wr_t *wr, axon_dev_mr_t *k)
     {
         memset(wr, 0, sizeof(*wr));
@@ -1003,5 +1007,112 @@ TEST_F(SoftibUmr, BadFillsAreRefusedAtPost)
     dev_.dereg(other);
     EXPECT_EQ(0, axon_dev_dealloc_pd(pd2));
 }
+
+/* ---------------------------------------------------------------- another process */
+
+struct UmrPeerInfo {
+    uint32_t       qpn;
+    uint32_t       rkey;
+    axon_dev_gid_t gid;
+};
+
+/* The target's interleaved layout: 48 bytes every 112 at +100, 16 every 16 at 32 KiB + 5 */
+const size_t kXprocRepeat = 256, kXprocRow = 64, kXprocRegion = 64 * 1024;
+
+/*
+ * The target process: fills an interleaved key over its region on the QP
+ * the requester connects to, then only sleeps on the socket (its progress
+ * thread serves the requester) and checks where the bytes landed.
+ */
+int umr_xproc_target(int fd, void *arg)
+{
+    const SoftibWire &cfg = *static_cast<SoftibWire *>(arg);
+    EnvGuard       env;
+    SoftibDev      dev;
+    Qp             q;
+    UmrPeerInfo    info, peer;
+    axon_dev_mr_t *k = nullptr;
+    axon_dev_wc_t  wc;
+
+    softib_wire_env(cfg, 1, &env);
+    env.set("AXON_SOFTIB_PROGRESS_THREAD", "y");
+    PEER_CHECK(dev.open() == 0, "open");
+    Buf region = dev.reg(kXprocRegion, kRemoteAll);
+    PEER_CHECK(dev.qp(&q, AXON_DEV_QPT_RC, 1, nullptr, 0, 64, nullptr, nullptr,
+                      AXON_DEV_QP_CREATE_UMR, kInline) == 0, "create_qp");
+    memset(&info, 0, sizeof(info));
+    info.qpn = q.qpn();
+    info.gid = dev.gid;
+    PEER_CHECK(axon_test_send_blob(fd, &info, sizeof(info)) == 0, "send info");
+    PEER_CHECK(recv_struct(fd, &peer) == 0, "recv info");
+    PEER_CHECK(dev.up(q, peer.qpn, peer.gid, 0x10, 0x10) == 0, "connect");
+
+    axon_dev_mr_init_attr_t ka;
+    memset(&ka, 0, sizeof(ka));
+    ka.max_reg_descriptors = 2;
+    ka.create_flags        = AXON_DEV_MR_INDIRECT_KLMS;
+    ka.access_flags        = kRemoteAll;
+    PEER_CHECK(axon_dev_create_mr(dev.pd, &ka, &k) == 0, "create_mr");
+    size_t bc[2] = {48, 16}, st[2] = {112, 16}, repeat = kXprocRepeat;
+    axon_dev_mem_repeat_block_t blocks[2] = {{region.addr(100), region.mr, &bc[0], &st[0]},
+                                             {region.addr(32768 + 5), region.mr, &bc[1], &st[1]}};
+    axon_dev_send_wr_t wr;
+    SoftibUmr::repeat_wr(&wr, k, blocks, 2, &repeat);
+    PEER_CHECK(post_one(q.qp, &wr) == 0, "post the fill");
+    PEER_CHECK(poll_one(q.scq, &wc) && (wc.status == AXON_DEV_WC_SUCCESS), "the fill");
+    info.rkey = k->rkey;
+    PEER_CHECK(axon_test_send_blob(fd, &info, sizeof(info)) == 0, "send the key");
+    PEER_CHECK(axon_test_sync(fd) == 0, "sync: the requester is done");   /* no softib call */
+
+    std::vector<uint8_t> model(kXprocRepeat * kXprocRow);
+    axon_test_fill(model.data(), model.size(), 55);
+    for (size_t r = 0; r < kXprocRepeat; ++r) {
+        PEER_CHECK(!memcmp(region.ptr + 100 + r * 112, &model[r * kXprocRow], 48) &&
+                   !memcmp(region.ptr + 32768 + 5 + r * 16, &model[r * kXprocRow + 48], 16),
+                   "row %zu not where the layout puts it", r);
+    }
+    PEER_CHECK(region.ptr[99] == 0 && region.ptr[100 + 48] == 0, "bytes around the rows");
+    PEER_CHECK(axon_dev_dereg_mr(k) == 0, "dereg the key");
+    return 0;
+}
+
+using SoftibUmrXproc = SoftibWithPeer<SoftibUmr, SoftibWire>;
+
+TEST_P(SoftibUmrXproc, KeyOfAnotherProcessWrittenAndRead)
+{
+    SoftibWire     cfg = GetParam();
+    UmrPeerInfo info, mine;
+    const size_t total = kXprocRepeat * kXprocRow;
+
+    softib_wire_env(cfg, 0, &env_);
+    ASSERT_EQ(0, axon_test_peer_spawn(&peer_, umr_xproc_target, &cfg, 60));
+    spawned_ = true;
+    open_dev();
+    ASSERT_EQ(0, dev_.qp(&a_, AXON_DEV_QPT_RC));
+    ASSERT_EQ(0, recv_struct(peer_.fd, &info));
+    memset(&mine, 0, sizeof(mine));
+    mine.qpn = a_.qpn();
+    mine.gid = dev_.gid;
+    ASSERT_EQ(0, axon_test_send_blob(peer_.fd, &mine, sizeof(mine)));
+    ASSERT_EQ(0, dev_.up(a_, info.qpn, info.gid, 0x10, 0x10));
+    ASSERT_EQ(0, recv_struct(peer_.fd, &info));
+
+    Buf src = dev_.reg(total, kLocalWrite), dst = dev_.reg(total, kLocalWrite);
+    axon_test_fill(src.ptr, total, 55);
+    ASSERT_EQ(AXON_DEV_WC_SUCCESS, rdma(AXON_DEV_WR_RDMA_WRITE, src, 0, (uint32_t)total, kBase,
+                                        info.rkey));
+    ASSERT_EQ(AXON_DEV_WC_SUCCESS, rdma(AXON_DEV_WR_RDMA_READ, dst, 0, (uint32_t)total, kBase,
+                                        info.rkey));
+    EXPECT_EQ(0, memcmp(dst.ptr, src.ptr, total));
+    /* one byte past the layout: the target refuses it */
+    EXPECT_EQ(AXON_DEV_WC_REM_ACCESS_ERR, rdma(AXON_DEV_WR_RDMA_READ, dst, 0, 2,
+                                               kBase + total - 1, info.rkey));
+    ASSERT_EQ(0, axon_test_sync(peer_.fd));
+    EXPECT_EQ(0, axon_test_peer_wait(&peer_, 60)) << "the target failed (see its stderr)";
+    spawned_ = false;
+}
+
+INSTANTIATE_TEST_SUITE_P(Wire, SoftibUmrXproc, ::testing::ValuesIn(kSoftibPeerWires),
+                         softib_wire_name);
 
 }  // namespace
