@@ -37,6 +37,54 @@ struct Piece {
     size_t   len;
 };
 
+/* ---------------------------------------------------------------- the WRs */
+
+/* A list fill of k: inline unless through is given */
+void list_wr(axon_dev_send_wr_t *wr, axon_dev_mr_t *k, axon_dev_mem_region_t *regs, uint32_t n,
+             axon_dev_mkey_list_t *through = nullptr, uint64_t access = kRemoteAll,
+             uint64_t base = kBase)
+{
+    memset(wr, 0, sizeof(*wr));
+    wr->wr_id                        = 0xf111;
+    wr->opcode                       = AXON_DEV_WR_UMR_FILL;
+    wr->send_flags                   = AXON_DEV_SEND_SIGNALED |
+                                       (through ? 0 : AXON_DEV_SEND_INLINE);
+    wr->wr.umr.umr_type              = AXON_DEV_UMR_MR_LIST;
+    wr->wr.umr.memory_objects        = through;
+    wr->wr.umr.exp_access            = access;
+    wr->wr.umr.modified_mr           = k;
+    wr->wr.umr.base_addr             = base;
+    wr->wr.umr.num_mrs               = n;
+    wr->wr.umr.mem_list.mem_reg_list = regs;
+}
+
+/* A repeat fill of k, inline: n entries of one stride dimension, *repeat repetitions */
+void repeat_wr(axon_dev_send_wr_t *wr, axon_dev_mr_t *k, axon_dev_mem_repeat_block_t *blocks,
+               uint32_t n, size_t *repeat)
+{
+    memset(wr, 0, sizeof(*wr));
+    wr->wr_id                                    = 0xf222;
+    wr->opcode                                   = AXON_DEV_WR_UMR_FILL;
+    wr->send_flags                               = AXON_DEV_SEND_SIGNALED | AXON_DEV_SEND_INLINE;
+    wr->wr.umr.umr_type                          = AXON_DEV_UMR_REPEAT;
+    wr->wr.umr.exp_access                        = kRemoteAll;
+    wr->wr.umr.modified_mr                       = k;
+    wr->wr.umr.base_addr                         = kBase;
+    wr->wr.umr.num_mrs                           = n;
+    wr->wr.umr.mem_list.rb.mem_repeat_block_list = blocks;
+    wr->wr.umr.mem_list.rb.repeat_count          = repeat;
+    wr->wr.umr.mem_list.rb.stride_dim            = 1;
+}
+
+void invalidate_wr(axon_dev_send_wr_t *wr, axon_dev_mr_t *k)
+{
+    memset(wr, 0, sizeof(*wr));
+    wr->wr_id              = 0xdead;
+    wr->opcode             = AXON_DEV_WR_UMR_INVALIDATE;
+    wr->send_flags         = AXON_DEV_SEND_SIGNALED;
+    wr->wr.umr.modified_mr = k;
+}
+
 class SoftibUmr : public SoftibTest {
 protected:
     Qp                                  a_, b_;   /* a_ may post UMRs; b_ is its peer */
@@ -101,54 +149,6 @@ protected:
             lists_.push_back(l);
         }
         return l;
-    }
-
-    /* A list fill of k: inline unless through is given */
-    static void list_wr(axon_dev_send_wr_t *wr, axon_dev_mr_t *k, axon_dev_mem_region_t *regs,
-                        uint32_t n, axon_dev_mkey_list_t *through = nullptr,
-                        uint64_t access = kRemoteAll, uint64_t base = kBase)
-    {
-        memset(wr, 0, sizeof(*wr));
-        wr->wr_id                        = 0xf111;
-        wr->opcode                       = AXON_DEV_WR_UMR_FILL;
-        wr->send_flags                   = AXON_DEV_SEND_SIGNALED |
-                                           (through ? 0 : AXON_DEV_SEND_INLINE);
-        wr->wr.umr.umr_type              = AXON_DEV_UMR_MR_LIST;
-        wr->wr.umr.memory_objects        = through;
-        wr->wr.umr.exp_access            = access;
-        wr->wr.umr.modified_mr           = k;
-        wr->wr.umr.base_addr             = base;
-        wr->wr.umr.num_mrs               = n;
-        wr->wr.umr.mem_list.mem_reg_list = regs;
-    }
-
-public:
-    static void repeat_wr(axon_dev_send_wr_t *wr, axon_dev_mr_t *k,
-                          axon_dev_mem_repeat_block_t *blocks, uint32_t n, size_t *repeat)
-    {
-        memset(wr, 0, sizeof(*wr));
-        wr->wr_id                                   = 0xf222;
-        wr->opcode                                  = AXON_DEV_WR_UMR_FILL;
-        wr->send_flags                              = AXON_DEV_SEND_SIGNALED |
-                                                      AXON_DEV_SEND_INLINE;
-        wr->wr.umr.umr_type                         = AXON_DEV_UMR_REPEAT;
-        wr->wr.umr.exp_access                       = kRemoteAll;
-        wr->wr.umr.modified_mr                      = k;
-        wr->wr.umr.base_addr                        = kBase;
-        wr->wr.umr.num_mrs                          = n;
-        wr->wr.umr.mem_list.rb.mem_repeat_block_list = blocks;
-        wr->wr.umr.mem_list.rb.repeat_count         = repeat;
-        wr->wr.umr.mem_list.rb.stride_dim           = 1;
-    }
-
-protected:
-    static void invalidate_wr(axon_dev_send_wr_t *wr, axon_dev_mr_t *k)
-    {
-        memset(wr, 0, sizeof(*wr));
-        wr->wr_id              = 0xdead;
-        wr->opcode             = AXON_DEV_WR_UMR_INVALIDATE;
-        wr->send_flags         = AXON_DEV_SEND_SIGNALED;
-        wr->wr.umr.modified_mr = k;
     }
 
     /* Post wr on a_ and expect its one completion with status */
@@ -1057,7 +1057,7 @@ int umr_xproc_target(int fd, void *arg)
     axon_dev_mem_repeat_block_t blocks[2] = {{region.addr(100), region.mr, &bc[0], &st[0]},
                                              {region.addr(32768 + 5), region.mr, &bc[1], &st[1]}};
     axon_dev_send_wr_t wr;
-    SoftibUmr::repeat_wr(&wr, k, blocks, 2, &repeat);
+    repeat_wr(&wr, k, blocks, 2, &repeat);
     PEER_CHECK(post_one(q.qp, &wr) == 0, "post the fill");
     PEER_CHECK(poll_one(q.scq, &wc) && (wc.status == AXON_DEV_WC_SUCCESS), "the fill");
     info.rkey = k->rkey;
