@@ -64,6 +64,7 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/framework/device/softib/test_softib_wire.cc \
 	tests/gtest/framework/device/softib/test_softib_xchannel.cc \
 	tests/gtest/framework/device/softib/test_softib_dc.cc \
+	tests/gtest/framework/device/softib/test_softib_umr.cc \
 	tests/gtest/framework/device/softib/test_softib_xproc.cc \
 	components/shm/shm_mem_seg.c \
 	components/shm/shm_mem_table.c

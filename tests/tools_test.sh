@@ -85,11 +85,14 @@ t_info_rdma_devices() {
     # softib's cross-channel (seed §8.9): the bit and the calc capabilities
     grep -q '^#     capabilities: .* cross_channel$' <<<"$out" &&
         grep -q 'cross_channel: data_types 0x7, data_sizes 0x1, int_ops 0x3f, uint_ops 0x3f, fp_ops 0x31, max_calc_vector 32$' <<<"$out" || return 1
+    # softib's UMR (seed §8.8.1.1): the bit and its limits
+    grep -q '^#     capabilities: .* umr ' <<<"$out" &&
+        grep -q 'umr: max_klm_list 4096, max_inline_klms 16, max_recursion 4, max_stride_dim 1$' <<<"$out" || return 1
     "$info" -v | grep -q '^# device back ends: softib' || return 1
     # built with rdma-core on a host without RDMA hardware: said plainly, not an error
     if "$info" -v | grep -q 'built with: rdma-core yes' &&
             [ -z "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
-        grep -q '^#   rdma-core: no hardware devices found; no cross_channel: upstream rdma-core has no cross-channel verbs; no dc: the rdma-core back end does not drive mlx5dv DCI/DCT QPs$' <<<"$out" || return 1
+        grep -q '^#   rdma-core: no hardware devices found; no cross_channel: upstream rdma-core has no cross-channel verbs; no dc: the rdma-core back end does not drive mlx5dv DCI/DCT QPs; no umr: the rdma-core back end does not drive mlx5dv_create_mkey$' <<<"$out" || return 1
     fi
     return 0
 }

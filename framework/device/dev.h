@@ -153,6 +153,16 @@ typedef enum {
     AXON_DEV_WR_SEND_ENABLE = 9,   /* the managed send queue of wr.wqe_enable.qp */
     AXON_DEV_WR_RECV_ENABLE = 10,  /* its managed receive queue */
     AXON_DEV_WR_CQE_WAIT    = 11,  /* wait for completions of wr.cqe_wait.cq */
+    /*
+     * User-mode memory registration (seed §8.8.1.5, AXON_DEV_CAP_UMR), on a
+     * QP created with AXON_DEV_QP_CREATE_UMR; operands in wr.umr. Executed
+     * by the device in queue order: later WRs of the same QP may use the key
+     * before the UMR's completion. With AXON_DEV_SEND_FENCE a UMR waits until
+     * every WR before it completed (a retransmission reads its keys again).
+     * Not libibverbs values either.
+     */
+    AXON_DEV_WR_UMR_FILL       = 12,  /* define wr.umr.modified_mr's layout */
+    AXON_DEV_WR_UMR_INVALIDATE = 13,  /* ... make it unusable until the next fill */
 } axon_dev_wr_opcode_t;
 
 /* Send flags (ibv_send_flags) */
@@ -204,6 +214,7 @@ typedef enum {
     AXON_DEV_WC_SEND_ENABLE        = 32,   /* cross-channel tasks: Axon's values */
     AXON_DEV_WC_RECV_ENABLE        = 33,
     AXON_DEV_WC_CQE_WAIT           = 34,
+    AXON_DEV_WC_UMR                = 35,   /* UMR_FILL and UMR_INVALIDATE: Axon's value */
     AXON_DEV_WC_RECV               = 128,
     AXON_DEV_WC_RECV_RDMA_WITH_IMM = 129,
 } axon_dev_wc_opcode_t;
@@ -353,11 +364,13 @@ typedef struct axon_dev_attr {
          * atomics (AXON_DEV_ATOMIC_HCA). An Axon addition. */
         uint32_t log_glob_arg_sizes;
     } ext_atomic;
-    struct {
-        uint32_t max_klm_list_size;          /* entries of an indirect key */
-        uint32_t max_send_wqe_inline_klms;
+    struct {                                 /* the manual's umr_caps (seed §8.8.1.1) */
+        uint32_t max_klm_list_size;          /* entries one fill may give a key */
+        uint32_t max_send_wqe_inline_klms;   /* ... inline in the WR (more: a mkey list) */
+        /* Levels of indirect keys a key may stack, itself counted: 1 = its
+         * entries name registered memory only, 2 = keys of depth 1 too, ... */
         uint32_t max_umr_recursion_depth;
-        uint32_t max_umr_stride_dimension;
+        uint32_t max_umr_stride_dimension;   /* stride_dim of a REPEAT fill (the manual: 1) */
     } umr;
     struct {                                 /* the manual's calc_cap, then Axon's limit */
         uint64_t data_types;                 /* bit per axon_dev_calc_data_type_t */
@@ -484,6 +497,60 @@ struct axon_dev_dct {
     uint32_t            dct_num;   /* what a DCI's WR names, with the key */
 };
 
+/*
+ * Indirect memory keys (seed §8.8.1.3, ibv_exp_create_mr): created empty on a
+ * PD, given a layout by UMR_FILL, released with dereg_mr. Their addr and
+ * length stay NULL and 0: the layout's base_addr and size are the fill's.
+ */
+#define AXON_DEV_MR_INDIRECT_KLMS (1u << 0)   /* create_flags: the only kind */
+
+typedef struct axon_dev_mr_init_attr {
+    uint64_t max_reg_descriptors;   /* entries it can hold */
+    uint32_t create_flags;          /* AXON_DEV_MR_INDIRECT_KLMS */
+    uint64_t access_flags;          /* the most a fill may grant (AXON_DEV_ACCESS_*) */
+    uint32_t comp_mask;             /* reserved: 0 */
+} axon_dev_mr_init_attr_t;
+
+typedef struct axon_dev_mkey_attr {
+    int      n_mkey_entries;        /* max_reg_descriptors */
+    uint32_t comp_mask;
+} axon_dev_mkey_attr_t;
+
+/*
+ * Where a fill without AXON_DEV_SEND_INLINE takes its entries (seed §8.8.1.4,
+ * ibv_exp_mkey_list_container): post_send copies the WR's list into it and
+ * the device reads it when the fill executes, so one list serves one fill
+ * at a time.
+ */
+typedef struct axon_dev_mkey_list {
+    uint32_t            max_klm_list_size;
+    axon_dev_context_t *context;
+} axon_dev_mkey_list_t;
+
+typedef enum {   /* ibv_exp_umr_wr_type */
+    AXON_DEV_UMR_MR_LIST = 0,   /* wr.umr.mem_list.mem_reg_list */
+    AXON_DEV_UMR_REPEAT  = 1,   /* wr.umr.mem_list.rb */
+} axon_dev_umr_wr_type_t;
+
+/* A list entry: length bytes at base_addr of mr's memory */
+typedef struct axon_dev_mem_region {
+    uint64_t       base_addr;
+    axon_dev_mr_t *mr;
+    size_t         length;
+} axon_dev_mem_region_t;
+
+/*
+ * A repeat entry: byte_count[d] bytes at base_addr, the next repetition
+ * stride[d] further (d < stride_dim). One repetition of the layout is every
+ * entry's bytes in list order; repeat_count[d] of them follow each other.
+ */
+typedef struct axon_dev_mem_repeat_block {
+    uint64_t       base_addr;
+    axon_dev_mr_t *mr;
+    size_t        *byte_count;
+    size_t        *stride;
+} axon_dev_mem_repeat_block_t;
+
 /* ------------------------------------------------------------ attributes */
 
 typedef struct axon_dev_global_route {
@@ -521,6 +588,9 @@ typedef struct axon_dev_qp_init_attr {
     axon_dev_qp_type_t qp_type;
     int                sq_sig_all;
     uint32_t           create_flags;  /* AXON_DEV_QP_CREATE_* (the manual's exp_create_flags) */
+    /* CREATE_UMR: entries a UMR_FILL may carry inline (seed §8.8.1.2), at most
+     * the device's max_send_wqe_inline_klms; create_qp writes back the value */
+    uint32_t           max_inl_send_klms;
 } axon_dev_qp_init_attr_t;
 
 /*
@@ -531,6 +601,8 @@ typedef struct axon_dev_qp_init_attr {
 #define AXON_DEV_QP_CREATE_CROSS_CHANNEL (1u << 2)  /* may post WAIT, ENABLE and CALC */
 #define AXON_DEV_QP_CREATE_MANAGED_SEND  (1u << 3)
 #define AXON_DEV_QP_CREATE_MANAGED_RECV  (1u << 4)
+/* May post UMR_FILL / UMR_INVALIDATE (seed §8.8.1.2, IBV_EXP_QP_CREATE_UMR) */
+#define AXON_DEV_QP_CREATE_UMR           (1u << 5)
 
 /*
  * CQ creation flags (seed §8.9.2.2): CROSS_CHANNEL marks a CQ that WAIT
@@ -716,6 +788,31 @@ struct axon_dev_send_wr {
             axon_dev_qp_t *qp;
             int32_t        wqe_count;
         } wqe_enable;
+        /*
+         * UMR_FILL / UMR_INVALIDATE (seed §8.8.1.5, the manual's ext_op.umr):
+         * modified_mr is an indirect key of the QP's PD. A fill gives it
+         * num_mrs entries (inline with AXON_DEV_SEND_INLINE, else through
+         * memory_objects), the rights exp_access (within the key's
+         * access_flags) and the addresses [base_addr, base_addr + size of
+         * the layout). An entry names a registered region or an indirect
+         * key of the same PD (up to max_umr_recursion_depth levels).
+         */
+        struct {
+            uint32_t              umr_type;         /* axon_dev_umr_wr_type_t */
+            axon_dev_mkey_list_t *memory_objects;   /* without AXON_DEV_SEND_INLINE */
+            uint64_t              exp_access;       /* AXON_DEV_ACCESS_* */
+            axon_dev_mr_t        *modified_mr;
+            uint64_t              base_addr;
+            uint32_t              num_mrs;
+            union {
+                axon_dev_mem_region_t *mem_reg_list;
+                struct {
+                    axon_dev_mem_repeat_block_t *mem_repeat_block_list;
+                    size_t                      *repeat_count;   /* stride_dim of them */
+                    uint32_t                     stride_dim;
+                } rb;
+            } mem_list;
+        } umr;
     } wr;
     /*
      * A DCI's target (seed §8.6.1.7, the exp verbs' wr.dc): every WR posted to
@@ -869,6 +966,15 @@ struct axon_dev_ops {
     int  (*query_dct)(axon_dev_dct_t *dct, axon_dev_dct_attr_t *attr);
     int  (*arm_dct)(axon_dev_dct_t *dct, uint32_t comp_mask);
 
+    /* Indirect memory keys and their entry lists (seed §8.8.1.3-4); an
+     * indirect key is released with dereg_mr, a list only while no posted
+     * fill still reads it (EBUSY). */
+    int  (*create_mr)(axon_dev_pd_t *pd, axon_dev_mr_init_attr_t *attr, axon_dev_mr_t **mr_p);
+    int  (*query_mkey)(axon_dev_mr_t *mr, axon_dev_mkey_attr_t *attr);
+    int  (*alloc_mkey_list)(axon_dev_pd_t *pd, uint32_t max_klm_list_size,
+                            axon_dev_mkey_list_t **list_p);
+    int  (*dealloc_mkey_list)(axon_dev_mkey_list_t *list);
+
     /* Blocks (unless async_fd is non-blocking: then EAGAIN) until an event. */
     int  (*get_async_event)(axon_dev_context_t *ctx, axon_dev_async_event_t *event);
     void (*ack_async_event)(axon_dev_async_event_t *event);
@@ -992,6 +1098,16 @@ static inline int axon_dev_query_dct(axon_dev_dct_t *dct, axon_dev_dct_attr_t *a
 { return dct->context->ops->query_dct(dct, attr); }
 static inline int axon_dev_arm_dct(axon_dev_dct_t *dct, uint32_t comp_mask)
 { return dct->context->ops->arm_dct(dct, comp_mask); }
+static inline int axon_dev_create_mr(axon_dev_pd_t *pd, axon_dev_mr_init_attr_t *attr,
+                                     axon_dev_mr_t **mr_p)
+{ return pd->context->ops->create_mr(pd, attr, mr_p); }
+static inline int axon_dev_query_mkey(axon_dev_mr_t *mr, axon_dev_mkey_attr_t *attr)
+{ return mr->context->ops->query_mkey(mr, attr); }
+static inline int axon_dev_alloc_mkey_list(axon_dev_pd_t *pd, uint32_t max_klm_list_size,
+                                           axon_dev_mkey_list_t **list_p)
+{ return pd->context->ops->alloc_mkey_list(pd, max_klm_list_size, list_p); }
+static inline int axon_dev_dealloc_mkey_list(axon_dev_mkey_list_t *list)
+{ return list->context->ops->dealloc_mkey_list(list); }
 static inline int axon_dev_get_async_event(axon_dev_context_t *ctx, axon_dev_async_event_t *ev)
 { return ctx->ops->get_async_event(ctx, ev); }
 static inline void axon_dev_ack_async_event(axon_dev_context_t *ctx, axon_dev_async_event_t *ev)

@@ -401,6 +401,9 @@ static int axon_dev_rdmacore_probe_inline(axon_dev_rdmacore_context_t *rctx)
 
 /* DC (seed §8.6) is mlx5dv's DCI/DCT QPs upstream: reported unsupported, with this reason. */
 #define AXON_DEV_RDMACORE_NO_DC "the rdma-core back end does not drive mlx5dv DCI/DCT QPs"
+/* UMR (seed §8.8) is mlx5dv_create_mkey and its mkey WRs upstream, which need an mlx5 to
+ * be verified on: the same, with this reason. */
+#define AXON_DEV_RDMACORE_NO_UMR "the rdma-core back end does not drive mlx5dv_create_mkey"
 
 #ifdef HAVE_MLX5DV
 /* The experimental capabilities, where the device is an mlx5 (seed §8). */
@@ -424,6 +427,9 @@ static void axon_dev_rdmacore_query_mlx5dv(axon_dev_rdmacore_context_t *rctx,
         axon_debug("rdma-core: %s: the device has DC, but %s", rctx->super.name,
                    AXON_DEV_RDMACORE_NO_DC);
     }
+    /* Every mlx5 has indirect mkeys (mlx5dv_create_mkey); the flag stays clear likewise. */
+    axon_debug("rdma-core: %s: the device has UMR, but %s", rctx->super.name,
+               AXON_DEV_RDMACORE_NO_UMR);
     /*
      * Extended (masked) atomics: left zero. The PCIe atomic sizes of
      * ibv_query_device_ex are what the NIC does to host memory, not masked
@@ -766,6 +772,10 @@ static int axon_dev_rdmacore_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_
     AXON_DEV_RDMACORE_CHECK((init_attr->send_cq != NULL) && (init_attr->recv_cq != NULL),
                             "create_qp: NULL %s", (init_attr->send_cq == NULL) ?
                             "send_cq" : "recv_cq");
+    if (init_attr->create_flags & AXON_DEV_QP_CREATE_UMR) {
+        axon_error("rdma-core: create_qp: AXON_DEV_QP_CREATE_UMR: %s", AXON_DEV_RDMACORE_NO_UMR);
+        return EOPNOTSUPP;
+    }
     if (init_attr->create_flags != 0) {
         axon_error("rdma-core: create_qp: create_flags 0x%x: %s", init_attr->create_flags,
                    AXON_DEV_RDMACORE_NO_XCHAN);
@@ -876,7 +886,9 @@ static int axon_dev_rdmacore_wr_refused(const axon_dev_send_wr_t *wr)
                ((wr->opcode == AXON_DEV_WR_EXT_MASKED_ATOMIC_CMP_AND_SWP) ||
                 (wr->opcode == AXON_DEV_WR_EXT_MASKED_ATOMIC_FETCH_AND_ADD)) ? "extended atomic" :
                ((wr->opcode >= AXON_DEV_WR_SEND_ENABLE) && (wr->opcode <= AXON_DEV_WR_CQE_WAIT)) ?
-               "cross-channel task: " AXON_DEV_RDMACORE_NO_XCHAN : "unknown");
+               "cross-channel task: " AXON_DEV_RDMACORE_NO_XCHAN :
+               ((wr->opcode == AXON_DEV_WR_UMR_FILL) || (wr->opcode == AXON_DEV_WR_UMR_INVALIDATE)) ?
+               "UMR: " AXON_DEV_RDMACORE_NO_UMR : "unknown");
     return 1;
 }
 
@@ -992,6 +1004,43 @@ static int axon_dev_rdmacore_create_dct(axon_dev_context_t *ctx, axon_dev_dct_in
     return EOPNOTSUPP;
 }
 
+static int axon_dev_rdmacore_create_mr(axon_dev_pd_t *pd, axon_dev_mr_init_attr_t *attr,
+                                       axon_dev_mr_t **mr_p)
+{
+    (void)attr;
+    (void)mr_p;
+    axon_error("rdma-core: %s: create_mr (indirect key): %s", pd->context->name,
+               AXON_DEV_RDMACORE_NO_UMR);
+    return EOPNOTSUPP;
+}
+
+/* Every MR here is registered memory, never an indirect key */
+static int axon_dev_rdmacore_query_mkey(axon_dev_mr_t *mr, axon_dev_mkey_attr_t *attr)
+{
+    (void)attr;
+    axon_error("rdma-core: %s: query_mkey: key 0x%x is no indirect key (%s)", mr->context->name,
+               mr->lkey, AXON_DEV_RDMACORE_NO_UMR);
+    return EINVAL;
+}
+
+static int axon_dev_rdmacore_alloc_mkey_list(axon_dev_pd_t *pd, uint32_t max_klm_list_size,
+                                             axon_dev_mkey_list_t **list_p)
+{
+    (void)max_klm_list_size;
+    (void)list_p;
+    axon_error("rdma-core: %s: alloc_mkey_list: %s", pd->context->name,
+               AXON_DEV_RDMACORE_NO_UMR);
+    return EOPNOTSUPP;
+}
+
+/* No list is ever allocated here */
+static int axon_dev_rdmacore_dealloc_mkey_list(axon_dev_mkey_list_t *list)
+{
+    axon_error("rdma-core: %s: dealloc_mkey_list: %s", list->context->name,
+               AXON_DEV_RDMACORE_NO_UMR);
+    return EINVAL;
+}
+
 /* No DCT is ever created here: the other DCT calls cannot be reached with one. */
 static int axon_dev_rdmacore_dct_none(axon_dev_dct_t *dct)
 {
@@ -1050,6 +1099,10 @@ static const axon_dev_ops_t axon_dev_rdmacore_ops = {
     .destroy_dct          = axon_dev_rdmacore_dct_none,
     .query_dct            = axon_dev_rdmacore_query_dct,
     .arm_dct              = axon_dev_rdmacore_arm_dct,
+    .create_mr            = axon_dev_rdmacore_create_mr,
+    .query_mkey           = axon_dev_rdmacore_query_mkey,
+    .alloc_mkey_list      = axon_dev_rdmacore_alloc_mkey_list,
+    .dealloc_mkey_list    = axon_dev_rdmacore_dealloc_mkey_list,
     .get_async_event      = axon_dev_rdmacore_get_async_event,
     .ack_async_event      = axon_dev_rdmacore_ack_async_event,
 };
@@ -1140,13 +1193,15 @@ static void axon_dev_rdmacore_summary(char *buf, size_t max)
 
     devs = axon_dev_rdmacore_devices(&num);
     if (devs == NULL) {
-        snprintf(buf, max, "no hardware devices found; no cross_channel: %s; no dc: %s",
-                 AXON_DEV_RDMACORE_NO_XCHAN, AXON_DEV_RDMACORE_NO_DC);
+        snprintf(buf, max, "no hardware devices found; no cross_channel: %s; no dc: %s; "
+                 "no umr: %s", AXON_DEV_RDMACORE_NO_XCHAN, AXON_DEV_RDMACORE_NO_DC,
+                 AXON_DEV_RDMACORE_NO_UMR);
         return;
     }
     ibv_free_device_list(devs);
-    snprintf(buf, max, "%d device%s; no cross_channel: %s; no dc: %s", num,
-             (num == 1) ? "" : "s", AXON_DEV_RDMACORE_NO_XCHAN, AXON_DEV_RDMACORE_NO_DC);
+    snprintf(buf, max, "%d device%s; no cross_channel: %s; no dc: %s; no umr: %s", num,
+             (num == 1) ? "" : "s", AXON_DEV_RDMACORE_NO_XCHAN, AXON_DEV_RDMACORE_NO_DC,
+             AXON_DEV_RDMACORE_NO_UMR);
 }
 
 const axon_dev_backend_t axon_dev_rdmacore_backend = {

@@ -35,6 +35,7 @@ libaxon_la_SOURCES += \
 	framework/device/softib/softib_amo.c \
 	framework/device/softib/softib_xchan.c \
 	framework/device/softib/softib_dc.c \
+	framework/device/softib/softib_umr.c \
 	framework/device/softib/softib_progress.c
 noinst_HEADERS += \
 	framework/device/softib/softib.h \

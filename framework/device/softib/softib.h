@@ -74,6 +74,8 @@ int      softib_config_params(const softib_opts_t *opts, unsigned dev_index,
 
 struct softib_qp;
 struct softib_dct;
+struct softib_umr;
+struct softib_mkey_list;
 
 /*
  * Cross-channel counting (seed §8.9.3): a WAIT or ENABLE task targets
@@ -107,6 +109,7 @@ typedef struct softib_dev {
     unsigned            next_mr_index;
     uint8_t             mr_gen;
     unsigned            num_mrs;
+    axon_list_link_t    mkey_lists;        /* UMR entry lists (softib_umr.c) */
     /* async events travel through a pipe; super.async_fd is its read end */
     int                 async_wfd;
     /* progress thread */
@@ -127,8 +130,10 @@ typedef struct softib_pd {
 } softib_pd_t;
 
 typedef struct softib_mr {
-    axon_dev_mr_t super;
-    unsigned      index;
+    axon_dev_mr_t      super;
+    unsigned           index;
+    struct softib_umr *umr;                /* an indirect key's layout (softib_umr.c); NULL:
+                                            * registered memory */
 } softib_mr_t;
 
 typedef struct softib_ah {
@@ -204,6 +209,7 @@ typedef struct softib_send_wqe {
     uint32_t             en_qpn;           /* SEND/RECV_ENABLE: the managed QP */
     unsigned             xchan_target;     /* WAIT: CQ count awaited; ENABLE: index released to */
     uint8_t              calc_op, calc_type;  /* WITH_CALC */
+    struct softib_umr_wqe *umr;            /* UMR_FILL / INVALIDATE: its operands (QP's pool) */
     /* engine state */
     uint32_t             first_psn;
     uint32_t             npkts;            /* PSNs it uses (read: response packets) */
@@ -253,6 +259,9 @@ typedef struct softib_qp {
     axon_dev_sge_t    *sq_sge;
     uint8_t           *sq_inline;
     axon_amo_args_t   *sq_amo;             /* RC with masked atomics: one per WQE */
+    struct softib_umr_wqe *sq_umr;         /* CREATE_UMR: one per WQE (softib_umr.c) */
+    struct softib_klm *sq_klm;             /* ... and max_inl_klms inline entries per WQE */
+    uint32_t           max_inl_klms;
     unsigned           sq_size;
     unsigned           sq_head, sq_req, sq_tail;
     unsigned           sq_started;         /* WQEs before it have PSNs assigned */
@@ -361,16 +370,45 @@ static inline softib_send_wqe_t *softib_sq_wqe(softib_qp_t *qp, unsigned n)
 extern const axon_dev_ops_t softib_dev_ops;
 void     softib_async_event(softib_dev_t *dev, axon_dev_event_type_t type, void *element);
 
-/* mr: the one access check every memory access goes through */
+/* mr: the one access path every memory access goes through */
 typedef enum {
     SOFTIB_ACCESS_OK = 0,
-    SOFTIB_ACCESS_BAD_KEY,                 /* no such key, or another PD */
+    SOFTIB_ACCESS_BAD_KEY,                 /* no such key, another PD, an invalid indirect key */
     SOFTIB_ACCESS_BAD_RANGE,
     SOFTIB_ACCESS_BAD_RIGHTS,
 } softib_access_t;
 
-softib_access_t softib_mr_check(softib_dev_t *dev, axon_dev_pd_t *pd, uint32_t key,
-                                uint64_t addr, uint64_t len, int access);
+typedef enum {
+    SOFTIB_MEM_CHECK,                      /* access rights and bounds only */
+    SOFTIB_MEM_READ,                       /* ... then memory to buf */
+    SOFTIB_MEM_WRITE,                      /* ... then buf to memory */
+} softib_mem_op_t;
+
+/*
+ * len bytes at addr through key: checked (and copied, per op) piece by piece
+ * when key is an indirect one, level counting the indirect keys above it
+ * (0 from the callers outside mr and umr).
+ */
+softib_access_t softib_mem_access(softib_dev_t *dev, axon_dev_pd_t *pd, uint32_t key,
+                                  uint64_t addr, void *buf, uint64_t len, int access,
+                                  softib_mem_op_t op, unsigned level);
+/* The contiguous bytes [addr, addr + len) through key (atomics): *ptr_p, or an error */
+softib_access_t softib_mem_resolve(softib_dev_t *dev, axon_dev_pd_t *pd, uint32_t key,
+                                   uint64_t addr, uint64_t len, int access, unsigned level,
+                                   void **ptr_p);
+static inline softib_access_t softib_mr_check(softib_dev_t *dev, axon_dev_pd_t *pd,
+                                              uint32_t key, uint64_t addr, uint64_t len,
+                                              int access)
+{
+    return softib_mem_access(dev, pd, key, addr, NULL, len, access, SOFTIB_MEM_CHECK, 0);
+}
+/* The MR of key on pd, or NULL */
+softib_mr_t    *softib_mr_lookup(softib_dev_t *dev, axon_dev_pd_t *pd, uint32_t key);
+/* Access flags a region or key may have; 0 or EINVAL (logged, naming what) */
+int             softib_mr_access_check(uint64_t access, const char *what);
+/* Give mr (its addr, length, access set) a key on pd; 0 or ENOMEM (logged) */
+int             softib_mr_add(softib_dev_t *dev, axon_dev_pd_t *pd, softib_mr_t *mr,
+                              const char *what);
 /* Gather len bytes at offset off of an SGE list into dst, or scatter src into it. */
 softib_access_t softib_sge_copy_from(softib_dev_t *dev, axon_dev_pd_t *pd,
                                      const axon_dev_sge_t *sge, int num_sge, uint32_t off,
@@ -413,6 +451,10 @@ static inline int softib_wr_is_atomic(axon_dev_wr_opcode_t op)
 static inline int softib_wr_is_xchan_task(axon_dev_wr_opcode_t op)
 {
     return (op >= AXON_DEV_WR_SEND_ENABLE) && (op <= AXON_DEV_WR_CQE_WAIT);
+}
+static inline int softib_wr_is_umr(axon_dev_wr_opcode_t op)
+{
+    return (op == AXON_DEV_WR_UMR_FILL) || (op == AXON_DEV_WR_UMR_INVALIDATE);
 }
 static inline int softib_wqe_is_rd_atomic(const softib_send_wqe_t *wqe)
 {
@@ -491,6 +533,26 @@ void softib_dc_leave(softib_qp_t *qp);
 void softib_dc_start(softib_qp_t *qp);
 void softib_dc_event(softib_qp_t *qp, axon_dev_event_type_t type);
 
+/* umr (softib_umr.c): indirect memory keys (seed §8.8) */
+void softib_umr_caps(axon_dev_attr_t *attr);
+/* create_qp with CREATE_UMR: the per-WQE operand pool; 0 or ENOMEM */
+int  softib_umr_qp_init(softib_qp_t *qp, uint32_t max_inl_klms);
+void softib_umr_qp_free(softib_qp_t *qp);
+int  softib_umr_check(softib_qp_t *qp, const axon_dev_send_wr_t *wr);
+void softib_umr_copy(softib_qp_t *qp, softib_send_wqe_t *wqe, const axon_dev_send_wr_t *wr);
+/* A UMR at the requester: 1 done (the requester goes on), 0 it waits or failed the QP */
+int  softib_umr_req(softib_qp_t *qp, softib_send_wqe_t *wqe);
+/* WQEs [from, sq_tail) leave without executing: their entry lists are free again */
+void softib_umr_drop(softib_qp_t *qp, unsigned from);
+/* An indirect key's walk (softib_mem_access / _resolve call it for such keys) */
+softib_access_t softib_umr_access(softib_dev_t *dev, softib_mr_t *mr, uint64_t addr,
+                                  void *buf, uint64_t len, int access, softib_mem_op_t op,
+                                  unsigned level);
+softib_access_t softib_umr_resolve(softib_dev_t *dev, softib_mr_t *mr, uint64_t addr,
+                                   uint64_t len, int access, unsigned level, void **ptr_p);
+void softib_umr_free(softib_mr_t *mr);
+void softib_mkey_lists_free(softib_dev_t *dev);
+
 /* ------------------------------------------------------------ the ops, one file per object */
 int  softib_alloc_pd(axon_dev_context_t *ctx, axon_dev_pd_t **pd_p);
 int  softib_dealloc_pd(axon_dev_pd_t *pd);
@@ -536,5 +598,10 @@ int  softib_create_dct(axon_dev_context_t *ctx, axon_dev_dct_init_attr_t *attr,
 int  softib_destroy_dct(axon_dev_dct_t *dct);
 int  softib_query_dct(axon_dev_dct_t *dct, axon_dev_dct_attr_t *attr);
 int  softib_arm_dct(axon_dev_dct_t *dct, uint32_t comp_mask);
+int  softib_create_mr(axon_dev_pd_t *pd, axon_dev_mr_init_attr_t *attr, axon_dev_mr_t **mr_p);
+int  softib_query_mkey(axon_dev_mr_t *mr, axon_dev_mkey_attr_t *attr);
+int  softib_alloc_mkey_list(axon_dev_pd_t *pd, uint32_t max_klm_list_size,
+                            axon_dev_mkey_list_t **list_p);
+int  softib_dealloc_mkey_list(axon_dev_mkey_list_t *list);
 
 #endif

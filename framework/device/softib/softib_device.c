@@ -19,7 +19,8 @@
 /* What softib implements; CAP_MASK removes from this. */
 #define SOFTIB_CAPS (AXON_DEV_CAP_RC | AXON_DEV_CAP_UC | AXON_DEV_CAP_UD | AXON_DEV_CAP_SRQ | \
                      AXON_DEV_CAP_ATOMIC | AXON_DEV_CAP_INLINE | AXON_DEV_CAP_COMP_CHANNEL | \
-                     AXON_DEV_CAP_EXT_ATOMIC | AXON_DEV_CAP_CROSS_CHANNEL | AXON_DEV_CAP_DC)
+                     AXON_DEV_CAP_EXT_ATOMIC | AXON_DEV_CAP_CROSS_CHANNEL | AXON_DEV_CAP_DC | \
+                     AXON_DEV_CAP_UMR)
 
 static uint64_t softib_node_guid(uint32_t ipv4_addr, unsigned index)
 {
@@ -91,7 +92,9 @@ static void softib_fill_attr(softib_dev_t *dev, uint32_t ipv4_addr, uint64_t cap
     if (caps & AXON_DEV_CAP_DC) {
         softib_dc_caps(a);
     }
-    /* UMR is not implemented: left zero */
+    if (caps & AXON_DEV_CAP_UMR) {
+        softib_umr_caps(a);
+    }
 }
 
 static int softib_get_list(axon_dev_info_t *list, int max)
@@ -188,6 +191,7 @@ static int softib_open(const char *name, axon_dev_context_t **ctx_p)
     pthread_mutex_init(&dev->lock, NULL);
     axon_list_init(&dev->qp_list);
     axon_list_init(&dev->ack_list);
+    axon_list_init(&dev->mkey_lists);
     dev->next_qp_index  = 1;
     dev->next_mr_index  = 1;
     dev->next_pd_handle = 1;
@@ -229,6 +233,7 @@ static void softib_close(axon_dev_context_t *ctx)
                    dev->num_qps, dev->num_mrs);
     }
     softib_mr_table_free(dev);
+    softib_mkey_lists_free(dev);
     softib_wire_close(dev->wire);
     close(dev->super.async_fd);
     close(dev->async_wfd);
@@ -409,6 +414,10 @@ const axon_dev_ops_t softib_dev_ops = {
     .destroy_dct          = softib_destroy_dct,
     .query_dct            = softib_query_dct,
     .arm_dct              = softib_arm_dct,
+    .create_mr            = softib_create_mr,
+    .query_mkey           = softib_query_mkey,
+    .alloc_mkey_list      = softib_alloc_mkey_list,
+    .dealloc_mkey_list    = softib_dealloc_mkey_list,
     .get_async_event      = softib_get_async_event,
     .ack_async_event      = softib_ack_async_event,
 };

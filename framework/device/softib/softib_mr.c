@@ -1,5 +1,6 @@
 /*
- * Protection domains, memory regions and the access check.
+ * Protection domains, memory regions and the access path (indirect keys:
+ * softib_umr.c, reached through one branch).
  *
  * Keys index a per-device table (key = index << 8 | generation), and every
  * access looks its key up again: a WQE holds keys, never MR pointers, so a
@@ -79,23 +80,31 @@ uint64_t softib_mr_reg_count(void)
     return __atomic_load_n(&softib_mr_regs, __ATOMIC_RELAXED);
 }
 
-int softib_reg_mr(axon_dev_pd_t *pd, void *addr, size_t length, int access,
-                  axon_dev_mr_t **mr_p)
+int softib_mr_access_check(uint64_t access, const char *what)
 {
-    softib_dev_t *dev = softib_dev(pd->context);
-    softib_mr_t *mr;
-    unsigned i, index;
-
-    if (access & ~SOFTIB_MR_ACCESS_ALL) {
-        axon_error("softib: reg_mr: unknown access flags 0x%x", access);
+    if (access & ~(uint64_t)SOFTIB_MR_ACCESS_ALL) {
+        axon_error("softib: %s: unknown access flags 0x%llx", what, (unsigned long long)access);
         return EINVAL;
     }
     /* As with verbs: remote write/atomic need local write */
     if ((access & (AXON_DEV_ACCESS_REMOTE_WRITE | AXON_DEV_ACCESS_REMOTE_ATOMIC)) &&
         !(access & AXON_DEV_ACCESS_LOCAL_WRITE)) {
-        axon_error("softib: reg_mr: access 0x%x has remote write/atomic without local write",
-                   access);
+        axon_error("softib: %s: access 0x%llx has remote write/atomic without local write",
+                   what, (unsigned long long)access);
         return EINVAL;
+    }
+    return 0;
+}
+
+int softib_reg_mr(axon_dev_pd_t *pd, void *addr, size_t length, int access,
+                  axon_dev_mr_t **mr_p)
+{
+    softib_dev_t *dev = softib_dev(pd->context);
+    softib_mr_t *mr;
+    int ret;
+
+    if ((ret = softib_mr_access_check(access, "reg_mr")) != 0) {
+        return ret;
     }
     if ((uint64_t)length > dev->attr.max_mr_size ||
         ((uintptr_t)addr + length < (uintptr_t)addr)) {
@@ -111,6 +120,22 @@ int softib_reg_mr(axon_dev_pd_t *pd, void *addr, size_t length, int access,
         axon_error("softib: no memory for an MR");
         return ENOMEM;
     }
+    mr->super.addr   = addr;
+    mr->super.length = length;
+    mr->super.access = access;
+    if ((ret = softib_mr_add(dev, pd, mr, "reg_mr")) != 0) {
+        free(mr);
+        return ret;
+    }
+    __atomic_add_fetch(&softib_mr_regs, 1, __ATOMIC_RELAXED);
+    *mr_p = &mr->super;
+    return 0;
+}
+
+/* Give mr a key of dev's table (and count it on pd); 0 or ENOMEM (logged) */
+int softib_mr_add(softib_dev_t *dev, axon_dev_pd_t *pd, softib_mr_t *mr, const char *what)
+{
+    unsigned i, index;
 
     pthread_mutex_lock(&dev->lock);
     index = 0;
@@ -123,8 +148,7 @@ int softib_reg_mr(axon_dev_pd_t *pd, void *addr, size_t length, int access,
     }
     if (index == 0) {
         pthread_mutex_unlock(&dev->lock);
-        free(mr);
-        axon_error("softib: reg_mr: all %d MRs of %s are in use", SOFTIB_MR_TABLE_SIZE - 1,
+        axon_error("softib: %s: all %d MRs of %s are in use", what, SOFTIB_MR_TABLE_SIZE - 1,
                    dev->super.name);
         return ENOMEM;
     }
@@ -134,17 +158,12 @@ int softib_reg_mr(axon_dev_pd_t *pd, void *addr, size_t length, int access,
     mr->index          = index;
     mr->super.context  = pd->context;
     mr->super.pd       = pd;
-    mr->super.addr     = addr;
-    mr->super.length   = length;
-    mr->super.access   = access;
     mr->super.lkey     = (index << 8) | dev->mr_gen;
     mr->super.rkey     = mr->super.lkey;
     dev->mrs[index]    = mr;
     dev->num_mrs++;
     softib_pd(pd)->refcnt++;
     pthread_mutex_unlock(&dev->lock);
-    __atomic_add_fetch(&softib_mr_regs, 1, __ATOMIC_RELAXED);
-    *mr_p = &mr->super;
     return 0;
 }
 
@@ -158,6 +177,7 @@ int softib_dereg_mr(axon_dev_mr_t *amr)
     dev->num_mrs--;
     softib_pd(amr->pd)->refcnt--;
     pthread_mutex_unlock(&dev->lock);
+    softib_umr_free(mr);
     free(mr);
     return 0;
 }
@@ -167,30 +187,82 @@ void softib_mr_table_free(softib_dev_t *dev)
     unsigned i;
 
     for (i = 0; i < SOFTIB_MR_TABLE_SIZE; i++) {
+        if (dev->mrs[i] != NULL) {
+            softib_umr_free(dev->mrs[i]);
+        }
         free(dev->mrs[i]);
     }
     free(dev->mrs);
 }
 
-softib_access_t softib_mr_check(softib_dev_t *dev, axon_dev_pd_t *pd, uint32_t key,
-                                uint64_t addr, uint64_t len, int access)
+softib_mr_t *softib_mr_lookup(softib_dev_t *dev, axon_dev_pd_t *pd, uint32_t key)
 {
     unsigned index = key >> 8;
     softib_mr_t *mr;
-    uint64_t start, end;
 
     if ((index == 0) || (index >= SOFTIB_MR_TABLE_SIZE) ||
         ((mr = dev->mrs[index]) == NULL) || (mr->super.lkey != key) || (mr->super.pd != pd)) {
-        return SOFTIB_ACCESS_BAD_KEY;
+        return NULL;
     }
-    start = (uintptr_t)mr->super.addr;
-    end   = start + mr->super.length;
+    return mr;
+}
+
+/* Registered memory: [addr, addr + len) inside the region, with the rights asked */
+static softib_access_t softib_mr_range(const softib_mr_t *mr, uint64_t addr, uint64_t len,
+                                       int access)
+{
+    uint64_t start = (uintptr_t)mr->super.addr, end = start + mr->super.length;
+
     if ((addr < start) || (addr > end) || (len > end - addr)) {
         return SOFTIB_ACCESS_BAD_RANGE;
     }
     if ((mr->super.access & access) != access) {
         return SOFTIB_ACCESS_BAD_RIGHTS;
     }
+    return SOFTIB_ACCESS_OK;
+}
+
+softib_access_t softib_mem_access(softib_dev_t *dev, axon_dev_pd_t *pd, uint32_t key,
+                                  uint64_t addr, void *buf, uint64_t len, int access,
+                                  softib_mem_op_t op, unsigned level)
+{
+    softib_mr_t *mr = softib_mr_lookup(dev, pd, key);
+    softib_access_t ret;
+
+    if (mr == NULL) {
+        return SOFTIB_ACCESS_BAD_KEY;
+    }
+    if (mr->umr != NULL) {   /* the one branch indirect keys cost registered memory */
+        return softib_umr_access(dev, mr, addr, buf, len, access, op, level);
+    }
+    if ((ret = softib_mr_range(mr, addr, len, access)) != SOFTIB_ACCESS_OK) {
+        return ret;
+    }
+    if (op == SOFTIB_MEM_READ) {
+        memcpy(buf, (const void *)(uintptr_t)addr, len);
+    } else if (op == SOFTIB_MEM_WRITE) {
+        memcpy((void *)(uintptr_t)addr, buf, len);
+    }
+    return SOFTIB_ACCESS_OK;
+}
+
+softib_access_t softib_mem_resolve(softib_dev_t *dev, axon_dev_pd_t *pd, uint32_t key,
+                                   uint64_t addr, uint64_t len, int access, unsigned level,
+                                   void **ptr_p)
+{
+    softib_mr_t *mr = softib_mr_lookup(dev, pd, key);
+    softib_access_t ret;
+
+    if (mr == NULL) {
+        return SOFTIB_ACCESS_BAD_KEY;
+    }
+    if (mr->umr != NULL) {
+        return softib_umr_resolve(dev, mr, addr, len, access, level, ptr_p);
+    }
+    if ((ret = softib_mr_range(mr, addr, len, access)) != SOFTIB_ACCESS_OK) {
+        return ret;
+    }
+    *ptr_p = (void *)(uintptr_t)addr;
     return SOFTIB_ACCESS_OK;
 }
 
@@ -221,7 +293,6 @@ static softib_access_t softib_sge_copy(softib_dev_t *dev, axon_dev_pd_t *pd,
 {
     softib_access_t ret;
     uint32_t chunk;
-    uint64_t addr;
     int i;
 
     for (i = 0; (i < num_sge) && (len > 0); i++) {
@@ -233,16 +304,11 @@ static softib_access_t softib_sge_copy(softib_dev_t *dev, axon_dev_pd_t *pd,
         if (chunk > len) {
             chunk = len;
         }
-        addr = sge[i].addr + off;
-        ret  = softib_mr_check(dev, pd, sge[i].lkey, addr, chunk,
-                               to_sge ? AXON_DEV_ACCESS_LOCAL_WRITE : 0);
+        ret = softib_mem_access(dev, pd, sge[i].lkey, sge[i].addr + off, buf, chunk,
+                                to_sge ? AXON_DEV_ACCESS_LOCAL_WRITE : 0,
+                                to_sge ? SOFTIB_MEM_WRITE : SOFTIB_MEM_READ, 0);
         if (ret != SOFTIB_ACCESS_OK) {
             return ret;
-        }
-        if (to_sge) {
-            memcpy((void *)(uintptr_t)addr, buf, chunk);
-        } else {
-            memcpy(buf, (const void *)(uintptr_t)addr, chunk);
         }
         buf += chunk;
         len -= chunk;

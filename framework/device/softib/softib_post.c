@@ -9,9 +9,10 @@
 #include "softib.h"
 
 /* Seed 002's table: the QP types each opcode is valid on; a DCI takes what RC does
- * (seed §8.6) but the cross-channel tasks */
+ * (seed §8.6) but the cross-channel tasks and UMRs */
 #define QPT(_t) (((_t) == AXON_DEV_QPT_DC_INI) ? (1u << 5) : (1u << (_t)))
 #define QPT_REL (QPT(AXON_DEV_QPT_RC) | QPT(AXON_DEV_QPT_DC_INI))
+#define QPT_NOT_DC (QPT(AXON_DEV_QPT_RC) | QPT(AXON_DEV_QPT_UC) | QPT(AXON_DEV_QPT_UD))
 static const unsigned softib_wr_qp_types[] = {
     [AXON_DEV_WR_RDMA_WRITE]           = QPT_REL | QPT(AXON_DEV_QPT_UC),
     [AXON_DEV_WR_RDMA_WRITE_WITH_IMM]  = QPT_REL | QPT(AXON_DEV_QPT_UC),
@@ -22,18 +23,21 @@ static const unsigned softib_wr_qp_types[] = {
     [AXON_DEV_WR_ATOMIC_FETCH_AND_ADD] = QPT_REL,
     [AXON_DEV_WR_EXT_MASKED_ATOMIC_CMP_AND_SWP]   = QPT_REL,
     [AXON_DEV_WR_EXT_MASKED_ATOMIC_FETCH_AND_ADD] = QPT_REL,
-    [AXON_DEV_WR_SEND_ENABLE]          = QPT(AXON_DEV_QPT_RC) | QPT(AXON_DEV_QPT_UC) | QPT(AXON_DEV_QPT_UD),
-    [AXON_DEV_WR_RECV_ENABLE]          = QPT(AXON_DEV_QPT_RC) | QPT(AXON_DEV_QPT_UC) | QPT(AXON_DEV_QPT_UD),
-    [AXON_DEV_WR_CQE_WAIT]             = QPT(AXON_DEV_QPT_RC) | QPT(AXON_DEV_QPT_UC) | QPT(AXON_DEV_QPT_UD),
+    [AXON_DEV_WR_SEND_ENABLE]          = QPT_NOT_DC,
+    [AXON_DEV_WR_RECV_ENABLE]          = QPT_NOT_DC,
+    [AXON_DEV_WR_CQE_WAIT]             = QPT_NOT_DC,
+    [AXON_DEV_WR_UMR_FILL]             = QPT_NOT_DC,
+    [AXON_DEV_WR_UMR_INVALIDATE]       = QPT_NOT_DC,
 };
 
 static const char *const softib_wr_names[] = {
     "RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "SEND", "SEND_WITH_IMM", "RDMA_READ",
     "ATOMIC_CMP_AND_SWP", "ATOMIC_FETCH_AND_ADD", "EXT_MASKED_ATOMIC_CMP_AND_SWP",
-    "EXT_MASKED_ATOMIC_FETCH_AND_ADD", "SEND_ENABLE", "RECV_ENABLE", "CQE_WAIT"
+    "EXT_MASKED_ATOMIC_FETCH_AND_ADD", "SEND_ENABLE", "RECV_ENABLE", "CQE_WAIT", "UMR_FILL",
+    "UMR_INVALIDATE"
 };
 
-#define SOFTIB_WR_OPCODE_LAST AXON_DEV_WR_CQE_WAIT
+#define SOFTIB_WR_OPCODE_LAST AXON_DEV_WR_UMR_INVALIDATE
 
 static const char *const softib_qpt_names[] = {[2] = "RC", [3] = "UC", [4] = "UD",
                                                [AXON_DEV_QPT_DC_INI] = "DCI"};
@@ -121,6 +125,10 @@ static int softib_send_wr_check(softib_qp_t *qp, const axon_dev_send_wr_t *wr,
     if (softib_wr_is_xchan_task(wr->opcode)) {
         *length_p = 0;   /* no data, no SGEs looked at */
         return 0;
+    }
+    if (softib_wr_is_umr(wr->opcode)) {
+        *length_p = 0;   /* its entries are its operands, not SGEs */
+        return softib_umr_check(qp, wr);
     }
     if ((wr->num_sge < 0) || ((unsigned)wr->num_sge > qp->cap.max_send_sge) ||
         ((wr->num_sge > 0) && (wr->sg_list == NULL))) {
@@ -237,6 +245,11 @@ static void softib_send_wr_copy(softib_qp_t *qp, softib_send_wqe_t *wqe,
     wqe->calc_type = (uint8_t)wr->calc.data_type;
     if (softib_wr_is_xchan_task(wr->opcode)) {
         softib_xchan_copy(qp, wqe, wr);
+        wqe->num_sge = 0;
+        return;
+    }
+    if (softib_wr_is_umr(wr->opcode)) {
+        softib_umr_copy(qp, wqe, wr);
         wqe->num_sge = 0;
         return;
     }

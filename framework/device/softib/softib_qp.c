@@ -9,6 +9,9 @@
 #include "log.h"
 #include "softib.h"
 
+#define SOFTIB_QP_CREATE_XCHAN (AXON_DEV_QP_CREATE_CROSS_CHANNEL | \
+                                AXON_DEV_QP_CREATE_MANAGED_SEND | AXON_DEV_QP_CREATE_MANAGED_RECV)
+
 static const unsigned softib_qp_type_caps[] = {
     [AXON_DEV_QPT_RC] = AXON_DEV_CAP_RC,
     [AXON_DEV_QPT_UC] = AXON_DEV_CAP_UC,
@@ -29,6 +32,8 @@ static const axon_dev_wc_opcode_t softib_wc_opcode[] = {
     [AXON_DEV_WR_SEND_ENABLE]          = AXON_DEV_WC_SEND_ENABLE,
     [AXON_DEV_WR_RECV_ENABLE]          = AXON_DEV_WC_RECV_ENABLE,
     [AXON_DEV_WR_CQE_WAIT]             = AXON_DEV_WC_CQE_WAIT,
+    [AXON_DEV_WR_UMR_FILL]             = AXON_DEV_WC_UMR,
+    [AXON_DEV_WR_UMR_INVALIDATE]       = AXON_DEV_WC_UMR,
 };
 
 softib_qp_t *softib_qp_lookup(softib_dev_t *dev, uint32_t qpn)
@@ -108,6 +113,7 @@ void softib_qp_flush(softib_qp_t *qp)
     }
     /* enables that will never run: their managed queues would hold their WQEs forever */
     softib_xchan_drop(qp, from, 1);
+    softib_umr_drop(qp, from);
     qp->sq_req = qp->sq_started = qp->sq_en = qp->sq_tail;
     qp->rq.en  = qp->rq.tail;   /* held receives are flushed too */
     qp->req.pkt = 0;
@@ -169,6 +175,7 @@ void softib_qp_reset(softib_qp_t *qp)
         softib_dc_leave(qp);
     }
     softib_xchan_drop(qp, qp->sq_head, 0);
+    softib_umr_drop(qp, qp->sq_head);
     qp->sq_head = qp->sq_req = qp->sq_tail = qp->sq_started = qp->sq_tail;
     qp->sq_en = qp->sq_en_count.base = qp->sq_tail;
     qp->sq_en_count.max = 0;
@@ -197,6 +204,7 @@ void softib_qp_reset(softib_qp_t *qp)
 static void softib_qp_free(softib_qp_t *qp)
 {
     softib_rq_cleanup(&qp->rq);
+    softib_umr_qp_free(qp);
     free(qp->sq_amo);
     free(qp->sq_inline);
     free(qp->sq_sge);
@@ -251,16 +259,25 @@ int softib_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *init, axon_dev_
                    (void *)init->srq, init->create_flags);
         return EINVAL;
     }
-    if (init->create_flags & ~(AXON_DEV_QP_CREATE_CROSS_CHANNEL |
-                               AXON_DEV_QP_CREATE_MANAGED_SEND |
-                               AXON_DEV_QP_CREATE_MANAGED_RECV)) {
+    if (init->create_flags & ~(SOFTIB_QP_CREATE_XCHAN | AXON_DEV_QP_CREATE_UMR)) {
         axon_error("softib: create_qp: unknown create_flags 0x%x", init->create_flags);
         return EINVAL;
     }
-    if (init->create_flags && !(dev->attr.cap_flags & AXON_DEV_CAP_CROSS_CHANNEL)) {
-        axon_error("softib: create_qp: create_flags 0x%x, but cross-channel is masked off "
-                   "on %s", init->create_flags, dev->super.name);
+    if (((init->create_flags & SOFTIB_QP_CREATE_XCHAN) &&
+         !(dev->attr.cap_flags & AXON_DEV_CAP_CROSS_CHANNEL)) ||
+        ((init->create_flags & AXON_DEV_QP_CREATE_UMR) &&
+         !(dev->attr.cap_flags & AXON_DEV_CAP_UMR))) {
+        axon_error("softib: create_qp: create_flags 0x%x, but %s is masked off on %s",
+                   init->create_flags, (init->create_flags & AXON_DEV_QP_CREATE_UMR) &&
+                   !(dev->attr.cap_flags & AXON_DEV_CAP_UMR) ? "UMR" : "cross-channel",
+                   dev->super.name);
         return EOPNOTSUPP;
+    }
+    if ((init->create_flags & AXON_DEV_QP_CREATE_UMR) &&
+        (init->max_inl_send_klms > dev->attr.umr.max_send_wqe_inline_klms)) {
+        axon_error("softib: create_qp: max_inl_send_klms %u over the device's %u",
+                   init->max_inl_send_klms, dev->attr.umr.max_send_wqe_inline_klms);
+        return EINVAL;
     }
     if ((init->create_flags & AXON_DEV_QP_CREATE_MANAGED_RECV) && (init->srq != NULL)) {
         axon_error("softib: create_qp: MANAGED_RECV with an SRQ (only a QP's own receive "
@@ -326,6 +343,10 @@ int softib_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *init, axon_dev_
                                                       qp->cap.max_recv_sge)) {
         goto err_free;
     }
+    if ((init->create_flags & AXON_DEV_QP_CREATE_UMR) &&
+        softib_umr_qp_init(qp, init->max_inl_send_klms)) {
+        goto err_free;
+    }
 
     qp->super.context    = pd->context;
     qp->super.pd         = pd;
@@ -359,6 +380,7 @@ int softib_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *init, axon_dev_
     pthread_mutex_unlock(&dev->lock);
 
     *cap  = qp->cap;
+    init->max_inl_send_klms = qp->max_inl_klms;
     *qp_p = &qp->super;
     return 0;
 
@@ -380,6 +402,7 @@ int softib_destroy_qp(axon_dev_qp_t *aqp)
         softib_dc_leave(qp);
     }
     softib_xchan_drop(qp, qp->sq_head, 0);
+    softib_umr_drop(qp, qp->sq_head);
     dev->qps[SOFTIB_QPN_INDEX(aqp->qp_num)] = NULL;
     dev->num_qps--;
     axon_list_del(&qp->link);
@@ -420,6 +443,7 @@ int softib_query_qp(axon_dev_qp_t *aqp, axon_dev_qp_attr_t *attr, int attr_mask,
         init->qp_type    = aqp->qp_type;
         init->sq_sig_all = qp->sq_sig_all;
         init->create_flags = qp->create_flags;
+        init->max_inl_send_klms = qp->max_inl_klms;
     }
     pthread_mutex_unlock(&dev->lock);
     return 0;

@@ -373,6 +373,12 @@ void softib_req_progress(softib_qp_t *qp)
             }
             continue;
         }
+        if (softib_wr_is_umr(wqe->opcode)) {
+            if (!softib_umr_req(qp, wqe)) {
+                break;
+            }
+            continue;
+        }
         if ((qp->req.pkt == 0) && (qp->sq_req == qp->sq_started) && (wqe->status < 0) &&
             softib_req_start(qp, wqe)) {
             break;

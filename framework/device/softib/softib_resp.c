@@ -205,12 +205,11 @@ static softib_resp_status_t softib_resp_write(softib_dev_t *dev, softib_qp_t *qp
         return RESP_ERR_INV_REQ;
     }
     va = qp->resp.va + qp->resp.offset;
-    if (pkt->paylen) {
-        if (softib_mr_check(dev, qp->super.pd, qp->resp.rkey, va, pkt->paylen,
-                            AXON_DEV_ACCESS_REMOTE_WRITE) != SOFTIB_ACCESS_OK) {
-            return RESP_ERR_ACCESS;   /* deregistered meanwhile */
-        }
-        memcpy((void *)(uintptr_t)va, pkt->payload, pkt->paylen);
+    if (pkt->paylen &&
+        (softib_mem_access(dev, qp->super.pd, qp->resp.rkey, va, (void *)pkt->payload,
+                           pkt->paylen, AXON_DEV_ACCESS_REMOTE_WRITE, SOFTIB_MEM_WRITE,
+                           0) != SOFTIB_ACCESS_OK)) {
+        return RESP_ERR_ACCESS;   /* deregistered (or invalidated) meanwhile */
     }
     qp->resp.offset += pkt->paylen;
     if (flags & SOFTIB_OPF_LAST) {
@@ -321,6 +320,7 @@ static softib_resp_status_t softib_resp_atomic(softib_dev_t *dev, softib_qp_t *q
     uint32_t rkey = ext ? pkt->ext_atomic.rkey : pkt->atomic.rkey;
     softib_resp_status_t st;
     axon_amo_args_t args;
+    void *target;
 
     if (!(qp->attr.qp_access_flags & AXON_DEV_ACCESS_REMOTE_ATOMIC)) {
         axon_debug("softib: QP 0x%x: atomic, but the QP does not allow remote atomics",
@@ -349,15 +349,15 @@ static softib_resp_status_t softib_resp_atomic(softib_dev_t *dev, softib_qp_t *q
                    (unsigned long long)va, args.size);
         return RESP_ERR_INV_REQ;
     }
-    if (softib_mr_check(dev, qp->super.pd, rkey, va, args.size,
-                        AXON_DEV_ACCESS_REMOTE_ATOMIC) != SOFTIB_ACCESS_OK) {
+    if (softib_mem_resolve(dev, qp->super.pd, rkey, va, args.size, AXON_DEV_ACCESS_REMOTE_ATOMIC,
+                           0, &target) != SOFTIB_ACCESS_OK) {
         axon_debug("softib: QP 0x%x: %u-byte atomic at 0x%llx rkey 0x%x denied",
                    qp->super.qp_num, args.size, (unsigned long long)va, rkey);
         return RESP_ERR_ACCESS;
     }
     memset(orig, 0, sizeof(*orig));
     orig->ext_size = ext ? args.size : 0;
-    softib_amo_exec(&args, (void *)(uintptr_t)va, orig->word);
+    softib_amo_exec(&args, target, orig->word);
     return RESP_OK;
 }
 
@@ -390,12 +390,11 @@ static int softib_resp_res_send(softib_dev_t *dev, softib_qp_t *qp, softib_resp_
     hlen = softib_pkt_build(dev->tx_buf, &pkt);
     if (res->atomic) {
         softib_pkt_put_words(dev->tx_buf + hlen, res->orig.word, paylen / 8);
-    } else if (paylen) {
-        if (softib_mr_check(dev, qp->super.pd, res->rkey, res->va, paylen,
-                            AXON_DEV_ACCESS_REMOTE_READ) != SOFTIB_ACCESS_OK) {
-            return 1;   /* deregistered meanwhile: the requester times out */
-        }
-        memcpy(dev->tx_buf + hlen, (const void *)(uintptr_t)res->va, paylen);
+    } else if (paylen &&
+               (softib_mem_access(dev, qp->super.pd, res->rkey, res->va, dev->tx_buf + hlen,
+                                  paylen, AXON_DEV_ACCESS_REMOTE_READ, SOFTIB_MEM_READ,
+                                  0) != SOFTIB_ACCESS_OK)) {
+        return 1;   /* deregistered (or invalidated) meanwhile: the requester times out */
     }
     if (softib_send_pkt(dev, qp, &qp->attr.ah_attr.grh.dgid, qp->attr.dest_qp_num,
                         hlen + paylen)) {

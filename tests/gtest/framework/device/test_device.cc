@@ -376,7 +376,8 @@ TEST_F(DeviceLayer, RdmacoreZeroDevicesWithoutError)
     ASSERT_EQ(2u, lines.size());
     EXPECT_EQ("no hardware devices found; no cross_channel: upstream rdma-core has no "
               "cross-channel verbs; no dc: the rdma-core back end does not drive mlx5dv "
-              "DCI/DCT QPs", lines[1].second);
+              "DCI/DCT QPs; no umr: the rdma-core back end does not drive mlx5dv_create_mkey",
+              lines[1].second);
     /* Not ours, silently: dev.c speaks for the whole layer. */
     EXPECT_EQ(ENODEV, axon_dev_rdmacore_backend.open("mlx5_0", &ctx));
     EXPECT_EQ(0, count_errors());

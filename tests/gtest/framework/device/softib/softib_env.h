@@ -252,7 +252,8 @@ public:
     /* Returns create_qp's result; q is usable on success. */
     int qp(Qp *q, axon_dev_qp_type_t type, int sq_sig_all = 1, axon_dev_srq_t *srq = nullptr,
            uint32_t max_inline = 0, uint32_t max_wr = 64, axon_dev_cq_t *scq = nullptr,
-           axon_dev_cq_t *rcq = nullptr, uint32_t create_flags = 0)
+           axon_dev_cq_t *rcq = nullptr, uint32_t create_flags = 0,
+           uint32_t max_inl_send_klms = 0)
     {
         axon_dev_qp_init_attr_t init;
 
@@ -271,6 +272,7 @@ public:
         init.cap.max_recv_sge    = 4;
         init.cap.max_inline_data = max_inline;
         init.create_flags        = create_flags;
+        init.max_inl_send_klms   = max_inl_send_klms;
         int ret = axon_dev_create_qp(pd, &init, &q->qp);
         if (ret == 0) {
             qps_.push_back(q->qp);
@@ -733,6 +735,53 @@ protected:
         ASSERT_EQ(0, dev_.connect(*a, *b));
     }
 };
+
+/* Receive one struct the peer sent as a blob (axon_test_send_blob); 0 or -1 */
+template <typename T>
+int recv_struct(int fd, T *out)
+{
+    void  *blob = nullptr;
+    size_t len  = 0;
+    if (axon_test_recv_blob(fd, &blob, &len) != 0) {
+        return -1;
+    }
+    int ret = (len == sizeof(*out)) ? 0 : -1;
+    if (ret == 0) {
+        memcpy(out, blob, sizeof(*out));
+    }
+    free(blob);
+    return ret;
+}
+
+/* The wire of a test with a peer process: the test's own side and the peer's */
+struct SoftibWire {
+    const char *name;
+    const char *wire;     /* AXON_SOFTIB_WIRE or nullptr */
+    const char *addr[2];  /* AXON_SOFTIB_ADDR of the test process, of the peer */
+};
+
+inline void PrintTo(const SoftibWire &c, std::ostream *os)
+{
+    *os << c.name;
+}
+
+/* Shm (one address) and UDP between two addresses (different GIDs: auto mode picks UDP) */
+const SoftibWire kSoftibPeerWires[] = {
+    {"Shm", nullptr, {nullptr, nullptr}},
+    {"UdpTwoAddresses", nullptr, {"127.0.0.3", "127.0.0.2"}},
+};
+
+/* Configure one side of w (0: the test process, 1: the peer) before it opens its device */
+inline void softib_wire_env(const SoftibWire &w, int side, EnvGuard *env)
+{
+    env->set("AXON_SOFTIB_WIRE", w.wire);
+    env->set("AXON_SOFTIB_ADDR", w.addr[side]);
+}
+
+inline std::string softib_wire_name(const ::testing::TestParamInfo<SoftibWire> &info)
+{
+    return info.param.name;
+}
 
 /* Base's tests, parameterized by Param, that spawn a peer process: killed at teardown. */
 template <class Base, class Param>

@@ -998,40 +998,13 @@ struct DcPeerInfo {
     axon_dev_gid_t gid;
 };
 
-struct DcWire {
-    const char *name;
-    const char *wire;     /* AXON_SOFTIB_WIRE or nullptr */
-    const char *addr[2];  /* AXON_SOFTIB_ADDR of the initiator, of the target */
-};
-
-void PrintTo(const DcWire &c, std::ostream *os)
-{
-    *os << c.name;
-}
-
-template <typename T>
-int recv_struct(int fd, T *out)
-{
-    void  *blob = nullptr;
-    size_t len  = 0;
-    if (axon_test_recv_blob(fd, &blob, &len) != 0) {
-        return -1;
-    }
-    int ret = (len == sizeof(*out)) ? 0 : -1;
-    if (ret == 0) {
-        memcpy(out, blob, sizeof(*out));
-    }
-    free(blob);
-    return ret;
-}
-
 /*
  * The target process: a DCT on an SRQ, served by the progress thread while
  * the process blocks on the socket; then it checks what arrived.
  */
 int dc_xproc_target(int fd, void *arg)
 {
-    const DcWire &cfg = *static_cast<DcWire *>(arg);
+    const SoftibWire &cfg = *static_cast<SoftibWire *>(arg);
     EnvGuard      env;
     SoftibDev     dev;
     axon_dev_srq_t *srq = nullptr;
@@ -1041,8 +1014,7 @@ int dc_xproc_target(int fd, void *arg)
     uint32_t      dci = 0;
     axon_dev_wc_t wc;
 
-    env.set("AXON_SOFTIB_WIRE", cfg.wire);
-    env.set("AXON_SOFTIB_ADDR", cfg.addr[1]);
+    softib_wire_env(cfg, 1, &env);
     env.set("AXON_SOFTIB_PROGRESS_THREAD", "y");
     PEER_CHECK(dev.open() == 0, "open");
     Buf region = dev.reg(kXprocRegion, kRemoteAll);
@@ -1080,17 +1052,16 @@ int dc_xproc_target(int fd, void *arg)
     return 0;
 }
 
-using SoftibDcXproc = SoftibWithPeer<SoftibDc, DcWire>;
+using SoftibDcXproc = SoftibWithPeer<SoftibDc, SoftibWire>;
 
 TEST_P(SoftibDcXproc, DciToADctInAnotherProcess)
 {
-    DcWire        cfg = GetParam();
+    SoftibWire    cfg = GetParam();
     DcPeerInfo    info;
     Qp            q;
     axon_dev_wc_t wc;
 
-    env_.set("AXON_SOFTIB_WIRE", cfg.wire);
-    env_.set("AXON_SOFTIB_ADDR", cfg.addr[0]);
+    softib_wire_env(cfg, 0, &env_);
     ASSERT_EQ(0, axon_test_peer_spawn(&peer_, dc_xproc_target, &cfg, 60));
     spawned_ = true;
     open_dev();
@@ -1142,14 +1113,7 @@ TEST_P(SoftibDcXproc, DciToADctInAnotherProcess)
     spawned_ = false;
 }
 
-const DcWire kDcWires[] = {
-    {"Shm", nullptr, {nullptr, nullptr}},
-    {"UdpTwoAddresses", nullptr, {"127.0.0.3", "127.0.0.2"}},
-};
-
-INSTANTIATE_TEST_SUITE_P(Wire, SoftibDcXproc, ::testing::ValuesIn(kDcWires),
-                         [](const ::testing::TestParamInfo<DcWire> &info) {
-                             return std::string(info.param.name);
-                         });
+INSTANTIATE_TEST_SUITE_P(Wire, SoftibDcXproc, ::testing::ValuesIn(kSoftibPeerWires),
+                         softib_wire_name);
 
 }  // namespace

@@ -32,6 +32,8 @@ const char *op_name(axon_dev_wr_opcode_t op)
     case AXON_DEV_WR_SEND_ENABLE:          return "SendEnable";
     case AXON_DEV_WR_RECV_ENABLE:          return "RecvEnable";
     case AXON_DEV_WR_CQE_WAIT:             return "CqeWait";
+    case AXON_DEV_WR_UMR_FILL:             return "UmrFill";
+    case AXON_DEV_WR_UMR_INVALIDATE:       return "UmrInvalidate";
     }
     return "?";
 }

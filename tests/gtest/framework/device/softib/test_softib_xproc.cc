@@ -66,17 +66,7 @@ int send_info(int fd, const Qp &q, const SoftibDev &dev, const Buf *b)
 
 int recv_info(int fd, PeerInfo *info)
 {
-    void  *blob = nullptr;
-    size_t len  = 0;
-    if (axon_test_recv_blob(fd, &blob, &len) != 0) {
-        return -1;
-    }
-    int ret = (len == sizeof(*info)) ? 0 : -1;
-    if (ret == 0) {
-        memcpy(info, blob, sizeof(*info));
-    }
-    free(blob);
-    return ret;
+    return recv_struct(fd, info);
 }
 
 /* Bring q up to RTS towards info, with a short ACK timeout for lossy wires. */
