@@ -112,6 +112,42 @@ t_info_softib_cap_mask() {
         grep -q 'atomic_cap: NONE' <<<"$out"
 }
 
+# The device's DC limits (seed §8.6.1.2), zero where CAP_MASK takes DC away.
+t_info_dc_limits() {
+    out=$("$info" -d) || return 1
+    grep -q '^#       dc: max_dci [1-9][0-9]*, max_dct [1-9][0-9]*, max_dc_req_rd_atom [1-9][0-9]*, max_dc_res_rd_atom [1-9][0-9]*, max_dcr [1-9][0-9]*$' <<<"$out" || return 1
+    out=$(AXON_SOFTIB_CAP_MASK=dc "$info" -d) || return 1
+    grep -q '^#       dc: max_dci 0, max_dct 0, max_dc_req_rd_atom 0, max_dc_res_rd_atom 0, max_dcr 0$' <<<"$out"
+}
+
+# Which transport a port's lanes move to past AXON_RC_MAX_PEERS: dc where the
+# device has DC and libaxon_dc.so is built, else ud, saying why not dc.
+t_info_many_peers_transport() {
+    local line
+    out=$("$info" -d) || return 1
+    line=$(grep '^#     port 1 past AXON_RC_MAX_PEERS=256 endpoints: ' <<<"$out") || return 1
+    echo "$line"
+    grep -q ', before: rc (' <<<"$line" && grep -q '  \[not selected\]$' <<<"$line" || return 1
+    if grep -q '^#   transport: dc$' <<<"$out"; then
+        grep -q 'endpoints: dc (' <<<"$line" || return 1
+    else
+        grep -q 'endpoints: ud (.*; libaxon_dc.so is not built  \[not selected\]$' <<<"$line" || return 1
+    fi
+    # selected by AXON_TLS: no mark; the threshold is the variable's value
+    line=$(AXON_TLS=ib AXON_RC_MAX_PEERS=64 "$info" -d | grep '^#     port 1 past') || return 1
+    echo "$line"
+    grep -q 'past AXON_RC_MAX_PEERS=64 endpoints: ' <<<"$line" && ! grep -q 'not selected' <<<"$line" ||
+        return 1
+    # a device without DC: ud, and the line says so
+    line=$(AXON_TLS=ib AXON_SOFTIB_CAP_MASK=dc "$info" -d | grep '^#     port 1 past') || return 1
+    echo "$line"
+    grep -q 'endpoints: ud (.*; no DC on this device$' <<<"$line" || return 1
+    # rc alone: nothing smaller to move to
+    line=$(AXON_TLS=rc "$info" -d | grep '^#     port 1 past') || return 1
+    echo "$line"
+    grep -q 'endpoints: rc (' <<<"$line"
+}
+
 t_info_config_lists_softib() {
     out=$("$info" -c) || return 1
     grep -q '^AXON_SOFTIB_DEVICES=1$' <<<"$out" && grep -q '^AXON_SOFTIB_CAP_MASK=' <<<"$out" &&
@@ -388,6 +424,8 @@ check info_rdma_devices_softib_and_rdmacore  t_info_rdma_devices
 check info_softib_device_count_from_env      t_info_softib_device_count
 check info_softib_cap_mask_removes_caps     t_info_softib_cap_mask
 check info_config_lists_softib_variables     t_info_config_lists_softib
+check info_dc_limits_of_each_device          t_info_dc_limits
+check info_many_peers_transport_per_port     t_info_many_peers_transport
 check perf_tag_lat_8B_100k_over_shm          t_perf_tag_lat
 check perf_tag_bw_1MiB_over_shm              t_perf_tag_bw
 check perf_size_list                         t_perf_size_list
