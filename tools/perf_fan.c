@@ -27,7 +27,7 @@
 #include "axon.h"
 #include "perf_peers.h"
 
-/* Data tags: the test's tag above, the sender's index below. */
+/* Data tags: the test's tag above, the peer's index below (sender's or receiver's). */
 #define PERF_FAN_PEER_BITS  32
 #define PERF_FAN_DATA_TAG   ((axon_tag_t)PERF_TAG_DATA << PERF_FAN_PEER_BITS)
 #define PERF_FAN_DATA_MASK  (~(axon_tag_t)0 << PERF_FAN_PEER_BITS)
@@ -92,29 +92,11 @@ static int perf_fan_wait_all(perf_fan_t *f, unsigned count, const char *what)
     return perf_fan_wait_infos(f, count, NULL, what);
 }
 
-/* Hub sending (tag_fanout): message k to every peer in turn, k = 0..w-1. */
-static int perf_fan_hub_send(perf_fan_t *f, unsigned long done, unsigned w)
-{
-    unsigned peers = f->peers.num_peers, k, p, slot;
-
-    for (k = 0; k < w; ++k) {
-        for (p = 0; p < peers; ++p) {
-            slot = k * peers + p;
-            if (f->params->check) {
-                perf_fill(perf_fan_slot(f, slot), f->size, perf_fan_seed(f, p, done + k));
-            }
-            if (perf_peers_send(&f->peers, p, perf_fan_slot(f, slot), f->size,
-                                PERF_FAN_DATA_TAG, &f->reqs[slot]) != 0) {
-                perf_fan_wait_all(f, slot, "a send");
-                return -1;
-            }
-        }
-    }
-    return perf_fan_wait_all(f, w * peers, "a send");
-}
-
-/* Peers sending (tag_fanin): worker p's message k to the hub, in the same order. */
-static int perf_fan_peers_send(perf_fan_t *f, unsigned long done, unsigned w)
+/*
+ * Send message k of the window on every hub-peer pair in turn, k = 0..w-1:
+ * the hub to each peer (tag_fanout), or each peer's worker to the hub.
+ */
+static int perf_fan_send(perf_fan_t *f, unsigned long done, unsigned w)
 {
     unsigned peers = f->peers.num_peers, k, p, slot;
 
@@ -180,7 +162,7 @@ static int perf_fan_peers_recv(perf_fan_t *f, unsigned long done, unsigned w)
         for (p = 0; p < peers; ++p) {
             slot = k * peers + p;
             if (perf_peers_recv(&f->peers, p, p, perf_fan_slot(f, slot), f->size,
-                                PERF_FAN_DATA_TAG, AXON_TAG_MASK_FULL, NULL,
+                                PERF_FAN_DATA_TAG | p, AXON_TAG_MASK_FULL, NULL,
                                 &f->reqs[slot]) != 0) {
                 perf_fan_wait_all(f, slot, "a receive");
                 return -1;
@@ -236,10 +218,10 @@ static int perf_fan_windows(perf_fan_t *f, unsigned long done, unsigned long cou
 
     for (; done < end; done += w) {
         w = ((end - done) < f->params->window) ? (unsigned)(end - done) : f->params->window;
-        if (perf_fan_hub(f)) {
-            ret = f->fanin ? perf_fan_hub_recv(f, w) : perf_fan_hub_send(f, done, w);
+        if (!receiver) {
+            ret = perf_fan_send(f, done, w);
         } else {
-            ret = f->fanin ? perf_fan_peers_send(f, done, w) : perf_fan_peers_recv(f, done, w);
+            ret = perf_fan_hub(f) ? perf_fan_hub_recv(f, w) : perf_fan_peers_recv(f, done, w);
         }
         if ((ret != 0) || (perf_fan_ack(f, receiver) != 0)) {
             return -1;
