@@ -144,6 +144,7 @@ int perf_ep_mem_run(const perf_params_t *params, int fd, perf_role_t role)
 
     /* The first peer warms up. */
     if (perf_peers_open(&m, "ep_mem", role, fd, n + 1) == 0) {
+        m.focus = 1;
         ret = (role == PERF_ROLE_CLIENT) ? perf_ep_mem_client(&m, n) : perf_ep_mem_server(&m, n);
         if (ret == 0) {
             ret = perf_peers_finish(&m);

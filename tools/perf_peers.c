@@ -31,17 +31,28 @@ void perf_peers_progress(perf_peers_t *m)
     }
 }
 
+/* One spin of a wait for peer's operation (focus: mostly its worker alone). */
+static void perf_peers_progress_for(perf_peers_t *m, unsigned peer, unsigned *spins)
+{
+    if (m->focus && (m->num_workers > 1) && ((++*spins % PERF_PEERS_ALL_EVERY) != 0)) {
+        axon_worker_progress(m->workers[peer]);
+    } else {
+        perf_peers_progress(m);
+    }
+}
+
 int perf_peers_wait(perf_peers_t *m, axon_request_h req, axon_tag_recv_info_t *info,
                     const char *what, unsigned peer)
 {
-    double        end = perf_now() + PERF_PEERS_WAIT_SEC;
+    double        end   = perf_now() + PERF_PEERS_WAIT_SEC;
+    unsigned      spins = 0;
     axon_status_t status;
 
     if (req == NULL) {
         return 0;
     }
     while ((status = axon_request_test(req, info)) == AXON_INPROGRESS) {
-        perf_peers_progress(m);
+        perf_peers_progress_for(m, peer, &spins);
         if (perf_now() > end) {
             fprintf(stderr, "axon_perf %s %s: %s (peer %u) did not complete in %d s\n",
                     m->test, perf_role_name(m->role), what, peer, PERF_PEERS_WAIT_SEC);
@@ -66,13 +77,14 @@ int perf_peers_connect(perf_peers_t *m, unsigned i)
 int perf_peers_send(perf_peers_t *m, unsigned i, const void *buf, size_t length,
                     axon_tag_t tag, axon_request_h *req_p)
 {
-    axon_request_h req = NULL;
+    axon_request_h req   = NULL;
     axon_status_t  status;
-    double         end = perf_now() + PERF_PEERS_WAIT_SEC;
+    double         end   = perf_now() + PERF_PEERS_WAIT_SEC;
+    unsigned       spins = 0;
 
     while ((status = axon_tag_send_nb(m->eps[i], buf, length, tag, NULL, &req)) ==
            AXON_ERR_NO_RESOURCE) {
-        perf_peers_progress(m);  /* not connected yet, or queues full */
+        perf_peers_progress_for(m, i, &spins);  /* not connected yet, or queues full */
         if (perf_now() > end) {
             return perf_peers_check(m, status, "axon_tag_send_nb", i);
         }

@@ -10,6 +10,7 @@
 #include "axon_perf.h"
 
 #define PERF_PEERS_WAIT_SEC 30   /* one request (a peer's round trip, a window's message) */
+#define PERF_PEERS_ALL_EVERY 64  /* focused waits progress every worker this often */
 
 typedef struct {
     perf_role_t     role;
@@ -18,6 +19,11 @@ typedef struct {
     axon_context_h  context;
     unsigned        num_peers;
     unsigned        num_workers; /* client: 1; server: one per peer */
+    int             focus;       /* a wait progresses the waited peer's worker, the others
+                                  * only every PERF_PEERS_ALL_EVERY spins: ep_mem talks to
+                                  * one peer at a time, and each call into softib walks every
+                                  * QP of the process, so progressing 1000 idle workers per
+                                  * spin made a 1000-peer run take O(peers^2) */
     axon_worker_h  *workers;
     axon_ep_h      *eps;        /* client: to each server worker; server: each back to the client */
     void          **addrs;      /* client: the server workers' addresses */
