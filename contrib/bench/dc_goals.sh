@@ -14,15 +14,17 @@
 # its 64 targets, each peer 1 (--peer-dcis), as a peer talking to the hub
 # alone needs no more. softib walks every QP of a process on each progress
 # call, and 64 peers' 8 DCIs each in one process would measure that walk
-# (512 idle QPs: 2-2.5x less rate measured) rather than dc. ep_mem's server hosts a worker per
-# peer in one process: for dc's 1024 it runs with 2 DCIs, 128 receive buffers
-# and 64 send buffers per iface (AXON_DC_NUM_DCI, _RX_QUEUE_LEN, _TX_BUFS),
-# since softib has 4095 QPs per process (1025 ifaces of 9 QPs do not fit) and
-# the default buffers would take 20 GB; these are the iface's, not the
-# endpoint's, and do not change the client's bytes per endpoint. rc's memory
-# per endpoint is a QP and its ring per peer, the same for any number of
-# them; it is measured at --rc-ep-peers (128): 1024 rc workers take about
-# 11 GB here.
+# (512 idle QPs: 2-2.5x less rate measured) rather than dc.
+#
+# ep_mem's server hosts a worker per peer in one process: for dc's 1024 it
+# runs with 2 DCIs, 128 receive buffers and 64 send buffers per iface
+# (AXON_DC_NUM_DCI, _RX_QUEUE_LEN, _TX_BUFS), since softib has 4095 QPs per
+# process (1025 ifaces of 9 QPs do not fit) and the default buffers would
+# take 20 GB; these are the iface's, not the endpoint's, and do not change
+# the client's bytes per endpoint. rc's memory per endpoint is a QP and its
+# ring per peer, the same for any number of them; it is measured at
+# --rc-ep-peers (128): 1024 rc workers take about 11 GB here.
+#
 # Exit status: 0 every goal met, 1 a goal missed or a measurement failed,
 # 2 bad options or dc cannot run (libaxon_dc.so not built: the line says so).
 #
@@ -33,7 +35,7 @@ set -u
 . "$(dirname "$0")/bench_lib.sh"
 
 usage() {
-    sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'
     cat <<EOF
 Options:
   --quick            a tenth of the iterations (a rough verdict)
