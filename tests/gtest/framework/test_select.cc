@@ -5,6 +5,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 extern "C" {
@@ -480,34 +481,35 @@ struct rc_ud_dc_device : rc_ud_device {
     rc_ud_dc_device() { dc.ep_memory = 48; }
 };
 
+typedef std::pair<int, int> lanes_t;  /* small, bulk: indices into the candidates */
+
+/* The lanes among c of an endpoint made when the worker has num_eps (threshold 256). */
+lanes_t pick(std::vector<const axon_resource_t *> c, unsigned num_eps)
+{
+    axon_lane_select_params_t params = {num_eps, 256};
+    axon_lane_choice_t choice = {-1, -1};
+
+    EXPECT_EQ(AXON_OK, axon_select_lanes(c.data(), (unsigned)c.size(), &params, &choice));
+    return {choice.small, choice.bulk};
+}
+
 } // namespace
 
 TEST(SelectLanes, FewPeersDcDoesNotDisplaceRc)
 {
     rc_ud_dc_device d;
-    const axon_resource_t *c[] = {&d.dc, &d.ud, &d.rc};
-    axon_lane_select_params_t params = {255, 256};
-    axon_lane_choice_t choice;
 
-    ASSERT_EQ(AXON_OK, axon_select_lanes(c, 3, &params, &choice));
-    EXPECT_EQ(2, choice.small);
-    EXPECT_EQ(2, choice.bulk);
+    EXPECT_EQ(lanes_t(2, 2), pick({&d.dc, &d.ud, &d.rc}, 255));
 }
 
 TEST(SelectLanes, ManyPeersPreferDcOverUdWhereTheDeviceHasIt)
 {
     rc_ud_dc_device d;
-    const axon_resource_t *orders[][3] = {{&d.rc, &d.ud, &d.dc}, {&d.dc, &d.rc, &d.ud},
-                                          {&d.ud, &d.dc, &d.rc}};
-    axon_lane_choice_t choice;
 
-    for (const auto &c : orders) {
-        for (unsigned num_eps : {256u, 1024u}) {
-            axon_lane_select_params_t params = {num_eps, 256};
-            ASSERT_EQ(AXON_OK, axon_select_lanes(c, 3, &params, &choice));
-            EXPECT_STREQ("dc", c[choice.small]->tl_name) << num_eps << " endpoints";
-            EXPECT_STREQ("dc", c[choice.bulk]->tl_name) << num_eps << " endpoints";
-        }
+    for (unsigned num_eps : {256u, 1024u}) {
+        EXPECT_EQ(lanes_t(2, 2), pick({&d.rc, &d.ud, &d.dc}, num_eps)) << num_eps;
+        EXPECT_EQ(lanes_t(0, 0), pick({&d.dc, &d.rc, &d.ud}, num_eps)) << num_eps;
+        EXPECT_EQ(lanes_t(1, 1), pick({&d.ud, &d.dc, &d.rc}, num_eps)) << num_eps;
     }
 }
 
@@ -519,31 +521,18 @@ TEST(SelectLanes, ManyPeersFallBackToUdOnADeviceWithoutDc)
     axon_resource_t ud1 = make_rsc("ud", "softib1:1", AXON_DEV_TYPE_NET, 1200, 1500);
     rc1.ep_memory = 70000;
     ud1.ep_memory = 400;
-    const axon_resource_t *both[] = {&d0.rc, &d0.ud, &d0.dc, &rc1, &ud1};
-    const axon_resource_t *only1[] = {&rc1, &ud1};
-    axon_lane_select_params_t params = {300, 256};
-    axon_lane_choice_t choice;
 
-    ASSERT_EQ(AXON_OK, axon_select_lanes(only1, 2, &params, &choice));
-    EXPECT_EQ(1, choice.small);
-    EXPECT_EQ(1, choice.bulk);
+    EXPECT_EQ(lanes_t(1, 1), pick({&rc1, &ud1}, 300));
     /* the lanes stay on the faster device, whose smallest endpoints are ud's */
-    ASSERT_EQ(AXON_OK, axon_select_lanes(both, 5, &params, &choice));
-    EXPECT_EQ(4, choice.small);
-    EXPECT_EQ(4, choice.bulk);
+    EXPECT_EQ(lanes_t(4, 4), pick({&d0.rc, &d0.ud, &d0.dc, &rc1, &ud1}, 300));
 }
 
 TEST(SelectLanes, ManyPeersDcWithoutALaneCapabilityLeavesThatLaneToUd)
 {
     rc_ud_dc_device d;
     d.dc.cap_flags = AXON_CAP_AM_SHORT;  /* dc that cannot bcopy: small lane only */
-    const axon_resource_t *c[] = {&d.rc, &d.ud, &d.dc};
-    axon_lane_select_params_t params = {256, 256};
-    axon_lane_choice_t choice;
 
-    ASSERT_EQ(AXON_OK, axon_select_lanes(c, 3, &params, &choice));
-    EXPECT_EQ(2, choice.small);
-    EXPECT_EQ(1, choice.bulk);
+    EXPECT_EQ(lanes_t(2, 1), pick({&d.rc, &d.ud, &d.dc}, 256));
 }
 
 TEST(SelectLanes, SwitchToDcSaysSoNamingTheThreshold)
