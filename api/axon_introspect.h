@@ -16,7 +16,10 @@ extern "C" {
 enum {
     AXON_INTROSPECT_BUILD   = 1u << 0,  /* version, build options, back ends, search path */
     AXON_INTROSPECT_DEVICES = 1u << 1,  /* components, resources (those AXON_TLS or
-                                         * AXON_NET_DEVICES leave out marked), RDMA devices */
+                                         * AXON_NET_DEVICES leave out marked), RDMA devices
+                                         * with their limits (DC's among them) and, per
+                                         * port, the transport lanes move to past
+                                         * AXON_RC_MAX_PEERS endpoints */
     AXON_INTROSPECT_CONFIG  = 1u << 2,  /* every variable: value, default and help */
     AXON_INTROSPECT_ALL     = (1u << 3) - 1,
 };

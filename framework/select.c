@@ -8,7 +8,7 @@
 
 const char *const axon_select_tl_aliases[][2] = {
     {"sm",  "shm,self"},
-    {"ib",  "rc,ud"},     /* UCX's meaning: the RDMA transports of an InfiniBand-like device */
+    {"ib",  "rc,ud,dc"},  /* UCX's meaning: the RDMA transports of an InfiniBand-like device */
     {"all", "*"},
     {NULL,  NULL}
 };

@@ -19,7 +19,7 @@ typedef struct axon_select_resource {
 /*
  * Apply AXON_TLS (tls) and AXON_NET_DEVICES (net_devices) to the loaded set.
  * Names are transport names ("shm"), component names of plugins that failed
- * to load (a warning then says why), or aliases ("sm" = shm,self; "ib" = rc,ud; "all").
+ * to load (a warning then says why), or aliases ("sm" = shm,self; "ib" = rc,ud,dc; "all").
  * An unknown name fails with AXON_ERR_INVALID_PARAM and an error line naming
  * it and listing what exists. Resources that lack a capability of required
  * (AXON_CAP_*) are left out. On success *out is a malloc'd array.
@@ -50,7 +50,8 @@ typedef struct axon_lane_select_params {
  * worker has fewer than max_peers endpoints, latency (small lane) and
  * bandwidth (bulk lane) decide; from then on each lane moves to the
  * resource of the same device with the smallest ep_memory that can carry it
- * (ud rather than rc), so memory grows slowly with the number of peers.
+ * (dc where the device has DC, else ud, rather than rc), so memory grows
+ * slowly with the number of peers.
  * Candidates without the capability a lane needs are skipped with a debug
  * line. Returns AXON_ERR_UNREACHABLE if none can carry messages.
  */

@@ -4,6 +4,7 @@
 #   tests/tools_test.sh BUILDDIR
 set -u
 builddir=${1:-$(pwd)}
+srcdir=$(cd "$(dirname "$0")/.." && pwd)
 info="$builddir/tools/axon_info"
 perf="$builddir/tools/axon_perf"
 tmp=$(mktemp -d /tmp/axon-tools-XXXXXX)
@@ -115,6 +116,42 @@ t_info_softib_cap_mask() {
         grep -q 'atomic_cap: NONE' <<<"$out"
 }
 
+# The device's DC limits (seed §8.6.1.2), zero where CAP_MASK takes DC away.
+t_info_dc_limits() {
+    out=$("$info" -d) || return 1
+    grep -q '^#       dc: max_dci [1-9][0-9]*, max_dct [1-9][0-9]*, max_dc_req_rd_atom [1-9][0-9]*, max_dc_res_rd_atom [1-9][0-9]*, max_dcr [1-9][0-9]*$' <<<"$out" || return 1
+    out=$(AXON_SOFTIB_CAP_MASK=dc "$info" -d) || return 1
+    grep -q '^#       dc: max_dci 0, max_dct 0, max_dc_req_rd_atom 0, max_dc_res_rd_atom 0, max_dcr 0$' <<<"$out"
+}
+
+# Which transport a port's lanes move to past AXON_RC_MAX_PEERS: dc where the
+# device has DC and libaxon_dc.so is built, else ud, saying why not dc.
+t_info_many_peers_transport() {
+    local line
+    out=$("$info" -d) || return 1
+    line=$(grep '^#     port 1 past AXON_RC_MAX_PEERS=256 endpoints: ' <<<"$out") || return 1
+    echo "$line"
+    grep -q ', before: rc (' <<<"$line" && grep -q '  \[not selected\]$' <<<"$line" || return 1
+    if grep -q '^#   transport: dc$' <<<"$out"; then
+        grep -q 'endpoints: dc (' <<<"$line" || return 1
+    else
+        grep -q 'endpoints: ud (.*; libaxon_dc.so is not built  \[not selected\]$' <<<"$line" || return 1
+    fi
+    # selected by AXON_TLS: no mark; the threshold is the variable's value
+    line=$(AXON_TLS=ib AXON_RC_MAX_PEERS=64 "$info" -d | grep '^#     port 1 past') || return 1
+    echo "$line"
+    grep -q 'past AXON_RC_MAX_PEERS=64 endpoints: ' <<<"$line" && ! grep -q 'not selected' <<<"$line" ||
+        return 1
+    # a device without DC: ud, and the line says so
+    line=$(AXON_TLS=ib AXON_SOFTIB_CAP_MASK=dc "$info" -d | grep '^#     port 1 past') || return 1
+    echo "$line"
+    grep -q 'endpoints: ud (.*; no DC on this device$' <<<"$line" || return 1
+    # rc alone: nothing smaller to move to
+    line=$(AXON_TLS=rc "$info" -d | grep '^#     port 1 past') || return 1
+    echo "$line"
+    grep -q 'endpoints: rc (' <<<"$line"
+}
+
 t_info_config_lists_softib() {
     out=$("$info" -c) || return 1
     grep -q '^AXON_SOFTIB_DEVICES=1$' <<<"$out" && grep -q '^AXON_SOFTIB_CAP_MASK=' <<<"$out" &&
@@ -178,6 +215,84 @@ t_perf_rma_bad_sizes() {
     "$perf" --local -t amo_lat -s 16 >/dev/null 2>&1; [ $? -eq 2 ] || return 1
     "$perf" --local -t amo_bw -s 2 >/dev/null 2>&1; [ $? -eq 2 ] || return 1
     "$perf" --local -t put_lat -s 0 >/dev/null 2>&1; [ $? -eq 2 ]
+}
+
+# Many to one and one to many: every peer's messages arrive, checked per
+# sender (-c), and the rate counts the messages of all peers.
+t_perf_fan() {  # test tls
+    local out="$tmp/fan_$1_$2"
+    AXON_TLS=$2 timeout 120 "$perf" --local -t "$1" --peers 6 -s 8,5000 -n 300 -w 8 -c >"$out" || {
+        cat "$out"; return 1; }
+    cat "$out"
+    grep -q "^# axon_perf .*: test=$1 peers=6 iters=300 (per peer) warmup=30 window=8 check=yes$" "$out" &&
+        grep -qE "^RESULT test=$1 tl=$2 size=8 iters=300 latency_us=[0-9.]+ bandwidth_MBps=[0-9.]+ msgrate_Mps=[0-9.]+ peers=6$" "$out" &&
+        grep -qE "^RESULT test=$1 tl=$2 size=5000 iters=300 latency_us=[0-9.]+ bandwidth_MBps=[0-9.]+ msgrate_Mps=[0-9.]+ peers=6$" "$out" || return 1
+    # msgrate is messages of all peers: 6 x 300 in latency_us x 1800 microseconds
+    awk '/^RESULT/ { split($6, l, "="); split($8, r, "=");
+                     if (r[2] == 0 || l[2] * r[2] < 0.9 || l[2] * r[2] > 1.1) exit 1 }' "$out"
+}
+
+t_perf_fan_bad_args() {
+    local a
+    for a in "--peers 0" "--peers 1025" "--peers x" "-w 65536 --peers 64" \
+             "-c -s 1m -w 64 --peers 64"; do
+        # shellcheck disable=SC2086
+        "$perf" --local -t tag_fanin $a >"$tmp/o" 2>&1; [ $? -eq 2 ] || { echo "accepted: $a"; return 1; }
+        cat "$tmp/o"
+    done
+    "$perf" --local -t tag_lat --peers 4 >"$tmp/o" 2>&1; [ $? -eq 2 ] || return 1
+    grep -q -- '--peers is for tag_fanin and tag_fanout' "$tmp/o"
+}
+
+# Is the dc transport usable here (libaxon_dc.so built, softib has DC)?
+dc_built() {
+    AXON_TLS=dc "$info" -d 2>/dev/null | grep -q '^#   transport: dc$'
+}
+
+# contrib/bench/ep_mem.sh: a dc row, a number where dc is built, else a line saying it is not.
+t_bench_ep_mem_dc_row() {
+    AXON_PERF=$perf bash "$srcdir/contrib/bench/ep_mem.sh" --tls shm,dc --peers 4 >"$tmp/o" \
+        2>"$tmp/e" || { cat "$tmp/o" "$tmp/e"; return 1; }
+    cat "$tmp/o" "$tmp/e"
+    grep -qE '^\| shm \| shm/shm \| [0-9]+ \|' "$tmp/o" || return 1
+    if dc_built; then
+        grep -qE '^\| dc \| dc/dc \| [0-9]+ \|' "$tmp/o"
+    else
+        grep -q '^| dc | - | skipped: libaxon_dc.so is not built | - | - | - |$' "$tmp/o" &&
+            grep -q '^== dc: skipped: libaxon_dc.so is not built$' "$tmp/e"
+    fi
+}
+
+# contrib/bench/dc_goals.sh, quickly and on few peers: five rows, each ratio
+# the quotient of its two values and its verdict the goal's, the exit status
+# 0 only if all passed. Over dc where it is built, else with ud in its place.
+t_bench_dc_goals() {
+    local as_dc=() rc
+    dc_built || as_dc=(--as-dc ud)
+    AXON_PERF=$perf bash "$srcdir/contrib/bench/dc_goals.sh" --quick --ep-peers 8 \
+        --rc-ep-peers 4 --fan-peers 4 --dcis 2 "${as_dc[@]}" >"$tmp/o" 2>"$tmp/e"
+    rc=$?
+    cat "$tmp/o"
+    [ "$(grep -cE '^\| .* \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| (<=|>=) [0-9.]+ \| (PASS|MISS) \|$' "$tmp/o")" -eq 5 ] ||
+        return 1
+    awk -F' \\| ' '/^\| .* \| (PASS|MISS) \|$/ {
+            r = $2 / $3; g = substr($5, 4) + 0; ok = (substr($5, 1, 2) == "<=") ? r <= g : r >= g
+            if ((r - $4 > 0.0011) || ($4 - r > 0.0011) || (ok != ($6 ~ /^PASS/))) { print "bad row: " $0; exit 1 } }' \
+        "$tmp/o" || return 1
+    if grep -q '| MISS |$' "$tmp/o"; then
+        [ $rc -eq 1 ] && grep -qE '^[1-5] of 5 goals missed or not measured$' "$tmp/o"
+    else
+        [ $rc -eq 0 ] && grep -q '^all 5 goals met$' "$tmp/o"
+    fi
+}
+
+# dc_goals.sh refuses to give a verdict on a transport that cannot run, saying why.
+t_bench_dc_goals_needs_dc() {
+    AXON_PERF=$perf bash "$srcdir/contrib/bench/dc_goals.sh" --as-dc nosuch >"$tmp/o" 2>&1
+    [ $? -eq 2 ] && grep -q "nosuch cannot run: libaxon_nosuch.so is not built" "$tmp/o" || return 1
+    dc_built && return 0
+    AXON_PERF=$perf bash "$srcdir/contrib/bench/dc_goals.sh" >"$tmp/o" 2>&1
+    [ $? -eq 2 ] && grep -q "dc cannot run: libaxon_dc.so is not built" "$tmp/o"
 }
 
 t_perf_bad_args() {
@@ -391,6 +506,8 @@ check info_rdma_devices_softib_and_rdmacore  t_info_rdma_devices
 check info_softib_device_count_from_env      t_info_softib_device_count
 check info_softib_cap_mask_removes_caps     t_info_softib_cap_mask
 check info_config_lists_softib_variables     t_info_config_lists_softib
+check info_dc_limits_of_each_device          t_info_dc_limits
+check info_many_peers_transport_per_port     t_info_many_peers_transport
 check perf_tag_lat_8B_100k_over_shm          t_perf_tag_lat
 check perf_tag_bw_1MiB_over_shm              t_perf_tag_bw
 check perf_size_list                         t_perf_size_list
@@ -403,6 +520,14 @@ check perf_coll_each_collective_and_overlap  t_perf_coll_each
 check perf_coll_bad_arguments                t_perf_coll_bad_args
 check perf_coll_dead_member_fails_cleanly    t_perf_coll_dead_member
 check perf_coll_offloaded_over_softib_rc     t_perf_coll_offload
+check perf_tag_fanin_6_peers_over_shm       t_perf_fan tag_fanin shm
+check perf_tag_fanout_6_peers_over_shm      t_perf_fan tag_fanout shm
+check perf_tag_fanin_6_peers_over_ud        t_perf_fan tag_fanin ud
+check perf_tag_fanout_6_peers_over_rc       t_perf_fan tag_fanout rc
+check perf_tag_fan_bad_arguments            t_perf_fan_bad_args
+check bench_ep_mem_has_a_dc_row             t_bench_ep_mem_dc_row
+check bench_dc_goals_rows_and_verdicts       t_bench_dc_goals
+check bench_dc_goals_says_when_dc_cannot_run t_bench_dc_goals_needs_dc
 check perf_rma_put_lat_over_shm              t_perf_rma put_lat 8
 check perf_rma_put_bw_over_shm               t_perf_rma put_bw 65536
 check perf_rma_get_lat_over_shm              t_perf_rma get_lat 4096

@@ -41,6 +41,8 @@ const char *perf_test_names[PERF_TEST_LAST] = {
     [PERF_TEST_TAG_LAT] = "tag_lat",
     [PERF_TEST_TAG_BW]  = "tag_bw",
     [PERF_TEST_EP_MEM]  = "ep_mem",
+    [PERF_TEST_TAG_FANIN]  = "tag_fanin",
+    [PERF_TEST_TAG_FANOUT] = "tag_fanout",
     [PERF_TEST_PUT_LAT] = "put_lat",
     [PERF_TEST_PUT_BW]  = "put_bw",
     [PERF_TEST_GET_LAT] = "get_lat",
@@ -633,6 +635,9 @@ static int perf_run(const perf_params_t *params, int fd, perf_role_t role)
     if (params->test == PERF_TEST_EP_MEM) {
         return perf_ep_mem_run(params, fd, role);
     }
+    if (perf_test_is_fan(params->test)) {
+        return perf_fan_run(params, fd, role, perf_test_names[params->test]);
+    }
     if (perf_test_is_rma(params->test)) {
         return perf_rma_run(params, fd, role, perf_test_names[params->test]);
     }
@@ -931,6 +936,7 @@ static int perf_send_params(int fd, const perf_params_t *params)
     words[n++] = params->warmup;
     words[n++] = params->window;
     words[n++] = (uint64_t)params->check;
+    words[n++] = params->peers;
     words[n++] = params->num_sizes;
     for (i = 0; i < params->num_sizes; ++i) {
         words[n++] = params->sizes[i];
@@ -961,7 +967,8 @@ static int perf_recv_params(int fd, perf_params_t *params)
     }
     if ((words[1] >= PERF_TEST_LAST) || (words[2] == 0) || (words[2] > ULONG_MAX / 2) ||
         (words[3] > ULONG_MAX / 2) || (words[4] == 0) || (words[4] > PERF_MAX_WINDOW) ||
-        (words[5] > 1) || (words[6] == 0) || (words[6] > PERF_MAX_SIZES)) {
+        (words[5] > 1) || (words[6] > PERF_FAN_MAX_PEERS) || (words[7] == 0) ||
+        (words[7] > PERF_MAX_SIZES)) {
         fprintf(stderr, "axon_perf server: the client sent invalid test parameters\n");
         return -1;
     }
@@ -971,7 +978,8 @@ static int perf_recv_params(int fd, perf_params_t *params)
     params->warmup    = (unsigned long)words[3];
     params->window    = (unsigned)words[4];
     params->check     = (int)words[5];
-    params->num_sizes = (unsigned)words[6];
+    params->peers     = (unsigned)words[6];
+    params->num_sizes = (unsigned)words[7];
     for (i = 0; i < params->num_sizes; ++i) {
         if (perf_sock_read(fd, &size, sizeof(size)) != 0) {
             return -1;
@@ -984,7 +992,7 @@ static int perf_recv_params(int fd, perf_params_t *params)
         }
         params->sizes[i] = (size_t)size;
     }
-    return 0;
+    return perf_test_is_fan(params->test) ? perf_fan_check_params(params) : 0;
 }
 
 /*
@@ -1282,7 +1290,11 @@ static void perf_usage(FILE *stream)
             "  -t TEST           tag_lat (ping-pong, default), tag_bw (windowed stream),\n"
             "                    ep_mem (library memory per endpoint: the server hosts one\n"
             "                    worker per peer, the client connects to each and\n"
-            "                    exchanges one message with it), or one of the one-sided\n"
+            "                    exchanges one message with it), tag_fanin (message\n"
+            "                    rate, many to one: each of --peers server workers\n"
+            "                    streams windows to the client's one worker), tag_fanout\n"
+            "                    (one to many: the client streams to every peer in\n"
+            "                    turn), or one of the one-sided\n"
             "                    tests, on memory the peer mapped with\n"
             "                    AXON_MEM_MAP_ALLOCATE (see docs/design.md, RMA):\n"
             "                    put_lat (ping-pong of puts, each side polling the last\n"
@@ -1299,12 +1311,14 @@ static void perf_usage(FILE *stream)
             "                    over the job of a PMIx launcher (mpirun)\n"
             "  --overlap         coll_*: compute (as long as the collective takes) between\n"
             "                    post and wait; adds overlap_pct= to the lines\n"
+            "  --peers N         tag_fanin, tag_fanout: peers, one worker each in the\n"
+            "                    server process (default %d, at most %d)\n"
             "  -s SIZE[,SIZE..]  message sizes in bytes, k/m/g suffixes allowed (default 8)\n"
             "  -n ITERS          measured iterations (default 100000 for the *_lat tests,\n"
             "                    1000 for coll_*, 10000 for the others); ep_mem: peers\n"
             "                    (default 64, at most %d)\n"
-            "  -w WINDOW         tag_bw, put_bw, get_bw, amo_bw: operations in flight\n"
-            "                    (default 32)\n"
+            "  -w WINDOW         tag_bw, put_bw, get_bw, amo_bw: operations in flight;\n"
+            "                    tag_fan*: messages in flight per peer (default 32)\n"
             "  -W WARMUP         iterations before timing starts (default min(1000, ITERS/10))\n"
             "  -c                verify received data (off by default)\n"
             "  -h, --help        print this help\n"
@@ -1317,12 +1331,15 @@ static void perf_usage(FILE *stream)
             "and the time to create an endpoint and exchange a message with a new peer:\n"
             "  RESULT test=ep_mem tl=LANE bulk_tl=LANE eps=N bytes_per_ep=B heap_bytes=H "
             "wireup_us=T\n"
+            "tag_fan* count the messages of all peers (iters is per peer; latency_us is\n"
+            "the time per message) and add peers=N.\n"
             "coll_* (rank 0 prints) add ranks=N algo=A; latency_us is the largest of the\n"
             "members' averages per collective, bandwidth_MBps is size / latency.\n"
             "Each side picks its transports from its own AXON_* environment (e.g.\n"
             "AXON_TLS=tcp). Exit status: 0 success, 1 run or connection failure,\n"
             "2 bad arguments.\n", PERF_ACCEPT_WAIT_SEC, PERF_CONNECT_WAIT_SEC,
-            PERF_COLL_MAX_NP, PERF_EP_MEM_MAX_PEERS);
+            PERF_COLL_MAX_NP, PERF_FAN_DEFAULT_PEERS, PERF_FAN_MAX_PEERS,
+            PERF_EP_MEM_MAX_PEERS);
 }
 
 /* Decimal number with an optional k/m/g (binary) suffix. */
@@ -1401,6 +1418,7 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
         { "wait",  required_argument, NULL, 'T' },
         { "np",    required_argument, NULL, 'N' },
         { "overlap", no_argument,     NULL, 'O' },
+        { "peers", required_argument, NULL, 'P' },
         { "help",  no_argument,       NULL, 'h' },
         { NULL,    0,           NULL, 0   }
     };
@@ -1444,6 +1462,15 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
         case 'O':
             params->overlap = 1;
             break;
+        case 'P':
+            if ((perf_parse_number(optarg, 0, &value) != 0) || (value == 0) ||
+                (value > PERF_FAN_MAX_PEERS)) {
+                fprintf(stderr, "axon_perf: invalid --peers '%s' (1..%d)\n", optarg,
+                        PERF_FAN_MAX_PEERS);
+                return -1;
+            }
+            params->peers = (unsigned)value;
+            break;
         case 'T':
             if ((perf_parse_number(optarg, 0, &value) != 0) || (value > INT_MAX)) {
                 fprintf(stderr, "axon_perf: invalid --wait '%s' (seconds, 0 = forever)\n",
@@ -1460,7 +1487,7 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
             }
             if (i == PERF_TEST_LAST) {
                 fprintf(stderr, "axon_perf: unknown test '%s' (tag_lat, tag_bw, ep_mem, "
-                        "put_lat, put_bw, get_lat, get_bw, amo_lat, amo_bw, coll_barrier, "
+                        "tag_fanin, tag_fanout, put_lat, put_bw, get_lat, get_bw, amo_lat, amo_bw, coll_barrier, "
                         "coll_bcast, coll_reduce, coll_allreduce, coll_allgather, "
                         "coll_alltoall)\n", optarg);
                 return -1;
@@ -1529,6 +1556,10 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
                     "(mpirun): no --local, HOST, -p or --wait\n", perf_test_names[params->test]);
             return -1;
         }
+    } else if (params->peers && !perf_test_is_fan(params->test)) {
+        fprintf(stderr, "axon_perf: --peers is for tag_fanin and tag_fanout, not %s (ep_mem: "
+                "-n)\n", perf_test_names[params->test]);
+        return -1;
     } else if (params->np || params->overlap) {
         fprintf(stderr, "axon_perf: --np and --overlap are for the coll_* tests, not %s\n",
                 perf_test_names[params->test]);
@@ -1576,6 +1607,12 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
                          (params->test == PERF_TEST_PUT_LAT) ||
                          (params->test == PERF_TEST_GET_LAT) ||
                          (params->test == PERF_TEST_AMO_LAT)) ? 100000 : 10000;
+    }
+    if (perf_test_is_fan(params->test)) {
+        params->peers = params->peers ? params->peers : PERF_FAN_DEFAULT_PEERS;
+        if (perf_fan_check_params(params) != 0) {
+            return -1;
+        }
     }
     if (perf_test_is_rma(params->test) && (perf_rma_check_params(params) != 0)) {
         return -1;

@@ -1,6 +1,7 @@
 /*
  * axon_perf internals shared by the messaging tests (axon_perf.c), the
- * memory-per-endpoint test (perf_ep_mem.c), the one-sided tests
+ * many-peer tests (perf_peers.c: memory per endpoint in perf_ep_mem.c,
+ * message rate to and from many peers in perf_fan.c), the one-sided tests
  * (perf_rma.c) and the collectives (perf_coll.c).
  */
 #ifndef AXON_PERF_H
@@ -24,19 +25,26 @@
 #define PERF_RETRY_MS         100         /* between connection attempts */
 
 /* First word of the client's hello: "AXPERF" and the protocol version. */
-#define PERF_WIRE_MAGIC       0x4158504552460001ull
+#define PERF_WIRE_MAGIC       0x4158504552460002ull
 #define PERF_WIRE_ACCEPT      0x41585045524f4b21ull  /* "AXPEROK!": parameters taken */
-#define PERF_WIRE_HDR_WORDS   7   /* magic, test, iters, warmup, window, check, num_sizes */
+#define PERF_WIRE_HDR_WORDS   8   /* magic, test, iters, warmup, window, check, peers,
+                                   * num_sizes */
 
 #define PERF_TAG_DATA         1
 #define PERF_TAG_ACK          2
 #define PERF_EP_MEM_MAX_PEERS 4096        /* -t ep_mem: most peers (-n) */
 #define PERF_COLL_MAX_NP      256         /* -t coll_*: most processes of --np */
+#define PERF_FAN_MAX_PEERS    1024        /* -t tag_fan*: most --peers */
+#define PERF_FAN_DEFAULT_PEERS 64
+#define PERF_FAN_MAX_INFLIGHT (1 << 20)   /* -t tag_fan*: window x peers */
+#define PERF_FAN_MAX_CHECK_BYTES (1ull << 30)  /* -t tag_fan* -c: a buffer per message */
 
 typedef enum {
     PERF_TEST_TAG_LAT,
     PERF_TEST_TAG_BW,
     PERF_TEST_EP_MEM,
+    PERF_TEST_TAG_FANIN,   /* perf_fan.c: many peers to one */
+    PERF_TEST_TAG_FANOUT,  /* perf_fan.c: one to many peers */
     PERF_TEST_PUT_LAT,   /* perf_rma.c, PERF_TEST_PUT_LAT..PERF_TEST_AMO_BW */
     PERF_TEST_PUT_BW,
     PERF_TEST_GET_LAT,
@@ -71,6 +79,7 @@ typedef struct {
     int           wait_sec;   /* --wait: -1 = mode default, 0 = forever */
     unsigned      np;         /* coll_*: --np processes forked here; 0 = a PMIx launcher's */
     int           overlap;    /* coll_*: --overlap, computing while the collective runs */
+    unsigned      peers;      /* tag_fan*: --peers, workers of the server process */
 } perf_params_t;
 
 extern const char *perf_test_names[PERF_TEST_LAST];
@@ -109,6 +118,15 @@ int    perf_wait_child(pid_t pid, unsigned timeout_sec, int quiet, const char *w
 
 /* -t ep_mem, either role: params->iters is the number of peers measured. */
 int    perf_ep_mem_run(const perf_params_t *params, int fd, perf_role_t role);
+
+static inline int perf_test_is_fan(perf_test_t test)
+{
+    return (test == PERF_TEST_TAG_FANIN) || (test == PERF_TEST_TAG_FANOUT);
+}
+/* tag_fanin, tag_fanout: are --peers, -w and -c ones the test takes? (0 or -1, printed) */
+int    perf_fan_check_params(const perf_params_t *params);
+/* Either role of those tests; name is the test's -t name. */
+int    perf_fan_run(const perf_params_t *params, int fd, perf_role_t role, const char *name);
 
 static inline int perf_test_is_rma(perf_test_t test)
 {

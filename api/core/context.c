@@ -55,7 +55,7 @@ const axon_config_entry_t axon_global_config_table[] = {
 
     {"TLS", "all",
      "Transports to use: a list (shm,self), ^list to exclude, aliases sm=shm,self, "
-     "ib=rc,ud and all",
+     "ib=rc,ud,dc and all",
      AXON_GLOBAL_OPT(tls), AXON_CONFIG_TYPE_ALLOW_LIST},
 
     {"NET_DEVICES", "all",
@@ -93,7 +93,7 @@ const axon_config_entry_t axon_global_config_table[] = {
 
     {"RC_MAX_PEERS", "256",
      "Past this many peers a worker prefers transports with smaller per-endpoint memory "
-     "(ud over rc)",
+     "(dc where the device has DC, else ud, over rc)",
      AXON_GLOBAL_OPT(rc_max_peers), AXON_CONFIG_TYPE_UINT},
 
     {"TAG_HASH_BITS", "10",

@@ -13,6 +13,7 @@
 #include "dev_backend.h"
 #include "dev_cm_backend.h"
 #include "log.h"
+#include "select.h"
 
 static const char *const axon_introspect_dev_types[] = {"self", "shm", "net"};
 
@@ -169,7 +170,9 @@ static void axon_introspect_dev_attr(const axon_dev_attr_t *attr, FILE *stream)
     fprintf(stream, "#       max_mr_size: %llu\n", (unsigned long long)attr->max_mr_size);
     fprintf(stream, "#       max_qp_rd_atom: %d\n", attr->max_qp_rd_atom);
     /* The experimental blocks: zero where the device lacks the feature. */
-    fprintf(stream, "#       dc: max_dci %u, max_dct %u\n", attr->dc.max_dci, attr->dc.max_dct);
+    fprintf(stream, "#       dc: max_dci %u, max_dct %u, max_dc_req_rd_atom %d, "
+                    "max_dc_res_rd_atom %d, max_dcr %u\n", attr->dc.max_dci, attr->dc.max_dct,
+                    attr->dc.max_dc_req_rd_atom, attr->dc.max_dc_res_rd_atom, attr->dc.max_dcr);
     fprintf(stream, "#       ext_atomic: log_arg_sizes 0x%x, max_fa_bit_boundary %u, "
                     "log_max_inline %u\n", attr->ext_atomic.log_atomic_arg_sizes,
                     attr->ext_atomic.max_fa_bit_boundary, attr->ext_atomic.log_max_atomic_inline);
@@ -187,7 +190,136 @@ static void axon_introspect_dev_attr(const axon_dev_attr_t *attr, FILE *stream)
                     attr->cross_channel.max_calc_vector);
 }
 
-static void axon_introspect_rdma_devices(FILE *stream)
+/* ------------------------------------------------ lanes past many peers */
+
+/*
+ * Resources on device:port (dev_name), the context's selected ones, or with
+ * selected 0 every loaded one; a malloc'd array in *out, their number returned.
+ */
+static unsigned axon_introspect_port_rscs(axon_context_h ctx, const char *dev_name, int selected,
+                                          const axon_resource_t ***out)
+{
+    const axon_loaded_component_t *lc;
+    const axon_resource_t **rscs;
+    unsigned i, j, n = 0, max = ctx->num_rscs;
+
+    for (i = 0; i < ctx->comps.count; ++i) {
+        max += ctx->comps.comps[i].num_resources;
+    }
+    rscs = calloc(max + 1, sizeof(*rscs));
+    if (rscs == NULL) {
+        *out = NULL;
+        return 0;
+    }
+    for (i = 0; selected && (i < ctx->num_rscs); ++i) {
+        if ((ctx->rscs[i].resource->dev_type == AXON_DEV_TYPE_NET) &&
+            !strcmp(ctx->rscs[i].resource->dev_name, dev_name)) {
+            rscs[n++] = ctx->rscs[i].resource;
+        }
+    }
+    for (i = 0; !selected && (i < ctx->comps.count); ++i) {
+        lc = &ctx->comps.comps[i];
+        if ((lc->component == NULL) || (lc->component->coll_offload != NULL)) {
+            continue;
+        }
+        for (j = 0; j < lc->num_resources; ++j) {
+            if ((lc->resources[j].dev_type == AXON_DEV_TYPE_NET) &&
+                !strcmp(lc->resources[j].dev_name, dev_name)) {
+                rscs[n++] = &lc->resources[j];
+            }
+        }
+    }
+    *out = rscs;
+    return n;
+}
+
+/* "dc (48 bytes per endpoint)", or each lane's when they differ. */
+static void axon_introspect_print_lanes(const axon_resource_t *const *rscs,
+                                        const axon_lane_choice_t *choice, FILE *stream)
+{
+    const axon_resource_t *small = rscs[choice->small], *bulk = rscs[choice->bulk];
+
+    if (small == bulk) {
+        fprintf(stream, "%s (%zu bytes per endpoint)", small->tl_name, small->ep_memory);
+    } else {
+        fprintf(stream, "small lane %s (%zu bytes per endpoint), bulk lane %s (%zu)",
+                small->tl_name, small->ep_memory, bulk->tl_name, bulk->ep_memory);
+    }
+}
+
+/* Why a device with DC does not get dc lanes: the dc component's state. */
+static const char *axon_introspect_dc_missing(axon_context_h ctx, const char *dev_name)
+{
+    const axon_resource_t **loaded;
+    unsigned i, n;
+    int on_port = 0;
+
+    n = axon_introspect_port_rscs(ctx, dev_name, 0, &loaded);
+    for (i = 0; i < n; ++i) {
+        on_port = on_port || !strcmp(loaded[i]->tl_name, "dc");
+    }
+    free(loaded);
+    if (on_port) {
+        return "AXON_TLS leaves dc out";
+    }
+    for (i = 0; i < ctx->comps.count; ++i) {
+        if (!strcmp(ctx->comps.comps[i].name, "dc")) {
+            return (ctx->comps.comps[i].component == NULL) ? ctx->comps.comps[i].error :
+                   "the dc component found no usable port here";
+        }
+    }
+    return "libaxon_dc.so is not built";
+}
+
+/*
+ * Which transport selection moves a port's lanes to once a worker has
+ * AXON_RC_MAX_PEERS endpoints (axon_select_lanes itself decides, so this
+ * cannot drift from it): among the selected resources of the port, or all
+ * loaded ones, marked, when AXON_TLS selects none (a software device).
+ */
+static void axon_introspect_dev_many_peers(axon_context_h ctx, const char *dev, uint8_t port,
+                                           const axon_dev_attr_t *attr, FILE *stream)
+{
+    axon_lane_select_params_t few  = {0, ctx->opts.rc_max_peers};
+    axon_lane_select_params_t many = {ctx->opts.rc_max_peers, ctx->opts.rc_max_peers};
+    axon_lane_choice_t few_choice, many_choice;
+    const axon_resource_t **rscs;
+    char dev_name[128];  /* "<device>:<port>", as resources name it */
+    unsigned n;
+    int selected = 1;
+
+    snprintf(dev_name, sizeof(dev_name), "%s:%u", dev, port);
+    n = axon_introspect_port_rscs(ctx, dev_name, selected, &rscs);
+    if (n == 0) {
+        free(rscs);
+        selected = 0;
+        n = axon_introspect_port_rscs(ctx, dev_name, selected, &rscs);
+    }
+    fprintf(stream, "#     port %u past AXON_RC_MAX_PEERS=%u endpoints: ", port,
+            ctx->opts.rc_max_peers);
+    if (n == 0) {
+        fprintf(stream, "no transport uses this port\n");
+        free(rscs);
+        return;
+    }
+    if ((axon_select_lanes(rscs, n, &few, &few_choice) != AXON_OK) ||
+        (axon_select_lanes(rscs, n, &many, &many_choice) != AXON_OK)) {
+        fprintf(stream, "no transport on this port carries messages\n");
+        free(rscs);
+        return;
+    }
+    axon_introspect_print_lanes(rscs, &many_choice, stream);
+    fprintf(stream, ", before: ");
+    axon_introspect_print_lanes(rscs, &few_choice, stream);
+    if (strcmp(rscs[many_choice.small]->tl_name, "dc") != 0) {
+        fprintf(stream, "; %s", !(attr->cap_flags & AXON_DEV_CAP_DC) ? "no DC on this device" :
+                                axon_introspect_dc_missing(ctx, dev_name));
+    }
+    fprintf(stream, "%s\n", selected ? "" : "  [not selected]");
+    free(rscs);
+}
+
+static void axon_introspect_rdma_devices(axon_context_h ctx, FILE *stream)
 {
     axon_dev_info_t *list;
     axon_dev_context_t *dev;
@@ -217,6 +349,9 @@ static void axon_introspect_rdma_devices(FILE *stream)
             axon_introspect_dev_port(dev, (uint8_t)port, stream);
         }
         axon_introspect_dev_attr(&attr, stream);
+        for (port = 1; port <= attr.phys_port_cnt; ++port) {
+            axon_introspect_dev_many_peers(ctx, list[i].name, (uint8_t)port, &attr, stream);
+        }
         axon_dev_close(dev);
     }
     axon_dev_free_list(list);
@@ -298,7 +433,7 @@ axon_status_t axon_introspect_print(axon_context_h ctx, unsigned what, FILE *str
     }
     if (what & AXON_INTROSPECT_DEVICES) {
         axon_introspect_devices(ctx, stream);
-        axon_introspect_rdma_devices(stream);
+        axon_introspect_rdma_devices(ctx, stream);
     }
     if (what & AXON_INTROSPECT_CONFIG) {
         axon_introspect_config(ctx, stream);

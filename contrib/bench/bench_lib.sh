@@ -124,6 +124,24 @@ bench_find_perf() {
     unset AXON_PERF
 }
 
+# Why transport $1 cannot run here, or nothing when it can: its plugin is
+# not built, did not load, or found no device (what axon_info, beside
+# axon_perf, says when AXON_TLS names it). Call after bench_find_perf.
+bench_tl_missing() {  # tl
+    local info out why
+    info=$(dirname "$perf")/axon_info
+    [ -x "$info" ] || return 0  # cannot tell: the run will say
+    out=$(AXON_TLS=$1 "$info" -d 2>&1)
+    if grep -q "unknown transport '$1'" <<<"$out"; then
+        echo "libaxon_$1.so is not built"
+    elif why=$(grep -m1 -o "AXON_TLS names '$1', but its component .* could not be loaded: .*" \
+                   <<<"$out"); then
+        echo "libaxon_$1.so did not load: ${why#*could not be loaded: }"
+    elif grep -q "AXON_TLS names '$1', but it has no usable device" <<<"$out"; then
+        echo "no device for $1 on this host"
+    fi
+}
+
 # apt-get install the packages whose command is missing; on failure their
 # cells say so.
 bench_install() {  # command:package...

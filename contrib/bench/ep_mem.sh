@@ -6,6 +6,8 @@
 # message with it, and reports its heap growth per endpoint (mallinfo2).
 # Prints a table with each transport's bytes per endpoint, how many times
 # smaller it is than rc's, and what a thousand and a million peers would cost.
+# A transport whose plugin is not built (dc: libaxon_dc.so) gets a row that
+# says so instead of a number.
 #
 # Run from the source tree: axon_perf is taken from $AXON_PERF, else
 # build/tools/axon_perf, else tools/axon_perf (an in-place build).
@@ -17,12 +19,12 @@ usage() {
     sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
     cat <<EOF
 Options:
-  --tls LIST    transports, comma separated (default shm,tcp,rc,ud)
+  --tls LIST    transports, comma separated (default shm,tcp,rc,ud,dc)
   --peers N     endpoints measured per transport (default 64)
 EOF
 }
 
-tls_arg=shm,tcp,rc,ud
+tls_arg=shm,tcp,rc,ud,dc
 peers=64
 while [ $# -gt 0 ]; do
     case $1 in
@@ -37,9 +39,14 @@ done
 [[ $peers =~ ^[1-9][0-9]*$ ]] || die "invalid --peers '$peers'"
 bench_find_perf
 
-declare -A bytes lanes errs
+declare -A bytes lanes errs skipped
 IFS=, read -ra tls_list <<<"$tls_arg"
 for tl in "${tls_list[@]}"; do
+    skipped[$tl]=$(bench_tl_missing "$tl")
+    if [ -n "${skipped[$tl]}" ]; then
+        echo "== $tl: skipped: ${skipped[$tl]}" >&2
+        continue
+    fi
     echo "== $tl: $peers peers" >&2
     out=$(AXON_TLS=$tl timeout -k 5 120 "$perf" --local -t ep_mem -n "$peers" 2>&1)
     line=$(grep -m1 '^RESULT test=ep_mem' <<<"$out")
@@ -65,6 +72,10 @@ echo
 echo "| transport | lanes (small/bulk) | bytes/ep | rc / this | 1k peers | 1M peers |"
 echo "| --- | --- | ---: | ---: | ---: | ---: |"
 for tl in "${tls_list[@]}"; do
+    if [ -n "${skipped[$tl]}" ]; then
+        echo "| $tl | - | skipped: ${skipped[$tl]} | - | - | - |"
+        continue
+    fi
     if [ -z "${bytes[$tl]:-}" ]; then
         echo "| $tl | - | fail: ${errs[$tl]:-no result} | - | - | - |"
         continue

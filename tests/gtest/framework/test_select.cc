@@ -5,6 +5,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 extern "C" {
@@ -12,6 +13,8 @@ extern "C" {
 #include "log.h"
 #include "select.h"
 }
+
+#include "env_guard.h"
 
 namespace {
 
@@ -62,12 +65,13 @@ const axon_component_t fake_desc = {AXON_COMPONENT_ABI_VERSION, "fake", "fake"};
 
 /*
  * A synthetic set of loaded components: self, shm, a "verbs" component with
- * rc and ud on two devices, and one plugin that failed to load.
+ * rc and ud on two devices, and one plugin that failed to load; add_dc()
+ * adds a dc component with a resource on softib0 only (softib1 lacks DC).
  */
 class SelectFilter : public ::testing::Test {
 protected:
-    std::vector<axon_resource_t> self_r, shm_r, verbs_r;
-    axon_loaded_component_t comps[4];
+    std::vector<axon_resource_t> self_r, shm_r, verbs_r, dc_r;
+    axon_loaded_component_t comps[5];
     axon_component_set_t set;
     axon_select_resource_t *out = NULL;
     unsigned count = 0;
@@ -92,6 +96,14 @@ protected:
     }
 
     void TearDown() override { free(out); }
+
+    void add_dc(uint64_t extra_caps = 0)
+    {
+        dc_r = {make_rsc("dc", "softib0:1", AXON_DEV_TYPE_NET, 950, 4900,
+                         AXON_CAP_AM_SHORT | AXON_CAP_AM_BCOPY | extra_caps)};
+        fill(&comps[4], "dc", dc_r);
+        set.count = 5;
+    }
 
     void fill(axon_loaded_component_t *lc, const char *name, std::vector<axon_resource_t> &r)
     {
@@ -460,6 +472,86 @@ TEST(SelectLanes, CandidateLackingALaneCapabilityIsSkippedWithADebugLine)
     EXPECT_TRUE(found) << "no debug line names rc/softib0:1 and am_short";
 }
 
+namespace {
+
+/* rc, ud and dc on a device with DC: dc has the smallest endpoints by far. */
+struct rc_ud_dc_device : rc_ud_device {
+    axon_resource_t dc = make_rsc("dc", "softib0:1", AXON_DEV_TYPE_NET, 1700, 850);
+
+    rc_ud_dc_device() { dc.ep_memory = 48; }
+};
+
+typedef std::pair<int, int> lanes_t;  /* small, bulk: indices into the candidates */
+
+/* The lanes among c of an endpoint made when the worker has num_eps (threshold 256). */
+lanes_t pick(std::vector<const axon_resource_t *> c, unsigned num_eps)
+{
+    axon_lane_select_params_t params = {num_eps, 256};
+    axon_lane_choice_t choice = {-1, -1};
+
+    EXPECT_EQ(AXON_OK, axon_select_lanes(c.data(), (unsigned)c.size(), &params, &choice));
+    return {choice.small, choice.bulk};
+}
+
+} // namespace
+
+TEST(SelectLanes, FewPeersDcDoesNotDisplaceRc)
+{
+    rc_ud_dc_device d;
+
+    EXPECT_EQ(lanes_t(2, 2), pick({&d.dc, &d.ud, &d.rc}, 255));
+}
+
+TEST(SelectLanes, ManyPeersPreferDcOverUdWhereTheDeviceHasIt)
+{
+    rc_ud_dc_device d;
+
+    for (unsigned num_eps : {256u, 1024u}) {
+        EXPECT_EQ(lanes_t(2, 2), pick({&d.rc, &d.ud, &d.dc}, num_eps)) << num_eps;
+        EXPECT_EQ(lanes_t(0, 0), pick({&d.dc, &d.rc, &d.ud}, num_eps)) << num_eps;
+        EXPECT_EQ(lanes_t(1, 1), pick({&d.ud, &d.dc, &d.rc}, num_eps)) << num_eps;
+    }
+}
+
+TEST(SelectLanes, ManyPeersFallBackToUdOnADeviceWithoutDc)
+{
+    /* softib0 has DC; softib1 does not (no dc resource there) and reaches the peer faster */
+    rc_ud_dc_device d0;
+    axon_resource_t rc1 = make_rsc("rc", "softib1:1", AXON_DEV_TYPE_NET, 1000, 2000);
+    axon_resource_t ud1 = make_rsc("ud", "softib1:1", AXON_DEV_TYPE_NET, 1200, 1500);
+    rc1.ep_memory = 70000;
+    ud1.ep_memory = 400;
+
+    EXPECT_EQ(lanes_t(1, 1), pick({&rc1, &ud1}, 300));
+    /* the lanes stay on the faster device, whose smallest endpoints are ud's */
+    EXPECT_EQ(lanes_t(4, 4), pick({&d0.rc, &d0.ud, &d0.dc, &rc1, &ud1}, 300));
+}
+
+TEST(SelectLanes, ManyPeersDcWithoutALaneCapabilityLeavesThatLaneToUd)
+{
+    rc_ud_dc_device d;
+    d.dc.cap_flags = AXON_CAP_AM_SHORT;  /* dc that cannot bcopy: small lane only */
+
+    EXPECT_EQ(lanes_t(2, 1), pick({&d.rc, &d.ud, &d.dc}, 256));
+}
+
+TEST(SelectLanes, SwitchToDcSaysSoNamingTheThreshold)
+{
+    rc_ud_dc_device d;
+    const axon_resource_t *c[] = {&d.rc, &d.ud, &d.dc};
+    axon_lane_select_params_t params = {256, 256};
+    axon_lane_choice_t choice;
+    debug_capture logs;
+
+    ASSERT_EQ(AXON_OK, axon_select_lanes(c, 3, &params, &choice));
+    bool found = false;
+    for (const auto &l : logs.lines) {
+        found = found || ((l.find("AXON_RC_MAX_PEERS=256") != std::string::npos) &&
+                          (l.find("dc/softib0:1 (48 bytes") != std::string::npos));
+    }
+    EXPECT_TRUE(found);
+}
+
 TEST(SelectLanes, SwitchToSmallerEndpointsSaysSoAtDebugLevel)
 {
     rc_ud_device d;
@@ -486,6 +578,57 @@ TEST_F(SelectFilter, AliasIbIsRcAndUd)
     EXPECT_EQ(5u, count);
     ASSERT_EQ(AXON_OK, run("^ib"));
     EXPECT_EQ(names({"self/self", "shm/memory"}), selected());
+}
+
+TEST_F(SelectFilter, AliasIbIncludesDcWhereItIsLoaded)
+{
+    add_dc();
+    ASSERT_EQ(AXON_OK, run("ib"));
+    EXPECT_EQ(names({"rc/softib0:1", "ud/softib0:1", "dc/softib0:1", "rc/softib1:1",
+                     "ud/softib1:1"}), selected());
+    ASSERT_EQ(AXON_OK, run("^ib"));
+    EXPECT_EQ(names({"self/self", "shm/memory"}), selected());
+}
+
+TEST_F(SelectFilter, AliasIbWithoutADcComponentIsNoError)
+{
+    /* libaxon_dc.so not built: the alias still names dc, which matches nothing */
+    log_capture logs;
+    ASSERT_EQ(AXON_OK, run("ib"));
+    EXPECT_EQ(4u, count);
+    EXPECT_TRUE(logs.errors.empty());
+    EXPECT_TRUE(logs.warnings.empty());
+}
+
+TEST_F(SelectFilter, DcByNameLikeRcAndUd)
+{
+    add_dc();
+    ASSERT_EQ(AXON_OK, run("dc"));
+    EXPECT_EQ(names({"dc/softib0:1"}), selected());
+    ASSERT_EQ(AXON_OK, run("dc,ud"));
+    EXPECT_EQ(names({"dc/softib0:1", "ud/softib0:1", "ud/softib1:1"}), selected());
+    ASSERT_EQ(AXON_OK, run("^dc"));
+    EXPECT_EQ(6u, count);
+}
+
+TEST_F(SelectFilter, EmulatedDcOnlyWhenNamed)
+{
+    add_dc(AXON_CAP_EMULATED);
+    ASSERT_EQ(AXON_OK, run("all"));
+    EXPECT_EQ(0u, selected().count("dc/softib0:1")) << "a software device needs AXON_TLS to name it";
+    ASSERT_EQ(AXON_OK, run("^shm"));
+    EXPECT_EQ(0u, selected().count("dc/softib0:1"));
+    ASSERT_EQ(AXON_OK, run("dc"));
+    EXPECT_EQ(names({"dc/softib0:1"}), selected());
+    ASSERT_EQ(AXON_OK, run("ib"));
+    EXPECT_EQ(1u, selected().count("dc/softib0:1"));
+}
+
+TEST_F(SelectFilter, DcNamedButNotLoadedListsKnownTransports)
+{
+    log_capture logs;
+    EXPECT_EQ(AXON_ERR_INVALID_PARAM, run("dc"));
+    EXPECT_TRUE(log_capture::any(logs.errors, "'dc'", "ud"));
 }
 
 TEST_F(SelectFilter, UnknownNameListsTheIbAlias)
@@ -642,37 +785,56 @@ TEST(SelectEndpoint, UnreachablePeerIsAClearError)
     axon_cleanup(ctx);
 }
 
+namespace {
+
+/* Does the context have a dc resource (libaxon_dc.so built, the device has DC)? */
+bool context_has_dc(axon_context_h ctx)
+{
+    for (unsigned i = 0; i < ctx->num_rscs; ++i) {
+        if (strcmp(ctx->rscs[i].resource->tl_name, "dc") == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /*
- * AXON_TLS=ib: endpoints go over rc while the worker has fewer than
- * AXON_RC_MAX_PEERS of them, then over ud (same device, smaller endpoints).
+ * AXON_TLS=ib, AXON_RC_MAX_PEERS=2: one worker connects to kPeers others;
+ * the small lane of each endpoint in order (bulk and devices must match it).
+ * has_dc: whether the context found a dc resource.
  */
-TEST(SelectEndpoint, IbUsesRcForFewPeersThenUd)
+std::vector<std::string> ib_lanes_past_two_peers(bool *has_dc)
 {
     const unsigned kPeers = 4;
     axon_config_kv_t kv[] = {{"TLS", "ib"}, {"RC_MAX_PEERS", "2"}};
     axon_context_params_t params = {AXON_FEATURE_TAG, kv, 2};
     axon_worker_h workers[kPeers + 1];
     axon_ep_h eps[kPeers];
+    std::vector<std::string> lanes;
     axon_context_h ctx;
     unsigned i;
 
-    ASSERT_EQ(AXON_OK, axon_init(&params, &ctx));
+    EXPECT_EQ(AXON_OK, axon_init(&params, &ctx));
+    if (::testing::Test::HasFailure()) {
+        return lanes;
+    }
+    *has_dc = context_has_dc(ctx);
     for (i = 0; i <= kPeers; ++i) {
-        ASSERT_EQ(AXON_OK, axon_worker_create(ctx, NULL, &workers[i]));
+        EXPECT_EQ(AXON_OK, axon_worker_create(ctx, NULL, &workers[i]));
     }
     for (i = 0; i < kPeers; ++i) {
         axon_ep_attr_t attr;
         void *addr;
         size_t len;
 
-        ASSERT_EQ(AXON_OK, axon_worker_get_address(workers[i + 1], &addr, &len));
+        EXPECT_EQ(AXON_OK, axon_worker_get_address(workers[i + 1], &addr, &len));
         axon_ep_params_t ep_params = {addr, len};
-        ASSERT_EQ(AXON_OK, axon_ep_create(workers[0], &ep_params, &eps[i]));
+        EXPECT_EQ(AXON_OK, axon_ep_create(workers[0], &ep_params, &eps[i]));
         axon_worker_release_address(workers[i + 1], addr);
-        ASSERT_EQ(AXON_OK, axon_ep_query(eps[i], &attr));
-        EXPECT_STREQ((i < 2) ? "rc" : "ud", attr.small_tl) << "endpoint " << i;
+        EXPECT_EQ(AXON_OK, axon_ep_query(eps[i], &attr));
         EXPECT_STREQ(attr.small_tl, attr.bulk_tl) << "endpoint " << i;
         EXPECT_STREQ(attr.small_dev, attr.bulk_dev) << "endpoint " << i;
+        lanes.push_back(attr.small_tl);
     }
     for (i = 0; i < kPeers; ++i) {
         axon_ep_close_nb(eps[i], AXON_EP_CLOSE_FORCE, NULL);
@@ -681,6 +843,34 @@ TEST(SelectEndpoint, IbUsesRcForFewPeersThenUd)
         axon_worker_destroy(workers[i]);
     }
     axon_cleanup(ctx);
+    return lanes;
+}
+
+typedef std::vector<std::string> tl_names;
+
+} // namespace
+
+/* A device without DC: rc while the worker has fewer than AXON_RC_MAX_PEERS
+ * endpoints, then ud (same device, smaller endpoints). */
+TEST(SelectEndpoint, IbUsesRcForFewPeersThenUdWithoutDc)
+{
+    EnvGuard env("AXON_SOFTIB_CAP_MASK", "dc");
+    bool has_dc = true;
+
+    EXPECT_EQ(tl_names({"rc", "rc", "ud", "ud"}), ib_lanes_past_two_peers(&has_dc));
+    EXPECT_FALSE(has_dc) << "a device without DC has no dc resource";
+}
+
+/* A device with DC (softib's default): rc, then dc, whose endpoints are smaller than ud's. */
+TEST(SelectEndpoint, IbUsesRcForFewPeersThenDc)
+{
+    bool has_dc = false;
+    tl_names lanes = ib_lanes_past_two_peers(&has_dc);
+
+    if (!has_dc) {
+        GTEST_SKIP() << "libaxon_dc.so is not built: no dc resource to prefer";
+    }
+    EXPECT_EQ(tl_names({"rc", "rc", "dc", "dc"}), lanes);
 }
 
 TEST(SelectEndpoint, IbDefaultsToRc)
