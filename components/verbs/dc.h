@@ -14,7 +14,8 @@
  * FIFO and gets the next one freed; dcs_quota, the same, but an endpoint
  * that posted AXON_DC_QUOTA WRs while others wait takes no more until it
  * drained; shared, endpoints are spread round-robin over the DCIs and keep
- * theirs. An endpoint's WRs are on one DCI at a time, so they stay in order.
+ * theirs; once a DCI is full, its endpoints line up and post one WR each in
+ * turn. An endpoint's WRs are on one DCI at a time, so they stay in order.
  * Every WR is signaled: its completion is what releases the DCI, and its
  * descriptor names the endpoint, so a DCI error fails the endpoint whose WR
  * broke it (and, under shared, those whose work it flushed), and the DCI
@@ -125,7 +126,9 @@ typedef struct axon_dc_dci {
     axon_dc_ep_t      *owner;     /* dcs policies: the endpoint holding it */
     uint64_t           posted;
     uint64_t           completed;
-    uint64_t           handoff_tick; /* when it was handed to a waiting endpoint */
+    uint64_t           handoff_tick; /* dcs: when it was handed to a waiting endpoint;
+                                      * shared: when its line's head last moved */
+    axon_list_link_t   line;         /* shared: endpoints waiting for room, in turn */
     uint32_t           quota_used;   /* the owner's WRs since it took the DCI */
     uint8_t            held;         /* dcs policies: out of the free stack */
     uint8_t            broken;       /* a WR failed: drain, then reset */
@@ -133,7 +136,7 @@ typedef struct axon_dc_dci {
 } axon_dc_dci_t;
 
 /* Endpoint flags */
-#define AXON_DC_EP_F_WAITING   0x01  /* in the iface's FIFO of endpoints waiting for a DCI */
+#define AXON_DC_EP_F_WAITING   0x01  /* in line: the iface's (dcs) or its DCI's (shared) */
 #define AXON_DC_EP_F_FC_OUT    0x02  /* an FC_REQ is out, its grant not back */
 #define AXON_DC_EP_F_FC_DUE    0x04  /* an FC_REQ is due (found no room) */
 #define AXON_DC_EP_F_REPORTED  0x08  /* peer failure reported */
@@ -144,7 +147,7 @@ struct axon_dc_ep {
     axon_dc_dci_t     *dci;          /* held (dcs) or assigned (shared); NULL: none */
     uint64_t           peer_uuid;
     uint64_t           last_tx_ns;   /* coarse: the iface's clock at the last post */
-    axon_list_link_t   wait_link;    /* iface->waiters */
+    axon_list_link_t   wait_link;    /* iface->waiters (dcs), dci->line (shared) */
     uint32_t           id;
     int32_t            tx_credits;
     uint32_t           outstanding;  /* WRs not completed */
@@ -167,6 +170,7 @@ struct axon_dc_iface {
     size_t                    max_short;
     uint32_t                  max_inline;
     uint32_t                  tx_depth;      /* per DCI, power of 2 */
+    uint32_t                  tx_data_depth; /* of which endpoints' WRs may take */
     uint32_t                  window;
     uint8_t                   timeout_exp;
     uint64_t                  keepalive_ns;
@@ -253,7 +257,14 @@ void          axon_dc_dci_tx_completion(axon_dc_iface_t *iface, const axon_dev_w
 void          axon_dc_dci_ep_detach(axon_dc_iface_t *iface, axon_dc_ep_t *ep);
 /* Timer pass: a DCI handed to a waiter that did not use it moves on */
 void          axon_dc_dci_timers(axon_dc_iface_t *iface);
+/* Room for an endpoint's WR: the last slots are kept for credit requests and grants, so
+ * an endpoint waiting for credits can ask for them on a DCI others keep full */
 static inline int axon_dc_dci_has_room(const axon_dc_iface_t *iface, const axon_dc_dci_t *dci)
+{
+    return !dci->broken && ((dci->posted - dci->completed) < iface->tx_data_depth);
+}
+static inline int axon_dc_dci_has_ctrl_room(const axon_dc_iface_t *iface,
+                                            const axon_dc_dci_t *dci)
 {
     return !dci->broken && ((dci->posted - dci->completed) < iface->tx_depth);
 }

@@ -59,6 +59,7 @@ axon_status_t axon_dc_dci_pool_init(axon_dc_iface_t *iface)
             return status;
         }
         iface->dcis[i].index = (uint8_t)i;
+        axon_list_init(&iface->dcis[i].line);
         status = axon_dc_dci_up(iface, &iface->dcis[i]);
         if (status != AXON_OK) {
             return status;
@@ -144,10 +145,39 @@ static void axon_dc_dci_release(axon_dc_iface_t *iface, axon_dc_dci_t *dci)
     }
 }
 
+/* shared: a full DCI serves the endpoints that found it full in turn, one WR each */
+static axon_dc_dci_t *axon_dc_dci_shared_turn(axon_dc_iface_t *iface, axon_dc_dci_t *dci,
+                                              axon_dc_ep_t *ep)
+{
+    int room = axon_dc_dci_has_room(iface, dci);
+
+    if (!(ep->flags & AXON_DC_EP_F_WAITING)) {
+        if (room && axon_list_is_empty(&dci->line)) {
+            return dci;
+        }
+        if (axon_list_is_empty(&dci->line)) {
+            dci->handoff_tick = iface->tick;
+        }
+        ep->flags |= AXON_DC_EP_F_WAITING;
+        axon_list_add_tail(&dci->line, &ep->wait_link);
+        return NULL;
+    }
+    if (room && (axon_list_first(&dci->line, axon_dc_ep_t, wait_link) == ep)) {
+        axon_list_del(&ep->wait_link);
+        ep->flags        &= ~AXON_DC_EP_F_WAITING;
+        dci->handoff_tick = iface->tick;
+        return dci;
+    }
+    return NULL;
+}
+
 axon_dc_dci_t *axon_dc_dci_for_ep(axon_dc_iface_t *iface, axon_dc_ep_t *ep)
 {
     axon_dc_dci_t *dci = ep->dci;
 
+    if (__builtin_expect(iface->config.policy == AXON_DC_POLICY_SHARED, 0)) {
+        return axon_dc_dci_shared_turn(iface, dci, ep);
+    }
     if (__builtin_expect(dci != NULL, 1)) {
         if (__builtin_expect(!axon_dc_dci_has_room(iface, dci), 0)) {
             return NULL;
@@ -191,7 +221,7 @@ axon_dc_dci_t *axon_dc_dci_for_grant(axon_dc_iface_t *iface)
     }
     for (i = 0; i < iface->num_dci; ++i) {
         dci = &iface->dcis[iface->next_dci++ % iface->num_dci];
-        if (axon_dc_dci_has_room(iface, dci)) {
+        if (axon_dc_dci_has_ctrl_room(iface, dci)) {
             return dci;
         }
     }
@@ -201,9 +231,21 @@ axon_dc_dci_t *axon_dc_dci_for_grant(axon_dc_iface_t *iface)
 void axon_dc_dci_timers(axon_dc_iface_t *iface)
 {
     axon_dc_dci_t *dci;
+    axon_dc_ep_t *head;
     unsigned i;
 
     if (!axon_dc_policy_dcs(iface)) {
+        /* a head of line that stopped asking (nothing left to send) steps out */
+        for (i = 0; i < iface->num_dci; ++i) {
+            dci = &iface->dcis[i];
+            if (!axon_list_is_empty(&dci->line) && axon_dc_dci_has_room(iface, dci) &&
+                (iface->tick - dci->handoff_tick >= AXON_DC_HANDOFF_TICKS)) {
+                head = axon_list_first(&dci->line, axon_dc_ep_t, wait_link);
+                axon_list_del(&head->wait_link);
+                head->flags      &= ~AXON_DC_EP_F_WAITING;
+                dci->handoff_tick = iface->tick;
+            }
+        }
         return;
     }
     for (i = 0; i < iface->num_dci; ++i) {

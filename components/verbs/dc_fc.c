@@ -64,7 +64,7 @@ void axon_dc_fc_sent(axon_dc_iface_t *iface, axon_dc_ep_t *ep, axon_dc_dci_t *dc
     if (__builtin_expect((++ep->fc_unrequested >= iface->window / 2) &&
                          !(ep->flags & AXON_DC_EP_F_FC_OUT), 0)) {
         /* after the AMs it covers, on their DCI: the receiver reads it after them */
-        if (!axon_dc_dci_has_room(iface, dci) ||
+        if (!axon_dc_dci_has_ctrl_room(iface, dci) ||
             (axon_dc_fc_post_req(iface, ep, dci) != AXON_OK)) {
             ep->flags |= AXON_DC_EP_F_FC_DUE;
         }
@@ -75,11 +75,11 @@ void axon_dc_fc_post_due(axon_dc_iface_t *iface, axon_dc_ep_t *ep)
 {
     axon_dc_dci_t *dci = ep->dci;
 
-    /* the DCI the AMs went on, if the ep still holds it; else any it may take */
-    if ((dci == NULL) || !axon_dc_dci_has_room(iface, dci)) {
+    /* the DCI the AMs went on, if the ep still holds it; else the one it may take */
+    if (dci == NULL) {
         dci = axon_dc_dci_for_ep(iface, ep);
     }
-    if (dci != NULL) {
+    if ((dci != NULL) && axon_dc_dci_has_ctrl_room(iface, dci)) {
         (void)axon_dc_fc_post_req(iface, ep, dci);
     }
 }

@@ -291,6 +291,7 @@ axon_status_t axon_dc_iface_open(const axon_resource_t *resource, const axon_dc_
     while (iface->tx_depth < c->tx_queue_len) {
         iface->tx_depth <<= 1;
     }
+    iface->tx_data_depth = iface->tx_depth - ((iface->tx_depth >= 16) ? iface->tx_depth / 8 : 1);
     iface->max_inline   = (c->max_inline < iface->dev.dev_attr.max_inline_data) ?
                           c->max_inline : iface->dev.dev_attr.max_inline_data;
     iface->timeout_exp  = axon_verbs_timeout_exp(c->timeout);
