@@ -188,12 +188,14 @@ struct axon_dc_iface {
     unsigned                  rx_refill;
     axon_rcache_t            *rcache;
     /* DCIs */
-    unsigned                  num_dci;
+    unsigned                  num_dci;       /* the pool's size */
+    unsigned                  num_created;   /* DCIs 0..num_created-1 exist (made when needed) */
     axon_dc_dci_t            *dcis;
     axon_dc_tx_desc_t        *tx_desc;       /* num_dci rings of tx_depth */
     uint8_t                  *free_dcis;     /* stack of indices (dcs policies) */
     unsigned                  num_free;
-    unsigned                  next_dci;      /* round-robin: shared eps, grants */
+    unsigned                  next_ep_dci;   /* shared: round-robin of new eps */
+    unsigned                  next_grant_dci;
     axon_list_link_t          waiters;       /* FIFO of eps waiting for a DCI */
     /* Grants that wait (ring, grown when full) */
     axon_dc_grant_t          *grants;
@@ -241,6 +243,8 @@ void          axon_dc_dci_pool_cleanup(axon_dc_iface_t *iface);
  * it has to wait (AXON_ERR_NO_RESOURCE for the caller).
  */
 axon_dc_dci_t *axon_dc_dci_for_ep(axon_dc_iface_t *iface, axon_dc_ep_t *ep);
+/* shared: the DCI a new endpoint keeps (round-robin over the pool) */
+axon_dc_dci_t *axon_dc_dci_of_new_ep(axon_dc_iface_t *iface);
 /* A DCI with room for a grant (any DCI: a grant has no order to keep); NULL if none */
 axon_dc_dci_t *axon_dc_dci_for_grant(axon_dc_iface_t *iface);
 /*

@@ -31,13 +31,57 @@ static axon_status_t axon_dc_dci_up(axon_dc_iface_t *iface, axon_dc_dci_t *dci)
                                 AXON_DC_MAX_RD_ATOMIC);
 }
 
-axon_status_t axon_dc_dci_pool_init(axon_dc_iface_t *iface)
+/*
+ * The next DCI of the pool, created when first needed: an iface that talks
+ * to one peer at a time has one (a device may charge for every DCI it
+ * polls: softib does). NULL when the pool is full or the device refuses
+ * (logged once: the pool stays at what it has).
+ */
+static axon_dc_dci_t *axon_dc_dci_create(axon_dc_iface_t *iface)
 {
+    axon_dc_dci_t *dci = &iface->dcis[iface->num_created];
     axon_verbs_qp_params_t params;
     axon_dev_qp_cap_t cap;
-    axon_status_t status;
-    unsigned i;
 
+    if (iface->num_created == iface->num_dci) {
+        return NULL;
+    }
+    memset(&params, 0, sizeof(params));
+    params.type         = AXON_DEV_QPT_DC_INI;
+    params.send_cq      = iface->send_cq;
+    params.recv_cq      = iface->send_cq;
+    params.max_send_wr  = iface->tx_depth;
+    params.max_inline   = iface->max_inline;
+    params.max_send_sge = 3;
+    params.qp_context   = iface;
+    if (axon_verbs_qp_create(&iface->dev, &params, &dci->qp, &cap) != AXON_OK) {
+        goto refused;
+    }
+    dci->index = (uint8_t)iface->num_created;
+    axon_list_init(&dci->line);
+    if (axon_dc_dci_up(iface, dci) != AXON_OK) {
+        axon_verbs_qp_destroy(dci->qp);
+        dci->qp = NULL;
+        goto refused;
+    }
+    if (cap.max_inline_data < iface->max_inline) {
+        /* never expected (the inline size was the device's): sends stop inlining */
+        axon_warn("%s: DCI %u inlines %u bytes, not %u", iface->name, dci->index,
+                  cap.max_inline_data, iface->max_inline);
+        iface->max_inline = cap.max_inline_data;
+    }
+    ++iface->num_created;
+    axon_debug("%s: DCI %u created (QP 0x%x)", iface->name, dci->index, dci->qp->qp_num);
+    return dci;
+refused:
+    axon_warn("%s: the pool stays at %u DCIs (AXON_DC_NUM_DCI=%u)", iface->name,
+              iface->num_created, iface->num_dci);
+    iface->num_dci = (iface->num_created > 0) ? iface->num_created : 1;
+    return NULL;
+}
+
+axon_status_t axon_dc_dci_pool_init(axon_dc_iface_t *iface)
+{
     iface->dcis      = calloc(iface->num_dci, sizeof(*iface->dcis));
     iface->tx_desc   = calloc((size_t)iface->num_dci * iface->tx_depth, sizeof(*iface->tx_desc));
     iface->free_dcis = calloc(iface->num_dci, sizeof(*iface->free_dcis));
@@ -45,32 +89,22 @@ axon_status_t axon_dc_dci_pool_init(axon_dc_iface_t *iface)
         axon_error("%s: cannot allocate %u DCIs", iface->name, iface->num_dci);
         return AXON_ERR_NO_MEMORY;
     }
-    for (i = 0; i < iface->num_dci; ++i) {
-        memset(&params, 0, sizeof(params));
-        params.type         = AXON_DEV_QPT_DC_INI;
-        params.send_cq      = iface->send_cq;
-        params.recv_cq      = iface->send_cq;
-        params.max_send_wr  = iface->tx_depth;
-        params.max_inline   = iface->max_inline;
-        params.max_send_sge = 3;
-        params.qp_context   = iface;
-        status = axon_verbs_qp_create(&iface->dev, &params, &iface->dcis[i].qp, &cap);
-        if (status != AXON_OK) {
-            return status;
-        }
-        iface->dcis[i].index = (uint8_t)i;
-        axon_list_init(&iface->dcis[i].line);
-        status = axon_dc_dci_up(iface, &iface->dcis[i]);
-        if (status != AXON_OK) {
-            return status;
-        }
-        if (cap.max_inline_data < iface->max_inline) {
-            iface->max_inline = cap.max_inline_data;
-        }
-        iface->free_dcis[iface->num_dci - 1 - i] = (uint8_t)i;   /* DCI 0 on top */
+    /* the first now, so that a device without DCIs fails the open, not a send */
+    if (axon_dc_dci_create(iface) == NULL) {
+        return AXON_ERR_IO_ERROR;
     }
-    iface->num_free = iface->num_dci;
+    iface->free_dcis[iface->num_free++] = 0;
     return AXON_OK;
+}
+
+axon_dc_dci_t *axon_dc_dci_of_new_ep(axon_dc_iface_t *iface)
+{
+    unsigned index = iface->next_ep_dci++ % iface->num_dci;
+
+    if ((index >= iface->num_created) && (axon_dc_dci_create(iface) == NULL)) {
+        index %= iface->num_created;
+    }
+    return &iface->dcis[index];
 }
 
 void axon_dc_dci_pool_cleanup(axon_dc_iface_t *iface)
@@ -82,7 +116,7 @@ void axon_dc_dci_pool_cleanup(axon_dc_iface_t *iface)
         goto out;
     }
     do {
-        for (busy = 0, i = 0; i < iface->num_dci; ++i) {
+        for (busy = 0, i = 0; i < iface->num_created; ++i) {
             busy += (iface->dcis[i].qp != NULL) &&
                     (iface->dcis[i].posted != iface->dcis[i].completed);
         }
@@ -94,7 +128,7 @@ void axon_dc_dci_pool_cleanup(axon_dc_iface_t *iface)
     if (busy > 0) {
         axon_debug("%s: closing with %u DCIs still busy", iface->name, busy);
     }
-    for (i = 0; i < iface->num_dci; ++i) {
+    for (i = 0; i < iface->num_created; ++i) {
         if (iface->dcis[i].qp != NULL) {
             axon_verbs_qp_destroy(iface->dcis[i].qp);
         }
@@ -190,11 +224,15 @@ axon_dc_dci_t *axon_dc_dci_for_ep(axon_dc_iface_t *iface, axon_dc_ep_t *ep)
         }
         return dci;
     }
-    /* dcs policies without a DCI: a free one unless others wait first, else the line */
-    if ((iface->num_free > 0) && !(ep->flags & AXON_DC_EP_F_WAITING)) {
-        dci = &iface->dcis[iface->free_dcis[--iface->num_free]];
-        axon_dc_dci_assign(iface, dci, ep);
-        return dci;
+    /* dcs policies without a DCI: a free one (or a new one) unless others wait first,
+     * else the line */
+    if (!(ep->flags & AXON_DC_EP_F_WAITING)) {
+        dci = (iface->num_free > 0) ? &iface->dcis[iface->free_dcis[--iface->num_free]] :
+              axon_list_is_empty(&iface->waiters) ? axon_dc_dci_create(iface) : NULL;
+        if (dci != NULL) {
+            axon_dc_dci_assign(iface, dci, ep);
+            return dci;
+        }
     }
     if (!(ep->flags & AXON_DC_EP_F_WAITING)) {
         ep->flags |= AXON_DC_EP_F_WAITING;
@@ -210,17 +248,18 @@ axon_dc_dci_t *axon_dc_dci_for_grant(axon_dc_iface_t *iface)
 
     if (axon_dc_policy_dcs(iface)) {
         /* never on an endpoint's DCI: a grant to a dead peer would break it */
-        if (iface->num_free == 0) {
+        dci = (iface->num_free > 0) ? &iface->dcis[iface->free_dcis[--iface->num_free]] :
+              axon_dc_dci_create(iface);
+        if (dci == NULL) {
             return NULL;   /* the next release serves the grants first */
         }
-        dci        = &iface->dcis[iface->free_dcis[--iface->num_free]];
         dci->held  = 1;    /* no owner: released when it drains */
         dci->owner = NULL;
         dci->handoff_tick = iface->tick;
         return dci;
     }
-    for (i = 0; i < iface->num_dci; ++i) {
-        dci = &iface->dcis[iface->next_dci++ % iface->num_dci];
+    for (i = 0; i < iface->num_created; ++i) {
+        dci = &iface->dcis[iface->next_grant_dci++ % iface->num_created];
         if (axon_dc_dci_has_ctrl_room(iface, dci)) {
             return dci;
         }
@@ -236,7 +275,7 @@ void axon_dc_dci_timers(axon_dc_iface_t *iface)
 
     if (!axon_dc_policy_dcs(iface)) {
         /* a head of line that stopped asking (nothing left to send) steps out */
-        for (i = 0; i < iface->num_dci; ++i) {
+        for (i = 0; i < iface->num_created; ++i) {
             dci = &iface->dcis[i];
             if (!axon_list_is_empty(&dci->line) && axon_dc_dci_has_room(iface, dci) &&
                 (iface->tick - dci->handoff_tick >= AXON_DC_HANDOFF_TICKS)) {
@@ -248,7 +287,7 @@ void axon_dc_dci_timers(axon_dc_iface_t *iface)
         }
         return;
     }
-    for (i = 0; i < iface->num_dci; ++i) {
+    for (i = 0; i < iface->num_created; ++i) {
         dci = &iface->dcis[i];
         if (dci->held && !dci->broken && (dci->posted == dci->completed) &&
             (iface->tick - dci->handoff_tick >= AXON_DC_HANDOFF_TICKS)) {

@@ -108,7 +108,7 @@ axon_status_t axon_dc_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid, cons
         return status;
     }
     if (iface->config.policy == AXON_DC_POLICY_SHARED) {
-        ep->dci = &iface->dcis[iface->next_dci++ % iface->num_dci];
+        ep->dci = axon_dc_dci_of_new_ep(iface);
     }
     *ep_p = &ep->super;
     return AXON_OK;

@@ -13,7 +13,9 @@
  *     (under shared, an endpoint whose work the failure flushed is failed
  *     and reported too: nothing is lost silently);
  *   - 32 senders to one receiver that does not poll: each stops after
- *     exactly one window, so the SRQ never runs dry; then all arrive.
+ *     exactly one window, so the SRQ never runs dry; then all arrive;
+ *   - keep-alive: a receive-only survivor notices its dead peer, an idle
+ *     live one is left alone.
  */
 #include <gtest/gtest.h>
 
@@ -546,5 +548,55 @@ INSTANTIATE_TEST_SUITE_P(Policies, VerbsDcTimed,
                          [](const ::testing::TestParamInfo<const char *> &info) {
                              return std::string(info.param);
                          });
+
+/*
+ * Keep-alive: R only ever receives from S, but holds an endpoint to it. While
+ * S is alive (and progresses), R's probes are answered and nothing fails;
+ * once S is gone, R's next probe runs out of retries and S is reported.
+ */
+TEST(VerbsDcKeepaliveTimed, ReceiveOnlySurvivorNoticesDeadPeer)
+{
+    EnvGuard env;
+    small_ifaces(&env);
+    env.set("AXON_DC_KEEPALIVE_INTERVAL", "0.1s");
+    env.set("AXON_DC_TIMEOUT", "10ms");
+    env.set("AXON_DC_RETRY_COUNT", "2");
+    LogCapture quiet;
+    DcWorld world;
+    ASSERT_EQ(AXON_OK, world.load());
+    DcWorker *r = world.open(), *s = world.open();
+    ASSERT_TRUE(r && s);
+    axon_tl_ep_t *to_s = r->connect(*s);
+    axon_tl_ep_t *to_r = s->connect(*r);
+    const axon_iface_ops_t *ops = r->iface->ops;
+
+    for (uint32_t k = 0; k < 10; ++k) {
+        while (s->send(to_r, 0, k) == AXON_ERR_NO_RESOURCE) {
+            world.progress_all();
+        }
+    }
+    double end = axon_test_time() + 0.6;   /* several intervals, both alive */
+    while (axon_test_time() < end) {
+        world.progress_all();
+    }
+    EXPECT_EQ(10u, r->received);
+    EXPECT_EQ(AXON_OK, ops->ep_check(to_s)) << "an idle live peer was failed";
+    EXPECT_TRUE(r->failed.empty());
+
+    s->iface->ops->ep_destroy(to_r);
+    s->iface->ops->iface_close(s->iface);
+    s->iface = nullptr;
+    double t0 = axon_test_time();
+    end = t0 + kTimeout;
+    while (r->failed.empty() && (axon_test_time() < end)) {
+        world.progress_all();
+    }
+    printf("[ dc       ] the dead peer was reported after %.2f s\n", axon_test_time() - t0);
+    ASSERT_EQ(1u, r->failed.size());
+    EXPECT_EQ(s->uuid, r->failed[0]);
+    EXPECT_NE(AXON_OK, ops->ep_check(to_s));
+    EXPECT_LT(axon_test_time() - t0, 2.0);
+    ops->ep_destroy(to_s);
+}
 
 }  // namespace
