@@ -108,10 +108,11 @@ typedef struct axon_dc_target {
 
 /* What one send WR holds until its completion */
 typedef struct axon_dc_tx_desc {
-    axon_dc_ep_t         *ep;     /* whose work; NULL: the iface's grant (buf says where) */
+    axon_dc_ep_t         *ep;     /* whose work; NULL: a grant, or the ep was destroyed */
     void                 *buf;    /* bounce buffer to return, or NULL */
     axon_tl_completion_t *comp;   /* get/put/atomic to complete, or NULL */
     axon_rcache_region_t *region; /* local registration to put back, or NULL */
+    uint8_t               grant;  /* an FC_GRANT: buf says where it goes */
 } axon_dc_tx_desc_t;
 
 /* A grant that waits for a DCI or a buffer, or was flushed: sent again from progress */

@@ -352,6 +352,7 @@ axon_status_t axon_dc_dci_post(axon_dc_iface_t *iface, axon_dc_dci_t *dci, axon_
         return AXON_ERR_IO_ERROR;
     }
     d->ep      = ep;
+    d->grant   = (ep == NULL);
     d->buf     = buf;
     d->comp    = comp;
     d->region  = region;
@@ -411,14 +412,16 @@ static axon_status_t axon_dc_dci_tx_error(axon_dc_iface_t *iface, axon_dc_dci_t 
                             AXON_ERR_CONNECTION_RESET : status,
                             axon_dev_wc_status_str(wc->status));
         } else {
-            axon_debug("%s: a grant failed on DCI %u (%s): its requester is gone",
-                       iface->name, dci->index, axon_dev_wc_status_str(wc->status));
+            axon_debug("%s: a %s failed on DCI %u (%s)", iface->name,
+                       d->grant ? "grant (its requester is gone)" :
+                                  "WR of a destroyed endpoint",
+                       dci->index, axon_dev_wc_status_str(wc->status));
         }
         return status;
     }
     dci->broken = 1;
     if (ep == NULL) {
-        if (d->buf != NULL) {
+        if (d->grant) {
             axon_dc_fc_grant_requeue(iface, d->buf);
         }
         return AXON_ERR_CANCELED;

@@ -14,6 +14,7 @@
  *     and reported too: nothing is lost silently);
  *   - 32 senders to one receiver that does not poll: each stops after
  *     exactly one window, so the SRQ never runs dry; then all arrive;
+ *   - a grant flushed by another endpoint's failure is sent again;
  *   - keep-alive: a receive-only survivor notices its dead peer, an idle
  *     live one is left alone.
  */
@@ -541,6 +542,56 @@ TEST(VerbsDcSharedTimed, FlushedWorkOfASharingEndpointIsNeverLostSilently)
     for (axon_tl_ep_t *ep : {ea, eb, ec}) {
         ops->ep_destroy(ep);
     }
+}
+
+/*
+ * shared, one DCI: W's grant for S waits on the DCI behind a message to A,
+ * who is gone; A's failure flushes it. The grant is sent again once the DCI
+ * is back, so S, out of credits, goes on: all its messages arrive.
+ */
+TEST(VerbsDcSharedTimed, FlushedGrantIsSentAgain)
+{
+    EnvGuard env;
+    small_ifaces(&env);
+    env.set("AXON_DC_NUM_DCI", "1");
+    env.set("AXON_DC_POLICY", "shared");
+    env.set("AXON_DC_TIMEOUT", "10ms");
+    env.set("AXON_DC_RETRY_COUNT", "2");
+    LogCapture quiet;
+    DcWorld world;
+    ASSERT_EQ(AXON_OK, world.load());
+    DcWorker *w = world.open(), *a = world.open(), *s = world.open();
+    ASSERT_TRUE(w && a && s);
+    axon_tl_ep_t *wa = w->connect(*a), *sw = s->connect(*w);
+    const axon_iface_ops_t *ops = w->iface->ops;
+
+    a->iface->ops->iface_close(a->iface);
+    a->iface = nullptr;
+    ASSERT_EQ(AXON_OK, w->send(wa, 0, 0));   /* W's only DCI is now stuck on A */
+    uint32_t sent = 0;
+    while (s->send(sw, 1, sent) == AXON_OK) {
+        ++sent;   /* a window, and the credit request after half of it */
+    }
+    EXPECT_EQ(8u, sent);
+    double end = axon_test_time() + kTimeout;
+    while ((sent < 200) && (axon_test_time() < end)) {
+        w->progress();   /* the request arrives: the grant queues behind A's message */
+        s->progress();
+        if (s->send(sw, 1, sent) == AXON_OK) {
+            ++sent;
+        }
+    }
+    end = axon_test_time() + kTimeout;
+    while ((w->received < sent) && (axon_test_time() < end)) {
+        world.progress_all();
+    }
+    EXPECT_NE(AXON_OK, ops->ep_check(wa));
+    EXPECT_EQ(200u, sent) << "S never got its credits back";
+    EXPECT_EQ(sent, w->received);
+    EXPECT_EQ(0u, w->out_of_order);
+    EXPECT_TRUE(s->failed.empty());
+    ops->ep_destroy(wa);
+    s->iface->ops->ep_destroy(sw);
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, VerbsDcTimed,
