@@ -244,6 +244,9 @@ void          axon_dc_dci_pool_cleanup(axon_dc_iface_t *iface);
  * it has to wait (AXON_ERR_NO_RESOURCE for the caller).
  */
 axon_dc_dci_t *axon_dc_dci_for_ep(axon_dc_iface_t *iface, axon_dc_ep_t *ep);
+/* A DCI for ep's keep-alive probe if one is at hand; never waits in a line (a pass over
+ * thousands of idle endpoints would stand in front of those with work) */
+axon_dc_dci_t *axon_dc_dci_for_probe(axon_dc_iface_t *iface, axon_dc_ep_t *ep);
 /* shared: the DCI a new endpoint keeps (round-robin over the pool) */
 axon_dc_dci_t *axon_dc_dci_of_new_ep(axon_dc_iface_t *iface);
 /* A DCI with room for a grant (any DCI: a grant has no order to keep); NULL if none */

@@ -241,6 +241,26 @@ axon_dc_dci_t *axon_dc_dci_for_ep(axon_dc_iface_t *iface, axon_dc_ep_t *ep)
     return NULL;
 }
 
+axon_dc_dci_t *axon_dc_dci_for_probe(axon_dc_iface_t *iface, axon_dc_ep_t *ep)
+{
+    axon_dc_dci_t *dci = ep->dci;
+
+    if (ep->flags & AXON_DC_EP_F_WAITING) {
+        return NULL;
+    }
+    if (dci != NULL) {   /* held, or shared: with room and nobody in line */
+        return (axon_dc_dci_has_room(iface, dci) &&
+                ((iface->config.policy != AXON_DC_POLICY_SHARED) ||
+                 axon_list_is_empty(&dci->line))) ? dci : NULL;
+    }
+    if (iface->num_free == 0) {
+        return NULL;
+    }
+    dci = &iface->dcis[iface->free_dcis[--iface->num_free]];
+    axon_dc_dci_assign(iface, dci, ep);
+    return dci;
+}
+
 axon_dc_dci_t *axon_dc_dci_for_grant(axon_dc_iface_t *iface)
 {
     axon_dc_dci_t *dci;

@@ -319,26 +319,35 @@ axon_status_t axon_dc_ep_check(axon_tl_ep_t *tl_ep)
 /* A header-only message the receiver drops: its transport ack says the peer is there. */
 static void axon_dc_ep_send_keepalive(axon_dc_iface_t *iface, axon_dc_ep_t *ep)
 {
-    axon_dc_dci_t *dci = axon_dc_dci_for_ep(iface, ep);
+    axon_dc_hdr_t h, *bh = &h;
     axon_dev_send_wr_t wr;
+    axon_dc_dci_t *dci;
     axon_dev_sge_t sge;
-    axon_dc_hdr_t h;
+    uint8_t *buf = NULL;
 
-    if (dci == NULL) {
-        return;   /* busy DCIs: the next pass */
-    }
-    axon_dc_hdr_init(&h, 0, AXON_DC_MSG_KEEPALIVE);
-    sge.addr      = (uintptr_t)&h;
-    sge.length    = sizeof(h);
+    wr.send_flags = AXON_DEV_SEND_INLINE;
     sge.lkey      = 0;
-    wr.opcode     = AXON_DEV_WR_SEND;
-    wr.sg_list    = &sge;
-    wr.num_sge    = 1;
-    wr.send_flags = (sizeof(h) <= iface->max_inline) ? AXON_DEV_SEND_INLINE : 0;
-    if (!(wr.send_flags & AXON_DEV_SEND_INLINE)) {
-        return;   /* no inline at all: data traffic is the only probe */
+    if (sizeof(h) > iface->max_inline) {
+        if ((buf = axon_verbs_bufpool_get(&iface->tx_pool)) == NULL) {
+            return;   /* the next pass */
+        }
+        bh            = (axon_dc_hdr_t *)buf;
+        sge.lkey      = axon_verbs_bufpool_lkey(&iface->tx_pool);
+        wr.send_flags = 0;
     }
-    (void)axon_dc_dci_post(iface, dci, ep, &ep->target, &wr, NULL, NULL, NULL);
+    dci = axon_dc_dci_for_probe(iface, ep);
+    axon_dc_hdr_init(bh, 0, AXON_DC_MSG_KEEPALIVE);
+    sge.addr   = (uintptr_t)bh;
+    sge.length = sizeof(h);
+    wr.opcode  = AXON_DEV_WR_SEND;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    if ((dci == NULL) ||
+        (axon_dc_dci_post(iface, dci, ep, &ep->target, &wr, buf, NULL, NULL) != AXON_OK)) {
+        if (buf != NULL) {
+            axon_verbs_bufpool_put(&iface->tx_pool, buf);   /* busy DCIs: the next pass */
+        }
+    }
 }
 
 void axon_dc_ep_keepalive(axon_dc_iface_t *iface)
