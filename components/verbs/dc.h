@@ -125,6 +125,8 @@ typedef struct axon_dc_grant {
 typedef struct axon_dc_dci {
     axon_dev_qp_t     *qp;
     axon_dc_ep_t      *owner;     /* dcs policies: the endpoint holding it */
+    const axon_dc_ah_t *grant_ah; /* dcs, held with no owner: where its grants go */
+    uint32_t           grant_dct;
     uint64_t           posted;
     uint64_t           completed;
     uint64_t           handoff_tick; /* dcs: when it was handed to a waiting endpoint;
@@ -249,8 +251,8 @@ axon_dc_dci_t *axon_dc_dci_for_ep(axon_dc_iface_t *iface, axon_dc_ep_t *ep);
 axon_dc_dci_t *axon_dc_dci_for_probe(axon_dc_iface_t *iface, axon_dc_ep_t *ep);
 /* shared: the DCI a new endpoint keeps (round-robin over the pool) */
 axon_dc_dci_t *axon_dc_dci_of_new_ep(axon_dc_iface_t *iface);
-/* A DCI with room for a grant (any DCI: a grant has no order to keep); NULL if none */
-axon_dc_dci_t *axon_dc_dci_for_grant(axon_dc_iface_t *iface);
+/* A DCI with room for a grant to target (a grant has no order to keep); NULL if none */
+axon_dc_dci_t *axon_dc_dci_for_grant(axon_dc_iface_t *iface, const axon_dc_target_t *target);
 /*
  * Post wr on dci to target for ep (NULL: a grant); the descriptor releases
  * buf/comp/region at completion. Never fails for lack of room (the caller

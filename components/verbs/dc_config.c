@@ -51,7 +51,7 @@ const axon_config_entry_t axon_dc_config_table[] = {
      "(more wait in the device's receiver-not-ready retries)",
      offsetof(axon_dc_config_t, rx_queue_len), AXON_CONFIG_TYPE_UINT},
 
-    {"FC_WINDOW", "32",
+    {"FC_WINDOW", "64",
      "Active messages an endpoint may send before the receiver grants more (2..RX_QUEUE_LEN, "
      "at most 32768): credits are asked for after half a window",
      offsetof(axon_dc_config_t, fc_window), AXON_CONFIG_TYPE_UINT},

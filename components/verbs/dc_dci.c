@@ -146,6 +146,7 @@ static void axon_dc_dci_assign(axon_dc_iface_t *iface, axon_dc_dci_t *dci, axon_
 {
     dci->held         = 1;
     dci->owner        = ep;
+    dci->grant_ah     = NULL;
     dci->quota_used   = 0;
     dci->handoff_tick = iface->tick;
     ep->dci           = dci;
@@ -177,6 +178,25 @@ static void axon_dc_dci_release(axon_dc_iface_t *iface, axon_dc_dci_t *dci)
     if (iface->grants_count > 0) {
         axon_dc_fc_progress(iface);   /* grants first: senders wait for them */
     }
+}
+
+/* dcs: a held DCI whose WRs all go to target (its owner's, or its grants') */
+static axon_dc_dci_t *axon_dc_dci_held_to(axon_dc_iface_t *iface, const axon_dc_target_t *target)
+{
+    axon_dc_dci_t *dci;
+    unsigned i;
+
+    for (i = 0; i < iface->num_created; ++i) {
+        dci = &iface->dcis[i];
+        if (dci->held && !dci->broken &&
+            ((dci->owner != NULL) ?
+             ((dci->owner->target.dct_num == target->dct_num) &&
+              (dci->owner->target.ah == target->ah)) :
+             ((dci->grant_dct == target->dct_num) && (dci->grant_ah == target->ah)))) {
+            return dci;
+        }
+    }
+    return NULL;
 }
 
 /* shared: a full DCI serves the endpoints that found it full in turn, one WR each */
@@ -224,11 +244,19 @@ axon_dc_dci_t *axon_dc_dci_for_ep(axon_dc_iface_t *iface, axon_dc_ep_t *ep)
         }
         return dci;
     }
-    /* dcs policies without a DCI: a free one (or a new one) unless others wait first,
-     * else the line */
+    /* dcs policies without a DCI: a free one, unless others wait first; one carrying
+     * grants to the same peer; or a new one. Else the line. */
     if (!(ep->flags & AXON_DC_EP_F_WAITING)) {
-        dci = (iface->num_free > 0) ? &iface->dcis[iface->free_dcis[--iface->num_free]] :
-              axon_list_is_empty(&iface->waiters) ? axon_dc_dci_create(iface) : NULL;
+        dci = (iface->num_free > 0) ? &iface->dcis[iface->free_dcis[--iface->num_free]] : NULL;
+        if ((dci == NULL) && axon_list_is_empty(&iface->waiters)) {
+            dci = axon_dc_dci_held_to(iface, &ep->target);
+            if ((dci != NULL) && ((dci->owner != NULL) || !axon_dc_dci_has_room(iface, dci))) {
+                dci = NULL;   /* another endpoint's to the same peer, or full */
+            }
+            if (dci == NULL) {
+                dci = axon_dc_dci_create(iface);
+            }
+        }
         if (dci != NULL) {
             axon_dc_dci_assign(iface, dci, ep);
             return dci;
@@ -261,20 +289,27 @@ axon_dc_dci_t *axon_dc_dci_for_probe(axon_dc_iface_t *iface, axon_dc_ep_t *ep)
     return dci;
 }
 
-axon_dc_dci_t *axon_dc_dci_for_grant(axon_dc_iface_t *iface)
+axon_dc_dci_t *axon_dc_dci_for_grant(axon_dc_iface_t *iface, const axon_dc_target_t *target)
 {
     axon_dc_dci_t *dci;
     unsigned i;
 
     if (axon_dc_policy_dcs(iface)) {
-        /* never on an endpoint's DCI: a grant to a dead peer would break it */
+        /* with other WRs only to the same target (that peer dead, the grant's too):
+         * a grant to a dead peer must not break an endpoint's DCI to a live one */
+        dci = axon_dc_dci_held_to(iface, target);
+        if (dci != NULL) {
+            return axon_dc_dci_has_ctrl_room(iface, dci) ? dci : NULL;
+        }
         dci = (iface->num_free > 0) ? &iface->dcis[iface->free_dcis[--iface->num_free]] :
               axon_dc_dci_create(iface);
         if (dci == NULL) {
             return NULL;   /* the next release serves the grants first */
         }
-        dci->held  = 1;    /* no owner: released when it drains */
-        dci->owner = NULL;
+        dci->held         = 1;    /* no owner: released when it drains */
+        dci->owner        = NULL;
+        dci->grant_ah     = target->ah;
+        dci->grant_dct    = target->dct_num;
         dci->handoff_tick = iface->tick;
         return dci;
     }
@@ -340,7 +375,8 @@ void axon_dc_dci_ep_detach(axon_dc_iface_t *iface, axon_dc_ep_t *ep)
     }
     ep->dci = NULL;
     if (axon_dc_policy_dcs(iface)) {
-        dci->owner = NULL;
+        dci->owner    = NULL;   /* its WRs go where grants may not follow */
+        dci->grant_ah = NULL;
         if (!dci->broken && (dci->posted == dci->completed)) {
             axon_dc_dci_release(iface, dci);
         }

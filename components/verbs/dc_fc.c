@@ -94,7 +94,7 @@ static axon_status_t axon_dc_fc_post_grant(axon_dc_iface_t *iface, const axon_dc
     axon_dc_hdr_t *hdr;
     uint8_t *buf;
 
-    dci = axon_dc_dci_for_grant(iface);
+    dci = axon_dc_dci_for_grant(iface, &g->target);
     if (dci == NULL) {
         return AXON_ERR_NO_RESOURCE;
     }
