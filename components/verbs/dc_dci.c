@@ -4,9 +4,11 @@
  *
  * dcs policies: a DCI is held (out of the free stack) by an endpoint from
  * its first WR until every WR on the DCI completed; then it goes to the
- * first endpoint of the FIFO of waiters, or back to the stack. A grant may
- * take a free DCI for itself (no owner) or ride on a held one: a grant
- * keeps no order with anything. shared: nothing is held or waited for.
+ * first endpoint of the FIFO of waiters, or back to the stack. A grant
+ * rides on a held DCI whose WRs all go to the grant's peer, else takes a
+ * free (or new) DCI for itself: never one whose other WRs a grant to a dead
+ * peer would flush. shared: each endpoint keeps the DCI it was given; a
+ * full DCI serves its waiting endpoints in turn.
  */
 #include <stdio.h>
 #include <stdlib.h>
