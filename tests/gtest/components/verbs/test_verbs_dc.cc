@@ -8,6 +8,8 @@
  *   - 64 target workers, 4 DCIs, every endpoint sending at once, under each
  *     policy: every endpoint makes progress while all compete (none
  *     starves), and every message arrives once, in order;
+ *   - dcs_quota: an endpoint with endless work lets a waiting one have
+ *     the DCI after QUOTA WRs;
  *   - a target that goes away: the endpoint whose WR broke a DCI fails and
  *     is reported, the DCI is recovered, the other endpoints carry on
  *     (under shared, an endpoint whose work the failure flushed is failed
@@ -411,6 +413,54 @@ TEST_P(VerbsDcSlow, ManySendersStopAtTheirWindowAndLoseNothing)
         EXPECT_TRUE(senders[i]->failed.empty());
         senders[i]->iface->ops->ep_destroy(eps[i]);
     }
+}
+
+/*
+ * dcs_quota, one DCI of 32 WRs: A always has more to send (it posts until
+ * refused), B one message at a time. Once B waits, A, past its QUOTA, takes
+ * nothing more: its DCI drains and goes to B. So B sends at least once per
+ * burst of A's (at most the DCI's 32 WRs); under plain dcs A, never
+ * drained, keeps the DCI (B sent nothing while A sent 2000).
+ */
+TEST(VerbsDc, QuotaMovesTheDciToAWaitingEndpoint)
+{
+    const uint32_t kA = 2000, kDepth = 32;
+    EnvGuard env;
+    small_ifaces(&env);
+    env.set("AXON_DC_NUM_DCI", "1");
+    env.set("AXON_DC_POLICY", "dcs_quota");
+    env.set("AXON_DC_QUOTA", "4");
+    env.set("AXON_DC_TX_QUEUE_LEN", "32");
+    env.set("AXON_DC_FC_WINDOW", "256");
+    LogCapture quiet;
+    DcWorld world;
+    ASSERT_EQ(AXON_OK, world.load());
+    DcWorker *s = world.open(), *a = world.open(), *b = world.open();
+    ASSERT_TRUE(s && a && b);
+    axon_tl_ep_t *ea = s->connect(*a), *eb = s->connect(*b);
+    uint32_t sa = 0, sb = 0;
+    double   end = axon_test_time() + kTimeout;
+    while ((sa < kA) && (axon_test_time() < end)) {
+        while ((sa < kA) && (s->send(ea, 0, sa) == AXON_OK)) {
+            ++sa;
+        }
+        if (s->send(eb, 1, sb) == AXON_OK) {
+            ++sb;
+        }
+        world.progress_all();
+    }
+    printf("[ dc       ] while A sent %u, B sent %u\n", sa, sb);
+    EXPECT_EQ(kA, sa);
+    EXPECT_GE(sb, sa / kDepth - 1) << "B did not get the DCI after each of A's bursts";
+    end = axon_test_time() + kTimeout;
+    while (((a->received < sa) || (b->received < sb)) && (axon_test_time() < end)) {
+        world.progress_all();
+    }
+    EXPECT_EQ(sa, a->received);
+    EXPECT_EQ(sb, b->received);
+    EXPECT_EQ(0u, a->out_of_order + b->out_of_order);
+    s->iface->ops->ep_destroy(ea);
+    s->iface->ops->ep_destroy(eb);
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, VerbsDcSlow,
