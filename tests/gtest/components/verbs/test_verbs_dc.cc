@@ -422,7 +422,7 @@ TEST_P(VerbsDcSlow, ManySendersStopAtTheirWindowAndLoseNothing)
  * burst of A's (at most the DCI's 32 WRs); under plain dcs A, never
  * drained, keeps the DCI (B sent nothing while A sent 2000).
  */
-TEST(VerbsDc, QuotaMovesTheDciToAWaitingEndpoint)
+TEST(VerbsDcQuotaSlow, QuotaMovesTheDciToAWaitingEndpoint)
 {
     const uint32_t kA = 2000, kDepth = 32;
     EnvGuard env;
