@@ -40,6 +40,7 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/components/shm/test_shm_mem_seg.cc \
 	tests/gtest/components/tcp/test_tcp.cc \
 	tests/gtest/components/verbs/test_rc_rcache.cc \
+	tests/gtest/components/verbs/test_verbs_dc.cc \
 	tests/gtest/components/verbs/test_verbs_rc.cc \
 	tests/gtest/components/verbs/test_verbs_tag.cc \
 	tests/gtest/components/verbs/test_verbs_ud.cc \

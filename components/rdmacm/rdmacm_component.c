@@ -70,7 +70,7 @@ static axon_status_t axon_rdmacm_md_open(const axon_resource_t *resource, const 
         ((status = axon_rdmacm_rc_config(&rc)) != AXON_OK)) {
         return status;
     }
-    return axon_rc_md_open(resource, &rc, &axon_rdmacm_cm, md_p);
+    return axon_rc_md_open(resource, rc.gid_index, rc.rcache_max, &axon_rdmacm_cm, md_p);
 }
 
 static axon_status_t axon_rdmacm_open(const axon_resource_t *resource, const void *config,

@@ -1,9 +1,10 @@
 # components/verbs: the verbs family. Each source is compiled once, into one
 # of two convenience libraries that the dlopen'd plugins link:
-#   libverbs_common: device, queue and buffer helpers (rc, rdmacm, ud);
-#   librc: the rc transport whatever brings its connections up (rc, rdmacm).
+#   libverbs_common: device, queue and buffer helpers (rc, rdmacm, ud, dc);
+#   librc: the rc transport whatever brings its connections up (rc, rdmacm),
+#   and rc's memory domain, key checks and atomics (dc too).
 # libaxon_rc.so is librc with rc's own handshake; components/rdmacm adds
-# the RDMA CM as the connection manager; ud.mk builds ud.
+# the RDMA CM as the connection manager; ud.mk builds ud, dc.mk dc.
 noinst_LTLIBRARIES += components/verbs/libverbs_common.la
 components_verbs_libverbs_common_la_SOURCES = \
 	components/verbs/verbs_common.c \

@@ -335,15 +335,27 @@ static inline int axon_rc_conn_can_post(const axon_rc_conn_t *conn)
            (conn->iface->tx_cq_avail > 0);
 }
 
-/* rc_md.c: the domain of resource, its device opened by cm */
-axon_status_t axon_rc_md_open(const axon_resource_t *resource, const axon_rc_config_t *config,
-                              const axon_rc_cm_t *cm, axon_md_t **md_p);
+/*
+ * rc_md.c: the domain of resource, its device opened by cm (port GID
+ * gid_index), keeping up to rcache_max unused registrations. It uses only
+ * cm's name, dev_open and dev_close: dc shares the domain with a manager
+ * that has just those.
+ */
+axon_status_t axon_rc_md_open(const axon_resource_t *resource, unsigned gid_index,
+                              unsigned rcache_max, const axon_rc_cm_t *cm, axon_md_t **md_p);
 static inline const axon_dev_mr_t *axon_rc_region_mr(const axon_rcache_region_t *region)
 {
     return region->memh;
 }
 
 /* rc_rdma.c */
+/*
+ * Read a packed rkey (from the wire, maybe unaligned) and check that it
+ * covers remote_addr + length; logs "<name>: <what>: ..." and returns
+ * AXON_ERR_INVALID_PARAM if not. Also dc's.
+ */
+axon_status_t axon_rc_rkey_unpack(const char *name, const char *what, const void *rkey_buf,
+                                  uint64_t remote_addr, size_t length, axon_rc_rkey_t *rkey);
 axon_status_t axon_rc_ep_get_zcopy(axon_tl_ep_t *tl_ep, void *buffer, size_t length,
                                    uint64_t remote_addr, const void *rkey,
                                    axon_tl_completion_t *comp);
@@ -351,8 +363,26 @@ axon_status_t axon_rc_ep_put_zcopy(axon_tl_ep_t *tl_ep, const void *buffer, size
                                    uint64_t remote_addr, const void *rkey,
                                    axon_tl_completion_t *comp);
 
-/* rc_amo.c: atomics executed by the device (AXON_ATOMIC_MODE=device) */
+/* rc_amo.c: atomics executed by the device (AXON_ATOMIC_MODE=device); also dc's */
 uint32_t      axon_rc_amo_device_ops(const axon_dev_attr_t *attr);
+/* Check an ep_atomic call against the resource's device ops and the key (logs). */
+axon_status_t axon_rc_amo_check(const char *name, const axon_resource_t *res,
+                                const axon_amo_args_t *args, uint64_t remote_addr,
+                                const void *rkey_buf, const uint64_t *result,
+                                const axon_tl_completion_t *comp, axon_rc_rkey_t *rkey);
+/*
+ * Take a result slot of pool (registered on dev at the first atomic) and fill
+ * wr and sge for args at remote_addr: post wr with *slot_comp_p as the WR's
+ * completion, which copies the result to result and then calls comp.
+ * AXON_ERR_NO_RESOURCE: every slot in flight.
+ */
+axon_status_t axon_rc_amo_prepare(axon_verbs_bufpool_t *pool, axon_verbs_dev_t *dev,
+                                  const char *name, const axon_amo_args_t *args,
+                                  uint64_t remote_addr, uint32_t rkey, uint64_t *result,
+                                  axon_tl_completion_t *comp, axon_dev_send_wr_t *wr,
+                                  axon_dev_sge_t *sge, axon_tl_completion_t **slot_comp_p);
+/* A prepared slot whose WR was not posted goes back to its pool. */
+void          axon_rc_amo_unprepare(axon_tl_completion_t *slot_comp);
 axon_status_t axon_rc_ep_atomic(axon_tl_ep_t *tl_ep, const axon_amo_args_t *args,
                                 uint64_t remote_addr, const void *rkey, uint64_t *result,
                                 axon_tl_completion_t *comp);

@@ -26,7 +26,7 @@ typedef struct axon_rc_amo_slot {
     uint64_t              words[AXON_AMO_MAX_WORDS]; /* the device's result: first, aligned */
     uint64_t             *result;                     /* the caller's words */
     unsigned              size;
-    axon_rc_iface_t      *iface;
+    axon_verbs_bufpool_t *pool;                       /* the slot's */
     axon_tl_completion_t *user_comp;
     axon_tl_completion_t  comp;
 } axon_rc_amo_slot_t;
@@ -39,22 +39,23 @@ static void axon_rc_amo_done(axon_tl_completion_t *comp, axon_status_t status)
     if (status == AXON_OK) {
         memcpy(slot->result, slot->words, (slot->size < 8) ? 8 : slot->size);
     }
-    axon_verbs_bufpool_put(&slot->iface->amo_pool, slot);
+    axon_verbs_bufpool_put(slot->pool, slot);
     user_comp->func(user_comp, status);
 }
 
-static axon_rc_amo_slot_t *axon_rc_amo_slot_get(axon_rc_iface_t *iface)
+static axon_rc_amo_slot_t *axon_rc_amo_slot_get(axon_verbs_bufpool_t *pool,
+                                                axon_verbs_dev_t *dev)
 {
     axon_status_t status;
 
-    if (__builtin_expect(iface->amo_pool.base == NULL, 0)) {
-        status = axon_verbs_bufpool_init(&iface->amo_pool, &iface->dev, "rc atomic results",
+    if (__builtin_expect(pool->base == NULL, 0)) {
+        status = axon_verbs_bufpool_init(pool, dev, "atomic results",
                                          sizeof(axon_rc_amo_slot_t), AXON_RC_AMO_SLOTS);
         if (status != AXON_OK) {
             return NULL;
         }
     }
-    return axon_verbs_bufpool_get(&iface->amo_pool);
+    return axon_verbs_bufpool_get(pool);
 }
 
 #define AXON_RC_AMO_ALL_OPS(_size) \
@@ -174,26 +175,15 @@ static int axon_rc_amo_wr(axon_dev_send_wr_t *wr, const axon_amo_args_t *args)
     }
 }
 
-axon_status_t axon_rc_ep_atomic(axon_tl_ep_t *tl_ep, const axon_amo_args_t *args,
-                                uint64_t remote_addr, const void *rkey_buf, uint64_t *result,
-                                axon_tl_completion_t *comp)
+axon_status_t axon_rc_amo_check(const char *name, const axon_resource_t *res,
+                                const axon_amo_args_t *args, uint64_t remote_addr,
+                                const void *rkey_buf, const uint64_t *result,
+                                const axon_tl_completion_t *comp, axon_rc_rkey_t *rkey)
 {
-    axon_rc_ep_t *ep       = (axon_rc_ep_t *)tl_ep;
-    axon_rc_iface_t *iface = (axon_rc_iface_t *)tl_ep->iface;
-    axon_rc_conn_t *conn   = ep->conn;
-    const axon_resource_t *res = iface->super.resource;
-    axon_rc_amo_slot_t *slot;
-    axon_dev_send_wr_t wr;
-    axon_status_t status;
-    axon_dev_sge_t sge;
-    axon_rc_rkey_t rkey;
     unsigned size;
 
-    if (conn == NULL) {
-        return ep->status;
-    }
     if ((args == NULL) || (rkey_buf == NULL) || (result == NULL) || (comp == NULL)) {
-        axon_error("%s: ep_atomic: NULL %s", iface->name, (args == NULL) ? "args" :
+        axon_error("%s: ep_atomic: NULL %s", name, (args == NULL) ? "args" :
                    (rkey_buf == NULL) ? "rkey" : (result == NULL) ? "result" : "completion");
         return AXON_ERR_INVALID_PARAM;
     }
@@ -202,57 +192,100 @@ axon_status_t axon_rc_ep_atomic(axon_tl_ep_t *tl_ep, const axon_amo_args_t *args
                                         (size != 32)) ||
         !(res->amo_device_ops & AXON_AMO_DEV_BIT(args->op, size))) {
         axon_error("%s: ep_atomic: operation %u on %u bytes is not done by the device "
-                   "(ops 0x%x)", iface->name, args->op, size, res->amo_device_ops);
+                   "(ops 0x%x)", name, args->op, size, res->amo_device_ops);
         return AXON_ERR_UNSUPPORTED;
     }
-    memcpy(&rkey, rkey_buf, sizeof(rkey));
-    if (rkey.version != AXON_RC_RKEY_VERSION) {
-        axon_error("%s: ep_atomic: rkey of version 0x%02x, expected 0x%02x", iface->name,
-                   rkey.version, AXON_RC_RKEY_VERSION);
+    if (axon_rc_rkey_unpack(name, "ep_atomic", rkey_buf, remote_addr, size, rkey) != AXON_OK) {
         return AXON_ERR_INVALID_PARAM;
     }
-    if ((remote_addr < rkey.addr) || (remote_addr - rkey.addr > rkey.length) ||
-        (size > rkey.length - (remote_addr - rkey.addr)) || (remote_addr & (size - 1))) {
-        axon_error("%s: ep_atomic: operand 0x%llx+%u is outside the key's 0x%llx+%llu or "
-                   "misaligned", iface->name, (unsigned long long)remote_addr, size,
-                   (unsigned long long)rkey.addr, (unsigned long long)rkey.length);
+    if (remote_addr & (size - 1)) {
+        axon_error("%s: ep_atomic: operand 0x%llx of %u bytes is misaligned", name,
+                   (unsigned long long)remote_addr, size);
         return AXON_ERR_INVALID_PARAM;
     }
-    if ((conn->state != AXON_RC_CONN_OPEN) || (conn->flags & AXON_RC_CONN_F_RTU_PENDING) ||
-        !axon_rc_conn_can_post(conn)) {
-        return AXON_ERR_NO_RESOURCE;  /* not connected yet, or the queue is full */
-    }
-    memset(&wr, 0, sizeof(wr));
-    if (axon_rc_amo_wr(&wr, args) != 0) {
-        axon_error("%s: ep_atomic: no work request for operation %u", iface->name, args->op);
+    return AXON_OK;
+}
+
+axon_status_t axon_rc_amo_prepare(axon_verbs_bufpool_t *pool, axon_verbs_dev_t *dev,
+                                  const char *name, const axon_amo_args_t *args,
+                                  uint64_t remote_addr, uint32_t rkey, uint64_t *result,
+                                  axon_tl_completion_t *comp, axon_dev_send_wr_t *wr,
+                                  axon_dev_sge_t *sge, axon_tl_completion_t **slot_comp_p)
+{
+    axon_rc_amo_slot_t *slot;
+
+    memset(wr, 0, sizeof(*wr));
+    if (axon_rc_amo_wr(wr, args) != 0) {
+        axon_error("%s: ep_atomic: no work request for operation %u", name, args->op);
         return AXON_ERR_UNSUPPORTED;
     }
-    slot = axon_rc_amo_slot_get(iface);
+    slot = axon_rc_amo_slot_get(pool, dev);
     if (slot == NULL) {
         return AXON_ERR_NO_RESOURCE;  /* every slot in flight: retried from progress */
     }
     slot->words[0]  = 0;  /* a 4-byte result fills its low half only */
     slot->result    = result;
-    slot->size      = size;
-    slot->iface     = iface;
+    slot->size      = args->size;
+    slot->pool      = pool;
     slot->user_comp = comp;
     slot->comp.func = axon_rc_amo_done;
-    sge.addr   = (uintptr_t)slot->words;
-    sge.length = size;
-    sge.lkey   = axon_verbs_bufpool_lkey(&iface->amo_pool);
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    if ((wr.opcode == AXON_DEV_WR_ATOMIC_FETCH_AND_ADD) ||
-        (wr.opcode == AXON_DEV_WR_ATOMIC_CMP_AND_SWP)) {
-        wr.wr.atomic.remote_addr = remote_addr;
-        wr.wr.atomic.rkey        = rkey.rkey;
+    sge->addr   = (uintptr_t)slot->words;
+    sge->length = args->size;
+    sge->lkey   = axon_verbs_bufpool_lkey(pool);
+    wr->sg_list = sge;
+    wr->num_sge = 1;
+    if ((wr->opcode == AXON_DEV_WR_ATOMIC_FETCH_AND_ADD) ||
+        (wr->opcode == AXON_DEV_WR_ATOMIC_CMP_AND_SWP)) {
+        wr->wr.atomic.remote_addr = remote_addr;
+        wr->wr.atomic.rkey        = rkey;
     } else {
-        wr.wr.masked_atomic.remote_addr = remote_addr;
-        wr.wr.masked_atomic.rkey        = rkey.rkey;
+        wr->wr.masked_atomic.remote_addr = remote_addr;
+        wr->wr.masked_atomic.rkey        = rkey;
     }
-    status = axon_rc_conn_post(conn, &wr, NULL, &slot->comp, NULL, 1);
+    *slot_comp_p = &slot->comp;
+    return AXON_OK;
+}
+
+void axon_rc_amo_unprepare(axon_tl_completion_t *slot_comp)
+{
+    axon_rc_amo_slot_t *slot = axon_container_of(slot_comp, axon_rc_amo_slot_t, comp);
+
+    axon_verbs_bufpool_put(slot->pool, slot);
+}
+
+axon_status_t axon_rc_ep_atomic(axon_tl_ep_t *tl_ep, const axon_amo_args_t *args,
+                                uint64_t remote_addr, const void *rkey_buf, uint64_t *result,
+                                axon_tl_completion_t *comp)
+{
+    axon_rc_ep_t *ep       = (axon_rc_ep_t *)tl_ep;
+    axon_rc_iface_t *iface = (axon_rc_iface_t *)tl_ep->iface;
+    axon_rc_conn_t *conn   = ep->conn;
+    axon_tl_completion_t *slot_comp;
+    axon_dev_send_wr_t wr;
+    axon_status_t status;
+    axon_dev_sge_t sge;
+    axon_rc_rkey_t rkey;
+
+    if (conn == NULL) {
+        return ep->status;
+    }
+    status = axon_rc_amo_check(iface->name, iface->super.resource, args, remote_addr,
+                               rkey_buf, result, comp, &rkey);
     if (status != AXON_OK) {
-        axon_verbs_bufpool_put(&iface->amo_pool, slot);
+        return status;
+    }
+    if ((conn->state != AXON_RC_CONN_OPEN) || (conn->flags & AXON_RC_CONN_F_RTU_PENDING) ||
+        !axon_rc_conn_can_post(conn)) {
+        return AXON_ERR_NO_RESOURCE;  /* not connected yet, or the queue is full */
+    }
+    status = axon_rc_amo_prepare(&iface->amo_pool, &iface->dev, iface->name, args, remote_addr,
+                                 rkey.rkey, result, comp, &wr, &sge, &slot_comp);
+    if (status != AXON_OK) {
+        return status;
+    }
+    status = axon_rc_conn_post(conn, &wr, NULL, slot_comp, NULL, 1);
+    if (status != AXON_OK) {
+        axon_rc_amo_unprepare(slot_comp);
         return status;
     }
     return AXON_INPROGRESS;

@@ -17,12 +17,13 @@ static axon_status_t axon_rc_query(const void *config, axon_resource_t **resourc
 static axon_status_t axon_rc_md_open_cb(const axon_resource_t *resource, const void *config,
                                         axon_md_t **md_p)
 {
-    axon_status_t status = axon_rc_config_check(config);
+    const axon_rc_config_t *c = config;
+    axon_status_t status      = axon_rc_config_check(c);
 
     if (status != AXON_OK) {
         return status;
     }
-    return axon_rc_md_open(resource, config, &axon_rc_hs_cm, md_p);
+    return axon_rc_md_open(resource, c->gid_index, c->rcache_max, &axon_rc_hs_cm, md_p);
 }
 
 static axon_status_t axon_rc_open(const axon_resource_t *resource, const void *config,

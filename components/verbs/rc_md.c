@@ -141,12 +141,12 @@ static const axon_md_ops_t axon_rc_md_ops = {
     .rkey_pack    = axon_rc_rkey_pack,
 };
 
-axon_status_t axon_rc_md_open(const axon_resource_t *resource, const axon_rc_config_t *config,
-                              const axon_rc_cm_t *cm, axon_md_t **md_p)
+axon_status_t axon_rc_md_open(const axon_resource_t *resource, unsigned gid_index,
+                              unsigned rcache_max, const axon_rc_cm_t *cm, axon_md_t **md_p)
 {
     axon_rcache_params_t params = {
         .ops        = &axon_rc_rcache_ops,
-        .max_unused = config->rcache_max,
+        .max_unused = rcache_max,
     };
     axon_rc_md_t *md = calloc(1, sizeof(*md));
     axon_status_t status;
@@ -157,7 +157,7 @@ axon_status_t axon_rc_md_open(const axon_resource_t *resource, const axon_rc_con
     md->super.ops = &axon_rc_md_ops;
     md->cm        = cm;
     snprintf(md->name, sizeof(md->name), "%s/%s", cm->name, resource->dev_name);
-    status = cm->dev_open(&md->dev, resource->dev_name, (int)config->gid_index);
+    status = cm->dev_open(&md->dev, resource->dev_name, (int)gid_index);
     if (status != AXON_OK) {
         free(md);
         return status;

@@ -9,6 +9,25 @@
 #include <string.h>
 #include "rc.h"
 
+axon_status_t axon_rc_rkey_unpack(const char *name, const char *what, const void *rkey_buf,
+                                  uint64_t remote_addr, size_t length, axon_rc_rkey_t *rkey)
+{
+    memcpy(rkey, rkey_buf, sizeof(*rkey));
+    if (rkey->version != AXON_RC_RKEY_VERSION) {
+        axon_error("%s: %s: rkey of version 0x%02x, expected 0x%02x (not packed by rc or dc?)",
+                   name, what, rkey->version, AXON_RC_RKEY_VERSION);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if ((remote_addr < rkey->addr) || (remote_addr - rkey->addr > rkey->length) ||
+        (length > rkey->length - (remote_addr - rkey->addr))) {
+        axon_error("%s: %s: remote range 0x%llx+%zu is outside the key's 0x%llx+%llu", name,
+                   what, (unsigned long long)remote_addr, length,
+                   (unsigned long long)rkey->addr, (unsigned long long)rkey->length);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    return AXON_OK;
+}
+
 /*
  * Check and post one RDMA read or write. A key that is malformed or does not
  * cover the range fails here, before the wire: on RC a remote access error
@@ -20,7 +39,7 @@ static axon_status_t axon_rc_ep_rdma(axon_tl_ep_t *tl_ep, axon_dev_wr_opcode_t o
 {
     axon_rc_ep_t *ep = (axon_rc_ep_t *)tl_ep;
     axon_rc_iface_t *iface = (axon_rc_iface_t *)tl_ep->iface;
-    const char *what = (opcode == AXON_DEV_WR_RDMA_READ) ? "get" : "put";
+    const char *what = (opcode == AXON_DEV_WR_RDMA_READ) ? "get_zcopy" : "put_zcopy";
     axon_rc_conn_t *conn = ep->conn;
     axon_dev_send_wr_t wr;
     axon_status_t status;
@@ -35,25 +54,16 @@ static axon_status_t axon_rc_ep_rdma(axon_tl_ep_t *tl_ep, axon_dev_wr_opcode_t o
         return AXON_OK;
     }
     if ((rkey_buf == NULL) || (buffer == NULL) || (comp == NULL)) {
-        axon_error("%s: %s_zcopy: NULL %s", iface->name, what,
+        axon_error("%s: %s: NULL %s", iface->name, what,
                    (rkey_buf == NULL) ? "rkey" : (buffer == NULL) ? "buffer" : "completion");
         return AXON_ERR_INVALID_PARAM;
     }
-    memcpy(&rkey, rkey_buf, sizeof(rkey));
-    if (rkey.version != AXON_RC_RKEY_VERSION) {
-        axon_error("%s: %s_zcopy: rkey of version 0x%02x, expected 0x%02x (not packed by rc?)",
-                   iface->name, what, rkey.version, AXON_RC_RKEY_VERSION);
-        return AXON_ERR_INVALID_PARAM;
-    }
-    if ((remote_addr < rkey.addr) || (remote_addr - rkey.addr > rkey.length) ||
-        (length > rkey.length - (remote_addr - rkey.addr))) {
-        axon_error("%s: %s_zcopy: remote range 0x%llx+%zu is outside the key's 0x%llx+%llu",
-                   iface->name, what, (unsigned long long)remote_addr, length,
-                   (unsigned long long)rkey.addr, (unsigned long long)rkey.length);
-        return AXON_ERR_INVALID_PARAM;
+    status = axon_rc_rkey_unpack(iface->name, what, rkey_buf, remote_addr, length, &rkey);
+    if (status != AXON_OK) {
+        return status;
     }
     if (length > UINT32_MAX) {
-        axon_error("%s: %s_zcopy of %zu bytes: larger than one RDMA operation", iface->name,
+        axon_error("%s: %s of %zu bytes: larger than one RDMA operation", iface->name,
                    what, length);
         return AXON_ERR_INVALID_PARAM;
     }

@@ -607,6 +607,57 @@ axon_status_t axon_verbs_qp_rc_connect(axon_verbs_dev_t *dev, axon_dev_qp_t *qp,
     return axon_verbs_qp_modify(dev, qp, &attr, m->rc_rts, "RTS");
 }
 
+axon_status_t axon_verbs_qp_dci_up(axon_verbs_dev_t *dev, axon_dev_qp_t *qp, uint64_t dc_key,
+                                   uint8_t timeout, uint8_t retry_cnt, uint8_t rnr_retry,
+                                   uint8_t max_rd_atomic)
+{
+    axon_verbs_dev_addr_t self;
+    axon_dev_qp_attr_t attr;
+    axon_status_t status;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state   = AXON_DEV_QPS_INIT;
+    attr.pkey_index = 0;
+    attr.port_num   = dev->port_num;
+    attr.dct_key    = dc_key;
+    status = axon_verbs_qp_modify(dev, qp, &attr, AXON_DEV_QP_STATE | AXON_DEV_QP_PKEY_INDEX |
+                                  AXON_DEV_QP_PORT | AXON_DEV_QP_DC_KEY, "INIT");
+    if (status != AXON_OK) {
+        return status;
+    }
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = AXON_DEV_QPS_RTR;
+    attr.path_mtu = dev->port_attr.active_mtu;
+    axon_verbs_dev_addr_pack(dev, &self);
+    axon_verbs_ah_attr_fill(dev, &self, &attr.ah_attr);
+    status = axon_verbs_qp_modify(dev, qp, &attr, AXON_DEV_QP_STATE | AXON_DEV_QP_AV |
+                                  AXON_DEV_QP_PATH_MTU, "RTR");
+    if (status != AXON_OK) {
+        return status;
+    }
+    if (max_rd_atomic > dev->dev_attr.dc.max_dc_req_rd_atom) {
+        max_rd_atomic = (uint8_t)dev->dev_attr.dc.max_dc_req_rd_atom;
+    }
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state      = AXON_DEV_QPS_RTS;
+    attr.timeout       = timeout;
+    attr.retry_cnt     = retry_cnt;
+    attr.rnr_retry     = rnr_retry;
+    attr.max_rd_atomic = max_rd_atomic;
+    return axon_verbs_qp_modify(dev, qp, &attr, AXON_DEV_QP_STATE | AXON_DEV_QP_TIMEOUT |
+                                AXON_DEV_QP_RETRY_CNT | AXON_DEV_QP_RNR_RETRY |
+                                AXON_DEV_QP_MAX_QP_RD_ATOMIC, "RTS");
+}
+
+axon_status_t axon_verbs_qp_reset(axon_verbs_dev_t *dev, axon_dev_qp_t *qp)
+{
+    axon_dev_qp_attr_t attr;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = AXON_DEV_QPS_RESET;
+    return axon_verbs_qp_modify(dev, qp, &attr, AXON_DEV_QP_STATE, "RESET");
+}
+
 axon_status_t axon_verbs_qp_to_err(axon_dev_qp_t *qp)
 {
     axon_dev_qp_attr_t attr;

@@ -229,6 +229,18 @@ typedef struct axon_verbs_rc_peer {
 axon_status_t axon_verbs_qp_rc_connect(axon_verbs_dev_t *dev, axon_dev_qp_t *qp,
                                        const axon_verbs_rc_peer_t *peer);
 
+/*
+ * DC initiator (seed §8.6.1.7): RESET -> INIT (key) -> RTR (the port's own
+ * address and MTU: each WR names its target) -> RTS with the transport's
+ * timing; no PSN (a DCI's run on across connections). Also after a reset.
+ */
+axon_status_t axon_verbs_qp_dci_up(axon_verbs_dev_t *dev, axon_dev_qp_t *qp, uint64_t dc_key,
+                                   uint8_t timeout, uint8_t retry_cnt, uint8_t rnr_retry,
+                                   uint8_t max_rd_atomic);
+
+/* Move a QP to RESET (from any state: what a broken DCI goes through to be reused). */
+axon_status_t axon_verbs_qp_reset(axon_verbs_dev_t *dev, axon_dev_qp_t *qp);
+
 /* Move a QP to ERR (flushes every posted WR with WR_FLUSH_ERR). */
 axon_status_t axon_verbs_qp_to_err(axon_dev_qp_t *qp);
 

@@ -925,8 +925,9 @@ public:
         }
         if (param.device_amo()) {
             ASSERT_NE(nullptr, ep->amo_lane.tl_ep) << "no lane with device atomics";
-            /* the RDMA transport named in AXON_TLS: rc, or rc connected by rdmacm */
-            EXPECT_STREQ(strstr(param.tls, "rdmacm") ? "rdmacm" : "rc",
+            /* the RDMA transport named in AXON_TLS: rc, rc connected by rdmacm, or dc */
+            EXPECT_STREQ(strstr(param.tls, "rdmacm") ? "rdmacm" :
+                         strstr(param.tls, "dc") ? "dc" : "rc",
                          ep->amo_lane.resource->tl_name);
         } else {
             EXPECT_EQ(nullptr, ep->amo_lane.tl_ep) << "cpu mode: no amo lane";

@@ -1112,6 +1112,9 @@ const FailParam kFailParams[] = {
      * read, ud streams it. */
     {"rc", "rc", {{"RC_TIMEOUT", "0.2s"}, {"RC_KEEPALIVE_INTERVAL", "0.5s"}}},
     {"ud", "ud", {{"UD_TIMEOUT", "3s"}, {"UD_KEEPALIVE_INTERVAL", "0.25s"}}},
+    /* dc as rc: a DCI's retries exhausted fail the endpoint whose WR it was; an idle
+     * endpoint's keep-alive probe is how a receive-only survivor notices. */
+    {"dc", "dc", {{"DC_TIMEOUT", "0.2s"}, {"DC_KEEPALIVE_INTERVAL", "0.5s"}}},
     /* libfabric's tcp reports nothing for a dead peer: Axon's pings (every 0.5 s,
      * answered from progress) time out after 3 s. */
     {"ofi", "ofi", {{"OFI_KEEPALIVE_INTERVAL", "0.5s"}, {"OFI_KEEPALIVE_TIMEOUT", "3s"}}},
@@ -1126,7 +1129,7 @@ INSTANTIATE_TEST_SUITE_P(Lanes, PeerFailureFault, ::testing::ValuesIn(kFailParam
                          fail_param_name);
 /* Every transport but ofi (Axon's pings over libfabric are answered from progress). */
 INSTANTIATE_TEST_SUITE_P(Lanes, PeerIdleFault,
-                         ::testing::ValuesIn(kFailParams, kFailParams + 6), fail_param_name);
+                         ::testing::ValuesIn(kFailParams, kFailParams + 7), fail_param_name);
 /* shm and shm_nocma */
 INSTANTIATE_TEST_SUITE_P(Lanes, PeerFailureShmFault,
                          ::testing::ValuesIn(kFailParams, kFailParams + 2), fail_param_name);

@@ -746,7 +746,8 @@ TEST_P(Rma, StaleKeysFail)
     ASSERT_NO_FATAL_FAILURE(s_.start(GetParam()));
     EXPECT_EQ(0, s_.target->unmap(kAllocSmall));
     EXPECT_EQ(0, s_.target->remap(kUserSmall));
-    const bool rc  = (GetParam().tl() == "rc") || (GetParam().tl() == "rdmacm");  /* RDMA */
+    const bool rc  = (GetParam().tl() == "rc") || (GetParam().tl() == "rdmacm") ||
+                     (GetParam().tl() == "dc");  /* RDMA: a refused key breaks the endpoint */
     const bool dev = GetParam().device_amo();    /* atomics by RDMA */
     struct AmoCase {
         std::string what;
@@ -1261,6 +1262,7 @@ const RmaParam kLanes[] = {
     {"tcp", "tcp", false},      /* active messages anyway */
     {"rc", "rc", false},        /* RDMA read/write over softib */
     {"ud", "ud", false},        /* active messages */
+    {"dc", "dc", false},        /* RDMA read/write through a DCI */
     {"ofi", "ofi", false},      /* over libfabric's tcp; AXON_OFI_RMA=n: active messages */
     /*
      * AXON_ATOMIC_MODE=device: put/get take the paths above (self: LOCAL; shm:
@@ -1272,6 +1274,7 @@ const RmaParam kLanes[] = {
     {"self_devamo", "self,rc", false, "device"},
     {"shm_devamo", "shm,rc", false, "device"},
     {"rc_devamo", "rc", false, "device"},
+    {"dc_devamo", "dc", false, "device"},  /* extended atomics on DCIs */
 };
 /* Active messages forced where the memory could be reached directly, and rc connected by
  * the CM (the same operations as rc_devamo). */
@@ -1483,6 +1486,7 @@ const RmaParam kKillLanes[] = {
     {"shm_am", "shm", true},
     {"shm_am_devamo", "shm,rc", true, "device"},  /* put/get by messages, atomics by rc */
     {"rc_devamo", "rc", false, "device"},         /* everything by RDMA */
+    {"dc_devamo", "dc", false, "device"},         /* ... through DCIs */
 };
 
 INSTANTIATE_TEST_SUITE_P(Lanes, RmaKill, ::testing::ValuesIn(kKillLanes), rma_name);

@@ -26,6 +26,7 @@ namespace {
 const RmaParam kDeviceLanes[] = {
     {"rc", "rc", false, "device"},
     {"shm_rc", "shm,rc", false, "device"},
+    {"dc", "dc", false, "device"},
 };
 
 class DeviceAmo : public ::testing::TestWithParam<RmaParam> {

@@ -1291,6 +1291,7 @@ const TransportParam kTransports[] = {
      * ud (no RDMA) has it streamed in bcopy fragments. */
     {"rc", "rc", 1},
     {"ud", "ud", 1},
+    {"dc", "dc", 1},
 };
 /* The same transports with roles swapped, protocols forced or two network namespaces. */
 const TransportParam kVariants[] = {
@@ -1305,6 +1306,8 @@ const TransportParam kVariants[] = {
     {"rc_rev", "rc", 0},
     {"rc_rndv", "rc", 1, false, {{"RNDV_THRESH", "16K"}}},
     {"ud_rndv", "ud", 1, false, {{"RNDV_THRESH", "16K"}}},
+    {"dc_rndv", "dc", 1, false, {{"RNDV_THRESH", "16K"}}},
+    {"dc_shared", "dc", 1, false, {{"DC_POLICY", "shared"}}},
 };
 
 INSTANTIATE_TEST_SUITE_P(Lanes, Tag, ::testing::ValuesIn(kTransports), transport_name);

@@ -776,11 +776,13 @@ const TransportParam kExtTransports[] = {
     {"tcp_rndv", "tcp", 1, false, {{"RNDV_THRESH", "16K"}}},
     {"rc", "rc", 1},
     {"ud", "ud", 1},
+    {"dc", "dc", 1},
 };
 const TransportParam kExtVariants[] = {
     {"shm_nocma", "shm", 1, false, {{"RNDV_THRESH", "16K"}, {"SHM_CMA", "n"}}},
     {"rc_rndv", "rc", 1, false, {{"RNDV_THRESH", "16K"}}},
     {"ud_rndv", "ud", 1, false, {{"RNDV_THRESH", "16K"}}},
+    {"dc_rndv", "dc", 1, false, {{"RNDV_THRESH", "16K"}}},
 };
 
 INSTANTIATE_TEST_SUITE_P(Lanes, TagExt, ::testing::ValuesIn(kExtTransports), transport_name);
@@ -1181,6 +1183,7 @@ const TransportParam kProcessTransports[] = {
     {"tcp", "tcp", 1},
     {"rc", "rc", 1},
     {"ud", "ud", 1},
+    {"dc", "dc", 1},
 };
 const TransportParam kProcessVariants[] = {
     {"shm_nocma", "shm", 1, false, {{"SHM_CMA", "n"}}},

@@ -1,0 +1,362 @@
+/* dc iface: open, close, progress, the receive path and the address-handle cache. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "dc.h"
+
+static void axon_dc_iface_close(axon_iface_t *tl_iface);
+static unsigned axon_dc_iface_progress(axon_iface_t *tl_iface);
+
+static axon_status_t axon_dc_iface_get_address(axon_iface_t *tl_iface, void *dev_addr,
+                                               void *iface_addr)
+{
+    axon_dc_iface_t *iface = (axon_dc_iface_t *)tl_iface;
+    axon_dc_iface_addr_t addr;
+
+    axon_verbs_dev_addr_pack(&iface->dev, dev_addr);
+    addr.dct_num = iface->dct->dct_num;
+    addr.dc_key  = iface->dc_key;
+    memcpy(iface_addr, &addr, sizeof(addr));
+    return AXON_OK;
+}
+
+static int axon_dc_iface_is_reachable(axon_iface_t *tl_iface, const void *dev_addr,
+                                      const void *iface_addr)
+{
+    axon_dc_iface_t *iface = (axon_dc_iface_t *)tl_iface;
+    axon_verbs_dev_addr_t addr;
+
+    if ((dev_addr == NULL) || (iface_addr == NULL)) {
+        return 0;
+    }
+    axon_verbs_dev_addr_unpack(dev_addr, &addr);
+    return axon_verbs_dev_addr_reachable(&iface->dev, &addr);
+}
+
+static const axon_iface_ops_t axon_dc_iface_ops = {
+    .iface_close        = axon_dc_iface_close,
+    .iface_progress     = axon_dc_iface_progress,
+    .dev_addr_len       = AXON_VERBS_DEV_ADDR_LEN,
+    .iface_addr_len     = sizeof(axon_dc_iface_addr_t),
+    .iface_get_address  = axon_dc_iface_get_address,
+    .iface_is_reachable = axon_dc_iface_is_reachable,
+    .ep_create          = axon_dc_ep_create,
+    .ep_destroy         = axon_dc_ep_destroy,
+    .ep_am_short        = axon_dc_ep_am_short,
+    .ep_am_bcopy        = axon_dc_ep_am_bcopy,
+    .ep_am_zcopy        = NULL,
+    .ep_get_zcopy       = axon_dc_ep_get_zcopy,
+    .ep_put_zcopy       = axon_dc_ep_put_zcopy,
+    .ep_flush           = axon_dc_ep_flush,
+    .ep_check           = axon_dc_ep_check,
+    .ep_atomic          = axon_dc_ep_atomic,
+};
+
+/* ------------------------------------------------------------ address handles */
+
+static unsigned axon_dc_ah_hash(const axon_verbs_dev_addr_t *addr)
+{
+    uint64_t h = addr->lid;
+    unsigned i;
+
+    for (i = 0; i < sizeof(addr->gid); ++i) {
+        h = h * 31 + addr->gid[i];
+    }
+    return (unsigned)((h * 0x9E3779B97F4A7C15ull) >> 58) & (AXON_DC_AH_HASH - 1);
+}
+
+axon_dc_ah_t *axon_dc_ah_get(axon_dc_iface_t *iface, const axon_verbs_dev_addr_t *addr)
+{
+    axon_dc_ah_t **bucket = &iface->ahs[axon_dc_ah_hash(addr)];
+    axon_dc_ah_t *entry;
+
+    for (entry = *bucket; entry != NULL; entry = entry->next) {
+        if (!memcmp(entry->addr.gid, addr->gid, sizeof(addr->gid)) &&
+            (entry->addr.lid == addr->lid)) {
+            return entry;
+        }
+    }
+    entry = calloc(1, sizeof(*entry));
+    if (entry == NULL) {
+        axon_error("%s: cannot allocate an address handle entry", iface->name);
+        return NULL;
+    }
+    if (axon_verbs_ah_create(&iface->dev, addr, &entry->ah) != AXON_OK) {
+        free(entry);
+        return NULL;
+    }
+    entry->addr = *addr;
+    entry->next = *bucket;
+    *bucket     = entry;
+    return entry;
+}
+
+static void axon_dc_ah_cleanup(axon_dc_iface_t *iface)
+{
+    axon_dc_ah_t *entry;
+    unsigned i;
+    int ret;
+
+    for (i = 0; i < AXON_DC_AH_HASH; ++i) {
+        while ((entry = iface->ahs[i]) != NULL) {
+            iface->ahs[i] = entry->next;
+            if ((ret = axon_dev_destroy_ah(entry->ah)) != 0) {
+                axon_warn("%s: destroy_ah: %d", iface->name, ret);
+            }
+            free(entry);
+        }
+    }
+}
+
+/* ------------------------------------------------------------ receive path */
+
+static void axon_dc_iface_refill(axon_dc_iface_t *iface)
+{
+    axon_dev_recv_wr_t *bad;
+    int ret;
+
+    iface->rx_wrs[iface->rx_refill - 1].next = NULL;
+    ret = axon_dev_post_srq_recv(iface->srq, iface->rx_wrs, &bad);
+    if (ret != 0) {
+        axon_error("%s: post_srq_recv of %u buffers failed: %d", iface->name, iface->rx_refill,
+                   ret);
+        return;   /* kept for the next try */
+    }
+    iface->rx_refill = 0;
+}
+
+static inline void axon_dc_iface_rx_return(axon_dc_iface_t *iface, void *buf)
+{
+    unsigned i = iface->rx_refill++;
+
+    iface->rx_sges[i].addr = (uintptr_t)buf;
+    iface->rx_wrs[i].wr_id = (uintptr_t)buf;
+    if (i > 0) {
+        iface->rx_wrs[i - 1].next = &iface->rx_wrs[i];
+    }
+}
+
+static void axon_dc_iface_rx_completion(axon_dc_iface_t *iface, const axon_dev_wc_t *wc)
+{
+    void *buf                = (void *)(uintptr_t)wc->wr_id;
+    const axon_dc_hdr_t *hdr = buf;
+    axon_am_handler_t handler;
+
+    if (__builtin_expect((wc->status != AXON_DEV_WC_SUCCESS) ||
+                         (wc->byte_len < sizeof(*hdr)), 0)) {
+        axon_debug("%s: receive completion: %s, %u bytes", iface->name,
+                   axon_dev_wc_status_str(wc->status), wc->byte_len);
+    } else if (__builtin_expect(hdr->type == AXON_DC_MSG_AM, 1)) {
+        handler = (hdr->am_id < AXON_AM_ID_MAX) ? iface->am_handlers[hdr->am_id] : NULL;
+        if (__builtin_expect(handler != NULL, 1)) {
+            handler(iface->am_arg, (void *)(hdr + 1), wc->byte_len - sizeof(*hdr),
+                    AXON_AM_FLAG_NONE);
+        } else {
+            axon_warn("%s: no handler for AM id %u, message dropped", iface->name, hdr->am_id);
+        }
+    } else if (hdr->type != AXON_DC_MSG_KEEPALIVE) {
+        axon_dc_fc_rx(iface, hdr, wc->byte_len);
+    }
+    axon_dc_iface_rx_return(iface, buf);
+}
+
+/* ------------------------------------------------------------ progress */
+
+unsigned axon_dc_iface_poll(axon_dc_iface_t *iface)
+{
+    axon_dev_wc_t wc[AXON_DC_POLL_BATCH];
+    unsigned events = 0;
+    int n, i;
+
+    n = axon_dev_poll_cq(iface->recv_cq, AXON_DC_POLL_BATCH, wc);
+    for (i = 0; i < n; ++i) {
+        axon_dc_iface_rx_completion(iface, &wc[i]);
+    }
+    events += (n > 0) ? (unsigned)n : 0;
+    if (iface->rx_refill > 0) {
+        axon_dc_iface_refill(iface);
+    }
+    n = axon_dev_poll_cq(iface->send_cq, AXON_DC_POLL_BATCH, wc);
+    for (i = 0; i < n; ++i) {
+        axon_dc_dci_tx_completion(iface, &wc[i]);
+    }
+    events += (n > 0) ? (unsigned)n : 0;
+    if (__builtin_expect(iface->grants_count > 0, 0)) {
+        axon_dc_fc_progress(iface);
+    }
+    return events;
+}
+
+static unsigned axon_dc_iface_progress(axon_iface_t *tl_iface)
+{
+    axon_dc_iface_t *iface = (axon_dc_iface_t *)tl_iface;
+    unsigned events        = axon_dc_iface_poll(iface);
+
+    if (--iface->timer_skip == 0) {
+        iface->timer_skip = AXON_DC_TIMER_INTERVAL;
+        iface->now_ns     = axon_dc_now_ns();
+        ++iface->tick;
+        axon_dc_dci_timers(iface);
+        axon_dc_ep_keepalive(iface);
+        axon_rcache_collect(iface->rcache);   /* unpin what the application unmapped */
+    }
+    return events;
+}
+
+/* ------------------------------------------------------------ open / close */
+
+static axon_status_t axon_dc_iface_rx_init(axon_dc_iface_t *iface)
+{
+    const axon_dc_config_t *c = &iface->config;
+    axon_dev_srq_init_attr_t srq_attr;
+    axon_dev_dct_init_attr_t dct_attr;
+    unsigned i;
+    int ret;
+
+    memset(&srq_attr, 0, sizeof(srq_attr));
+    srq_attr.attr.max_wr  = c->rx_queue_len;
+    srq_attr.attr.max_sge = 1;
+    ret = axon_dev_create_srq(iface->dev.pd, &srq_attr, &iface->srq);
+    if (ret != 0) {
+        axon_error("%s: create_srq(%u): %d", iface->name, c->rx_queue_len, ret);
+        return AXON_ERR_IO_ERROR;
+    }
+    iface->rx_wrs  = calloc(c->rx_queue_len, sizeof(*iface->rx_wrs));
+    iface->rx_sges = calloc(c->rx_queue_len, sizeof(*iface->rx_sges));
+    if ((iface->rx_wrs == NULL) || (iface->rx_sges == NULL)) {
+        axon_error("%s: cannot allocate %u receive descriptors", iface->name, c->rx_queue_len);
+        return AXON_ERR_NO_MEMORY;
+    }
+    for (i = 0; i < c->rx_queue_len; ++i) {
+        iface->rx_sges[i].length = (uint32_t)(sizeof(axon_dc_hdr_t) + iface->seg_size);
+        iface->rx_sges[i].lkey   = axon_verbs_bufpool_lkey(&iface->rx_pool);
+        iface->rx_wrs[i].sg_list = &iface->rx_sges[i];
+        iface->rx_wrs[i].num_sge = 1;
+        axon_dc_iface_rx_return(iface, axon_verbs_bufpool_get(&iface->rx_pool));
+    }
+    axon_dc_iface_refill(iface);
+    if (iface->rx_refill != 0) {
+        return AXON_ERR_IO_ERROR;
+    }
+
+    memset(&dct_attr, 0, sizeof(dct_attr));
+    dct_attr.dct_context   = iface;
+    dct_attr.pd            = iface->dev.pd;
+    dct_attr.cq            = iface->recv_cq;
+    dct_attr.srq           = iface->srq;
+    dct_attr.dc_key        = iface->dc_key;
+    dct_attr.port          = iface->dev.port_num;
+    dct_attr.access_flags  = AXON_DEV_ACCESS_REMOTE_WRITE | AXON_DEV_ACCESS_REMOTE_READ |
+                             AXON_DEV_ACCESS_REMOTE_ATOMIC;
+    dct_attr.min_rnr_timer = AXON_DC_MIN_RNR_TIMER;
+    dct_attr.mtu           = iface->dev.port_attr.active_mtu;
+    dct_attr.gid_index     = (uint8_t)iface->dev.gid_index;
+    dct_attr.hop_limit     = 64;
+    ret = axon_dev_create_dct(iface->dev.ctx, &dct_attr, &iface->dct);
+    if (ret != 0) {
+        axon_error("%s: create_dct: %d", iface->name, ret);
+        return AXON_ERR_IO_ERROR;
+    }
+    return AXON_OK;
+}
+
+axon_status_t axon_dc_iface_open(const axon_resource_t *resource, const axon_dc_config_t *c,
+                                 const axon_iface_params_t *params, axon_iface_t **iface_p)
+{
+    const axon_rc_md_t *md = (const axon_rc_md_t *)params->md;
+    axon_dc_iface_t *iface;
+    axon_status_t status;
+    unsigned max_dci;
+
+    iface = calloc(1, sizeof(*iface));
+    if (iface == NULL) {
+        axon_error("dc/%s: cannot allocate the interface", resource->dev_name);
+        return AXON_ERR_NO_MEMORY;
+    }
+    iface->super.ops      = &axon_dc_iface_ops;
+    iface->super.resource = resource;
+    iface->config         = *c;
+    snprintf(iface->name, sizeof(iface->name), "dc/%s", resource->dev_name);
+    iface->am_arg       = params->am_arg;
+    iface->peer_failure = params->peer_failure;
+    if (params->am_handlers != NULL) {
+        memcpy(iface->am_handlers, params->am_handlers, sizeof(iface->am_handlers));
+    }
+    iface->dev          = md->dev;
+    iface->rcache       = md->rcache;
+    iface->seg_size     = c->seg_size;
+    iface->max_short    = resource->max_short;
+    iface->window       = c->fc_window;
+    iface->tx_depth     = 1;
+    while (iface->tx_depth < c->tx_queue_len) {
+        iface->tx_depth <<= 1;
+    }
+    iface->tx_data_depth = iface->tx_depth - ((iface->tx_depth >= 16) ? iface->tx_depth / 8 : 1);
+    iface->max_inline   = (c->max_inline < iface->dev.dev_attr.max_inline_data) ?
+                          c->max_inline : iface->dev.dev_attr.max_inline_data;
+    iface->timeout_exp  = axon_verbs_timeout_exp(c->timeout);
+    iface->keepalive_ns = (uint64_t)(c->keepalive_interval * 1e9);
+    iface->timer_skip   = AXON_DC_TIMER_INTERVAL;
+    iface->now_ns       = axon_dc_now_ns();
+    iface->next_ka_ns   = iface->now_ns + iface->keepalive_ns / 2;
+    iface->dc_key       = axon_sys_generate_uuid();
+    max_dci             = iface->dev.dev_attr.dc.max_dci;
+    iface->num_dci      = (c->num_dci < max_dci) ? c->num_dci : max_dci;
+    if (iface->num_dci < c->num_dci) {
+        axon_debug("%s: AXON_DC_NUM_DCI=%u, the device has %u: using %u", iface->name,
+                   c->num_dci, max_dci, iface->num_dci);
+    }
+    axon_list_init(&iface->waiters);
+    if (((status = axon_verbs_cq_create(&iface->dev,
+                                        (int)(iface->num_dci * iface->tx_depth + 64),
+                                        &iface->send_cq)) != AXON_OK) ||
+        ((status = axon_verbs_cq_create(&iface->dev, (int)c->rx_queue_len * 2,
+                                        &iface->recv_cq)) != AXON_OK) ||
+        ((status = axon_verbs_bufpool_init(&iface->tx_pool, &iface->dev, "dc send",
+                                           sizeof(axon_dc_hdr_t) + c->seg_size,
+                                           c->tx_bufs)) != AXON_OK) ||
+        ((status = axon_verbs_bufpool_init(&iface->rx_pool, &iface->dev, "dc receive",
+                                           sizeof(axon_dc_hdr_t) + c->seg_size,
+                                           c->rx_queue_len)) != AXON_OK) ||
+        ((status = axon_dc_iface_rx_init(iface)) != AXON_OK) ||
+        ((status = axon_dc_dci_pool_init(iface)) != AXON_OK)) {
+        axon_dc_iface_close(&iface->super);
+        return status;
+    }
+    axon_debug("%s: open (DCT 0x%x, %u DCIs, policy %s, inline %u, window %u)", iface->name,
+               iface->dct->dct_num, iface->num_dci, axon_dc_policy_names[c->policy],
+               iface->max_inline, iface->window);
+    *iface_p = &iface->super;
+    return AXON_OK;
+}
+
+static void axon_dc_iface_close(axon_iface_t *tl_iface)
+{
+    axon_dc_iface_t *iface = (axon_dc_iface_t *)tl_iface;
+    int ret;
+
+    /* initiators first (they drain: bounded), then the target, then its queues */
+    axon_dc_dci_pool_cleanup(iface);
+    if ((iface->dct != NULL) && ((ret = axon_dev_destroy_dct(iface->dct)) != 0)) {
+        axon_warn("%s: destroy_dct: %d", iface->name, ret);
+    }
+    if ((iface->srq != NULL) && ((ret = axon_dev_destroy_srq(iface->srq)) != 0)) {
+        axon_warn("%s: destroy_srq: %d", iface->name, ret);
+    }
+    axon_dc_fc_cleanup(iface);
+    axon_dc_ep_table_cleanup(iface);
+    axon_dc_ah_cleanup(iface);
+    iface->rx_pool.num_free = iface->rx_pool.count;   /* posted buffers went with the SRQ */
+    axon_verbs_bufpool_cleanup(&iface->rx_pool);
+    axon_verbs_bufpool_cleanup(&iface->tx_pool);
+    axon_verbs_bufpool_cleanup(&iface->amo_pool);
+    if ((iface->recv_cq != NULL) && ((ret = axon_dev_destroy_cq(iface->recv_cq)) != 0)) {
+        axon_warn("%s: destroy_cq: %d", iface->name, ret);
+    }
+    if ((iface->send_cq != NULL) && ((ret = axon_dev_destroy_cq(iface->send_cq)) != 0)) {
+        axon_warn("%s: destroy_cq: %d", iface->name, ret);
+    }
+    free(iface->rx_wrs);
+    free(iface->rx_sges);
+    free(iface);
+}

@@ -1,0 +1,703 @@
+/*
+ * The dc transport through its ops table, on softib, all in this process:
+ * the components are loaded once, one memory domain opened, and as many
+ * ifaces as a test needs ("workers"), each with its own DCT and DCIs.
+ *   - the resource: capabilities, an endpoint of tens of bytes; no DC on
+ *     the device (AXON_SOFTIB_CAP_MASK=dc): no resource, a debug line why;
+ *   - bad AXON_DC_* values: INVALID_PARAM and a line naming the value;
+ *   - 64 target workers, 4 DCIs, every endpoint sending at once, under each
+ *     policy: every endpoint makes progress while all compete (none
+ *     starves), and every message arrives once, in order;
+ *   - dcs_quota: an endpoint with endless work lets a waiting one have
+ *     the DCI after QUOTA WRs;
+ *   - a target that goes away: the endpoint whose WR broke a DCI fails and
+ *     is reported, the DCI is recovered, the other endpoints carry on
+ *     (under shared, an endpoint whose work the failure flushed is failed
+ *     and reported too: nothing is lost silently);
+ *   - 32 senders to one receiver that does not poll: each stops after
+ *     exactly one window, so the SRQ never runs dry; then all arrive;
+ *   - a grant flushed by another endpoint's failure is sent again;
+ *   - keep-alive: a receive-only survivor notices its dead peer, an idle
+ *     live one is left alone.
+ */
+#include <gtest/gtest.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "env_guard.h"
+#include "log_capture.h"
+
+extern "C" {
+#include "axon.h"
+#include "component.h"
+#include "harness.h"
+#include "loader.h"
+#include "log.h"
+}
+
+namespace {
+
+const uint8_t kAmData   = 5;
+const double  kTimeout  = 30.0;
+
+/* What a message carries: which sender endpoint, which of its messages */
+struct Msg {
+    uint32_t sender;
+    uint32_t seq;
+};
+
+/* One dc iface ("worker") of this process, and what it received. */
+struct DcWorker {
+    axon_iface_t         *iface = nullptr;
+    uint64_t              uuid  = 0;
+    axon_am_handler_t     handlers[AXON_AM_ID_MAX] = {};
+    std::vector<uint32_t> next_seq;     /* per sender: the seq expected next */
+    uint64_t              received  = 0;
+    uint64_t              out_of_order = 0;
+    std::vector<uint64_t> failed;       /* peer_failure uuids */
+
+    static void on_data(void *arg, const void *data, size_t length, unsigned)
+    {
+        DcWorker *w = static_cast<DcWorker *>(arg);
+        Msg m;
+        if (length != sizeof(m)) {
+            ++w->out_of_order;
+            return;
+        }
+        memcpy(&m, data, sizeof(m));
+        if (m.sender >= w->next_seq.size()) {
+            w->next_seq.resize(m.sender + 1, 0);
+        }
+        w->out_of_order += (m.seq != w->next_seq[m.sender]);
+        w->next_seq[m.sender] = m.seq + 1;
+        ++w->received;
+    }
+    static void on_failure(void *arg, uint64_t uuid, axon_status_t)
+    {
+        static_cast<DcWorker *>(arg)->failed.push_back(uuid);
+    }
+    ~DcWorker()
+    {
+        if (iface != nullptr) {
+            iface->ops->iface_close(iface);
+        }
+    }
+    unsigned progress() { return iface->ops->iface_progress(iface); }
+    std::vector<uint8_t> address() const
+    {
+        const axon_iface_ops_t *ops = iface->ops;
+        std::vector<uint8_t>    a(ops->dev_addr_len + ops->iface_addr_len);
+        ops->iface_get_address(iface, a.data(), a.data() + ops->dev_addr_len);
+        return a;
+    }
+    axon_tl_ep_t *connect(const DcWorker &peer)
+    {
+        std::vector<uint8_t> a = peer.address();
+        axon_tl_ep_t *ep = nullptr;
+        EXPECT_EQ(AXON_OK, iface->ops->ep_create(iface, peer.uuid, a.data(),
+                                                 a.data() + iface->ops->dev_addr_len, &ep));
+        return ep;
+    }
+    axon_status_t send(axon_tl_ep_t *ep, uint32_t sender, uint32_t seq)
+    {
+        Msg m = {sender, seq};
+        return iface->ops->ep_am_short(ep, kAmData, &m, sizeof(m), nullptr, 0);
+    }
+};
+
+/* The dc component loaded (with the environment of the moment), its domain and workers. */
+struct DcWorld {
+    axon_component_set_t                   set = {NULL, 0};
+    const axon_loaded_component_t         *lc  = nullptr;
+    axon_md_t                             *md  = nullptr;
+    std::vector<std::unique_ptr<DcWorker>> workers;
+
+    axon_status_t load()
+    {
+        axon_config_names_t path = {NULL, 0};
+        axon_status_t status = axon_loader_load_all(&path, NULL, 0, NULL, &set);
+        if (status != AXON_OK) {
+            return status;
+        }
+        for (unsigned i = 0; i < set.count; ++i) {
+            if ((set.comps[i].component != nullptr) && !strcmp(set.comps[i].name, "dc")) {
+                lc = &set.comps[i];
+            }
+        }
+        return ((lc != nullptr) && (lc->num_resources > 0)) ? AXON_OK : AXON_ERR_UNSUPPORTED;
+    }
+    DcWorker *open()
+    {
+        if ((md == nullptr) &&
+            (lc->component->md_open(&lc->resources[0], lc->config, &md) != AXON_OK)) {
+            md = nullptr;
+            return nullptr;
+        }
+        std::unique_ptr<DcWorker> w(new DcWorker);
+        axon_iface_params_t params = {};
+        w->uuid                 = ((uint64_t)getpid() << 24) | (workers.size() + 1);
+        w->handlers[kAmData]    = DcWorker::on_data;
+        params.am_handlers      = w->handlers;
+        params.am_arg           = w.get();
+        params.worker_uuid      = w->uuid;
+        params.peer_failure     = DcWorker::on_failure;
+        params.md               = md;
+        if (lc->component->iface_open(&lc->resources[0], lc->config, &params, &w->iface) !=
+            AXON_OK) {
+            return nullptr;
+        }
+        workers.push_back(std::move(w));
+        return workers.back().get();
+    }
+    void progress_all()
+    {
+        for (auto &w : workers) {
+            if (w->iface != nullptr) {   /* not closed by the test */
+                w->progress();
+            }
+        }
+    }
+    ~DcWorld()
+    {
+        workers.clear();
+        if (md != nullptr) {
+            md->ops->md_close(md);
+        }
+        axon_loader_unload_all(&set);
+    }
+};
+
+/* Small ifaces, so that many fit in one process. */
+void small_ifaces(EnvGuard *env)
+{
+    env->set("AXON_DC_SEG_SIZE", "256");
+    env->set("AXON_DC_TX_BUFS", "64");
+    env->set("AXON_DC_RX_QUEUE_LEN", "512");
+    env->set("AXON_DC_FC_WINDOW", "8");
+}
+
+/* ---------------------------------------------------------------- resource */
+
+TEST(VerbsDc, ResourceAndCaps)
+{
+    DcWorld world;
+    ASSERT_EQ(AXON_OK, world.load());
+    const axon_resource_t &r = world.lc->resources[0];
+    EXPECT_STREQ("dc", r.tl_name);
+    EXPECT_STREQ("softib0:1", r.dev_name);
+    uint64_t want = AXON_CAP_AM_SHORT | AXON_CAP_AM_BCOPY | AXON_CAP_GET | AXON_CAP_PUT |
+                    AXON_CAP_CONNECT_TO_IFACE | AXON_CAP_AM_ORDERED | AXON_CAP_PEER_FAILURE |
+                    AXON_CAP_NEED_MKEY | AXON_CAP_EMULATED | AXON_CAP_AMO_DEVICE;
+    EXPECT_EQ(want, r.cap_flags & want);
+    /* tens of bytes: a DCT number, a key, a shared address handle, credits */
+    EXPECT_LT(r.ep_memory, (size_t)128);
+    EXPECT_GT(r.ep_memory, (size_t)32);
+}
+
+struct DebugLines {
+    std::vector<std::string> lines;
+    axon_log_level_t         saved = axon_log_level;
+    static void hook(axon_log_level_t, const char *msg, void *arg)
+    {
+        static_cast<DebugLines *>(arg)->lines.emplace_back(msg);
+    }
+    DebugLines()
+    {
+        axon_log_set_level(AXON_LOG_DEBUG);
+        axon_log_set_hook(hook, this);
+        axon_log_set_file("/dev/null");
+    }
+    ~DebugLines()
+    {
+        axon_log_set_hook(NULL, NULL);
+        axon_log_set_file("stderr");
+        axon_log_set_level(saved);
+    }
+    bool has(const std::string &a, const std::string &b) const
+    {
+        for (const auto &l : lines) {
+            if ((l.find(a) != std::string::npos) && (l.find(b) != std::string::npos)) {
+                return true;
+            }
+        }
+        return false;
+    }
+};
+
+TEST(VerbsDc, DeviceWithoutDcHasNoResource)
+{
+    EnvGuard env("AXON_SOFTIB_CAP_MASK", "dc");
+    DebugLines log;
+    DcWorld world;
+    EXPECT_EQ(AXON_ERR_UNSUPPORTED, world.load());
+    EXPECT_TRUE(log.has("softib0:1", "dc skipped"));
+}
+
+TEST(VerbsDc, BadConfigValuesAreRefused)
+{
+    struct Bad {
+        const char *name, *value;
+    } const bad[] = {
+        {"AXON_DC_NUM_DCI", "0"},       {"AXON_DC_NUM_DCI", "65"},
+        {"AXON_DC_POLICY", "greedy"},   {"AXON_DC_QUOTA", "0"},
+        {"AXON_DC_QUOTA", "1000"},      {"AXON_DC_FC_WINDOW", "1"},
+        {"AXON_DC_FC_WINDOW", "4096"},  {"AXON_DC_RETRY_COUNT", "8"},
+        {"AXON_DC_TIMEOUT", "0"},       {"AXON_DC_KEEPALIVE_INTERVAL", "0"},
+        {"AXON_DC_SEG_SIZE", "100"},
+    };
+    for (const Bad &b : bad) {
+        EnvGuard env(b.name, b.value);
+        axon_status_t status = AXON_OK;
+        std::string   text   = capture_stderr([&] {
+            DcWorld world;
+            status = world.load();
+        });
+        EXPECT_EQ(AXON_ERR_INVALID_PARAM, status) << b.name << "=" << b.value;
+        EXPECT_NE(std::string::npos, text.find(b.name + 5)) << b.name << ": " << text;
+        EXPECT_NE(std::string::npos, text.find(b.value)) << b.name << ": " << text;
+    }
+}
+
+/* ---------------------------------------------------------------- policies */
+
+class VerbsDcSlow : public ::testing::TestWithParam<const char *> {};
+
+/*
+ * One sender worker, an endpoint to each of 64 target workers, 4 DCIs: every
+ * endpoint tries one message per sweep, so what a DCI freed goes to whoever
+ * the transport gives it to (the lowest index asks first in every sweep). By
+ * the time half the messages were sent, every endpoint must have sent at least
+ * half its share (none starved, none far behind), and all must finish.
+ */
+TEST_P(VerbsDcSlow, SixtyFourTargetsOnFourDcisAllProgress)
+{
+    const unsigned kTargets = 64, kPerEp = 200;
+    EnvGuard env;
+    small_ifaces(&env);
+    env.set("AXON_DC_NUM_DCI", "4");
+    env.set("AXON_DC_POLICY", GetParam());
+    env.set("AXON_DC_QUOTA", "4");
+    DcWorld world;
+    ASSERT_EQ(AXON_OK, world.load());
+    DcWorker *sender = world.open();
+    ASSERT_NE(nullptr, sender);
+    std::vector<axon_tl_ep_t *> eps;
+    for (unsigned i = 0; i < kTargets; ++i) {
+        DcWorker *t = world.open();
+        ASSERT_NE(nullptr, t) << "target " << i;
+        eps.push_back(sender->connect(*t));
+        ASSERT_NE(nullptr, eps.back());
+    }
+    std::vector<uint32_t> sent(kTargets, 0);
+    std::vector<uint32_t> at_half;
+    uint64_t total = 0, busy = 0;
+    double   end   = axon_test_time() + kTimeout;
+    while ((total < (uint64_t)kTargets * kPerEp) && (axon_test_time() < end)) {
+        for (unsigned i = 0; i < kTargets; ++i) {
+            if (sent[i] == kPerEp) {
+                continue;
+            }
+            axon_status_t st = sender->send(eps[i], i, sent[i]);
+            if (st == AXON_OK) {
+                ++sent[i];
+                ++total;
+            } else {
+                ASSERT_EQ(AXON_ERR_NO_RESOURCE, st) << "ep " << i;
+                ++busy;
+            }
+        }
+        if (at_half.empty() && (total >= (uint64_t)kTargets * kPerEp / 2)) {
+            at_half = sent;
+        }
+        world.progress_all();
+    }
+    ASSERT_FALSE(at_half.empty()) << "not even half were sent in " << kTimeout << " s";
+    uint32_t lo = *std::min_element(at_half.begin(), at_half.end());
+    uint32_t hi = *std::max_element(at_half.begin(), at_half.end());
+    printf("[ dc       ] %s: at half time every endpoint had sent %u..%u messages (%llu "
+           "NO_RESOURCE)\n", GetParam(), lo, hi, (unsigned long long)busy);
+    /* each had its turns: none far behind the mean (kPerEp / 2), none starved */
+    EXPECT_GE(lo, kPerEp / 4) << "an endpoint fell behind while the others sent";
+    EXPECT_EQ((uint64_t)kTargets * kPerEp, total);
+    end = axon_test_time() + kTimeout;
+    uint64_t got = 0;
+    while (axon_test_time() < end) {
+        world.progress_all();
+        got = 0;
+        for (unsigned i = 1; i <= kTargets; ++i) {
+            got += world.workers[i]->received;
+        }
+        if (got == total) {
+            break;
+        }
+    }
+    EXPECT_EQ(total, got);
+    for (unsigned i = 1; i <= kTargets; ++i) {
+        EXPECT_EQ(0u, world.workers[i]->out_of_order) << "target " << i;
+        EXPECT_TRUE(world.workers[i]->failed.empty());
+    }
+    EXPECT_TRUE(sender->failed.empty());
+    for (axon_tl_ep_t *ep : eps) {
+        sender->iface->ops->ep_destroy(ep);
+    }
+}
+
+/*
+ * 32 senders, one receiver that does not poll: each sender stops after
+ * exactly its window (8), 256 messages in a 512-buffer SRQ (so it never runs
+ * dry and nothing waits in RNR retries); once the receiver polls, the grants
+ * let the rest through: 32 x 300 messages, each once, in order per sender.
+ */
+TEST_P(VerbsDcSlow, ManySendersStopAtTheirWindowAndLoseNothing)
+{
+    const unsigned kSenders = 32, kPerSender = 300, kWindow = 8;
+    EnvGuard env;
+    small_ifaces(&env);
+    env.set("AXON_DC_POLICY", GetParam());
+    DcWorld world;
+    ASSERT_EQ(AXON_OK, world.load());
+    DcWorker *receiver = world.open();
+    ASSERT_NE(nullptr, receiver);
+    std::vector<DcWorker *>     senders;
+    std::vector<axon_tl_ep_t *> eps;
+    for (unsigned i = 0; i < kSenders; ++i) {
+        senders.push_back(world.open());
+        ASSERT_NE(nullptr, senders.back());
+        eps.push_back(senders.back()->connect(*receiver));
+    }
+    std::vector<uint32_t> sent(kSenders, 0);
+    /* the receiver sleeps: every sender gets exactly its window out */
+    for (unsigned i = 0; i < kSenders; ++i) {
+        double end = axon_test_time() + 2.0;
+        while (axon_test_time() < end) {
+            axon_status_t st = senders[i]->send(eps[i], i, sent[i]);
+            if (st == AXON_OK) {
+                ++sent[i];
+            } else {
+                ASSERT_EQ(AXON_ERR_NO_RESOURCE, st);
+                senders[i]->progress();
+                if (sent[i] >= kWindow) {
+                    break;
+                }
+            }
+        }
+        EXPECT_EQ(kWindow, sent[i]) << "sender " << i;
+    }
+    for (int k = 0; k < 200; ++k) {  /* time for the device; still no grant */
+        for (unsigned i = 0; i < kSenders; ++i) {
+            senders[i]->progress();
+            EXPECT_EQ(AXON_ERR_NO_RESOURCE, senders[i]->send(eps[i], i, sent[i]));
+        }
+    }
+    /* the receiver wakes up */
+    uint64_t total = (uint64_t)kSenders * kPerSender;
+    double   end   = axon_test_time() + kTimeout;
+    while ((receiver->received < total) && (axon_test_time() < end)) {
+        for (unsigned i = 0; i < kSenders; ++i) {
+            while ((sent[i] < kPerSender) && (senders[i]->send(eps[i], i, sent[i]) == AXON_OK)) {
+                ++sent[i];
+            }
+        }
+        world.progress_all();
+    }
+    EXPECT_EQ(total, receiver->received);
+    EXPECT_EQ(0u, receiver->out_of_order);
+    for (unsigned i = 0; i < kSenders; ++i) {
+        EXPECT_TRUE(senders[i]->failed.empty());
+        senders[i]->iface->ops->ep_destroy(eps[i]);
+    }
+}
+
+/*
+ * dcs_quota, one DCI of 32 WRs: A always has more to send (it posts until
+ * refused), B one message at a time. Once B waits, A, past its QUOTA, takes
+ * nothing more: its DCI drains and goes to B. So B sends at least once per
+ * burst of A's (at most the DCI's 32 WRs); under plain dcs A, never
+ * drained, keeps the DCI (B sent nothing while A sent 2000).
+ */
+TEST(VerbsDcQuotaSlow, QuotaMovesTheDciToAWaitingEndpoint)
+{
+    const uint32_t kA = 2000, kDepth = 32;
+    EnvGuard env;
+    small_ifaces(&env);
+    env.set("AXON_DC_NUM_DCI", "1");
+    env.set("AXON_DC_POLICY", "dcs_quota");
+    env.set("AXON_DC_QUOTA", "4");
+    env.set("AXON_DC_TX_QUEUE_LEN", "32");
+    env.set("AXON_DC_FC_WINDOW", "256");
+    LogCapture quiet;
+    DcWorld world;
+    ASSERT_EQ(AXON_OK, world.load());
+    DcWorker *s = world.open(), *a = world.open(), *b = world.open();
+    ASSERT_TRUE(s && a && b);
+    axon_tl_ep_t *ea = s->connect(*a), *eb = s->connect(*b);
+    uint32_t sa = 0, sb = 0;
+    double   end = axon_test_time() + kTimeout;
+    while ((sa < kA) && (axon_test_time() < end)) {
+        while ((sa < kA) && (s->send(ea, 0, sa) == AXON_OK)) {
+            ++sa;
+        }
+        if (s->send(eb, 1, sb) == AXON_OK) {
+            ++sb;
+        }
+        world.progress_all();
+    }
+    printf("[ dc       ] while A sent %u, B sent %u\n", sa, sb);
+    EXPECT_EQ(kA, sa);
+    EXPECT_GE(sb, sa / kDepth - 1) << "B did not get the DCI after each of A's bursts";
+    end = axon_test_time() + kTimeout;
+    while (((a->received < sa) || (b->received < sb)) && (axon_test_time() < end)) {
+        world.progress_all();
+    }
+    EXPECT_EQ(sa, a->received);
+    EXPECT_EQ(sb, b->received);
+    EXPECT_EQ(0u, a->out_of_order + b->out_of_order);
+    s->iface->ops->ep_destroy(ea);
+    s->iface->ops->ep_destroy(eb);
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, VerbsDcSlow,
+                         ::testing::Values("dcs", "dcs_quota", "shared"),
+                         [](const ::testing::TestParamInfo<const char *> &info) {
+                             return std::string(info.param);
+                         });
+
+/* ---------------------------------------------------------------- failures */
+
+class VerbsDcTimed : public ::testing::TestWithParam<const char *> {};
+
+/*
+ * 2 DCIs; endpoints to targets A, B and C (under shared, A and C share DCI 0).
+ * A goes away (its iface closed: its DCT is gone) while messages to it are in
+ * flight: the DCI's retries run out, the endpoint to A fails and A is reported;
+ * the DCI comes back for the others: B and C receive everything sent after,
+ * on the DCI A broke too.
+ */
+TEST_P(VerbsDcTimed, DciErrorFailsOnlyItsEndpoint)
+{
+    EnvGuard env;
+    small_ifaces(&env);
+    env.set("AXON_DC_NUM_DCI", "2");
+    env.set("AXON_DC_POLICY", GetParam());
+    env.set("AXON_DC_TIMEOUT", "10ms");
+    env.set("AXON_DC_RETRY_COUNT", "2");
+    LogCapture quiet;
+    DcWorld world;
+    ASSERT_EQ(AXON_OK, world.load());
+    DcWorker *sender = world.open();
+    DcWorker *a = world.open(), *b = world.open(), *c = world.open();
+    ASSERT_TRUE(sender && a && b && c);
+    axon_tl_ep_t *ea = sender->connect(*a), *eb = sender->connect(*b), *ec = sender->connect(*c);
+    const axon_iface_ops_t *ops = sender->iface->ops;
+    uint64_t a_uuid = a->uuid;
+
+    /* A leaves: its DCT is destroyed with its iface */
+    world.workers[1]->iface->ops->iface_close(world.workers[1]->iface);
+    world.workers[1]->iface = nullptr;
+    for (uint32_t s = 0; s < 4; ++s) {
+        EXPECT_EQ(AXON_OK, sender->send(ea, 0, s));
+    }
+    double end = axon_test_time() + kTimeout;
+    while ((ops->ep_check(ea) == AXON_OK) && (axon_test_time() < end)) {
+        sender->progress();
+    }
+    EXPECT_NE(AXON_OK, ops->ep_check(ea)) << "the endpoint to the vanished target";
+    ASSERT_EQ(1u, sender->failed.size());
+    EXPECT_EQ(a_uuid, sender->failed[0]);
+    EXPECT_NE(AXON_OK, sender->send(ea, 0, 4)) << "a failed endpoint takes nothing";
+
+    /* the others carry on, through both DCIs (the broken one recovered) */
+    uint32_t sb = 0, sc = 0;
+    end = axon_test_time() + kTimeout;
+    while (((sb < 100) || (sc < 100)) && (axon_test_time() < end)) {
+        if ((sb < 100) && (sender->send(eb, 1, sb) == AXON_OK)) {
+            ++sb;
+        }
+        if ((sc < 100) && (sender->send(ec, 2, sc) == AXON_OK)) {
+            ++sc;
+        }
+        world.progress_all();
+    }
+    end = axon_test_time() + kTimeout;
+    while (((b->received < sb) || (c->received < sc)) && (axon_test_time() < end)) {
+        world.progress_all();
+    }
+    EXPECT_EQ(100u, b->received);
+    EXPECT_EQ(100u, c->received);
+    EXPECT_EQ(0u, b->out_of_order + c->out_of_order);
+    EXPECT_EQ(AXON_OK, ops->ep_check(eb));
+    EXPECT_EQ(AXON_OK, ops->ep_check(ec));
+    EXPECT_EQ(1u, sender->failed.size()) << "only A is reported";
+    for (axon_tl_ep_t *ep : {ea, eb, ec}) {
+        ops->ep_destroy(ep);
+    }
+}
+
+/*
+ * shared: C's messages are on A's DCI when A's failure breaks it. C's
+ * flushed work is not lost silently: either it arrived, or C is failed and
+ * reported; and B, on the other DCI, is untouched.
+ */
+TEST(VerbsDcSharedTimed, FlushedWorkOfASharingEndpointIsNeverLostSilently)
+{
+    EnvGuard env;
+    small_ifaces(&env);
+    env.set("AXON_DC_NUM_DCI", "2");
+    env.set("AXON_DC_POLICY", "shared");
+    env.set("AXON_DC_TIMEOUT", "10ms");
+    env.set("AXON_DC_RETRY_COUNT", "2");
+    LogCapture quiet;
+    DcWorld world;
+    ASSERT_EQ(AXON_OK, world.load());
+    DcWorker *sender = world.open();
+    DcWorker *a = world.open(), *b = world.open(), *c = world.open();
+    ASSERT_TRUE(sender && a && b && c);
+    axon_tl_ep_t *ea = sender->connect(*a), *eb = sender->connect(*b), *ec = sender->connect(*c);
+    const axon_iface_ops_t *ops = sender->iface->ops;
+
+    world.workers[1]->iface->ops->iface_close(world.workers[1]->iface);
+    world.workers[1]->iface = nullptr;
+    ASSERT_EQ(AXON_OK, sender->send(ea, 0, 0));
+    uint32_t sc = 0, sb = 0;
+    for (; sc < 6; ++sc) {
+        ASSERT_EQ(AXON_OK, sender->send(ec, 2, sc));   /* behind A's, on DCI 0 */
+    }
+    for (; sb < 6; ++sb) {
+        ASSERT_EQ(AXON_OK, sender->send(eb, 1, sb));
+    }
+    double end = axon_test_time() + kTimeout;
+    while ((ops->ep_check(ea) == AXON_OK) && (axon_test_time() < end)) {
+        world.progress_all();
+    }
+    for (int k = 0; k < 1000; ++k) {
+        world.progress_all();
+    }
+    EXPECT_NE(AXON_OK, ops->ep_check(ea));
+    bool c_failed = ops->ep_check(ec) != AXON_OK;
+    bool c_reported = std::find(sender->failed.begin(), sender->failed.end(), c->uuid) !=
+                      sender->failed.end();
+    printf("[ dc       ] C received %llu of %u; C %s\n", (unsigned long long)c->received, sc,
+           c_failed ? "failed and reported" : "intact");
+    EXPECT_TRUE((c->received == sc) || (c_failed && c_reported));
+    EXPECT_EQ(c_failed, c_reported);
+    EXPECT_EQ(sb, b->received);
+    EXPECT_EQ(AXON_OK, ops->ep_check(eb));
+    for (axon_tl_ep_t *ep : {ea, eb, ec}) {
+        ops->ep_destroy(ep);
+    }
+}
+
+/*
+ * shared, one DCI: W's grant for S waits on the DCI behind a message to A,
+ * who is gone; A's failure flushes it. The grant is sent again once the DCI
+ * is back, so S, out of credits, goes on: all its messages arrive.
+ */
+TEST(VerbsDcSharedTimed, FlushedGrantIsSentAgain)
+{
+    EnvGuard env;
+    small_ifaces(&env);
+    env.set("AXON_DC_NUM_DCI", "1");
+    env.set("AXON_DC_POLICY", "shared");
+    env.set("AXON_DC_TIMEOUT", "10ms");
+    env.set("AXON_DC_RETRY_COUNT", "2");
+    LogCapture quiet;
+    DcWorld world;
+    ASSERT_EQ(AXON_OK, world.load());
+    DcWorker *w = world.open(), *a = world.open(), *s = world.open();
+    ASSERT_TRUE(w && a && s);
+    axon_tl_ep_t *wa = w->connect(*a), *sw = s->connect(*w);
+    const axon_iface_ops_t *ops = w->iface->ops;
+
+    a->iface->ops->iface_close(a->iface);
+    a->iface = nullptr;
+    ASSERT_EQ(AXON_OK, w->send(wa, 0, 0));   /* W's only DCI is now stuck on A */
+    uint32_t sent = 0;
+    while (s->send(sw, 1, sent) == AXON_OK) {
+        ++sent;   /* a window, and the credit request after half of it */
+    }
+    EXPECT_EQ(8u, sent);
+    double end = axon_test_time() + kTimeout;
+    while ((sent < 200) && (axon_test_time() < end)) {
+        w->progress();   /* the request arrives: the grant queues behind A's message */
+        s->progress();
+        if (s->send(sw, 1, sent) == AXON_OK) {
+            ++sent;
+        }
+    }
+    end = axon_test_time() + kTimeout;
+    while ((w->received < sent) && (axon_test_time() < end)) {
+        world.progress_all();
+    }
+    EXPECT_NE(AXON_OK, ops->ep_check(wa));
+    EXPECT_EQ(200u, sent) << "S never got its credits back";
+    EXPECT_EQ(sent, w->received);
+    EXPECT_EQ(0u, w->out_of_order);
+    EXPECT_TRUE(s->failed.empty());
+    ops->ep_destroy(wa);
+    s->iface->ops->ep_destroy(sw);
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, VerbsDcTimed,
+                         ::testing::Values("dcs", "dcs_quota", "shared"),
+                         [](const ::testing::TestParamInfo<const char *> &info) {
+                             return std::string(info.param);
+                         });
+
+/*
+ * Keep-alive: R only ever receives from S, but holds an endpoint to it. While
+ * S is alive (and progresses), R's probes are answered and nothing fails;
+ * once S is gone, R's next probe runs out of retries and S is reported.
+ */
+TEST(VerbsDcKeepaliveTimed, ReceiveOnlySurvivorNoticesDeadPeer)
+{
+    EnvGuard env;
+    small_ifaces(&env);
+    env.set("AXON_DC_KEEPALIVE_INTERVAL", "0.1s");
+    env.set("AXON_DC_TIMEOUT", "10ms");
+    env.set("AXON_DC_RETRY_COUNT", "2");
+    LogCapture quiet;
+    DcWorld world;
+    ASSERT_EQ(AXON_OK, world.load());
+    DcWorker *r = world.open(), *s = world.open();
+    ASSERT_TRUE(r && s);
+    axon_tl_ep_t *to_s = r->connect(*s);
+    axon_tl_ep_t *to_r = s->connect(*r);
+    const axon_iface_ops_t *ops = r->iface->ops;
+
+    for (uint32_t k = 0; k < 10; ++k) {
+        while (s->send(to_r, 0, k) == AXON_ERR_NO_RESOURCE) {
+            world.progress_all();
+        }
+    }
+    double end = axon_test_time() + 0.6;   /* several intervals, both alive */
+    while (axon_test_time() < end) {
+        world.progress_all();
+    }
+    EXPECT_EQ(10u, r->received);
+    EXPECT_EQ(AXON_OK, ops->ep_check(to_s)) << "an idle live peer was failed";
+    EXPECT_TRUE(r->failed.empty());
+
+    s->iface->ops->ep_destroy(to_r);
+    s->iface->ops->iface_close(s->iface);
+    s->iface = nullptr;
+    double t0 = axon_test_time();
+    end = t0 + kTimeout;
+    while (r->failed.empty() && (axon_test_time() < end)) {
+        world.progress_all();
+    }
+    printf("[ dc       ] the dead peer was reported after %.2f s\n", axon_test_time() - t0);
+    ASSERT_EQ(1u, r->failed.size());
+    EXPECT_EQ(s->uuid, r->failed[0]);
+    EXPECT_NE(AXON_OK, ops->ep_check(to_s));
+    EXPECT_LT(axon_test_time() - t0, 2.0);
+    ops->ep_destroy(to_s);
+}
+
+}  // namespace
