@@ -52,6 +52,7 @@ typedef struct softib_opts {
     unsigned            udp_port;
     unsigned            mtu;
     unsigned            max_inline;
+    unsigned            dc_max_dcr;      /* responder contexts per DC target */
     char               *loss;
     char               *dup;
     char               *reorder;
@@ -517,8 +518,9 @@ softib_access_t softib_calc_reduce(softib_qp_t *qp, const softib_send_wqe_t *wqe
                                    uint8_t *out);
 
 /* dc (softib_dc.c): DC initiators and targets (seed §8.6) */
-#define SOFTIB_DC_MAX_DCR 16               /* initiators a DCT serves at once */
-void softib_dc_caps(axon_dev_attr_t *attr);
+/* AXON_SOFTIB_DC_MAX_DCR's ceiling: initiators a DCT serves at once */
+#define SOFTIB_DC_MAX_DCR 65536
+void softib_dc_caps(axon_dev_attr_t *attr, unsigned max_dcr);
 int  softib_dc_check(softib_qp_t *qp, const axon_dev_send_wr_t *wr);
 void softib_dc_copy(softib_send_wqe_t *wqe, const axon_dev_send_wr_t *wr);
 /* Before a DCI's WQE starts: 0 connected to its target, 1 wait (earlier WQEs unacknowledged) */

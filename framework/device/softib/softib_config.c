@@ -24,6 +24,8 @@ const axon_config_entry_t softib_config_table[] = {
      OPT(mtu), AXON_CONFIG_TYPE_UINT},
     {"MAX_INLINE", "256", "largest INLINE send (max_inline_data) in bytes",
      OPT(max_inline), AXON_CONFIG_TYPE_UINT},
+    {"DC_MAX_DCR", "256", "responder contexts of a DC target: initiators it serves at once "
+     "(others get RNR NAKs until one disconnects); 1..65536", OPT(dc_max_dcr), AXON_CONFIG_TYPE_UINT},
     {"LOSS", "0", "probability (0..1) that the wire drops a packet, for tests",
      OPT(loss), AXON_CONFIG_TYPE_STRING},
     {"DUP", "0", "probability (0..1) that the wire duplicates a packet, for tests",
@@ -111,6 +113,11 @@ int softib_config_params(const softib_opts_t *opts, unsigned dev_index,
         (ret = config_probability("REORDER", opts->reorder, &params->reorder)) ||
         (ret = config_mtu(opts->mtu, mtu))) {
         return ret;
+    }
+    if ((opts->dc_max_dcr == 0) || (opts->dc_max_dcr > SOFTIB_DC_MAX_DCR)) {
+        axon_error("softib: AXON_SOFTIB_DC_MAX_DCR=%u is not in 1..%u", opts->dc_max_dcr,
+                   SOFTIB_DC_MAX_DCR);
+        return EINVAL;
     }
     if (opts->max_inline > 4096) {
         axon_error("softib: AXON_SOFTIB_MAX_INLINE=%u is over 4096", opts->max_inline);

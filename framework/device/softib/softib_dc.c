@@ -14,9 +14,9 @@
  * newer. There is no handshake: the first packet opens the connection.
  *
  * A DCT is a QP number (its anchor QP in the device table, which routes
- * packets here) and at most SOFTIB_DC_MAX_DCR responder contexts, each an
- * RC responder (softib_resp.c) towards one initiator, keyed by its GID and
- * QPN. A request with the wrong key is dropped, as a UD Q_Key mismatch is
+ * packets here) and at most AXON_SOFTIB_DC_MAX_DCR responder contexts
+ * (made as initiators first arrive), each an RC responder (softib_resp.c)
+ * towards one initiator, found by its QPN and GID through a hash. A request with the wrong key is dropped, as a UD Q_Key mismatch is
  * (§8.6.1.7), counted and, if the DCT is armed, reported once
  * (DCT_KEY_VIOLATION); its initiator sees no answer and fails with
  * RETRY_EXC_ERR. The first packet of a newer connection (re)opens the
@@ -47,7 +47,9 @@ typedef struct softib_dcr {
     axon_dev_gid_t src_gid;
     uint32_t       conn_psn;
     int            open;
+    int            hashed;       /* on dct->hash under (dest_qp_num, src_gid) */
     unsigned       closed_seq;   /* a closed slot is reused oldest first */
+    struct softib_dcr *hash_next;
 } softib_dcr_t;
 
 typedef struct softib_dct {
@@ -58,16 +60,22 @@ typedef struct softib_dct {
     int                      armed;
     uint32_t                 key_violations;
     unsigned                 close_seq;
-    softib_dcr_t            *dcr[SOFTIB_DC_MAX_DCR];
+    unsigned                 num_open;
+    unsigned                 max_dcr;    /* AXON_SOFTIB_DC_MAX_DCR when created */
+    unsigned                 num_dcr;    /* made so far, in dcr[] */
+    unsigned                 dcr_cap;    /* dcr[]'s room and hash[]'s buckets (power of 2):
+                                          * grow with the initiators seen */
+    softib_dcr_t           **dcr;
+    softib_dcr_t           **hash;       /* (initiator QPN, GID) -> context */
 } softib_dct_t;
 
-void softib_dc_caps(axon_dev_attr_t *attr)
+void softib_dc_caps(axon_dev_attr_t *attr, unsigned max_dcr)
 {
     attr->dc.max_dci            = SOFTIB_QPN_MAX_INDEX;
     attr->dc.max_dct            = SOFTIB_QPN_MAX_INDEX;
     attr->dc.max_dc_req_rd_atom = SOFTIB_MAX_RD_ATOM;
     attr->dc.max_dc_res_rd_atom = SOFTIB_MAX_RD_ATOM;
-    attr->dc.max_dcr            = SOFTIB_DC_MAX_DCR;
+    attr->dc.max_dcr            = max_dcr;
 }
 
 /* ------------------------------------------------------------ initiator */
@@ -253,50 +261,110 @@ void softib_dc_event(softib_qp_t *qp, axon_dev_event_type_t type)
     softib_async_event(softib_qp_dev(qp), type, &qp->dct->super);
 }
 
+static inline softib_dcr_t **softib_dcr_bucket(softib_dct_t *dct, uint32_t qpn)
+{
+    return &dct->hash[(qpn ^ (qpn >> 8) ^ (qpn >> 16)) & (dct->dcr_cap - 1)];
+}
+
 static softib_dcr_t *softib_dcr_find(softib_dct_t *dct, const axon_dev_gid_t *gid, uint32_t qpn)
 {
-    unsigned i;
+    softib_dcr_t *dcr;
 
-    for (i = 0; i < SOFTIB_DC_MAX_DCR; i++) {
-        if ((dct->dcr[i] != NULL) && (dct->dcr[i]->qp.attr.dest_qp_num == qpn) &&
-            !memcmp(&dct->dcr[i]->src_gid, gid, sizeof(*gid))) {
-            return dct->dcr[i];
+    if (dct->dcr_cap == 0) {
+        return NULL;
+    }
+    for (dcr = *softib_dcr_bucket(dct, qpn); dcr != NULL; dcr = dcr->hash_next) {
+        if ((dcr->qp.attr.dest_qp_num == qpn) && !memcmp(&dcr->src_gid, gid, sizeof(*gid))) {
+            return dcr;
         }
     }
     return NULL;
 }
 
+static void softib_dcr_unhash(softib_dct_t *dct, softib_dcr_t *dcr)
+{
+    softib_dcr_t **pp = softib_dcr_bucket(dct, dcr->qp.attr.dest_qp_num);
+
+    while (*pp != dcr) {
+        pp = &(*pp)->hash_next;
+    }
+    *pp         = dcr->hash_next;
+    dcr->hashed = 0;
+}
+
 /* A slot for a new initiator: a new one, else the one closed longest ago; NULL if all are open */
+static void softib_dcr_hash(softib_dct_t *dct, softib_dcr_t *dcr)
+{
+    softib_dcr_t **bucket = softib_dcr_bucket(dct, dcr->qp.attr.dest_qp_num);
+
+    dcr->hash_next = *bucket;
+    *bucket        = dcr;
+    dcr->hashed    = 1;
+}
+
+/* Room for twice the contexts, and as many buckets (the hash rebuilt) */
+static int softib_dcr_grow(softib_dct_t *dct)
+{
+    unsigned cap = dct->dcr_cap ? 2 * dct->dcr_cap : 4, i;
+    softib_dcr_t **dcr  = realloc(dct->dcr, cap * sizeof(*dcr));
+    softib_dcr_t **hash = calloc(cap, sizeof(*hash));
+
+    if ((dcr == NULL) || (hash == NULL)) {
+        axon_error("softib: DCT 0x%x: no memory for %u responder contexts", dct->super.dct_num,
+                   cap);
+        free(hash);
+        if (dcr != NULL) {
+            dct->dcr = dcr;
+        }
+        return ENOMEM;
+    }
+    free(dct->hash);
+    dct->dcr     = dcr;
+    dct->hash    = hash;
+    dct->dcr_cap = cap;
+    for (i = 0; i < dct->num_dcr; i++) {
+        if (dct->dcr[i]->hashed) {
+            softib_dcr_hash(dct, dct->dcr[i]);
+        }
+    }
+    return 0;
+}
+
 static softib_dcr_t *softib_dcr_take(softib_dev_t *dev, softib_dct_t *dct)
 {
     softib_dcr_t *best = NULL, *dcr;
     unsigned i;
 
-    for (i = 0; i < SOFTIB_DC_MAX_DCR; i++) {
-        if (dct->dcr[i] == NULL) {
-            if ((dcr = calloc(1, sizeof(*dcr))) == NULL) {
-                axon_error("softib: DCT 0x%x: no memory for a responder context",
-                           dct->super.dct_num);
-                return NULL;
-            }
-            dcr->qp.super.context = dct->super.context;
-            dcr->qp.super.pd      = dct->super.pd;
-            dcr->qp.super.send_cq = dcr->qp.super.recv_cq = dct->super.cq;
-            dcr->qp.super.srq     = dct->super.srq;
-            dcr->qp.super.qp_num  = dct->super.dct_num;
-            dcr->qp.super.qp_type = AXON_DEV_QPT_RC;
-            dcr->qp.super.state   = AXON_DEV_QPS_RESET;
-            dcr->qp.dct           = dct;
-            axon_list_init(&dcr->qp.ack_link);
-            axon_list_add_tail(&dev->qp_list, &dcr->qp.link);   /* read responses, ACKs */
-            return dct->dcr[i] = dcr;
+    if (dct->num_dcr < dct->max_dcr) {
+        if ((dct->num_dcr == dct->dcr_cap) && softib_dcr_grow(dct)) {
+            return NULL;
         }
+        if ((dcr = calloc(1, sizeof(*dcr))) == NULL) {
+            axon_error("softib: DCT 0x%x: no memory for a responder context",
+                       dct->super.dct_num);
+            return NULL;
+        }
+        dcr->qp.super.context = dct->super.context;
+        dcr->qp.super.pd      = dct->super.pd;
+        dcr->qp.super.send_cq = dcr->qp.super.recv_cq = dct->super.cq;
+        dcr->qp.super.srq     = dct->super.srq;
+        dcr->qp.super.qp_num  = dct->super.dct_num;
+        dcr->qp.super.qp_type = AXON_DEV_QPT_RC;
+        dcr->qp.super.state   = AXON_DEV_QPS_RESET;
+        dcr->qp.dct           = dct;
+        axon_list_init(&dcr->qp.ack_link);
+        axon_list_add_tail(&dev->qp_list, &dcr->qp.link);   /* read responses, ACKs */
+        return dct->dcr[dct->num_dcr++] = dcr;
     }
-    for (i = 0; i < SOFTIB_DC_MAX_DCR; i++) {
+    if (dct->num_open == dct->num_dcr) {
+        return NULL;
+    }
+    for (i = 0; i < dct->num_dcr; i++) {
         if (!dct->dcr[i]->open && ((best == NULL) || (dct->dcr[i]->closed_seq < best->closed_seq))) {
             best = dct->dcr[i];
         }
     }
+    softib_dcr_unhash(dct, best);   /* it forgets its last initiator */
     return best;
 }
 
@@ -309,6 +377,7 @@ static void softib_dcr_close(softib_dct_t *dct, softib_dcr_t *dcr)
     }
     dcr->qp.super.state = AXON_DEV_QPS_RESET;
     dcr->open           = 0;
+    dct->num_open--;
     dcr->closed_seq     = ++dct->close_seq;
 }
 
@@ -338,6 +407,10 @@ static void softib_dcr_open(softib_dev_t *dev, softib_dct_t *dct, softib_dcr_t *
     dcr->src_gid                = *src_gid;
     dcr->conn_psn               = pkt->dceth.conn_psn;
     dcr->open                   = 1;
+    dct->num_open++;
+    if (!dcr->hashed) {
+        softib_dcr_hash(dct, dcr);
+    }
 }
 
 /* An answer without a responder context: DISCONNECT_ACK, or an RNR NAK */
@@ -392,7 +465,7 @@ void softib_dc_rx(softib_dev_t *dev, softib_dct_t *dct, const softib_pkt_t *pkt,
         }
         if ((dcr == NULL) && ((dcr = softib_dcr_take(dev, dct)) == NULL)) {
             axon_debug("softib: DCT 0x%x: all %u responder contexts busy: RNR NAK to QP 0x%x",
-                       dct->super.dct_num, SOFTIB_DC_MAX_DCR, pkt->src_qpn);
+                       dct->super.dct_num, dct->max_dcr, pkt->src_qpn);
             softib_dc_reply(dev, dct, pkt, src_gid, SOFTIB_OP_ACK);
             return;
         }
@@ -452,6 +525,7 @@ int softib_create_dct(axon_dev_context_t *ctx, axon_dev_dct_init_attr_t *attr,
         axon_error("softib: create_dct: no memory");
         return ENOMEM;
     }
+    dct->max_dcr                  = dev->opts.dc_max_dcr;
     dct->init                     = *attr;
     dct->state                    = AXON_DEV_DCT_STATE_ACTIVE;
     dct->super.context            = ctx;
@@ -479,16 +553,6 @@ int softib_create_dct(axon_dev_context_t *ctx, axon_dev_dct_init_attr_t *attr,
     return 0;
 }
 
-static unsigned softib_dct_open_dcrs(const softib_dct_t *dct)
-{
-    unsigned i, n = 0;
-
-    for (i = 0; i < SOFTIB_DC_MAX_DCR; i++) {
-        n += (dct->dcr[i] != NULL) && dct->dcr[i]->open;
-    }
-    return n;
-}
-
 /*
  * New initiators are refused at once; connected ones have until they
  * disconnect, or SOFTIB_DC_DRAIN_NS, to finish (the DCT keeps answering
@@ -505,23 +569,21 @@ int softib_destroy_dct(axon_dev_dct_t *adct)
 
     pthread_mutex_lock(&dev->lock);
     dct->state = AXON_DEV_DCT_STATE_DRAINING;
-    while (softib_dct_open_dcrs(dct) && (axon_sys_time_ns() < deadline)) {
+    while (dct->num_open && (axon_sys_time_ns() < deadline)) {
         softib_progress(dev);
         pthread_mutex_unlock(&dev->lock);
         usleep(50);
         pthread_mutex_lock(&dev->lock);
     }
-    if (softib_dct_open_dcrs(dct)) {
+    if (dct->num_open) {
         axon_debug("softib: DCT 0x%x destroyed with %u initiators still connected",
-                   adct->dct_num, softib_dct_open_dcrs(dct));
+                   adct->dct_num, dct->num_open);
     }
     dct->state = AXON_DEV_DCT_STATE_DRAINED;
     dev->qps[SOFTIB_QPN_INDEX(adct->dct_num)] = NULL;
     dev->num_qps--;
-    for (i = 0; i < SOFTIB_DC_MAX_DCR; i++) {
-        if ((dcr = dct->dcr[i]) == NULL) {
-            continue;
-        }
+    for (i = 0; i < dct->num_dcr; i++) {
+        dcr = dct->dcr[i];
         if (dcr->open) {
             softib_dcr_close(dct, dcr);
         }
@@ -532,6 +594,8 @@ int softib_destroy_dct(axon_dev_dct_t *adct)
     softib_cq(adct->cq)->refcnt--;
     softib_srq(adct->srq)->refcnt--;
     pthread_mutex_unlock(&dev->lock);
+    free(dct->dcr);
+    free(dct->hash);
     free(dct);
     return 0;
 }

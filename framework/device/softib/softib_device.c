@@ -90,7 +90,7 @@ static void softib_fill_attr(softib_dev_t *dev, uint32_t ipv4_addr, uint64_t cap
         softib_xchan_caps(a);
     }
     if (caps & AXON_DEV_CAP_DC) {
-        softib_dc_caps(a);
+        softib_dc_caps(a, dev->opts.dc_max_dcr);
     }
     if (caps & AXON_DEV_CAP_UMR) {
         softib_umr_caps(a);

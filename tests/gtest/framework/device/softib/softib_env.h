@@ -709,7 +709,7 @@ protected:
             "AXON_SOFTIB_DEVICES", "AXON_SOFTIB_WIRE", "AXON_SOFTIB_ADDR",
             "AXON_SOFTIB_MTU", "AXON_SOFTIB_MAX_INLINE", "AXON_SOFTIB_LOSS",
             "AXON_SOFTIB_DUP", "AXON_SOFTIB_REORDER", "AXON_SOFTIB_SEED",
-            "AXON_SOFTIB_PROGRESS_THREAD", "AXON_SOFTIB_CAP_MASK",
+            "AXON_SOFTIB_PROGRESS_THREAD", "AXON_SOFTIB_CAP_MASK", "AXON_SOFTIB_DC_MAX_DCR",
         };
         for (const char *v : vars) {
             env_.set(v, nullptr);

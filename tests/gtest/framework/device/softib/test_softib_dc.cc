@@ -226,6 +226,21 @@ TEST_F(SoftibDc, CapabilitiesInDeviceAttributes)
     EXPECT_GT(a.dc.max_dcr, 1u);
 }
 
+TEST_F(SoftibDc, MaxDcrIsConfigurableAndOutOfRangeValuesAreRefused)
+{
+    env_.set("AXON_SOFTIB_DC_MAX_DCR", "3");
+    open_dev();
+    EXPECT_EQ(3u, dev_.attr.dc.max_dcr);
+    dev_.close();
+    for (const char *bad : {"0", "65537"}) {
+        env_.set("AXON_SOFTIB_DC_MAX_DCR", bad);
+        LogCapture log;
+        EXPECT_EQ(EINVAL, dev_.open()) << bad;
+        EXPECT_TRUE(log.any_contains((std::string("AXON_SOFTIB_DC_MAX_DCR=") + bad).c_str()))
+            << bad;
+    }
+}
+
 TEST_F(SoftibDc, CapMaskRemovesDc)
 {
     env_.set("AXON_SOFTIB_CAP_MASK", "dc");
@@ -848,7 +863,9 @@ TEST_F(SoftibDc, DestroyedOrResetDciLeavesItsTarget)
  */
 TEST_F(SoftibDcSlow, ManyDcisOnOneDctShareItsResponderContexts)
 {
+    env_.set("AXON_SOFTIB_DC_MAX_DCR", "16");
     open_dc(0);
+    ASSERT_EQ(16u, dev_.attr.dc.max_dcr);
     const int ndci = (int)dev_.attr.dc.max_dcr + 8, per = 8, total = ndci * per;
     Buf rb = dev_.reg((size_t)total * 64, kLocalWrite);
     for (int i = 0; i < total; ++i) {
