@@ -126,7 +126,7 @@ static void softib_dc_send_disc(softib_qp_t *qp)
     len = softib_pkt_build(dev->tx_buf, &pkt);
     softib_send_pkt(dev, qp, &qp->dc.disc_dgid, qp->dc.disc_dct, len);  /* full wire: resent */
     qp->dc.disc_deadline = axon_sys_time_ns() + (tmo ? tmo : SOFTIB_DC_DISC_NS);
-    softib_timer_changed(dev, qp->dc.disc_deadline);
+    softib_qp_timer(qp, qp->dc.disc_deadline);
 }
 
 /* End the current connection; 0 if the previous disconnect is still unconfirmed */
@@ -176,7 +176,7 @@ void softib_dc_req_idle(softib_qp_t *qp)
 {
     if (qp->dc.connected && (qp->sq_head == qp->sq_tail) && !qp->dc.idle_deadline) {
         qp->dc.idle_deadline = axon_sys_time_ns() + SOFTIB_DC_IDLE_NS;
-        softib_timer_changed(softib_qp_dev(qp), qp->dc.idle_deadline);
+        softib_qp_timer(qp, qp->dc.idle_deadline);
     }
 }
 
@@ -288,7 +288,6 @@ static softib_dcr_t *softib_dcr_take(softib_dev_t *dev, softib_dct_t *dct)
             dcr->qp.super.state   = AXON_DEV_QPS_RESET;
             dcr->qp.dct           = dct;
             axon_list_init(&dcr->qp.ack_link);
-            axon_list_add_tail(&dev->qp_list, &dcr->qp.link);   /* read responses, ACKs */
             return dct->dcr[i] = dcr;
         }
     }
@@ -398,6 +397,7 @@ void softib_dc_rx(softib_dev_t *dev, softib_dct_t *dct, const softib_pkt_t *pkt,
         }
         softib_dcr_open(dev, dct, dcr, pkt, src_gid);
     }
+    softib_qp_activate(&dcr->qp);   /* read responses may be due */
     softib_resp_rx(dev, &dcr->qp, pkt, src_gid);
 }
 
@@ -525,7 +525,7 @@ int softib_destroy_dct(axon_dev_dct_t *adct)
         if (dcr->open) {
             softib_dcr_close(dct, dcr);
         }
-        axon_list_del(&dcr->qp.link);
+        softib_qp_deactivate(&dcr->qp);
         free(dcr);
     }
     softib_pd(adct->pd)->refcnt--;
