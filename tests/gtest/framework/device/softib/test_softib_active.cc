@@ -1,7 +1,8 @@
 /*
- * The engine's active list: a progress pass visits only the QPs with work
+ * The engine's schedule: a progress pass visits only the QPs with work
  * (softib_qp_activate in softib.h), so a thousand idle QPs cost it nothing,
- * and a QP that finished its work leaves the list again.
+ * a QP that finished its work leaves the active list again, and one that
+ * only waits for a timer is looked at when the timer is due.
  * softib_qp_visits counts the QPs the passes visited.
  */
 #include "softib_env.h"
@@ -111,6 +112,37 @@ TEST_F(SoftibActive, BusyPairIsVisitedAloneAndLeavesWhenDone)
     EXPECT_LT(busy, (uint64_t)kIdleQps) << "idle QPs were visited while a pair was busy";
     /* every packet is acknowledged: no timer, nothing to send, nothing to answer */
     EXPECT_EQ(0u, visits_of_polls(a.scq)) << "a finished pair stayed on the active list";
+}
+
+/*
+ * A send to a peer that never answers leaves its QP waiting for the
+ * retransmission timer only: no pass visits it until the timer is due,
+ * which still fires (retry_cnt 1: two timeouts, then RETRY_EXC_ERR).
+ */
+TEST_F(SoftibActive, QpWaitingForATimerIsVisitedWhenItIsDue)
+{
+    const uint8_t kTimeout67ms = 14;
+    axon_dev_send_wr_t wr, *bad = nullptr;
+    axon_dev_sge_t sge;
+    axon_dev_wc_t wc;
+    Qp a, silent;
+
+    open_dev();
+    ASSERT_EQ(0, dev_.qp(&a, AXON_DEV_QPT_RC));
+    ASSERT_EQ(0, dev_.qp(&silent, AXON_DEV_QPT_RC));   /* left in RESET: drops what comes */
+    ASSERT_EQ(0, dev_.up(a, silent.qpn(), dev_.gid, kPsnB, kPsnA, kTimeout67ms, 1));
+    Buf sbuf = dev_.reg(64, 0);
+    make_wr(&wr, &sge, 1, AXON_DEV_WR_SEND, sbuf.ptr, 64, sbuf.lkey());
+    double sent = axon_test_time();
+    ASSERT_EQ(0, axon_dev_post_send(a.qp, &wr, &bad));   /* its pass sends the packet */
+    EXPECT_EQ(0, axon_dev_poll_cq(a.scq, 1, &wc));      /* ... this one delivers it, dropped */
+    uint64_t visits = visits_of_polls(a.scq);
+    if (axon_test_time() - sent < 0.060) {   /* the polls ended before the timer was due */
+        EXPECT_EQ(0u, visits) << "a QP waiting for its timer was visited by every pass";
+    }
+    ASSERT_TRUE(poll_one(a.scq, &wc)) << "the retransmission timer never fired";
+    EXPECT_EQ(AXON_DEV_WC_RETRY_EXC_ERR, wc.status) << wc_status_name(wc.status);
+    EXPECT_GE(axon_test_time() - sent, 0.12) << "two 67 ms timeouts";
 }
 
 } // namespace
