@@ -53,6 +53,7 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/framework/device/test_device.cc \
 	tests/gtest/framework/device/rdmacore/test_rdmacore_cm.cc \
 	tests/gtest/framework/device/softib/softib_env.h \
+	tests/gtest/framework/device/softib/test_softib_active.cc \
 	tests/gtest/framework/device/softib/test_softib_cm.cc \
 	tests/gtest/framework/device/softib/test_softib_data.cc \
 	tests/gtest/framework/device/softib/test_softib_device.cc \

@@ -99,11 +99,16 @@ typedef struct softib_dev {
     uint32_t            qkey_viol;
     uint32_t            dc_psn;            /* DCIs start here: past every PSN a DCI used */
     uint32_t            next_pd_handle;
-    /* QPs by QPN index; all QPs also on qp_list for the engine */
+    /* QPs by QPN index */
     struct softib_qp   *qps[SOFTIB_QPN_MAX_INDEX + 1];
     unsigned            next_qp_index;
     unsigned            num_qps;
-    axon_list_link_t    qp_list;
+    /* The QPs a progress pass looks at (softib_qp_activate): those with work now, and
+     * those waiting only for a timer, none of which is due before timed_due (ns) */
+    axon_list_link_t    active_list;
+    axon_list_link_t    timed_list;
+    uint64_t            timed_due;
+    uint64_t            qp_visits;         /* QPs the passes visited, for softib_qp_visits */
     axon_list_link_t    ack_list;          /* QPs with a coalesced ACK to send */
     /* MR key table: key = index << 8 | generation */
     struct softib_mr  **mrs;
@@ -247,7 +252,8 @@ typedef struct softib_qp {
     axon_dev_qp_attr_t attr;               /* values as set by modify_qp */
     axon_dev_qp_cap_t  cap;
     int                sq_sig_all;
-    axon_list_link_t   link;               /* dev->qp_list */
+    axon_list_link_t   sched_link;         /* dev->active_list or timed_list, per sched */
+    int                sched;              /* SOFTIB_QP_IDLE, _ACTIVE, _TIMED */
     axon_list_link_t   ack_link;           /* dev->ack_list */
     int                ack_queued;
     int                sq_draining;
@@ -489,6 +495,38 @@ int  softib_qp_attr_check(softib_qp_t *qp, const axon_dev_qp_attr_t *attr, int m
 void     softib_progress(softib_dev_t *dev);
 uint64_t softib_next_deadline(softib_dev_t *dev);
 void     softib_timer_changed(softib_dev_t *dev, uint64_t deadline);
+
+/*
+ * The schedule (a NIC's doorbell list): a QP is on the active list or the
+ * timed list whenever softib_qp_idle() is false. Engine work appears on a
+ * QP only through a packet for it, a consumer call on it (post_send,
+ * modify_qp), a timer it arms (softib_qp_timer), an ENABLE of its queue or
+ * its move to ERR, and each of those puts it on the active list. A pass
+ * visits the active QPs; one left waiting only for a timer moves to the
+ * timed list (looked at when its earliest timer is due), an idle one
+ * leaves. Idle QPs cost a pass nothing. Lock held.
+ */
+enum { SOFTIB_QP_IDLE, SOFTIB_QP_ACTIVE, SOFTIB_QP_TIMED };
+static inline void softib_qp_deactivate(softib_qp_t *qp)
+{
+    if (qp->sched != SOFTIB_QP_IDLE) {
+        qp->sched = SOFTIB_QP_IDLE;
+        axon_list_del(&qp->sched_link);
+    }
+}
+static inline void softib_qp_activate(softib_qp_t *qp)
+{
+    if (qp->sched != SOFTIB_QP_ACTIVE) {
+        softib_qp_deactivate(qp);
+        qp->sched = SOFTIB_QP_ACTIVE;
+        axon_list_add_tail(&softib_qp_dev(qp)->active_list, &qp->sched_link);
+    }
+}
+int      softib_qp_idle(const softib_qp_t *qp);
+/* qp armed a timer due at deadline (ns): it stays active, the thread wakes in time */
+void     softib_qp_timer(softib_qp_t *qp, uint64_t deadline);
+/* QPs the progress passes of ctx visited so far (tests: idle QPs are not visited) */
+uint64_t softib_qp_visits(axon_dev_context_t *ctx);
 int      softib_wait_fd(softib_dev_t *dev, int fd);
 int      softib_thread_start(softib_dev_t *dev);
 void     softib_thread_stop(softib_dev_t *dev);

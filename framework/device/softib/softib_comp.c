@@ -11,8 +11,7 @@
 /* The responder moved: retries start over, the timer restarts (or stops) */
 static void softib_comp_progressed(softib_qp_t *qp)
 {
-    softib_dev_t *dev = softib_qp_dev(qp);
-    uint64_t tmo      = softib_ack_timeout_ns(qp);
+    uint64_t tmo = softib_ack_timeout_ns(qp);
 
     qp->comp.retry_left = qp->attr.retry_cnt;
     qp->comp.rnr_left   = qp->attr.rnr_retry;
@@ -20,7 +19,7 @@ static void softib_comp_progressed(softib_qp_t *qp)
         qp->comp.rto_deadline = 0;
     } else {
         qp->comp.rto_deadline = axon_sys_time_ns() + tmo;
-        softib_timer_changed(dev, qp->comp.rto_deadline);
+        softib_qp_timer(qp, qp->comp.rto_deadline);
     }
 }
 
@@ -79,8 +78,7 @@ static const axon_dev_wc_status_t softib_nak_status[] = {
 
 static void softib_comp_aeth(softib_qp_t *qp, const softib_pkt_t *pkt)
 {
-    softib_dev_t *dev = softib_qp_dev(qp);
-    uint32_t prev     = softib_psn_add(pkt->psn, SOFTIB_PSN_MASK);   /* psn - 1 */
+    uint32_t prev = softib_psn_add(pkt->psn, SOFTIB_PSN_MASK);   /* psn - 1 */
 
     switch (pkt->aeth.code) {
     case SOFTIB_AETH_ACK:
@@ -106,7 +104,7 @@ static void softib_comp_aeth(softib_qp_t *qp, const softib_pkt_t *pkt)
         qp->comp.rto_deadline = 0;
         qp->comp.rnr_psn      = pkt->psn;
         qp->comp.rnr_deadline = axon_sys_time_ns() + softib_rnr_timeout_ns(pkt->aeth.rnr_timer);
-        softib_timer_changed(dev, qp->comp.rnr_deadline);
+        softib_qp_timer(qp, qp->comp.rnr_deadline);
         break;
     case SOFTIB_AETH_NAK_SEQ:
         if (softib_comp_ack_upto(qp, prev)) {

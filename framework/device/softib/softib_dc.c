@@ -134,7 +134,7 @@ static void softib_dc_send_disc(softib_qp_t *qp)
     len = softib_pkt_build(dev->tx_buf, &pkt);
     softib_send_pkt(dev, qp, &qp->dc.disc_dgid, qp->dc.disc_dct, len);  /* full wire: resent */
     qp->dc.disc_deadline = axon_sys_time_ns() + (tmo ? tmo : SOFTIB_DC_DISC_NS);
-    softib_timer_changed(dev, qp->dc.disc_deadline);
+    softib_qp_timer(qp, qp->dc.disc_deadline);
 }
 
 /* End the current connection; 0 if the previous disconnect is still unconfirmed */
@@ -184,7 +184,7 @@ void softib_dc_req_idle(softib_qp_t *qp)
 {
     if (qp->dc.connected && (qp->sq_head == qp->sq_tail) && !qp->dc.idle_deadline) {
         qp->dc.idle_deadline = axon_sys_time_ns() + SOFTIB_DC_IDLE_NS;
-        softib_timer_changed(softib_qp_dev(qp), qp->dc.idle_deadline);
+        softib_qp_timer(qp, qp->dc.idle_deadline);
     }
 }
 
@@ -330,7 +330,7 @@ static int softib_dcr_grow(softib_dct_t *dct)
     return 0;
 }
 
-static softib_dcr_t *softib_dcr_take(softib_dev_t *dev, softib_dct_t *dct)
+static softib_dcr_t *softib_dcr_take(softib_dct_t *dct)
 {
     softib_dcr_t *best = NULL, *dcr;
     unsigned i;
@@ -353,7 +353,6 @@ static softib_dcr_t *softib_dcr_take(softib_dev_t *dev, softib_dct_t *dct)
         dcr->qp.super.state   = AXON_DEV_QPS_RESET;
         dcr->qp.dct           = dct;
         axon_list_init(&dcr->qp.ack_link);
-        axon_list_add_tail(&dev->qp_list, &dcr->qp.link);   /* read responses, ACKs */
         return dct->dcr[dct->num_dcr++] = dcr;
     }
     if (dct->num_open == dct->num_dcr) {
@@ -463,7 +462,7 @@ void softib_dc_rx(softib_dev_t *dev, softib_dct_t *dct, const softib_pkt_t *pkt,
             ((dcr != NULL) && (softib_psn_diff(conn, dcr->conn_psn) <= 0))) {
             return;   /* stale, after a lost first packet, or the DCT is going away */
         }
-        if ((dcr == NULL) && ((dcr = softib_dcr_take(dev, dct)) == NULL)) {
+        if ((dcr == NULL) && ((dcr = softib_dcr_take(dct)) == NULL)) {
             axon_debug("softib: DCT 0x%x: all %u responder contexts busy: RNR NAK to QP 0x%x",
                        dct->super.dct_num, dct->max_dcr, pkt->src_qpn);
             softib_dc_reply(dev, dct, pkt, src_gid, SOFTIB_OP_ACK);
@@ -471,6 +470,7 @@ void softib_dc_rx(softib_dev_t *dev, softib_dct_t *dct, const softib_pkt_t *pkt,
         }
         softib_dcr_open(dev, dct, dcr, pkt, src_gid);
     }
+    softib_qp_activate(&dcr->qp);   /* read responses may be due */
     softib_resp_rx(dev, &dcr->qp, pkt, src_gid);
 }
 
@@ -587,7 +587,7 @@ int softib_destroy_dct(axon_dev_dct_t *adct)
         if (dcr->open) {
             softib_dcr_close(dct, dcr);
         }
-        axon_list_del(&dcr->qp.link);
+        softib_qp_deactivate(&dcr->qp);
         free(dcr);
     }
     softib_pd(adct->pd)->refcnt--;

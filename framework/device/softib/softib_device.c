@@ -189,7 +189,9 @@ static int softib_open(const char *name, axon_dev_context_t **ctx_p)
     }
     softib_wire_gid(dev->wire, &dev->gid);
     pthread_mutex_init(&dev->lock, NULL);
-    axon_list_init(&dev->qp_list);
+    axon_list_init(&dev->active_list);
+    axon_list_init(&dev->timed_list);
+    dev->timed_due = UINT64_MAX;
     axon_list_init(&dev->ack_list);
     axon_list_init(&dev->mkey_lists);
     dev->next_qp_index  = 1;

@@ -323,6 +323,7 @@ static int softib_post_send_locked(softib_qp_t *qp, axon_dev_send_wr_t *wr,
         softib_send_wr_copy(qp, softib_sq_wqe(qp, qp->sq_tail), wr, (uint32_t)length);
         qp->sq_tail++;
     }
+    softib_qp_activate(qp);   /* the doorbell */
     if ((aqp->state == AXON_DEV_QPS_ERR) || (aqp->state == AXON_DEV_QPS_SQE)) {
         softib_qp_flush(qp);
     }

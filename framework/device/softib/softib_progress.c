@@ -1,6 +1,8 @@
 /*
  * Engine progress: packets from the wire to the responder and completer,
- * timers, then each QP's read responses and requests.
+ * then, for each QP on the active list (softib.h), its timers, read
+ * responses and requests; a QP left waiting for a timer only waits on the
+ * timed list, one with nothing to do leaves.
  *
  * It runs from the consumer's calls (poll_cq, posts, modify_qp, waits for
  * events) and, with AXON_SOFTIB_PROGRESS_THREAD, from a thread per device
@@ -42,11 +44,138 @@ static void softib_dispatch(softib_dev_t *dev, size_t len, const axon_dev_gid_t 
         return;
     }
     if (qp->dct != NULL) {
-        softib_dc_rx(dev, qp->dct, &pkt, src_gid);
-    } else if (pkt.info->flags & SOFTIB_OPF_REQUEST) {
+        softib_dc_rx(dev, qp->dct, &pkt, src_gid);   /* activates the responder context */
+        return;
+    }
+    /* an answer may open the window or finish a drain; a request may leave responses due */
+    softib_qp_activate(qp);
+    if (pkt.info->flags & SOFTIB_OPF_REQUEST) {
         softib_resp_rx(dev, qp, &pkt, src_gid);
     } else {
         softib_comp_rx(dev, qp, &pkt);
+    }
+}
+
+/* The requester would take a WQE (or learn it must wait for an answer) */
+static int softib_req_pending(const softib_qp_t *qp)
+{
+    if (!softib_qp_can_send(qp) || ((int)(softib_sq_limit(qp) - qp->sq_req) <= 0) ||
+        qp->comp.rnr_deadline) {
+        return 0;
+    }
+    return (qp->super.state != AXON_DEV_QPS_SQD) || ((int)(qp->sq_req - qp->sqd_tail) < 0);
+}
+
+/* Work for the next pass, timers aside */
+static int softib_qp_busy_now(const softib_qp_t *qp)
+{
+    /* a drained, connected DCI arms its idle timer in its next pass */
+    int dci_idle_due = (qp->super.qp_type == AXON_DEV_QPT_DC_INI) && qp->dc.connected &&
+                       !qp->dc.idle_deadline && (qp->sq_head == qp->sq_tail) &&
+                       softib_qp_can_send(qp);
+    /* SQD reached: the requester reports SQ_DRAINED */
+    int drained_due  = qp->sq_draining && (qp->super.state == AXON_DEV_QPS_SQD) &&
+                       ((int)(qp->sq_head - qp->sqd_tail) >= 0);
+
+    return softib_req_pending(qp) || qp->req.blocked || softib_resp_busy(qp) ||
+           dci_idle_due || drained_due;
+}
+
+/* The earliest timer armed on qp (ns), 0 none */
+static uint64_t softib_qp_deadline(const softib_qp_t *qp)
+{
+    const uint64_t t[] = {qp->comp.rto_deadline, qp->comp.rnr_deadline, qp->dc.idle_deadline,
+                          qp->dc.disc_deadline};
+    uint64_t first = 0;
+    unsigned i;
+
+    for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        if (t[i] && (!first || (t[i] < first))) {
+            first = t[i];
+        }
+    }
+    return first;
+}
+
+/* Nothing for a pass to do, now or on a timer: a scheduled QP is one that is not idle */
+int softib_qp_idle(const softib_qp_t *qp)
+{
+    return !softib_qp_busy_now(qp) && !softib_qp_deadline(qp);
+}
+
+void softib_qp_timer(softib_qp_t *qp, uint64_t deadline)
+{
+    softib_qp_activate(qp);
+    softib_timer_changed(softib_qp_dev(qp), deadline);
+}
+
+uint64_t softib_qp_visits(axon_dev_context_t *ctx)
+{
+    softib_dev_t *dev = softib_dev(ctx);
+    uint64_t visits;
+
+    pthread_mutex_lock(&dev->lock);
+    visits = dev->qp_visits;
+    pthread_mutex_unlock(&dev->lock);
+    return visits;
+}
+
+/* Timed QPs whose timer is due join the active ones; timed_due moves to the next timer */
+static void softib_progress_timed(softib_dev_t *dev, uint64_t now)
+{
+    axon_list_link_t *link = dev->timed_list.next;
+    softib_qp_t *qp;
+    uint64_t due;
+
+    if (now < dev->timed_due) {
+        return;
+    }
+    dev->timed_due = UINT64_MAX;
+    while (link != &dev->timed_list) {
+        qp   = axon_container_of(link, softib_qp_t, sched_link);
+        link = link->next;
+        dev->qp_visits++;
+        due  = softib_qp_deadline(qp);
+        if ((due == 0) || (due <= now)) {
+            softib_qp_activate(qp);   /* due, or its timers went (a reset): a pass sorts it */
+        } else if (due < dev->timed_due) {
+            dev->timed_due = due;
+        }
+    }
+}
+
+/*
+ * The active QPs, and those that become active meanwhile (appended behind:
+ * an ENABLE's target runs in the same pass). A visited QP left waiting for
+ * a timer only moves to the timed list, one with nothing left goes; only
+ * this loop and destroy take QPs off the active list.
+ */
+static void softib_progress_active(softib_dev_t *dev, uint64_t now)
+{
+    axon_list_link_t *link;
+    softib_qp_t *qp;
+    uint64_t due;
+
+    softib_progress_timed(dev, now);
+    link = dev->active_list.next;
+    while (link != &dev->active_list) {
+        qp = axon_container_of(link, softib_qp_t, sched_link);
+        dev->qp_visits++;
+        softib_comp_timers(qp, now);
+        softib_resp_progress(qp);
+        softib_req_progress(qp);
+        link = link->next;
+        if (softib_qp_busy_now(qp)) {
+            continue;
+        }
+        softib_qp_deactivate(qp);
+        if ((due = softib_qp_deadline(qp)) != 0) {
+            qp->sched = SOFTIB_QP_TIMED;
+            axon_list_add_tail(&dev->timed_list, &qp->sched_link);
+            if (due < dev->timed_due) {
+                dev->timed_due = due;
+            }
+        }
     }
 }
 
@@ -65,15 +194,13 @@ static void softib_progress_pass(softib_dev_t *dev, uint64_t now)
         }
         softib_dispatch(dev, (size_t)len, &src_gid);
     }
-    axon_list_for_each(qp, &dev->qp_list, link) {
-        softib_comp_timers(qp, now);
-        softib_resp_progress(qp);
-        softib_req_progress(qp);
-    }
-    /* cross-channel: a WAIT's CQ grew or a queue was enabled during the pass */
+    softib_progress_active(dev, now);
+    /* cross-channel: a WAIT's CQ grew or a queue was enabled during the pass (a WAIT
+     * holds an unsent WQE, an ENABLE activates its target: both are on the list) */
     for (i = 0; dev->xchan_kick && (i < SOFTIB_XCHAN_ROUNDS); i++) {
         dev->xchan_kick = 0;
-        axon_list_for_each(qp, &dev->qp_list, link) {
+        axon_list_for_each(qp, &dev->active_list, sched_link) {
+            dev->qp_visits++;
             softib_req_progress(qp);
         }
     }
@@ -98,11 +225,10 @@ uint64_t softib_next_deadline(softib_dev_t *dev)
         now = axon_sys_time_ns();
         EARLIER(now);
     }
-    axon_list_for_each(qp, &dev->qp_list, link) {
-        EARLIER(qp->comp.rto_deadline);
-        EARLIER(qp->comp.rnr_deadline);
-        EARLIER(qp->dc.disc_deadline);
-        EARLIER(qp->dc.idle_deadline);
+    /* a timed QP's timers are due at timed_due at the earliest */
+    EARLIER(dev->timed_due);
+    axon_list_for_each(qp, &dev->active_list, sched_link) {
+        EARLIER(softib_qp_deadline(qp));
         if (qp->req.blocked || softib_resp_busy(qp)) {
             now = now ? now : axon_sys_time_ns();
             EARLIER(now + SOFTIB_RETRY_NS);

@@ -139,6 +139,7 @@ static void softib_qp_enter_error(softib_qp_t *qp)
 
     qp->super.state  = AXON_DEV_QPS_ERR;
     qp->sq_draining  = 0;
+    softib_qp_activate(qp);   /* what a pass still owes an errored QP, it does then */
     softib_qp_flush(qp);
     if (!was_err && (qp->super.srq != NULL)) {
         softib_qp_event(qp, AXON_DEV_EVENT_QP_LAST_WQE_REACHED);
@@ -370,7 +371,6 @@ int softib_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *init, axon_dev_
     if (dci) {
         softib_dc_start(qp);
     }
-    axon_list_add_tail(&dev->qp_list, &qp->link);
     softib_pd(pd)->refcnt++;
     softib_cq(init->send_cq)->refcnt++;
     softib_cq(init->recv_cq)->refcnt++;
@@ -405,7 +405,7 @@ int softib_destroy_qp(axon_dev_qp_t *aqp)
     softib_umr_drop(qp, qp->sq_head);
     dev->qps[SOFTIB_QPN_INDEX(aqp->qp_num)] = NULL;
     dev->num_qps--;
-    axon_list_del(&qp->link);
+    softib_qp_deactivate(qp);
     if (qp->ack_queued) {
         axon_list_del(&qp->ack_link);
     }
@@ -531,6 +531,7 @@ int softib_modify_qp(axon_dev_qp_t *aqp, axon_dev_qp_attr_t *attr, int mask)
         qp->sq_draining = 0;
     }
     aqp->state = next;
+    softib_qp_activate(qp);   /* RTS again, SQD: the requester has a look */
     softib_progress(dev);
     pthread_mutex_unlock(&dev->lock);
     return 0;

@@ -307,7 +307,7 @@ static int softib_req_send_one(softib_qp_t *qp, softib_send_wqe_t *wqe)
     ret = softib_send_pkt(dev, qp, dgid, dest, hlen + paylen);
     if (ret) {
         qp->req.blocked = 1;
-        softib_timer_changed(dev, axon_sys_time_ns() + 50000);
+        softib_qp_timer(qp, axon_sys_time_ns() + 50000);
         return EAGAIN;
     }
     return 0;
@@ -316,7 +316,6 @@ static int softib_req_send_one(softib_qp_t *qp, softib_send_wqe_t *wqe)
 /* After a packet left: advance the position, complete UC/UD WQEs, arm the timer */
 static void softib_req_sent(softib_qp_t *qp, softib_send_wqe_t *wqe)
 {
-    softib_dev_t *dev = softib_qp_dev(qp);
     uint64_t tmo;
 
     if (softib_wqe_is_rd_atomic(wqe)) {
@@ -331,7 +330,7 @@ static void softib_req_sent(softib_qp_t *qp, softib_send_wqe_t *wqe)
     if (softib_qp_reliable(qp) && (qp->comp.rto_deadline == 0) &&
         ((tmo = softib_ack_timeout_ns(qp)) != 0)) {
         qp->comp.rto_deadline = axon_sys_time_ns() + tmo;
-        softib_timer_changed(dev, qp->comp.rto_deadline);
+        softib_qp_timer(qp, qp->comp.rto_deadline);
     }
     if (qp->req.pkt < wqe->npkts) {
         return;
@@ -408,7 +407,7 @@ void softib_req_progress(softib_qp_t *qp)
     if ((budget == 0) && ((int)(softib_sq_limit(qp) - qp->sq_req) > 0) && !qp->req.blocked) {
         /* more to send than one pass sends: come back soon, even if nobody calls in */
         qp->req.blocked = 1;
-        softib_timer_changed(dev, axon_sys_time_ns());
+        softib_qp_timer(qp, axon_sys_time_ns());
     }
     if (qp->sq_draining && (qp->super.state == AXON_DEV_QPS_SQD) &&
         ((int)(qp->sq_head - qp->sqd_tail) >= 0)) {

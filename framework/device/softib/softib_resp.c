@@ -425,7 +425,7 @@ void softib_resp_progress(softib_qp_t *qp)
         ret = softib_resp_res_send(dev, qp, &qp->resp.rdq[qp->resp.rd_head % SOFTIB_MAX_RD_ATOM],
                                    mtu);
         if (ret < 0) {
-            softib_timer_changed(dev, axon_sys_time_ns() + 50000);
+            softib_qp_timer(qp, axon_sys_time_ns() + 50000);
             break;   /* wire full: continue on the next pass */
         }
         qp->resp.rd_head += (unsigned)ret;

@@ -234,6 +234,7 @@ int softib_xchan_exec(softib_qp_t *qp, softib_send_wqe_t *wqe)
         if ((int)(wqe->xchan_target - *limit) > 0) {
             *limit          = wqe->xchan_target;
             dev->xchan_kick = 1;
+            softib_qp_activate(tq);   /* released WQEs are its work now */
         }
     }
     softib_qp_complete_send(qp, wqe, st);
