@@ -10,11 +10,10 @@
 #
 # The message rates run axon_perf as a server (the peers: a worker each in
 # one process) and a client (the hub) over a TCP control connection, so each
-# side has its own environment: the hub's dc has AXON_DC_NUM_DCI=8 DCIs for
-# its 64 targets, each peer 1 (--peer-dcis), as a peer talking to the hub
-# alone needs no more. softib walks every QP of a process on each progress
-# call, and 64 peers' 8 DCIs each in one process would measure that walk
-# (512 idle QPs: 2-2.5x less rate measured) rather than dc.
+# side has its own environment: AXON_DC_NUM_DCI=8 on both by default (the
+# hub's for its 64 targets; --peer-dcis sets the peers'). A dc iface makes
+# its DCIs as it needs them and softib visits only QPs with work, so a
+# peer's unused DCIs cost nothing.
 #
 # ep_mem's server hosts a worker per peer in one process: for dc's 1024 it
 # runs with 2 DCIs, 128 receive buffers and 64 send buffers per iface
@@ -35,7 +34,7 @@ set -u
 . "$(dirname "$0")/bench_lib.sh"
 
 usage() {
-    sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'
     cat <<EOF
 Options:
   --quick            a tenth of the iterations (a rough verdict)
@@ -43,14 +42,14 @@ Options:
   --rc-ep-peers N    peers of rc's (default 128)
   --fan-peers N      peers of the message rates (default 64)
   --dcis N           AXON_DC_NUM_DCI of the hub in the message rates (default 8)
-  --peer-dcis N      AXON_DC_NUM_DCI of the peers' process there (default 1)
+  --peer-dcis N      AXON_DC_NUM_DCI of the peers' process there (default 8)
   --repeat N         run each measurement N times and keep the best (default 1)
   --as-dc TL         measure TL where dc would be (tries the script without dc)
   --keep             keep the raw axon_perf outputs (their directory is printed)
 EOF
 }
 
-quick=0 repeat=1 keep=0 ep_peers=1024 rc_ep_peers=128 fan_peers=64 dcis=8 peer_dcis=1 dc=dc
+quick=0 repeat=1 keep=0 ep_peers=1024 rc_ep_peers=128 fan_peers=64 dcis=8 peer_dcis=8 dc=dc
 while [ $# -gt 0 ]; do
     case $1 in
         --quick)       quick=1 ;;
