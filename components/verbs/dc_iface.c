@@ -154,8 +154,13 @@ static void axon_dc_iface_rx_completion(axon_dc_iface_t *iface, const axon_dev_w
         } else {
             axon_warn("%s: no handler for AM id %u, message dropped", iface->name, hdr->am_id);
         }
-    } else if (hdr->type != AXON_DC_MSG_KEEPALIVE) {
+    } else if ((hdr->type == AXON_DC_MSG_FC_REQ) || (hdr->type == AXON_DC_MSG_FC_GRANT)) {
         axon_dc_fc_rx(iface, hdr, wc->byte_len);
+    } else if ((hdr->type == AXON_DC_MSG_HELLO) || (hdr->type == AXON_DC_MSG_BYE)) {
+        axon_dc_bye_rx(iface, hdr, wc->byte_len);
+    } else if (hdr->type != AXON_DC_MSG_KEEPALIVE) {
+        axon_debug("%s: message of type %u, %u bytes, dropped", iface->name, hdr->type,
+                   wc->byte_len);
     }
     axon_dc_iface_rx_return(iface, buf);
 }
@@ -335,7 +340,15 @@ static void axon_dc_iface_close(axon_iface_t *tl_iface)
     axon_dc_iface_t *iface = (axon_dc_iface_t *)tl_iface;
     int ret;
 
-    /* initiators first (they drain: bounded), then the target, then its queues */
+    double deadline = axon_sys_time_sec() + AXON_DC_CLOSE_WAIT_SEC;
+
+    /* our work through, then goodbyes after it (peers that said hello take our close for
+     * a close, not a failure), all bounded; then the initiators, the target, its queues */
+    iface->peer_failure = NULL;   /* the worker is going away: nobody to tell */
+    if ((iface->dcis != NULL) && (iface->dct != NULL) &&
+        axon_dc_dci_drain(iface, deadline)) {
+        axon_dc_bye_send_all(iface, deadline);
+    }
     axon_dc_dci_pool_cleanup(iface);
     if ((iface->dct != NULL) && ((ret = axon_dev_destroy_dct(iface->dct)) != 0)) {
         axon_warn("%s: destroy_dct: %d", iface->name, ret);
@@ -344,6 +357,7 @@ static void axon_dc_iface_close(axon_iface_t *tl_iface)
         axon_warn("%s: destroy_srq: %d", iface->name, ret);
     }
     axon_dc_fc_cleanup(iface);
+    axon_dc_bye_cleanup(iface);
     axon_dc_ep_table_cleanup(iface);
     axon_dc_ah_cleanup(iface);
     iface->rx_pool.num_free = iface->rx_pool.count;   /* posted buffers went with the SRQ */
