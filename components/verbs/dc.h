@@ -25,9 +25,9 @@
  * credit requests answered by grants sent through the receiver's DCIs.
  *
  * Goodbye (dc_bye.c): a receive completion does not name its sender, so an
- * endpoint's first WR is a hello naming its DCT; the receiver keeps the
- * DCTs that said hello (peers that may be waiting on it) and sends each a
- * goodbye when its iface closes. A goodbye fails the receiver's endpoints
+ * endpoint's first WR is a hello naming its DCT; both sides keep the DCT
+ * of the other (the receiver's peer may be waiting on it) and send each a
+ * goodbye when their iface closes. A goodbye fails the receiver's endpoints
  * to that DCT quietly (CONNECTION_RESET, not reported): a closed peer is not
  * a failed one.
  *
@@ -124,7 +124,8 @@ typedef struct axon_dc_tx_desc {
     uint8_t               grant;  /* an FC_GRANT: buf says where it goes */
 } axon_dc_tx_desc_t;
 
-/* A peer's DCT that said hello: it may hold endpoints to us, so it gets our goodbye */
+/* A peer's DCT that a hello came from (it may hold endpoints to us) or went to (it
+ * knows us): it gets our goodbye */
 typedef struct axon_dc_hello_peer {
     axon_dc_target_t           target;
     struct axon_dc_hello_peer *next;   /* hash chain */
@@ -229,7 +230,7 @@ struct axon_dc_iface {
     uint32_t                  ep_gen;
     /* Address handles */
     axon_dc_ah_t             *ahs[AXON_DC_AH_HASH];
-    /* Peers that said hello and no goodbye (dc_bye.c) */
+    /* Peers a hello came from or went to, no goodbye since (dc_bye.c) */
     axon_dc_hello_peer_t     *hello_peers[AXON_DC_HELLO_HASH];
     unsigned                  num_hello_peers;
     /* Timers */
@@ -261,7 +262,8 @@ unsigned      axon_dc_iface_poll(axon_dc_iface_t *iface);
 axon_status_t axon_dc_dci_pool_init(axon_dc_iface_t *iface);
 /* iface close: progress until no DCI has WRs in flight or until deadline; 1 if drained */
 int           axon_dc_dci_drain(axon_dc_iface_t *iface, double deadline);
-/* A DCI with nothing in flight (iface close: whoever held it), or NULL */
+/* A DCI with nothing in flight (iface close: whoever held it), a new one if none and
+ * the pool has room, or NULL */
 axon_dc_dci_t *axon_dc_dci_idle(axon_dc_iface_t *iface);
 /* iface close, after the drain: destroy the DCIs */
 void          axon_dc_dci_pool_cleanup(axon_dc_iface_t *iface);

@@ -2,8 +2,8 @@
  * dc goodbyes (dc_wire.h). A peer whose endpoint to us watches our DCT
  * (keep-alive, sends) would take our iface's close for its failure. A
  * receive completion does not name its sender, so each endpoint's first WR
- * is a hello naming its DCT: we keep the DCTs that said hello, and when our
- * iface closes each gets a goodbye naming ours. A goodbye received fails our
+ * is a hello naming its DCT: we keep the DCTs that a hello came from or went
+ * to, and when our iface closes each gets a goodbye naming ours. A goodbye received fails our
  * endpoints to that DCT at once, quietly: later sends return
  * CONNECTION_RESET and nothing is reported (rc's PEER_BYE: errors after a
  * goodbye are not failures).
@@ -13,7 +13,7 @@
 #include <string.h>
 #include "dc.h"
 
-/* ------------------------------------------------------------ who said hello */
+/* ------------------------------------------------------------ whom a hello came from or went to */
 
 static axon_dc_hello_peer_t **axon_dc_bye_bucket(axon_dc_iface_t *iface,
                                                  const axon_dc_target_t *target)
@@ -91,8 +91,12 @@ axon_status_t axon_dc_bye_hello(axon_dc_iface_t *iface, axon_dc_dci_t *dci, axon
     status = axon_dc_post_signed(iface, dci, ep, &ep->target, AXON_DC_MSG_HELLO, 0, ep->id);
     if (status != AXON_OK) {
         ep->flags |= AXON_DC_EP_F_HELLO_DUE;
+        return status;
     }
-    return status;
+    /* it gets our goodbye too: it forgets us then, and does not say goodbye to a DCT
+     * that is gone (which would hold its close for the retries) */
+    axon_dc_bye_remember(iface, &ep->target);
+    return AXON_OK;
 }
 
 /* ------------------------------------------------------------ goodbye received */

@@ -140,7 +140,7 @@ axon_dc_dci_t *axon_dc_dci_idle(axon_dc_iface_t *iface)
             return dci;
         }
     }
-    return NULL;
+    return axon_dc_dci_create(iface);   /* NULL once the pool is full */
 }
 
 void axon_dc_dci_pool_cleanup(axon_dc_iface_t *iface)

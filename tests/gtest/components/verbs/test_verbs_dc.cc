@@ -17,6 +17,8 @@
  *   - 32 senders to one receiver that does not poll: each stops after
  *     exactly one window, so the SRQ never runs dry; then all arrive;
  *   - a grant flushed by another endpoint's failure is sent again;
+ *   - goodbye: ifaces closing in any order neither wait for a goodbye to
+ *     a DCT that is gone nor report one another;
  *   - keep-alive (a forked peer): a receive-only survivor notices its
  *     killed peer, an idle live one is left alone; a peer that closes
  *     normally says goodbye: not reported, sends to it fail at once.
@@ -651,6 +653,69 @@ INSTANTIATE_TEST_SUITE_P(Policies, VerbsDcTimed,
                          [](const ::testing::TestParamInfo<const char *> &info) {
                              return std::string(info.param);
                          });
+
+/* ---------------------------------------------------------------- goodbye */
+
+/* Close w's iface; how long it took */
+double close_timed(DcWorker *w)
+{
+    double t0 = axon_test_time();
+    w->iface->ops->iface_close(w->iface);
+    w->iface = nullptr;
+    return axon_test_time() - t0;
+}
+
+/*
+ * A sends to B and C, B to A (the hellos go both ways), then they close in
+ * turn. B's goodbye closes A's endpoint to B quietly; A's goodbye makes C
+ * forget A. So no close waits for the retries of a goodbye to a DCT that is
+ * gone (with the default timeout, until the 0.5 s close deadline), and
+ * nothing is reported anywhere.
+ */
+TEST(VerbsDcByeTimed, PeersCloseInAnyOrderWithoutWaitsOrFailures)
+{
+    EnvGuard env;
+    small_ifaces(&env);
+    DcWorld world;
+    ASSERT_EQ(AXON_OK, world.load());
+    DcWorker *a = world.open(), *b = world.open(), *c = world.open();
+    ASSERT_TRUE(a && b && c);
+    axon_tl_ep_t *ab = a->connect(*b), *ac = a->connect(*c), *ba = b->connect(*a);
+    const axon_iface_ops_t *ops = a->iface->ops;
+    ASSERT_EQ(AXON_OK, a->send(ab, 0, 0));
+    ASSERT_EQ(AXON_OK, a->send(ac, 0, 0));
+    ASSERT_EQ(AXON_OK, b->send(ba, 1, 0));
+    double end = axon_test_time() + kTimeout;
+    while (((a->received < 1) || (b->received < 1) || (c->received < 1)) &&
+           (axon_test_time() < end)) {
+        world.progress_all();
+    }
+    ASSERT_EQ(1u, a->received);
+    ASSERT_EQ(1u, b->received);
+    ASSERT_EQ(1u, c->received);
+
+    ops->ep_destroy(ba);
+    double b_close = close_timed(b);
+    end = axon_test_time() + kTimeout;
+    while ((ops->ep_check(ab) == AXON_OK) && (axon_test_time() < end)) {
+        world.progress_all();
+    }
+    EXPECT_EQ(AXON_ERR_CONNECTION_RESET, ops->ep_check(ab)) << "B's goodbye";
+    EXPECT_EQ(AXON_ERR_CONNECTION_RESET, a->send(ab, 0, 1));
+    EXPECT_EQ(AXON_OK, ops->ep_check(ac));
+    ops->ep_destroy(ab);
+    ops->ep_destroy(ac);
+    double a_close = close_timed(a);
+    for (int k = 0; k < 100; ++k) {
+        world.progress_all();   /* C reads A's goodbye */
+    }
+    double c_close = close_timed(c);
+    printf("[ dc       ] closes: B %.3f s, A %.3f s, C %.3f s\n", b_close, a_close, c_close);
+    EXPECT_LT(b_close, 0.25);
+    EXPECT_LT(a_close, 0.25) << "A said goodbye to B, who was gone";
+    EXPECT_LT(c_close, 0.25) << "C said goodbye to A, who was gone";
+    EXPECT_TRUE(a->failed.empty() && b->failed.empty() && c->failed.empty());
+}
 
 /* ---------------------------------------------------------------- keep-alive, goodbye */
 
