@@ -12,9 +12,10 @@
  * the receiver answers FC_GRANT with that number to the sender's DCT.
  *
  * Goodbye (dc_bye.c): an endpoint's first WR is a HELLO naming the sender's
- * DCT, so the receiver knows who may be waiting on it; an iface that closes
- * sends BYE, naming its DCT, to each of them, and a receiver of BYE takes
- * its endpoints' later errors toward that DCT as a close, not a failure.
+ * DCT, so the receiver knows who may be waiting on it (both sides keep the
+ * other's DCT); an iface that closes sends BYE, naming its DCT, to each of
+ * them, and a receiver of BYE fails its endpoints to that DCT quietly: a
+ * close, not a failure.
  * Control messages (FC_REQ, FC_GRANT, KEEPALIVE, HELLO, BYE) need no credit.
  */
 #ifndef AXON_DC_WIRE_H
