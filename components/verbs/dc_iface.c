@@ -167,22 +167,47 @@ static void axon_dc_iface_rx_completion(axon_dc_iface_t *iface, const axon_dev_w
 
 /* ------------------------------------------------------------ progress */
 
-unsigned axon_dc_iface_poll(axon_dc_iface_t *iface)
+static inline unsigned axon_dc_iface_poll_rx(axon_dc_iface_t *iface)
 {
     axon_dev_wc_t wc[AXON_DC_POLL_BATCH];
-    unsigned events = 0;
     int n, i;
 
     n = axon_dev_poll_cq(iface->recv_cq, AXON_DC_POLL_BATCH, wc);
     for (i = 0; i < n; ++i) {
         axon_dc_iface_rx_completion(iface, &wc[i]);
     }
-    events += (n > 0) ? (unsigned)n : 0;
     if (iface->rx_refill > 0) {
         axon_dc_iface_refill(iface);
     }
+    return (n > 0) ? (unsigned)n : 0;
+}
+
+/*
+ * A send failed: read what the receive queue holds first (bounded: what it
+ * can hold). A peer's goodbye came before its DCT went, so it is there if
+ * the error is that peer's close, and the error is then no failure.
+ */
+static void axon_dc_iface_rx_before_error(axon_dc_iface_t *iface)
+{
+    unsigned rounds = 2 * iface->config.rx_queue_len / AXON_DC_POLL_BATCH + 1;
+
+    while ((rounds-- > 0) && (axon_dc_iface_poll_rx(iface) == AXON_DC_POLL_BATCH)) {
+    }
+}
+
+unsigned axon_dc_iface_poll(axon_dc_iface_t *iface)
+{
+    axon_dev_wc_t wc[AXON_DC_POLL_BATCH];
+    unsigned events;
+    int n, i, rx_read = 0;
+
+    events = axon_dc_iface_poll_rx(iface);
     n = axon_dev_poll_cq(iface->send_cq, AXON_DC_POLL_BATCH, wc);
     for (i = 0; i < n; ++i) {
+        if (__builtin_expect((wc[i].status != AXON_DEV_WC_SUCCESS) && !rx_read, 0)) {
+            axon_dc_iface_rx_before_error(iface);
+            rx_read = 1;
+        }
         axon_dc_dci_tx_completion(iface, &wc[i]);
     }
     events += (n > 0) ? (unsigned)n : 0;

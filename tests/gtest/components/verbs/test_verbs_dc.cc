@@ -18,7 +18,8 @@
  *     exactly one window, so the SRQ never runs dry; then all arrive;
  *   - a grant flushed by another endpoint's failure is sent again;
  *   - goodbye: ifaces closing in any order neither wait for a goodbye to
- *     a DCT that is gone nor report one another;
+ *     a DCT that is gone nor report one another; a goodbye queued behind
+ *     other messages is read before a send error toward its sender;
  *   - keep-alive (a forked peer): a receive-only survivor notices its
  *     killed peer, an idle live one is left alone; a peer that closes
  *     normally says goodbye: not reported, sends to it fail at once.
@@ -185,6 +186,14 @@ void small_ifaces(EnvGuard *env)
     env->set("AXON_DC_TX_BUFS", "64");
     env->set("AXON_DC_RX_QUEUE_LEN", "512");
     env->set("AXON_DC_FC_WINDOW", "8");
+}
+
+/* Small ifaces whose WRs to a target that is gone fail within tens of milliseconds. */
+void short_retries(EnvGuard *env)
+{
+    small_ifaces(env);
+    env->set("AXON_DC_TIMEOUT", "10ms");
+    env->set("AXON_DC_RETRY_COUNT", "2");
 }
 
 /* ---------------------------------------------------------------- resource */
@@ -487,11 +496,9 @@ class VerbsDcTimed : public ::testing::TestWithParam<const char *> {};
 TEST_P(VerbsDcTimed, DciErrorFailsOnlyItsEndpoint)
 {
     EnvGuard env;
-    small_ifaces(&env);
+    short_retries(&env);
     env.set("AXON_DC_NUM_DCI", "2");
     env.set("AXON_DC_POLICY", GetParam());
-    env.set("AXON_DC_TIMEOUT", "10ms");
-    env.set("AXON_DC_RETRY_COUNT", "2");
     LogCapture quiet;
     DcWorld world;
     ASSERT_EQ(AXON_OK, world.load());
@@ -552,11 +559,9 @@ TEST_P(VerbsDcTimed, DciErrorFailsOnlyItsEndpoint)
 TEST(VerbsDcSharedTimed, FlushedWorkOfASharingEndpointIsNeverLostSilently)
 {
     EnvGuard env;
-    small_ifaces(&env);
+    short_retries(&env);
     env.set("AXON_DC_NUM_DCI", "2");
     env.set("AXON_DC_POLICY", "shared");
-    env.set("AXON_DC_TIMEOUT", "10ms");
-    env.set("AXON_DC_RETRY_COUNT", "2");
     LogCapture quiet;
     DcWorld world;
     ASSERT_EQ(AXON_OK, world.load());
@@ -606,11 +611,9 @@ TEST(VerbsDcSharedTimed, FlushedWorkOfASharingEndpointIsNeverLostSilently)
 TEST(VerbsDcSharedTimed, FlushedGrantIsSentAgain)
 {
     EnvGuard env;
-    small_ifaces(&env);
+    short_retries(&env);
     env.set("AXON_DC_NUM_DCI", "1");
     env.set("AXON_DC_POLICY", "shared");
-    env.set("AXON_DC_TIMEOUT", "10ms");
-    env.set("AXON_DC_RETRY_COUNT", "2");
     LogCapture quiet;
     DcWorld world;
     ASSERT_EQ(AXON_OK, world.load());
@@ -717,6 +720,60 @@ TEST(VerbsDcByeTimed, PeersCloseInAnyOrderWithoutWaitsOrFailures)
     EXPECT_TRUE(a->failed.empty() && b->failed.empty() && c->failed.empty());
 }
 
+/*
+ * R has not progressed: 40 of T's messages, then S's goodbye, wait in its
+ * receive queue when its send to S (gone) fails. The goodbye is read before
+ * the error is taken for a failure: S is not reported, T's messages all
+ * arrive.
+ */
+TEST(VerbsDcByeTimed, GoodbyeBehindOtherMessagesIsReadBeforeASendError)
+{
+    EnvGuard env;
+    short_retries(&env);
+    env.set("AXON_DC_FC_WINDOW", "64");
+    LogCapture quiet;
+    DcWorld world;
+    ASSERT_EQ(AXON_OK, world.load());
+    DcWorker *r = world.open(), *s = world.open(), *t = world.open();
+    ASSERT_TRUE(r && s && t);
+    axon_tl_ep_t *rs = r->connect(*s), *tr = t->connect(*r);
+    const axon_iface_ops_t *ops = r->iface->ops;
+    ASSERT_EQ(AXON_OK, r->send(rs, 0, 0));   /* the hello: S knows R */
+    double end = axon_test_time() + kTimeout;
+    while (((s->received < 1) || (ops->ep_flush(rs) != AXON_OK)) && (axon_test_time() < end)) {
+        r->progress();
+        s->progress();
+    }
+    ASSERT_EQ(1u, s->received);
+    for (uint32_t k = 0; k < 40; ++k) {
+        ASSERT_EQ(AXON_OK, t->send(tr, 1, k));
+    }
+    end = axon_test_time() + kTimeout;
+    while ((ops->ep_flush(tr) != AXON_OK) && (axon_test_time() < end)) {
+        t->progress();   /* acknowledged: in R's receive queue */
+    }
+    s->iface->ops->iface_close(s->iface);   /* the goodbye, behind T's messages */
+    s->iface = nullptr;
+    ASSERT_EQ(AXON_OK, r->send(rs, 0, 1));  /* R has not read it: to a DCT that is gone */
+    double wait = axon_test_time() + 0.3;   /* the retries run out meanwhile */
+    while (axon_test_time() < wait) {
+        t->progress();
+    }
+    end = axon_test_time() + kTimeout;
+    while ((ops->ep_check(rs) == AXON_OK) && (axon_test_time() < end)) {
+        r->progress();
+    }
+    for (int k = 0; k < 100; ++k) {
+        r->progress();
+    }
+    EXPECT_EQ(AXON_ERR_CONNECTION_RESET, ops->ep_check(rs));
+    EXPECT_TRUE(r->failed.empty()) << "S said goodbye before its DCT went";
+    EXPECT_EQ(40u, r->received);
+    EXPECT_EQ(0u, r->out_of_order);
+    ops->ep_destroy(rs);
+    t->iface->ops->ep_destroy(tr);
+}
+
 /* ---------------------------------------------------------------- keep-alive, goodbye */
 
 const double kPeerTimeout = 60.0;
@@ -724,10 +781,8 @@ const double kPeerTimeout = 60.0;
 /* The dc environment both processes use: short timers, so a dead peer is seen at once */
 void keepalive_env(EnvGuard *env)
 {
-    small_ifaces(env);
+    short_retries(env);
     env->set("AXON_DC_KEEPALIVE_INTERVAL", "0.1s");
-    env->set("AXON_DC_TIMEOUT", "10ms");
-    env->set("AXON_DC_RETRY_COUNT", "2");
 }
 
 /* An address blob: the worker's uuid, then its device and iface addresses */
