@@ -363,9 +363,8 @@ axon_status_t axon_dc_iface_open(const axon_resource_t *resource, const axon_dc_
 static void axon_dc_iface_close(axon_iface_t *tl_iface)
 {
     axon_dc_iface_t *iface = (axon_dc_iface_t *)tl_iface;
+    double deadline        = axon_sys_time_sec() + AXON_DC_CLOSE_WAIT_SEC;
     int ret;
-
-    double deadline = axon_sys_time_sec() + AXON_DC_CLOSE_WAIT_SEC;
 
     /* our work through, then goodbyes after it (peers that said hello take our close for
      * a close, not a failure), all bounded; then the initiators, the target, its queues */
