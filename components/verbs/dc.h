@@ -24,10 +24,17 @@
  * Flow control (dc_fc.c, dc_wire.h): per endpoint, a window of AMs and
  * credit requests answered by grants sent through the receiver's DCIs.
  *
+ * Goodbye (dc_bye.c): a receive completion does not name its sender, so an
+ * endpoint's first WR is a hello naming its DCT; both sides keep the DCT
+ * of the other (the receiver's peer may be waiting on it) and send each a
+ * goodbye when their iface closes. A goodbye fails the receiver's endpoints
+ * to that DCT quietly (CONNECTION_RESET, not reported): a closed peer is not
+ * a failed one.
+ *
  * Files: dc_config.c (options, resources), dc_iface.c (open, close,
  * progress, receive path, address handles), dc_dci.c (the pool, posting,
  * completions, recovery), dc_ep.c (endpoints, AMs, keep-alive), dc_fc.c,
- * dc_rdma.c (get/put/atomics through rc's domain and helpers),
+ * dc_bye.c, dc_rdma.c (get/put/atomics through rc's domain and helpers),
  * dc_component.c (the descriptor).
  */
 #ifndef AXON_DC_H
@@ -53,8 +60,10 @@
 #define AXON_DC_TIMER_INTERVAL   64
 /* A DCI handed to a waiting endpoint goes to the next one if unused for this many timer passes */
 #define AXON_DC_HANDOFF_TICKS    2
-/* Iface close waits at most this long for the DCIs to drain */
+/* Iface close waits at most this long for the DCIs to drain and its goodbyes to go */
 #define AXON_DC_CLOSE_WAIT_SEC   0.5
+/* Buckets of the table of peers that said hello (power of 2) */
+#define AXON_DC_HELLO_HASH       256
 #define AXON_DC_RNR_RETRY        7    /* infinite: credits keep the SRQ from running dry */
 #define AXON_DC_MIN_RNR_TIMER    12   /* 0.64 ms */
 #define AXON_DC_MAX_RD_ATOMIC    16
@@ -115,6 +124,13 @@ typedef struct axon_dc_tx_desc {
     uint8_t               grant;  /* an FC_GRANT: buf says where it goes */
 } axon_dc_tx_desc_t;
 
+/* A peer's DCT that a hello came from (it may hold endpoints to us) or went to (it
+ * knows us): it gets our goodbye */
+typedef struct axon_dc_hello_peer {
+    axon_dc_target_t           target;
+    struct axon_dc_hello_peer *next;   /* hash chain */
+} axon_dc_hello_peer_t;
+
 /* A grant that waits for a DCI or a buffer, or was flushed: sent again from progress */
 typedef struct axon_dc_grant {
     axon_dc_target_t target;
@@ -143,6 +159,8 @@ typedef struct axon_dc_dci {
 #define AXON_DC_EP_F_FC_OUT    0x02  /* an FC_REQ is out, its grant not back */
 #define AXON_DC_EP_F_FC_DUE    0x04  /* an FC_REQ is due (found no room) */
 #define AXON_DC_EP_F_REPORTED  0x08  /* peer failure reported */
+#define AXON_DC_EP_F_HELLO_DUE 0x10  /* nothing posted yet: a hello goes first */
+#define AXON_DC_EP_F_PEER_BYE  0x20  /* the peer said goodbye: errors are not failures */
 
 struct axon_dc_ep {
     axon_tl_ep_t       super;
@@ -212,6 +230,9 @@ struct axon_dc_iface {
     uint32_t                  ep_gen;
     /* Address handles */
     axon_dc_ah_t             *ahs[AXON_DC_AH_HASH];
+    /* Peers a hello came from or went to, no goodbye since (dc_bye.c) */
+    axon_dc_hello_peer_t     *hello_peers[AXON_DC_HELLO_HASH];
+    unsigned                  num_hello_peers;
     /* Timers */
     unsigned                  timer_skip;
     uint64_t                  tick;
@@ -239,7 +260,12 @@ unsigned      axon_dc_iface_poll(axon_dc_iface_t *iface);
 
 /* dc_dci.c */
 axon_status_t axon_dc_dci_pool_init(axon_dc_iface_t *iface);
-/* iface close: wait (bounded) for the DCIs to drain, then destroy them */
+/* iface close: progress until no DCI has WRs in flight or until deadline; 1 if drained */
+int           axon_dc_dci_drain(axon_dc_iface_t *iface, double deadline);
+/* A DCI with nothing in flight (iface close: whoever held it), a new one if none and
+ * the pool has room, or NULL */
+axon_dc_dci_t *axon_dc_dci_idle(axon_dc_iface_t *iface);
+/* iface close, after the drain: destroy the DCIs */
 void          axon_dc_dci_pool_cleanup(axon_dc_iface_t *iface);
 /*
  * The DCI ep may post one WR on now, taking one per the policy; NULL when
@@ -254,9 +280,11 @@ axon_dc_dci_t *axon_dc_dci_of_new_ep(axon_dc_iface_t *iface);
 /* A DCI with room for a grant to target (a grant has no order to keep); NULL if none */
 axon_dc_dci_t *axon_dc_dci_for_grant(axon_dc_iface_t *iface, const axon_dc_target_t *target);
 /*
- * Post wr on dci to target for ep (NULL: a grant); the descriptor releases
- * buf/comp/region at completion. Never fails for lack of room (the caller
- * got the DCI above); AXON_ERR_IO_ERROR if the device refused (logged).
+ * Post wr on dci to target for ep (NULL: a grant or a goodbye); the
+ * descriptor releases buf/comp/region at completion. An endpoint's first WR
+ * has its hello posted before it (the slot kept for control messages takes
+ * it). Never fails for lack of room (the caller got the DCI above); NO_RESOURCE
+ * if that hello found no buffer, IO_ERROR if the device refused (logged).
  */
 axon_status_t axon_dc_dci_post(axon_dc_iface_t *iface, axon_dc_dci_t *dci, axon_dc_ep_t *ep,
                                const axon_dc_target_t *target, axon_dev_send_wr_t *wr,
@@ -298,6 +326,14 @@ void          axon_dc_ep_keepalive(axon_dc_iface_t *iface);
 void          axon_dc_ep_table_cleanup(axon_dc_iface_t *iface);
 
 /* dc_fc.c */
+/* Post a control message of type that names our DCT (axon_dc_sender_t follows the
+ * header) on dci to target; NO_RESOURCE without a buffer when it cannot be inline */
+axon_status_t axon_dc_post_signed(axon_dc_iface_t *iface, axon_dc_dci_t *dci, axon_dc_ep_t *ep,
+                                  const axon_dc_target_t *target, uint8_t type,
+                                  uint16_t credits, uint32_t ep_id);
+/* The DCT a signed message names (its address handle made if new); 0: dropped, logged */
+int           axon_dc_sender_target(axon_dc_iface_t *iface, const axon_dc_hdr_t *hdr,
+                                    uint32_t length, axon_dc_target_t *target);
 /* An AM was posted: count it, ask for credits once half the window is spent */
 void          axon_dc_fc_sent(axon_dc_iface_t *iface, axon_dc_ep_t *ep, axon_dc_dci_t *dci);
 /* Post the FC_REQ that found no room (before the ep's next message) */
@@ -309,6 +345,17 @@ void          axon_dc_fc_progress(axon_dc_iface_t *iface);
 /* A grant's WR was flushed (not the target's fault): queue it again */
 void          axon_dc_fc_grant_requeue(axon_dc_iface_t *iface, const void *buf);
 void          axon_dc_fc_cleanup(axon_dc_iface_t *iface);
+
+/* dc_bye.c */
+/* ep's first WR goes on dci: post its hello before it (the flag is cleared) */
+axon_status_t axon_dc_bye_hello(axon_dc_iface_t *iface, axon_dc_dci_t *dci, axon_dc_ep_t *ep);
+/* HELLO or BYE received */
+void          axon_dc_bye_rx(axon_dc_iface_t *iface, const axon_dc_hdr_t *hdr, uint32_t length);
+/* A peer failed: no goodbye for it (it would only break a DCI at close) */
+void          axon_dc_bye_forget(axon_dc_iface_t *iface, const axon_dc_target_t *target);
+/* iface close: a goodbye to every peer that said hello, each through before deadline */
+void          axon_dc_bye_send_all(axon_dc_iface_t *iface, double deadline);
+void          axon_dc_bye_cleanup(axon_dc_iface_t *iface);
 
 /* dc_rdma.c */
 axon_status_t axon_dc_ep_get_zcopy(axon_tl_ep_t *tl_ep, void *buffer, size_t length,

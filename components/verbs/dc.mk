@@ -10,6 +10,7 @@ components_verbs_libaxon_dc_la_SOURCES = \
 	components/verbs/dc_dci.c \
 	components/verbs/dc_ep.c \
 	components/verbs/dc_fc.c \
+	components/verbs/dc_bye.c \
 	components/verbs/dc_rdma.c \
 	components/verbs/dc_wire.h \
 	components/verbs/dc.h

@@ -109,33 +109,51 @@ axon_dc_dci_t *axon_dc_dci_of_new_ep(axon_dc_iface_t *iface)
     return &iface->dcis[index];
 }
 
-void axon_dc_dci_pool_cleanup(axon_dc_iface_t *iface)
+int axon_dc_dci_drain(axon_dc_iface_t *iface, double deadline)
 {
-    double deadline = axon_sys_time_sec() + AXON_DC_CLOSE_WAIT_SEC;
     unsigned i, busy;
 
-    if (iface->dcis == NULL) {
-        goto out;
-    }
-    do {
+    for (;;) {
         for (busy = 0, i = 0; i < iface->num_created; ++i) {
             busy += (iface->dcis[i].qp != NULL) &&
                     (iface->dcis[i].posted != iface->dcis[i].completed);
         }
-        if (busy == 0) {
+        if ((busy == 0) || (axon_sys_time_sec() >= deadline)) {
             break;
         }
         axon_dc_iface_poll(iface);
-    } while (axon_sys_time_sec() < deadline);
+    }
     if (busy > 0) {
         axon_debug("%s: closing with %u DCIs still busy", iface->name, busy);
     }
+    return busy == 0;
+}
+
+axon_dc_dci_t *axon_dc_dci_idle(axon_dc_iface_t *iface)
+{
+    axon_dc_dci_t *dci;
+    unsigned i;
+
     for (i = 0; i < iface->num_created; ++i) {
-        if (iface->dcis[i].qp != NULL) {
-            axon_verbs_qp_destroy(iface->dcis[i].qp);
+        dci = &iface->dcis[i];
+        if ((dci->qp != NULL) && !dci->broken && (dci->posted == dci->completed)) {
+            return dci;
         }
     }
-out:
+    return axon_dc_dci_create(iface);   /* NULL once the pool is full */
+}
+
+void axon_dc_dci_pool_cleanup(axon_dc_iface_t *iface)
+{
+    unsigned i;
+
+    if (iface->dcis != NULL) {
+        for (i = 0; i < iface->num_created; ++i) {
+            if (iface->dcis[i].qp != NULL) {
+                axon_verbs_qp_destroy(iface->dcis[i].qp);
+            }
+        }
+    }
     free(iface->dcis);
     free(iface->tx_desc);
     free(iface->free_dcis);
@@ -395,8 +413,17 @@ axon_status_t axon_dc_dci_post(axon_dc_iface_t *iface, axon_dc_dci_t *dci, axon_
     uint64_t sn          = dci->posted;
     axon_dc_tx_desc_t *d = axon_dc_dci_desc(iface, dci, sn);
     axon_dev_send_wr_t *bad;
+    axon_status_t status;
     int ret;
 
+    if (__builtin_expect((ep != NULL) && (ep->flags & AXON_DC_EP_F_HELLO_DUE), 0)) {
+        status = axon_dc_bye_hello(iface, dci, ep);   /* takes the slot at sn */
+        if (status != AXON_OK) {
+            return status;
+        }
+        sn = dci->posted;
+        d  = axon_dc_dci_desc(iface, dci, sn);
+    }
     wr->wr_id             = (uintptr_t)d;
     wr->next              = NULL;
     wr->send_flags       |= AXON_DEV_SEND_SIGNALED;  /* its completion releases the DCI */
@@ -410,7 +437,9 @@ axon_status_t axon_dc_dci_post(axon_dc_iface_t *iface, axon_dc_dci_t *dci, axon_
         return AXON_ERR_IO_ERROR;
     }
     d->ep      = ep;
-    d->grant   = (ep == NULL);
+    /* grants carry their grant behind the header (to queue it again); goodbyes do not */
+    d->grant   = (ep == NULL) && (buf != NULL) &&
+                 (((const axon_dc_hdr_t *)buf)->type == AXON_DC_MSG_FC_GRANT);
     d->buf     = buf;
     d->comp    = comp;
     d->region  = region;
@@ -472,7 +501,7 @@ static axon_status_t axon_dc_dci_tx_error(axon_dc_iface_t *iface, axon_dc_dci_t 
         } else {
             axon_debug("%s: a %s failed on DCI %u (%s)", iface->name,
                        d->grant ? "grant (its requester is gone)" :
-                                  "WR of a destroyed endpoint",
+                                  "goodbye or WR of a destroyed endpoint",
                        dci->index, axon_dev_wc_status_str(wc->status));
         }
         return status;

@@ -98,6 +98,7 @@ axon_status_t axon_dc_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid, cons
     ep->target.ah       = axon_dc_ah_get(iface, &addr);
     ep->tx_credits      = (int32_t)iface->window;
     ep->last_tx_ns      = iface->now_ns;
+    ep->flags           = AXON_DC_EP_F_HELLO_DUE;
     if (ep->target.ah == NULL) {
         free(ep);
         return AXON_ERR_UNREACHABLE;
@@ -135,13 +136,19 @@ void axon_dc_ep_fail(axon_dc_iface_t *iface, axon_dc_ep_t *ep, axon_status_t sta
         return;
     }
     ep->status = (int8_t)status;
-    axon_error("%s: endpoint to worker 0x%llx (DCT 0x%x) failed: %s (%s)", iface->name,
-               (unsigned long long)ep->peer_uuid, ep->target.dct_num, why,
-               axon_status_string(status));
     if (ep->flags & AXON_DC_EP_F_WAITING) {
         axon_list_del(&ep->wait_link);
         ep->flags &= ~AXON_DC_EP_F_WAITING;
     }
+    if (ep->flags & AXON_DC_EP_F_PEER_BYE) {
+        axon_debug("%s: endpoint to worker 0x%llx (DCT 0x%x) closed after its goodbye (%s)",
+                   iface->name, (unsigned long long)ep->peer_uuid, ep->target.dct_num, why);
+        return;
+    }
+    axon_error("%s: endpoint to worker 0x%llx (DCT 0x%x) failed: %s (%s)", iface->name,
+               (unsigned long long)ep->peer_uuid, ep->target.dct_num, why,
+               axon_status_string(status));
+    axon_dc_bye_forget(iface, &ep->target);
     if (!(ep->flags & AXON_DC_EP_F_REPORTED)) {
         ep->flags |= AXON_DC_EP_F_REPORTED;
         if (iface->peer_failure != NULL) {

@@ -10,12 +10,13 @@
 
 /* ------------------------------------------------------------ sender */
 
-static axon_status_t axon_dc_fc_post_req(axon_dc_iface_t *iface, axon_dc_ep_t *ep,
-                                         axon_dc_dci_t *dci)
+axon_status_t axon_dc_post_signed(axon_dc_iface_t *iface, axon_dc_dci_t *dci, axon_dc_ep_t *ep,
+                                  const axon_dc_target_t *target, uint8_t type,
+                                  uint16_t credits, uint32_t ep_id)
 {
     struct __attribute__((packed)) {
         axon_dc_hdr_t    hdr;
-        axon_dc_fc_req_t req;
+        axon_dc_sender_t sender;
     } msg;
     axon_dev_send_wr_t wr;
     axon_dev_sge_t sge;
@@ -23,12 +24,12 @@ static axon_status_t axon_dc_fc_post_req(axon_dc_iface_t *iface, axon_dc_ep_t *e
     uint8_t *buf = NULL;
 
     msg.hdr.am_id   = 0;
-    msg.hdr.type    = AXON_DC_MSG_FC_REQ;
-    msg.hdr.credits = ep->fc_unrequested;
-    msg.hdr.ep_id   = ep->id;
-    axon_verbs_dev_addr_pack(&iface->dev, &msg.req.dev_addr);
-    msg.req.dct_num = iface->dct->dct_num;
-    msg.req.dc_key  = iface->dc_key;
+    msg.hdr.type    = type;
+    msg.hdr.credits = credits;
+    msg.hdr.ep_id   = ep_id;
+    axon_verbs_dev_addr_pack(&iface->dev, &msg.sender.dev_addr);
+    msg.sender.dct_num = iface->dct->dct_num;
+    msg.sender.dc_key  = iface->dc_key;
     sge.addr   = (uintptr_t)&msg;
     sge.length = sizeof(msg);
     sge.lkey   = 0;
@@ -46,11 +47,40 @@ static axon_status_t axon_dc_fc_post_req(axon_dc_iface_t *iface, axon_dc_ep_t *e
     wr.opcode  = AXON_DEV_WR_SEND;
     wr.sg_list = &sge;
     wr.num_sge = 1;
-    status = axon_dc_dci_post(iface, dci, ep, &ep->target, &wr, buf, NULL, NULL);
+    status = axon_dc_dci_post(iface, dci, ep, target, &wr, buf, NULL, NULL);
+    if ((status != AXON_OK) && (buf != NULL)) {
+        axon_verbs_bufpool_put(&iface->tx_pool, buf);
+    }
+    return status;
+}
+
+int axon_dc_sender_target(axon_dc_iface_t *iface, const axon_dc_hdr_t *hdr, uint32_t length,
+                          axon_dc_target_t *target)
+{
+    axon_verbs_dev_addr_t addr;
+    axon_dc_sender_t sender;
+
+    if (length < sizeof(*hdr) + sizeof(sender)) {
+        axon_debug("%s: message of type %u, %u bytes: too short, dropped", iface->name,
+                   hdr->type, length);
+        return 0;
+    }
+    memcpy(&sender, hdr + 1, sizeof(sender));
+    axon_verbs_dev_addr_unpack(&sender.dev_addr, &addr);
+    target->ah      = axon_dc_ah_get(iface, &addr);
+    target->dct_num = sender.dct_num;
+    target->dc_key  = sender.dc_key;
+    return target->ah != NULL;   /* else logged */
+}
+
+static axon_status_t axon_dc_fc_post_req(axon_dc_iface_t *iface, axon_dc_ep_t *ep,
+                                         axon_dc_dci_t *dci)
+{
+    axon_status_t status;
+
+    status = axon_dc_post_signed(iface, dci, ep, &ep->target, AXON_DC_MSG_FC_REQ,
+                                 ep->fc_unrequested, ep->id);
     if (status != AXON_OK) {
-        if (buf != NULL) {
-            axon_verbs_bufpool_put(&iface->tx_pool, buf);
-        }
         return status;
     }
     ep->fc_unrequested = 0;
@@ -168,8 +198,6 @@ void axon_dc_fc_grant_requeue(axon_dc_iface_t *iface, const void *buf)
 
 void axon_dc_fc_rx(axon_dc_iface_t *iface, const axon_dc_hdr_t *hdr, uint32_t length)
 {
-    axon_verbs_dev_addr_t addr;
-    axon_dc_fc_req_t req;
     axon_dc_grant_t g;
     axon_dc_ep_t *ep;
 
@@ -185,20 +213,11 @@ void axon_dc_fc_rx(axon_dc_iface_t *iface, const axon_dc_hdr_t *hdr, uint32_t le
         }
         return;
     }
-    if ((hdr->type != AXON_DC_MSG_FC_REQ) || (length < sizeof(*hdr) + sizeof(req))) {
-        axon_debug("%s: message of type %u, %u bytes, dropped", iface->name, hdr->type, length);
+    if (!axon_dc_sender_target(iface, hdr, length, &g.target)) {
         return;
     }
-    memcpy(&req, hdr + 1, sizeof(req));
-    axon_verbs_dev_addr_unpack(&req.dev_addr, &addr);
-    g.target.ah      = axon_dc_ah_get(iface, &addr);
-    g.target.dct_num = req.dct_num;
-    g.target.dc_key  = req.dc_key;
-    g.ep_id          = hdr->ep_id;
-    g.credits        = hdr->credits;
-    if (g.target.ah == NULL) {
-        return;   /* logged */
-    }
+    g.ep_id   = hdr->ep_id;
+    g.credits = hdr->credits;
     if ((iface->grants_count > 0) || (axon_dc_fc_post_grant(iface, &g) != AXON_OK)) {
         axon_dc_fc_queue(iface, &g);   /* behind the others: in order */
     }

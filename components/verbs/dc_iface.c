@@ -154,30 +154,60 @@ static void axon_dc_iface_rx_completion(axon_dc_iface_t *iface, const axon_dev_w
         } else {
             axon_warn("%s: no handler for AM id %u, message dropped", iface->name, hdr->am_id);
         }
-    } else if (hdr->type != AXON_DC_MSG_KEEPALIVE) {
+    } else if ((hdr->type == AXON_DC_MSG_FC_REQ) || (hdr->type == AXON_DC_MSG_FC_GRANT)) {
         axon_dc_fc_rx(iface, hdr, wc->byte_len);
+    } else if ((hdr->type == AXON_DC_MSG_HELLO) || (hdr->type == AXON_DC_MSG_BYE)) {
+        axon_dc_bye_rx(iface, hdr, wc->byte_len);
+    } else if (hdr->type != AXON_DC_MSG_KEEPALIVE) {
+        axon_debug("%s: message of type %u, %u bytes, dropped", iface->name, hdr->type,
+                   wc->byte_len);
     }
     axon_dc_iface_rx_return(iface, buf);
 }
 
 /* ------------------------------------------------------------ progress */
 
-unsigned axon_dc_iface_poll(axon_dc_iface_t *iface)
+static inline unsigned axon_dc_iface_poll_rx(axon_dc_iface_t *iface)
 {
     axon_dev_wc_t wc[AXON_DC_POLL_BATCH];
-    unsigned events = 0;
     int n, i;
 
     n = axon_dev_poll_cq(iface->recv_cq, AXON_DC_POLL_BATCH, wc);
     for (i = 0; i < n; ++i) {
         axon_dc_iface_rx_completion(iface, &wc[i]);
     }
-    events += (n > 0) ? (unsigned)n : 0;
     if (iface->rx_refill > 0) {
         axon_dc_iface_refill(iface);
     }
+    return (n > 0) ? (unsigned)n : 0;
+}
+
+/*
+ * A send failed: read what the receive queue holds first (bounded: what it
+ * can hold). A peer's goodbye came before its DCT went, so it is there if
+ * the error is that peer's close, and the error is then no failure.
+ */
+static void axon_dc_iface_rx_before_error(axon_dc_iface_t *iface)
+{
+    unsigned rounds = 2 * iface->config.rx_queue_len / AXON_DC_POLL_BATCH + 1;
+
+    while ((rounds-- > 0) && (axon_dc_iface_poll_rx(iface) == AXON_DC_POLL_BATCH)) {
+    }
+}
+
+unsigned axon_dc_iface_poll(axon_dc_iface_t *iface)
+{
+    axon_dev_wc_t wc[AXON_DC_POLL_BATCH];
+    unsigned events;
+    int n, i, rx_read = 0;
+
+    events = axon_dc_iface_poll_rx(iface);
     n = axon_dev_poll_cq(iface->send_cq, AXON_DC_POLL_BATCH, wc);
     for (i = 0; i < n; ++i) {
+        if (__builtin_expect((wc[i].status != AXON_DEV_WC_SUCCESS) && !rx_read, 0)) {
+            axon_dc_iface_rx_before_error(iface);
+            rx_read = 1;
+        }
         axon_dc_dci_tx_completion(iface, &wc[i]);
     }
     events += (n > 0) ? (unsigned)n : 0;
@@ -333,9 +363,16 @@ axon_status_t axon_dc_iface_open(const axon_resource_t *resource, const axon_dc_
 static void axon_dc_iface_close(axon_iface_t *tl_iface)
 {
     axon_dc_iface_t *iface = (axon_dc_iface_t *)tl_iface;
+    double deadline        = axon_sys_time_sec() + AXON_DC_CLOSE_WAIT_SEC;
     int ret;
 
-    /* initiators first (they drain: bounded), then the target, then its queues */
+    /* our work through, then goodbyes after it (peers that said hello take our close for
+     * a close, not a failure), all bounded; then the initiators, the target, its queues */
+    iface->peer_failure = NULL;   /* the worker is going away: nobody to tell */
+    if ((iface->dcis != NULL) && (iface->dct != NULL) &&
+        axon_dc_dci_drain(iface, deadline)) {
+        axon_dc_bye_send_all(iface, deadline);
+    }
     axon_dc_dci_pool_cleanup(iface);
     if ((iface->dct != NULL) && ((ret = axon_dev_destroy_dct(iface->dct)) != 0)) {
         axon_warn("%s: destroy_dct: %d", iface->name, ret);
@@ -344,6 +381,7 @@ static void axon_dc_iface_close(axon_iface_t *tl_iface)
         axon_warn("%s: destroy_srq: %d", iface->name, ret);
     }
     axon_dc_fc_cleanup(iface);
+    axon_dc_bye_cleanup(iface);
     axon_dc_ep_table_cleanup(iface);
     axon_dc_ah_cleanup(iface);
     iface->rx_pool.num_free = iface->rx_pool.count;   /* posted buffers went with the SRQ */

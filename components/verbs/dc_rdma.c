@@ -60,7 +60,8 @@ static axon_status_t axon_dc_ep_rdma(axon_tl_ep_t *tl_ep, axon_dev_wr_opcode_t o
     status = axon_dc_dci_post(iface, dci, ep, &ep->target, &wr, NULL, comp, region);
     if (status != AXON_OK) {
         axon_rcache_put(iface->rcache, region);
-        return status;
+        /* the endpoint's hello found no buffer: as no DCI, the caller falls back */
+        return (status == AXON_ERR_NO_RESOURCE) ? AXON_ERR_UNSUPPORTED : status;
     }
     return AXON_INPROGRESS;
 }

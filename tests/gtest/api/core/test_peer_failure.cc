@@ -810,6 +810,81 @@ TEST_P(PeerIdleFault, IdlePeerIsNotFailed)
     Teardown(s);
 }
 
+/* ---------------------------------------------------------------- no false positive: a close */
+
+/*
+ * Greets the survivor, closes its endpoint and destroys its worker normally
+ * (a rank that finished first), then says so over the socket.
+ */
+int closing_peer_main(int fd, void *arg)
+{
+    ChildArgs *a = static_cast<ChildArgs *>(arg);
+    ChildNode  c;
+
+    if ((c.connect(fd, *a->param) != 0) || (c.greet() != 0)) {
+        return 2;
+    }
+    if (axon_test_ep_close(c.node.worker, c.ep, AXON_EP_CLOSE_FLUSH, kOpTimeout) != AXON_OK) {
+        return 3;
+    }
+    c.ep = nullptr;
+    int calls = c.err.calls;
+    axon_test_node_destroy(&c.node);
+    if (axon_test_send_blob(fd, "1", 1) != 0) {
+        return 4;
+    }
+    return calls ? 5 : 0;
+}
+
+class PeerCloseFault : public PeerFailureFault {
+};
+
+/*
+ * The peer closes normally while the survivor keeps its endpoint open for
+ * longer than several keep-alive intervals and failure timeouts: the peer's
+ * goodbye makes that a close, so no error callback runs; a send afterwards
+ * completes (it may fail) instead of hanging.
+ */
+TEST_P(PeerCloseFault, PeerThatClosesIsNotFailed)
+{
+    Survivor  s;
+    ErrRecord err;
+    axon_ep_h ep = nullptr;
+
+    SpawnPeers(s, closing_peer_main, 0, false);
+    ASSERT_FALSE(HasFatalFailure());
+    Connect(s, s.victim, &err, &ep);
+    ASSERT_FALSE(HasFatalFailure());
+    Greet(s, ep);
+    ASSERT_FALSE(HasFatalFailure());
+    ASSERT_TRUE(wait_child_note(s.victim.fd, s.node.worker, kOpTimeout)) << "the peer's close";
+    EXPECT_EQ(0, axon_test_peer_wait(&s.victim, kPeerTimeout)) << "the closing peer failed";
+
+    double end = axon_test_time() + kIdle;
+    while ((axon_test_time() < end) && (err.calls == 0)) {
+        axon_test_progress(s.node.worker);
+    }
+    EXPECT_EQ(0, err.calls) << "a peer that closed was declared failed: "
+                            << axon_status_string(err.status);
+
+    uint8_t              small[8] = {0};
+    axon_request_h       req      = nullptr;
+    axon_request_param_t param    = {};
+    param.flags = AXON_REQ_FLAG_NO_IMM_CMPL;
+    axon_status_t st = axon_tag_send_nb(ep, small, sizeof(small), kTagStream, &param, &req);
+    if (st == AXON_INPROGRESS) {
+        st = axon_test_wait_req(s.node.worker, st, req, NULL, kDetectLimit);
+        EXPECT_NE(AXON_ERR_TIMED_OUT, st) << "a send to the closed peer hangs";
+    }
+    fprintf(stderr, "[peer-close] a send to the closed peer: %s\n", axon_status_string(st));
+    axon_test_progress_for(s.node.worker, 0.2);
+    EXPECT_EQ(0, err.calls) << "a send to a peer that closed reported it failed: "
+                            << axon_status_string(err.status);
+    EXPECT_NE(AXON_ERR_TIMED_OUT, axon_test_ep_close(s.node.worker, ep, AXON_EP_CLOSE_FORCE,
+                                                     kDetectLimit));
+    Teardown(s);
+}
+
 /* ---------------------------------------------------------------- queued sends */
 
 /* Connects, then stops progressing for good (until killed), as a hung process does. */
@@ -1130,6 +1205,13 @@ INSTANTIATE_TEST_SUITE_P(Lanes, PeerFailureFault, ::testing::ValuesIn(kFailParam
 /* Every transport but ofi (Axon's pings over libfabric are answered from progress). */
 INSTANTIATE_TEST_SUITE_P(Lanes, PeerIdleFault,
                          ::testing::ValuesIn(kFailParams, kFailParams + 7), fail_param_name);
+/* tcp, rc, dc and ofi: a peer's close is no failure. shm and ud still report a peer that
+ * closed normally as failed (Connection reset / Endpoint timeout) while the survivor's
+ * endpoint stays open: not instantiated until they say goodbye too. */
+INSTANTIATE_TEST_SUITE_P(Lanes, PeerCloseFault,
+                         ::testing::Values(kFailParams[3], kFailParams[4], kFailParams[6],
+                                           kFailParams[7]),
+                         fail_param_name);
 /* shm and shm_nocma */
 INSTANTIATE_TEST_SUITE_P(Lanes, PeerFailureShmFault,
                          ::testing::ValuesIn(kFailParams, kFailParams + 2), fail_param_name);

@@ -17,14 +17,19 @@
  *   - 32 senders to one receiver that does not poll: each stops after
  *     exactly one window, so the SRQ never runs dry; then all arrive;
  *   - a grant flushed by another endpoint's failure is sent again;
- *   - keep-alive: a receive-only survivor notices its dead peer, an idle
- *     live one is left alone.
+ *   - goodbye: ifaces closing in any order neither wait for a goodbye to
+ *     a DCT that is gone nor report one another; a goodbye queued behind
+ *     other messages is read before a send error toward its sender;
+ *   - keep-alive (a forked peer): a receive-only survivor notices its
+ *     killed peer, an idle live one is left alone; a peer that closes
+ *     normally says goodbye: not reported, sends to it fail at once.
  */
 #include <gtest/gtest.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <memory>
@@ -181,6 +186,14 @@ void small_ifaces(EnvGuard *env)
     env->set("AXON_DC_TX_BUFS", "64");
     env->set("AXON_DC_RX_QUEUE_LEN", "512");
     env->set("AXON_DC_FC_WINDOW", "8");
+}
+
+/* Small ifaces whose WRs to a target that is gone fail within tens of milliseconds. */
+void short_retries(EnvGuard *env)
+{
+    small_ifaces(env);
+    env->set("AXON_DC_TIMEOUT", "10ms");
+    env->set("AXON_DC_RETRY_COUNT", "2");
 }
 
 /* ---------------------------------------------------------------- resource */
@@ -483,11 +496,9 @@ class VerbsDcTimed : public ::testing::TestWithParam<const char *> {};
 TEST_P(VerbsDcTimed, DciErrorFailsOnlyItsEndpoint)
 {
     EnvGuard env;
-    small_ifaces(&env);
+    short_retries(&env);
     env.set("AXON_DC_NUM_DCI", "2");
     env.set("AXON_DC_POLICY", GetParam());
-    env.set("AXON_DC_TIMEOUT", "10ms");
-    env.set("AXON_DC_RETRY_COUNT", "2");
     LogCapture quiet;
     DcWorld world;
     ASSERT_EQ(AXON_OK, world.load());
@@ -548,11 +559,9 @@ TEST_P(VerbsDcTimed, DciErrorFailsOnlyItsEndpoint)
 TEST(VerbsDcSharedTimed, FlushedWorkOfASharingEndpointIsNeverLostSilently)
 {
     EnvGuard env;
-    small_ifaces(&env);
+    short_retries(&env);
     env.set("AXON_DC_NUM_DCI", "2");
     env.set("AXON_DC_POLICY", "shared");
-    env.set("AXON_DC_TIMEOUT", "10ms");
-    env.set("AXON_DC_RETRY_COUNT", "2");
     LogCapture quiet;
     DcWorld world;
     ASSERT_EQ(AXON_OK, world.load());
@@ -602,11 +611,9 @@ TEST(VerbsDcSharedTimed, FlushedWorkOfASharingEndpointIsNeverLostSilently)
 TEST(VerbsDcSharedTimed, FlushedGrantIsSentAgain)
 {
     EnvGuard env;
-    small_ifaces(&env);
+    short_retries(&env);
     env.set("AXON_DC_NUM_DCI", "1");
     env.set("AXON_DC_POLICY", "shared");
-    env.set("AXON_DC_TIMEOUT", "10ms");
-    env.set("AXON_DC_RETRY_COUNT", "2");
     LogCapture quiet;
     DcWorld world;
     ASSERT_EQ(AXON_OK, world.load());
@@ -650,54 +657,294 @@ INSTANTIATE_TEST_SUITE_P(Policies, VerbsDcTimed,
                              return std::string(info.param);
                          });
 
+/* ---------------------------------------------------------------- goodbye */
+
+/* Close w's iface; how long it took */
+double close_timed(DcWorker *w)
+{
+    double t0 = axon_test_time();
+    w->iface->ops->iface_close(w->iface);
+    w->iface = nullptr;
+    return axon_test_time() - t0;
+}
+
 /*
- * Keep-alive: R only ever receives from S, but holds an endpoint to it. While
- * S is alive (and progresses), R's probes are answered and nothing fails;
- * once S is gone, R's next probe runs out of retries and S is reported.
+ * A sends to B and C, B to A (the hellos go both ways), then they close in
+ * turn. B's goodbye closes A's endpoint to B quietly; A's goodbye makes C
+ * forget A. So no close waits for the retries of a goodbye to a DCT that is
+ * gone (with the default timeout, until the 0.5 s close deadline), and
+ * nothing is reported anywhere.
  */
-TEST(VerbsDcKeepaliveTimed, ReceiveOnlySurvivorNoticesDeadPeer)
+TEST(VerbsDcByeTimed, PeersCloseInAnyOrderWithoutWaitsOrFailures)
 {
     EnvGuard env;
     small_ifaces(&env);
-    env.set("AXON_DC_KEEPALIVE_INTERVAL", "0.1s");
-    env.set("AXON_DC_TIMEOUT", "10ms");
-    env.set("AXON_DC_RETRY_COUNT", "2");
+    DcWorld world;
+    ASSERT_EQ(AXON_OK, world.load());
+    DcWorker *a = world.open(), *b = world.open(), *c = world.open();
+    ASSERT_TRUE(a && b && c);
+    axon_tl_ep_t *ab = a->connect(*b), *ac = a->connect(*c), *ba = b->connect(*a);
+    const axon_iface_ops_t *ops = a->iface->ops;
+    ASSERT_EQ(AXON_OK, a->send(ab, 0, 0));
+    ASSERT_EQ(AXON_OK, a->send(ac, 0, 0));
+    ASSERT_EQ(AXON_OK, b->send(ba, 1, 0));
+    double end = axon_test_time() + kTimeout;
+    while (((a->received < 1) || (b->received < 1) || (c->received < 1)) &&
+           (axon_test_time() < end)) {
+        world.progress_all();
+    }
+    ASSERT_EQ(1u, a->received);
+    ASSERT_EQ(1u, b->received);
+    ASSERT_EQ(1u, c->received);
+
+    ops->ep_destroy(ba);
+    double b_close = close_timed(b);
+    end = axon_test_time() + kTimeout;
+    while ((ops->ep_check(ab) == AXON_OK) && (axon_test_time() < end)) {
+        world.progress_all();
+    }
+    EXPECT_EQ(AXON_ERR_CONNECTION_RESET, ops->ep_check(ab)) << "B's goodbye";
+    EXPECT_EQ(AXON_ERR_CONNECTION_RESET, a->send(ab, 0, 1));
+    EXPECT_EQ(AXON_OK, ops->ep_check(ac));
+    ops->ep_destroy(ab);
+    ops->ep_destroy(ac);
+    double a_close = close_timed(a);
+    for (int k = 0; k < 100; ++k) {
+        world.progress_all();   /* C reads A's goodbye */
+    }
+    double c_close = close_timed(c);
+    printf("[ dc       ] closes: B %.3f s, A %.3f s, C %.3f s\n", b_close, a_close, c_close);
+    EXPECT_LT(b_close, 0.25);
+    EXPECT_LT(a_close, 0.25) << "A said goodbye to B, who was gone";
+    EXPECT_LT(c_close, 0.25) << "C said goodbye to A, who was gone";
+    EXPECT_TRUE(a->failed.empty() && b->failed.empty() && c->failed.empty());
+}
+
+/*
+ * R has not progressed: 40 of T's messages, then S's goodbye, wait in its
+ * receive queue when its send to S (gone) fails. The goodbye is read before
+ * the error is taken for a failure: S is not reported, T's messages all
+ * arrive.
+ */
+TEST(VerbsDcByeTimed, GoodbyeBehindOtherMessagesIsReadBeforeASendError)
+{
+    EnvGuard env;
+    short_retries(&env);
+    env.set("AXON_DC_FC_WINDOW", "64");
     LogCapture quiet;
     DcWorld world;
     ASSERT_EQ(AXON_OK, world.load());
-    DcWorker *r = world.open(), *s = world.open();
-    ASSERT_TRUE(r && s);
-    axon_tl_ep_t *to_s = r->connect(*s);
-    axon_tl_ep_t *to_r = s->connect(*r);
+    DcWorker *r = world.open(), *s = world.open(), *t = world.open();
+    ASSERT_TRUE(r && s && t);
+    axon_tl_ep_t *rs = r->connect(*s), *tr = t->connect(*r);
     const axon_iface_ops_t *ops = r->iface->ops;
+    ASSERT_EQ(AXON_OK, r->send(rs, 0, 0));   /* the hello: S knows R */
+    double end = axon_test_time() + kTimeout;
+    while (((s->received < 1) || (ops->ep_flush(rs) != AXON_OK)) && (axon_test_time() < end)) {
+        r->progress();
+        s->progress();
+    }
+    ASSERT_EQ(1u, s->received);
+    for (uint32_t k = 0; k < 40; ++k) {
+        ASSERT_EQ(AXON_OK, t->send(tr, 1, k));
+    }
+    end = axon_test_time() + kTimeout;
+    while ((ops->ep_flush(tr) != AXON_OK) && (axon_test_time() < end)) {
+        t->progress();   /* acknowledged: in R's receive queue */
+    }
+    s->iface->ops->iface_close(s->iface);   /* the goodbye, behind T's messages */
+    s->iface = nullptr;
+    ASSERT_EQ(AXON_OK, r->send(rs, 0, 1));  /* R has not read it: to a DCT that is gone */
+    double wait = axon_test_time() + 0.3;   /* the retries run out meanwhile */
+    while (axon_test_time() < wait) {
+        t->progress();
+    }
+    end = axon_test_time() + kTimeout;
+    while ((ops->ep_check(rs) == AXON_OK) && (axon_test_time() < end)) {
+        r->progress();
+    }
+    for (int k = 0; k < 100; ++k) {
+        r->progress();
+    }
+    EXPECT_EQ(AXON_ERR_CONNECTION_RESET, ops->ep_check(rs));
+    EXPECT_TRUE(r->failed.empty()) << "S said goodbye before its DCT went";
+    EXPECT_EQ(40u, r->received);
+    EXPECT_EQ(0u, r->out_of_order);
+    ops->ep_destroy(rs);
+    t->iface->ops->ep_destroy(tr);
+}
 
-    for (uint32_t k = 0; k < 10; ++k) {
-        while (s->send(to_r, 0, k) == AXON_ERR_NO_RESOURCE) {
-            world.progress_all();
+/* ---------------------------------------------------------------- keep-alive, goodbye */
+
+const double kPeerTimeout = 60.0;
+
+/* The dc environment both processes use: short timers, so a dead peer is seen at once */
+void keepalive_env(EnvGuard *env)
+{
+    short_retries(env);
+    env->set("AXON_DC_KEEPALIVE_INTERVAL", "0.1s");
+}
+
+/* An address blob: the worker's uuid, then its device and iface addresses */
+std::vector<uint8_t> uuid_and_address(const DcWorker &w)
+{
+    std::vector<uint8_t> a = w.address(), blob(sizeof(w.uuid));
+    memcpy(blob.data(), &w.uuid, sizeof(w.uuid));
+    blob.insert(blob.end(), a.begin(), a.end());
+    return blob;
+}
+
+/* Exchange uuid and address with the other process; an endpoint to it */
+axon_tl_ep_t *connect_over(int fd, DcWorker *w, uint64_t *peer_uuid)
+{
+    std::vector<uint8_t> mine = uuid_and_address(*w);
+    axon_tl_ep_t *ep = nullptr;
+    void  *blob;
+    size_t len;
+    if (axon_test_exchange_address(fd, mine.data(), mine.size(), &blob, &len) != 0) {
+        return nullptr;
+    }
+    const uint8_t *b = static_cast<const uint8_t *>(blob);
+    memcpy(peer_uuid, b, sizeof(*peer_uuid));
+    axon_status_t st = w->iface->ops->ep_create(w->iface, *peer_uuid, b + sizeof(*peer_uuid),
+                                                b + sizeof(*peer_uuid) +
+                                                w->iface->ops->dev_addr_len, &ep);
+    free(blob);
+    return (st == AXON_OK) ? ep : nullptr;
+}
+
+enum PeerEnd { kPeerCloses, kPeerIsKilled };
+
+/*
+ * S: an endpoint to R, 10 messages, a barrier; then closes its iface
+ * normally (kPeerCloses), or stops there until killed.
+ */
+int sender_main(int fd, void *arg)
+{
+    PeerEnd end = *static_cast<PeerEnd *>(arg);
+    EnvGuard env;
+    keepalive_env(&env);
+    LogCapture quiet;
+    DcWorld world;
+    PEER_CHECK(world.load() == AXON_OK);
+    DcWorker *s = world.open();
+    PEER_CHECK(s != nullptr);
+    uint64_t r_uuid;
+    axon_tl_ep_t *to_r = connect_over(fd, s, &r_uuid);
+    PEER_CHECK(to_r != nullptr);
+    const axon_iface_ops_t *ops = s->iface->ops;
+    double deadline = axon_test_time() + kTimeout;
+    for (uint32_t k = 0; k < 10;) {
+        axon_status_t st = s->send(to_r, 0, k);
+        PEER_CHECK((st == AXON_OK) || (st == AXON_ERR_NO_RESOURCE), "%d", st);
+        k += (st == AXON_OK);
+        s->progress();
+        PEER_CHECK(axon_test_time() < deadline);
+    }
+    while (ops->ep_flush(to_r) == AXON_INPROGRESS) {
+        s->progress();
+        PEER_CHECK(axon_test_time() < deadline);
+    }
+    PEER_CHECK(axon_test_sync(fd) == 0);   /* R has seen everything and probed us */
+    if (end == kPeerIsKilled) {
+        for (;;) {
+            pause();
         }
     }
-    double end = axon_test_time() + 0.6;   /* several intervals, both alive */
-    while (axon_test_time() < end) {
-        world.progress_all();
-    }
-    EXPECT_EQ(10u, r->received);
-    EXPECT_EQ(AXON_OK, ops->ep_check(to_s)) << "an idle live peer was failed";
-    EXPECT_TRUE(r->failed.empty());
-
-    s->iface->ops->ep_destroy(to_r);
-    s->iface->ops->iface_close(s->iface);
+    PEER_CHECK(s->failed.empty());
+    ops->ep_destroy(to_r);
+    ops->iface_close(s->iface);   /* the goodbye */
     s->iface = nullptr;
+    return 0;
+}
+
+/*
+ * R only ever receives from S, but holds an endpoint to it; while S is alive
+ * R's probes are answered and nothing fails. Returns R, its endpoint and S's uuid.
+ */
+struct ReceiveOnly {
+    axon_test_peer_t peer = {-1, -1};
+    PeerEnd          end;
+    EnvGuard         env;
+    DcWorld          world;
+    DcWorker        *r    = nullptr;
+    axon_tl_ep_t    *to_s = nullptr;
+    uint64_t         s_uuid = 0;
+
+    explicit ReceiveOnly(PeerEnd e) : end(e) { keepalive_env(&env); }
+    ~ReceiveOnly()
+    {
+        if (to_s != nullptr) {
+            r->iface->ops->ep_destroy(to_s);
+        }
+        axon_test_peer_kill(&peer);
+    }
+    void start()
+    {
+        /* forked before this process loads anything */
+        ASSERT_EQ(0, axon_test_peer_spawn(&peer, sender_main, &end, kPeerTimeout));
+        ASSERT_EQ(AXON_OK, world.load());
+        r = world.open();
+        ASSERT_NE(nullptr, r);
+        to_s = connect_over(peer.fd, r, &s_uuid);
+        ASSERT_NE(nullptr, to_s);
+        double deadline = axon_test_time() + kTimeout;
+        while ((r->received < 10) && (axon_test_time() < deadline)) {
+            r->progress();
+        }
+        ASSERT_EQ(10u, r->received);
+        double end_idle = axon_test_time() + 0.6;   /* several intervals, both alive */
+        while (axon_test_time() < end_idle) {
+            r->progress();
+        }
+        EXPECT_EQ(AXON_OK, r->iface->ops->ep_check(to_s)) << "an idle live peer was failed";
+        EXPECT_TRUE(r->failed.empty());
+        ASSERT_EQ(0, axon_test_sync(peer.fd));
+    }
+};
+
+/* Once S is killed, R's next probe runs out of retries and S is reported. */
+TEST(VerbsDcKeepaliveTimed, ReceiveOnlySurvivorNoticesDeadPeer)
+{
+    LogCapture quiet;
+    ReceiveOnly t(kPeerIsKilled);
+    t.start();
+    ASSERT_FALSE(HasFatalFailure());
     double t0 = axon_test_time();
-    end = t0 + kTimeout;
-    while (r->failed.empty() && (axon_test_time() < end)) {
-        world.progress_all();
+    ASSERT_GT(axon_test_peer_crash(&t.peer), 0);
+    double end = t0 + kTimeout;
+    while (t.r->failed.empty() && (axon_test_time() < end)) {
+        t.r->progress();
     }
     printf("[ dc       ] the dead peer was reported after %.2f s\n", axon_test_time() - t0);
-    ASSERT_EQ(1u, r->failed.size());
-    EXPECT_EQ(s->uuid, r->failed[0]);
-    EXPECT_NE(AXON_OK, ops->ep_check(to_s));
+    ASSERT_EQ(1u, t.r->failed.size());
+    EXPECT_EQ(t.s_uuid, t.r->failed[0]);
+    EXPECT_NE(AXON_OK, t.r->iface->ops->ep_check(t.to_s));
     EXPECT_LT(axon_test_time() - t0, 2.0);
-    ops->ep_destroy(to_s);
+}
+
+/*
+ * S closes its iface normally while R keeps its endpoint: S's goodbye closes
+ * R's endpoint quietly. Over many keep-alive intervals nothing is reported,
+ * and a send to S fails at once with CONNECTION_RESET.
+ */
+TEST(VerbsDcKeepaliveTimed, PeerThatClosesIsNotReportedAndSendsFailAtOnce)
+{
+    LogCapture quiet;
+    ReceiveOnly t(kPeerCloses);
+    t.start();
+    ASSERT_FALSE(HasFatalFailure());
+    ASSERT_EQ(0, axon_test_peer_wait(&t.peer, kPeerTimeout)) << "S failed or did not close";
+    double end = axon_test_time() + 1.0;   /* 10 intervals: a probe would long have failed */
+    while (axon_test_time() < end) {
+        t.r->progress();
+    }
+    EXPECT_TRUE(t.r->failed.empty()) << "a goodbye is not a failure";
+    EXPECT_EQ(AXON_ERR_CONNECTION_RESET, t.r->iface->ops->ep_check(t.to_s));
+    double t0 = axon_test_time();
+    EXPECT_EQ(AXON_ERR_CONNECTION_RESET, t.r->send(t.to_s, 0, 10));
+    EXPECT_LT(axon_test_time() - t0, 0.1);
+    EXPECT_TRUE(t.r->failed.empty());
 }
 
 }  // namespace
