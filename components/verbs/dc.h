@@ -184,8 +184,9 @@ struct axon_dc_iface {
     char                      name[AXON_TL_NAME_MAX + AXON_DEV_NAME_MAX]; /* "dc/softib0:1" */
     /* Upper layer */
     void                     *am_arg;
-    axon_am_handler_t         am_handlers[AXON_AM_ID_MAX];
+    axon_am_handler_t         am_handlers[AXON_AM_ID_MAX];  /* all NULL once closing */
     axon_peer_failure_cb_t    peer_failure;
+    int                       closing;       /* iface_close runs: AMs are read, not delivered */
     /* Limits */
     size_t                    seg_size;
     size_t                    max_short;

@@ -151,7 +151,7 @@ static void axon_dc_iface_rx_completion(axon_dc_iface_t *iface, const axon_dev_w
         if (__builtin_expect(handler != NULL, 1)) {
             handler(iface->am_arg, (void *)(hdr + 1), wc->byte_len - sizeof(*hdr),
                     AXON_AM_FLAG_NONE);
-        } else {
+        } else if (!iface->closing) {
             axon_warn("%s: no handler for AM id %u, message dropped", iface->name, hdr->am_id);
         }
     } else if ((hdr->type == AXON_DC_MSG_FC_REQ) || (hdr->type == AXON_DC_MSG_FC_GRANT)) {
@@ -369,6 +369,11 @@ static void axon_dc_iface_close(axon_iface_t *tl_iface)
     /* our work through, then goodbyes after it (peers that said hello take our close for
      * a close, not a failure), all bounded; then the initiators, the target, its queues */
     iface->peer_failure = NULL;   /* the worker is going away: nobody to tell */
+    /* close reads the receive queue for goodbyes and hellos; what else arrives
+     * is dropped: the worker's endpoints are gone, and a peer's hello handed up
+     * now would open one nobody destroys */
+    iface->closing = 1;
+    memset(iface->am_handlers, 0, sizeof(iface->am_handlers));
     if ((iface->dcis != NULL) && (iface->dct != NULL) &&
         axon_dc_dci_drain(iface, deadline)) {
         axon_dc_bye_send_all(iface, deadline);
