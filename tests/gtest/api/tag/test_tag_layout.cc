@@ -375,4 +375,33 @@ TEST_F(TagLayoutCheck, OverlappingSourceAndEmptyLayoutsAreAccepted)
     EXPECT_EQ(0u, info.length);
 }
 
+/* AXON_REQ_FLAG_INJECT with a layout: the pieces may change once the call returns. */
+TEST_F(TagLayoutCheck, InjectedLayoutIsPackedAtTheCall)
+{
+    axon_worker_h w = ng_.node.worker;
+
+    for (size_t want : {kLayoutSmall, kLayoutLarge}) {
+        std::unique_ptr<LayoutCase> lc = make_layout(kLayoutStridedIov, want);
+        axon_request_param_t        param = layout_param(*lc);
+        std::vector<uint8_t>        in(lc->size);
+        axon_tag_recv_info_t        info = {};
+        axon_request_h              sreq = nullptr, rreq = nullptr;
+
+        lc->fill_pattern(want);
+        std::vector<uint8_t> sent = lc->pack();
+        param.flags |= AXON_REQ_FLAG_INJECT;
+        axon_status_t ss = axon_tag_send_nb(ep_, lc->base, lc->size, 4, &param, &sreq);
+        ASSERT_TRUE((ss == AXON_OK) || (ss == AXON_INPROGRESS)) << axon_status_string(ss);
+        lc->fill_blank();
+        axon_request_param_t rparam = {};
+        rparam.recv_info = &info;
+        axon_status_t rs = axon_tag_recv_nb(w, in.data(), in.size(), 4, AXON_TAG_MASK_FULL,
+                                            &rparam, &rreq);
+        EXPECT_EQ(AXON_OK, axon_test_wait_req(w, rs, rreq, &info, 5.0)) << want;
+        EXPECT_EQ(AXON_OK, axon_test_wait_req(w, ss, sreq, NULL, 5.0)) << want;
+        EXPECT_EQ(lc->size, info.length);
+        EXPECT_TRUE(in == sent) << lc->size << "-byte injected layout send";
+    }
+}
+
 }  // namespace
