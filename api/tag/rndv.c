@@ -160,6 +160,40 @@ static axon_status_t axon_rndv_recv_split(axon_request_h req, axon_ep_h ep,
     return AXON_OK;
 }
 
+/* Local pieces a receiving layout reads per call of ep_get_zcopy_iov (on the stack). */
+#define AXON_RNDV_GET_IOV 64
+
+/*
+ * A receiving layout reads the sender's contiguous data into its runs,
+ * AXON_RNDV_GET_IOV runs per operation, done at once (shm: one
+ * process_vm_readv each, no copy in between). AXON_OK when the receive is
+ * done or failed; AXON_ERR_UNSUPPORTED when nothing was read and the sender
+ * should stream instead.
+ */
+static axon_status_t axon_rndv_recv_get_layout(axon_request_h req, const axon_lane_t *lane,
+                                               const axon_rndv_rts_hdr_t *rts, const void *rkey,
+                                               size_t want)
+{
+    struct iovec iov[AXON_RNDV_GET_IOV];
+    size_t pos = 0, start, len, n;
+    axon_status_t status = AXON_OK;
+
+    while ((pos < want) && (status == AXON_OK)) {
+        for (start = pos, n = 0; (n < AXON_RNDV_GET_IOV) && (pos < want); ++n, pos += len) {
+            iov[n].iov_base = axon_layout_cursor_run(&req->recv.cursor, pos, &len);
+            len             = (len < want - pos) ? len : want - pos;
+            iov[n].iov_len  = len;
+        }
+        status = lane->ops->ep_get_zcopy_iov(lane->tl_ep, iov, n, rts->address + start, rkey,
+                                             NULL);
+        if ((status == AXON_ERR_UNSUPPORTED) && (start == 0)) {
+            return status;
+        }
+    }
+    axon_rndv_get_done(&req->tl_comp, status);
+    return AXON_OK;
+}
+
 void axon_rndv_send_register(axon_request_h req)
 {
     const axon_lane_t *lane = &req->send.ep->bulk_lane;
@@ -258,11 +292,16 @@ void axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts)
 
     lane = &ep->bulk_lane;
     rkey = axon_rndv_rts_rkey(lane, rts, &get_ok);
-    /* Layouts on either side are streamed: gathered at the sender, scattered here. */
+    /* A sender's layout is streamed (gathered there); a receiving layout gets where the
+     * lane reads into several pieces at once, else is streamed too (scattered here). */
     get_ok = get_ok && !(rts->flags & AXON_RNDV_RTS_NO_GET) &&
-             !(req->flags & AXON_REQUEST_LAYOUT);
-    if ((lane->resource->cap_flags & AXON_CAP_GET) && (lane->ops->ep_get_zcopy != NULL) &&
-        get_ok && (want >= ep->rndv_get_min)) {
+             (lane->resource->cap_flags & AXON_CAP_GET) && (want >= ep->rndv_get_min);
+    if (req->flags & AXON_REQUEST_LAYOUT) {
+        if (get_ok && (lane->ops->ep_get_zcopy_iov != NULL) &&
+            (axon_rndv_recv_get_layout(req, lane, rts, rkey, want) == AXON_OK)) {
+            return;
+        }
+    } else if (get_ok && (lane->ops->ep_get_zcopy != NULL)) {
         if ((rkey == NULL) && (axon_rndv_recv_split(req, ep, rts, want) == AXON_OK)) {
             return;
         }
