@@ -301,6 +301,10 @@ typedef struct axon_iface_ops {
     axon_status_t (*ep_get_zcopy_iov)(axon_tl_ep_t *ep, const struct iovec *iov,
                                       size_t iov_count, uint64_t remote_addr, const void *rkey,
                                       axon_tl_completion_t *comp);
+    /* Optional (ABI 11): ep_put_zcopy from several local pieces, as ep_get_zcopy_iov. */
+    axon_status_t (*ep_put_zcopy_iov)(axon_tl_ep_t *ep, const struct iovec *iov,
+                                      size_t iov_count, uint64_t remote_addr, const void *rkey,
+                                      axon_tl_completion_t *comp);
     /* AXON_OK when every message posted on ep has left the sender's buffers,
      * AXON_INPROGRESS while some have not (call again after progress). */
     axon_status_t (*ep_flush)(axon_tl_ep_t *ep);

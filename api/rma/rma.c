@@ -276,9 +276,39 @@ static axon_status_t axon_rma_local_run(axon_request_h req)
     return AXON_OK;
 }
 
+/* Runs of a layout one operation moves where the lane takes several local pieces. */
+#define AXON_RMA_ZCOPY_IOV 64
+
+/*
+ * The next AXON_RMA_ZCOPY_IOV runs of a layout (at most max bytes) in one
+ * operation done at once (shm: one process_vm_readv/writev); *len_p says
+ * how many bytes they hold.
+ */
+static axon_status_t axon_rma_zcopy_runs(axon_request_h req, const axon_lane_t *lane,
+                                         const void *tl_rkey, size_t max, size_t *len_p)
+{
+    struct iovec iov[AXON_RMA_ZCOPY_IOV];
+    size_t start = req->rma.offset, pos = start, end = req->rma.length, run, n;
+
+    if ((max != 0) && (end - start > max)) {
+        end = start + max;
+    }
+    for (n = 0; (n < AXON_RMA_ZCOPY_IOV) && (pos < end); ++n, pos += run) {
+        iov[n].iov_base = axon_layout_cursor_run(&req->rma.data.cursor, pos, &run);
+        run             = (run < end - pos) ? run : end - pos;
+        iov[n].iov_len  = run;
+    }
+    *len_p = pos - start;
+    return (req->rma.kind == AXON_RMA_KIND_PUT) ?
+           lane->ops->ep_put_zcopy_iov(lane->tl_ep, iov, n, req->rma.remote_addr + start,
+                                       tl_rkey, NULL) :
+           lane->ops->ep_get_zcopy_iov(lane->tl_ep, iov, n, req->rma.remote_addr + start,
+                                       tl_rkey, NULL);
+}
+
 /*
  * ZCOPY: the lane reads or writes the target's memory, a contiguous piece
- * at a time. AXON_ERR_UNSUPPORTED when the lane refuses (not connected,
+ * at a time (a layout's runs in batches where the lane takes them). AXON_ERR_UNSUPPORTED when the lane refuses (not connected,
  * queue full, system policy): the caller sends the rest as messages.
  */
 static axon_status_t axon_rma_zcopy_push(axon_request_h req)
@@ -294,6 +324,21 @@ static axon_status_t axon_rma_zcopy_push(axon_request_h req)
     if ((req->rma.kind == AXON_RMA_KIND_PUT) ? (lane->ops->ep_put_zcopy == NULL) :
                                                (lane->ops->ep_get_zcopy == NULL)) {
         return AXON_ERR_UNSUPPORTED;
+    }
+    int batch = (req->flags & AXON_REQUEST_LAYOUT) &&
+                ((req->rma.kind == AXON_RMA_KIND_PUT) ? (lane->ops->ep_put_zcopy_iov != NULL) :
+                                                        (lane->ops->ep_get_zcopy_iov != NULL));
+
+    while (batch && (req->rma.offset < req->rma.length)) {
+        status = axon_rma_zcopy_runs(req, lane, tl_rkey, max, &len);
+        if (status == AXON_OK) {
+            req->rma.offset += len;
+            req->rma.done   += len;
+        } else if (status == AXON_ERR_UNSUPPORTED) {
+            return status;
+        } else {
+            axon_rma_op_fail(req, status);
+        }
     }
     while ((req->rma.offset < req->rma.length) && !(req->flags & AXON_REQUEST_TL_BUSY)) {
         local = axon_rma_segment(req, &len);

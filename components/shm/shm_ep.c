@@ -377,6 +377,13 @@ axon_status_t axon_shm_ep_put_zcopy(axon_tl_ep_t *tl_ep, const void *buffer, siz
     return axon_shm_ep_cma(tl_ep, AXON_SHM_CMA_PUT, &local, 1, remote_addr, rkey);
 }
 
+axon_status_t axon_shm_ep_put_zcopy_iov(axon_tl_ep_t *tl_ep, const struct iovec *iov,
+                                        size_t iov_count, uint64_t remote_addr,
+                                        const void *rkey, axon_tl_completion_t *comp)
+{
+    return axon_shm_ep_cma(tl_ep, AXON_SHM_CMA_PUT, iov, iov_count, remote_addr, rkey);
+}
+
 axon_status_t axon_shm_ep_flush(axon_tl_ep_t *tl_ep)
 {
     /* A message is in the peer's memory once published: nothing is ever in flight. */

@@ -357,6 +357,7 @@ static const axon_iface_ops_t axon_shm_iface_ops = {
     .ep_am_zcopy        = NULL,  /* not offered: AMs go through cells, bulk data by get */
     .ep_get_zcopy       = axon_shm_ep_get_zcopy,
     .ep_get_zcopy_iov   = axon_shm_ep_get_zcopy_iov,
+    .ep_put_zcopy_iov   = axon_shm_ep_put_zcopy_iov,
     .ep_put_zcopy       = axon_shm_ep_put_zcopy,
     .ep_flush           = axon_shm_ep_flush,
     .ep_check           = axon_shm_ep_check,
