@@ -198,7 +198,48 @@ enum {
     AXON_REQ_FLAG_INJECT      = 1u << 3,  /* tag sends: the buffer may be reused as soon as the
                                            * call returns (libfabric's inject); a send that
                                            * cannot leave inside the call moves to a copy */
+    AXON_REQ_FLAG_LAYOUT      = 1u << 4,  /* the data is param->layout over the buffer (below) */
 };
+
+/* ---------------------------------------------------------------- layouts */
+
+/*
+ * Non-contiguous data, described as a value relative to a base address (the
+ * buffer argument of the call that takes it), so layouts nest. The data of a
+ * layout is its pieces' bytes in order (its packed order); its size is the
+ * sum of the pieces' lengths. Zero-length pieces and empty layouts are
+ * allowed. A layout (and what it points to) must stay valid, like the
+ * buffer, until the operation completes.
+ */
+enum {
+    AXON_LAYOUT_IOV     = 1,  /* a list of pieces (MPI_Type_create_hindexed in bytes) */
+    AXON_LAYOUT_STRIDED = 2,  /* count blocks a stride apart (MPI_Type_vector, shmem_iput) */
+};
+
+/* One piece: length bytes at base + offset (base NULL: offset is an address). */
+typedef struct {
+    ptrdiff_t offset;
+    size_t    length;
+} axon_layout_piece_t;
+
+typedef struct axon_layout {
+    int kind;  /* AXON_LAYOUT_* */
+    union {
+        struct {
+            const axon_layout_piece_t *pieces;
+            size_t                     count;
+        } iov;
+        struct {
+            size_t                     count;
+            size_t                     block_length; /* bytes of a block when block is NULL */
+            ptrdiff_t                  stride;       /* block i starts at base + i * stride;
+                                                      * may be negative */
+            /* NULL: each block is block_length contiguous bytes; else each block is this
+             * layout, based at the block's start (one level: two in all). */
+            const struct axon_layout  *block;
+        } strided;
+    };
+} axon_layout_t;
 
 /** No worker has this id: a sender_id that matches every sender. */
 #define AXON_SENDER_ANY ((uint64_t)0)
@@ -214,6 +255,11 @@ typedef struct {
     axon_tag_recv_info_t *recv_info;    /* receives: filled when completed at once */
     uint64_t              sender_id;    /* with AXON_REQ_FLAG_SENDER (MPI source, libfabric's
                                          * FI_DIRECTED_RECV) */
+    /* With AXON_REQ_FLAG_LAYOUT (tag sends and receives, put and get on the local side):
+     * the buffer argument is the layout's base and the length argument must be its size.
+     * A receiving layout (receive, get) must not have overlapping pieces. A bad layout
+     * fails with AXON_ERR_INVALID_PARAM and a log line naming the bad value. */
+    const axon_layout_t  *layout;
 } axon_request_param_t;
 
 /** AXON_INPROGRESS while in flight, then the final status (info filled for receives). */

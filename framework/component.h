@@ -15,12 +15,15 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include "axon_status.h"
 #include "config.h"
 #include "amo_args.h"
 #include "coll_offload.h"
 
-#define AXON_COMPONENT_ABI_VERSION 10
+#define AXON_COMPONENT_ABI_VERSION 11
+/* Most local pieces one ep_get_zcopy_iov takes (the kernel's UIO_MAXIOV). */
+#define AXON_TL_IOV_MAX 1024
 /* Plugins build with -fvisibility=hidden; only the descriptor is exported. */
 #define AXON_COMPONENT_EXPORT      __attribute__((visibility("default")))
 #define AXON_COMPONENT_SYMBOL      axon_component
@@ -288,6 +291,20 @@ typedef struct axon_iface_ops {
     axon_status_t (*ep_put_zcopy)(axon_tl_ep_t *ep, const void *buffer, size_t length,
                                   uint64_t remote_addr, const void *rkey,
                                   axon_tl_completion_t *comp);
+    /*
+     * Optional (ABI 11): ep_get_zcopy into iov_count local pieces, filled in
+     * order from the peer's [remote_addr, + their total) in one operation
+     * (shm: one process_vm_readv). Same returns, except that with comp NULL
+     * it is done at once or not at all (AXON_ERR_UNSUPPORTED: the caller
+     * falls back). iov_count is at most AXON_TL_IOV_MAX.
+     */
+    axon_status_t (*ep_get_zcopy_iov)(axon_tl_ep_t *ep, const struct iovec *iov,
+                                      size_t iov_count, uint64_t remote_addr, const void *rkey,
+                                      axon_tl_completion_t *comp);
+    /* Optional (ABI 11): ep_put_zcopy from several local pieces, as ep_get_zcopy_iov. */
+    axon_status_t (*ep_put_zcopy_iov)(axon_tl_ep_t *ep, const struct iovec *iov,
+                                      size_t iov_count, uint64_t remote_addr, const void *rkey,
+                                      axon_tl_completion_t *comp);
     /* AXON_OK when every message posted on ep has left the sender's buffers,
      * AXON_INPROGRESS while some have not (call again after progress). */
     axon_status_t (*ep_flush)(axon_tl_ep_t *ep);

@@ -14,6 +14,7 @@ tests_axon_gtest_SOURCES = \
 	tests/harness/log_capture.h \
 	tests/harness/tag_env.h \
 	tests/harness/rma_env.h \
+	tests/harness/layout_cases.h \
 	tests/gtest/api/coll/coll_env.h \
 	tests/gtest/api/coll/coll_proc.h \
 	tests/gtest/api/coll/test_coll.cc \
@@ -29,9 +30,11 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/api/mem/test_mem.cc \
 	tests/gtest/api/rma/test_rma.cc \
 	tests/gtest/api/rma/test_rma_device.cc \
+	tests/gtest/api/rma/test_rma_layout.cc \
 	tests/gtest/api/rma/test_rma_proto.cc \
 	tests/gtest/api/tag/test_tag.cc \
 	tests/gtest/api/tag/test_tag_ext.cc \
+	tests/gtest/api/tag/test_tag_layout.cc \
 	tests/gtest/api/tag/test_tag_match.cc \
 	tests/gtest/components/ofi/test_ofi.cc \
 	tests/gtest/components/ofi/test_ofi_rma.cc \

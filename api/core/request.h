@@ -4,6 +4,7 @@
 
 #include "axon_int.h"
 #include "amo_cpu.h"
+#include "layout.h"
 
 enum {
     AXON_REQUEST_COMPLETED   = 1u << 0,
@@ -18,6 +19,7 @@ enum {
     AXON_REQUEST_ORPHANED    = 1u << 9,  /* its endpoint was destroyed while TL_BUSY */
     AXON_REQUEST_RNDV_MEMH   = 1u << 10, /* send.rndv_memh to deregister at completion */
     AXON_REQUEST_OWN_BUFFER  = 1u << 11, /* send.buffer is the library's copy (AXON_REQ_FLAG_INJECT) */
+    AXON_REQUEST_LAYOUT      = 1u << 12, /* the data is a layout over the buffer: walk the cursor */
 };
 
 /*
@@ -67,6 +69,7 @@ struct axon_request {
             /* The buffer registered for the receiver's get (AXON_REQUEST_RNDV_MEMH) */
             void              *rndv_memh;
             axon_md_t         *rndv_memh_md;
+            axon_layout_cursor_t cursor;    /* AXON_REQUEST_LAYOUT: buffer is its base */
         } send;
         struct {
             axon_tm_recv_t       tm;
@@ -79,6 +82,7 @@ struct axon_request {
             uint8_t              rndv_split;  /* both sides copy; ATS when all arrived */
             uint8_t              space;       /* AXON_TAG_SPACE_*: whose matching queues */
             axon_tag_recv_info_t info;
+            axon_layout_cursor_t cursor;      /* AXON_REQUEST_LAYOUT: buffer is its base */
         } recv;
         struct {
             axon_ep_h          ep;          /* same place as send.ep */
@@ -108,9 +112,11 @@ struct axon_request {
             size_t             zc_len;      /* bytes of the transport op in flight */
             union {
                 struct {
-                    uint8_t          *buffer;    /* contiguous, or NULL with iov */
-                    const axon_iov_t *iov;
-                    size_t            iov_count;
+                    uint8_t          *buffer;    /* contiguous, or the layout's base */
+                    /* AXON_REQUEST_LAYOUT: the cursor walks the caller's layout, or
+                     * own_layout (an iov list of axon_put/get_iov_nb) */
+                    axon_layout_cursor_t cursor;
+                    axon_layout_t     own_layout;
                 } data;
                 struct {
                     axon_amo_args_t   args;

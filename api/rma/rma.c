@@ -69,61 +69,21 @@ axon_status_t axon_rma_done_request(axon_worker_h worker, axon_status_t status,
     return AXON_INPROGRESS;
 }
 
-/* ---------------------------------------------------------------- iov */
-
-/* Copy length bytes between buf and the iov list from offset bytes into it (to_iov: into it). */
-static void axon_rma_iov_copy(const axon_iov_t *iov, size_t iov_count, size_t offset, uint8_t *buf,
-                              size_t length, int to_iov)
-{
-    size_t i, n;
-    uint8_t *piece;
-
-    for (i = 0; (i < iov_count) && (length > 0); ++i) {
-        if (offset >= iov[i].length) {
-            offset -= iov[i].length;
-            continue;
-        }
-        n = iov[i].length - offset;
-        n = (n < length) ? n : length;
-        piece = (uint8_t *)iov[i].buffer + offset;
-        memcpy(to_iov ? piece : buf, to_iov ? buf : piece, n);
-        buf    += n;
-        length -= n;
-        offset  = 0;
-    }
-}
-
-void axon_rma_iov_gather(void *dest, const axon_iov_t *iov, size_t iov_count, size_t offset,
-                         size_t length)
-{
-    axon_rma_iov_copy(iov, iov_count, offset, dest, length, 0);
-}
-
-void axon_rma_iov_scatter(const axon_iov_t *iov, size_t iov_count, size_t offset,
-                          const void *src, size_t length)
-{
-    axon_rma_iov_copy(iov, iov_count, offset, (uint8_t *)(uintptr_t)src, length, 1);
-}
+/* ---------------------------------------------------------------- layouts */
 
 /* The contiguous local piece at the operation's offset: its address and length. */
 static uint8_t *axon_rma_segment(axon_request_h req, size_t *length_p)
 {
-    size_t offset = req->rma.offset, left = req->rma.length - req->rma.offset, i;
-    const axon_iov_t *iov = req->rma.data.iov;
+    size_t left = req->rma.length - req->rma.offset;
+    uint8_t *p;
 
-    if (iov == NULL) {
+    if (!(req->flags & AXON_REQUEST_LAYOUT)) {
         *length_p = left;
-        return req->rma.data.buffer + offset;
+        return req->rma.data.buffer + req->rma.offset;
     }
-    for (i = 0; i < req->rma.data.iov_count; ++i) {
-        if (offset < iov[i].length) {
-            *length_p = (iov[i].length - offset < left) ? iov[i].length - offset : left;
-            return (uint8_t *)iov[i].buffer + offset;
-        }
-        offset -= iov[i].length;
-    }
-    *length_p = 0;
-    return NULL;
+    p = axon_layout_cursor_run(&req->rma.data.cursor, req->rma.offset, length_p);
+    *length_p = (*length_p < left) ? *length_p : left;
+    return p;
 }
 
 /* ---------------------------------------------------------------- operation life */
@@ -292,17 +252,15 @@ static axon_status_t axon_rma_local_run(axon_request_h req)
 
     switch (req->rma.kind) {
     case AXON_RMA_KIND_PUT:
-        if (req->rma.data.iov != NULL) {
-            axon_rma_iov_gather(target, req->rma.data.iov, req->rma.data.iov_count, 0,
-                                req->rma.length);
+        if (req->flags & AXON_REQUEST_LAYOUT) {
+            axon_layout_gather(&req->rma.data.cursor, 0, target, req->rma.length);
         } else {
             memmove(target, req->rma.data.buffer, req->rma.length);
         }
         break;
     case AXON_RMA_KIND_GET:
-        if (req->rma.data.iov != NULL) {
-            axon_rma_iov_scatter(req->rma.data.iov, req->rma.data.iov_count, 0, target,
-                                 req->rma.length);
+        if (req->flags & AXON_REQUEST_LAYOUT) {
+            axon_layout_scatter(&req->rma.data.cursor, 0, target, req->rma.length);
         } else {
             memmove(req->rma.data.buffer, target, req->rma.length);
         }
@@ -318,9 +276,39 @@ static axon_status_t axon_rma_local_run(axon_request_h req)
     return AXON_OK;
 }
 
+/* Runs of a layout one operation moves where the lane takes several local pieces. */
+#define AXON_RMA_ZCOPY_IOV 64
+
+/*
+ * The next AXON_RMA_ZCOPY_IOV runs of a layout (at most max bytes) in one
+ * operation done at once (shm: one process_vm_readv/writev); *len_p says
+ * how many bytes they hold.
+ */
+static axon_status_t axon_rma_zcopy_runs(axon_request_h req, const axon_lane_t *lane,
+                                         const void *tl_rkey, size_t max, size_t *len_p)
+{
+    struct iovec iov[AXON_RMA_ZCOPY_IOV];
+    size_t start = req->rma.offset, pos = start, end = req->rma.length, run, n;
+
+    if ((max != 0) && (end - start > max)) {
+        end = start + max;
+    }
+    for (n = 0; (n < AXON_RMA_ZCOPY_IOV) && (pos < end); ++n, pos += run) {
+        iov[n].iov_base = axon_layout_cursor_run(&req->rma.data.cursor, pos, &run);
+        run             = (run < end - pos) ? run : end - pos;
+        iov[n].iov_len  = run;
+    }
+    *len_p = pos - start;
+    return (req->rma.kind == AXON_RMA_KIND_PUT) ?
+           lane->ops->ep_put_zcopy_iov(lane->tl_ep, iov, n, req->rma.remote_addr + start,
+                                       tl_rkey, NULL) :
+           lane->ops->ep_get_zcopy_iov(lane->tl_ep, iov, n, req->rma.remote_addr + start,
+                                       tl_rkey, NULL);
+}
+
 /*
  * ZCOPY: the lane reads or writes the target's memory, a contiguous piece
- * at a time. AXON_ERR_UNSUPPORTED when the lane refuses (not connected,
+ * at a time (a layout's runs in batches where the lane takes them). AXON_ERR_UNSUPPORTED when the lane refuses (not connected,
  * queue full, system policy): the caller sends the rest as messages.
  */
 static axon_status_t axon_rma_zcopy_push(axon_request_h req)
@@ -336,6 +324,21 @@ static axon_status_t axon_rma_zcopy_push(axon_request_h req)
     if ((req->rma.kind == AXON_RMA_KIND_PUT) ? (lane->ops->ep_put_zcopy == NULL) :
                                                (lane->ops->ep_get_zcopy == NULL)) {
         return AXON_ERR_UNSUPPORTED;
+    }
+    int batch = (req->flags & AXON_REQUEST_LAYOUT) &&
+                ((req->rma.kind == AXON_RMA_KIND_PUT) ? (lane->ops->ep_put_zcopy_iov != NULL) :
+                                                        (lane->ops->ep_get_zcopy_iov != NULL));
+
+    while (batch && (req->rma.offset < req->rma.length)) {
+        status = axon_rma_zcopy_runs(req, lane, tl_rkey, max, &len);
+        if (status == AXON_OK) {
+            req->rma.offset += len;
+            req->rma.done   += len;
+        } else if (status == AXON_ERR_UNSUPPORTED) {
+            return status;
+        } else {
+            axon_rma_op_fail(req, status);
+        }
     }
     while ((req->rma.offset < req->rma.length) && !(req->flags & AXON_REQUEST_TL_BUSY)) {
         local = axon_rma_segment(req, &len);
@@ -648,9 +651,13 @@ const axon_proto_ops_t axon_rma_proto = {
 
 /* ---------------------------------------------------------------- put / get */
 
-/* Fill a data request and start it. */
+/*
+ * Fill a data request and start it. With a layout the data is walked by a
+ * cursor over buffer as its base; an iov list's layout (AXON_LAYOUT_ABS_IOV,
+ * built on the caller's stack) is kept in the request.
+ */
 static axon_status_t axon_rma_data_start(axon_ep_h ep, axon_rma_kind_t kind, uint8_t *buffer,
-                                         const axon_iov_t *iov, size_t iov_count, size_t length,
+                                         const axon_layout_t *layout, size_t length,
                                          uint64_t remote_addr, axon_rkey_h rkey,
                                          const axon_request_param_t *param,
                                          axon_request_h *req_p)
@@ -666,9 +673,66 @@ static axon_status_t axon_rma_data_start(axon_ep_h ep, axon_rma_kind_t kind, uin
     req->rma.remote_addr    = remote_addr;
     req->rma.length         = length;
     req->rma.data.buffer    = buffer;
-    req->rma.data.iov       = iov;
-    req->rma.data.iov_count = iov_count;
+    if (layout != NULL) {
+        if (layout->kind == AXON_LAYOUT_ABS_IOV) {
+            req->rma.data.own_layout = *layout;
+            layout = &req->rma.data.own_layout;
+        }
+        axon_layout_cursor_init(&req->rma.data.cursor, layout, buffer);
+        req->flags |= AXON_REQUEST_LAYOUT;
+    }
     return axon_rma_start(req, param, req_p);
+}
+
+/*
+ * put and get whose local side is a layout over buffer (AXON_REQ_FLAG_LAYOUT,
+ * or an iov list): checked, then copied in place on LOCAL/SHM paths, else
+ * moved run by run (ZCOPY) or gathered into and scattered from active messages.
+ */
+static axon_status_t axon_rma_layout_nb(axon_ep_h ep, axon_rma_kind_t kind, uint8_t *buffer,
+                                        const axon_layout_t *layout, size_t length,
+                                        uint64_t remote_addr, axon_rkey_h rkey,
+                                        const axon_request_param_t *param, axon_request_h *req_p,
+                                        const char *func)
+{
+    axon_layout_cursor_t cursor;
+    uint8_t *target;
+
+    if (!axon_rkey_range_ok(rkey, remote_addr, length)) {
+        return axon_rma_range_error(rkey, remote_addr, length, func);
+    }
+    if (length == 0) {
+        return axon_rma_done_now(ep->worker, AXON_OK, param, req_p);
+    }
+    if ((rkey->path <= AXON_RMA_PATH_SHM) && axon_rma_unfenced(ep)) {
+        target = rkey->local_base + (remote_addr - rkey->remote_base);
+        axon_layout_cursor_init(&cursor, layout, buffer);
+        if (kind == AXON_RMA_KIND_PUT) {
+            axon_layout_gather(&cursor, 0, target, length);
+        } else {
+            axon_layout_scatter(&cursor, 0, target, length);
+        }
+        return axon_rma_done_now(ep->worker, AXON_OK, param, req_p);
+    }
+    return axon_rma_data_start(ep, kind, buffer, layout, length, remote_addr, rkey, param,
+                               req_p);
+}
+
+/* AXON_REQ_FLAG_LAYOUT on put or get: out of line, the contiguous path stays as it was. */
+static __attribute__((noinline)) axon_status_t
+axon_rma_param_layout_nb(axon_ep_h ep, axon_rma_kind_t kind, uint8_t *buffer, size_t length,
+                         uint64_t remote_addr, axon_rkey_h rkey,
+                         const axon_request_param_t *param, axon_request_h *req_p,
+                         const char *func)
+{
+    axon_status_t status = axon_layout_param_check(param, length, kind == AXON_RMA_KIND_GET,
+                                                   func);
+
+    if (status != AXON_OK) {
+        return status;
+    }
+    return axon_rma_layout_nb(ep, kind, buffer, param->layout, length, remote_addr, rkey, param,
+                              req_p, func);
 }
 
 /*
@@ -685,6 +749,10 @@ axon_rma_contig_nb(axon_ep_h ep, axon_rma_kind_t kind, uint8_t *buffer, size_t l
 
     if (__builtin_expect(status != AXON_OK, 0)) {
         return status;
+    }
+    if (__builtin_expect((param != NULL) && (param->flags & AXON_REQ_FLAG_LAYOUT), 0)) {
+        return axon_rma_param_layout_nb(ep, kind, buffer, length, remote_addr, rkey, param,
+                                        req_p, func);
     }
     if (__builtin_expect(!axon_rkey_range_ok(rkey, remote_addr, length), 0)) {
         return axon_rma_range_error(rkey, remote_addr, length, func);
@@ -705,8 +773,7 @@ axon_rma_contig_nb(axon_ep_h ep, axon_rma_kind_t kind, uint8_t *buffer, size_t l
         }
         return axon_rma_done_now(ep->worker, AXON_OK, param, req_p);
     }
-    return axon_rma_data_start(ep, kind, buffer, NULL, 0, length, remote_addr, rkey, param,
-                               req_p);
+    return axon_rma_data_start(ep, kind, buffer, NULL, length, remote_addr, rkey, param, req_p);
 }
 
 axon_status_t axon_put_nb(axon_ep_h ep, const void *buffer, size_t length, uint64_t remote_addr,
@@ -756,6 +823,7 @@ static axon_status_t axon_rma_iov_start(axon_ep_h ep, axon_rma_kind_t kind, cons
                                         const char *func)
 {
     axon_status_t status = axon_rma_check(ep, rkey, AXON_FEATURE_RMA, req_p, func);
+    axon_layout_t layout;
     size_t length;
 
     if (status != AXON_OK) {
@@ -765,18 +833,12 @@ static axon_status_t axon_rma_iov_start(axon_ep_h ep, axon_rma_kind_t kind, cons
     if (status != AXON_OK) {
         return status;
     }
-    if (!axon_rkey_range_ok(rkey, remote_addr, length)) {
-        return axon_rma_range_error(rkey, remote_addr, length, func);
-    }
-    if (length == 0) {
-        return axon_rma_done_now(ep->worker, AXON_OK, param, req_p);
-    }
-    if (iov_count == 1) {
-        return axon_rma_data_start(ep, kind, iov[0].buffer, NULL, 0, length, remote_addr, rkey,
-                                   param, req_p);
-    }
-    return axon_rma_data_start(ep, kind, NULL, iov, iov_count, length, remote_addr, rkey, param,
-                               req_p);
+    /* Absolute addresses: the same shape as layout pieces over a NULL base. */
+    layout.kind       = AXON_LAYOUT_ABS_IOV;
+    layout.iov.pieces = (const axon_layout_piece_t *)(const void *)iov;
+    layout.iov.count  = iov_count;
+    return axon_rma_layout_nb(ep, kind, NULL, &layout, length, remote_addr, rkey, param, req_p,
+                              func);
 }
 
 axon_status_t axon_put_iov_nb(axon_ep_h ep, const axon_iov_t *iov, size_t iov_count,

@@ -28,9 +28,8 @@ static size_t axon_rma_pack_put(void *dest, void *arg)
         len = req->rma.length - req->rma.offset;
     }
     axon_rma_put_hdr_init(req, hdr, len);
-    if (req->rma.data.iov != NULL) {
-        axon_rma_iov_gather(hdr + 1, req->rma.data.iov, req->rma.data.iov_count,
-                            req->rma.offset, len);
+    if (req->flags & AXON_REQUEST_LAYOUT) {
+        axon_layout_gather(&req->rma.data.cursor, req->rma.offset, hdr + 1, len);
     } else {
         memcpy(hdr + 1, req->rma.data.buffer + req->rma.offset, len);
     }
@@ -71,11 +70,11 @@ static axon_status_t axon_rma_am_push_put(axon_request_h req)
 
     while (req->rma.offset < req->rma.length) {
         left = req->rma.length - req->rma.offset;
-        if ((req->rma.data.iov == NULL) && (sizeof(hdr) + left <= lane->max_short)) {
+        if (!(req->flags & AXON_REQUEST_LAYOUT) && (sizeof(hdr) + left <= lane->max_short)) {
             axon_rma_put_hdr_init(req, &hdr, left);
             status = lane->ops->ep_am_short(lane->tl_ep, AXON_AM_RMA_PUT, &hdr, sizeof(hdr),
                                             req->rma.data.buffer + req->rma.offset, left);
-        } else if ((req->rma.data.iov == NULL) && axon_rma_am_zcopy_ok(lane, sizeof(hdr), left)) {
+        } else if (!(req->flags & AXON_REQUEST_LAYOUT) && axon_rma_am_zcopy_ok(lane, sizeof(hdr), left)) {
             axon_rma_put_hdr_init(req, &hdr, left);
             req->tl_comp.func = axon_rma_zcopy_done;
             status = lane->ops->ep_am_zcopy(lane->tl_ep, AXON_AM_RMA_PUT, &hdr, sizeof(hdr),
@@ -454,7 +453,7 @@ void *axon_rma_rx_dest(void *arg, uint8_t am_id, const void *hdr_p, size_t hdr_l
     }
     memcpy(&reply, hdr_p, sizeof(reply));
     req = axon_request_id_find(worker, reply.req_id, reply.from_uuid);
-    if ((req == NULL) || (req->step != axon_rma_step) || (req->rma.kind != AXON_RMA_KIND_GET) || (req->rma.data.iov != NULL) ||
+    if ((req == NULL) || (req->step != axon_rma_step) || (req->rma.kind != AXON_RMA_KIND_GET) || (req->flags & AXON_REQUEST_LAYOUT) ||
         (reply.status != AXON_OK) || (reply.length != data_length) ||
         (reply.offset > req->rma.length) || (data_length > req->rma.length - reply.offset)) {
         return NULL;
@@ -514,9 +513,8 @@ static void axon_rma_am_get_reply(void *arg, const void *data, size_t length, un
         return;
     }
     if ((status == AXON_OK) && !(flags & AXON_AM_FLAG_PLACED)) {
-        if (req->rma.data.iov != NULL) {
-            axon_rma_iov_scatter(req->rma.data.iov, req->rma.data.iov_count, hdr->offset,
-                                 hdr + 1, hdr->length);
+        if (req->flags & AXON_REQUEST_LAYOUT) {
+            axon_layout_scatter(&req->rma.data.cursor, hdr->offset, hdr + 1, hdr->length);
         } else {
             memcpy(req->rma.data.buffer + hdr->offset, hdr + 1, hdr->length);
         }

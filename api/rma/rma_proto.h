@@ -238,12 +238,6 @@ axon_status_t axon_rma_am_push(axon_request_h req);
 /* Target side: push a GET_REPLY stream (its step on the pending queue). */
 axon_status_t axon_rma_get_reply_push(axon_request_h req);
 
-/* Copy between an iov list and a contiguous buffer, starting offset bytes in the list. */
-void axon_rma_iov_gather(void *dest, const axon_iov_t *iov, size_t iov_count, size_t offset,
-                         size_t length);
-void axon_rma_iov_scatter(const axon_iov_t *iov, size_t iov_count, size_t offset,
-                          const void *src, size_t length);
-
 /* Zero-copy receive placement of PUT and GET_REPLY data (worker->am_rx_dest). */
 void *axon_rma_rx_dest(void *arg, uint8_t am_id, const void *hdr, size_t hdr_len,
                        size_t data_length);

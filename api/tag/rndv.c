@@ -160,6 +160,40 @@ static axon_status_t axon_rndv_recv_split(axon_request_h req, axon_ep_h ep,
     return AXON_OK;
 }
 
+/* Local pieces a receiving layout reads per call of ep_get_zcopy_iov (on the stack). */
+#define AXON_RNDV_GET_IOV 64
+
+/*
+ * A receiving layout reads the sender's contiguous data into its runs,
+ * AXON_RNDV_GET_IOV runs per operation, done at once (shm: one
+ * process_vm_readv each, no copy in between). AXON_OK when the receive is
+ * done or failed; AXON_ERR_UNSUPPORTED when nothing was read and the sender
+ * should stream instead.
+ */
+static axon_status_t axon_rndv_recv_get_layout(axon_request_h req, const axon_lane_t *lane,
+                                               const axon_rndv_rts_hdr_t *rts, const void *rkey,
+                                               size_t want)
+{
+    struct iovec iov[AXON_RNDV_GET_IOV];
+    size_t pos = 0, start, len, n;
+    axon_status_t status = AXON_OK;
+
+    while ((pos < want) && (status == AXON_OK)) {
+        for (start = pos, n = 0; (n < AXON_RNDV_GET_IOV) && (pos < want); ++n, pos += len) {
+            iov[n].iov_base = axon_layout_cursor_run(&req->recv.cursor, pos, &len);
+            len             = (len < want - pos) ? len : want - pos;
+            iov[n].iov_len  = len;
+        }
+        status = lane->ops->ep_get_zcopy_iov(lane->tl_ep, iov, n, rts->address + start, rkey,
+                                             NULL);
+        if ((status == AXON_ERR_UNSUPPORTED) && (start == 0)) {
+            return status;
+        }
+    }
+    axon_rndv_get_done(&req->tl_comp, status);
+    return AXON_OK;
+}
+
 void axon_rndv_send_register(axon_request_h req)
 {
     const axon_lane_t *lane = &req->send.ep->bulk_lane;
@@ -167,7 +201,7 @@ void axon_rndv_send_register(axon_request_h req)
     axon_status_t status;
     void *memh;
 
-    if (!(lane->resource->cap_flags & AXON_CAP_NEED_MKEY) ||
+    if ((req->flags & AXON_REQUEST_LAYOUT) || !(lane->resource->cap_flags & AXON_CAP_NEED_MKEY) ||
         !(lane->resource->cap_flags & AXON_CAP_GET) || (md == NULL) ||
         (md->ops->rkey_max_len > AXON_RNDV_RKEY_MAX)) {
         return;
@@ -195,6 +229,7 @@ void axon_rndv_rts_pack(axon_request_h req, axon_rndv_rts_hdr_t *rts)
     rts->length      = req->send.length;
     rts->sreq_id     = req->id;
     rts->address     = (uint64_t)(uintptr_t)req->send.buffer;
+    rts->flags       = (req->flags & AXON_REQUEST_LAYOUT) ? AXON_RNDV_RTS_NO_GET : 0;
     if (req->flags & AXON_REQUEST_RNDV_MEMH) {
         memcpy(rts->rkey_tl, lane->resource->tl_name, sizeof(rts->rkey_tl));
         rts->rkey_len = (uint32_t)lane->md->ops->rkey_pack(lane->md, req->send.rndv_memh,
@@ -257,8 +292,16 @@ void axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts)
 
     lane = &ep->bulk_lane;
     rkey = axon_rndv_rts_rkey(lane, rts, &get_ok);
-    if ((lane->resource->cap_flags & AXON_CAP_GET) && (lane->ops->ep_get_zcopy != NULL) &&
-        get_ok && (want >= ep->rndv_get_min)) {
+    /* A sender's layout is streamed (gathered there); a receiving layout gets where the
+     * lane reads into several pieces at once, else is streamed too (scattered here). */
+    get_ok = get_ok && !(rts->flags & AXON_RNDV_RTS_NO_GET) &&
+             (lane->resource->cap_flags & AXON_CAP_GET) && (want >= ep->rndv_get_min);
+    if (req->flags & AXON_REQUEST_LAYOUT) {
+        if (get_ok && (lane->ops->ep_get_zcopy_iov != NULL) &&
+            (axon_rndv_recv_get_layout(req, lane, rts, rkey, want) == AXON_OK)) {
+            return;
+        }
+    } else if (get_ok && (lane->ops->ep_get_zcopy != NULL)) {
         if ((rkey == NULL) && (axon_rndv_recv_split(req, ep, rts, want) == AXON_OK)) {
             return;
         }
@@ -448,7 +491,8 @@ static void axon_rndv_am_rtr(void *arg, const void *data, size_t length, unsigne
     if (rtr->put_address != 0) {
         /* Split: this side's half, and the ATS for the half the receiver reads. */
         req->send.rndv_parts = 2;
-        if ((lane->resource->cap_flags & AXON_CAP_PUT) && (lane->ops->ep_put_zcopy != NULL)) {
+        if ((lane->resource->cap_flags & AXON_CAP_PUT) && (lane->ops->ep_put_zcopy != NULL) &&
+            !(req->flags & AXON_REQUEST_LAYOUT)) {
             req->tl_comp.func = axon_rndv_put_done;
             req->flags       |= AXON_REQUEST_TL_BUSY;
             status = lane->ops->ep_put_zcopy(lane->tl_ep, req->send.buffer + rtr->offset,
@@ -467,7 +511,7 @@ static void axon_rndv_am_rtr(void *arg, const void *data, size_t length, unsigne
         /* May not write the receiver's memory: send the half as data. */
     }
     req->step = ((lane->resource->cap_flags & AXON_CAP_AM_ZCOPY) &&
-                 (lane->ops->ep_am_zcopy != NULL)) ?
+                 (lane->ops->ep_am_zcopy != NULL) && !(req->flags & AXON_REQUEST_LAYOUT)) ?
                 axon_tag_step_rndv_zcopy : axon_tag_step_rndv_bcopy;
     /* Data goes behind whatever the endpoint already queued. */
     axon_ep_pending_push(ep, req);
@@ -490,6 +534,11 @@ void *axon_rndv_rx_dest(void *arg, uint8_t am_id, const void *hdr_p, size_t hdr_
         (hdr.offset > req->recv.expected) ||
         (data_length > req->recv.expected - hdr.offset)) {
         return NULL;  /* the handler reports it */
+    }
+    if (req->flags & AXON_REQUEST_LAYOUT) {
+        /* In place only within one run of the layout; else the handler scatters it. */
+        uint8_t *run = axon_layout_cursor_run(&req->recv.cursor, hdr.offset, &hdr.length);
+        return (hdr.length >= data_length) ? run : NULL;
     }
     return req->recv.buffer + hdr.offset;
 }
@@ -521,7 +570,11 @@ static void axon_rndv_am_data(void *arg, const void *data, size_t length, unsign
                        (unsigned long long)hdr->offset, len, req->recv.expected);
             return;
         }
-        memcpy(req->recv.buffer + hdr->offset, hdr + 1, len);
+        if (req->flags & AXON_REQUEST_LAYOUT) {
+            axon_layout_scatter(&req->recv.cursor, hdr->offset, hdr + 1, len);
+        } else {
+            memcpy(req->recv.buffer + hdr->offset, hdr + 1, len);
+        }
     }
     axon_rndv_recv_part_done(req, len, AXON_OK);
 }

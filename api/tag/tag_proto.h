@@ -121,9 +121,14 @@ typedef struct axon_rndv_rts_hdr {
      * rkey_tl names; rkey_len 0 when the buffer is not registered. */
     char       rkey_tl[AXON_TL_NAME_MAX];
     uint32_t   rkey_len;
-    uint32_t   reserved;
+    uint32_t   flags;       /* AXON_RNDV_RTS_* */
     uint8_t    rkey[AXON_RNDV_RKEY_MAX];
 } axon_rndv_rts_hdr_t;
+
+enum {
+    /* The sender's data is not one range (a layout): the receiver asks for it (RTR). */
+    AXON_RNDV_RTS_NO_GET = 1u << 0,
+};
 
 typedef struct axon_rndv_ats_hdr {
     uint64_t sreq_id;

@@ -92,7 +92,23 @@ static inline void axon_tag_recv_copy(axon_request_h req, size_t offset, const v
         if (length > req->recv.length - offset) {
             length = req->recv.length - offset;
         }
-        memcpy(req->recv.buffer + offset, data, length);
+        if (req->flags & AXON_REQUEST_LAYOUT) {
+            axon_layout_scatter(&req->recv.cursor, offset, data, length);
+        } else {
+            memcpy(req->recv.buffer + offset, data, length);
+        }
+    }
+}
+
+/* A receive's buffer and length; with AXON_REQ_FLAG_LAYOUT the buffer is the layout's base. */
+static inline void axon_tag_recv_set_buffer(axon_request_h req, void *buffer, size_t length,
+                                            const axon_request_param_t *param)
+{
+    req->recv.buffer = buffer;
+    req->recv.length = length;
+    if ((param != NULL) && (param->flags & AXON_REQ_FLAG_LAYOUT)) {
+        axon_layout_cursor_init(&req->recv.cursor, param->layout, buffer);
+        req->flags |= AXON_REQUEST_LAYOUT;
     }
 }
 
@@ -412,7 +428,12 @@ static axon_status_t axon_tag_recv_unexp(axon_worker_h worker, axon_unexp_desc_t
     if ((desc->kind == AXON_UNEXP_EAGER) && (desc->frag == NULL) && (desc->length <= length) &&
         !(flags & AXON_REQ_FLAG_NO_IMM_CMPL)) {
         /* Whole message already here and it fits: done without a request. */
-        if (desc->length > 0) {  /* buffer may be NULL for an empty message */
+        if (flags & AXON_REQ_FLAG_LAYOUT) {
+            axon_layout_cursor_t cursor;
+
+            axon_layout_cursor_init(&cursor, param->layout, buffer);
+            axon_layout_scatter(&cursor, 0, desc->data, desc->length);
+        } else if (desc->length > 0) {  /* buffer may be NULL for an empty message */
             memcpy(buffer, desc->data, desc->length);
         }
         if ((param != NULL) && (param->recv_info != NULL)) {
@@ -428,8 +449,7 @@ static axon_status_t axon_tag_recv_unexp(axon_worker_h worker, axon_unexp_desc_t
         axon_error("no memory for a receive request; message dropped");
         return AXON_ERR_NO_MEMORY;
     }
-    req->recv.buffer = buffer;
-    req->recv.length = length;
+    axon_tag_recv_set_buffer(req, buffer, length, param);
     axon_tag_info_from_desc(&req->recv.info, desc);
 
     if (desc->status != AXON_OK) {
@@ -463,14 +483,17 @@ static axon_status_t axon_tag_recv_unexp(axon_worker_h worker, axon_unexp_desc_t
 }
 
 static int axon_tag_recv_check(const char *func, axon_worker_h worker, void *buffer,
-                               size_t length, axon_request_h *req_p)
+                               size_t length, const axon_request_param_t *param,
+                               axon_request_h *req_p)
 {
-    if ((worker == NULL) || (req_p == NULL) || ((buffer == NULL) && (length > 0))) {
+    int layout = (param != NULL) && (param->flags & AXON_REQ_FLAG_LAYOUT);
+
+    if ((worker == NULL) || (req_p == NULL) || ((buffer == NULL) && (length > 0) && !layout)) {
         axon_error("%s: NULL %s (length %zu)", func,
                    !worker ? "worker" : !req_p ? "req_p" : "buffer", length);
         return 0;
     }
-    return 1;
+    return !layout || (axon_layout_param_check(param, length, 1, func) == AXON_OK);
 }
 
 axon_status_t axon_tag_space_recv_nb(axon_worker_h worker, unsigned space, void *buffer,
@@ -481,7 +504,7 @@ axon_status_t axon_tag_space_recv_nb(axon_worker_h worker, unsigned space, void 
     axon_request_h req;
     uint64_t sender;
 
-    if (!axon_tag_recv_check("axon_tag_recv_nb", worker, buffer, length, req_p)) {
+    if (!axon_tag_recv_check("axon_tag_recv_nb", worker, buffer, length, param, req_p)) {
         return AXON_ERR_INVALID_PARAM;
     }
 
@@ -496,8 +519,7 @@ axon_status_t axon_tag_space_recv_nb(axon_worker_h worker, unsigned space, void 
     if (req == NULL) {
         return AXON_ERR_NO_MEMORY;
     }
-    req->recv.buffer      = buffer;
-    req->recv.length      = length;
+    axon_tag_recv_set_buffer(req, buffer, length, param);
     req->recv.received    = 0;
     req->recv.tm.tag      = tag;
     req->recv.tm.tag_mask = tag_mask;
@@ -555,7 +577,7 @@ axon_status_t axon_tag_msg_recv_nb(axon_worker_h worker, void *buffer, size_t le
                                    axon_tag_message_h message,
                                    const axon_request_param_t *param, axon_request_h *req_p)
 {
-    if (!axon_tag_recv_check("axon_tag_msg_recv_nb", worker, buffer, length, req_p)) {
+    if (!axon_tag_recv_check("axon_tag_msg_recv_nb", worker, buffer, length, param, req_p)) {
         return AXON_ERR_INVALID_PARAM;
     }
     if (message == NULL) {

@@ -9,6 +9,17 @@
 #include "tag_proto.h"
 #include "tag_space.h"
 
+/* Copy [offset, +length) of the message to dest: gathered from a layout as it is packed. */
+static inline void axon_tag_send_copy(axon_request_h req, void *dest, size_t offset,
+                                      size_t length)
+{
+    if (req->flags & AXON_REQUEST_LAYOUT) {
+        axon_layout_gather(&req->send.cursor, offset, dest, length);
+    } else {
+        memcpy(dest, req->send.buffer + offset, length);
+    }
+}
+
 static size_t axon_tag_pack_only(void *dest, void *arg)
 {
     axon_request_h req = arg;
@@ -16,7 +27,7 @@ static size_t axon_tag_pack_only(void *dest, void *arg)
 
     axon_tag_match_hdr_pack(&hdr->m, req);
     if (req->send.length > 0) {  /* buffer may be NULL for an empty message */
-        memcpy(hdr + 1, req->send.buffer, req->send.length);
+        axon_tag_send_copy(req, hdr + 1, 0, req->send.length);
     }
     return sizeof(*hdr) + req->send.length;
 }
@@ -29,7 +40,7 @@ static size_t axon_tag_pack_sync(void *dest, void *arg)
     axon_tag_match_hdr_pack(&hdr->m, req);
     hdr->sreq_id     = req->id;
     if (req->send.length > 0) {
-        memcpy(hdr + 1, req->send.buffer, req->send.length);
+        axon_tag_send_copy(req, hdr + 1, 0, req->send.length);
     }
     return sizeof(*hdr) + req->send.length;
 }
@@ -44,7 +55,7 @@ static size_t axon_tag_pack_first(void *dest, void *arg)
     hdr->total_length = req->send.length;
     hdr->msg_id       = req->send.msg_id;
     hdr->sreq_id      = (req->flags & AXON_REQUEST_SYNC) ? req->id : 0;
-    memcpy(hdr + 1, req->send.buffer, len);
+    axon_tag_send_copy(req, hdr + 1, 0, len);
     return sizeof(*hdr) + len;
 }
 
@@ -60,7 +71,7 @@ static size_t axon_tag_pack_middle(void *dest, void *arg)
     hdr->msg_id      = req->send.msg_id;
     hdr->sender_uuid = req->worker->uuid;
     hdr->offset      = req->send.offset;
-    memcpy(hdr + 1, req->send.buffer + req->send.offset, len);
+    axon_tag_send_copy(req, hdr + 1, req->send.offset, len);
     return sizeof(*hdr) + len;
 }
 
@@ -77,7 +88,7 @@ static size_t axon_tag_pack_rndv_data(void *dest, void *arg)
     hdr->from_uuid = req->worker->uuid;
     hdr->offset    = req->send.offset;
     hdr->length    = len;
-    memcpy(hdr + 1, req->send.buffer + req->send.offset, len);
+    axon_tag_send_copy(req, hdr + 1, req->send.offset, len);
     return sizeof(*hdr) + len;
 }
 
@@ -267,9 +278,10 @@ static axon_status_t axon_tag_send_own_copy(axon_request_h req)
                    req->send.length);
         return AXON_ERR_NO_MEMORY;
     }
-    memcpy(copy, req->send.buffer, req->send.length);
+    axon_tag_send_copy(req, copy, 0, req->send.length);
     req->send.buffer = copy;
     req->flags      |= AXON_REQUEST_OWN_BUFFER;
+    req->flags      &= ~AXON_REQUEST_LAYOUT;  /* the copy is packed */
     return AXON_OK;
 }
 
@@ -283,9 +295,14 @@ static axon_status_t axon_tag_send_common(axon_ep_h ep, const void *buffer, size
     axon_request_h req;
     axon_status_t status;
 
-    if ((ep == NULL) || (req_p == NULL) || ((buffer == NULL) && (length > 0))) {
+    if ((ep == NULL) || (req_p == NULL) ||
+        ((buffer == NULL) && (length > 0) && !(flags & AXON_REQ_FLAG_LAYOUT))) {
         axon_error("axon_tag_send_nb: NULL %s (length %zu)",
                    !ep ? "endpoint" : !req_p ? "req_p" : "buffer", length);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if ((flags & AXON_REQ_FLAG_LAYOUT) &&
+        (axon_layout_param_check(param, length, 0, "axon_tag_send_nb") != AXON_OK)) {
         return AXON_ERR_INVALID_PARAM;
     }
     if (ep->close_req != NULL) {
@@ -298,7 +315,7 @@ static axon_status_t axon_tag_send_common(axon_ep_h ep, const void *buffer, size
 
     /* Fast path: one short AM, no request. Queued sends go first to keep order. */
     if ((length <= ep->eager_short_max) && !sync && axon_list_is_empty(&ep->pending) &&
-        !(flags & AXON_REQ_FLAG_NO_IMM_CMPL)) {
+        !(flags & (AXON_REQ_FLAG_NO_IMM_CMPL | AXON_REQ_FLAG_LAYOUT))) {
         eager.m.tag         = tag;
         eager.m.sender_uuid = ep->worker->uuid;
         eager.m.imm_data    = (flags & AXON_REQ_FLAG_IMM_DATA) ? param->imm_data : 0;
@@ -323,6 +340,11 @@ static axon_status_t axon_tag_send_common(axon_ep_h ep, const void *buffer, size
     req->send.info_flags = ((flags & AXON_REQ_FLAG_IMM_DATA) ? AXON_TAG_INFO_IMM_DATA : 0) |
                            space_flags;
     req->send.offset     = 0;
+    if (flags & AXON_REQ_FLAG_LAYOUT) {
+        /* Gathered by the pack callbacks: never the short path, which takes one pointer. */
+        axon_layout_cursor_init(&req->send.cursor, param->layout, buffer);
+        req->flags |= AXON_REQUEST_LAYOUT;
+    }
     /* A rendezvous names (and registers) its buffer for the peer: copy first. */
     if ((flags & AXON_REQ_FLAG_INJECT) && (length >= ep->rndv_thresh) &&
         (axon_tag_send_own_copy(req) != AXON_OK)) {
@@ -345,7 +367,7 @@ static axon_status_t axon_tag_send_common(axon_ep_h ep, const void *buffer, size
             req->step        = axon_tag_step_multi;
             req->send.msg_id = ep->worker->next_msg_id++;
         }
-    } else if (length <= ep->eager_short_max) {
+    } else if ((length <= ep->eager_short_max) && !(req->flags & AXON_REQUEST_LAYOUT)) {
         req->step = axon_tag_step_short;
     } else if (length <= ep->eager_bcopy_max) {
         req->step = axon_tag_step_bcopy;

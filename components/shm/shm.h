@@ -180,6 +180,12 @@ ssize_t       axon_shm_ep_am_bcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, axon_pack
 axon_status_t axon_shm_ep_get_zcopy(axon_tl_ep_t *tl_ep, void *buffer, size_t length,
                                     uint64_t remote_addr, const void *rkey,
                                     axon_tl_completion_t *comp);
+axon_status_t axon_shm_ep_get_zcopy_iov(axon_tl_ep_t *tl_ep, const struct iovec *iov,
+                                        size_t iov_count, uint64_t remote_addr,
+                                        const void *rkey, axon_tl_completion_t *comp);
+axon_status_t axon_shm_ep_put_zcopy_iov(axon_tl_ep_t *tl_ep, const struct iovec *iov,
+                                        size_t iov_count, uint64_t remote_addr,
+                                        const void *rkey, axon_tl_completion_t *comp);
 axon_status_t axon_shm_ep_put_zcopy(axon_tl_ep_t *tl_ep, const void *buffer, size_t length,
                                     uint64_t remote_addr, const void *rkey,
                                     axon_tl_completion_t *comp);

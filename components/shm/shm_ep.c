@@ -266,16 +266,21 @@ axon_status_t axon_shm_ep_cma_failed(axon_shm_ep_t *ep, axon_shm_cma_dir_t dir, 
 }
 
 /*
- * rkey: NULL for a buffer the peer lends for the transfer (rendezvous),
- * else a key our domain unpacked (shm_md.c): the peer's mapping table must
- * still hold the memory's id, or the memory may be someone else's by now.
+ * Move the peer's [remote_addr, + total) to or from the local pieces iov, in
+ * order. rkey: NULL for a buffer the peer lends for the transfer
+ * (rendezvous), else a key our domain unpacked (shm_md.c): the peer's
+ * mapping table must still hold the memory's id, or the memory may be
+ * someone else's by now.
  */
-static axon_status_t axon_shm_ep_cma(axon_tl_ep_t *tl_ep, axon_shm_cma_dir_t dir, void *buffer,
-                                     size_t length, uint64_t remote_addr, const void *rkey)
+static axon_status_t axon_shm_ep_cma(axon_tl_ep_t *tl_ep, axon_shm_cma_dir_t dir,
+                                     const struct iovec *iov, size_t iov_count,
+                                     uint64_t remote_addr, const void *rkey)
 {
     axon_shm_ep_t *ep   = (axon_shm_ep_t*)tl_ep;
-    size_t         done = 0;
-    struct iovec   local, remote;
+    size_t         done = 0, length = 0, i, skip = 0, n;
+    const struct iovec *local;
+    struct iovec   part, remote;
+    unsigned long  local_count;
     axon_shm_rkey_t key;
     ssize_t        ret;
 
@@ -294,27 +299,53 @@ static axon_status_t axon_shm_ep_cma(axon_tl_ep_t *tl_ep, axon_shm_cma_dir_t dir
             return AXON_ERR_REMOTE_ACCESS;
         }
     }
+    for (i = 0; i < iov_count; ++i) {
+        length += iov[i].iov_len;
+    }
 
     /* A transfer stops short at a page it cannot access; the next call then says why. */
-    while (done < length) {
-        local.iov_base  = (char*)buffer + done;
-        local.iov_len   = length - done;
-        if (local.iov_len > AXON_SHM_CMA_CHUNK) {
-            local.iov_len = AXON_SHM_CMA_CHUNK;
+    for (i = 0; done < length;) {
+        if (skip == iov[i].iov_len) {
+            ++i;
+            skip = 0;
+            continue;
+        }
+        if ((skip == 0) && (iov_count - i > 1)) {
+            local       = iov + i;  /* the rest of the pieces, as they are */
+            local_count = (unsigned long)(iov_count - i);
+        } else {
+            /* One piece, or what a short transfer left of one: in chunks the kernel
+             * moves whole. */
+            part.iov_base = (char*)iov[i].iov_base + skip;
+            part.iov_len  = iov[i].iov_len - skip;
+            if (part.iov_len > AXON_SHM_CMA_CHUNK) {
+                part.iov_len = AXON_SHM_CMA_CHUNK;
+            }
+            local       = &part;
+            local_count = 1;
         }
         remote.iov_base = (void*)(uintptr_t)(remote_addr + done);
-        remote.iov_len  = local.iov_len;
+        remote.iov_len  = (local_count == 1) ? local->iov_len : length - done;
         ret = (dir == AXON_SHM_CMA_GET) ?
-              process_vm_readv(ep->peer.pid, &local, 1, &remote, 1, 0) :
-              process_vm_writev(ep->peer.pid, &local, 1, &remote, 1, 0);
+              process_vm_readv(ep->peer.pid, local, local_count, &remote, 1, 0) :
+              process_vm_writev(ep->peer.pid, local, local_count, &remote, 1, 0);
         if (__builtin_expect(ret > 0, 1)) {
             done += (size_t)ret;
+            for (; ret > 0; ret -= (ssize_t)n) {
+                n = iov[i].iov_len - skip;
+                n = (n < (size_t)ret) ? n : (size_t)ret;
+                skip += n;
+                if ((skip == iov[i].iov_len) && (ret > (ssize_t)n)) {
+                    ++i;
+                    skip = 0;
+                }
+            }
         } else if ((ret < 0) && (errno == EINTR)) {
             continue;
         } else {
             /* 0 bytes without an error would loop forever: call it a fault. */
-            return axon_shm_ep_cma_failed(ep, dir, (ret < 0) ? errno : EFAULT, buffer, length,
-                                          remote_addr, done);
+            return axon_shm_ep_cma_failed(ep, dir, (ret < 0) ? errno : EFAULT,
+                                          iov[i].iov_base, length, remote_addr, done);
         }
     }
     return AXON_OK;
@@ -324,7 +355,16 @@ axon_status_t axon_shm_ep_get_zcopy(axon_tl_ep_t *tl_ep, void *buffer, size_t le
                                     uint64_t remote_addr, const void *rkey,
                                     axon_tl_completion_t *comp)
 {
-    return axon_shm_ep_cma(tl_ep, AXON_SHM_CMA_GET, buffer, length, remote_addr, rkey);
+    struct iovec local = {buffer, length};
+
+    return axon_shm_ep_cma(tl_ep, AXON_SHM_CMA_GET, &local, 1, remote_addr, rkey);
+}
+
+axon_status_t axon_shm_ep_get_zcopy_iov(axon_tl_ep_t *tl_ep, const struct iovec *iov,
+                                        size_t iov_count, uint64_t remote_addr,
+                                        const void *rkey, axon_tl_completion_t *comp)
+{
+    return axon_shm_ep_cma(tl_ep, AXON_SHM_CMA_GET, iov, iov_count, remote_addr, rkey);
 }
 
 axon_status_t axon_shm_ep_put_zcopy(axon_tl_ep_t *tl_ep, const void *buffer, size_t length,
@@ -332,8 +372,16 @@ axon_status_t axon_shm_ep_put_zcopy(axon_tl_ep_t *tl_ep, const void *buffer, siz
                                     axon_tl_completion_t *comp)
 {
     /* process_vm_writev only reads the local buffer. */
-    return axon_shm_ep_cma(tl_ep, AXON_SHM_CMA_PUT, (void*)(uintptr_t)buffer, length,
-                           remote_addr, rkey);
+    struct iovec local = {(void*)(uintptr_t)buffer, length};
+
+    return axon_shm_ep_cma(tl_ep, AXON_SHM_CMA_PUT, &local, 1, remote_addr, rkey);
+}
+
+axon_status_t axon_shm_ep_put_zcopy_iov(axon_tl_ep_t *tl_ep, const struct iovec *iov,
+                                        size_t iov_count, uint64_t remote_addr,
+                                        const void *rkey, axon_tl_completion_t *comp)
+{
+    return axon_shm_ep_cma(tl_ep, AXON_SHM_CMA_PUT, iov, iov_count, remote_addr, rkey);
 }
 
 axon_status_t axon_shm_ep_flush(axon_tl_ep_t *tl_ep)
