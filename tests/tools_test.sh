@@ -2,6 +2,7 @@
 # Tests of the tools and of the installed layout. Prints "PASS name" or
 # "FAIL name" per check; run_tests.sh counts them.
 #   tests/tools_test.sh BUILDDIR
+# TOOLS_TEST_FILTER='perf_layout*' runs only the checks whose name matches.
 set -u
 builddir=${1:-$(pwd)}
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,6 +13,8 @@ trap 'rm -rf "$tmp"' EXIT
 
 check() {  # name command...
     local name=$1; shift
+    # shellcheck disable=SC2053  # the filter is a glob
+    [[ $name == ${TOOLS_TEST_FILTER:-*} ]] || return 0
     if "$@" >"$tmp/$name.out" 2>&1; then
         echo "PASS $name"
     else
@@ -215,6 +218,50 @@ t_perf_rma_bad_sizes() {
     "$perf" --local -t amo_lat -s 16 >/dev/null 2>&1; [ $? -eq 2 ] || return 1
     "$perf" --local -t amo_bw -s 2 >/dev/null 2>&1; [ $? -eq 2 ] || return 1
     "$perf" --local -t put_lat -s 0 >/dev/null 2>&1; [ $? -eq 2 ]
+}
+
+# -D: the data of every message or operation moves through a layout (both
+# sides of a tag test, the local side of a put or get) and is checked
+# through it (-c), gaps included; an eager and a rendezvous-sized message.
+t_perf_layout() {  # test layout sizes tls
+    local out="$tmp/layout_$1_${2%%:*}_$4" s
+    AXON_TLS=$4 timeout 120 "$perf" --local -t "$1" -D "$2" -s "$3" -n 200 -w 16 -c >"$out" || {
+        cat "$out"; return 1; }
+    cat "$out"
+    for s in ${3//,/ }; do
+        grep -qE "^RESULT test=$1 tl=$4 size=$s iters=200 latency_us=[0-9.]+ bandwidth_MBps=[0-9.]+ msgrate_Mps=[0-9.]+ layout=$2$" "$out" ||
+            { echo "no RESULT line for size $s"; return 1; }
+    done
+}
+
+# Bad -D values are refused as arguments (exit 2), naming the value.
+t_perf_layout_bad() {
+    local d
+    for d in strided:0:64 strided:128:64 strided:64 strided:64:x strided::64 iov:0 iov:x \
+             iov:-2 vector:4 iov:99999999; do
+        "$perf" --local -t tag_bw -D "$d" -s 4096 >"$tmp/o" 2>"$tmp/e"
+        [ $? -eq 2 ] && grep -qF "'$d'" "$tmp/e" || { echo "-D $d:"; cat "$tmp/e"; return 1; }
+    done
+    # sizes that do not split into the layout's blocks or pieces, name the size
+    "$perf" --local -t tag_bw -D iov:16 -s 4096,100 >"$tmp/o" 2>"$tmp/e"
+    [ $? -eq 2 ] && grep -q 'size 100 .*iov:16' "$tmp/e" || { cat "$tmp/e"; return 1; }
+    "$perf" --local -t put_bw -D strided:64:128 -s 96 >"$tmp/o" 2>"$tmp/e"
+    [ $? -eq 2 ] && grep -q 'size 96 .*strided:64:128' "$tmp/e" || { cat "$tmp/e"; return 1; }
+    # tests that take no layout
+    "$perf" --local -t amo_lat -D iov:2 -s 8 >"$tmp/o" 2>"$tmp/e"
+    [ $? -eq 2 ] && grep -q -- '-D is for .* not amo_lat' "$tmp/e" || { cat "$tmp/e"; return 1; }
+}
+
+# The layout travels to a server started with nothing but a port.
+t_perf_layout_client_server() {
+    AXON_TLS=shm start_perf_server "$tmp/ls_srv" || return 1
+    if ! AXON_TLS=shm timeout 60 "$perf" 127.0.0.1 -p "$server_port" -t tag_bw -D iov:8 \
+            -s 1024,65536 -n 200 -c >"$tmp/ls"; then
+        kill "$server_pid" 2>/dev/null; wait "$server_pid"; cat "$tmp/ls_srv"; return 1
+    fi
+    wait "$server_pid" || { cat "$tmp/ls_srv"; return 1; }
+    cat "$tmp/ls"
+    grep -qE '^RESULT test=tag_bw tl=shm size=65536 .* layout=iov:8$' "$tmp/ls"
 }
 
 # Many to one and one to many: every peer's messages arrive, checked per
@@ -537,6 +584,18 @@ check perf_rma_amo_bw_over_shm               t_perf_rma amo_bw 8
 check perf_rma_put_lat_over_tcp              t_perf_rma put_lat 64 tcp
 check perf_rma_amo_lat_32bit_over_tcp        t_perf_rma amo_lat 4 tcp
 check perf_rma_bad_sizes_refused             t_perf_rma_bad_sizes
+check perf_layout_tag_bw_strided_over_shm     t_perf_layout tag_bw strided:64:128 4096,262144 shm
+check perf_layout_tag_lat_iov_over_shm        t_perf_layout tag_lat iov:16 256,1048576 shm
+check perf_layout_tag_bw_iov_over_rc          t_perf_layout tag_bw iov:16 1024,262144 rc
+check perf_layout_tag_lat_strided_over_rc     t_perf_layout tag_lat strided:8:24 64,65536 rc
+check perf_layout_put_bw_strided_over_shm     t_perf_layout put_bw strided:64:128 65536 shm
+check perf_layout_get_bw_iov_over_shm         t_perf_layout get_bw iov:16 65536 shm
+check perf_layout_put_bw_strided_over_rc      t_perf_layout put_bw strided:64:128 64,65536 rc
+check perf_layout_get_bw_iov_over_rc          t_perf_layout get_bw iov:16 4096,65536 rc
+check perf_layout_put_lat_iov_over_rc         t_perf_layout put_lat iov:4 64,4096 rc
+check perf_layout_get_lat_strided_over_shm    t_perf_layout get_lat strided:16:48 4096 shm
+check perf_layout_bad_values_refused          t_perf_layout_bad
+check perf_layout_client_server_over_shm      t_perf_layout_client_server
 check perf_leaves_no_shm_segments            t_no_shm_segments_left
 check install_destdir_layout_and_pkgconfig   t_install_destdir
 check perf_client_server_over_shm            t_perf_client_server_shm

@@ -65,8 +65,12 @@ typedef struct {
     axon_worker_h        worker;
     axon_ep_h            ep;
     axon_ep_attr_t       attr;
-    unsigned             nslots;   /* buffers of max_size each, per direction */
-    size_t               max_size;
+    unsigned             nslots;   /* buffers of slot_size each, per direction */
+    size_t               max_size; /* the largest message (packed bytes) */
+    size_t               slot_size; /* the largest span a message covers */
+    perf_layout_t        lay;      /* -D: this size's layout, both directions */
+    perf_layout_t       *data;     /* &lay, or NULL: contiguous (fill and verify) */
+    const axon_layout_t *layout;   /* &lay.layout, or NULL: contiguous */
     uint8_t             *sbuf;
     uint8_t             *rbuf;
     axon_request_h      *reqs;     /* one per window slot */
@@ -312,14 +316,16 @@ static int perf_wait(perf_ctx_t *ctx, axon_request_h req, axon_tag_recv_info_t *
 
 /* Start a send; *req_p is NULL if it completed at once. */
 static int perf_send(perf_ctx_t *ctx, const void *buf, size_t length, axon_tag_t tag,
-                     axon_request_h *req_p)
+                     const axon_layout_t *layout, axon_request_h *req_p)
 {
-    axon_request_h req = NULL;
-    axon_status_t  status;
-    unsigned       spins = 0;
+    axon_request_param_t param = { .flags = layout ? AXON_REQ_FLAG_LAYOUT : 0,
+                                   .layout = layout };
+    axon_request_h       req   = NULL;
+    axon_status_t        status;
+    unsigned             spins = 0;
 
     for (;;) {
-        status = axon_tag_send_nb(ctx->ep, buf, length, tag, NULL, &req);
+        status = axon_tag_send_nb(ctx->ep, buf, length, tag, layout ? &param : NULL, &req);
         if (status != AXON_ERR_NO_RESOURCE) {
             break;
         }
@@ -341,9 +347,11 @@ static int perf_send(perf_ctx_t *ctx, const void *buf, size_t length, axon_tag_t
 
 /* Start a receive; *req_p is NULL if it completed at once (info then filled). */
 static int perf_recv(perf_ctx_t *ctx, void *buf, size_t length, axon_tag_t tag,
-                     axon_tag_recv_info_t *info, axon_request_h *req_p)
+                     const axon_layout_t *layout, axon_tag_recv_info_t *info,
+                     axon_request_h *req_p)
 {
-    axon_request_param_t param = { .recv_info = info };
+    axon_request_param_t param = { .flags = layout ? AXON_REQ_FLAG_LAYOUT : 0,
+                                   .recv_info = info, .layout = layout };
     axon_request_h       req   = NULL;
     axon_status_t        status;
 
@@ -399,15 +407,17 @@ static int perf_tag_lat(perf_ctx_t *ctx, size_t size, perf_result_t *result)
                 t0 = perf_now();
             }
             if (params->check) {
-                perf_fill(ctx->sbuf, size, i);
+                perf_layout_fill(ctx->data, ctx->sbuf, size, i);
             }
-            if ((perf_recv(ctx, ctx->rbuf, size, PERF_TAG_DATA, info, &rreq) != 0) ||
-                (perf_send(ctx, ctx->sbuf, size, PERF_TAG_DATA, &sreq) != 0) ||
+            if ((perf_recv(ctx, ctx->rbuf, size, PERF_TAG_DATA, ctx->layout, info,
+                           &rreq) != 0) ||
+                (perf_send(ctx, ctx->sbuf, size, PERF_TAG_DATA, ctx->layout, &sreq) != 0) ||
                 (perf_wait(ctx, sreq, NULL, "a send") != 0) ||
                 (perf_wait_recv(ctx, rreq, info, size, PERF_TAG_DATA) != 0)) {
                 return -1;
             }
-            if (params->check && (perf_verify(ctx->role, ctx->rbuf, size, i, "message") != 0)) {
+            if (params->check &&
+                (perf_layout_verify(ctx->data, ctx->role, ctx->rbuf, size, i, "message") != 0)) {
                 return -1;
             }
         }
@@ -415,26 +425,27 @@ static int perf_tag_lat(perf_ctx_t *ctx, size_t size, perf_result_t *result)
         return 0;
     }
 
-    if (perf_recv(ctx, ctx->rbuf, size, PERF_TAG_DATA, info, &rreq) != 0) {
+    if (perf_recv(ctx, ctx->rbuf, size, PERF_TAG_DATA, ctx->layout, info, &rreq) != 0) {
         return -1;
     }
     for (i = 0; i < total; ++i) {
-        rbuf = ctx->rbuf + (i % 2) * ctx->max_size;
+        rbuf = ctx->rbuf + (i % 2) * ctx->slot_size;
         if (perf_wait_recv(ctx, rreq, info, size, PERF_TAG_DATA) != 0) {
             return -1;
         }
-        if (params->check && (perf_verify(ctx->role, rbuf, size, i, "message") != 0)) {
+        if (params->check &&
+            (perf_layout_verify(ctx->data, ctx->role, rbuf, size, i, "message") != 0)) {
             return -1;
         }
         if ((i + 1 < total) &&
-            (perf_recv(ctx, ctx->rbuf + ((i + 1) % 2) * ctx->max_size, size,
-                       PERF_TAG_DATA, info, &rreq) != 0)) {
+            (perf_recv(ctx, ctx->rbuf + ((i + 1) % 2) * ctx->slot_size, size,
+                       PERF_TAG_DATA, ctx->layout, info, &rreq) != 0)) {
             return -1;
         }
         if (params->check) {
-            perf_fill(ctx->sbuf, size, i);
+            perf_layout_fill(ctx->data, ctx->sbuf, size, i);
         }
-        if ((perf_send(ctx, ctx->sbuf, size, PERF_TAG_DATA, &sreq) != 0) ||
+        if ((perf_send(ctx, ctx->sbuf, size, PERF_TAG_DATA, ctx->layout, &sreq) != 0) ||
             (perf_wait(ctx, sreq, NULL, "a send") != 0)) {
             return -1;
         }
@@ -476,17 +487,17 @@ static int perf_tag_bw(perf_ctx_t *ctx, size_t size, perf_result_t *result)
         w = ((total - done) < params->window) ? (unsigned)(total - done) : params->window;
 
         if (ctx->role == PERF_ROLE_CLIENT) {
-            if (perf_recv(ctx, ctx->rbuf, 0, PERF_TAG_ACK, &ack_info, &ack_req) != 0) {
+            if (perf_recv(ctx, ctx->rbuf, 0, PERF_TAG_ACK, NULL, &ack_info, &ack_req) != 0) {
                 goto out;
             }
             for (k = 0; k < w; ++k) {
                 seq  = done + k;
                 slot = params->check ? k : 0;
                 if (params->check) {
-                    perf_fill(ctx->sbuf + slot * ctx->max_size, size, seq);
+                    perf_layout_fill(ctx->data, ctx->sbuf + slot * ctx->slot_size, size, seq);
                 }
-                if (perf_send(ctx, ctx->sbuf + slot * ctx->max_size, size, PERF_TAG_DATA,
-                              &ctx->reqs[k]) != 0) {
+                if (perf_send(ctx, ctx->sbuf + slot * ctx->slot_size, size, PERF_TAG_DATA,
+                              ctx->layout, &ctx->reqs[k]) != 0) {
                     goto out_cancel;
                 }
             }
@@ -505,8 +516,8 @@ static int perf_tag_bw(perf_ctx_t *ctx, size_t size, perf_result_t *result)
              * message done + k. */
             for (k = 0; k < w; ++k) {
                 slot = params->check ? k : 0;
-                if (perf_recv(ctx, ctx->rbuf + slot * ctx->max_size, size, PERF_TAG_DATA,
-                              &infos[k], &ctx->reqs[k]) != 0) {
+                if (perf_recv(ctx, ctx->rbuf + slot * ctx->slot_size, size, PERF_TAG_DATA,
+                              ctx->layout, &infos[k], &ctx->reqs[k]) != 0) {
                     goto out_cancel;
                 }
             }
@@ -517,12 +528,12 @@ static int perf_tag_bw(perf_ctx_t *ctx, size_t size, perf_result_t *result)
                 }
                 ctx->reqs[k] = NULL;
                 if (params->check &&
-                    (perf_verify(ctx->role, ctx->rbuf + k * ctx->max_size, size, done + k,
-                                 "message") != 0)) {
+                    (perf_layout_verify(ctx->data, ctx->role, ctx->rbuf + k * ctx->slot_size,
+                                        size, done + k, "message") != 0)) {
                     goto out_cancel;
                 }
             }
-            if ((perf_send(ctx, ctx->sbuf, 0, PERF_TAG_ACK, &ack_req) != 0) ||
+            if ((perf_send(ctx, ctx->sbuf, 0, PERF_TAG_ACK, NULL, &ack_req) != 0) ||
                 (perf_wait(ctx, ack_req, NULL, "the window ack") != 0)) {
                 goto out;
             }
@@ -548,6 +559,18 @@ out:
 
 /* ------------------------------------------------------------- driver */
 
+void perf_print_layout(const perf_params_t *params)
+{
+    char name[64];
+
+    if (params->layout.kind != 0) {
+        perf_layout_name(&params->layout, name, sizeof(name));
+        printf(" layout=%s", name);
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
 static void perf_print_result(const perf_ctx_t *ctx, size_t size, const perf_result_t *result)
 {
     const perf_params_t *params  = ctx->params;
@@ -564,9 +587,9 @@ static void perf_print_result(const perf_ctx_t *ctx, size_t size, const perf_res
     }
 
     printf("RESULT test=%s tl=%s size=%zu iters=%lu latency_us=%.3f bandwidth_MBps=%.3f "
-           "msgrate_Mps=%.3f\n", perf_test_names[params->test], tl, size, params->iters,
+           "msgrate_Mps=%.3f", perf_test_names[params->test], tl, size, params->iters,
            latency_us, (double)size * iters / elapsed / 1e6, iters / elapsed / 1e6);
-    fflush(stdout);
+    perf_print_layout(params);
 }
 
 static int perf_alloc_buffers(perf_ctx_t *ctx)
@@ -575,20 +598,25 @@ static int perf_alloc_buffers(perf_ctx_t *ctx)
     unsigned             i;
     size_t               bytes;
 
-    ctx->max_size = 1;  /* never 0: keep distinct non-NULL buffers */
+    ctx->max_size  = 1;  /* never 0: keep distinct non-NULL buffers */
+    ctx->slot_size = 1;
     for (i = 0; i < params->num_sizes; ++i) {
         if (params->sizes[i] > ctx->max_size) {
             ctx->max_size = params->sizes[i];
+        }
+        bytes = perf_layout_span(&params->layout, params->sizes[i]);
+        if (bytes > ctx->slot_size) {
+            ctx->slot_size = bytes;
         }
     }
 
     /* Two receive buffers for ping-pong; a window's worth when checking data. */
     ctx->nslots = (params->check && (params->window > 2)) ? params->window : 2;
-    if (ctx->max_size > SIZE_MAX / ctx->nslots) {
+    if (ctx->slot_size > SIZE_MAX / ctx->nslots) {
         fprintf(stderr, "axon_perf: buffer size overflow\n");
         return -1;
     }
-    bytes     = ctx->max_size * ctx->nslots;
+    bytes     = ctx->slot_size * ctx->nslots;
     ctx->sbuf = malloc(bytes);
     ctx->rbuf = malloc(bytes);
     ctx->reqs = calloc(params->window, sizeof(*ctx->reqs));
@@ -598,7 +626,7 @@ static int perf_alloc_buffers(perf_ctx_t *ctx)
     }
 
     for (i = 0; i < ctx->nslots; ++i) {
-        perf_fill(ctx->sbuf + i * ctx->max_size, ctx->max_size, 0);
+        perf_fill(ctx->sbuf + i * ctx->slot_size, ctx->slot_size, 0);
     }
     memset(ctx->rbuf, 0, bytes);
     return 0;
@@ -692,6 +720,16 @@ static int perf_run(const perf_params_t *params, int fd, perf_role_t role)
 
     for (i = 0; i < params->num_sizes; ++i) {
         alarm(PERF_TIMEOUT_SEC);
+        if (params->layout.kind != 0) {
+            /* gaps of this size's layout were pieces of an earlier one: zero them */
+            perf_layout_free(&ctx.lay);
+            memset(ctx.rbuf, 0, ctx.slot_size * ctx.nslots);
+            if (perf_layout_build(&params->layout, params->sizes[i], &ctx.lay) != 0) {
+                goto out_close_ep;
+            }
+            ctx.data   = &ctx.lay;
+            ctx.layout = &ctx.lay.layout;
+        }
         if (params->test == PERF_TEST_TAG_LAT) {
             ret = perf_tag_lat(&ctx, params->sizes[i], &result);
         } else {
@@ -722,6 +760,7 @@ out_close_ep:
             axon_request_free(req);
         }
     }
+    perf_layout_free(&ctx.lay);
     free(ctx.reqs);
     free(ctx.rbuf);
     free(ctx.sbuf);
@@ -937,6 +976,10 @@ static int perf_send_params(int fd, const perf_params_t *params)
     words[n++] = params->window;
     words[n++] = (uint64_t)params->check;
     words[n++] = params->peers;
+    words[n++] = (uint64_t)params->layout.kind;
+    words[n++] = params->layout.block;
+    words[n++] = params->layout.stride;
+    words[n++] = params->layout.pieces;
     words[n++] = params->num_sizes;
     for (i = 0; i < params->num_sizes; ++i) {
         words[n++] = params->sizes[i];
@@ -967,8 +1010,9 @@ static int perf_recv_params(int fd, perf_params_t *params)
     }
     if ((words[1] >= PERF_TEST_LAST) || (words[2] == 0) || (words[2] > ULONG_MAX / 2) ||
         (words[3] > ULONG_MAX / 2) || (words[4] == 0) || (words[4] > PERF_MAX_WINDOW) ||
-        (words[5] > 1) || (words[6] > PERF_FAN_MAX_PEERS) || (words[7] == 0) ||
-        (words[7] > PERF_MAX_SIZES)) {
+        (words[5] > 1) || (words[6] > PERF_FAN_MAX_PEERS) || (words[7] > AXON_LAYOUT_STRIDED) ||
+        (words[8] > SIZE_MAX / 4) || (words[9] > SIZE_MAX / 4) || (words[10] > SIZE_MAX / 4) ||
+        (words[11] == 0) || (words[11] > PERF_MAX_SIZES)) {
         fprintf(stderr, "axon_perf server: the client sent invalid test parameters\n");
         return -1;
     }
@@ -979,7 +1023,11 @@ static int perf_recv_params(int fd, perf_params_t *params)
     params->window    = (unsigned)words[4];
     params->check     = (int)words[5];
     params->peers     = (unsigned)words[6];
-    params->num_sizes = (unsigned)words[7];
+    params->layout.kind   = (int)words[7];
+    params->layout.block  = (size_t)words[8];
+    params->layout.stride = (size_t)words[9];
+    params->layout.pieces = (size_t)words[10];
+    params->num_sizes = (unsigned)words[11];
     for (i = 0; i < params->num_sizes; ++i) {
         if (perf_sock_read(fd, &size, sizeof(size)) != 0) {
             return -1;
@@ -991,6 +1039,18 @@ static int perf_recv_params(int fd, perf_params_t *params)
             return -1;
         }
         params->sizes[i] = (size_t)size;
+    }
+    if (params->layout.kind != 0) {
+        if (!perf_test_takes_layout(params->test) ||
+            (perf_layout_check_spec(&params->layout) != 0)) {
+            fprintf(stderr, "axon_perf server: the client sent an invalid layout\n");
+            return -1;
+        }
+        for (i = 0; i < params->num_sizes; ++i) {
+            if (perf_layout_check_size(&params->layout, params->sizes[i]) != 0) {
+                return -1;
+            }
+        }
     }
     return perf_test_is_fan(params->test) ? perf_fan_check_params(params) : 0;
 }
@@ -1321,12 +1381,20 @@ static void perf_usage(FILE *stream)
             "                    tag_fan*: messages in flight per peer (default 32)\n"
             "  -W WARMUP         iterations before timing starts (default min(1000, ITERS/10))\n"
             "  -c                verify received data (off by default)\n"
+            "  -D LAYOUT         tag_lat, tag_bw, put_*, get_*: non-contiguous data, the\n"
+            "                    packed size being -s; tag tests use it on both sides,\n"
+            "                    put/get on the local side (the remote side stays\n"
+            "                    contiguous). strided:BLOCK:STRIDE: -s / BLOCK blocks of\n"
+            "                    BLOCK bytes, STRIDE (>= BLOCK) apart; iov:N: N pieces of\n"
+            "                    -s / N bytes, each followed by a gap of a piece's length.\n"
+            "                    -s must split evenly; -c checks the data through it\n"
             "  -h, --help        print this help\n"
             "\n"
             "The client prints a '# lanes:' line with the transports chosen, then one\n"
             "line per size:\n"
             "  RESULT test=T tl=LANE size=S iters=N latency_us=X bandwidth_MBps=Y "
             "msgrate_Mps=Z\n"
+            "with -D followed by layout=strided:BLOCK:STRIDE or layout=iov:N.\n"
             "ep_mem prints the heap growth of the client process (mallinfo2) per peer\n"
             "and the time to create an endpoint and exchange a message with a new peer:\n"
             "  RESULT test=ep_mem tl=LANE bulk_tl=LANE eps=N bytes_per_ep=B heap_bytes=H "
@@ -1435,8 +1503,8 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
     params->wait_sec  = -1;
 
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":t:s:n:w:W:cp:h", long_opts, NULL)) != -1) {
-        if (strchr("tsnwWc", opt) != NULL) {
+    while ((opt = getopt_long(argc, argv, ":t:s:n:w:W:cD:p:h", long_opts, NULL)) != -1) {
+        if (strchr("tsnwWcD", opt) != NULL) {
             test_opt = opt;
         }
         switch (opt) {
@@ -1529,6 +1597,11 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
         case 'c':
             params->check = 1;
             break;
+        case 'D':
+            if (perf_layout_parse(optarg, &params->layout) != 0) {
+                return -1;
+            }
+            break;
         case 'h':
             perf_usage(stdout);
             exit(0);
@@ -1616,6 +1689,16 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
     }
     if (perf_test_is_rma(params->test) && (perf_rma_check_params(params) != 0)) {
         return -1;
+    }
+    if ((params->layout.kind != 0) && !perf_test_takes_layout(params->test)) {
+        fprintf(stderr, "axon_perf: -D is for tag_lat, tag_bw, put_lat, put_bw, get_lat and "
+                "get_bw, not %s\n", perf_test_names[params->test]);
+        return -1;
+    }
+    for (i = 0; (params->layout.kind != 0) && (i < (int)params->num_sizes); ++i) {
+        if (perf_layout_check_size(&params->layout, params->sizes[i]) != 0) {
+            return -1;
+        }
     }
     if ((params->test == PERF_TEST_COLL_BARRIER) && !have_sizes) {
         params->sizes[0] = 0;  /* a barrier moves no data */

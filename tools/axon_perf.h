@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "axon.h"
+#include "perf_layout.h"
 
 #define PERF_MAX_SIZES        64
 #define PERF_MAX_WINDOW       65536
@@ -25,10 +26,10 @@
 #define PERF_RETRY_MS         100         /* between connection attempts */
 
 /* First word of the client's hello: "AXPERF" and the protocol version. */
-#define PERF_WIRE_MAGIC       0x4158504552460002ull
+#define PERF_WIRE_MAGIC       0x4158504552460003ull
 #define PERF_WIRE_ACCEPT      0x41585045524f4b21ull  /* "AXPEROK!": parameters taken */
-#define PERF_WIRE_HDR_WORDS   8   /* magic, test, iters, warmup, window, check, peers,
-                                   * num_sizes */
+#define PERF_WIRE_HDR_WORDS   12  /* magic, test, iters, warmup, window, check, peers,
+                                   * layout kind, block, stride, pieces (-D), num_sizes */
 
 #define PERF_TAG_DATA         1
 #define PERF_TAG_ACK          2
@@ -80,6 +81,7 @@ typedef struct {
     unsigned      np;         /* coll_*: --np processes forked here; 0 = a PMIx launcher's */
     int           overlap;    /* coll_*: --overlap, computing while the collective runs */
     unsigned      peers;      /* tag_fan*: --peers, workers of the server process */
+    perf_layout_spec_t layout; /* -D: tag_lat, tag_bw, put_*, get_* (kind 0: contiguous) */
 } perf_params_t;
 
 extern const char *perf_test_names[PERF_TEST_LAST];
@@ -91,6 +93,8 @@ const char *perf_role_name(perf_role_t role);
 int    perf_check_status(perf_role_t role, axon_status_t status, const char *what);
 /* Barrier with the peer process; progresses the count workers meanwhile. */
 int    perf_sync(int fd, axon_worker_h const *workers, unsigned count);
+/* End a RESULT line: " layout=strided:64:128" (or iov:N) with -D, then the newline. */
+void   perf_print_layout(const perf_params_t *params);
 /* Test data: a pattern of seed; verify names what (and seed) at a mismatch. */
 void   perf_fill(uint8_t *buf, size_t length, uint64_t seed);
 int    perf_verify(perf_role_t role, const uint8_t *buf, size_t length, uint64_t seed,
@@ -118,6 +122,13 @@ int    perf_wait_child(pid_t pid, unsigned timeout_sec, int quiet, const char *w
 
 /* -t ep_mem, either role: params->iters is the number of peers measured. */
 int    perf_ep_mem_run(const perf_params_t *params, int fd, perf_role_t role);
+
+/* May -D be given to this test? */
+static inline int perf_test_takes_layout(perf_test_t test)
+{
+    return (test == PERF_TEST_TAG_LAT) || (test == PERF_TEST_TAG_BW) ||
+           ((test >= PERF_TEST_PUT_LAT) && (test <= PERF_TEST_GET_BW));
+}
 
 static inline int perf_test_is_fan(perf_test_t test)
 {

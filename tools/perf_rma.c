@@ -22,6 +22,10 @@
  *   amo_bw   posted adds (no result) on that word, at most -w in flight, one
  *            flush at the end: the atomic message rate.
  *
+ * With -D the local buffer is a layout of the packed size (perf_layout.c):
+ * puts gather from it, gets scatter into it; the peer's memory stays
+ * contiguous.
+ *
  * Only put_lat needs the server to do more than progress; in the other
  * tests it just progresses until the client is done (lanes that execute
  * operations at the target need that).
@@ -53,6 +57,10 @@ typedef struct {
     size_t               max_size;
     size_t               amo_offset;
     uint8_t             *lbuf;       /* local source or destination */
+    size_t               lspan;      /* its bytes: the largest span of a size's layout */
+    perf_layout_t        lay;        /* -D: this size's layout of lbuf */
+    perf_layout_t       *data;       /* &lay, or NULL: contiguous (fill and verify) */
+    const axon_layout_t *layout;     /* &lay.layout, or NULL: contiguous */
     axon_request_h      *reqs;       /* one per window slot */
     uint64_t             raddr;      /* the peer's region */
     axon_rkey_h          rkey;
@@ -107,6 +115,8 @@ static int perf_rma_start(perf_rma_t *m, perf_rma_op_t op, void *buf, size_t siz
 {
     static const uint64_t one64 = 1;
     static const uint32_t one32 = 1;
+    axon_request_param_t  param = { .flags = AXON_REQ_FLAG_LAYOUT, .layout = m->layout };
+    const axon_request_param_t *lparam = m->layout ? &param : NULL;
     axon_request_h        req   = NULL;
     axon_status_t         status;
     unsigned              spins = 0;
@@ -114,10 +124,10 @@ static int perf_rma_start(perf_rma_t *m, perf_rma_op_t op, void *buf, size_t siz
     for (;;) {
         switch (op) {
         case PERF_RMA_PUT:
-            status = axon_put_nb(m->ep, buf, size, raddr, m->rkey, NULL, &req);
+            status = axon_put_nb(m->ep, buf, size, raddr, m->rkey, lparam, &req);
             break;
         case PERF_RMA_GET:
-            status = axon_get_nb(m->ep, buf, size, raddr, m->rkey, NULL, &req);
+            status = axon_get_nb(m->ep, buf, size, raddr, m->rkey, lparam, &req);
             break;
         case PERF_RMA_FADD:
         case PERF_RMA_ADD:  /* buf NULL: posted */
@@ -154,6 +164,12 @@ static int perf_rma_do(perf_rma_t *m, perf_rma_op_t op, void *buf, size_t size, 
 }
 
 /* ------------------------------------------------------------- data patterns */
+
+/* Where the last byte of a put's data is in the local buffer. */
+static size_t perf_rma_last(const perf_rma_t *m, size_t size)
+{
+    return (m->layout != NULL) ? perf_layout_last_offset(&m->lay) : size - 1;
+}
 
 /* The last byte of iteration i's put: never 0 (the region starts zeroed), never
  * the previous iteration's. */
@@ -192,9 +208,9 @@ static int perf_rma_put_lat(perf_rma_t *m, size_t size, double *elapsed)
             t0 = perf_now();
         }
         if (params->check) {
-            perf_fill(m->lbuf, size - 1, i);
+            perf_layout_fill(m->data, m->lbuf, size, i);  /* all but the last byte are checked */
         }
-        m->lbuf[size - 1] = perf_rma_mark(i);
+        m->lbuf[perf_rma_last(m, size)] = perf_rma_mark(i);
         if (!client && (perf_rma_wait_mark(m, size, perf_rma_mark(i)) != 0)) {
             return -1;
         }
@@ -252,7 +268,7 @@ static int perf_rma_stream(perf_rma_t *m, perf_rma_op_t op, size_t size, double 
     uint64_t             raddr  = (op == PERF_RMA_ADD) ? perf_rma_amo_addr(m, size) : m->raddr;
 
     if (params->check && (op == PERF_RMA_PUT)) {
-        perf_fill(m->lbuf, size, size);
+        perf_layout_fill(m->data, m->lbuf, size, size);
     }
     for (i = 0; i < total; ++i) {
         if (i == params->warmup) {
@@ -280,7 +296,7 @@ static int perf_rma_stream(perf_rma_t *m, perf_rma_op_t op, size_t size, double 
     }
     *elapsed = perf_now() - t0;
     if (params->check && (op == PERF_RMA_GET)) {
-        return perf_verify(m->role, m->lbuf, size, size, "get_bw data");
+        return perf_layout_verify(m->data, m->role, m->lbuf, size, size, "get_bw data");
     }
     return 0;
 
@@ -305,7 +321,8 @@ static int perf_rma_get_lat(perf_rma_t *m, size_t size, double *elapsed)
         }
     }
     *elapsed = perf_now() - t0;
-    return params->check ? perf_verify(m->role, m->lbuf, size, size, "get_lat data") : 0;
+    return params->check ?
+           perf_layout_verify(m->data, m->role, m->lbuf, size, size, "get_lat data") : 0;
 }
 
 static int perf_rma_amo_lat(perf_rma_t *m, size_t size, double *elapsed)
@@ -357,9 +374,9 @@ static void perf_rma_print(const perf_rma_t *m, const char *name, size_t size, d
         latency_us /= 2;  /* half round trip */
     }
     printf("RESULT test=%s tl=%s size=%zu iters=%lu latency_us=%.3f bandwidth_MBps=%.3f "
-           "msgrate_Mps=%.3f\n", name, tl, size, params->iters, latency_us,
+           "msgrate_Mps=%.3f", name, tl, size, params->iters, latency_us,
            (double)size * iters / elapsed / 1e6, iters / elapsed / 1e6);
-    fflush(stdout);
+    perf_print_layout(params);
 }
 
 /* One size: the client measures, the server takes part (put_lat) or progresses. */
@@ -375,7 +392,16 @@ static int perf_rma_size(perf_rma_t *m, const char *name, size_t size)
     }
     if (params->test == PERF_TEST_PUT_LAT) {
         memset(m->mem, 0, size);  /* no mark of an earlier size where this one looks */
-        memset(m->lbuf, 0, size);
+    }
+    /* no mark, nor a gap that an earlier size's layout wrote */
+    memset(m->lbuf, 0, m->lspan);
+    if (params->layout.kind != 0) {
+        perf_layout_free(&m->lay);
+        if (perf_layout_build(&params->layout, size, &m->lay) != 0) {
+            return -1;
+        }
+        m->data   = &m->lay;
+        m->layout = &m->lay.layout;
     }
     if (perf_sync(m->fd, &m->worker, 1) != 0) {
         return -1;
@@ -545,12 +571,16 @@ int perf_rma_run(const perf_params_t *params, int fd, perf_role_t role, const ch
         return -1;
     }
     m.max_size = 8;
+    m.lspan    = 8;
     for (i = 0; i < params->num_sizes; ++i) {
         if (params->sizes[i] > m.max_size) {
             m.max_size = params->sizes[i];
         }
+        if (perf_layout_span(&params->layout, params->sizes[i]) > m.lspan) {
+            m.lspan = perf_layout_span(&params->layout, params->sizes[i]);
+        }
     }
-    m.lbuf = calloc(1, m.max_size);
+    m.lbuf = calloc(1, m.lspan);
     m.reqs = calloc(params->window, sizeof(*m.reqs));
     if ((m.lbuf == NULL) || (m.reqs == NULL)) {
         fprintf(stderr, "axon_perf: out of memory for %zu-byte buffers\n", m.max_size);
@@ -601,6 +631,7 @@ out_destroy:
     axon_worker_destroy(m.worker);  /* NULL is fine */
     axon_cleanup(m.context);
 out_free:
+    perf_layout_free(&m.lay);
     free(m.reqs);
     free(m.lbuf);
     return ret;
