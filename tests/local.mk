@@ -83,7 +83,9 @@ tests_axon_gtest_CFLAGS   = $(AX_CFLAGS)
 tests_axon_gtest_LDADD    = libaxon.la $(GTEST_LIBS) -lpthread
 if HAVE_LIBFABRIC
 # The libfabric provider "axon", driven through libfabric (contrib/ofi_provider).
-tests_axon_gtest_SOURCES += tests/gtest/contrib/ofi_provider/test_ofi_provider.cc
+tests_axon_gtest_SOURCES += tests/gtest/contrib/ofi_provider/test_ofi_provider.cc \
+	tests/gtest/contrib/ofi_provider/test_ofi_provider_iov.cc \
+	tests/gtest/contrib/ofi_provider/ofi_test_node.h
 tests_axon_gtest_LDADD   += -ldl  # libfabric itself is dlopen'ed (see the test)
 endif
 if HAVE_IBVERBS

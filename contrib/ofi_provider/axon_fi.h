@@ -56,6 +56,7 @@
 #define AXON_FI_CNTR_CNT      64            /* counters per domain (advertised) */
 #define AXON_FI_EP_CNT        64            /* endpoints per domain (advertised): a worker each */
 #define AXON_FI_MIN_MULTI_RECV 16384        /* FI_OPT_MIN_MULTI_RECV default */
+#define AXON_FI_IOV_LIMIT     16            /* iovecs per message: an op holds their pieces */
 
 /*
  * Untagged messages travel as tag messages with this tag. An endpoint with
@@ -148,6 +149,11 @@ typedef struct axon_fi_op {
     uint8_t             discard;   /* FI_DISCARD: drop the data, complete without it */
     uint8_t             posted;    /* on the ep's inflight list */
     uint8_t             multi;     /* a multi-receive buffer (FI_MULTI_RECV) */
+    /* More than one iovec: the data is this layout of absolute pieces (base NULL), so
+     * the message needs no allocation; layout NULL: buf/len are the data. */
+    const axon_layout_t *layout;
+    axon_layout_t       iov_layout;
+    axon_layout_piece_t pieces[AXON_FI_IOV_LIMIT];
 } axon_fi_op_t;
 
 /* Chunks of op descriptors: allocated at open, grown rarely. */
@@ -434,11 +440,15 @@ void     axon_fi_map_free(axon_fi_map_t *map);
  * Axon's (the user's, or AXON_FI_MSG_TAG), cq_flags the entry's (FI_TAGGED |
  * FI_SEND or FI_MSG | FI_SEND), flags the call's (op_flags, or fi_*msg's):
  * FI_INJECT copies the data, FI_DELIVERY_COMPLETE completes once the
- * receiver matched the message.
+ * receiver matched the message. The v form sends count iovecs (at most
+ * AXON_FI_IOV_LIMIT, else -FI_EINVAL, logged) as one message.
  */
 ssize_t axon_fi_send_common(axon_fi_ep_t *ep, uint64_t cq_flags, const void *buf, size_t len,
                             fi_addr_t dest, uint64_t tag, uint64_t data, int has_data,
                             void *context, uint64_t flags, int comp);
+ssize_t axon_fi_sendv_common(axon_fi_ep_t *ep, uint64_t cq_flags, const struct iovec *iov,
+                             size_t count, fi_addr_t dest, uint64_t tag, uint64_t data,
+                             int has_data, void *context, uint64_t flags, int comp);
 axon_fi_op_t *axon_fi_recv_op(axon_fi_ep_t *ep, void *buf, size_t len, uint64_t tag,
                               uint64_t cq_flags, void *context, int comp);
 /* Axon's parameters for a receive into op, completing through cb. */
@@ -457,17 +467,43 @@ ssize_t axon_fi_mrecv_post(axon_fi_ep_t *ep, axon_fi_op_t *op, int multi);
 int     axon_fi_mrecv_cancel(axon_fi_ep_t *ep, void *context);
 void    axon_fi_mrecv_close(axon_fi_ep_t *ep);
 
-/* The one buffer of an iov (iov_limit is 1); more fail with -FI_EINVAL, logged. */
-static inline int axon_fi_iov_one(const struct iovec *iov, size_t count, void **buf,
-                                  size_t *len)
+/* An iov list's size; more than AXON_FI_IOV_LIMIT iovecs (or a size overflowing) fail
+ * with -FI_EINVAL, logged with the count. */
+static inline int axon_fi_iov_size(const struct iovec *iov, size_t count, size_t *len)
 {
-    if (AXON_FI_UNLIKELY(count > 1)) {
-        AXON_FI_WARN(FI_LOG_EP_DATA, "iov count %zu exceeds iov_limit 1", count);
+    size_t i, sum = 0;
+
+    if (AXON_FI_UNLIKELY(count > AXON_FI_IOV_LIMIT)) {
+        AXON_FI_WARN(FI_LOG_EP_DATA, "iov count %zu exceeds iov_limit %d", count,
+                     AXON_FI_IOV_LIMIT);
         return -FI_EINVAL;
     }
-    *buf = count ? iov[0].iov_base : NULL;
-    *len = count ? iov[0].iov_len : 0;
+    for (i = 0; i < count; ++i) {
+        if (AXON_FI_UNLIKELY(sum + iov[i].iov_len < sum)) {
+            AXON_FI_WARN(FI_LOG_EP_DATA, "iov %zu of %zu: length %zu overflows the message "
+                         "size", i, count, iov[i].iov_len);
+            return -FI_EINVAL;
+        }
+        sum += iov[i].iov_len;
+    }
+    *len = sum;
     return 0;
+}
+
+/* op's data as the layout of count > 1 checked iovecs of len bytes (axon_fi_iov.c). */
+void axon_fi_op_layout(axon_fi_op_t *op, const struct iovec *iov, size_t count, size_t len);
+
+/* op's data from a checked iov list of len bytes: one iovec stays contiguous. */
+static inline void axon_fi_op_iov(axon_fi_op_t *op, const struct iovec *iov, size_t count,
+                                  size_t len)
+{
+    if (AXON_FI_LIKELY(count <= 1)) {
+        op->buf    = count ? iov[0].iov_base : NULL;
+        op->len    = len;
+        op->layout = NULL;
+    } else {
+        axon_fi_op_layout(op, iov, count, len);
+    }
 }
 
 static inline void axon_fi_list_init(axon_fi_op_t *head)

@@ -47,6 +47,7 @@ axon_fi_op_t *axon_fi_op_get(axon_fi_domain_t *domain)
         op->discard = 0;
         op->posted  = 0;
         op->multi   = 0;
+        op->layout  = NULL;
     }
     return op;
 }

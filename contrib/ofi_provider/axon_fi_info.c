@@ -101,7 +101,7 @@ static int axon_fi_check_tx(const struct fi_tx_attr *tx)
     if (tx->inject_size > AXON_FI_INJECT_SIZE) {
         AXON_FI_REJECT("tx_attr->inject_size", "%zu", tx->inject_size);
     }
-    if (tx->iov_limit > 1) {
+    if (tx->iov_limit > AXON_FI_IOV_LIMIT) {
         AXON_FI_REJECT("tx_attr->iov_limit", "%zu", tx->iov_limit);
     }
     if (tx->rma_iov_limit > 0) {
@@ -124,7 +124,7 @@ static int axon_fi_check_rx(const struct fi_rx_attr *rx)
     if (rx->op_flags & ~AXON_FI_RX_FLAGS) {
         AXON_FI_REJECT("rx_attr->op_flags", "0x%llx", (unsigned long long)rx->op_flags);
     }
-    if (rx->iov_limit > 1) {
+    if (rx->iov_limit > AXON_FI_IOV_LIMIT) {
         AXON_FI_REJECT("rx_attr->iov_limit", "%zu", rx->iov_limit);
     }
     return 0;
@@ -231,7 +231,7 @@ static void axon_fi_info_fill(struct fi_info *info, uint64_t caps)
     info->tx_attr->comp_order    = FI_ORDER_NONE;
     info->tx_attr->inject_size   = AXON_FI_INJECT_SIZE;
     info->tx_attr->size          = AXON_FI_TX_SIZE;
-    info->tx_attr->iov_limit     = 1;
+    info->tx_attr->iov_limit     = AXON_FI_IOV_LIMIT;
     info->tx_attr->rma_iov_limit = 0;
 
     info->rx_attr->caps                = caps & AXON_FI_RX_CAPS;
@@ -240,7 +240,7 @@ static void axon_fi_info_fill(struct fi_info *info, uint64_t caps)
     info->rx_attr->comp_order          = FI_ORDER_NONE;
     info->rx_attr->total_buffered_recv = 0;
     info->rx_attr->size                = AXON_FI_RX_SIZE;
-    info->rx_attr->iov_limit           = 1;
+    info->rx_attr->iov_limit           = AXON_FI_IOV_LIMIT;
 
     info->ep_attr->type            = FI_EP_RDM;
     info->ep_attr->protocol        = FI_PROTO_UNSPEC;

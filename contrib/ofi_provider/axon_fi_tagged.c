@@ -14,17 +14,26 @@
 
 /* ---------------------------------------------------------------- send */
 
-static ssize_t axon_fi_tsend_common(axon_fi_ep_t *ep, const void *buf, size_t len,
-                                    fi_addr_t dest, uint64_t tag, uint64_t data, int has_data,
-                                    void *context, uint64_t flags, int comp)
+static ssize_t axon_fi_tsendv_common(axon_fi_ep_t *ep, const struct iovec *iov, size_t count,
+                                     fi_addr_t dest, uint64_t tag, uint64_t data, int has_data,
+                                     void *context, uint64_t flags, int comp)
 {
     if (AXON_FI_UNLIKELY(tag & ep->tag_reserved)) {
         AXON_FI_WARN(FI_LOG_EP_DATA, "tag 0x%llx uses bit 63, which untagged messages take on "
                      "an endpoint with FI_MSG", (unsigned long long)tag);
         return -FI_EINVAL;
     }
-    return axon_fi_send_common(ep, AXON_FI_SEND_FLAGS, buf, len, dest, tag, data, has_data,
-                               context, flags, comp);
+    return axon_fi_sendv_common(ep, AXON_FI_SEND_FLAGS, iov, count, dest, tag, data, has_data,
+                                context, flags, comp);
+}
+
+static ssize_t axon_fi_tsend_common(axon_fi_ep_t *ep, const void *buf, size_t len,
+                                    fi_addr_t dest, uint64_t tag, uint64_t data, int has_data,
+                                    void *context, uint64_t flags, int comp)
+{
+    struct iovec iov = {(void *)buf, len};
+
+    return axon_fi_tsendv_common(ep, &iov, 1, dest, tag, data, has_data, context, flags, comp);
 }
 
 static ssize_t axon_fi_tsend(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
@@ -40,26 +49,19 @@ static ssize_t axon_fi_tsendv(struct fid_ep *ep_fid, const struct iovec *iov, vo
                               size_t count, fi_addr_t dest, uint64_t tag, void *context)
 {
     axon_fi_ep_t *ep = container_of(ep_fid, axon_fi_ep_t, ep_fid);
-    void *buf;
-    size_t len;
-    int ret = axon_fi_iov_one(iov, count, &buf, &len);
 
-    return (ret != 0) ? ret : axon_fi_tsend_common(ep, buf, len, dest, tag, 0, 0, context,
-                                                   ep->tx_op_flags, ep->tx_comp);
+    return axon_fi_tsendv_common(ep, iov, count, dest, tag, 0, 0, context, ep->tx_op_flags,
+                                 ep->tx_comp);
 }
 
 static ssize_t axon_fi_tsendmsg(struct fid_ep *ep_fid, const struct fi_msg_tagged *msg,
                                 uint64_t flags)
 {
     axon_fi_ep_t *ep = container_of(ep_fid, axon_fi_ep_t, ep_fid);
-    void *buf;
-    size_t len;
-    int ret = axon_fi_iov_one(msg->msg_iov, msg->iov_count, &buf, &len);
 
-    return (ret != 0) ? ret :
-           axon_fi_tsend_common(ep, buf, len, msg->addr, msg->tag, msg->data,
-                                (flags & FI_REMOTE_CQ_DATA) != 0, msg->context, flags,
-                                !ep->tx_selective || (flags & FI_COMPLETION));
+    return axon_fi_tsendv_common(ep, msg->msg_iov, msg->iov_count, msg->addr, msg->tag,
+                                 msg->data, (flags & FI_REMOTE_CQ_DATA) != 0, msg->context,
+                                 flags, !ep->tx_selective || (flags & FI_COMPLETION));
 }
 
 static ssize_t axon_fi_tinject(struct fid_ep *ep_fid, const void *buf, size_t len,
@@ -95,20 +97,27 @@ static inline uint64_t axon_fi_trecv_mask(const axon_fi_ep_t *ep, uint64_t ignor
     return ~ignore | ep->tag_reserved;
 }
 
-static ssize_t axon_fi_trecv_common(axon_fi_ep_t *ep, void *buf, size_t len, fi_addr_t src,
-                                    uint64_t tag, uint64_t ignore, void *context, int comp)
+static ssize_t axon_fi_trecvv_common(axon_fi_ep_t *ep, const struct iovec *iov, size_t count,
+                                     fi_addr_t src, uint64_t tag, uint64_t ignore,
+                                     void *context, int comp)
 {
     axon_fi_domain_t *domain = ep->domain;
     uint64_t sender;
     axon_fi_op_t *op;
+    size_t len;
     ssize_t ret;
 
+    ret = axon_fi_iov_size(iov, count, &len);
+    if (ret != 0) {
+        return ret;
+    }
     axon_fi_lock(domain);
     ret = axon_fi_recv_sender(ep, src, &sender);
     if (ret == 0) {
-        op = axon_fi_recv_op(ep, buf, len, tag & ~ep->tag_reserved, AXON_FI_RECV_FLAGS, context,
+        op = axon_fi_recv_op(ep, NULL, 0, tag & ~ep->tag_reserved, AXON_FI_RECV_FLAGS, context,
                              comp);
         if (op != NULL) {
+            axon_fi_op_iov(op, iov, count, len);
             op->sender = sender;
             ret = axon_fi_recv_start(ep, op, axon_fi_trecv_mask(ep, ignore));
         } else {
@@ -123,8 +132,9 @@ static ssize_t axon_fi_trecv(struct fid_ep *ep_fid, void *buf, size_t len, void 
                              fi_addr_t src, uint64_t tag, uint64_t ignore, void *context)
 {
     axon_fi_ep_t *ep = container_of(ep_fid, axon_fi_ep_t, ep_fid);
+    struct iovec iov = {buf, len};
 
-    return axon_fi_trecv_common(ep, buf, len, src, tag, ignore, context, ep->rx_comp);
+    return axon_fi_trecvv_common(ep, &iov, 1, src, tag, ignore, context, ep->rx_comp);
 }
 
 static ssize_t axon_fi_trecvv(struct fid_ep *ep_fid, const struct iovec *iov, void **desc,
@@ -132,12 +142,8 @@ static ssize_t axon_fi_trecvv(struct fid_ep *ep_fid, const struct iovec *iov, vo
                               void *context)
 {
     axon_fi_ep_t *ep = container_of(ep_fid, axon_fi_ep_t, ep_fid);
-    void *buf;
-    size_t len;
-    int ret = axon_fi_iov_one(iov, count, &buf, &len);
 
-    return (ret != 0) ? ret : axon_fi_trecv_common(ep, buf, len, src, tag, ignore, context,
-                                                   ep->rx_comp);
+    return axon_fi_trecvv_common(ep, iov, count, src, tag, ignore, context, ep->rx_comp);
 }
 
 /* FI_PEEK [| FI_CLAIM | FI_DISCARD]: look at the unexpected messages now. */
@@ -193,8 +199,8 @@ static ssize_t axon_fi_tpeek(axon_fi_ep_t *ep, const struct fi_msg_tagged *msg, 
 }
 
 /* FI_CLAIM [| FI_DISCARD]: receive the message an earlier FI_PEEK | FI_CLAIM took. */
-static ssize_t axon_fi_tclaim(axon_fi_ep_t *ep, const struct fi_msg_tagged *msg, uint64_t flags,
-                              int comp)
+static ssize_t axon_fi_tclaim(axon_fi_ep_t *ep, const struct fi_msg_tagged *msg, size_t len,
+                              uint64_t flags, int comp)
 {
     axon_fi_op_t *op;
 
@@ -209,7 +215,7 @@ static ssize_t axon_fi_tclaim(axon_fi_ep_t *ep, const struct fi_msg_tagged *msg,
         return -FI_EINVAL;
     }
     axon_fi_list_del(op);
-    axon_fi_iov_one(msg->msg_iov, msg->iov_count, &op->buf, &op->len);   /* count checked */
+    axon_fi_op_iov(op, msg->msg_iov, msg->iov_count, len);   /* count checked */
     op->discard = (flags & FI_DISCARD) != 0;
     op->comp    = (uint8_t)comp;
     return axon_fi_recv_start(ep, op, AXON_TAG_MASK_FULL);
@@ -223,11 +229,10 @@ static ssize_t axon_fi_trecvmsg(struct fid_ep *ep_fid, const struct fi_msg_tagge
     int comp = !ep->rx_selective || (flags & FI_COMPLETION);
     uint64_t sender;
     axon_fi_op_t *op;
-    void *buf;
     size_t len;
     ssize_t ret;
 
-    ret = axon_fi_iov_one(msg->msg_iov, msg->iov_count, &buf, &len);
+    ret = axon_fi_iov_size(msg->msg_iov, msg->iov_count, &len);
     if (ret != 0) {
         return ret;
     }
@@ -242,11 +247,12 @@ static ssize_t axon_fi_trecvmsg(struct fid_ep *ep_fid, const struct fi_msg_tagge
             ret = axon_fi_tpeek(ep, msg, flags, sender, comp);
         }
     } else if (flags & FI_CLAIM) {
-        ret = axon_fi_tclaim(ep, msg, flags, comp);
+        ret = axon_fi_tclaim(ep, msg, len, flags, comp);
     } else if ((ret = axon_fi_recv_sender(ep, msg->addr, &sender)) == 0) {
-        op = axon_fi_recv_op(ep, buf, len, msg->tag & ~ep->tag_reserved, AXON_FI_RECV_FLAGS,
+        op = axon_fi_recv_op(ep, NULL, 0, msg->tag & ~ep->tag_reserved, AXON_FI_RECV_FLAGS,
                              msg->context, comp);
         if (op != NULL) {
+            axon_fi_op_iov(op, msg->msg_iov, msg->iov_count, len);
             op->sender = sender;
             ret = axon_fi_recv_start(ep, op, axon_fi_trecv_mask(ep, msg->ignore));
         } else {

@@ -64,7 +64,8 @@ static void axon_fi_send_done(axon_request_h req, axon_status_t status, void *us
 }
 
 typedef struct {
-    const void *buf;
+    const struct iovec *iov;
+    size_t      count;
     size_t      len;
     fi_addr_t   dest;
     uint64_t    tag;
@@ -85,6 +86,7 @@ static ssize_t axon_fi_send(axon_fi_ep_t *ep, const axon_fi_send_t *send)
     axon_request_h req;
     axon_status_t status;
     axon_fi_op_t *op;
+    const void *buf;
     ssize_t ret = 0;
 
     if (AXON_FI_UNLIKELY(send->inject && (send->len > AXON_FI_INJECT_SIZE))) {
@@ -117,18 +119,22 @@ static ssize_t axon_fi_send(axon_fi_ep_t *ep, const axon_fi_send_t *send)
     op->flags   = send->cq_flags;
     op->tag     = send->tag;
     op->comp    = send->comp;
+    axon_fi_op_iov(op, send->iov, send->count, send->len);
+    buf         = (op->layout != NULL) ? NULL : op->buf;
 
-    /* Inject: Axon copies the data only if the send cannot leave inside the call. */
+    /* Inject: Axon copies the data (packed) only if the send cannot leave inside the call. */
     param.flags     = (send->has_data ? AXON_REQ_FLAG_IMM_DATA : 0) |
-                      (send->inject ? AXON_REQ_FLAG_INJECT : 0);
+                      (send->inject ? AXON_REQ_FLAG_INJECT : 0) |
+                      ((op->layout != NULL) ? AXON_REQ_FLAG_LAYOUT : 0);
+    param.layout    = op->layout;
     param.imm_data  = (uint32_t)send->data;
     param.cb.send   = axon_fi_send_done;
     param.user_data = op;
     param.recv_info = NULL;
     param.sender_id = AXON_SENDER_ANY;
     status = send->sync ?
-             axon_tag_send_sync_nb(conn->aep, send->buf, send->len, send->tag, &param, &req) :
-             axon_tag_send_nb(conn->aep, send->buf, send->len, send->tag, &param, &req);
+             axon_tag_send_sync_nb(conn->aep, buf, send->len, send->tag, &param, &req) :
+             axon_tag_send_nb(conn->aep, buf, send->len, send->tag, &param, &req);
     if (status == AXON_INPROGRESS) {
         axon_fi_inflight_add(ep, op);
         axon_request_free(req);   /* the callback still comes */
@@ -151,13 +157,13 @@ out:
     return ret;
 }
 
-ssize_t axon_fi_send_common(axon_fi_ep_t *ep, uint64_t cq_flags, const void *buf, size_t len,
-                            fi_addr_t dest, uint64_t tag, uint64_t data, int has_data,
-                            void *context, uint64_t flags, int comp)
+ssize_t axon_fi_sendv_common(axon_fi_ep_t *ep, uint64_t cq_flags, const struct iovec *iov,
+                             size_t count, fi_addr_t dest, uint64_t tag, uint64_t data,
+                             int has_data, void *context, uint64_t flags, int comp)
 {
     axon_fi_send_t send = {
-        .buf      = buf,
-        .len      = len,
+        .iov      = iov,
+        .count    = count,
         .dest     = dest,
         .tag      = tag,
         .data     = data,
@@ -168,8 +174,19 @@ ssize_t axon_fi_send_common(axon_fi_ep_t *ep, uint64_t cq_flags, const void *buf
         .comp     = (uint8_t)comp,
         .sync     = (flags & FI_DELIVERY_COMPLETE) != 0,
     };
+    int ret = axon_fi_iov_size(iov, count, &send.len);
 
-    return axon_fi_send(ep, &send);
+    return (ret != 0) ? ret : axon_fi_send(ep, &send);
+}
+
+ssize_t axon_fi_send_common(axon_fi_ep_t *ep, uint64_t cq_flags, const void *buf, size_t len,
+                            fi_addr_t dest, uint64_t tag, uint64_t data, int has_data,
+                            void *context, uint64_t flags, int comp)
+{
+    struct iovec iov = {(void *)buf, len};
+
+    return axon_fi_sendv_common(ep, cq_flags, &iov, 1, dest, tag, data, has_data, context,
+                                flags, comp);
 }
 
 /* ---------------------------------------------------------------- receive */
@@ -244,7 +261,9 @@ axon_fi_op_t *axon_fi_recv_op(axon_fi_ep_t *ep, void *buf, size_t len, uint64_t 
 void axon_fi_recv_param(axon_fi_op_t *op, axon_tag_recv_callback_t cb,
                         axon_tag_recv_info_t *info, axon_request_param_t *param)
 {
-    param->flags     = (op->sender != AXON_SENDER_ANY) ? AXON_REQ_FLAG_SENDER : 0;
+    param->flags     = ((op->sender != AXON_SENDER_ANY) ? AXON_REQ_FLAG_SENDER : 0) |
+                       ((op->layout != NULL) ? AXON_REQ_FLAG_LAYOUT : 0);
+    param->layout    = op->layout;
     param->imm_data  = 0;
     param->cb.recv   = cb;
     param->user_data = op;
@@ -259,14 +278,19 @@ ssize_t axon_fi_recv_start(axon_fi_ep_t *ep, axon_fi_op_t *op, uint64_t mask)
     axon_tag_recv_info_t info;
     axon_request_h req;
     axon_status_t status;
+    void *buf;
 
+    if (op->discard) {
+        op->layout = NULL;   /* receives into nothing */
+    }
     axon_fi_recv_param(op, axon_fi_recv_done, &info, &param);
+    buf = (op->layout != NULL) ? NULL : op->buf;   /* a layout's pieces are addresses */
     if (op->msg != NULL) {
-        status = axon_tag_msg_recv_nb(ep->worker, op->discard ? NULL : op->buf,
+        status = axon_tag_msg_recv_nb(ep->worker, op->discard ? NULL : buf,
                                       op->discard ? 0 : op->len, op->msg, &param, &req);
         op->msg = NULL;
     } else {
-        status = axon_tag_recv_nb(ep->worker, op->buf, op->len, op->tag, mask, &param, &req);
+        status = axon_tag_recv_nb(ep->worker, buf, op->len, op->tag, mask, &param, &req);
     }
     if (status == AXON_INPROGRESS) {
         op->req = req;

@@ -21,6 +21,7 @@ contrib_ofi_provider_libaxon_fi_la_SOURCES = \
 	contrib/ofi_provider/axon_fi_eq.c \
 	contrib/ofi_provider/axon_fi_ep.c \
 	contrib/ofi_provider/axon_fi_xfer.c \
+	contrib/ofi_provider/axon_fi_iov.c \
 	contrib/ofi_provider/axon_fi_tagged.c \
 	contrib/ofi_provider/axon_fi_msg.c \
 	contrib/ofi_provider/axon_fi_mrecv.c \

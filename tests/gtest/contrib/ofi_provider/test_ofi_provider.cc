@@ -5,248 +5,17 @@
  * Two endpoints in one process (two domains, progressed in turn) and two
  * processes (a forked child). Each test bounds its time (alarm).
  */
-#include <gtest/gtest.h>
+#include "ofi_test_node.h"
 
-#include <rdma/fabric.h>
-#include <rdma/fi_cm.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_endpoint.h>
-#include <rdma/fi_eq.h>
-#include <rdma/fi_errno.h>
-#include <rdma/fi_tagged.h>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <dlfcn.h>
-
-/*
- * libfabric is opened here, not linked into the test binary: Debian's
- * libfabric pulls in PSM libraries whose constructors install SIGSEGV
- * handlers, which would change the crash checks of every other suite
- * (components/ofi/ofi_lib.h does the same for the ofi component).
- */
-struct FiLib {
-    decltype(&::fi_getinfo)  getinfo  = nullptr;
-    decltype(&::fi_freeinfo) freeinfo = nullptr;
-    decltype(&::fi_dupinfo)  dupinfo  = nullptr;
-    decltype(&::fi_fabric)   fabric   = nullptr;
-    decltype(&::fi_strerror) strerror = nullptr;
-};
-
-static const FiLib &fi_lib()
-{
-    static FiLib lib = [] {
-        FiLib l;
-        void *h = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
-        if (h != nullptr) {
-            l.getinfo  = reinterpret_cast<decltype(l.getinfo)>(dlsym(h, "fi_getinfo"));
-            l.freeinfo = reinterpret_cast<decltype(l.freeinfo)>(dlsym(h, "fi_freeinfo"));
-            l.dupinfo  = reinterpret_cast<decltype(l.dupinfo)>(dlsym(h, "fi_dupinfo"));
-            l.fabric   = reinterpret_cast<decltype(l.fabric)>(dlsym(h, "fi_fabric"));
-            l.strerror = reinterpret_cast<decltype(l.strerror)>(dlsym(h, "fi_strerror"));
-        }
-        if (!l.getinfo || !l.freeinfo || !l.dupinfo || !l.fabric || !l.strerror) {
-            fprintf(stderr, "cannot load libfabric.so.1: %s\n", dlerror());
-            abort();
-        }
-        return l;
-    }();
-    return lib;
-}
-
-#define fi_getinfo  fi_lib().getinfo
-#define fi_freeinfo fi_lib().freeinfo
-#define fi_dupinfo  fi_lib().dupinfo
-#define fi_fabric   fi_lib().fabric
-#define fi_strerror fi_lib().strerror
-
 namespace {
-
-const double kTimeout = 20.0;   /* seconds for any one completion */
-
-double now_sec()
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-struct Watchdog {
-    explicit Watchdog(unsigned sec) { alarm(sec); }
-    ~Watchdog() { alarm(0); }
-};
-
-/* Point libfabric at the build's provider before its first call in this process. */
-void use_build_provider()
-{
-    static bool done;
-    if (!done) {
-        setenv("FI_PROVIDER_PATH", AXON_TEST_BUILDDIR "/contrib/ofi_provider/.libs", 1);
-        done = true;
-    }
-}
-
-/* The hints Open MPI 4.1's ofi MTL passes (full tag mode with remote CQ data). */
-struct fi_info *ompi_hints(enum fi_av_type av_type = FI_AV_MAP)
-{
-    struct fi_info *hints = fi_dupinfo(NULL);  /* fi_allocinfo */
-
-    hints->mode                        = FI_CONTEXT;
-    hints->ep_attr->type               = FI_EP_RDM;
-    hints->caps                        = FI_TAGGED | FI_DIRECTED_RECV | FI_SOURCE;
-    hints->tx_attr->msg_order          = FI_ORDER_SAS;
-    hints->rx_attr->msg_order          = FI_ORDER_SAS;
-    hints->tx_attr->op_flags           = FI_COMPLETION;
-    hints->rx_attr->op_flags           = FI_COMPLETION;
-    hints->domain_attr->threading      = FI_THREAD_DOMAIN;
-    hints->domain_attr->av_type        = av_type;
-    hints->domain_attr->resource_mgmt  = FI_RM_ENABLED;
-    hints->domain_attr->cq_data_size   = 4;
-    hints->domain_attr->mr_mode        = FI_MR_LOCAL | FI_MR_ALLOCATED;
-    hints->fabric_attr->prov_name      = strdup("axon");
-    return hints;
-}
-
-int getinfo(struct fi_info *hints, struct fi_info **info)
-{
-    use_build_provider();
-    return fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, info);
-}
-
-/*
- * One endpoint with its own fabric, domain, AV and CQ (and counters on
- * request). caps, when set, replace the Open MPI hints' capabilities.
- */
-struct Node {
-    struct fi_info    *info    = NULL;
-    struct fid_fabric *fabric  = NULL;
-    struct fid_domain *domain  = NULL;
-    struct fid_av     *av      = NULL;
-    struct fid_cq     *cq      = NULL;
-    struct fid_cntr   *tx_cntr = NULL, *rx_cntr = NULL;
-    struct fid_ep     *ep      = NULL;
-    uint64_t           caps     = 0;
-    bool               counters = false;
-    char               name[64];
-    size_t             namelen = sizeof(name);
-
-    int open(enum fi_av_type av_type = FI_AV_MAP, enum fi_threading threading = FI_THREAD_DOMAIN)
-    {
-        return open_at(NULL, NULL, 0, av_type, threading);
-    }
-
-    /* fi_getinfo(node, service, flags) with Open MPI's hints, then the objects. */
-    int open_at(const char *node, const char *service, uint64_t flags,
-                enum fi_av_type av_type = FI_AV_MAP, enum fi_threading threading = FI_THREAD_DOMAIN)
-    {
-        struct fi_info *hints = ompi_hints(av_type);
-        struct fi_cq_attr cq_attr;
-        struct fi_av_attr av_attr;
-        struct fi_cntr_attr cntr_attr;
-        int ret;
-
-        hints->domain_attr->threading = threading;
-        if (caps != 0) hints->caps = caps;
-        use_build_provider();
-        ret = fi_getinfo(FI_VERSION(1, 17), node, service, flags, hints, &info);
-        fi_freeinfo(hints);
-        if (ret != 0) return ret;
-        if ((ret = fi_fabric(info->fabric_attr, &fabric, NULL)) != 0) return ret;
-        if ((ret = fi_domain(fabric, info, &domain, NULL)) != 0) return ret;
-        if ((ret = fi_endpoint(domain, info, &ep, NULL)) != 0) return ret;
-        memset(&cq_attr, 0, sizeof(cq_attr));
-        cq_attr.format = FI_CQ_FORMAT_TAGGED;
-        if ((ret = fi_cq_open(domain, &cq_attr, &cq, NULL)) != 0) return ret;
-        memset(&av_attr, 0, sizeof(av_attr));
-        av_attr.type = av_type;
-        if ((ret = fi_av_open(domain, &av_attr, &av, NULL)) != 0) return ret;
-        if ((ret = fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV)) != 0) return ret;
-        if ((ret = fi_ep_bind(ep, &av->fid, 0)) != 0) return ret;
-        if (counters) {
-            memset(&cntr_attr, 0, sizeof(cntr_attr));
-            cntr_attr.events = FI_CNTR_EVENTS_COMP;
-            if ((ret = fi_cntr_open(domain, &cntr_attr, &tx_cntr, &tx_cntr)) != 0) return ret;
-            if ((ret = fi_cntr_open(domain, &cntr_attr, &rx_cntr, &rx_cntr)) != 0) return ret;
-            if ((ret = fi_ep_bind(ep, &tx_cntr->fid, FI_SEND)) != 0) return ret;
-            if ((ret = fi_ep_bind(ep, &rx_cntr->fid, FI_RECV)) != 0) return ret;
-        }
-        if ((ret = fi_enable(ep)) != 0) return ret;
-        return fi_getname(&ep->fid, name, &namelen);
-    }
-
-    fi_addr_t insert(const void *addr)
-    {
-        fi_addr_t fa = FI_ADDR_NOTAVAIL;
-        EXPECT_EQ(1, fi_av_insert(av, addr, 1, &fa, 0, NULL));
-        return fa;
-    }
-
-    void close()
-    {
-        struct fid *fids[] = {ep ? &ep->fid : NULL, av ? &av->fid : NULL, cq ? &cq->fid : NULL,
-                              tx_cntr ? &tx_cntr->fid : NULL, rx_cntr ? &rx_cntr->fid : NULL,
-                              domain ? &domain->fid : NULL, fabric ? &fabric->fid : NULL};
-        for (struct fid *f : fids) {
-            if (f != NULL) {
-                EXPECT_EQ(0, fi_close(f));
-            }
-        }
-        if (info) {
-            fi_freeinfo(info);
-        }
-        ep = NULL; av = NULL; cq = NULL; domain = NULL; fabric = NULL; info = NULL;
-        tx_cntr = NULL; rx_cntr = NULL;
-    }
-
-    ~Node() { close(); }
-};
-
-/*
- * Read one entry from node's CQ, progressing the others meanwhile. Returns
- * 1 with *entry, -FI_EAVAIL with *err filled, or -FI_EAGAIN on timeout.
- */
-ssize_t wait_cq(Node &node, std::vector<Node *> others, struct fi_cq_tagged_entry *entry,
-                struct fi_cq_err_entry *err = NULL, fi_addr_t *src = NULL)
-{
-    double deadline = now_sec() + kTimeout;
-    struct fi_cq_tagged_entry scratch;
-    ssize_t ret;
-
-    while (now_sec() < deadline) {
-        ret = src ? fi_cq_readfrom(node.cq, entry, 1, src) : fi_cq_read(node.cq, entry, 1);
-        if (ret == 1) return 1;
-        if (ret == -FI_EAVAIL) {
-            struct fi_cq_err_entry local;
-            if (err == NULL) err = &local;
-            memset(err, 0, sizeof(*err));
-            EXPECT_EQ(1, fi_cq_readerr(node.cq, err, 0));
-            return -FI_EAVAIL;
-        }
-        EXPECT_EQ(-FI_EAGAIN, ret);
-        for (Node *o : others) {
-            /* progress the other worker; its entries stay queued for later reads */
-            (void)fi_cq_read(o->cq, &scratch, 0);
-        }
-    }
-    return -FI_EAGAIN;
-}
-
-class OfiProvider : public ::testing::Test {
-protected:
-    Watchdog watchdog{90};
-};
 
 /* ---------------------------------------------------------------- getinfo */
 
@@ -291,7 +60,7 @@ TEST_F(OfiProvider, GetinfoEnodataForUnmatchableHints)
         {"auto progress", [](struct fi_info *h) { h->domain_attr->data_progress = FI_PROGRESS_AUTO; }},
         {"strict comp order", [](struct fi_info *h) { h->tx_attr->comp_order = FI_ORDER_STRICT; }},
         {"inject 1 MiB", [](struct fi_info *h) { h->tx_attr->inject_size = 1 << 20; }},
-        {"iov limit 4", [](struct fi_info *h) { h->rx_attr->iov_limit = 4; }},
+        {"iov limit 17", [](struct fi_info *h) { h->rx_attr->iov_limit = 17; }},
         {"addr format", [](struct fi_info *h) { h->addr_format = FI_SOCKADDR_IN6; }},
         {"domain name", [](struct fi_info *h) { h->domain_attr->name = strdup("mlx5_0"); }},
         {"msg order RAW", [](struct fi_info *h) { h->tx_attr->msg_order |= FI_ORDER_RAW; }},
@@ -304,24 +73,6 @@ TEST_F(OfiProvider, GetinfoEnodataForUnmatchableHints)
         fi_freeinfo(hints);
     }
 }
-
-/* ---------------------------------------------------------------- one process */
-
-class OfiPair : public OfiProvider {
-protected:
-    Node a, b;
-    fi_addr_t a_to_b = FI_ADDR_NOTAVAIL, b_to_a = FI_ADDR_NOTAVAIL;
-
-    void SetUp() override
-    {
-        ASSERT_EQ(0, a.open());
-        ASSERT_EQ(0, b.open());
-        a_to_b = a.insert(b.name);
-        b_to_a = b.insert(a.name);
-        ASSERT_NE(FI_ADDR_NOTAVAIL, a_to_b);
-        ASSERT_NE(FI_ADDR_NOTAVAIL, b_to_a);
-    }
-};
 
 TEST_F(OfiPair, TaggedSendRecv)
 {
@@ -875,26 +626,6 @@ TEST_F(OfiProvider, InsertOfAnExitedPeerSucceedsAndSendsFail)
     ::close(to_parent[0]);
     ::close(to_parent[1]);
 }
-
-/* ---------------------------------------------------------------- untagged messages */
-
-const uint64_t kMsgCaps = FI_MSG | FI_TAGGED | FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV;
-
-class OfiMsgPair : public OfiProvider {
-protected:
-    Node a, b;
-    fi_addr_t a_to_b = FI_ADDR_NOTAVAIL, b_to_a = FI_ADDR_NOTAVAIL;
-
-    void SetUp() override
-    {
-        a.caps = b.caps = kMsgCaps;
-        a.counters = b.counters = true;
-        ASSERT_EQ(0, a.open());
-        ASSERT_EQ(0, b.open());
-        a_to_b = a.insert(b.name);
-        b_to_a = b.insert(a.name);
-    }
-};
 
 TEST_F(OfiMsgPair, UntaggedSendRecvOrderDataAndTruncation)
 {
