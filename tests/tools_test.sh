@@ -264,6 +264,69 @@ t_perf_layout_client_server() {
     grep -qE '^RESULT test=tag_bw tl=shm size=65536 .* layout=iov:8$' "$tmp/ls"
 }
 
+# -R: the target's side is a layout. Each put or get goes through the
+# target's layout key (or, with --separate-puts or --pack-unpack, fills
+# the layout without one) and the data is checked through the layout (-c),
+# gaps included; -D adds a layout on the initiator's side.
+t_perf_rlayout() {  # test rlayout sizes tls [more options...]
+    local test=$1 rlayout=$2 sizes=$3 tl=$4 out="$tmp/rlayout_$1_${2%%:*}_$4" s method=key more
+    shift 4
+    case " $* " in
+        *" --separate-puts "*) method=separate_puts ;;
+        *" --pack-unpack "*) method=pack_unpack ;;
+    esac
+    more=$(sed -n 's/.*-D \([^ ]*\).*/ layout=\1/p' <<<"$*")
+    AXON_TLS=$tl timeout 120 "$perf" --local -t "$test" -R "$rlayout" -s "$sizes" -n 200 -w 16 \
+        -c "$@" >"$out" || { cat "$out"; return 1; }
+    cat "$out"
+    for s in ${sizes//,/ }; do
+        grep -qE "^RESULT test=$test tl=$tl size=$s iters=200 latency_us=[0-9.]+ bandwidth_MBps=[0-9.]+ msgrate_Mps=[0-9.]+$more rlayout=$rlayout rmethod=$method$" "$out" ||
+            { echo "no RESULT line for size $s"; return 1; }
+    done
+}
+
+# Bad -R uses are refused as arguments (exit 2), naming what is wrong.
+t_perf_rlayout_bad() {
+    local d
+    for d in strided:0:64 strided:128:64 iov:0 iov:x vector:4; do
+        "$perf" --local -t put_bw -R "$d" -s 4096 >"$tmp/o" 2>"$tmp/e"
+        [ $? -eq 2 ] && grep -qF "'$d'" "$tmp/e" || { echo "-R $d:"; cat "$tmp/e"; return 1; }
+    done
+    expect_refused() {  # pattern args...
+        local pattern=$1
+        shift
+        "$perf" --local "$@" >"$tmp/o" 2>"$tmp/e"
+        [ $? -eq 2 ] && grep -q -- "$pattern" "$tmp/e" || { echo "$*:"; cat "$tmp/e"; return 1; }
+    }
+    expect_refused 'size 96 .*strided:64:128' -t put_bw -R strided:64:128 -s 96 &&
+    expect_refused '-R is for .* not tag_bw' -t tag_bw -R iov:2 -s 64 &&
+    expect_refused '-R is for .* not amo_lat' -t amo_lat -R iov:2 -s 8 &&
+    expect_refused 'at least 1 byte, not 0' -t get_bw -R iov:2 -s 0 &&
+    expect_refused '--pack-unpack is a way of put_bw with -R .* without -R' -t put_bw --pack-unpack &&
+    expect_refused '--separate-puts is a way of put_bw with -R .* not of get_bw' \
+        -t get_bw -R iov:2 -s 64 --separate-puts &&
+    expect_refused '--separate-puts puts from a contiguous buffer' \
+        -t put_bw -R iov:2 -D iov:2 -s 64 --separate-puts &&
+    expect_refused 'one of --separate-puts and --pack-unpack' \
+        -t put_bw -R iov:2 -s 64 --separate-puts --pack-unpack || return 1
+    # a server takes the test from its client
+    "$perf" -p 0 --pack-unpack >"$tmp/o" 2>"$tmp/e"
+    [ $? -eq 2 ] && grep -q -- '--pack-unpack is a client option' "$tmp/e" || { cat "$tmp/e"; return 1; }
+}
+
+# -R and its method travel to a server started with nothing but a port.
+t_perf_rlayout_client_server() {
+    AXON_TLS=shm start_perf_server "$tmp/rs_srv" || return 1
+    if ! AXON_TLS=shm timeout 60 "$perf" 127.0.0.1 -p "$server_port" -t put_bw \
+            -R strided:64:128 --pack-unpack -s 1024,65536 -n 200 -c >"$tmp/rs"; then
+        kill "$server_pid" 2>/dev/null; wait "$server_pid"; cat "$tmp/rs_srv"; return 1
+    fi
+    wait "$server_pid" || { cat "$tmp/rs_srv"; return 1; }
+    cat "$tmp/rs"
+    grep -qE '^RESULT test=put_bw tl=shm size=65536 .* rlayout=strided:64:128 rmethod=pack_unpack$' \
+        "$tmp/rs"
+}
+
 # Many to one and one to many: every peer's messages arrive, checked per
 # sender (-c), and the rate counts the messages of all peers.
 t_perf_fan() {  # test tls
@@ -596,6 +659,19 @@ check perf_layout_put_lat_iov_over_rc         t_perf_layout put_lat iov:4 64,409
 check perf_layout_get_lat_strided_over_shm    t_perf_layout get_lat strided:16:48 4096 shm
 check perf_layout_bad_values_refused          t_perf_layout_bad
 check perf_layout_client_server_over_shm      t_perf_layout_client_server
+check perf_rlayout_put_bw_strided_over_rc      t_perf_rlayout put_bw strided:64:128 64,65536 rc
+check perf_rlayout_get_bw_iov_over_rc          t_perf_rlayout get_bw iov:16 4096,65536 rc
+check perf_rlayout_put_lat_strided_over_rc     t_perf_rlayout put_lat strided:16:48 64,4096 rc
+check perf_rlayout_get_lat_iov_over_shm        t_perf_rlayout get_lat iov:4 4096 shm
+check perf_rlayout_put_bw_iov_over_tcp         t_perf_rlayout put_bw iov:16 1024,65536 tcp
+check perf_rlayout_put_lat_iov_over_ud         t_perf_rlayout put_lat iov:4 256,8192 ud
+check perf_rlayout_both_sides_layouts_over_shm t_perf_rlayout put_bw strided:64:128 65536 shm -D iov:8
+check perf_rlayout_both_sides_layouts_over_rc  t_perf_rlayout get_bw iov:8 65536 rc -D strided:32:96
+check perf_rlayout_separate_puts_over_rc       t_perf_rlayout put_bw strided:64:128 65536 rc --separate-puts
+check perf_rlayout_pack_unpack_over_rc         t_perf_rlayout put_bw strided:64:128 64,65536 rc --pack-unpack
+check perf_rlayout_pack_unpack_gathers_over_shm t_perf_rlayout put_bw iov:16 65536 shm --pack-unpack -D strided:16:48
+check perf_rlayout_bad_values_refused          t_perf_rlayout_bad
+check perf_rlayout_client_server_over_shm      t_perf_rlayout_client_server
 check perf_leaves_no_shm_segments            t_no_shm_segments_left
 check install_destdir_layout_and_pkgconfig   t_install_destdir
 check perf_client_server_over_shm            t_perf_client_server_shm
