@@ -396,6 +396,30 @@ t_bench_dc_goals() {
     fi
 }
 
+# contrib/bench/layout_compare.sh: the rc rows against a remote layout key
+# are measured (numbers, not failures), every verdict follows from its
+# ratio and goal, rows for information carry none, and the summary and the
+# exit status agree with the verdicts.
+t_bench_layout_compare() {
+    local rc
+    AXON_PERF=$perf bash "$srcdir/contrib/bench/layout_compare.sh" --quick >"$tmp/o" 2>"$tmp/e"
+    rc=$?
+    cat "$tmp/o"
+    grep -qE '^\| rc 64 KiB into -R strided:64:128, us: a = 1024 separate puts, b = one put, layout key \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| >= 5 \| (PASS|MISS) \|$' "$tmp/o" &&
+        grep -qE '^\| rc the same, us: a = pack \+ put \+ target unpack, b = one put, layout key \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| >= 2 \| (PASS|MISS) \|$' "$tmp/o" &&
+        [ "$(grep -cE '^\| .* \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| - \| info \|$' "$tmp/o")" -eq 3 ] ||
+        return 1
+    awk -F' \\| ' '/^\| .* \| (PASS|MISS) \|$/ {
+            r = $2 / $3; g = substr($5, 4) + 0
+            if ((r - $4 > 0.0011) || ($4 - r > 0.0011) || ((r >= g) != ($6 ~ /^PASS/))) { print "bad row: " $0; exit 1 } }' \
+        "$tmp/o" || return 1
+    if grep -qE '\| >= [0-9.]+ \| (MISS|FAIL: .*) \|$' "$tmp/o"; then
+        [ $rc -eq 1 ] && grep -qE '^[1-5] of 5 goals missed or not measured$' "$tmp/o"
+    else
+        [ $rc -eq 0 ] && grep -q '^all 5 goals met$' "$tmp/o"
+    fi
+}
+
 # dc_goals.sh refuses to give a verdict on a transport that cannot run, saying why.
 t_bench_dc_goals_needs_dc() {
     AXON_PERF=$perf bash "$srcdir/contrib/bench/dc_goals.sh" --as-dc nosuch >"$tmp/o" 2>&1
@@ -638,6 +662,7 @@ check perf_tag_fan_bad_arguments            t_perf_fan_bad_args
 check bench_ep_mem_has_a_dc_row             t_bench_ep_mem_dc_row
 check bench_dc_goals_rows_and_verdicts       t_bench_dc_goals
 check bench_dc_goals_says_when_dc_cannot_run t_bench_dc_goals_needs_dc
+check bench_layout_compare_remote_layout_rows t_bench_layout_compare
 check perf_rma_put_lat_over_shm              t_perf_rma put_lat 8
 check perf_rma_put_bw_over_shm               t_perf_rma put_bw 65536
 check perf_rma_get_lat_over_shm              t_perf_rma get_lat 4096
@@ -671,6 +696,9 @@ check perf_rlayout_separate_puts_over_rc       t_perf_rlayout put_bw strided:64:
 check perf_rlayout_pack_unpack_over_rc         t_perf_rlayout put_bw strided:64:128 64,65536 rc --pack-unpack
 check perf_rlayout_pack_unpack_gathers_over_shm t_perf_rlayout put_bw iov:16 65536 shm --pack-unpack -D strided:16:48
 check perf_rlayout_bad_values_refused          t_perf_rlayout_bad
+if dc_built; then
+    check perf_rlayout_put_lat_strided_over_dc t_perf_rlayout put_lat strided:64:128 64,65536 dc
+fi
 check perf_rlayout_client_server_over_shm      t_perf_rlayout_client_server
 check perf_leaves_no_shm_segments            t_no_shm_segments_left
 check install_destdir_layout_and_pkgconfig   t_install_destdir
