@@ -25,20 +25,13 @@
  * With -D the local buffer is a layout of the packed size (perf_layout.c):
  * puts gather from it, gets scatter into it.
  *
- * With -R the target's side is a layout too. By default (the key method)
- * each side, for each size, maps a buffer of its own as that layout
- * (AXON_MEM_MAP_LAYOUT) and swaps the key with the peer, so a put or get is
- * one operation on the packed range. Two ways of put_bw to do without such
- * a key, the baselines a layout key is measured against: --separate-puts,
- * one put per piece of the layout into the contiguous region at the
- * piece's place; --pack-unpack, a put of the packed bytes into a bounce slot
- * of the region, a flush, a tag message naming the slot, and the target
- * scattering the slot into its layout (a buffer at the start of the region)
- * and answering.
+ * With -R the target's side is a layout too (perf_rlayout.c): puts and
+ * gets name the target's layout key, or put_bw fills the layout without
+ * one (--separate-puts, --pack-unpack).
  *
- * Only put_lat needs the server to do more than progress; in the other
- * tests it just progresses until the client is done (lanes that execute
- * operations at the target need that).
+ * Only put_lat and --pack-unpack need the server to do more than progress;
+ * in the other tests it just progresses until the client is done (lanes
+ * that execute operations at the target need that).
  */
 #define _GNU_SOURCE
 #include <endian.h>
@@ -50,48 +43,7 @@
 
 #include "axon.h"
 #include "axon_perf.h"
-
-#define PERF_RMA_AMO_ALIGN 64     /* the atomic word sits on its own cache line */
-#define PERF_RMA_KEY_MAX   65536  /* sanity bound on a peer's packed key */
-
-typedef struct {
-    const perf_params_t *params;
-    perf_role_t          role;
-    int                  fd;
-    axon_context_h       context;
-    axon_worker_h        worker;
-    axon_ep_h            ep;
-    axon_ep_attr_t       attr;
-    axon_mem_h           memh;
-    uint8_t             *mem;        /* our region: [data][pad][atomic word] */
-    size_t               max_size;
-    size_t               amo_offset;
-    uint8_t             *lbuf;       /* local source or destination */
-    size_t               lspan;      /* its bytes: the largest span of a size's layout */
-    perf_layout_t        lay;        /* -D: this size's layout of lbuf */
-    perf_layout_t       *data;       /* &lay, or NULL: contiguous (fill and verify) */
-    const axon_layout_t *layout;     /* &lay.layout, or NULL: contiguous */
-    axon_request_h      *reqs;       /* one per window slot */
-    uint64_t             raddr;      /* the peer's region */
-    axon_rkey_h          rkey;
-    uint64_t             amo_expect[2]; /* -c: the next value amo_lat fetches (32, 64 bits) */
-    /* -R: both processes are targets (put_lat puts both ways) */
-    perf_layout_t        rlay;       /* this size's layout of the target's data */
-    perf_layout_t       *tdata;      /* &rlay, or NULL: contiguous */
-    uint8_t             *tmem;       /* where the peer's data lands here: rbuf or mem */
-    uint8_t             *rbuf;       /* key method: the buffer mapped as a layout */
-    size_t               rspan;      /* bytes of the largest size's -R layout */
-    axon_mem_h           lay_memh;   /* key method: this size's layout key here */
-    axon_rkey_h          lay_rkey;   /* ... and the peer's */
-    uint64_t             lay_raddr;
-    axon_rkey_h          op_rkey;    /* what puts and gets name: rkey, or lay_rkey */
-    uint64_t             op_raddr;
-    size_t               bounce_offset; /* pack_unpack: the bounce slots in the region */
-    uint8_t             *bounce;     /* pack_unpack with -D: the gathered bytes */
-    axon_request_h      *sreqs;      /* pack_unpack: the messages, one per window slot */
-    uint64_t            *words;      /* pack_unpack: their payload (a slot number), then
-                                      * the answers' */
-} perf_rma_t;
+#include "perf_rma.h"
 
 /* Progress; every PERF_LIVENESS_SPINS calls make sure the peer still runs. */
 static int perf_rma_progress(perf_rma_t *m, unsigned *spins, const char *what)
@@ -106,7 +58,7 @@ static int perf_rma_progress(perf_rma_t *m, unsigned *spins, const char *what)
 }
 
 /* Complete one operation (req NULL: it completed at once) and free it. */
-static int perf_rma_wait(perf_rma_t *m, axon_request_h req, const char *what)
+int perf_rma_wait(perf_rma_t *m, axon_request_h req, const char *what)
 {
     axon_status_t status;
     unsigned      spins = 0;
@@ -124,21 +76,16 @@ static int perf_rma_wait(perf_rma_t *m, axon_request_h req, const char *what)
     return perf_check_status(m->role, status, what);
 }
 
-/* What the initiating calls have in common: retry while out of resources. */
-typedef enum {
-    PERF_RMA_PUT, PERF_RMA_PUT_PACKED, PERF_RMA_GET, PERF_RMA_FADD, PERF_RMA_ADD, PERF_RMA_FLUSH
-} perf_rma_op_t;
-
-static const char *const perf_rma_op_names[] = {
+const char *const perf_rma_op_names[PERF_RMA_OP_LAST] = {
     [PERF_RMA_PUT] = "axon_put_nb", [PERF_RMA_GET] = "axon_get_nb",
     [PERF_RMA_PUT_PACKED] = "axon_put_nb (of packed bytes)",
     [PERF_RMA_FADD] = "axon_atomic_nb", [PERF_RMA_ADD] = "axon_atomic_nb (posted)",
     [PERF_RMA_FLUSH] = "axon_ep_flush_nb",
 };
 
-/* Start op; *req_p is NULL if it completed at once. */
-static int perf_rma_start(perf_rma_t *m, perf_rma_op_t op, void *buf, size_t size,
-                          uint64_t raddr, axon_request_h *req_p)
+/* What the initiating calls have in common: retry while out of resources. */
+int perf_rma_start(perf_rma_t *m, perf_rma_op_t op, void *buf, size_t size, uint64_t raddr,
+                   axon_request_h *req_p)
 {
     static const uint64_t one64 = 1;
     static const uint32_t one32 = 1;
@@ -183,7 +130,7 @@ static int perf_rma_start(perf_rma_t *m, perf_rma_op_t op, void *buf, size_t siz
     return 0;
 }
 
-static int perf_rma_do(perf_rma_t *m, perf_rma_op_t op, void *buf, size_t size, uint64_t raddr)
+int perf_rma_do(perf_rma_t *m, perf_rma_op_t op, void *buf, size_t size, uint64_t raddr)
 {
     axon_request_h req;
 
@@ -270,8 +217,17 @@ static uint64_t perf_rma_amo_addr(const perf_rma_t *m, size_t size)
     return m->raddr + m->amo_offset + ((size == 4) ? 8 : 0);
 }
 
+/* Complete the operation in a window slot, if any; the slot is free then. */
+int perf_rma_slot_free(perf_rma_t *m, unsigned slot, const char *what)
+{
+    axon_request_h req = m->reqs[slot];
+
+    m->reqs[slot] = NULL;
+    return perf_rma_wait(m, req, what);
+}
+
 /* Drain every slot of the window. */
-static int perf_rma_drain(perf_rma_t *m, const char *what)
+int perf_rma_drain(perf_rma_t *m, const char *what)
 {
     unsigned k;
     int      ret = 0;
@@ -283,6 +239,13 @@ static int perf_rma_drain(perf_rma_t *m, const char *what)
         m->reqs[k] = NULL;
     }
     return ret;
+}
+
+/* Flush, as the window is drained (the time then covers every put landing). */
+int perf_rma_flush(perf_rma_t *m, const char *what)
+{
+    return ((perf_rma_drain(m, what) == 0) &&
+            (perf_rma_do(m, PERF_RMA_FLUSH, NULL, 0, 0) == 0)) ? 0 : -1;
 }
 
 /* put_bw, get_bw, amo_bw: at most a window in flight; puts and adds flush at the end. */
@@ -303,26 +266,18 @@ static int perf_rma_stream(perf_rma_t *m, perf_rma_op_t op, size_t size, double 
     }
     for (i = 0; i < total; ++i) {
         if (i == params->warmup) {
-            if ((perf_rma_drain(m, what) != 0) ||
-                (flush && (perf_rma_do(m, PERF_RMA_FLUSH, NULL, 0, 0) != 0))) {
+            if ((flush ? perf_rma_flush(m, what) : perf_rma_drain(m, what)) != 0) {
                 return -1;
             }
             t0 = perf_now();
         }
         slot = (unsigned)(i % params->window);
-        if (m->reqs[slot] != NULL) {
-            if (perf_rma_wait(m, m->reqs[slot], what) != 0) {
-                m->reqs[slot] = NULL;
-                goto err;
-            }
-            m->reqs[slot] = NULL;
-        }
-        if (perf_rma_start(m, op, buf, size, raddr, &m->reqs[slot]) != 0) {
+        if ((perf_rma_slot_free(m, slot, what) != 0) ||
+            (perf_rma_start(m, op, buf, size, raddr, &m->reqs[slot]) != 0)) {
             goto err;
         }
     }
-    if ((perf_rma_drain(m, what) != 0) ||
-        (flush && (perf_rma_do(m, PERF_RMA_FLUSH, NULL, 0, 0) != 0))) {
+    if ((flush ? perf_rma_flush(m, what) : perf_rma_drain(m, what)) != 0) {
         return -1;
     }
     *elapsed = perf_now() - t0;
@@ -334,194 +289,6 @@ static int perf_rma_stream(perf_rma_t *m, perf_rma_op_t op, size_t size, double 
 err:
     perf_rma_drain(m, what);
     return -1;
-}
-
-/* Flush, as the window is drained (the time then covers every put landing). */
-static int perf_rma_flush(perf_rma_t *m, const char *what)
-{
-    return ((perf_rma_drain(m, what) == 0) &&
-            (perf_rma_do(m, PERF_RMA_FLUSH, NULL, 0, 0) == 0)) ? 0 : -1;
-}
-
-/* put_bw -R --separate-puts: an iteration is a put per piece of the target's
- * layout, from the packed bytes to the piece's place; -w puts in flight. */
-static int perf_rma_separate_puts(perf_rma_t *m, size_t size, double *elapsed)
-{
-    const perf_params_t *params = m->params;
-    unsigned long        total  = params->warmup + params->iters;
-    unsigned long        i, ops = 0;
-    size_t               j, off, len, packed;
-    unsigned             slot;
-    double               t0     = perf_now();
-    const char          *what   = perf_rma_op_names[PERF_RMA_PUT];
-
-    if (params->check) {
-        perf_fill(m->lbuf, size, size);
-    }
-    for (i = 0; i < total; ++i) {
-        if (i == params->warmup) {
-            if (perf_rma_flush(m, what) != 0) {
-                return -1;
-            }
-            t0 = perf_now();
-        }
-        for (j = 0, packed = 0; j < perf_layout_count(&m->rlay); ++j, packed += len) {
-            perf_layout_piece(&m->rlay, j, &off, &len);
-            slot = (unsigned)(ops++ % params->window);
-            if (m->reqs[slot] != NULL) {
-                if (perf_rma_wait(m, m->reqs[slot], what) != 0) {
-                    m->reqs[slot] = NULL;
-                    goto err;
-                }
-                m->reqs[slot] = NULL;
-            }
-            if (perf_rma_start(m, PERF_RMA_PUT, m->lbuf + packed, len, m->op_raddr + off,
-                               &m->reqs[slot]) != 0) {
-                goto err;
-            }
-        }
-    }
-    if (perf_rma_flush(m, what) != 0) {
-        return -1;
-    }
-    *elapsed = perf_now() - t0;
-    return 0;
-
-err:
-    perf_rma_drain(m, what);
-    return -1;
-}
-
-/* Tag messages of --pack-unpack: a slot number, 64 bits big-endian. */
-static int perf_rma_msg(perf_rma_t *m, int send, uint64_t *word, axon_tag_t tag,
-                        axon_request_h *req_p)
-{
-    axon_request_h req = NULL;
-    axon_status_t  status;
-
-    status = send ? axon_tag_send_nb(m->ep, word, sizeof(*word), tag, NULL, &req)
-                  : axon_tag_recv_nb(m->worker, word, sizeof(*word), tag, AXON_TAG_MASK_FULL,
-                                     NULL, &req);
-    if (perf_check_status(m->role, status, send ? "axon_tag_send_nb" : "axon_tag_recv_nb") != 0) {
-        return -1;
-    }
-    *req_p = (status == AXON_INPROGRESS) ? req : NULL;
-    return 0;
-}
-
-/* Wait for slot's answer and its message to complete. */
-static int perf_rma_slot_wait(perf_rma_t *m, unsigned slot)
-{
-    int ret = 0;
-
-    if ((m->reqs[slot] != NULL) &&
-        (perf_rma_wait(m, m->reqs[slot], "the target's answer (--pack-unpack)") != 0)) {
-        ret = -1;
-    }
-    if ((m->sreqs[slot] != NULL) &&
-        (perf_rma_wait(m, m->sreqs[slot], "the message to the target (--pack-unpack)") != 0)) {
-        ret = -1;
-    }
-    m->reqs[slot]  = NULL;
-    m->sreqs[slot] = NULL;
-    return ret;
-}
-
-static int perf_rma_slots_drain(perf_rma_t *m)
-{
-    unsigned k;
-    int      ret = 0;
-
-    for (k = 0; k < m->params->window; ++k) {
-        ret |= perf_rma_slot_wait(m, k);
-    }
-    return ret;
-}
-
-/*
- * put_bw -R --pack-unpack, the initiator: gather (with -D), put the packed
- * bytes into bounce slot i % window of the target, flush (they must have
- * landed before the target hears of them), tell the target; an iteration
- * ends with the target's answer, the window's worth in flight.
- */
-static int perf_rma_pack_unpack(perf_rma_t *m, size_t size, double *elapsed)
-{
-    const perf_params_t *params = m->params;
-    unsigned long        total  = params->warmup + params->iters;
-    unsigned long        i;
-    unsigned             slot;
-    double               t0     = perf_now();
-    uint8_t             *src    = (m->layout != NULL) ? m->bounce : m->lbuf;
-    axon_request_h       req;
-
-    if (params->check) {
-        perf_layout_fill(m->data, m->lbuf, size, size);
-    }
-    for (i = 0; i < total; ++i) {
-        if (i == params->warmup) {
-            if (perf_rma_slots_drain(m) != 0) {
-                return -1;
-            }
-            t0 = perf_now();
-        }
-        slot = (unsigned)(i % params->window);
-        if (perf_rma_slot_wait(m, slot) != 0) {
-            goto err;
-        }
-        if (m->layout != NULL) {
-            perf_layout_gather(&m->lay, m->lbuf, m->bounce);
-        }
-        m->words[slot] = htobe64(slot);
-        if ((perf_rma_start(m, PERF_RMA_PUT_PACKED, src, size,
-                            m->op_raddr + m->bounce_offset + slot * size, &req) != 0) ||
-            (perf_rma_do(m, PERF_RMA_FLUSH, NULL, 0, 0) != 0) ||
-            (perf_rma_wait(m, req, perf_rma_op_names[PERF_RMA_PUT_PACKED]) != 0) ||
-            (perf_rma_msg(m, 0, &m->words[params->window + slot], PERF_TAG_ACK,
-                          &m->reqs[slot]) != 0) ||
-            (perf_rma_msg(m, 1, &m->words[slot], PERF_TAG_DATA, &m->sreqs[slot]) != 0)) {
-            goto err;
-        }
-    }
-    if (perf_rma_slots_drain(m) != 0) {
-        return -1;
-    }
-    *elapsed = perf_now() - t0;
-    return 0;
-
-err:
-    perf_rma_slots_drain(m);
-    return -1;
-}
-
-/* put_bw -R --pack-unpack, the target: scatter each slot it is told of into
- * its layout and answer. */
-static int perf_rma_unpack(perf_rma_t *m, size_t size)
-{
-    const perf_params_t *params = m->params;
-    unsigned long        total  = params->warmup + params->iters;
-    unsigned long        i;
-    uint64_t             word, slot;
-    axon_request_h       req;
-
-    for (i = 0; i < total; ++i) {
-        if ((perf_rma_msg(m, 0, &word, PERF_TAG_DATA, &req) != 0) ||
-            (perf_rma_wait(m, req, "the initiator's message (--pack-unpack)") != 0)) {
-            return -1;
-        }
-        slot = be64toh(word);
-        if (slot >= params->window) {
-            fprintf(stderr, "axon_perf server: --pack-unpack message %lu names slot %" PRIu64
-                    " of %u\n", i, slot, params->window);
-            return -1;
-        }
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        perf_layout_scatter(m->tdata, m->mem + m->bounce_offset + slot * size, m->tmem);
-        if ((perf_rma_msg(m, 1, &word, PERF_TAG_ACK, &req) != 0) ||
-            (perf_rma_wait(m, req, "the answer (--pack-unpack)") != 0)) {
-            return -1;
-        }
-    }
-    return 0;
 }
 
 static int perf_rma_get_lat(perf_rma_t *m, size_t size, double *elapsed)
@@ -598,23 +365,6 @@ static void perf_rma_print(const perf_rma_t *m, const char *name, size_t size, d
     perf_print_layout(params);
 }
 
-static int perf_rma_layout_key(perf_rma_t *m, size_t size);
-static void perf_rma_layout_key_free(perf_rma_t *m);
-
-/* -R: this size's layout of the target's data, and with the key method its key. */
-static int perf_rma_target_layout(perf_rma_t *m, size_t size)
-{
-    const perf_params_t *params = m->params;
-
-    perf_layout_free(&m->rlay);
-    if (perf_layout_build(&params->rlayout, size, &m->rlay) != 0) {
-        return -1;
-    }
-    m->tdata = &m->rlay;
-    memset(m->tmem, 0, m->rlay.span);  /* gaps that an earlier size's pieces wrote */
-    return (params->rmethod == PERF_RMETHOD_KEY) ? perf_rma_layout_key(m, size) : 0;
-}
-
 /* One size: the client measures, the server takes part (put_lat, --pack-unpack)
  * or progresses. */
 static int perf_rma_size(perf_rma_t *m, const char *name, size_t size)
@@ -624,7 +374,7 @@ static int perf_rma_size(perf_rma_t *m, const char *name, size_t size)
     int                  ret     = 0;
     int                  client  = (m->role == PERF_ROLE_CLIENT);
 
-    if ((params->rlayout.kind != 0) && (perf_rma_target_layout(m, size) != 0)) {
+    if ((params->rlayout.kind != 0) && (perf_rlayout_size(m, size) != 0)) {
         return -1;
     }
     if (params->check && (params->test == PERF_TEST_GET_LAT ||
@@ -653,9 +403,9 @@ static int perf_rma_size(perf_rma_t *m, const char *name, size_t size)
         break;
     case PERF_TEST_PUT_BW:
         if (params->rmethod == PERF_RMETHOD_PACK_UNPACK) {
-            ret = client ? perf_rma_pack_unpack(m, size, &elapsed) : perf_rma_unpack(m, size);
+            ret = client ? perf_rlayout_pack_unpack(m, size, &elapsed) : perf_rlayout_unpack(m, size);
         } else if (params->rmethod == PERF_RMETHOD_SEPARATE_PUTS) {
-            ret = client ? perf_rma_separate_puts(m, size, &elapsed) : 0;
+            ret = client ? perf_rlayout_separate_puts(m, size, &elapsed) : 0;
         } else {
             ret = client ? perf_rma_stream(m, PERF_RMA_PUT, size, &elapsed) : 0;
         }
@@ -684,7 +434,7 @@ static int perf_rma_size(perf_rma_t *m, const char *name, size_t size)
         (perf_layout_verify(m->tdata, m->role, m->tmem, size, size, "put_bw data") != 0)) {
         return -1;
     }
-    perf_rma_layout_key_free(m);
+    perf_rlayout_key_free(m);
     if (client) {
         perf_rma_print(m, name, size, elapsed);
     }
@@ -694,8 +444,8 @@ static int perf_rma_size(perf_rma_t *m, const char *name, size_t size)
 /* ------------------------------------------------------------- setup */
 
 /* Send the key of memh and the address peers put to, read and unpack the peer's. */
-static int perf_rma_swap_keys(perf_rma_t *m, axon_mem_h memh, const void *address,
-                              uint64_t *raddr_p, axon_rkey_h *rkey_p)
+int perf_rma_swap_keys(perf_rma_t *m, axon_mem_h memh, const void *address,
+                       uint64_t *raddr_p, axon_rkey_h *rkey_p)
 {
     void     *key = NULL, *peer_key = NULL;
     size_t    key_len, peer_key_len;
@@ -766,46 +516,6 @@ static int perf_rma_keys(perf_rma_t *m)
     return 0;
 }
 
-/* -R, key method: map this size's layout of rbuf (one key for its packed
- * bytes) and swap keys with the peer; puts and gets then name the peer's. */
-static int perf_rma_layout_key(perf_rma_t *m, size_t size)
-{
-    axon_mem_map_params_t mp = { .address = m->rbuf, .length = size,
-                                 .flags = AXON_MEM_MAP_LAYOUT, .layout = &m->rlay.layout };
-    char                  name[64], what[192];
-    axon_status_t         status;
-
-    perf_layout_name(&m->params->rlayout, name, sizeof(name));
-    status = axon_mem_map(m->context, &mp, &m->lay_memh);
-    if (status < 0) {
-        snprintf(what, sizeof(what), "axon_mem_map of the -R layout %s (%zu bytes at %p, "
-                 "AXON_MEM_MAP_LAYOUT)", name, size, (void *)m->rbuf);
-        m->lay_memh = NULL;
-        return perf_check_status(m->role, status, what);
-    }
-    if (perf_rma_swap_keys(m, m->lay_memh, m->rbuf, &m->lay_raddr, &m->lay_rkey) != 0) {
-        return -1;
-    }
-    m->op_rkey  = m->lay_rkey;
-    m->op_raddr = m->lay_raddr;
-    return 0;
-}
-
-/* Keys go before their memory; the peer is done with ours (the size's last sync). */
-static void perf_rma_layout_key_free(perf_rma_t *m)
-{
-    if (m->lay_rkey != NULL) {
-        axon_rkey_destroy(m->lay_rkey);
-        m->lay_rkey = NULL;
-    }
-    if (m->lay_memh != NULL) {
-        axon_mem_unmap(m->context, m->lay_memh);
-        m->lay_memh = NULL;
-    }
-    m->op_rkey  = m->rkey;
-    m->op_raddr = m->raddr;
-}
-
 static int perf_rma_connect(perf_rma_t *m)
 {
     axon_ep_params_t ep_params = { 0 };
@@ -850,31 +560,6 @@ static void perf_rma_close_ep(perf_rma_t *m, int force)
             perf_rma_wait(m, req, "the endpoint to close");
         }
     }
-}
-
-/* -R's buffers: the key method's layout buffer (page aligned: it is
- * registered), --pack-unpack's bounce (with -D) and message slots. */
-static int perf_rma_alloc_target(perf_rma_t *m)
-{
-    const perf_params_t *params = m->params;
-    size_t               page   = 4096;
-
-    if ((params->rlayout.kind != 0) && (params->rmethod == PERF_RMETHOD_KEY)) {
-        m->rbuf = aligned_alloc(page, (m->rspan + page - 1) / page * page);
-        if (m->rbuf == NULL) {
-            return -1;
-        }
-        memset(m->rbuf, 0, m->rspan);
-    }
-    if (params->rmethod == PERF_RMETHOD_PACK_UNPACK) {
-        m->bounce = malloc(m->max_size);
-        m->sreqs  = calloc(params->window, sizeof(*m->sreqs));
-        m->words  = calloc(2 * (size_t)params->window, sizeof(*m->words));
-        if ((m->bounce == NULL) || (m->sreqs == NULL) || (m->words == NULL)) {
-            return -1;
-        }
-    }
-    return 0;
 }
 
 int perf_rma_check_params(const perf_params_t *params)
@@ -923,7 +608,7 @@ int perf_rma_run(const perf_params_t *params, int fd, perf_role_t role, const ch
     }
     m.lbuf = calloc(1, m.lspan);
     m.reqs = calloc(params->window, sizeof(*m.reqs));
-    if ((m.lbuf == NULL) || (m.reqs == NULL) || (perf_rma_alloc_target(&m) != 0)) {
+    if ((m.lbuf == NULL) || (m.reqs == NULL) || (perf_rlayout_alloc(&m) != 0)) {
         fprintf(stderr, "axon_perf: out of memory for %zu-byte buffers\n", m.max_size);
         goto out_free;
     }
@@ -956,7 +641,7 @@ int perf_rma_run(const perf_params_t *params, int fd, perf_role_t role, const ch
     }
 
     /* Keys go before their endpoint; both sides are done before either closes. */
-    perf_rma_layout_key_free(&m);
+    perf_rlayout_key_free(&m);
     axon_rkey_destroy(m.rkey);
     m.rkey = NULL;
     if (perf_sync(m.fd, &m.worker, 1) != 0) {
@@ -966,7 +651,7 @@ int perf_rma_run(const perf_params_t *params, int fd, perf_role_t role, const ch
     ret = perf_sync(m.fd, &m.worker, 1);
 
 out_destroy:
-    perf_rma_layout_key_free(&m);
+    perf_rlayout_key_free(&m);
     if (m.rkey != NULL) {
         axon_rkey_destroy(m.rkey);
     }
