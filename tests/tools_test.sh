@@ -407,7 +407,7 @@ t_bench_layout_compare() {
     cat "$tmp/o"
     grep -qE '^\| rc 64 KiB into -R strided:64:128, us: a = 1024 separate puts, b = one put, layout key \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| >= 5 \| (PASS|MISS) \|$' "$tmp/o" &&
         grep -qE '^\| rc the same, us: a = pack \+ put \+ target unpack, b = one put, layout key \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| >= 2 \| (PASS|MISS) \|$' "$tmp/o" &&
-        [ "$(grep -cE '^\| .* \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| - \| info \|$' "$tmp/o")" -eq 3 ] ||
+        [ "$(grep -cE '^\| .* \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| - \| info \|$' "$tmp/o")" -eq 4 ] ||
         return 1
     awk -F' \\| ' '/^\| .* \| (PASS|MISS) \|$/ {
             r = $2 / $3; g = substr($5, 4) + 0

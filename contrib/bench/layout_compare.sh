@@ -23,10 +23,12 @@
 #     contiguous put of the same 64 KiB: then it did not move every entry)
 #
 # Rows for information, no goal: the rc pack comparison one put at a time
-# (-w 1, each complete before the next); the ratio a key as fast as a
-# contiguous 64 KiB put would reach against pack + put + unpack (the most
-# any layout key can get on this device); and over shm, a contiguous put
-# against the put into the layout key (the target places the pieces).
+# (-w 1, each complete before the next); the same with the source strided
+# too (-D strided:64:128: the pack gathers, the key put has a local
+# layout); the ratio a key as fast as a contiguous 64 KiB put would reach
+# against pack + put + unpack (the most any layout key can get on this
+# device); and over shm, a contiguous put against the put into the layout
+# key (the target places the pieces).
 #
 # Exit status: 0 every goal met, 1 a goal missed or a measurement failed,
 # 2 bad options. ucx-utils is installed with apt-get if missing; without it
@@ -161,9 +163,13 @@ if [ -z "$rc_missing" ]; then
     best_of rput_pack_rc 1 axon rc latency_us "${rput[@]}" --pack-unpack -n "$put_n"
     best_of rput_key_rc_w1 1 axon rc latency_us "${rput[@]}" -w 1 -n "$put_n"
     best_of rput_pack_rc_w1 1 axon rc latency_us "${rput[@]}" --pack-unpack -w 1 -n "$put_n"
+    best_of rput_key_both_rc 1 axon rc latency_us "${rput[@]}" -D strided:64:128 -n "$sep_n"
+    best_of rput_pack_both_rc 1 axon rc latency_us "${rput[@]}" -D strided:64:128 --pack-unpack \
+        -n "$put_n"
     best_of put_contig_rc 1 axon rc latency_us -t put_bw -s 64k -n "$put_n"
 else
-    for k in rput_key_rc rput_sep_rc rput_pack_rc rput_key_rc_w1 rput_pack_rc_w1 put_contig_rc; do
+    for k in rput_key_rc rput_sep_rc rput_pack_rc rput_key_rc_w1 rput_pack_rc_w1 \
+             rput_key_both_rc rput_pack_both_rc put_contig_rc; do
         E[$k]="rc cannot run: $rc_missing"
     done
 fi
@@ -228,6 +234,8 @@ goal "put of 1024 x 64 B, us: a = UCX sm ucp_put_bw -D iov, b = Axon shm strided
     ucx_put_iov put_strided_shm 1.0
 goal "rc one at a time (-w 1), us: a = pack + put + target unpack, b = one put, layout key" \
     rput_pack_rc_w1 rput_key_rc_w1 -
+goal "rc source strided too (-D), us: a = gather + put + target unpack, b = one put, layout key" \
+    rput_pack_both_rc rput_key_both_rc -
 goal "rc ceiling, us: a = pack + put + target unpack, b = one contiguous 64 KiB put" \
     rput_pack_rc put_contig_rc -
 goal "shm 64 KiB, us: a = contiguous put, b = one put into -R strided:64:128 (layout key)" \
