@@ -403,7 +403,8 @@ static int perf_rma_size(perf_rma_t *m, const char *name, size_t size)
         break;
     case PERF_TEST_PUT_BW:
         if (params->rmethod == PERF_RMETHOD_PACK_UNPACK) {
-            ret = client ? perf_rlayout_pack_unpack(m, size, &elapsed) : perf_rlayout_unpack(m, size);
+            ret = client ? perf_rlayout_pack_unpack(m, size, &elapsed)
+                         : perf_rlayout_unpack(m, size);
         } else if (params->rmethod == PERF_RMETHOD_SEPARATE_PUTS) {
             ret = client ? perf_rlayout_separate_puts(m, size, &elapsed) : 0;
         } else {

@@ -45,7 +45,8 @@ usage() {
     cat <<EOF
 Options:
   --quick      a tenth of the iterations (a rough verdict)
-  --repeat N   run each measurement N times and keep the best (default 1)
+  --repeat N   run every measurement N times, in N rounds, and keep the best
+               of each (default 1)
   --keep       keep the raw tool outputs (their directory is printed)
 EOF
 }
@@ -126,19 +127,17 @@ ucx_measure() {  # lat|bw args...
     fi
 }
 
-# Best of --repeat runs into R[key], or the first error into E[key].
+# One run, the best so far kept in R[key], or the first error in E[key].
 best_of() {  # key lower-is-better axon|ucx args...
-    local key=$1 low=$2 lib=$3 i
+    local key=$1 low=$2 lib=$3
     shift 3
-    echo "== $key" >&2
-    for ((i = 0; i < repeat; ++i)); do
-        "${lib}_measure" "$@"
-        if [ -n "$value" ]; then
-            best "$key" "$value" "$low"
-        elif [ -z "${E[$key]:-}" ]; then
-            E[$key]=$err
-        fi
-    done
+    echo "== $key (round $((round + 1)) of $repeat)" >&2
+    "${lib}_measure" "$@"
+    if [ -n "$value" ]; then
+        best "$key" "$value" "$low"
+    elif [ -z "${E[$key]:-}" ]; then
+        E[$key]=$err
+    fi
 }
 
 # count copies of a size, comma separated: ucx_perftest's iov entries (-s).
@@ -150,35 +149,42 @@ iov_list() {  # size count
 
 # ------------------------------------------------------------------ runs
 
-best_of tag_iov 0 axon shm bandwidth_MBps -t tag_bw -s 1m -D iov:256 -n "$tag_n"
-best_of tag_contig 0 axon shm bandwidth_MBps -t tag_bw -s 1m -n "$tag_n"
-best_of put_strided_shm 1 axon shm latency_us -t put_bw -s 64k -D strided:64:128 -n "$put_n"
-best_of rput_key_shm 1 axon shm latency_us -t put_bw -s 64k -R strided:64:128 -n "$put_n"
-best_of put_contig_shm 1 axon shm latency_us -t put_bw -s 64k -n "$put_n"
-# One -R layout, four ways to fill it over rc; time per 64 KiB each.
-rput=(-t put_bw -s 64k -R strided:64:128)
-if [ -z "$rc_missing" ]; then
-    best_of rput_key_rc 1 axon rc latency_us "${rput[@]}" -n "$put_n"
-    best_of rput_sep_rc 1 axon rc latency_us "${rput[@]}" --separate-puts -w 1024 -n "$sep_n"
-    best_of rput_pack_rc 1 axon rc latency_us "${rput[@]}" --pack-unpack -n "$put_n"
-    best_of rput_key_rc_w1 1 axon rc latency_us "${rput[@]}" -w 1 -n "$put_n"
-    best_of rput_pack_rc_w1 1 axon rc latency_us "${rput[@]}" --pack-unpack -w 1 -n "$put_n"
-    best_of rput_key_both_rc 1 axon rc latency_us "${rput[@]}" -D strided:64:128 -n "$sep_n"
-    best_of rput_pack_both_rc 1 axon rc latency_us "${rput[@]}" -D strided:64:128 --pack-unpack \
-        -n "$put_n"
-    best_of put_contig_rc 1 axon rc latency_us -t put_bw -s 64k -n "$put_n"
-else
-    for k in rput_key_rc rput_sep_rc rput_pack_rc rput_key_rc_w1 rput_pack_rc_w1 \
-             rput_key_both_rc rput_pack_both_rc put_contig_rc; do
-        E[$k]="rc cannot run: $rc_missing"
-    done
-fi
-# UCX: the same pieces at the same distances (-i: from one entry's start to the next's).
-best_of ucx_tag_iov 0 ucx bw -t tag_bw -D iov,iov -s "$(iov_list 4096 256)" -i 8192 \
-    -n "$tag_n" -w "$(warmup_of "$tag_n")"
-best_of ucx_put_iov 1 ucx lat -t ucp_put_bw -D iov -s "$(iov_list 64 1024)" -i 128 \
-    -n "$put_n" -w "$(warmup_of "$put_n")"
-best_of ucx_put_contig 1 ucx lat -t ucp_put_bw -s 65536 -n "$put_n" -w "$(warmup_of "$put_n")"
+# Every measurement once. --repeat runs rounds of them, not each one N times
+# in a row, so the cells compared share the same spells of load.
+measure_round() {
+    best_of tag_iov 0 axon shm bandwidth_MBps -t tag_bw -s 1m -D iov:256 -n "$tag_n"
+    best_of tag_contig 0 axon shm bandwidth_MBps -t tag_bw -s 1m -n "$tag_n"
+    best_of put_strided_shm 1 axon shm latency_us -t put_bw -s 64k -D strided:64:128 -n "$put_n"
+    best_of rput_key_shm 1 axon shm latency_us -t put_bw -s 64k -R strided:64:128 -n "$put_n"
+    best_of put_contig_shm 1 axon shm latency_us -t put_bw -s 64k -n "$put_n"
+    # One -R layout, four ways to fill it over rc; time per 64 KiB each.
+    rput=(-t put_bw -s 64k -R strided:64:128)
+    if [ -z "$rc_missing" ]; then
+        best_of rput_key_rc 1 axon rc latency_us "${rput[@]}" -n "$put_n"
+        best_of rput_sep_rc 1 axon rc latency_us "${rput[@]}" --separate-puts -w 1024 -n "$sep_n"
+        best_of rput_pack_rc 1 axon rc latency_us "${rput[@]}" --pack-unpack -n "$put_n"
+        best_of rput_key_rc_w1 1 axon rc latency_us "${rput[@]}" -w 1 -n "$put_n"
+        best_of rput_pack_rc_w1 1 axon rc latency_us "${rput[@]}" --pack-unpack -w 1 -n "$put_n"
+        best_of rput_key_both_rc 1 axon rc latency_us "${rput[@]}" -D strided:64:128 -n "$sep_n"
+        best_of rput_pack_both_rc 1 axon rc latency_us "${rput[@]}" -D strided:64:128 \
+            --pack-unpack -n "$put_n"
+        best_of put_contig_rc 1 axon rc latency_us -t put_bw -s 64k -n "$put_n"
+    else
+        for k in rput_key_rc rput_sep_rc rput_pack_rc rput_key_rc_w1 rput_pack_rc_w1 \
+                 rput_key_both_rc rput_pack_both_rc put_contig_rc; do
+            E[$k]="rc cannot run: $rc_missing"
+        done
+    fi
+    # UCX: the same pieces at the same distances (-i: from one entry's start to the next's).
+    best_of ucx_tag_iov 0 ucx bw -t tag_bw -D iov,iov -s "$(iov_list 4096 256)" -i 8192 \
+        -n "$tag_n" -w "$(warmup_of "$tag_n")"
+    best_of ucx_put_iov 1 ucx lat -t ucp_put_bw -D iov -s "$(iov_list 64 1024)" -i 128 \
+        -n "$put_n" -w "$(warmup_of "$put_n")"
+    best_of ucx_put_contig 1 ucx lat -t ucp_put_bw -s 65536 -n "$put_n" -w "$(warmup_of "$put_n")"
+}
+for ((round = 0; round < repeat; ++round)); do
+    measure_round
+done
 # An iov put cannot beat a contiguous put of the same 64 KiB by far: if it
 # does, UCX did not move every entry (UCX 1.13's ucp_put_bw puts one), and
 # its time is no measurement of the layout.
