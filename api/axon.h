@@ -339,12 +339,28 @@ enum {
      * caller's: allocated memory is shared with peers on the same host, which
      * then put, get and do atomics on it directly (no target progress). */
     AXON_MEM_MAP_ALLOCATE = 1u << 0,
+    /* Map the pieces of params->layout based at address (a layout key): peers
+     * address the layout's packed bytes as one range [address, address +
+     * length), length being the layout's size, so a put of n bytes at
+     * address + k lands in packed bytes k .. k + n - 1, wherever the pieces
+     * are. Pieces must not overlap. Not with AXON_MEM_MAP_ALLOCATE. Where
+     * the device has user-mode memory registration (rc, dc on softib) the
+     * key is one indirect memory key and a put or get is one RDMA
+     * operation; elsewhere the target places the pieces. An atomic must lie
+     * within one piece (else AXON_ERR_REMOTE_ACCESS; executed by the device,
+     * AXON_ATOMIC_MODE=device, that also breaks the endpoint, as any remote
+     * access error of RDMA does) and be aligned where it lands in it (else
+     * AXON_ERR_INVALID_PARAM, or the device's remote access error). The
+     * base must not be NULL. */
+    AXON_MEM_MAP_LAYOUT   = 1u << 1,
 };
 
 typedef struct {
-    void    *address;   /* memory to map; ignored with AXON_MEM_MAP_ALLOCATE */
-    size_t   length;    /* bytes, > 0 */
-    uint32_t flags;     /* AXON_MEM_MAP_* */
+    void                *address;   /* memory to map (a layout's base); ignored with
+                                     * AXON_MEM_MAP_ALLOCATE */
+    size_t               length;    /* bytes, > 0 (a layout's size) */
+    uint32_t             flags;     /* AXON_MEM_MAP_* */
+    const axon_layout_t *layout;    /* with AXON_MEM_MAP_LAYOUT; copied by the call */
 } axon_mem_map_params_t;
 
 /**

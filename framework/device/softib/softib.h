@@ -411,6 +411,8 @@ static inline softib_access_t softib_mr_check(softib_dev_t *dev, axon_dev_pd_t *
 }
 /* The MR of key on pd, or NULL */
 softib_mr_t    *softib_mr_lookup(softib_dev_t *dev, axon_dev_pd_t *pd, uint32_t key);
+/* A registered (not indirect) region: [addr, addr + len) inside it, with the rights asked */
+softib_access_t softib_mr_range(const softib_mr_t *mr, uint64_t addr, uint64_t len, int access);
 /* Access flags a region or key may have; 0 or EINVAL (logged, naming what) */
 int             softib_mr_access_check(uint64_t access, const char *what);
 /* Give mr (its addr, length, access set) a key on pd; 0 or ENOMEM (logged) */
@@ -600,6 +602,8 @@ int  softib_reg_mr(axon_dev_pd_t *pd, void *addr, size_t length, int access,
                    axon_dev_mr_t **mr_p);
 int  softib_dereg_mr(axon_dev_mr_t *mr);
 uint64_t softib_mr_reg_count(void);   /* successful reg_mr calls of this process */
+uint64_t softib_umr_key_count(void);  /* indirect keys this process created */
+uint64_t softib_umr_fill_count(void); /* UMR fills this process's QPs executed */
 int  softib_create_comp_channel(axon_dev_context_t *ctx, axon_dev_comp_channel_t **ch_p);
 int  softib_destroy_comp_channel(axon_dev_comp_channel_t *ch);
 int  softib_get_cq_event(axon_dev_comp_channel_t *ch, axon_dev_cq_t **cq_p,
