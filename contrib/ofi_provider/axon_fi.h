@@ -1,12 +1,13 @@
 /*
  * The libfabric provider "axon": libfabric's RDM interface (tagged and
- * untagged messages) mapped onto Axon's tag API, so that libfabric users
+ * untagged messages, RMA) mapped onto Axon's tag and RMA API, so that libfabric users
  * (Open MPI's ofi MTL, fabtests) run on Axon's matching and transports. A
  * client of api/axon.h only, like an MPI library.
  *
- *   fabric   one axon_context (AXON_FEATURE_TAG; never Axon's own ofi transport)
+ *   fabric   one axon_context (TAG|RMA|AMO; never Axon's own ofi transport)
  *   domain   the free list of operation descriptors; a lock
- *            when the threading level asks for one
+ *            when the threading level asks for one; the table of memory
+ *            keys peers fetch through the address servers (axon_fi_mr.c)
  *   ep       one axon_worker (its matching queues are the endpoint's), its
  *            name published by an address server, its connections: one
  *            axon_ep per peer, made at the first operation on the address
@@ -18,6 +19,7 @@
  * Matching is Axon's: the provider passes tag, ~ignore and the sender's
  * worker id through and turns request callbacks into CQ entries. Untagged
  * messages (FI_MSG) are tag messages with the reserved tag AXON_FI_MSG_TAG.
+ * RMA is Axon's put/get with keys resolved at first use (axon_fi_rkey.c).
  */
 #ifndef AXON_FI_H
 #define AXON_FI_H
