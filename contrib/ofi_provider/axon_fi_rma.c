@@ -320,8 +320,7 @@ static ssize_t axon_fi_rma_msg(struct fid_ep *ep_fid, const struct fi_msg_rma *m
     axon_fi_rma_t rma = {msg->msg_iov, msg->iov_count, 0, msg->rma_iov, msg->rma_iov_count,
                          msg->addr, msg->rma_iov_count ? msg->rma_iov[0].key : 0,
                          msg->context, flags, (uint8_t)write,
-                         (uint8_t)(!(flags & FI_INJECT) &&
-                                   (!ep->tx_selective || (flags & FI_COMPLETION)))};
+                         (uint8_t)(!ep->tx_selective || (flags & FI_COMPLETION))};
 
     if (flags & FI_REMOTE_CQ_DATA) {
         AXON_FI_WARN(FI_LOG_EP_DATA, "RMA with FI_REMOTE_CQ_DATA is not supported");
