@@ -191,7 +191,7 @@ static int axon_fi_rma_check(const axon_fi_rma_t *rma, size_t *len_p)
                      rlen);
         return -FI_EINVAL;
     }
-    if ((rma->flags & FI_INJECT) && (*len_p > AXON_FI_INJECT_SIZE)) {
+    if (rma->write && (rma->flags & FI_INJECT) && (*len_p > AXON_FI_INJECT_SIZE)) {
         AXON_FI_WARN(FI_LOG_EP_DATA, "inject write of %zu bytes exceeds inject_size %d",
                      *len_p, AXON_FI_INJECT_SIZE);
         return -FI_EMSGSIZE;
@@ -264,7 +264,7 @@ static ssize_t axon_fi_rma(axon_fi_ep_t *ep, const axon_fi_rma_t *rma)
     op->key     = rma->key;
     op->pending = 1;   /* held by this call until everything is posted */
     op->status  = AXON_OK;
-    if ((rma->flags & FI_INJECT) && (len > 0)) {
+    if (rma->write && (rma->flags & FI_INJECT) && (len > 0)) {   /* reads have no inject */
         if ((ret = axon_fi_rma_copy(op, rma, &copy)) != 0) {
             axon_fi_op_put(domain, op);
             goto out;
