@@ -143,7 +143,7 @@ struct Node {
     int                mr_mode  = -1;       /* >= 0: replaces the hints' mr_mode */
     bool               counters = false;
     bool               rma_counters = false;
-    char               name[64];
+    char               name[64] = {};
     size_t             namelen = sizeof(name);
 
     int open(enum fi_av_type av_type = FI_AV_MAP, enum fi_threading threading = FI_THREAD_DOMAIN)
