@@ -1,8 +1,8 @@
 /*
  * The libfabric provider "axon": libfabric's RDM interface (tagged and
- * untagged messages, RMA) mapped onto Axon's tag and RMA API, so that libfabric users
- * (Open MPI's ofi MTL, fabtests) run on Axon's matching and transports. A
- * client of api/axon.h only, like an MPI library.
+ * untagged messages, RMA) mapped onto Axon's tag and RMA API, so that
+ * libfabric users (Open MPI's ofi MTL, fabtests) run on Axon's matching and
+ * transports. A client of api/axon.h only, like an MPI library.
  *
  *   fabric   one axon_context (TAG|RMA|AMO; never Axon's own ofi transport)
  *   domain   the free list of operation descriptors; a lock
