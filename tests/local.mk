@@ -86,6 +86,7 @@ if HAVE_LIBFABRIC
 # The libfabric provider "axon", driven through libfabric (contrib/ofi_provider).
 tests_axon_gtest_SOURCES += tests/gtest/contrib/ofi_provider/test_ofi_provider.cc \
 	tests/gtest/contrib/ofi_provider/test_ofi_provider_iov.cc \
+	tests/gtest/contrib/ofi_provider/test_ofi_provider_rma.cc \
 	tests/gtest/contrib/ofi_provider/ofi_test_node.h
 tests_axon_gtest_LDADD   += -ldl  # libfabric itself is dlopen'ed (see the test)
 endif
