@@ -44,7 +44,9 @@ struct RmaTarget {
 
     void close()
     {
-        if (mr != NULL) EXPECT_EQ(0, fi_close(&mr->fid));
+        if (mr != NULL) {
+            EXPECT_EQ(0, fi_close(&mr->fid));
+        }
         mr = NULL;
     }
 
