@@ -39,6 +39,7 @@ passed=0
 failed=0
 skipped=0
 finish() {
+    echo "== done after ${SECONDS}s"
     echo "$passed passed, $failed failed, $skipped skipped"
     exit 0
 }
@@ -121,7 +122,7 @@ else
     done <"$srcdir/sos_selection.txt"
 fi
 [ ${#tests[@]} -gt 0 ] || skip_all "no tests chosen (sos_selection.txt, SOS_TESTS)"
-echo "== building ${#tests[@]} tests-sos programs (log: $sosdir/tests-build.log)"
+echo "== building ${#tests[@]} tests-sos programs (at ${SECONDS}s; log: $sosdir/tests-build.log)"
 flock 9
 build_tests "${tests[@]}"
 flock -u 9
@@ -129,11 +130,11 @@ flock -u 9
 # ------------------------------------------------------------------ provider
 
 # What SOS 1.5.3 asks fi_getinfo for with its default configuration
-# (src/transport_ofi.c, query_for_fabric): an RDM endpoint with FI_RMA and
-# FI_ATOMIC (FI_RMA_EVENT and FI_FENCE only when configured for them),
-# scalable memory registration, FI_DELIVERY_COMPLETE and automatic data
-# progress. fi_info checks the capabilities; SOS itself the rest.
-sos_caps=(FI_RMA FI_ATOMIC)
+# (src/transport_ofi.c, query_for_fabric; docs/shmem.md): an RDM endpoint
+# with FI_RMA, FI_ATOMIC and FI_RMA_EVENT (its wait_until sleeps on a counter
+# of remote writes), scalable memory registration, FI_DELIVERY_COMPLETE and
+# automatic data progress. fi_info checks the capabilities; SOS the rest.
+sos_caps=(FI_RMA FI_ATOMIC FI_RMA_EVENT)
 env_args=(-x "SHMEM_OFI_PROVIDER=$provider")
 if [ "$provider" = axon ]; then
     [ -f "$provdir/libaxon-fi.so" ] ||
@@ -154,6 +155,8 @@ if [ "$provider" = axon ]; then
 fi
 
 # ------------------------------------------------------------------ running
+
+echo "== running ${#tests[@]} tests with $nps PEs over $provider (at ${SECONDS}s)"
 
 # Every mpirun runs in a session of its own (session_pids, kill_session,
 # session_cleanup); Open MPI's session directory and shared memory files go
