@@ -79,6 +79,7 @@ unit_c_tests() {
 sos-list-tests:
 	@echo $(check_PROGRAMS)
 EOF
+        # shellcheck disable=SC2016 # make's $(EXEEXT), literally
         sed -n 's/\$(EXEEXT)$//; /^cxx_/d; /_f$/d; /./p'
 }
 
