@@ -73,13 +73,11 @@ unitdir=$sossrc/modules/tests-sos/test/unit
 mkdir -p "$sosdir" || exit 2
 
 # Every C program of the unit tests' check_PROGRAMS (the C++ ones are
-# cxx_*, the Fortran ones *_f; Fortran is off).
+# cxx_*, the Fortran ones *_f; Fortran is off), asked of their Makefile.
+# shellcheck disable=SC2016 # make's $(EXEEXT), literally
 unit_c_tests() {
-    make -s -C "$unitdir" -f Makefile -f - sos-list-tests <<'EOF' | tr ' ' '\n' |
-sos-list-tests:
-	@echo $(check_PROGRAMS)
-EOF
-        # shellcheck disable=SC2016 # make's $(EXEEXT), literally
+    printf 'sos-list-tests:\n\t@echo $(check_PROGRAMS)\n' |
+        make -s -C "$unitdir" -f Makefile -f - sos-list-tests | tr ' ' '\n' |
         sed -n 's/\$(EXEEXT)$//; /^cxx_/d; /_f$/d; /./p'
 }
 
@@ -95,7 +93,8 @@ build_sos() {
      make -j"$jobs" && make install) >"$sosdir/build.log" 2>&1 || return 1
     touch "$sosdir/built"
 }
-# The unit tests asked for (all of them once the baseline is remade).
+# The unit test programs asked for, built in SOS's tree (make rebuilds only
+# what is missing).
 build_tests() {  # test...
     make -C "$unitdir" -j"$jobs" "$@" >>"$sosdir/tests-build.log" 2>&1
 }
