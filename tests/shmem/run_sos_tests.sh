@@ -149,6 +149,9 @@ if [ "$provider" = axon ]; then
     done
     [ ${#missing[@]} -eq 0 ] ||
         skip_all "fi_info -p axon -t FI_EP_RDM lists no ${missing[*]}, which SOS asks for"
+    all_caps=$(IFS='|'; echo "${sos_caps[*]}")
+    env "${axon_env[@]}" timeout 30 fi_info -p axon -t FI_EP_RDM -c "$all_caps" >/dev/null 2>&1 ||
+        skip_all "fi_info -p axon -t FI_EP_RDM lists ${sos_caps[*]}, but not $all_caps on one endpoint"
     for e in "${axon_env[@]}"; do
         env_args+=(-x "$e")
     done
