@@ -115,5 +115,6 @@ EXTRA_DIST += tests/run_tests.sh tests/test_names.sh tests/README.md tests/tools
 	tests/mpi/comm.c tests/mpi/lat.c tests/mpi/mprobe.c tests/mpi/pingpong.c \
 	tests/mpi/probe.c tests/mpi/ssend.c tests/mpi/storm.c tests/mpi/threads.c \
 	tests/mpi/truncate.c tests/mpi/ring.c tests/ofi/run_fabtests.sh \
-	tests/ofi/fabtests_notrun.txt
+	tests/ofi/fabtests_notrun.txt tests/shmem/run_sos_tests.sh \
+	tests/shmem/sos_selection.txt tests/shmem/sos_baseline.txt
 TESTS += tests/run_tests.sh
