@@ -5,15 +5,16 @@
  * result only if the location still holds that value, so the operation
  * stays atomic with every other Axon atomic on it.
  *
- *   integers (8-128 bits)  every operation
- *   float, double, long double  all but the bitwise ones and FI_MSWAP
- *   the complex types      FI_SUM, FI_PROD, the logical ones, FI_ATOMIC_READ/WRITE,
- *                          FI_CSWAP, FI_CSWAP_NE (no order, no bits)
+ *   integers (8-128 bits)        every operation
+ *   float, double, long double   all but the bitwise ones and FI_MSWAP
+ *   the complex types            none: a complex is aligned to its parts only,
+ *                                so one may straddle the 32 bytes that Axon's
+ *                                widest atomic (a masked compare-and-swap)
+ *                                covers, and could not be updated atomically
  *
  * Signed integer sums and products wrap (computed unsigned), as the
  * hardware's do. A long double's padding bytes come out zero.
  */
-#include <complex.h>
 #include <string.h>
 #include "axon_fi.h"
 
@@ -27,7 +28,6 @@
                                   AXON_FI_OP_BIT(FI_CSWAP_GE) | AXON_FI_OP_BIT(FI_CSWAP_GT))
 #define AXON_FI_OPS_ALL          ((1u << FI_ATOMIC_OP_LAST) - 1)
 #define AXON_FI_OPS_FLOAT        (AXON_FI_OPS_ALL & ~AXON_FI_OPS_BITWISE)
-#define AXON_FI_OPS_COMPLEX      (AXON_FI_OPS_FLOAT & ~AXON_FI_OPS_ORDER)
 
 /* The operations of each call family (fi_atomic(3)). */
 static const uint32_t axon_fi_family_ops[] = {
@@ -115,29 +115,6 @@ typedef void (*axon_fi_calc_fn_t)(enum fi_op op, const void *old, const void *va
         axon_fi_calc_store_##_name(out, r); \
     }
 
-#define AXON_FI_CALC_COMPLEX(_name, T) \
-    AXON_FI_CALC_STORE(_name, T) \
-    static void _name(enum fi_op op, const void *old_p, const void *val_p, const void *cmp_p, \
-                      void *out) \
-    { \
-        T o, v = 0, c = 0, r; \
-        memcpy(&o, old_p, sizeof(T)); \
-        if (val_p != NULL) memcpy(&v, val_p, sizeof(T)); \
-        if (cmp_p != NULL) memcpy(&c, cmp_p, sizeof(T)); \
-        switch (op) { \
-        case FI_SUM:          r = o + v; break; \
-        case FI_PROD:         r = o * v; break; \
-        case FI_LOR:          r = (T)((o != 0) || (v != 0)); break; \
-        case FI_LAND:         r = (T)((o != 0) && (v != 0)); break; \
-        case FI_LXOR:         r = (T)((o == 0) != (v == 0)); break; \
-        case FI_ATOMIC_WRITE: r = v; break; \
-        case FI_CSWAP:        r = (c == o) ? v : o; break; \
-        case FI_CSWAP_NE:     r = (c != o) ? v : o; break; \
-        default:              r = o; break; \
-        } \
-        axon_fi_calc_store_##_name(out, r); \
-    }
-
 AXON_FI_CALC_INT(axon_fi_calc_i8, int8_t, uint8_t)
 AXON_FI_CALC_INT(axon_fi_calc_u8, uint8_t, uint8_t)
 AXON_FI_CALC_INT(axon_fi_calc_i16, int16_t, uint16_t)
@@ -151,9 +128,6 @@ AXON_FI_CALC_INT(axon_fi_calc_u128, unsigned __int128, unsigned __int128)
 AXON_FI_CALC_FLOAT(axon_fi_calc_f, float)
 AXON_FI_CALC_FLOAT(axon_fi_calc_d, double)
 AXON_FI_CALC_FLOAT(axon_fi_calc_ld, long double)
-AXON_FI_CALC_COMPLEX(axon_fi_calc_fc, float complex)
-AXON_FI_CALC_COMPLEX(axon_fi_calc_dc, double complex)
-AXON_FI_CALC_COMPLEX(axon_fi_calc_ldc, long double complex)
 
 static const struct {
     axon_fi_calc_fn_t calc;
@@ -172,19 +146,16 @@ static const struct {
     [FI_FLOAT]               = {axon_fi_calc_f, sizeof(float), AXON_FI_OPS_FLOAT, "FI_FLOAT"},
     [FI_DOUBLE]              = {axon_fi_calc_d, sizeof(double), AXON_FI_OPS_FLOAT,
                                 "FI_DOUBLE"},
-    [FI_FLOAT_COMPLEX]       = {axon_fi_calc_fc, sizeof(float complex), AXON_FI_OPS_COMPLEX,
-                                "FI_FLOAT_COMPLEX"},
-    [FI_DOUBLE_COMPLEX]      = {axon_fi_calc_dc, sizeof(double complex), AXON_FI_OPS_COMPLEX,
-                                "FI_DOUBLE_COMPLEX"},
     [FI_LONG_DOUBLE]         = {axon_fi_calc_ld, sizeof(long double), AXON_FI_OPS_FLOAT,
                                 "FI_LONG_DOUBLE"},
-    [FI_LONG_DOUBLE_COMPLEX] = {axon_fi_calc_ldc, sizeof(long double complex),
-                                AXON_FI_OPS_COMPLEX, "FI_LONG_DOUBLE_COMPLEX"},
+    [FI_FLOAT_COMPLEX]       = {NULL, 0, 0, "FI_FLOAT_COMPLEX"},
+    [FI_DOUBLE_COMPLEX]      = {NULL, 0, 0, "FI_DOUBLE_COMPLEX"},
+    [FI_LONG_DOUBLE_COMPLEX] = {NULL, 0, 0, "FI_LONG_DOUBLE_COMPLEX"},
     [FI_INT128]              = {axon_fi_calc_i128, 16, AXON_FI_OPS_ALL, "FI_INT128"},
     [FI_UINT128]             = {axon_fi_calc_u128, 16, AXON_FI_OPS_ALL, "FI_UINT128"},
 };
 
-_Static_assert(sizeof(long double complex) <= AXON_FI_AMO_MAX_SIZE, "elements fit a block");
+_Static_assert(sizeof(long double) <= AXON_FI_AMO_MAX_SIZE, "elements fit a block");
 
 #define AXON_FI_NTYPES (sizeof(axon_fi_types) / sizeof(axon_fi_types[0]))
 
