@@ -213,6 +213,14 @@ static axon_status_t axon_layout_check_pieces(const axon_layout_t *layout, size_
 axon_status_t axon_layout_check(const axon_layout_t *layout, int dest, size_t *size_p,
                                 const char *func)
 {
+    ptrdiff_t lo, hi;
+
+    return axon_layout_check_extent(layout, dest, size_p, &lo, &hi, func);
+}
+
+axon_status_t axon_layout_check_extent(const axon_layout_t *layout, int dest, size_t *size_p,
+                                       ptrdiff_t *lo_p, ptrdiff_t *hi_p, const char *func)
+{
     axon_layout_facts_t facts;
     axon_status_t status;
 
@@ -227,6 +235,8 @@ axon_status_t axon_layout_check(const axon_layout_t *layout, int dest, size_t *s
         }
     }
     *size_p = facts.size;
+    *lo_p   = facts.empty ? 0 : facts.lo;
+    *hi_p   = facts.empty ? 0 : facts.hi;
     return AXON_OK;
 }
 

@@ -24,6 +24,10 @@
 axon_status_t axon_layout_check(const axon_layout_t *layout, int dest, size_t *size_p,
                                 const char *func);
 
+/* The same, and [*lo_p, *hi_p): where its bytes lie relative to its base (0, 0: none). */
+axon_status_t axon_layout_check_extent(const axon_layout_t *layout, int dest, size_t *size_p,
+                                       ptrdiff_t *lo_p, ptrdiff_t *hi_p, const char *func);
+
 /* The AXON_REQ_FLAG_LAYOUT argument of func: checked, and its size the call's length. */
 axon_status_t axon_layout_param_check(const axon_request_param_t *param, size_t length, int dest,
                                       const char *func);

@@ -304,7 +304,9 @@ static uint64_t axon_mem_new_token(void)
 /* AXON_MEM_MAP_LAYOUT: a layout peers may write into, of length bytes, of the caller's memory. */
 static axon_status_t axon_mem_map_layout_check(const axon_mem_map_params_t *params)
 {
+    uintptr_t base = (uintptr_t)params->address;
     axon_status_t status;
+    ptrdiff_t lo, hi;
     size_t size;
 
     if (params->flags & AXON_MEM_MAP_ALLOCATE) {
@@ -312,9 +314,16 @@ static axon_status_t axon_mem_map_layout_check(const axon_mem_map_params_t *para
                    "maps the caller's memory)");
         return AXON_ERR_INVALID_PARAM;
     }
-    status = axon_layout_check(params->layout, 1, &size, "axon_mem_map");
+    status = axon_layout_check_extent(params->layout, 1, &size, &lo, &hi, "axon_mem_map");
     if (status != AXON_OK) {
         return status;
+    }
+    /* the pieces' real addresses, as a plain range's: no wrap either way */
+    if (((lo < 0) && ((uintptr_t)0 - (uintptr_t)lo > base)) ||
+        ((hi > 0) && ((uintptr_t)hi > UINTPTR_MAX - base))) {
+        axon_error("axon_mem_map: layout pieces from %p%+td to %p%+td wrap around the address "
+                   "space", params->address, lo, params->address, hi);
+        return AXON_ERR_INVALID_PARAM;
     }
     if ((size != params->length) || (size == 0)) {
         axon_error("axon_mem_map: length %zu is not the layout's size %zu (which must be > 0)",
