@@ -21,7 +21,7 @@
 #include "amo_args.h"
 #include "coll_offload.h"
 
-#define AXON_COMPONENT_ABI_VERSION 11
+#define AXON_COMPONENT_ABI_VERSION 12
 /* Most local pieces one ep_get_zcopy_iov takes (the kernel's UIO_MAXIOV). */
 #define AXON_TL_IOV_MAX 1024
 /* Plugins build with -fvisibility=hidden; only the descriptor is exported. */
@@ -168,6 +168,30 @@ typedef struct axon_md_rkey {
 } axon_md_rkey_t;
 
 /*
+ * Non-contiguous memory for a key (mem_reg_layout): the pieces of a layout,
+ * in packed order, as the device's user-mode memory registration takes them
+ * (seed §8.8): the entries in order, repeat times; entry i of repetition r
+ * is length bytes at addr + r * stride. Packed byte k of the layout is
+ * reached at base + k (a key's range is [base, base + size)); every byte of
+ * every piece lies in [span_addr, span_addr + span_length).
+ */
+typedef struct axon_md_layout_entry {
+    uint64_t addr;
+    uint64_t length;     /* > 0 */
+    uint64_t stride;     /* between repetitions (0 with repeat 1) */
+} axon_md_layout_entry_t;
+
+typedef struct axon_md_layout {
+    uint64_t                      base;
+    uint64_t                      size;
+    uint64_t                      repeat;        /* >= 1 */
+    uint32_t                      num_entries;   /* >= 1 */
+    const axon_md_layout_entry_t *entries;
+    uint64_t                      span_addr;
+    uint64_t                      span_length;
+} axon_md_layout_t;
+
+/*
  * A memory domain: what memory registrations and keys belong to (a verbs
  * protection domain, a libfabric domain, the processes of a host for shm).
  * A context opens one per resource whose component has md_open and
@@ -192,6 +216,15 @@ typedef struct axon_md_ops {
                              void **memh_p);
     void          (*mem_dereg)(axon_md_t *md, void *memh);
     size_t        (*rkey_pack)(axon_md_t *md, const void *memh, void *rkey_buf);
+    /*
+     * Optional (ABI 12): register the pieces of layout as one key whose
+     * range is [layout->base, + layout->size), the layout's packed bytes
+     * (AXON_MEM_MAP_LAYOUT); mem_dereg and rkey_pack as for mem_reg.
+     * AXON_ERR_UNSUPPORTED: not this domain or not this layout (too many
+     * entries for the device): peers then reach the memory another way.
+     */
+    axon_status_t (*mem_reg_layout)(axon_md_t *md, const axon_md_layout_t *layout,
+                                    unsigned flags, void **memh_p);
     /*
      * Optional: length zeroed bytes that peers on the host can map
      * (AXON_MEM_MAP_ALLOCATE), at *address_p, with the lock table their

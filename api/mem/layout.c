@@ -389,3 +389,122 @@ void axon_layout_scatter(axon_layout_cursor_t *cursor, size_t pos, const void *s
         length -= run;
     }
 }
+
+/* ---------------------------------------------------------------- copies */
+
+/* Bytes of a level's piece list (an iov level's; none for strided) */
+static size_t axon_layout_pieces_size(const axon_layout_t *layout)
+{
+    return (layout->kind == AXON_LAYOUT_IOV) ? layout->iov.count * sizeof(axon_layout_piece_t) :
+                                               0;
+}
+
+/* Copy level src into *dst, its piece list to *spare (which it advances). */
+static void axon_layout_copy_level(axon_layout_t *dst, const axon_layout_t *src, uint8_t **spare)
+{
+    size_t bytes = axon_layout_pieces_size(src);
+
+    *dst = *src;
+    if (bytes > 0) {
+        memcpy(*spare, src->iov.pieces, bytes);
+        dst->iov.pieces = (const axon_layout_piece_t *)(const void *)*spare;
+        *spare         += bytes;
+    }
+}
+
+axon_layout_t *axon_layout_dup(const axon_layout_t *layout)
+{
+    const axon_layout_t *inner = (layout->kind == AXON_LAYOUT_STRIDED) ?
+                                 layout->strided.block : NULL;
+    size_t size = 2 * sizeof(axon_layout_t) + axon_layout_pieces_size(layout) +
+                  ((inner != NULL) ? axon_layout_pieces_size(inner) : 0);
+    axon_layout_t *copy = malloc(size);
+    uint8_t *spare;
+
+    if (copy == NULL) {
+        return NULL;
+    }
+    spare = (uint8_t *)(copy + 2);
+    axon_layout_copy_level(copy, layout, &spare);
+    if (inner != NULL) {
+        axon_layout_copy_level(copy + 1, inner, &spare);
+        copy->strided.block = copy + 1;
+    }
+    return copy;
+}
+
+/* ---------------------------------------------------------------- device layouts */
+
+/* Each run of layout (based at base) as an entry, into entries (NULL: count only) */
+static uint32_t axon_layout_md_runs(const axon_layout_t *layout, uintptr_t base,
+                                    axon_md_layout_entry_t *entries, uint64_t *lo, uint64_t *hi)
+{
+    axon_layout_cursor_t cursor;
+    size_t pos, length;
+    uint32_t n = 0;
+    uint8_t *p;
+
+    axon_layout_cursor_init(&cursor, layout, (void *)base);
+    for (pos = 0; (p = axon_layout_cursor_run(&cursor, pos, &length)), length > 0;
+         pos += length, ++n) {
+        if (entries != NULL) {
+            entries[n].addr   = (uintptr_t)p;
+            entries[n].length = length;
+            entries[n].stride = 0;
+            *lo = ((n == 0) || ((uintptr_t)p < *lo)) ? (uintptr_t)p : *lo;
+            *hi = ((n == 0) || ((uintptr_t)p + length > *hi)) ? (uintptr_t)p + length : *hi;
+        }
+        if (n == UINT32_MAX - 1) {
+            break;   /* far past any device's list; the domain refuses it */
+        }
+    }
+    return n;
+}
+
+axon_status_t axon_layout_md_make(const axon_layout_t *layout, const void *base, size_t size,
+                                  axon_md_layout_t *md, axon_md_layout_entry_t **entries_p)
+{
+    const axon_layout_t *block = layout;
+    axon_layout_t one;
+    axon_md_layout_entry_t *entries;
+    uint64_t lo = 0, hi = 0, repeat = 1, stride = 0;
+    uint32_t i, n;
+
+    /* A strided top level with a forward stride is the device's repeat form:
+     * one block's runs, count times; anything else is a list of every run. */
+    if ((layout->kind == AXON_LAYOUT_STRIDED) && (layout->strided.count > 1) &&
+        (layout->strided.stride > 0)) {
+        repeat = layout->strided.count;
+        stride = (uint64_t)layout->strided.stride;
+        block  = layout->strided.block;
+        if (block == NULL) {
+            one.kind                 = AXON_LAYOUT_STRIDED;
+            one.strided.count        = 1;
+            one.strided.block_length = layout->strided.block_length;
+            one.strided.stride       = 0;
+            one.strided.block        = NULL;
+            block                    = &one;
+        }
+    }
+    n = axon_layout_md_runs(block, (uintptr_t)base, NULL, NULL, NULL);
+    if (n == 0) {
+        return AXON_ERR_INVALID_PARAM;   /* no byte: mem_map refused it already */
+    }
+    entries = calloc(n, sizeof(*entries));
+    if (entries == NULL) {
+        return AXON_ERR_NO_MEMORY;
+    }
+    axon_layout_md_runs(block, (uintptr_t)base, entries, &lo, &hi);
+    for (i = 0; i < n; ++i) {
+        entries[i].stride = stride;
+    }
+    md->base        = (uintptr_t)base;
+    md->size        = size;
+    md->repeat      = repeat;
+    md->num_entries = n;
+    md->entries     = entries;
+    md->span_addr   = lo;
+    md->span_length = hi - lo + (repeat - 1) * stride;
+    *entries_p      = entries;
+    return AXON_OK;
+}

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "axon.h"
+#include "component.h"
 
 /* Internal kind: an axon_iov_t list of absolute addresses (axon_put_iov_nb), in iov.pieces. */
 #define AXON_LAYOUT_ABS_IOV 0x100
@@ -51,5 +52,17 @@ void     axon_layout_gather(axon_layout_cursor_t *cursor, size_t pos, void *dest
 /* Copy length bytes from src into the layout from packed offset pos. */
 void     axon_layout_scatter(axon_layout_cursor_t *cursor, size_t pos, const void *src,
                              size_t length);
+
+/* A copy of layout owning its piece lists, in one allocation (free() it). NULL: no memory. */
+axon_layout_t *axon_layout_dup(const axon_layout_t *layout);
+
+/*
+ * layout (checked, size bytes, based at base) as a memory domain takes it
+ * (component.h): a strided top level with a forward stride in the repeat
+ * form, anything else a list of its runs. *entries_p is md's entry array,
+ * for the caller to free.
+ */
+axon_status_t axon_layout_md_make(const axon_layout_t *layout, const void *base, size_t size,
+                                  axon_md_layout_t *md, axon_md_layout_entry_t **entries_p);
 
 #endif

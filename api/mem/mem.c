@@ -179,8 +179,21 @@ static axon_status_t axon_mem_alloc(axon_context_h ctx, struct axon_mem *mem)
     return AXON_OK;
 }
 
+static axon_status_t axon_mem_reg_one(axon_md_t *md, struct axon_mem *mem,
+                                      const axon_md_layout_t *md_layout, void **memh_p)
+{
+    if (md_layout == NULL) {
+        return md->ops->mem_reg(md, mem->address, mem->length, 0, memh_p);
+    }
+    if (md->ops->mem_reg_layout == NULL) {
+        return AXON_ERR_UNSUPPORTED;
+    }
+    return md->ops->mem_reg_layout(md, md_layout, 0, memh_p);
+}
+
 /* Register mem in every domain of the context; one that refuses just has no entry. */
-static axon_status_t axon_mem_reg_all(axon_context_h ctx, struct axon_mem *mem)
+static axon_status_t axon_mem_reg_all(axon_context_h ctx, struct axon_mem *mem,
+                                      const axon_md_layout_t *md_layout)
 {
     const axon_select_resource_t *rsc;
     axon_mem_reg_t *reg;
@@ -202,7 +215,14 @@ static axon_status_t axon_mem_reg_all(axon_context_h ctx, struct axon_mem *mem)
             axon_error("axon_mem_map: out of memory");
             return AXON_ERR_NO_MEMORY;
         }
-        status = rsc->md->ops->mem_reg(rsc->md, mem->address, mem->length, 0, &reg->tl_memh);
+        status = axon_mem_reg_one(rsc->md, mem, md_layout, &reg->tl_memh);
+        if ((status == AXON_ERR_UNSUPPORTED) && (md_layout != NULL)) {
+            axon_debug("%s/%s: no layout keys: peers reach mapping %016llx by active messages",
+                       rsc->resource->tl_name, rsc->resource->dev_name,
+                       (unsigned long long)mem->token);
+            free(reg);
+            continue;
+        }
         if (status != AXON_OK) {
             /* Peers then reach this memory over another path on that lane. */
             axon_warn("%s/%s: registering %p (%zu bytes) for remote access failed: %s",
@@ -288,6 +308,29 @@ static uint64_t axon_mem_new_token(void)
     return token;
 }
 
+/* AXON_MEM_MAP_LAYOUT: a layout peers may write into, of length bytes, of the caller's memory. */
+static axon_status_t axon_mem_map_layout_check(const axon_mem_map_params_t *params)
+{
+    axon_status_t status;
+    size_t size;
+
+    if (params->flags & AXON_MEM_MAP_ALLOCATE) {
+        axon_error("axon_mem_map: AXON_MEM_MAP_LAYOUT with AXON_MEM_MAP_ALLOCATE (a layout "
+                   "maps the caller's memory)");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    status = axon_layout_check(params->layout, 1, &size, "axon_mem_map");
+    if (status != AXON_OK) {
+        return status;
+    }
+    if ((size != params->length) || (size == 0)) {
+        axon_error("axon_mem_map: length %zu is not the layout's size %zu (which must be > 0)",
+                   params->length, size);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    return AXON_OK;
+}
+
 static axon_status_t axon_mem_map_check(axon_context_h context,
                                         const axon_mem_map_params_t *params, axon_mem_h *memh_p)
 {
@@ -300,7 +343,7 @@ static axon_status_t axon_mem_map_check(axon_context_h context,
                    "AXON_FEATURE_AMO", context->features);
         return AXON_ERR_INVALID_PARAM;
     }
-    if (params->flags & ~(uint32_t)AXON_MEM_MAP_ALLOCATE) {
+    if (params->flags & ~(uint32_t)(AXON_MEM_MAP_ALLOCATE | AXON_MEM_MAP_LAYOUT)) {
         axon_error("axon_mem_map: unknown flags 0x%x", params->flags);
         return AXON_ERR_INVALID_PARAM;
     }
@@ -319,7 +362,7 @@ static axon_status_t axon_mem_map_check(axon_context_h context,
             return AXON_ERR_INVALID_PARAM;
         }
     }
-    return AXON_OK;
+    return (params->flags & AXON_MEM_MAP_LAYOUT) ? axon_mem_map_layout_check(params) : AXON_OK;
 }
 
 void axon_mem_locks_put(void *ref)
@@ -345,6 +388,7 @@ static void axon_mem_free(struct axon_mem *mem)
     if (mem->own_locks != NULL) {
         axon_mem_locks_put(mem->own_locks);
     }
+    free(mem->layout);
     free(mem);
 }
 
@@ -365,9 +409,30 @@ static axon_status_t axon_mem_own_locks_create(struct axon_mem *mem)
     return AXON_OK;
 }
 
+/* Keep a copy of the layout, and describe it for the domains in *md (entries: the caller's). */
+static axon_status_t axon_mem_layout_init(struct axon_mem *mem, const axon_layout_t *layout,
+                                          axon_md_layout_t *md, axon_md_layout_entry_t **entries)
+{
+    axon_status_t status;
+
+    mem->layout = axon_layout_dup(layout);
+    if (mem->layout == NULL) {
+        axon_error("axon_mem_map: out of memory");
+        return AXON_ERR_NO_MEMORY;
+    }
+    axon_layout_cursor_init(&mem->cursor, mem->layout, mem->address);
+    status = axon_layout_md_make(mem->layout, mem->address, mem->length, md, entries);
+    if (status != AXON_OK) {
+        axon_error("axon_mem_map: out of memory for the layout's pieces");
+    }
+    return status;
+}
+
 axon_status_t axon_mem_map(axon_context_h context, const axon_mem_map_params_t *params,
                            axon_mem_h *memh_p)
 {
+    axon_md_layout_entry_t *entries = NULL;
+    axon_md_layout_t md_layout;
     struct axon_mem_ctx *mctx;
     struct axon_mem *mem;
     axon_status_t status;
@@ -397,9 +462,13 @@ axon_status_t axon_mem_map(axon_context_h context, const axon_mem_map_params_t *
     if ((status == AXON_OK) && (mem->alloc_reg == NULL)) {
         status = axon_mem_own_locks_create(mem);
     }
-    if (status == AXON_OK) {
-        status = axon_mem_reg_all(context, mem);
+    if ((status == AXON_OK) && (params->flags & AXON_MEM_MAP_LAYOUT)) {
+        status = axon_mem_layout_init(mem, params->layout, &md_layout, &entries);
     }
+    if (status == AXON_OK) {
+        status = axon_mem_reg_all(context, mem, entries ? &md_layout : NULL);
+    }
+    free(entries);
     if (status != AXON_OK) {
         axon_mem_free(mem);
         return status;
@@ -415,7 +484,8 @@ axon_status_t axon_mem_map(axon_context_h context, const axon_mem_map_params_t *
     pthread_mutex_unlock(&axon_mem_proc_lock);
 
     axon_debug("mapped %p, %zu bytes%s, token %016llx", (void *)mem->address, mem->length,
-               (mem->flags & AXON_MEM_MAP_ALLOCATE) ? " (allocated)" : "",
+               (mem->flags & AXON_MEM_MAP_ALLOCATE) ? " (allocated)" :
+               (mem->layout != NULL) ? " (a layout)" : "",
                (unsigned long long)mem->token);
     *memh_p = mem;
     return AXON_OK;
@@ -490,13 +560,27 @@ void axon_mem_context_cleanup(axon_context_h ctx)
 
 /* ---------------------------------------------------------------- lookups */
 
+/* A layout mapping's run at packed offset pos, at most length bytes; caller holds the lock. */
+static uint8_t *axon_mem_layout_run(struct axon_mem *mem, uint64_t pos, size_t length,
+                                    size_t *run_p)
+{
+    uint8_t *p = axon_layout_cursor_run(&mem->cursor, pos, run_p);
+
+    if (*run_p > length) {
+        *run_p = length;
+    }
+    return p;
+}
+
 uint8_t *axon_mem_lookup(axon_context_h context, uint64_t token, uint64_t addr, size_t length,
-                         axon_amo_lock_table_t **locks_p, uint64_t *region_offset_p,
-                         axon_status_t *status)
+                         size_t *run_p, axon_amo_lock_table_t **locks_p,
+                         uint64_t *region_offset_p, axon_status_t *status)
 {
     struct axon_mem_ctx *mctx = context->mem;
     struct axon_mem *mem;
     uint64_t base, offset;
+    uint8_t *p = (uint8_t *)(uintptr_t)addr;
+    size_t run = length;
 
     pthread_mutex_lock(&mctx->lock);
     mem = axon_mem_find_token(mctx, token);
@@ -515,7 +599,18 @@ uint8_t *axon_mem_lookup(axon_context_h context, uint64_t token, uint64_t addr, 
         *status = AXON_ERR_REMOTE_ACCESS;
         return NULL;
     }
-    offset = addr - base;
+    if ((mem->layout != NULL) && (length > 0)) {
+        p = axon_mem_layout_run(mem, addr - base, length, &run);
+        if ((run_p == NULL) && (run < length)) {
+            pthread_mutex_unlock(&mctx->lock);
+            axon_debug("remote access to [0x%llx, +%zu) of a layout mapping spans two pieces",
+                       (unsigned long long)addr, length);
+            *status = AXON_ERR_REMOTE_ACCESS;
+            return NULL;
+        }
+    }
+    /* the stripe of a location is a function of its address, whatever the mapping's form */
+    offset = (uintptr_t)p - base;
     if (locks_p != NULL) {
         *locks_p = mem->locks;
     }
@@ -523,8 +618,11 @@ uint8_t *axon_mem_lookup(axon_context_h context, uint64_t token, uint64_t addr, 
     if (region_offset_p != NULL) {
         *region_offset_p = offset;
     }
+    if (run_p != NULL) {
+        *run_p = run;
+    }
     *status = AXON_OK;
-    return (uint8_t *)(uintptr_t)addr;
+    return p;
 }
 
 axon_status_t axon_mem_find_local(uint64_t token, uint64_t address, uint64_t length,
@@ -536,7 +634,10 @@ axon_status_t axon_mem_find_local(uint64_t token, uint64_t address, uint64_t len
 
     pthread_mutex_lock(&axon_mem_proc_lock);
     mem = axon_mem_proc_find(token);
-    if ((mem != NULL) && ((uintptr_t)mem->address == address) && (mem->length == length)) {
+    if ((mem != NULL) && (mem->layout != NULL)) {
+        status = AXON_ERR_UNSUPPORTED;
+    } else if ((mem != NULL) && ((uintptr_t)mem->address == address) &&
+               (mem->length == length)) {
         *base_p  = mem->address;
         *locks_p = mem->locks;
         *ref_p   = NULL;

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include "axon_int.h"
 #include "amo_cpu.h"
+#include "layout.h"
 
 /* AXON_RMA_PATH: how keys are unpacked (context.c's table names them). */
 typedef enum {
@@ -57,6 +58,10 @@ struct axon_mem {
     axon_mem_reg_t        *alloc_reg;  /* AXON_MEM_MAP_ALLOCATE: the domain that allocated */
     size_t                 anon_length;/* ... or, with none that can, our own mmap */
     axon_list_link_t       regs;       /* axon_mem_reg_t */
+    /* AXON_MEM_MAP_LAYOUT: a copy of the layout (address its base, length its
+     * size) and a cursor over it, used under the context's mem lock. */
+    axon_layout_t         *layout;
+    axon_layout_cursor_t   cursor;
 };
 
 struct axon_mem_ctx {
@@ -76,7 +81,8 @@ int           axon_mem_is_mapped(axon_context_h ctx, axon_mem_h memh);
 /*
  * A mapping of this process (any context) for a key of this process: token
  * and range must name it exactly. Its address and lock table, or
- * AXON_ERR_REMOTE_ACCESS when it is not (or no longer) mapped. For user
+ * AXON_ERR_REMOTE_ACCESS when it is not (or no longer) mapped, or
+ * AXON_ERR_UNSUPPORTED for a layout mapping (reached over a lane). For user
  * memory *ref_p holds a reference that keeps the lock table after an
  * unmap (the memory is the caller's and may still be used through the
  * key); drop it with axon_mem_locks_put. NULL for allocated memory.
@@ -92,11 +98,14 @@ void          axon_mem_locks_put(void *ref);
  * checked against it. Returns where addr is in this process and the
  * mapping's lock table, or NULL with *status = AXON_ERR_REMOTE_ACCESS
  * (logged at debug: the initiator gets the status). Safe to call from any
- * worker's progress of the context.
+ * worker's progress of the context. A layout mapping's addresses are
+ * packed offsets from its base: the bytes at addr are one run of it, and
+ * *run_p says how many of length it holds (== length for other memory);
+ * with run_p NULL the whole range must be one run (an atomic's operand).
  */
 uint8_t *axon_mem_lookup(axon_context_h context, uint64_t token, uint64_t addr, size_t length,
-                         axon_amo_lock_table_t **locks_p, uint64_t *region_offset_p,
-                         axon_status_t *status);
+                         size_t *run_p, axon_amo_lock_table_t **locks_p,
+                         uint64_t *region_offset_p, axon_status_t *status);
 
 /* Worker lifetime hooks (mem.c): keys packed from now on name the worker, or no longer. */
 void          axon_mem_worker_attach(axon_worker_h worker);

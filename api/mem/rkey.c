@@ -401,14 +401,16 @@ static axon_status_t axon_rkey_choose_path(axon_rkey_h rkey, const uint8_t *buf,
     if ((hdr->host_id == host_id) && axon_proc_equal(&hdr->owner, &self)) {
         status = axon_mem_find_local(hdr->token, hdr->address, hdr->length, &rkey->local_base,
                                      &rkey->locks, &rkey->locks_ref);
-        if (status != AXON_OK) {
+        if (status == AXON_OK) {
+            rkey->path = AXON_RMA_PATH_LOCAL;
+            return AXON_OK;
+        }
+        if (status != AXON_ERR_UNSUPPORTED) {   /* unsupported: a layout, placed by a lane */
             axon_error("axon_ep_rkey_unpack: memory 0x%llx (%llu bytes, token %016llx) of this "
                        "process is not mapped", (unsigned long long)hdr->address,
                        (unsigned long long)hdr->length, (unsigned long long)hdr->token);
             return status;
         }
-        rkey->path = AXON_RMA_PATH_LOCAL;
-        return AXON_OK;
     }
 
     for (i = 0; i < num_lanes; ++i) {

@@ -256,8 +256,10 @@ axon_status_t axon_rma_get_reply_push(axon_request_h req)
         }
         left = req->rma.length - req->rma.offset;
         data = axon_mem_lookup(worker->context, req->rma.token,
-                               req->rma.remote_addr + req->rma.offset, left, NULL, NULL, &status);
+                               req->rma.remote_addr + req->rma.offset, left, &left, NULL, NULL,
+                               &status);
         if (data == NULL) {
+            left = req->rma.length - req->rma.offset;
             axon_rma_get_reply_error(worker, ep, req->peer_uuid, req->rma.rreq_id,
                                      req->rma.done + req->rma.offset, left, status);
             return AXON_OK;
@@ -266,7 +268,9 @@ axon_status_t axon_rma_get_reply_push(axon_request_h req)
         p.hdr.from_uuid = worker->uuid;
         p.hdr.offset    = req->rma.done + req->rma.offset;
         p.hdr.status    = AXON_OK;
-        if (axon_rma_am_zcopy_ok(lane, sizeof(p.hdr), left)) {
+        /* zcopy sends the rest at once; a layout's run short of it goes by bcopy */
+        if ((left == req->rma.length - req->rma.offset) &&
+            axon_rma_am_zcopy_ok(lane, sizeof(p.hdr), left)) {
             p.hdr.length      = left;
             req->tl_comp.func = axon_rma_get_reply_zcopy_done;
             status = lane->ops->ep_am_zcopy(lane->tl_ep, AXON_AM_RMA_GET_REPLY, &p.hdr,
@@ -301,13 +305,32 @@ axon_status_t axon_rma_get_reply_push(axon_request_h req)
 
 /* ---------------------------------------------------------------- target: handlers */
 
+/* A PUT's data into the mapping, run by run (one run unless it is a layout's). */
+static axon_status_t axon_rma_am_put_write(axon_worker_h worker, const axon_rma_put_hdr_t *hdr)
+{
+    const uint8_t *src = (const uint8_t *)(hdr + 1);
+    size_t done = 0, run;
+    axon_status_t status = AXON_OK;
+    uint8_t *dest;
+
+    do {
+        dest = axon_mem_lookup(worker->context, hdr->token, hdr->addr + done, hdr->length - done,
+                               &run, NULL, NULL, &status);
+        if (dest == NULL) {
+            return status;
+        }
+        memcpy(dest, src + done, run);
+        done += run;
+    } while (done < hdr->length);
+    return AXON_OK;
+}
+
 static void axon_rma_am_put(void *arg, const void *data, size_t length, unsigned flags)
 {
     axon_worker_h worker = arg;
     const axon_rma_put_hdr_t *hdr = data;
     axon_rma_put_ack_hdr_t ack;
     axon_status_t status = AXON_OK;
-    uint8_t *dest;
 
     if (length < sizeof(*hdr)) {
         axon_error("dropping an RMA PUT of %zu bytes: shorter than its header", length);
@@ -326,11 +349,7 @@ static void axon_rma_am_put(void *arg, const void *data, size_t length, unsigned
                    length - sizeof(*hdr));
         status = AXON_ERR_IO_FORMAT;
     } else {
-        dest = axon_mem_lookup(worker->context, hdr->token, hdr->addr, hdr->length, NULL, NULL,
-                               &status);
-        if (dest != NULL) {
-            memcpy(dest, hdr + 1, hdr->length);
-        }
+        status = axon_rma_am_put_write(worker, hdr);
     }
     ack.req_id    = hdr->req_id;
     ack.from_uuid = worker->uuid;
@@ -346,6 +365,7 @@ static void axon_rma_am_get_req(void *arg, const void *data, size_t length, unsi
     axon_status_t status;
     axon_request_h req;
     axon_ep_h ep;
+    size_t run;
 
     if (length != sizeof(*hdr)) {
         axon_error("dropping an RMA GET_REQ of %zu bytes (expected %zu)", length, sizeof(*hdr));
@@ -355,7 +375,7 @@ static void axon_rma_am_get_req(void *arg, const void *data, size_t length, unsi
     if (ep == NULL) {
         return;
     }
-    if (axon_mem_lookup(worker->context, hdr->token, hdr->addr, hdr->length, NULL, NULL,
+    if (axon_mem_lookup(worker->context, hdr->token, hdr->addr, hdr->length, &run, NULL, NULL,
                         &status) == NULL) {
         axon_rma_get_reply_error(worker, ep, hdr->sender_uuid, hdr->req_id, hdr->offset,
                                  hdr->length, status);
@@ -415,9 +435,15 @@ static void axon_rma_am_amo(void *arg, const void *data, size_t length, unsigned
                    (unsigned long long)hdr->sender_uuid, (unsigned long long)hdr->addr, size);
         status = AXON_ERR_INVALID_PARAM;
     } else {
-        target = axon_mem_lookup(worker->context, hdr->token, hdr->addr, size, &locks,
+        target = axon_mem_lookup(worker->context, hdr->token, hdr->addr, size, NULL, &locks,
                                  &region_offset, &status);
-        if (target != NULL) {
+        if ((target != NULL) && ((uintptr_t)target & (size - 1))) {
+            /* a layout key's piece may put an aligned offset at an unaligned address */
+            axon_error("RMA AMO from %016llx at 0x%llx: its location %p is not aligned to its "
+                       "%u bytes", (unsigned long long)hdr->sender_uuid,
+                       (unsigned long long)hdr->addr, (void *)target, size);
+            status = AXON_ERR_INVALID_PARAM;
+        } else if (target != NULL) {
             axon_amo_cpu_exec(locks, region_offset, target, &hdr->args, reply.result);
         }
     }
@@ -445,8 +471,9 @@ void *axon_rma_rx_dest(void *arg, uint8_t am_id, const void *hdr_p, size_t hdr_l
         if (put.length != data_length) {
             return NULL;  /* the handler reports it */
         }
+        /* NULL when the range is not one run (a layout's): the handler places it */
         return axon_mem_lookup(worker->context, put.token, put.addr, data_length, NULL, NULL,
-                               &status);
+                               NULL, &status);
     }
     if (hdr_len != sizeof(reply)) {
         return NULL;

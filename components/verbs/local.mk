@@ -24,6 +24,9 @@ components_verbs_librc_la_SOURCES = \
 	components/verbs/rc_wire.h \
 	components/verbs/rc.h
 components_verbs_librc_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+components_verbs_librc_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/components/verbs \
+	-I$(top_srcdir)/components/umr
+components_verbs_librc_la_LIBADD = components/umr/libumr.la
 
 pkglib_LTLIBRARIES += components/verbs/libaxon_rc.la
 components_verbs_libaxon_rc_la_SOURCES = components/verbs/rc_component.c

@@ -187,6 +187,9 @@ typedef struct axon_rc_md {
     const axon_rc_cm_t       *cm;            /* opened the device */
     axon_verbs_dev_t          dev;
     axon_rcache_t            *rcache;        /* zero-copy and rendezvous registrations */
+    pthread_mutex_t           umr_lock;      /* opens umr once */
+    struct axon_umr          *umr;           /* layout keys (components/umr), when asked */
+    axon_status_t             umr_status;    /* ... or why not */
     char                      name[AXON_TL_NAME_MAX + AXON_DEV_NAME_MAX]; /* "rc/softib0:1" */
 } axon_rc_md_t;
 

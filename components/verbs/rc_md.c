@@ -14,15 +14,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include "rc.h"
+#include "umr.h"
 
 #define AXON_RC_MR_ACCESS_CACHED (AXON_DEV_ACCESS_LOCAL_WRITE | AXON_DEV_ACCESS_REMOTE_READ)
 #define AXON_RC_MR_ACCESS_KEY    (AXON_DEV_ACCESS_LOCAL_WRITE | AXON_DEV_ACCESS_REMOTE_READ | \
                                   AXON_DEV_ACCESS_REMOTE_WRITE | AXON_DEV_ACCESS_REMOTE_ATOMIC)
 
-/* A key's memory handle: a cached region or an own MR, and the range the key grants. */
+/* A key's memory handle: a cached region, an own MR or a layout's key, and its range. */
 typedef struct axon_rc_memh {
     axon_rcache_region_t *region;   /* transient keys */
-    axon_dev_mr_t        *mr;       /* the others */
+    axon_dev_mr_t        *mr;       /* the others but layouts */
+    axon_umr_key_t        layout;   /* AXON_MEM_MAP_LAYOUT: layout.mkey is the key */
     uintptr_t             addr;
     size_t                length;
 } axon_rc_memh_t;
@@ -101,10 +103,50 @@ static void axon_rc_mem_dereg(axon_md_t *tl_md, void *memh)
     }
     if (rc_memh->region != NULL) {
         axon_rcache_put(md->rcache, rc_memh->region);
+    } else if (rc_memh->layout.mkey != NULL) {
+        axon_umr_key_destroy(md->umr, &rc_memh->layout);
     } else {
         axon_rc_dereg_mr(md, rc_memh->mr);
     }
     free(rc_memh);
+}
+
+/* The layout-key service, opened at the first layout (most contexts never map one). */
+static axon_status_t axon_rc_md_umr(axon_rc_md_t *md)
+{
+    pthread_mutex_lock(&md->umr_lock);
+    if ((md->umr == NULL) && (md->umr_status == AXON_OK)) {
+        md->umr_status = axon_umr_open(&md->dev, &md->umr);
+    }
+    pthread_mutex_unlock(&md->umr_lock);
+    return md->umr_status;
+}
+
+static axon_status_t axon_rc_mem_reg_layout(axon_md_t *tl_md, const axon_md_layout_t *layout,
+                                            unsigned flags, void **memh_p)
+{
+    axon_rc_md_t *md = (axon_rc_md_t *)tl_md;
+    axon_rc_memh_t *memh;
+    axon_status_t status;
+
+    (void)flags;
+    status = axon_rc_md_umr(md);
+    if (status != AXON_OK) {
+        return status;
+    }
+    memh = calloc(1, sizeof(*memh));
+    if (memh == NULL) {
+        return AXON_ERR_NO_MEMORY;
+    }
+    status = axon_umr_key_create(md->umr, layout, AXON_RC_MR_ACCESS_KEY, &memh->layout);
+    if (status != AXON_OK) {
+        free(memh);
+        return status;
+    }
+    memh->addr   = layout->base;
+    memh->length = layout->size;
+    *memh_p      = memh;
+    return AXON_OK;
 }
 
 static size_t axon_rc_rkey_pack(axon_md_t *tl_md, const void *memh, void *rkey_buf)
@@ -115,7 +157,8 @@ static size_t axon_rc_rkey_pack(axon_md_t *tl_md, const void *memh, void *rkey_b
     (void)tl_md;
     rkey.version = AXON_RC_RKEY_VERSION;
     rkey.rkey    = (rc_memh->region != NULL) ? axon_rc_region_mr(rc_memh->region)->rkey :
-                                               rc_memh->mr->rkey;
+                   (rc_memh->layout.mkey != NULL) ? rc_memh->layout.mkey->rkey :
+                                                    rc_memh->mr->rkey;
     rkey.addr    = rc_memh->addr;
     rkey.length  = rc_memh->length;
     memcpy(rkey_buf, &rkey, sizeof(rkey));
@@ -129,16 +172,21 @@ static void axon_rc_md_close(axon_md_t *tl_md)
     if (md->rcache != NULL) {
         axon_rcache_destroy(md->rcache);   /* every iface, so every operation, is gone */
     }
+    if (md->umr != NULL) {
+        axon_umr_close(md->umr);
+    }
+    pthread_mutex_destroy(&md->umr_lock);
     md->cm->dev_close(&md->dev);
     free(md);
 }
 
 static const axon_md_ops_t axon_rc_md_ops = {
-    .md_close     = axon_rc_md_close,
-    .rkey_max_len = sizeof(axon_rc_rkey_t),
-    .mem_reg      = axon_rc_mem_reg,
-    .mem_dereg    = axon_rc_mem_dereg,
-    .rkey_pack    = axon_rc_rkey_pack,
+    .md_close       = axon_rc_md_close,
+    .rkey_max_len   = sizeof(axon_rc_rkey_t),
+    .mem_reg        = axon_rc_mem_reg,
+    .mem_dereg      = axon_rc_mem_dereg,
+    .rkey_pack      = axon_rc_rkey_pack,
+    .mem_reg_layout = axon_rc_mem_reg_layout,
 };
 
 axon_status_t axon_rc_md_open(const axon_resource_t *resource, unsigned gid_index,
@@ -156,6 +204,7 @@ axon_status_t axon_rc_md_open(const axon_resource_t *resource, unsigned gid_inde
     }
     md->super.ops = &axon_rc_md_ops;
     md->cm        = cm;
+    pthread_mutex_init(&md->umr_lock, NULL);
     snprintf(md->name, sizeof(md->name), "%s/%s", cm->name, resource->dev_name);
     status = cm->dev_open(&md->dev, resource->dev_name, (int)gid_index);
     if (status != AXON_OK) {

@@ -444,6 +444,7 @@ axon_status_t axon_verbs_qp_create(axon_verbs_dev_t *dev, axon_verbs_qp_params_t
     init.cap.max_recv_sge    = (params->srq != NULL) ? 0 : 1;
     init.cap.max_inline_data = params->max_inline;
     init.create_flags        = params->create_flags;
+    init.max_inl_send_klms   = params->max_inl_klms;
     if (init.cap.max_inline_data > dev->dev_attr.max_inline_data) {
         init.cap.max_inline_data = dev->dev_attr.max_inline_data;
     }
@@ -463,6 +464,7 @@ axon_status_t axon_verbs_qp_create(axon_verbs_dev_t *dev, axon_verbs_qp_params_t
     if (cap_p != NULL) {
         *cap_p = init.cap;
     }
+    params->max_inl_klms = init.max_inl_send_klms;
     return AXON_OK;
 }
 

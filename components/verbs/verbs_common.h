@@ -192,6 +192,8 @@ typedef struct axon_verbs_qp_params {
     uint32_t           max_inline;      /* asked for; clamped to the device's */
     uint32_t           max_send_sge;    /* 0 means 1 */
     uint32_t           create_flags;    /* AXON_DEV_QP_CREATE_* */
+    uint32_t           max_inl_klms;    /* CREATE_UMR: UMR entries inline in a WR (written
+                                         * back: what the device gave) */
     void              *qp_context;
 } axon_verbs_qp_params_t;
 

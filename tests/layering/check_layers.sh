@@ -27,8 +27,8 @@ build=${2:-}
 cd "$src" || exit 2
 
 # Components that share files: rdmacm builds on the verbs family's rc, xchannel
-# on its verbs helpers.
-families='verbs:rdmacm:xchannel'
+# on its verbs helpers, umr serves its memory domain.
+families='verbs:rdmacm:xchannel:umr'
 
 files=$(find framework components api tools contrib -name '*.[ch]' 2>/dev/null | sort)
 public=$(awk '/^axoninclude_HEADERS[ \t]*\+?=/ { on = 1; sub(/^[^=]*=/, "") }

@@ -367,14 +367,15 @@ TEST(Mem, Lookup)
     ASSERT_EQ(AXON_OK, axon_mem_map(n.ctx, &mp, &memh));
     uint64_t token = memh->token;
 
-    EXPECT_EQ(buf.data() + 10, axon_mem_lookup(n.ctx, token, base + 10, 100, &locks, &off, &st));
+    EXPECT_EQ(buf.data() + 10,
+              axon_mem_lookup(n.ctx, token, base + 10, 100, nullptr, &locks, &off, &st));
     EXPECT_EQ(AXON_OK, st);
     EXPECT_EQ(10u, off);
     EXPECT_EQ(memh->locks, locks);
     EXPECT_NE(nullptr, locks);
     /* The whole range, and zero bytes at its end. */
-    EXPECT_NE(nullptr, axon_mem_lookup(n.ctx, token, base, 1000, &locks, &off, &st));
-    EXPECT_NE(nullptr, axon_mem_lookup(n.ctx, token, base + 1000, 0, &locks, &off, &st));
+    EXPECT_NE(nullptr, axon_mem_lookup(n.ctx, token, base, 1000, nullptr, &locks, &off, &st));
+    EXPECT_NE(nullptr, axon_mem_lookup(n.ctx, token, base + 1000, 0, nullptr, &locks, &off, &st));
 
     struct {
         uint64_t addr;
@@ -389,19 +390,61 @@ TEST(Mem, Lookup)
     };
     for (auto &b : bad) {
         st = AXON_OK;
-        EXPECT_EQ(nullptr, axon_mem_lookup(n.ctx, token, b.addr, b.len, &locks, &off, &st))
+        EXPECT_EQ(nullptr,
+                  axon_mem_lookup(n.ctx, token, b.addr, b.len, nullptr, &locks, &off, &st))
             << std::hex << b.addr << " + " << std::dec << b.len;
         EXPECT_EQ(AXON_ERR_REMOTE_ACCESS, st);
     }
     st = AXON_OK;
-    EXPECT_EQ(nullptr, axon_mem_lookup(n.ctx, token ^ 1, base, 8, &locks, &off, &st));
+    EXPECT_EQ(nullptr, axon_mem_lookup(n.ctx, token ^ 1, base, 8, nullptr, &locks, &off, &st));
     EXPECT_EQ(AXON_ERR_REMOTE_ACCESS, st);
 
     ASSERT_EQ(AXON_OK, axon_mem_unmap(n.ctx, memh));
     st = AXON_OK;
-    EXPECT_EQ(nullptr, axon_mem_lookup(n.ctx, token, base, 8, &locks, &off, &st))
+    EXPECT_EQ(nullptr, axon_mem_lookup(n.ctx, token, base, 8, nullptr, &locks, &off, &st))
         << "an unmapped token must not be found";
     EXPECT_EQ(AXON_ERR_REMOTE_ACCESS, st);
+}
+
+/* A layout mapping: addresses are packed offsets from the base, each lookup one run. */
+TEST(Mem, LookupGivesALayoutsRuns)
+{
+    Node                   n;
+    std::vector<uint8_t>   buf(4096);
+    axon_mem_h             memh;
+    axon_amo_lock_table_t *locks = nullptr;
+    uint64_t               off   = 0;
+    axon_status_t          st;
+    size_t                 run   = 0;
+    uint64_t               base  = (uintptr_t)buf.data();
+    axon_layout_t          lay;
+
+    ASSERT_TRUE(n.init("self"));
+    lay.kind                 = AXON_LAYOUT_STRIDED;   /* 10 blocks of 24 bytes, 100 apart */
+    lay.strided.count        = 10;
+    lay.strided.block_length = 24;
+    lay.strided.stride       = 100;
+    lay.strided.block        = nullptr;
+    axon_mem_map_params_t mp = {buf.data(), 240, AXON_MEM_MAP_LAYOUT, &lay};
+    ASSERT_EQ(AXON_OK, axon_mem_map(n.ctx, &mp, &memh));
+    uint64_t token = memh->token;
+
+    /* packed byte 50 is block 2's byte 2: 22 bytes of the run, of the 30 asked */
+    EXPECT_EQ(buf.data() + 202, axon_mem_lookup(n.ctx, token, base + 50, 30, &run, &locks, &off,
+                                                &st));
+    EXPECT_EQ(22u, run);
+    EXPECT_EQ(202u, off) << "the lock stripe follows the byte's own address";
+    EXPECT_EQ(buf.data() + 300, axon_mem_lookup(n.ctx, token, base + 72, 8, nullptr, &locks,
+                                                &off, &st));
+    /* without run_p the range must be one run: an operand across two blocks is refused */
+    st = AXON_OK;
+    EXPECT_EQ(nullptr, axon_mem_lookup(n.ctx, token, base + 44, 8, nullptr, &locks, &off, &st));
+    EXPECT_EQ(AXON_ERR_REMOTE_ACCESS, st);
+    /* the range is the packed size, not the span */
+    st = AXON_OK;
+    EXPECT_EQ(nullptr, axon_mem_lookup(n.ctx, token, base + 236, 8, &run, &locks, &off, &st));
+    EXPECT_EQ(AXON_ERR_REMOTE_ACCESS, st);
+    ASSERT_EQ(AXON_OK, axon_mem_unmap(n.ctx, memh));
 }
 
 /* ---------------------------------------------------------------- keys in one process */

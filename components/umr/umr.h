@@ -1,0 +1,45 @@
+/*
+ * components/umr: the memory-domain service that turns a layout
+ * (component.h's axon_md_layout_t) into one device key, by user-mode
+ * memory registration (seed §8.8): an indirect key whose entries name one
+ * registration of the memory the pieces span. A put or get through the
+ * key is one RDMA operation, however many pieces it touches.
+ *
+ * It serves the verbs family's memory domain (rc_md.c: rc, rdmacm, dc),
+ * whose protection domain the keys belong to; fills run on a QP of its own,
+ * connected to itself, one at a time, waited for (a mapping is made once
+ * and used many times; the caller is never on a fast path).
+ */
+#ifndef AXON_UMR_H
+#define AXON_UMR_H
+
+#include <pthread.h>
+#include "component.h"
+#include "verbs_common.h"
+
+typedef struct axon_umr axon_umr_t;
+
+/* A layout's key: the span's registration and the indirect key over it */
+typedef struct axon_umr_key {
+    axon_dev_mr_t *span;
+    axon_dev_mr_t *mkey;
+} axon_umr_key_t;
+
+/*
+ * The service on dev (its PD). AXON_ERR_UNSUPPORTED (with the reason at
+ * debug level) when the device has no user-mode memory registration.
+ */
+axon_status_t axon_umr_open(axon_verbs_dev_t *dev, axon_umr_t **umr_p);
+void          axon_umr_close(axon_umr_t *umr);
+
+/*
+ * A key over layout granting access (AXON_DEV_ACCESS_*), its range
+ * [layout->base, + layout->size). AXON_ERR_UNSUPPORTED when the layout has
+ * more entries than the device takes in one key.
+ */
+axon_status_t axon_umr_key_create(axon_umr_t *umr, const axon_md_layout_t *layout, int access,
+                                  axon_umr_key_t *key);
+/* Invalidate and release: later accesses through the key fail at the device. */
+void          axon_umr_key_destroy(axon_umr_t *umr, axon_umr_key_t *key);
+
+#endif
