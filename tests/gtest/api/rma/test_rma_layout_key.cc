@@ -32,6 +32,9 @@ namespace {
 const int      kHost   = kUserBig;  /* the target's region the layouts lie over */
 const uint64_t kMargin = 4096;      /* background checked on each side of a layout */
 const uint8_t  kSentinel = 0x5A;    /* around a get's buffer */
+/* softib's max_klm_list (axon_info -d): a layout of at most this many pieces always fits
+ * one indirect key; a longer one may (repeat form) or go by active messages. */
+const size_t   kUmrListMax = 4096;
 
 /* A layout the target mapped, with its pieces as the reference has them. */
 struct KeyedLayout {
@@ -193,12 +196,23 @@ protected:
         ASSERT_NO_FATAL_FAILURE(unpack(kl));
     }
 
-    /* Unpack kl's key on the endpoint: never LOCAL, RDMA on rc and dc, else the target. */
+    /*
+     * Unpack kl's key on the endpoint: never LOCAL; rc and dc: RDMA through
+     * one indirect key (AM only past the device's list), else the target.
+     */
     void unpack(KeyedLayout &kl)
     {
         ASSERT_EQ(AXON_OK, axon_ep_rkey_unpack(s_.ep, kl.key.data(), kl.key.size(), &kl.rk));
-        if (rdma()) {
-            EXPECT_EQ((int)AXON_RMA_PATH_ZCOPY, (int)kl.rk->path) << "one indirect key";
+        size_t pieces = 0;
+        for (const LayoutPiece &p : kl.pieces) {
+            pieces += (p.length > 0);
+        }
+        if (rdma() && (pieces > kUmrListMax) && (kl.rk->path == AXON_RMA_PATH_AM)) {
+            printf("[rma] %s: a layout of %zu pieces (past softib's %zu): active messages\n",
+                   GetParam().label, pieces, kUmrListMax);
+        } else if (rdma()) {
+            EXPECT_EQ((int)AXON_RMA_PATH_ZCOPY, (int)kl.rk->path)
+                << "one indirect key for " << pieces << " pieces";
         } else {
             EXPECT_EQ((int)AXON_RMA_PATH_AM, (int)kl.rk->path) << "the target places the pieces";
         }
@@ -528,13 +542,7 @@ TEST_P(RmaLayoutKey, UnmappedKeyIsRemoteAccess)
     } else if (!rdma()) {
         EXPECT_EQ(AXON_ERR_REMOTE_ACCESS, status) << "unpacking a key after the unmap";
     }
-    EXPECT_EQ("", check_window(kl, [&] {
-        std::vector<uint8_t> img = background(kl), data(kl.size);
-        fill_pat(data.data(), data.size(), 9800, 0);
-        kl.place(img, 0, data.data(), data.size());
-        return img;
-    }())) << "a refused access changed the memory";
-    restore(kl);
+    EXPECT_EQ("", check_window(kl, background(kl))) << "a refused access changed the memory";
 
     /* The same layout mapped again at the same place: a new key; the old one stays dead. */
     KeyedLayout again;
