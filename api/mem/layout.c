@@ -462,6 +462,7 @@ static uint32_t axon_layout_md_runs(const axon_layout_t *layout, uintptr_t base,
 }
 
 axon_status_t axon_layout_md_make(const axon_layout_t *layout, const void *base, size_t size,
+                                  axon_md_layout_entry_t *room, uint32_t room_len,
                                   axon_md_layout_t *md, axon_md_layout_entry_t **entries_p)
 {
     const axon_layout_t *block = layout;
@@ -490,7 +491,7 @@ axon_status_t axon_layout_md_make(const axon_layout_t *layout, const void *base,
     if (n == 0) {
         return AXON_ERR_INVALID_PARAM;   /* no byte: mem_map refused it already */
     }
-    entries = calloc(n, sizeof(*entries));
+    entries = (n <= room_len) ? room : calloc(n, sizeof(*entries));
     if (entries == NULL) {
         return AXON_ERR_NO_MEMORY;
     }
@@ -505,6 +506,6 @@ axon_status_t axon_layout_md_make(const axon_layout_t *layout, const void *base,
     md->entries     = entries;
     md->span_addr   = lo;
     md->span_length = hi - lo + (repeat - 1) * stride;
-    *entries_p      = entries;
+    *entries_p      = (entries == room) ? NULL : entries;
     return AXON_OK;
 }

@@ -59,10 +59,12 @@ axon_layout_t *axon_layout_dup(const axon_layout_t *layout);
 /*
  * layout (checked, size bytes, based at base) as a memory domain takes it
  * (component.h): a strided top level with a forward stride in the repeat
- * form, anything else a list of its runs. *entries_p is md's entry array,
- * for the caller to free.
+ * form, anything else a list of its runs. The entries go to room when they
+ * fit its room_len, else to an array *entries_p for the caller to free
+ * (NULL when room held them).
  */
 axon_status_t axon_layout_md_make(const axon_layout_t *layout, const void *base, size_t size,
+                                  axon_md_layout_entry_t *room, uint32_t room_len,
                                   axon_md_layout_t *md, axon_md_layout_entry_t **entries_p);
 
 #endif

@@ -421,7 +421,7 @@ static axon_status_t axon_mem_layout_init(struct axon_mem *mem, const axon_layou
         return AXON_ERR_NO_MEMORY;
     }
     axon_layout_cursor_init(&mem->cursor, mem->layout, mem->address);
-    status = axon_layout_md_make(mem->layout, mem->address, mem->length, md, entries);
+    status = axon_layout_md_make(mem->layout, mem->address, mem->length, NULL, 0, md, entries);
     if (status != AXON_OK) {
         axon_error("axon_mem_map: out of memory for the layout's pieces");
     }

@@ -21,6 +21,7 @@
  * as DATA instead; either way it completes on the ATS, since the receiver
  * reads its buffer until then.
  */
+#include <stdlib.h>
 #include <string.h>
 #include "log.h"
 #include "request.h"
@@ -194,6 +195,31 @@ static axon_status_t axon_rndv_recv_get_layout(axon_request_h req, const axon_la
     return AXON_OK;
 }
 
+/* Entries of a sending layout's key kept on the stack (more: allocated for the message). */
+#define AXON_RNDV_LAYOUT_ENTRIES 16
+
+/*
+ * A sending layout as one key, where the lane's domain makes layout keys
+ * (rc's UMR): the receiver then reads the packed data in one operation.
+ */
+static axon_status_t axon_rndv_send_reg_layout(axon_request_h req, axon_md_t *md, void **memh_p)
+{
+    axon_md_layout_entry_t room[AXON_RNDV_LAYOUT_ENTRIES], *entries;
+    axon_md_layout_t md_layout;
+    axon_status_t status;
+
+    if (md->ops->mem_reg_layout == NULL) {
+        return AXON_ERR_UNSUPPORTED;
+    }
+    status = axon_layout_md_make(req->send.cursor.layout, req->send.buffer, req->send.length,
+                                 room, AXON_RNDV_LAYOUT_ENTRIES, &md_layout, &entries);
+    if (status == AXON_OK) {
+        status = md->ops->mem_reg_layout(md, &md_layout, AXON_MEM_REG_TRANSIENT, memh_p);
+        free(entries);
+    }
+    return status;
+}
+
 void axon_rndv_send_register(axon_request_h req)
 {
     const axon_lane_t *lane = &req->send.ep->bulk_lane;
@@ -201,12 +227,14 @@ void axon_rndv_send_register(axon_request_h req)
     axon_status_t status;
     void *memh;
 
-    if ((req->flags & AXON_REQUEST_LAYOUT) || !(lane->resource->cap_flags & AXON_CAP_NEED_MKEY) ||
+    if (!(lane->resource->cap_flags & AXON_CAP_NEED_MKEY) ||
         !(lane->resource->cap_flags & AXON_CAP_GET) || (md == NULL) ||
         (md->ops->rkey_max_len > AXON_RNDV_RKEY_MAX)) {
         return;
     }
-    status = md->ops->mem_reg(md, (void *)(uintptr_t)req->send.buffer, req->send.length,
+    status = (req->flags & AXON_REQUEST_LAYOUT) ?
+             axon_rndv_send_reg_layout(req, md, &memh) :
+             md->ops->mem_reg(md, (void *)(uintptr_t)req->send.buffer, req->send.length,
                               AXON_MEM_REG_TRANSIENT, &memh);
     if (status != AXON_OK) {
         /* The receiver then asks for the data with an RTR. */
@@ -229,7 +257,10 @@ void axon_rndv_rts_pack(axon_request_h req, axon_rndv_rts_hdr_t *rts)
     rts->length      = req->send.length;
     rts->sreq_id     = req->id;
     rts->address     = (uint64_t)(uintptr_t)req->send.buffer;
-    rts->flags       = (req->flags & AXON_REQUEST_LAYOUT) ? AXON_RNDV_RTS_NO_GET : 0;
+    /* a layout is read only through a key of its own (else the sender streams it) */
+    rts->flags       = !(req->flags & AXON_REQUEST_LAYOUT) ? 0 :
+                       (req->flags & AXON_REQUEST_RNDV_MEMH) ? AXON_RNDV_RTS_KEY_ONLY :
+                                                               AXON_RNDV_RTS_NO_GET;
     if (req->flags & AXON_REQUEST_RNDV_MEMH) {
         memcpy(rts->rkey_tl, lane->resource->tl_name, sizeof(rts->rkey_tl));
         rts->rkey_len = (uint32_t)lane->md->ops->rkey_pack(lane->md, req->send.rndv_memh,
@@ -247,6 +278,7 @@ static const void *axon_rndv_rts_rkey(const axon_lane_t *lane, const axon_rndv_r
 {
     *usable = 1;
     if (!(lane->resource->cap_flags & AXON_CAP_NEED_MKEY)) {
+        *usable = !(rts->flags & AXON_RNDV_RTS_KEY_ONLY);
         return NULL;
     }
     if ((rts->rkey_len == 0) || (rts->rkey_len > AXON_RNDV_RKEY_MAX) ||
@@ -292,8 +324,9 @@ void axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts)
 
     lane = &ep->bulk_lane;
     rkey = axon_rndv_rts_rkey(lane, rts, &get_ok);
-    /* A sender's layout is streamed (gathered there); a receiving layout gets where the
-     * lane reads into several pieces at once, else is streamed too (scattered here). */
+    /* A sender's layout is read through its layout key (rc's UMR) or else streamed
+     * (gathered there); a receiving layout gets where the lane reads into several
+     * pieces at once, else is streamed too (scattered here). */
     get_ok = get_ok && !(rts->flags & AXON_RNDV_RTS_NO_GET) &&
              (lane->resource->cap_flags & AXON_CAP_GET) && (want >= ep->rndv_get_min);
     if (req->flags & AXON_REQUEST_LAYOUT) {

@@ -128,6 +128,9 @@ typedef struct axon_rndv_rts_hdr {
 enum {
     /* The sender's data is not one range (a layout): the receiver asks for it (RTR). */
     AXON_RNDV_RTS_NO_GET = 1u << 0,
+    /* The sender's data is a layout that rkey covers as one range (rc's UMR):
+     * a get must go through that key, never by address alone. */
+    AXON_RNDV_RTS_KEY_ONLY = 1u << 1,
 };
 
 typedef struct axon_rndv_ats_hdr {
