@@ -1271,6 +1271,27 @@ public:
     }
 };
 
+/* Ranges outside a key's [B, B + L): each side, across each edge, too long, wrapping. */
+struct OutsideRange {
+    uint64_t    addr;
+    size_t      len;
+    const char *what;
+};
+
+inline std::vector<OutsideRange> outside_ranges(uint64_t B, uint64_t L)
+{
+    return {
+        {B + L, 1, "one byte past the end"},
+        {B - 1, 1, "one byte before the start"},
+        {B + L - 3, 4, "across the end"},
+        {B - 2, 4, "across the start"},
+        {B, (size_t)L + 1, "one byte longer than the region"},
+        {B + 8, SIZE_MAX / 2, "a huge length"},
+        {UINT64_MAX - 3, 8, "an address that wraps"},
+        {B + 8, (size_t)(UINT64_MAX - 7), "address + length wraps"},
+    };
+}
+
 /* Fetch-add of 8 bytes, the operation several tests use to see a key work. */
 inline axon_status_t fetch_add8(Session &s, uint64_t raddr, axon_rkey_h rk, uint64_t *result)
 {

@@ -560,22 +560,9 @@ TEST_P(RmaLayoutKey, OutOfRangeIsRemoteAccess)
         ASSERT_NO_FATAL_FAILURE(map(kl, lc->layout, lc->expect));
         const uint64_t B = kl.info.base, L = kl.size;
         std::vector<uint8_t> buf(L + 1, kSentinel);
-        struct Case {
-            uint64_t    addr;
-            size_t      len;
-            const char *what;
-        } cases[] = {
-            {B + L, 1, "one byte past the end"},
-            {B - 1, 1, "one byte before the base"},
-            {B - 200, 50, "below the base, where pieces of a negative stride are"},
-            {B + L - 3, 4, "across the end"},
-            {B - 2, 4, "across the base"},
-            {B, (size_t)L + 1, "one byte longer than the layout"},
-            {B + 8, SIZE_MAX / 2, "a huge length"},
-            {UINT64_MAX - 3, 8, "an address that wraps"},
-            {B + 8, (size_t)(UINT64_MAX - 7), "address + length wraps"},
-        };
-        for (const Case &c : cases) {
+        std::vector<OutsideRange> cases = outside_ranges(B, L);
+        cases.push_back({B - 200, 50, "below the base, where pieces of a negative stride are"});
+        for (const OutsideRange &c : cases) {
             std::string what = lc->name() + ", " + c.what;
             EXPECT_EQ(AXON_ERR_REMOTE_ACCESS, put_flushed(buf.data(), c.len, c.addr, kl.rk))
                 << "put, " << what;
