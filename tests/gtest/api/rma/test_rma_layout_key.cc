@@ -43,6 +43,7 @@ struct KeyedLayout {
     uint64_t                 off  = 0;   /* the base's offset in kHost */
     uint64_t                 wbeg = 0;   /* the window checked: the extent and margins */
     uint64_t                 wlen = 0;
+    size_t                   entries = 0;  /* a device key's entries at least (compact form) */
     int64_t                  slot = -1;
     LayoutKeyInfo            info = {};
     std::vector<uint8_t>     key;
@@ -155,6 +156,16 @@ inline std::string lines_of(const LogCapture &log)
     return all.empty() ? " (none)" : all;
 }
 
+/*
+ * The entries a device key of a layout_cases.h kind needs at least: strided
+ * of strided repeats its five inner blocks a forward stride apart; the
+ * others go down in memory, so every piece is an entry.
+ */
+inline size_t kind_entries(int kind)
+{
+    return (kind == kLayoutStridedStrided) ? 5 : SIZE_MAX;
+}
+
 class RmaLayoutKey : public ::testing::TestWithParam<RmaParam> {
 protected:
     Session s_;
@@ -169,20 +180,25 @@ protected:
      * Have the target map layout (pieces: the reference's list) over kHost,
      * its base shift bytes past a page with room for the extent below it,
      * and unpack its key. axon_mem_query must give the base and the size.
+     * entries: what a device key needs at least (a repeated form needs fewer
+     * than the pieces).
      */
     void map(KeyedLayout &kl, const axon_layout_t &layout, const std::vector<LayoutPiece> &pieces,
-             uint64_t shift = 0)
+             uint64_t shift = 0, size_t entries = SIZE_MAX)
     {
         ptrdiff_t lo = 0, hi = 0;
-        kl.pieces = pieces;
-        kl.size   = 0;
+        kl.pieces  = pieces;
+        kl.size    = 0;
+        kl.entries = 0;
         for (const LayoutPiece &p : pieces) {
-            kl.size += p.length;
+            kl.size    += p.length;
+            kl.entries += (p.length > 0);
             if (p.length > 0) {
                 lo = std::min(lo, p.offset);
                 hi = std::max(hi, p.offset + (ptrdiff_t)p.length);
             }
         }
+        kl.entries = std::min(kl.entries, entries);
         kl.off  = kMargin + (((uint64_t)-lo + 4095) & ~(uint64_t)4095) + shift;
         kl.wbeg = kl.off + lo - kMargin;
         kl.wlen = (uint64_t)(hi - lo) + 2 * kMargin;
@@ -203,16 +219,12 @@ protected:
     void unpack(KeyedLayout &kl)
     {
         ASSERT_EQ(AXON_OK, axon_ep_rkey_unpack(s_.ep, kl.key.data(), kl.key.size(), &kl.rk));
-        size_t pieces = 0;
-        for (const LayoutPiece &p : kl.pieces) {
-            pieces += (p.length > 0);
-        }
-        if (rdma() && (pieces > kUmrListMax) && (kl.rk->path == AXON_RMA_PATH_AM)) {
-            printf("[rma] %s: a layout of %zu pieces (past softib's %zu): active messages\n",
-                   GetParam().label, pieces, kUmrListMax);
+        if (rdma() && (kl.entries > kUmrListMax) && (kl.rk->path == AXON_RMA_PATH_AM)) {
+            printf("[rma] %s: a layout of %zu entries (past softib's %zu): active messages\n",
+                   GetParam().label, kl.entries, kUmrListMax);
         } else if (rdma()) {
             EXPECT_EQ((int)AXON_RMA_PATH_ZCOPY, (int)kl.rk->path)
-                << "one indirect key for " << pieces << " pieces";
+                << "one indirect key of " << kl.entries << " entries";
             if (GetParam().device_amo()) {
                 EXPECT_EQ((int)AXON_RKEY_AMO_DEVICE, (int)kl.rk->amo) << "device atomics";
             }
@@ -318,7 +330,8 @@ TEST_P(RmaLayoutKey, PutGetEveryKindByteExact)
         for (size_t want : {kLayoutSmall, kLayoutLarge}) {
             std::unique_ptr<LayoutCase> lc = make_layout(kind, want);
             KeyedLayout                 kl;
-            ASSERT_NO_FATAL_FAILURE(map(kl, lc->layout, lc->expect, 3 * kind));
+            ASSERT_NO_FATAL_FAILURE(map(kl, lc->layout, lc->expect, 3 * kind,
+                                        kind_entries(kind)));
             std::string what = lc->name() + ", " + std::to_string(kl.size) + " bytes";
             uint64_t    seed = 9100 + 10 * kind + (want == kLayoutLarge);
 
@@ -326,6 +339,96 @@ TEST_P(RmaLayoutKey, PutGetEveryKindByteExact)
             ASSERT_NO_FATAL_FAILURE(get_range(kl, 0, kl.size, seed + 5, what));
             unmap(kl);
         }
+    }
+    EXPECT_EQ(-1, s_.target->guards(kHost));
+    s_.finish();
+}
+
+/* A layout built here, with the pieces it must have. */
+struct ShapedLayout {
+    std::string                      name;
+    size_t                           entries = SIZE_MAX;  /* of a device key: see map */
+    axon_layout_t                    layout = {};
+    axon_layout_t                    inner  = {};
+    std::vector<axon_layout_piece_t> list;
+    std::vector<LayoutPiece>         expect;
+};
+
+/* count blocks a stride apart, each block_length bytes or inner's pieces (at most one level). */
+std::unique_ptr<ShapedLayout> shaped_strided(const std::string &name, size_t count,
+                                             ptrdiff_t stride, size_t block_length,
+                                             const ShapedLayout *inner = nullptr)
+{
+    std::unique_ptr<ShapedLayout> l(new ShapedLayout);
+    l->name                   = name;
+    l->layout.kind            = AXON_LAYOUT_STRIDED;
+    l->layout.strided.count   = count;
+    l->layout.strided.stride  = stride;
+    if (inner != nullptr) {
+        l->inner                = inner->layout;
+        l->layout.strided.block = &l->inner;
+    } else {
+        l->layout.strided.block_length = block_length;
+    }
+    for (size_t i = 0; i < count; ++i) {
+        if (inner == nullptr) {
+            l->expect.push_back({(ptrdiff_t)i * stride, block_length});
+            continue;
+        }
+        for (const LayoutPiece &p : inner->expect) {
+            l->expect.push_back({(ptrdiff_t)i * stride + p.offset, p.length});
+        }
+    }
+    return l;
+}
+
+/* count pieces of length bytes, gap bytes apart, in address order. */
+std::unique_ptr<ShapedLayout> shaped_iov(const std::string &name, size_t count, size_t length,
+                                         size_t gap)
+{
+    std::unique_ptr<ShapedLayout> l(new ShapedLayout);
+    l->name = name;
+    for (size_t i = 0; i < count; ++i) {
+        l->list.push_back({(ptrdiff_t)(i * (length + gap)), length});
+        l->expect.push_back({(ptrdiff_t)(i * (length + gap)), length});
+    }
+    l->layout.kind       = AXON_LAYOUT_IOV;
+    l->layout.iov.pieces = l->list.data();
+    l->layout.iov.count  = count;
+    return l;
+}
+
+/*
+ * Shapes a device key takes in other forms than the kinds above: a forward
+ * stride (one repeated entry), forward of forward, one piece, pieces that
+ * touch, and lists of exactly the device's list size (one key on rc and dc)
+ * and one more.
+ */
+TEST_P(RmaLayoutKey, PutGetDeviceShapes)
+{
+    ASSERT_NO_FATAL_FAILURE(s_.start(GetParam()));
+    std::unique_ptr<ShapedLayout> inner = shaped_strided("", 8, 40, 24);
+    std::vector<std::unique_ptr<ShapedLayout>> shapes;
+    shapes.push_back(shaped_strided("forward strided", 5000, 128, 64));
+    shapes.back()->entries = 1;  /* one entry repeated (softib §8.8's repeat form) */
+    shapes.push_back(shaped_strided("forward strided of forward strided", 1500, 400, 0,
+                                    inner.get()));
+    shapes.back()->entries = 8;  /* the inner eight, repeated */
+    shapes.push_back(shaped_iov("one piece", 1, 300000, 0));
+    shapes.push_back(shaped_iov("pieces that touch", 3000, 100, 0));
+    shapes.push_back(shaped_iov("the device's list size", kUmrListMax, 8, 8));
+    shapes.push_back(shaped_iov("one past the device's list size", kUmrListMax + 1, 8, 8));
+    for (size_t i = 0; i < shapes.size(); ++i) {
+        const ShapedLayout &sl = *shapes[i];
+        KeyedLayout         kl;
+        ASSERT_NO_FATAL_FAILURE(map(kl, sl.layout, sl.expect, 5, sl.entries));
+        std::string what = sl.name + ", " + std::to_string(kl.size) + " bytes";
+        uint64_t    seed = 9600 + 10 * i;
+        ASSERT_NO_FATAL_FAILURE(put_range(kl, 0, kl.size, seed, what));
+        ASSERT_NO_FATAL_FAILURE(get_range(kl, 0, kl.size, seed + 1, what));
+        ASSERT_NO_FATAL_FAILURE(put_range(kl, kl.size / 3 + 1, kl.size / 3, seed + 2, what));
+        ASSERT_NO_FATAL_FAILURE(get_range(kl, kl.size / 4 + 3, kl.size / 2, seed + 3, what));
+        unmap(kl);
     }
     EXPECT_EQ(-1, s_.target->guards(kHost));
     s_.finish();
@@ -344,7 +447,7 @@ TEST_P(RmaLayoutKey, PartialRangesLandInTheirPieces)
         for (size_t want : {kLayoutSmall, kLayoutLarge}) {
             std::unique_ptr<LayoutCase> lc = make_layout(kind, want);
             KeyedLayout                 kl;
-            ASSERT_NO_FATAL_FAILURE(map(kl, lc->layout, lc->expect, 7));
+            ASSERT_NO_FATAL_FAILURE(map(kl, lc->layout, lc->expect, 7, kind_entries(kind)));
             const size_t S = kl.size;
             std::vector<std::pair<size_t, size_t>> ranges;
 
@@ -442,7 +545,7 @@ TEST_P(RmaLayoutKey, ManyOperationsInFlight)
     for (int kind : {kLayoutIov, kLayoutStridedStrided}) {
         std::unique_ptr<LayoutCase> lc = make_layout(kind, kLayoutLarge);
         KeyedLayout                 kl;
-        ASSERT_NO_FATAL_FAILURE(map(kl, lc->layout, lc->expect, 11));
+        ASSERT_NO_FATAL_FAILURE(map(kl, lc->layout, lc->expect, 11, kind_entries(kind)));
         const size_t S = kl.size;
         std::vector<uint8_t>        data(S), back(S, kSentinel);
         std::vector<axon_request_h> reqs;
