@@ -327,9 +327,10 @@ typedef struct axon_iface_ops {
     /*
      * Optional (ABI 11): ep_get_zcopy into iov_count local pieces, filled in
      * order from the peer's [remote_addr, + their total) in one operation
-     * (shm: one process_vm_readv). Same returns, except that with comp NULL
-     * it is done at once or not at all (AXON_ERR_UNSUPPORTED: the caller
-     * falls back). iov_count is at most AXON_TL_IOV_MAX.
+     * (shm: one process_vm_readv; rc: one RDMA read through a local UMR
+     * key, ABI 12). Same returns, except that with comp NULL it is done at
+     * once or not at all (AXON_ERR_UNSUPPORTED: the caller falls back, rc
+     * always). iov_count is at most AXON_TL_IOV_MAX.
      */
     axon_status_t (*ep_get_zcopy_iov)(axon_tl_ep_t *ep, const struct iovec *iov,
                                       size_t iov_count, uint64_t remote_addr, const void *rkey,

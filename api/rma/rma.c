@@ -277,11 +277,12 @@ static axon_status_t axon_rma_local_run(axon_request_h req)
 }
 
 /* Runs of a layout one operation moves where the lane takes several local pieces. */
-#define AXON_RMA_ZCOPY_IOV 64
+#define AXON_RMA_ZCOPY_IOV 256
 
 /*
  * The next AXON_RMA_ZCOPY_IOV runs of a layout (at most max bytes) in one
- * operation done at once (shm: one process_vm_readv/writev); *len_p says
+ * operation: done at once (shm: one process_vm_readv/writev) or in
+ * progress (rc: one RDMA operation through a local UMR key); *len_p says
  * how many bytes they hold.
  */
 static axon_status_t axon_rma_zcopy_runs(axon_request_h req, const axon_lane_t *lane,
@@ -299,11 +300,12 @@ static axon_status_t axon_rma_zcopy_runs(axon_request_h req, const axon_lane_t *
         iov[n].iov_len  = run;
     }
     *len_p = pos - start;
+    req->tl_comp.func = axon_rma_zcopy_done;
     return (req->rma.kind == AXON_RMA_KIND_PUT) ?
            lane->ops->ep_put_zcopy_iov(lane->tl_ep, iov, n, req->rma.remote_addr + start,
-                                       tl_rkey, NULL) :
+                                       tl_rkey, &req->tl_comp) :
            lane->ops->ep_get_zcopy_iov(lane->tl_ep, iov, n, req->rma.remote_addr + start,
-                                       tl_rkey, NULL);
+                                       tl_rkey, &req->tl_comp);
 }
 
 /*
@@ -329,13 +331,15 @@ static axon_status_t axon_rma_zcopy_push(axon_request_h req)
                 ((req->rma.kind == AXON_RMA_KIND_PUT) ? (lane->ops->ep_put_zcopy_iov != NULL) :
                                                         (lane->ops->ep_get_zcopy_iov != NULL));
 
-    while (batch && (req->rma.offset < req->rma.length)) {
+    while (batch && (req->rma.offset < req->rma.length) && !(req->flags & AXON_REQUEST_TL_BUSY)) {
         status = axon_rma_zcopy_runs(req, lane, tl_rkey, max, &len);
         if (status == AXON_OK) {
             req->rma.offset += len;
             req->rma.done   += len;
+        } else if (status == AXON_INPROGRESS) {
+            axon_rma_zcopy_posted(req, len, 0);
         } else if (status == AXON_ERR_UNSUPPORTED) {
-            return status;
+            batch = 0;   /* not in batches here (rc without UMR): run by run */
         } else {
             axon_rma_op_fail(req, status);
         }

@@ -162,7 +162,7 @@ static axon_status_t axon_rndv_recv_split(axon_request_h req, axon_ep_h ep,
 }
 
 /* Local pieces a receiving layout reads per call of ep_get_zcopy_iov (on the stack). */
-#define AXON_RNDV_GET_IOV 64
+#define AXON_RNDV_GET_IOV 256
 
 /*
  * A receiving layout reads the sender's contiguous data into its runs,
@@ -185,8 +185,20 @@ static axon_status_t axon_rndv_recv_get_layout(axon_request_h req, const axon_la
             len             = (len < want - pos) ? len : want - pos;
             iov[n].iov_len  = len;
         }
-        status = lane->ops->ep_get_zcopy_iov(lane->tl_ep, iov, n, rts->address + start, rkey,
-                                             NULL);
+        if ((start == 0) && (pos == want)) {
+            /* all in one operation: it may complete later (rc's UMR key) */
+            req->tl_comp.func = axon_rndv_get_done;
+            req->flags       |= AXON_REQUEST_TL_BUSY;
+            status = lane->ops->ep_get_zcopy_iov(lane->tl_ep, iov, n, rts->address, rkey,
+                                                 &req->tl_comp);
+            if (status == AXON_INPROGRESS) {
+                return AXON_OK;
+            }
+            req->flags &= ~AXON_REQUEST_TL_BUSY;
+        } else {
+            status = lane->ops->ep_get_zcopy_iov(lane->tl_ep, iov, n, rts->address + start,
+                                                 rkey, NULL);
+        }
         if ((status == AXON_ERR_UNSUPPORTED) && (start == 0)) {
             return status;
         }

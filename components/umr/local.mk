@@ -5,6 +5,7 @@
 noinst_LTLIBRARIES += components/umr/libumr.la
 components_umr_libumr_la_SOURCES = \
 	components/umr/umr_key.c \
+	components/umr/umr_cache.c \
 	components/umr/umr.h
 components_umr_libumr_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/components/verbs
 components_umr_libumr_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden

@@ -15,6 +15,7 @@
 
 #include <pthread.h>
 #include "component.h"
+#include "rcache.h"
 #include "verbs_common.h"
 
 typedef struct axon_umr axon_umr_t;
@@ -41,5 +42,32 @@ axon_status_t axon_umr_key_create(axon_umr_t *umr, const axon_md_layout_t *layou
                                   axon_umr_key_t *key);
 /* Invalidate and release: later accesses through the key fail at the device. */
 void          axon_umr_key_destroy(axon_umr_t *umr, axon_umr_key_t *key);
+
+/* The parts: does the device take layout in one key; an indirect key over
+ * layout whose entries are all in span's memory, filled and waited for. */
+int           axon_umr_layout_fits(const axon_umr_t *umr, const axon_md_layout_t *layout);
+axon_status_t axon_umr_mkey_make(axon_umr_t *umr, const axon_md_layout_t *layout, int access,
+                                 axon_dev_mr_t *span, axon_dev_mr_t **mkey_p);
+void          axon_umr_mkey_release(axon_umr_t *umr, axon_dev_mr_t *mkey);
+
+/*
+ * Transient keys (a rendezvous sender's layout), cached by layout (its base,
+ * size, repeat and entries), so a layout sent again reuses its key. The
+ * span comes from rcache, whose regions' memh is the device MR (rc_md.c's):
+ * a key whose span the registration cache dropped (memory given back to the
+ * system) is made again, never reused. Unused keys are kept up to a bound,
+ * least recently used first out. Any thread.
+ */
+typedef struct axon_umr_cache  axon_umr_cache_t;
+typedef struct axon_umr_cached axon_umr_cached_t;
+
+axon_status_t axon_umr_cache_create(axon_umr_t *umr, axon_rcache_t *rcache,
+                                    axon_umr_cache_t **cache_p);
+void          axon_umr_cache_destroy(axon_umr_cache_t *cache);
+/* A key over layout, held until put; AXON_ERR_UNSUPPORTED as axon_umr_key_create. */
+axon_status_t axon_umr_cache_get(axon_umr_cache_t *cache, const axon_md_layout_t *layout,
+                                 axon_umr_cached_t **entry_p);
+void          axon_umr_cache_put(axon_umr_cache_t *cache, axon_umr_cached_t *entry);
+uint32_t      axon_umr_cached_rkey(const axon_umr_cached_t *entry);
 
 #endif

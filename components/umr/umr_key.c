@@ -161,9 +161,9 @@ static axon_status_t axon_umr_list(axon_umr_t *umr, uint32_t n)
     return AXON_OK;
 }
 
-/* The fill of key->mkey with layout, its entries in regs or blocks (n each) */
+/* Fill mkey with layout, every entry in span's memory */
 static axon_status_t axon_umr_fill(axon_umr_t *umr, const axon_md_layout_t *layout, int access,
-                                   axon_umr_key_t *key)
+                                   axon_dev_mr_t *mkey, axon_dev_mr_t *span)
 {
     uint32_t i, n = layout->num_entries;
     axon_dev_mem_repeat_block_t *blocks = NULL;
@@ -176,7 +176,7 @@ static axon_status_t axon_umr_fill(axon_umr_t *umr, const axon_md_layout_t *layo
     wr.opcode                 = AXON_DEV_WR_UMR_FILL;
     wr.send_flags             = AXON_DEV_SEND_SIGNALED;
     wr.wr.umr.exp_access      = (uint64_t)access;
-    wr.wr.umr.modified_mr     = key->mkey;
+    wr.wr.umr.modified_mr     = mkey;
     wr.wr.umr.base_addr       = layout->base;
     wr.wr.umr.num_mrs         = n;
     if (layout->repeat > 1) {
@@ -190,7 +190,7 @@ static axon_status_t axon_umr_fill(axon_umr_t *umr, const axon_md_layout_t *layo
             counts[2 * i]        = layout->entries[i].length;
             counts[2 * i + 1]    = layout->entries[i].stride;
             blocks[i].base_addr  = layout->entries[i].addr;
-            blocks[i].mr         = key->span;
+            blocks[i].mr         = span;
             blocks[i].byte_count = &counts[2 * i];
             blocks[i].stride     = &counts[2 * i + 1];
         }
@@ -206,7 +206,7 @@ static axon_status_t axon_umr_fill(axon_umr_t *umr, const axon_md_layout_t *layo
         }
         for (i = 0; i < n; ++i) {
             regs[i].base_addr = layout->entries[i].addr;
-            regs[i].mr        = key->span;
+            regs[i].mr        = span;
             regs[i].length    = layout->entries[i].length;
         }
         wr.wr.umr.umr_type               = AXON_DEV_UMR_MR_LIST;
@@ -230,17 +230,57 @@ out:
     return status;
 }
 
-axon_status_t axon_umr_key_create(axon_umr_t *umr, const axon_md_layout_t *layout, int access,
-                                  axon_umr_key_t *key)
+int axon_umr_layout_fits(const axon_umr_t *umr, const axon_md_layout_t *layout)
+{
+    if (layout->num_entries > umr->dev->dev_attr.umr.max_klm_list_size) {
+        axon_debug("umr: %s: a layout of %u entries (the device takes %u): no key",
+                   umr->dev->name, layout->num_entries,
+                   umr->dev->dev_attr.umr.max_klm_list_size);
+        return 0;
+    }
+    return 1;
+}
+
+axon_status_t axon_umr_mkey_make(axon_umr_t *umr, const axon_md_layout_t *layout, int access,
+                                 axon_dev_mr_t *span, axon_dev_mr_t **mkey_p)
 {
     axon_dev_mr_init_attr_t attr;
     axon_status_t status;
     int ret;
 
-    if (layout->num_entries > umr->dev->dev_attr.umr.max_klm_list_size) {
-        axon_debug("umr: %s: a layout of %u entries (the device takes %u): no key",
-                   umr->dev->name, layout->num_entries,
-                   umr->dev->dev_attr.umr.max_klm_list_size);
+    memset(&attr, 0, sizeof(attr));
+    attr.max_reg_descriptors = layout->num_entries;
+    attr.create_flags        = AXON_DEV_MR_INDIRECT_KLMS;
+    attr.access_flags        = (uint64_t)access;
+    ret = axon_dev_create_mr(umr->dev->pd, &attr, mkey_p);
+    if (ret != 0) {
+        axon_error("umr: %s: an indirect key of %u entries: %s", umr->dev->name,
+                   layout->num_entries, strerror(ret));
+        return (ret == ENOMEM) ? AXON_ERR_NO_MEMORY : AXON_ERR_IO_ERROR;
+    }
+    status = axon_umr_fill(umr, layout, access, *mkey_p, span);
+    if (status != AXON_OK) {
+        axon_umr_mkey_release(umr, *mkey_p);
+        *mkey_p = NULL;
+    }
+    return status;
+}
+
+void axon_umr_mkey_release(axon_umr_t *umr, axon_dev_mr_t *mkey)
+{
+    /* Releasing the key is what stops it: an access after it fails at the device. */
+    if (axon_dev_dereg_mr(mkey) != 0) {
+        axon_warn("umr: %s: releasing indirect key 0x%x failed", umr->dev->name, mkey->lkey);
+    }
+}
+
+axon_status_t axon_umr_key_create(axon_umr_t *umr, const axon_md_layout_t *layout, int access,
+                                  axon_umr_key_t *key)
+{
+    axon_status_t status;
+    int ret;
+
+    if (!axon_umr_layout_fits(umr, layout)) {
         return AXON_ERR_UNSUPPORTED;
     }
     memset(key, 0, sizeof(*key));
@@ -252,18 +292,7 @@ axon_status_t axon_umr_key_create(axon_umr_t *umr, const axon_md_layout_t *layou
                    (unsigned long long)layout->span_length, strerror(ret));
         return (ret == ENOMEM) ? AXON_ERR_NO_MEMORY : AXON_ERR_IO_ERROR;
     }
-    memset(&attr, 0, sizeof(attr));
-    attr.max_reg_descriptors = layout->num_entries;
-    attr.create_flags        = AXON_DEV_MR_INDIRECT_KLMS;
-    attr.access_flags        = (uint64_t)access;
-    ret = axon_dev_create_mr(umr->dev->pd, &attr, &key->mkey);
-    if (ret != 0) {
-        axon_error("umr: %s: an indirect key of %u entries: %s", umr->dev->name,
-                   layout->num_entries, strerror(ret));
-        status = (ret == ENOMEM) ? AXON_ERR_NO_MEMORY : AXON_ERR_IO_ERROR;
-    } else {
-        status = axon_umr_fill(umr, layout, access, key);
-    }
+    status = axon_umr_mkey_make(umr, layout, access, key->span, &key->mkey);
     if (status != AXON_OK) {
         axon_umr_key_destroy(umr, key);
     }
@@ -272,10 +301,8 @@ axon_status_t axon_umr_key_create(axon_umr_t *umr, const axon_md_layout_t *layou
 
 void axon_umr_key_destroy(axon_umr_t *umr, axon_umr_key_t *key)
 {
-    /* Releasing the key is what stops it: an access after it fails at the device. */
-    if ((key->mkey != NULL) && (axon_dev_dereg_mr(key->mkey) != 0)) {
-        axon_warn("umr: %s: releasing indirect key 0x%x failed", umr->dev->name,
-                  key->mkey->lkey);
+    if (key->mkey != NULL) {
+        axon_umr_mkey_release(umr, key->mkey);
     }
     if ((key->span != NULL) && (axon_dev_dereg_mr(key->span) != 0)) {
         axon_warn("umr: %s: releasing the span registration failed", umr->dev->name);

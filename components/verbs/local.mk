@@ -20,6 +20,7 @@ components_verbs_librc_la_SOURCES = \
 	components/verbs/rc_ep.c \
 	components/verbs/rc_md.c \
 	components/verbs/rc_rdma.c \
+	components/verbs/rc_layout.c \
 	components/verbs/rc_amo.c \
 	components/verbs/rc_wire.h \
 	components/verbs/rc.h

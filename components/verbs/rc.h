@@ -78,12 +78,16 @@ typedef struct axon_rc_iface axon_rc_iface_t;
 typedef struct axon_rc_conn  axon_rc_conn_t;
 typedef struct axon_rc_ep    axon_rc_ep_t;
 
+/* A local indirect key for an operation over several pieces (rc_layout.c) */
+typedef struct axon_rc_layout_key axon_rc_layout_key_t;
+
 /* What one send WR holds until its completion (or a later signaled one) */
 typedef struct axon_rc_tx_desc {
     axon_rc_conn_t       *conn;
     void                 *buf;   /* bounce buffer to return, or NULL */
     axon_tl_completion_t *comp;  /* get/put to complete, or NULL */
     axon_rcache_region_t *region; /* the local buffer's registration to put back, or NULL */
+    axon_rc_layout_key_t *layout_key; /* the local pieces' key to put back, or NULL */
 } axon_rc_tx_desc_t;
 
 typedef enum {
@@ -102,6 +106,7 @@ typedef enum {
 #define AXON_RC_CONN_F_PEER_BYE       0x10  /* the peer said goodbye: errors are not failures */
 #define AXON_RC_CONN_F_REPORTED       0x20  /* peer failure reported */
 #define AXON_RC_CONN_F_KA_POSTED      0x40  /* a keep-alive write is in flight */
+#define AXON_RC_CONN_F_UMR            0x80  /* the QP may post UMR fills (rc_layout.c) */
 
 struct axon_rc_conn {
     axon_rc_iface_t       *iface;
@@ -112,6 +117,7 @@ struct axon_rc_conn {
     uint8_t                state;          /* axon_rc_conn_state_t */
     uint8_t                active;         /* we sent the REQ this QP answers to */
     uint16_t               flags;          /* AXON_RC_CONN_F_* */
+    uint32_t               umr_inline;     /* F_UMR: fill entries the QP takes inline */
     axon_status_t          status;         /* FAILED: what sends return */
     unsigned               num_eps;
     axon_list_link_t       eps;            /* axon_rc_ep_t.link */
@@ -189,6 +195,7 @@ typedef struct axon_rc_md {
     axon_rcache_t            *rcache;        /* zero-copy and rendezvous registrations */
     pthread_mutex_t           umr_lock;      /* opens umr once */
     struct axon_umr          *umr;           /* layout keys (components/umr), when asked */
+    struct axon_umr_cache    *umr_cache;     /* ... transient ones, cached */
     axon_status_t             umr_status;    /* ... or why not */
     char                      name[AXON_TL_NAME_MAX + AXON_DEV_NAME_MAX]; /* "rc/softib0:1" */
 } axon_rc_md_t;
@@ -233,6 +240,10 @@ struct axon_rc_iface {
     unsigned                  hs_waiting;    /* connections coming up (either manager) */
     /* The domain's registrations of user memory (rc_md.c) */
     axon_rcache_t            *rcache;
+    /* Local layout keys (rc_layout.c): made at the first use, 1 ready, -1 none */
+    axon_rc_layout_key_t     *layout_keys;
+    axon_rc_layout_key_t     *layout_free;
+    int                       layout_keys_state;
     /* Keep-alive target: peers' zero-length writes name it */
     void                     *ka_buf;
     axon_dev_mr_t            *ka_mr;
@@ -365,6 +376,17 @@ axon_status_t axon_rc_ep_get_zcopy(axon_tl_ep_t *tl_ep, void *buffer, size_t len
 axon_status_t axon_rc_ep_put_zcopy(axon_tl_ep_t *tl_ep, const void *buffer, size_t length,
                                    uint64_t remote_addr, const void *rkey,
                                    axon_tl_completion_t *comp);
+
+/* rc_layout.c: several local pieces in one operation through a local UMR key */
+axon_status_t axon_rc_ep_get_zcopy_iov(axon_tl_ep_t *tl_ep, const struct iovec *iov,
+                                       size_t iov_count, uint64_t remote_addr, const void *rkey,
+                                       axon_tl_completion_t *comp);
+axon_status_t axon_rc_ep_put_zcopy_iov(axon_tl_ep_t *tl_ep, const struct iovec *iov,
+                                       size_t iov_count, uint64_t remote_addr, const void *rkey,
+                                       axon_tl_completion_t *comp);
+/* A completed operation's key back to the pool; the pool's end at iface close. */
+void          axon_rc_layout_key_put(axon_rc_iface_t *iface, axon_rc_layout_key_t *key);
+void          axon_rc_layout_keys_cleanup(axon_rc_iface_t *iface);
 
 /* rc_amo.c: atomics executed by the device (AXON_ATOMIC_MODE=device); also dc's */
 uint32_t      axon_rc_amo_device_ops(const axon_dev_attr_t *attr);

@@ -91,6 +91,10 @@ axon_status_t axon_rc_conn_new(axon_rc_iface_t *iface, uint64_t peer_uuid,
     params.max_inline   = iface->max_inline;
     params.max_send_sge = 3;   /* header, AM header, payload of an inline am_short */
     params.qp_context   = conn;
+    if (iface->dev.dev_attr.cap_flags & AXON_DEV_CAP_UMR) {
+        params.create_flags = AXON_DEV_QP_CREATE_UMR;   /* local layout keys (rc_layout.c) */
+        params.max_inl_klms = iface->dev.dev_attr.umr.max_send_wqe_inline_klms;
+    }
     conn->qp = qp;   /* a QP the CM made and connects */
     status = (qp != NULL) ? AXON_OK : axon_verbs_qp_create(&iface->dev, &params, &conn->qp, NULL);
     if ((status == AXON_OK) && (qp == NULL)) {
@@ -106,6 +110,10 @@ axon_status_t axon_rc_conn_new(axon_rc_iface_t *iface, uint64_t peer_uuid,
     }
     for (i = 0; i < iface->tx_depth; ++i) {
         conn->tx_desc[i].conn = conn;
+    }
+    if ((qp == NULL) && (params.create_flags & AXON_DEV_QP_CREATE_UMR)) {
+        conn->flags      = AXON_RC_CONN_F_UMR;
+        conn->umr_inline = params.max_inl_klms;
     }
     conn->iface         = iface;
     conn->peer_uuid     = peer_uuid;
@@ -142,6 +150,9 @@ static void axon_rc_conn_free(axon_rc_conn_t *conn)
         }
         if (d->region != NULL) {
             axon_rcache_put(iface->rcache, d->region);
+        }
+        if (d->layout_key != NULL) {
+            axon_rc_layout_key_put(iface, d->layout_key);
         }
         if (d->comp != NULL) {
             d->comp->func(d->comp, AXON_ERR_CANCELED);

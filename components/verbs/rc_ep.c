@@ -181,7 +181,6 @@ axon_status_t axon_rc_ep_am_short(axon_tl_ep_t *tl_ep, uint8_t am_id, const void
 {
     axon_rc_ep_t *ep = (axon_rc_ep_t *)tl_ep;
     axon_rc_iface_t *iface = (axon_rc_iface_t *)tl_ep->iface;
-    size_t total = sizeof(axon_rc_hdr_t) + hdr_len + length;
     axon_dev_send_wr_t wr;
     axon_dev_sge_t sge[3];
     axon_rc_hdr_t h, *bh;
@@ -189,7 +188,6 @@ axon_status_t axon_rc_ep_am_short(axon_tl_ep_t *tl_ep, uint8_t am_id, const void
     axon_status_t status;
     uint16_t credits;
     uint8_t *buf = NULL;
-    int n = 0;
 
     if (__builtin_expect((hdr_len + length > iface->max_short) || (am_id >= AXON_AM_ID_MAX), 0)) {
         axon_error("%s: am_short of %zu bytes with AM id %u (max %zu bytes, id < %u)",
@@ -200,44 +198,13 @@ axon_status_t axon_rc_ep_am_short(axon_tl_ep_t *tl_ep, uint8_t am_id, const void
     if (status != AXON_OK) {
         return status;
     }
-    wr.send_flags = 0;
-    if (total <= iface->max_inline) {
-        /* the device copies the pieces at post time */
-        sge[n].addr     = (uintptr_t)&h;
-        sge[n++].length = sizeof(h);
-        if (hdr_len > 0) {
-            sge[n].addr     = (uintptr_t)hdr;
-            sge[n++].length = (uint32_t)hdr_len;
-        }
-        if (length > 0) {
-            sge[n].addr     = (uintptr_t)payload;
-            sge[n++].length = (uint32_t)length;
-        }
-        sge[0].lkey = sge[1].lkey = sge[2].lkey = 0;
-        wr.send_flags = AXON_DEV_SEND_INLINE;
-        bh = &h;
-    } else {
-        buf = axon_verbs_bufpool_get(&iface->tx_pool);
-        if (buf == NULL) {
-            return AXON_ERR_NO_RESOURCE;
-        }
-        bh = (axon_rc_hdr_t *)buf;
-        if (hdr_len > 0) {
-            memcpy(buf + sizeof(*bh), hdr, hdr_len);
-        }
-        if (length > 0) {
-            memcpy(buf + sizeof(*bh) + hdr_len, payload, length);
-        }
-        sge[0].addr   = (uintptr_t)buf;
-        sge[0].length = (uint32_t)total;
-        sge[0].lkey   = axon_verbs_bufpool_lkey(&iface->tx_pool);
-        n = 1;
+    bh = axon_verbs_am_short_wr(&iface->tx_pool, iface->max_inline, &h, sizeof(h), hdr,
+                                hdr_len, payload, length, &wr, sge, &buf);
+    if (bh == NULL) {
+        return AXON_ERR_NO_RESOURCE;
     }
     credits = axon_rc_conn_take_credits(conn);
     axon_rc_hdr_init(bh, am_id, AXON_RC_MSG_AM, credits);
-    wr.opcode  = AXON_DEV_WR_SEND;
-    wr.sg_list = sge;
-    wr.num_sge = n;
     status = axon_rc_conn_post(conn, &wr, buf, NULL, NULL, 0);
     if (__builtin_expect(status != AXON_OK, 0)) {
         conn->rx_credits += credits;

@@ -37,6 +37,8 @@ static const axon_iface_ops_t axon_rc_iface_ops = {
     .ep_am_zcopy        = NULL,
     .ep_get_zcopy       = axon_rc_ep_get_zcopy,
     .ep_put_zcopy       = axon_rc_ep_put_zcopy,
+    .ep_get_zcopy_iov   = axon_rc_ep_get_zcopy_iov,
+    .ep_put_zcopy_iov   = axon_rc_ep_put_zcopy_iov,
     .ep_flush           = axon_rc_ep_flush,
     .ep_check           = axon_rc_ep_check,
     .ep_atomic          = axon_rc_ep_atomic,
@@ -172,6 +174,10 @@ void axon_rc_iface_tx_completion(axon_rc_iface_t *iface, const axon_dev_wc_t *wc
         if (d->region != NULL) {
             axon_rcache_put(iface->rcache, d->region);
             d->region = NULL;
+        }
+        if (d->layout_key != NULL) {
+            axon_rc_layout_key_put(iface, d->layout_key);
+            d->layout_key = NULL;
         }
         ++iface->tx_cq_avail;
         if (d->comp != NULL) {
@@ -354,6 +360,7 @@ static void axon_rc_iface_close(axon_iface_t *tl_iface)
     axon_rc_conn_close_all(iface);
     iface->cm->cleanup(iface);
     axon_rc_conn_iface_cleanup(iface);
+    axon_rc_layout_keys_cleanup(iface);
     if ((iface->srq != NULL) && ((ret = axon_dev_destroy_srq(iface->srq)) != 0)) {
         axon_warn("%s: destroy_srq: %d", iface->name, ret);
     }

@@ -25,6 +25,7 @@ typedef struct axon_rc_memh {
     axon_rcache_region_t *region;   /* transient keys */
     axon_dev_mr_t        *mr;       /* the others but layouts */
     axon_umr_key_t        layout;   /* AXON_MEM_MAP_LAYOUT: layout.mkey is the key */
+    axon_umr_cached_t    *cached;   /* a transient layout's (rendezvous) key */
     uintptr_t             addr;
     size_t                length;
 } axon_rc_memh_t;
@@ -103,6 +104,8 @@ static void axon_rc_mem_dereg(axon_md_t *tl_md, void *memh)
     }
     if (rc_memh->region != NULL) {
         axon_rcache_put(md->rcache, rc_memh->region);
+    } else if (rc_memh->cached != NULL) {
+        axon_umr_cache_put(md->umr_cache, rc_memh->cached);
     } else if (rc_memh->layout.mkey != NULL) {
         axon_umr_key_destroy(md->umr, &rc_memh->layout);
     } else {
@@ -117,6 +120,9 @@ static axon_status_t axon_rc_md_umr(axon_rc_md_t *md)
     pthread_mutex_lock(&md->umr_lock);
     if ((md->umr == NULL) && (md->umr_status == AXON_OK)) {
         md->umr_status = axon_umr_open(&md->dev, &md->umr);
+        if (md->umr_status == AXON_OK) {
+            md->umr_status = axon_umr_cache_create(md->umr, md->rcache, &md->umr_cache);
+        }
     }
     pthread_mutex_unlock(&md->umr_lock);
     return md->umr_status;
@@ -129,7 +135,6 @@ static axon_status_t axon_rc_mem_reg_layout(axon_md_t *tl_md, const axon_md_layo
     axon_rc_memh_t *memh;
     axon_status_t status;
 
-    (void)flags;
     status = axon_rc_md_umr(md);
     if (status != AXON_OK) {
         return status;
@@ -138,7 +143,10 @@ static axon_status_t axon_rc_mem_reg_layout(axon_md_t *tl_md, const axon_md_layo
     if (memh == NULL) {
         return AXON_ERR_NO_MEMORY;
     }
-    status = axon_umr_key_create(md->umr, layout, AXON_RC_MR_ACCESS_KEY, &memh->layout);
+    /* transient (a rendezvous): cached, read-only; else the key dies at mem_dereg */
+    status = (flags & AXON_MEM_REG_TRANSIENT) ?
+             axon_umr_cache_get(md->umr_cache, layout, &memh->cached) :
+             axon_umr_key_create(md->umr, layout, AXON_RC_MR_ACCESS_KEY, &memh->layout);
     if (status != AXON_OK) {
         free(memh);
         return status;
@@ -157,6 +165,7 @@ static size_t axon_rc_rkey_pack(axon_md_t *tl_md, const void *memh, void *rkey_b
     (void)tl_md;
     rkey.version = AXON_RC_RKEY_VERSION;
     rkey.rkey    = (rc_memh->region != NULL) ? axon_rc_region_mr(rc_memh->region)->rkey :
+                   (rc_memh->cached != NULL) ? axon_umr_cached_rkey(rc_memh->cached) :
                    (rc_memh->layout.mkey != NULL) ? rc_memh->layout.mkey->rkey :
                                                     rc_memh->mr->rkey;
     rkey.addr    = rc_memh->addr;
@@ -169,6 +178,9 @@ static void axon_rc_md_close(axon_md_t *tl_md)
 {
     axon_rc_md_t *md = (axon_rc_md_t *)tl_md;
 
+    if (md->umr_cache != NULL) {
+        axon_umr_cache_destroy(md->umr_cache);   /* before the regions it holds go */
+    }
     if (md->rcache != NULL) {
         axon_rcache_destroy(md->rcache);   /* every iface, so every operation, is gone */
     }

@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "component.h"
 #include "dev.h"
 
@@ -177,6 +178,62 @@ static inline void *axon_verbs_bufpool_at(const axon_verbs_bufpool_t *bp, unsign
 static inline unsigned axon_verbs_bufpool_index(const axon_verbs_bufpool_t *bp, const void *buf)
 {
     return (unsigned)(((const uint8_t *)buf - bp->base) / bp->elem_size);
+}
+
+/*
+ * A short active message's WR: the transport header (hdr_size bytes at
+ * inline_hdr), the caller's header and the payload. Up to max_inline bytes in
+ * all they go inline as three SGEs (the device copies them at post time);
+ * else all three are copied into a bounce buffer of pool (*buf_p), whose
+ * first hdr_size bytes are then the transport header. Returns where the
+ * caller writes that header, or NULL when no buffer is free.
+ */
+static inline void *axon_verbs_am_short_wr(axon_verbs_bufpool_t *pool, uint32_t max_inline,
+                                           void *inline_hdr, size_t hdr_size, const void *hdr,
+                                           size_t hdr_len, const void *payload, size_t length,
+                                           axon_dev_send_wr_t *wr, axon_dev_sge_t sge[3],
+                                           uint8_t **buf_p)
+{
+    size_t total = hdr_size + hdr_len + length;
+    uint8_t *buf;
+    int n = 0;
+
+    wr->opcode  = AXON_DEV_WR_SEND;
+    wr->sg_list = sge;
+    if (total <= max_inline) {
+        sge[n].addr     = (uintptr_t)inline_hdr;
+        sge[n++].length = (uint32_t)hdr_size;
+        if (hdr_len > 0) {
+            sge[n].addr     = (uintptr_t)hdr;
+            sge[n++].length = (uint32_t)hdr_len;
+        }
+        if (length > 0) {
+            sge[n].addr     = (uintptr_t)payload;
+            sge[n++].length = (uint32_t)length;
+        }
+        sge[0].lkey = sge[1].lkey = sge[2].lkey = 0;
+        wr->send_flags = AXON_DEV_SEND_INLINE;
+        wr->num_sge    = n;
+        *buf_p         = NULL;
+        return inline_hdr;
+    }
+    buf = (uint8_t *)axon_verbs_bufpool_get(pool);
+    if (buf == NULL) {
+        return NULL;
+    }
+    if (hdr_len > 0) {
+        memcpy(buf + hdr_size, hdr, hdr_len);
+    }
+    if (length > 0) {
+        memcpy(buf + hdr_size + hdr_len, payload, length);
+    }
+    sge[0].addr    = (uintptr_t)buf;
+    sge[0].length  = (uint32_t)total;
+    sge[0].lkey    = axon_verbs_bufpool_lkey(pool);
+    wr->send_flags = 0;
+    wr->num_sge    = 1;
+    *buf_p         = buf;
+    return buf;
 }
 
 /* ------------------------------------------------------------ QPs */

@@ -229,10 +229,30 @@ ring_best() {  # config: ring_s[config] = seconds (best of 3), empty if a run fa
     done
     ring_s[$1]=$best
 }
-ring_ratio() {  # name numerator-config seconds denominator-config seconds limit
-    local ok
-    ok=$(awk -v a="$3" -v b="$5" -v l="$6" 'BEGIN { print (a != "" && b > 0 && a / b <= l) ? 0 : 1 }')
-    echo "$1: $2 ${3:-failed} s, $4 ${5:-failed} s (best of 3; limit ${6}x)" >"$tmp/ring-ratio"
+ring_more() {  # config: ring_s[config] becomes the best of 3 more runs and what it was
+    local prev=${ring_s[$1]}
+    ring_best "$1"
+    ring_s[$1]=$(awk -v a="${ring_s[$1]}" -v b="$prev" \
+                 'BEGIN { if (a == "") print b; else if (b == "" || a < b) print a; else print b }')
+}
+ring_over() {  # seconds seconds limit: 0 if a / b is within the limit
+    awk -v a="$1" -v b="$2" -v l="$3" 'BEGIN { print (a != "" && b > 0 && a / b <= l) ? 0 : 1 }'
+}
+ring_ratio() {  # name numerator-config denominator-config limit
+    local ok runs=3
+    ok=$(ring_over "${ring_s[$2]}" "${ring_s[$3]}" "$4")
+    if [ "$ok" -ne 0 ]; then
+        # A shared 2-core machine swings a ratio by more than its margin: both sides get
+        # 3 more runs, back to back, before a verdict (the limit stays).
+        quiet_pass=1
+        ring_more "$2"
+        ring_more "$3"
+        quiet_pass=0
+        runs=6
+        ok=$(ring_over "${ring_s[$2]}" "${ring_s[$3]}" "$4")
+    fi
+    echo "$1: $2 ${ring_s[$2]:-failed} s, $3 ${ring_s[$3]:-failed} s (best of $runs;" \
+         "limit ${4}x)" >"$tmp/ring-ratio"
     report "$1" "$ok" "$tmp/ring-ratio"
     [ "$ok" -eq 0 ] && sed 's/^/    /' "$tmp/ring-ratio"
 }
@@ -242,12 +262,9 @@ if [[ " $configs " == *" axon "* ]] && [[ " ${built[*]} " == *" ring:4:"* ]]; th
         ring_best "$c"
     done
     quiet_pass=0
-    ring_ratio mpi/ring_oversubscribed/axon_vs_nocma axon "${ring_s[axon]}" \
-        axon-nocma "${ring_s[axon-nocma]}" 2
-    ring_ratio mpi/ring_oversubscribed/get_vs_nocma axon-get "${ring_s[axon-get]}" \
-        axon-nocma "${ring_s[axon-nocma]}" 2
-    ring_ratio mpi/ring_oversubscribed/axon_vs_ob1 axon "${ring_s[axon]}" \
-        ob1 "${ring_s[ob1]}" 2
+    ring_ratio mpi/ring_oversubscribed/axon_vs_nocma axon axon-nocma 2
+    ring_ratio mpi/ring_oversubscribed/get_vs_nocma axon-get axon-nocma 2
+    ring_ratio mpi/ring_oversubscribed/axon_vs_ob1 axon ob1 2
 fi
 # Verdicts are the PASS/FAIL lines; the exit status says only that the script ran.
 exit 0

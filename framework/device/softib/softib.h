@@ -600,6 +600,8 @@ int  softib_reg_mr(axon_dev_pd_t *pd, void *addr, size_t length, int access,
                    axon_dev_mr_t **mr_p);
 int  softib_dereg_mr(axon_dev_mr_t *mr);
 uint64_t softib_mr_reg_count(void);   /* successful reg_mr calls of this process */
+uint64_t softib_umr_key_count(void);  /* indirect keys this process created */
+uint64_t softib_umr_fill_count(void); /* UMR fills this process's QPs executed */
 int  softib_create_comp_channel(axon_dev_context_t *ctx, axon_dev_comp_channel_t **ch_p);
 int  softib_destroy_comp_channel(axon_dev_comp_channel_t *ch);
 int  softib_get_cq_event(axon_dev_comp_channel_t *ch, axon_dev_cq_t **cq_p,

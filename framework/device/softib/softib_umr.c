@@ -71,6 +71,19 @@ typedef struct softib_mkey_list {
     softib_klm_t        *klm;
 } softib_mkey_list_t;
 
+/* This process's indirect keys created and fills executed (tests count them) */
+static uint64_t softib_umr_keys, softib_umr_fills;
+
+uint64_t softib_umr_key_count(void)
+{
+    return __atomic_load_n(&softib_umr_keys, __ATOMIC_RELAXED);
+}
+
+uint64_t softib_umr_fill_count(void)
+{
+    return __atomic_load_n(&softib_umr_fills, __ATOMIC_RELAXED);
+}
+
 void softib_umr_caps(axon_dev_attr_t *attr)
 {
     attr->umr.max_klm_list_size        = SOFTIB_UMR_MAX_KLMS;
@@ -137,6 +150,7 @@ int softib_create_mr(axon_dev_pd_t *pd, axon_dev_mr_init_attr_t *attr, axon_dev_
         free(mr);
         return ret;
     }
+    __atomic_add_fetch(&softib_umr_keys, 1, __ATOMIC_RELAXED);
     *mr_p = &mr->super;
     return 0;
 }
@@ -522,6 +536,7 @@ static axon_dev_wc_status_t softib_umr_fill(softib_dev_t *dev, softib_mr_t *key,
     umr->access    = uw->access;
     umr->depth     = depth;
     umr->valid     = 1;
+    __atomic_add_fetch(&softib_umr_fills, 1, __ATOMIC_RELAXED);
     return AXON_DEV_WC_SUCCESS;
 }
 
