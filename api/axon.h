@@ -347,7 +347,11 @@ enum {
      * the device has user-mode memory registration (rc, dc on softib) the
      * key is one indirect memory key and a put or get is one RDMA
      * operation; elsewhere the target places the pieces. An atomic must lie
-     * within one piece (else AXON_ERR_REMOTE_ACCESS). */
+     * within one piece (else AXON_ERR_REMOTE_ACCESS; executed by the device,
+     * AXON_ATOMIC_MODE=device, that also breaks the endpoint, as any remote
+     * access error of RDMA does) and be aligned where it lands in it (else
+     * AXON_ERR_INVALID_PARAM, or the device's remote access error). The
+     * base must not be NULL. */
     AXON_MEM_MAP_LAYOUT   = 1u << 1,
 };
 

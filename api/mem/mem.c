@@ -625,6 +625,31 @@ uint8_t *axon_mem_lookup(axon_context_h context, uint64_t token, uint64_t addr, 
     return p;
 }
 
+axon_status_t axon_mem_gather(axon_context_h context, uint64_t token, uint64_t addr, void *dest,
+                              size_t length)
+{
+    struct axon_mem_ctx *mctx = context->mem;
+    struct axon_mem *mem;
+    uint64_t base;
+
+    pthread_mutex_lock(&mctx->lock);
+    mem  = axon_mem_find_token(mctx, token);
+    base = (mem != NULL) ? (uintptr_t)mem->address : 0;
+    if ((mem == NULL) || (addr < base) || (length > mem->length) ||
+        (addr - base > mem->length - length)) {
+        pthread_mutex_unlock(&mctx->lock);
+        memset(dest, 0, length);
+        return AXON_ERR_REMOTE_ACCESS;
+    }
+    if (mem->layout != NULL) {
+        axon_layout_gather(&mem->cursor, addr - base, dest, length);
+    } else {
+        memcpy(dest, (const void *)(uintptr_t)addr, length);
+    }
+    pthread_mutex_unlock(&mctx->lock);
+    return AXON_OK;
+}
+
 axon_status_t axon_mem_find_local(uint64_t token, uint64_t address, uint64_t length,
                                   uint8_t **base_p, axon_amo_lock_table_t **locks_p,
                                   void **ref_p)

@@ -107,6 +107,14 @@ uint8_t *axon_mem_lookup(axon_context_h context, uint64_t token, uint64_t addr, 
                          size_t *run_p, axon_amo_lock_table_t **locks_p,
                          uint64_t *region_offset_p, axon_status_t *status);
 
+/*
+ * Copy length bytes at addr of the mapping token names into dest, through
+ * its layout (a get reply gathering several runs). AXON_ERR_REMOTE_ACCESS
+ * when the range is not (or no longer) mapped: dest is then zeroed.
+ */
+axon_status_t axon_mem_gather(axon_context_h context, uint64_t token, uint64_t addr, void *dest,
+                              size_t length);
+
 /* Worker lifetime hooks (mem.c): keys packed from now on name the worker, or no longer. */
 void          axon_mem_worker_attach(axon_worker_h worker);
 void          axon_mem_worker_detach(axon_worker_h worker);

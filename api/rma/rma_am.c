@@ -210,15 +210,24 @@ static void axon_rma_get_reply_error(axon_worker_h worker, axon_ep_h ep, uint64_
 
 typedef struct {
     axon_rma_get_reply_hdr_t hdr;
-    const uint8_t           *data;
+    const uint8_t           *data;      /* one run; or NULL: gather from the mapping */
+    axon_context_h           context;
+    uint64_t                 token;
+    uint64_t                 addr;
 } axon_rma_get_reply_pack_t;
 
 static size_t axon_rma_pack_get_reply(void *dest, void *arg)
 {
     axon_rma_get_reply_pack_t *p = arg;
+    uint8_t *out = (uint8_t *)dest + sizeof(p->hdr);
 
+    if (p->data != NULL) {
+        memcpy(out, p->data, p->hdr.length);
+    } else {
+        /* a layout's runs, as many as fit; unmapped meanwhile: the reply says so */
+        p->hdr.status = axon_mem_gather(p->context, p->token, p->addr, out, p->hdr.length);
+    }
     memcpy(dest, &p->hdr, sizeof(p->hdr));
-    memcpy((uint8_t *)dest + sizeof(p->hdr), p->data, p->hdr.length);
     return sizeof(p->hdr) + p->hdr.length;
 }
 
@@ -283,10 +292,18 @@ axon_status_t axon_rma_get_reply_push(axon_request_h req)
             packed = (status == AXON_OK) ? (ssize_t)(sizeof(p.hdr) + left) : status;
         } else {
             p.hdr.length = lane->max_bcopy - sizeof(p.hdr);
+            p.data       = data;
+            if (left < req->rma.length - req->rma.offset) {
+                /* a layout's run: gather runs up to a full message */
+                left         = req->rma.length - req->rma.offset;
+                p.data       = NULL;
+                p.context    = worker->context;
+                p.token      = req->rma.token;
+                p.addr       = req->rma.remote_addr + req->rma.offset;
+            }
             if (p.hdr.length > left) {
                 p.hdr.length = left;
             }
-            p.data = data;
             packed = lane->ops->ep_am_bcopy(lane->tl_ep, AXON_AM_RMA_GET_REPLY,
                                             axon_rma_pack_get_reply, &p);
         }

@@ -411,6 +411,8 @@ static inline softib_access_t softib_mr_check(softib_dev_t *dev, axon_dev_pd_t *
 }
 /* The MR of key on pd, or NULL */
 softib_mr_t    *softib_mr_lookup(softib_dev_t *dev, axon_dev_pd_t *pd, uint32_t key);
+/* A registered (not indirect) region: [addr, addr + len) inside it, with the rights asked */
+softib_access_t softib_mr_range(const softib_mr_t *mr, uint64_t addr, uint64_t len, int access);
 /* Access flags a region or key may have; 0 or EINVAL (logged, naming what) */
 int             softib_mr_access_check(uint64_t access, const char *what);
 /* Give mr (its addr, length, access set) a key on pd; 0 or ENOMEM (logged) */

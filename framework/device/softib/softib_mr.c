@@ -208,7 +208,7 @@ softib_mr_t *softib_mr_lookup(softib_dev_t *dev, axon_dev_pd_t *pd, uint32_t key
 }
 
 /* Registered memory: [addr, addr + len) inside the region, with the rights asked */
-static softib_access_t softib_mr_range(const softib_mr_t *mr, uint64_t addr, uint64_t len,
+softib_access_t softib_mr_range(const softib_mr_t *mr, uint64_t addr, uint64_t len,
                                        int access)
 {
     uint64_t start = (uintptr_t)mr->super.addr, end = start + mr->super.length;

@@ -29,6 +29,7 @@
 #define SOFTIB_UMR_MAX_INLINE_KLMS 16     /* ... carried in the WQE */
 #define SOFTIB_UMR_MAX_DEPTH       4      /* indirect keys stacked, the outer one counted */
 #define SOFTIB_UMR_MAX_STRIDE_DIM  1      /* the manual's current limit */
+#define SOFTIB_UMR_FAST_ENTRIES    8      /* repeated layouts walked with one check per entry */
 
 /* An entry: as posted, then (at fill) where its bytes end in one repetition */
 typedef struct softib_klm {
@@ -657,6 +658,61 @@ static uint32_t softib_umr_find(const softib_umr_t *umr, uint64_t in)
     return lo;
 }
 
+/*
+ * A repeated layout of few entries naming registered memory (a strided
+ * vector, its blocks' pieces): each entry's region is looked up and checked
+ * once over every repetition [rep, last] the access reaches, then the
+ * pieces are copied without a lookup each. 0 when the fast walk does not
+ * apply or a check fails (the entry-by-entry walk then finds and reports it).
+ */
+static int softib_umr_access_repeat(softib_dev_t *dev, const softib_mr_t *mr, uint64_t rep,
+                                    uint64_t in, uint8_t *p, uint64_t len, int access,
+                                    softib_mem_op_t op)
+{
+    const softib_umr_t *umr = mr->umr;
+    uint64_t last = rep + (in + len - 1) / umr->block, chunk, at;
+    const softib_klm_t *klm;
+    const softib_mr_t *e;
+    uint32_t i;
+
+    if ((umr->num > SOFTIB_UMR_FAST_ENTRIES) || (umr->repeat == 1)) {
+        return 0;
+    }
+    for (i = 0; i < umr->num; i++) {
+        klm = &umr->klm[i];
+        e   = softib_mr_lookup(dev, mr->super.pd, klm->key);
+        if ((e == NULL) || (e->umr != NULL) ||
+            (softib_mr_range(e, klm->addr + rep * klm->stride,
+                             (last - rep) * klm->stride + klm->byte_count, access) !=
+             SOFTIB_ACCESS_OK)) {
+            return 0;
+        }
+    }
+    if (op == SOFTIB_MEM_CHECK) {
+        return 1;
+    }
+    for (i = softib_umr_find(umr, in); len > 0;) {
+        klm   = &umr->klm[i];
+        chunk = klm->end - in;
+        chunk = (chunk > len) ? len : chunk;
+        at    = klm->addr + rep * klm->stride + (in - (klm->end - klm->byte_count));
+        if (op == SOFTIB_MEM_READ) {
+            memcpy(p, (const void *)(uintptr_t)at, chunk);
+        } else {
+            memcpy((void *)(uintptr_t)at, p, chunk);
+        }
+        p   += chunk;
+        len -= chunk;
+        in  += chunk;
+        if (++i == umr->num) {
+            i  = 0;
+            in = 0;
+            rep++;
+        }
+    }
+    return 1;
+}
+
 softib_access_t softib_umr_access(softib_dev_t *dev, softib_mr_t *mr, uint64_t addr,
                                   void *buf, uint64_t len, int access, softib_mem_op_t op,
                                   unsigned level)
@@ -671,6 +727,10 @@ softib_access_t softib_umr_access(softib_dev_t *dev, softib_mr_t *mr, uint64_t a
     if (((ret = softib_umr_locate(mr, addr, len, access, level, &rep, &in)) != SOFTIB_ACCESS_OK) ||
         (len == 0)) {
         return ret;
+    }
+    if (((p != NULL) || (op == SOFTIB_MEM_CHECK)) &&
+        softib_umr_access_repeat(dev, mr, rep, in, p, len, access, op)) {
+        return SOFTIB_ACCESS_OK;
     }
     for (i = softib_umr_find(umr, in); len > 0;) {
         klm   = &umr->klm[i];
