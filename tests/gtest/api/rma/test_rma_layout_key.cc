@@ -951,18 +951,21 @@ TEST_P(RmaLayoutKey, AtomicsInsideAPieceWorkAcrossPiecesFail)
 
 /* ---------------------------------------------------------------- the map call */
 
+uint8_t bad_map_memory[4096];  /* what the bad maps name */
+
 /* Each bad map: AXON_ERR_INVALID_PARAM and a line naming the call and the value. */
 TEST_P(RmaLayoutKey, BadMapsNameTheirValue)
 {
     ASSERT_NO_FATAL_FAILURE(s_.start(GetParam()));
-    static uint8_t buf[4096];
+    uint8_t *const buf = bad_map_memory;
     axon_context_h ctx = s_.node.context;
 
     auto rejected = [&](const axon_layout_t *layout, size_t length, uint32_t flags,
-                        std::initializer_list<const char *> words, const std::string &what) {
+                        std::initializer_list<const char *> words, const std::string &what,
+                        void *base = bad_map_memory + 1024) {
         axon_mem_map_params_t p    = {};
         axon_mem_h            memh = nullptr;
-        p.address = buf + 1024;
+        p.address = base;
         p.length  = length;
         p.flags   = flags;
         p.layout  = layout;
@@ -1023,6 +1026,15 @@ TEST_P(RmaLayoutKey, BadMapsNameTheirValue)
     huge.strided.stride       = (ptrdiff_t)1 << 40;
     rejected(&huge, (size_t)1 << 40, AXON_MEM_MAP_LAYOUT,
              {"count 1099511627776 x stride 1099511627776"}, "extent overflow");
+
+    rejected(&good, 4, AXON_MEM_MAP_LAYOUT, {"address is NULL"}, "a NULL base", nullptr);
+
+    /* A piece below address 0: base + offset wraps around, as a plain map's range may not
+     * (past the top cannot happen: a base is below 2^63 and an offset at most 2^63 - 1). */
+    axon_layout_piece_t below[1] = {{-(ptrdiff_t)(uintptr_t)(buf + 1024) - 4096, 16}};
+    iov.iov.pieces = below;
+    iov.iov.count  = 1;
+    rejected(&iov, 16, AXON_MEM_MAP_LAYOUT, {"wraps"}, "a piece below address 0");
 
     axon_layout_t bad_kind = {};
     bad_kind.kind = 7;
