@@ -29,12 +29,13 @@
 /* Reruns of the requesters per pass for cross-channel chains; more wait a pass */
 #define SOFTIB_XCHAN_ROUNDS  8
 
-static void softib_dispatch(softib_dev_t *dev, size_t len, const axon_dev_gid_t *src_gid)
+static void softib_dispatch(softib_dev_t *dev, const uint8_t *buf, size_t len,
+                            const axon_dev_gid_t *src_gid)
 {
     softib_pkt_t pkt;
     softib_qp_t *qp;
 
-    if (softib_pkt_parse(dev->rx_buf, len, &pkt)) {
+    if (softib_pkt_parse(buf, len, &pkt)) {
         return;
     }
     qp = softib_qp_lookup(dev, pkt.dest_qpn);
@@ -182,17 +183,19 @@ static void softib_progress_active(softib_dev_t *dev, uint64_t now)
 static void softib_progress_pass(softib_dev_t *dev, uint64_t now)
 {
     axon_dev_gid_t src_gid;
+    const uint8_t *buf;
     softib_qp_t *qp;
     ssize_t len;
     int i;
 
     softib_wire_progress(dev->wire);
     for (i = 0; i < SOFTIB_RX_BUDGET; i++) {
-        len = softib_wire_recv(dev->wire, dev->rx_buf, &src_gid);
+        len = softib_wire_recv(dev->wire, dev->rx_buf, &buf, &src_gid);
         if (len <= 0) {
             break;
         }
-        softib_dispatch(dev, (size_t)len, &src_gid);
+        softib_dispatch(dev, buf, (size_t)len, &src_gid);   /* in place when on the ring */
+        softib_wire_recv_done(dev->wire);
     }
     softib_progress_active(dev, now);
     /* cross-channel: a WAIT's CQ grew or a queue was enabled during the pass (a WAIT

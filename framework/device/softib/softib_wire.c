@@ -342,13 +342,15 @@ int softib_wire_send(softib_wire_t *wire, const axon_dev_gid_t *dgid, uint32_t d
     return softib_wire_send_now(wire, dgid, dest_qpn, pkt, len);
 }
 
-ssize_t softib_wire_recv(softib_wire_t *wire, void *buf, axon_dev_gid_t *src_gid)
+ssize_t softib_wire_recv(softib_wire_t *wire, void *buf, const uint8_t **pkt_p,
+                         axon_dev_gid_t *src_gid)
 {
-    ssize_t n = softib_wire_shm_recv(wire, buf, src_gid);
+    ssize_t n = softib_wire_shm_peek(wire, pkt_p, src_gid);
 
     if ((n != 0) || (wire->udp_fd < 0)) {
         return n;
     }
+    *pkt_p = buf;
     /*
      * An empty socket costs a system call per look: while no datagram came
      * lately look only every SOFTIB_WIRE_UDP_COLD-th time (the progress
@@ -367,6 +369,13 @@ ssize_t softib_wire_recv(softib_wire_t *wire, void *buf, axon_dev_gid_t *src_gid
         --wire->udp_hot;
     }
     return n;
+}
+
+void softib_wire_recv_done(softib_wire_t *wire)
+{
+    if (wire->holding) {
+        softib_wire_shm_release(wire);
+    }
 }
 
 void softib_wire_progress(softib_wire_t *wire)

@@ -84,10 +84,15 @@ int      softib_wire_send(softib_wire_t *wire, const axon_dev_gid_t *dgid, uint3
                           const void *pkt, size_t len);
 
 /*
- * Receive one packet into buf (SOFTIB_WIRE_MAX_PKT bytes); returns its
- * length, 0 when none is waiting, or -errno. src_gid is where it came from.
+ * Receive one packet; returns its length, 0 when none is waiting, or
+ * -errno. *pkt_p is where it is: in place on the shared-memory ring (no
+ * copy), or in buf (SOFTIB_WIRE_MAX_PKT bytes) from UDP; valid until
+ * softib_wire_recv_done, which must come before the next receive.
+ * src_gid is where it came from.
  */
-ssize_t  softib_wire_recv(softib_wire_t *wire, void *buf, axon_dev_gid_t *src_gid);
+ssize_t  softib_wire_recv(softib_wire_t *wire, void *buf, const uint8_t **pkt_p,
+                          axon_dev_gid_t *src_gid);
+void     softib_wire_recv_done(softib_wire_t *wire);
 
 /* Release packets held back by reorder injection that are due; cheap. */
 void     softib_wire_progress(softib_wire_t *wire);

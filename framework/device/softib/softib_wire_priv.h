@@ -74,6 +74,7 @@ struct softib_wire {
     int                  bell_fd;         /* our doorbell, read end (opened O_RDWR) */
     uint64_t             head;            /* next position to consume */
     uint64_t             stuck_ns;        /* when the head cell was first seen claimed */
+    int                  holding;         /* the head cell is being read in place */
     uint64_t             stuck_pos;
 
     /* shm, send side */
@@ -100,7 +101,10 @@ void     softib_wire_shm_destroy(softib_wire_t *wire);
 void     softib_wire_shm_forget_ring(softib_wire_t *wire);   /* unmap, keep the names */
 void     softib_wire_shm_forget_peers(softib_wire_t *wire);
 int      softib_wire_shm_send(softib_wire_t *wire, unsigned slot, const void *pkt, size_t len);
-ssize_t  softib_wire_shm_recv(softib_wire_t *wire, void *buf, axon_dev_gid_t *src_gid);
+/* The head packet, read in place in its cell (*pkt_p), which stays ours until released */
+ssize_t  softib_wire_shm_peek(softib_wire_t *wire, const uint8_t **pkt_p,
+                              axon_dev_gid_t *src_gid);
+void     softib_wire_shm_release(softib_wire_t *wire);
 int      softib_wire_shm_pending(softib_wire_t *wire);
 void     softib_wire_shm_arm(softib_wire_t *wire);
 void     softib_wire_shm_disarm(softib_wire_t *wire);

@@ -264,7 +264,7 @@ static int softib_wire_shm_skip_stuck(softib_wire_t *wire, softib_ring_cell_t *c
     return 1;
 }
 
-ssize_t softib_wire_shm_recv(softib_wire_t *wire, void *buf, axon_dev_gid_t *src_gid)
+ssize_t softib_wire_shm_peek(softib_wire_t *wire, const uint8_t **pkt_p, axon_dev_gid_t *src_gid)
 {
     softib_ring_cell_t *cell;
     uint64_t            word;
@@ -288,18 +288,27 @@ ssize_t softib_wire_shm_recv(softib_wire_t *wire, void *buf, axon_dev_gid_t *src
         wire->stuck_ns = 0;
         len            = cell->len;
         if ((len > 0) && (len <= SOFTIB_WIRE_MAX_PKT)) {
-            memcpy(buf, cell->data, len);
-            *src_gid = cell->src_gid;
-        }
-        /* Release: we are done reading before producers of the next lap may write. */
-        atomic_store_explicit(&cell->seq, softib_cell_word(lap + 1, SOFTIB_CELL_FREE, 0),
-                              memory_order_release);
-        ++wire->head;
-        if ((len > 0) && (len <= SOFTIB_WIRE_MAX_PKT)) {
+            /* read in place: the cell stays ours until softib_wire_shm_release */
+            *pkt_p        = cell->data;
+            *src_gid      = cell->src_gid;
+            wire->holding = 1;
             return (ssize_t)len;
         }
+        softib_wire_shm_release(wire);
         axon_debug("softib: ring %s: dropping a cell claiming %u bytes", wire->ring_name, len);
     }
+}
+
+void softib_wire_shm_release(softib_wire_t *wire)
+{
+    softib_ring_cell_t *cell = softib_ring_cell(wire->ring, wire->head);
+
+    /* Release: we are done reading before producers of the next lap may write. */
+    atomic_store_explicit(&cell->seq,
+                          softib_cell_word(softib_ring_lap(wire->head) + 1, SOFTIB_CELL_FREE, 0),
+                          memory_order_release);
+    ++wire->head;
+    wire->holding = 0;
 }
 
 int softib_wire_shm_pending(softib_wire_t *wire)
