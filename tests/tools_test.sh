@@ -264,6 +264,69 @@ t_perf_layout_client_server() {
     grep -qE '^RESULT test=tag_bw tl=shm size=65536 .* layout=iov:8$' "$tmp/ls"
 }
 
+# -R: the target's side is a layout. Each put or get goes through the
+# target's layout key (or, with --separate-puts or --pack-unpack, fills
+# the layout without one) and the data is checked through the layout (-c),
+# gaps included; -D adds a layout on the initiator's side.
+t_perf_rlayout() {  # test rlayout sizes tls [more options...]
+    local test=$1 rlayout=$2 sizes=$3 tl=$4 out="$tmp/rlayout_$1_${2%%:*}_$4" s method=key more
+    shift 4
+    case " $* " in
+        *" --separate-puts "*) method=separate_puts ;;
+        *" --pack-unpack "*) method=pack_unpack ;;
+    esac
+    more=$(sed -n 's/.*-D \([^ ]*\).*/ layout=\1/p' <<<"$*")
+    AXON_TLS=$tl timeout 120 "$perf" --local -t "$test" -R "$rlayout" -s "$sizes" -n 200 -w 16 \
+        -c "$@" >"$out" || { cat "$out"; return 1; }
+    cat "$out"
+    for s in ${sizes//,/ }; do
+        grep -qE "^RESULT test=$test tl=$tl size=$s iters=200 latency_us=[0-9.]+ bandwidth_MBps=[0-9.]+ msgrate_Mps=[0-9.]+$more rlayout=$rlayout rmethod=$method$" "$out" ||
+            { echo "no RESULT line for size $s"; return 1; }
+    done
+}
+
+# Bad -R uses are refused as arguments (exit 2), naming what is wrong.
+t_perf_rlayout_bad() {
+    local d
+    for d in strided:0:64 strided:128:64 iov:0 iov:x vector:4; do
+        "$perf" --local -t put_bw -R "$d" -s 4096 >"$tmp/o" 2>"$tmp/e"
+        [ $? -eq 2 ] && grep -qF "'$d'" "$tmp/e" || { echo "-R $d:"; cat "$tmp/e"; return 1; }
+    done
+    expect_refused() {  # pattern args...
+        local pattern=$1
+        shift
+        "$perf" --local "$@" >"$tmp/o" 2>"$tmp/e"
+        [ $? -eq 2 ] && grep -q -- "$pattern" "$tmp/e" || { echo "$*:"; cat "$tmp/e"; return 1; }
+    }
+    expect_refused 'size 96 .*strided:64:128' -t put_bw -R strided:64:128 -s 96 &&
+    expect_refused '-R is for .* not tag_bw' -t tag_bw -R iov:2 -s 64 &&
+    expect_refused '-R is for .* not amo_lat' -t amo_lat -R iov:2 -s 8 &&
+    expect_refused 'at least 1 byte, not 0' -t get_bw -R iov:2 -s 0 &&
+    expect_refused '--pack-unpack is a way of put_bw with -R .* without -R' -t put_bw --pack-unpack &&
+    expect_refused '--separate-puts is a way of put_bw with -R .* not of get_bw' \
+        -t get_bw -R iov:2 -s 64 --separate-puts &&
+    expect_refused '--separate-puts puts from a contiguous buffer' \
+        -t put_bw -R iov:2 -D iov:2 -s 64 --separate-puts &&
+    expect_refused 'one of --separate-puts and --pack-unpack' \
+        -t put_bw -R iov:2 -s 64 --separate-puts --pack-unpack || return 1
+    # a server takes the test from its client
+    "$perf" -p 0 --pack-unpack >"$tmp/o" 2>"$tmp/e"
+    [ $? -eq 2 ] && grep -q -- '--pack-unpack is a client option' "$tmp/e" || { cat "$tmp/e"; return 1; }
+}
+
+# -R and its method travel to a server started with nothing but a port.
+t_perf_rlayout_client_server() {
+    AXON_TLS=shm start_perf_server "$tmp/rs_srv" || return 1
+    if ! AXON_TLS=shm timeout 60 "$perf" 127.0.0.1 -p "$server_port" -t put_bw \
+            -R strided:64:128 --pack-unpack -s 1024,65536 -n 200 -c >"$tmp/rs"; then
+        kill "$server_pid" 2>/dev/null; wait "$server_pid"; cat "$tmp/rs_srv"; return 1
+    fi
+    wait "$server_pid" || { cat "$tmp/rs_srv"; return 1; }
+    cat "$tmp/rs"
+    grep -qE '^RESULT test=put_bw tl=shm size=65536 .* rlayout=strided:64:128 rmethod=pack_unpack$' \
+        "$tmp/rs"
+}
+
 # Many to one and one to many: every peer's messages arrive, checked per
 # sender (-c), and the rate counts the messages of all peers.
 t_perf_fan() {  # test tls
@@ -327,6 +390,30 @@ t_bench_dc_goals() {
             if ((r - $4 > 0.0011) || ($4 - r > 0.0011) || (ok != ($6 ~ /^PASS/))) { print "bad row: " $0; exit 1 } }' \
         "$tmp/o" || return 1
     if grep -q '| MISS |$' "$tmp/o"; then
+        [ $rc -eq 1 ] && grep -qE '^[1-5] of 5 goals missed or not measured$' "$tmp/o"
+    else
+        [ $rc -eq 0 ] && grep -q '^all 5 goals met$' "$tmp/o"
+    fi
+}
+
+# contrib/bench/layout_compare.sh: the rc rows against a remote layout key
+# are measured (numbers, not failures), every verdict follows from its
+# ratio and goal, rows for information carry none, and the summary and the
+# exit status agree with the verdicts.
+t_bench_layout_compare() {
+    local rc
+    AXON_PERF=$perf bash "$srcdir/contrib/bench/layout_compare.sh" --quick >"$tmp/o" 2>"$tmp/e"
+    rc=$?
+    cat "$tmp/o"
+    grep -qE '^\| rc 64 KiB into -R strided:64:128, us: a = 1024 separate puts, b = one put, layout key \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| >= 5 \| (PASS|MISS) \|$' "$tmp/o" &&
+        grep -qE '^\| rc the same, us: a = pack \+ put \+ target unpack, b = one put, layout key \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| >= 2 \| (PASS|MISS) \|$' "$tmp/o" &&
+        [ "$(grep -cE '^\| .* \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| - \| info \|$' "$tmp/o")" -eq 4 ] ||
+        return 1
+    awk -F' \\| ' '/^\| .* \| (PASS|MISS) \|$/ {
+            r = $2 / $3; g = substr($5, 4) + 0
+            if ((r - $4 > 0.0011) || ($4 - r > 0.0011) || ((r >= g) != ($6 ~ /^PASS/))) { print "bad row: " $0; exit 1 } }' \
+        "$tmp/o" || return 1
+    if grep -qE '\| >= [0-9.]+ \| (MISS|FAIL: .*) \|$' "$tmp/o"; then
         [ $rc -eq 1 ] && grep -qE '^[1-5] of 5 goals missed or not measured$' "$tmp/o"
     else
         [ $rc -eq 0 ] && grep -q '^all 5 goals met$' "$tmp/o"
@@ -575,6 +662,7 @@ check perf_tag_fan_bad_arguments            t_perf_fan_bad_args
 check bench_ep_mem_has_a_dc_row             t_bench_ep_mem_dc_row
 check bench_dc_goals_rows_and_verdicts       t_bench_dc_goals
 check bench_dc_goals_says_when_dc_cannot_run t_bench_dc_goals_needs_dc
+check bench_layout_compare_remote_layout_rows t_bench_layout_compare
 check perf_rma_put_lat_over_shm              t_perf_rma put_lat 8
 check perf_rma_put_bw_over_shm               t_perf_rma put_bw 65536
 check perf_rma_get_lat_over_shm              t_perf_rma get_lat 4096
@@ -596,6 +684,22 @@ check perf_layout_put_lat_iov_over_rc         t_perf_layout put_lat iov:4 64,409
 check perf_layout_get_lat_strided_over_shm    t_perf_layout get_lat strided:16:48 4096 shm
 check perf_layout_bad_values_refused          t_perf_layout_bad
 check perf_layout_client_server_over_shm      t_perf_layout_client_server
+check perf_rlayout_put_bw_strided_over_rc      t_perf_rlayout put_bw strided:64:128 64,65536 rc
+check perf_rlayout_get_bw_iov_over_rc          t_perf_rlayout get_bw iov:16 4096,65536 rc
+check perf_rlayout_put_lat_strided_over_rc     t_perf_rlayout put_lat strided:16:48 64,4096 rc
+check perf_rlayout_get_lat_iov_over_shm        t_perf_rlayout get_lat iov:4 4096 shm
+check perf_rlayout_put_bw_iov_over_tcp         t_perf_rlayout put_bw iov:16 1024,65536 tcp
+check perf_rlayout_put_lat_iov_over_ud         t_perf_rlayout put_lat iov:4 256,8192 ud
+check perf_rlayout_both_sides_layouts_over_shm t_perf_rlayout put_bw strided:64:128 65536 shm -D iov:8
+check perf_rlayout_both_sides_layouts_over_rc  t_perf_rlayout get_bw iov:8 65536 rc -D strided:32:96
+check perf_rlayout_separate_puts_over_rc       t_perf_rlayout put_bw strided:64:128 65536 rc --separate-puts
+check perf_rlayout_pack_unpack_over_rc         t_perf_rlayout put_bw strided:64:128 64,65536 rc --pack-unpack
+check perf_rlayout_pack_unpack_gathers_over_shm t_perf_rlayout put_bw iov:16 65536 shm --pack-unpack -D strided:16:48
+check perf_rlayout_bad_values_refused          t_perf_rlayout_bad
+if dc_built; then
+    check perf_rlayout_put_lat_strided_over_dc t_perf_rlayout put_lat strided:64:128 64,65536 dc
+fi
+check perf_rlayout_client_server_over_shm      t_perf_rlayout_client_server
 check perf_leaves_no_shm_segments            t_no_shm_segments_left
 check install_destdir_layout_and_pkgconfig   t_install_destdir
 check perf_client_server_over_shm            t_perf_client_server_shm

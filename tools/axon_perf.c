@@ -559,6 +559,11 @@ out:
 
 /* ------------------------------------------------------------- driver */
 
+const char *const perf_rmethod_names[PERF_RMETHOD_LAST] = {
+    [PERF_RMETHOD_KEY] = "key", [PERF_RMETHOD_SEPARATE_PUTS] = "separate_puts",
+    [PERF_RMETHOD_PACK_UNPACK] = "pack_unpack",
+};
+
 void perf_print_layout(const perf_params_t *params)
 {
     char name[64];
@@ -566,6 +571,10 @@ void perf_print_layout(const perf_params_t *params)
     if (params->layout.kind != 0) {
         perf_layout_name(&params->layout, name, sizeof(name));
         printf(" layout=%s", name);
+    }
+    if (params->rlayout.kind != 0) {
+        perf_layout_name(&params->rlayout, name, sizeof(name));
+        printf(" rlayout=%s rmethod=%s", name, perf_rmethod_names[params->rmethod]);
     }
     printf("\n");
     fflush(stdout);
@@ -961,6 +970,59 @@ static void perf_sock_name(const struct sockaddr *sa, socklen_t len, char *buf, 
 }
 
 /*
+ * -D and -R against the test and the sizes, and -R's method (from the
+ * command line or the client's hello); 0 or -1 (printed).
+ */
+static int perf_check_layouts(const perf_params_t *params)
+{
+    const char *test = perf_test_names[params->test];
+    unsigned    i;
+
+    if ((perf_layout_check_spec(&params->layout) != 0) ||
+        (perf_layout_check_spec(&params->rlayout) != 0)) {
+        return -1;
+    }
+    if ((params->layout.kind != 0) && !perf_test_takes_layout(params->test)) {
+        fprintf(stderr, "axon_perf: -D is for tag_lat, tag_bw, put_lat, put_bw, get_lat and "
+                "get_bw, not %s\n", test);
+        return -1;
+    }
+    if ((params->rlayout.kind != 0) && !perf_test_takes_rlayout(params->test)) {
+        fprintf(stderr, "axon_perf: -R is for put_lat, put_bw, get_lat and get_bw, not %s\n",
+                test);
+        return -1;
+    }
+    if ((params->rmethod != PERF_RMETHOD_KEY) &&
+        ((params->rlayout.kind == 0) || (params->test != PERF_TEST_PUT_BW))) {
+        fprintf(stderr, "axon_perf: --%s is a way of put_bw with -R (the layout it places), "
+                "not of %s%s\n", (params->rmethod == PERF_RMETHOD_PACK_UNPACK) ?
+                "pack-unpack" : "separate-puts", test,
+                (params->rlayout.kind == 0) ? " without -R" : "");
+        return -1;
+    }
+    if ((params->rmethod == PERF_RMETHOD_SEPARATE_PUTS) && (params->layout.kind != 0)) {
+        fprintf(stderr, "axon_perf: --separate-puts puts from a contiguous buffer (no -D)\n");
+        return -1;
+    }
+    for (i = 0; i < params->num_sizes; ++i) {
+        if ((params->layout.kind != 0) &&
+            (perf_layout_check_size(&params->layout, params->sizes[i]) != 0)) {
+            return -1;
+        }
+        if ((params->rlayout.kind != 0) &&
+            ((perf_layout_check_size(&params->rlayout, params->sizes[i]) != 0))) {
+            return -1;
+        }
+        if ((params->rlayout.kind != 0) && (params->sizes[i] == 0)) {
+            fprintf(stderr, "axon_perf: -R maps the target's layout, which needs a size of "
+                    "at least 1 byte, not 0\n");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/*
  * The client's hello: magic, test parameters, then the sizes; all 64-bit
  * big-endian words, so the two hosts need not share a byte order.
  */
@@ -980,6 +1042,11 @@ static int perf_send_params(int fd, const perf_params_t *params)
     words[n++] = params->layout.block;
     words[n++] = params->layout.stride;
     words[n++] = params->layout.pieces;
+    words[n++] = (uint64_t)params->rlayout.kind;
+    words[n++] = params->rlayout.block;
+    words[n++] = params->rlayout.stride;
+    words[n++] = params->rlayout.pieces;
+    words[n++] = params->rmethod;
     words[n++] = params->num_sizes;
     for (i = 0; i < params->num_sizes; ++i) {
         words[n++] = params->sizes[i];
@@ -1012,7 +1079,10 @@ static int perf_recv_params(int fd, perf_params_t *params)
         (words[3] > ULONG_MAX / 2) || (words[4] == 0) || (words[4] > PERF_MAX_WINDOW) ||
         (words[5] > 1) || (words[6] > PERF_FAN_MAX_PEERS) || (words[7] > AXON_LAYOUT_STRIDED) ||
         (words[8] > SIZE_MAX / 4) || (words[9] > SIZE_MAX / 4) || (words[10] > SIZE_MAX / 4) ||
-        (words[11] == 0) || (words[11] > PERF_MAX_SIZES)) {
+        (words[11] > AXON_LAYOUT_STRIDED) || (words[12] > SIZE_MAX / 4) ||
+        (words[13] > SIZE_MAX / 4) || (words[14] > SIZE_MAX / 4) ||
+        (words[15] >= PERF_RMETHOD_LAST) ||
+        (words[16] == 0) || (words[16] > PERF_MAX_SIZES)) {
         fprintf(stderr, "axon_perf server: the client sent invalid test parameters\n");
         return -1;
     }
@@ -1027,7 +1097,12 @@ static int perf_recv_params(int fd, perf_params_t *params)
     params->layout.block  = (size_t)words[8];
     params->layout.stride = (size_t)words[9];
     params->layout.pieces = (size_t)words[10];
-    params->num_sizes = (unsigned)words[11];
+    params->rlayout.kind   = (int)words[11];
+    params->rlayout.block  = (size_t)words[12];
+    params->rlayout.stride = (size_t)words[13];
+    params->rlayout.pieces = (size_t)words[14];
+    params->rmethod        = (perf_rmethod_t)words[15];
+    params->num_sizes = (unsigned)words[16];
     for (i = 0; i < params->num_sizes; ++i) {
         if (perf_sock_read(fd, &size, sizeof(size)) != 0) {
             return -1;
@@ -1040,17 +1115,9 @@ static int perf_recv_params(int fd, perf_params_t *params)
         }
         params->sizes[i] = (size_t)size;
     }
-    if (params->layout.kind != 0) {
-        if (!perf_test_takes_layout(params->test) ||
-            (perf_layout_check_spec(&params->layout) != 0)) {
-            fprintf(stderr, "axon_perf server: the client sent an invalid layout\n");
-            return -1;
-        }
-        for (i = 0; i < params->num_sizes; ++i) {
-            if (perf_layout_check_size(&params->layout, params->sizes[i]) != 0) {
-                return -1;
-            }
-        }
+    if (perf_check_layouts(params) != 0) {
+        fprintf(stderr, "axon_perf server: the client sent an invalid layout\n");
+        return -1;
     }
     return perf_test_is_fan(params->test) ? perf_fan_check_params(params) : 0;
 }
@@ -1383,18 +1450,33 @@ static void perf_usage(FILE *stream)
             "  -c                verify received data (off by default)\n"
             "  -D LAYOUT         tag_lat, tag_bw, put_*, get_*: non-contiguous data, the\n"
             "                    packed size being -s; tag tests use it on both sides,\n"
-            "                    put/get on the local side (the remote side stays\n"
-            "                    contiguous). strided:BLOCK:STRIDE: -s / BLOCK blocks of\n"
+            "                    put/get on the local side (the remote side: -R).\n"
+            "                    strided:BLOCK:STRIDE: -s / BLOCK blocks of\n"
             "                    BLOCK bytes, STRIDE (>= BLOCK) apart; iov:N: N pieces of\n"
             "                    -s / N bytes, each followed by a gap of a piece's length.\n"
             "                    -s must split evenly; -c checks the data through it\n"
+            "  -R LAYOUT         put_*, get_*: the target's side is a layout (the same\n"
+            "                    shapes as -D, packed size -s; combines with -D): the\n"
+            "                    target maps its buffer with AXON_MEM_MAP_LAYOUT, one\n"
+            "                    key per size, and each put or get is one operation on\n"
+            "                    that key; -c checks the data through it, gaps included\n"
+            "  --separate-puts   put_bw -R, no -D: instead of the layout key, one put per\n"
+            "                    piece into a contiguous key at the piece's place (-w:\n"
+            "                    puts in flight); an iteration is all pieces\n"
+            "  --pack-unpack     put_bw -R: instead of the layout key, gather (through -D)\n"
+            "                    into a bounce buffer, put it contiguous into one of -w\n"
+            "                    bounce slots of the target, flush, send the target a tag\n"
+            "                    message naming the slot; the target scatters the slot\n"
+            "                    into its layout and answers; an iteration ends with the\n"
+            "                    answer (-w of them in flight)\n"
             "  -h, --help        print this help\n"
             "\n"
             "The client prints a '# lanes:' line with the transports chosen, then one\n"
             "line per size:\n"
             "  RESULT test=T tl=LANE size=S iters=N latency_us=X bandwidth_MBps=Y "
             "msgrate_Mps=Z\n"
-            "with -D followed by layout=strided:BLOCK:STRIDE or layout=iov:N.\n"
+            "with -D followed by layout=strided:BLOCK:STRIDE or layout=iov:N, with -R by\n"
+            "rlayout=LAYOUT rmethod=key|separate_puts|pack_unpack.\n"
             "ep_mem prints the heap growth of the client process (mallinfo2) per peer\n"
             "and the time to create an endpoint and exchange a message with a new peer:\n"
             "  RESULT test=ep_mem tl=LANE bulk_tl=LANE eps=N bytes_per_ep=B heap_bytes=H "
@@ -1487,12 +1569,15 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
         { "np",    required_argument, NULL, 'N' },
         { "overlap", no_argument,     NULL, 'O' },
         { "peers", required_argument, NULL, 'P' },
+        { "separate-puts", no_argument, NULL, 'S' },
+        { "pack-unpack", no_argument, NULL, 'U' },
         { "help",  no_argument,       NULL, 'h' },
         { NULL,    0,           NULL, 0   }
     };
     unsigned long long value;
     int                have_iters = 0, have_warmup = 0, have_sizes = 0;
-    int                test_opt = 0;  /* a test option seen (the server takes none) */
+    const char        *test_opt = NULL;  /* a test option seen (the server takes none) */
+    char               short_opt[3] = "-?";
     int                opt, i;
 
     memset(params, 0, sizeof(*params));
@@ -1503,9 +1588,16 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
     params->wait_sec  = -1;
 
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":t:s:n:w:W:cD:p:h", long_opts, NULL)) != -1) {
-        if (strchr("tsnwWcD", opt) != NULL) {
-            test_opt = opt;
+    while ((opt = getopt_long(argc, argv, ":t:s:n:w:W:cD:R:p:h", long_opts, NULL)) != -1) {
+        if (strchr("tsnwWcDR", opt) != NULL) {
+            short_opt[1] = (char)opt;
+            test_opt     = short_opt;
+        } else if ((opt == 'S') || (opt == 'U')) {
+            test_opt = (opt == 'S') ? "--separate-puts" : "--pack-unpack";
+        }
+        if (((opt == 'S') || (opt == 'U')) && (params->rmethod != PERF_RMETHOD_KEY)) {
+            fprintf(stderr, "axon_perf: give one of --separate-puts and --pack-unpack\n");
+            return -1;
         }
         switch (opt) {
         case 'L':
@@ -1602,6 +1694,17 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
                 return -1;
             }
             break;
+        case 'R':
+            if (perf_layout_parse(optarg, &params->rlayout) != 0) {
+                return -1;
+            }
+            break;
+        case 'S':
+            params->rmethod = PERF_RMETHOD_SEPARATE_PUTS;
+            break;
+        case 'U':
+            params->rmethod = PERF_RMETHOD_PACK_UNPACK;
+            break;
         case 'h':
             perf_usage(stdout);
             exit(0);
@@ -1654,8 +1757,8 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
             return -1;
         }
     } else if (params->port != NULL) {
-        if (test_opt != 0) {
-            fprintf(stderr, "axon_perf: -%c is a client option; the server takes the test "
+        if (test_opt != NULL) {
+            fprintf(stderr, "axon_perf: %s is a client option; the server takes the test "
                     "parameters from its client\n", test_opt);
             return -1;
         }
@@ -1690,15 +1793,8 @@ static int perf_parse_args(int argc, char **argv, perf_params_t *params)
     if (perf_test_is_rma(params->test) && (perf_rma_check_params(params) != 0)) {
         return -1;
     }
-    if ((params->layout.kind != 0) && !perf_test_takes_layout(params->test)) {
-        fprintf(stderr, "axon_perf: -D is for tag_lat, tag_bw, put_lat, put_bw, get_lat and "
-                "get_bw, not %s\n", perf_test_names[params->test]);
+    if (perf_check_layouts(params) != 0) {
         return -1;
-    }
-    for (i = 0; (params->layout.kind != 0) && (i < (int)params->num_sizes); ++i) {
-        if (perf_layout_check_size(&params->layout, params->sizes[i]) != 0) {
-            return -1;
-        }
     }
     if ((params->test == PERF_TEST_COLL_BARRIER) && !have_sizes) {
         params->sizes[0] = 0;  /* a barrier moves no data */

@@ -26,10 +26,11 @@
 #define PERF_RETRY_MS         100         /* between connection attempts */
 
 /* First word of the client's hello: "AXPERF" and the protocol version. */
-#define PERF_WIRE_MAGIC       0x4158504552460003ull
+#define PERF_WIRE_MAGIC       0x4158504552460004ull
 #define PERF_WIRE_ACCEPT      0x41585045524f4b21ull  /* "AXPEROK!": parameters taken */
-#define PERF_WIRE_HDR_WORDS   12  /* magic, test, iters, warmup, window, check, peers,
-                                   * layout kind, block, stride, pieces (-D), num_sizes */
+#define PERF_WIRE_HDR_WORDS   17  /* magic, test, iters, warmup, window, check, peers,
+                                   * layout kind, block, stride, pieces (-D), the same
+                                   * of -R, its method, num_sizes */
 
 #define PERF_TAG_DATA         1
 #define PERF_TAG_ACK          2
@@ -61,6 +62,14 @@ typedef enum {
     PERF_TEST_LAST
 } perf_test_t;
 
+/* How a put with -R reaches the target's layout. */
+typedef enum {
+    PERF_RMETHOD_KEY,            /* one put into the target's layout key (AXON_MEM_MAP_LAYOUT) */
+    PERF_RMETHOD_SEPARATE_PUTS,  /* --separate-puts: a put per piece, into a contiguous key */
+    PERF_RMETHOD_PACK_UNPACK,    /* --pack-unpack: put into a bounce, the target scatters it */
+    PERF_RMETHOD_LAST
+} perf_rmethod_t;
+
 typedef enum {
     PERF_ROLE_CLIENT,  /* drives the test and prints results */
     PERF_ROLE_SERVER
@@ -82,6 +91,8 @@ typedef struct {
     int           overlap;    /* coll_*: --overlap, computing while the collective runs */
     unsigned      peers;      /* tag_fan*: --peers, workers of the server process */
     perf_layout_spec_t layout; /* -D: tag_lat, tag_bw, put_*, get_* (kind 0: contiguous) */
+    perf_layout_spec_t rlayout; /* -R: put_*, get_*: the target's layout (kind 0: none) */
+    perf_rmethod_t     rmethod; /* with -R */
 } perf_params_t;
 
 extern const char *perf_test_names[PERF_TEST_LAST];
@@ -93,7 +104,8 @@ const char *perf_role_name(perf_role_t role);
 int    perf_check_status(perf_role_t role, axon_status_t status, const char *what);
 /* Barrier with the peer process; progresses the count workers meanwhile. */
 int    perf_sync(int fd, axon_worker_h const *workers, unsigned count);
-/* End a RESULT line: " layout=strided:64:128" (or iov:N) with -D, then the newline. */
+/* End a RESULT line: " layout=strided:64:128" (or iov:N) with -D, " rlayout=...
+ * rmethod=key|separate_puts|pack_unpack" with -R, then the newline. */
 void   perf_print_layout(const perf_params_t *params);
 /* Test data: a pattern of seed; verify names what (and seed) at a mismatch. */
 void   perf_fill(uint8_t *buf, size_t length, uint64_t seed);
@@ -129,6 +141,14 @@ static inline int perf_test_takes_layout(perf_test_t test)
     return (test == PERF_TEST_TAG_LAT) || (test == PERF_TEST_TAG_BW) ||
            ((test >= PERF_TEST_PUT_LAT) && (test <= PERF_TEST_GET_BW));
 }
+
+/* May -R be given to this test? */
+static inline int perf_test_takes_rlayout(perf_test_t test)
+{
+    return (test >= PERF_TEST_PUT_LAT) && (test <= PERF_TEST_GET_BW);
+}
+/* -R's method names, for RESULT lines. */
+extern const char *const perf_rmethod_names[PERF_RMETHOD_LAST];
 
 static inline int perf_test_is_fan(perf_test_t test)
 {

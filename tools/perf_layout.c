@@ -55,8 +55,8 @@ int perf_layout_parse(const char *arg, perf_layout_spec_t *spec)
             return 0;
         }
     }
-    fprintf(stderr, "axon_perf: invalid layout '%s' (-D strided:BLOCK:STRIDE with "
-            "1 <= BLOCK <= STRIDE, or -D iov:N with 1 <= N <= %u)\n", arg,
+    fprintf(stderr, "axon_perf: invalid layout '%s' (strided:BLOCK:STRIDE with "
+            "1 <= BLOCK <= STRIDE, or iov:N with 1 <= N <= %u)\n", arg,
             PERF_LAYOUT_MAX_PIECES);
     memset(spec, 0, sizeof(*spec));
     return -1;
@@ -181,15 +181,13 @@ void perf_layout_free(perf_layout_t *l)
     memset(l, 0, sizeof(*l));
 }
 
-/* Piece i: where it starts and how long it is. */
-static size_t perf_layout_count(const perf_layout_t *l)
+size_t perf_layout_count(const perf_layout_t *l)
 {
     return (l->layout.kind == AXON_LAYOUT_STRIDED) ? l->layout.strided.count
                                                     : l->layout.iov.count;
 }
 
-static void perf_layout_piece(const perf_layout_t *l, size_t i, size_t *offset_p,
-                              size_t *length_p)
+void perf_layout_piece(const perf_layout_t *l, size_t i, size_t *offset_p, size_t *length_p)
 {
     if (l->layout.kind == AXON_LAYOUT_STRIDED) {
         *offset_p = i * (size_t)l->layout.strided.stride;
@@ -205,26 +203,42 @@ size_t perf_layout_last_offset(const perf_layout_t *l)
     return l->span - 1;  /* both shapes end with a piece */
 }
 
+void perf_layout_gather(const perf_layout_t *l, const uint8_t *base, uint8_t *packed)
+{
+    size_t i, off, len;
+
+    for (i = 0; i < perf_layout_count(l); ++i) {
+        perf_layout_piece(l, i, &off, &len);
+        memcpy(packed, base + off, len);
+        packed += len;
+    }
+}
+
+void perf_layout_scatter(const perf_layout_t *l, const uint8_t *packed, uint8_t *base)
+{
+    size_t i, off, len;
+
+    for (i = 0; i < perf_layout_count(l); ++i) {
+        perf_layout_piece(l, i, &off, &len);
+        memcpy(base + off, packed, len);
+        packed += len;
+    }
+}
+
 void perf_layout_fill(perf_layout_t *l, uint8_t *base, size_t size, uint64_t seed)
 {
-    size_t i, off, len, packed = 0;
-
     if (l == NULL) {
         perf_fill(base, size, seed);
         return;
     }
     perf_fill(l->scratch, l->size, seed);
-    for (i = 0; i < perf_layout_count(l); ++i) {
-        perf_layout_piece(l, i, &off, &len);
-        memcpy(base + off, l->scratch + packed, len);
-        packed += len;
-    }
+    perf_layout_scatter(l, l->scratch, base);
 }
 
 int perf_layout_verify(perf_layout_t *l, int role, const uint8_t *base, size_t size,
                        uint64_t seed, const char *what)
 {
-    size_t i, j, off, len, packed = 0, end = 0;
+    size_t i, j, off, len, end = 0;
 
     if (l == NULL) {
         return perf_verify((perf_role_t)role, base, size, seed, what);
@@ -239,9 +253,9 @@ int perf_layout_verify(perf_layout_t *l, int role, const uint8_t *base, size_t s
                 return -1;
             }
         }
-        memcpy(l->scratch + packed, base + off, len);
-        packed += len;
-        end     = off + len;
+        end = off + len;
     }
-    return perf_verify((perf_role_t)role, l->scratch, l->size, seed, what);
+    perf_layout_gather(l, base, l->scratch);
+    return perf_verify((perf_role_t)role, l->scratch, (size < l->size) ? size : l->size, seed,
+                       what);
 }

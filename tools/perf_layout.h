@@ -46,11 +46,18 @@ int    perf_layout_build(const perf_layout_spec_t *spec, size_t size, perf_layou
 void   perf_layout_free(perf_layout_t *l);
 /* Offset from the base of the last packed byte (size > 0). */
 size_t perf_layout_last_offset(const perf_layout_t *l);
+/* Its pieces in packed order: how many, and piece i's offset from the base and length. */
+size_t perf_layout_count(const perf_layout_t *l);
+void   perf_layout_piece(const perf_layout_t *l, size_t i, size_t *offset_p, size_t *length_p);
+/* Copy the packed bytes between base (through l) and packed, l->size of them. */
+void   perf_layout_gather(const perf_layout_t *l, const uint8_t *base, uint8_t *packed);
+void   perf_layout_scatter(const perf_layout_t *l, const uint8_t *packed, uint8_t *base);
 /* Fill the size bytes at base with the test pattern of seed, in packed
  * order through l (NULL: contiguous). */
 void   perf_layout_fill(perf_layout_t *l, uint8_t *base, size_t size, uint64_t seed);
-/* Check the data at base holds the pattern of seed and, with a layout, that
- * the gaps between its pieces are still zero; 0 or -1 (printed, naming what). */
+/* Check the first size bytes of the data at base hold the pattern of seed
+ * (with a layout: of its packed bytes, size <= l->size) and, with a layout,
+ * that the gaps between its pieces are still zero; 0 or -1 (printed, naming what). */
 int    perf_layout_verify(perf_layout_t *l, int role, const uint8_t *base, size_t size,
                           uint64_t seed, const char *what);
 

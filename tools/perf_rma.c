@@ -23,12 +23,15 @@
  *            flush at the end: the atomic message rate.
  *
  * With -D the local buffer is a layout of the packed size (perf_layout.c):
- * puts gather from it, gets scatter into it; the peer's memory stays
- * contiguous.
+ * puts gather from it, gets scatter into it.
  *
- * Only put_lat needs the server to do more than progress; in the other
- * tests it just progresses until the client is done (lanes that execute
- * operations at the target need that).
+ * With -R the target's side is a layout too (perf_rlayout.c): puts and
+ * gets name the target's layout key, or put_bw fills the layout without
+ * one (--separate-puts, --pack-unpack).
+ *
+ * Only put_lat and --pack-unpack need the server to do more than progress;
+ * in the other tests it just progresses until the client is done (lanes
+ * that execute operations at the target need that).
  */
 #define _GNU_SOURCE
 #include <endian.h>
@@ -40,32 +43,7 @@
 
 #include "axon.h"
 #include "axon_perf.h"
-
-#define PERF_RMA_AMO_ALIGN 64     /* the atomic word sits on its own cache line */
-#define PERF_RMA_KEY_MAX   65536  /* sanity bound on a peer's packed key */
-
-typedef struct {
-    const perf_params_t *params;
-    perf_role_t          role;
-    int                  fd;
-    axon_context_h       context;
-    axon_worker_h        worker;
-    axon_ep_h            ep;
-    axon_ep_attr_t       attr;
-    axon_mem_h           memh;
-    uint8_t             *mem;        /* our region: [data][pad][atomic word] */
-    size_t               max_size;
-    size_t               amo_offset;
-    uint8_t             *lbuf;       /* local source or destination */
-    size_t               lspan;      /* its bytes: the largest span of a size's layout */
-    perf_layout_t        lay;        /* -D: this size's layout of lbuf */
-    perf_layout_t       *data;       /* &lay, or NULL: contiguous (fill and verify) */
-    const axon_layout_t *layout;     /* &lay.layout, or NULL: contiguous */
-    axon_request_h      *reqs;       /* one per window slot */
-    uint64_t             raddr;      /* the peer's region */
-    axon_rkey_h          rkey;
-    uint64_t             amo_expect[2]; /* -c: the next value amo_lat fetches (32, 64 bits) */
-} perf_rma_t;
+#include "perf_rma.h"
 
 /* Progress; every PERF_LIVENESS_SPINS calls make sure the peer still runs. */
 static int perf_rma_progress(perf_rma_t *m, unsigned *spins, const char *what)
@@ -80,7 +58,7 @@ static int perf_rma_progress(perf_rma_t *m, unsigned *spins, const char *what)
 }
 
 /* Complete one operation (req NULL: it completed at once) and free it. */
-static int perf_rma_wait(perf_rma_t *m, axon_request_h req, const char *what)
+int perf_rma_wait(perf_rma_t *m, axon_request_h req, const char *what)
 {
     axon_status_t status;
     unsigned      spins = 0;
@@ -98,20 +76,16 @@ static int perf_rma_wait(perf_rma_t *m, axon_request_h req, const char *what)
     return perf_check_status(m->role, status, what);
 }
 
-/* What the initiating calls have in common: retry while out of resources. */
-typedef enum {
-    PERF_RMA_PUT, PERF_RMA_GET, PERF_RMA_FADD, PERF_RMA_ADD, PERF_RMA_FLUSH
-} perf_rma_op_t;
-
-static const char *const perf_rma_op_names[] = {
+const char *const perf_rma_op_names[PERF_RMA_OP_LAST] = {
     [PERF_RMA_PUT] = "axon_put_nb", [PERF_RMA_GET] = "axon_get_nb",
+    [PERF_RMA_PUT_PACKED] = "axon_put_nb (of packed bytes)",
     [PERF_RMA_FADD] = "axon_atomic_nb", [PERF_RMA_ADD] = "axon_atomic_nb (posted)",
     [PERF_RMA_FLUSH] = "axon_ep_flush_nb",
 };
 
-/* Start op; *req_p is NULL if it completed at once. */
-static int perf_rma_start(perf_rma_t *m, perf_rma_op_t op, void *buf, size_t size,
-                          uint64_t raddr, axon_request_h *req_p)
+/* What the initiating calls have in common: retry while out of resources. */
+int perf_rma_start(perf_rma_t *m, perf_rma_op_t op, void *buf, size_t size, uint64_t raddr,
+                   axon_request_h *req_p)
 {
     static const uint64_t one64 = 1;
     static const uint32_t one32 = 1;
@@ -124,10 +98,13 @@ static int perf_rma_start(perf_rma_t *m, perf_rma_op_t op, void *buf, size_t siz
     for (;;) {
         switch (op) {
         case PERF_RMA_PUT:
-            status = axon_put_nb(m->ep, buf, size, raddr, m->rkey, lparam, &req);
+            status = axon_put_nb(m->ep, buf, size, raddr, m->op_rkey, lparam, &req);
+            break;
+        case PERF_RMA_PUT_PACKED:  /* no -D: buf holds the bytes in packed order */
+            status = axon_put_nb(m->ep, buf, size, raddr, m->op_rkey, NULL, &req);
             break;
         case PERF_RMA_GET:
-            status = axon_get_nb(m->ep, buf, size, raddr, m->rkey, lparam, &req);
+            status = axon_get_nb(m->ep, buf, size, raddr, m->op_rkey, lparam, &req);
             break;
         case PERF_RMA_FADD:
         case PERF_RMA_ADD:  /* buf NULL: posted */
@@ -153,7 +130,7 @@ static int perf_rma_start(perf_rma_t *m, perf_rma_op_t op, void *buf, size_t siz
     return 0;
 }
 
-static int perf_rma_do(perf_rma_t *m, perf_rma_op_t op, void *buf, size_t size, uint64_t raddr)
+int perf_rma_do(perf_rma_t *m, perf_rma_op_t op, void *buf, size_t size, uint64_t raddr)
 {
     axon_request_h req;
 
@@ -180,10 +157,11 @@ static uint8_t perf_rma_mark(unsigned long i)
 
 /* ------------------------------------------------------------- the tests */
 
-/* Wait until the last byte of our region holds mark. */
+/* Wait until the last byte of the peer's data here holds mark. */
 static int perf_rma_wait_mark(perf_rma_t *m, size_t size, uint8_t mark)
 {
-    volatile uint8_t *last  = m->mem + size - 1;
+    volatile uint8_t *last  = m->tmem + ((m->tdata != NULL) ? perf_layout_last_offset(m->tdata)
+                                                             : size - 1);
     unsigned          spins = 0;
 
     while (*last != mark) {
@@ -215,17 +193,17 @@ static int perf_rma_put_lat(perf_rma_t *m, size_t size, double *elapsed)
             return -1;
         }
         if (!client && params->check &&
-            (perf_verify(m->role, m->mem, size - 1, i, "put_lat data") != 0)) {
+            (perf_layout_verify(m->tdata, m->role, m->tmem, size - 1, i, "put_lat data") != 0)) {
             return -1;
         }
-        if (perf_rma_do(m, PERF_RMA_PUT, m->lbuf, size, m->raddr) != 0) {
+        if (perf_rma_do(m, PERF_RMA_PUT, m->lbuf, size, m->op_raddr) != 0) {
             return -1;
         }
         if (client && (perf_rma_wait_mark(m, size, perf_rma_mark(i)) != 0)) {
             return -1;
         }
         if (client && params->check &&
-            (perf_verify(m->role, m->mem, size - 1, i, "put_lat data") != 0)) {
+            (perf_layout_verify(m->tdata, m->role, m->tmem, size - 1, i, "put_lat data") != 0)) {
             return -1;
         }
     }
@@ -239,8 +217,17 @@ static uint64_t perf_rma_amo_addr(const perf_rma_t *m, size_t size)
     return m->raddr + m->amo_offset + ((size == 4) ? 8 : 0);
 }
 
+/* Complete the operation in a window slot, if any; the slot is free then. */
+int perf_rma_slot_free(perf_rma_t *m, unsigned slot, const char *what)
+{
+    axon_request_h req = m->reqs[slot];
+
+    m->reqs[slot] = NULL;
+    return perf_rma_wait(m, req, what);
+}
+
 /* Drain every slot of the window. */
-static int perf_rma_drain(perf_rma_t *m, const char *what)
+int perf_rma_drain(perf_rma_t *m, const char *what)
 {
     unsigned k;
     int      ret = 0;
@@ -254,6 +241,13 @@ static int perf_rma_drain(perf_rma_t *m, const char *what)
     return ret;
 }
 
+/* Flush, as the window is drained (the time then covers every put landing). */
+int perf_rma_flush(perf_rma_t *m, const char *what)
+{
+    return ((perf_rma_drain(m, what) == 0) &&
+            (perf_rma_do(m, PERF_RMA_FLUSH, NULL, 0, 0) == 0)) ? 0 : -1;
+}
+
 /* put_bw, get_bw, amo_bw: at most a window in flight; puts and adds flush at the end. */
 static int perf_rma_stream(perf_rma_t *m, perf_rma_op_t op, size_t size, double *elapsed)
 {
@@ -265,33 +259,25 @@ static int perf_rma_stream(perf_rma_t *m, perf_rma_op_t op, size_t size, double 
     const char          *what   = perf_rma_op_names[op];
     int                  flush  = (op != PERF_RMA_GET);
     void                *buf    = (op == PERF_RMA_ADD) ? NULL : m->lbuf;
-    uint64_t             raddr  = (op == PERF_RMA_ADD) ? perf_rma_amo_addr(m, size) : m->raddr;
+    uint64_t             raddr  = (op == PERF_RMA_ADD) ? perf_rma_amo_addr(m, size) : m->op_raddr;
 
     if (params->check && (op == PERF_RMA_PUT)) {
         perf_layout_fill(m->data, m->lbuf, size, size);
     }
     for (i = 0; i < total; ++i) {
         if (i == params->warmup) {
-            if ((perf_rma_drain(m, what) != 0) ||
-                (flush && (perf_rma_do(m, PERF_RMA_FLUSH, NULL, 0, 0) != 0))) {
+            if ((flush ? perf_rma_flush(m, what) : perf_rma_drain(m, what)) != 0) {
                 return -1;
             }
             t0 = perf_now();
         }
         slot = (unsigned)(i % params->window);
-        if (m->reqs[slot] != NULL) {
-            if (perf_rma_wait(m, m->reqs[slot], what) != 0) {
-                m->reqs[slot] = NULL;
-                goto err;
-            }
-            m->reqs[slot] = NULL;
-        }
-        if (perf_rma_start(m, op, buf, size, raddr, &m->reqs[slot]) != 0) {
+        if ((perf_rma_slot_free(m, slot, what) != 0) ||
+            (perf_rma_start(m, op, buf, size, raddr, &m->reqs[slot]) != 0)) {
             goto err;
         }
     }
-    if ((perf_rma_drain(m, what) != 0) ||
-        (flush && (perf_rma_do(m, PERF_RMA_FLUSH, NULL, 0, 0) != 0))) {
+    if ((flush ? perf_rma_flush(m, what) : perf_rma_drain(m, what)) != 0) {
         return -1;
     }
     *elapsed = perf_now() - t0;
@@ -316,7 +302,7 @@ static int perf_rma_get_lat(perf_rma_t *m, size_t size, double *elapsed)
         if (i == params->warmup) {
             t0 = perf_now();
         }
-        if (perf_rma_do(m, PERF_RMA_GET, m->lbuf, size, m->raddr) != 0) {
+        if (perf_rma_do(m, PERF_RMA_GET, m->lbuf, size, m->op_raddr) != 0) {
             return -1;
         }
     }
@@ -379,19 +365,24 @@ static void perf_rma_print(const perf_rma_t *m, const char *name, size_t size, d
     perf_print_layout(params);
 }
 
-/* One size: the client measures, the server takes part (put_lat) or progresses. */
+/* One size: the client measures, the server takes part (put_lat, --pack-unpack)
+ * or progresses. */
 static int perf_rma_size(perf_rma_t *m, const char *name, size_t size)
 {
     const perf_params_t *params  = m->params;
     double               elapsed = 0;
     int                  ret     = 0;
+    int                  client  = (m->role == PERF_ROLE_CLIENT);
 
+    if ((params->rlayout.kind != 0) && (perf_rlayout_size(m, size) != 0)) {
+        return -1;
+    }
     if (params->check && (params->test == PERF_TEST_GET_LAT ||
                           params->test == PERF_TEST_GET_BW)) {
-        perf_fill(m->mem, size, size);  /* what the peer's gets must read */
+        perf_layout_fill(m->tdata, m->tmem, size, size);  /* what the peer's gets must read */
     }
-    if (params->test == PERF_TEST_PUT_LAT) {
-        memset(m->mem, 0, size);  /* no mark of an earlier size where this one looks */
+    if ((params->test == PERF_TEST_PUT_LAT) && (m->tdata == NULL)) {
+        memset(m->tmem, 0, size);  /* no mark of an earlier size where this one looks */
     }
     /* no mark, nor a gap that an earlier size's layout wrote */
     memset(m->lbuf, 0, m->lspan);
@@ -411,22 +402,26 @@ static int perf_rma_size(perf_rma_t *m, const char *name, size_t size)
         ret = perf_rma_put_lat(m, size, &elapsed);
         break;
     case PERF_TEST_PUT_BW:
-        ret = (m->role == PERF_ROLE_CLIENT) ? perf_rma_stream(m, PERF_RMA_PUT, size, &elapsed)
-                                            : 0;
+        if (params->rmethod == PERF_RMETHOD_PACK_UNPACK) {
+            ret = client ? perf_rlayout_pack_unpack(m, size, &elapsed)
+                         : perf_rlayout_unpack(m, size);
+        } else if (params->rmethod == PERF_RMETHOD_SEPARATE_PUTS) {
+            ret = client ? perf_rlayout_separate_puts(m, size, &elapsed) : 0;
+        } else {
+            ret = client ? perf_rma_stream(m, PERF_RMA_PUT, size, &elapsed) : 0;
+        }
         break;
     case PERF_TEST_GET_BW:
-        ret = (m->role == PERF_ROLE_CLIENT) ? perf_rma_stream(m, PERF_RMA_GET, size, &elapsed)
-                                            : 0;
+        ret = client ? perf_rma_stream(m, PERF_RMA_GET, size, &elapsed) : 0;
         break;
     case PERF_TEST_GET_LAT:
-        ret = (m->role == PERF_ROLE_CLIENT) ? perf_rma_get_lat(m, size, &elapsed) : 0;
+        ret = client ? perf_rma_get_lat(m, size, &elapsed) : 0;
         break;
     case PERF_TEST_AMO_BW:
-        ret = (m->role == PERF_ROLE_CLIENT) ? perf_rma_stream(m, PERF_RMA_ADD, size, &elapsed)
-                                            : 0;
+        ret = client ? perf_rma_stream(m, PERF_RMA_ADD, size, &elapsed) : 0;
         break;
     default:
-        ret = (m->role == PERF_ROLE_CLIENT) ? perf_rma_amo_lat(m, size, &elapsed) : 0;
+        ret = client ? perf_rma_amo_lat(m, size, &elapsed) : 0;
         break;
     }
     if (ret != 0) {
@@ -436,11 +431,12 @@ static int perf_rma_size(perf_rma_t *m, const char *name, size_t size)
     if (perf_sync(m->fd, &m->worker, 1) != 0) {
         return -1;
     }
-    if ((params->test == PERF_TEST_PUT_BW) && params->check && (m->role == PERF_ROLE_SERVER) &&
-        (perf_verify(m->role, m->mem, size, size, "put_bw data") != 0)) {
+    if ((params->test == PERF_TEST_PUT_BW) && params->check && !client &&
+        (perf_layout_verify(m->tdata, m->role, m->tmem, size, size, "put_bw data") != 0)) {
         return -1;
     }
-    if (m->role == PERF_ROLE_CLIENT) {
+    perf_rlayout_key_free(m);
+    if (client) {
         perf_rma_print(m, name, size, elapsed);
     }
     return 0;
@@ -448,30 +444,19 @@ static int perf_rma_size(perf_rma_t *m, const char *name, size_t size)
 
 /* ------------------------------------------------------------- setup */
 
-/* Map our region, send its key and address, unpack the peer's. */
-static int perf_rma_keys(perf_rma_t *m)
+/* Send the key of memh and the address peers put to, read and unpack the peer's. */
+int perf_rma_swap_keys(perf_rma_t *m, axon_mem_h memh, const void *address,
+                       uint64_t *raddr_p, axon_rkey_h *rkey_p)
 {
-    axon_mem_map_params_t mp = { .flags = AXON_MEM_MAP_ALLOCATE };
-    void                 *key = NULL, *peer_key = NULL, *addr;
-    size_t                key_len, peer_key_len, len;
-    uint64_t              word;
-    int                   ret = -1;
+    void     *key = NULL, *peer_key = NULL;
+    size_t    key_len, peer_key_len;
+    uint64_t  word = htobe64((uint64_t)(uintptr_t)address);
+    int       ret  = -1;
 
-    m->amo_offset = (m->max_size + PERF_RMA_AMO_ALIGN - 1) / PERF_RMA_AMO_ALIGN *
-                    PERF_RMA_AMO_ALIGN;
-    mp.length     = m->amo_offset + PERF_RMA_AMO_ALIGN;
-    if ((perf_check_status(m->role, axon_mem_map(m->context, &mp, &m->memh),
-                           "axon_mem_map") != 0) ||
-        (perf_check_status(m->role, axon_mem_query(m->memh, &addr, &len),
-                           "axon_mem_query") != 0) ||
-        (perf_check_status(m->role, axon_rkey_pack(m->context, m->memh, &key, &key_len),
-                        "axon_rkey_pack") != 0)) {
+    if (perf_check_status(m->role, axon_rkey_pack(m->context, memh, &key, &key_len),
+                          "axon_rkey_pack") != 0) {
         return -1;
     }
-    m->mem = addr;
-    memset(m->mem, 0, mp.length);
-
-    word = htobe64((uint64_t)(uintptr_t)m->mem);
     if ((perf_exchange_address(m->fd, key, key_len, &peer_key, &peer_key_len) != 0) ||
         (perf_sock_write(m->fd, &word, sizeof(word)) != 0) ||
         (perf_sock_read(m->fd, &word, sizeof(word)) != 0)) {
@@ -482,8 +467,8 @@ static int perf_rma_keys(perf_rma_t *m)
                 peer_key_len);
         goto out;
     }
-    m->raddr = be64toh(word);
-    if (perf_check_status(m->role, axon_ep_rkey_unpack(m->ep, peer_key, peer_key_len, &m->rkey),
+    *raddr_p = be64toh(word);
+    if (perf_check_status(m->role, axon_ep_rkey_unpack(m->ep, peer_key, peer_key_len, rkey_p),
                        "axon_ep_rkey_unpack") == 0) {
         ret = 0;
     }
@@ -491,6 +476,45 @@ out:
     free(peer_key);
     axon_rkey_buffer_release(key);
     return ret;
+}
+
+/* Map our region, swap its key and address with the peer's. The region holds
+ * the data peers put and get (with --separate-puts and --pack-unpack the
+ * target's layout; with --pack-unpack then the bounce slots), then the
+ * atomic words. */
+static int perf_rma_keys(perf_rma_t *m)
+{
+    const perf_params_t  *params = m->params;
+    axon_mem_map_params_t mp     = { .flags = AXON_MEM_MAP_ALLOCATE };
+    size_t                data   = m->max_size, len;
+    void                 *addr;
+
+    if (params->rmethod != PERF_RMETHOD_KEY) {
+        data = m->rspan;
+    }
+    if (params->rmethod == PERF_RMETHOD_PACK_UNPACK) {
+        m->bounce_offset = (m->rspan + PERF_RMA_AMO_ALIGN - 1) / PERF_RMA_AMO_ALIGN *
+                           PERF_RMA_AMO_ALIGN;
+        data             = m->bounce_offset + (size_t)params->window * m->max_size;
+    }
+    m->amo_offset = (data + PERF_RMA_AMO_ALIGN - 1) / PERF_RMA_AMO_ALIGN * PERF_RMA_AMO_ALIGN;
+    mp.length     = m->amo_offset + PERF_RMA_AMO_ALIGN;
+    if ((perf_check_status(m->role, axon_mem_map(m->context, &mp, &m->memh),
+                           "axon_mem_map") != 0) ||
+        (perf_check_status(m->role, axon_mem_query(m->memh, &addr, &len),
+                           "axon_mem_query") != 0)) {
+        return -1;
+    }
+    m->mem = addr;
+    memset(m->mem, 0, mp.length);
+    if (perf_rma_swap_keys(m, m->memh, m->mem, &m->raddr, &m->rkey) != 0) {
+        return -1;
+    }
+    m->tmem     = (params->rmethod == PERF_RMETHOD_KEY) && (params->rlayout.kind != 0) ?
+                  m->rbuf : m->mem;
+    m->op_rkey  = m->rkey;
+    m->op_raddr = m->raddr;
+    return 0;
 }
 
 static int perf_rma_connect(perf_rma_t *m)
@@ -579,12 +603,18 @@ int perf_rma_run(const perf_params_t *params, int fd, perf_role_t role, const ch
         if (perf_layout_span(&params->layout, params->sizes[i]) > m.lspan) {
             m.lspan = perf_layout_span(&params->layout, params->sizes[i]);
         }
+        if (perf_layout_span(&params->rlayout, params->sizes[i]) > m.rspan) {
+            m.rspan = perf_layout_span(&params->rlayout, params->sizes[i]);
+        }
     }
     m.lbuf = calloc(1, m.lspan);
     m.reqs = calloc(params->window, sizeof(*m.reqs));
-    if ((m.lbuf == NULL) || (m.reqs == NULL)) {
+    if ((m.lbuf == NULL) || (m.reqs == NULL) || (perf_rlayout_alloc(&m) != 0)) {
         fprintf(stderr, "axon_perf: out of memory for %zu-byte buffers\n", m.max_size);
         goto out_free;
+    }
+    if (params->rmethod == PERF_RMETHOD_PACK_UNPACK) {
+        ctx_params.features |= AXON_FEATURE_TAG;  /* its messages */
     }
     if (perf_check_status(m.role, axon_init(&ctx_params, &m.context), "axon_init") != 0) {
         goto out_free;
@@ -612,6 +642,7 @@ int perf_rma_run(const perf_params_t *params, int fd, perf_role_t role, const ch
     }
 
     /* Keys go before their endpoint; both sides are done before either closes. */
+    perf_rlayout_key_free(&m);
     axon_rkey_destroy(m.rkey);
     m.rkey = NULL;
     if (perf_sync(m.fd, &m.worker, 1) != 0) {
@@ -621,6 +652,7 @@ int perf_rma_run(const perf_params_t *params, int fd, perf_role_t role, const ch
     ret = perf_sync(m.fd, &m.worker, 1);
 
 out_destroy:
+    perf_rlayout_key_free(&m);
     if (m.rkey != NULL) {
         axon_rkey_destroy(m.rkey);
     }
@@ -632,7 +664,12 @@ out_destroy:
     axon_cleanup(m.context);
 out_free:
     perf_layout_free(&m.lay);
+    perf_layout_free(&m.rlay);
     free(m.reqs);
     free(m.lbuf);
+    free(m.rbuf);
+    free(m.bounce);
+    free(m.sreqs);
+    free(m.words);
     return ret;
 }

@@ -157,7 +157,7 @@ static axon_status_t axon_rdmacm_conn_new(axon_rdmacm_iface_t *iface, axon_dev_c
     memset(&attr, 0, sizeof(attr));
     attr.send_cq             = iface->rc.send_cq;
     attr.recv_cq             = iface->rc.recv_cq;
-    attr.srq                 = iface->rc.srq;
+    attr.srq                 = iface->rc.rx.srq;
     attr.qp_type             = AXON_DEV_QPT_RC;
     attr.cap.max_send_wr     = iface->rc.tx_depth;
     attr.cap.max_send_sge    = 3;   /* as rc's own QPs: header, AM header, payload */

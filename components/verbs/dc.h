@@ -55,7 +55,6 @@
 #define AXON_DC_MAX_SHORT        2048
 #define AXON_DC_POLL_BATCH       16
 /* Buckets of the address-handle cache (power of 2) */
-#define AXON_DC_AH_HASH          64
 /* Timers (keep-alive, DCIs handed to a waiter that did not use them) every this many progress calls */
 #define AXON_DC_TIMER_INTERVAL   64
 /* A DCI handed to a waiting endpoint goes to the next one if unused for this many timer passes */
@@ -101,18 +100,11 @@ typedef struct axon_dc_config {
 typedef struct axon_dc_iface axon_dc_iface_t;
 typedef struct axon_dc_ep    axon_dc_ep_t;
 
-/* An address handle, one per destination port (many peers of a host share it) */
-typedef struct axon_dc_ah {
-    axon_verbs_dev_addr_t addr;
-    axon_dev_ah_t        *ah;
-    struct axon_dc_ah    *next;   /* hash chain */
-} axon_dc_ah_t;
-
 /* Where a message goes: what every DCI WR names */
 typedef struct axon_dc_target {
-    axon_dc_ah_t *ah;
-    uint64_t      dc_key;
-    uint32_t      dct_num;
+    axon_verbs_ah_entry_t *ah;        /* one per destination port, kept until close */
+    uint64_t               dc_key;
+    uint32_t               dct_num;
 } axon_dc_target_t;
 
 /* What one send WR holds until its completion */
@@ -141,7 +133,7 @@ typedef struct axon_dc_grant {
 typedef struct axon_dc_dci {
     axon_dev_qp_t     *qp;
     axon_dc_ep_t      *owner;     /* dcs policies: the endpoint holding it */
-    const axon_dc_ah_t *grant_ah; /* dcs, held with no owner: where its grants go */
+    const axon_verbs_ah_entry_t *grant_ah; /* dcs, held with no owner: where its grants go */
     uint32_t           grant_dct;
     uint64_t           posted;
     uint64_t           completed;
@@ -201,13 +193,10 @@ struct axon_dc_iface {
     uint64_t                  dc_key;
     axon_dev_cq_t            *send_cq;
     axon_dev_cq_t            *recv_cq;
-    axon_dev_srq_t           *srq;
+    axon_verbs_srq_ring_t     rx;
     axon_verbs_bufpool_t      tx_pool;
     axon_verbs_bufpool_t      rx_pool;
     axon_verbs_bufpool_t      amo_pool;
-    axon_dev_recv_wr_t       *rx_wrs;
-    axon_dev_sge_t           *rx_sges;
-    unsigned                  rx_refill;
     axon_rcache_t            *rcache;
     /* DCIs */
     unsigned                  num_dci;       /* the pool's size */
@@ -230,7 +219,7 @@ struct axon_dc_iface {
     unsigned                  eps_free_hint;
     uint32_t                  ep_gen;
     /* Address handles */
-    axon_dc_ah_t             *ahs[AXON_DC_AH_HASH];
+    axon_verbs_ah_cache_t     ahs;
     /* Peers a hello came from or went to, no goodbye since (dc_bye.c) */
     axon_dc_hello_peer_t     *hello_peers[AXON_DC_HELLO_HASH];
     unsigned                  num_hello_peers;
@@ -256,7 +245,6 @@ int           axon_dc_fill_resource(const axon_verbs_port_info_t *info, axon_res
 axon_status_t axon_dc_iface_open(const axon_resource_t *resource, const axon_dc_config_t *c,
                                  const axon_iface_params_t *params, axon_iface_t **iface_p);
 /* The cached address handle of a port (created at the first use; NULL: logged) */
-axon_dc_ah_t *axon_dc_ah_get(axon_dc_iface_t *iface, const axon_verbs_dev_addr_t *addr);
 unsigned      axon_dc_iface_poll(axon_dc_iface_t *iface);
 
 /* dc_dci.c */

@@ -95,7 +95,7 @@ axon_status_t axon_dc_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid, cons
     ep->peer_uuid       = peer_uuid;
     ep->target.dct_num  = ia.dct_num;
     ep->target.dc_key   = ia.dc_key;
-    ep->target.ah       = axon_dc_ah_get(iface, &addr);
+    ep->target.ah       = axon_verbs_ah_cache_get(&iface->ahs, &addr);
     ep->tx_credits      = (int32_t)iface->window;
     ep->last_tx_ns      = iface->now_ns;
     ep->flags           = AXON_DC_EP_F_HELLO_DUE;

@@ -67,7 +67,7 @@ int axon_dc_sender_target(axon_dc_iface_t *iface, const axon_dc_hdr_t *hdr, uint
     }
     memcpy(&sender, hdr + 1, sizeof(sender));
     axon_verbs_dev_addr_unpack(&sender.dev_addr, &addr);
-    target->ah      = axon_dc_ah_get(iface, &addr);
+    target->ah      = axon_verbs_ah_cache_get(&iface->ahs, &addr);
     target->dct_num = sender.dct_num;
     target->dc_key  = sender.dc_key;
     return target->ah != NULL;   /* else logged */

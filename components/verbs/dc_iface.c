@@ -52,89 +52,7 @@ static const axon_iface_ops_t axon_dc_iface_ops = {
     .ep_atomic          = axon_dc_ep_atomic,
 };
 
-/* ------------------------------------------------------------ address handles */
-
-static unsigned axon_dc_ah_hash(const axon_verbs_dev_addr_t *addr)
-{
-    uint64_t h = addr->lid;
-    unsigned i;
-
-    for (i = 0; i < sizeof(addr->gid); ++i) {
-        h = h * 31 + addr->gid[i];
-    }
-    return (unsigned)((h * 0x9E3779B97F4A7C15ull) >> 58) & (AXON_DC_AH_HASH - 1);
-}
-
-axon_dc_ah_t *axon_dc_ah_get(axon_dc_iface_t *iface, const axon_verbs_dev_addr_t *addr)
-{
-    axon_dc_ah_t **bucket = &iface->ahs[axon_dc_ah_hash(addr)];
-    axon_dc_ah_t *entry;
-
-    for (entry = *bucket; entry != NULL; entry = entry->next) {
-        if (!memcmp(entry->addr.gid, addr->gid, sizeof(addr->gid)) &&
-            (entry->addr.lid == addr->lid)) {
-            return entry;
-        }
-    }
-    entry = calloc(1, sizeof(*entry));
-    if (entry == NULL) {
-        axon_error("%s: cannot allocate an address handle entry", iface->name);
-        return NULL;
-    }
-    if (axon_verbs_ah_create(&iface->dev, addr, &entry->ah) != AXON_OK) {
-        free(entry);
-        return NULL;
-    }
-    entry->addr = *addr;
-    entry->next = *bucket;
-    *bucket     = entry;
-    return entry;
-}
-
-static void axon_dc_ah_cleanup(axon_dc_iface_t *iface)
-{
-    axon_dc_ah_t *entry;
-    unsigned i;
-    int ret;
-
-    for (i = 0; i < AXON_DC_AH_HASH; ++i) {
-        while ((entry = iface->ahs[i]) != NULL) {
-            iface->ahs[i] = entry->next;
-            if ((ret = axon_dev_destroy_ah(entry->ah)) != 0) {
-                axon_warn("%s: destroy_ah: %d", iface->name, ret);
-            }
-            free(entry);
-        }
-    }
-}
-
 /* ------------------------------------------------------------ receive path */
-
-static void axon_dc_iface_refill(axon_dc_iface_t *iface)
-{
-    axon_dev_recv_wr_t *bad;
-    int ret;
-
-    iface->rx_wrs[iface->rx_refill - 1].next = NULL;
-    ret = axon_dev_post_srq_recv(iface->srq, iface->rx_wrs, &bad);
-    if (ret != 0) {
-        axon_error("%s: post_srq_recv of %u buffers failed: %d", iface->name, iface->rx_refill,
-                   ret);
-        return;   /* kept for the next try */
-    }
-    iface->rx_refill = 0;
-}
-
-static inline void axon_dc_iface_rx_return(axon_dc_iface_t *iface, void *buf)
-{
-    unsigned i = iface->rx_refill++;
-
-    iface->rx_sges[i].addr = (uintptr_t)buf;
-    iface->rx_wrs[i].wr_id = (uintptr_t)buf;
-    if (i > 0) {
-        iface->rx_wrs[i - 1].next = &iface->rx_wrs[i];
-    }
-}
 
 static void axon_dc_iface_rx_completion(axon_dc_iface_t *iface, const axon_dev_wc_t *wc)
 {
@@ -162,7 +80,7 @@ static void axon_dc_iface_rx_completion(axon_dc_iface_t *iface, const axon_dev_w
         axon_debug("%s: message of type %u, %u bytes, dropped", iface->name, hdr->type,
                    wc->byte_len);
     }
-    axon_dc_iface_rx_return(iface, buf);
+    axon_verbs_srq_ring_return(&iface->rx, buf);
 }
 
 /* ------------------------------------------------------------ progress */
@@ -176,9 +94,7 @@ static inline unsigned axon_dc_iface_poll_rx(axon_dc_iface_t *iface)
     for (i = 0; i < n; ++i) {
         axon_dc_iface_rx_completion(iface, &wc[i]);
     }
-    if (iface->rx_refill > 0) {
-        axon_dc_iface_refill(iface);
-    }
+    axon_verbs_srq_ring_refill(&iface->rx);
     return (n > 0) ? (unsigned)n : 0;
 }
 
@@ -238,42 +154,22 @@ static unsigned axon_dc_iface_progress(axon_iface_t *tl_iface)
 static axon_status_t axon_dc_iface_rx_init(axon_dc_iface_t *iface)
 {
     const axon_dc_config_t *c = &iface->config;
-    axon_dev_srq_init_attr_t srq_attr;
     axon_dev_dct_init_attr_t dct_attr;
-    unsigned i;
+    axon_status_t status;
     int ret;
 
-    memset(&srq_attr, 0, sizeof(srq_attr));
-    srq_attr.attr.max_wr  = c->rx_queue_len;
-    srq_attr.attr.max_sge = 1;
-    ret = axon_dev_create_srq(iface->dev.pd, &srq_attr, &iface->srq);
-    if (ret != 0) {
-        axon_error("%s: create_srq(%u): %d", iface->name, c->rx_queue_len, ret);
-        return AXON_ERR_IO_ERROR;
-    }
-    iface->rx_wrs  = calloc(c->rx_queue_len, sizeof(*iface->rx_wrs));
-    iface->rx_sges = calloc(c->rx_queue_len, sizeof(*iface->rx_sges));
-    if ((iface->rx_wrs == NULL) || (iface->rx_sges == NULL)) {
-        axon_error("%s: cannot allocate %u receive descriptors", iface->name, c->rx_queue_len);
-        return AXON_ERR_NO_MEMORY;
-    }
-    for (i = 0; i < c->rx_queue_len; ++i) {
-        iface->rx_sges[i].length = (uint32_t)(sizeof(axon_dc_hdr_t) + iface->seg_size);
-        iface->rx_sges[i].lkey   = axon_verbs_bufpool_lkey(&iface->rx_pool);
-        iface->rx_wrs[i].sg_list = &iface->rx_sges[i];
-        iface->rx_wrs[i].num_sge = 1;
-        axon_dc_iface_rx_return(iface, axon_verbs_bufpool_get(&iface->rx_pool));
-    }
-    axon_dc_iface_refill(iface);
-    if (iface->rx_refill != 0) {
-        return AXON_ERR_IO_ERROR;
+    status = axon_verbs_srq_ring_init(&iface->rx, &iface->dev, &iface->rx_pool, c->rx_queue_len,
+                                      (uint32_t)(sizeof(axon_dc_hdr_t) + iface->seg_size),
+                                      iface->name);
+    if (status != AXON_OK) {
+        return status;
     }
 
     memset(&dct_attr, 0, sizeof(dct_attr));
     dct_attr.dct_context   = iface;
     dct_attr.pd            = iface->dev.pd;
     dct_attr.cq            = iface->recv_cq;
-    dct_attr.srq           = iface->srq;
+    dct_attr.srq           = iface->rx.srq;
     dct_attr.dc_key        = iface->dc_key;
     dct_attr.port          = iface->dev.port_num;
     dct_attr.access_flags  = AXON_DEV_ACCESS_REMOTE_WRITE | AXON_DEV_ACCESS_REMOTE_READ |
@@ -313,6 +209,7 @@ axon_status_t axon_dc_iface_open(const axon_resource_t *resource, const axon_dc_
         memcpy(iface->am_handlers, params->am_handlers, sizeof(iface->am_handlers));
     }
     iface->dev          = md->dev;
+    axon_verbs_ah_cache_init(&iface->ahs, &iface->dev, iface->name);
     iface->rcache       = md->rcache;
     iface->seg_size     = c->seg_size;
     iface->max_short    = resource->max_short;
@@ -382,14 +279,11 @@ static void axon_dc_iface_close(axon_iface_t *tl_iface)
     if ((iface->dct != NULL) && ((ret = axon_dev_destroy_dct(iface->dct)) != 0)) {
         axon_warn("%s: destroy_dct: %d", iface->name, ret);
     }
-    if ((iface->srq != NULL) && ((ret = axon_dev_destroy_srq(iface->srq)) != 0)) {
-        axon_warn("%s: destroy_srq: %d", iface->name, ret);
-    }
+    axon_verbs_srq_ring_cleanup(&iface->rx);   /* after the DCT that used it */
     axon_dc_fc_cleanup(iface);
     axon_dc_bye_cleanup(iface);
     axon_dc_ep_table_cleanup(iface);
-    axon_dc_ah_cleanup(iface);
-    iface->rx_pool.num_free = iface->rx_pool.count;   /* posted buffers went with the SRQ */
+    axon_verbs_ah_cache_cleanup(&iface->ahs);
     axon_verbs_bufpool_cleanup(&iface->rx_pool);
     axon_verbs_bufpool_cleanup(&iface->tx_pool);
     axon_verbs_bufpool_cleanup(&iface->amo_pool);
@@ -399,7 +293,5 @@ static void axon_dc_iface_close(axon_iface_t *tl_iface)
     if ((iface->send_cq != NULL) && ((ret = axon_dev_destroy_cq(iface->send_cq)) != 0)) {
         axon_warn("%s: destroy_cq: %d", iface->name, ret);
     }
-    free(iface->rx_wrs);
-    free(iface->rx_sges);
     free(iface);
 }

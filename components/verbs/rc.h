@@ -224,14 +224,11 @@ struct axon_rc_iface {
     /* Queues shared by every connection */
     axon_dev_cq_t            *send_cq;
     axon_dev_cq_t            *recv_cq;
-    axon_dev_srq_t           *srq;
+    axon_verbs_srq_ring_t     rx;            /* the SRQ and its refill chain */
     int                       tx_cq_avail;   /* send CQ entries not promised to a WR */
     axon_verbs_bufpool_t      tx_pool;
     axon_verbs_bufpool_t      rx_pool;
     axon_verbs_bufpool_t      amo_pool;      /* device atomics' result slots (rc_amo.c) */
-    axon_dev_recv_wr_t       *rx_wrs;        /* refill chain, rx_queue_len long */
-    axon_dev_sge_t           *rx_sges;
-    unsigned                  rx_refill;     /* buffers in the refill chain */
     /* Handshake (rc_hs.c) */
     axon_dev_qp_t            *hs_qp;
     int                       hs_closed;     /* closing: handshake messages are drained, not read */
@@ -274,8 +271,6 @@ axon_status_t axon_rc_iface_open(const axon_resource_t *resource, const axon_rc_
                                  const void *cm_config, axon_iface_t **iface_p);
 /* Poll both CQs once (no timers, no manager): returns completions handled. */
 unsigned      axon_rc_iface_poll(axon_rc_iface_t *iface);
-/* Post the refill chain to the SRQ. */
-void          axon_rc_iface_refill(axon_rc_iface_t *iface);
 /* A completion on the send CQ (wr_id = descriptor). */
 void          axon_rc_iface_tx_completion(axon_rc_iface_t *iface, const axon_dev_wc_t *wc);
 

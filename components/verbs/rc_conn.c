@@ -86,7 +86,7 @@ axon_status_t axon_rc_conn_new(axon_rc_iface_t *iface, uint64_t peer_uuid,
     params.type         = AXON_DEV_QPT_RC;
     params.send_cq      = iface->send_cq;
     params.recv_cq      = iface->recv_cq;
-    params.srq          = iface->srq;
+    params.srq          = iface->rx.srq;
     params.max_send_wr  = iface->tx_depth;
     params.max_inline   = iface->max_inline;
     params.max_send_sge = 3;   /* header, AM header, payload of an inline am_short */

@@ -46,37 +46,6 @@ static const axon_iface_ops_t axon_rc_iface_ops = {
 
 /* ------------------------------------------------------------ receive path */
 
-void axon_rc_iface_refill(axon_rc_iface_t *iface)
-{
-    axon_dev_recv_wr_t *bad;
-    int ret;
-
-    if (iface->rx_refill == 0) {
-        return;
-    }
-    iface->rx_wrs[iface->rx_refill - 1].next = NULL;
-    ret = axon_dev_post_srq_recv(iface->srq, iface->rx_wrs, &bad);
-    if (ret != 0) {
-        /* keep what was not posted for the next try */
-        axon_error("%s: post_srq_recv of %u buffers failed: %d", iface->name, iface->rx_refill,
-                   ret);
-        return;
-    }
-    iface->rx_refill = 0;
-}
-
-/* Queue a receive buffer for the next refill. */
-static inline void axon_rc_iface_rx_return(axon_rc_iface_t *iface, void *buf)
-{
-    unsigned i = iface->rx_refill++;
-
-    iface->rx_sges[i].addr = (uintptr_t)buf;
-    iface->rx_wrs[i].wr_id = (uintptr_t)buf;
-    if (i > 0) {
-        iface->rx_wrs[i - 1].next = &iface->rx_wrs[i];
-    }
-}
-
 static void axon_rc_iface_deliver(axon_rc_iface_t *iface, axon_rc_conn_t *conn,
                                   const axon_rc_hdr_t *hdr, uint32_t byte_len)
 {
@@ -105,14 +74,14 @@ static void axon_rc_iface_rx_completion(axon_rc_iface_t *iface, const axon_dev_w
         /* a QP of the SRQ went to error while receiving: the send side reports it */
         axon_debug("%s: receive completion: %s", iface->name,
                    axon_dev_wc_status_str(wc->status));
-        axon_rc_iface_rx_return(iface, buf);
+        axon_verbs_srq_ring_return(&iface->rx, buf);
         return;
     }
     conn = axon_rc_conn_by_qpn(iface, wc->qp_num);
     if (__builtin_expect((conn == NULL) || (wc->byte_len < sizeof(*hdr)), 0)) {
         axon_debug("%s: %u-byte message on unknown QP 0x%x dropped", iface->name, wc->byte_len,
                    wc->qp_num);
-        axon_rc_iface_rx_return(iface, buf);
+        axon_verbs_srq_ring_return(&iface->rx, buf);
         return;
     }
     conn->last_heard_ns = 0;   /* heard: the timer pass restarts the idle clock */
@@ -131,7 +100,7 @@ static void axon_rc_iface_rx_completion(axon_rc_iface_t *iface, const axon_dev_w
     } else {
         axon_rc_conn_rx_ctrl(conn, hdr->type);
     }
-    axon_rc_iface_rx_return(iface, buf);
+    axon_verbs_srq_ring_return(&iface->rx, buf);
     if (__builtin_expect(conn->flags & AXON_RC_CONN_F_CREDIT_PENDING, 0)) {
         axon_rc_conn_post_pending(conn);
     }
@@ -212,9 +181,7 @@ unsigned axon_rc_iface_poll(axon_rc_iface_t *iface)
         axon_rc_iface_rx_completion(iface, &wc[i]);
     }
     events += (n > 0) ? (unsigned)n : 0;
-    if (iface->rx_refill > 0) {
-        axon_rc_iface_refill(iface);
-    }
+    axon_verbs_srq_ring_refill(&iface->rx);
 
     n = axon_dev_poll_cq(iface->send_cq, AXON_RC_POLL_BATCH, wc);
     for (i = 0; i < n; ++i) {
@@ -243,37 +210,10 @@ static unsigned axon_rc_iface_progress(axon_iface_t *tl_iface)
 
 static axon_status_t axon_rc_iface_rx_init(axon_rc_iface_t *iface)
 {
-    const axon_rc_config_t *c = &iface->config;
-    axon_dev_srq_init_attr_t srq_attr;
-    unsigned i;
-    int ret;
-
-    memset(&srq_attr, 0, sizeof(srq_attr));
-    srq_attr.attr.max_wr  = c->rx_queue_len;
-    srq_attr.attr.max_sge = 1;
-    ret = axon_dev_create_srq(iface->dev.pd, &srq_attr, &iface->srq);
-    if (ret != 0) {
-        axon_error("%s: create_srq(%u): %d", iface->name, c->rx_queue_len, ret);
-        return AXON_ERR_IO_ERROR;
-    }
-    iface->rx_wrs  = calloc(c->rx_queue_len, sizeof(*iface->rx_wrs));
-    iface->rx_sges = calloc(c->rx_queue_len, sizeof(*iface->rx_sges));
-    if ((iface->rx_wrs == NULL) || (iface->rx_sges == NULL)) {
-        axon_error("%s: cannot allocate %u receive descriptors", iface->name, c->rx_queue_len);
-        return AXON_ERR_NO_MEMORY;
-    }
-    for (i = 0; i < c->rx_queue_len; ++i) {
-        iface->rx_sges[i].length = (uint32_t)(sizeof(axon_rc_hdr_t) + iface->seg_size);
-        iface->rx_sges[i].lkey   = axon_verbs_bufpool_lkey(&iface->rx_pool);
-        iface->rx_wrs[i].sg_list = &iface->rx_sges[i];
-        iface->rx_wrs[i].num_sge = 1;
-    }
-    /* every buffer goes to the SRQ now: the pool only owns the memory */
-    for (i = 0; i < c->rx_queue_len; ++i) {
-        axon_rc_iface_rx_return(iface, axon_verbs_bufpool_get(&iface->rx_pool));
-    }
-    axon_rc_iface_refill(iface);
-    return (iface->rx_refill == 0) ? AXON_OK : AXON_ERR_IO_ERROR;
+    return axon_verbs_srq_ring_init(&iface->rx, &iface->dev, &iface->rx_pool,
+                                    iface->config.rx_queue_len,
+                                    (uint32_t)(sizeof(axon_rc_hdr_t) + iface->seg_size),
+                                    iface->name);
 }
 
 axon_status_t axon_rc_iface_open(const axon_resource_t *resource, const axon_rc_config_t *c,
@@ -361,11 +301,7 @@ static void axon_rc_iface_close(axon_iface_t *tl_iface)
     iface->cm->cleanup(iface);
     axon_rc_conn_iface_cleanup(iface);
     axon_rc_layout_keys_cleanup(iface);
-    if ((iface->srq != NULL) && ((ret = axon_dev_destroy_srq(iface->srq)) != 0)) {
-        axon_warn("%s: destroy_srq: %d", iface->name, ret);
-    }
-    /* buffers posted to the SRQ are gone with it */
-    iface->rx_pool.num_free = iface->rx_pool.count;
+    axon_verbs_srq_ring_cleanup(&iface->rx);
     axon_verbs_bufpool_cleanup(&iface->rx_pool);
     axon_verbs_bufpool_cleanup(&iface->tx_pool);
     axon_verbs_bufpool_cleanup(&iface->amo_pool);
@@ -375,7 +311,5 @@ static void axon_rc_iface_close(axon_iface_t *tl_iface)
     if ((iface->send_cq != NULL) && ((ret = axon_dev_destroy_cq(iface->send_cq)) != 0)) {
         axon_warn("%s: destroy_cq: %d", iface->name, ret);
     }
-    free(iface->rx_wrs);
-    free(iface->rx_sges);
     free(iface);
 }

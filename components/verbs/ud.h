@@ -116,13 +116,6 @@ static inline axon_ud_hdr_t *axon_ud_desc_hdr(axon_ud_desc_t *desc)
     return (axon_ud_hdr_t *)((char *)desc + AXON_UD_DESC_LEN);
 }
 
-/* An address handle shared by every connection to one peer port */
-typedef struct axon_ud_ah {
-    axon_list_link_t      link;     /* iface->ahs */
-    axon_verbs_dev_addr_t addr;
-    axon_dev_ah_t        *ah;
-    unsigned              refcnt;
-} axon_ud_ah_t;
 
 /* Connection states */
 typedef enum {
@@ -171,7 +164,7 @@ struct axon_ud_conn {
     uint64_t          last_rx_ns;  /* last valid packet from the peer */
     uint64_t          timer_ns;    /* last ping sent, or the linger deadline */
     uint64_t          peer_uuid;
-    axon_ud_ah_t     *ah;
+    axon_verbs_ah_entry_t *ah;   /* shared by every connection to the peer's port */
     uint32_t          alive_qpn;   /* the peer's alive QP, 0 if it has none */
     uint64_t          alive_ns;    /* last ALIVE from the peer (0: none) */
     uint64_t          probe_ns;    /* last PROBE sent */
@@ -252,7 +245,7 @@ typedef struct axon_ud_iface {
     axon_list_link_t        hash[AXON_UD_HASH_SIZE];
     axon_list_link_t        active;        /* conns with something unacked */
     axon_list_link_t        work;          /* conns with an ack, post, goodbye or report due */
-    axon_list_link_t        ahs;
+    axon_verbs_ah_cache_t   ahs;
     unsigned                reports;       /* conns with AXON_UD_CONN_REPORT */
     axon_ud_alive_t         alive;
     char                    name[AXON_DEV_NAME_MAX + 8];  /* "ud/softib0:1" */

@@ -31,46 +31,6 @@ static inline axon_list_link_t *axon_ud_hash_bucket(axon_ud_iface_t *iface, uint
     return &iface->hash[(uuid * 0x9E3779B97F4A7C15ull) >> 56 & (AXON_UD_HASH_SIZE - 1)];
 }
 
-static axon_ud_ah_t *axon_ud_ah_get(axon_ud_iface_t *iface, const axon_verbs_dev_addr_t *addr)
-{
-    axon_ud_ah_t *entry;
-
-    axon_list_for_each(entry, &iface->ahs, link) {
-        if (!memcmp(entry->addr.gid, addr->gid, sizeof(addr->gid)) &&
-            (entry->addr.lid == addr->lid)) {
-            ++entry->refcnt;
-            return entry;
-        }
-    }
-    entry = calloc(1, sizeof(*entry));
-    if (entry == NULL) {
-        axon_error("%s: cannot allocate an address handle entry", iface->name);
-        return NULL;
-    }
-    if (axon_verbs_ah_create(&iface->dev, addr, &entry->ah) != AXON_OK) {
-        free(entry);
-        return NULL;
-    }
-    entry->addr   = *addr;
-    entry->refcnt = 1;
-    axon_list_add_tail(&iface->ahs, &entry->link);
-    return entry;
-}
-
-static void axon_ud_ah_put(axon_ud_ah_t *entry)
-{
-    int ret;
-
-    if (--entry->refcnt > 0) {
-        return;
-    }
-    axon_list_del(&entry->link);
-    if ((ret = axon_dev_destroy_ah(entry->ah)) != 0) {
-        axon_warn("ud: destroy_ah: %s", strerror(ret));
-    }
-    free(entry);
-}
-
 /* A free slot of the id table (grows it when full); -1 if out of memory or ids. */
 static int axon_ud_conn_slot(axon_ud_iface_t *iface, unsigned *index_p)
 {
@@ -119,7 +79,7 @@ axon_ud_conn_t *axon_ud_conn_new(axon_ud_iface_t *iface, uint64_t peer_uuid,
     if (axon_ud_conn_slot(iface, &index) != 0) {
         goto err_free;
     }
-    conn->ah = axon_ud_ah_get(iface, addr);
+    conn->ah = axon_verbs_ah_cache_get(&iface->ahs, addr);
     if (conn->ah == NULL) {
         goto err_free;
     }
@@ -194,7 +154,7 @@ void axon_ud_conn_free(axon_ud_conn_t *conn)
     axon_list_del(&conn->work_link);
     iface->conns[conn->id & AXON_UD_ID_INDEX_MASK] = NULL;
     --iface->num_conns;
-    axon_ud_ah_put(conn->ah);
+    axon_verbs_ah_cache_put(&iface->ahs, conn->ah);
     free(conn);
 }
 
@@ -587,6 +547,7 @@ static void axon_ud_iface_cleanup(axon_ud_iface_t *iface)
     free(iface->reasm_mem);
     free(iface->reasm_free);
     free(iface->bcopy_buf);
+    axon_verbs_ah_cache_cleanup(&iface->ahs);   /* empty unless a connection leaked */
     axon_verbs_dev_close(&iface->dev);
     free(iface);
 }
@@ -672,13 +633,13 @@ axon_status_t axon_ud_iface_open(const axon_resource_t *resource, const void *co
     }
     axon_list_init(&iface->active);
     axon_list_init(&iface->work);
-    axon_list_init(&iface->ahs);
 
     status = axon_verbs_dev_open(&iface->dev, resource->dev_name, (int)config->gid_index);
     if (status != AXON_OK) {
         free(iface);
         return status;
     }
+    axon_verbs_ah_cache_init(&iface->ahs, &iface->dev, iface->name);
     if (axon_dev_mtu_bytes(iface->dev.port_attr.active_mtu) <= sizeof(axon_ud_hdr_t)) {
         axon_error("%s: port MTU code %d is unusable", iface->name,
                    iface->dev.port_attr.active_mtu);

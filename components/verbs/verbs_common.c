@@ -369,6 +369,92 @@ axon_status_t axon_verbs_ah_create(axon_verbs_dev_t *dev, const axon_verbs_dev_a
 
 /* ------------------------------------------------------------ buffer pool */
 
+void axon_verbs_ah_cache_init(axon_verbs_ah_cache_t *cache, axon_verbs_dev_t *dev,
+                              const char *name)
+{
+    memset(cache, 0, sizeof(*cache));
+    cache->dev  = dev;
+    cache->name = name;
+}
+
+static axon_verbs_ah_entry_t **axon_verbs_ah_bucket(axon_verbs_ah_cache_t *cache,
+                                                    const axon_verbs_dev_addr_t *addr)
+{
+    uint64_t h = addr->lid;
+    unsigned i;
+
+    for (i = 0; i < sizeof(addr->gid); ++i) {
+        h = h * 31 + addr->gid[i];
+    }
+    return &cache->buckets[((h * 0x9E3779B97F4A7C15ull) >> 58) & (AXON_VERBS_AH_BUCKETS - 1)];
+}
+
+axon_verbs_ah_entry_t *axon_verbs_ah_cache_get(axon_verbs_ah_cache_t *cache,
+                                               const axon_verbs_dev_addr_t *addr)
+{
+    axon_verbs_ah_entry_t **bucket = axon_verbs_ah_bucket(cache, addr);
+    axon_verbs_ah_entry_t *entry;
+
+    for (entry = *bucket; entry != NULL; entry = entry->next) {
+        if (!memcmp(entry->addr.gid, addr->gid, sizeof(addr->gid)) &&
+            (entry->addr.lid == addr->lid)) {
+            ++entry->refcnt;
+            return entry;
+        }
+    }
+    entry = calloc(1, sizeof(*entry));
+    if (entry == NULL) {
+        axon_error("%s: cannot allocate an address handle entry", cache->name);
+        return NULL;
+    }
+    if (axon_verbs_ah_create(cache->dev, addr, &entry->ah) != AXON_OK) {
+        free(entry);
+        return NULL;
+    }
+    entry->addr   = *addr;
+    entry->refcnt = 1;
+    entry->next   = *bucket;
+    *bucket       = entry;
+    return entry;
+}
+
+static void axon_verbs_ah_entry_free(axon_verbs_ah_cache_t *cache, axon_verbs_ah_entry_t *entry)
+{
+    int ret = axon_dev_destroy_ah(entry->ah);
+
+    if (ret != 0) {
+        axon_warn("%s: destroy_ah: %d", cache->name, ret);
+    }
+    free(entry);
+}
+
+void axon_verbs_ah_cache_put(axon_verbs_ah_cache_t *cache, axon_verbs_ah_entry_t *entry)
+{
+    axon_verbs_ah_entry_t **pp = axon_verbs_ah_bucket(cache, &entry->addr);
+
+    if (--entry->refcnt > 0) {
+        return;
+    }
+    while (*pp != entry) {
+        pp = &(*pp)->next;
+    }
+    *pp = entry->next;
+    axon_verbs_ah_entry_free(cache, entry);
+}
+
+void axon_verbs_ah_cache_cleanup(axon_verbs_ah_cache_t *cache)
+{
+    axon_verbs_ah_entry_t *entry;
+    unsigned i;
+
+    for (i = 0; i < AXON_VERBS_AH_BUCKETS; ++i) {
+        while ((entry = cache->buckets[i]) != NULL) {
+            cache->buckets[i] = entry->next;
+            axon_verbs_ah_entry_free(cache, entry);
+        }
+    }
+}
+
 axon_status_t axon_verbs_bufpool_init(axon_verbs_bufpool_t *bp, axon_verbs_dev_t *dev,
                                       const char *name, size_t elem_size, unsigned count)
 {
@@ -425,6 +511,79 @@ void axon_verbs_bufpool_cleanup(axon_verbs_bufpool_t *bp)
 }
 
 /* ------------------------------------------------------------ QPs */
+
+axon_status_t axon_verbs_srq_ring_init(axon_verbs_srq_ring_t *ring, axon_verbs_dev_t *dev,
+                                       axon_verbs_bufpool_t *pool, unsigned len,
+                                       uint32_t buf_len, const char *name)
+{
+    axon_dev_srq_init_attr_t srq_attr;
+    unsigned i;
+    int ret;
+
+    memset(ring, 0, sizeof(*ring));
+    ring->pool = pool;
+    ring->name = name;
+    memset(&srq_attr, 0, sizeof(srq_attr));
+    srq_attr.attr.max_wr  = len;
+    srq_attr.attr.max_sge = 1;
+    ret = axon_dev_create_srq(dev->pd, &srq_attr, &ring->srq);
+    if (ret != 0) {
+        axon_error("%s: create_srq(%u): %d", name, len, ret);
+        return AXON_ERR_IO_ERROR;
+    }
+    ring->wrs  = calloc(len, sizeof(*ring->wrs));
+    ring->sges = calloc(len, sizeof(*ring->sges));
+    if ((ring->wrs == NULL) || (ring->sges == NULL)) {
+        axon_error("%s: cannot allocate %u receive descriptors", name, len);
+        return AXON_ERR_NO_MEMORY;
+    }
+    for (i = 0; i < len; ++i) {
+        ring->sges[i].length = buf_len;
+        ring->sges[i].lkey   = axon_verbs_bufpool_lkey(pool);
+        ring->wrs[i].sg_list = &ring->sges[i];
+        ring->wrs[i].num_sge = 1;
+    }
+    /* every buffer goes to the SRQ now: the pool only owns the memory */
+    for (i = 0; i < len; ++i) {
+        axon_verbs_srq_ring_return(ring, axon_verbs_bufpool_get(pool));
+    }
+    axon_verbs_srq_ring_refill(ring);
+    return (ring->refill == 0) ? AXON_OK : AXON_ERR_IO_ERROR;
+}
+
+void axon_verbs_srq_ring_refill(axon_verbs_srq_ring_t *ring)
+{
+    axon_dev_recv_wr_t *bad;
+    int ret;
+
+    if (ring->refill == 0) {
+        return;
+    }
+    ring->wrs[ring->refill - 1].next = NULL;
+    ret = axon_dev_post_srq_recv(ring->srq, ring->wrs, &bad);
+    if (ret != 0) {
+        axon_error("%s: post_srq_recv of %u buffers failed: %d", ring->name, ring->refill, ret);
+        return;   /* kept for the next try */
+    }
+    ring->refill = 0;
+}
+
+void axon_verbs_srq_ring_cleanup(axon_verbs_srq_ring_t *ring)
+{
+    int ret;
+
+    if ((ring->srq != NULL) && ((ret = axon_dev_destroy_srq(ring->srq)) != 0)) {
+        axon_warn("%s: destroy_srq: %d", ring->name, ret);
+    }
+    ring->srq = NULL;
+    if (ring->pool != NULL) {
+        ring->pool->num_free = ring->pool->count;   /* posted buffers went with the SRQ */
+    }
+    free(ring->wrs);
+    free(ring->sges);
+    ring->wrs  = NULL;
+    ring->sges = NULL;
+}
 
 axon_status_t axon_verbs_qp_create(axon_verbs_dev_t *dev, axon_verbs_qp_params_t *params,
                                    axon_dev_qp_t **qp_p, axon_dev_qp_cap_t *cap_p)

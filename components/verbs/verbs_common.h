@@ -122,6 +122,36 @@ void axon_verbs_ah_attr_fill(const axon_verbs_dev_t *dev, const axon_verbs_dev_a
 axon_status_t axon_verbs_ah_create(axon_verbs_dev_t *dev, const axon_verbs_dev_addr_t *addr,
                                    axon_dev_ah_t **ah_p);
 
+/*
+ * Address handles by destination port, shared by every connection or
+ * target there (ud, dc): get finds or makes one and takes a reference, put
+ * drops it (the handle goes with the last), cleanup destroys what is left.
+ * Not thread-safe (one worker).
+ */
+#define AXON_VERBS_AH_BUCKETS 64
+
+typedef struct axon_verbs_ah_entry {
+    struct axon_verbs_ah_entry *next;      /* hash chain */
+    axon_verbs_dev_addr_t       addr;
+    axon_dev_ah_t              *ah;
+    unsigned                    refcnt;
+} axon_verbs_ah_entry_t;
+
+typedef struct axon_verbs_ah_cache {
+    axon_verbs_dev_t      *dev;
+    const char            *name;           /* the iface's, for log lines */
+    axon_verbs_ah_entry_t *buckets[AXON_VERBS_AH_BUCKETS];
+} axon_verbs_ah_cache_t;
+
+void                   axon_verbs_ah_cache_init(axon_verbs_ah_cache_t *cache,
+                                                axon_verbs_dev_t *dev, const char *name);
+/* NULL when no handle could be made (logged) */
+axon_verbs_ah_entry_t *axon_verbs_ah_cache_get(axon_verbs_ah_cache_t *cache,
+                                               const axon_verbs_dev_addr_t *addr);
+void                   axon_verbs_ah_cache_put(axon_verbs_ah_cache_t *cache,
+                                               axon_verbs_ah_entry_t *entry);
+void                   axon_verbs_ah_cache_cleanup(axon_verbs_ah_cache_t *cache);
+
 /* ------------------------------------------------------------ buffer pool */
 
 /*
@@ -178,6 +208,43 @@ static inline void *axon_verbs_bufpool_at(const axon_verbs_bufpool_t *bp, unsign
 static inline unsigned axon_verbs_bufpool_index(const axon_verbs_bufpool_t *bp, const void *buf)
 {
     return (unsigned)(((const uint8_t *)buf - bp->base) / bp->elem_size);
+}
+
+/* ------------------------------------------------------------ SRQ receive ring */
+
+/*
+ * Every buffer of a pool posted to a shared receive queue (rc, dc): a
+ * buffer whose message was handled comes back (return) and the ones back go
+ * to the SRQ in one post (refill), one call per batch. Not thread-safe (one
+ * worker). A failed post keeps the chain for the next refill.
+ */
+typedef struct axon_verbs_srq_ring {
+    axon_dev_srq_t       *srq;
+    axon_verbs_bufpool_t *pool;
+    axon_dev_recv_wr_t   *wrs;      /* the refill chain: one WR and SGE per buffer */
+    axon_dev_sge_t       *sges;
+    unsigned              refill;   /* buffers in the chain, not posted yet */
+    const char           *name;     /* the iface's, for log lines */
+} axon_verbs_srq_ring_t;
+
+/* An SRQ of len receives of buf_len bytes each, every buffer of pool (len of them) posted. */
+axon_status_t axon_verbs_srq_ring_init(axon_verbs_srq_ring_t *ring, axon_verbs_dev_t *dev,
+                                       axon_verbs_bufpool_t *pool, unsigned len,
+                                       uint32_t buf_len, const char *name);
+void          axon_verbs_srq_ring_refill(axon_verbs_srq_ring_t *ring);
+/* The SRQ and what it holds: the pool's buffers are all free again (for its cleanup). */
+void          axon_verbs_srq_ring_cleanup(axon_verbs_srq_ring_t *ring);
+
+/* Queue a receive buffer for the next refill. */
+static inline void axon_verbs_srq_ring_return(axon_verbs_srq_ring_t *ring, void *buf)
+{
+    unsigned i = ring->refill++;
+
+    ring->sges[i].addr = (uintptr_t)buf;
+    ring->wrs[i].wr_id = (uintptr_t)buf;
+    if (i > 0) {
+        ring->wrs[i - 1].next = &ring->wrs[i];
+    }
 }
 
 /*
