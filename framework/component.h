@@ -330,7 +330,8 @@ typedef struct axon_iface_ops {
      * (shm: one process_vm_readv; rc: one RDMA read through a local UMR
      * key, ABI 12). Same returns, except that with comp NULL it is done at
      * once or not at all (AXON_ERR_UNSUPPORTED: the caller falls back, rc
-     * always). iov_count is at most AXON_TL_IOV_MAX.
+     * always), and AXON_ERR_NO_RESOURCE: nothing done, resources busy, try
+     * again after progress. iov_count is at most AXON_TL_IOV_MAX.
      */
     axon_status_t (*ep_get_zcopy_iov)(axon_tl_ep_t *ep, const struct iovec *iov,
                                       size_t iov_count, uint64_t remote_addr, const void *rkey,

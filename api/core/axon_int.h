@@ -112,6 +112,7 @@ struct axon_worker {
     axon_mpool_t         frag_mp;         /* reassembly of multi-fragment messages */
     axon_tag_match_t     tm[AXON_TAG_SPACES];  /* the application's, the collectives' */
     axon_list_link_t     teams;           /* collectives: every team of the worker */
+    struct iovec         zcopy_iov[AXON_TL_IOV_MAX];  /* rma.c: a layout's runs for one op */
     struct axon_team_gen *team_gens;      /* teams made so far over each set of members */
     unsigned             num_team_gens;
     axon_list_link_t     coll_polls;      /* offloaded collectives whose device chain runs */
@@ -130,6 +131,7 @@ struct axon_worker {
     size_t               address_length;
     int                  in_progress;     /* >0 inside axon_worker_progress */
     unsigned             progress_calls;  /* idle ifaces are polled once in AXON_IFACE_IDLE_POLLS */
+    uint64_t             iface_events;    /* events the ifaces handled: busy lanes may be free */
     axon_idle_t          idle;            /* when empty progress calls yield the core */
     axon_list_link_t     mem_link;        /* in the context's workers (mem.c) */
     uint32_t             rma_fence_epoch; /* axon_worker_fence calls (rma.c) */

@@ -110,6 +110,8 @@ struct axon_request {
             size_t             offset;
             size_t             done;
             size_t             zc_len;      /* bytes of the transport op in flight */
+            uint64_t           iov_busy_at; /* worker->iface_events when the lane's
+                                             * batch was busy (+1: never) */
             union {
                 struct {
                     uint8_t          *buffer;    /* contiguous, or the layout's base */

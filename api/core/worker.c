@@ -237,6 +237,7 @@ unsigned axon_worker_progress(axon_worker_h worker)
         }
         count += iface->ops->iface_progress(iface);
     }
+    worker->iface_events += count;
     if (worker->proto_polls > 0) {
         count += axon_protocols_progress(worker);
     }

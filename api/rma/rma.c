@@ -126,6 +126,7 @@ axon_request_h axon_rma_request_get(axon_ep_h ep, const axon_request_param_t *pa
     req->rma.offset     = 0;
     req->rma.done       = 0;
     req->rma.zc_len     = 0;
+    req->rma.iov_busy_at = 0;
     axon_list_init(&req->rma.op_link);
     return req;
 }
@@ -276,11 +277,8 @@ static axon_status_t axon_rma_local_run(axon_request_h req)
     return AXON_OK;
 }
 
-/* Runs of a layout one operation moves where the lane takes several local pieces. */
-#define AXON_RMA_ZCOPY_IOV 256
-
 /*
- * The next AXON_RMA_ZCOPY_IOV runs of a layout (at most max bytes) in one
+ * The next AXON_TL_IOV_MAX runs of a layout (at most max bytes) in one
  * operation: done at once (shm: one process_vm_readv/writev) or in
  * progress (rc: one RDMA operation through a local UMR key); *len_p says
  * how many bytes they hold.
@@ -288,13 +286,13 @@ static axon_status_t axon_rma_local_run(axon_request_h req)
 static axon_status_t axon_rma_zcopy_runs(axon_request_h req, const axon_lane_t *lane,
                                          const void *tl_rkey, size_t max, size_t *len_p)
 {
-    struct iovec iov[AXON_RMA_ZCOPY_IOV];
+    struct iovec *iov = req->worker->zcopy_iov;   /* one op at a time per worker */
     size_t start = req->rma.offset, pos = start, end = req->rma.length, run, n;
 
     if ((max != 0) && (end - start > max)) {
         end = start + max;
     }
-    for (n = 0; (n < AXON_RMA_ZCOPY_IOV) && (pos < end); ++n, pos += run) {
+    for (n = 0; (n < AXON_TL_IOV_MAX) && (pos < end); ++n, pos += run) {
         iov[n].iov_base = axon_layout_cursor_run(&req->rma.data.cursor, pos, &run);
         run             = (run < end - pos) ? run : end - pos;
         iov[n].iov_len  = run;
@@ -331,6 +329,11 @@ static axon_status_t axon_rma_zcopy_push(axon_request_h req)
                 ((req->rma.kind == AXON_RMA_KIND_PUT) ? (lane->ops->ep_put_zcopy_iov != NULL) :
                                                         (lane->ops->ep_get_zcopy_iov != NULL));
 
+    /* a lane busy for batches is asked again once its iface had events, not at every
+     * progress: a batch is a walk of up to AXON_TL_IOV_MAX runs */
+    if (batch && (req->rma.iov_busy_at == req->worker->iface_events + 1)) {
+        return AXON_ERR_NO_RESOURCE;
+    }
     while (batch && (req->rma.offset < req->rma.length) && !(req->flags & AXON_REQUEST_TL_BUSY)) {
         status = axon_rma_zcopy_runs(req, lane, tl_rkey, max, &len);
         if (status == AXON_OK) {
@@ -340,6 +343,9 @@ static axon_status_t axon_rma_zcopy_push(axon_request_h req)
             axon_rma_zcopy_posted(req, len, 0);
         } else if (status == AXON_ERR_UNSUPPORTED) {
             batch = 0;   /* not in batches here (rc without UMR): run by run */
+        } else if (status == AXON_ERR_NO_RESOURCE) {
+            req->rma.iov_busy_at = req->worker->iface_events + 1;
+            return status;   /* keys or slots busy: queued, tried again after events */
         } else {
             axon_rma_op_fail(req, status);
         }

@@ -199,8 +199,9 @@ static axon_status_t axon_rndv_recv_get_layout(axon_request_h req, const axon_la
             status = lane->ops->ep_get_zcopy_iov(lane->tl_ep, iov, n, rts->address + start,
                                                  rkey, NULL);
         }
-        if ((status == AXON_ERR_UNSUPPORTED) && (start == 0)) {
-            return status;
+        if (((status == AXON_ERR_UNSUPPORTED) || (status == AXON_ERR_NO_RESOURCE)) &&
+            (start == 0)) {
+            return AXON_ERR_UNSUPPORTED;   /* streamed instead */
         }
     }
     axon_rndv_get_done(&req->tl_comp, status);

@@ -240,6 +240,7 @@ struct axon_rc_iface {
     /* Local layout keys (rc_layout.c): made at the first use, 1 ready, -1 none */
     axon_rc_layout_key_t     *layout_keys;
     axon_rc_layout_key_t     *layout_free;
+    axon_dev_mem_region_t    *layout_regs;   /* a fill's entries, copied by the post */
     int                       layout_keys_state;
     /* Keep-alive target: peers' zero-length writes name it */
     void                     *ka_buf;

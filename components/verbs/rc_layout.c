@@ -8,16 +8,17 @@
  * first, not after, keeps a key whose last operation failed usable. The pieces' span is registered through the
  * registration cache like any zero-copy buffer, and the key returns to the
  * pool when the operation completes. Without UMR on the device or the QP
- * (a QP the RDMA CM made), or with no key free, the caller moves the
- * pieces one operation each.
+ * (a QP the RDMA CM made) the caller moves the pieces one operation each;
+ * with no key or send slot free it tries again after completions
+ * (AXON_ERR_NO_RESOURCE).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "rc.h"
 
-#define AXON_RC_LAYOUT_KEYS    4     /* operations in flight through local layout keys */
-#define AXON_RC_LAYOUT_ENTRIES 256   /* pieces of one operation */
+#define AXON_RC_LAYOUT_KEYS    8     /* operations in flight through local layout keys */
+#define AXON_RC_LAYOUT_ENTRIES AXON_TL_IOV_MAX   /* pieces of one operation */
 
 struct axon_rc_layout_key {
     axon_dev_mr_t             *mkey;
@@ -40,7 +41,9 @@ void axon_rc_layout_keys_cleanup(axon_rc_iface_t *iface)
         }
     }
     free(iface->layout_keys);
+    free(iface->layout_regs);
     iface->layout_keys = NULL;
+    iface->layout_regs = NULL;
 }
 
 /* The pool, made once: -1 (and a debug line) where the device has no UMR. */
@@ -59,7 +62,9 @@ static int axon_rc_layout_keys_init(axon_rc_iface_t *iface)
         return -1;
     }
     iface->layout_keys = calloc(AXON_RC_LAYOUT_KEYS, sizeof(*iface->layout_keys));
-    if (iface->layout_keys == NULL) {
+    iface->layout_regs = calloc(AXON_RC_LAYOUT_ENTRIES, sizeof(*iface->layout_regs));
+    if ((iface->layout_keys == NULL) || (iface->layout_regs == NULL)) {
+        axon_rc_layout_keys_cleanup(iface);
         return -1;
     }
     memset(&attr, 0, sizeof(attr));
@@ -89,26 +94,71 @@ void axon_rc_layout_key_put(axon_rc_iface_t *iface, axon_rc_layout_key_t *key)
     iface->layout_free = key;
 }
 
-/* The fill of key with iov (n pieces, all in region), its packed bytes at base. */
+/* Pieces of one length at one forward stride (a strided layout's runs): a repeat fill */
+typedef struct axon_rc_layout_repeat {
+    size_t                      byte_count, stride, count;
+    axon_dev_mem_repeat_block_t block;
+} axon_rc_layout_repeat_t;
+
+static int axon_rc_layout_regular(const struct iovec *iov, size_t n, axon_rc_layout_repeat_t *r)
+{
+    uintptr_t stride;
+    size_t i;
+
+    if (n < 2) {
+        return 0;
+    }
+    stride = (uintptr_t)iov[1].iov_base - (uintptr_t)iov[0].iov_base;
+    if ((stride < iov[0].iov_len) || (stride > PTRDIFF_MAX)) {
+        return 0;
+    }
+    for (i = 1; i < n; ++i) {
+        if ((iov[i].iov_len != iov[0].iov_len) ||
+            ((uintptr_t)iov[i].iov_base - (uintptr_t)iov[i - 1].iov_base != stride)) {
+            return 0;
+        }
+    }
+    r->byte_count = iov[0].iov_len;
+    r->stride     = stride;
+    r->count      = n;
+    return 1;
+}
+
+/* The fill of key with iov (n pieces, all in mr), its packed bytes at the first piece:
+ * one repeated entry for a regular stride, else a list (entries in regs). */
 static void axon_rc_layout_fill_wr(axon_dev_send_wr_t *wr, axon_dev_mem_region_t *regs,
-                                   const axon_rc_layout_key_t *key, const struct iovec *iov,
-                                   size_t n, axon_dev_mr_t *mr, uint32_t max_inline)
+                                   axon_rc_layout_repeat_t *r, const axon_rc_layout_key_t *key,
+                                   const struct iovec *iov, size_t n, axon_dev_mr_t *mr,
+                                   uint32_t max_inline)
 {
     size_t i;
 
+    memset(wr, 0, sizeof(*wr));
+    wr->opcode                = AXON_DEV_WR_UMR_FILL;
+    wr->wr.umr.exp_access     = AXON_DEV_ACCESS_LOCAL_WRITE;
+    wr->wr.umr.modified_mr    = key->mkey;
+    wr->wr.umr.base_addr      = (uintptr_t)iov[0].iov_base;
+    if (axon_rc_layout_regular(iov, n, r)) {
+        r->block.base_addr                          = (uintptr_t)iov[0].iov_base;
+        r->block.mr                                 = mr;
+        r->block.byte_count                         = &r->byte_count;
+        r->block.stride                             = &r->stride;
+        wr->send_flags                              = AXON_DEV_SEND_INLINE;
+        wr->wr.umr.umr_type                         = AXON_DEV_UMR_REPEAT;
+        wr->wr.umr.num_mrs                          = 1;
+        wr->wr.umr.mem_list.rb.mem_repeat_block_list = &r->block;
+        wr->wr.umr.mem_list.rb.repeat_count         = &r->count;
+        wr->wr.umr.mem_list.rb.stride_dim           = 1;
+        return;
+    }
     for (i = 0; i < n; ++i) {
         regs[i].base_addr = (uintptr_t)iov[i].iov_base;
         regs[i].mr        = mr;
         regs[i].length    = iov[i].iov_len;
     }
-    memset(wr, 0, sizeof(*wr));
-    wr->opcode                       = AXON_DEV_WR_UMR_FILL;
     wr->send_flags                   = (n <= max_inline) ? AXON_DEV_SEND_INLINE : 0;
     wr->wr.umr.umr_type              = AXON_DEV_UMR_MR_LIST;
     wr->wr.umr.memory_objects        = (n <= max_inline) ? NULL : key->list;
-    wr->wr.umr.exp_access            = AXON_DEV_ACCESS_LOCAL_WRITE;
-    wr->wr.umr.modified_mr           = key->mkey;
-    wr->wr.umr.base_addr             = (uintptr_t)iov[0].iov_base;
     wr->wr.umr.num_mrs               = (uint32_t)n;
     wr->wr.umr.mem_list.mem_reg_list = regs;
 }
@@ -139,8 +189,8 @@ static axon_status_t axon_rc_ep_rdma_iov(axon_tl_ep_t *tl_ep, axon_dev_wr_opcode
 {
     axon_rc_ep_t *ep = (axon_rc_ep_t *)tl_ep;
     axon_rc_iface_t *iface = (axon_rc_iface_t *)tl_ep->iface;
-    axon_dev_mem_region_t regs[AXON_RC_LAYOUT_ENTRIES];
     axon_rc_conn_t *conn = ep->conn;
+    axon_rc_layout_repeat_t repeat;
     axon_rcache_region_t *region;
     axon_rc_layout_key_t *key;
     axon_dev_send_wr_t inval, fill, wr;
@@ -152,9 +202,16 @@ static axon_status_t axon_rc_ep_rdma_iov(axon_tl_ep_t *tl_ep, axon_dev_wr_opcode
 
     /* done at once is not what RDMA does: only with a completion */
     if ((comp == NULL) || (conn == NULL) || (n == 0) || (n > AXON_RC_LAYOUT_ENTRIES) ||
-        !(conn->flags & AXON_RC_CONN_F_UMR) || (axon_rc_layout_keys_init(iface) < 0) ||
-        (iface->layout_free == NULL)) {
+        !(conn->flags & AXON_RC_CONN_F_UMR) || (axon_rc_layout_keys_init(iface) < 0)) {
         return AXON_ERR_UNSUPPORTED;
+    }
+    if ((conn->state != AXON_RC_CONN_OPEN) || (conn->flags & AXON_RC_CONN_F_RTU_PENDING)) {
+        return AXON_ERR_UNSUPPORTED;   /* not connected yet: the caller goes another way */
+    }
+    /* three WRs (invalidate, fill, the operation) and a key: else wait for completions */
+    if ((conn->tx_posted + 3 - conn->tx_completed > conn->tx_depth) ||
+        (iface->tx_cq_avail < 3) || (iface->layout_free == NULL)) {
+        return AXON_ERR_NO_RESOURCE;
     }
     total = axon_rc_layout_span(iov, n, &lo, &hi);
     if ((total == 0) || (total > UINT32_MAX) || (rkey_buf == NULL)) {
@@ -166,19 +223,13 @@ static axon_status_t axon_rc_ep_rdma_iov(axon_tl_ep_t *tl_ep, axon_dev_wr_opcode
     if (status != AXON_OK) {
         return status;
     }
-    /* three WRs: invalidate, fill, the operation */
-    if ((conn->state != AXON_RC_CONN_OPEN) || (conn->flags & AXON_RC_CONN_F_RTU_PENDING) ||
-        (conn->tx_posted + 3 - conn->tx_completed > conn->tx_depth) ||
-        (iface->tx_cq_avail < 3)) {
-        return AXON_ERR_UNSUPPORTED;
-    }
     if (axon_rcache_get(iface->rcache, (void *)lo, hi - lo, &region) != AXON_OK) {
         return AXON_ERR_UNSUPPORTED;
     }
     key                = iface->layout_free;
     iface->layout_free = key->next;
-    axon_rc_layout_fill_wr(&fill, regs, key, iov, n, (axon_dev_mr_t *)axon_rc_region_mr(region),
-                           conn->umr_inline);
+    axon_rc_layout_fill_wr(&fill, iface->layout_regs, &repeat, key, iov, n,
+                           (axon_dev_mr_t *)axon_rc_region_mr(region), conn->umr_inline);
     memset(&wr, 0, sizeof(wr));
     sge.addr               = (uintptr_t)iov[0].iov_base;
     sge.length             = (uint32_t)total;
