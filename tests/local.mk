@@ -88,6 +88,7 @@ if HAVE_LIBFABRIC
 # The libfabric provider "axon", driven through libfabric (contrib/ofi_provider).
 tests_axon_gtest_SOURCES += tests/gtest/contrib/ofi_provider/test_ofi_provider.cc \
 	tests/gtest/contrib/ofi_provider/test_ofi_provider_iov.cc \
+	tests/gtest/contrib/ofi_provider/test_ofi_provider_rma.cc \
 	tests/gtest/contrib/ofi_provider/ofi_test_node.h
 tests_axon_gtest_LDADD   += -ldl  # libfabric itself is dlopen'ed (see the test)
 endif
@@ -116,5 +117,6 @@ EXTRA_DIST += tests/run_tests.sh tests/test_names.sh tests/README.md tests/tools
 	tests/mpi/comm.c tests/mpi/lat.c tests/mpi/mprobe.c tests/mpi/pingpong.c \
 	tests/mpi/probe.c tests/mpi/ssend.c tests/mpi/storm.c tests/mpi/threads.c \
 	tests/mpi/truncate.c tests/mpi/ring.c tests/ofi/run_fabtests.sh \
-	tests/ofi/fabtests_notrun.txt
+	tests/ofi/fabtests_notrun.txt tests/shmem/run_sos_tests.sh \
+	tests/shmem/sos_selection.txt tests/shmem/sos_baseline.txt
 TESTS += tests/run_tests.sh

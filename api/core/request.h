@@ -79,7 +79,7 @@ struct axon_request {
             size_t               expected;  /* bytes that will arrive (rendezvous) */
             uint64_t             sreq_id;   /* the sender's request (rendezvous) */
             axon_status_t        rndv_status; /* first error of a split rendezvous */
-            uint8_t              rndv_split;  /* both sides copy; ATS when all arrived */
+            uint8_t              rndv_split;  /* AXON_RNDV_SPLIT_*: ATS when all arrived */
             uint8_t              space;       /* AXON_TAG_SPACE_*: whose matching queues */
             axon_tag_recv_info_t info;
             axon_layout_cursor_t cursor;      /* AXON_REQUEST_LAYOUT: buffer is its base */

@@ -59,15 +59,8 @@ static pthread_mutex_t  axon_mem_proc_lock = PTHREAD_MUTEX_INITIALIZER;
 static axon_list_link_t axon_mem_proc_hash[AXON_MEM_HASH_BUCKETS];
 static int              axon_mem_proc_hash_ready;
 
-/*
- * The lock table of mapped user memory, shared with the LOCAL keys that
- * reach it: a key may outlive the mapping (its memory is the caller's), so
- * the table goes with its last user. refcount under axon_mem_proc_lock.
- */
-typedef struct axon_mem_own_locks {
-    axon_amo_lock_table_t table;      /* first: own_locks points here */
-    unsigned              refcount;
-} axon_mem_own_locks_t;
+/* axon_mem_own_locks_t (mem.h): a LOCAL key may outlive the mapping, so it
+ * goes with its last user. */
 
 static inline unsigned axon_mem_bucket(uint64_t token)
 {
@@ -392,7 +385,7 @@ static void axon_mem_free(struct axon_mem *mem)
     free(mem);
 }
 
-/* Locks of memory no domain allocated, shared with the LOCAL keys that reach it. */
+/* The LOCAL keys' view of mem; for memory no domain allocated, its lock table too. */
 static axon_status_t axon_mem_own_locks_create(struct axon_mem *mem)
 {
     axon_mem_own_locks_t *ol;
@@ -404,8 +397,11 @@ static axon_status_t axon_mem_own_locks_create(struct axon_mem *mem)
     }
     axon_amo_lock_table_init(&ol->table);
     ol->refcount   = 1;
+    ol->mapped     = 1;
     mem->own_locks = &ol->table;
-    mem->locks     = mem->own_locks;
+    if (mem->alloc_reg == NULL) {
+        mem->locks = mem->own_locks;   /* allocated memory: the segment's own */
+    }
     return AXON_OK;
 }
 
@@ -459,7 +455,7 @@ axon_status_t axon_mem_map(axon_context_h context, const axon_mem_map_params_t *
     pthread_mutex_unlock(&axon_mem_proc_lock);
 
     status = (params->flags & AXON_MEM_MAP_ALLOCATE) ? axon_mem_alloc(context, mem) : AXON_OK;
-    if ((status == AXON_OK) && (mem->alloc_reg == NULL)) {
+    if (status == AXON_OK) {
         status = axon_mem_own_locks_create(mem);
     }
     if ((status == AXON_OK) && (params->flags & AXON_MEM_MAP_LAYOUT)) {
@@ -510,6 +506,10 @@ static void axon_mem_destroy(struct axon_mem *mem)
     axon_list_del(&mem->hash_link);
     pthread_mutex_lock(&axon_mem_proc_lock);
     axon_list_del(&mem->proc_link);
+    if (mem->own_locks != NULL) {   /* LOCAL keys fail from now on */
+        __atomic_store_n(&((axon_mem_own_locks_t *)mem->own_locks)->mapped, 0,
+                         __ATOMIC_RELEASE);
+    }
     pthread_mutex_unlock(&axon_mem_proc_lock);
     axon_debug("unmapped %p, %zu bytes, token %016llx", (void *)mem->address, mem->length,
                (unsigned long long)mem->token);
@@ -665,11 +665,8 @@ axon_status_t axon_mem_find_local(uint64_t token, uint64_t address, uint64_t len
                (mem->length == length)) {
         *base_p  = mem->address;
         *locks_p = mem->locks;
-        *ref_p   = NULL;
-        if (mem->own_locks != NULL) {
-            ++((axon_mem_own_locks_t *)mem->own_locks)->refcount;
-            *ref_p = mem->own_locks;
-        }
+        ++((axon_mem_own_locks_t *)mem->own_locks)->refcount;
+        *ref_p   = mem->own_locks;
         status   = AXON_OK;
     }
     pthread_mutex_unlock(&axon_mem_proc_lock);

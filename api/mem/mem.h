@@ -82,15 +82,34 @@ int           axon_mem_is_mapped(axon_context_h ctx, axon_mem_h memh);
  * A mapping of this process (any context) for a key of this process: token
  * and range must name it exactly. Its address and lock table, or
  * AXON_ERR_REMOTE_ACCESS when it is not (or no longer) mapped, or
- * AXON_ERR_UNSUPPORTED for a layout mapping (reached over a lane). For user
- * memory *ref_p holds a reference that keeps the lock table after an
- * unmap (the memory is the caller's and may still be used through the
- * key); drop it with axon_mem_locks_put. NULL for allocated memory.
+ * AXON_ERR_UNSUPPORTED for a layout mapping (reached over a lane). *ref_p
+ * holds a reference (axon_mem_own_locks_t) that says whether the mapping is
+ * still there and keeps user memory's lock table after an unmap; drop it
+ * with axon_mem_locks_put.
  */
 axon_status_t axon_mem_find_local(uint64_t token, uint64_t address, uint64_t length,
                                   uint8_t **base_p, axon_amo_lock_table_t **locks_p,
                                   void **ref_p);
 void          axon_mem_locks_put(void *ref);
+
+/*
+ * What a LOCAL key holds of its mapping (every mapping has one): the lock
+ * table of user memory, and whether the mapping is still there, so an
+ * access through a key of an unmapped region fails instead of touching
+ * memory the caller gave back (or a freed segment). refcount under the
+ * process's mapping lock; mapped is cleared at unmap, first.
+ */
+typedef struct axon_mem_own_locks {
+    axon_amo_lock_table_t table;      /* first: own_locks points here (user memory) */
+    unsigned              refcount;
+    int                   mapped;
+} axon_mem_own_locks_t;
+
+/* Is the mapping a LOCAL key's ref names still there? */
+static inline int axon_mem_ref_live(const void *ref)
+{
+    return __atomic_load_n(&((const axon_mem_own_locks_t *)ref)->mapped, __ATOMIC_ACQUIRE);
+}
 
 
 /*

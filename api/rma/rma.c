@@ -43,6 +43,12 @@ axon_status_t axon_rma_check_failed(axon_ep_h ep, const struct axon_rkey *rkey, 
         axon_error("%s: endpoint %p is closing", func, (void *)ep);
         return AXON_ERR_INVALID_PARAM;
     }
+    if ((ep->status == AXON_OK) && (rkey->path == AXON_RMA_PATH_LOCAL)) {
+        /* as the target would say of a token it no longer has */
+        axon_debug("%s: key %p: its memory (this process's) was unmapped", func,
+                   (const void *)rkey);
+        return AXON_ERR_REMOTE_ACCESS;
+    }
     return ep->status;  /* the peer is gone: no log, the error callback said it */
 }
 

@@ -152,7 +152,9 @@ static inline axon_status_t axon_rma_check(axon_ep_h ep, const struct axon_rkey 
 {
     if (__builtin_expect((ep != NULL) && (rkey != NULL) && (req_p != NULL) && (rkey->ep == ep) &&
                          (ep->status == AXON_OK) && (ep->close_req == NULL) &&
-                         (ep->worker->context->features & feature), 1)) {
+                         (ep->worker->context->features & feature) &&
+                         ((rkey->path != AXON_RMA_PATH_LOCAL) ||
+                          axon_mem_ref_live(rkey->locks_ref)), 1)) {
         return AXON_OK;
     }
     return axon_rma_check_failed(ep, rkey, feature, req_p, func);

@@ -134,7 +134,7 @@ static axon_status_t axon_rndv_recv_split(axon_request_h req, axon_ep_h ep,
         return AXON_OK;
     }
 
-    req->recv.rndv_split = 1;
+    req->recv.rndv_split = AXON_RNDV_SPLIT_HALF;
     req->recv.received   = AXON_RNDV_SPLIT_PROBE;
     axon_request_id_add(req, rts->m.sender_uuid);
     rtr.sreq_id     = rts->sreq_id;
@@ -157,6 +157,40 @@ static axon_status_t axon_rndv_recv_split(axon_request_h req, axon_ep_h ep,
                                      rts->address + AXON_RNDV_SPLIT_PROBE, NULL, &req->tl_comp);
     if (status != AXON_INPROGRESS) {
         axon_rndv_split_get_done(&req->tl_comp, status);
+    }
+    return AXON_OK;
+}
+
+/*
+ * A sender's layout into a contiguous receive buffer, over a lane that
+ * writes a peer's memory by address (shm's cross-memory attach): the RTR
+ * gives the buffer and the sender writes its pieces there (PUT_DONE), 1024
+ * per process_vm_writev. AXON_OK when asked; else the sender streams.
+ */
+static axon_status_t axon_rndv_recv_put(axon_request_h req, axon_ep_h ep,
+                                        const axon_rndv_rts_hdr_t *rts, size_t want)
+{
+    const axon_lane_t *lane = &ep->bulk_lane;
+    axon_rndv_rtr_hdr_t rtr;
+    axon_status_t status;
+
+    if ((want < ep->rndv_get_min) || !(lane->resource->cap_flags & AXON_CAP_PUT) ||
+        (lane->resource->cap_flags & AXON_CAP_NEED_MKEY) ||
+        (lane->ops->ep_put_zcopy_iov == NULL)) {
+        return AXON_ERR_UNSUPPORTED;
+    }
+    req->recv.rndv_split = AXON_RNDV_SPLIT_PUT;
+    axon_request_id_add(req, rts->m.sender_uuid);
+    rtr.sreq_id     = rts->sreq_id;
+    rtr.from_uuid   = req->worker->uuid;
+    rtr.rreq_id     = req->id;
+    rtr.length      = want;
+    rtr.offset      = 0;
+    rtr.put_address = (uint64_t)(uintptr_t)req->recv.buffer;
+    status = axon_ep_send_ctrl(ep, AXON_AM_RNDV_RTR, &rtr, sizeof(rtr));
+    if (status != AXON_OK) {
+        axon_request_id_del(req);
+        axon_request_complete(req, status);
     }
     return AXON_OK;
 }
@@ -317,7 +351,7 @@ void axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts)
     req->recv.received        = 0;
     req->recv.expected        = want;
     req->recv.rndv_status     = AXON_OK;
-    req->recv.rndv_split      = 0;
+    req->recv.rndv_split      = AXON_RNDV_SPLIT_NONE;
     req->peer_uuid            = rts->m.sender_uuid;
 
     ep = axon_peer_reply_ep(worker, rts->m.sender_uuid);
@@ -347,6 +381,9 @@ void axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts)
             (axon_rndv_recv_get_layout(req, lane, rts, rkey, want) == AXON_OK)) {
             return;
         }
+    } else if ((rts->flags & AXON_RNDV_RTS_NO_GET) &&
+               (axon_rndv_recv_put(req, ep, rts, want) == AXON_OK)) {
+        return;
     } else if (get_ok && (lane->ops->ep_get_zcopy != NULL)) {
         if ((rkey == NULL) && (axon_rndv_recv_split(req, ep, rts, want) == AXON_OK)) {
             return;
@@ -466,6 +503,33 @@ static void axon_rndv_put_finish(axon_request_h req, axon_status_t status)
     axon_rndv_send_part_done(req, (status != AXON_OK) ? status : send_status);
 }
 
+/*
+ * A sending layout's [offset, length) into the receiver's buffer at
+ * put_address, runs in batches each done at once (shm: process_vm_writev).
+ * AXON_ERR_UNSUPPORTED when nothing was written (the sender streams).
+ */
+static axon_status_t axon_rndv_put_layout(axon_request_h req, const axon_lane_t *lane,
+                                          const axon_rndv_rtr_hdr_t *rtr)
+{
+    struct iovec *iov = req->worker->zcopy_iov;   /* one operation at a time per worker */
+    size_t pos = rtr->offset, start, len, n;
+    axon_status_t status = AXON_OK;
+
+    while ((pos < rtr->length) && (status == AXON_OK)) {
+        for (start = pos, n = 0; (n < AXON_TL_IOV_MAX) && (pos < rtr->length); ++n, pos += len) {
+            iov[n].iov_base = axon_layout_cursor_run(&req->send.cursor, pos, &len);
+            len             = (len < rtr->length - pos) ? len : rtr->length - pos;
+            iov[n].iov_len  = len;
+        }
+        status = lane->ops->ep_put_zcopy_iov(lane->tl_ep, iov, n, rtr->put_address + start,
+                                             NULL, NULL);
+        if ((status == AXON_ERR_UNSUPPORTED) && (start == rtr->offset)) {
+            return status;
+        }
+    }
+    return (status == AXON_ERR_UNSUPPORTED) ? AXON_ERR_IO_ERROR : status;
+}
+
 static void axon_rndv_put_done(axon_tl_completion_t *comp, axon_status_t status)
 {
     axon_request_h req = axon_container_of(comp, struct axon_request, tl_comp);
@@ -537,8 +601,15 @@ static void axon_rndv_am_rtr(void *arg, const void *data, size_t length, unsigne
     if (rtr->put_address != 0) {
         /* Split: this side's half, and the ATS for the half the receiver reads. */
         req->send.rndv_parts = 2;
-        if ((lane->resource->cap_flags & AXON_CAP_PUT) && (lane->ops->ep_put_zcopy != NULL) &&
-            !(req->flags & AXON_REQUEST_LAYOUT)) {
+        if ((req->flags & AXON_REQUEST_LAYOUT) && (lane->resource->cap_flags & AXON_CAP_PUT) &&
+            (lane->ops->ep_put_zcopy_iov != NULL)) {
+            status = axon_rndv_put_layout(req, lane, rtr);
+            if (status != AXON_ERR_UNSUPPORTED) {
+                axon_rndv_put_finish(req, status);
+                return;
+            }
+        } else if ((lane->resource->cap_flags & AXON_CAP_PUT) &&
+                   (lane->ops->ep_put_zcopy != NULL) && !(req->flags & AXON_REQUEST_LAYOUT)) {
             req->tl_comp.func = axon_rndv_put_done;
             req->flags       |= AXON_REQUEST_TL_BUSY;
             status = lane->ops->ep_put_zcopy(lane->tl_ep, req->send.buffer + rtr->offset,
@@ -636,7 +707,8 @@ static void axon_rndv_am_put_done(void *arg, const void *data, size_t length, un
     }
     req = axon_request_id_find(arg, done->rreq_id, done->from_uuid);
     if ((req == NULL) || !(req->flags & AXON_REQUEST_RECV) || !req->recv.rndv_split ||
-        (done->offset != axon_rndv_split_offset(req->recv.expected)) ||
+        (done->offset != ((req->recv.rndv_split == AXON_RNDV_SPLIT_PUT) ? 0 :
+                          axon_rndv_split_offset(req->recv.expected))) ||
         (done->length != req->recv.expected - done->offset)) {
         axon_error("dropping PUT_DONE [%llu +%llu) from %016llx: no split receive %llu expects it",
                    (unsigned long long)done->offset, (unsigned long long)done->length,

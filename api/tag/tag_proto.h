@@ -125,6 +125,13 @@ typedef struct axon_rndv_rts_hdr {
     uint8_t    rkey[AXON_RNDV_RKEY_MAX];
 } axon_rndv_rts_hdr_t;
 
+/* recv.rndv_split: who moves a rendezvous's bytes besides the receiver's get */
+enum {
+    AXON_RNDV_SPLIT_NONE = 0,
+    AXON_RNDV_SPLIT_HALF = 1,   /* the receiver reads the first half, the sender puts the rest */
+    AXON_RNDV_SPLIT_PUT  = 2,   /* the sender puts all (its layout, the receiver's buffer) */
+};
+
 enum {
     /* The sender's data is not one range (a layout): the receiver asks for it (RTR). */
     AXON_RNDV_RTS_NO_GET = 1u << 0,

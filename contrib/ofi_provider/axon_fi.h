@@ -1,12 +1,13 @@
 /*
  * The libfabric provider "axon": libfabric's RDM interface (tagged and
- * untagged messages) mapped onto Axon's tag API, so that libfabric users
- * (Open MPI's ofi MTL, fabtests) run on Axon's matching and transports. A
- * client of api/axon.h only, like an MPI library.
+ * untagged messages, RMA) mapped onto Axon's tag and RMA API, so that
+ * libfabric users (Open MPI's ofi MTL, fabtests) run on Axon's matching and
+ * transports. A client of api/axon.h only, like an MPI library.
  *
- *   fabric   one axon_context (AXON_FEATURE_TAG; never Axon's own ofi transport)
+ *   fabric   one axon_context (TAG|RMA|AMO; never Axon's own ofi transport)
  *   domain   the free list of operation descriptors; a lock
- *            when the threading level asks for one
+ *            when the threading level asks for one; the table of memory
+ *            keys peers fetch through the address servers (axon_fi_mr.c)
  *   ep       one axon_worker (its matching queues are the endpoint's), its
  *            name published by an address server, its connections: one
  *            axon_ep per peer, made at the first operation on the address
@@ -18,6 +19,7 @@
  * Matching is Axon's: the provider passes tag, ~ignore and the sender's
  * worker id through and turns request callbacks into CQ entries. Untagged
  * messages (FI_MSG) are tag messages with the reserved tag AXON_FI_MSG_TAG.
+ * RMA is Axon's put/get with keys resolved at first use (axon_fi_rkey.c).
  */
 #ifndef AXON_FI_H
 #define AXON_FI_H
@@ -57,6 +59,8 @@
 #define AXON_FI_EP_CNT        64            /* endpoints per domain (advertised): a worker each */
 #define AXON_FI_MIN_MULTI_RECV 16384        /* FI_OPT_MIN_MULTI_RECV default */
 #define AXON_FI_IOV_LIMIT     16            /* iovecs per message: an op holds their pieces */
+#define AXON_FI_RMA_IOV_LIMIT 4             /* remote iovecs per RMA message: one Axon op each */
+#define AXON_FI_MR_KEY_SIZE   8             /* fi_mr_key: 64 bits, resolved to Axon's packed key */
 
 /*
  * Untagged messages travel as tag messages with this tag. An endpoint with
@@ -102,6 +106,7 @@ struct in_addr axon_fi_default_ip(void);
 /* -------------------------------------------------------------- address servers */
 
 typedef struct axon_fi_pub axon_fi_pub_t;
+struct axon_fi_domain;
 
 /*
  * Publish a worker address: served at src's port when it names one (a
@@ -109,11 +114,16 @@ typedef struct axon_fi_pub axon_fi_pub_t;
  * *name is where peers find it.
  */
 int  axon_fi_addr_publish(const axon_fi_name_t *src, uint64_t id, const void *worker_addr,
-                          size_t len, axon_fi_name_t *name, axon_fi_pub_t **pub_p);
+                          size_t len, struct axon_fi_domain *domain, axon_fi_name_t *name,
+                          axon_fi_pub_t **pub_p);
 void axon_fi_addr_withdraw(axon_fi_pub_t *pub);
 /* Ask name's server for the worker address (malloc'ed) and its id. */
 int  axon_fi_addr_fetch(const axon_fi_name_t *name, void **addr_p, size_t *len_p,
                         uint64_t *id_p);
+/* Ask name's server for the memory key key of the endpoint's domain: *blob_p (malloc'ed)
+ * is what axon_fi_mr_export wrote; -FI_ENOKEY when the domain has no such key. */
+int  axon_fi_addr_fetch_key(const axon_fi_name_t *name, uint64_t key, void **blob_p,
+                            size_t *len_p);
 
 /* -------------------------------------------------------------- objects */
 
@@ -153,8 +163,30 @@ typedef struct axon_fi_op {
      * the message needs no allocation; layout NULL: buf/len are the data. */
     const axon_layout_t *layout;
     axon_layout_t       iov_layout;
-    axon_layout_piece_t pieces[AXON_FI_IOV_LIMIT];
+    /* RMA: a message of several remote iovecs is one Axon op each, its local side a
+     * layout of the pieces that land there (at most local + remote - 1 pieces in all). */
+    axon_layout_piece_t pieces[AXON_FI_IOV_LIMIT + AXON_FI_RMA_IOV_LIMIT];
+    axon_layout_t       rma_layouts[AXON_FI_RMA_IOV_LIMIT];
+    uint32_t            pending;   /* RMA: Axon ops (and the flush) still due */
+    axon_status_t       status;    /* RMA: the first failure among them */
+    void               *bounce;    /* RMA inject: the copy written from */
+    fi_addr_t           addr;      /* RMA: the target and key, to forget a stale key */
+    uint64_t            key;
 } axon_fi_op_t;
+
+/* u64 -> u64 open-addressing map (keys never 0). */
+typedef struct {
+    uint64_t *keys;
+    uint64_t *vals;
+    size_t    cap;                 /* power of two */
+    size_t    count;
+} axon_fi_map_t;
+
+/* u64 map */
+int      axon_fi_map_put(axon_fi_map_t *map, uint64_t key, uint64_t val);
+int      axon_fi_map_get(const axon_fi_map_t *map, uint64_t key, uint64_t *val);
+void     axon_fi_map_del(axon_fi_map_t *map, uint64_t key);
+void     axon_fi_map_free(axon_fi_map_t *map);
 
 /* Chunks of op descriptors: allocated at open, grown rarely. */
 typedef struct axon_fi_chunk {
@@ -168,7 +200,13 @@ struct axon_fi_domain {
     int                    locked;         /* FI_THREAD_SAFE and friends: one mutex */
     pthread_mutex_t        lock;
     int                    refs;           /* AVs, CQs, counters, EPs, MRs, poll sets */
-    uint64_t               mr_mode;
+    uint64_t               mr_mode;        /* normalized: FI_MR_VIRT_ADDR, FI_MR_PROV_KEY bits */
+    /* Registrations with remote access, by key + 1 (the map's keys are never 0). Address
+     * servers read it from their own threads: always under mr_lock. */
+    pthread_mutex_t        mr_lock;
+    axon_fi_map_t          mr_by_key;
+    uint64_t               next_prov_key;  /* FI_MR_PROV_KEY: keys handed out */
+    void                  *free_bounce;    /* RMA inject copies (AXON_FI_INJECT_SIZE each) */
     /* op descriptors */
     axon_fi_op_t          *free_ops;
     axon_fi_chunk_t       *chunks;
@@ -201,14 +239,6 @@ typedef struct axon_fi_peer {
     int             refs;          /* AV entries pointing here */
 } axon_fi_peer_t;
 
-/* u64 -> u64 open-addressing map (keys never 0). */
-typedef struct {
-    uint64_t *keys;
-    uint64_t *vals;
-    size_t    cap;                 /* power of two */
-    size_t    count;
-} axon_fi_map_t;
-
 typedef struct axon_fi_av {
     struct fid_av      av_fid;
     axon_fi_domain_t  *domain;
@@ -222,12 +252,21 @@ typedef struct axon_fi_av {
     axon_fi_eps_t      eps;        /* endpoints bound: their connections follow removals */
 } axon_fi_av_t;
 
+/* A peer's memory key as this endpoint reaches it: resolved at first use (axon_fi_rkey.c). */
+typedef struct axon_fi_rkey {
+    struct axon_fi_rkey *next;     /* every key of the connection, stale ones too */
+    axon_rkey_h          rkey;
+    uint64_t             addend;   /* remote address = libfabric's address + addend */
+} axon_fi_rkey_t;
+
 /* An endpoint's connection to one peer: the Axon endpoint, made at first use. */
 typedef struct axon_fi_conn {
     axon_ep_h        aep;          /* NULL: the peer could not be reached (status says why) */
     axon_status_t    status;       /* AXON_OK, or the failure of the peer or of its resolution */
     axon_fi_peer_t  *peer;
     int              refs;         /* fi_addrs of this endpoint leading here */
+    axon_fi_map_t    rkeys;        /* libfabric key + 1 -> axon_fi_rkey_t */
+    axon_fi_rkey_t  *all_rkeys;    /* destroyed with the connection */
 } axon_fi_conn_t;
 
 typedef struct {
@@ -299,6 +338,7 @@ struct axon_fi_ep {
     axon_fi_av_t      *av;
     axon_fi_cq_t      *tx_cq, *rx_cq;
     axon_fi_cntr_t    *tx_cntr, *rx_cntr;
+    axon_fi_cntr_t    *rd_cntr, *wr_cntr;  /* FI_READ / FI_WRITE: RMA initiated here */
     struct axon_fi_eq *eq;
     uint64_t           caps;
     uint64_t           tag_reserved;       /* AXON_FI_MSG_TAG with FI_MSG, else 0 */
@@ -357,6 +397,11 @@ int  axon_fi_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
 int  axon_fi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
                      void *context);
 extern struct fi_ops_mr axon_fi_mr_ops;
+/* A registration's key as peers fetch it (address server thread): u64 addend (big endian),
+ * then Axon's packed key; malloc'ed. -FI_ENOKEY if key is not registered for remote access. */
+int  axon_fi_mr_export(axon_fi_domain_t *domain, uint64_t key, void **blob_p, size_t *len_p);
+/* mr_mode as the domain applies it: the old FI_MR_BASIC / FI_MR_SCALABLE as their bits. */
+uint64_t axon_fi_mr_mode_bits(uint64_t mr_mode);
 
 /* Axon status -> positive libfabric error number. */
 int  axon_fi_errno(axon_status_t status);
@@ -364,6 +409,10 @@ int  axon_fi_errno(axon_status_t status);
 /* Op descriptors (domain lock held). */
 axon_fi_op_t *axon_fi_op_get(axon_fi_domain_t *domain);
 void          axon_fi_op_put(axon_fi_domain_t *domain, axon_fi_op_t *op);
+/* RMA inject copies of AXON_FI_INJECT_SIZE bytes (domain lock held; NULL: no memory). */
+void         *axon_fi_bounce_get(axon_fi_domain_t *domain);
+void          axon_fi_bounce_put(axon_fi_domain_t *domain, void *buf);
+void          axon_fi_bounce_free_all(axon_fi_domain_t *domain);
 
 /* Wait objects a CQ or counter may be opened with: none or busy progress. */
 int  axon_fi_wait_obj_check(enum fi_wait_obj wait_obj, const char *what);
@@ -421,17 +470,30 @@ static inline axon_status_t axon_fi_conn_get(axon_fi_ep_t *ep, fi_addr_t addr,
     return axon_fi_conn_make(ep, addr, conn_p);
 }
 
+/* RMA keys (axon_fi_rkey.c): key on conn, resolved through the peer's address server at
+ * first use (a failure is logged); the data path is one map lookup. */
+axon_status_t axon_fi_rkey_resolve(axon_fi_conn_t *conn, uint64_t key, axon_fi_rkey_t **rkey_p);
+/* Forget a key found stale (the target closed it): the next use resolves it again. */
+void          axon_fi_rkey_forget(axon_fi_ep_t *ep, fi_addr_t addr, uint64_t key);
+void          axon_fi_rkey_destroy_all(axon_fi_conn_t *conn);
+
+static inline axon_status_t axon_fi_rkey_get(axon_fi_conn_t *conn, uint64_t key,
+                                             axon_fi_rkey_t **rkey_p)
+{
+    uint64_t val;
+
+    if (AXON_FI_LIKELY(axon_fi_map_get(&conn->rkeys, key + 1, &val))) {
+        *rkey_p = (axon_fi_rkey_t *)(uintptr_t)val;
+        return AXON_OK;
+    }
+    return axon_fi_rkey_resolve(conn, key, rkey_p);
+}
+
 /* The worker id a receive from src is restricted to (AXON_SENDER_ANY for any source). */
 int axon_fi_recv_sender(axon_fi_ep_t *ep, fi_addr_t src, uint64_t *sender);
 
 /* EQ: post an event from inside the provider. */
 int axon_fi_eq_post(axon_fi_eq_t *eq, uint32_t event, const void *buf, size_t len, int is_err);
-
-/* u64 map */
-int      axon_fi_map_put(axon_fi_map_t *map, uint64_t key, uint64_t val);
-int      axon_fi_map_get(const axon_fi_map_t *map, uint64_t key, uint64_t *val);
-void     axon_fi_map_del(axon_fi_map_t *map, uint64_t key);
-void     axon_fi_map_free(axon_fi_map_t *map);
 
 /* -------------------------------------------------------------- data path */
 
@@ -527,6 +589,7 @@ static inline void axon_fi_list_del(axon_fi_op_t *op)
 
 extern struct fi_ops_tagged axon_fi_tagged_ops;
 extern struct fi_ops_msg    axon_fi_msg_ops;
+extern struct fi_ops_rma    axon_fi_rma_ops;
 
 /* -ENOSYS fillers for ops the provider does not offer. */
 int axon_fi_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);

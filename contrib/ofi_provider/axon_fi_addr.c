@@ -17,8 +17,12 @@
  * for the endpoint's owner to progress.
  *
  * Protocol (one exchange per connection, network byte order):
- *   request  u32 magic, u32 version, u64 id
+ *   request  u32 magic, u32 version, u64 id, u32 kind, u32 0, u64 key
  *   reply    u32 magic, u32 status (0 = found), u64 id, u32 length, length bytes
+ * kind ADDR: the bytes are the worker address. kind KEY: they are the memory
+ * key `key` of the endpoint's domain as axon_fi_mr_export gives it, read
+ * from the domain's table under its lock (RMA initiators resolve a 64-bit
+ * libfabric key to Axon's packed key this way, once per peer and key).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -34,7 +38,9 @@
 #include "axon_fi.h"
 
 #define AXON_FI_SRV_MAGIC      0x41584653u   /* "AXFS" */
-#define AXON_FI_SRV_VERSION    2
+#define AXON_FI_SRV_VERSION    3
+#define AXON_FI_SRV_KIND_ADDR  0
+#define AXON_FI_SRV_KIND_KEY   1
 #define AXON_FI_SRV_TIMEOUT_MS 5000
 #define AXON_FI_ADDR_MAX       (64 * 1024)   /* a worker address is far smaller */
 
@@ -51,6 +57,7 @@ typedef struct axon_fi_listener {
 struct axon_fi_pub {
     struct axon_fi_pub  *next;
     axon_fi_listener_t  *listener;
+    axon_fi_domain_t    *domain;      /* its memory keys (the endpoint's domain outlives it) */
     uint64_t             id;
     size_t               len;
     uint8_t              addr[];
@@ -122,10 +129,28 @@ static axon_fi_pub_t *axon_fi_srv_find(const axon_fi_listener_t *listener, uint6
     return ((id == 0) && (served == 1)) ? only : NULL;
 }
 
+/* What a request asks of pub (lock held): a malloc'ed copy of the bytes, or NULL. */
+static uint8_t *axon_fi_srv_reply(const axon_fi_pub_t *pub, uint32_t kind, uint64_t key,
+                                  size_t *len_p)
+{
+    void *blob = NULL;
+    uint8_t *copy;
+
+    if (kind == AXON_FI_SRV_KIND_KEY) {
+        return (axon_fi_mr_export(pub->domain, key, &blob, len_p) == 0) ? blob : NULL;
+    }
+    copy = malloc(pub->len);
+    if (copy != NULL) {
+        memcpy(copy, pub->addr, pub->len);
+        *len_p = pub->len;
+    }
+    return copy;
+}
+
 static void axon_fi_srv_answer(const axon_fi_listener_t *listener, int fd)
 {
-    uint32_t req[4], rep[5];
-    uint64_t id, be;
+    uint32_t req[8], rep[5];
+    uint64_t id, key, be;
     axon_fi_pub_t *pub;
     uint8_t *copy = NULL;
     size_t len = 0;
@@ -137,16 +162,14 @@ static void axon_fi_srv_answer(const axon_fi_listener_t *listener, int fd)
     }
     memcpy(&be, &req[2], sizeof(be));
     id = be64toh(be);
+    memcpy(&be, &req[6], sizeof(be));
+    key = be64toh(be);
 
     pthread_mutex_lock(&axon_fi_srv.lock);
     pub = axon_fi_srv_find(listener, id);
     if (pub != NULL) {
-        copy = malloc(pub->len);
-        if (copy != NULL) {
-            memcpy(copy, pub->addr, pub->len);
-            len = pub->len;
-            id  = pub->id;
-        }
+        copy = axon_fi_srv_reply(pub, ntohl(req[4]), key, &len);
+        id   = pub->id;
     }
     pthread_mutex_unlock(&axon_fi_srv.lock);
 
@@ -154,8 +177,8 @@ static void axon_fi_srv_answer(const axon_fi_listener_t *listener, int fd)
     rep[0] = htonl(AXON_FI_SRV_MAGIC);
     rep[1] = htonl(copy != NULL ? 0 : 1);
     memcpy(&rep[2], &be, sizeof(be));
-    rep[4] = htonl((uint32_t)len);
-    if ((axon_fi_io(fd, rep, sizeof(rep), 1) == 0) && (len > 0)) {
+    rep[4] = htonl(copy != NULL ? (uint32_t)len : 0);
+    if ((axon_fi_io(fd, rep, sizeof(rep), 1) == 0) && (copy != NULL)) {
         axon_fi_io(fd, copy, len, 1);
     }
     free(copy);
@@ -252,7 +275,8 @@ static void axon_fi_listener_stop(axon_fi_listener_t *listener)
 }
 
 int axon_fi_addr_publish(const axon_fi_name_t *src, uint64_t id, const void *worker_addr,
-                         size_t len, axon_fi_name_t *name, axon_fi_pub_t **pub_p)
+                         size_t len, axon_fi_domain_t *domain, axon_fi_name_t *name,
+                         axon_fi_pub_t **pub_p)
 {
     struct in_addr any = {htonl(INADDR_ANY)};
     axon_fi_listener_t *listener = NULL;
@@ -265,8 +289,9 @@ int axon_fi_addr_publish(const axon_fi_name_t *src, uint64_t id, const void *wor
         return -FI_ENOMEM;
     }
     memcpy(pub->addr, worker_addr, len);
-    pub->len = len;
-    pub->id  = id;
+    pub->len    = len;
+    pub->id     = id;
+    pub->domain = domain;
     ip = ((src != NULL) && (src->sin_addr.s_addr != htonl(INADDR_ANY))) ? src->sin_addr :
          axon_fi_default_ip();
 
@@ -337,54 +362,74 @@ static int axon_fi_connect(const axon_fi_name_t *name)
     return fd;
 }
 
-int axon_fi_addr_fetch(const axon_fi_name_t *name, void **addr_p, size_t *len_p,
-                       uint64_t *id_p)
+/* One request of kind for key to name's server: *blob_p (malloc'ed), its length and the id. */
+static int axon_fi_srv_ask(const axon_fi_name_t *name, uint32_t kind, uint64_t key,
+                           void **blob_p, size_t *len_p, uint64_t *id_p)
 {
-    uint32_t req[4], rep[5];
+    uint32_t req[8], rep[5];
     uint64_t be = htobe64(axon_fi_name_id(name));
-    char str[96];
-    void *addr;
+    void *blob;
     size_t len = 0;
     int fd, ret;
 
     fd = axon_fi_connect(name);
     if (fd < 0) {
-        ret = -FI_ECONNREFUSED;
-        goto out;
+        return -FI_ECONNREFUSED;
     }
     req[0] = htonl(AXON_FI_SRV_MAGIC);
     req[1] = htonl(AXON_FI_SRV_VERSION);
     memcpy(&req[2], &be, sizeof(be));
+    req[4] = htonl(kind);
+    req[5] = 0;
+    be     = htobe64(key);
+    memcpy(&req[6], &be, sizeof(be));
     ret = axon_fi_io(fd, req, sizeof(req), 1);
     if (ret == 0) {
         ret = axon_fi_io(fd, rep, sizeof(rep), 0);
     }
     if (ret == 0) {
         len = ntohl(rep[4]);
-        if ((ntohl(rep[0]) != AXON_FI_SRV_MAGIC) || (ntohl(rep[1]) != 0) || (len == 0) ||
-            (len > AXON_FI_ADDR_MAX)) {
-            ret = -FI_ENOENT;
+        if ((ntohl(rep[0]) != AXON_FI_SRV_MAGIC) || (len > AXON_FI_ADDR_MAX)) {
+            ret = -FI_EIO;
+        } else if ((ntohl(rep[1]) != 0) || (len == 0)) {
+            ret = (kind == AXON_FI_SRV_KIND_KEY) ? -FI_ENOKEY : -FI_ENOENT;
         }
     }
     if (ret == 0) {
-        addr = malloc(len);
-        if (addr == NULL) {
+        blob = malloc(len);
+        if (blob == NULL) {
             ret = -FI_ENOMEM;
-        } else if ((ret = axon_fi_io(fd, addr, len, 0)) != 0) {
-            free(addr);
+        } else if ((ret = axon_fi_io(fd, blob, len, 0)) != 0) {
+            free(blob);
         } else {
             memcpy(&be, &rep[2], sizeof(be));
             *id_p   = be64toh(be);
-            *addr_p = addr;
+            *blob_p = blob;
             *len_p  = len;
         }
     }
     close(fd);
-out:
+    return ret;
+}
+
+int axon_fi_addr_fetch(const axon_fi_name_t *name, void **addr_p, size_t *len_p,
+                       uint64_t *id_p)
+{
+    char str[96];
+    int ret = axon_fi_srv_ask(name, AXON_FI_SRV_KIND_ADDR, 0, addr_p, len_p, id_p);
+
     if (ret != 0) {
         axon_fi_name_str(name, str, sizeof(str));
         AXON_FI_WARN(FI_LOG_AV, "cannot fetch the worker address of %s: %s", str,
                      fi_strerror(-ret));
     }
     return ret;
+}
+
+int axon_fi_addr_fetch_key(const axon_fi_name_t *name, uint64_t key, void **blob_p,
+                           size_t *len_p)
+{
+    uint64_t id;
+
+    return axon_fi_srv_ask(name, AXON_FI_SRV_KIND_KEY, key, blob_p, len_p, &id);
 }

@@ -2,7 +2,7 @@
  * Counters: bound to an endpoint with FI_SEND and/or FI_RECV, they count
  * its completed operations (errors apart), whether or not a CQ entry is
  * written. Reading or waiting drives the bound endpoints' workers
- * (FI_PROGRESS_MANUAL). No RMA, so FI_READ/FI_WRITE bindings are refused.
+ * (FI_PROGRESS_MANUAL). FI_READ/FI_WRITE bindings count RMA initiated here.
  */
 #include <sched.h>
 #include <stdlib.h>

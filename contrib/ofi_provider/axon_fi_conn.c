@@ -114,6 +114,7 @@ static void axon_fi_conn_free(axon_fi_ep_t *ep, axon_fi_conn_t *conn, axon_reque
     axon_request_h req = NULL;
 
     axon_fi_map_del(&ep->conn_by_peer, (uintptr_t)conn->peer);
+    axon_fi_rkey_destroy_all(conn);   /* Axon keys go before their endpoint */
     if ((conn->aep != NULL) &&
         (axon_ep_close_nb(conn->aep, (conn->status == AXON_OK) ? AXON_EP_CLOSE_FLUSH :
                                      AXON_EP_CLOSE_FORCE, &req) == AXON_INPROGRESS)) {

@@ -48,8 +48,37 @@ axon_fi_op_t *axon_fi_op_get(axon_fi_domain_t *domain)
         op->posted  = 0;
         op->multi   = 0;
         op->layout  = NULL;
+        op->bounce  = NULL;
     }
     return op;
+}
+
+/* RMA inject copies: a free list of AXON_FI_INJECT_SIZE buffers, grown one at a time. */
+void *axon_fi_bounce_get(axon_fi_domain_t *domain)
+{
+    void *buf = domain->free_bounce;
+
+    if (buf != NULL) {
+        domain->free_bounce = *(void **)buf;
+        return buf;
+    }
+    return malloc(AXON_FI_INJECT_SIZE);
+}
+
+void axon_fi_bounce_put(axon_fi_domain_t *domain, void *buf)
+{
+    *(void **)buf = domain->free_bounce;
+    domain->free_bounce = buf;
+}
+
+void axon_fi_bounce_free_all(axon_fi_domain_t *domain)
+{
+    void *buf;
+
+    while ((buf = domain->free_bounce) != NULL) {
+        domain->free_bounce = *(void **)buf;
+        free(buf);
+    }
 }
 
 void axon_fi_op_put(axon_fi_domain_t *domain, axon_fi_op_t *op)
@@ -74,6 +103,9 @@ static int axon_fi_domain_close(struct fid *fid)
         domain->chunks = chunk->next;
         free(chunk);
     }
+    axon_fi_bounce_free_all(domain);
+    axon_fi_map_free(&domain->mr_by_key);
+    pthread_mutex_destroy(&domain->mr_lock);
     pthread_mutex_lock(&domain->fabric->lock);
     --domain->fabric->refs;
     pthread_mutex_unlock(&domain->fabric->lock);
@@ -172,8 +204,10 @@ int axon_fi_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
     /* A worker is not thread-safe: anything wider than one thread per domain takes a lock. */
     domain->locked    = (domain->threading != FI_THREAD_UNSPEC) &&
                         (domain->threading != FI_THREAD_DOMAIN);
-    domain->mr_mode   = (attr != NULL) ? (uint64_t)attr->mr_mode : 0;
+    domain->mr_mode   = axon_fi_mr_mode_bits((attr != NULL) ? (uint64_t)attr->mr_mode : 0);
+    domain->next_prov_key = 1;
     pthread_mutex_init(&domain->lock, NULL);
+    pthread_mutex_init(&domain->mr_lock, NULL);
 
     ops = ((info != NULL) && (info->tx_attr != NULL) && info->tx_attr->size) ?
           info->tx_attr->size : AXON_FI_TX_SIZE;
@@ -203,6 +237,7 @@ err_free:
         free(chunk);
     }
     pthread_mutex_destroy(&domain->lock);
+    pthread_mutex_destroy(&domain->mr_lock);
     free(domain);
     return ret;
 }

@@ -46,30 +46,44 @@ static int axon_fi_ep_bind_cq(axon_fi_ep_t *ep, axon_fi_cq_t *cq, uint64_t flags
     return 0;
 }
 
-/* FI_SEND / FI_RECV: what the counter counts. No RMA: FI_READ, FI_WRITE and remote ones fail. */
+/*
+ * FI_SEND / FI_RECV / FI_WRITE / FI_READ: what the counter counts (RMA initiated
+ * here for the last two). Remote events (FI_REMOTE_*) are not counted: they fail.
+ */
 static int axon_fi_ep_bind_cntr(axon_fi_ep_t *ep, axon_fi_cntr_t *cntr, uint64_t flags)
 {
-    if (flags & ~(uint64_t)(FI_SEND | FI_RECV)) {
+    static const struct {
+        uint64_t    flag;
+        size_t      slot;
+        const char *what;
+    } kinds[] = {
+        {FI_SEND,  offsetof(axon_fi_ep_t, tx_cntr), "send"},
+        {FI_RECV,  offsetof(axon_fi_ep_t, rx_cntr), "receive"},
+        {FI_WRITE, offsetof(axon_fi_ep_t, wr_cntr), "write"},
+        {FI_READ,  offsetof(axon_fi_ep_t, rd_cntr), "read"},
+    };
+    size_t i;
+
+    if (flags & ~(uint64_t)(FI_SEND | FI_RECV | FI_WRITE | FI_READ)) {
         AXON_FI_WARN(FI_LOG_EP_CTRL, "counter bind flags 0x%llx not supported (FI_SEND, "
-                     "FI_RECV; no RMA)", (unsigned long long)flags);
+                     "FI_RECV, FI_WRITE, FI_READ)", (unsigned long long)flags);
         return -FI_ENOSYS;
     }
-    if (((flags & FI_SEND) && (ep->tx_cntr != NULL)) ||
-        ((flags & FI_RECV) && (ep->rx_cntr != NULL))) {
-        AXON_FI_WARN(FI_LOG_EP_CTRL, "endpoint already has a %s counter",
-                     (flags & FI_SEND) && ep->tx_cntr ? "send" : "receive");
-        return -FI_EINVAL;
+    for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); ++i) {
+        if ((flags & kinds[i].flag) &&
+            (*(axon_fi_cntr_t **)((char *)ep + kinds[i].slot) != NULL)) {
+            AXON_FI_WARN(FI_LOG_EP_CTRL, "endpoint already has a %s counter", kinds[i].what);
+            return -FI_EINVAL;
+        }
     }
     if (axon_fi_eps_add(&cntr->eps, ep) != 0) {
         return -FI_ENOMEM;
     }
-    if (flags & FI_SEND) {
-        ep->tx_cntr = cntr;
-        ++cntr->refs;
-    }
-    if (flags & FI_RECV) {
-        ep->rx_cntr = cntr;
-        ++cntr->refs;
+    for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); ++i) {
+        if (flags & kinds[i].flag) {
+            *(axon_fi_cntr_t **)((char *)ep + kinds[i].slot) = cntr;
+            ++cntr->refs;
+        }
     }
     return 0;
 }
@@ -135,7 +149,7 @@ static int axon_fi_ep_control(struct fid *fid, int command, void *arg)
             return -FI_ENOAV;
         }
         if ((ep->tx_cq == NULL) && (ep->rx_cq == NULL) && (ep->tx_cntr == NULL) &&
-            (ep->rx_cntr == NULL)) {
+            (ep->rx_cntr == NULL) && (ep->wr_cntr == NULL) && (ep->rd_cntr == NULL)) {
             AXON_FI_WARN(FI_LOG_EP_CTRL, "fi_enable: no CQ or counter bound");
             return -FI_ENOCQ;
         }
@@ -215,7 +229,7 @@ static void axon_fi_ep_drain(axon_fi_ep_t *ep)
 static void axon_fi_ep_unbind(axon_fi_ep_t *ep)
 {
     axon_fi_cq_t *cqs[2]     = {ep->tx_cq, ep->rx_cq};
-    axon_fi_cntr_t *cntrs[2] = {ep->tx_cntr, ep->rx_cntr};
+    axon_fi_cntr_t *cntrs[4] = {ep->tx_cntr, ep->rx_cntr, ep->wr_cntr, ep->rd_cntr};
     int i;
 
     for (i = 0; i < 2; ++i) {
@@ -223,6 +237,8 @@ static void axon_fi_ep_unbind(axon_fi_ep_t *ep)
             --cqs[i]->refs;
             axon_fi_eps_del(&cqs[i]->eps, ep);
         }
+    }
+    for (i = 0; i < 4; ++i) {
         if (cntrs[i] != NULL) {
             --cntrs[i]->refs;
             axon_fi_eps_del(&cntrs[i]->eps, ep);
@@ -455,7 +471,7 @@ static int axon_fi_ep_open_worker(axon_fi_ep_t *ep, const struct fi_info *info)
         return -axon_fi_errno(status);
     }
     ret = axon_fi_addr_publish(srcp, axon_worker_id(ep->worker), ep->worker_addr,
-                               ep->worker_addr_len, &ep->name, &ep->pub);
+                               ep->worker_addr_len, ep->domain, &ep->name, &ep->pub);
     if (ret != 0) {
         axon_worker_release_address(ep->worker, ep->worker_addr);
         axon_worker_destroy(ep->worker);
@@ -505,7 +521,7 @@ int axon_fi_ep_open(struct fid_domain *domain_fid, struct fi_info *info, struct 
     ep->ep_fid.ops         = &axon_fi_ep_ops;
     ep->ep_fid.cm          = &axon_fi_ep_cm_ops;
     ep->ep_fid.msg         = (ep->caps & FI_MSG) ? &axon_fi_msg_ops : &axon_fi_no_msg_ops;
-    ep->ep_fid.rma         = &axon_fi_no_rma_ops;
+    ep->ep_fid.rma         = (ep->caps & FI_RMA) ? &axon_fi_rma_ops : &axon_fi_no_rma_ops;
     ep->ep_fid.tagged      = &axon_fi_tagged_ops;
     axon_fi_lock(domain);
     ++domain->refs;

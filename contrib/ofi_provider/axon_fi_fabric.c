@@ -53,7 +53,9 @@ static axon_status_t axon_fi_context_init(axon_context_h *context_p)
     const char *user = getenv("AXON_TLS");
     char tls[AXON_FI_TLS_MAX];
     axon_config_kv_t kv = {"TLS", tls};
-    axon_context_params_t params = {AXON_FEATURE_TAG, &kv, 1};
+    /* RMA and AMO: FI_RMA maps onto Axon's put/get, memory mapping and keys. */
+    axon_context_params_t params = {AXON_FEATURE_TAG | AXON_FEATURE_RMA | AXON_FEATURE_AMO,
+                                    &kv, 1};
     axon_status_t status;
 
     if (axon_fi_tls_without_ofi(user, tls, sizeof(tls)) != 0) {

@@ -3,9 +3,11 @@
 #include <string.h>
 #include "axon_fi.h"
 
-#define AXON_FI_TX_CAPS   (FI_MSG | FI_TAGGED | FI_SEND)
+#define AXON_FI_TX_CAPS   (FI_MSG | FI_TAGGED | FI_SEND | FI_RMA | FI_READ | FI_WRITE)
 #define AXON_FI_RX_CAPS   (FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | \
-                           FI_MULTI_RECV)
+                           FI_MULTI_RECV | FI_RMA | FI_REMOTE_READ | FI_REMOTE_WRITE)
+/* mr_mode bits the provider honours when hints offer them (FI_MR_BASIC's among them). */
+#define AXON_FI_MR_MODES  (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY)
 /* Capabilities returned even when not asked for: they cost nothing. */
 #define AXON_FI_CAPS_FREE (FI_LOCAL_COMM | FI_REMOTE_COMM)
 #define AXON_FI_CAPS      (AXON_FI_TX_CAPS | AXON_FI_RX_CAPS | AXON_FI_CAPS_FREE)
@@ -95,7 +97,7 @@ static int axon_fi_check_tx(const struct fi_tx_attr *tx)
     if (tx->comp_order & ~FI_ORDER_NONE) {
         AXON_FI_REJECT("tx_attr->comp_order", "0x%llx", (unsigned long long)tx->comp_order);
     }
-    if (tx->op_flags & ~AXON_FI_TX_FLAGS) {
+    if (tx->op_flags & ~(uint64_t)(AXON_FI_TX_FLAGS | FI_FENCE)) {
         AXON_FI_REJECT("tx_attr->op_flags", "0x%llx", (unsigned long long)tx->op_flags);
     }
     if (tx->inject_size > AXON_FI_INJECT_SIZE) {
@@ -104,7 +106,7 @@ static int axon_fi_check_tx(const struct fi_tx_attr *tx)
     if (tx->iov_limit > AXON_FI_IOV_LIMIT) {
         AXON_FI_REJECT("tx_attr->iov_limit", "%zu", tx->iov_limit);
     }
-    if (tx->rma_iov_limit > 0) {
+    if (tx->rma_iov_limit > AXON_FI_RMA_IOV_LIMIT) {
         AXON_FI_REJECT("tx_attr->rma_iov_limit", "%zu", tx->rma_iov_limit);
     }
     return 0;
@@ -152,7 +154,10 @@ static int axon_fi_check_domain(uint32_t version, const struct fi_domain_attr *d
         AXON_FI_REJECT("domain_attr shared contexts", "%zu/%zu", dom->max_ep_stx_ctx,
                        dom->max_ep_srx_ctx);
     }
-    (void)version;  /* no memory registration needed: any mr_mode is fine */
+    if (dom->mr_key_size > AXON_FI_MR_KEY_SIZE) {
+        AXON_FI_REJECT("domain_attr->mr_key_size", "%zu", dom->mr_key_size);
+    }
+    (void)version;  /* any mr_mode: both addressings and both key choices are served */
     return 0;
 }
 
@@ -232,7 +237,7 @@ static void axon_fi_info_fill(struct fi_info *info, uint64_t caps)
     info->tx_attr->inject_size   = AXON_FI_INJECT_SIZE;
     info->tx_attr->size          = AXON_FI_TX_SIZE;
     info->tx_attr->iov_limit     = AXON_FI_IOV_LIMIT;
-    info->tx_attr->rma_iov_limit = 0;
+    info->tx_attr->rma_iov_limit = (caps & FI_RMA) ? AXON_FI_RMA_IOV_LIMIT : 0;
 
     info->rx_attr->caps                = caps & AXON_FI_RX_CAPS;
     info->rx_attr->op_flags            = 0;
@@ -258,7 +263,7 @@ static void axon_fi_info_fill(struct fi_info *info, uint64_t caps)
     info->domain_attr->resource_mgmt    = FI_RM_ENABLED;
     info->domain_attr->av_type          = FI_AV_UNSPEC;
     info->domain_attr->mr_mode          = 0;
-    info->domain_attr->mr_key_size      = 0;
+    info->domain_attr->mr_key_size      = (caps & FI_RMA) ? AXON_FI_MR_KEY_SIZE : 0;
     info->domain_attr->cq_data_size     = AXON_FI_CQ_DATA_SIZE;
     info->domain_attr->cq_cnt           = 256;
     info->domain_attr->ep_cnt           = AXON_FI_EP_CNT;
@@ -270,7 +275,7 @@ static void axon_fi_info_fill(struct fi_info *info, uint64_t caps)
     info->domain_attr->caps             = AXON_FI_CAPS_FREE;
     info->domain_attr->mode             = 0;
     info->domain_attr->max_err_data     = 0;
-    info->domain_attr->mr_cnt           = 65536;   /* bookkeeping only: no real limit */
+    info->domain_attr->mr_cnt           = 65536;
     info->domain_attr->cntr_cnt         = AXON_FI_CNTR_CNT;
 
     info->fabric_attr->prov_version = AXON_FI_PROV_VERSION;
@@ -296,11 +301,14 @@ static void axon_fi_info_apply(uint32_t version, struct fi_info *info,
         if (dom->resource_mgmt != FI_RM_UNSPEC) {
             info->domain_attr->resource_mgmt = dom->resource_mgmt;
         }
-        /* Old API: FI_MR_BASIC / FI_MR_SCALABLE are modes, not bits; echo them. */
+        /* Old API: FI_MR_BASIC / FI_MR_SCALABLE are modes, not bits; echo them. Else
+         * virtual addresses and provider keys when offered (what RMA then follows). */
         if ((dom->mr_mode == FI_MR_BASIC) || (dom->mr_mode == FI_MR_SCALABLE)) {
             info->domain_attr->mr_mode = dom->mr_mode;
         } else if (FI_VERSION_LT(version, FI_VERSION(1, 5))) {
             info->domain_attr->mr_mode = FI_MR_SCALABLE;
+        } else {
+            info->domain_attr->mr_mode = dom->mr_mode & AXON_FI_MR_MODES;
         }
     }
     if ((hints->ep_attr != NULL) && (hints->ep_attr->mem_tag_format != 0)) {
@@ -379,6 +387,12 @@ int axon_fi_getinfo(uint32_t version, const char *node, const char *service, uin
         }
         if (hints->caps != 0) {
             caps = hints->caps | AXON_FI_CAPS_FREE;
+            if (caps & FI_RMA) {
+                /* FI_RMA alone means every direction (fi_getinfo(3)). */
+                if (!(caps & (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE))) {
+                    caps |= FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+                }
+            }
         } else if ((hints->ep_attr != NULL) &&
                    (hints->ep_attr->mem_tag_format & AXON_FI_MSG_TAG)) {
             caps &= ~(uint64_t)(FI_MSG | FI_MULTI_RECV);   /* all 64 tag bits were asked for */

@@ -1,7 +1,9 @@
 /*
  * A u64 -> u64 map with open addressing and linear probing (keys are never
  * 0): worker id -> peer and -> fi_addr in the AV, peer -> connection in an
- * endpoint. Looked up on slow paths only (FI_SOURCE, first use of a peer).
+ * endpoint, memory key -> region in a domain and -> resolved Axon key in a
+ * connection. The last is the one lookup on the RMA data path; the others
+ * are slow paths (FI_SOURCE, first use of a peer, registration).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -1,26 +1,82 @@
 /*
- * Memory registration: Axon needs none for messages (mr_mode 0: descriptors
- * are ignored), but applications may register anyway (fabtests always does
- * for some buffers), so fi_mr_reg gives a region object that records what
- * was asked. Without FI_RMA there is no remote access to grant.
+ * Memory registration. Messages need none (descriptors are ignored), so a
+ * registration without remote access is bookkeeping only. One with
+ * FI_REMOTE_READ/FI_REMOTE_WRITE is mapped with axon_mem_map and its key
+ * packed once; the domain's table (key -> region) is what a peer's address
+ * server request for the key is answered from (axon_fi_addr.c), because a
+ * libfabric key is 64 bits and Axon's packed key 100+ bytes.
+ *
+ * Modes (the domain's mr_mode, as fi_getinfo answered it):
+ *   FI_MR_PROV_KEY   the provider picks keys (a counter: never reused in a domain);
+ *                    without it the requested key names the region, a duplicate
+ *                    fails with -FI_ENOKEY
+ *   FI_MR_VIRT_ADDR  remote addresses are virtual addresses; without it they are
+ *                    offsets, the region's start being the registration's offset
+ * Peers get the difference as an addend: Axon address = libfabric address + addend.
  */
+#include <endian.h>
 #include <stdlib.h>
+#include <string.h>
 #include "axon_fi.h"
 
-#define AXON_FI_MR_ACCESS (FI_SEND | FI_RECV | FI_READ | FI_WRITE)
+#define AXON_FI_MR_LOCAL_ACCESS  (FI_SEND | FI_RECV | FI_READ | FI_WRITE)
+#define AXON_FI_MR_REMOTE_ACCESS (FI_REMOTE_READ | FI_REMOTE_WRITE)
 
 typedef struct {
     struct fid_mr     mr_fid;
     axon_fi_domain_t *domain;
+    axon_mem_h        memh;        /* NULL: no remote access granted */
+    void             *packed;      /* axon_rkey_pack's buffer */
+    size_t            packed_len;
+    uint64_t          addend;
 } axon_fi_mr_t;
+
+uint64_t axon_fi_mr_mode_bits(uint64_t mr_mode)
+{
+    if (mr_mode == FI_MR_BASIC) {
+        return FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+    }
+    return (mr_mode == FI_MR_SCALABLE) ? 0 : mr_mode;
+}
+
+int axon_fi_mr_export(axon_fi_domain_t *domain, uint64_t key, void **blob_p, size_t *len_p)
+{
+    axon_fi_mr_t *mr = NULL;
+    uint8_t *blob = NULL;
+    uint64_t val, be;
+
+    pthread_mutex_lock(&domain->mr_lock);
+    if (axon_fi_map_get(&domain->mr_by_key, key + 1, &val)) {
+        mr   = (axon_fi_mr_t *)(uintptr_t)val;
+        blob = malloc(sizeof(be) + mr->packed_len);
+        if (blob != NULL) {
+            be = htobe64(mr->addend);
+            memcpy(blob, &be, sizeof(be));
+            memcpy(blob + sizeof(be), mr->packed, mr->packed_len);
+            *len_p = sizeof(be) + mr->packed_len;
+        }
+    }
+    pthread_mutex_unlock(&domain->mr_lock);
+    *blob_p = blob;
+    return (mr == NULL) ? -FI_ENOKEY : (blob == NULL) ? -FI_ENOMEM : 0;
+}
 
 static int axon_fi_mr_close(struct fid *fid)
 {
     axon_fi_mr_t *mr = container_of(fid, axon_fi_mr_t, mr_fid.fid);
+    axon_fi_domain_t *domain = mr->domain;
 
-    axon_fi_lock(mr->domain);
-    --mr->domain->refs;
-    axon_fi_unlock(mr->domain);
+    if (mr->memh != NULL) {
+        /* Out of the table first: no peer fetches the key once it is unmapped. */
+        pthread_mutex_lock(&domain->mr_lock);
+        axon_fi_map_del(&domain->mr_by_key, mr->mr_fid.key + 1);
+        pthread_mutex_unlock(&domain->mr_lock);
+        axon_rkey_buffer_release(mr->packed);
+        axon_mem_unmap(domain->fabric->context, mr->memh);
+    }
+    axon_fi_lock(domain);
+    --domain->refs;
+    axon_fi_unlock(domain);
     free(mr);
     return 0;
 }
@@ -38,19 +94,70 @@ static struct fi_ops axon_fi_mr_fi_ops = {
     .ops_open = axon_fi_no_ops_open,
 };
 
+/* Map the region, pack its key and enter it in the domain's table under its key. */
+static int axon_fi_mr_grant(axon_fi_mr_t *mr, const struct fi_mr_attr *attr)
+{
+    axon_fi_domain_t *domain = mr->domain;
+    axon_mem_map_params_t params = {attr->mr_iov[0].iov_base, attr->mr_iov[0].iov_len, 0,
+                                    NULL};
+    axon_status_t status;
+    uint64_t key, found;
+    int ret = 0;
+
+    status = axon_mem_map(domain->fabric->context, &params, &mr->memh);
+    if (status == AXON_OK) {
+        status = axon_rkey_pack(domain->fabric->context, mr->memh, &mr->packed,
+                                &mr->packed_len);
+        if (status != AXON_OK) {
+            axon_mem_unmap(domain->fabric->context, mr->memh);
+        }
+    }
+    if (status != AXON_OK) {
+        AXON_FI_WARN(FI_LOG_MR, "fi_mr_reg: mapping %zu bytes at %p failed: %s", params.length,
+                     params.address, axon_status_string(status));
+        mr->memh = NULL;
+        return -axon_fi_errno(status);
+    }
+    mr->addend = (domain->mr_mode & FI_MR_VIRT_ADDR) ? 0 :
+                 (uint64_t)(uintptr_t)params.address - attr->offset;
+
+    pthread_mutex_lock(&domain->mr_lock);
+    key = (domain->mr_mode & FI_MR_PROV_KEY) ? domain->next_prov_key++ : attr->requested_key;
+    if (key == UINT64_MAX) {
+        AXON_FI_WARN(FI_LOG_MR, "fi_mr_reg: key 0x%llx is reserved", (unsigned long long)key);
+        ret = -FI_ENOKEY;
+    } else if (axon_fi_map_get(&domain->mr_by_key, key + 1, &found)) {
+        AXON_FI_WARN(FI_LOG_MR, "fi_mr_reg: key %llu is already registered in the domain",
+                     (unsigned long long)key);
+        ret = -FI_ENOKEY;
+    } else {
+        ret = axon_fi_map_put(&domain->mr_by_key, key + 1, (uintptr_t)mr);
+    }
+    pthread_mutex_unlock(&domain->mr_lock);
+    if (ret != 0) {
+        axon_rkey_buffer_release(mr->packed);
+        axon_mem_unmap(domain->fabric->context, mr->memh);
+        mr->memh = NULL;
+        return ret;
+    }
+    mr->mr_fid.key = key;
+    return 0;
+}
+
 static int axon_fi_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
                               struct fid_mr **mr_p)
 {
     axon_fi_domain_t *domain = container_of(fid, axon_fi_domain_t, domain_fid.fid);
     axon_fi_mr_t *mr;
+    int ret;
 
     if ((attr == NULL) || (attr->iov_count > 1)) {
         AXON_FI_WARN(FI_LOG_MR, "fi_mr_reg: %zu iovs (mr_iov_limit is 1)",
                      attr ? attr->iov_count : 0);
         return -FI_EINVAL;
     }
-    if (attr->access & ~(uint64_t)AXON_FI_MR_ACCESS) {
-        AXON_FI_WARN(FI_LOG_MR, "fi_mr_reg: access 0x%llx asks for remote access (no FI_RMA)",
+    if (attr->access & ~(uint64_t)(AXON_FI_MR_LOCAL_ACCESS | AXON_FI_MR_REMOTE_ACCESS)) {
+        AXON_FI_WARN(FI_LOG_MR, "fi_mr_reg: access 0x%llx not supported",
                      (unsigned long long)attr->access);
         return -FI_EINVAL;
     }
@@ -69,6 +176,19 @@ static int axon_fi_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, ui
     mr->mr_fid.fid.ops       = &axon_fi_mr_fi_ops;
     mr->mr_fid.mem_desc      = mr;
     mr->mr_fid.key           = attr->requested_key;
+    /* Axon maps no empty range: an empty region has nothing to reach remotely. */
+    if ((attr->access & AXON_FI_MR_REMOTE_ACCESS) && (attr->iov_count == 1) &&
+        (attr->mr_iov[0].iov_len > 0)) {
+        ret = axon_fi_mr_grant(mr, attr);
+        if (ret != 0) {
+            free(mr);
+            return ret;
+        }
+    } else if (domain->mr_mode & FI_MR_PROV_KEY) {
+        pthread_mutex_lock(&domain->mr_lock);
+        mr->mr_fid.key = domain->next_prov_key++;   /* a key nobody can use remotely */
+        pthread_mutex_unlock(&domain->mr_lock);
+    }
     axon_fi_lock(domain);
     ++domain->refs;
     axon_fi_unlock(domain);

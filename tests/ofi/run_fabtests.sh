@@ -131,6 +131,13 @@ for exe in "$fabtests/bin"/*; do
     fi
 done
 
+# Tests that would fail rather than stop as not run, because what they lack
+# is a call that returns -FI_ENOSYS after fi_getinfo accepted them (nothing
+# in their hints says what they need): runfabtests.sh excludes them (its -e,
+# a regex), and fabtests_notrun.txt gives the reason. fi_rma_bw -o writedata
+# needs remote CQ data for RMA, which fi_writedata does not offer yet.
+excluded='fi_rma_bw .*-o writedata'
+
 # In an empty directory: runfabtests.sh leaves its scratch files in the
 # current one and reads exclusion lists (test_configs/) from under it.
 (
@@ -139,7 +146,7 @@ done
     export LD_LIBRARY_PATH="$builddir/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     exec setsid timeout -k 5 "$run_limit" "$fabtests/bin/runfabtests.sh" -v \
         -p "$tmp/fabbin" -T "$test_limit" -L "-B $fabric_port" -C "-P $fabric_port" \
-        -t quick -s 127.0.0.1 -c 127.0.0.1 axon
+        -t quick -e "$excluded" -s 127.0.0.1 -c 127.0.0.1 axon
 ) >"$tmp/out" 2>&1 </dev/null &
 run_pid=$!
 wait "$run_pid"

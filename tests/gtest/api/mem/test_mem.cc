@@ -514,32 +514,53 @@ TEST_P(MemLocal, PackUnpack)
 }
 
 /*
- * A LOCAL key to user memory may outlive the mapping (the memory is the
- * caller's): the lock table its atomics take stays until the key goes
- * (ASan sees a use after free otherwise).
+ * A LOCAL key may outlive its mapping, but not its use: once the memory is
+ * unmapped, put, get and atomics through the key fail with
+ * AXON_ERR_REMOTE_ACCESS (as the target says over every other lane) and
+ * touch nothing: user memory keeps its bytes, allocated memory (freed at
+ * unmap) is not reached at all. The key itself stays safe to destroy (ASan
+ * sees a use after free otherwise).
  */
-TEST_P(MemLocal, KeyOutlivesUserMapping)
+TEST_P(MemLocal, KeyOfUnmappedMemoryFails)
 {
     std::vector<uint64_t> buf(16, 5);
-    axon_mem_h            memh;
-    Key                   key;
-    axon_rkey_h           rkey;
+    axon_mem_map_params_t ma = {nullptr, 4096, AXON_MEM_MAP_ALLOCATE};
+    axon_mem_h            user, alloc;
+    Key                   ukey, akey;
+    axon_rkey_h           rkeys[2];
 
     ASSERT_NO_FATAL_FAILURE(start());
-    ASSERT_NO_FATAL_FAILURE(map_and_pack(buf.data(), buf.size() * 8, &memh, &key));
-    ASSERT_EQ(AXON_OK, axon_ep_rkey_unpack(ep, key.buf, key.size, &rkey));
-    ASSERT_EQ(AXON_RMA_PATH_LOCAL, rkey->path);
-    EXPECT_NE(nullptr, rkey->locks_ref);
-    ASSERT_EQ(AXON_OK, axon_mem_unmap(n.ctx, memh));
+    ASSERT_NO_FATAL_FAILURE(map_and_pack(buf.data(), buf.size() * 8, &user, &ukey));
+    ASSERT_EQ(AXON_OK, axon_mem_map(n.ctx, &ma, &alloc));
+    ASSERT_EQ(AXON_OK, axon_rkey_pack(n.ctx, alloc, &akey.buf, &akey.size));
+    ASSERT_EQ(AXON_OK, axon_ep_rkey_unpack(ep, ukey.buf, ukey.size, &rkeys[0]));
+    ASSERT_EQ(AXON_OK, axon_ep_rkey_unpack(ep, akey.buf, akey.size, &rkeys[1]));
+    uint64_t addrs[2] = {(uintptr_t)&buf[3], (uintptr_t)alloc->address + 24};
+    for (axon_rkey_h rkey : rkeys) {
+        ASSERT_EQ(AXON_RMA_PATH_LOCAL, rkey->path);
+    }
+    ASSERT_EQ(AXON_OK, axon_mem_unmap(n.ctx, user));
+    ASSERT_EQ(AXON_OK, axon_mem_unmap(n.ctx, alloc));
 
-    uint64_t       one = 1, old = 0;
-    axon_request_h req = nullptr;
-    axon_status_t  st  = axon_atomic_nb(ep, AXON_ATOMIC_ADD, 8, &one, nullptr, &old,
-                                        (uintptr_t)&buf[3], rkey, nullptr, &req);
-    EXPECT_EQ(AXON_OK, axon_test_wait_req(n.workers[0], st, req, nullptr, 10.0));
-    EXPECT_EQ(5u, old);
-    EXPECT_EQ(6u, buf[3]);
-    axon_rkey_destroy(rkey);
+    for (int k = 0; k < 2; ++k) {
+        uint64_t       one = 1, old = 77, word = 9;
+        axon_request_h req = nullptr;
+        const char    *what = k ? "allocated" : "user";
+
+        EXPECT_EQ(AXON_ERR_REMOTE_ACCESS, axon_atomic_nb(ep, AXON_ATOMIC_ADD, 8, &one, nullptr,
+                                                         &old, addrs[k], rkeys[k], nullptr,
+                                                         &req)) << what;
+        EXPECT_EQ(77u, old) << what;
+        EXPECT_EQ(AXON_ERR_REMOTE_ACCESS, axon_put_nb(ep, &word, 8, addrs[k], rkeys[k], nullptr,
+                                                      &req)) << what;
+        EXPECT_EQ(AXON_ERR_REMOTE_ACCESS, axon_get_nb(ep, &word, 8, addrs[k], rkeys[k], nullptr,
+                                                      &req)) << what;
+        EXPECT_EQ(9u, word) << what;
+    }
+    EXPECT_EQ(5u, buf[3]) << "an access through the stale key wrote user memory";
+    for (axon_rkey_h rkey : rkeys) {
+        axon_rkey_destroy(rkey);
+    }
 }
 
 /* AXON_RMA_PATH=am: every key goes the active-message way, even in one process. */

@@ -137,10 +137,13 @@ struct Node {
     struct fid_av     *av      = NULL;
     struct fid_cq     *cq      = NULL;
     struct fid_cntr   *tx_cntr = NULL, *rx_cntr = NULL;
+    struct fid_cntr   *wr_cntr = NULL, *rd_cntr = NULL;   /* FI_WRITE / FI_READ */
     struct fid_ep     *ep      = NULL;
     uint64_t           caps     = 0;
+    int                mr_mode  = -1;       /* >= 0: replaces the hints' mr_mode */
     bool               counters = false;
-    char               name[64];
+    bool               rma_counters = false;
+    char               name[64] = {};
     size_t             namelen = sizeof(name);
 
     int open(enum fi_av_type av_type = FI_AV_MAP, enum fi_threading threading = FI_THREAD_DOMAIN)
@@ -160,6 +163,7 @@ struct Node {
 
         hints->domain_attr->threading = threading;
         if (caps != 0) hints->caps = caps;
+        if (mr_mode >= 0) hints->domain_attr->mr_mode = mr_mode;
         use_build_provider();
         ret = fi_getinfo(FI_VERSION(1, 17), node, service, flags, hints, &info);
         fi_freeinfo(hints);
@@ -183,6 +187,14 @@ struct Node {
             if ((ret = fi_ep_bind(ep, &tx_cntr->fid, FI_SEND)) != 0) return ret;
             if ((ret = fi_ep_bind(ep, &rx_cntr->fid, FI_RECV)) != 0) return ret;
         }
+        if (rma_counters) {
+            memset(&cntr_attr, 0, sizeof(cntr_attr));
+            cntr_attr.events = FI_CNTR_EVENTS_COMP;
+            if ((ret = fi_cntr_open(domain, &cntr_attr, &wr_cntr, &wr_cntr)) != 0) return ret;
+            if ((ret = fi_cntr_open(domain, &cntr_attr, &rd_cntr, &rd_cntr)) != 0) return ret;
+            if ((ret = fi_ep_bind(ep, &wr_cntr->fid, FI_WRITE)) != 0) return ret;
+            if ((ret = fi_ep_bind(ep, &rd_cntr->fid, FI_READ)) != 0) return ret;
+        }
         if ((ret = fi_enable(ep)) != 0) return ret;
         return fi_getname(&ep->fid, name, &namelen);
     }
@@ -198,17 +210,18 @@ struct Node {
     {
         struct fid *fids[] = {ep ? &ep->fid : NULL, av ? &av->fid : NULL, cq ? &cq->fid : NULL,
                               tx_cntr ? &tx_cntr->fid : NULL, rx_cntr ? &rx_cntr->fid : NULL,
+                              wr_cntr ? &wr_cntr->fid : NULL, rd_cntr ? &rd_cntr->fid : NULL,
                               domain ? &domain->fid : NULL, fabric ? &fabric->fid : NULL};
         for (struct fid *f : fids) {
             if (f != NULL) {
-                EXPECT_EQ(0, fi_close(f));
+                EXPECT_EQ(0, fi_close(f)) << "class " << f->fclass;
             }
         }
         if (info) {
             fi_freeinfo(info);
         }
         ep = NULL; av = NULL; cq = NULL; domain = NULL; fabric = NULL; info = NULL;
-        tx_cntr = NULL; rx_cntr = NULL;
+        tx_cntr = NULL; rx_cntr = NULL; wr_cntr = NULL; rd_cntr = NULL;
     }
 
     ~Node() { close(); }

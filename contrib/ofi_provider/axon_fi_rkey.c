@@ -1,0 +1,89 @@
+/*
+ * RMA keys on the initiator: a libfabric key is 64 bits, Axon's packed key
+ * 100+ bytes, so the first operation with (peer, key) asks the peer's
+ * address server for it (one TCP exchange, answered from the target
+ * domain's table without the target progressing), unpacks it on the
+ * connection's Axon endpoint and caches it on the connection. Later
+ * operations find it with one map lookup. A key found stale (the target
+ * closed the region: Axon says AXON_ERR_REMOTE_ACCESS) is forgotten, so a
+ * region registered again under the same key is found by the next use;
+ * the forgotten Axon key stays on the connection's list, since operations
+ * in flight may still hold it, and is destroyed with the connection.
+ */
+#include <endian.h>
+#include <stdlib.h>
+#include <string.h>
+#include "axon_fi.h"
+
+axon_status_t axon_fi_rkey_resolve(axon_fi_conn_t *conn, uint64_t key, axon_fi_rkey_t **rkey_p)
+{
+    axon_fi_peer_t *peer = conn->peer;
+    axon_fi_name_t name;
+    axon_fi_rkey_t *rkey;
+    axon_status_t status;
+    uint64_t be;
+    void *blob = NULL;
+    size_t len = 0;
+    char str[96];
+    int ret;
+
+    axon_fi_name_make(peer->name.sin_addr, peer->name.sin_port, peer->id, &name);
+    axon_fi_name_str(&name, str, sizeof(str));
+    ret = axon_fi_addr_fetch_key(&name, key, &blob, &len);
+    if ((ret == 0) && (len <= sizeof(be))) {
+        free(blob);
+        ret = -FI_EIO;
+    }
+    if (ret != 0) {
+        AXON_FI_WARN(FI_LOG_EP_DATA, "RMA key %llu of %s: %s", (unsigned long long)key, str,
+                     (ret == -FI_ENOKEY) ? "no region registered for remote access under it" :
+                     fi_strerror(-ret));
+        return (ret == -FI_ENOKEY) ? AXON_ERR_REMOTE_ACCESS : AXON_ERR_UNREACHABLE;
+    }
+    rkey = calloc(1, sizeof(*rkey));
+    if (rkey == NULL) {
+        free(blob);
+        return AXON_ERR_NO_MEMORY;
+    }
+    memcpy(&be, blob, sizeof(be));
+    rkey->addend = be64toh(be);
+    status = axon_ep_rkey_unpack(conn->aep, (const uint8_t *)blob + sizeof(be),
+                                 len - sizeof(be), &rkey->rkey);
+    free(blob);
+    if (status != AXON_OK) {
+        AXON_FI_WARN(FI_LOG_EP_DATA, "RMA key %llu of %s: axon_ep_rkey_unpack failed: %s",
+                     (unsigned long long)key, str, axon_status_string(status));
+        free(rkey);
+        return status;
+    }
+    if (axon_fi_map_put(&conn->rkeys, key + 1, (uintptr_t)rkey) != 0) {
+        axon_rkey_destroy(rkey->rkey);
+        free(rkey);
+        return AXON_ERR_NO_MEMORY;
+    }
+    rkey->next      = conn->all_rkeys;
+    conn->all_rkeys = rkey;
+    *rkey_p = rkey;
+    return AXON_OK;
+}
+
+void axon_fi_rkey_forget(axon_fi_ep_t *ep, fi_addr_t addr, uint64_t key)
+{
+    axon_fi_conn_t *conn = (addr < ep->nconns) ? ep->conns[addr] : NULL;
+
+    if (conn != NULL) {
+        axon_fi_map_del(&conn->rkeys, key + 1);
+    }
+}
+
+void axon_fi_rkey_destroy_all(axon_fi_conn_t *conn)
+{
+    axon_fi_rkey_t *rkey;
+
+    while ((rkey = conn->all_rkeys) != NULL) {
+        conn->all_rkeys = rkey->next;
+        axon_rkey_destroy(rkey->rkey);
+        free(rkey);
+    }
+    axon_fi_map_free(&conn->rkeys);
+}
