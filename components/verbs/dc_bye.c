@@ -152,10 +152,15 @@ void axon_dc_bye_send_all(axon_dc_iface_t *iface, double deadline)
     }
     total = iface->num_hello_peers;
     for (bucket = 0; bucket < AXON_DC_HELLO_HASH; ++bucket) {
-        while ((peer = iface->hello_peers[bucket]) != NULL) {
+        while (iface->hello_peers[bucket] != NULL) {
             while (((dci = axon_dc_dci_idle(iface)) == NULL) &&
                    (axon_sys_time_sec() < deadline)) {
                 axon_dc_iface_poll(iface);
+            }
+            /* the polls may have taken that peer's own goodbye, which forgot it */
+            peer = iface->hello_peers[bucket];
+            if (peer == NULL) {
+                break;
             }
             if ((dci == NULL) ||
                 (axon_dc_post_signed(iface, dci, NULL, &peer->target, AXON_DC_MSG_BYE, 0,

@@ -31,6 +31,7 @@
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
@@ -61,6 +62,8 @@
 #define AXON_FI_IOV_LIMIT     16            /* iovecs per message: an op holds their pieces */
 #define AXON_FI_RMA_IOV_LIMIT 4             /* remote iovecs per RMA message: one Axon op each */
 #define AXON_FI_MR_KEY_SIZE   8             /* fi_mr_key: 64 bits, resolved to Axon's packed key */
+#define AXON_FI_ATOMIC_COUNT  16            /* elements per atomic call (the valid calls' count) */
+#define AXON_FI_AMO_MAX_SIZE  32            /* the largest element (long double complex) */
 
 /*
  * Untagged messages travel as tag messages with this tag. An endpoint with
@@ -172,6 +175,11 @@ typedef struct axon_fi_op {
     void               *bounce;    /* RMA inject: the copy written from */
     fi_addr_t           addr;      /* RMA: the target and key, to forget a stale key */
     uint64_t            key;
+    /* Atomics (axon_fi_atomic.c): the elements' state is in bounce. */
+    uint8_t             amo_datatype;
+    uint8_t             amo_op;
+    uint8_t             amo_size;      /* bytes per element */
+    uint8_t             amo_count;     /* elements */
 } axon_fi_op_t;
 
 /* u64 -> u64 open-addressing map (keys never 0). */
@@ -590,6 +598,25 @@ static inline void axon_fi_list_del(axon_fi_op_t *op)
 extern struct fi_ops_tagged axon_fi_tagged_ops;
 extern struct fi_ops_msg    axon_fi_msg_ops;
 extern struct fi_ops_rma    axon_fi_rma_ops;
+extern struct fi_ops_atomic axon_fi_atomic_ops;
+
+/* Atomics: the call families of fi_atomic(3) and what each offers (axon_fi_atomic_calc.c). */
+typedef enum {
+    AXON_FI_AMO_BASE,      /* fi_atomic*: no result */
+    AXON_FI_AMO_FETCH,     /* fi_fetch_atomic* */
+    AXON_FI_AMO_COMPARE    /* fi_compare_atomic* */
+} axon_fi_amo_family_t;
+
+/* The element size of datatype when family offers op on it, else 0. */
+size_t      axon_fi_amo_size(enum fi_datatype datatype, enum fi_op op,
+                             axon_fi_amo_family_t family);
+/* out = what op makes of the element old with operand val and compare cmp (NULL: zero). */
+void        axon_fi_amo_calc(enum fi_datatype datatype, enum fi_op op, const void *old,
+                             const void *val, const void *cmp, void *out);
+const char *axon_fi_amo_type_name(enum fi_datatype datatype);
+/* fi_query_atomic (domain op). */
+int         axon_fi_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
+                                 enum fi_op op, struct fi_atomic_attr *attr, uint64_t flags);
 
 /* -ENOSYS fillers for ops the provider does not offer. */
 int axon_fi_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
@@ -598,5 +625,6 @@ int axon_fi_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void 
                         void *context);
 extern struct fi_ops_msg axon_fi_no_msg_ops;   /* endpoints without FI_MSG */
 extern struct fi_ops_rma axon_fi_no_rma_ops;
+extern struct fi_ops_atomic axon_fi_no_atomic_ops;   /* endpoints without FI_ATOMIC */
 
 #endif /* AXON_FI_H */

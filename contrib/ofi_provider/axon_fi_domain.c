@@ -140,12 +140,6 @@ static int axon_fi_no_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr
     return -FI_ENOSYS;
 }
 
-static int axon_fi_no_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
-                                   enum fi_op op, struct fi_atomic_attr *attr, uint64_t flags)
-{
-    return -FI_ENOSYS;
-}
-
 static int axon_fi_no_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
                                        struct fi_collective_attr *attr, uint64_t flags)
 {
@@ -173,7 +167,7 @@ static struct fi_ops_domain axon_fi_domain_ops = {
     .poll_open        = axon_fi_poll_open,
     .stx_ctx          = axon_fi_no_stx_ctx,
     .srx_ctx          = axon_fi_no_srx_ctx,
-    .query_atomic     = axon_fi_no_query_atomic,
+    .query_atomic     = axon_fi_query_atomic,
     .query_collective = axon_fi_no_query_collective,
     .endpoint2        = axon_fi_endpoint2,
 };

@@ -523,6 +523,8 @@ int axon_fi_ep_open(struct fid_domain *domain_fid, struct fi_info *info, struct 
     ep->ep_fid.msg         = (ep->caps & FI_MSG) ? &axon_fi_msg_ops : &axon_fi_no_msg_ops;
     ep->ep_fid.rma         = (ep->caps & FI_RMA) ? &axon_fi_rma_ops : &axon_fi_no_rma_ops;
     ep->ep_fid.tagged      = &axon_fi_tagged_ops;
+    ep->ep_fid.atomic      = (ep->caps & FI_ATOMIC) ? &axon_fi_atomic_ops :
+                                                  &axon_fi_no_atomic_ops;
     axon_fi_lock(domain);
     ++domain->refs;
     axon_fi_unlock(domain);

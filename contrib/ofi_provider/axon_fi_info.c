@@ -3,9 +3,11 @@
 #include <string.h>
 #include "axon_fi.h"
 
-#define AXON_FI_TX_CAPS   (FI_MSG | FI_TAGGED | FI_SEND | FI_RMA | FI_READ | FI_WRITE)
+#define AXON_FI_TX_CAPS   (FI_MSG | FI_TAGGED | FI_SEND | FI_RMA | FI_ATOMIC | FI_READ | \
+                           FI_WRITE)
 #define AXON_FI_RX_CAPS   (FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | \
-                           FI_MULTI_RECV | FI_RMA | FI_REMOTE_READ | FI_REMOTE_WRITE)
+                           FI_MULTI_RECV | FI_RMA | FI_ATOMIC | FI_REMOTE_READ | \
+                           FI_REMOTE_WRITE)
 /* mr_mode bits the provider honours when hints offer them (FI_MR_BASIC's among them). */
 #define AXON_FI_MR_MODES  (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY)
 /* Capabilities returned even when not asked for: they cost nothing. */
@@ -263,7 +265,8 @@ static void axon_fi_info_fill(struct fi_info *info, uint64_t caps)
     info->domain_attr->resource_mgmt    = FI_RM_ENABLED;
     info->domain_attr->av_type          = FI_AV_UNSPEC;
     info->domain_attr->mr_mode          = 0;
-    info->domain_attr->mr_key_size      = (caps & FI_RMA) ? AXON_FI_MR_KEY_SIZE : 0;
+    info->domain_attr->mr_key_size      = (caps & (FI_RMA | FI_ATOMIC)) ? AXON_FI_MR_KEY_SIZE :
+                                                                           0;
     info->domain_attr->cq_data_size     = AXON_FI_CQ_DATA_SIZE;
     info->domain_attr->cq_cnt           = 256;
     info->domain_attr->ep_cnt           = AXON_FI_EP_CNT;
@@ -387,8 +390,8 @@ int axon_fi_getinfo(uint32_t version, const char *node, const char *service, uin
         }
         if (hints->caps != 0) {
             caps = hints->caps | AXON_FI_CAPS_FREE;
-            if (caps & FI_RMA) {
-                /* FI_RMA alone means every direction (fi_getinfo(3)). */
+            if (caps & (FI_RMA | FI_ATOMIC)) {
+                /* FI_RMA or FI_ATOMIC alone means every direction (fi_getinfo(3)). */
                 if (!(caps & (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE))) {
                     caps |= FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
                 }

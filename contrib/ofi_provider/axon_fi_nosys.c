@@ -147,3 +147,106 @@ struct fi_ops_rma axon_fi_no_rma_ops = {
     .writedata   = axon_fi_no_rma_writedata,
     .injectdata  = axon_fi_no_rma_injectdata,
 };
+
+/* Atomics on an endpoint without FI_ATOMIC: every call and every valid call -FI_ENOSYS. */
+static ssize_t axon_fi_no_amo(struct fid_ep *ep, const void *buf, size_t count, void *desc,
+                              fi_addr_t dest, uint64_t addr, uint64_t key,
+                              enum fi_datatype datatype, enum fi_op op, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static ssize_t axon_fi_no_amov(struct fid_ep *ep, const struct fi_ioc *iov, void **desc,
+                               size_t count, fi_addr_t dest, uint64_t addr, uint64_t key,
+                               enum fi_datatype datatype, enum fi_op op, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static ssize_t axon_fi_no_amomsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
+                                 uint64_t flags)
+{
+    return -FI_ENOSYS;
+}
+
+static ssize_t axon_fi_no_amo_inject(struct fid_ep *ep, const void *buf, size_t count,
+                                     fi_addr_t dest, uint64_t addr, uint64_t key,
+                                     enum fi_datatype datatype, enum fi_op op)
+{
+    return -FI_ENOSYS;
+}
+
+static ssize_t axon_fi_no_amo_fetch(struct fid_ep *ep, const void *buf, size_t count,
+                                    void *desc, void *result, void *result_desc,
+                                    fi_addr_t dest, uint64_t addr, uint64_t key,
+                                    enum fi_datatype datatype, enum fi_op op, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static ssize_t axon_fi_no_amo_fetchv(struct fid_ep *ep, const struct fi_ioc *iov, void **desc,
+                                     size_t count, struct fi_ioc *resultv, void **result_desc,
+                                     size_t result_count, fi_addr_t dest, uint64_t addr,
+                                     uint64_t key, enum fi_datatype datatype, enum fi_op op,
+                                     void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static ssize_t axon_fi_no_amo_fetchmsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
+                                       struct fi_ioc *resultv, void **result_desc,
+                                       size_t result_count, uint64_t flags)
+{
+    return -FI_ENOSYS;
+}
+
+static ssize_t axon_fi_no_amo_cmp(struct fid_ep *ep, const void *buf, size_t count, void *desc,
+                                  const void *compare, void *compare_desc, void *result,
+                                  void *result_desc, fi_addr_t dest, uint64_t addr,
+                                  uint64_t key, enum fi_datatype datatype, enum fi_op op,
+                                  void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static ssize_t axon_fi_no_amo_cmpv(struct fid_ep *ep, const struct fi_ioc *iov, void **desc,
+                                   size_t count, const struct fi_ioc *comparev,
+                                   void **compare_desc, size_t compare_count,
+                                   struct fi_ioc *resultv, void **result_desc,
+                                   size_t result_count, fi_addr_t dest, uint64_t addr,
+                                   uint64_t key, enum fi_datatype datatype, enum fi_op op,
+                                   void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static ssize_t axon_fi_no_amo_cmpmsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
+                                     const struct fi_ioc *comparev, void **compare_desc,
+                                     size_t compare_count, struct fi_ioc *resultv,
+                                     void **result_desc, size_t result_count, uint64_t flags)
+{
+    return -FI_ENOSYS;
+}
+
+static int axon_fi_no_amo_valid(struct fid_ep *ep, enum fi_datatype datatype, enum fi_op op,
+                                size_t *count)
+{
+    return -FI_ENOSYS;
+}
+
+struct fi_ops_atomic axon_fi_no_atomic_ops = {
+    .size           = sizeof(struct fi_ops_atomic),
+    .write          = axon_fi_no_amo,
+    .writev         = axon_fi_no_amov,
+    .writemsg       = axon_fi_no_amomsg,
+    .inject         = axon_fi_no_amo_inject,
+    .readwrite      = axon_fi_no_amo_fetch,
+    .readwritev     = axon_fi_no_amo_fetchv,
+    .readwritemsg   = axon_fi_no_amo_fetchmsg,
+    .compwrite      = axon_fi_no_amo_cmp,
+    .compwritev     = axon_fi_no_amo_cmpv,
+    .compwritemsg   = axon_fi_no_amo_cmpmsg,
+    .writevalid     = axon_fi_no_amo_valid,
+    .readwritevalid = axon_fi_no_amo_valid,
+    .compwritevalid = axon_fi_no_amo_valid,
+};

@@ -54,7 +54,7 @@ TEST_F(OfiProvider, GetinfoEnodataForUnmatchableHints)
         const char *what;
         void (*set)(struct fi_info *);
     } cases[] = {
-        {"caps FI_ATOMIC", [](struct fi_info *h) { h->caps |= FI_ATOMIC; }},
+        {"caps FI_TRIGGER", [](struct fi_info *h) { h->caps |= FI_ATOMIC | FI_TRIGGER; }},
         {"caps FI_RMA_EVENT", [](struct fi_info *h) { h->caps |= FI_RMA | FI_RMA_EVENT; }},
         {"rma iov limit 5", [](struct fi_info *h) { h->tx_attr->rma_iov_limit = 5; }},
         {"mr key 16 bytes", [](struct fi_info *h) { h->domain_attr->mr_key_size = 16; }},
