@@ -15,6 +15,7 @@ tests_axon_gtest_SOURCES = \
 	tests/harness/tag_env.h \
 	tests/harness/rma_env.h \
 	tests/harness/layout_cases.h \
+	tests/harness/layout_wire.h \
 	tests/gtest/api/coll/coll_env.h \
 	tests/gtest/api/coll/coll_proc.h \
 	tests/gtest/api/coll/test_coll.cc \
@@ -31,6 +32,7 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/api/rma/test_rma.cc \
 	tests/gtest/api/rma/test_rma_device.cc \
 	tests/gtest/api/rma/test_rma_layout.cc \
+	tests/gtest/api/rma/test_rma_layout_key.cc \
 	tests/gtest/api/rma/test_rma_proto.cc \
 	tests/gtest/api/tag/test_tag.cc \
 	tests/gtest/api/tag/test_tag_ext.cc \

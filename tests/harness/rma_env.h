@@ -24,6 +24,10 @@
  * filled with a background pattern of its own, so a test knows every byte it
  * did not write.
  *
+ * On command, a target also maps a layout over part of its big user region
+ * (AXON_MEM_MAP_LAYOUT, test_rma_layout_key.cc): the layout travels as words
+ * (layout_wire.h), its key comes back.
+ *
  * Everything is in an unnamed namespace: each suite that includes this gets
  * its own copy, so the header needs no source file of its own.
  */
@@ -52,6 +56,7 @@
 #include "rma.h"       /* the path a key was unpacked to, for checks that depend on it */
 #include "harness.h"
 #include "env_guard.h"
+#include "layout_wire.h"
 
 namespace {
 
@@ -303,6 +308,32 @@ struct RegionInfo {
     uint64_t length;
 };
 
+/* ... and about a layout key: where it was mapped and what axon_mem_query said. */
+struct LayoutKeyInfo {
+    uint64_t base;
+    uint64_t length;
+    uint64_t query_address;
+    uint64_t query_length;
+};
+
+const int64_t kReplyBadMap = -101;  /* a layout key command the owner cannot do (a test bug) */
+
+/* A packed key of memh into key. */
+inline axon_status_t pack_key(axon_context_h context, axon_mem_h memh, std::vector<uint8_t> &key)
+{
+    void  *kbuf  = nullptr;
+    size_t ksize = 0;
+
+    axon_status_t status = axon_rkey_pack(context, memh, &kbuf, &ksize);
+    if (status != AXON_OK) {
+        return status;
+    }
+    EXPECT_GT(ksize, 0u);
+    key.assign(static_cast<uint8_t *>(kbuf), static_cast<uint8_t *>(kbuf) + ksize);
+    axon_rkey_buffer_release(kbuf);
+    return AXON_OK;
+}
+
 /* Maps the regions of one process and does to them what commands ask. */
 class Owner {
 public:
@@ -379,18 +410,7 @@ public:
     /* Region r's key (again: the context's workers now). */
     axon_status_t pack(int r)
     {
-        Region &g     = region[r];
-        void   *kbuf  = nullptr;
-        size_t  ksize = 0;
-
-        axon_status_t status = axon_rkey_pack(context, g.memh, &kbuf, &ksize);
-        if (status != AXON_OK) {
-            return status;
-        }
-        EXPECT_GT(ksize, 0u);
-        g.key.assign(static_cast<uint8_t *>(kbuf), static_cast<uint8_t *>(kbuf) + ksize);
-        axon_rkey_buffer_release(kbuf);
-        return AXON_OK;
+        return pack_key(context, region[r].memh, region[r].key);
     }
 
     axon_status_t unmap(int r)
@@ -416,6 +436,10 @@ public:
 
     void unmap_all()
     {
+        for (size_t k = 0; k < layout_keys.size(); ++k) {
+            unmap_layout((int)k);
+        }
+        layout_keys.clear();
         for (int r = 0; r < kRegions; ++r) {
             unmap(r);
             if (region[r].raw != nullptr) {
@@ -423,6 +447,59 @@ public:
                 region[r].raw = nullptr;
             }
         }
+    }
+
+    /* ---- layout keys: kCmdMapLayout, kCmdUnmapLayout */
+
+    /* Layout keys mapped so far, by slot (unmapped ones keep their slot, memh NULL). */
+    std::vector<Region> layout_keys;
+
+    /*
+     * Map layout based at off in user region r, length bytes: its slot (>= 0)
+     * with info and key, or a negative axon_status_t.
+     */
+    int64_t map_layout(int r, uint64_t off, const axon_layout_t &layout, size_t length,
+                       LayoutKeyInfo *info)
+    {
+        if (region_allocated(r) || !in_range(r, off, 0)) {
+            return kReplyBadMap;
+        }
+        axon_mem_map_params_t p = {};
+        Region                g;
+        p.address = region[r].base + off;
+        p.length  = length;
+        p.flags   = AXON_MEM_MAP_LAYOUT;
+        p.layout  = &layout;
+        axon_status_t status = axon_mem_map(context, &p, &g.memh);
+        if (status != AXON_OK) {
+            return status;
+        }
+        void  *qaddr = nullptr;
+        size_t qlen  = 0;
+        status = axon_mem_query(g.memh, &qaddr, &qlen);
+        if (status == AXON_OK) {
+            status = pack_key(context, g.memh, g.key);
+        }
+        if (status != AXON_OK) {
+            axon_mem_unmap(context, g.memh);
+            return status;
+        }
+        g.base   = static_cast<uint8_t *>(p.address);
+        g.length = length;
+        *info    = {(uint64_t)(uintptr_t)g.base, length, (uint64_t)(uintptr_t)qaddr, qlen};
+        layout_keys.push_back(g);
+        return (int64_t)layout_keys.size() - 1;
+    }
+
+    int64_t unmap_layout(int slot)
+    {
+        if ((slot < 0) || ((size_t)slot >= layout_keys.size()) ||
+            (layout_keys[slot].memh == nullptr)) {
+            return kReplyBadMap;
+        }
+        axon_status_t status = axon_mem_unmap(context, layout_keys[slot].memh);
+        layout_keys[slot].memh = nullptr;
+        return status;
     }
 
     bool in_range(int r, uint64_t off, uint64_t len) const
@@ -460,6 +537,9 @@ enum : uint32_t {
     kCmdRemap,
     kCmdWaitFlag,   /* progress until the 8 bytes at flag_offset hold flag_value, then check */
     kCmdQuit,
+    kCmdMapLayout,    /* the layout's words follow (layout_wire.h); reply: slot or status,
+                       * then with a slot the LayoutKeyInfo and the key */
+    kCmdUnmapLayout,  /* region: the slot */
 };
 
 struct Cmd {
@@ -517,6 +597,8 @@ inline int64_t exec_simple(Owner &o, const Cmd &c)
         return (c.region < kRegions) ? o.unmap(c.region) : kReplyBad;
     case kCmdRemap:
         return (c.region < kRegions) ? o.remap(c.region) : kReplyBad;
+    case kCmdUnmapLayout:
+        return o.unmap_layout((int)c.region);
     default:
         return kReplyBad;
     }
@@ -540,6 +622,44 @@ inline int recv_exact(int fd, void *buf, size_t len)
     }
     free(blob);
     return ret;
+}
+
+/* Map the layout the words describe, as c says, then clobber it (the call must copy it). */
+inline int64_t map_layout_words(Owner &o, const Cmd &c, const int64_t *words, size_t n,
+                                LayoutKeyInfo *info)
+{
+    WireLayout wl;
+    if ((c.region >= kRegions) || !wl.decode(words, n)) {
+        return kReplyBadMap;
+    }
+    int64_t slot = o.map_layout((int)c.region, c.offset, wl.layout, c.length, info);
+    wl.clobber();
+    return slot;
+}
+
+/* kCmdMapLayout in the target: 0, or -1 when the socket failed. */
+inline int serve_map_layout(Owner &o, int fd, const Cmd &c)
+{
+    void         *blob = nullptr;
+    size_t        len  = 0;
+    LayoutKeyInfo info = {};
+
+    if (axon_test_recv_blob(fd, &blob, &len) != 0) {
+        return -1;
+    }
+    int64_t slot = (len % sizeof(int64_t)) ? kReplyBadMap :
+                   map_layout_words(o, c, static_cast<const int64_t *>(blob),
+                                    len / sizeof(int64_t), &info);
+    free(blob);
+    if (send_reply(fd, slot) != 0) {
+        return -1;
+    }
+    if (slot < 0) {
+        return 0;
+    }
+    const std::vector<uint8_t> &key = o.layout_keys[slot].key;
+    return ((axon_test_send_blob(fd, &info, sizeof(info)) != 0) ||
+            (axon_test_send_blob(fd, key.data(), key.size()) != 0)) ? -1 : 0;
 }
 
 /*
@@ -600,6 +720,9 @@ inline int serve(Owner &o, int fd, axon_worker_h worker)
             break;
         case kCmdWaitFlag:
             ret = send_reply(fd, wait_flag(o, worker, c));
+            break;
+        case kCmdMapLayout:
+            ret = serve_map_layout(o, fd, c);
             break;
         default:
             ret = send_reply(fd, exec_simple(o, c));
@@ -693,6 +816,12 @@ public:
                                                  uint64_t off, uint64_t len, uint64_t seed) = 0;
     virtual int64_t              wait_flag_end() = 0;
     virtual void                 quit() = 0;
+    /* Map layout based at off in user region r, length its size: a slot (>= 0) with
+     * info and key, or a negative axon_status_t. */
+    virtual int64_t              map_layout(int r, uint64_t off, const axon_layout_t &layout,
+                                            size_t length, LayoutKeyInfo *info,
+                                            std::vector<uint8_t> *key) = 0;
+    virtual int64_t              unmap_layout(int slot) = 0;
 
     /* Background-fill again (after a test wrote there). */
     void restore(int r, uint64_t off, uint64_t len) { fill(r, off, len, bg_seed(r), off); }
@@ -755,6 +884,20 @@ public:
     }
     int64_t wait_flag_end() override { return wait_flag(o_, worker_, flag_cmd_); }
     void    quit() override {}
+    /* Through the words as well, so the layout the call sees is gone after it. */
+    int64_t map_layout(int r, uint64_t off, const axon_layout_t &layout, size_t length,
+                       LayoutKeyInfo *info, std::vector<uint8_t> *key) override
+    {
+        std::vector<int64_t> words;
+        layout_encode(layout, words);
+        int64_t slot = map_layout_words(o_, make_cmd(kCmdMapLayout, r, off, length),
+                                        words.data(), words.size(), info);
+        if (slot >= 0) {
+            *key = o_.layout_keys[slot].key;
+        }
+        return slot;
+    }
+    int64_t unmap_layout(int slot) override { return o_.unmap_layout(slot); }
 
 private:
     Owner        &o_;
@@ -828,6 +971,30 @@ public:
         return reply;
     }
     void quit() override { EXPECT_EQ(0, call(make_cmd(kCmdQuit, 0))); }
+    int64_t map_layout(int r, uint64_t off, const axon_layout_t &layout, size_t length,
+                       LayoutKeyInfo *info, std::vector<uint8_t> *key) override
+    {
+        Cmd                  c     = make_cmd(kCmdMapLayout, r, off, length);
+        int64_t              slot  = kReplyBad;
+        void                *blob  = nullptr;
+        size_t               got   = 0;
+        std::vector<int64_t> words;
+        layout_encode(layout, words);
+        if ((axon_test_send_blob(fd_, &c, sizeof(c)) != 0) ||
+            (axon_test_send_blob(fd_, words.data(), words.size() * sizeof(words[0])) != 0) ||
+            (recv_exact(fd_, &slot, sizeof(slot)) != 0) ||
+            ((slot >= 0) && ((recv_exact(fd_, info, sizeof(*info)) != 0) ||
+                             (axon_test_recv_blob(fd_, &blob, &got) != 0)))) {
+            ADD_FAILURE() << "the target does not answer kCmdMapLayout";
+            return kReplyBad;
+        }
+        if (slot >= 0) {
+            key->assign(static_cast<uint8_t *>(blob), static_cast<uint8_t *>(blob) + got);
+            free(blob);
+        }
+        return slot;
+    }
+    int64_t unmap_layout(int slot) override { return call(make_cmd(kCmdUnmapLayout, slot)); }
 
 private:
     int64_t call(const Cmd &c)
@@ -1103,6 +1270,27 @@ public:
         }, timeout);
     }
 };
+
+/* Ranges outside a key's [B, B + L): each side, across each edge, too long, wrapping. */
+struct OutsideRange {
+    uint64_t    addr;
+    size_t      len;
+    const char *what;
+};
+
+inline std::vector<OutsideRange> outside_ranges(uint64_t B, uint64_t L)
+{
+    return {
+        {B + L, 1, "one byte past the end"},
+        {B - 1, 1, "one byte before the start"},
+        {B + L - 3, 4, "across the end"},
+        {B - 2, 4, "across the start"},
+        {B, (size_t)L + 1, "one byte longer than the region"},
+        {B + 8, SIZE_MAX / 2, "a huge length"},
+        {UINT64_MAX - 3, 8, "an address that wraps"},
+        {B + 8, (size_t)(UINT64_MAX - 7), "address + length wraps"},
+    };
+}
 
 /* Fetch-add of 8 bytes, the operation several tests use to see a key work. */
 inline axon_status_t fetch_add8(Session &s, uint64_t raddr, axon_rkey_h rk, uint64_t *result)

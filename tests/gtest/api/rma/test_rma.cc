@@ -568,21 +568,7 @@ TEST_P(Rma, OutOfRangeTouchesNothing)
     for (int r : kBigRegions) {
         const uint64_t B = s_.info[r].base, L = s_.info[r].length;
         std::vector<uint8_t> buf(L + 1, 0x5A);
-        struct Case {
-            uint64_t    addr;
-            size_t      len;
-            const char *what;
-        } cases[] = {
-            {B + L, 1, "one byte past the end"},
-            {B - 1, 1, "one byte before the start"},
-            {B + L - 3, 4, "across the end"},
-            {B - 2, 4, "across the start"},
-            {B, (size_t)L + 1, "one byte longer than the region"},
-            {B + 8, SIZE_MAX / 2, "a huge length"},
-            {UINT64_MAX - 3, 8, "an address that wraps"},
-            {B + 8, (size_t)(UINT64_MAX - 7), "address + length wraps"},
-        };
-        for (const Case &c : cases) {
+        for (const OutsideRange &c : outside_ranges(B, L)) {
             std::string what = std::string(region_name(r)) + " region, " + c.what;
             EXPECT_EQ(AXON_ERR_REMOTE_ACCESS, s_.put(buf.data(), c.len, c.addr, s_.rkey[r]))
                 << "put, " << what;
