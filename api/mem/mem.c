@@ -321,8 +321,8 @@ static axon_status_t axon_mem_map_layout_check(const axon_mem_map_params_t *para
     /* the pieces' real addresses, as a plain range's: no wrap either way */
     if (((lo < 0) && ((uintptr_t)0 - (uintptr_t)lo > base)) ||
         ((hi > 0) && ((uintptr_t)hi > UINTPTR_MAX - base))) {
-        axon_error("axon_mem_map: layout pieces from %p%+td to %p%+td wrap around the address "
-                   "space", params->address, lo, params->address, hi);
+        axon_error("axon_mem_map: the layout's extent [%p%+td, %p%+td) wraps around the "
+                   "address space", params->address, lo, params->address, hi);
         return AXON_ERR_INVALID_PARAM;
     }
     if ((size != params->length) || (size == 0)) {
