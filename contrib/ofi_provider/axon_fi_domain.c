@@ -105,6 +105,7 @@ static int axon_fi_domain_close(struct fid *fid)
     }
     axon_fi_bounce_free_all(domain);
     axon_fi_map_free(&domain->mr_by_key);
+    axon_fi_eps_free(&domain->event_eps);
     pthread_mutex_destroy(&domain->mr_lock);
     pthread_mutex_lock(&domain->fabric->lock);
     --domain->fabric->refs;
@@ -200,6 +201,7 @@ int axon_fi_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
                         (domain->threading != FI_THREAD_DOMAIN);
     domain->mr_mode   = axon_fi_mr_mode_bits((attr != NULL) ? (uint64_t)attr->mr_mode : 0);
     domain->next_prov_key = 1;
+    domain->rma_event = (info != NULL) && (info->caps & FI_RMA_EVENT);
     pthread_mutex_init(&domain->lock, NULL);
     pthread_mutex_init(&domain->mr_lock, NULL);
 

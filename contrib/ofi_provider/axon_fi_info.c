@@ -7,7 +7,11 @@
                            FI_WRITE)
 #define AXON_FI_RX_CAPS   (FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | \
                            FI_MULTI_RECV | FI_RMA | FI_ATOMIC | FI_REMOTE_READ | \
-                           FI_REMOTE_WRITE)
+                           FI_REMOTE_WRITE | FI_RMA_EVENT)
+/* Capabilities with a cost (a message per remote access): only when asked for. */
+#define AXON_FI_CAPS_ASKED FI_RMA_EVENT
+/* What takes the reserved tag bit 63: untagged messages, RMA events. */
+#define AXON_FI_CAPS_TAG63 (FI_MSG | FI_RMA_EVENT)
 /* mr_mode bits the provider honours when hints offer them (FI_MR_BASIC's among them). */
 #define AXON_FI_MR_MODES  (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY)
 /* Capabilities returned even when not asked for: they cost nothing. */
@@ -187,9 +191,10 @@ static int axon_fi_check_hints(uint32_t version, const struct fi_info *hints)
         AXON_FI_REJECT("src_addr/dest_addr", "of %zu/%zu bytes (not AF_INET)",
                        hints->src_addrlen, hints->dest_addrlen);
     }
-    if ((hints->caps & FI_MSG) && (hints->caps & FI_TAGGED) && (hints->ep_attr != NULL) &&
-        (hints->ep_attr->mem_tag_format & AXON_FI_MSG_TAG)) {
-        AXON_FI_REJECT("mem_tag_format", "0x%llx with FI_MSG (bit 63 is untagged messages')",
+    if ((hints->caps & AXON_FI_CAPS_TAG63) && (hints->caps & FI_TAGGED) &&
+        (hints->ep_attr != NULL) && (hints->ep_attr->mem_tag_format & AXON_FI_MSG_TAG)) {
+        AXON_FI_REJECT("mem_tag_format", "0x%llx with FI_MSG or FI_RMA_EVENT (bit 63 is "
+                       "untagged messages' and RMA events')",
                        (unsigned long long)hints->ep_attr->mem_tag_format);
     }
     if (hints->ep_attr != NULL) {
@@ -254,7 +259,7 @@ static void axon_fi_info_fill(struct fi_info *info, uint64_t caps)
     info->ep_attr->protocol_version = 1;
     info->ep_attr->max_msg_size    = AXON_FI_MAX_MSG_SIZE;
     info->ep_attr->msg_prefix_size = 0;
-    info->ep_attr->mem_tag_format  = ((caps & FI_MSG) && (caps & FI_TAGGED)) ?
+    info->ep_attr->mem_tag_format  = ((caps & AXON_FI_CAPS_TAG63) && (caps & FI_TAGGED)) ?
                                      AXON_FI_TAG_FORMAT_63 : AXON_FI_TAG_FORMAT_64;
     info->ep_attr->tx_ctx_cnt      = 1;
     info->ep_attr->rx_ctx_cnt      = 1;
@@ -380,7 +385,7 @@ int axon_fi_getinfo(uint32_t version, const char *node, const char *service, uin
                     const struct fi_info *hints, struct fi_info **info_p)
 {
     struct fi_info *info;
-    uint64_t caps = AXON_FI_CAPS;
+    uint64_t caps = AXON_FI_CAPS & ~(uint64_t)AXON_FI_CAPS_ASKED;
     int ret;
 
     if (hints != NULL) {
@@ -398,7 +403,8 @@ int axon_fi_getinfo(uint32_t version, const char *node, const char *service, uin
             }
         } else if ((hints->ep_attr != NULL) &&
                    (hints->ep_attr->mem_tag_format & AXON_FI_MSG_TAG)) {
-            caps &= ~(uint64_t)(FI_MSG | FI_MULTI_RECV);   /* all 64 tag bits were asked for */
+            /* all 64 tag bits were asked for */
+            caps &= ~(uint64_t)(AXON_FI_CAPS_TAG63 | FI_MULTI_RECV);
         }
     }
 

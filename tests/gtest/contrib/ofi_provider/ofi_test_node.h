@@ -138,11 +138,13 @@ struct Node {
     struct fid_cq     *cq      = NULL;
     struct fid_cntr   *tx_cntr = NULL, *rx_cntr = NULL;
     struct fid_cntr   *wr_cntr = NULL, *rd_cntr = NULL;   /* FI_WRITE / FI_READ */
+    struct fid_cntr   *rwr_cntr = NULL, *rrd_cntr = NULL; /* FI_REMOTE_WRITE / _READ */
     struct fid_ep     *ep      = NULL;
     uint64_t           caps     = 0;
     int                mr_mode  = -1;       /* >= 0: replaces the hints' mr_mode */
     bool               counters = false;
     bool               rma_counters = false;
+    bool               remote_counters = false;   /* FI_RMA_EVENT's endpoint counters */
     char               name[64] = {};
     size_t             namelen = sizeof(name);
 
@@ -195,6 +197,14 @@ struct Node {
             if ((ret = fi_ep_bind(ep, &wr_cntr->fid, FI_WRITE)) != 0) return ret;
             if ((ret = fi_ep_bind(ep, &rd_cntr->fid, FI_READ)) != 0) return ret;
         }
+        if (remote_counters) {
+            memset(&cntr_attr, 0, sizeof(cntr_attr));
+            cntr_attr.events = FI_CNTR_EVENTS_COMP;
+            if ((ret = fi_cntr_open(domain, &cntr_attr, &rwr_cntr, &rwr_cntr)) != 0) return ret;
+            if ((ret = fi_cntr_open(domain, &cntr_attr, &rrd_cntr, &rrd_cntr)) != 0) return ret;
+            if ((ret = fi_ep_bind(ep, &rwr_cntr->fid, FI_REMOTE_WRITE)) != 0) return ret;
+            if ((ret = fi_ep_bind(ep, &rrd_cntr->fid, FI_REMOTE_READ)) != 0) return ret;
+        }
         if ((ret = fi_enable(ep)) != 0) return ret;
         return fi_getname(&ep->fid, name, &namelen);
     }
@@ -211,6 +221,7 @@ struct Node {
         struct fid *fids[] = {ep ? &ep->fid : NULL, av ? &av->fid : NULL, cq ? &cq->fid : NULL,
                               tx_cntr ? &tx_cntr->fid : NULL, rx_cntr ? &rx_cntr->fid : NULL,
                               wr_cntr ? &wr_cntr->fid : NULL, rd_cntr ? &rd_cntr->fid : NULL,
+                              rwr_cntr ? &rwr_cntr->fid : NULL, rrd_cntr ? &rrd_cntr->fid : NULL,
                               domain ? &domain->fid : NULL, fabric ? &fabric->fid : NULL};
         for (struct fid *f : fids) {
             if (f != NULL) {
@@ -222,6 +233,7 @@ struct Node {
         }
         ep = NULL; av = NULL; cq = NULL; domain = NULL; fabric = NULL; info = NULL;
         tx_cntr = NULL; rx_cntr = NULL; wr_cntr = NULL; rd_cntr = NULL;
+        rwr_cntr = NULL; rrd_cntr = NULL;
     }
 
     ~Node() { close(); }
