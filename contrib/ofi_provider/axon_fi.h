@@ -241,6 +241,11 @@ struct axon_fi_domain {
     axon_fi_chunk_t       *chunks;
     size_t                 op_chunk;       /* ops per growth step */
     axon_fi_eps_t          event_eps;      /* FI_RMA_EVENT: endpoints receiving events */
+    /* FI_PROGRESS_AUTO (axon_fi_progress.c): a thread progresses every endpoint. */
+    axon_fi_eps_t          all_eps;
+    pthread_t              progress_thread;
+    int                    progress_running;
+    int                    progress_stop;  /* under lock */
 };
 
 
@@ -528,6 +533,12 @@ int axon_fi_recv_sender(axon_fi_ep_t *ep, fi_addr_t src, uint64_t *sender);
 
 /* EQ: post an event from inside the provider. */
 int axon_fi_eq_post(axon_fi_eq_t *eq, uint32_t event, const void *buf, size_t len, int is_err);
+
+/* -------------------------------------------------------------- auto progress */
+
+/* FI_PROGRESS_AUTO: start the domain's progress thread (its lock is then always taken). */
+int  axon_fi_progress_start(axon_fi_domain_t *domain);
+void axon_fi_progress_stop(axon_fi_domain_t *domain);
 
 /* -------------------------------------------------------------- RMA events */
 

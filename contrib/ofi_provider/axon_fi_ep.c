@@ -275,6 +275,7 @@ static int axon_fi_ep_close(struct fid *fid)
     axon_fi_domain_t *domain = ep->domain;
 
     axon_fi_lock(domain);
+    axon_fi_eps_del(&domain->all_eps, ep);   /* the progress thread lets it go */
     axon_fi_event_close(ep);
     axon_fi_ep_drain(ep);
     axon_fi_conn_close_all(ep);
@@ -545,6 +546,14 @@ int axon_fi_ep_open(struct fid_domain *domain_fid, struct fi_info *info, struct 
     ep->ep_fid.atomic      = (ep->caps & FI_ATOMIC) ? &axon_fi_atomic_ops :
                                                   &axon_fi_no_atomic_ops;
     axon_fi_lock(domain);
+    if (domain->progress_running && (axon_fi_eps_add(&domain->all_eps, ep) != 0)) {
+        axon_fi_unlock(domain);
+        axon_fi_addr_withdraw(ep->pub);
+        axon_worker_release_address(ep->worker, ep->worker_addr);
+        axon_worker_destroy(ep->worker);
+        free(ep);
+        return -FI_ENOMEM;
+    }
     ++domain->refs;
     axon_fi_unlock(domain);
     *ep_p = &ep->ep_fid;

@@ -143,9 +143,6 @@ static int axon_fi_check_domain(uint32_t version, const struct fi_domain_attr *d
     if ((dom->name != NULL) && strcmp(dom->name, AXON_FI_DOMAIN_NAME)) {
         AXON_FI_REJECT("domain_attr->name", "'%s'", dom->name);
     }
-    if (dom->data_progress == FI_PROGRESS_AUTO) {
-        AXON_FI_REJECT("domain_attr->data_progress", "%s", "FI_PROGRESS_AUTO");
-    }
     if ((dom->av_type != FI_AV_UNSPEC) && (dom->av_type != FI_AV_MAP) &&
         (dom->av_type != FI_AV_TABLE)) {
         AXON_FI_REJECT("domain_attr->av_type", "%d", (int)dom->av_type);
@@ -298,6 +295,10 @@ static void axon_fi_info_apply(uint32_t version, struct fi_info *info,
     if (dom != NULL) {
         if (dom->threading != FI_THREAD_UNSPEC) {
             info->domain_attr->threading = dom->threading;
+        }
+        if (dom->data_progress == FI_PROGRESS_AUTO) {
+            /* a progress thread per domain (axon_fi_progress.c) */
+            info->domain_attr->data_progress = FI_PROGRESS_AUTO;
         }
         if (dom->control_progress == FI_PROGRESS_AUTO) {
             /* control operations (AV inserts, ...) finish inside the call */

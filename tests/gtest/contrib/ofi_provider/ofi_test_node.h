@@ -145,6 +145,7 @@ struct Node {
     bool               counters = false;
     bool               rma_counters = false;
     bool               remote_counters = false;   /* FI_RMA_EVENT's endpoint counters */
+    bool               auto_progress = false;     /* data_progress FI_PROGRESS_AUTO */
     char               name[64] = {};
     size_t             namelen = sizeof(name);
 
@@ -166,6 +167,7 @@ struct Node {
         hints->domain_attr->threading = threading;
         if (caps != 0) hints->caps = caps;
         if (mr_mode >= 0) hints->domain_attr->mr_mode = mr_mode;
+        if (auto_progress) hints->domain_attr->data_progress = FI_PROGRESS_AUTO;
         use_build_provider();
         ret = fi_getinfo(FI_VERSION(1, 17), node, service, flags, hints, &info);
         fi_freeinfo(hints);
@@ -272,6 +274,36 @@ inline ssize_t wait_cq(Node &node, std::vector<Node *> others, struct fi_cq_tagg
 class OfiProvider : public ::testing::Test {
 protected:
     Watchdog watchdog{90};
+};
+
+/* A forked peer process (Xproc tests) with a pipe each way; finish() checks its exit. */
+struct Child {
+    pid_t pid = -1;
+    int to[2] = {-1, -1}, from[2] = {-1, -1};
+
+    template <class F> void start(F body)
+    {
+        ASSERT_EQ(0, pipe(to));
+        ASSERT_EQ(0, pipe(from));
+        pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            alarm(80);
+            body(to[0], from[1]);
+            _exit(0);
+        }
+    }
+
+    void finish()
+    {
+        int status = 0;
+        if (pid > 0) {
+            EXPECT_EQ(pid, waitpid(pid, &status, 0));
+            EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child " << status;
+        }
+        for (int fd : {to[0], to[1], from[0], from[1]}) if (fd >= 0) ::close(fd);
+        pid = -1;
+    }
 };
 
 /* ---------------------------------------------------------------- one process */

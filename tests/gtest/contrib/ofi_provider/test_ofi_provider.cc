@@ -60,7 +60,6 @@ TEST_F(OfiProvider, GetinfoEnodataForUnmatchableHints)
         {"mr key 16 bytes", [](struct fi_info *h) { h->domain_attr->mr_key_size = 16; }},
         {"ep type MSG", [](struct fi_info *h) { h->ep_attr->type = FI_EP_MSG; }},
         {"cq data 8", [](struct fi_info *h) { h->domain_attr->cq_data_size = 8; }},
-        {"auto progress", [](struct fi_info *h) { h->domain_attr->data_progress = FI_PROGRESS_AUTO; }},
         {"strict comp order", [](struct fi_info *h) { h->tx_attr->comp_order = FI_ORDER_STRICT; }},
         {"inject 1 MiB", [](struct fi_info *h) { h->tx_attr->inject_size = 1 << 20; }},
         {"iov limit 17", [](struct fi_info *h) { h->rx_attr->iov_limit = 17; }},
