@@ -71,6 +71,18 @@
  */
 #define AXON_FI_MSG_TAG       (1ull << 63)
 
+/*
+ * FI_RMA_EVENT: after a remote write or atomic (or read) on a region of a
+ * domain with FI_RMA_EVENT is flushed, the initiator tells the target with
+ * a message of this tag (in the reserved bit's space: no user tag reaches
+ * it; FI_MSG's tag differs), payload the key, imm_data the kind; the
+ * target's endpoint counts it (axon_fi_event.c).
+ */
+#define AXON_FI_EVENT_TAG     (AXON_FI_MSG_TAG | 1)
+#define AXON_FI_EVENT_WRITE   1             /* imm_data: FI_REMOTE_WRITE */
+#define AXON_FI_EVENT_READ    2             /* imm_data: FI_REMOTE_READ */
+#define AXON_FI_EVENT_RECVS   8             /* event receives an endpoint keeps posted */
+
 #define AXON_FI_LIKELY(_x)    __builtin_expect(!!(_x), 1)
 #define AXON_FI_UNLIKELY(_x)  __builtin_expect(!!(_x), 0)
 
@@ -175,6 +187,7 @@ typedef struct axon_fi_op {
     void               *bounce;    /* RMA inject: the copy written from */
     fi_addr_t           addr;      /* RMA: the target and key, to forget a stale key */
     uint64_t            key;
+    uint8_t             notify;    /* FI_RMA_EVENT: AXON_FI_EVENT_* to tell the target, or 0 */
     /* Atomics (axon_fi_atomic.c): the elements' state is in bounce. */
     uint8_t             amo_datatype;
     uint8_t             amo_op;
@@ -201,6 +214,13 @@ typedef struct axon_fi_chunk {
     struct axon_fi_chunk *next;
 } axon_fi_chunk_t;
 
+/* A set of endpoints: the ones bound to a CQ, counter or AV (or a domain's
+ * endpoints receiving RMA events). */
+typedef struct {
+    axon_fi_ep_t **eps;
+    size_t         count, cap;
+} axon_fi_eps_t;
+
 struct axon_fi_domain {
     struct fid_domain      domain_fid;
     axon_fi_fabric_t      *fabric;
@@ -214,18 +234,20 @@ struct axon_fi_domain {
     pthread_mutex_t        mr_lock;
     axon_fi_map_t          mr_by_key;
     uint64_t               next_prov_key;  /* FI_MR_PROV_KEY: keys handed out */
+    int                    rma_event;      /* FI_RMA_EVENT: regions tell of remote accesses */
     void                  *free_bounce;    /* RMA inject copies (AXON_FI_INJECT_SIZE each) */
     /* op descriptors */
     axon_fi_op_t          *free_ops;
     axon_fi_chunk_t       *chunks;
     size_t                 op_chunk;       /* ops per growth step */
+    axon_fi_eps_t          event_eps;      /* FI_RMA_EVENT: endpoints receiving events */
+    /* FI_PROGRESS_AUTO (axon_fi_progress.c): a thread progresses every endpoint. */
+    axon_fi_eps_t          all_eps;
+    pthread_t              progress_thread;
+    int                    progress_running;
+    int                    progress_stop;  /* under lock */
 };
 
-/* A set of endpoints: the ones bound to a CQ, counter or AV. */
-typedef struct {
-    axon_fi_ep_t **eps;
-    size_t         count, cap;
-} axon_fi_eps_t;
 
 int  axon_fi_eps_add(axon_fi_eps_t *set, axon_fi_ep_t *ep);
 void axon_fi_eps_del(axon_fi_eps_t *set, axon_fi_ep_t *ep);
@@ -265,6 +287,7 @@ typedef struct axon_fi_rkey {
     struct axon_fi_rkey *next;     /* every key of the connection, stale ones too */
     axon_rkey_h          rkey;
     uint64_t             addend;   /* remote address = libfabric's address + addend */
+    int                  events;   /* the target counts accesses: tell it (FI_RMA_EVENT) */
 } axon_fi_rkey_t;
 
 /* An endpoint's connection to one peer: the Axon endpoint, made at first use. */
@@ -308,6 +331,8 @@ struct axon_fi_cntr {
     uint64_t           value, errors;
     uint64_t           polled;                /* value + errors at the last fi_poll */
     axon_fi_eps_t      eps;
+    int                remote;                /* bound to a region: progress the domain's
+                                               * event endpoints too */
     int                refs;
 };
 
@@ -347,6 +372,10 @@ struct axon_fi_ep {
     axon_fi_cq_t      *tx_cq, *rx_cq;
     axon_fi_cntr_t    *tx_cntr, *rx_cntr;
     axon_fi_cntr_t    *rd_cntr, *wr_cntr;  /* FI_READ / FI_WRITE: RMA initiated here */
+    axon_fi_cntr_t    *rrd_cntr, *rwr_cntr;  /* FI_REMOTE_READ / _WRITE: RMA events here */
+    struct axon_fi_event_recv *events;     /* FI_RMA_EVENT: receives of notifications */
+    int                events_posted;      /* of them, still posted */
+    int                events_closing;     /* canceled: not posted again */
     struct axon_fi_eq *eq;
     uint64_t           caps;
     uint64_t           tag_reserved;       /* AXON_FI_MSG_TAG with FI_MSG, else 0 */
@@ -405,8 +434,10 @@ int  axon_fi_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
 int  axon_fi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
                      void *context);
 extern struct fi_ops_mr axon_fi_mr_ops;
-/* A registration's key as peers fetch it (address server thread): u64 addend (big endian),
- * then Axon's packed key; malloc'ed. -FI_ENOKEY if key is not registered for remote access. */
+/* An exported key: u64 addend and u64 flags (big endian), then Axon's packed key. */
+#define AXON_FI_MR_BLOB_HEAD    16
+#define AXON_FI_MR_BLOB_EVENTS  1ull   /* flags: the target counts accesses (FI_RMA_EVENT) */
+/* A registration's key as peers fetch it (address server thread, see above); malloc'ed. -FI_ENOKEY if key is not registered for remote access. */
 int  axon_fi_mr_export(axon_fi_domain_t *domain, uint64_t key, void **blob_p, size_t *len_p);
 /* mr_mode as the domain applies it: the old FI_MR_BASIC / FI_MR_SCALABLE as their bits. */
 uint64_t axon_fi_mr_mode_bits(uint64_t mr_mode);
@@ -502,6 +533,24 @@ int axon_fi_recv_sender(axon_fi_ep_t *ep, fi_addr_t src, uint64_t *sender);
 
 /* EQ: post an event from inside the provider. */
 int axon_fi_eq_post(axon_fi_eq_t *eq, uint32_t event, const void *buf, size_t len, int is_err);
+
+/* -------------------------------------------------------------- auto progress */
+
+/* FI_PROGRESS_AUTO: start the domain's progress thread (its lock is then always taken). */
+int  axon_fi_progress_start(axon_fi_domain_t *domain);
+void axon_fi_progress_stop(axon_fi_domain_t *domain);
+
+/* -------------------------------------------------------------- RMA events */
+
+/* Post the endpoint's event receives (fi_enable, lock held); close cancels them. */
+int  axon_fi_event_open(axon_fi_ep_t *ep);
+void axon_fi_event_close(axon_fi_ep_t *ep);
+/* Tell op's target that its access (op->notify) is done and visible (lock held). */
+void axon_fi_event_notify(axon_fi_op_t *op);
+/* The counter bound to the region under key for kind (AXON_FI_EVENT_*), NULL if none. */
+axon_fi_cntr_t *axon_fi_mr_event_cntr(axon_fi_domain_t *domain, uint64_t key, unsigned kind);
+/* Progress what moves cntr: its endpoints and, bound to a region, the event endpoints. */
+void axon_fi_cntr_progress(axon_fi_cntr_t *cntr);
 
 /* -------------------------------------------------------------- data path */
 

@@ -26,7 +26,8 @@
  * Completion: a fetching element is done when its result is in the
  * caller's buffer; a base atomic's message also waits for
  * axon_ep_flush_nb (visible at the target) unless only FI_INJECT_COMPLETE
- * is asked, as RMA writes do. CQ flags FI_ATOMIC|FI_WRITE (base) or
+ * is asked, as RMA writes do (a region counting accesses, FI_RMA_EVENT,
+ * always waits for it, then is told: axon_fi_event.c). CQ flags FI_ATOMIC|FI_WRITE (base) or
  * FI_ATOMIC|FI_READ (fetch, compare), counted on the FI_WRITE / FI_READ
  * counter (fi_endpoint(3)). Operands are copied at the call (so
  * fi_inject_atomic costs nothing more); the elements' state lives in a
@@ -126,6 +127,9 @@ static void axon_fi_amo_release(axon_fi_op_t *op)
         return;
     }
     axon_fi_inflight_del(op);
+    if ((op->ep != NULL) && op->notify && (op->status == AXON_OK)) {
+        axon_fi_event_notify(op);   /* every element is done and visible at the target */
+    }
     if (op->ep != NULL) {
         axon_fi_amo_entry(op->ep, op->context, op->flags, op->comp, op->addr, op->key,
                           op->status);
@@ -485,6 +489,8 @@ static ssize_t axon_fi_amo(axon_fi_ep_t *ep, const axon_fi_amo_t *amo)
     op->comp         = (uint8_t)amo->comp;
     op->addr         = amo->dest;
     op->key          = key;
+    op->notify       = !rkey->events ? 0 :
+                       (amo->op == FI_ATOMIC_READ) ? AXON_FI_EVENT_READ : AXON_FI_EVENT_WRITE;
     op->pending      = 1;   /* held by this call until everything is posted */
     op->status       = AXON_OK;
     op->amo_datatype = (uint8_t)amo->datatype;
@@ -504,7 +510,7 @@ static ssize_t axon_fi_amo(axon_fi_ep_t *ep, const axon_fi_amo_t *amo)
         axon_fi_amo_run(&((axon_fi_amo_elem_t *)op->bounce)[i]);
     }
     if ((amo->family == AXON_FI_AMO_BASE) &&
-        (!(amo->flags & FI_INJECT_COMPLETE) ||
+        (!(amo->flags & FI_INJECT_COMPLETE) || op->notify ||
          (amo->flags & (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)))) {
         param.cb.send   = axon_fi_amo_flushed;
         param.user_data = op;

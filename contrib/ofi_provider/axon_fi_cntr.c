@@ -2,12 +2,23 @@
  * Counters: bound to an endpoint with FI_SEND and/or FI_RECV, they count
  * its completed operations (errors apart), whether or not a CQ entry is
  * written. Reading or waiting drives the bound endpoints' workers
- * (FI_PROGRESS_MANUAL). FI_READ/FI_WRITE bindings count RMA initiated here.
+ * (FI_PROGRESS_MANUAL). FI_READ/FI_WRITE bindings count RMA initiated here;
+ * FI_REMOTE_* bindings (to an endpoint or a region) count RMA events
+ * (axon_fi_event.c): a counter bound to a region drives every endpoint of
+ * the domain that receives them.
  */
 #include <sched.h>
 #include <stdlib.h>
 #include <time.h>
 #include "axon_fi.h"
+
+void axon_fi_cntr_progress(axon_fi_cntr_t *cntr)
+{
+    axon_fi_eps_progress(&cntr->eps);
+    if (cntr->remote) {
+        axon_fi_eps_progress(&cntr->domain->event_eps);   /* where region events arrive */
+    }
+}
 
 /* The value or the error count, after progress. */
 static uint64_t axon_fi_cntr_get(struct fid_cntr *cntr_fid, int errors)
@@ -16,7 +27,7 @@ static uint64_t axon_fi_cntr_get(struct fid_cntr *cntr_fid, int errors)
     uint64_t value;
 
     axon_fi_lock(cntr->domain);
-    axon_fi_eps_progress(&cntr->eps);
+    axon_fi_cntr_progress(cntr);
     value = errors ? cntr->errors : cntr->value;
     axon_fi_unlock(cntr->domain);
     return value;
@@ -74,7 +85,7 @@ static int axon_fi_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int 
     clock_gettime(CLOCK_MONOTONIC, &start);
     for (;;) {
         axon_fi_lock(cntr->domain);
-        axon_fi_eps_progress(&cntr->eps);
+        axon_fi_cntr_progress(cntr);
         value      = cntr->value;
         now_errors = cntr->errors;
         axon_fi_unlock(cntr->domain);

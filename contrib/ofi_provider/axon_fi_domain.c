@@ -1,7 +1,8 @@
 /*
  * Domain: the free list of op descriptors that the data path takes from
  * (grown a chunk at a time, never per operation), and the lock wider
- * threading levels need. Workers belong to endpoints: each
+ * threading levels need; with FI_PROGRESS_AUTO, the progress thread
+ * (axon_fi_progress.c). Workers belong to endpoints: each
  * endpoint has its own matching queues, so a domain may have several.
  */
 #include <stdlib.h>
@@ -99,12 +100,15 @@ static int axon_fi_domain_close(struct fid *fid)
                      domain->refs);
         return -FI_EBUSY;
     }
+    axon_fi_progress_stop(domain);
     while ((chunk = domain->chunks) != NULL) {
         domain->chunks = chunk->next;
         free(chunk);
     }
     axon_fi_bounce_free_all(domain);
     axon_fi_map_free(&domain->mr_by_key);
+    axon_fi_eps_free(&domain->event_eps);
+    axon_fi_eps_free(&domain->all_eps);
     pthread_mutex_destroy(&domain->mr_lock);
     pthread_mutex_lock(&domain->fabric->lock);
     --domain->fabric->refs;
@@ -185,21 +189,20 @@ int axon_fi_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
         AXON_FI_WARN(FI_LOG_DOMAIN, "unknown domain name '%s'", attr->name);
         return -FI_EINVAL;
     }
-    if ((attr != NULL) && (attr->data_progress == FI_PROGRESS_AUTO)) {
-        AXON_FI_WARN(FI_LOG_DOMAIN, "data_progress FI_PROGRESS_AUTO is not supported");
-        return -FI_ENOSYS;
-    }
     domain = calloc(1, sizeof(*domain));
     if (domain == NULL) {
         return -FI_ENOMEM;
     }
     domain->fabric    = fabric;
     domain->threading = (attr != NULL) ? attr->threading : FI_THREAD_DOMAIN;
-    /* A worker is not thread-safe: anything wider than one thread per domain takes a lock. */
-    domain->locked    = (domain->threading != FI_THREAD_UNSPEC) &&
-                        (domain->threading != FI_THREAD_DOMAIN);
+    /* A worker is not thread-safe: anything wider than one thread per domain takes a lock,
+     * and so does a domain whose progress thread shares the workers (FI_PROGRESS_AUTO). */
+    domain->locked    = ((domain->threading != FI_THREAD_UNSPEC) &&
+                         (domain->threading != FI_THREAD_DOMAIN)) ||
+                        ((attr != NULL) && (attr->data_progress == FI_PROGRESS_AUTO));
     domain->mr_mode   = axon_fi_mr_mode_bits((attr != NULL) ? (uint64_t)attr->mr_mode : 0);
     domain->next_prov_key = 1;
+    domain->rma_event = (info != NULL) && (info->caps & FI_RMA_EVENT);
     pthread_mutex_init(&domain->lock, NULL);
     pthread_mutex_init(&domain->mr_lock, NULL);
 
@@ -211,6 +214,12 @@ int axon_fi_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
     ret = axon_fi_domain_grow(domain, ops);
     if (ret != 0) {
         goto err_free;
+    }
+    if ((attr != NULL) && (attr->data_progress == FI_PROGRESS_AUTO)) {
+        ret = axon_fi_progress_start(domain);
+        if (ret != 0) {
+            goto err_free;
+        }
     }
 
     domain->domain_fid.fid.fclass  = FI_CLASS_DOMAIN;

@@ -48,7 +48,8 @@ static int axon_fi_ep_bind_cq(axon_fi_ep_t *ep, axon_fi_cq_t *cq, uint64_t flags
 
 /*
  * FI_SEND / FI_RECV / FI_WRITE / FI_READ: what the counter counts (RMA initiated
- * here for the last two). Remote events (FI_REMOTE_*) are not counted: they fail.
+ * here for the last two). FI_REMOTE_WRITE / FI_REMOTE_READ: remote accesses to
+ * this endpoint's domain's regions told to this endpoint (FI_RMA_EVENT only).
  */
 static int axon_fi_ep_bind_cntr(axon_fi_ep_t *ep, axon_fi_cntr_t *cntr, uint64_t flags)
 {
@@ -61,12 +62,17 @@ static int axon_fi_ep_bind_cntr(axon_fi_ep_t *ep, axon_fi_cntr_t *cntr, uint64_t
         {FI_RECV,  offsetof(axon_fi_ep_t, rx_cntr), "receive"},
         {FI_WRITE, offsetof(axon_fi_ep_t, wr_cntr), "write"},
         {FI_READ,  offsetof(axon_fi_ep_t, rd_cntr), "read"},
+        {FI_REMOTE_WRITE, offsetof(axon_fi_ep_t, rwr_cntr), "remote write"},
+        {FI_REMOTE_READ,  offsetof(axon_fi_ep_t, rrd_cntr), "remote read"},
     };
+    const uint64_t remote = FI_REMOTE_WRITE | FI_REMOTE_READ;
     size_t i;
 
-    if (flags & ~(uint64_t)(FI_SEND | FI_RECV | FI_WRITE | FI_READ)) {
+    if ((flags & ~(uint64_t)(FI_SEND | FI_RECV | FI_WRITE | FI_READ | remote)) ||
+        ((flags & remote) && !ep->domain->rma_event)) {
         AXON_FI_WARN(FI_LOG_EP_CTRL, "counter bind flags 0x%llx not supported (FI_SEND, "
-                     "FI_RECV, FI_WRITE, FI_READ)", (unsigned long long)flags);
+                     "FI_RECV, FI_WRITE, FI_READ; FI_REMOTE_WRITE, FI_REMOTE_READ with "
+                     "FI_RMA_EVENT)", (unsigned long long)flags);
         return -FI_ENOSYS;
     }
     for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); ++i) {
@@ -141,6 +147,7 @@ static int axon_fi_ep_control(struct fid *fid, int command, void *arg)
 {
     axon_fi_ep_t *ep = container_of(fid, axon_fi_ep_t, ep_fid.fid);
     uint64_t *flags = arg;
+    int ret;
 
     switch (command) {
     case FI_ENABLE:
@@ -149,9 +156,18 @@ static int axon_fi_ep_control(struct fid *fid, int command, void *arg)
             return -FI_ENOAV;
         }
         if ((ep->tx_cq == NULL) && (ep->rx_cq == NULL) && (ep->tx_cntr == NULL) &&
-            (ep->rx_cntr == NULL) && (ep->wr_cntr == NULL) && (ep->rd_cntr == NULL)) {
+            (ep->rx_cntr == NULL) && (ep->wr_cntr == NULL) && (ep->rd_cntr == NULL) &&
+            (ep->rwr_cntr == NULL) && (ep->rrd_cntr == NULL)) {
             AXON_FI_WARN(FI_LOG_EP_CTRL, "fi_enable: no CQ or counter bound");
             return -FI_ENOCQ;
+        }
+        if (ep->domain->rma_event && !ep->enabled) {
+            axon_fi_lock(ep->domain);
+            ret = axon_fi_event_open(ep);
+            axon_fi_unlock(ep->domain);
+            if (ret != 0) {
+                return ret;
+            }
         }
         if (ep->rx_cq != NULL) {
             ep->rx_cq->av = ep->av;
@@ -229,7 +245,8 @@ static void axon_fi_ep_drain(axon_fi_ep_t *ep)
 static void axon_fi_ep_unbind(axon_fi_ep_t *ep)
 {
     axon_fi_cq_t *cqs[2]     = {ep->tx_cq, ep->rx_cq};
-    axon_fi_cntr_t *cntrs[4] = {ep->tx_cntr, ep->rx_cntr, ep->wr_cntr, ep->rd_cntr};
+    axon_fi_cntr_t *cntrs[6] = {ep->tx_cntr, ep->rx_cntr, ep->wr_cntr, ep->rd_cntr,
+                                ep->rwr_cntr, ep->rrd_cntr};
     int i;
 
     for (i = 0; i < 2; ++i) {
@@ -238,7 +255,7 @@ static void axon_fi_ep_unbind(axon_fi_ep_t *ep)
             axon_fi_eps_del(&cqs[i]->eps, ep);
         }
     }
-    for (i = 0; i < 4; ++i) {
+    for (i = 0; i < 6; ++i) {
         if (cntrs[i] != NULL) {
             --cntrs[i]->refs;
             axon_fi_eps_del(&cntrs[i]->eps, ep);
@@ -258,6 +275,8 @@ static int axon_fi_ep_close(struct fid *fid)
     axon_fi_domain_t *domain = ep->domain;
 
     axon_fi_lock(domain);
+    axon_fi_eps_del(&domain->all_eps, ep);   /* the progress thread lets it go */
+    axon_fi_event_close(ep);
     axon_fi_ep_drain(ep);
     axon_fi_conn_close_all(ep);
     axon_fi_ep_unbind(ep);
@@ -506,7 +525,8 @@ int axon_fi_ep_open(struct fid_domain *domain_fid, struct fi_info *info, struct 
         return ret;
     }
     ep->caps           = info->caps ? info->caps : (FI_TAGGED | FI_DIRECTED_RECV);
-    ep->tag_reserved   = (ep->caps & FI_MSG) ? AXON_FI_MSG_TAG : 0;
+    /* Untagged messages and RMA events both take the reserved bit's space. */
+    ep->tag_reserved   = ((ep->caps & FI_MSG) || domain->rma_event) ? AXON_FI_MSG_TAG : 0;
     ep->tx_op_flags    = (info->tx_attr != NULL) ? info->tx_attr->op_flags : 0;
     ep->rx_op_flags    = (info->rx_attr != NULL) ? info->rx_attr->op_flags : 0;
     ep->min_multi_recv = AXON_FI_MIN_MULTI_RECV;
@@ -526,6 +546,14 @@ int axon_fi_ep_open(struct fid_domain *domain_fid, struct fi_info *info, struct 
     ep->ep_fid.atomic      = (ep->caps & FI_ATOMIC) ? &axon_fi_atomic_ops :
                                                   &axon_fi_no_atomic_ops;
     axon_fi_lock(domain);
+    if (domain->progress_running && (axon_fi_eps_add(&domain->all_eps, ep) != 0)) {
+        axon_fi_unlock(domain);
+        axon_fi_addr_withdraw(ep->pub);
+        axon_worker_release_address(ep->worker, ep->worker_addr);
+        axon_worker_destroy(ep->worker);
+        free(ep);
+        return -FI_ENOMEM;
+    }
     ++domain->refs;
     axon_fi_unlock(domain);
     *ep_p = &ep->ep_fid;

@@ -7,7 +7,11 @@
                            FI_WRITE)
 #define AXON_FI_RX_CAPS   (FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | \
                            FI_MULTI_RECV | FI_RMA | FI_ATOMIC | FI_REMOTE_READ | \
-                           FI_REMOTE_WRITE)
+                           FI_REMOTE_WRITE | FI_RMA_EVENT)
+/* Capabilities with a cost (a message per remote access): only when asked for. */
+#define AXON_FI_CAPS_ASKED FI_RMA_EVENT
+/* What takes the reserved tag bit 63: untagged messages, RMA events. */
+#define AXON_FI_CAPS_TAG63 (FI_MSG | FI_RMA_EVENT)
 /* mr_mode bits the provider honours when hints offer them (FI_MR_BASIC's among them). */
 #define AXON_FI_MR_MODES  (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY)
 /* Capabilities returned even when not asked for: they cost nothing. */
@@ -139,9 +143,6 @@ static int axon_fi_check_domain(uint32_t version, const struct fi_domain_attr *d
     if ((dom->name != NULL) && strcmp(dom->name, AXON_FI_DOMAIN_NAME)) {
         AXON_FI_REJECT("domain_attr->name", "'%s'", dom->name);
     }
-    if (dom->data_progress == FI_PROGRESS_AUTO) {
-        AXON_FI_REJECT("domain_attr->data_progress", "%s", "FI_PROGRESS_AUTO");
-    }
     if ((dom->av_type != FI_AV_UNSPEC) && (dom->av_type != FI_AV_MAP) &&
         (dom->av_type != FI_AV_TABLE)) {
         AXON_FI_REJECT("domain_attr->av_type", "%d", (int)dom->av_type);
@@ -187,9 +188,10 @@ static int axon_fi_check_hints(uint32_t version, const struct fi_info *hints)
         AXON_FI_REJECT("src_addr/dest_addr", "of %zu/%zu bytes (not AF_INET)",
                        hints->src_addrlen, hints->dest_addrlen);
     }
-    if ((hints->caps & FI_MSG) && (hints->caps & FI_TAGGED) && (hints->ep_attr != NULL) &&
-        (hints->ep_attr->mem_tag_format & AXON_FI_MSG_TAG)) {
-        AXON_FI_REJECT("mem_tag_format", "0x%llx with FI_MSG (bit 63 is untagged messages')",
+    if ((hints->caps & AXON_FI_CAPS_TAG63) && (hints->caps & FI_TAGGED) &&
+        (hints->ep_attr != NULL) && (hints->ep_attr->mem_tag_format & AXON_FI_MSG_TAG)) {
+        AXON_FI_REJECT("mem_tag_format", "0x%llx with FI_MSG or FI_RMA_EVENT (bit 63 is "
+                       "untagged messages' and RMA events')",
                        (unsigned long long)hints->ep_attr->mem_tag_format);
     }
     if (hints->ep_attr != NULL) {
@@ -254,7 +256,7 @@ static void axon_fi_info_fill(struct fi_info *info, uint64_t caps)
     info->ep_attr->protocol_version = 1;
     info->ep_attr->max_msg_size    = AXON_FI_MAX_MSG_SIZE;
     info->ep_attr->msg_prefix_size = 0;
-    info->ep_attr->mem_tag_format  = ((caps & FI_MSG) && (caps & FI_TAGGED)) ?
+    info->ep_attr->mem_tag_format  = ((caps & AXON_FI_CAPS_TAG63) && (caps & FI_TAGGED)) ?
                                      AXON_FI_TAG_FORMAT_63 : AXON_FI_TAG_FORMAT_64;
     info->ep_attr->tx_ctx_cnt      = 1;
     info->ep_attr->rx_ctx_cnt      = 1;
@@ -293,6 +295,10 @@ static void axon_fi_info_apply(uint32_t version, struct fi_info *info,
     if (dom != NULL) {
         if (dom->threading != FI_THREAD_UNSPEC) {
             info->domain_attr->threading = dom->threading;
+        }
+        if (dom->data_progress == FI_PROGRESS_AUTO) {
+            /* a progress thread per domain (axon_fi_progress.c) */
+            info->domain_attr->data_progress = FI_PROGRESS_AUTO;
         }
         if (dom->control_progress == FI_PROGRESS_AUTO) {
             /* control operations (AV inserts, ...) finish inside the call */
@@ -380,7 +386,7 @@ int axon_fi_getinfo(uint32_t version, const char *node, const char *service, uin
                     const struct fi_info *hints, struct fi_info **info_p)
 {
     struct fi_info *info;
-    uint64_t caps = AXON_FI_CAPS;
+    uint64_t caps = AXON_FI_CAPS & ~(uint64_t)AXON_FI_CAPS_ASKED;
     int ret;
 
     if (hints != NULL) {
@@ -398,7 +404,8 @@ int axon_fi_getinfo(uint32_t version, const char *node, const char *service, uin
             }
         } else if ((hints->ep_attr != NULL) &&
                    (hints->ep_attr->mem_tag_format & AXON_FI_MSG_TAG)) {
-            caps &= ~(uint64_t)(FI_MSG | FI_MULTI_RECV);   /* all 64 tag bits were asked for */
+            /* all 64 tag bits were asked for */
+            caps &= ~(uint64_t)(AXON_FI_CAPS_TAG63 | FI_MULTI_RECV);
         }
     }
 

@@ -13,6 +13,10 @@
  *   FI_MR_VIRT_ADDR  remote addresses are virtual addresses; without it they are
  *                    offsets, the region's start being the registration's offset
  * Peers get the difference as an addend: Axon address = libfabric address + addend.
+ *
+ * FI_RMA_EVENT (a domain opened with it): the exported key tells peers to
+ * notify the target of each access (axon_fi_event.c); fi_mr_bind attaches
+ * the counters those notifications move (FI_REMOTE_WRITE / FI_REMOTE_READ).
  */
 #include <endian.h>
 #include <stdlib.h>
@@ -29,6 +33,8 @@ typedef struct {
     void             *packed;      /* axon_rkey_pack's buffer */
     size_t            packed_len;
     uint64_t          addend;
+    axon_fi_cntr_t   *wr_cntr;     /* FI_REMOTE_WRITE events (fi_mr_bind), or NULL */
+    axon_fi_cntr_t   *rd_cntr;     /* FI_REMOTE_READ events */
 } axon_fi_mr_t;
 
 uint64_t axon_fi_mr_mode_bits(uint64_t mr_mode)
@@ -43,22 +49,82 @@ int axon_fi_mr_export(axon_fi_domain_t *domain, uint64_t key, void **blob_p, siz
 {
     axon_fi_mr_t *mr = NULL;
     uint8_t *blob = NULL;
-    uint64_t val, be;
+    uint64_t val, be[2];
 
     pthread_mutex_lock(&domain->mr_lock);
     if (axon_fi_map_get(&domain->mr_by_key, key + 1, &val)) {
         mr   = (axon_fi_mr_t *)(uintptr_t)val;
-        blob = malloc(sizeof(be) + mr->packed_len);
+        blob = malloc(AXON_FI_MR_BLOB_HEAD + mr->packed_len);
         if (blob != NULL) {
-            be = htobe64(mr->addend);
-            memcpy(blob, &be, sizeof(be));
-            memcpy(blob + sizeof(be), mr->packed, mr->packed_len);
-            *len_p = sizeof(be) + mr->packed_len;
+            be[0] = htobe64(mr->addend);
+            be[1] = htobe64(domain->rma_event ? AXON_FI_MR_BLOB_EVENTS : 0);
+            memcpy(blob, be, AXON_FI_MR_BLOB_HEAD);
+            memcpy(blob + AXON_FI_MR_BLOB_HEAD, mr->packed, mr->packed_len);
+            *len_p = AXON_FI_MR_BLOB_HEAD + mr->packed_len;
         }
     }
     pthread_mutex_unlock(&domain->mr_lock);
     *blob_p = blob;
     return (mr == NULL) ? -FI_ENOKEY : (blob == NULL) ? -FI_ENOMEM : 0;
+}
+
+axon_fi_cntr_t *axon_fi_mr_event_cntr(axon_fi_domain_t *domain, uint64_t key, unsigned kind)
+{
+    axon_fi_cntr_t *cntr = NULL;
+    axon_fi_mr_t *mr;
+    uint64_t val;
+
+    pthread_mutex_lock(&domain->mr_lock);
+    if (axon_fi_map_get(&domain->mr_by_key, key + 1, &val)) {
+        mr   = (axon_fi_mr_t *)(uintptr_t)val;
+        cntr = (kind == AXON_FI_EVENT_WRITE) ? mr->wr_cntr : mr->rd_cntr;
+    }
+    pthread_mutex_unlock(&domain->mr_lock);
+    return cntr;
+}
+
+/* fi_mr_bind(mr, cntr, FI_REMOTE_WRITE | FI_REMOTE_READ): counters of remote accesses. */
+static int axon_fi_mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+    axon_fi_mr_t *mr = container_of(fid, axon_fi_mr_t, mr_fid.fid);
+    axon_fi_domain_t *domain = mr->domain;
+    axon_fi_cntr_t *cntr;
+
+    if (bfid->fclass != FI_CLASS_CNTR) {
+        AXON_FI_WARN(FI_LOG_MR, "fi_mr_bind: class %zu (a counter only: no FI_MR_ENDPOINT)",
+                     bfid->fclass);
+        return -FI_EINVAL;
+    }
+    if (!domain->rma_event || (mr->memh == NULL) || (flags == 0) ||
+        (flags & ~(uint64_t)AXON_FI_MR_REMOTE_ACCESS)) {
+        AXON_FI_WARN(FI_LOG_MR, "fi_mr_bind: flags 0x%llx on a region %s: FI_REMOTE_WRITE "
+                     "and/or FI_REMOTE_READ on a remotely accessible region of a domain "
+                     "with FI_RMA_EVENT", (unsigned long long)flags,
+                     !domain->rma_event ? "of a domain without FI_RMA_EVENT" :
+                     (mr->memh == NULL) ? "without remote access" : "with remote access");
+        return -FI_EINVAL;
+    }
+    cntr = container_of(bfid, axon_fi_cntr_t, cntr_fid.fid);
+    if (((flags & FI_REMOTE_WRITE) && (mr->wr_cntr != NULL)) ||
+        ((flags & FI_REMOTE_READ) && (mr->rd_cntr != NULL))) {
+        AXON_FI_WARN(FI_LOG_MR, "fi_mr_bind: the region already has a counter for 0x%llx",
+                     (unsigned long long)flags);
+        return -FI_EINVAL;
+    }
+    axon_fi_lock(domain);
+    pthread_mutex_lock(&domain->mr_lock);
+    if (flags & FI_REMOTE_WRITE) {
+        mr->wr_cntr = cntr;
+        ++cntr->refs;
+    }
+    if (flags & FI_REMOTE_READ) {
+        mr->rd_cntr = cntr;
+        ++cntr->refs;
+    }
+    cntr->remote = 1;
+    pthread_mutex_unlock(&domain->mr_lock);
+    axon_fi_unlock(domain);
+    return 0;
 }
 
 static int axon_fi_mr_close(struct fid *fid)
@@ -75,6 +141,12 @@ static int axon_fi_mr_close(struct fid *fid)
         axon_mem_unmap(domain->fabric->context, mr->memh);
     }
     axon_fi_lock(domain);
+    if (mr->wr_cntr != NULL) {
+        --mr->wr_cntr->refs;
+    }
+    if (mr->rd_cntr != NULL) {
+        --mr->rd_cntr->refs;
+    }
     --domain->refs;
     axon_fi_unlock(domain);
     free(mr);
@@ -89,7 +161,7 @@ static int axon_fi_mr_control(struct fid *fid, int command, void *arg)
 static struct fi_ops axon_fi_mr_fi_ops = {
     .size     = sizeof(struct fi_ops),
     .close    = axon_fi_mr_close,
-    .bind     = axon_fi_no_bind,
+    .bind     = axon_fi_mr_bind,
     .control  = axon_fi_mr_control,
     .ops_open = axon_fi_no_ops_open,
 };

@@ -34,8 +34,7 @@ static int axon_fi_poll_poll(struct fid_poll *poll_fid, void **context, int coun
         if (set->fids[i]->fclass == FI_CLASS_CQ) {
             axon_fi_eps_progress(&container_of(set->fids[i], axon_fi_cq_t, cq_fid.fid)->eps);
         } else {
-            axon_fi_eps_progress(&container_of(set->fids[i], axon_fi_cntr_t,
-                                               cntr_fid.fid)->eps);
+            axon_fi_cntr_progress(container_of(set->fids[i], axon_fi_cntr_t, cntr_fid.fid));
         }
     }
     for (i = 0; (i < set->count) && (n < count); ++i) {

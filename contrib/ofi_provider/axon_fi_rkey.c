@@ -21,7 +21,7 @@ axon_status_t axon_fi_rkey_resolve(axon_fi_conn_t *conn, uint64_t key, axon_fi_r
     axon_fi_name_t name;
     axon_fi_rkey_t *rkey;
     axon_status_t status;
-    uint64_t be;
+    uint64_t be[2];
     void *blob = NULL;
     size_t len = 0;
     char str[96];
@@ -30,7 +30,7 @@ axon_status_t axon_fi_rkey_resolve(axon_fi_conn_t *conn, uint64_t key, axon_fi_r
     axon_fi_name_make(peer->name.sin_addr, peer->name.sin_port, peer->id, &name);
     axon_fi_name_str(&name, str, sizeof(str));
     ret = axon_fi_addr_fetch_key(&name, key, &blob, &len);
-    if ((ret == 0) && (len <= sizeof(be))) {
+    if ((ret == 0) && (len <= sizeof(be))) {   /* addend, flags, Axon's key (axon_fi_mr.c) */
         free(blob);
         ret = -FI_EIO;
     }
@@ -45,8 +45,9 @@ axon_status_t axon_fi_rkey_resolve(axon_fi_conn_t *conn, uint64_t key, axon_fi_r
         free(blob);
         return AXON_ERR_NO_MEMORY;
     }
-    memcpy(&be, blob, sizeof(be));
-    rkey->addend = be64toh(be);
+    memcpy(be, blob, sizeof(be));
+    rkey->addend = be64toh(be[0]);
+    rkey->events = (be64toh(be[1]) & AXON_FI_MR_BLOB_EVENTS) != 0;
     status = axon_ep_rkey_unpack(conn->aep, (const uint8_t *)blob + sizeof(be),
                                  len - sizeof(be), &rkey->rkey);
     free(blob);

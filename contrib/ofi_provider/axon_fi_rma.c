@@ -10,7 +10,9 @@
  * default, FI_TRANSMIT_COMPLETE, FI_DELIVERY_COMPLETE) waits for
  * axon_ep_flush_nb, so the data is visible at the target when the entry
  * (or count) appears; that is also what a SHMEM quiet counts on.
- * FI_FENCE: axon_worker_fence first (what follows reaches the target after
+ * FI_RMA_EVENT: a write to a region that counts its accesses is flushed
+ * even under FI_INJECT_COMPLETE; once done, the target is told
+ * (axon_fi_event.c). FI_FENCE: axon_worker_fence first (what follows reaches the target after
  * what came before). FI_INJECT: the data is copied (AXON_FI_INJECT_SIZE at
  * most) into a buffer from the domain's free list. Descriptors and copies
  * come from free lists: nothing is allocated per operation.
@@ -77,6 +79,9 @@ static void axon_fi_rma_done(axon_request_h req, axon_status_t status, void *use
         return;
     }
     axon_fi_inflight_del(op);
+    if ((op->ep != NULL) && op->notify && (op->status == AXON_OK)) {
+        axon_fi_event_notify(op);   /* the access is visible at the target now */
+    }
     if (op->ep != NULL) {
         axon_fi_rma_entry(op->ep, op->context, op->flags, op->comp, op->addr, op->key,
                           op->status);
@@ -149,7 +154,7 @@ static axon_status_t axon_fi_rma_post(axon_fi_op_t *op, const axon_fi_rma_t *rma
         }
         off += len;
     }
-    if (rma->write && (!(rma->flags & FI_INJECT_COMPLETE) ||
+    if (rma->write && (!(rma->flags & FI_INJECT_COMPLETE) || op->notify ||
                        (rma->flags & (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)))) {
         param.flags  = 0;
         param.layout = NULL;
@@ -262,6 +267,7 @@ static ssize_t axon_fi_rma(axon_fi_ep_t *ep, const axon_fi_rma_t *rma)
     op->comp    = rma->comp;
     op->addr    = rma->dest;
     op->key     = rma->key;
+    op->notify  = !rkey->events ? 0 : rma->write ? AXON_FI_EVENT_WRITE : AXON_FI_EVENT_READ;
     op->pending = 1;   /* held by this call until everything is posted */
     op->status  = AXON_OK;
     if (rma->write && (rma->flags & FI_INJECT) && (len > 0)) {   /* reads have no inject */

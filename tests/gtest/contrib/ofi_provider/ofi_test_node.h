@@ -138,11 +138,14 @@ struct Node {
     struct fid_cq     *cq      = NULL;
     struct fid_cntr   *tx_cntr = NULL, *rx_cntr = NULL;
     struct fid_cntr   *wr_cntr = NULL, *rd_cntr = NULL;   /* FI_WRITE / FI_READ */
+    struct fid_cntr   *rwr_cntr = NULL, *rrd_cntr = NULL; /* FI_REMOTE_WRITE / _READ */
     struct fid_ep     *ep      = NULL;
     uint64_t           caps     = 0;
     int                mr_mode  = -1;       /* >= 0: replaces the hints' mr_mode */
     bool               counters = false;
     bool               rma_counters = false;
+    bool               remote_counters = false;   /* FI_RMA_EVENT's endpoint counters */
+    bool               auto_progress = false;     /* data_progress FI_PROGRESS_AUTO */
     char               name[64] = {};
     size_t             namelen = sizeof(name);
 
@@ -164,6 +167,7 @@ struct Node {
         hints->domain_attr->threading = threading;
         if (caps != 0) hints->caps = caps;
         if (mr_mode >= 0) hints->domain_attr->mr_mode = mr_mode;
+        if (auto_progress) hints->domain_attr->data_progress = FI_PROGRESS_AUTO;
         use_build_provider();
         ret = fi_getinfo(FI_VERSION(1, 17), node, service, flags, hints, &info);
         fi_freeinfo(hints);
@@ -195,6 +199,14 @@ struct Node {
             if ((ret = fi_ep_bind(ep, &wr_cntr->fid, FI_WRITE)) != 0) return ret;
             if ((ret = fi_ep_bind(ep, &rd_cntr->fid, FI_READ)) != 0) return ret;
         }
+        if (remote_counters) {
+            memset(&cntr_attr, 0, sizeof(cntr_attr));
+            cntr_attr.events = FI_CNTR_EVENTS_COMP;
+            if ((ret = fi_cntr_open(domain, &cntr_attr, &rwr_cntr, &rwr_cntr)) != 0) return ret;
+            if ((ret = fi_cntr_open(domain, &cntr_attr, &rrd_cntr, &rrd_cntr)) != 0) return ret;
+            if ((ret = fi_ep_bind(ep, &rwr_cntr->fid, FI_REMOTE_WRITE)) != 0) return ret;
+            if ((ret = fi_ep_bind(ep, &rrd_cntr->fid, FI_REMOTE_READ)) != 0) return ret;
+        }
         if ((ret = fi_enable(ep)) != 0) return ret;
         return fi_getname(&ep->fid, name, &namelen);
     }
@@ -211,6 +223,7 @@ struct Node {
         struct fid *fids[] = {ep ? &ep->fid : NULL, av ? &av->fid : NULL, cq ? &cq->fid : NULL,
                               tx_cntr ? &tx_cntr->fid : NULL, rx_cntr ? &rx_cntr->fid : NULL,
                               wr_cntr ? &wr_cntr->fid : NULL, rd_cntr ? &rd_cntr->fid : NULL,
+                              rwr_cntr ? &rwr_cntr->fid : NULL, rrd_cntr ? &rrd_cntr->fid : NULL,
                               domain ? &domain->fid : NULL, fabric ? &fabric->fid : NULL};
         for (struct fid *f : fids) {
             if (f != NULL) {
@@ -222,6 +235,7 @@ struct Node {
         }
         ep = NULL; av = NULL; cq = NULL; domain = NULL; fabric = NULL; info = NULL;
         tx_cntr = NULL; rx_cntr = NULL; wr_cntr = NULL; rd_cntr = NULL;
+        rwr_cntr = NULL; rrd_cntr = NULL;
     }
 
     ~Node() { close(); }
@@ -260,6 +274,36 @@ inline ssize_t wait_cq(Node &node, std::vector<Node *> others, struct fi_cq_tagg
 class OfiProvider : public ::testing::Test {
 protected:
     Watchdog watchdog{90};
+};
+
+/* A forked peer process (Xproc tests) with a pipe each way; finish() checks its exit. */
+struct Child {
+    pid_t pid = -1;
+    int to[2] = {-1, -1}, from[2] = {-1, -1};
+
+    template <class F> void start(F body)
+    {
+        ASSERT_EQ(0, pipe(to));
+        ASSERT_EQ(0, pipe(from));
+        pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            alarm(80);
+            body(to[0], from[1]);
+            _exit(0);
+        }
+    }
+
+    void finish()
+    {
+        int status = 0;
+        if (pid > 0) {
+            EXPECT_EQ(pid, waitpid(pid, &status, 0));
+            EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child " << status;
+        }
+        for (int fd : {to[0], to[1], from[0], from[1]}) if (fd >= 0) ::close(fd);
+        pid = -1;
+    }
 };
 
 /* ---------------------------------------------------------------- one process */

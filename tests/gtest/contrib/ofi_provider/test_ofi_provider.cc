@@ -55,12 +55,11 @@ TEST_F(OfiProvider, GetinfoEnodataForUnmatchableHints)
         void (*set)(struct fi_info *);
     } cases[] = {
         {"caps FI_TRIGGER", [](struct fi_info *h) { h->caps |= FI_ATOMIC | FI_TRIGGER; }},
-        {"caps FI_RMA_EVENT", [](struct fi_info *h) { h->caps |= FI_RMA | FI_RMA_EVENT; }},
+        {"caps FI_HMEM", [](struct fi_info *h) { h->caps |= FI_RMA | FI_HMEM; }},
         {"rma iov limit 5", [](struct fi_info *h) { h->tx_attr->rma_iov_limit = 5; }},
         {"mr key 16 bytes", [](struct fi_info *h) { h->domain_attr->mr_key_size = 16; }},
         {"ep type MSG", [](struct fi_info *h) { h->ep_attr->type = FI_EP_MSG; }},
         {"cq data 8", [](struct fi_info *h) { h->domain_attr->cq_data_size = 8; }},
-        {"auto progress", [](struct fi_info *h) { h->domain_attr->data_progress = FI_PROGRESS_AUTO; }},
         {"strict comp order", [](struct fi_info *h) { h->tx_attr->comp_order = FI_ORDER_STRICT; }},
         {"inject 1 MiB", [](struct fi_info *h) { h->tx_attr->inject_size = 1 << 20; }},
         {"iov limit 17", [](struct fi_info *h) { h->rx_attr->iov_limit = 17; }},

@@ -578,35 +578,6 @@ void amo_target_main(int rd, int wr)
     }
 }
 
-struct Child {
-    pid_t pid = -1;
-    int to[2] = {-1, -1}, from[2] = {-1, -1};
-
-    template <class F> void start(F body)
-    {
-        ASSERT_EQ(0, pipe(to));
-        ASSERT_EQ(0, pipe(from));
-        pid = fork();
-        ASSERT_GE(pid, 0);
-        if (pid == 0) {
-            alarm(80);
-            body(to[0], from[1]);
-            _exit(0);
-        }
-    }
-
-    void finish()
-    {
-        int status = 0;
-        if (pid > 0) {
-            EXPECT_EQ(pid, waitpid(pid, &status, 0));
-            EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child " << status;
-        }
-        for (int fd : {to[0], to[1], from[0], from[1]}) if (fd >= 0) ::close(fd);
-        pid = -1;
-    }
-};
-
 class OfiProviderAtomicXproc : public OfiProvider,
                                public ::testing::WithParamInterface<std::string> {};
 

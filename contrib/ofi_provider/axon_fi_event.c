@@ -1,0 +1,146 @@
+/*
+ * FI_RMA_EVENT: counters of remote accesses at the target. Axon's RMA and
+ * atomics complete at the target without it knowing, so the initiator,
+ * once its access is visible there (the write's flush, the read's or
+ * fetching atomic's completion), sends the target a small tag message of
+ * the reserved tag AXON_FI_EVENT_TAG: payload the key, imm_data the kind.
+ * The target's endpoint keeps AXON_FI_EVENT_RECVS receives posted for them;
+ * each one received counts once on the region's counter (fi_mr_bind) and on
+ * the endpoint's FI_REMOTE_WRITE / FI_REMOTE_READ counter, then is posted
+ * again. Unexpected notifications wait in Axon's queue: none is lost, none
+ * counted twice. Only regions of a domain opened with FI_RMA_EVENT ask for
+ * notifications (their key says so, axon_fi_mr_export), so plain RMA sends
+ * nothing more.
+ */
+#include <stdlib.h>
+#include "axon_fi.h"
+
+struct axon_fi_event_recv {
+    axon_fi_ep_t  *ep;
+    axon_request_h req;
+    uint64_t       key;       /* the payload */
+};
+
+static void axon_fi_event_received(axon_request_h req, axon_status_t status,
+                                   const axon_tag_recv_info_t *info, void *user_data);
+
+static axon_status_t axon_fi_event_post(struct axon_fi_event_recv *recv)
+{
+    axon_request_param_t param = {0};
+    axon_status_t status;
+
+    param.cb.recv   = axon_fi_event_received;
+    param.user_data = recv;
+    param.flags     = AXON_REQ_FLAG_NO_IMM_CMPL;
+    status = axon_tag_recv_nb(recv->ep->worker, &recv->key, sizeof(recv->key),
+                              AXON_FI_EVENT_TAG, AXON_TAG_MASK_FULL, &param, &recv->req);
+    if (status == AXON_INPROGRESS) {
+        ++recv->ep->events_posted;
+        return AXON_OK;
+    }
+    AXON_FI_WARN(FI_LOG_EP_DATA, "posting an RMA event receive failed: %s",
+                 axon_status_string(status));
+    recv->req = NULL;
+    return status;
+}
+
+static void axon_fi_event_count(axon_fi_ep_t *ep, uint64_t key, unsigned kind)
+{
+    axon_fi_cntr_count(axon_fi_mr_event_cntr(ep->domain, key, kind), 1);
+    axon_fi_cntr_count((kind == AXON_FI_EVENT_WRITE) ? ep->rwr_cntr : ep->rrd_cntr, 1);
+}
+
+/* Runs from the endpoint's progress (domain lock held). */
+static void axon_fi_event_received(axon_request_h req, axon_status_t status,
+                                   const axon_tag_recv_info_t *info, void *user_data)
+{
+    struct axon_fi_event_recv *recv = user_data;
+    axon_fi_ep_t *ep = recv->ep;
+
+    axon_request_free(req);
+    recv->req = NULL;
+    --ep->events_posted;
+    if (status == AXON_ERR_CANCELED) {
+        return;
+    }
+    if ((status != AXON_OK) || (info->length != sizeof(recv->key))) {
+        AXON_FI_WARN(FI_LOG_EP_DATA, "RMA event of %zu bytes dropped: %s",
+                     (status == AXON_OK) ? info->length : 0, axon_status_string(status));
+    } else {
+        axon_fi_event_count(ep, recv->key, info->imm_data);
+    }
+    if (!ep->events_closing) {
+        axon_fi_event_post(recv);
+    }
+}
+
+int axon_fi_event_open(axon_fi_ep_t *ep)
+{
+    size_t i;
+
+    ep->events = calloc(AXON_FI_EVENT_RECVS, sizeof(*ep->events));
+    if (ep->events == NULL) {
+        return -FI_ENOMEM;
+    }
+    if (axon_fi_eps_add(&ep->domain->event_eps, ep) != 0) {
+        free(ep->events);
+        ep->events = NULL;
+        return -FI_ENOMEM;
+    }
+    for (i = 0; i < AXON_FI_EVENT_RECVS; ++i) {
+        ep->events[i].ep = ep;
+        if (axon_fi_event_post(&ep->events[i]) != AXON_OK) {
+            axon_fi_event_close(ep);
+            return -FI_EIO;
+        }
+    }
+    return 0;
+}
+
+void axon_fi_event_close(axon_fi_ep_t *ep)
+{
+    size_t i;
+
+    if (ep->events == NULL) {
+        return;
+    }
+    ep->events_closing = 1;
+    for (i = 0; i < AXON_FI_EVENT_RECVS; ++i) {
+        if (ep->events[i].req != NULL) {
+            axon_request_cancel(ep->worker, ep->events[i].req);
+        }
+    }
+    /* A canceled receive still calls back: the descriptors live until every one has. */
+    while (ep->events_posted > 0) {
+        axon_worker_progress(ep->worker);
+    }
+    axon_fi_eps_del(&ep->domain->event_eps, ep);
+    free(ep->events);
+    ep->events = NULL;
+}
+
+void axon_fi_event_notify(axon_fi_op_t *op)
+{
+    axon_request_param_t param = {0};
+    axon_fi_conn_t *conn;
+    axon_request_h req;
+    axon_status_t status;
+    uint64_t key = op->key;
+
+    status = axon_fi_conn_get(op->ep, op->addr, &conn);
+    if (status == AXON_OK) {
+        param.flags    = AXON_REQ_FLAG_INJECT | AXON_REQ_FLAG_IMM_DATA;
+        param.imm_data = op->notify;
+        status = axon_tag_send_nb(conn->aep, &key, sizeof(key), AXON_FI_EVENT_TAG, &param,
+                                  &req);
+        if (status == AXON_INPROGRESS) {
+            axon_request_free(req);   /* injected: nothing refers to key any more */
+            status = AXON_OK;
+        }
+    }
+    if (status != AXON_OK) {
+        AXON_FI_WARN(FI_LOG_EP_DATA, "RMA event for key %llu at fi_addr %llu not sent: %s",
+                     (unsigned long long)op->key, (unsigned long long)op->addr,
+                     axon_status_string(status));
+    }
+}

@@ -1,0 +1,144 @@
+/*
+ * FI_PROGRESS_AUTO: a domain asking for it gets a progress thread, so a
+ * target that never calls libfabric still serves an initiator's RMA and
+ * atomics (over tcp they need the target's worker) and counts its RMA
+ * events; idle, the thread sleeps rather than burning a core.
+ */
+#include "ofi_test_node.h"
+
+#include "env_guard.h"
+
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_rma.h>
+
+#include <fcntl.h>
+#include <sys/resource.h>
+
+namespace {
+
+const uint64_t kCaps = FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RMA_EVENT;
+const uint64_t kKey = 5;
+
+double process_cpu_sec()
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+           (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+class OfiProviderProgress : public OfiProvider {};
+
+TEST_F(OfiProviderProgress, AutoProgressIsAnsweredWhenAsked)
+{
+    struct fi_info *hints = ompi_hints(), *info = NULL;
+    ASSERT_EQ(0, getinfo(hints, &info));
+    EXPECT_EQ(FI_PROGRESS_MANUAL, info->domain_attr->data_progress);   /* the default */
+    fi_freeinfo(info);
+    hints->domain_attr->data_progress = FI_PROGRESS_AUTO;
+    ASSERT_EQ(0, getinfo(hints, &info));
+    EXPECT_EQ(FI_PROGRESS_AUTO, info->domain_attr->data_progress);
+    fi_freeinfo(info);
+    fi_freeinfo(hints);
+}
+
+/* The process sleeps a second with an idle auto-progress endpoint open: its CPU time is
+ * the thread's, far below a core's second. */
+TEST_F(OfiProviderProgress, IdleThreadSleeps)
+{
+    Node n;
+    n.caps = kCaps;
+    n.mr_mode = FI_MR_LOCAL;
+    n.auto_progress = true;
+    ASSERT_EQ(0, n.open());
+    double start = process_cpu_sec();
+    struct timespec second = {1, 0};
+    nanosleep(&second, NULL);
+    double used = process_cpu_sec() - start;
+    EXPECT_LT(used, 0.1) << "the idle progress thread used " << used << " s of CPU in 1 s";
+}
+
+const int kRounds = 200;
+
+/* The initiator: kRounds writes and atomic adds, each waited for; then it reports. */
+int initiator_main(int rd, int wr)
+{
+    char peer[64];
+    if (read(rd, peer, sizeof(peer)) != (ssize_t)sizeof(peer)) return 9;
+    Node n;
+    n.caps = FI_TAGGED | FI_RMA | FI_ATOMIC;
+    n.mr_mode = FI_MR_LOCAL;
+    if (n.open() != 0) return 10;
+    fi_addr_t p = n.insert(peer);
+    struct fi_context ctx;
+    struct fi_cq_tagged_entry e;
+    uint64_t fetched = 0;
+    for (int i = 0; i < kRounds; ++i) {
+        uint64_t v = i + 1, one = 1, old = 0;
+        if (fi_write(n.ep, &v, 8, NULL, p, 0, kKey, &ctx) != 0) return 11;
+        if (wait_cq(n, {}, &e) != 1) return 12;
+        if (fi_fetch_atomic(n.ep, &one, 1, NULL, &old, NULL, p, 8, kKey, FI_UINT64, FI_SUM,
+                            &ctx) != 0) return 13;
+        if (wait_cq(n, {}, &e) != 1) return 14;
+        fetched += old;
+    }
+    if (write(wr, &fetched, 8) != 8) return 15;
+    fcntl(rd, F_SETFL, O_NONBLOCK);
+    for (;;) {   /* progress (the last event may still be leaving) until told to go */
+        char done;
+        (void)fi_cq_read(n.cq, &e, 0);
+        ssize_t got = read(rd, &done, 1);
+        if (got == 0) return 16;
+        if (got == 1) return 0;
+    }
+}
+
+class OfiProviderProgressXproc : public OfiProvider,
+                                 public ::testing::WithParamInterface<std::string> {};
+
+/*
+ * The target opens its endpoint and region, then only blocks on a pipe: the
+ * initiator's operations complete all the same (over tcp an atomic needs
+ * the target's worker), and the region's counter ends exact.
+ */
+TEST_P(OfiProviderProgressXproc, TargetThatNeverCallsServesRmaAndAtomics)
+{
+    EnvGuard env("AXON_TLS", GetParam().c_str());
+    use_build_provider();
+    Child c;
+    c.start([](int rd, int wr) { _exit(initiator_main(rd, wr)); });
+    Node t;
+    t.caps = kCaps;
+    t.mr_mode = FI_MR_LOCAL;
+    t.auto_progress = true;
+    ASSERT_EQ(0, t.open());
+    std::vector<uint64_t> mem(64);
+    struct fid_mr *mr = NULL;
+    struct fid_cntr *writes = NULL;
+    struct fi_cntr_attr attr = {};
+    attr.events = FI_CNTR_EVENTS_COMP;
+    ASSERT_EQ(0, fi_mr_reg(t.domain, mem.data(), 512, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, kKey,
+                           0, &mr, NULL));
+    ASSERT_EQ(0, fi_cntr_open(t.domain, &attr, &writes, NULL));
+    ASSERT_EQ(0, fi_mr_bind(mr, &writes->fid, FI_REMOTE_WRITE));
+    ASSERT_EQ((ssize_t)sizeof(t.name), write(c.to[1], t.name, sizeof(t.name)));
+    uint64_t fetched = 0;
+    ASSERT_EQ(8, read(c.from[0], &fetched, 8));   /* blocks: no provider call here */
+    EXPECT_EQ((uint64_t)kRounds * (kRounds - 1) / 2, fetched);
+    EXPECT_EQ((uint64_t)kRounds, ((volatile uint64_t *)mem.data())[0]);
+    EXPECT_EQ((uint64_t)kRounds, ((volatile uint64_t *)mem.data())[1]);
+    double deadline = now_sec() + 10;
+    while ((fi_cntr_read(writes) < 2 * kRounds) && (now_sec() < deadline)) {
+        usleep(1000);
+    }
+    EXPECT_EQ((uint64_t)(2 * kRounds), fi_cntr_read(writes));
+    ASSERT_EQ(1, write(c.to[1], "q", 1));
+    c.finish();
+    EXPECT_EQ(0, fi_close(&mr->fid));
+    EXPECT_EQ(0, fi_close(&writes->fid));
+}
+
+INSTANTIATE_TEST_SUITE_P(Lanes, OfiProviderProgressXproc, ::testing::Values("shm", "tcp"),
+                         [](const ::testing::TestParamInfo<std::string> &p) { return p.param; });
+
+}  // namespace
