@@ -198,21 +198,22 @@ else
 fi
 
 # Script tests: each prints "PASS name" or "FAIL name" (other lines pass through).
-run_script_tests() {  # time-limit script
+run_script_tests() {  # time-limit script [arguments after the build directory]
     while read -r verdict name; do
         case "$verdict" in
             PASS) echo "PASS  $name"; record "$name" 0 ;;
             FAIL) echo "FAIL  $name"; record "$name" 1 ;;
             *)    echo "$verdict $name" ;;
         esac
-    done < <(timeout -k 5 "$1" bash "$2" "$builddir" 2>&1 ||
+    done < <(timeout -k 5 "$1" bash "$2" "$builddir" "${@:3}" 2>&1 ||
              echo "FAIL $(basename "$2")-exit-status")
 }
 if [ "$filter" = "*" ] && [ "$gtest_only" != 1 ]; then
     # The test names (tests/README.md), the layer rules (docs/design.md), the
     # tools, then unmodified Open MPI
     # programs over Axon's libfabric provider, then libfabric's own provider
-    # tests (fabtests) against it.
+    # tests (fabtests) against it, then Sandia OpenSHMEM's unit tests (a
+    # selection, 2 and 4 PEs) over it.
     run_script_tests 60 "$names"
     run_script_tests 120 "$srcdir/tests/layering/check_layers_test.sh"
     run_script_tests 600 "$srcdir/tests/tools_test.sh"
@@ -223,6 +224,10 @@ if [ "$filter" = "*" ] && [ "$gtest_only" != 1 ]; then
     fi
     if [ -f "$srcdir/tests/ofi/run_fabtests.sh" ]; then
         run_script_tests 900 "$srcdir/tests/ofi/run_fabtests.sh"
+    fi
+    if [ -f "$srcdir/tests/shmem/run_sos_tests.sh" ]; then
+        # the provider has what SOS asks for now: a refusal is a failure, not a skip
+        SOS_REQUIRE=1 run_script_tests 600 "$srcdir/tests/shmem/run_sos_tests.sh" axon
     fi
 fi
 
