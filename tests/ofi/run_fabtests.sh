@@ -136,7 +136,10 @@ done
 # in their hints says what they need): runfabtests.sh excludes them (its -e,
 # a regex), and fabtests_notrun.txt gives the reason. fi_rma_bw -o writedata
 # needs remote CQ data for RMA, which fi_writedata does not offer yet.
-excluded='fi_rma_bw .*-o writedata'
+# fi_multi_mr -e rdm writes to remote address 0 with its requested keys (offset
+# addressing) while its default hints ask FI_MR_VIRT_ADDR | FI_MR_PROV_KEY,
+# which the provider honours: the writes land outside the regions.
+excluded='fi_rma_bw .*-o writedata,fi_multi_mr -e rdm'
 
 # In an empty directory: runfabtests.sh leaves its scratch files in the
 # current one and reads exclusion lists (test_configs/) from under it.
