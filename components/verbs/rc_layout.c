@@ -19,6 +19,7 @@
 
 #define AXON_RC_LAYOUT_KEYS    8     /* operations in flight through local layout keys */
 #define AXON_RC_LAYOUT_ENTRIES AXON_TL_IOV_MAX   /* pieces of one operation */
+#define AXON_RC_LAYOUT_MAX_GAP (64ul << 20)      /* span beyond the pieces' bytes registered */
 
 struct axon_rc_layout_key {
     axon_dev_mr_t             *mkey;
@@ -208,14 +209,23 @@ static axon_status_t axon_rc_ep_rdma_iov(axon_tl_ep_t *tl_ep, axon_dev_wr_opcode
     if ((conn->state != AXON_RC_CONN_OPEN) || (conn->flags & AXON_RC_CONN_F_RTU_PENDING)) {
         return AXON_ERR_UNSUPPORTED;   /* not connected yet: the caller goes another way */
     }
-    /* three WRs (invalidate, fill, the operation) and a key: else wait for completions */
-    if ((conn->tx_posted + 3 - conn->tx_completed > conn->tx_depth) ||
-        (iface->tx_cq_avail < 3) || (iface->layout_free == NULL)) {
+    /* a key: each held one is on a signaled operation, whose completion returns it */
+    if (iface->layout_free == NULL) {
         return AXON_ERR_NO_RESOURCE;
     }
+    /* three WRs (invalidate, fill, the operation): wait only for a signaled WR in flight;
+     * unsignaled ones are freed by a later signaled one, which run-by-run posts make */
+    if ((conn->tx_posted + 3 - conn->tx_completed > conn->tx_depth) ||
+        (iface->tx_cq_avail < 3)) {
+        return (conn->tx_signaled != conn->tx_completed) ? AXON_ERR_NO_RESOURCE :
+                                                           AXON_ERR_UNSUPPORTED;
+    }
     total = axon_rc_layout_span(iov, n, &lo, &hi);
-    if ((total == 0) || (total > UINT32_MAX) || (rkey_buf == NULL)) {
-        return AXON_ERR_UNSUPPORTED;   /* run by run: that path checks and reports */
+    if ((total == 0) || (total > UINT32_MAX) || (rkey_buf == NULL) ||
+        (hi - lo > AXON_RC_LAYOUT_MAX_GAP + 2 * total)) {
+        /* run by run: that path checks and reports; pieces far apart (heap and
+         * stack) would register the whole address range between them */
+        return AXON_ERR_UNSUPPORTED;
     }
     status = axon_rc_rkey_unpack(iface->name, (opcode == AXON_DEV_WR_RDMA_READ) ?
                                  "get_zcopy_iov" : "put_zcopy_iov", rkey_buf, remote_addr,
