@@ -514,6 +514,12 @@ static inline axon_status_t axon_fi_conn_get(axon_fi_ep_t *ep, fi_addr_t addr,
 axon_status_t axon_fi_rkey_resolve(axon_fi_conn_t *conn, uint64_t key, axon_fi_rkey_t **rkey_p);
 /* Forget a key found stale (the target closed it): the next use resolves it again. */
 void          axon_fi_rkey_forget(axon_fi_ep_t *ep, fi_addr_t addr, uint64_t key);
+/* A finished RMA or atomic message (what: its name in the log line; NULL: "RMA write"/
+ * "RMA read"): counted, a stale key forgotten, and a CQ entry unless it succeeded
+ * without asking for one (axon_fi_rma.c) */
+void          axon_fi_rma_entry(axon_fi_ep_t *ep, const char *what, void *context,
+                                uint64_t cq_flags, int comp, fi_addr_t dest, uint64_t key,
+                                axon_status_t status);
 void          axon_fi_rkey_destroy_all(axon_fi_conn_t *conn);
 
 static inline axon_status_t axon_fi_rkey_get(axon_fi_conn_t *conn, uint64_t key,

@@ -88,31 +88,6 @@ static const char *const axon_fi_amo_family_names[] = {"fi_atomic", "fi_fetch_at
 
 /* ---------------------------------------------------------------- completion */
 
-static void axon_fi_amo_entry(axon_fi_ep_t *ep, void *context, uint64_t cq_flags, int comp,
-                              fi_addr_t dest, uint64_t key, axon_status_t status)
-{
-    axon_fi_cntr_count((cq_flags & FI_WRITE) ? ep->wr_cntr : ep->rd_cntr, status == AXON_OK);
-    if (status != AXON_OK) {
-        AXON_FI_WARN(FI_LOG_EP_DATA, "atomic at fi_addr %llu, key %llu failed: %s",
-                     (unsigned long long)dest, (unsigned long long)key,
-                     axon_status_string(status));
-        if (status == AXON_ERR_REMOTE_ACCESS) {
-            axon_fi_rkey_forget(ep, dest, key);   /* maybe stale: ask the target again */
-        }
-    }
-    if (ep->tx_cq == NULL) {
-        return;
-    }
-    if (status == AXON_OK) {
-        if (comp) {
-            axon_fi_cq_write(ep->tx_cq, context, cq_flags, 0, NULL, 0, 0, 0);
-        }
-    } else {
-        axon_fi_cq_write_err(ep->tx_cq, context, cq_flags, 0, NULL, 0, 0, 0,
-                             axon_fi_errno(status), status, 0);
-    }
-}
-
 static void axon_fi_amo_fail(axon_fi_op_t *op, axon_status_t status)
 {
     if ((status != AXON_OK) && (op->status == AXON_OK)) {
@@ -131,7 +106,7 @@ static void axon_fi_amo_release(axon_fi_op_t *op)
         axon_fi_event_notify(op);   /* every element is done and visible at the target */
     }
     if (op->ep != NULL) {
-        axon_fi_amo_entry(op->ep, op->context, op->flags, op->comp, op->addr, op->key,
+        axon_fi_rma_entry(op->ep, "atomic", op->context, op->flags, op->comp, op->addr, op->key,
                           op->status);
     }
     axon_fi_bounce_put(op->domain, op->bounce);
@@ -467,7 +442,8 @@ static ssize_t axon_fi_amo(axon_fi_ep_t *ep, const axon_fi_amo_t *amo)
             ret = -FI_ENOMEM;
         } else {
             /* Unreachable peer, unknown key: the operation completes, in error. */
-            axon_fi_amo_entry(ep, amo->context, cq_flags, amo->comp, amo->dest, key, status);
+            axon_fi_rma_entry(ep, "atomic", amo->context, cq_flags, amo->comp, amo->dest, key,
+                              status);
         }
         goto out;
     }

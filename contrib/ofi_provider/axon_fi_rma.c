@@ -34,15 +34,15 @@ typedef struct {
     uint8_t                 comp;
 } axon_fi_rma_t;
 
-/* A finished RMA message: counted, and an entry unless it succeeded without asking for one. */
-static void axon_fi_rma_entry(axon_fi_ep_t *ep, void *context, uint64_t cq_flags, int comp,
-                              fi_addr_t dest, uint64_t key, axon_status_t status)
+void axon_fi_rma_entry(axon_fi_ep_t *ep, const char *what, void *context, uint64_t cq_flags,
+                       int comp, fi_addr_t dest, uint64_t key, axon_status_t status)
 {
     axon_fi_cntr_count((cq_flags & FI_WRITE) ? ep->wr_cntr : ep->rd_cntr, status == AXON_OK);
     if (status != AXON_OK) {
-        AXON_FI_WARN(FI_LOG_EP_DATA, "RMA %s at fi_addr %llu, key %llu failed: %s",
-                     (cq_flags & FI_WRITE) ? "write" : "read", (unsigned long long)dest,
-                     (unsigned long long)key, axon_status_string(status));
+        AXON_FI_WARN(FI_LOG_EP_DATA, "%s at fi_addr %llu, key %llu failed: %s",
+                     (what != NULL) ? what : (cq_flags & FI_WRITE) ? "RMA write" : "RMA read",
+                     (unsigned long long)dest, (unsigned long long)key,
+                     axon_status_string(status));
         if (status == AXON_ERR_REMOTE_ACCESS) {
             axon_fi_rkey_forget(ep, dest, key);   /* maybe stale: ask the target again */
         }
@@ -83,7 +83,7 @@ static void axon_fi_rma_done(axon_request_h req, axon_status_t status, void *use
         axon_fi_event_notify(op);   /* the access is visible at the target now */
     }
     if (op->ep != NULL) {
-        axon_fi_rma_entry(op->ep, op->context, op->flags, op->comp, op->addr, op->key,
+        axon_fi_rma_entry(op->ep, NULL, op->context, op->flags, op->comp, op->addr, op->key,
                           op->status);
     }
     axon_fi_rma_op_free(op->domain, op);
@@ -250,7 +250,7 @@ static ssize_t axon_fi_rma(axon_fi_ep_t *ep, const axon_fi_rma_t *rma)
             ret = -FI_ENOMEM;
         } else {
             /* Unreachable peer, unknown key: the operation completes, in error. */
-            axon_fi_rma_entry(ep, rma->context, cq_flags, rma->comp, rma->dest, rma->key,
+            axon_fi_rma_entry(ep, NULL, rma->context, cq_flags, rma->comp, rma->dest, rma->key,
                               status);
         }
         goto out;
