@@ -44,6 +44,7 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/components/shm/test_shm.cc \
 	tests/gtest/components/shm/test_shm_mem_seg.cc \
 	tests/gtest/components/tcp/test_tcp.cc \
+	tests/gtest/components/verbs/rcache_probe.h \
 	tests/gtest/components/verbs/test_rc_layout.cc \
 	tests/gtest/components/verbs/test_rc_rcache.cc \
 	tests/gtest/components/verbs/test_verbs_dc.cc \

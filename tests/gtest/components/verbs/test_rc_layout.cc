@@ -29,6 +29,7 @@ extern "C" {
 }
 
 #include "env_guard.h"
+#include "rcache_probe.h"
 
 namespace {
 
@@ -37,21 +38,6 @@ const size_t kBlock   = 64;
 const size_t kBlocks  = 1024;               /* 64 KiB packed: a rendezvous (threshold below) */
 const size_t kStride  = 2 * kBlock;
 const size_t kSpan    = kBlocks * kStride;
-
-bool cache_watches()
-{
-    static const axon_rcache_ops_t none = {nullptr, nullptr};
-    axon_rcache_params_t params = {"probe", &none, nullptr, 1};
-    axon_rcache_t *rcache;
-    bool watches;
-
-    if (axon_rcache_create(&params, &rcache) != AXON_OK) {
-        return false;
-    }
-    watches = axon_rcache_is_caching(rcache);
-    axon_rcache_destroy(rcache);
-    return watches;
-}
 
 axon_layout_t strided(size_t count, size_t block, ptrdiff_t stride)
 {
@@ -151,7 +137,7 @@ protected:
 
 TEST_F(RcLayoutKey, RendezvousOfOneLayoutMakesOneKey)
 {
-    const bool watches = cache_watches();
+    const bool watches = cache_can_watch();
     axon_layout_t lay  = strided(kBlocks, kBlock, kStride);
     std::vector<uint8_t> in(kBlocks * kBlock);
     void *map = mmap(nullptr, kSpan, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -23,6 +23,7 @@ extern "C" {
 }
 
 #include "env_guard.h"
+#include "rcache_probe.h"
 
 namespace {
 
@@ -146,22 +147,6 @@ TEST(RcRcacheXproc, SameBufferRegisteredOnceAndFreedBufferAgain)
 }  // namespace
 
 /* ---------------------------------------------------------------- one domain, threads */
-
-/* Can registrations be cached here? (Not where memory cannot be watched: valgrind.) */
-bool cache_can_watch()
-{
-    static const axon_rcache_ops_t none = {nullptr, nullptr};
-    axon_rcache_params_t params = {"probe", &none, nullptr, 1};
-    axon_rcache_t *rcache;
-    bool watches;
-
-    if (axon_rcache_create(&params, &rcache) != AXON_OK) {
-        return false;
-    }
-    watches = axon_rcache_is_caching(rcache);
-    axon_rcache_destroy(rcache);
-    return watches;
-}
 
 /* A pair of workers of one context, driven by one thread: a ping-pong of rendezvous sends. */
 struct PairThread {
