@@ -21,7 +21,7 @@
 #include "amo_args.h"
 #include "coll_offload.h"
 
-#define AXON_COMPONENT_ABI_VERSION 12
+#define AXON_COMPONENT_ABI_VERSION 13
 /* Most local pieces one ep_get_zcopy_iov takes (the kernel's UIO_MAXIOV). */
 #define AXON_TL_IOV_MAX 1024
 /* Plugins build with -fvisibility=hidden; only the descriptor is exported. */
@@ -340,6 +340,21 @@ typedef struct axon_iface_ops {
     axon_status_t (*ep_put_zcopy_iov)(axon_tl_ep_t *ep, const struct iovec *iov,
                                       size_t iov_count, uint64_t remote_addr, const void *rkey,
                                       axon_tl_completion_t *comp);
+    /*
+     * Optional (ABI 13; transports that reach a peer's memory by address,
+     * without keys: shm's cross-memory attach): ep_get_zcopy_iov whose peer
+     * side is remote_count pieces at the peer's virtual addresses, lent for
+     * a transfer (rendezvous), both lists in order and of the same total.
+     * Any counts (the transport splits them as its calls need); done at once
+     * or not at all (AXON_ERR_UNSUPPORTED: the caller falls back).
+     */
+    axon_status_t (*ep_get_zcopy_riov)(axon_tl_ep_t *ep, const struct iovec *iov,
+                                       size_t iov_count, const struct iovec *remote,
+                                       size_t remote_count, axon_tl_completion_t *comp);
+    /* Optional (ABI 13): the same, from the local pieces to the peer's. */
+    axon_status_t (*ep_put_zcopy_riov)(axon_tl_ep_t *ep, const struct iovec *iov,
+                                       size_t iov_count, const struct iovec *remote,
+                                       size_t remote_count, axon_tl_completion_t *comp);
     /* AXON_OK when every message posted on ep has left the sender's buffers,
      * AXON_INPROGRESS while some have not (call again after progress). */
     axon_status_t (*ep_flush)(axon_tl_ep_t *ep);

@@ -199,6 +199,7 @@ fi
 
 # Script tests: each prints "PASS name" or "FAIL name" (other lines pass through).
 run_script_tests() {  # time-limit script [arguments after the build directory]
+    local start=$SECONDS
     while read -r verdict name; do
         case "$verdict" in
             PASS) echo "PASS  $name"; record "$name" 0 ;;
@@ -207,6 +208,7 @@ run_script_tests() {  # time-limit script [arguments after the build directory]
         esac
     done < <(timeout -k 5 "$1" bash "$2" "$builddir" "${@:3}" 2>&1 ||
              echo "FAIL $(basename "$2")-exit-status")
+    echo "== $(basename "$2") took $((SECONDS - start))s"
 }
 if [ "$filter" = "*" ] && [ "$gtest_only" != 1 ]; then
     # The test names (tests/README.md), the layer rules (docs/design.md), the

@@ -26,7 +26,7 @@ axon_request_h axon_request_get(axon_worker_h worker, const axon_request_param_t
 
 void axon_request_put(axon_request_h req)
 {
-    axon_request_release_memh(req);
+    axon_request_release_rndv(req);
     if (req->flags & AXON_REQUEST_OWN_BUFFER) {
         free((void *)req->send.buffer);
     }
@@ -53,7 +53,7 @@ static void axon_request_invoke(axon_request_h req)
 
 void axon_request_complete(axon_request_h req, axon_status_t status)
 {
-    axon_request_release_memh(req);
+    axon_request_release_rndv(req);
     if (req->flags & AXON_REQUEST_INTERNAL) {
         if (status != AXON_OK) {
             axon_debug("internal request %p ended: %s", (void *)req, axon_status_string(status));

@@ -2,6 +2,7 @@
 #ifndef AXON_REQUEST_H
 #define AXON_REQUEST_H
 
+#include <stdlib.h>
 #include "axon_int.h"
 #include "amo_cpu.h"
 #include "layout.h"
@@ -20,6 +21,7 @@ enum {
     AXON_REQUEST_RNDV_MEMH   = 1u << 10, /* send.rndv_memh to deregister at completion */
     AXON_REQUEST_OWN_BUFFER  = 1u << 11, /* send.buffer is the library's copy (AXON_REQ_FLAG_INJECT) */
     AXON_REQUEST_LAYOUT      = 1u << 12, /* the data is a layout over the buffer: walk the cursor */
+    AXON_REQUEST_RNDV_RUNS   = 1u << 13, /* send/recv.rndv_runs: a layout's runs lent to the peer */
 };
 
 /*
@@ -69,6 +71,9 @@ struct axon_request {
             /* The buffer registered for the receiver's get (AXON_REQUEST_RNDV_MEMH) */
             void              *rndv_memh;
             axon_md_t         *rndv_memh_md;
+            /* AXON_REQUEST_RNDV_RUNS: the layout's runs, for the receiver to read (rndv_runs.c) */
+            struct iovec      *rndv_runs;
+            size_t             rndv_runs_count;
             axon_layout_cursor_t cursor;    /* AXON_REQUEST_LAYOUT: buffer is its base */
         } send;
         struct {
@@ -81,6 +86,8 @@ struct axon_request {
             axon_status_t        rndv_status; /* first error of a split rendezvous */
             uint8_t              rndv_split;  /* AXON_RNDV_SPLIT_*: ATS when all arrived */
             uint8_t              space;       /* AXON_TAG_SPACE_*: whose matching queues */
+            /* AXON_REQUEST_RNDV_RUNS: run lists of a split, one lent to the sender */
+            struct iovec        *rndv_runs;
             axon_tag_recv_info_t info;
             axon_layout_cursor_t cursor;      /* AXON_REQUEST_LAYOUT: buffer is its base */
         } recv;
@@ -153,14 +160,21 @@ void           axon_request_put(axon_request_h req);
 axon_status_t  axon_request_finish_now(axon_request_h req, axon_status_t status, uint32_t flags,
                                        axon_request_h *req_p);
 
-/* A rendezvous send's registration ends with the send: the buffer is the user's again. */
-static inline void axon_request_release_memh(axon_request_h req)
+/*
+ * A rendezvous's registration and lent runs end with the request: the
+ * buffer is the user's again.
+ */
+static inline void axon_request_release_rndv(axon_request_h req)
 {
     if (req->flags & AXON_REQUEST_RNDV_MEMH) {
         axon_md_t *md = req->send.rndv_memh_md;
 
         req->flags &= ~AXON_REQUEST_RNDV_MEMH;
         md->ops->mem_dereg(md, req->send.rndv_memh);
+    }
+    if (req->flags & AXON_REQUEST_RNDV_RUNS) {
+        req->flags &= ~AXON_REQUEST_RNDV_RUNS;
+        free((req->flags & AXON_REQUEST_RECV) ? req->recv.rndv_runs : req->send.rndv_runs);
     }
 }
 

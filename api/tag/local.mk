@@ -3,7 +3,8 @@ libaxon_la_SOURCES += \
 	api/tag/tag_match.c \
 	api/tag/tag_send.c \
 	api/tag/tag_recv.c \
-	api/tag/rndv.c
+	api/tag/rndv.c \
+	api/tag/rndv_runs.c
 
 noinst_HEADERS += \
 	api/tag/tag_match.h \

@@ -47,13 +47,11 @@ static void axon_rndv_send_ats(axon_worker_h worker, axon_ep_h ep, uint64_t sreq
     }
 }
 
-static void axon_rndv_get_done(axon_tl_completion_t *comp, axon_status_t status)
+void axon_rndv_recv_got(axon_request_h req, axon_status_t status)
 {
-    axon_request_h req = axon_container_of(comp, struct axon_request, tl_comp);
     axon_worker_h worker = req->worker;
     axon_ep_h ep;
 
-    req->flags &= ~AXON_REQUEST_TL_BUSY;
     ep = axon_peer_reply_ep(worker, req->peer_uuid);
     if (ep != NULL) {
         axon_rndv_send_ats(worker, ep, req->recv.sreq_id, status);
@@ -61,21 +59,23 @@ static void axon_rndv_get_done(axon_tl_completion_t *comp, axon_status_t status)
     axon_rndv_recv_finish(req, status);
 }
 
+static void axon_rndv_get_done(axon_tl_completion_t *comp, axon_status_t status)
+{
+    axon_request_h req = axon_container_of(comp, struct axon_request, tl_comp);
+
+    req->flags &= ~AXON_REQUEST_TL_BUSY;
+    axon_rndv_recv_got(req, status);
+}
+
 /* Bytes the receiver itself reads first, to learn whether it may, before splitting. */
 #define AXON_RNDV_SPLIT_PROBE 4096
-
-/* Where a split message's halves meet: cache-line aligned, so no line has two writers. */
-static inline size_t axon_rndv_split_offset(size_t length)
-{
-    return (length / 2) & ~(size_t)63;
-}
 
 /*
  * length more bytes of a rendezvous receive are in place (or failed). The
  * receive completes once every byte is accounted for, never earlier: a
  * failed half must not release a buffer the other half still writes.
  */
-static void axon_rndv_recv_part_done(axon_request_h req, size_t length, axon_status_t status)
+void axon_rndv_recv_part_done(axon_request_h req, size_t length, axon_status_t status)
 {
     axon_ep_h ep;
 
@@ -143,6 +143,7 @@ static axon_status_t axon_rndv_recv_split(axon_request_h req, axon_ep_h ep,
     rtr.length      = want;
     rtr.offset      = offset;
     rtr.put_address = (uint64_t)(uintptr_t)req->recv.buffer;
+    rtr.put_runs    = 0;
     status = axon_ep_send_ctrl(ep, AXON_AM_RNDV_RTR, &rtr, sizeof(rtr));
     if (status != AXON_OK) {
         axon_request_id_del(req);
@@ -157,40 +158,6 @@ static axon_status_t axon_rndv_recv_split(axon_request_h req, axon_ep_h ep,
                                      rts->address + AXON_RNDV_SPLIT_PROBE, NULL, &req->tl_comp);
     if (status != AXON_INPROGRESS) {
         axon_rndv_split_get_done(&req->tl_comp, status);
-    }
-    return AXON_OK;
-}
-
-/*
- * A sender's layout into a contiguous receive buffer, over a lane that
- * writes a peer's memory by address (shm's cross-memory attach): the RTR
- * gives the buffer and the sender writes its pieces there (PUT_DONE), 1024
- * per process_vm_writev. AXON_OK when asked; else the sender streams.
- */
-static axon_status_t axon_rndv_recv_put(axon_request_h req, axon_ep_h ep,
-                                        const axon_rndv_rts_hdr_t *rts, size_t want)
-{
-    const axon_lane_t *lane = &ep->bulk_lane;
-    axon_rndv_rtr_hdr_t rtr;
-    axon_status_t status;
-
-    if ((want < ep->rndv_get_min) || !(lane->resource->cap_flags & AXON_CAP_PUT) ||
-        (lane->resource->cap_flags & AXON_CAP_NEED_MKEY) ||
-        (lane->ops->ep_put_zcopy_iov == NULL)) {
-        return AXON_ERR_UNSUPPORTED;
-    }
-    req->recv.rndv_split = AXON_RNDV_SPLIT_PUT;
-    axon_request_id_add(req, rts->m.sender_uuid);
-    rtr.sreq_id     = rts->sreq_id;
-    rtr.from_uuid   = req->worker->uuid;
-    rtr.rreq_id     = req->id;
-    rtr.length      = want;
-    rtr.offset      = 0;
-    rtr.put_address = (uint64_t)(uintptr_t)req->recv.buffer;
-    status = axon_ep_send_ctrl(ep, AXON_AM_RNDV_RTR, &rtr, sizeof(rtr));
-    if (status != AXON_OK) {
-        axon_request_id_del(req);
-        axon_request_complete(req, status);
     }
     return AXON_OK;
 }
@@ -274,8 +241,11 @@ void axon_rndv_send_register(axon_request_h req)
     axon_status_t status;
     void *memh;
 
-    if (!(lane->resource->cap_flags & AXON_CAP_NEED_MKEY) ||
-        !(lane->resource->cap_flags & AXON_CAP_GET) || (md == NULL) ||
+    if (!(lane->resource->cap_flags & AXON_CAP_NEED_MKEY)) {
+        axon_rndv_runs_lend(req);   /* a layout's runs, for lanes that read them */
+        return;
+    }
+    if (!(lane->resource->cap_flags & AXON_CAP_GET) || (md == NULL) ||
         (md->ops->rkey_max_len > AXON_RNDV_RKEY_MAX)) {
         return;
     }
@@ -304,10 +274,16 @@ void axon_rndv_rts_pack(axon_request_h req, axon_rndv_rts_hdr_t *rts)
     rts->length      = req->send.length;
     rts->sreq_id     = req->id;
     rts->address     = (uint64_t)(uintptr_t)req->send.buffer;
-    /* a layout is read only through a key of its own (else the sender streams it) */
+    /* a layout is read only through a key of its own or its lent runs (else the
+     * sender streams it) */
     rts->flags       = !(req->flags & AXON_REQUEST_LAYOUT) ? 0 :
                        (req->flags & AXON_REQUEST_RNDV_MEMH) ? AXON_RNDV_RTS_KEY_ONLY :
                                                                AXON_RNDV_RTS_NO_GET;
+    if (req->flags & AXON_REQUEST_RNDV_RUNS) {
+        rts->flags      |= AXON_RNDV_RTS_RUNS;
+        rts->address     = (uint64_t)(uintptr_t)req->send.rndv_runs;
+        rts->runs_count  = req->send.rndv_runs_count;
+    }
     if (req->flags & AXON_REQUEST_RNDV_MEMH) {
         memcpy(rts->rkey_tl, lane->resource->tl_name, sizeof(rts->rkey_tl));
         rts->rkey_len = (uint32_t)lane->md->ops->rkey_pack(lane->md, req->send.rndv_memh,
@@ -369,6 +345,9 @@ void axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts)
         return;
     }
 
+    if (axon_rndv_runs_recv(req, ep, rts, want) == AXON_OK) {
+        return;   /* a layout on either side, over a lane that reads runs */
+    }
     lane = &ep->bulk_lane;
     rkey = axon_rndv_rts_rkey(lane, rts, &get_ok);
     /* A sender's layout is read through its layout key (rc's UMR) or else streamed
@@ -381,9 +360,6 @@ void axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts)
             (axon_rndv_recv_get_layout(req, lane, rts, rkey, want) == AXON_OK)) {
             return;
         }
-    } else if ((rts->flags & AXON_RNDV_RTS_NO_GET) &&
-               (axon_rndv_recv_put(req, ep, rts, want) == AXON_OK)) {
-        return;
     } else if (get_ok && (lane->ops->ep_get_zcopy != NULL)) {
         if ((rkey == NULL) && (axon_rndv_recv_split(req, ep, rts, want) == AXON_OK)) {
             return;
@@ -410,6 +386,7 @@ void axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts)
     rtr.length      = want;
     rtr.offset      = 0;
     rtr.put_address = 0;
+    rtr.put_runs    = 0;
     status = axon_ep_send_ctrl(ep, AXON_AM_RNDV_RTR, &rtr, sizeof(rtr));
     if (status != AXON_OK) {
         axon_request_id_del(req);
@@ -503,33 +480,6 @@ static void axon_rndv_put_finish(axon_request_h req, axon_status_t status)
     axon_rndv_send_part_done(req, (status != AXON_OK) ? status : send_status);
 }
 
-/*
- * A sending layout's [offset, length) into the receiver's buffer at
- * put_address, runs in batches each done at once (shm: process_vm_writev).
- * AXON_ERR_UNSUPPORTED when nothing was written (the sender streams).
- */
-static axon_status_t axon_rndv_put_layout(axon_request_h req, const axon_lane_t *lane,
-                                          const axon_rndv_rtr_hdr_t *rtr)
-{
-    struct iovec *iov = req->worker->zcopy_iov;   /* one operation at a time per worker */
-    size_t pos = rtr->offset, start, len, n;
-    axon_status_t status = AXON_OK;
-
-    while ((pos < rtr->length) && (status == AXON_OK)) {
-        for (start = pos, n = 0; (n < AXON_TL_IOV_MAX) && (pos < rtr->length); ++n, pos += len) {
-            iov[n].iov_base = axon_layout_cursor_run(&req->send.cursor, pos, &len);
-            len             = (len < rtr->length - pos) ? len : rtr->length - pos;
-            iov[n].iov_len  = len;
-        }
-        status = lane->ops->ep_put_zcopy_iov(lane->tl_ep, iov, n, rtr->put_address + start,
-                                             NULL, NULL);
-        if ((status == AXON_ERR_UNSUPPORTED) && (start == rtr->offset)) {
-            return status;
-        }
-    }
-    return (status == AXON_ERR_UNSUPPORTED) ? AXON_ERR_IO_ERROR : status;
-}
-
 static void axon_rndv_put_done(axon_tl_completion_t *comp, axon_status_t status)
 {
     axon_request_h req = axon_container_of(comp, struct axon_request, tl_comp);
@@ -585,7 +535,7 @@ static void axon_rndv_am_rtr(void *arg, const void *data, size_t length, unsigne
     }
 
     if ((rtr->offset >= rtr->length) ||
-        ((rtr->put_address == 0) && (rtr->offset != 0))) {
+        ((rtr->put_address == 0) && ((rtr->offset != 0) || (rtr->put_runs != 0)))) {
         axon_error("peer %016llx sent an RTR for bytes [%llu, %llu)",
                    (unsigned long long)rtr->from_uuid, (unsigned long long)rtr->offset,
                    (unsigned long long)rtr->length);
@@ -601,15 +551,12 @@ static void axon_rndv_am_rtr(void *arg, const void *data, size_t length, unsigne
     if (rtr->put_address != 0) {
         /* Split: this side's half, and the ATS for the half the receiver reads. */
         req->send.rndv_parts = 2;
-        if ((req->flags & AXON_REQUEST_LAYOUT) && (lane->resource->cap_flags & AXON_CAP_PUT) &&
-            (lane->ops->ep_put_zcopy_iov != NULL)) {
-            status = axon_rndv_put_layout(req, lane, rtr);
-            if (status != AXON_ERR_UNSUPPORTED) {
-                axon_rndv_put_finish(req, status);
-                return;
-            }
-        } else if ((lane->resource->cap_flags & AXON_CAP_PUT) &&
-                   (lane->ops->ep_put_zcopy != NULL) && !(req->flags & AXON_REQUEST_LAYOUT)) {
+        if (axon_rndv_runs_put(req, rtr, &status) == AXON_OK) {
+            axon_rndv_put_finish(req, status);
+            return;
+        }
+        if ((lane->resource->cap_flags & AXON_CAP_PUT) && (lane->ops->ep_put_zcopy != NULL) &&
+            !(req->flags & AXON_REQUEST_LAYOUT) && (rtr->put_runs == 0)) {
             req->tl_comp.func = axon_rndv_put_done;
             req->flags       |= AXON_REQUEST_TL_BUSY;
             status = lane->ops->ep_put_zcopy(lane->tl_ep, req->send.buffer + rtr->offset,
@@ -707,8 +654,7 @@ static void axon_rndv_am_put_done(void *arg, const void *data, size_t length, un
     }
     req = axon_request_id_find(arg, done->rreq_id, done->from_uuid);
     if ((req == NULL) || !(req->flags & AXON_REQUEST_RECV) || !req->recv.rndv_split ||
-        (done->offset != ((req->recv.rndv_split == AXON_RNDV_SPLIT_PUT) ? 0 :
-                          axon_rndv_split_offset(req->recv.expected))) ||
+        (done->offset != axon_rndv_split_offset(req->recv.expected)) ||
         (done->length != req->recv.expected - done->offset)) {
         axon_error("dropping PUT_DONE [%llu +%llu) from %016llx: no split receive %llu expects it",
                    (unsigned long long)done->offset, (unsigned long long)done->length,

@@ -122,6 +122,7 @@ typedef struct axon_rndv_rts_hdr {
     char       rkey_tl[AXON_TL_NAME_MAX];
     uint32_t   rkey_len;
     uint32_t   flags;       /* AXON_RNDV_RTS_* */
+    uint64_t   runs_count;  /* AXON_RNDV_RTS_RUNS: the iovecs at address */
     uint8_t    rkey[AXON_RNDV_RKEY_MAX];
 } axon_rndv_rts_hdr_t;
 
@@ -129,7 +130,6 @@ typedef struct axon_rndv_rts_hdr {
 enum {
     AXON_RNDV_SPLIT_NONE = 0,
     AXON_RNDV_SPLIT_HALF = 1,   /* the receiver reads the first half, the sender puts the rest */
-    AXON_RNDV_SPLIT_PUT  = 2,   /* the sender puts all (its layout, the receiver's buffer) */
 };
 
 enum {
@@ -138,6 +138,10 @@ enum {
     /* The sender's data is a layout that rkey covers as one range (rc's UMR):
      * a get must go through that key, never by address alone. */
     AXON_RNDV_RTS_KEY_ONLY = 1u << 1,
+    /* The sender's data is a layout whose runs (runs_count iovecs of its
+     * memory) are at address, lent until the ATS: a lane that moves between
+     * pieces on both sides (shm) reads them, then the data (rndv_runs.c). */
+    AXON_RNDV_RTS_RUNS = 1u << 2,
 };
 
 typedef struct axon_rndv_ats_hdr {
@@ -153,6 +157,8 @@ typedef struct axon_rndv_rtr_hdr {
     uint64_t length;        /* bytes the receiver takes (less if truncating) */
     uint64_t offset;        /* the sender moves [offset, length); the receiver gets the rest */
     uint64_t put_address;   /* 0: as RNDV_DATA messages; else the receive buffer, to put into */
+    uint64_t put_runs;      /* >0: put_address holds this many iovecs, where [offset,
+                             * length) goes (a receiving layout's runs, rndv_runs.c) */
 } axon_rndv_rtr_hdr_t;
 
 typedef struct axon_rndv_put_done_hdr {
@@ -188,6 +194,25 @@ void          axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t
 void          axon_rndv_send_register(axon_request_h req);
 /* The RTS of a rendezvous send, with the packed key of its registration if any. */
 void          axon_rndv_rts_pack(axon_request_h req, axon_rndv_rts_hdr_t *rts);
+/* Where a split message's halves meet: cache-line aligned, so no line has two writers. */
+static inline size_t axon_rndv_split_offset(size_t length)
+{
+    return (length / 2) & ~(size_t)63;
+}
+/* A rendezvous receive's data is in (or failed): ATS to the sender, and complete. */
+void          axon_rndv_recv_got(axon_request_h req, axon_status_t status);
+/* length more bytes of a split rendezvous receive are in (or failed). */
+void          axon_rndv_recv_part_done(axon_request_h req, size_t length, axon_status_t status);
+
+/* Rendezvous of layouts by lent runs (rndv_runs.c), over lanes with ep_get_zcopy_riov. */
+/* A layout send's runs for the receiver to read, when its lane can (best effort). */
+void          axon_rndv_runs_lend(axon_request_h req);
+/* A receive matched an RTS where a layout is on either side: AXON_OK when started or failed. */
+axon_status_t axon_rndv_runs_recv(axon_request_h req, axon_ep_h ep,
+                                  const axon_rndv_rts_hdr_t *rts, size_t want);
+/* An RTR asks the sender to put [offset, length) with runs on either side: AXON_OK when done. */
+axon_status_t axon_rndv_runs_put(axon_request_h req, const axon_rndv_rtr_hdr_t *rtr,
+                                 axon_status_t *status_p);
 void         *axon_rndv_rx_dest(void *arg, uint8_t am_id, const void *hdr, size_t hdr_len,
                                 size_t data_length);
 void          axon_rndv_register_handlers(axon_worker_h worker);

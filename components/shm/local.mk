@@ -3,6 +3,7 @@ pkglib_LTLIBRARIES += components/shm/libaxon_shm.la
 components_shm_libaxon_shm_la_SOURCES = \
 	components/shm/shm_component.c \
 	components/shm/shm_iface.c \
+	components/shm/shm_cma.c \
 	components/shm/shm_ep.c \
 	components/shm/shm_seg.c \
 	components/shm/shm_calib.c \

@@ -177,6 +177,10 @@ axon_status_t axon_shm_ep_am_short(axon_tl_ep_t *tl_ep, uint8_t am_id, const voi
                                    size_t hdr_len, const void *payload, size_t length);
 ssize_t       axon_shm_ep_am_bcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, axon_pack_cb_t pack,
                                    void *arg);
+axon_status_t axon_shm_ep_flush(axon_tl_ep_t *tl_ep);
+axon_status_t axon_shm_ep_check(axon_tl_ep_t *tl_ep);
+
+/* shm_cma.c */
 axon_status_t axon_shm_ep_get_zcopy(axon_tl_ep_t *tl_ep, void *buffer, size_t length,
                                     uint64_t remote_addr, const void *rkey,
                                     axon_tl_completion_t *comp);
@@ -189,7 +193,11 @@ axon_status_t axon_shm_ep_put_zcopy_iov(axon_tl_ep_t *tl_ep, const struct iovec 
 axon_status_t axon_shm_ep_put_zcopy(axon_tl_ep_t *tl_ep, const void *buffer, size_t length,
                                     uint64_t remote_addr, const void *rkey,
                                     axon_tl_completion_t *comp);
-axon_status_t axon_shm_ep_flush(axon_tl_ep_t *tl_ep);
-axon_status_t axon_shm_ep_check(axon_tl_ep_t *tl_ep);
+axon_status_t axon_shm_ep_get_zcopy_riov(axon_tl_ep_t *tl_ep, const struct iovec *iov,
+                                         size_t iov_count, const struct iovec *remote,
+                                         size_t remote_count, axon_tl_completion_t *comp);
+axon_status_t axon_shm_ep_put_zcopy_riov(axon_tl_ep_t *tl_ep, const struct iovec *iov,
+                                         size_t iov_count, const struct iovec *remote,
+                                         size_t remote_count, axon_tl_completion_t *comp);
 
 #endif

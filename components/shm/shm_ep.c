@@ -1,7 +1,7 @@
 /*
  * shm endpoint: writes messages straight into a cell of the peer's ring,
- * reads the peer's memory with process_vm_readv (get), and fails once the
- * peer's process is known gone (shm_iface.c finds out).
+ * and fails once the peer's process is known gone (shm_iface.c finds out);
+ * single-copy gets and puts with the peer's memory are in shm_cma.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -12,13 +12,6 @@
 #include "shm.h"
 #include "sys.h"
 #include "log.h"
-
-/*
- * Bytes one process_vm_readv is asked for: the kernel clamps a call to
- * MAX_RW_COUNT (2 GiB - 4 KiB), a chunk below that always goes whole
- * unless it faults.
- */
-#define AXON_SHM_CMA_CHUNK ((size_t)1 << 30)
 
 axon_status_t axon_shm_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid,
                                  const void *dev_addr, const void *iface_addr,
@@ -216,172 +209,6 @@ ssize_t axon_shm_ep_am_bcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, axon_pack_cb_t 
     }
     axon_shm_fifo_publish(cell, pos, am_id, (uint32_t)length);
     return (ssize_t)length;
-}
-
-/* Direction of a single-copy transfer with the peer's memory */
-typedef enum {
-    AXON_SHM_CMA_GET = 0,  /* process_vm_readv: peer -> us */
-    AXON_SHM_CMA_PUT = 1,  /* process_vm_writev: us -> peer */
-} axon_shm_cma_dir_t;
-
-static const char *const axon_shm_cma_op[] = {"get", "put"};
-static const char *const axon_shm_cma_call[] = {"process_vm_readv", "process_vm_writev"};
-
-/* A transfer failed with errno err after done of length bytes; says what it means for ep. */
-static __attribute__((noinline, cold))
-axon_status_t axon_shm_ep_cma_failed(axon_shm_ep_t *ep, axon_shm_cma_dir_t dir, int err,
-                                     const void *buffer, size_t length, uint64_t remote_addr,
-                                     size_t done)
-{
-    axon_shm_iface_t *iface = (axon_shm_iface_t*)ep->super.iface;
-
-    switch (err) {
-    case EPERM:
-    case ENOSYS:
-        /* Policy (ptrace rules, Yama, no CMA in the kernel): no use asking again. */
-        ep->flags &= ~AXON_SHM_EP_FLAG_CMA;
-        axon_debug("shm: cannot access the memory of peer process %d: %s; gets and puts "
-                   "with it fall back", ep->peer.pid, strerror(err));
-        return AXON_ERR_UNSUPPORTED;
-    case ESRCH:
-        axon_shm_iface_fail_ep(iface, ep, AXON_ERR_CONNECTION_RESET,
-                               (dir == AXON_SHM_CMA_GET) ? "no such process (process_vm_readv)"
-                                                         : "no such process (process_vm_writev)");
-        return AXON_ERR_CONNECTION_RESET;
-    case EFAULT:
-        axon_error("shm: %s of %zu bytes at 0x%llx of peer process %d, local buffer %p: bad "
-                   "address (%zu bytes moved before)", axon_shm_cma_op[dir], length,
-                   (unsigned long long)remote_addr, ep->peer.pid, buffer, done);
-        return AXON_ERR_INVALID_PARAM;
-    case ENOMEM:
-        axon_error("shm: %s of %zu bytes with peer process %d: %s", axon_shm_cma_op[dir], length,
-                   ep->peer.pid, strerror(err));
-        return AXON_ERR_NO_MEMORY;
-    default:
-        axon_error("shm: %s of %zu bytes at 0x%llx of peer process %d: %s (%s)",
-                   axon_shm_cma_op[dir], length, (unsigned long long)remote_addr, ep->peer.pid,
-                   strerror(err), axon_shm_cma_call[dir]);
-        return AXON_ERR_IO_ERROR;
-    }
-}
-
-/*
- * Move the peer's [remote_addr, + total) to or from the local pieces iov, in
- * order. rkey: NULL for a buffer the peer lends for the transfer
- * (rendezvous), else a key our domain unpacked (shm_md.c): the peer's
- * mapping table must still hold the memory's id, or the memory may be
- * someone else's by now.
- */
-static axon_status_t axon_shm_ep_cma(axon_tl_ep_t *tl_ep, axon_shm_cma_dir_t dir,
-                                     const struct iovec *iov, size_t iov_count,
-                                     uint64_t remote_addr, const void *rkey)
-{
-    axon_shm_ep_t *ep   = (axon_shm_ep_t*)tl_ep;
-    size_t         done = 0, length = 0, i, skip = 0, n;
-    const struct iovec *local;
-    struct iovec   part, remote;
-    unsigned long  local_count;
-    axon_shm_rkey_t key;
-    ssize_t        ret;
-
-    if (ep->status != AXON_OK) {
-        return ep->status;
-    }
-    if (!(ep->flags & AXON_SHM_EP_FLAG_CMA)) {
-        return AXON_ERR_UNSUPPORTED;
-    }
-    if (rkey != NULL) {
-        memcpy(&key, rkey, sizeof(key));
-        if (__builtin_expect(!axon_mem_table_slot_live(key.slot, key.id), 0)) {
-            axon_error("shm: memory 0x%llx of process %d (id %016llx) was unmapped by its owner",
-                       (unsigned long long)remote_addr, ep->peer.pid,
-                       (unsigned long long)key.id);
-            return AXON_ERR_REMOTE_ACCESS;
-        }
-    }
-    for (i = 0; i < iov_count; ++i) {
-        length += iov[i].iov_len;
-    }
-
-    /* A transfer stops short at a page it cannot access; the next call then says why. */
-    for (i = 0; done < length;) {
-        if (skip == iov[i].iov_len) {
-            ++i;
-            skip = 0;
-            continue;
-        }
-        if ((skip == 0) && (iov_count - i > 1)) {
-            local       = iov + i;  /* the rest of the pieces, as they are */
-            local_count = (unsigned long)(iov_count - i);
-        } else {
-            /* One piece, or what a short transfer left of one: in chunks the kernel
-             * moves whole. */
-            part.iov_base = (char*)iov[i].iov_base + skip;
-            part.iov_len  = iov[i].iov_len - skip;
-            if (part.iov_len > AXON_SHM_CMA_CHUNK) {
-                part.iov_len = AXON_SHM_CMA_CHUNK;
-            }
-            local       = &part;
-            local_count = 1;
-        }
-        remote.iov_base = (void*)(uintptr_t)(remote_addr + done);
-        remote.iov_len  = (local_count == 1) ? local->iov_len : length - done;
-        ret = (dir == AXON_SHM_CMA_GET) ?
-              process_vm_readv(ep->peer.pid, local, local_count, &remote, 1, 0) :
-              process_vm_writev(ep->peer.pid, local, local_count, &remote, 1, 0);
-        if (__builtin_expect(ret > 0, 1)) {
-            done += (size_t)ret;
-            for (; ret > 0; ret -= (ssize_t)n) {
-                n = iov[i].iov_len - skip;
-                n = (n < (size_t)ret) ? n : (size_t)ret;
-                skip += n;
-                if ((skip == iov[i].iov_len) && (ret > (ssize_t)n)) {
-                    ++i;
-                    skip = 0;
-                }
-            }
-        } else if ((ret < 0) && (errno == EINTR)) {
-            continue;
-        } else {
-            /* 0 bytes without an error would loop forever: call it a fault. */
-            return axon_shm_ep_cma_failed(ep, dir, (ret < 0) ? errno : EFAULT,
-                                          iov[i].iov_base, length, remote_addr, done);
-        }
-    }
-    return AXON_OK;
-}
-
-axon_status_t axon_shm_ep_get_zcopy(axon_tl_ep_t *tl_ep, void *buffer, size_t length,
-                                    uint64_t remote_addr, const void *rkey,
-                                    axon_tl_completion_t *comp)
-{
-    struct iovec local = {buffer, length};
-
-    return axon_shm_ep_cma(tl_ep, AXON_SHM_CMA_GET, &local, 1, remote_addr, rkey);
-}
-
-axon_status_t axon_shm_ep_get_zcopy_iov(axon_tl_ep_t *tl_ep, const struct iovec *iov,
-                                        size_t iov_count, uint64_t remote_addr,
-                                        const void *rkey, axon_tl_completion_t *comp)
-{
-    return axon_shm_ep_cma(tl_ep, AXON_SHM_CMA_GET, iov, iov_count, remote_addr, rkey);
-}
-
-axon_status_t axon_shm_ep_put_zcopy(axon_tl_ep_t *tl_ep, const void *buffer, size_t length,
-                                    uint64_t remote_addr, const void *rkey,
-                                    axon_tl_completion_t *comp)
-{
-    /* process_vm_writev only reads the local buffer. */
-    struct iovec local = {(void*)(uintptr_t)buffer, length};
-
-    return axon_shm_ep_cma(tl_ep, AXON_SHM_CMA_PUT, &local, 1, remote_addr, rkey);
-}
-
-axon_status_t axon_shm_ep_put_zcopy_iov(axon_tl_ep_t *tl_ep, const struct iovec *iov,
-                                        size_t iov_count, uint64_t remote_addr,
-                                        const void *rkey, axon_tl_completion_t *comp)
-{
-    return axon_shm_ep_cma(tl_ep, AXON_SHM_CMA_PUT, iov, iov_count, remote_addr, rkey);
 }
 
 axon_status_t axon_shm_ep_flush(axon_tl_ep_t *tl_ep)

@@ -221,10 +221,12 @@ const TransportParam kLayoutLanes[] = {
     {"ud", "ud", 1},
     {"dc", "dc", 1},
 };
-/* Rendezvous from 1 KiB, so the small messages take it too; CMA forced or off. */
+/* Rendezvous from 1 KiB, so the small messages take it too; CMA forced, off or split. */
 const TransportParam kLayoutVariants[] = {
     {"shm_rndv", "shm", 1, false, {{"RNDV_THRESH", "1K"}, {"RNDV_SCHEME", "get"}}},
     {"shm_nocma", "shm", 1, false, {{"RNDV_THRESH", "1K"}, {"SHM_CMA", "n"}}},
+    /* both sides copy (split) from 4 KiB: lent runs read and written by both */
+    {"shm_split", "shm", 1, false, {{"RNDV_THRESH", "1K"}, {"RNDV_SPLIT_THRESH", "4K"}}},
     {"tcp_rndv", "tcp", 1, false, {{"RNDV_THRESH", "1K"}}},
     {"rc_rndv", "rc", 1, false, {{"RNDV_THRESH", "1K"}}},
 };
