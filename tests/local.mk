@@ -92,6 +92,8 @@ tests_axon_gtest_SOURCES += tests/gtest/contrib/ofi_provider/test_ofi_provider.c
 	tests/gtest/contrib/ofi_provider/test_ofi_provider_rma.cc \
 	tests/gtest/contrib/ofi_provider/test_ofi_provider_atomic.cc \
 	tests/gtest/contrib/ofi_provider/test_ofi_provider_event.cc \
+	tests/gtest/contrib/ofi_provider/test_ofi_provider_cq_data.cc \
+	tests/gtest/contrib/ofi_provider/test_ofi_provider_cntr.cc \
 	tests/gtest/contrib/ofi_provider/test_ofi_provider_progress.cc \
 	tests/gtest/contrib/ofi_provider/ofi_test_node.h
 tests_axon_gtest_LDADD   += -ldl  # libfabric itself is dlopen'ed (see the test)

@@ -81,7 +81,20 @@
 #define AXON_FI_EVENT_TAG     (AXON_FI_MSG_TAG | 1)
 #define AXON_FI_EVENT_WRITE   1             /* imm_data: FI_REMOTE_WRITE */
 #define AXON_FI_EVENT_READ    2             /* imm_data: FI_REMOTE_READ */
+#define AXON_FI_EVENT_DATA    4             /* imm_data flag: remote CQ data after the key */
 #define AXON_FI_EVENT_RECVS   8             /* event receives an endpoint keeps posted */
+
+/*
+ * Whether caps make an endpoint a possible target of RMA writes (FI_RMA
+ * alone means every direction): fi_writedata's remote CQ data reaches it
+ * as an event message, so it listens for them and reserves bit 63.
+ */
+static inline int axon_fi_caps_rma_target(uint64_t caps)
+{
+    const uint64_t dirs = FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+
+    return (caps & FI_RMA) && ((caps & FI_REMOTE_WRITE) || !(caps & dirs));
+}
 
 #define AXON_FI_LIKELY(_x)    __builtin_expect(!!(_x), 1)
 #define AXON_FI_UNLIKELY(_x)  __builtin_expect(!!(_x), 0)
@@ -187,7 +200,9 @@ typedef struct axon_fi_op {
     void               *bounce;    /* RMA inject: the copy written from */
     fi_addr_t           addr;      /* RMA: the target and key, to forget a stale key */
     uint64_t            key;
-    uint8_t             notify;    /* FI_RMA_EVENT: AXON_FI_EVENT_* to tell the target, or 0 */
+    uint8_t             notify;    /* AXON_FI_EVENT_* to tell the target (FI_RMA_EVENT,
+                                    * remote CQ data), or 0 */
+    uint64_t            cq_data;   /* fi_writedata: the target's CQ entry's data */
     /* Atomics (axon_fi_atomic.c): the elements' state is in bounce. */
     uint8_t             amo_datatype;
     uint8_t             amo_op;
@@ -548,10 +563,17 @@ void axon_fi_progress_stop(axon_fi_domain_t *domain);
 
 /* -------------------------------------------------------------- RMA events */
 
+/* Whether an endpoint listens for event messages: in a domain with FI_RMA_EVENT, or a
+ * possible target of fi_writedata. */
+static inline int axon_fi_event_listens(const axon_fi_domain_t *domain, uint64_t caps)
+{
+    return domain->rma_event || axon_fi_caps_rma_target(caps);
+}
 /* Post the endpoint's event receives (fi_enable, lock held); close cancels them. */
 int  axon_fi_event_open(axon_fi_ep_t *ep);
 void axon_fi_event_close(axon_fi_ep_t *ep);
-/* Tell op's target that its access (op->notify) is done and visible (lock held). */
+/* Tell op's target that its access (op->notify) is done and visible, with op->cq_data
+ * when notify has AXON_FI_EVENT_DATA (lock held). */
 void axon_fi_event_notify(axon_fi_op_t *op);
 /* The counter bound to the region under key for kind (AXON_FI_EVENT_*), NULL if none. */
 axon_fi_cntr_t *axon_fi_mr_event_cntr(axon_fi_domain_t *domain, uint64_t key, unsigned kind);

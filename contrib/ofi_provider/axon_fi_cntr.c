@@ -75,13 +75,20 @@ static int axon_fi_cntr_seterr(struct fid_cntr *cntr, uint64_t value)
     return axon_fi_cntr_change(cntr, value, 0, 1);
 }
 
-/* Until the value reaches threshold: -FI_EAVAIL if an error is counted meanwhile. */
+/*
+ * Until the value reaches threshold: -FI_EAVAIL if an error is counted
+ * meanwhile. The errors are taken before any progress, so one that the
+ * first pass completes is news too.
+ */
 static int axon_fi_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int timeout)
 {
     axon_fi_cntr_t *cntr = container_of(cntr_fid, axon_fi_cntr_t, cntr_fid);
-    uint64_t errors = axon_fi_cntr_readerr(cntr_fid), value, now_errors;
+    uint64_t errors, value, now_errors;
     struct timespec start;
 
+    axon_fi_lock(cntr->domain);
+    errors = cntr->errors;
+    axon_fi_unlock(cntr->domain);
     clock_gettime(CLOCK_MONOTONIC, &start);
     for (;;) {
         axon_fi_lock(cntr->domain);

@@ -161,7 +161,7 @@ static int axon_fi_ep_control(struct fid *fid, int command, void *arg)
             AXON_FI_WARN(FI_LOG_EP_CTRL, "fi_enable: no CQ or counter bound");
             return -FI_ENOCQ;
         }
-        if (ep->domain->rma_event && !ep->enabled) {
+        if (axon_fi_event_listens(ep->domain, ep->caps) && !ep->enabled) {
             axon_fi_lock(ep->domain);
             ret = axon_fi_event_open(ep);
             axon_fi_unlock(ep->domain);
@@ -525,8 +525,9 @@ int axon_fi_ep_open(struct fid_domain *domain_fid, struct fi_info *info, struct 
         return ret;
     }
     ep->caps           = info->caps ? info->caps : (FI_TAGGED | FI_DIRECTED_RECV);
-    /* Untagged messages and RMA events both take the reserved bit's space. */
-    ep->tag_reserved   = ((ep->caps & FI_MSG) || domain->rma_event) ? AXON_FI_MSG_TAG : 0;
+    /* Untagged messages and RMA events (remote CQ data too) take the reserved bit's space. */
+    ep->tag_reserved   = ((ep->caps & FI_MSG) || axon_fi_event_listens(domain, ep->caps)) ?
+                         AXON_FI_MSG_TAG : 0;
     ep->tx_op_flags    = (info->tx_attr != NULL) ? info->tx_attr->op_flags : 0;
     ep->rx_op_flags    = (info->rx_attr != NULL) ? info->rx_attr->op_flags : 0;
     ep->min_multi_recv = AXON_FI_MIN_MULTI_RECV;

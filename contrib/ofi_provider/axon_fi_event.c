@@ -11,14 +11,31 @@
  * counted twice. Only regions of a domain opened with FI_RMA_EVENT ask for
  * notifications (their key says so, axon_fi_mr_export), so plain RMA sends
  * nothing more.
+ *
+ * Remote CQ data (fi_writedata) rides the same message: kind
+ * AXON_FI_EVENT_WRITE | AXON_FI_EVENT_DATA, the data after the key. The
+ * target endpoint (any that may be written to, axon_fi_caps_rma_target,
+ * listens) writes an FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA entry to
+ * its receive CQ, whatever its selective completion, and consumes none of
+ * its receives (the provider asks no FI_RX_CQ_DATA mode).
  */
 #include <stdlib.h>
 #include "axon_fi.h"
 
+/* An event's payload: the key, then the remote CQ data when the kind says so. */
+typedef struct {
+    uint64_t key;
+    uint64_t data;
+} axon_fi_event_msg_t;
+
+#define AXON_FI_EVENT_KIND(_imm)    ((_imm) & (AXON_FI_EVENT_WRITE | AXON_FI_EVENT_READ))
+#define AXON_FI_EVENT_LENGTH(_imm)  (((_imm) & AXON_FI_EVENT_DATA) ? \
+                                     sizeof(axon_fi_event_msg_t) : sizeof(uint64_t))
+
 struct axon_fi_event_recv {
-    axon_fi_ep_t  *ep;
-    axon_request_h req;
-    uint64_t       key;       /* the payload */
+    axon_fi_ep_t        *ep;
+    axon_request_h       req;
+    axon_fi_event_msg_t  msg;
 };
 
 static void axon_fi_event_received(axon_request_h req, axon_status_t status,
@@ -32,7 +49,7 @@ static axon_status_t axon_fi_event_post(struct axon_fi_event_recv *recv)
     param.cb.recv   = axon_fi_event_received;
     param.user_data = recv;
     param.flags     = AXON_REQ_FLAG_NO_IMM_CMPL;
-    status = axon_tag_recv_nb(recv->ep->worker, &recv->key, sizeof(recv->key),
+    status = axon_tag_recv_nb(recv->ep->worker, &recv->msg, sizeof(recv->msg),
                               AXON_FI_EVENT_TAG, AXON_TAG_MASK_FULL, &param, &recv->req);
     if (status == AXON_INPROGRESS) {
         ++recv->ep->events_posted;
@@ -44,10 +61,20 @@ static axon_status_t axon_fi_event_post(struct axon_fi_event_recv *recv)
     return status;
 }
 
-static void axon_fi_event_count(axon_fi_ep_t *ep, uint64_t key, unsigned kind)
+/* One remote access told: counted (FI_RMA_EVENT's counters), its CQ data entered. */
+static void axon_fi_event_deliver(axon_fi_ep_t *ep, const axon_fi_event_msg_t *msg,
+                                  unsigned imm, uint64_t sender)
 {
-    axon_fi_cntr_count(axon_fi_mr_event_cntr(ep->domain, key, kind), 1);
-    axon_fi_cntr_count((kind == AXON_FI_EVENT_WRITE) ? ep->rwr_cntr : ep->rrd_cntr, 1);
+    unsigned kind = AXON_FI_EVENT_KIND(imm);
+
+    if (ep->domain->rma_event) {   /* counters bind to regions and remote kinds only then */
+        axon_fi_cntr_count(axon_fi_mr_event_cntr(ep->domain, msg->key, kind), 1);
+        axon_fi_cntr_count((kind == AXON_FI_EVENT_WRITE) ? ep->rwr_cntr : ep->rrd_cntr, 1);
+    }
+    if ((imm & AXON_FI_EVENT_DATA) && (ep->rx_cq != NULL)) {
+        axon_fi_cq_write(ep->rx_cq, NULL, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA, 0,
+                         NULL, msg->data, 0, sender);
+    }
 }
 
 /* Runs from the endpoint's progress (domain lock held). */
@@ -63,11 +90,13 @@ static void axon_fi_event_received(axon_request_h req, axon_status_t status,
     if (status == AXON_ERR_CANCELED) {
         return;
     }
-    if ((status != AXON_OK) || (info->length != sizeof(recv->key))) {
-        AXON_FI_WARN(FI_LOG_EP_DATA, "RMA event of %zu bytes dropped: %s",
-                     (status == AXON_OK) ? info->length : 0, axon_status_string(status));
+    if ((status != AXON_OK) || (info->length != AXON_FI_EVENT_LENGTH(info->imm_data)) ||
+        (AXON_FI_EVENT_KIND(info->imm_data) == 0)) {
+        AXON_FI_WARN(FI_LOG_EP_DATA, "RMA event of %zu bytes, kind %u dropped: %s",
+                     (status == AXON_OK) ? info->length : 0,
+                     (status == AXON_OK) ? info->imm_data : 0, axon_status_string(status));
     } else {
-        axon_fi_event_count(ep, recv->key, info->imm_data);
+        axon_fi_event_deliver(ep, &recv->msg, info->imm_data, info->sender_id);
     }
     if (!ep->events_closing) {
         axon_fi_event_post(recv);
@@ -122,19 +151,19 @@ void axon_fi_event_close(axon_fi_ep_t *ep)
 void axon_fi_event_notify(axon_fi_op_t *op)
 {
     axon_request_param_t param = {0};
+    axon_fi_event_msg_t msg = {op->key, op->cq_data};
     axon_fi_conn_t *conn;
     axon_request_h req;
     axon_status_t status;
-    uint64_t key = op->key;
 
     status = axon_fi_conn_get(op->ep, op->addr, &conn);
     if (status == AXON_OK) {
         param.flags    = AXON_REQ_FLAG_INJECT | AXON_REQ_FLAG_IMM_DATA;
         param.imm_data = op->notify;
-        status = axon_tag_send_nb(conn->aep, &key, sizeof(key), AXON_FI_EVENT_TAG, &param,
-                                  &req);
+        status = axon_tag_send_nb(conn->aep, &msg, AXON_FI_EVENT_LENGTH(op->notify),
+                                  AXON_FI_EVENT_TAG, &param, &req);
         if (status == AXON_INPROGRESS) {
-            axon_request_free(req);   /* injected: nothing refers to key any more */
+            axon_request_free(req);   /* injected: nothing refers to msg any more */
             status = AXON_OK;
         }
     }

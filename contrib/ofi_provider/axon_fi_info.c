@@ -10,7 +10,8 @@
                            FI_REMOTE_WRITE | FI_RMA_EVENT)
 /* Capabilities with a cost (a message per remote access): only when asked for. */
 #define AXON_FI_CAPS_ASKED FI_RMA_EVENT
-/* What takes the reserved tag bit 63: untagged messages, RMA events. */
+/* What takes the reserved tag bit 63: untagged messages, RMA events, and remote CQ data
+ * of writes to an RMA target (axon_fi_caps_rma_target). */
 #define AXON_FI_CAPS_TAG63 (FI_MSG | FI_RMA_EVENT)
 /* mr_mode bits the provider honours when hints offer them (FI_MR_BASIC's among them). */
 #define AXON_FI_MR_MODES  (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY)
@@ -164,6 +165,11 @@ static int axon_fi_check_domain(uint32_t version, const struct fi_domain_attr *d
     return 0;
 }
 
+static int axon_fi_info_tag63(uint64_t caps)
+{
+    return (caps & FI_TAGGED) && ((caps & AXON_FI_CAPS_TAG63) || axon_fi_caps_rma_target(caps));
+}
+
 static int axon_fi_info_is_name(const void *addr, size_t len)
 {
     return (len == sizeof(axon_fi_name_t)) &&
@@ -188,11 +194,11 @@ static int axon_fi_check_hints(uint32_t version, const struct fi_info *hints)
         AXON_FI_REJECT("src_addr/dest_addr", "of %zu/%zu bytes (not AF_INET)",
                        hints->src_addrlen, hints->dest_addrlen);
     }
-    if ((hints->caps & AXON_FI_CAPS_TAG63) && (hints->caps & FI_TAGGED) &&
-        (hints->ep_attr != NULL) && (hints->ep_attr->mem_tag_format & AXON_FI_MSG_TAG)) {
-        AXON_FI_REJECT("mem_tag_format", "0x%llx with FI_MSG or FI_RMA_EVENT (bit 63 is "
-                       "untagged messages' and RMA events')",
-                       (unsigned long long)hints->ep_attr->mem_tag_format);
+    if (axon_fi_info_tag63(hints->caps) && (hints->ep_attr != NULL) &&
+        (hints->ep_attr->mem_tag_format & AXON_FI_MSG_TAG)) {
+        AXON_FI_REJECT("mem_tag_format", "0x%llx with FI_MSG, FI_RMA_EVENT or FI_RMA as a "
+                       "write target (bit 63 is untagged messages', RMA events' and remote "
+                       "CQ data's)", (unsigned long long)hints->ep_attr->mem_tag_format);
     }
     if (hints->ep_attr != NULL) {
         const struct fi_ep_attr *ep = hints->ep_attr;
@@ -256,8 +262,8 @@ static void axon_fi_info_fill(struct fi_info *info, uint64_t caps)
     info->ep_attr->protocol_version = 1;
     info->ep_attr->max_msg_size    = AXON_FI_MAX_MSG_SIZE;
     info->ep_attr->msg_prefix_size = 0;
-    info->ep_attr->mem_tag_format  = ((caps & AXON_FI_CAPS_TAG63) && (caps & FI_TAGGED)) ?
-                                     AXON_FI_TAG_FORMAT_63 : AXON_FI_TAG_FORMAT_64;
+    info->ep_attr->mem_tag_format  = axon_fi_info_tag63(caps) ? AXON_FI_TAG_FORMAT_63 :
+                                                                AXON_FI_TAG_FORMAT_64;
     info->ep_attr->tx_ctx_cnt      = 1;
     info->ep_attr->rx_ctx_cnt      = 1;
 
@@ -404,8 +410,8 @@ int axon_fi_getinfo(uint32_t version, const char *node, const char *service, uin
             }
         } else if ((hints->ep_attr != NULL) &&
                    (hints->ep_attr->mem_tag_format & AXON_FI_MSG_TAG)) {
-            /* all 64 tag bits were asked for */
-            caps &= ~(uint64_t)(AXON_FI_CAPS_TAG63 | FI_MULTI_RECV);
+            /* all 64 tag bits were asked for: nothing that takes bit 63 */
+            caps &= ~(uint64_t)(AXON_FI_CAPS_TAG63 | FI_MULTI_RECV | FI_RMA);
         }
     }
 

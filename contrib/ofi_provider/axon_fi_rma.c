@@ -12,8 +12,12 @@
  * (or count) appears; that is also what a SHMEM quiet counts on.
  * FI_RMA_EVENT: a write to a region that counts its accesses is flushed
  * even under FI_INJECT_COMPLETE; once done, the target is told
- * (axon_fi_event.c). FI_FENCE: axon_worker_fence first (what follows reaches the target after
- * what came before). FI_INJECT: the data is copied (AXON_FI_INJECT_SIZE at
+ * (axon_fi_event.c). Remote CQ data (fi_writedata, fi_inject_writedata,
+ * fi_writemsg with FI_REMOTE_CQ_DATA) takes the same path: the write is
+ * flushed, then the event message carries the data, and the target endpoint
+ * writes the CQ entry; no receive of the target's is consumed. FI_FENCE:
+ * axon_worker_fence first (what follows reaches the target after what came
+ * before). FI_INJECT: the data is copied (AXON_FI_INJECT_SIZE at
  * most) into a buffer from the domain's free list. Descriptors and copies
  * come from free lists: nothing is allocated per operation.
  */
@@ -32,6 +36,7 @@ typedef struct {
     uint64_t                flags;      /* op_flags, or the msg call's */
     uint8_t                 write;
     uint8_t                 comp;
+    uint64_t                data;       /* remote CQ data, with FI_REMOTE_CQ_DATA in flags */
 } axon_fi_rma_t;
 
 void axon_fi_rma_entry(axon_fi_ep_t *ep, const char *what, void *context, uint64_t cq_flags,
@@ -196,6 +201,16 @@ static int axon_fi_rma_check(const axon_fi_rma_t *rma, size_t *len_p)
                      rlen);
         return -FI_EINVAL;
     }
+    if ((rma->flags & FI_REMOTE_CQ_DATA) && !rma->write) {
+        AXON_FI_WARN(FI_LOG_EP_DATA, "RMA read with FI_REMOTE_CQ_DATA (remote CQ data goes "
+                     "with writes only)");
+        return -FI_EINVAL;
+    }
+    if ((rma->flags & FI_REMOTE_CQ_DATA) && (rma->data >> (8 * AXON_FI_CQ_DATA_SIZE))) {
+        AXON_FI_WARN(FI_LOG_EP_DATA, "remote CQ data 0x%llx does not fit cq_data_size %d",
+                     (unsigned long long)rma->data, AXON_FI_CQ_DATA_SIZE);
+        return -FI_EINVAL;
+    }
     if (rma->write && (rma->flags & FI_INJECT) && (*len_p > AXON_FI_INJECT_SIZE)) {
         AXON_FI_WARN(FI_LOG_EP_DATA, "inject write of %zu bytes exceeds inject_size %d",
                      *len_p, AXON_FI_INJECT_SIZE);
@@ -268,6 +283,10 @@ static ssize_t axon_fi_rma(axon_fi_ep_t *ep, const axon_fi_rma_t *rma)
     op->addr    = rma->dest;
     op->key     = rma->key;
     op->notify  = !rkey->events ? 0 : rma->write ? AXON_FI_EVENT_WRITE : AXON_FI_EVENT_READ;
+    if (rma->flags & FI_REMOTE_CQ_DATA) {
+        op->notify |= AXON_FI_EVENT_WRITE | AXON_FI_EVENT_DATA;
+        op->cq_data = rma->data;
+    }
     op->pending = 1;   /* held by this call until everything is posted */
     op->status  = AXON_OK;
     if (rma->write && (rma->flags & FI_INJECT) && (len > 0)) {   /* reads have no inject */
@@ -305,12 +324,12 @@ out:
 
 static ssize_t axon_fi_rma_common(struct fid_ep *ep_fid, const struct iovec *iov, size_t count,
                                   fi_addr_t dest, uint64_t addr, uint64_t key, void *context,
-                                  int write, uint64_t flags, int comp)
+                                  int write, uint64_t flags, int comp, uint64_t data)
 {
     axon_fi_ep_t *ep = container_of(ep_fid, axon_fi_ep_t, ep_fid);
     struct fi_rma_iov rma_iov = {addr, 0, key};
     axon_fi_rma_t rma = {iov, count, 0, &rma_iov, 1, dest, key, context, flags,
-                         (uint8_t)write, (uint8_t)comp};
+                         (uint8_t)write, (uint8_t)comp, data};
     size_t i;
 
     for (i = 0; i < count; ++i) {
@@ -326,12 +345,8 @@ static ssize_t axon_fi_rma_msg(struct fid_ep *ep_fid, const struct fi_msg_rma *m
     axon_fi_rma_t rma = {msg->msg_iov, msg->iov_count, 0, msg->rma_iov, msg->rma_iov_count,
                          msg->addr, msg->rma_iov_count ? msg->rma_iov[0].key : 0,
                          msg->context, flags, (uint8_t)write,
-                         (uint8_t)(!ep->tx_selective || (flags & FI_COMPLETION))};
+                         (uint8_t)(!ep->tx_selective || (flags & FI_COMPLETION)), msg->data};
 
-    if (flags & FI_REMOTE_CQ_DATA) {
-        AXON_FI_WARN(FI_LOG_EP_DATA, "RMA with FI_REMOTE_CQ_DATA is not supported");
-        return -FI_ENOSYS;
-    }
     return axon_fi_rma(ep, &rma);
 }
 
@@ -342,7 +357,7 @@ static ssize_t axon_fi_read(struct fid_ep *ep_fid, void *buf, size_t len, void *
     struct iovec iov = {buf, len};
 
     return axon_fi_rma_common(ep_fid, &iov, 1, src, addr, key, context, 0, ep->tx_op_flags,
-                              ep->tx_comp);
+                              ep->tx_comp, 0);
 }
 
 static ssize_t axon_fi_readv(struct fid_ep *ep_fid, const struct iovec *iov, void **desc,
@@ -352,7 +367,7 @@ static ssize_t axon_fi_readv(struct fid_ep *ep_fid, const struct iovec *iov, voi
     axon_fi_ep_t *ep = container_of(ep_fid, axon_fi_ep_t, ep_fid);
 
     return axon_fi_rma_common(ep_fid, iov, count, src, addr, key, context, 0, ep->tx_op_flags,
-                              ep->tx_comp);
+                              ep->tx_comp, 0);
 }
 
 static ssize_t axon_fi_readmsg(struct fid_ep *ep_fid, const struct fi_msg_rma *msg,
@@ -368,7 +383,7 @@ static ssize_t axon_fi_write(struct fid_ep *ep_fid, const void *buf, size_t len,
     struct iovec iov = {(void *)buf, len};
 
     return axon_fi_rma_common(ep_fid, &iov, 1, dest, addr, key, context, 1, ep->tx_op_flags,
-                              ep->tx_comp);
+                              ep->tx_comp, 0);
 }
 
 static ssize_t axon_fi_writev(struct fid_ep *ep_fid, const struct iovec *iov, void **desc,
@@ -378,7 +393,7 @@ static ssize_t axon_fi_writev(struct fid_ep *ep_fid, const struct iovec *iov, vo
     axon_fi_ep_t *ep = container_of(ep_fid, axon_fi_ep_t, ep_fid);
 
     return axon_fi_rma_common(ep_fid, iov, count, dest, addr, key, context, 1, ep->tx_op_flags,
-                              ep->tx_comp);
+                              ep->tx_comp, 0);
 }
 
 static ssize_t axon_fi_writemsg(struct fid_ep *ep_fid, const struct fi_msg_rma *msg,
@@ -394,25 +409,29 @@ static ssize_t axon_fi_inject_write(struct fid_ep *ep_fid, const void *buf, size
     struct iovec iov = {(void *)buf, len};
 
     return axon_fi_rma_common(ep_fid, &iov, 1, dest, addr, key, NULL, 1,
-                              ep->tx_op_flags | FI_INJECT, 0);
+                              ep->tx_op_flags | FI_INJECT, 0, 0);
 }
 
-/* Remote CQ data would need a completion at the target: not with Axon's put (FI_RMA_EVENT). */
-static ssize_t axon_fi_writedata(struct fid_ep *ep, const void *buf, size_t len, void *desc,
+static ssize_t axon_fi_writedata(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
                                  uint64_t data, fi_addr_t dest, uint64_t addr, uint64_t key,
                                  void *context)
 {
-    AXON_FI_WARN(FI_LOG_EP_DATA, "fi_writedata is not supported (no remote CQ data for RMA)");
-    return -FI_ENOSYS;
+    axon_fi_ep_t *ep = container_of(ep_fid, axon_fi_ep_t, ep_fid);
+    struct iovec iov = {(void *)buf, len};
+
+    return axon_fi_rma_common(ep_fid, &iov, 1, dest, addr, key, context, 1,
+                              ep->tx_op_flags | FI_REMOTE_CQ_DATA, ep->tx_comp, data);
 }
 
-static ssize_t axon_fi_inject_writedata(struct fid_ep *ep, const void *buf, size_t len,
+static ssize_t axon_fi_inject_writedata(struct fid_ep *ep_fid, const void *buf, size_t len,
                                         uint64_t data, fi_addr_t dest, uint64_t addr,
                                         uint64_t key)
 {
-    AXON_FI_WARN(FI_LOG_EP_DATA, "fi_inject_writedata is not supported (no remote CQ data "
-                 "for RMA)");
-    return -FI_ENOSYS;
+    axon_fi_ep_t *ep = container_of(ep_fid, axon_fi_ep_t, ep_fid);
+    struct iovec iov = {(void *)buf, len};
+
+    return axon_fi_rma_common(ep_fid, &iov, 1, dest, addr, key, NULL, 1,
+                              ep->tx_op_flags | FI_INJECT | FI_REMOTE_CQ_DATA, 0, data);
 }
 
 struct fi_ops_rma axon_fi_rma_ops = {

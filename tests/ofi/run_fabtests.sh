@@ -134,12 +134,11 @@ done
 # Tests that would fail rather than stop as not run, because what they lack
 # is a call that returns -FI_ENOSYS after fi_getinfo accepted them (nothing
 # in their hints says what they need): runfabtests.sh excludes them (its -e,
-# a regex), and fabtests_notrun.txt gives the reason. fi_rma_bw -o writedata
-# needs remote CQ data for RMA, which fi_writedata does not offer yet.
-# fi_multi_mr -e rdm writes to remote address 0 with its requested keys (offset
-# addressing) while its default hints ask FI_MR_VIRT_ADDR | FI_MR_PROV_KEY,
-# which the provider honours: the writes land outside the regions.
-excluded='fi_rma_bw .*-o writedata,fi_multi_mr -e rdm'
+# a regex), and fabtests_notrun.txt gives the reason. fi_multi_mr -e rdm
+# writes to remote address 0 with its requested keys (offset addressing)
+# while its default hints ask FI_MR_VIRT_ADDR | FI_MR_PROV_KEY, which the
+# provider honours: the writes land outside the regions.
+excluded='fi_multi_mr -e rdm'
 
 # In an empty directory: runfabtests.sh leaves its scratch files in the
 # current one and reads exclusion lists (test_configs/) from under it.

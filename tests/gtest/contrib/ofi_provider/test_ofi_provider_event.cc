@@ -113,6 +113,23 @@ TEST_F(OfiProviderEvent, GetinfoListsRmaEventOnlyWhenAsked)
     fi_freeinfo(info);
 }
 
+/* Regions count without FI_MR_RMA_EVENT's fi_mr_enable step: the mode is never required. */
+TEST_F(OfiProviderEvent, MrRmaEventModeIsNotRequired)
+{
+    struct fi_info *hints = ompi_hints(), *info = NULL;
+    hints->caps = kTargetCaps;
+    hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_RMA_EVENT;
+    ASSERT_EQ(0, getinfo(hints, &info));
+    EXPECT_EQ(0u, info->domain_attr->mr_mode & FI_MR_RMA_EVENT);
+    fi_freeinfo(info);
+    fi_freeinfo(hints);
+    EXPECT_EQ(0, fi_mr_enable(region.mr));   /* harmless when a client calls it anyway */
+    uint64_t v = 1;
+    ASSERT_EQ(0, fi_write(a.ep, &v, 8, NULL, a_to_b, 0, kKey, &ctx));
+    complete();
+    ASSERT_EQ(0, fi_cntr_wait(region.writes, 1, kWaitMs));
+}
+
 TEST_F(OfiProviderEvent, EachWriteAtomicAndReadCountsOnce)
 {
     const int n = 40;
