@@ -30,7 +30,9 @@
 #             (fetch_and_op through the provider's fetching FI_SUM). With osc
 #             and btl named there is no fallback: mpi/osc_no_fallback/axon-osc
 #             checks that without btl ofi (--mca btl self) a window cannot
-#             be made
+#             be made; mpi/osc_busy_progress/axon-osc that with
+#             --mca btl_ofi_progress_mode auto (the provider's progress
+#             thread) a passive epoch completes while the target computes
 #   axon-osc-tcp  the same with AXON_TLS=tcp (not by default)
 #   axon-ud   the same with AXON_TLS=ud and AXON_UD_TIMEOUT=1s: runs only
 #             busy (a rank computing 3 s without MPI calls), with axon
@@ -81,6 +83,7 @@ osc_programs=(
     osc_pscw:2
     osc_pscw:4
     "osc_lat:2:-n 200 -w 20 -s 8,4096,1048576"
+    osc_busy:2
 )
 
 if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
@@ -168,6 +171,8 @@ config_args() {  # config -> cfg[]
         axon-osc-tcp) cfg=("${axon[@]}" "${axon_osc[@]}" --mca osc_rdma_acc_use_amo false
                            -x AXON_TLS=tcp) ;;
         axon-osc-amo) cfg=("${axon[@]}" "${axon_osc[@]}") ;;
+        axon-osc-auto) cfg=("${axon[@]}" "${axon_osc[@]}" --mca osc_rdma_acc_use_amo false
+                            --mca btl_ofi_progress_mode auto) ;;
         axon-osc-nobtl) cfg=("${axon[@]}" --mca osc rdma --mca btl self) ;;
         ofi-tcp)  cfg=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp) ;;
         *)        return 1 ;;
@@ -248,6 +253,14 @@ if [[ " $configs " == *" axon-osc "* ]] && [[ " ${osc_built[*]} " == *" osc_lat:
     config_args axon-osc-amo; then
     run_label=osc_lat_amo
     run_one axon-osc osc_lat 2 -n 200 -w 20 -s 8
+    run_label=
+fi
+# With the provider's progress thread (FI_PROGRESS_AUTO, asked by btl ofi's
+# progress_mode) a passive target epoch completes while the target computes.
+if [[ " $configs " == *" axon-osc "* ]] && [[ " ${osc_built[*]} " == *" osc_busy:"* ]] &&
+    config_args axon-osc-auto; then
+    run_label=osc_busy_progress
+    run_one axon-osc osc_busy 2 -p
     run_label=
 fi
 # axon-osc names osc rdma and btl ofi: without btl ofi no window can be made
