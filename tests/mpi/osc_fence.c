@@ -46,25 +46,19 @@ static void fence_assertions(ow_win_t *w)
     mt_check_pattern(what, dst, sizeof(dst), 400u + (unsigned)mt_rank, 4);
 }
 
+/* Everything, on one window. */
+static void run(ow_win_t *w)
+{
+    oo_ctx_t c;
+
+    oo_ctx_init(&c, w, &fence_sync);
+    oo_run_all(&c, 1);
+    fence_assertions(w);
+}
+
 int main(int argc, char **argv)
 {
-    ow_flavor_t f;
-
     mt_init(&argc, &argv, "osc_fence", 2, 30);
-    for (f = 0; f < OW_FLAVORS; f++) {
-        ow_win_t w;
-        oo_ctx_t c;
-
-        if (!ow_flavor_wanted(argc, argv, f)) {
-            continue;
-        }
-        ow_open(&w, f, OO_WIN_SIZE);
-        if (w.ok) {
-            oo_ctx_init(&c, &w, &fence_sync);
-            oo_run_all(&c, 1);
-            fence_assertions(&w);
-        }
-        ow_close(&w);
-    }
+    ow_for_each_flavor(argc, argv, OO_WIN_SIZE, run);
     return mt_finish();
 }

@@ -17,39 +17,6 @@
 
 #define MAX_LIST 16
 
-static int arg_int(int argc, char **argv, const char *opt, int def)
-{
-    int i;
-
-    for (i = 1; i + 1 < argc; i++) {
-        if (strcmp(argv[i], opt) == 0) {
-            char *end;
-            long v = strtol(argv[i + 1], &end, 10);
-
-            if (*end != '\0' || v < 0 || v > 1 << 30) {
-                if (mt_rank == 0) {
-                    fprintf(stderr, "osc_lat: invalid %s '%s'\n", opt, argv[i + 1]);
-                }
-                MPI_Abort(MPI_COMM_WORLD, 2);
-            }
-            return (int)v;
-        }
-    }
-    return def;
-}
-
-static const char *arg_str(int argc, char **argv, const char *opt, const char *def)
-{
-    int i;
-
-    for (i = 1; i + 1 < argc; i++) {
-        if (strcmp(argv[i], opt) == 0) {
-            return argv[i + 1];
-        }
-    }
-    return def;
-}
-
 /* "8,4096,1048576" -> sizes (at least 8: a put carries its iteration number) */
 static int parse_sizes(const char *list, size_t *sizes)
 {
@@ -180,10 +147,10 @@ int main(int argc, char **argv)
     ow_win_t w;
 
     mt_init(&argc, &argv, "osc_lat", 2, 120);
-    iters = arg_int(argc, argv, "-n", 10000);
-    warmup = arg_int(argc, argv, "-w", 1000);
-    nsizes = parse_sizes(arg_str(argc, argv, "-s", "8"), sizes);
-    tests = arg_str(argc, argv, "-t", "put,get,fop");
+    iters = mt_arg_int(argc, argv, "-n", 10000);
+    warmup = mt_arg_int(argc, argv, "-w", 1000);
+    nsizes = parse_sizes(mt_arg_str(argc, argv, "-s", "8"), sizes);
+    tests = mt_arg_str(argc, argv, "-t", "put,get,fop");
     for (s = 0; s < nsizes; s++) {
         max = (sizes[s] > max) ? sizes[s] : max;
     }

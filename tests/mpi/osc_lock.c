@@ -269,31 +269,25 @@ static void request_ops(ow_win_t *w)
     free(dst);
 }
 
-int main(int argc, char **argv)
+/* Everything, on one window: the 1 MiB transfers under the first mode. */
+static void run(ow_win_t *w)
 {
-    ow_flavor_t f;
+    oo_ctx_t c;
     size_t s;
 
-    mt_init(&argc, &argv, "osc_lock", 2, 30);
-    for (f = 0; f < OW_FLAVORS; f++) {
-        ow_win_t w;
-        oo_ctx_t c;
-
-        if (!ow_flavor_wanted(argc, argv, f)) {
-            continue;
-        }
-        ow_open(&w, f, OO_WIN_SIZE);
-        if (w.ok) {
-            for (s = 0; s < sizeof(syncs) / sizeof(syncs[0]); s++) {
-                oo_ctx_init(&c, &w, &syncs[s]);
-                oo_run_all(&c, s == 0);
-            }
-            contention(&w);
-            exclusion(&w);
-            flush_local(&w);
-            request_ops(&w);
-        }
-        ow_close(&w);
+    for (s = 0; s < sizeof(syncs) / sizeof(syncs[0]); s++) {
+        oo_ctx_init(&c, w, &syncs[s]);
+        oo_run_all(&c, s == 0);
     }
+    contention(w);
+    exclusion(w);
+    flush_local(w);
+    request_ops(w);
+}
+
+int main(int argc, char **argv)
+{
+    mt_init(&argc, &argv, "osc_lock", 2, 30);
+    ow_for_each_flavor(argc, argv, OO_WIN_SIZE, run);
     return mt_finish();
 }

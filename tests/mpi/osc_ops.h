@@ -586,6 +586,20 @@ static inline void oo_fetch_and_op(oo_ctx_t *c, const oo_type_t *t)
  * to oneself to the BTL without a registration handle, and btl ofi
  * dereferences it (a crash in Open MPI, whatever the provider).
  */
+/* One epoch in which every rank but @target compare-and-swaps into it. */
+static inline void oo_cas_round(oo_ctx_t *c, const oo_type_t *t, const void *mine,
+                                const void *cmp, void *res, int target)
+{
+    c->sync->open(c->w->win);
+    if (mt_rank != target) {
+        c->sync->access(c->w->win, target);
+        MT_MPI(MPI_Compare_and_swap(mine, cmp, res, t->type, target, ow_disp(c->w, target, 0),
+                                    c->w->win));
+        c->sync->done(c->w->win, target);
+    }
+    c->sync->close(c->w->win);
+}
+
 static inline void oo_cas(oo_ctx_t *c, const oo_type_t *t)
 {
     int target = mt_size - 1, r, winners = 0, winner = -1, racing = (mt_rank != target);
@@ -597,14 +611,7 @@ static inline void oo_cas(oo_ctx_t *c, const oo_type_t *t)
     oo_store(t, cmp, 0, init);
     oo_store(t, mine, 0, init + t->scale * (mt_rank + 1) + 2);
     oo_store(t, res, 0, -1);
-    c->sync->open(c->w->win);
-    if (racing) {
-        c->sync->access(c->w->win, target);
-        MT_MPI(MPI_Compare_and_swap(mine, cmp, res, t->type, target, ow_disp(c->w, target, 0),
-                                    c->w->win));
-        c->sync->done(c->w->win, target);
-    }
-    c->sync->close(c->w->win);
+    oo_cas_round(c, t, mine, cmp, res, target);
     MPI_Gather(res, (int)t->size, MPI_BYTE, all, (int)t->size, MPI_BYTE, target,
                MPI_COMM_WORLD);
     if (mt_rank == target) {
@@ -636,14 +643,7 @@ static inline void oo_cas(oo_ctx_t *c, const oo_type_t *t)
     mt_step("%s: MPI_Compare_and_swap of %s that does not match", c->tag, t->name);
     memcpy(all, c->w->base, t->size);     /* the target's value, sent to all */
     MPI_Bcast(all, (int)t->size, MPI_BYTE, target, MPI_COMM_WORLD);
-    c->sync->open(c->w->win);
-    if (racing) {
-        c->sync->access(c->w->win, target);
-        MT_MPI(MPI_Compare_and_swap(mine, cmp, res, t->type, target, ow_disp(c->w, target, 0),
-                                    c->w->win));
-        c->sync->done(c->w->win, target);
-    }
-    c->sync->close(c->w->win);
+    oo_cas_round(c, t, mine, cmp, res, target);
     MT_CHECK(!racing || memcmp(res, all, t->size) == 0, "%s: MPI_Compare_and_swap of %s that "
              "cannot match fetched %.17g, the target holds %.17g", c->tag, t->name,
              oo_load(t, res, 0), oo_load(t, all, 0));

@@ -126,29 +126,23 @@ static void wait_for_complete(ow_win_t *w)
     free(src);
 }
 
+/* Everything, on one window. */
+static void run(ow_win_t *w)
+{
+    oo_ctx_t c;
+
+    oo_ctx_init(&c, w, &pscw_sync);
+    oo_run_all(&c, 1);
+    neighbours(w, 0);
+    neighbours(w, 1);
+    wait_for_complete(w);
+}
+
 int main(int argc, char **argv)
 {
-    ow_flavor_t f;
-
     mt_init(&argc, &argv, "osc_pscw", 2, 30);
     MPI_Comm_group(MPI_COMM_WORLD, &world_group);
-    for (f = 0; f < OW_FLAVORS; f++) {
-        ow_win_t w;
-        oo_ctx_t c;
-
-        if (!ow_flavor_wanted(argc, argv, f)) {
-            continue;
-        }
-        ow_open(&w, f, OO_WIN_SIZE);
-        if (w.ok) {
-            oo_ctx_init(&c, &w, &pscw_sync);
-            oo_run_all(&c, 1);
-            neighbours(&w, 0);
-            neighbours(&w, 1);
-            wait_for_complete(&w);
-        }
-        ow_close(&w);
-    }
+    ow_for_each_flavor(argc, argv, OO_WIN_SIZE, run);
     MPI_Group_free(&world_group);
     return mt_finish();
 }

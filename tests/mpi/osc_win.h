@@ -111,14 +111,29 @@ static inline void ow_close(ow_win_t *w)
 static inline int ow_flavor_wanted(int argc, char **argv, ow_flavor_t flavor)
 {
     static const char *const short_names[OW_FLAVORS] = {"create", "allocate", "dynamic"};
-    int i;
 
-    for (i = 1; i + 1 < argc; i++) {
-        if (strcmp(argv[i], "-f") == 0) {
-            return strstr(argv[i + 1], short_names[flavor]) != NULL;
+    return strstr(mt_arg_str(argc, argv, "-f", "create,allocate,dynamic"),
+                  short_names[flavor]) != NULL;
+}
+
+/* @run on a window of @size of every flavor asked for (-f, all by default)
+ * that could be made; each window is freed after. */
+static inline void ow_for_each_flavor(int argc, char **argv, size_t size,
+                                      void (*run)(ow_win_t *w))
+{
+    ow_flavor_t f;
+    ow_win_t w;
+
+    for (f = 0; f < OW_FLAVORS; f++) {
+        if (!ow_flavor_wanted(argc, argv, f)) {
+            continue;
         }
+        ow_open(&w, f, size);
+        if (w.ok) {
+            run(&w);
+        }
+        ow_close(&w);
     }
-    return 1;
 }
 
 #endif
