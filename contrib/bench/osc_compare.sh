@@ -8,9 +8,12 @@
 # from MPI_Win_create and times, per operation, MPI_Put + MPI_Win_flush,
 # MPI_Get + MPI_Win_flush, and MPI_Fetch_and_op(MPI_SUM) of a long +
 # MPI_Win_flush) runs under mpirun with
-#   osc ucx              --mca pml ucx --mca osc ucx (UCX picks its transports)
+#   osc ucx              --mca pml ucx --mca osc ucx, pml_ucx_tls/devices any (UCX
+#                        picks its transports; without an RDMA device Open MPI
+#                        4.1 disqualifies pml ucx otherwise)
 #   osc rdma, Axon       --mca pml cm --mca mtl ofi --mca osc rdma --mca btl self,ofi,
-#                        ofi provider axon for both (Axon picks shm)
+#                        ofi provider axon for both (Axon picks shm); Open MPI's
+#                        default osc_rdma_acc_use_amo (only MPI_SUM is used)
 #   osc rdma, Axon tcp   the same with AXON_TLS=tcp
 #   osc rdma, vader      --mca pml ob1 --mca osc rdma --mca btl self,vader
 #   osc rdma, tcp        --mca pml ob1 --mca osc rdma --mca btl self,tcp
@@ -27,7 +30,7 @@ set -u
 . "$(dirname "$0")/bench_lib.sh"
 
 usage() {
-    sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
     cat <<EOF
 Options:
   --quick       a tenth of the iterations
