@@ -117,8 +117,10 @@ EXTRA_DIST += tests/run_tests.sh tests/test_names.sh tests/README.md tests/tools
 	tests/layering/check_layers_test.sh contrib/bench/compare.sh \
 	contrib/bench/ep_mem.sh contrib/bench/dc_goals.sh contrib/bench/layout_compare.sh contrib/bench/rma_compare.sh \
 	contrib/bench/bench_lib.sh \
-	contrib/bench/mpi_compare.sh contrib/bench/osu_compare.sh \
+	contrib/bench/mpi_compare.sh contrib/bench/osu_compare.sh contrib/bench/osc_compare.sh \
 	tests/mpi/run_mpi_tests.sh tests/mpi/session.sh tests/mpi/mpi_check.h \
+	tests/mpi/osc_win.h tests/mpi/osc_ops.h tests/mpi/osc_fence.c tests/mpi/osc_lock.c \
+	tests/mpi/osc_pscw.c tests/mpi/osc_lat.c tests/mpi/osc_busy.c \
 	tests/mpi/any_source.c tests/mpi/busy.c tests/mpi/cancel.c tests/mpi/coll.c \
 	tests/mpi/comm.c tests/mpi/lat.c tests/mpi/mprobe.c tests/mpi/pingpong.c \
 	tests/mpi/probe.c tests/mpi/ssend.c tests/mpi/storm.c tests/mpi/threads.c \

@@ -220,8 +220,9 @@ if [ "$filter" = "*" ] && [ "$gtest_only" != 1 ]; then
     run_script_tests 120 "$srcdir/tests/layering/check_layers_test.sh"
     run_script_tests 600 "$srcdir/tests/tools_test.sh"
     if [ -f "$srcdir/tests/mpi/run_mpi_tests.sh" ]; then
-        # Open MPI's own ob1 (which checks the programs, not Axon) only on request.
-        MPI_TEST_CONFIGS=${MPI_TEST_CONFIGS:-axon axon-tcp} \
+        # Open MPI's own ob1 (which checks the programs, not Axon) only on request;
+        # axon-osc: the one-sided programs through osc rdma + btl ofi on the provider.
+        MPI_TEST_CONFIGS=${MPI_TEST_CONFIGS:-axon axon-tcp axon-osc} \
             run_script_tests 900 "$srcdir/tests/mpi/run_mpi_tests.sh"
     fi
     if [ -f "$srcdir/tests/ofi/run_fabtests.sh" ]; then

@@ -423,6 +423,34 @@ t_bench_layout_compare() {
     fi
 }
 
+# contrib/bench/osc_compare.sh, quickly at 8 B: the three operations' rows,
+# Axon's cells measured (numbers), each ratio its value over osc ucx's, and
+# every failed cell explained under the table. Without Open MPI: nothing to run.
+t_bench_osc_compare() {
+    if ! command -v mpirun >/dev/null || ! command -v mpicc >/dev/null; then
+        echo "skipped: Open MPI (mpirun, mpicc) is not installed"
+        return 0
+    fi
+    AXON_PERF=$perf bash "$srcdir/contrib/bench/osc_compare.sh" --quick --sizes 8 >"$tmp/o" \
+        2>"$tmp/e" || { cat "$tmp/o" "$tmp/e"; return 1; }
+    cat "$tmp/o"
+    [ "$(grep -cE '^\| MPI_(Put 8 B|Get 8 B|Fetch_and_op long) \| ' "$tmp/o")" -eq 3 ] || return 1
+    # cells: operation, ucx, then (value, ratio) per configuration; Axon's first
+    awk -F' \\| ' '/^\| MPI_/ {
+            if ($3 !~ /^[0-9.]+$/) { print "Axon not measured: " $0; exit 1 }
+            for (i = 3; i < NF; i += 2) {
+                if ($i ~ /^[0-9.]+$/ && $2 ~ /^[0-9.]+$/) {
+                    # the cells are rounded (3 decimals): a relative margin for small ones
+                    r = $i / $2; d = 0.011 + 0.01 * r
+                    if (r - $(i + 1) > d || $(i + 1) - r > d) { print "bad ratio: " $0; exit 1 }
+                } else if ($i !~ /^(fail\[[0-9]+\]|-)$/) { print "bad cell " $i ": " $0; exit 1 }
+            } }' "$tmp/o" || return 1
+    local n
+    for n in $(grep -oE 'fail\[[0-9]+\]' "$tmp/o" | sort -u | tr -dc '0-9\n'); do
+        grep -qE "^  \[$n\] osc-[a-z-]+ osc_lat: ." "$tmp/o" || { echo "no note [$n]"; return 1; }
+    done
+}
+
 # dc_goals.sh refuses to give a verdict on a transport that cannot run, saying why.
 t_bench_dc_goals_needs_dc() {
     AXON_PERF=$perf bash "$srcdir/contrib/bench/dc_goals.sh" --as-dc nosuch >"$tmp/o" 2>&1
@@ -666,6 +694,7 @@ check bench_ep_mem_has_a_dc_row             t_bench_ep_mem_dc_row
 check bench_dc_goals_rows_and_verdicts       t_bench_dc_goals
 check bench_dc_goals_says_when_dc_cannot_run t_bench_dc_goals_needs_dc
 check bench_layout_compare_remote_layout_rows t_bench_layout_compare
+check bench_osc_compare_rows_and_ratios      t_bench_osc_compare
 check perf_rma_put_lat_over_shm              t_perf_rma put_lat 8
 check perf_rma_put_bw_over_shm               t_perf_rma put_bw 65536
 check perf_rma_get_lat_over_shm              t_perf_rma get_lat 4096

@@ -348,16 +348,29 @@ mpi_version() { mpirun --version 2>/dev/null | sed -n '1s/.*(Open MPI) //p'; }
 #   ofi-tcp    cm + ofi MTL on libfabric's tcp provider (tcp;ofi_rxm)
 #   axon       cm + ofi MTL on Axon's provider (Axon picks its transports)
 #   axon-tcp   the same with AXON_TLS=tcp
+# and for one-sided MPI (osc), each naming the osc component so that none
+# other can stand in:
+#   osc-ucx        --mca pml ucx --mca osc ucx (UCX picks its transports)
+#   osc-axon       axon + --mca osc rdma --mca btl self,ofi over the axon provider
+#   osc-axon-tcp   the same with AXON_TLS=tcp
+#   osc-vader      --mca pml ob1 --mca osc rdma --mca btl self,vader
+#   osc-tcp        --mca pml ob1 --mca osc rdma --mca btl self,tcp
 mpi_config_args() {  # config -> cfg[]
     local axon=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include axon
                 -x "FI_PROVIDER_PATH=$provdir" -x "AXON_SHM_PREFIX=$shm_prefix"
                 -x "LD_LIBRARY_PATH=$builddir/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+    local osc_axon=(--mca osc rdma --mca btl "self,ofi" --mca btl_ofi_provider_include axon)
     case $1 in
         ob1-vader) cfg=(--mca pml ob1 --mca btl "self,vader") ;;
         ob1-tcp)   cfg=(--mca pml ob1 --mca btl "self,tcp") ;;
         ofi-tcp)   cfg=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp) ;;
         axon)      cfg=("${axon[@]}") ;;
         axon-tcp)  cfg=("${axon[@]}" -x AXON_TLS=tcp) ;;
+        osc-ucx)   cfg=(--mca pml ucx --mca osc ucx --mca pml_ucx_tls any --mca pml_ucx_devices any) ;;
+        osc-axon)  cfg=("${axon[@]}" "${osc_axon[@]}") ;;
+        osc-axon-tcp) cfg=("${axon[@]}" "${osc_axon[@]}" -x AXON_TLS=tcp) ;;
+        osc-vader) cfg=(--mca pml ob1 --mca osc rdma --mca btl "self,vader") ;;
+        osc-tcp)   cfg=(--mca pml ob1 --mca osc rdma --mca btl "self,tcp") ;;
         *)         die "unknown MPI configuration '$1'" ;;
     esac
 }
@@ -371,7 +384,7 @@ mpi_config_args() {  # config -> cfg[]
 mpi_run() {  # out config ranks program args...
     local out=$1 rc
     mpi_config_args "$2"
-    if [[ $2 == axon* ]] && [ ! -f "$provdir/libaxon-fi.so" ]; then
+    if [[ $2 == *axon* ]] && [ ! -f "$provdir/libaxon-fi.so" ]; then
         echo "error: the Axon provider is not built ($provdir/libaxon-fi.so)" >"$out"
         return 1
     fi

@@ -8,27 +8,6 @@
  */
 #include "mpi_check.h"
 
-static int arg_int(int argc, char **argv, const char *opt, int def)
-{
-    int i;
-
-    for (i = 1; i + 1 < argc; i++) {
-        if (strcmp(argv[i], opt) == 0) {
-            char *end;
-            long v = strtol(argv[i + 1], &end, 10);
-
-            if (*end != '\0' || v < 0 || v > 1 << 30) {
-                if (mt_rank == 0) {
-                    fprintf(stderr, "lat: invalid %s '%s'\n", opt, argv[i + 1]);
-                }
-                MPI_Abort(MPI_COMM_WORLD, 2);
-            }
-            return (int)v;
-        }
-    }
-    return def;
-}
-
 int main(int argc, char **argv)
 {
     unsigned char *buf;
@@ -36,9 +15,9 @@ int main(int argc, char **argv)
     double start = 0, elapsed;
 
     mt_init(&argc, &argv, "lat", 2, 120);
-    size = arg_int(argc, argv, "-s", 8);
-    iters = arg_int(argc, argv, "-n", 10000);
-    warmup = arg_int(argc, argv, "-w", 1000);
+    size = mt_arg_int(argc, argv, "-s", 8);
+    iters = mt_arg_int(argc, argv, "-n", 10000);
+    warmup = mt_arg_int(argc, argv, "-w", 1000);
     if (size < (int)sizeof(int)) {
         size = sizeof(int);
     }

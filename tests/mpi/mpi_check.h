@@ -255,6 +255,42 @@ static inline void *mt_malloc(size_t size)
     return p;
 }
 
+/* The word after option @opt on the command line, @def without it. */
+static inline const char *mt_arg_str(int argc, char **argv, const char *opt, const char *def)
+{
+    int i;
+
+    for (i = 1; i + 1 < argc; i++) {
+        if (strcmp(argv[i], opt) == 0) {
+            return argv[i + 1];
+        }
+    }
+    return def;
+}
+
+/* The value after option @opt on the command line, @def without it; a value
+ * that is not a number in 0 .. 2^30 ends the job (status 2), named. */
+static inline int mt_arg_int(int argc, char **argv, const char *opt, int def)
+{
+    int i;
+
+    for (i = 1; i + 1 < argc; i++) {
+        if (strcmp(argv[i], opt) == 0) {
+            char *end;
+            long v = strtol(argv[i + 1], &end, 10);
+
+            if (*end != '\0' || v < 0 || v > 1 << 30) {
+                if (mt_rank == 0) {
+                    fprintf(stderr, "%s: invalid %s '%s'\n", mt_prog, opt, argv[i + 1]);
+                }
+                MPI_Abort(MPI_COMM_WORLD, 2);
+            }
+            return (int)v;
+        }
+    }
+    return def;
+}
+
 /* All ranks agree: 0 when nobody failed. Prints one summary line on rank 0. */
 static inline int mt_finish(void)
 {
