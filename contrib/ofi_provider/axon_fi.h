@@ -555,8 +555,9 @@ void axon_fi_event_close(axon_fi_ep_t *ep);
 void axon_fi_event_notify(axon_fi_op_t *op);
 /* The counter bound to the region under key for kind (AXON_FI_EVENT_*), NULL if none. */
 axon_fi_cntr_t *axon_fi_mr_event_cntr(axon_fi_domain_t *domain, uint64_t key, unsigned kind);
-/* Progress what moves cntr: its endpoints and, bound to a region, the event endpoints. */
-void axon_fi_cntr_progress(axon_fi_cntr_t *cntr);
+/* Progress what moves cntr: its endpoints and, bound to a region, the event endpoints;
+ * returns the events handled. */
+unsigned axon_fi_cntr_progress(axon_fi_cntr_t *cntr);
 
 /* -------------------------------------------------------------- data path */
 
