@@ -82,6 +82,9 @@
 #define AXON_FI_EVENT_WRITE   1             /* imm_data: FI_REMOTE_WRITE */
 #define AXON_FI_EVENT_READ    2             /* imm_data: FI_REMOTE_READ */
 #define AXON_FI_EVENT_RECVS   8             /* event receives an endpoint keeps posted */
+/* Notifications an endpoint may have queued in Axon (the target's ring full): beyond it,
+ * RMA and atomics to counting regions say -FI_EAGAIN until the target drained some. */
+#define AXON_FI_EVENT_QUEUED_MAX 64
 
 #define AXON_FI_LIKELY(_x)    __builtin_expect(!!(_x), 1)
 #define AXON_FI_UNLIKELY(_x)  __builtin_expect(!!(_x), 0)
@@ -375,6 +378,7 @@ struct axon_fi_ep {
     axon_fi_cntr_t    *rrd_cntr, *rwr_cntr;  /* FI_REMOTE_READ / _WRITE: RMA events here */
     struct axon_fi_event_recv *events;     /* FI_RMA_EVENT: receives of notifications */
     int                events_posted;      /* of them, still posted */
+    unsigned           events_queued;      /* notifications sent, still queued in Axon */
     int                events_closing;     /* canceled: not posted again */
     struct axon_fi_eq *eq;
     uint64_t           caps;
@@ -553,6 +557,16 @@ int  axon_fi_event_open(axon_fi_ep_t *ep);
 void axon_fi_event_close(axon_fi_ep_t *ep);
 /* Tell op's target that its access (op->notify) is done and visible (lock held). */
 void axon_fi_event_notify(axon_fi_op_t *op);
+/* Too many notifications queued (a target slower than its initiator): progress once and
+ * say so, for the operation to return -FI_EAGAIN instead of queueing without bound. */
+static inline int axon_fi_event_backlog(axon_fi_ep_t *ep)
+{
+    if (AXON_FI_LIKELY(ep->events_queued < AXON_FI_EVENT_QUEUED_MAX)) {
+        return 0;
+    }
+    axon_worker_progress(ep->worker);
+    return ep->events_queued >= AXON_FI_EVENT_QUEUED_MAX;
+}
 /* The counter bound to the region under key for kind (AXON_FI_EVENT_*), NULL if none. */
 axon_fi_cntr_t *axon_fi_mr_event_cntr(axon_fi_domain_t *domain, uint64_t key, unsigned kind);
 /* Progress what moves cntr: its endpoints and, bound to a region, the event endpoints;

@@ -119,6 +119,16 @@ void axon_fi_event_close(axon_fi_ep_t *ep)
     ep->events = NULL;
 }
 
+/* A notification that was queued has left (or was canceled with its endpoint). */
+static void axon_fi_event_sent(axon_request_h req, axon_status_t status, void *user_data)
+{
+    axon_fi_ep_t *ep = user_data;
+
+    (void)req;
+    (void)status;
+    --ep->events_queued;
+}
+
 void axon_fi_event_notify(axon_fi_op_t *op)
 {
     axon_request_param_t param = {0};
@@ -129,12 +139,15 @@ void axon_fi_event_notify(axon_fi_op_t *op)
 
     status = axon_fi_conn_get(op->ep, op->addr, &conn);
     if (status == AXON_OK) {
-        param.flags    = AXON_REQ_FLAG_INJECT | AXON_REQ_FLAG_IMM_DATA;
-        param.imm_data = op->notify;
+        param.flags     = AXON_REQ_FLAG_INJECT | AXON_REQ_FLAG_IMM_DATA;
+        param.imm_data  = op->notify;
+        param.cb.send   = axon_fi_event_sent;
+        param.user_data = op->ep;
         status = axon_tag_send_nb(conn->aep, &key, sizeof(key), AXON_FI_EVENT_TAG, &param,
                                   &req);
         if (status == AXON_INPROGRESS) {
-            axon_request_free(req);   /* injected: nothing refers to key any more */
+            ++op->ep->events_queued;   /* the callback takes it back: until then, a backlog */
+            axon_request_free(req);    /* injected: nothing refers to key any more */
             status = AXON_OK;
         }
     }

@@ -149,6 +149,45 @@ TEST_F(OfiProviderEvent, EachWriteAtomicAndReadCountsOnce)
     EXPECT_EQ((uint64_t)n, region.mem[3]);
 }
 
+/*
+ * A target that does not drive its progress while an initiator writes: the
+ * notifications fill the way to it, a few wait queued in Axon, then writes
+ * say -FI_EAGAIN instead of queueing without bound (what made a SHMEM
+ * initiator's memory grow by 0.5 KB a put). Once the target drains, every
+ * write accepted counts exactly once and writing goes on.
+ */
+TEST_F(OfiProviderEvent, UndrainedTargetBacksWritesOffThenCountsEachOnce)
+{
+    const int limit = 1000000;
+    uint64_t v = 7;
+    int accepted = 0;
+    ssize_t ret = 0;
+    for (; accepted < limit; ++accepted) {
+        ret = fi_inject_write(a.ep, &v, 8, a_to_b, 0, kKey);
+        if (ret != 0) {
+            break;
+        }
+    }
+    ASSERT_EQ(-FI_EAGAIN, ret) << accepted << " writes accepted, none refused";
+    ASSERT_GT(accepted, 0);
+    /* Both sides progress now (a's queued notifications leave as b takes them in). */
+    struct fi_cq_tagged_entry scratch;
+    double deadline = now_sec() + kWaitMs / 1000.0;
+    while ((fi_cntr_read(region.writes) < (uint64_t)accepted) && (now_sec() < deadline)) {
+        (void)fi_cq_read(a.cq, &scratch, 0);
+    }
+    for (int i = 0; i < 100; ++i) {
+        (void)fi_cq_read(a.cq, &scratch, 0);
+        (void)fi_cntr_read(region.writes);
+    }
+    EXPECT_EQ((uint64_t)accepted, fi_cntr_read(region.writes));
+    EXPECT_EQ(0u, fi_cntr_readerr(region.writes));
+    /* drained: the next write goes through and counts */
+    ASSERT_EQ(0, fi_inject_write(a.ep, &v, 8, a_to_b, 0, kKey));
+    ASSERT_EQ(0, fi_cntr_wait(region.writes, accepted + 1, kWaitMs));
+    EXPECT_EQ(7u, region.mem[0]);
+}
+
 TEST_F(OfiProviderEvent, FailedAccessCountsNothing)
 {
     uint64_t v = 5;
