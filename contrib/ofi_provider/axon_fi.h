@@ -81,10 +81,22 @@
 #define AXON_FI_EVENT_TAG     (AXON_FI_MSG_TAG | 1)
 #define AXON_FI_EVENT_WRITE   1             /* imm_data: FI_REMOTE_WRITE */
 #define AXON_FI_EVENT_READ    2             /* imm_data: FI_REMOTE_READ */
+#define AXON_FI_EVENT_KIND_BITS 2           /* imm_data above them: how many accesses */
+#define AXON_FI_EVENT_HELD    8             /* (peer, key, kind) counts held back per ep */
 #define AXON_FI_EVENT_RECVS   8             /* event receives an endpoint keeps posted */
 /* Notifications an endpoint may have queued in Axon (the target's ring full): beyond it,
- * RMA and atomics to counting regions say -FI_EAGAIN until the target drained some. */
+ * RMA and atomics to counting regions say -FI_EAGAIN until the target drained some. While
+ * any is queued, new ones are added up in the endpoint's held counts instead, sent as one
+ * message each when the queue empties (axon_fi_event.c). */
 #define AXON_FI_EVENT_QUEUED_MAX 64
+
+/* Accesses to one peer's region whose notification waits behind a queued one. */
+typedef struct {
+    fi_addr_t addr;
+    uint64_t  key;
+    uint32_t  count;
+    uint8_t   kind;
+} axon_fi_event_held_t;
 
 #define AXON_FI_LIKELY(_x)    __builtin_expect(!!(_x), 1)
 #define AXON_FI_UNLIKELY(_x)  __builtin_expect(!!(_x), 0)
@@ -379,6 +391,8 @@ struct axon_fi_ep {
     struct axon_fi_event_recv *events;     /* FI_RMA_EVENT: receives of notifications */
     int                events_posted;      /* of them, still posted */
     unsigned           events_queued;      /* notifications sent, still queued in Axon */
+    axon_fi_event_held_t events_held[AXON_FI_EVENT_HELD];   /* added up while some are */
+    unsigned           events_nheld;
     int                events_closing;     /* canceled: not posted again */
     struct axon_fi_eq *eq;
     uint64_t           caps;
