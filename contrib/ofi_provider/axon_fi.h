@@ -571,6 +571,15 @@ int  axon_fi_event_open(axon_fi_ep_t *ep);
 void axon_fi_event_close(axon_fi_ep_t *ep);
 /* Tell op's target that its access (op->notify) is done and visible (lock held). */
 void axon_fi_event_notify(axon_fi_op_t *op);
+/* Send the counts held back behind queued notifications once none is queued; called from
+ * the provider's calls, never from Axon's callbacks (lock held). */
+void axon_fi_event_flush(axon_fi_ep_t *ep);
+static inline void axon_fi_event_flush_due(axon_fi_ep_t *ep)
+{
+    if (AXON_FI_UNLIKELY(ep->events_nheld > 0) && (ep->events_queued == 0)) {
+        axon_fi_event_flush(ep);
+    }
+}
 /* Too many notifications queued (a target slower than its initiator): progress once and
  * say so, for the operation to return -FI_EAGAIN instead of queueing without bound. */
 static inline int axon_fi_event_backlog(axon_fi_ep_t *ep)
@@ -579,6 +588,7 @@ static inline int axon_fi_event_backlog(axon_fi_ep_t *ep)
         return 0;
     }
     axon_worker_progress(ep->worker);
+    axon_fi_event_flush_due(ep);
     return ep->events_queued >= AXON_FI_EVENT_QUEUED_MAX;
 }
 /* The counter bound to the region under key for kind (AXON_FI_EVENT_*), NULL if none. */

@@ -136,18 +136,22 @@ void axon_fi_event_close(axon_fi_ep_t *ep)
 static void axon_fi_event_send(axon_fi_ep_t *ep, fi_addr_t addr, uint64_t key, unsigned kind,
                                uint32_t count);
 
-/* A notification that was queued has left (or was canceled with its endpoint): once none
- * is, the counts held back meanwhile go, one message each. */
+/* A notification that was queued has left (or was canceled with its endpoint). Nothing is
+ * sent from here: this runs inside Axon's progress, maybe while the endpoint closes; the
+ * counts held back go from the provider's own calls (axon_fi_event_flush). */
 static void axon_fi_event_sent(axon_request_h req, axon_status_t status, void *user_data)
 {
     axon_fi_ep_t *ep = user_data;
-    axon_fi_event_held_t held;
 
     (void)req;
+    (void)status;
     --ep->events_queued;
-    if ((status == AXON_ERR_CANCELED) || (ep->events_queued > 0)) {
-        return;
-    }
+}
+
+void axon_fi_event_flush(axon_fi_ep_t *ep)
+{
+    axon_fi_event_held_t held;
+
     while ((ep->events_nheld > 0) && (ep->events_queued == 0)) {
         held = ep->events_held[--ep->events_nheld];
         axon_fi_event_send(ep, held.addr, held.key, held.kind, held.count);
@@ -218,5 +222,6 @@ void axon_fi_event_notify(axon_fi_op_t *op)
     if ((ep->events_queued > 0) && axon_fi_event_hold(ep, op->addr, op->key, op->notify)) {
         return;
     }
+    axon_fi_event_flush_due(ep);   /* earlier ones first */
     axon_fi_event_send(ep, op->addr, op->key, op->notify, 1);
 }

@@ -211,6 +211,23 @@ TEST_F(OfiProviderEventHeap, UndrainedTargetKeepsInitiatorBoundedAndCountsEachOn
     EXPECT_EQ(7u, region.mem[0]);
 }
 
+/* The target's endpoint closes under an initiator whose notifications are queued, with
+ * counts held back behind them; then the initiator closes. Its queued ones end in error
+ * (Axon's callbacks, inside its progress): nothing is sent from there into the connection
+ * being torn down, and both close cleanly. */
+TEST_F(OfiProviderEvent, TargetGoneUnderHeldNotificationsClosesCleanly)
+{
+    uint64_t v = 9;
+    for (int i = 0; i < 20000; ++i) {
+        ssize_t ret = fi_inject_write(a.ep, &v, 8, a_to_b, 0, kKey);
+        ASSERT_TRUE((ret == 0) || (ret == -FI_EAGAIN)) << ret;
+    }
+    ASSERT_EQ(0, fi_close(&b.ep->fid));
+    b.ep = NULL;
+    a.close();
+    EXPECT_EQ(9u, region.mem[0]);
+}
+
 TEST_F(OfiProviderEvent, FailedAccessCountsNothing)
 {
     uint64_t v = 5;
