@@ -118,6 +118,7 @@ EXTRA_DIST += tests/run_tests.sh tests/test_names.sh tests/README.md tests/tools
 	contrib/bench/ep_mem.sh contrib/bench/dc_goals.sh contrib/bench/layout_compare.sh contrib/bench/rma_compare.sh \
 	contrib/bench/bench_lib.sh \
 	contrib/bench/mpi_compare.sh contrib/bench/osu_compare.sh contrib/bench/osc_compare.sh \
+	contrib/bench/shmem_compare.sh contrib/bench/shmem_lat.c \
 	tests/mpi/run_mpi_tests.sh tests/mpi/session.sh tests/mpi/mpi_check.h \
 	tests/mpi/osc_win.h tests/mpi/osc_ops.h tests/mpi/osc_fence.c tests/mpi/osc_lock.c \
 	tests/mpi/osc_pscw.c tests/mpi/osc_lat.c tests/mpi/osc_busy.c \
@@ -125,6 +126,6 @@ EXTRA_DIST += tests/run_tests.sh tests/test_names.sh tests/README.md tests/tools
 	tests/mpi/comm.c tests/mpi/lat.c tests/mpi/mprobe.c tests/mpi/pingpong.c \
 	tests/mpi/probe.c tests/mpi/ssend.c tests/mpi/storm.c tests/mpi/threads.c \
 	tests/mpi/truncate.c tests/mpi/ring.c tests/ofi/run_fabtests.sh \
-	tests/ofi/fabtests_notrun.txt tests/shmem/run_sos_tests.sh \
+	tests/ofi/fabtests_notrun.txt tests/shmem/run_sos_tests.sh tests/shmem/sos_cache.sh \
 	tests/shmem/sos_selection.txt tests/shmem/sos_baseline.txt
 TESTS += tests/run_tests.sh

@@ -450,6 +450,48 @@ t_bench_osc_compare() {
         grep -qE "^  \[$n\] osc-[a-z-]+ osc_lat: ." "$tmp/o" || { echo "no note [$n]"; return 1; }
     done
 }
+# contrib/bench/shmem_compare.sh, quickly, at 8 B and 1 MiB: seven rows of
+# numbers (put and get latency and put bandwidth at both sizes, fetch-add),
+# no failed cell, each ratio the quotient of its values, a verdict on the
+# three goal rows only, and the summary agreeing with the exit status.
+t_bench_shmem_compare() {
+    local rc
+    AXON_PERF=$perf bash "$srcdir/contrib/bench/shmem_compare.sh" --quick --sizes 8,1m \
+        >"$tmp/o" 2>"$tmp/e"
+    rc=$?
+    cat "$tmp/o"
+    [ "$(grep -cE '^\| (put_lat_us|get_lat_us|fadd_lat_us|put_bw_MBps) \| (8 B|1 MiB) \|( [0-9.]+ \|){5} (-|<= 1.0|>= 1.0) \| (-|PASS|MISS) \|$' "$tmp/o")" -eq 7 ] ||
+        { cat "$tmp/e"; return 1; }
+    [ "$(grep -cE '\| (<=|>=) 1.0 \| (PASS|MISS) \|$' "$tmp/o")" -eq 3 ] || return 1
+    awk -F' \\| ' '/^\| [a-z_]+_(us|MBps) \|/ {
+            # printed values are rounded: 3 % and a last digit of slack
+            a = $3 / $5; s = $4 / $5
+            if ((($6 - a) ^ 2 > (0.0051 + 0.03 * a) ^ 2) ||
+                (($7 - s) ^ 2 > (0.0051 + 0.03 * s) ^ 2)) { print "bad ratio: " $0; exit 1 } }' \
+        "$tmp/o" || return 1
+    if grep -q '| MISS |$' "$tmp/o"; then
+        [ $rc -eq 1 ] && grep -qE '^[1-3] of 3 goals missed or not measured$' "$tmp/o"
+    else
+        [ $rc -eq 0 ] && grep -q '^all 3 goals met$' "$tmp/o"
+    fi
+}
+# Why shmem_compare.sh cannot run here, or nothing.
+shmem_compare_missing() {
+    local lib
+    for lib in mpirun oshcc oshrun; do
+        command -v $lib >/dev/null || { echo "$lib is not installed"; return; }
+    done
+    [ -f "$builddir/contrib/ofi_provider/.libs/libaxon-fi.so" ] ||
+        { echo "the libfabric provider is not built"; return; }
+    . "$srcdir/tests/shmem/sos_cache.sh"
+    [ -n "$(sos_prefix "$srcdir")" ] ||
+        echo "SOS is not built yet (tests/shmem/run_sos_tests.sh builds it)"
+}
+# A check that cannot run here says why instead: "SKIP name: reason".
+skip() {  # name reason
+    # shellcheck disable=SC2053  # the filter is a glob
+    [[ $1 == ${TOOLS_TEST_FILTER:-*} ]] && echo "SKIP $1: $2"
+}
 
 # dc_goals.sh refuses to give a verdict on a transport that cannot run, saying why.
 t_bench_dc_goals_needs_dc() {
@@ -695,6 +737,11 @@ check bench_dc_goals_rows_and_verdicts       t_bench_dc_goals
 check bench_dc_goals_says_when_dc_cannot_run t_bench_dc_goals_needs_dc
 check bench_layout_compare_remote_layout_rows t_bench_layout_compare
 check bench_osc_compare_rows_and_ratios      t_bench_osc_compare
+if why=$(shmem_compare_missing) && [ -n "$why" ]; then
+    skip bench_shmem_compare_table "$why"
+else
+    check bench_shmem_compare_table          t_bench_shmem_compare
+fi
 check perf_rma_put_lat_over_shm              t_perf_rma put_lat 8
 check perf_rma_put_bw_over_shm               t_perf_rma put_bw 65536
 check perf_rma_get_lat_over_shm              t_perf_rma get_lat 4096

@@ -343,7 +343,7 @@ bench_find_mpi() {
 
 mpi_version() { mpirun --version 2>/dev/null | sed -n '1s/.*(Open MPI) //p'; }
 
-# The mpirun arguments of a configuration:
+# The launcher and its arguments for a configuration (launcher, cfg[]):
 #   ob1-vader  Open MPI's shared memory     ob1-tcp  Open MPI's tcp btl
 #   ofi-tcp    cm + ofi MTL on libfabric's tcp provider (tcp;ofi_rxm)
 #   axon       cm + ofi MTL on Axon's provider (Axon picks its transports)
@@ -355,23 +355,33 @@ mpi_version() { mpirun --version 2>/dev/null | sed -n '1s/.*(Open MPI) //p'; }
 #   osc-axon-tcp   the same with AXON_TLS=tcp
 #   osc-vader      --mca pml ob1 --mca osc rdma --mca btl self,vader
 #   osc-tcp        --mca pml ob1 --mca osc rdma --mca btl self,tcp
-mpi_config_args() {  # config -> cfg[]
-    local axon=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include axon
-                -x "FI_PROVIDER_PATH=$provdir" -x "AXON_SHM_PREFIX=$shm_prefix"
-                -x "LD_LIBRARY_PATH=$builddir/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+# and for SHMEM:
+#   sos-axon   Sandia OpenSHMEM on Axon's provider; sos-sockets on libfabric's
+#              sockets provider (Open MPI only launches them and lends SOS its
+#              PMI: its own MPI layer is pinned to ob1 + vader, off libfabric)
+#   oshmem-ucx Open MPI's OpenSHMEM (oshrun, spml ucx)
+mpi_config_args() {  # config -> launcher, cfg[]
+    local axon_env=(-x "FI_PROVIDER_PATH=$provdir" -x "AXON_SHM_PREFIX=$shm_prefix"
+                    -x "LD_LIBRARY_PATH=$builddir/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+    local axon=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include axon "${axon_env[@]}")
     local osc_axon=(--mca osc rdma --mca btl "self,ofi" --mca btl_ofi_provider_include axon)
+    local sos=(--mca pml ob1 --mca btl self,vader)
+    launcher=mpirun
     case $1 in
-        ob1-vader) cfg=(--mca pml ob1 --mca btl "self,vader") ;;
-        ob1-tcp)   cfg=(--mca pml ob1 --mca btl "self,tcp") ;;
-        ofi-tcp)   cfg=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp) ;;
-        axon)      cfg=("${axon[@]}") ;;
-        axon-tcp)  cfg=("${axon[@]}" -x AXON_TLS=tcp) ;;
-        osc-ucx)   cfg=(--mca pml ucx --mca osc ucx --mca pml_ucx_tls any --mca pml_ucx_devices any) ;;
-        osc-axon)  cfg=("${axon[@]}" "${osc_axon[@]}") ;;
+        ob1-vader)    cfg=(--mca pml ob1 --mca btl "self,vader") ;;
+        ob1-tcp)      cfg=(--mca pml ob1 --mca btl "self,tcp") ;;
+        ofi-tcp)      cfg=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp) ;;
+        axon)         cfg=("${axon[@]}") ;;
+        axon-tcp)     cfg=("${axon[@]}" -x AXON_TLS=tcp) ;;
+        osc-ucx)      cfg=(--mca pml ucx --mca osc ucx --mca pml_ucx_tls any --mca pml_ucx_devices any) ;;
+        osc-axon)     cfg=("${axon[@]}" "${osc_axon[@]}") ;;
         osc-axon-tcp) cfg=("${axon[@]}" "${osc_axon[@]}" -x AXON_TLS=tcp) ;;
-        osc-vader) cfg=(--mca pml ob1 --mca osc rdma --mca btl "self,vader") ;;
-        osc-tcp)   cfg=(--mca pml ob1 --mca osc rdma --mca btl "self,tcp") ;;
-        *)         die "unknown MPI configuration '$1'" ;;
+        osc-vader)    cfg=(--mca pml ob1 --mca osc rdma --mca btl "self,vader") ;;
+        osc-tcp)      cfg=(--mca pml ob1 --mca osc rdma --mca btl "self,tcp") ;;
+        sos-axon)     cfg=("${sos[@]}" -x SHMEM_OFI_PROVIDER=axon "${axon_env[@]}") ;;
+        sos-sockets)  cfg=("${sos[@]}" -x SHMEM_OFI_PROVIDER=sockets) ;;
+        oshmem-ucx)   cfg=(--mca spml ucx); launcher=oshrun ;;
+        *)            die "unknown MPI configuration '$1'" ;;
     esac
 }
 
@@ -388,7 +398,7 @@ mpi_run() {  # out config ranks program args...
         echo "error: the Axon provider is not built ($provdir/libaxon-fi.so)" >"$out"
         return 1
     fi
-    setsid timeout -k 5 "$run_timeout" mpirun "${mpi_base[@]}" "${cfg[@]}" -np "$3" \
+    setsid timeout -k 5 "$run_timeout" "$launcher" "${mpi_base[@]}" "${cfg[@]}" -np "$3" \
         "${@:4}" >"$out" 2>&1 </dev/null &
     mpi_sid=$!
     wait "$mpi_sid"

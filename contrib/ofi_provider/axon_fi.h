@@ -82,7 +82,22 @@
 #define AXON_FI_EVENT_WRITE   1             /* imm_data: FI_REMOTE_WRITE */
 #define AXON_FI_EVENT_READ    2             /* imm_data: FI_REMOTE_READ */
 #define AXON_FI_EVENT_DATA    4             /* imm_data flag: remote CQ data after the key */
+#define AXON_FI_EVENT_KIND_BITS 3           /* imm_data above them: how many accesses */
+#define AXON_FI_EVENT_HELD    8             /* (peer, key, kind) counts held back per ep */
 #define AXON_FI_EVENT_RECVS   8             /* event receives an endpoint keeps posted */
+/* Notifications an endpoint may have queued in Axon (the target's ring full): beyond it,
+ * RMA and atomics to counting regions say -FI_EAGAIN until the target drained some. While
+ * any is queued, new ones are added up in the endpoint's held counts instead, sent as one
+ * message each when the queue empties (axon_fi_event.c). */
+#define AXON_FI_EVENT_QUEUED_MAX 64
+
+/* Accesses to one peer's region whose notification waits behind a queued one. */
+typedef struct {
+    fi_addr_t addr;
+    uint64_t  key;
+    uint32_t  count;
+    uint8_t   kind;
+} axon_fi_event_held_t;
 
 /*
  * Whether caps make an endpoint a possible target of RMA writes (FI_RMA
@@ -390,6 +405,9 @@ struct axon_fi_ep {
     axon_fi_cntr_t    *rrd_cntr, *rwr_cntr;  /* FI_REMOTE_READ / _WRITE: RMA events here */
     struct axon_fi_event_recv *events;     /* FI_RMA_EVENT: receives of notifications */
     int                events_posted;      /* of them, still posted */
+    unsigned           events_queued;      /* notifications sent, still queued in Axon */
+    axon_fi_event_held_t events_held[AXON_FI_EVENT_HELD];   /* added up while some are */
+    unsigned           events_nheld;
     int                events_closing;     /* canceled: not posted again */
     struct axon_fi_eq *eq;
     uint64_t           caps;
@@ -575,10 +593,31 @@ void axon_fi_event_close(axon_fi_ep_t *ep);
 /* Tell op's target that its access (op->notify) is done and visible, with op->cq_data
  * when notify has AXON_FI_EVENT_DATA (lock held). */
 void axon_fi_event_notify(axon_fi_op_t *op);
+/* Send the counts held back behind queued notifications once none is queued; called from
+ * the provider's calls, never from Axon's callbacks (lock held). */
+void axon_fi_event_flush(axon_fi_ep_t *ep);
+static inline void axon_fi_event_flush_due(axon_fi_ep_t *ep)
+{
+    if (AXON_FI_UNLIKELY(ep->events_nheld > 0) && (ep->events_queued == 0)) {
+        axon_fi_event_flush(ep);
+    }
+}
+/* Too many notifications queued (a target slower than its initiator): progress once and
+ * say so, for the operation to return -FI_EAGAIN instead of queueing without bound. */
+static inline int axon_fi_event_backlog(axon_fi_ep_t *ep)
+{
+    if (AXON_FI_LIKELY(ep->events_queued < AXON_FI_EVENT_QUEUED_MAX)) {
+        return 0;
+    }
+    axon_worker_progress(ep->worker);
+    axon_fi_event_flush_due(ep);
+    return ep->events_queued >= AXON_FI_EVENT_QUEUED_MAX;
+}
 /* The counter bound to the region under key for kind (AXON_FI_EVENT_*), NULL if none. */
 axon_fi_cntr_t *axon_fi_mr_event_cntr(axon_fi_domain_t *domain, uint64_t key, unsigned kind);
-/* Progress what moves cntr: its endpoints and, bound to a region, the event endpoints. */
-void axon_fi_cntr_progress(axon_fi_cntr_t *cntr);
+/* Progress what moves cntr: its endpoints and, bound to a region, the event endpoints;
+ * returns the events handled. */
+unsigned axon_fi_cntr_progress(axon_fi_cntr_t *cntr);
 
 /* -------------------------------------------------------------- data path */
 

@@ -55,6 +55,7 @@ unsigned axon_fi_eps_progress(const axon_fi_eps_t *set)
 
     for (i = 0; i < set->count; ++i) {
         events += axon_worker_progress(set->eps[i]->worker);
+        axon_fi_event_flush_due(set->eps[i]);   /* RMA event counts held back, if any */
     }
     return events;
 }

@@ -26,8 +26,10 @@ builddir=$(cd "${1:-.}" && pwd) || exit 2
 provider=${2:-sockets}
 srcdir=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$srcdir/../.." && pwd)
-tarball=${AXON_CLIENTS_DIR:-$top/../shared/clients}/SOS-1.5.3-with-tests-sos.tar.gz
-cache=${XDG_CACHE_HOME:-$HOME/.cache}/axon-clients
+. "$srcdir/sos_cache.sh"
+sos_locate "$top"   # sos_tarball, sos_cache, sos_dir
+tarball=$sos_tarball
+cache=$sos_cache
 provdir=$builddir/contrib/ofi_provider/.libs
 test_limit=${SOS_TEST_LIMIT:-60}
 nps=${SOS_NP:-2 4}
@@ -66,8 +68,7 @@ esac
 
 # ------------------------------------------------------------------ build
 
-sum=$(sha256sum "$tarball" | cut -c1-16)
-sosdir=$cache/sos-$sum
+sosdir=$sos_dir
 sossrc=$sosdir/SOS-1.5.3
 unitdir=$sossrc/modules/tests-sos/test/unit
 mkdir -p "$sosdir" || exit 2
