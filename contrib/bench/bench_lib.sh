@@ -489,6 +489,16 @@ bench_footer() {
 }
 
 # The failure notes of the run, then where the raw outputs are (--keep).
+# The last line of a run with goals, and its exit status: 0 all met, 1 not.
+bench_goals_exit() {  # missed-count goal-count
+    if [ "$1" -eq 0 ]; then
+        echo "all $2 goals met"
+        exit 0
+    fi
+    echo "$1 of $2 goals missed or not measured"
+    exit 1
+}
+
 bench_notes() {
     local i
     if [ ${#notes[@]} -gt 0 ]; then

@@ -252,9 +252,4 @@ echo "separate puts). The ceiling row is the most a layout key as fast as a cont
 echo "could reach against pack + put + unpack."
 [ "$keep" -eq 1 ] && echo && echo "Raw outputs: $work"
 echo
-if [ $missed -eq 0 ]; then
-    echo "all $goals goals met"
-    exit 0
-fi
-echo "$missed of $goals goals missed or not measured"
-exit 1
+bench_goals_exit "$missed" "$goals"

@@ -192,9 +192,4 @@ for size in "${sizes[@]}"; do
 done
 bench_notes
 echo
-if [ $missed -eq 0 ]; then
-    echo "all $goals goals met"
-    exit 0
-fi
-echo "$missed of $goals goals missed or not measured"
-exit 1
+bench_goals_exit "$missed" "$goals"
