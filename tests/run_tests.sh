@@ -198,24 +198,41 @@ else
 fi
 
 # Script tests: each prints "PASS name" or "FAIL name" (other lines pass through).
-run_script_tests() {  # time-limit script [arguments after the build directory]
-    local start=$SECONDS
+script_verdicts() {  # < the script's output
+    local verdict name
     while read -r verdict name; do
         case "$verdict" in
             PASS) echo "PASS  $name"; record "$name" 0 ;;
             FAIL) echo "FAIL  $name"; record "$name" 1 ;;
             *)    echo "$verdict $name" ;;
         esac
-    done < <(timeout -k 5 "$1" bash "$2" "$builddir" "${@:3}" 2>&1 ||
-             echo "FAIL $(basename "$2")-exit-status")
+    done
+}
+run_script_tests() {  # time-limit script [arguments after the build directory]
+    local start=$SECONDS
+    script_verdicts < <(timeout -k 5 "$1" bash "$2" "$builddir" "${@:3}" 2>&1 ||
+                        echo "FAIL $(basename "$2")-exit-status")
     echo "== $(basename "$2") took $((SECONDS - start))s"
+}
+# The same in the background, its output kept for script_tests_collect.
+script_tests_start() {  # output-file time-limit script [arguments...]
+    local out=$1; shift
+    (timeout -k 5 "$1" bash "$2" "$builddir" "${@:3}" 2>&1 ||
+     echo "FAIL $(basename "$2")-exit-status") >"$out" &
+}
+script_tests_collect() {  # pid output-file name
+    local start=$SECONDS
+    wait "$1"
+    script_verdicts <"$2"
+    rm -f "$2"
+    echo "== $3 done (waited $((SECONDS - start))s more)"
 }
 if [ "$filter" = "*" ] && [ "$gtest_only" != 1 ]; then
     # The test names (tests/README.md), the layer rules (docs/design.md), the
     # tools, then unmodified Open MPI
     # programs over Axon's libfabric provider, then libfabric's own provider
-    # tests (fabtests) against it, then Sandia OpenSHMEM's unit tests (a
-    # selection, 2 and 4 PEs) over it.
+    # tests (fabtests) against it and, at the same time, Sandia OpenSHMEM's
+    # unit tests (a selection, 2 and 4 PEs) over it.
     run_script_tests 60 "$names"
     run_script_tests 120 "$srcdir/tests/layering/check_layers_test.sh"
     run_script_tests 600 "$srcdir/tests/tools_test.sh"
@@ -225,13 +242,25 @@ if [ "$filter" = "*" ] && [ "$gtest_only" != 1 ]; then
         MPI_TEST_CONFIGS=${MPI_TEST_CONFIGS:-axon axon-tcp axon-osc} \
             run_script_tests 900 "$srcdir/tests/mpi/run_mpi_tests.sh"
     fi
-    if [ -f "$srcdir/tests/ofi/run_fabtests.sh" ]; then
-        run_script_tests 900 "$srcdir/tests/ofi/run_fabtests.sh"
-    fi
+    # fabtests' two halves and SOS (its build, the first time) at once:
+    # runfabtests.sh mostly waits in sleeps. Reports follow each other.
+    sos_pid=
+    fab_pid=
     if [ -f "$srcdir/tests/shmem/run_sos_tests.sh" ]; then
+        sos_out=$(mktemp)
         # the provider has what SOS asks for now: a refusal is a failure, not a skip
-        SOS_REQUIRE=1 run_script_tests 600 "$srcdir/tests/shmem/run_sos_tests.sh" axon
+        SOS_REQUIRE=1 script_tests_start "$sos_out" 600 \
+            "$srcdir/tests/shmem/run_sos_tests.sh" axon
+        sos_pid=$!
     fi
+    if [ -f "$srcdir/tests/ofi/run_fabtests.sh" ]; then
+        fab_out=$(mktemp)
+        script_tests_start "$fab_out" 900 "$srcdir/tests/ofi/run_fabtests.sh" unit,functional
+        fab_pid=$!
+        run_script_tests 900 "$srcdir/tests/ofi/run_fabtests.sh" short
+    fi
+    [ -z "$fab_pid" ] || script_tests_collect "$fab_pid" "$fab_out" "run_fabtests.sh unit,functional"
+    [ -z "$sos_pid" ] || script_tests_collect "$sos_pid" "$sos_out" run_sos_tests.sh
 fi
 
 if [ $failed -gt 0 ]; then
