@@ -162,26 +162,24 @@ static axon_status_t axon_rndv_recv_split(axon_request_h req, axon_ep_h ep,
     return AXON_OK;
 }
 
-/* Local pieces a receiving layout reads per call of ep_get_zcopy_iov (on the stack). */
-#define AXON_RNDV_GET_IOV 256
-
 /*
- * A receiving layout reads the sender's contiguous data into its runs,
- * AXON_RNDV_GET_IOV runs per operation, done at once (shm: one
- * process_vm_readv each, no copy in between). AXON_OK when the receive is
- * done or failed; AXON_ERR_UNSUPPORTED when nothing was read and the sender
- * should stream instead.
+ * A receiving layout reads the sender's data (through its key: rc) into its
+ * runs, AXON_TL_IOV_MAX runs per operation in the worker's array (the
+ * transport takes the list at the call, as rma.c's ops do): rc reads up to
+ * that many runs in one RDMA read through a local UMR key. AXON_OK when the
+ * receive is done or failed; AXON_ERR_UNSUPPORTED when nothing was read and
+ * the sender should stream instead.
  */
 static axon_status_t axon_rndv_recv_get_layout(axon_request_h req, const axon_lane_t *lane,
                                                const axon_rndv_rts_hdr_t *rts, const void *rkey,
                                                size_t want)
 {
-    struct iovec iov[AXON_RNDV_GET_IOV];
+    struct iovec *iov = req->worker->zcopy_iov;
     size_t pos = 0, start, len, n;
     axon_status_t status = AXON_OK;
 
     while ((pos < want) && (status == AXON_OK)) {
-        for (start = pos, n = 0; (n < AXON_RNDV_GET_IOV) && (pos < want); ++n, pos += len) {
+        for (start = pos, n = 0; (n < AXON_TL_IOV_MAX) && (pos < want); ++n, pos += len) {
             iov[n].iov_base = axon_layout_cursor_run(&req->recv.cursor, pos, &len);
             len             = (len < want - pos) ? len : want - pos;
             iov[n].iov_len  = len;

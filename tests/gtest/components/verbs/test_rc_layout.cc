@@ -70,6 +70,8 @@ protected:
     axon_worker_h  a_ = nullptr, b_ = nullptr;
     axon_ep_h      ab_ = nullptr;
 
+    void ReceiveInOneFillPerMessage(size_t count, size_t block);
+
     void SetUp() override
     {
         axon_context_params_t cp = {AXON_FEATURE_TAG | AXON_FEATURE_RMA, nullptr, 0};
@@ -173,9 +175,9 @@ TEST_F(RcLayoutKey, RendezvousOfOneLayoutMakesOneKey)
     munmap(again, kSpan);
 }
 
-TEST_F(RcLayoutKey, ReceivingLayoutReadsInOneFillPerMessage)
+/* count runs of block bytes received 20 times: each message one read through one fill. */
+void RcLayoutKey::ReceiveInOneFillPerMessage(size_t count, size_t block)
 {
-    const size_t count = 200, block = 1024;   /* 200 KiB in 200 runs: one operation */
     axon_layout_t lay  = strided(count, block, 2 * block);
     std::vector<uint8_t> out(count * block), in(2 * count * block);
 
@@ -194,6 +196,16 @@ TEST_F(RcLayoutKey, ReceivingLayoutReadsInOneFillPerMessage)
     }
     EXPECT_GE(softib_umr_fill_count() - fills, 20u) << "the receiver read its pieces one by one";
     EXPECT_EQ(0u, softib_umr_key_count() - keys) << "local keys are made once, then reused";
+}
+
+/* 200 KiB in 200 runs; and 900 runs, more than a batch on the stack used to hold (256). */
+TEST_F(RcLayoutKey, ReceivingLayoutReadsInOneFillPerMessage)
+{
+    ReceiveInOneFillPerMessage(200, 1024);
+}
+TEST_F(RcLayoutKey, ReceivingLayoutOfNineHundredRunsReadsInOneFill)
+{
+    ReceiveInOneFillPerMessage(900, 512);
 }
 
 TEST_F(RcLayoutKey, PutAndGetFromALocalLayoutFillAKey)
