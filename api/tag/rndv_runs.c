@@ -113,12 +113,14 @@ static axon_status_t axon_rndv_runs_borrow(const axon_lane_t *lane, uint64_t add
     if (status != AXON_OK) {
         return status;
     }
-    for (i = 0; (i < count) && (total <= length); ++i) {
+    /* No sum of the peer's lengths may wrap: each run must fit what is left. */
+    for (i = 0; (i < count) && (runs[i].iov_len <= length - total); ++i) {
         total += runs[i].iov_len;
     }
-    if (total != length) {
-        axon_error("peer %016llx lent %zu runs of %zu bytes or more for %zu bytes",
-                   (unsigned long long)peer_uuid, count, total, length);
+    if ((i < count) || (total != length)) {
+        axon_error("peer %016llx lent %zu runs whose lengths do not add up to %zu bytes "
+                   "(run %zu of %zu bytes after %zu)", (unsigned long long)peer_uuid, count,
+                   length, i, (i < count) ? runs[i].iov_len : 0, total);
         return AXON_ERR_IO_FORMAT;
     }
     return AXON_OK;
