@@ -21,7 +21,7 @@
 #include "amo_args.h"
 #include "coll_offload.h"
 
-#define AXON_COMPONENT_ABI_VERSION 13
+#define AXON_COMPONENT_ABI_VERSION 14
 /* Most local pieces one ep_get_zcopy_iov takes (the kernel's UIO_MAXIOV). */
 #define AXON_TL_IOV_MAX 1024
 /* Plugins build with -fvisibility=hidden; only the descriptor is exported. */
@@ -163,6 +163,11 @@ typedef struct axon_md_rkey {
     void                       *handle;       /* for rkey_release; NULL: nothing to release */
     uint8_t                    *direct;       /* the range's first byte, mapped here; or NULL */
     struct axon_amo_lock_table *locks;        /* direct: the atomics' locks, the owner's own */
+    /* With direct_length > 0 only part of the range is mapped here (ABI 14, shared
+     * pages): direct is its first byte, at direct_offset in the range; the rest
+     * goes by tl_rkey (when tl_rkey_len > 0) or active messages. */
+    uint64_t                    direct_offset;
+    uint64_t                    direct_length;
     size_t                      tl_rkey_len;  /* else: what ep_get_zcopy / ep_put_zcopy take */
     uint8_t                     tl_rkey[AXON_MD_RKEY_MAX];
 } axon_md_rkey_t;
@@ -232,6 +237,16 @@ typedef struct axon_md_ops {
      * mem_dereg frees the memory.
      */
     axon_status_t (*mem_alloc)(axon_md_t *md, size_t length, void **address_p,
+                               struct axon_amo_lock_table **locks_p, void **memh_p);
+    /*
+     * Optional (ABI 14): register the caller's memory as mem_reg does and
+     * move its whole pages into memory peers on the host map, at the same
+     * address with the same contents (AXON_MEM_MAP_SHARED), with the lock
+     * table their atomics and the owner's share at *locks_p. mem_dereg
+     * moves them back. AXON_ERR_UNSUPPORTED: nothing done (no whole page,
+     * or memory that must not move); the caller registers it plainly.
+     */
+    axon_status_t (*mem_share)(axon_md_t *md, void *addr, size_t length,
                                struct axon_amo_lock_table **locks_p, void **memh_p);
     /*
      * Optional, at a peer: make entry (what the owner's rkey_pack wrote) usable

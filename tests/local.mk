@@ -43,6 +43,7 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/components/rdmacm/test_rdmacm.cc \
 	tests/gtest/components/shm/test_shm.cc \
 	tests/gtest/components/shm/test_shm_mem_seg.cc \
+	tests/gtest/components/shm/test_shm_mem_share.cc \
 	tests/gtest/components/tcp/test_tcp.cc \
 	tests/gtest/components/verbs/rcache_probe.h \
 	tests/gtest/components/verbs/test_rc_layout.cc \
@@ -76,6 +77,7 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/framework/device/softib/test_softib_umr.cc \
 	tests/gtest/framework/device/softib/test_softib_xproc.cc \
 	components/shm/shm_mem_seg.c \
+	components/shm/shm_mem_share.c \
 	components/shm/shm_mem_table.c
 # (shm's segments and mapping table are tested directly, white box: shm_md.h)
 tests_axon_gtest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir) -I$(top_srcdir)/tests/harness $(GTEST_CFLAGS) \

@@ -127,39 +127,58 @@ static void axon_mem_dereg_all(struct axon_mem *mem)
 }
 
 /*
- * AXON_MEM_MAP_ALLOCATE: the first domain that allocates memory peers can
- * map (shm) does, and its registration comes with it; with none (shm not
- * admitted), anonymous memory of our own, which peers reach as they reach
- * the caller's.
+ * The first domain that can hold mem's memory: allocate it (shm: a segment
+ * peers on the host map) or, with share, move the caller's pages into such
+ * memory. Its registration comes with it, and the lock table peers' atomics
+ * use. AXON_ERR_UNSUPPORTED: none can (or the one that could declined).
  */
-static axon_status_t axon_mem_alloc(axon_context_h ctx, struct axon_mem *mem)
+static axon_status_t axon_mem_hold(axon_context_h ctx, struct axon_mem *mem, int share)
 {
     struct axon_amo_lock_table *locks;
+    axon_mem_reg_t *reg;
     axon_status_t status;
     unsigned i;
 
     for (i = 0; i < ctx->num_rscs; ++i) {
         axon_md_t *md = ctx->rscs[i].md;
 
-        if ((md == NULL) || (md->ops->mem_alloc == NULL)) {
+        if ((md == NULL) || ((share ? (void *)md->ops->mem_share :
+                                      (void *)md->ops->mem_alloc) == NULL)) {
             continue;
         }
-        mem->alloc_reg = calloc(1, sizeof(*mem->alloc_reg));
-        if (mem->alloc_reg == NULL) {
+        reg = calloc(1, sizeof(*reg));
+        if (reg == NULL) {
             return AXON_ERR_NO_MEMORY;
         }
-        status = md->ops->mem_alloc(md, mem->length, (void **)&mem->address, &locks,
-                                    &mem->alloc_reg->tl_memh);
+        status = share ? md->ops->mem_share(md, mem->address, mem->length, &locks,
+                                            &reg->tl_memh) :
+                         md->ops->mem_alloc(md, mem->length, (void **)&mem->address, &locks,
+                                            &reg->tl_memh);
         if (status != AXON_OK) {
-            free(mem->alloc_reg);
-            mem->alloc_reg = NULL;
+            free(reg);
             return status;
         }
-        mem->alloc_reg->resource = ctx->rscs[i].resource;
-        mem->alloc_reg->md       = md;
-        mem->locks               = locks;
-        axon_list_add_tail(&mem->regs, &mem->alloc_reg->link);
+        reg->resource  = ctx->rscs[i].resource;
+        reg->md        = md;
+        mem->alloc_reg = reg;
+        mem->locks     = locks;
+        axon_list_add_tail(&mem->regs, &reg->link);
         return AXON_OK;
+    }
+    return AXON_ERR_UNSUPPORTED;
+}
+
+/*
+ * AXON_MEM_MAP_ALLOCATE: a domain's memory peers can map (shm); with none
+ * (shm not admitted), anonymous memory of our own, which peers reach as
+ * they reach the caller's.
+ */
+static axon_status_t axon_mem_alloc(axon_context_h ctx, struct axon_mem *mem)
+{
+    axon_status_t status = axon_mem_hold(ctx, mem, 0);
+
+    if (status != AXON_ERR_UNSUPPORTED) {
+        return status;
     }
     mem->address = mmap(NULL, mem->length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                         -1, 0);
@@ -170,6 +189,29 @@ static axon_status_t axon_mem_alloc(axon_context_h ctx, struct axon_mem *mem)
     }
     mem->anon_length = mem->length;
     return AXON_OK;
+}
+
+/*
+ * AXON_MEM_MAP_SHARED: where it cannot be done, plainly. Not beside a
+ * hardware RDMA device, whose registrations pin the pages that would move
+ * away (another library's registrations of the same memory too).
+ */
+static axon_status_t axon_mem_share(axon_context_h ctx, struct axon_mem *mem)
+{
+    const axon_resource_t *r;
+    axon_status_t status;
+    unsigned i;
+
+    for (i = 0; i < ctx->num_rscs; ++i) {
+        r = ctx->rscs[i].resource;
+        if ((r->cap_flags & AXON_CAP_NEED_MKEY) && !(r->cap_flags & AXON_CAP_EMULATED)) {
+            axon_debug("axon_mem_map: %p not shared: %s/%s pins registered pages",
+                       (void *)mem->address, r->tl_name, r->dev_name);
+            return AXON_OK;
+        }
+    }
+    status = axon_mem_hold(ctx, mem, 1);
+    return (status == AXON_ERR_UNSUPPORTED) ? AXON_OK : status;
 }
 
 static axon_status_t axon_mem_reg_one(axon_md_t *md, struct axon_mem *mem,
@@ -345,8 +387,16 @@ static axon_status_t axon_mem_map_check(axon_context_h context,
                    "AXON_FEATURE_AMO", context->features);
         return AXON_ERR_INVALID_PARAM;
     }
-    if (params->flags & ~(uint32_t)(AXON_MEM_MAP_ALLOCATE | AXON_MEM_MAP_LAYOUT)) {
+    if (params->flags & ~(uint32_t)(AXON_MEM_MAP_ALLOCATE | AXON_MEM_MAP_LAYOUT |
+                                    AXON_MEM_MAP_SHARED)) {
         axon_error("axon_mem_map: unknown flags 0x%x", params->flags);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if ((params->flags & AXON_MEM_MAP_SHARED) &&
+        (params->flags & (AXON_MEM_MAP_ALLOCATE | AXON_MEM_MAP_LAYOUT))) {
+        axon_error("axon_mem_map: AXON_MEM_MAP_SHARED with AXON_MEM_MAP_%s (flags 0x%x)",
+                   (params->flags & AXON_MEM_MAP_ALLOCATE) ? "ALLOCATE" : "LAYOUT",
+                   params->flags);
         return AXON_ERR_INVALID_PARAM;
     }
     if (params->length == 0) {
@@ -463,7 +513,8 @@ axon_status_t axon_mem_map(axon_context_h context, const axon_mem_map_params_t *
     mem->token = axon_mem_new_token();
     pthread_mutex_unlock(&axon_mem_proc_lock);
 
-    status = (params->flags & AXON_MEM_MAP_ALLOCATE) ? axon_mem_alloc(context, mem) : AXON_OK;
+    status = (params->flags & AXON_MEM_MAP_ALLOCATE) ? axon_mem_alloc(context, mem) :
+             (params->flags & AXON_MEM_MAP_SHARED) ? axon_mem_share(context, mem) : AXON_OK;
     if (status == AXON_OK) {
         status = axon_mem_own_locks_create(mem);
     }
@@ -490,6 +541,7 @@ axon_status_t axon_mem_map(axon_context_h context, const axon_mem_map_params_t *
 
     axon_debug("mapped %p, %zu bytes%s, token %016llx", (void *)mem->address, mem->length,
                (mem->flags & AXON_MEM_MAP_ALLOCATE) ? " (allocated)" :
+               (mem->alloc_reg != NULL) ? " (shared pages)" :
                (mem->layout != NULL) ? " (a layout)" : "",
                (unsigned long long)mem->token);
     *memh_p = mem;

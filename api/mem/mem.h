@@ -55,7 +55,8 @@ struct axon_mem {
     uint32_t               flags;      /* AXON_MEM_MAP_* */
     axon_amo_lock_table_t *locks;      /* the allocating domain's, or own_locks */
     axon_amo_lock_table_t *own_locks;  /* other memory: a table of its own (refcounted) */
-    axon_mem_reg_t        *alloc_reg;  /* AXON_MEM_MAP_ALLOCATE: the domain that allocated */
+    axon_mem_reg_t        *alloc_reg;  /* the domain that allocated the memory, or shares
+                                        * its pages (AXON_MEM_MAP_ALLOCATE, _SHARED) */
     size_t                 anon_length;/* ... or, with none that can, our own mmap */
     axon_list_link_t       regs;       /* axon_mem_reg_t */
     /* AXON_MEM_MAP_LAYOUT: a copy of the layout (address its base, length its

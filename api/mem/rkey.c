@@ -357,13 +357,22 @@ static int axon_rkey_try_lane(axon_rkey_h rkey, const axon_lane_t *lane, const u
         rkey->md        = lane->md;
         rkey->md_handle = md_rkey.handle;
         if (md_rkey.direct != NULL) {
-            rkey->path       = AXON_RMA_PATH_SHM;
-            rkey->local_base = md_rkey.direct;
-            rkey->locks      = (axon_amo_lock_table_t *)md_rkey.locks;
-            return 1;
+            rkey->locks    = (axon_amo_lock_table_t *)md_rkey.locks;
+            rkey->map_base = md_rkey.direct;
+            rkey->map_lo   = hdr->address + md_rkey.direct_offset;
+            rkey->map_len  = md_rkey.direct_length;
+            if (md_rkey.direct_length == 0) {   /* all of the range */
+                rkey->path       = AXON_RMA_PATH_SHM;
+                rkey->local_base = md_rkey.direct;
+                rkey->map_len    = hdr->length;
+                return 1;
+            }
+            if (md_rkey.tl_rkey_len == 0) {   /* the window; the rest by messages */
+                return 1;
+            }
         }
         if (!axon_rkey_lane_zcopy(lane) || (md_rkey.tl_rkey_len > sizeof(rkey->tl_rkey))) {
-            return 0;
+            return (md_rkey.direct != NULL) ? 1 : 0;
         }
         rkey->tl_rkey_len = (uint32_t)md_rkey.tl_rkey_len;
         memcpy(rkey->tl_rkey, md_rkey.tl_rkey, md_rkey.tl_rkey_len);
@@ -402,7 +411,10 @@ static axon_status_t axon_rkey_choose_path(axon_rkey_h rkey, const uint8_t *buf,
         status = axon_mem_find_local(hdr->token, hdr->address, hdr->length, &rkey->local_base,
                                      &rkey->locks, &rkey->locks_ref);
         if (status == AXON_OK) {
-            rkey->path = AXON_RMA_PATH_LOCAL;
+            rkey->path     = AXON_RMA_PATH_LOCAL;
+            rkey->map_base = rkey->local_base;
+            rkey->map_lo   = hdr->address;
+            rkey->map_len  = hdr->length;
             return AXON_OK;
         }
         if (status != AXON_ERR_UNSUPPORTED) {   /* unsupported: a layout, placed by a lane */

@@ -38,10 +38,11 @@ void axon_amo_result_store(void *result, unsigned size, const uint64_t *words)
 void axon_amo_local_exec(const struct axon_rkey *rkey, uint64_t remote_addr,
                          const axon_amo_args_t *args, void *result)
 {
-    uint64_t offset = remote_addr - rkey->remote_base;
     uint64_t words[AXON_AMO_MAX_WORDS];
 
-    axon_amo_cpu_exec(rkey->locks, offset, rkey->local_base + offset, args,
+    /* the lock stripe by the offset in the range, as the owner's own executor chooses it */
+    axon_amo_cpu_exec(rkey->locks, remote_addr - rkey->remote_base,
+                      axon_rkey_mapped(rkey, remote_addr, args->size), args,
                       (result != NULL) ? words : NULL);
     if (result != NULL) {
         axon_amo_result_store(result, args->size, words);
@@ -123,7 +124,7 @@ static axon_status_t axon_amo_start(axon_ep_h ep, axon_rkey_h rkey, uint64_t rem
         req->rma.amo.result  = result;
         return axon_rma_start(req, param, req_p);
     }
-    if ((rkey->path <= AXON_RMA_PATH_SHM) && axon_rma_unfenced(ep)) {
+    if ((axon_rkey_mapped(rkey, remote_addr, args->size) != NULL) && axon_rma_unfenced(ep)) {
         axon_amo_local_exec(rkey, remote_addr, args, result);
         return axon_rma_done_now(ep->worker, AXON_OK, param, req_p);
     }

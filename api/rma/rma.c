@@ -720,8 +720,8 @@ static axon_status_t axon_rma_layout_nb(axon_ep_h ep, axon_rma_kind_t kind, uint
     if (length == 0) {
         return axon_rma_done_now(ep->worker, AXON_OK, param, req_p);
     }
-    if ((rkey->path <= AXON_RMA_PATH_SHM) && axon_rma_unfenced(ep)) {
-        target = rkey->local_base + (remote_addr - rkey->remote_base);
+    target = axon_rkey_mapped(rkey, remote_addr, length);
+    if ((target != NULL) && axon_rma_unfenced(ep)) {
         axon_layout_cursor_init(&cursor, layout, buffer);
         if (kind == AXON_RMA_KIND_PUT) {
             axon_layout_gather(&cursor, 0, target, length);
@@ -752,7 +752,7 @@ axon_rma_param_layout_nb(axon_ep_h ep, axon_rma_kind_t kind, uint8_t *buffer, si
 }
 
 /*
- * put and get: checks, then the LOCAL/SHM fast path in place (kind is a
+ * put and get: checks, then the fast path in place where the range is mapped here (kind is a
  * constant at both call sites, so each gets its own copy with no branch on it).
  */
 static inline __attribute__((always_inline)) axon_status_t
@@ -780,8 +780,8 @@ axon_rma_contig_nb(axon_ep_h ep, axon_rma_kind_t kind, uint8_t *buffer, size_t l
     if (__builtin_expect(length == 0, 0)) {
         return axon_rma_done_now(ep->worker, AXON_OK, param, req_p);
     }
-    if ((rkey->path <= AXON_RMA_PATH_SHM) && axon_rma_unfenced(ep)) {
-        target = rkey->local_base + (remote_addr - rkey->remote_base);
+    target = axon_rkey_mapped(rkey, remote_addr, length);
+    if ((target != NULL) && axon_rma_unfenced(ep)) {
         if (kind == AXON_RMA_KIND_PUT) {
             memmove(target, buffer, length);
         } else {

@@ -9,7 +9,10 @@
  *   LOCAL  the memory is in this process: memcpy, atomics by our CPU.
  *   SHM    an allocated segment of a process on this host, mapped here:
  *          memcpy, atomics by our CPU on the segment's lock table. The target
- *          never has to progress.
+ *          never has to progress. Shared pages of the caller's memory
+ *          (AXON_MEM_MAP_SHARED) are such a segment too; when they cover
+ *          only part of the range (partial pages at its ends) that part is
+ *          a window reached as SHM is, the rest by the key's path.
  *   ZCOPY  put/get through a lane's ep_put_zcopy/ep_get_zcopy (shm: cross
  *          memory attach into the caller's memory; rc: RDMA write/read with the
  *          lane's key); atomics by active message, executed at the target.
@@ -58,6 +61,11 @@ struct axon_rkey {
     uint8_t               *local_base;
     axon_amo_lock_table_t *locks;
     void                  *locks_ref;     /* LOCAL user memory: keeps locks past an unmap */
+    /* Where the range is mapped here: all of it (LOCAL, SHM) or the window of its
+     * shared pages (any path): the owner's [map_lo, map_lo + map_len) at map_base */
+    uint8_t               *map_base;
+    uint64_t               map_lo;
+    uint64_t               map_len;
     /* What a domain's rkey_unpack holds for the key (SHM, shm's ZCOPY), released at destroy */
     axon_md_t             *md;
     void                  *md_handle;
@@ -80,6 +88,16 @@ static inline int axon_rkey_range_ok(const struct axon_rkey *rkey, uint64_t addr
 {
     return (addr >= rkey->remote_base) && (length <= rkey->length) &&
            (addr - rkey->remote_base <= rkey->length - length);
+}
+
+/* Where [addr, addr + length) (length > 0) is mapped here, or NULL. */
+static inline uint8_t *axon_rkey_mapped(const struct axon_rkey *rkey, uint64_t addr,
+                                        size_t length)
+{
+    uint64_t off = addr - rkey->map_lo;
+
+    return ((off < rkey->map_len) && (length <= rkey->map_len - off)) ? rkey->map_base + off :
+                                                                         NULL;
 }
 
 /* rma_am.c: the target-side handlers and replies, the placements of PUT and GET_REPLY data */

@@ -11,6 +11,8 @@ components_shm_libaxon_shm_la_SOURCES = \
 	components/shm/shm_md.h \
 	components/shm/shm_mem_seg.c \
 	components/shm/shm_mem_seg.h \
+	components/shm/shm_mem_share.c \
+	components/shm/shm_mem_share.h \
 	components/shm/shm_mem_table.c \
 	components/shm/shm_mem_table.h \
 	components/shm/shm_fifo.h \

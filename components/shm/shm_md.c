@@ -5,7 +5,9 @@
  *
  * - Memory it allocates (AXON_MEM_MAP_ALLOCATE) is a memfd segment
  *   (shm_mem_seg.h) that peers map: direct loads and stores, atomics under
- *   the lock table in the segment's header.
+ *   the lock table in the segment's header. The caller's memory shared
+ *   (AXON_MEM_MAP_SHARED, shm_mem_share.h) is one too, for its whole pages;
+ *   the partial pages at its ends go by cross-memory attach.
  * - Every registration is published in the domain's mapping table
  *   (shm_mem_table.h), which a peer checks before it reads or writes by
  *   cross-memory attach (process_vm_readv/writev, shm_ep.c): at unpack the
@@ -14,18 +16,22 @@
  *
  * The key entry (32 bytes, little-endian; the owner's process and host are
  * in the key's header, axon_md_key_info_t):
- *    0 u8 version (1)  1 u8 flags (ALLOCATED, SLOT)  2 u16 slot (SLOT)
- *    4 i32 memfd at the owner (ALLOCATED, else -1)   8 i32 table fd (SLOT, else -1)
+ *    0 u8 version (1)  1 u8 flags (ALLOCATED or SHARED, SLOT)  2 u16 slot (SLOT)
+ *    4 i32 memfd at the owner (ALLOCATED, SHARED, else -1)   8 i32 table fd (SLOT, else -1)
  *   12 u32 0          16 u64 table id (SLOT, else 0)  24 u64 id of the memory
+ * A SHARED segment holds the range's whole pages: a peer computes which
+ * from the range and the page size (the same on one host).
  * A peer attaches a segment or table once per domain, shared by every key
  * naming it (refcounted under the domain's lock).
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "byte_order.h"
 #include "shm.h"
 #include "shm_md.h"
+#include "shm_mem_share.h"
 #include "sys.h"
 
 
@@ -103,6 +109,31 @@ static axon_status_t axon_shm_md_mem_alloc(axon_md_t *tl_md, size_t length, void
     return AXON_OK;
 }
 
+static axon_status_t axon_shm_md_mem_share(axon_md_t *tl_md, void *addr, size_t length,
+                                           struct axon_amo_lock_table **locks_p, void **memh_p)
+{
+    axon_shm_memh_t *memh = calloc(1, sizeof(*memh));
+    axon_status_t status;
+
+    if (memh == NULL) {
+        axon_error("shm: out of memory sharing %p", addr);
+        return AXON_ERR_NO_MEMORY;
+    }
+    memh->id = axon_shm_md_new_id();
+    status   = axon_mem_share(addr, length, memh->id, &memh->seg);
+    if (status != AXON_OK) {
+        free(memh);
+        return status;
+    }
+    memh->shared  = 1;
+    memh->address = (uintptr_t)addr;
+    memh->length  = length;
+    axon_shm_md_publish((axon_shm_md_t *)tl_md, memh);   /* the partial pages: CMA */
+    *locks_p = memh->seg.locks;
+    *memh_p  = memh;
+    return AXON_OK;
+}
+
 static void axon_shm_md_mem_dereg(axon_md_t *tl_md, void *memh_v)
 {
     axon_shm_md_t *md = (axon_shm_md_t *)tl_md;
@@ -113,7 +144,9 @@ static void axon_shm_md_mem_dereg(axon_md_t *tl_md, void *memh_v)
         axon_mem_table_clear(&md->table, (uint32_t)memh->slot);   /* first: peers' CMA stops */
         pthread_mutex_unlock(&md->lock);
     }
-    if (memh->seg.base != NULL) {
+    if (memh->shared) {
+        axon_mem_unshare(&memh->seg);
+    } else if (memh->seg.base != NULL) {
         axon_mem_seg_free(&memh->seg);
     }
     free(memh);
@@ -124,14 +157,14 @@ static size_t axon_shm_md_rkey_pack(axon_md_t *tl_md, const void *memh_v, void *
     axon_shm_md_t *md = (axon_shm_md_t *)tl_md;
     const axon_shm_memh_t *memh = memh_v;
     uint8_t *e = rkey_buf;
-    int allocated = (memh->seg.base != NULL), slot = (memh->slot >= 0);
+    int seg = (memh->seg.base != NULL), slot = (memh->slot >= 0);
 
     memset(e, 0, AXON_SHM_KEY_SIZE);
     e[0] = AXON_SHM_KEY_VERSION;
-    e[1] = (uint8_t)((allocated ? AXON_SHM_KEY_FLAG_ALLOCATED : 0) |
-                     (slot ? AXON_SHM_KEY_FLAG_SLOT : 0));
+    e[1] = (uint8_t)((!seg ? 0 : memh->shared ? AXON_SHM_KEY_FLAG_SHARED :
+                      AXON_SHM_KEY_FLAG_ALLOCATED) | (slot ? AXON_SHM_KEY_FLAG_SLOT : 0));
     axon_le_put16(e + 2, (uint16_t)(slot ? memh->slot : 0));
-    axon_le_put32(e + 4, (uint32_t)(allocated ? memh->seg.fd : -1));
+    axon_le_put32(e + 4, (uint32_t)(seg ? memh->seg.fd : -1));
     axon_le_put32(e + 8, (uint32_t)(slot ? md->table.seg.fd : -1));
     axon_le_put64(e + 16, slot ? md->table.id : 0);
     axon_le_put64(e + 24, memh->id);
@@ -153,8 +186,11 @@ static axon_status_t axon_shm_key_parse(const uint8_t *e, size_t len, axon_shm_k
     key->table_fd = (int32_t)axon_le_get32(e + 8);
     key->table_id = axon_le_get64(e + 16);
     key->id       = axon_le_get64(e + 24);
-    if ((key->flags & ~(AXON_SHM_KEY_FLAG_ALLOCATED | AXON_SHM_KEY_FLAG_SLOT)) ||
-        ((key->flags & AXON_SHM_KEY_FLAG_ALLOCATED) ? (key->memfd < 0) : (key->memfd != -1)) ||
+    if ((key->flags & ~(AXON_SHM_KEY_FLAG_ALLOCATED | AXON_SHM_KEY_FLAG_SHARED |
+                        AXON_SHM_KEY_FLAG_SLOT)) ||
+        ((key->flags & AXON_SHM_KEY_FLAG_ALLOCATED) && (key->flags & AXON_SHM_KEY_FLAG_SHARED)) ||
+        ((key->flags & (AXON_SHM_KEY_FLAG_ALLOCATED | AXON_SHM_KEY_FLAG_SHARED)) ?
+         (key->memfd < 0) : (key->memfd != -1)) ||
         ((key->flags & AXON_SHM_KEY_FLAG_SLOT) ?
          ((key->table_id == 0) || (key->table_fd < 0) || (key->slot >= AXON_MEM_TABLE_SLOTS)) :
          ((key->table_id != 0) || (key->table_fd != -1) || (key->slot != 0))) ||
@@ -282,40 +318,16 @@ static axon_status_t axon_shm_md_check_slot(axon_shm_md_t *md, const axon_shm_ke
     return AXON_OK;
 }
 
-/*
- * The owner's segment mapped here (direct access), else its memory by
- * cross-memory attach checked against its table (tl_rkey: the slot to
- * check before every operation, axon_shm_rkey_t).
- */
-static axon_status_t axon_shm_md_unpack_into(axon_shm_md_t *md, const axon_shm_key_t *key,
-                                             const axon_md_key_info_t *info,
-                                             axon_shm_rkey_handle_t *h, axon_md_rkey_t *rkey)
+/* Cross-memory attach to the key's memory, checked against the owner's table
+ * (tl_rkey: the slot to check before every operation, axon_shm_rkey_t). */
+static axon_status_t axon_shm_md_unpack_cma(axon_shm_md_t *md, const axon_shm_key_t *key,
+                                            const axon_md_key_info_t *info,
+                                            axon_shm_rkey_handle_t *h, axon_md_rkey_t *rkey)
 {
     const axon_mem_table_slot_t *slot;
     axon_shm_rkey_t tl;
-    axon_status_t status = AXON_ERR_UNSUPPORTED;
+    axon_status_t status;
 
-    if (key->flags & AXON_SHM_KEY_FLAG_ALLOCATED) {
-        status = axon_shm_attach_get(md, 0, info->owner, key->memfd, key->id, info->length,
-                                     &h->seg);
-        if (status == AXON_OK) {
-            /* An attachment cached for an earlier key outlives the owner's unmap: its
-             * table tells whether the segment is still mapped. */
-            if ((key->flags & AXON_SHM_KEY_FLAG_SLOT) &&
-                ((status = axon_shm_md_check_slot(md, key, info, h, &slot)) ==
-                 AXON_ERR_REMOTE_ACCESS)) {
-                return status;
-            }
-            rkey->direct = h->seg->seg.address;
-            rkey->locks  = h->seg->seg.locks;
-            return AXON_OK;
-        }
-        if (status != AXON_ERR_UNSUPPORTED) {
-            return status;
-        }
-        axon_debug("segment of process %d cannot be mapped here: trying cross-memory attach",
-                   info->owner->pid);
-    }
     if (!md->cma || !(key->flags & AXON_SHM_KEY_FLAG_SLOT)) {
         axon_debug("key to 0x%llx of process %d: no cross-memory attach (%s)",
                    (unsigned long long)info->address, info->owner->pid,
@@ -331,6 +343,69 @@ static axon_status_t axon_shm_md_unpack_into(axon_shm_md_t *md, const axon_shm_k
     memcpy(rkey->tl_rkey, &tl, sizeof(tl));
     rkey->tl_rkey_len = sizeof(tl);
     return AXON_OK;
+}
+
+/*
+ * The owner's segment mapped here: direct access to all of the range
+ * (allocated, or shared pages covering it) or to its whole pages (shared),
+ * the partial ones by cross-memory attach where it can, else by messages.
+ * UNSUPPORTED: the segment cannot be mapped here.
+ */
+static axon_status_t axon_shm_md_unpack_seg(axon_shm_md_t *md, const axon_shm_key_t *key,
+                                            const axon_md_key_info_t *info,
+                                            axon_shm_rkey_handle_t *h, axon_md_rkey_t *rkey)
+{
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), lo = info->address, n = info->length;
+    const axon_mem_table_slot_t *slot;
+    axon_status_t status;
+
+    if (key->flags & AXON_SHM_KEY_FLAG_SHARED) {
+        lo = (info->address + page - 1) / page * page;
+        n  = (info->address + info->length) / page * page;
+        if ((lo >= n) || (n < info->address)) {
+            axon_error("axon_ep_rkey_unpack: shared key to 0x%llx (%llu bytes): no whole page",
+                       (unsigned long long)info->address, (unsigned long long)info->length);
+            return AXON_ERR_IO_FORMAT;
+        }
+        n -= lo;
+    }
+    status = axon_shm_attach_get(md, 0, info->owner, key->memfd, key->id, n, &h->seg);
+    if (status != AXON_OK) {
+        return status;
+    }
+    rkey->direct = h->seg->seg.address;
+    rkey->locks  = h->seg->seg.locks;
+    if (n < info->length) {
+        rkey->direct_offset = lo - info->address;
+        rkey->direct_length = n;
+        status = axon_shm_md_unpack_cma(md, key, info, h, rkey);
+        return (status == AXON_ERR_UNSUPPORTED) ? AXON_OK : status;
+    }
+    /* An attachment cached for an earlier key outlives the owner's unmap: its table
+     * tells whether the segment is still mapped. */
+    if ((key->flags & AXON_SHM_KEY_FLAG_SLOT) &&
+        ((status = axon_shm_md_check_slot(md, key, info, h, &slot)) == AXON_ERR_REMOTE_ACCESS)) {
+        return status;
+    }
+    return AXON_OK;
+}
+
+/* The owner's segment mapped here, else its memory by cross-memory attach. */
+static axon_status_t axon_shm_md_unpack_into(axon_shm_md_t *md, const axon_shm_key_t *key,
+                                             const axon_md_key_info_t *info,
+                                             axon_shm_rkey_handle_t *h, axon_md_rkey_t *rkey)
+{
+    axon_status_t status;
+
+    if (key->flags & (AXON_SHM_KEY_FLAG_ALLOCATED | AXON_SHM_KEY_FLAG_SHARED)) {
+        status = axon_shm_md_unpack_seg(md, key, info, h, rkey);
+        if (status != AXON_ERR_UNSUPPORTED) {
+            return status;
+        }
+        axon_debug("segment of process %d cannot be mapped here: trying cross-memory attach",
+                   info->owner->pid);
+    }
+    return axon_shm_md_unpack_cma(md, key, info, h, rkey);
 }
 
 static axon_status_t axon_shm_md_rkey_unpack(axon_md_t *tl_md, const void *entry,
@@ -394,6 +469,7 @@ static const axon_md_ops_t axon_shm_md_ops = {
     .mem_dereg    = axon_shm_md_mem_dereg,
     .rkey_pack    = axon_shm_md_rkey_pack,
     .mem_alloc    = axon_shm_md_mem_alloc,
+    .mem_share    = axon_shm_md_mem_share,
     .rkey_unpack  = axon_shm_md_rkey_unpack,
     .rkey_release = axon_shm_md_rkey_release,
 };

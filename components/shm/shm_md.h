@@ -13,6 +13,7 @@
 #define AXON_SHM_KEY_VERSION        1
 #define AXON_SHM_KEY_FLAG_ALLOCATED 0x1u
 #define AXON_SHM_KEY_FLAG_SLOT      0x2u
+#define AXON_SHM_KEY_FLAG_SHARED    0x4u   /* the caller's memory, its whole pages shared */
 #define AXON_SHM_KEY_SIZE           32
 
 typedef struct axon_shm_md {
@@ -27,7 +28,8 @@ typedef struct axon_shm_md {
 
 /* A registration: memory we allocated or the caller's, and its slot. */
 typedef struct axon_shm_memh {
-    axon_mem_seg_t seg;            /* allocated: seg.base != NULL */
+    axon_mem_seg_t seg;            /* allocated or shared: seg.base != NULL */
+    int            shared;         /* seg holds the caller's pages (AXON_MEM_MAP_SHARED) */
     uint64_t       id;             /* names it in the segment and the slot */
     uint64_t       address;
     uint64_t       length;

@@ -47,7 +47,7 @@ static size_t axon_mem_seg_page(void)
 }
 
 /* Header bytes: AXON_MEM_SEG_HDR_SIZE rounded up to pages, so user memory is page aligned. */
-static size_t axon_mem_seg_hdr_size(void)
+size_t axon_mem_seg_hdr_size(void)
 {
     size_t page = axon_mem_seg_page();
 
@@ -86,20 +86,16 @@ static void axon_mem_seg_set(axon_mem_seg_t *seg, void *base, size_t map_length,
     seg->locks      = &hdr->locks;
 }
 
-axon_status_t axon_mem_seg_alloc(size_t length, uint64_t token, axon_mem_seg_t *seg)
+axon_status_t axon_mem_seg_create_fd(size_t length, int *fd_p, size_t *map_length_p)
 {
-    size_t              map_length = axon_mem_seg_map_size(length);
-    axon_mem_seg_hdr_t *hdr;
-    axon_status_t       status;
-    void               *base;
-    int                 fd;
+    size_t        map_length = axon_mem_seg_map_size(length);
+    axon_status_t status;
+    int           fd;
 
-    axon_mem_seg_clear(seg);
     if (map_length == 0) {
         axon_error("cannot allocate a segment of %zu bytes", length);
         return AXON_ERR_INVALID_PARAM;
     }
-
     fd = memfd_create(AXON_MEM_SEG_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0) {
         status = ((errno == EMFILE) || (errno == ENFILE)) ? AXON_ERR_NO_RESOURCE :
@@ -117,14 +113,19 @@ axon_status_t axon_mem_seg_alloc(size_t length, uint64_t token, axon_mem_seg_t *
         status = AXON_ERR_UNSUPPORTED;
         goto err_close;
     }
-    base = mmap(NULL, map_length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (base == MAP_FAILED) {
-        axon_error("mapping a %zu-byte segment failed: %s", map_length, strerror(errno));
-        status = AXON_ERR_NO_MEMORY;
-        goto err_close;
-    }
+    *fd_p         = fd;
+    *map_length_p = map_length;
+    return AXON_OK;
 
-    hdr           = (axon_mem_seg_hdr_t*)base;   /* zeroed by ftruncate */
+err_close:
+    close(fd);
+    return status;
+}
+
+void axon_mem_seg_hdr_init(void *hdr_v, size_t length, uint64_t token)
+{
+    axon_mem_seg_hdr_t *hdr = hdr_v;   /* zeroed by ftruncate */
+
     hdr->version  = AXON_MEM_SEG_VERSION;
     hdr->hdr_size = (uint32_t)axon_mem_seg_hdr_size();
     hdr->token    = token;
@@ -132,16 +133,37 @@ axon_status_t axon_mem_seg_alloc(size_t length, uint64_t token, axon_mem_seg_t *
     axon_proc_self(&hdr->owner);
     axon_amo_lock_table_init(&hdr->locks);
     __atomic_store_n(&hdr->magic, AXON_MEM_SEG_MAGIC, __ATOMIC_RELEASE);
+}
 
+axon_amo_lock_table_t *axon_mem_seg_hdr_locks(void *hdr)
+{
+    return &((axon_mem_seg_hdr_t *)hdr)->locks;
+}
+
+axon_status_t axon_mem_seg_alloc(size_t length, uint64_t token, axon_mem_seg_t *seg)
+{
+    axon_status_t status;
+    size_t        map_length;
+    void         *base;
+    int           fd;
+
+    axon_mem_seg_clear(seg);
+    status = axon_mem_seg_create_fd(length, &fd, &map_length);
+    if (status != AXON_OK) {
+        return status;
+    }
+    base = mmap(NULL, map_length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) {
+        axon_error("mapping a %zu-byte segment failed: %s", map_length, strerror(errno));
+        close(fd);
+        return AXON_ERR_NO_MEMORY;
+    }
+    axon_mem_seg_hdr_init(base, length, token);
     axon_mem_seg_set(seg, base, map_length, length, token);
     seg->fd = fd;
     axon_debug("allocated segment fd %d: %zu bytes at %p, token 0x%llx", fd, length,
                seg->address, (unsigned long long)token);
     return AXON_OK;
-
-err_close:
-    close(fd);
-    return status;
 }
 
 void axon_mem_seg_free(axon_mem_seg_t *seg)

@@ -44,6 +44,17 @@ axon_status_t axon_mem_seg_alloc(size_t length, uint64_t token, axon_mem_seg_t *
 void          axon_mem_seg_free(axon_mem_seg_t *seg);
 
 /*
+ * Pieces of alloc, for memory moved into a segment (shm_mem_share.c): a
+ * sealed memfd sized for a header and length bytes, the header's bytes (a
+ * multiple of the page size: the user's memory starts at that offset), a
+ * header written at hdr (the fd's first bytes, mapped), and its lock table.
+ */
+axon_status_t          axon_mem_seg_create_fd(size_t length, int *fd_p, size_t *map_length_p);
+size_t                 axon_mem_seg_hdr_size(void);
+void                   axon_mem_seg_hdr_init(void *hdr, size_t length, uint64_t token);
+axon_amo_lock_table_t *axon_mem_seg_hdr_locks(void *hdr);
+
+/*
  * Peer: map the owner's segment (owner identity and fd from its key) and
  * check it is the one the key names. AXON_ERR_REMOTE_ACCESS (logged) when
  * it cannot be opened or is not that segment (owner gone, no such fd, not

@@ -265,6 +265,7 @@ struct axon_fi_domain {
     axon_fi_map_t          mr_by_key;
     uint64_t               next_prov_key;  /* FI_MR_PROV_KEY: keys handed out */
     int                    rma_event;      /* FI_RMA_EVENT: regions tell of remote accesses */
+    int                    mr_share;       /* regions mapped AXON_MEM_MAP_SHARED (mr_share) */
     void                  *free_bounce;    /* RMA inject copies (AXON_FI_INJECT_SIZE each) */
     /* op descriptors */
     axon_fi_op_t          *free_ops;
@@ -474,6 +475,8 @@ extern struct fi_ops_mr axon_fi_mr_ops;
 int  axon_fi_mr_export(axon_fi_domain_t *domain, uint64_t key, void **blob_p, size_t *len_p);
 /* mr_mode as the domain applies it: the old FI_MR_BASIC / FI_MR_SCALABLE as their bits. */
 uint64_t axon_fi_mr_mode_bits(uint64_t mr_mode);
+/* Share regions' pages in a domain of (normalized) mr_mode? FI_AXON_MR_SHARE decides. */
+int      axon_fi_mr_share_wanted(uint64_t mr_mode);
 
 /* Axon status -> positive libfabric error number. */
 int  axon_fi_errno(axon_status_t status);

@@ -203,6 +203,7 @@ int axon_fi_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
     domain->mr_mode   = axon_fi_mr_mode_bits((attr != NULL) ? (uint64_t)attr->mr_mode : 0);
     domain->next_prov_key = 1;
     domain->rma_event = (info != NULL) && (info->caps & FI_RMA_EVENT);
+    domain->mr_share  = axon_fi_mr_share_wanted(domain->mr_mode);
     pthread_mutex_init(&domain->lock, NULL);
     pthread_mutex_init(&domain->mr_lock, NULL);
 

@@ -44,6 +44,11 @@ FI_EXT_INI
     fi_param_define(&axon_fi_prov, "iface", FI_PARAM_STRING,
                     "IPv4 interface whose address goes into endpoint names (default: the first "
                     "one up that is not loopback)");
+    fi_param_define(&axon_fi_prov, "mr_share", FI_PARAM_STRING,
+                    "move registered regions' whole pages into memory processes on the host "
+                    "share, so their RMA is loads and stores: auto (default: in domains whose "
+                    "keys the application picks and addresses are offsets, as SHMEM libraries "
+                    "register their heap and data), 1 (every region), 0 (none)");
     return &axon_fi_prov;
 }
 

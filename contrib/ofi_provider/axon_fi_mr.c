@@ -14,6 +14,15 @@
  *                    offsets, the region's start being the registration's offset
  * Peers get the difference as an addend: Axon address = libfabric address + addend.
  *
+ * Shared pages (FI_AXON_MR_SHARE): a region mapped with AXON_MEM_MAP_SHARED
+ * has its whole pages moved into memory peers on the host map, so their
+ * puts, gets and atomics on it are loads and stores instead of a system
+ * call each. By default in domains where keys are the application's and
+ * addresses offsets (FI_MR_SCALABLE): what SHMEM libraries register their
+ * symmetric heap and data with, once, at start; not in basic-mode domains
+ * (MPI's BTLs, registering buffers as they come). Axon declines what must
+ * not move (shared or read-only memory) and maps it plainly.
+ *
  * FI_RMA_EVENT (a domain opened with it): the exported key tells peers to
  * notify the target of each access (axon_fi_event.c); fi_mr_bind attaches
  * the counters those notifications move (FI_REMOTE_WRITE / FI_REMOTE_READ).
@@ -166,12 +175,26 @@ static struct fi_ops axon_fi_mr_fi_ops = {
     .ops_open = axon_fi_no_ops_open,
 };
 
+int axon_fi_mr_share_wanted(uint64_t mr_mode)
+{
+    char *v = NULL;
+
+    if ((fi_param_get_str(&axon_fi_prov, "mr_share", &v) == FI_SUCCESS) && (v != NULL) &&
+        (*v != '\0') && (strcmp(v, "auto") != 0)) {
+        if ((strcmp(v, "1") == 0) || (strcmp(v, "0") == 0)) {
+            return *v == '1';
+        }
+        AXON_FI_WARN(FI_LOG_MR, "FI_AXON_MR_SHARE=%s: not auto, 1 or 0; auto it is", v);
+    }
+    return !(mr_mode & (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY));
+}
+
 /* Map the region, pack its key and enter it in the domain's table under its key. */
 static int axon_fi_mr_grant(axon_fi_mr_t *mr, const struct fi_mr_attr *attr)
 {
     axon_fi_domain_t *domain = mr->domain;
-    axon_mem_map_params_t params = {attr->mr_iov[0].iov_base, attr->mr_iov[0].iov_len, 0,
-                                    NULL};
+    axon_mem_map_params_t params = {attr->mr_iov[0].iov_base, attr->mr_iov[0].iov_len,
+                                    domain->mr_share ? AXON_MEM_MAP_SHARED : 0, NULL};
     axon_status_t status;
     uint64_t key, found;
     int ret = 0;

@@ -20,7 +20,11 @@
  *
  * Every target maps four regions: user memory (mmap'd by the test, guard
  * pages filled with kGuardByte around it) and AXON_MEM_MAP_ALLOCATE memory,
- * one big (4 MiB + 8 KiB) and one small (64 KiB) of each. Each region starts
+ * one big (4 MiB + 8 KiB) and one small (64 KiB) of each. A lane with
+ * `shared` maps its user regions with AXON_MEM_MAP_SHARED, the big one
+ * kSharedSkew bytes into its first page, so that partial pages at both ends
+ * stay the owner's private memory and peers reach only its whole pages
+ * directly. Each region starts
  * filled with a background pattern of its own, so a test knows every byte it
  * did not write.
  *
@@ -74,6 +78,8 @@ const size_t   kSmallLen  = 65536;
 const size_t   kGuard     = 4096;   /* before and after user regions */
 const uint8_t  kGuardByte = 0xEE;
 const uint64_t kBgSeed    = 0xB6000;
+const size_t   kSharedSkew = 64;     /* the big shared user region's start in its page (atomics
+                                      * at the region's start stay aligned) */
 
 inline bool region_allocated(int r)
 {
@@ -190,6 +196,7 @@ struct RmaParam {
     const char *tls;          /* AXON_TLS; its first transport carries the lane's messages */
     bool        force_am;     /* AXON_RMA_PATH=am */
     const char *atomic_mode;  /* AXON_ATOMIC_MODE, nullptr: the default (cpu) */
+    bool        shared;       /* user regions mapped with AXON_MEM_MAP_SHARED */
 
     /* The transport the endpoint's messages take: AXON_TLS's first. */
     std::string tl() const
@@ -299,6 +306,7 @@ struct Region {
     size_t               length     = 0;
     uint8_t             *raw        = nullptr;  /* user regions: our mapping, guards included */
     size_t               raw_length = 0;
+    size_t               skew       = 0;        /* base - (raw + kGuard) */
     std::vector<uint8_t> key;
 };
 
@@ -339,6 +347,7 @@ class Owner {
 public:
     Region         region[kRegions];
     axon_context_h context = nullptr;
+    bool           shared  = false;   /* user regions: AXON_MEM_MAP_SHARED */
 
     ~Owner() { unmap_all(); }
 
@@ -378,7 +387,11 @@ public:
                 g.raw = static_cast<uint8_t *>(m);
                 memset(g.raw, kGuardByte, g.raw_length);
             }
-            p.address = g.raw + kGuard;
+            if (shared) {
+                p.flags = AXON_MEM_MAP_SHARED;
+                g.skew  = (r == kUserBig) ? kSharedSkew : 0;
+            }
+            p.address = g.raw + kGuard + g.skew;
         }
         axon_status_t status = axon_mem_map(context, &p, &g.memh);
         if (status != AXON_OK) {
@@ -516,7 +529,8 @@ public:
             return -1;
         }
         for (size_t i = 0; i < g.raw_length; ++i) {
-            if ((i < kGuard || i >= kGuard + g.length) && (g.raw[i] != kGuardByte)) {
+            if ((i < kGuard + g.skew || i >= kGuard + g.skew + g.length) &&
+                (g.raw[i] != kGuardByte)) {
                 return (int64_t)i;
             }
         }
@@ -778,6 +792,7 @@ inline int target_main(int fd, void *arg)
     if (node.create(*a->param, a->features) != AXON_OK) {
         return 2;
     }
+    owner.shared = a->param->shared;
     if (axon_test_exchange_address(fd, node.address, node.address_length, &peer_addr,
                                    &peer_len) != 0) {
         return 3;
@@ -1052,6 +1067,7 @@ public:
         }
         ASSERT_EQ(AXON_OK, node.create(p, features));
         if (self) {
+            local.shared = p.shared;
             ASSERT_EQ(AXON_OK, local.map_all(node.context));
             for (int r = 0; r < kRegions; ++r) {
                 info[r] = {(uint64_t)(uintptr_t)local.region[r].base, local.region[r].length};

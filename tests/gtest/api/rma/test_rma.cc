@@ -719,7 +719,8 @@ TEST_P(Rma, CorruptKeysAreRefused)
  * next flush. Where the initiator reaches the memory itself, two cases may
  * still work and are only reported: user memory mapped again (self, shm
  * single copy: it is legitimately mapped) and a segment this process had
- * attached before the unmap (SHM: it lives on, orphaned); a key unpacked
+ * attached before the unmap (SHM, allocated or shared pages: it lives on,
+ * orphaned, and the owner's memory is private again); a key unpacked
  * after the unmap must fail there too. rc's RDMA on a dead registration
  * breaks the connection (a verbs remote access error), so on rc every
  * failure counts, whatever its status. Device atomic mode: the device
@@ -767,7 +768,7 @@ TEST_P(Rma, StaleKeysFail)
             bool lenient = ((r == kUserSmall) &&
                             ((path == AXON_RMA_PATH_LOCAL) ||
                              ((path == AXON_RMA_PATH_ZCOPY) && !rc))) ||
-                           ((r == kAllocSmall) && !fresh && (path == AXON_RMA_PATH_SHM));
+                           (!fresh && (path == AXON_RMA_PATH_SHM));  /* allocated or shared */
 
             uint64_t      old = 0, word = 0x1122334455667788ull;
             axon_status_t st[3];
@@ -1262,11 +1263,16 @@ const RmaParam kLanes[] = {
     {"rc_devamo", "rc", false, "device"},
     {"dc_devamo", "dc", false, "device"},  /* extended atomics on DCIs */
 };
-/* Active messages forced where the memory could be reached directly, and rc connected by
- * the CM (the same operations as rc_devamo). */
+/* Active messages forced where the memory could be reached directly, shared user memory,
+ * and rc connected by the CM (the same operations as rc_devamo). */
 const RmaParam kVariants[] = {
     {"shm_am", "shm", true},
     {"tcp_am", "tcp", true},
+    /* user memory shared (AXON_MEM_MAP_SHARED): over shm its whole pages are reached
+     * directly (SHM; the big region's partial end pages by single copy); self: LOCAL on
+     * shared pages */
+    {"shm_shared", "shm", false, nullptr, true},
+    {"self_shared", "self", false, nullptr, true},
     {"rdmacm_devamo", "rdmacm", false, "device"},
 };
 
@@ -1340,6 +1346,84 @@ TEST(RmaShmXproc, TargetThatOnlySleeps)
     if (s.path(kUserBig) == AXON_RMA_PATH_ZCOPY) {
         EXPECT_EQ(-1, s.target->check(kUserBig, 3, out.size(), 77, 0));
     }
+    s.finish();
+}
+
+/*
+ * User memory shared (AXON_MEM_MAP_SHARED) with single copy off
+ * (AXON_SHM_CMA=n): the target stops progressing; puts, gets and atomics on
+ * the whole pages complete at once (they are plain loads and stores here),
+ * while a put into the big region's first, partial page goes by message and
+ * its flush waits for the target. Once the target unmaps, its memory holds
+ * everything written and is private again: a put through the old key lands
+ * in the orphaned segment, never in the target's memory.
+ */
+TEST(RmaShmXproc, SharedPagesWithoutTheTarget)
+{
+    EnvGuard       cma("AXON_SHM_CMA", "n");
+    const RmaParam p = {"shm_shared", "shm", false, nullptr, true};
+    Session        s;
+    ASSERT_NO_FATAL_FAILURE(s.start(p));
+    const int      r = kUserBig;
+    const uint64_t win = 4096 - kSharedSkew;   /* the first whole page's offset */
+    EXPECT_EQ(AXON_RMA_PATH_SHM, s.path(kUserSmall)) << "a page-aligned region: all shared";
+    EXPECT_EQ(AXON_RMA_PATH_AM, s.path(r)) << "partial end pages, no single copy: messages";
+    EXPECT_EQ(s.addr(r, win), s.rkey[r]->map_lo);
+    EXPECT_EQ(kBigLen - 4096, s.rkey[r]->map_len) << "the big region's whole pages";
+
+    std::vector<uint8_t> out(65536), in(4099), edge(64);
+    fill_pat(out.data(), out.size(), 78, 0);
+    fill_pat(edge.data(), edge.size(), 79, 0);
+    s.target->block();
+    double t0 = axon_test_time();
+    EXPECT_EQ(AXON_OK, s.put(out.data(), out.size(), s.addr(r, win + 100), s.rkey[r],
+                             kNoProgressLimit)) << "put";
+    EXPECT_EQ(AXON_OK, s.get(in.data(), in.size(), s.addr(r, win + 300001), s.rkey[r],
+                             kNoProgressLimit)) << "get";
+    EXPECT_EQ(-1, check_pat(in.data(), in.size(), bg_seed(r), win + 300001));
+    const uint64_t kFaddOff = win + 8192 * 16;
+    uint64_t five = 5, old = 0;
+    EXPECT_EQ(AXON_OK, s.atomic(AXON_ATOMIC_ADD, 8, &five, NULL, &old, s.addr(r, kFaddOff),
+                                s.rkey[r], kNoProgressLimit)) << "fetch-add";
+    EXPECT_EQ(bg_value(r, kFaddOff, 8), old);
+    EXPECT_EQ(AXON_OK, s.put(out.data(), 4096, s.addr(kUserSmall, 0), s.rkey[kUserSmall],
+                             kNoProgressLimit)) << "put, small region";
+    printf("[rma] shm_shared: whole pages done in %.3f s while the target slept\n",
+           axon_test_time() - t0);
+
+    /* The partial first page: a message the sleeping target must execute. */
+    EXPECT_EQ(AXON_OK, s.put(edge.data(), edge.size(), s.addr(r, 0), s.rkey[r]));
+    axon_request_h flush = nullptr;
+    axon_status_t  st = s.start_op([&](axon_request_h *rq) {
+        return axon_ep_flush_nb(s.ep, NULL, rq);
+    }, &flush);
+    ASSERT_EQ(AXON_INPROGRESS, st) << "a flush after a message put is done without the target";
+    double until = axon_test_time() + 0.3;
+    while (axon_test_time() < until) {
+        axon_test_progress(s.node.worker);
+    }
+    EXPECT_EQ(AXON_INPROGRESS, axon_request_test(flush, NULL)) << "the edge put went without it";
+
+    EXPECT_EQ(-1, s.target->check(r, win + 100, out.size(), 78, 0));   /* wakes it */
+    EXPECT_EQ(AXON_OK, s.wait(st, flush)) << "flush of the edge put";
+    EXPECT_EQ(-1, s.target->check(r, 0, edge.size(), 79, 0));
+    EXPECT_EQ(-1, s.target->check(kUserSmall, 0, 4096, 78, 0));
+    std::vector<uint8_t> got = s.target->read(r, kFaddOff, 8);
+    uint64_t v = 0;
+    ASSERT_EQ(8u, got.size());
+    memcpy(&v, got.data(), 8);
+    EXPECT_EQ(bg_value(r, kFaddOff, 8) + 5, v);
+
+    /* Unmapped: the memory keeps its bytes and no longer sees the old key's writes. */
+    EXPECT_EQ(0, s.target->unmap(r));
+    EXPECT_EQ(-1, s.target->check(r, win + 100, out.size(), 78, 0)) << "lost at unmap";
+    EXPECT_EQ(-1, s.target->check(r, 0, edge.size(), 79, 0)) << "lost at unmap";
+    EXPECT_EQ(-1, s.target->check(r, win + 300001, 4096, bg_seed(r), win + 300001));
+    fill_pat(out.data(), 4096, 80, 0);
+    EXPECT_EQ(AXON_OK, s.put(out.data(), 4096, s.addr(r, win + 100), s.rkey[r]))
+        << "through the attached segment it still has";
+    EXPECT_EQ(-1, s.target->check(r, win + 100, 4096, 78, 0))
+        << "a put through an old key reached the target's memory after the unmap";
     s.finish();
 }
 

@@ -1004,6 +1004,10 @@ TEST_P(RmaLayoutKey, BadMapsNameTheirValue)
     rejected(&good, 3, AXON_MEM_MAP_LAYOUT, {"length 3"}, "length 3 of a 4-byte layout");
     rejected(&good, 4, AXON_MEM_MAP_LAYOUT | AXON_MEM_MAP_ALLOCATE,
              {"AXON_MEM_MAP_ALLOCATE", "flags 0x3", "flags 3"}, "a layout with ALLOCATE");
+    rejected(&good, 4, AXON_MEM_MAP_LAYOUT | AXON_MEM_MAP_SHARED,
+             {"AXON_MEM_MAP_SHARED with AXON_MEM_MAP_LAYOUT (flags 0x6)"}, "a layout, shared");
+    rejected(nullptr, 4, AXON_MEM_MAP_ALLOCATE | AXON_MEM_MAP_SHARED,
+             {"AXON_MEM_MAP_SHARED with AXON_MEM_MAP_ALLOCATE (flags 0x5)"}, "allocated, shared");
     rejected(nullptr, 4, AXON_MEM_MAP_LAYOUT, {"NULL layout", "without a layout", "no layout"},
              "AXON_MEM_MAP_LAYOUT without a layout");
 

@@ -1,0 +1,266 @@
+/*
+ * The caller's own memory moved into a segment (AXON_MEM_MAP_SHARED): the
+ * whole pages of a range are copied into a new memfd segment, which is then
+ * mapped over them at the same address (one mremap, so no instant sees the
+ * range unmapped). The caller keeps its memory, contents and address; peers
+ * on the host map the same pages and put, get and do atomics with loads
+ * and stores, as on allocated memory, instead of a system call each.
+ *
+ * Only private writable pages move: memory shared already (another
+ * library's segment, ours), read-only, huge-page or special mappings stay
+ * as they are (AXON_ERR_UNSUPPORTED: the caller registers them plainly).
+ * Only whole pages: a partial page at either end holds bytes the caller did
+ * not hand over (malloc's headers, other variables), which another thread
+ * may be writing while pages move. A write into the moving pages themselves
+ * during the move could be lost: not writing them meanwhile is the caller's
+ * part (docs: axon.h). Pages of zeros are not copied, so an untouched heap
+ * of gigabytes costs no memory.
+ *
+ * Unsharing moves the pages back into private anonymous memory, when the
+ * caller still has our pages there (it may have unmapped them first), so a
+ * peer still holding a key writes its orphaned mapping, never the caller's
+ * memory. Slow path only (registration, /proc/self/maps).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "log.h"
+#include "shm_mem_share.h"
+
+/* A line of /proc/self/maps, the fields we judge by. */
+typedef struct {
+    uintptr_t start, end;
+    char      perms[5];
+    uint64_t  offset;
+    uint64_t  inode;
+    char      path[256];
+} axon_mem_share_vma_t;
+
+static int axon_mem_share_vma_read(FILE *f, axon_mem_share_vma_t *v)
+{
+    char line[512];
+    int  n = 0;
+
+    if (fgets(line, sizeof(line), f) == NULL) {
+        return 0;
+    }
+    v->path[0] = '\0';
+    if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %4s %" SCNx64 " %*x:%*x %" SCNu64 " %n",
+               &v->start, &v->end, v->perms, &v->offset, &v->inode, &n) < 5) {
+        return -1;
+    }
+    sscanf(line + n, "%255[^\n]", v->path);
+    return 1;
+}
+
+/* Memory whose pages may move: private, writable, of a kind mremap keeps whole. */
+static int axon_mem_share_vma_movable(const axon_mem_share_vma_t *v)
+{
+    if (strcmp(v->perms, "rw-p") != 0) {
+        return 0;
+    }
+    if ((v->path[0] == '\0') || (strcmp(v->path, "[heap]") == 0) ||
+        (strcmp(v->path, "/dev/zero (deleted)") == 0) || (strcmp(v->path, "/dev/zero") == 0)) {
+        return 1;
+    }
+    /* a private mapping of a regular file (a program's data); not huge pages, devices,
+     * or the stack and the kernel's special mappings */
+    return (v->path[0] == '/') && (strncmp(v->path, "/dev/", 5) != 0) &&
+           (strncmp(v->path, "/anon_hugepage", 14) != 0);
+}
+
+/*
+ * Does every byte of [lo, hi) lie in mappings that judge(vma, arg) accepts?
+ * -1 when /proc/self/maps cannot be read.
+ */
+static int axon_mem_share_range_is(uintptr_t lo, uintptr_t hi,
+                                   int (*judge)(const axon_mem_share_vma_t *, const void *),
+                                   const void *arg)
+{
+    axon_mem_share_vma_t v;
+    uintptr_t next = lo;
+    FILE *f = fopen("/proc/self/maps", "r");
+    int ret;
+
+    if (f == NULL) {
+        return -1;
+    }
+    while ((next < hi) && ((ret = axon_mem_share_vma_read(f, &v)) > 0)) {
+        if (v.end <= next) {
+            continue;
+        }
+        if ((v.start > next) || !judge(&v, arg)) {
+            break;   /* a hole, or memory of another kind */
+        }
+        next = v.end;
+    }
+    fclose(f);
+    return next >= hi;
+}
+
+static int axon_mem_share_judge_movable(const axon_mem_share_vma_t *v, const void *arg)
+{
+    (void)arg;
+    return axon_mem_share_vma_movable(v);
+}
+
+/* Still our segment's pages, each at its own offset? (arg: the segment) */
+static int axon_mem_share_judge_ours(const axon_mem_share_vma_t *v, const void *arg)
+{
+    const axon_mem_seg_t *seg = arg;
+    struct stat st;
+
+    return (strcmp(v->perms, "rw-s") == 0) && (fstat(seg->fd, &st) == 0) &&
+           (v->inode == (uint64_t)st.st_ino) &&
+           (v->offset == axon_mem_seg_hdr_size() + (v->start - (uintptr_t)seg->address));
+}
+
+static int axon_mem_share_page_is_zero(const uint8_t *p, size_t page)
+{
+    uint64_t first;
+
+    memcpy(&first, p, sizeof(first));
+    return (first == 0) && (memcmp(p, p + sizeof(first), page - sizeof(first)) == 0);
+}
+
+/* Copy the pages of src that hold anything but zeros to dst (which reads as zeros). */
+static void axon_mem_share_copy(uint8_t *dst, const uint8_t *src, size_t length, size_t page)
+{
+    size_t off;
+
+    for (off = 0; off < length; off += page) {
+        if (!axon_mem_share_page_is_zero(src + off, page)) {
+            memcpy(dst + off, src + off, page);
+        }
+    }
+}
+
+/*
+ * Unsharing: copy the segment's pages that hold data (its memfd's data
+ * extents; reading a hole through the mapping would allocate it) to dst.
+ */
+static void axon_mem_share_copy_back(uint8_t *dst, const axon_mem_seg_t *seg, size_t page)
+{
+    off_t hdr = (off_t)axon_mem_seg_hdr_size(), end = hdr + (off_t)seg->length;
+    off_t data = hdr, hole;
+
+    while ((data < end) && ((data = lseek(seg->fd, data, SEEK_DATA)) >= 0) && (data < end)) {
+        hole = lseek(seg->fd, data, SEEK_HOLE);
+        if ((hole < 0) || (hole > end)) {
+            hole = end;
+        }
+        axon_mem_share_copy(dst + (data - hdr), (const uint8_t *)seg->address + (data - hdr),
+                            (size_t)(hole - data), page);
+        data = hole;
+    }
+    if ((data < 0) && (errno != ENXIO)) {   /* no SEEK_DATA here: every page */
+        axon_mem_share_copy(dst, seg->address, seg->length, page);
+    }
+}
+
+/* Put to's pages (a fresh mapping of length bytes) in place of those at at, in one step. */
+static int axon_mem_share_swap(void *to, void *at, size_t length, const char *what)
+{
+    if (mremap(to, length, length, MREMAP_MAYMOVE | MREMAP_FIXED, at) != MAP_FAILED) {
+        return 0;
+    }
+    axon_warn("%s %p (%zu bytes): mremap failed: %s", what, at, length, strerror(errno));
+    munmap(to, length);
+    return -1;
+}
+
+axon_status_t axon_mem_share(void *addr, size_t length, uint64_t token, axon_mem_seg_t *seg)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)addr + page - 1) / page * page;
+    uintptr_t hi = ((uintptr_t)addr + length) / page * page;
+    size_t hdr_size = axon_mem_seg_hdr_size(), map_length, n;
+    axon_status_t status;
+    void *hdr, *tmp;
+    int movable, fd;
+
+    memset(seg, 0, sizeof(*seg));
+    seg->fd = -1;
+    if (lo >= hi) {
+        axon_debug("sharing %p (%zu bytes): no whole page in it", addr, length);
+        return AXON_ERR_UNSUPPORTED;
+    }
+    n       = hi - lo;
+    movable = axon_mem_share_range_is(lo, hi, axon_mem_share_judge_movable, NULL);
+    if (movable <= 0) {
+        axon_debug("sharing %p (%zu bytes): %s", addr, length, (movable < 0) ?
+                   "/proc/self/maps cannot be read" :
+                   "not all private writable memory (shared, read-only or special)");
+        return AXON_ERR_UNSUPPORTED;
+    }
+    status = axon_mem_seg_create_fd(n, &fd, &map_length);
+    if (status != AXON_OK) {
+        return status;
+    }
+    hdr = mmap(NULL, hdr_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    tmp = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)hdr_size);
+    if ((hdr == MAP_FAILED) || (tmp == MAP_FAILED)) {
+        axon_error("sharing %p (%zu bytes): mapping its segment failed: %s", addr, length,
+                   strerror(errno));
+        status = AXON_ERR_NO_MEMORY;
+        goto err;
+    }
+    axon_mem_seg_hdr_init(hdr, n, token);
+    axon_mem_share_copy(tmp, (const uint8_t *)lo, n, page);
+    if (axon_mem_share_swap(tmp, (void *)lo, n, "sharing") != 0) {
+        tmp    = MAP_FAILED;
+        status = AXON_ERR_UNSUPPORTED;
+        goto err;
+    }
+    seg->fd         = fd;
+    seg->base       = hdr;
+    seg->map_length = hdr_size;
+    seg->address    = (void *)lo;
+    seg->length     = n;
+    seg->token      = token;
+    seg->locks      = axon_mem_seg_hdr_locks(hdr);
+    axon_debug("shared pages %p..%p of %p (%zu bytes): segment fd %d", (void *)lo, (void *)hi,
+               addr, length, fd);
+    return AXON_OK;
+
+err:
+    if (tmp != MAP_FAILED) {
+        munmap(tmp, n);
+    }
+    if (hdr != MAP_FAILED) {
+        munmap(hdr, hdr_size);
+    }
+    close(fd);
+    return status;
+}
+
+void axon_mem_unshare(axon_mem_seg_t *seg)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    void *tmp;
+
+    if (axon_mem_share_range_is((uintptr_t)seg->address, (uintptr_t)seg->address + seg->length,
+                                axon_mem_share_judge_ours, seg) != 1) {
+        axon_debug("unsharing %p (%zu bytes): the pages are no longer ours there: left alone",
+                   seg->address, seg->length);
+    } else {
+        tmp = mmap(NULL, seg->length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                   0);
+        if (tmp == MAP_FAILED) {
+            axon_warn("unsharing %p (%zu bytes): no memory to move it back: %s", seg->address,
+                      seg->length, strerror(errno));
+        } else {
+            axon_mem_share_copy_back(tmp, seg, page);
+            axon_mem_share_swap(tmp, seg->address, seg->length, "unsharing");
+        }
+    }
+    munmap(seg->base, seg->map_length);
+    close(seg->fd);
+    memset(seg, 0, sizeof(*seg));
+    seg->fd = -1;
+}
