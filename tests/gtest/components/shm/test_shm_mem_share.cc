@@ -136,10 +136,10 @@ TEST(ShmMemShare, RefusesWhatMustNotMoveAndChangesNothing)
     munmap(m, 4 * kPage);
 }
 
-/* An untouched heap of 256 MiB: the segment holds only the page written. */
+/* An untouched heap of 64 MiB: the segment holds only the page written. */
 TEST(ShmMemShare, ZeroPagesAreNotCopied)
 {
-    const size_t len = 256u << 20;
+    const size_t len = 64u << 20;
     uint8_t     *m   = map_anon(len);
     ASSERT_NE(nullptr, m);
     m[len / 2] = 1;
