@@ -44,6 +44,10 @@ FI_EXT_INI
     fi_param_define(&axon_fi_prov, "iface", FI_PARAM_STRING,
                     "IPv4 interface whose address goes into endpoint names (default: the first "
                     "one up that is not loopback)");
+    fi_param_define(&axon_fi_prov, "rma_event_slots", FI_PARAM_INT,
+                    "FI_RMA_EVENT: regions per domain whose remote accesses are counted by "
+                    "atomic adds to words at the target endpoint (default 256; beyond, and "
+                    "with 0, by a message each)");
     return &axon_fi_prov;
 }
 
