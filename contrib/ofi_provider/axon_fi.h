@@ -137,6 +137,16 @@ static inline int axon_fi_caps_rma_target(uint64_t caps)
     return (caps & FI_RMA) && ((caps & FI_REMOTE_WRITE) || !(caps & dirs));
 }
 
+/* Whether caps let peers read, write or do atomics on an endpoint's regions through it
+ * (only such an endpoint gets RMA event words: SOS's transmit endpoints do not). */
+static inline int axon_fi_caps_remote_target(uint64_t caps)
+{
+    const uint64_t dirs = FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+
+    return (caps & (FI_RMA | FI_ATOMIC)) &&
+           ((caps & (FI_REMOTE_READ | FI_REMOTE_WRITE)) || !(caps & dirs));
+}
+
 #define AXON_FI_LIKELY(_x)    __builtin_expect(!!(_x), 1)
 #define AXON_FI_UNLIKELY(_x)  __builtin_expect(!!(_x), 0)
 
@@ -298,6 +308,7 @@ struct axon_fi_domain {
     axon_fi_chunk_t       *chunks;
     size_t                 op_chunk;       /* ops per growth step */
     axon_fi_eps_t          event_eps;      /* FI_RMA_EVENT: endpoints receiving events */
+    axon_fi_eps_t          word_eps;       /* ... of them, those with words (the harvest's) */
     /* Counting by words: slots of regions (axon_fi_lock), the free ones reused oldest
      * first, the used ones listed for the harvest to walk. */
     uint32_t               event_nslots;   /* capacity; 0: messages only */

@@ -109,6 +109,7 @@ static int axon_fi_domain_close(struct fid *fid)
     axon_fi_map_free(&domain->mr_by_key);
     axon_fi_event_slots_close(domain);
     axon_fi_eps_free(&domain->event_eps);
+    axon_fi_eps_free(&domain->word_eps);
     axon_fi_eps_free(&domain->all_eps);
     pthread_mutex_destroy(&domain->mr_lock);
     pthread_mutex_lock(&domain->fabric->lock);

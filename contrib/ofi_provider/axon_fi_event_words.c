@@ -9,7 +9,8 @@
  *   domain    a slot per region with remote access (up to event_nslots,
  *             FI_AXON_RMA_EVENT_SLOTS), its bound counters in event_slots;
  *             freed slots are reused oldest first
- *   endpoint  (one that receives events) 2 words per slot, write and read,
+ *   endpoint  (one that receives events and may be a target by its caps,
+ *             the domain's word_eps) 2 words per slot, write and read,
  *             allocated through axon_mem_map(AXON_MEM_MAP_ALLOCATE); seen[]
  *             what the last harvest took of each. Peers fetch a region's
  *             key from the endpoint's address server, which names the
@@ -107,11 +108,8 @@ int32_t axon_fi_event_slot_get(axon_fi_domain_t *domain)
     domain->event_live[domain->event_nlive++] = s;
     /* Adds that reached the slot after its last region closed (issued before): the
      * endpoint's accesses, not this region's. */
-    for (i = 0; i < domain->event_eps.count; ++i) {
-        ep = domain->event_eps.eps[i];
-        if (ep->words.base == NULL) {
-            continue;
-        }
+    for (i = 0; i < domain->word_eps.count; ++i) {
+        ep = domain->word_eps.eps[i];
         own[0] = ep->rwr_cntr;
         own[1] = ep->rrd_cntr;
         for (k = 0; k < 2; ++k) {
@@ -157,13 +155,14 @@ void axon_fi_event_words_open(axon_fi_ep_t *ep)
     void *packed = NULL, *base = NULL;
     size_t packed_len = 0, length;
 
-    if (!domain->rma_event || (domain->event_nslots == 0)) {
+    if (!domain->rma_event || (domain->event_nslots == 0) ||
+        !axon_fi_caps_remote_target(ep->caps)) {
         return;
     }
     params.length = (size_t)domain->event_nslots * 2 * sizeof(uint64_t);
     words->seen   = calloc((size_t)domain->event_nslots * 2, sizeof(uint64_t));
-    status = (words->seen == NULL) ? AXON_ERR_NO_MEMORY :
-             axon_mem_map(context, &params, &words->memh);
+    status = ((words->seen == NULL) || (axon_fi_eps_add(&domain->word_eps, ep) != 0)) ?
+             AXON_ERR_NO_MEMORY : axon_mem_map(context, &params, &words->memh);
     if (status == AXON_OK) {
         status = axon_mem_query(words->memh, &base, &length);
         if (status == AXON_OK) {
@@ -176,6 +175,7 @@ void axon_fi_event_words_open(axon_fi_ep_t *ep)
     if (status != AXON_OK) {
         AXON_FI_WARN(FI_LOG_EP_CTRL, "RMA event words of %zu bytes: %s; the endpoint counts "
                      "by messages", params.length, axon_status_string(status));
+        axon_fi_eps_del(&domain->word_eps, ep);
         free(words->seen);
         words->seen = NULL;
         words->memh = NULL;
@@ -204,6 +204,7 @@ void axon_fi_event_words_close(axon_fi_ep_t *ep)
     pthread_mutex_unlock(&domain->mr_lock);
     axon_rkey_buffer_release(packed);
     axon_mem_unmap(domain->fabric->context, words->memh);
+    axon_fi_eps_del(&domain->word_eps, ep);
     free(words->seen);
     words->memh = NULL;
     words->base = NULL;
@@ -220,11 +221,8 @@ unsigned axon_fi_event_harvest(axon_fi_domain_t *domain)
     axon_fi_ep_t *ep;
     size_t e;
 
-    for (e = 0; e < domain->event_eps.count; ++e) {
-        ep = domain->event_eps.eps[e];
-        if (ep->words.base == NULL) {
-            continue;
-        }
+    for (e = 0; e < domain->word_eps.count; ++e) {
+        ep = domain->word_eps.eps[e];
         own[0] = ep->rwr_cntr;
         own[1] = ep->rrd_cntr;
         for (i = 0; i < domain->event_nlive; ++i) {
