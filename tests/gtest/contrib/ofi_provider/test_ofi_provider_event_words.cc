@@ -3,7 +3,7 @@
  * endpoint instead of sending it a message per access. Counts stay exact
  * from two initiators, for region and endpoint counters (several endpoints
  * in a domain each count their own), across fi_cntr_set / fi_cntr_add, when
- * a region closes with adds on their way, and when the domain's capacity
+ * a region or an initiator closes with adds on their way, and when the domain's capacity
  * (FI_AXON_RMA_EVENT_SLOTS) leaves regions to the message path.
  */
 #include "ofi_event_env.h"
@@ -12,6 +12,8 @@
 
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_rma.h>
+
+#include <atomic>
 
 namespace {
 
@@ -180,6 +182,38 @@ TEST_F(OfiProviderEventWords, RegionClosedWithAddsInFlightLeavesTheNextExact)
     EXPECT_EQ(counted, settled(first.writes));
     EXPECT_EQ((uint64_t)(n + m), settled(b.rwr_cntr));
     EXPECT_EQ(0u, events_sent(a.ep) + events_sent(c.ep));
+}
+
+/*
+ * An initiator closes right after its last writes, their adds still to be
+ * posted or on their way (active messages): its close lets them finish
+ * (operations drained, adds waited for, connections flushed), so the
+ * target, progressing meanwhile, counts every write.
+ */
+TEST_F(OfiProviderEventWords, InitiatorCloseLetsItsAddsFinish)
+{
+    EnvGuard env;
+    env.set("AXON_TLS", "tcp");
+    env.set("AXON_RMA_PATH", "am");
+    open_all();
+    const int n = 30;
+    EventRegion region;
+    ASSERT_EQ(0, region.reg(b));
+    uint64_t v = 4;
+    for (int i = 0; i < n; ++i) {   /* no wait: b is progressed only while a closes */
+        ASSERT_EQ(0, fi_write(a.ep, &v, 8, NULL, a_to_b, 0, kKey, &ctx));
+    }
+    std::atomic<bool> closed{false};
+    std::thread target([&] {
+        struct fi_cq_tagged_entry e;
+        while (!closed.load()) (void)fi_cq_read(b.cq, &e, 0);   /* b's domain: this thread's */
+    });
+    a.close();
+    closed = true;
+    target.join();
+    ASSERT_EQ(0, fi_cntr_wait(region.writes, n, kWaitMs));
+    EXPECT_EQ((uint64_t)n, settled(region.writes));
+    EXPECT_EQ((uint64_t)n, settled(b.rwr_cntr));
 }
 
 /* Capacity for one region: the second one counts by messages, exactly too. */
