@@ -94,6 +94,8 @@ tests_axon_gtest_SOURCES += tests/gtest/contrib/ofi_provider/test_ofi_provider.c
 	tests/gtest/contrib/ofi_provider/test_ofi_provider_rma.cc \
 	tests/gtest/contrib/ofi_provider/test_ofi_provider_atomic.cc \
 	tests/gtest/contrib/ofi_provider/test_ofi_provider_event.cc \
+	tests/gtest/contrib/ofi_provider/test_ofi_provider_event_words.cc \
+	tests/gtest/contrib/ofi_provider/ofi_event_env.h \
 	tests/gtest/contrib/ofi_provider/test_ofi_provider_cq_data.cc \
 	tests/gtest/contrib/ofi_provider/test_ofi_provider_cntr.cc \
 	tests/gtest/contrib/ofi_provider/test_ofi_provider_progress.cc \

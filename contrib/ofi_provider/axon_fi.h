@@ -91,6 +91,32 @@
  * message each when the queue empties (axon_fi_event.c). */
 #define AXON_FI_EVENT_QUEUED_MAX 64
 
+/*
+ * Counting by words (axon_fi_event_words.c): a domain with FI_RMA_EVENT gives
+ * each region with remote access a slot (up to the domain's capacity,
+ * FI_AXON_RMA_EVENT_SLOTS); each endpoint that receives events allocates a
+ * region of 2 words per slot through Axon (AXON_MEM_MAP_ALLOCATE), and
+ * initiators add 1 to (slot, kind) there with an Axon atomic instead of
+ * sending a message. Counters harvest the words' growth when read.
+ */
+#define AXON_FI_EVENT_SLOTS   256           /* default capacity: 4 KiB of words per endpoint */
+
+/* A region's slot in the domain: the counters fi_mr_bind attached to it. */
+typedef struct {
+    struct axon_fi_cntr *cntr[2];           /* [0] FI_REMOTE_WRITE, [1] FI_REMOTE_READ */
+    uint32_t             live_pos;          /* its place in the domain's live list */
+    uint8_t              used;
+} axon_fi_event_slot_t;
+
+/* An endpoint's words: peers add to them, counters harvest them. */
+typedef struct {
+    axon_mem_h  memh;                       /* NULL: the endpoint counts by messages only */
+    uint64_t   *base;                       /* 2 words per slot: write, read */
+    uint64_t   *seen;                       /* each word's value at the last harvest */
+    void       *packed;                     /* its key; peers read it under mr_lock */
+    size_t      packed_len;
+} axon_fi_event_words_t;
+
 /* Accesses to one peer's region whose notification waits behind a queued one. */
 typedef struct {
     fi_addr_t addr;
@@ -109,6 +135,16 @@ static inline int axon_fi_caps_rma_target(uint64_t caps)
     const uint64_t dirs = FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
 
     return (caps & FI_RMA) && ((caps & FI_REMOTE_WRITE) || !(caps & dirs));
+}
+
+/* Whether caps let peers read, write or do atomics on an endpoint's regions through it
+ * (only such an endpoint gets RMA event words: SOS's transmit endpoints do not). */
+static inline int axon_fi_caps_remote_target(uint64_t caps)
+{
+    const uint64_t dirs = FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+
+    return (caps & (FI_RMA | FI_ATOMIC)) &&
+           ((caps & (FI_REMOTE_READ | FI_REMOTE_WRITE)) || !(caps & dirs));
 }
 
 #define AXON_FI_LIKELY(_x)    __builtin_expect(!!(_x), 1)
@@ -157,7 +193,8 @@ struct axon_fi_domain;
  * *name is where peers find it.
  */
 int  axon_fi_addr_publish(const axon_fi_name_t *src, uint64_t id, const void *worker_addr,
-                          size_t len, struct axon_fi_domain *domain, axon_fi_name_t *name,
+                          size_t len, struct axon_fi_domain *domain,
+                          const axon_fi_event_words_t *words, axon_fi_name_t *name,
                           axon_fi_pub_t **pub_p);
 void axon_fi_addr_withdraw(axon_fi_pub_t *pub);
 /* Ask name's server for the worker address (malloc'ed) and its id. */
@@ -272,6 +309,15 @@ struct axon_fi_domain {
     axon_fi_chunk_t       *chunks;
     size_t                 op_chunk;       /* ops per growth step */
     axon_fi_eps_t          event_eps;      /* FI_RMA_EVENT: endpoints receiving events */
+    axon_fi_eps_t          word_eps;       /* ... of them, those with words (the harvest's) */
+    /* Counting by words: slots of regions (axon_fi_lock), the free ones reused oldest
+     * first, the used ones listed for the harvest to walk. */
+    uint32_t               event_nslots;   /* capacity; 0: messages only */
+    axon_fi_event_slot_t  *event_slots;
+    uint32_t              *event_free;     /* a ring of free slots */
+    uint32_t               event_free_head, event_free_count;
+    uint32_t              *event_live;     /* used slots */
+    uint32_t               event_nlive;
     /* FI_PROGRESS_AUTO (axon_fi_progress.c): a thread progresses every endpoint. */
     axon_fi_eps_t          all_eps;
     pthread_t              progress_thread;
@@ -319,6 +365,8 @@ typedef struct axon_fi_rkey {
     axon_rkey_h          rkey;
     uint64_t             addend;   /* remote address = libfabric's address + addend */
     int                  events;   /* the target counts accesses: tell it (FI_RMA_EVENT) */
+    uint64_t             word;     /* its FI_REMOTE_WRITE word at the target (the read word
+                                    * follows), on the connection's words key; 0: messages */
 } axon_fi_rkey_t;
 
 /* An endpoint's connection to one peer: the Axon endpoint, made at first use. */
@@ -329,6 +377,7 @@ typedef struct axon_fi_conn {
     int              refs;         /* fi_addrs of this endpoint leading here */
     axon_fi_map_t    rkeys;        /* libfabric key + 1 -> axon_fi_rkey_t */
     axon_fi_rkey_t  *all_rkeys;    /* destroyed with the connection */
+    axon_rkey_h      words;        /* the peer endpoint's event words, unpacked once */
 } axon_fi_conn_t;
 
 typedef struct {
@@ -364,6 +413,7 @@ struct axon_fi_cntr {
     axon_fi_eps_t      eps;
     int                remote;                /* bound to a region: progress the domain's
                                                * event endpoints too */
+    int                harvest;               /* counts remote accesses: take in the words */
     int                refs;
 };
 
@@ -410,6 +460,9 @@ struct axon_fi_ep {
     axon_fi_event_held_t events_held[AXON_FI_EVENT_HELD];   /* added up while some are */
     unsigned           events_nheld;
     int                events_closing;     /* canceled: not posted again */
+    uint64_t           events_sent;        /* event messages sent (fi_control, for tests) */
+    axon_fi_event_words_t words;           /* counting by words, as a target */
+    unsigned           word_adds;          /* as an initiator: word adds still in flight */
     struct axon_fi_eq *eq;
     uint64_t           caps;
     uint64_t           tag_reserved;       /* AXON_FI_MSG_TAG with FI_MSG, else 0 */
@@ -468,11 +521,19 @@ int  axon_fi_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
 int  axon_fi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
                      void *context);
 extern struct fi_ops_mr axon_fi_mr_ops;
-/* An exported key: u64 addend and u64 flags (big endian), then Axon's packed key. */
+/* An exported key: u64 addend and u64 flags (big endian); with AXON_FI_MR_BLOB_WORDS
+ * u64 the address of the region's write word at the asking endpoint, u32 the length
+ * of that endpoint's packed words key, u32 0, the packed words key; then Axon's packed
+ * key of the region. */
 #define AXON_FI_MR_BLOB_HEAD    16
 #define AXON_FI_MR_BLOB_EVENTS  1ull   /* flags: the target counts accesses (FI_RMA_EVENT) */
-/* A registration's key as peers fetch it (address server thread, see above); malloc'ed. -FI_ENOKEY if key is not registered for remote access. */
-int  axon_fi_mr_export(axon_fi_domain_t *domain, uint64_t key, void **blob_p, size_t *len_p);
+#define AXON_FI_MR_BLOB_WORDS   2ull   /* flags: ... by words (else by messages) */
+#define AXON_FI_MR_BLOB_WORDS_HEAD 16
+/* A registration's key as peers fetch it from the endpoint whose words are given (address
+ * server thread, see above); malloc'ed. -FI_ENOKEY if key is not registered for remote
+ * access. */
+int  axon_fi_mr_export(axon_fi_domain_t *domain, const axon_fi_event_words_t *words,
+                       uint64_t key, void **blob_p, size_t *len_p);
 /* mr_mode as the domain applies it: the old FI_MR_BASIC / FI_MR_SCALABLE as their bits. */
 uint64_t axon_fi_mr_mode_bits(uint64_t mr_mode);
 /* Share regions' pages in a domain of (normalized) mr_mode? FI_AXON_MR_SHARE decides. */
@@ -616,6 +677,29 @@ static inline int axon_fi_event_backlog(axon_fi_ep_t *ep)
     axon_fi_event_flush_due(ep);
     return ep->events_queued >= AXON_FI_EVENT_QUEUED_MAX;
 }
+/* Counting by words (axon_fi_event_words.c; lock held). The domain's slots, from
+ * FI_AXON_RMA_EVENT_SLOTS; a region's slot (-1: none free, it counts by messages) and its
+ * release (the words harvested first); an endpoint's words (a failure leaves it on
+ * messages) and their end (harvested, then unmapped once peers cannot fetch them). */
+int      axon_fi_event_slots_open(axon_fi_domain_t *domain);
+void     axon_fi_event_slots_close(axon_fi_domain_t *domain);
+int32_t  axon_fi_event_slot_get(axon_fi_domain_t *domain);
+void     axon_fi_event_slot_put(axon_fi_domain_t *domain, int32_t slot);
+void     axon_fi_event_words_open(axon_fi_ep_t *ep);
+void     axon_fi_event_words_close(axon_fi_ep_t *ep);
+/* Take the growth of every endpoint's words of the live slots into their counters;
+ * returns the accesses found. */
+unsigned axon_fi_event_harvest(axon_fi_domain_t *domain);
+/* As an initiator: add op's access to its word at the target; 0 when the key has none or
+ * the add cannot be posted (the caller sends a message instead). */
+int      axon_fi_event_add(axon_fi_op_t *op);
+/* Wait (bounded) for the endpoint's word adds in flight, before its connections close. */
+void     axon_fi_event_adds_drain(axon_fi_ep_t *ep);
+/* Unpack a key blob's words part on conn (rkey->word set; left 0 if it has none or
+ * it cannot be used); *off_p moves past it. -1 if the blob is malformed. */
+int      axon_fi_event_words_unpack(axon_fi_conn_t *conn, const uint8_t *blob, size_t len,
+                                    size_t *off_p, axon_fi_rkey_t *rkey);
+
 /* The counter bound to the region under key for kind (AXON_FI_EVENT_*), NULL if none. */
 axon_fi_cntr_t *axon_fi_mr_event_cntr(axon_fi_domain_t *domain, uint64_t key, unsigned kind);
 /* Progress what moves cntr: its endpoints and, bound to a region, the event endpoints;

@@ -22,7 +22,8 @@
  * kind ADDR: the bytes are the worker address. kind KEY: they are the memory
  * key `key` of the endpoint's domain as axon_fi_mr_export gives it, read
  * from the domain's table under its lock (RMA initiators resolve a 64-bit
- * libfabric key to Axon's packed key this way, once per peer and key).
+ * libfabric key to Axon's packed key this way, once per peer and key),
+ * with the place of the region's RMA event words at that endpoint.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -38,7 +39,7 @@
 #include "axon_fi.h"
 
 #define AXON_FI_SRV_MAGIC      0x41584653u   /* "AXFS" */
-#define AXON_FI_SRV_VERSION    3
+#define AXON_FI_SRV_VERSION    4   /* 4: key blobs may carry RMA event words */
 #define AXON_FI_SRV_KIND_ADDR  0
 #define AXON_FI_SRV_KIND_KEY   1
 #define AXON_FI_SRV_TIMEOUT_MS 5000
@@ -58,6 +59,8 @@ struct axon_fi_pub {
     struct axon_fi_pub  *next;
     axon_fi_listener_t  *listener;
     axon_fi_domain_t    *domain;      /* its memory keys (the endpoint's domain outlives it) */
+    const axon_fi_event_words_t *words;   /* the endpoint's RMA event words (it outlives
+                                           * the publication) */
     uint64_t             id;
     size_t               len;
     uint8_t              addr[];
@@ -137,7 +140,8 @@ static uint8_t *axon_fi_srv_reply(const axon_fi_pub_t *pub, uint32_t kind, uint6
     uint8_t *copy;
 
     if (kind == AXON_FI_SRV_KIND_KEY) {
-        return (axon_fi_mr_export(pub->domain, key, &blob, len_p) == 0) ? blob : NULL;
+        return (axon_fi_mr_export(pub->domain, pub->words, key, &blob, len_p) == 0) ? blob :
+               NULL;
     }
     copy = malloc(pub->len);
     if (copy != NULL) {
@@ -275,7 +279,8 @@ static void axon_fi_listener_stop(axon_fi_listener_t *listener)
 }
 
 int axon_fi_addr_publish(const axon_fi_name_t *src, uint64_t id, const void *worker_addr,
-                         size_t len, axon_fi_domain_t *domain, axon_fi_name_t *name,
+                         size_t len, axon_fi_domain_t *domain,
+                         const axon_fi_event_words_t *words, axon_fi_name_t *name,
                          axon_fi_pub_t **pub_p)
 {
     struct in_addr any = {htonl(INADDR_ANY)};
@@ -292,6 +297,7 @@ int axon_fi_addr_publish(const axon_fi_name_t *src, uint64_t id, const void *wor
     pub->len    = len;
     pub->id     = id;
     pub->domain = domain;
+    pub->words  = words;
     ip = ((src != NULL) && (src->sin_addr.s_addr != htonl(INADDR_ANY))) ? src->sin_addr :
          axon_fi_default_ip();
 

@@ -5,7 +5,9 @@
  * (FI_PROGRESS_MANUAL). FI_READ/FI_WRITE bindings count RMA initiated here;
  * FI_REMOTE_* bindings (to an endpoint or a region) count RMA events
  * (axon_fi_event.c): a counter bound to a region drives every endpoint of
- * the domain that receives them.
+ * the domain that receives them. Accesses counted by words
+ * (axon_fi_event_words.c) are taken in by every read, wait, set and add of
+ * such a counter.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -19,6 +21,9 @@ unsigned axon_fi_cntr_progress(axon_fi_cntr_t *cntr)
     if (cntr->remote) {
         events += axon_fi_eps_progress(&cntr->domain->event_eps);   /* where region events
                                                                      * arrive */
+    }
+    if (cntr->harvest) {
+        events += axon_fi_event_harvest(cntr->domain);   /* counted by words */
     }
     return events;
 }
@@ -53,6 +58,9 @@ static int axon_fi_cntr_change(struct fid_cntr *cntr_fid, uint64_t value, int ad
     uint64_t *field = errors ? &cntr->errors : &cntr->value;
 
     axon_fi_lock(cntr->domain);
+    if (cntr->harvest) {
+        axon_fi_event_harvest(cntr->domain);   /* what came before the call is in the old value */
+    }
     *field = add ? *field + value : value;
     axon_fi_unlock(cntr->domain);
     return 0;
@@ -93,6 +101,9 @@ static int axon_fi_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int 
     /* Reached already (a SHMEM quiet after operations that completed in their call):
      * no progress pass, which would count as an idle poll and may yield the core. */
     axon_fi_lock(cntr->domain);
+    if (cntr->harvest) {
+        axon_fi_event_harvest(cntr->domain);   /* words: no progress needed to see them */
+    }
     value  = cntr->value;
     errors = cntr->errors;
     axon_fi_unlock(cntr->domain);

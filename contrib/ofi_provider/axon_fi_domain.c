@@ -107,7 +107,9 @@ static int axon_fi_domain_close(struct fid *fid)
     }
     axon_fi_bounce_free_all(domain);
     axon_fi_map_free(&domain->mr_by_key);
+    axon_fi_event_slots_close(domain);
     axon_fi_eps_free(&domain->event_eps);
+    axon_fi_eps_free(&domain->word_eps);
     axon_fi_eps_free(&domain->all_eps);
     pthread_mutex_destroy(&domain->mr_lock);
     pthread_mutex_lock(&domain->fabric->lock);
@@ -216,6 +218,10 @@ int axon_fi_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
     if (ret != 0) {
         goto err_free;
     }
+    ret = axon_fi_event_slots_open(domain);
+    if (ret != 0) {
+        goto err_free;
+    }
     if ((attr != NULL) && (attr->data_progress == FI_PROGRESS_AUTO)) {
         ret = axon_fi_progress_start(domain);
         if (ret != 0) {
@@ -235,6 +241,7 @@ int axon_fi_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
     return 0;
 
 err_free:
+    axon_fi_event_slots_close(domain);
     while (domain->chunks != NULL) {
         axon_fi_chunk_t *chunk = domain->chunks;
         domain->chunks = chunk->next;

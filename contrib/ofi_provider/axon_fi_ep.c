@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include "axon_fi.h"
+#include "axon_fi_ext.h"
 
 #define AXON_FI_EP_CLOSE_WAIT_MS 2000   /* for operations in flight at close */
 
@@ -90,6 +91,9 @@ static int axon_fi_ep_bind_cntr(axon_fi_ep_t *ep, axon_fi_cntr_t *cntr, uint64_t
             *(axon_fi_cntr_t **)((char *)ep + kinds[i].slot) = cntr;
             ++cntr->refs;
         }
+    }
+    if (flags & remote) {
+        cntr->harvest = 1;   /* accesses counted by words: taken in when read */
     }
     return 0;
 }
@@ -192,6 +196,14 @@ static int axon_fi_ep_control(struct fid *fid, int command, void *arg)
         }
         axon_fi_ep_update_comp(ep);
         return 0;
+    case AXON_FI_EP_EVENTS_SENT:
+        if (arg == NULL) {
+            return -FI_EINVAL;
+        }
+        axon_fi_lock(ep->domain);
+        *(uint64_t *)arg = ep->events_sent;
+        axon_fi_unlock(ep->domain);
+        return 0;
     default:
         AXON_FI_WARN(FI_LOG_EP_CTRL, "endpoint control command %d not supported", command);
         return -FI_ENOSYS;
@@ -278,6 +290,7 @@ static int axon_fi_ep_close(struct fid *fid)
     axon_fi_eps_del(&domain->all_eps, ep);   /* the progress thread lets it go */
     axon_fi_event_close(ep);
     axon_fi_ep_drain(ep);
+    axon_fi_event_adds_drain(ep);   /* counts told by word adds reach their targets */
     axon_fi_conn_close_all(ep);
     axon_fi_ep_unbind(ep);
     axon_fi_addr_withdraw(ep->pub);
@@ -490,7 +503,8 @@ static int axon_fi_ep_open_worker(axon_fi_ep_t *ep, const struct fi_info *info)
         return -axon_fi_errno(status);
     }
     ret = axon_fi_addr_publish(srcp, axon_worker_id(ep->worker), ep->worker_addr,
-                               ep->worker_addr_len, ep->domain, &ep->name, &ep->pub);
+                               ep->worker_addr_len, ep->domain, &ep->words, &ep->name,
+                               &ep->pub);
     if (ret != 0) {
         axon_worker_release_address(ep->worker, ep->worker_addr);
         axon_worker_destroy(ep->worker);

@@ -15,7 +15,10 @@
  * again. Unexpected notifications wait in Axon's queue: none is lost, none
  * counted twice. Only regions of a domain opened with FI_RMA_EVENT ask for
  * notifications (their key says so, axon_fi_mr_export), so plain RMA sends
- * nothing more.
+ * nothing more. Where the key gives the region's words at the target
+ * endpoint, a plain count is an atomic add there instead
+ * (axon_fi_event_words.c): messages remain for regions without words and
+ * for remote CQ data.
  *
  * Remote CQ data (fi_writedata) rides the same message: kind
  * AXON_FI_EVENT_WRITE | AXON_FI_EVENT_DATA, the data after the key. The
@@ -137,6 +140,7 @@ int axon_fi_event_open(axon_fi_ep_t *ep)
             return -FI_EIO;
         }
     }
+    axon_fi_event_words_open(ep);   /* counting by words where it can */
     return 0;
 }
 
@@ -147,6 +151,7 @@ void axon_fi_event_close(axon_fi_ep_t *ep)
     if (ep->events == NULL) {
         return;
     }
+    axon_fi_event_words_close(ep);
     ep->events_closing = 1;
     for (i = 0; i < AXON_FI_EVENT_RECVS; ++i) {
         if (ep->events[i].req != NULL) {
@@ -211,6 +216,7 @@ static void axon_fi_event_send(axon_fi_ep_t *ep, fi_addr_t addr, uint64_t key, u
             axon_request_free(req);   /* injected: nothing refers to msg any more */
             status = AXON_OK;
         }
+        ep->events_sent += (status == AXON_OK);
     }
     if (status != AXON_OK) {
         AXON_FI_WARN(FI_LOG_EP_DATA, "RMA event for key %llu at fi_addr %llu not sent: %s",
@@ -249,6 +255,10 @@ void axon_fi_event_notify(axon_fi_op_t *op)
 {
     axon_fi_ep_t *ep = op->ep;
 
+    /* A count alone: an add to the target's word, where the key has one. */
+    if (!(op->notify & AXON_FI_EVENT_DATA) && axon_fi_event_add(op)) {
+        return;
+    }
     /* The way to a target is backed up: one message for many accesses, later (never
      * remote CQ data: each write's data is an entry of its own). */
     if ((ep->events_queued > 0) && !(op->notify & AXON_FI_EVENT_DATA) &&

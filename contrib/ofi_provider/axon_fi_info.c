@@ -49,6 +49,10 @@ FI_EXT_INI
                     "share, so their RMA is loads and stores: auto (default: in domains whose "
                     "keys the application picks and addresses are offsets, as SHMEM libraries "
                     "register their heap and data), 1 (every region), 0 (none)");
+    fi_param_define(&axon_fi_prov, "rma_event_slots", FI_PARAM_INT,
+                    "FI_RMA_EVENT: regions per domain whose remote accesses are counted by "
+                    "atomic adds to words at the target endpoint (default 256; beyond, and "
+                    "with 0, by a message each)");
     return &axon_fi_prov;
 }
 

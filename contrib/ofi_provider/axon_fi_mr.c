@@ -24,8 +24,10 @@
  * not move (shared or read-only memory) and maps it plainly.
  *
  * FI_RMA_EVENT (a domain opened with it): the exported key tells peers to
- * notify the target of each access (axon_fi_event.c); fi_mr_bind attaches
- * the counters those notifications move (FI_REMOTE_WRITE / FI_REMOTE_READ).
+ * count each access at the target: by adding to the region's words at the
+ * endpoint asked (a slot of the domain's, axon_fi_event_words.c), or, the
+ * region having no slot, by a message (axon_fi_event.c); fi_mr_bind attaches
+ * the counters they move (FI_REMOTE_WRITE / FI_REMOTE_READ).
  */
 #include <endian.h>
 #include <stdlib.h>
@@ -44,6 +46,7 @@ typedef struct {
     uint64_t          addend;
     axon_fi_cntr_t   *wr_cntr;     /* FI_REMOTE_WRITE events (fi_mr_bind), or NULL */
     axon_fi_cntr_t   *rd_cntr;     /* FI_REMOTE_READ events */
+    int32_t           slot;        /* FI_RMA_EVENT: its words' slot; -1: by messages */
 } axon_fi_mr_t;
 
 uint64_t axon_fi_mr_mode_bits(uint64_t mr_mode)
@@ -54,22 +57,43 @@ uint64_t axon_fi_mr_mode_bits(uint64_t mr_mode)
     return (mr_mode == FI_MR_SCALABLE) ? 0 : mr_mode;
 }
 
-int axon_fi_mr_export(axon_fi_domain_t *domain, uint64_t key, void **blob_p, size_t *len_p)
+int axon_fi_mr_export(axon_fi_domain_t *domain, const axon_fi_event_words_t *words,
+                      uint64_t key, void **blob_p, size_t *len_p)
 {
     axon_fi_mr_t *mr = NULL;
     uint8_t *blob = NULL;
-    uint64_t val, be[2];
+    uint64_t val, be[2], flags = 0;
+    uint32_t wbe[2];
+    size_t wlen = 0, off;
 
     pthread_mutex_lock(&domain->mr_lock);
     if (axon_fi_map_get(&domain->mr_by_key, key + 1, &val)) {
-        mr   = (axon_fi_mr_t *)(uintptr_t)val;
-        blob = malloc(AXON_FI_MR_BLOB_HEAD + mr->packed_len);
+        mr = (axon_fi_mr_t *)(uintptr_t)val;
+        if (domain->rma_event) {
+            flags = AXON_FI_MR_BLOB_EVENTS;
+            if ((mr->slot >= 0) && (words != NULL) && (words->packed != NULL)) {
+                flags |= AXON_FI_MR_BLOB_WORDS;
+                wlen   = AXON_FI_MR_BLOB_WORDS_HEAD + words->packed_len;
+            }
+        }
+        blob = malloc(AXON_FI_MR_BLOB_HEAD + wlen + mr->packed_len);
         if (blob != NULL) {
             be[0] = htobe64(mr->addend);
-            be[1] = htobe64(domain->rma_event ? AXON_FI_MR_BLOB_EVENTS : 0);
+            be[1] = htobe64(flags);
             memcpy(blob, be, AXON_FI_MR_BLOB_HEAD);
-            memcpy(blob + AXON_FI_MR_BLOB_HEAD, mr->packed, mr->packed_len);
-            *len_p = AXON_FI_MR_BLOB_HEAD + mr->packed_len;
+            off = AXON_FI_MR_BLOB_HEAD;
+            if (wlen > 0) {
+                be[0]  = htobe64((uint64_t)(uintptr_t)(words->base + 2 * mr->slot));
+                wbe[0] = htobe32((uint32_t)words->packed_len);
+                wbe[1] = 0;
+                memcpy(blob + off, be, sizeof(be[0]));
+                memcpy(blob + off + 8, wbe, sizeof(wbe));
+                memcpy(blob + off + AXON_FI_MR_BLOB_WORDS_HEAD, words->packed,
+                       words->packed_len);
+                off += wlen;
+            }
+            memcpy(blob + off, mr->packed, mr->packed_len);
+            *len_p = off + mr->packed_len;
         }
     }
     pthread_mutex_unlock(&domain->mr_lock);
@@ -130,7 +154,12 @@ static int axon_fi_mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
         mr->rd_cntr = cntr;
         ++cntr->refs;
     }
-    cntr->remote = 1;
+    if (mr->slot >= 0) {   /* what the harvest moves */
+        domain->event_slots[mr->slot].cntr[0] = mr->wr_cntr;
+        domain->event_slots[mr->slot].cntr[1] = mr->rd_cntr;
+    }
+    cntr->remote  = 1;
+    cntr->harvest = 1;
     pthread_mutex_unlock(&domain->mr_lock);
     axon_fi_unlock(domain);
     return 0;
@@ -150,6 +179,7 @@ static int axon_fi_mr_close(struct fid *fid)
         axon_mem_unmap(domain->fabric->context, mr->memh);
     }
     axon_fi_lock(domain);
+    axon_fi_event_slot_put(domain, mr->slot);   /* its words harvested first */
     if (mr->wr_cntr != NULL) {
         --mr->wr_cntr->refs;
     }
@@ -215,6 +245,11 @@ static int axon_fi_mr_grant(axon_fi_mr_t *mr, const struct fi_mr_attr *attr)
     }
     mr->addend = (domain->mr_mode & FI_MR_VIRT_ADDR) ? 0 :
                  (uint64_t)(uintptr_t)params.address - attr->offset;
+    if (domain->rma_event) {
+        axon_fi_lock(domain);
+        mr->slot = axon_fi_event_slot_get(domain);   /* none free: it counts by messages */
+        axon_fi_unlock(domain);
+    }
 
     pthread_mutex_lock(&domain->mr_lock);
     key = (domain->mr_mode & FI_MR_PROV_KEY) ? domain->next_prov_key++ : attr->requested_key;
@@ -230,6 +265,10 @@ static int axon_fi_mr_grant(axon_fi_mr_t *mr, const struct fi_mr_attr *attr)
     }
     pthread_mutex_unlock(&domain->mr_lock);
     if (ret != 0) {
+        axon_fi_lock(domain);
+        axon_fi_event_slot_put(domain, mr->slot);
+        axon_fi_unlock(domain);
+        mr->slot = -1;
         axon_rkey_buffer_release(mr->packed);
         axon_mem_unmap(domain->fabric->context, mr->memh);
         mr->memh = NULL;
@@ -271,6 +310,7 @@ static int axon_fi_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, ui
     mr->mr_fid.fid.ops       = &axon_fi_mr_fi_ops;
     mr->mr_fid.mem_desc      = mr;
     mr->mr_fid.key           = attr->requested_key;
+    mr->slot                 = -1;
     /* Axon maps no empty range: an empty region has nothing to reach remotely. */
     if ((attr->access & AXON_FI_MR_REMOTE_ACCESS) && (attr->iov_count == 1) &&
         (attr->mr_iov[0].iov_len > 0)) {

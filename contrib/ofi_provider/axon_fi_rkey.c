@@ -9,6 +9,9 @@
  * region registered again under the same key is found by the next use;
  * the forgotten Axon key stays on the connection's list, since operations
  * in flight may still hold it, and is destroyed with the connection.
+ * FI_RMA_EVENT: the key may also give the region's event words at the peer
+ * endpoint (axon_fi_event_words.c); their Axon key, the same for every
+ * region of the endpoint, is unpacked once per connection.
  */
 #include <endian.h>
 #include <stdlib.h>
@@ -23,7 +26,7 @@ axon_status_t axon_fi_rkey_resolve(axon_fi_conn_t *conn, uint64_t key, axon_fi_r
     axon_status_t status;
     uint64_t be[2];
     void *blob = NULL;
-    size_t len = 0;
+    size_t len = 0, off;
     char str[96];
     int ret;
 
@@ -48,8 +51,17 @@ axon_status_t axon_fi_rkey_resolve(axon_fi_conn_t *conn, uint64_t key, axon_fi_r
     memcpy(be, blob, sizeof(be));
     rkey->addend = be64toh(be[0]);
     rkey->events = (be64toh(be[1]) & AXON_FI_MR_BLOB_EVENTS) != 0;
-    status = axon_ep_rkey_unpack(conn->aep, (const uint8_t *)blob + sizeof(be),
-                                 len - sizeof(be), &rkey->rkey);
+    off = sizeof(be);
+    if ((be64toh(be[1]) & AXON_FI_MR_BLOB_WORDS) &&
+        (axon_fi_event_words_unpack(conn, blob, len, &off, rkey) != 0)) {
+        AXON_FI_WARN(FI_LOG_EP_DATA, "RMA key %llu of %s: %zu bytes do not hold its event "
+                     "words", (unsigned long long)key, str, len);
+        free(blob);
+        free(rkey);
+        return AXON_ERR_IO_FORMAT;
+    }
+    status = axon_ep_rkey_unpack(conn->aep, (const uint8_t *)blob + off, len - off,
+                                 &rkey->rkey);
     free(blob);
     if (status != AXON_OK) {
         AXON_FI_WARN(FI_LOG_EP_DATA, "RMA key %llu of %s: axon_ep_rkey_unpack failed: %s",
@@ -85,6 +97,10 @@ void axon_fi_rkey_destroy_all(axon_fi_conn_t *conn)
         conn->all_rkeys = rkey->next;
         axon_rkey_destroy(rkey->rkey);
         free(rkey);
+    }
+    if (conn->words != NULL) {
+        axon_rkey_destroy(conn->words);
+        conn->words = NULL;
     }
     axon_fi_map_free(&conn->rkeys);
 }

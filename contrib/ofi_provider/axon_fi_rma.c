@@ -270,7 +270,8 @@ static ssize_t axon_fi_rma(axon_fi_ep_t *ep, const axon_fi_rma_t *rma)
         }
         goto out;
     }
-    op = (rkey->events && axon_fi_event_backlog(ep)) ? NULL : axon_fi_op_get(domain);
+    op = (rkey->events && !rkey->word && axon_fi_event_backlog(ep)) ? NULL :
+         axon_fi_op_get(domain);
     if (op == NULL) {
         ret = -FI_EAGAIN;
         goto out;

@@ -25,6 +25,8 @@ contrib_ofi_provider_libaxon_fi_la_SOURCES = \
 	contrib/ofi_provider/axon_fi_rkey.c \
 	contrib/ofi_provider/axon_fi_rma.c \
 	contrib/ofi_provider/axon_fi_event.c \
+	contrib/ofi_provider/axon_fi_event_words.c \
+	contrib/ofi_provider/axon_fi_ext.h \
 	contrib/ofi_provider/axon_fi_progress.c \
 	contrib/ofi_provider/axon_fi_atomic.c \
 	contrib/ofi_provider/axon_fi_atomic_calc.c \
