@@ -1,0 +1,177 @@
+#!/bin/bash
+# Unmodified rdma-core programs (ibverbs-utils) on softib, through the
+# libibverbs.so.1 of framework/device/softib/verbs_abi/ picked by
+# LD_LIBRARY_PATH. Prints "PASS name" or "FAIL name" per check; run_tests.sh
+# counts them.
+#   tests/softib_verbs_test.sh BUILDDIR
+# SOFTIB_VERBS_TEST_FILTER='*pingpong*' runs only the checks whose name matches.
+set -u
+builddir=${1:-$(pwd)}
+libdir="$builddir/.libs/axon/softib-verbs"
+info="$builddir/tools/axon_info"
+tmp=$(mktemp -d /tmp/axon-softib-verbs-XXXXXX)
+pids=()
+cleanup() {
+    local p
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+    wait 2>/dev/null
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+if [ ! -e "$libdir/libibverbs.so.1" ]; then
+    echo "softib_verbs_test: not built (configure found no libibverbs headers)"
+    exit 0
+fi
+
+check() {  # name command...
+    local name=$1; shift
+    # shellcheck disable=SC2053  # the filter is a glob
+    [[ $name == ${SOFTIB_VERBS_TEST_FILTER:-*} ]] || return 0
+    if "$@" >"$tmp/$name.out" 2>&1; then
+        echo "PASS $name"
+    else
+        echo "FAIL $name"
+        sed 's/^/    | /' "$tmp/$name.out" | tail -20
+    fi
+}
+
+# A program of ibverbs-utils on softib; missing, it fails with the reason.
+verbs() {  # program args...
+    if ! command -v "$1" >/dev/null; then
+        echo "$1 is not installed (contrib/setup.sh installs ibverbs-utils)"
+        return 127
+    fi
+    LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 60 "$@"
+}
+
+t_exports_match_rdma_core() {
+    # Every entry point of the system's libibverbs (rdma-core 44 on Debian 12),
+    # with the same version, hidden or default.
+    local sys=/usr/lib/x86_64-linux-gnu/libibverbs.so.1
+    [ -e "$sys" ] || sys=$(ldconfig -p | awk '/libibverbs.so.1 /{print $NF; exit}')
+    versions() { objdump -T "$1" | awk '/IBVERBS/ && !/\*ABS\*/ {print $(NF-1), $NF}' | sort; }
+    versions "$sys" >"$tmp/sys.syms" && versions "$libdir/libibverbs.so.1" >"$tmp/ours.syms" ||
+        return 1
+    grep -q IBVERBS_PRIVATE_34 "$tmp/sys.syms" || { echo "$sys is not rdma-core 44"; return 1; }
+    echo "$(wc -l <"$tmp/sys.syms") versioned symbols in $sys"
+    diff "$tmp/sys.syms" "$tmp/ours.syms"
+}
+
+t_programs_load_it() {
+    # ldd resolves libibverbs.so.1 to ours; perftest's provider libraries load with it
+    local p
+    for p in ibv_devinfo ibv_rc_pingpong ib_send_lat; do
+        command -v "$p" >/dev/null || { echo "$p is not installed"; return 1; }
+        LD_LIBRARY_PATH="$libdir" ldd "$(command -v "$p")" >"$tmp/ldd" || return 1
+        grep -q "libibverbs.so.1 => $libdir/libibverbs.so.1" "$tmp/ldd" || { cat "$tmp/ldd"; return 1; }
+        ! grep -q 'not found' "$tmp/ldd" || { cat "$tmp/ldd"; return 1; }
+    done
+}
+
+# The value of "name:" in ibv_devinfo -v output ($1), first occurrence.
+devinfo_value() { awk -v k="$2:" '$1 == k {print $2; exit}' "$1"; }
+# The value of "name:" in axon_info -d's softib0 section ($1).
+info_value() { awk -v k="$2:" '/device: softib0/ {on = 1} on && $2 == k {print $3; exit}' "$1"; }
+
+t_devinfo_shows_softib_attributes() {
+    # ibv_devinfo -v against what the device layer reports for softib0 (axon_info -d)
+    verbs ibv_devinfo -v >"$tmp/dv" || return 1
+    "$info" -d >"$tmp/ai" || return 1
+    cat "$tmp/dv"
+    grep -q '^hca_id:[[:space:]]*softib0$' "$tmp/dv" &&
+        grep -q 'fw_ver:[[:space:]]*axon-softib' "$tmp/dv" &&
+        grep -q 'state:[[:space:]]*PORT_ACTIVE' "$tmp/dv" &&
+        grep -q 'link_layer:[[:space:]]*Ethernet' "$tmp/dv" &&
+        grep -q 'GID\[  0\]:[[:space:]]*::ffff:127.0.0.1, RoCE v2' "$tmp/dv" || return 1
+    local f a b
+    for f in max_qp max_qp_wr max_sge max_cqe max_srq max_srq_wr max_qp_rd_atom; do
+        a=$(devinfo_value "$tmp/dv" "$f"); b=$(info_value "$tmp/ai" "$f")
+        echo "$f: ibv_devinfo $a, axon_info $b"
+        [ -n "$a" ] && [ "$a" = "$b" ] || return 1
+    done
+    # the GUID: 7369:627f:0000:0100 against 0x7369627f00000100
+    a=$(devinfo_value "$tmp/dv" node_guid | tr -d :); b=$(info_value "$tmp/ai" node_guid)
+    [ "0x$a" = "$b" ] && grep -q 'atomic_cap:[[:space:]]*ATOMIC_GLOB' "$tmp/dv"
+}
+
+t_devinfo_follows_configuration() {
+    verbs env AXON_SOFTIB_DEVICES=2 AXON_SOFTIB_MTU=1024 ibv_devinfo >"$tmp/d2" || return 1
+    cat "$tmp/d2"
+    grep -q '^hca_id:[[:space:]]*softib0$' "$tmp/d2" && grep -q '^hca_id:[[:space:]]*softib1$' "$tmp/d2" &&
+        [ "$(grep -c 'active_mtu:[[:space:]]*1024 (3)' "$tmp/d2")" -eq 2 ] || return 1
+    # no device: the program's own "none found" path
+    verbs env AXON_SOFTIB_DEVICES=0 ibv_devinfo >"$tmp/d0" 2>&1
+    cat "$tmp/d0"
+    grep -q 'No IB devices found' "$tmp/d0"
+}
+
+# The port a server listens on, once it does (ss), within 10 s.
+wait_listening() {  # port pid
+    local i
+    for i in $(seq 100); do
+        ss -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
+        kill -0 "$2" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+
+# Server and client of one program, both must complete and print a result
+# line (an extended regular expression; the server's only where it prints
+# one: RESULT_ON_SERVER=n for the tests whose server only answers).
+server_client() {  # result-regex program args...
+    local result=$1 prog=$2; shift 2
+    local port=$((20000 + RANDOM % 20000)) srv rc=0
+    command -v "$prog" >/dev/null || { echo "$prog is not installed"; return 1; }
+    verbs "$prog" -p "$port" "$@" >"$tmp/srv" 2>&1 &
+    srv=$!; pids+=("$srv")
+    wait_listening "$port" "$srv" || { echo "server did not listen"; cat "$tmp/srv"; return 1; }
+    verbs "$prog" -p "$port" "$@" 127.0.0.1 >"$tmp/cli" 2>&1 || rc=$?
+    wait "$srv" || rc=$?
+    echo "== client"; cat "$tmp/cli"; echo "== server"; cat "$tmp/srv"
+    [ "$rc" -eq 0 ] && grep -Eq "$result" "$tmp/cli" &&
+        { [ "${RESULT_ON_SERVER:-y}" = n ] || grep -Eq "$result" "$tmp/srv"; }
+}
+
+# ibv_*_pingpong: "1000 iters in 0.06 seconds = 55.32 usec/iter" on both sides
+t_pingpong() { server_client '[0-9]+ iters in' "$@"; }
+
+# perftest: the line of numbers under its header, for the iterations asked (-n 200)
+t_perftest() { server_client '^ *[0-9]+ +200 +[0-9.]+' "$@" -d softib0 -x 0 -n 200; }
+
+t_unsupported_is_reported() {  # program args... -- expected message
+    local args=() msg
+    while [ "$1" != -- ]; do args+=("$1"); shift; done
+    msg=$2
+    # the program stops at the check, before it would wait for a peer
+    if verbs "${args[@]}" >"$tmp/u" 2>&1; then cat "$tmp/u"; return 1; fi
+    cat "$tmp/u"
+    grep -q "$msg" "$tmp/u"
+}
+
+check softib_verbs_exports_match_rdma_core_44   t_exports_match_rdma_core
+check softib_verbs_programs_load_it             t_programs_load_it
+check softib_verbs_devinfo_shows_attributes     t_devinfo_shows_softib_attributes
+check softib_verbs_devinfo_follows_config       t_devinfo_follows_configuration
+check softib_verbs_rc_pingpong                  t_pingpong ibv_rc_pingpong -g 0 -n 200 -c
+check softib_verbs_rc_pingpong_events           t_pingpong ibv_rc_pingpong -g 0 -n 200 -e -s 64
+check softib_verbs_rc_pingpong_mtu_256          t_pingpong ibv_rc_pingpong -g 0 -n 100 -m 256 -s 10000 -c
+check softib_verbs_uc_pingpong                  t_pingpong ibv_uc_pingpong -g 0 -n 200 -c
+check softib_verbs_ud_pingpong                  t_pingpong ibv_ud_pingpong -g 0 -n 200 -c
+check softib_verbs_ud_pingpong_events           t_pingpong ibv_ud_pingpong -g 0 -n 200 -e
+check softib_verbs_srq_pingpong                 t_pingpong ibv_srq_pingpong -g 0 -n 200 -c
+check softib_verbs_srq_pingpong_events          t_pingpong ibv_srq_pingpong -g 0 -n 100 -q 4 -e
+check softib_verbs_odp_reported_unsupported     t_unsupported_is_reported \
+    ibv_rc_pingpong -g 0 -o -- "isn't ODP capable"
+check softib_verbs_new_send_api_reported_unsupported t_unsupported_is_reported \
+    ibv_rc_pingpong -g 0 -N -- "not supported"
+# perftest: latency and bandwidth, RC (and UD, UC where it offers them)
+check softib_verbs_perftest_send_lat            t_perftest ib_send_lat
+check softib_verbs_perftest_send_lat_ud         t_perftest ib_send_lat -c UD
+check softib_verbs_perftest_write_lat           t_perftest ib_write_lat
+RESULT_ON_SERVER=n check softib_verbs_perftest_read_lat   t_perftest ib_read_lat
+RESULT_ON_SERVER=n check softib_verbs_perftest_atomic_lat t_perftest ib_atomic_lat
+check softib_verbs_perftest_write_bw            t_perftest ib_write_bw
+check softib_verbs_perftest_send_bw_ud          t_perftest ib_send_bw -c UD
+check softib_verbs_perftest_read_bw             t_perftest ib_read_bw
