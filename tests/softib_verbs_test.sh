@@ -107,11 +107,12 @@ t_devinfo_follows_configuration() {
 }
 
 # The port a server listens on, once it does (ss), within 10 s.
-wait_listening() {  # port pid
-    local i
+wait_listening() {  # port pid [command prefix: ip netns exec NS]
+    local i port=$1 pid=$2
+    shift 2
     for i in $(seq 100); do
-        ss -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
-        kill -0 "$2" 2>/dev/null || return 1
+        "$@" ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && return 0
+        kill -0 "$pid" 2>/dev/null || return 1
         sleep 0.1
     done
     return 1
@@ -136,6 +137,42 @@ server_client() {  # result-regex program args...
 
 # ibv_*_pingpong: "1000 iters in 0.06 seconds = 55.32 usec/iter" on both sides
 t_pingpong() { server_client '[0-9]+ iters in' "$@"; }
+
+netns_usable() {
+    local probe="axonprobe-$$-$RANDOM"
+    [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null && ip netns add "$probe" 2>/dev/null &&
+        ip netns del "$probe"
+}
+
+# A pingpong between two network namespaces joined by a veth pair, as two
+# hosts: each softib's GID is its namespace's address, so the packets take
+# softib's UDP wire (the shm one serves a GID's own processes).
+t_pingpong_netns() (  # program args...
+    local prog=$1; shift
+    local ns_s="axonv-$$-$RANDOM-srv" ns_c="axonv-$$-$RANDOM-cli"
+    local port=$((20000 + RANDOM % 20000)) srv rc=0
+    trap 'kill $srv 2>/dev/null; ip netns del "$ns_s" 2>/dev/null; ip netns del "$ns_c" 2>/dev/null' EXIT
+    trap 'exit 1' INT TERM HUP
+    command -v "$prog" >/dev/null || { echo "$prog is not installed"; return 1; }
+    ip netns add "$ns_s" && ip netns add "$ns_c" || return 1
+    ip link add veth0 netns "$ns_s" type veth peer name veth0 netns "$ns_c" || return 1
+    ip -n "$ns_s" addr add 10.212.0.1/24 dev veth0 && ip -n "$ns_c" addr add 10.212.0.2/24 dev veth0 &&
+        ip -n "$ns_s" link set veth0 up && ip -n "$ns_c" link set veth0 up &&
+        ip -n "$ns_s" link set lo up && ip -n "$ns_c" link set lo up || return 1
+    ip netns exec "$ns_s" env AXON_SOFTIB_ADDR=10.212.0.1 bash -c \
+        "$(declare -p libdir; declare -f verbs); verbs \"\$@\"" _ "$prog" -p "$port" "$@" >"$tmp/srv" 2>&1 &
+    srv=$!
+    wait_listening "$port" "$srv" ip netns exec "$ns_s" ||
+        { echo "server did not listen"; cat "$tmp/srv"; return 1; }
+    ip netns exec "$ns_c" env AXON_SOFTIB_ADDR=10.212.0.2 bash -c \
+        "$(declare -p libdir; declare -f verbs); verbs \"\$@\"" _ "$prog" -p "$port" "$@" 10.212.0.1 \
+        >"$tmp/cli" 2>&1 || rc=$?
+    wait "$srv" || rc=$?
+    echo "== client"; cat "$tmp/cli"; echo "== server"; cat "$tmp/srv"
+    [ "$rc" -eq 0 ] && grep -q 'GID ::ffff:10.212.0.2' "$tmp/cli" &&
+        grep -q 'GID ::ffff:10.212.0.1' "$tmp/cli" && grep -Eq '[0-9]+ iters in' "$tmp/cli" &&
+        grep -Eq '[0-9]+ iters in' "$tmp/srv"
+)
 
 # perftest: the line of numbers under its header, for the iterations asked (-n 200)
 t_perftest() { server_client '^ *[0-9]+ +200 +[0-9.]+' "$@" -d softib0 -x 0 -n 200; }
@@ -162,6 +199,11 @@ check softib_verbs_ud_pingpong                  t_pingpong ibv_ud_pingpong -g 0 
 check softib_verbs_ud_pingpong_events           t_pingpong ibv_ud_pingpong -g 0 -n 200 -e
 check softib_verbs_srq_pingpong                 t_pingpong ibv_srq_pingpong -g 0 -n 200 -c
 check softib_verbs_srq_pingpong_events          t_pingpong ibv_srq_pingpong -g 0 -n 100 -q 4 -e
+# Needs root and iproute2; where namespaces cannot be made it is not run (no line).
+if netns_usable; then
+    check softib_verbs_rc_pingpong_across_netns t_pingpong_netns ibv_rc_pingpong -g 0 -n 200 -c
+    check softib_verbs_ud_pingpong_across_netns t_pingpong_netns ibv_ud_pingpong -g 0 -n 200 -c
+fi
 check softib_verbs_odp_reported_unsupported     t_unsupported_is_reported \
     ibv_rc_pingpong -g 0 -o -- "isn't ODP capable"
 check softib_verbs_new_send_api_reported_unsupported t_unsupported_is_reported \

@@ -28,8 +28,7 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
     int ret = axon_dev_destroy_comp_channel(VABI(channel, channel)->dev);
 
     if (ret) {
-        errno = ret;
-        return -1;
+        return ret;   /* EBUSY while CQs use it */
     }
     free(channel);
     return 0;
@@ -38,9 +37,15 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
                              struct ibv_comp_channel *channel, int comp_vector)
 {
-    vabi_cq_t *cq = calloc(1, sizeof(*cq));
+    vabi_cq_t *cq;
     int ret;
 
+    if ((comp_vector < 0) || (comp_vector >= context->num_comp_vectors)) {
+        axon_error("libibverbs on softib: create_cq: comp_vector %d (the device has %d)",
+                   comp_vector, context->num_comp_vectors);
+        return vabi_fail_null(EINVAL);
+    }
+    cq = calloc(1, sizeof(*cq));
     if (cq == NULL) {
         return vabi_fail_null(ENOMEM);
     }
