@@ -194,6 +194,8 @@ check softib_verbs_devinfo_follows_config       t_devinfo_follows_configuration
 check softib_verbs_rc_pingpong                  t_pingpong ibv_rc_pingpong -g 0 -n 200 -c
 check softib_verbs_rc_pingpong_events           t_pingpong ibv_rc_pingpong -g 0 -n 200 -e -s 64
 check softib_verbs_rc_pingpong_mtu_256          t_pingpong ibv_rc_pingpong -g 0 -n 100 -m 256 -s 10000 -c
+check softib_verbs_rc_pingpong_wr_api           t_pingpong ibv_rc_pingpong -g 0 -n 200 -N -c
+check softib_verbs_rc_pingpong_wr_api_inline    t_pingpong ibv_rc_pingpong -g 0 -n 200 -N -s 64 -c
 check softib_verbs_uc_pingpong                  t_pingpong ibv_uc_pingpong -g 0 -n 200 -c
 check softib_verbs_ud_pingpong                  t_pingpong ibv_ud_pingpong -g 0 -n 200 -c
 check softib_verbs_ud_pingpong_events           t_pingpong ibv_ud_pingpong -g 0 -n 200 -e
@@ -206,8 +208,10 @@ if netns_usable; then
 fi
 check softib_verbs_odp_reported_unsupported     t_unsupported_is_reported \
     ibv_rc_pingpong -g 0 -o -- "isn't ODP capable"
-check softib_verbs_new_send_api_reported_unsupported t_unsupported_is_reported \
-    ibv_rc_pingpong -g 0 -N -- "not supported"
+check softib_verbs_timestamps_reported_unsupported t_unsupported_is_reported \
+    ibv_rc_pingpong -g 0 -t -- "isn't completion timestamp capable"
+check softib_verbs_device_memory_reported_unsupported t_unsupported_is_reported \
+    ibv_rc_pingpong -g 0 -j -- "doesn't support dm allocation"
 # perftest: latency and bandwidth, RC (and UD, UC where it offers them)
 check softib_verbs_perftest_send_lat            t_perftest ib_send_lat
 check softib_verbs_perftest_send_lat_ud         t_perftest ib_send_lat -c UD

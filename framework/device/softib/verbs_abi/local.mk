@@ -13,6 +13,7 @@ framework_device_softib_verbs_abi_libibverbs_la_SOURCES = \
 	framework/device/softib/verbs_abi/vabi_cq.c \
 	framework/device/softib/verbs_abi/vabi_qp.c \
 	framework/device/softib/verbs_abi/vabi_post.c \
+	framework/device/softib/verbs_abi/vabi_wr.c \
 	framework/device/softib/verbs_abi/vabi_async.c \
 	framework/device/softib/verbs_abi/vabi_strings.c \
 	framework/device/softib/verbs_abi/vabi_host.c \

@@ -38,7 +38,15 @@ typedef struct { struct ibv_ah ibv;           axon_dev_ah_t *dev; }           va
 typedef struct { struct ibv_comp_channel ibv; axon_dev_comp_channel_t *dev; } vabi_channel_t;
 typedef struct { struct ibv_cq ibv;           axon_dev_cq_t *dev; }           vabi_cq_t;
 typedef struct { struct ibv_srq ibv;          axon_dev_srq_t *dev; }          vabi_srq_t;
-typedef struct { struct ibv_qp ibv;           axon_dev_qp_t *dev; }           vabi_qp_t;
+
+/* A QP: ex.qp_base is the program's ibv_qp; wr is the ibv_wr_* interface's
+ * state, only for a QP created with send ops flags (vabi_wr.c). */
+typedef struct vabi_wr_builder vabi_wr_builder_t;
+typedef struct {
+    struct ibv_qp_ex   ex;
+    axon_dev_qp_t     *dev;
+    vabi_wr_builder_t *wr;
+} vabi_qp_t;
 
 /* The wrapper of an ibv object (the ibv struct is its first member). */
 #define VABI(_type, _obj) ((vabi_##_type##_t*)(void*)(_obj))
@@ -71,6 +79,9 @@ int  vabi_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_w
 int  vabi_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 int  vabi_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
                         struct ibv_recv_wr **bad_wr);
+/* The ibv_wr_* interface of qp for the send ops flags ops (vabi_wr.c); 0 or an errno. */
+int  vabi_wr_init(vabi_qp_t *qp, uint64_t ops);
+void vabi_wr_cleanup(vabi_qp_t *qp);
 struct ibv_qp *vabi_create_qp_ex(struct ibv_context *context,
                                  struct ibv_qp_init_attr_ex *attr);
 struct ibv_srq *vabi_create_srq_ex(struct ibv_context *context,

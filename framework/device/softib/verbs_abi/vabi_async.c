@@ -22,7 +22,7 @@ int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *eve
         event->element.cq = &((vabi_cq_t*)ev.element.cq->cq_context)->ibv;
         return 0;
     case AXON_DEV_IBV_EV_QP:
-        event->element.qp = &((vabi_qp_t*)ev.element.qp->qp_context)->ibv;
+        event->element.qp = &((vabi_qp_t*)ev.element.qp->qp_context)->ex.qp_base;
         return 0;
     case AXON_DEV_IBV_EV_SRQ:
         event->element.srq = &((vabi_srq_t*)ev.element.srq->srq_context)->ibv;

@@ -56,35 +56,44 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
         struct ibv_qp_cap *out      = &attr->cap;
         AXON_DEV_IBV_CONVERT(AXON_DEV_IBV_QP_CAP);
     }
-    qp->ibv.context    = pd->context;
-    qp->ibv.qp_context = attr->qp_context;
-    qp->ibv.pd         = pd;
-    qp->ibv.send_cq    = attr->send_cq;
-    qp->ibv.recv_cq    = attr->recv_cq;
-    qp->ibv.srq        = attr->srq;
-    qp->ibv.handle     = qp->dev->qp_num;
-    qp->ibv.qp_num     = qp->dev->qp_num;
-    qp->ibv.state      = IBV_QPS_RESET;
-    qp->ibv.qp_type    = attr->qp_type;
-    pthread_mutex_init(&qp->ibv.mutex, NULL);
-    pthread_cond_init(&qp->ibv.cond, NULL);
-    return &qp->ibv;
+    qp->ex.qp_base.context    = pd->context;
+    qp->ex.qp_base.qp_context = attr->qp_context;
+    qp->ex.qp_base.pd         = pd;
+    qp->ex.qp_base.send_cq    = attr->send_cq;
+    qp->ex.qp_base.recv_cq    = attr->recv_cq;
+    qp->ex.qp_base.srq        = attr->srq;
+    qp->ex.qp_base.handle     = qp->dev->qp_num;
+    qp->ex.qp_base.qp_num     = qp->dev->qp_num;
+    qp->ex.qp_base.state      = IBV_QPS_RESET;
+    qp->ex.qp_base.qp_type    = attr->qp_type;
+    pthread_mutex_init(&qp->ex.qp_base.mutex, NULL);
+    pthread_cond_init(&qp->ex.qp_base.cond, NULL);
+    return &qp->ex.qp_base;
 }
 
 /*
- * The extended form: only what the plain one has (a PD). Send ops flags (the
- * ibv_wr_* interface), create flags, XRC domains, RSS and the rest are not
- * supported.
+ * The extended form: a PD and, for the ibv_wr_* interface, send ops flags.
+ * Create flags, XRC domains, RSS and the rest are not supported.
  */
 struct ibv_qp *vabi_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 {
+    const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    struct ibv_qp *qp;
+    int ret;
+
     (void)context;
-    if (attr->comp_mask != IBV_QP_INIT_ATTR_PD) {
-        axon_error("libibverbs on softib: create_qp_ex: comp_mask 0x%x not supported (only "
-                   "IBV_QP_INIT_ATTR_PD)", attr->comp_mask);
+    if ((attr->comp_mask & ~known) || !(attr->comp_mask & IBV_QP_INIT_ATTR_PD)) {
+        axon_error("libibverbs on softib: create_qp_ex: comp_mask 0x%x not supported (a PD "
+                   "and send ops flags only)", attr->comp_mask);
         return vabi_fail_null(EOPNOTSUPP);
     }
-    return ibv_create_qp(attr->pd, (struct ibv_qp_init_attr*)(void*)attr);
+    qp = ibv_create_qp(attr->pd, (struct ibv_qp_init_attr*)(void*)attr);
+    if ((qp != NULL) && (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+        ((ret = vabi_wr_init(VABI(qp, qp), attr->send_ops_flags)) != 0)) {
+        ibv_destroy_qp(qp);
+        return vabi_fail_null(ret);
+    }
+    return qp;
 }
 
 /* Attribute mask bits modify_qp/query_qp know: IBV_QP_STATE .. IBV_QP_DEST_QPN. */
@@ -208,17 +217,17 @@ int ibv_destroy_qp(struct ibv_qp *qp)
     if (ret) {
         return ret;
     }
+    vabi_wr_cleanup(VABI(qp, qp));
     pthread_mutex_destroy(&qp->mutex);
     pthread_cond_destroy(&qp->cond);
     free(qp);
     return 0;
 }
 
-/* The ibv_wr_* interface needs a QP created with send ops flags, which softib does not offer. */
+/* The ibv_wr_* interface: only of a QP created with send ops flags (as rdma-core). */
 struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
-    (void)qp;
-    return vabi_unsupported_null("ibv_qp_to_qp_ex (the ibv_wr_* interface)");
+    return (VABI(qp, qp)->wr != NULL) ? &VABI(qp, qp)->ex : NULL;
 }
 
 struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
