@@ -36,7 +36,19 @@ typedef struct { struct ibv_pd ibv;           axon_dev_pd_t *dev; }           va
 typedef struct { struct ibv_mr ibv;           axon_dev_mr_t *dev; }           vabi_mr_t;
 typedef struct { struct ibv_ah ibv;           axon_dev_ah_t *dev; }           vabi_ah_t;
 typedef struct { struct ibv_comp_channel ibv; axon_dev_comp_channel_t *dev; } vabi_channel_t;
-typedef struct { struct ibv_cq ibv;           axon_dev_cq_t *dev; }           vabi_cq_t;
+
+/* Completions an extended CQ reads from the device at a time (vabi_cq.c). */
+#define VABI_CQ_BATCH 16
+
+/* A CQ: ex's first fields are the program's ibv_cq; the batch serves the
+ * extended polling interface (start_poll/next_poll/end_poll). */
+typedef struct {
+    struct ibv_cq_ex ex;
+    axon_dev_cq_t   *dev;
+    unsigned         head, count;   /* the batch's entries not yet consumed */
+    int              current;       /* batch[head] is the entry being read */
+    axon_dev_wc_t    batch[VABI_CQ_BATCH];
+} vabi_cq_t;
 typedef struct { struct ibv_srq ibv;          axon_dev_srq_t *dev; }          vabi_srq_t;
 
 /* A QP: ex.qp_base is the program's ibv_qp; wr is the ibv_wr_* interface's
@@ -84,6 +96,8 @@ int  vabi_wr_init(vabi_qp_t *qp, uint64_t ops);
 void vabi_wr_cleanup(vabi_qp_t *qp);
 struct ibv_qp *vabi_create_qp_ex(struct ibv_context *context,
                                  struct ibv_qp_init_attr_ex *attr);
+struct ibv_cq_ex *vabi_create_cq_ex(struct ibv_context *context,
+                                    struct ibv_cq_init_attr_ex *attr);
 struct ibv_srq *vabi_create_srq_ex(struct ibv_context *context,
                                    struct ibv_srq_init_attr_ex *attr);
 

@@ -19,7 +19,7 @@ int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *eve
     event->event_type = (enum ibv_event_type)ev.event_type;
     switch (axon_dev_ibv_ev_elem((unsigned)ev.event_type)) {
     case AXON_DEV_IBV_EV_CQ:
-        event->element.cq = &((vabi_cq_t*)ev.element.cq->cq_context)->ibv;
+        event->element.cq = ibv_cq_ex_to_cq(&((vabi_cq_t*)ev.element.cq->cq_context)->ex);
         return 0;
     case AXON_DEV_IBV_EV_QP:
         event->element.qp = &((vabi_qp_t*)ev.element.qp->qp_context)->ex.qp_base;

@@ -153,6 +153,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
     c->vctx.query_device_ex             = vabi_query_device_ex;
     c->vctx.create_qp_ex                = vabi_create_qp_ex;
     c->vctx.create_srq_ex               = vabi_create_srq_ex;
+    c->vctx.create_cq_ex                = vabi_create_cq_ex;
     c->vctx.context.device              = device;
     c->vctx.context.cmd_fd              = -1;   /* no kernel command channel */
     c->vctx.context.async_fd            = c->dev->async_fd;
