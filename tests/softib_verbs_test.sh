@@ -33,7 +33,7 @@ check() {  # name command...
         echo "PASS $name"
     else
         echo "FAIL $name"
-        sed 's/^/    | /' "$tmp/$name.out" | tail -20
+        sed 's/^/    | /' "$tmp/$name.out" | tail -40
     fi
 }
 
@@ -124,15 +124,16 @@ wait_listening() {  # port pid [command prefix: ip netns exec NS]
 # one: RESULT_ON_SERVER=n for the tests whose server only answers).
 server_client() {  # result-regex program args...
     local result=$1 prog=$2; shift 2
-    local port=$((20000 + RANDOM % 20000)) srv rc=0
+    local port=$((20000 + RANDOM % 20000)) srv crc=0 src=0
     command -v "$prog" >/dev/null || { echo "$prog is not installed"; return 1; }
     verbs "$prog" -p "$port" "$@" >"$tmp/srv" 2>&1 &
     srv=$!; pids+=("$srv")
     wait_listening "$port" "$srv" || { echo "server did not listen"; cat "$tmp/srv"; return 1; }
-    verbs "$prog" -p "$port" "$@" 127.0.0.1 >"$tmp/cli" 2>&1 || rc=$?
-    wait "$srv" || rc=$?
-    echo "== client"; cat "$tmp/cli"; echo "== server"; cat "$tmp/srv"
-    [ "$rc" -eq 0 ] && grep -Eq "$result" "$tmp/cli" &&
+    verbs "$prog" -p "$port" "$@" 127.0.0.1 >"$tmp/cli" 2>&1 || crc=$?
+    wait "$srv" || src=$?
+    # the tails: a failure shows where each side stopped (124: timed out)
+    echo "== client (exit $crc)"; tail -15 "$tmp/cli"; echo "== server (exit $src)"; tail -15 "$tmp/srv"
+    [ "$crc" -eq 0 ] && [ "$src" -eq 0 ] && grep -Eq "$result" "$tmp/cli" &&
         { [ "${RESULT_ON_SERVER:-y}" = n ] || grep -Eq "$result" "$tmp/srv"; }
 }
 

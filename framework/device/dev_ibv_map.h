@@ -54,7 +54,8 @@
     _(EVENT_CLIENT_REREGISTER) _(EVENT_GID_CHANGE) _(SRQ_MAX_WR) _(SRQ_LIMIT) \
     _(DEVICE_SYS_IMAGE_GUID) _(DEVICE_RC_RNR_NAK_GEN) _(DEVICE_SRQ_RESIZE)
 #define AXON_DEV_IBV_SAME(_name) \
-    AXON_DEV_IBV_STATIC_ASSERT((int)AXON_DEV_##_name == (int)IBV_##_name, "AXON_DEV_" #_name " != IBV_" #_name);
+    AXON_DEV_IBV_STATIC_ASSERT((int)AXON_DEV_##_name == (int)IBV_##_name, \
+                               "AXON_DEV_" #_name " != IBV_" #_name);
 AXON_DEV_IBV_SAME_VALUES(AXON_DEV_IBV_SAME)
 AXON_DEV_IBV_STATIC_ASSERT(sizeof(axon_dev_gid_t) == sizeof(union ibv_gid), "GID size");
 
@@ -77,7 +78,8 @@ AXON_DEV_IBV_STATIC_ASSERT(sizeof(axon_dev_gid_t) == sizeof(union ibv_gid), "GID
 AXON_DEV_IBV_SGE(AXON_DEV_IBV_SAME_FIELD, axon_dev_sge_t, struct ibv_sge)
 AXON_DEV_IBV_STATIC_ASSERT(sizeof(axon_dev_sge_t) == sizeof(struct ibv_sge), "SGE size");
 AXON_DEV_IBV_RECV_WR(AXON_DEV_IBV_SAME_FIELD, axon_dev_recv_wr_t, struct ibv_recv_wr)
-AXON_DEV_IBV_STATIC_ASSERT(sizeof(axon_dev_recv_wr_t) == sizeof(struct ibv_recv_wr), "recv WR size");
+AXON_DEV_IBV_STATIC_ASSERT(sizeof(axon_dev_recv_wr_t) == sizeof(struct ibv_recv_wr),
+                           "recv WR size");
 AXON_DEV_IBV_WC(AXON_DEV_IBV_SAME_FIELD, axon_dev_wc_t, struct ibv_wc)
 AXON_DEV_IBV_STATIC_ASSERT(sizeof(axon_dev_wc_t) == sizeof(struct ibv_wc), "WC size");
 

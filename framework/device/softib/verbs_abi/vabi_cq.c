@@ -279,7 +279,8 @@ struct ibv_cq_ex *vabi_create_cq_ex(struct ibv_context *context, struct ibv_cq_i
     }
     cq = vabi_cq_create(context, (int)attr->cqe, attr->cq_context, attr->channel,
                         (int)attr->comp_vector,
-                        (flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN) ? AXON_DEV_CQ_IGNORE_OVERRUN : 0);
+                        (flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN) ?
+                        AXON_DEV_CQ_IGNORE_OVERRUN : 0);
     if (cq == NULL) {
         return NULL;
     }

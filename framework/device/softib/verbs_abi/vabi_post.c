@@ -1,8 +1,9 @@
 /*
  * Posting work requests: the ops the inline ibv_post_send / ibv_post_recv /
  * ibv_post_srq_recv call. Receive WRs and SGEs have the device layer's
- * layout and pass through (asserted in dev_ibv_map.h); send WRs differ (the device layer's carry more)
- * and are converted in batches on the stack, no allocation.
+ * layout and pass through (asserted in dev_ibv_map.h); send WRs differ (the
+ * device layer's carry more) and are converted in batches on the stack, no
+ * allocation.
  */
 #include <string.h>
 #include "log.h"

@@ -275,13 +275,17 @@ int vabi_wr_init(vabi_qp_t *qp, uint64_t ops)
     b->inl        = (uint8_t*)(void*)(b->sges + max_wr * max_sge);
     qp->wr        = b;
 
-    if (ops & IBV_QP_EX_WITH_RDMA_WRITE)          qpx->wr_rdma_write       = vabi_wr_rdma_write;
-    if (ops & IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM) qpx->wr_rdma_write_imm   = vabi_wr_rdma_write_imm;
-    if (ops & IBV_QP_EX_WITH_SEND)                qpx->wr_send             = vabi_wr_send;
-    if (ops & IBV_QP_EX_WITH_SEND_WITH_IMM)       qpx->wr_send_imm         = vabi_wr_send_imm;
-    if (ops & IBV_QP_EX_WITH_RDMA_READ)           qpx->wr_rdma_read        = vabi_wr_rdma_read;
-    if (ops & IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP)  qpx->wr_atomic_cmp_swp   = vabi_wr_atomic_cmp_swp;
-    if (ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD) qpx->wr_atomic_fetch_add = vabi_wr_atomic_fetch_add;
+    /* only the operations asked for: the others stay NULL, as with rdma-core */
+    qpx->wr_rdma_write       = (ops & IBV_QP_EX_WITH_RDMA_WRITE) ? vabi_wr_rdma_write : NULL;
+    qpx->wr_rdma_write_imm   = (ops & IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM) ?
+                               vabi_wr_rdma_write_imm : NULL;
+    qpx->wr_send             = (ops & IBV_QP_EX_WITH_SEND) ? vabi_wr_send : NULL;
+    qpx->wr_send_imm         = (ops & IBV_QP_EX_WITH_SEND_WITH_IMM) ? vabi_wr_send_imm : NULL;
+    qpx->wr_rdma_read        = (ops & IBV_QP_EX_WITH_RDMA_READ) ? vabi_wr_rdma_read : NULL;
+    qpx->wr_atomic_cmp_swp   = (ops & IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP) ?
+                               vabi_wr_atomic_cmp_swp : NULL;
+    qpx->wr_atomic_fetch_add = (ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD) ?
+                               vabi_wr_atomic_fetch_add : NULL;
     if (qp->ex.qp_base.qp_type == IBV_QPT_UD) {
         qpx->wr_set_ud_addr = vabi_wr_set_ud_addr;
     }
