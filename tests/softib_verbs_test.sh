@@ -180,11 +180,11 @@ t_pingpong_netns() (  # program args...
 t_perftest() { server_client '^ *[0-9]+ +200 +[0-9.]+' "$@" -d softib0 -x 0 -n 200; }
 
 # Ours: the extended CQ and the ibv_wr_* interface, every operation
-# (tests/softib_verbs/verbs_ex_check.c, built here against libibverbs-dev).
-t_verbs_ex_check() {
-    cc -std=gnu11 -Wall -Wextra -Werror -o "$tmp/verbs_ex_check" \
-        "$srcdir/tests/softib_verbs/verbs_ex_check.c" -libverbs || return 1
-    verbs "$tmp/verbs_ex_check"
+# (tests/softib_verbs/verbs_abi_check.c, built here against libibverbs-dev).
+t_verbs_abi_check() {
+    cc -std=gnu11 -Wall -Wextra -Werror -o "$tmp/verbs_abi_check" \
+        "$srcdir/tests/softib_verbs/verbs_abi_check.c" -libverbs || return 1
+    verbs "$tmp/verbs_abi_check"
 }
 
 t_unsupported_is_reported() {  # program args... -- expected message
@@ -211,7 +211,7 @@ check softib_verbs_ud_pingpong                  t_pingpong ibv_ud_pingpong -g 0 
 check softib_verbs_ud_pingpong_events           t_pingpong ibv_ud_pingpong -g 0 -n 200 -e
 check softib_verbs_srq_pingpong                 t_pingpong ibv_srq_pingpong -g 0 -n 200 -c
 check softib_verbs_srq_pingpong_events          t_pingpong ibv_srq_pingpong -g 0 -n 100 -q 4 -e
-check softib_verbs_extended_cq_and_wr_api       t_verbs_ex_check
+check softib_verbs_ext_cq_wr_api_async_event   t_verbs_abi_check
 # Needs root and iproute2; where namespaces cannot be made it is not run (no line).
 if netns_usable; then
     check softib_verbs_rc_pingpong_across_netns t_pingpong_netns ibv_rc_pingpong -g 0 -n 200 -c

@@ -1,10 +1,11 @@
 /*
- * The extended verbs no ibverbs-utils program drives without a feature
- * softib lacks: ibv_create_cq_ex with its polling interface, and the
- * ibv_wr_* interface with every operation it offers, between two RC QPs of
- * one process. Built and run by tests/softib_verbs_test.sh against the
- * libibverbs.so.1 LD_LIBRARY_PATH names; prints what failed and exits 1.
- *   verbs_ex_check
+ * What no ibverbs-utils program drives on softib: ibv_create_cq_ex with its
+ * polling interface, the ibv_wr_* interface with every operation it offers
+ * (between two RC QPs of one process), and an asynchronous event (an SRQ's
+ * limit) through ibv_get_async_event. Built and run by
+ * tests/softib_verbs_test.sh against the libibverbs.so.1 LD_LIBRARY_PATH
+ * names; prints what failed and exits 1.
+ *   verbs_abi_check
  */
 #include <endian.h>
 #include <errno.h>
@@ -19,7 +20,7 @@
 #define CHECK(_cond, ...) \
     do { \
         if (!(_cond)) { \
-            fprintf(stderr, "verbs_ex_check:%d: ", __LINE__); \
+            fprintf(stderr, "verbs_abi_check:%d: ", __LINE__); \
             fprintf(stderr, __VA_ARGS__); \
             fprintf(stderr, "\n"); \
             exit(1); \
@@ -115,6 +116,79 @@ static int poll_ex(struct ibv_cq_ex *cq, struct ibv_wc *out, int n)
         ibv_end_poll(cq);
     }
     return got;
+}
+
+/*
+ * An SRQ armed at a limit raises SRQ_LIMIT_REACHED, about that SRQ, once its
+ * posted receives fall below it (here: a QP of its own sends into it).
+ */
+static void check_srq_limit_event(struct ibv_mr *mr)
+{
+    struct ibv_srq_init_attr sattr;
+    struct ibv_qp_init_attr qattr;
+    struct ibv_async_event ev;
+    struct ibv_srq_attr limit;
+    struct ibv_recv_wr rwr, *bad;
+    struct ibv_send_wr swr, *sbad;
+    struct ibv_sge sge;
+    struct ibv_wc wc;
+    struct ibv_srq *srq;
+    struct ibv_cq *cq;
+    struct ibv_qp *s, *r;
+    int i, n;
+
+    memset(&sattr, 0, sizeof(sattr));
+    sattr.attr.max_wr  = 16;
+    sattr.attr.max_sge = 1;
+    srq = ibv_create_srq(pd, &sattr);
+    cq  = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+    CHECK((srq != NULL) && (cq != NULL), "create_srq, create_cq");
+    memset(&qattr, 0, sizeof(qattr));
+    qattr.send_cq = qattr.recv_cq = cq;
+    qattr.qp_type = IBV_QPT_RC;
+    qattr.cap.max_send_wr = qattr.cap.max_send_sge = 4;
+    s = ibv_create_qp(pd, &qattr);
+    qattr.srq = srq;
+    r = ibv_create_qp(pd, &qattr);
+    CHECK((s != NULL) && (r != NULL), "create_qp");
+    connect_qp(s, r->qp_num);
+    connect_qp(r, s->qp_num);
+    sge.addr   = (uintptr_t)mr->addr;
+    sge.length = 64;
+    sge.lkey   = mr->lkey;
+    memset(&rwr, 0, sizeof(rwr));
+    rwr.sg_list = &sge;
+    rwr.num_sge = 1;
+    for (i = 0; i < 10; i++) {
+        CHECK(!ibv_post_srq_recv(srq, &rwr, &bad), "post_srq_recv");
+    }
+    limit.srq_limit = 8;
+    CHECK(!ibv_modify_srq(srq, &limit, IBV_SRQ_LIMIT), "arm the SRQ limit");
+    CHECK(!ibv_query_srq(srq, &limit) && (limit.srq_limit == 8), "query_srq: limit %u",
+          limit.srq_limit);
+    memset(&swr, 0, sizeof(swr));
+    swr.sg_list    = &sge;
+    swr.num_sge    = 1;
+    swr.opcode     = IBV_WR_SEND;
+    swr.send_flags = IBV_SEND_SIGNALED;
+    for (i = 0; i < 3; i++) {   /* 10 -> 7 posted: below the limit */
+        CHECK(!ibv_post_send(s, &swr, &sbad), "post_send");
+    }
+    for (n = 0, i = 0; (n < 6) && (i < 50000000); i++) {
+        int got = ibv_poll_cq(cq, 1, &wc);
+        CHECK((got >= 0) && ((got == 0) || (wc.status == IBV_WC_SUCCESS)), "completion: %s",
+              ibv_wc_status_str(wc.status));
+        n += got;
+    }
+    CHECK(n == 6, "%d of 6 completions", n);
+    CHECK(!ibv_get_async_event(ctx, &ev), "get_async_event: %s", strerror(errno));
+    CHECK((ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED) && (ev.element.srq == srq),
+          "event %s about %p, not SRQ %p", ibv_event_type_str(ev.event_type),
+          (void *)ev.element.srq, (void *)srq);
+    ibv_ack_async_event(&ev);
+    CHECK(!ibv_query_srq(srq, &limit) && (limit.srq_limit == 0), "the limit is disarmed by its event");
+    CHECK(!ibv_destroy_qp(s) && !ibv_destroy_qp(r) && !ibv_destroy_srq(srq) &&
+          !ibv_destroy_cq(cq), "destroy");
 }
 
 int main(void)
@@ -269,12 +343,14 @@ int main(void)
               "after an abort: WR %llu", (unsigned long long)wc[i].wr_id);
     }
 
+    check_srq_limit_event(mr);
+
     CHECK(!ibv_destroy_qp(a) && !ibv_destroy_qp(b), "destroy_qp");
     CHECK(!ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), "destroy_cq");
     CHECK(!ibv_dereg_mr(mr) && !ibv_dealloc_pd(pd), "dereg_mr, dealloc_pd");
     CHECK(!ibv_close_device(ctx), "close_device");
     free(buf);
-    printf("verbs_ex_check: %d sends and receives, write, read, fetch-add over ibv_wr_* and "
-           "an extended CQ\n", 2 * N_SEND);
+    printf("verbs_abi_check: %d sends and receives, write, read, fetch-add over ibv_wr_* and "
+           "an extended CQ; an SRQ limit event\n", 2 * N_SEND);
     return 0;
 }
