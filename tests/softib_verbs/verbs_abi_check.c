@@ -343,6 +343,17 @@ int main(void)
               "after an abort: WR %llu", (unsigned long long)wc[i].wr_id);
     }
 
+    /* an opcode softib lacks: refused at post, the WR named, nothing sent */
+    {
+        struct ibv_send_wr inv, *ibad = NULL;
+
+        memset(&inv, 0, sizeof(inv));
+        inv.opcode = IBV_WR_LOCAL_INV;
+        inv.invalidate_rkey = mr->rkey;
+        CHECK((ibv_post_send(a, &inv, &ibad) == EOPNOTSUPP) && (ibad == &inv),
+              "local invalidate was posted");
+    }
+
     check_srq_limit_event(mr);
 
     CHECK(!ibv_destroy_qp(a) && !ibv_destroy_qp(b), "destroy_qp");
