@@ -107,6 +107,15 @@ t_devinfo_follows_configuration() {
     grep -q 'No IB devices found' "$tmp/d0"
 }
 
+# A TCP port nothing listens on now (the programs exchange addresses over it).
+free_port() {
+    local port
+    while :; do
+        port=$((20000 + RANDOM % 20000))
+        ss -Hltn "sport = :$port" 2>/dev/null | grep -q . || { echo "$port"; return; }
+    done
+}
+
 # The port a server listens on, once it does (ss), within 10 s.
 wait_listening() {  # port pid [command prefix: ip netns exec NS]
     local i port=$1 pid=$2
@@ -124,7 +133,8 @@ wait_listening() {  # port pid [command prefix: ip netns exec NS]
 # one: RESULT_ON_SERVER=n for the tests whose server only answers).
 server_client() {  # result-regex program args...
     local result=$1 prog=$2; shift 2
-    local port=$((20000 + RANDOM % 20000)) srv crc=0 src=0
+    local port srv crc=0 src=0
+    port=$(free_port)
     command -v "$prog" >/dev/null || { echo "$prog is not installed"; return 1; }
     verbs "$prog" -p "$port" "$@" >"$tmp/srv" 2>&1 &
     srv=$!; pids+=("$srv")
@@ -152,7 +162,7 @@ netns_usable() {
 t_pingpong_netns() (  # program args...
     local prog=$1; shift
     local ns_s="axonv-$$-$RANDOM-srv" ns_c="axonv-$$-$RANDOM-cli"
-    local port=$((20000 + RANDOM % 20000)) srv rc=0
+    local port=$((20000 + RANDOM % 20000)) srv rc=0   # a fresh namespace: all free
     trap 'kill $srv 2>/dev/null; ip netns del "$ns_s" 2>/dev/null; ip netns del "$ns_c" 2>/dev/null' EXIT
     trap 'exit 1' INT TERM HUP
     command -v "$prog" >/dev/null || { echo "$prog is not installed"; return 1; }
