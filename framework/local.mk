@@ -1,15 +1,19 @@
-# framework/: services every layer and component uses.
-libaxon_la_SOURCES += \
+# framework/: services every layer and component uses. The base ones
+# (status, log, config, system and process facts, CPU atomics) are what the
+# device layer needs: softib's libibverbs.so.1 is built from them too.
+axon_base_sources = \
 	framework/status.c \
 	framework/log.c \
 	framework/config.c \
+	framework/sys.c \
+	framework/proc.c \
+	framework/amo_cpu.c
+libaxon_la_SOURCES += \
+	$(axon_base_sources) \
 	framework/loader.c \
 	framework/select.c \
 	framework/mpool.c \
-	framework/sys.c \
-	framework/idle.c \
-	framework/proc.c \
-	framework/amo_cpu.c
+	framework/idle.c
 
 noinst_HEADERS += \
 	framework/list.h \

@@ -13,16 +13,13 @@ axon_log_level_t axon_log_level       = AXON_LOG_WARN;
 int              axon_log_hook_active = 0;
 __thread unsigned axon_log_demote     = 0;
 
-static const struct {
-    const char *name;   /* for configuration and axon_log_level_name() */
-    const char *tag;    /* in the line prefix, upper case to stand out */
-} axon_log_levels[AXON_LOG_LAST] = {
-    [AXON_LOG_ERROR] = {"error", "ERROR"},
-    [AXON_LOG_WARN]  = {"warn",  "WARN"},
-    [AXON_LOG_INFO]  = {"info",  "INFO"},
-    [AXON_LOG_DEBUG] = {"debug", "DEBUG"},
-    [AXON_LOG_TRACE] = {"trace", "TRACE"},
+/* For configuration and axon_log_level_name(), by level. */
+const char *const axon_log_level_names[] = {
+    [AXON_LOG_ERROR] = "error", [AXON_LOG_WARN] = "warn", [AXON_LOG_INFO] = "info",
+    [AXON_LOG_DEBUG] = "debug", [AXON_LOG_TRACE] = "trace", [AXON_LOG_LAST] = NULL,
 };
+_Static_assert(sizeof(axon_log_level_names) / sizeof(axon_log_level_names[0]) == AXON_LOG_LAST + 1,
+               "one name per level");
 
 static FILE           *axon_log_file;      /* NULL: stderr */
 static int             axon_log_file_owned; /* opened by us, so ours to close */
@@ -35,15 +32,18 @@ const char *axon_log_level_name(axon_log_level_t level)
     if ((unsigned)level >= AXON_LOG_LAST) {
         return "?";
     }
-    return axon_log_levels[level].name;
+    return axon_log_level_names[level];
 }
 
 static const char *axon_log_level_tag(axon_log_level_t level)
 {
+    /* in the line prefix, upper case to stand out */
+    static const char *const tags[AXON_LOG_LAST] = {"ERROR", "WARN", "INFO", "DEBUG", "TRACE"};
+
     if ((unsigned)level >= AXON_LOG_LAST) {
         return "?";
     }
-    return axon_log_levels[level].tag;
+    return tags[level];
 }
 
 void axon_log_set_level(axon_log_level_t level)

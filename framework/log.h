@@ -17,6 +17,8 @@ typedef enum {
 extern axon_log_level_t axon_log_level;
 
 const char *axon_log_level_name(axon_log_level_t level);
+/* The level names by value, NULL-terminated: what AXON_LOG_LEVEL takes. */
+extern const char *const axon_log_level_names[];
 void axon_log_set_level(axon_log_level_t level);
 /* Redirect output ("stdout", "stderr" or a file path; "%p" expands to the pid). */
 int  axon_log_set_file(const char *spec);

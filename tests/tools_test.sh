@@ -52,7 +52,10 @@ t_info_config_shows_current_value() {
 t_info_version() {
     out=$("$info" -v) || return 1
     grep -q 'Axon version' <<<"$out" && grep -q 'built with:' <<<"$out" &&
-        grep -q 'component search path' <<<"$out"
+        grep -q 'component search path' <<<"$out" || return 1
+    # where softib's libibverbs.so.1 is, when it was built: the build tree's
+    [ ! -e "$builddir/.libs/axon/softib-verbs/libibverbs.so.1" ] ||
+        grep -q "LD_LIBRARY_PATH=$(cd "$builddir" && pwd)/.libs/axon/softib-verbs\$" <<<"$out"
 }
 
 t_info_bad_value_named() {
@@ -599,6 +602,9 @@ t_install_destdir() {
     [ -f "$dest$libdir/axon/libaxon_shm.so" ] && [ -f "$dest$libdir/axon/libaxon_self.so" ] &&
         [ -f "$dest$prefix/include/axon/axon.h" ] && [ -f "$dest$libdir/pkgconfig/axon.pc" ] ||
         return 1
+    # softib's libibverbs.so.1 where the README says, when it was built
+    [ ! -e "$builddir/.libs/axon/softib-verbs/libibverbs.so.1" ] ||
+        [ -e "$dest$libdir/axon/softib-verbs/libibverbs.so.1" ] || return 1
     # installed tool finds installed plugins, not the build tree's
     out=$(LD_LIBRARY_PATH="$dest$libdir" "$dest$prefix/bin/axon_info" -d) || return 1
     grep -q "path: $dest$libdir/axon/libaxon_shm.so" <<<"$out" || return 1

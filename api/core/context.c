@@ -8,10 +8,6 @@
 #include "log.h"
 #include "mem.h"
 
-static const char *const axon_log_level_names[] = {
-    "error", "warn", "info", "debug", "trace", NULL
-};
-
 const char *const axon_rndv_scheme_names[] = {"auto", "get", "stream", NULL};
 
 #define AXON_GLOBAL_OPT(_field) offsetof(axon_global_opts_t, _field)

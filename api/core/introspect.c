@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <unistd.h>
 #include "axon_config.h"
 #include "axon_int.h"
 #include "axon_introspect.h"
@@ -14,12 +16,36 @@
 #include "dev_cm_backend.h"
 #include "log.h"
 #include "select.h"
+#include "sys.h"
 
 static const char *const axon_introspect_dev_types[] = {"self", "shm", "net"};
 
 /* "yes" if configure defined _have (to 1), else "no": an undefined name stays a name. */
 #define AXON_BUILT_STR(_have) #_have
 #define AXON_BUILT(_have)     ((sizeof(AXON_BUILT_STR(_have)) == 2) ? "yes" : "no")
+
+/*
+ * Where softib's libibverbs.so.1 is (framework/device/softib/verbs_abi/): next
+ * to the plugins of this libaxon (installed, or the build tree's mirror),
+ * else where it installs. Not built without libibverbs' headers.
+ */
+static void axon_introspect_softib_verbs(FILE *stream)
+{
+#ifdef HAVE_IBVERBS
+    char *lib_dir = axon_sys_dso_dir((const void *)axon_introspect_softib_verbs);
+    char path[PATH_MAX], file[PATH_MAX + 32];
+
+    snprintf(path, sizeof(path), "%s/axon/softib-verbs", (lib_dir != NULL) ? lib_dir : "");
+    snprintf(file, sizeof(file), "%s/libibverbs.so.1", path);
+    if ((lib_dir == NULL) || (access(file, R_OK) != 0)) {
+        snprintf(path, sizeof(path), "%s/softib-verbs", AXON_PLUGIN_DIR);
+    }
+    free(lib_dir);
+    fprintf(stream, "# softib's libibverbs.so.1, for verbs programs: LD_LIBRARY_PATH=%s\n", path);
+#else
+    fprintf(stream, "# softib's libibverbs.so.1: not built (no libibverbs headers)\n");
+#endif
+}
 
 static void axon_introspect_version(axon_context_h ctx, FILE *stream)
 {
@@ -39,6 +65,7 @@ static void axon_introspect_version(axon_context_h ctx, FILE *stream)
     }
     fprintf(stream, "\n");
     fprintf(stream, "# installed plugin directory: %s\n", AXON_PLUGIN_DIR);
+    axon_introspect_softib_verbs(stream);
     if (axon_loader_search_dirs(&ctx->opts.component_path, &dirs) == AXON_OK) {
         for (i = 0; i < dirs.count; ++i) {
             fprintf(stream, "# component search path [%u]: %s\n", i, dirs.names[i]);

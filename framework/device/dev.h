@@ -257,6 +257,11 @@ const char *axon_dev_event_type_str(axon_dev_event_type_t type);
 
 /* ------------------------------------------------------------ capabilities */
 
+/* device_cap_flags a device may report (ibv_device_cap_flags' values). */
+#define AXON_DEV_DEVICE_SYS_IMAGE_GUID (1 << 11)   /* sys_image_guid is set */
+#define AXON_DEV_DEVICE_RC_RNR_NAK_GEN (1 << 12)   /* RC receivers send RNR NAKs */
+#define AXON_DEV_DEVICE_SRQ_RESIZE     (1 << 13)   /* modify_srq may change max_wr */
+
 /*
  * Device capability flags beyond struct ibv_device_attr. The experimental
  * ones (seed §8) are reported whether or not a component uses them yet; a
@@ -314,7 +319,7 @@ typedef struct axon_dev_attr {
     uint32_t hw_ver;
     int      max_qp;
     int      max_qp_wr;
-    unsigned device_cap_flags;   /* ibv_device_cap_flags, informational */
+    unsigned device_cap_flags;   /* AXON_DEV_DEVICE_* (ibv_device_cap_flags), informational */
     int      max_sge;
     int      max_sge_rd;
     int      max_cq;

@@ -7,6 +7,7 @@ noinst_HEADERS += \
 	framework/device/dev.h \
 	framework/device/dev_calc.h \
 	framework/device/dev_backend.h \
+	framework/device/dev_ibv_map.h \
 	framework/device/rdmacore/dev_rdmacore.h
 
 # rdma-core: only when configure found libibverbs (and libmlx5 for mlx5dv).

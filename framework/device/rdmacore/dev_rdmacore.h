@@ -9,8 +9,8 @@
 #ifndef AXON_DEV_RDMACORE_H
 #define AXON_DEV_RDMACORE_H
 
-#include <infiniband/verbs.h>
 #include "dev_backend.h"
+#include "dev_ibv_map.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,18 +37,6 @@ typedef struct { axon_dev_comp_channel_t super; struct ibv_comp_channel *ibv; } 
 
 /* The wrapper of an axon object (the axon struct is its first member). */
 #define AXON_DEV_RDMACORE(_type, _obj) ((axon_dev_rdmacore_##_type##_t*)(void*)(_obj))
-
-/*
- * The body of a converter from in to out: zero out, then copy every field of
- * the list (a field with a cast to out's type, an array with memcpy).
- */
-#define AXON_DEV_RDMACORE_COPY(_f)       out->_f = (__typeof__(out->_f))in->_f;
-#define AXON_DEV_RDMACORE_COPY_ARRAY(_f) memcpy(out->_f, in->_f, sizeof(out->_f));
-#define AXON_DEV_RDMACORE_CONVERT(_list) \
-    do { \
-        memset(out, 0, sizeof(*out)); \
-        _list(AXON_DEV_RDMACORE_COPY, AXON_DEV_RDMACORE_COPY_ARRAY, ) \
-    } while (0)
 
 /* Attributes, ibv -> axon */
 void axon_dev_rdmacore_device_attr_from_ibv(const struct ibv_device_attr *in,

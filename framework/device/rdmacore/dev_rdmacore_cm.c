@@ -51,13 +51,13 @@ _Static_assert(sizeof(((struct rdma_conn_param *)0)->qp_num) ==
 void axon_dev_rdmacore_cm_param_to_rdma(const axon_dev_cm_conn_param_t *in,
                                         struct rdma_conn_param *out)
 {
-    AXON_DEV_RDMACORE_CONVERT(AXON_DEV_RDMACORE_CM_PARAM);
+    AXON_DEV_IBV_CONVERT(AXON_DEV_RDMACORE_CM_PARAM);
 }
 
 void axon_dev_rdmacore_cm_param_from_rdma(const struct rdma_conn_param *in,
                                           axon_dev_cm_conn_param_t *out)
 {
-    AXON_DEV_RDMACORE_CONVERT(AXON_DEV_RDMACORE_CM_PARAM);
+    AXON_DEV_IBV_CONVERT(AXON_DEV_RDMACORE_CM_PARAM);
 }
 
 int axon_dev_rdmacore_cm_event_from_rdma(enum rdma_cm_event_type type)

@@ -4,8 +4,9 @@
 noinst_HEADERS += \
 	framework/device/softib/softib_wire.h
 
+# Its sources, also built into verbs_abi/'s libibverbs.so.1.
 # The wire: slot registry, shm rings and doorbells, UDP sockets, fault injection.
-libaxon_la_SOURCES += \
+softib_sources = \
 	framework/device/softib/softib_registry.c \
 	framework/device/softib/softib_wire.c \
 	framework/device/softib/softib_wire_shm.c \
@@ -18,7 +19,7 @@ noinst_HEADERS += \
 # The device: verbs objects (device, mr, cq, srq, qp, ah), the QP state table,
 # post-time checks, and the engine by stage (pkt, req, resp, comp, progress), with
 # the atomics the responder executes (amo).
-libaxon_la_SOURCES += \
+softib_sources += \
 	framework/device/softib/softib_config.c \
 	framework/device/softib/softib_device.c \
 	framework/device/softib/softib_mr.c \
@@ -43,9 +44,11 @@ noinst_HEADERS += \
 	framework/device/softib/softib_pkt.h
 
 # The connection manager: IB CM messages over TCP (helper C).
-libaxon_la_SOURCES += \
+softib_sources += \
 	framework/device/softib/softib_cm.c \
 	framework/device/softib/softib_cm_conn.c \
 	framework/device/softib/softib_cm_progress.c
 noinst_HEADERS += \
 	framework/device/softib/softib_cm.h
+
+libaxon_la_SOURCES += $(softib_sources)

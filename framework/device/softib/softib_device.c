@@ -55,6 +55,7 @@ static void softib_fill_attr(softib_dev_t *dev, uint32_t ipv4_addr, uint64_t cap
     a->vendor_id           = 0;
     a->vendor_part_id      = 0;
     a->hw_ver              = 1;
+    a->device_cap_flags    = AXON_DEV_DEVICE_SYS_IMAGE_GUID | AXON_DEV_DEVICE_RC_RNR_NAK_GEN;
     a->max_qp              = SOFTIB_QPN_MAX_INDEX;
     a->max_qp_wr           = SOFTIB_MAX_QP_WR;
     a->max_sge             = SOFTIB_MAX_SGE;
@@ -73,6 +74,7 @@ static void softib_fill_attr(softib_dev_t *dev, uint32_t ipv4_addr, uint64_t cap
         a->max_srq     = SOFTIB_QPN_MAX_INDEX;
         a->max_srq_wr  = SOFTIB_MAX_SRQ_WR;
         a->max_srq_sge = SOFTIB_MAX_SGE;
+        a->device_cap_flags |= AXON_DEV_DEVICE_SRQ_RESIZE;
     }
     a->max_pkeys          = 1;
     a->local_ca_ack_delay = 15;

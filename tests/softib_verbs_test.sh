@@ -1,0 +1,244 @@
+#!/bin/bash
+# Unmodified rdma-core programs (ibverbs-utils) on softib, through the
+# libibverbs.so.1 of framework/device/softib/verbs_abi/ picked by
+# LD_LIBRARY_PATH. Prints "PASS name" or "FAIL name" per check; run_tests.sh
+# counts them.
+#   tests/softib_verbs_test.sh BUILDDIR
+# SOFTIB_VERBS_TEST_FILTER='*pingpong*' runs only the checks whose name matches.
+set -u
+builddir=${1:-$(pwd)}
+srcdir=$(cd "$(dirname "$0")/.." && pwd)
+libdir="$builddir/.libs/axon/softib-verbs"
+info="$builddir/tools/axon_info"
+tmp=$(mktemp -d /tmp/axon-softib-verbs-XXXXXX)
+pids=()
+cleanup() {
+    local p
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+    wait 2>/dev/null
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+if [ ! -e "$libdir/libibverbs.so.1" ]; then
+    echo "softib_verbs_test: not built (configure found no libibverbs headers)"
+    exit 0
+fi
+
+check() {  # name command...
+    local name=$1; shift
+    # shellcheck disable=SC2053  # the filter is a glob
+    [[ $name == ${SOFTIB_VERBS_TEST_FILTER:-*} ]] || return 0
+    if "$@" >"$tmp/$name.out" 2>&1; then
+        echo "PASS $name"
+    else
+        echo "FAIL $name"
+        sed 's/^/    | /' "$tmp/$name.out" | tail -40
+    fi
+}
+
+# A program of ibverbs-utils on softib; missing, it fails with the reason.
+verbs() {  # program args...
+    if ! command -v "$1" >/dev/null; then
+        echo "$1 is not installed (contrib/setup.sh installs ibverbs-utils)"
+        return 127
+    fi
+    LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 60 "$@"
+}
+
+t_exports_match_rdma_core() {
+    # Every entry point of the system's libibverbs (rdma-core 44 on Debian 12),
+    # with the same version, hidden or default.
+    local sys=/usr/lib/x86_64-linux-gnu/libibverbs.so.1
+    [ -e "$sys" ] || sys=$(ldconfig -p | awk '/libibverbs.so.1 /{print $NF; exit}')
+    versions() { objdump -T "$1" | awk '/IBVERBS/ && !/\*ABS\*/ {print $(NF-1), $NF}' | sort; }
+    versions "$sys" >"$tmp/sys.syms" && versions "$libdir/libibverbs.so.1" >"$tmp/ours.syms" ||
+        return 1
+    grep -q IBVERBS_PRIVATE_34 "$tmp/sys.syms" || { echo "$sys is not rdma-core 44"; return 1; }
+    echo "$(wc -l <"$tmp/sys.syms") versioned symbols in $sys"
+    diff "$tmp/sys.syms" "$tmp/ours.syms"
+}
+
+t_programs_load_it() {
+    # ldd resolves libibverbs.so.1 to ours; perftest's provider libraries load with it
+    local p
+    for p in ibv_devinfo ibv_rc_pingpong ib_send_lat; do
+        command -v "$p" >/dev/null || { echo "$p is not installed"; return 1; }
+        LD_LIBRARY_PATH="$libdir" ldd "$(command -v "$p")" >"$tmp/ldd" || return 1
+        grep -q "libibverbs.so.1 => $libdir/libibverbs.so.1" "$tmp/ldd" || { cat "$tmp/ldd"; return 1; }
+        ! grep -q 'not found' "$tmp/ldd" || { cat "$tmp/ldd"; return 1; }
+    done
+}
+
+# The value of "name:" in ibv_devinfo -v output ($1), first occurrence.
+devinfo_value() { awk -v k="$2:" '$1 == k {print $2; exit}' "$1"; }
+# The value of "name:" in axon_info -d's softib0 section ($1).
+info_value() { awk -v k="$2:" '/device: softib0/ {on = 1} on && $2 == k {print $3; exit}' "$1"; }
+
+t_devinfo_shows_softib_attributes() {
+    # ibv_devinfo -v against what the device layer reports for softib0 (axon_info -d)
+    verbs ibv_devinfo -v >"$tmp/dv" || return 1
+    "$info" -d >"$tmp/ai" || return 1
+    cat "$tmp/dv"
+    grep -q '^hca_id:[[:space:]]*softib0$' "$tmp/dv" &&
+        grep -q 'fw_ver:[[:space:]]*axon-softib' "$tmp/dv" &&
+        grep -q 'state:[[:space:]]*PORT_ACTIVE' "$tmp/dv" &&
+        grep -q 'link_layer:[[:space:]]*Ethernet' "$tmp/dv" &&
+        grep -q 'GID\[  0\]:[[:space:]]*::ffff:127.0.0.1, RoCE v2' "$tmp/dv" || return 1
+    local f a b
+    for f in max_qp max_qp_wr max_sge max_cqe max_srq max_srq_wr max_qp_rd_atom; do
+        a=$(devinfo_value "$tmp/dv" "$f"); b=$(info_value "$tmp/ai" "$f")
+        echo "$f: ibv_devinfo $a, axon_info $b"
+        [ -n "$a" ] && [ "$a" = "$b" ] || return 1
+    done
+    # the GUID: 7369:627f:0000:0100 against 0x7369627f00000100
+    a=$(devinfo_value "$tmp/dv" node_guid | tr -d :); b=$(info_value "$tmp/ai" node_guid)
+    [ "0x$a" = "$b" ] && grep -q 'atomic_cap:[[:space:]]*ATOMIC_GLOB' "$tmp/dv"
+}
+
+t_devinfo_follows_configuration() {
+    verbs env AXON_SOFTIB_DEVICES=2 AXON_SOFTIB_MTU=1024 ibv_devinfo >"$tmp/d2" || return 1
+    cat "$tmp/d2"
+    grep -q '^hca_id:[[:space:]]*softib0$' "$tmp/d2" && grep -q '^hca_id:[[:space:]]*softib1$' "$tmp/d2" &&
+        [ "$(grep -c 'active_mtu:[[:space:]]*1024 (3)' "$tmp/d2")" -eq 2 ] || return 1
+    # no device: the program's own "none found" path
+    verbs env AXON_SOFTIB_DEVICES=0 ibv_devinfo >"$tmp/d0" 2>&1
+    cat "$tmp/d0"
+    grep -q 'No IB devices found' "$tmp/d0"
+}
+
+# A TCP port nothing listens on now (the programs exchange addresses over it).
+free_port() {
+    local port
+    while :; do
+        port=$((20000 + RANDOM % 20000))
+        ss -Hltn "sport = :$port" 2>/dev/null | grep -q . || { echo "$port"; return; }
+    done
+}
+
+# The port a server listens on, once it does (ss), within 10 s.
+wait_listening() {  # port pid [command prefix: ip netns exec NS]
+    local i port=$1 pid=$2
+    shift 2
+    for i in $(seq 100); do
+        "$@" ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && return 0
+        kill -0 "$pid" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+
+# Server and client of one program, both must complete and print a result
+# line (an extended regular expression; the server's only where it prints
+# one: RESULT_ON_SERVER=n for the tests whose server only answers).
+server_client() {  # result-regex program args...
+    local result=$1 prog=$2; shift 2
+    local port srv crc=0 src=0
+    port=$(free_port)
+    command -v "$prog" >/dev/null || { echo "$prog is not installed"; return 1; }
+    verbs "$prog" -p "$port" "$@" >"$tmp/srv" 2>&1 &
+    srv=$!; pids+=("$srv")
+    wait_listening "$port" "$srv" || { echo "server did not listen"; cat "$tmp/srv"; return 1; }
+    verbs "$prog" -p "$port" "$@" 127.0.0.1 >"$tmp/cli" 2>&1 || crc=$?
+    wait "$srv" || src=$?
+    # the tails: a failure shows where each side stopped (124: timed out)
+    echo "== client (exit $crc)"; tail -15 "$tmp/cli"; echo "== server (exit $src)"; tail -15 "$tmp/srv"
+    [ "$crc" -eq 0 ] && [ "$src" -eq 0 ] && grep -Eq "$result" "$tmp/cli" &&
+        { [ "${RESULT_ON_SERVER:-y}" = n ] || grep -Eq "$result" "$tmp/srv"; }
+}
+
+# ibv_*_pingpong: "1000 iters in 0.06 seconds = 55.32 usec/iter" on both sides
+t_pingpong() { server_client '[0-9]+ iters in' "$@"; }
+
+netns_usable() {
+    local probe="axonprobe-$$-$RANDOM"
+    [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null && ip netns add "$probe" 2>/dev/null &&
+        ip netns del "$probe"
+}
+
+# A pingpong between two network namespaces joined by a veth pair, as two
+# hosts: each softib's GID is its namespace's address, so the packets take
+# softib's UDP wire (the shm one serves a GID's own processes).
+t_pingpong_netns() (  # program args...
+    local prog=$1; shift
+    local ns_s="axonv-$$-$RANDOM-srv" ns_c="axonv-$$-$RANDOM-cli"
+    local port=$((20000 + RANDOM % 20000)) srv rc=0   # a fresh namespace: all free
+    trap 'kill $srv 2>/dev/null; ip netns del "$ns_s" 2>/dev/null; ip netns del "$ns_c" 2>/dev/null' EXIT
+    trap 'exit 1' INT TERM HUP
+    command -v "$prog" >/dev/null || { echo "$prog is not installed"; return 1; }
+    ip netns add "$ns_s" && ip netns add "$ns_c" || return 1
+    ip link add veth0 netns "$ns_s" type veth peer name veth0 netns "$ns_c" || return 1
+    ip -n "$ns_s" addr add 10.212.0.1/24 dev veth0 && ip -n "$ns_c" addr add 10.212.0.2/24 dev veth0 &&
+        ip -n "$ns_s" link set veth0 up && ip -n "$ns_c" link set veth0 up &&
+        ip -n "$ns_s" link set lo up && ip -n "$ns_c" link set lo up || return 1
+    ip netns exec "$ns_s" env AXON_SOFTIB_ADDR=10.212.0.1 bash -c \
+        "$(declare -p libdir; declare -f verbs); verbs \"\$@\"" _ "$prog" -p "$port" "$@" >"$tmp/srv" 2>&1 &
+    srv=$!
+    wait_listening "$port" "$srv" ip netns exec "$ns_s" ||
+        { echo "server did not listen"; cat "$tmp/srv"; return 1; }
+    ip netns exec "$ns_c" env AXON_SOFTIB_ADDR=10.212.0.2 bash -c \
+        "$(declare -p libdir; declare -f verbs); verbs \"\$@\"" _ "$prog" -p "$port" "$@" 10.212.0.1 \
+        >"$tmp/cli" 2>&1 || rc=$?
+    wait "$srv" || rc=$?
+    echo "== client"; cat "$tmp/cli"; echo "== server"; cat "$tmp/srv"
+    [ "$rc" -eq 0 ] && grep -q 'GID ::ffff:10.212.0.2' "$tmp/cli" &&
+        grep -q 'GID ::ffff:10.212.0.1' "$tmp/cli" && grep -Eq '[0-9]+ iters in' "$tmp/cli" &&
+        grep -Eq '[0-9]+ iters in' "$tmp/srv"
+)
+
+# perftest: the line of numbers under its header, for the iterations asked (-n 200)
+t_perftest() { server_client '^ *[0-9]+ +200 +[0-9.]+' "$@" -d softib0 -x 0 -n 200; }
+
+# Ours: the extended CQ and the ibv_wr_* interface, every operation
+# (tests/softib_verbs/verbs_abi_check.c, built here against libibverbs-dev).
+t_verbs_abi_check() {
+    cc -std=gnu11 -Wall -Wextra -Werror -o "$tmp/verbs_abi_check" \
+        "$srcdir/tests/softib_verbs/verbs_abi_check.c" -libverbs || return 1
+    verbs "$tmp/verbs_abi_check"
+}
+
+t_unsupported_is_reported() {  # program args... -- expected message
+    local args=() msg
+    while [ "$1" != -- ]; do args+=("$1"); shift; done
+    msg=$2
+    # the program stops at the check, before it would wait for a peer
+    if verbs "${args[@]}" >"$tmp/u" 2>&1; then cat "$tmp/u"; return 1; fi
+    cat "$tmp/u"
+    grep -q "$msg" "$tmp/u"
+}
+
+check softib_verbs_exports_match_rdma_core_44   t_exports_match_rdma_core
+check softib_verbs_programs_load_it             t_programs_load_it
+check softib_verbs_devinfo_shows_attributes     t_devinfo_shows_softib_attributes
+check softib_verbs_devinfo_follows_config       t_devinfo_follows_configuration
+check softib_verbs_rc_pingpong                  t_pingpong ibv_rc_pingpong -g 0 -n 200 -c
+check softib_verbs_rc_pingpong_events           t_pingpong ibv_rc_pingpong -g 0 -n 200 -e -s 64
+check softib_verbs_rc_pingpong_mtu_256          t_pingpong ibv_rc_pingpong -g 0 -n 100 -m 256 -s 10000 -c
+check softib_verbs_rc_pingpong_wr_api           t_pingpong ibv_rc_pingpong -g 0 -n 200 -N -c
+check softib_verbs_rc_pingpong_wr_api_inline    t_pingpong ibv_rc_pingpong -g 0 -n 200 -N -s 64 -c
+check softib_verbs_uc_pingpong                  t_pingpong ibv_uc_pingpong -g 0 -n 200 -c
+check softib_verbs_ud_pingpong                  t_pingpong ibv_ud_pingpong -g 0 -n 200 -c
+check softib_verbs_ud_pingpong_events           t_pingpong ibv_ud_pingpong -g 0 -n 200 -e
+check softib_verbs_srq_pingpong                 t_pingpong ibv_srq_pingpong -g 0 -n 200 -c
+check softib_verbs_srq_pingpong_events          t_pingpong ibv_srq_pingpong -g 0 -n 100 -q 4 -e
+check softib_verbs_ext_cq_wr_api_async_event   t_verbs_abi_check
+# Needs root and iproute2; where namespaces cannot be made it is not run (no line).
+if netns_usable; then
+    check softib_verbs_rc_pingpong_across_netns t_pingpong_netns ibv_rc_pingpong -g 0 -n 200 -c
+    check softib_verbs_ud_pingpong_across_netns t_pingpong_netns ibv_ud_pingpong -g 0 -n 200 -c
+fi
+check softib_verbs_odp_reported_unsupported     t_unsupported_is_reported \
+    ibv_rc_pingpong -g 0 -o -- "isn't ODP capable"
+check softib_verbs_timestamps_reported_unsupported t_unsupported_is_reported \
+    ibv_rc_pingpong -g 0 -t -- "isn't completion timestamp capable"
+check softib_verbs_device_memory_reported_unsupported t_unsupported_is_reported \
+    ibv_rc_pingpong -g 0 -j -- "doesn't support dm allocation"
+# perftest: latency and bandwidth, RC (and UD, UC where it offers them)
+check softib_verbs_perftest_send_lat            t_perftest ib_send_lat
+check softib_verbs_perftest_send_lat_ud         t_perftest ib_send_lat -c UD
+check softib_verbs_perftest_write_lat           t_perftest ib_write_lat
+RESULT_ON_SERVER=n check softib_verbs_perftest_read_lat   t_perftest ib_read_lat
+RESULT_ON_SERVER=n check softib_verbs_perftest_atomic_lat t_perftest ib_atomic_lat
+check softib_verbs_perftest_write_bw            t_perftest ib_write_bw
+check softib_verbs_perftest_send_bw_ud          t_perftest ib_send_bw -c UD
+check softib_verbs_perftest_read_bw             t_perftest ib_read_bw
