@@ -176,6 +176,11 @@ ssize_t axon_fi_sendv_common(axon_fi_ep_t *ep, uint64_t cq_flags, const struct i
     };
     int ret = axon_fi_iov_size(iov, count, &send.len);
 
+    if (has_data && (data >> (8 * AXON_FI_CQ_DATA_SIZE))) {   /* never cut silently */
+        AXON_FI_WARN(FI_LOG_EP_DATA, "remote CQ data 0x%llx does not fit cq_data_size %d",
+                     (unsigned long long)data, AXON_FI_CQ_DATA_SIZE);
+        return -FI_EINVAL;
+    }
     return (ret != 0) ? ret : axon_fi_send(ep, &send);
 }
 

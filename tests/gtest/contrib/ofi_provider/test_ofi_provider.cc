@@ -117,6 +117,29 @@ TEST_F(OfiPair, SendDataArrivesAsCqData)
     EXPECT_EQ(&sctx, e.op_context);
 }
 
+/* Data wider than cq_data_size (4 bytes) is refused, never cut to its low half
+ * (untagged sends take the same path, axon_fi_sendv_common). */
+TEST_F(OfiPair, SendDataWiderThanCqDataIsRefused)
+{
+    uint64_t val = 42, got = 0, wide = 0x100000001ull;
+    struct fi_context sctx, rctx;
+    struct fi_cq_tagged_entry e;
+
+    ASSERT_EQ(4u, a.info->domain_attr->cq_data_size);
+    EXPECT_EQ(-FI_EINVAL, fi_tsenddata(a.ep, &val, sizeof(val), NULL, wide, a_to_b, 7, &sctx));
+    EXPECT_EQ(-FI_EINVAL, fi_tinjectdata(a.ep, &val, sizeof(val), wide, a_to_b, 7));
+
+    /* nothing left: the receive gets the next, good one */
+    ASSERT_EQ(0, fi_trecv(b.ep, &got, sizeof(got), NULL, FI_ADDR_UNSPEC, 7, 0, &rctx));
+    ASSERT_EQ(0, fi_tsenddata(a.ep, &val, sizeof(val), NULL, 0xffffffffu, a_to_b, 7, &sctx));
+    ASSERT_EQ(1, wait_cq(b, {&a}, &e));
+    EXPECT_EQ(0xffffffffu, e.data);
+    EXPECT_EQ(42u, got);
+    ASSERT_EQ(1, wait_cq(a, {&b}, &e));
+    EXPECT_EQ(&sctx, e.op_context);
+    EXPECT_EQ(-FI_EAGAIN, fi_cq_read(a.cq, &e, 1)) << "a refused send completed";
+}
+
 TEST_F(OfiPair, InjectBufferReusableAndNoCompletion)
 {
     char buf[256], rbuf[256];
