@@ -19,11 +19,16 @@
  * Unsharing moves the pages back into private anonymous memory, when the
  * caller still has our pages there (it may have unmapped them first), so a
  * peer still holding a key writes its orphaned mapping, never the caller's
- * memory. Slow path only (registration, /proc/self/maps).
+ * memory. Slow path only (registration, /proc/self/maps). One move at a
+ * time in the process: two registrations of overlapping ranges racing
+ * would each copy and swap, and the loser's segment (which its peers
+ * write) would no longer be the caller's memory; in turn, the second finds
+ * the pages shared already and leaves them.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -31,6 +36,8 @@
 #include <unistd.h>
 #include "log.h"
 #include "shm_mem_share.h"
+
+static pthread_mutex_t axon_mem_share_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A line of /proc/self/maps, the fields we judge by. */
 typedef struct {
@@ -174,7 +181,8 @@ static int axon_mem_share_swap(void *to, void *at, size_t length, const char *wh
     return -1;
 }
 
-axon_status_t axon_mem_share(void *addr, size_t length, uint64_t token, axon_mem_seg_t *seg)
+static axon_status_t axon_mem_share_locked(void *addr, size_t length, uint64_t token,
+                                           axon_mem_seg_t *seg)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     uintptr_t lo = ((uintptr_t)addr + page - 1) / page * page;
@@ -239,10 +247,22 @@ err:
     return status;
 }
 
+axon_status_t axon_mem_share(void *addr, size_t length, uint64_t token, axon_mem_seg_t *seg)
+{
+    axon_status_t status;
+
+    pthread_mutex_lock(&axon_mem_share_lock);
+    status = axon_mem_share_locked(addr, length, token, seg);
+    pthread_mutex_unlock(&axon_mem_share_lock);
+    return status;
+}
+
 void axon_mem_unshare(axon_mem_seg_t *seg)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     void *tmp;
+
+    pthread_mutex_lock(&axon_mem_share_lock);
 
     if (axon_mem_share_range_is((uintptr_t)seg->address, (uintptr_t)seg->address + seg->length,
                                 axon_mem_share_judge_ours, seg) != 1) {
@@ -259,6 +279,7 @@ void axon_mem_unshare(axon_mem_seg_t *seg)
             axon_mem_share_swap(tmp, seg->address, seg->length, "unsharing");
         }
     }
+    pthread_mutex_unlock(&axon_mem_share_lock);
     munmap(seg->base, seg->map_length);
     close(seg->fd);
     memset(seg, 0, sizeof(*seg));

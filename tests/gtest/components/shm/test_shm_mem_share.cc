@@ -136,6 +136,26 @@ TEST(ShmMemShare, RefusesWhatMustNotMoveAndChangesNothing)
     munmap(m, 4 * kPage);
 }
 
+/* Pages shared already (an overlapping registration) stay in their segment. */
+TEST(ShmMemShare, SharedPagesAreNotMovedTwice)
+{
+    uint8_t *m = map_anon(8 * kPage);
+    ASSERT_NE(nullptr, m);
+    axon_test_fill(m, 8 * kPage, 8);
+    axon_mem_seg_t seg, again;
+    ASSERT_EQ(AXON_OK, axon_mem_share(m, 8 * kPage, 12, &seg));
+    EXPECT_EQ(AXON_ERR_UNSUPPORTED, axon_mem_share(m + 2 * kPage, 2 * kPage, 13, &again));
+    m[3 * kPage] = 0x5a;   /* still the first segment's page */
+    axon_proc_t self;
+    axon_proc_self(&self);
+    axon_mem_seg_t peer;
+    ASSERT_EQ(AXON_OK, axon_mem_seg_attach(&self, seg.fd, seg.length, 12, &peer));
+    EXPECT_EQ(0x5a, static_cast<uint8_t *>(peer.address)[3 * kPage]);
+    axon_mem_seg_detach(&peer);
+    axon_mem_unshare(&seg);
+    munmap(m, 8 * kPage);
+}
+
 /* An untouched heap of 64 MiB: the segment holds only the page written. */
 TEST(ShmMemShare, ZeroPagesAreNotCopied)
 {
