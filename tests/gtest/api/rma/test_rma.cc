@@ -1269,10 +1269,10 @@ const RmaParam kVariants[] = {
     {"shm_am", "shm", true},
     {"tcp_am", "tcp", true},
     /* user memory shared (AXON_MEM_MAP_SHARED): over shm its whole pages are reached
-     * directly (SHM; the big region's partial end pages by single copy); self: LOCAL on
+     * directly (SHM; the big region's partial end pages by single copy); shared_self: LOCAL on
      * shared pages */
     {"shm_shared", "shm", false, nullptr, true},
-    {"self_shared", "self", false, nullptr, true},
+    {"shared_self", "self", false, nullptr, true},   /* not self*: valgrind has ShmMemShare */
     {"rdmacm_devamo", "rdmacm", false, "device"},
 };
 
