@@ -21,6 +21,9 @@ typedef enum {
     RESP_DROP,                  /* silently ignore the packet */
     RESP_ERR_INV_REQ,           /* requester: REM_INV_REQ_ERR; QP_REQ_ERR here */
     RESP_ERR_ACCESS,            /* requester: REM_ACCESS_ERR; QP_ACCESS_ERR here */
+    RESP_ERR_REQ_ACCESS,        /* a request §7.1.4 counts as an access error (misaligned
+                                 * atomic): requester REM_INV_REQ_ERR (IB's Invalid Request
+                                 * NAK); QP_ACCESS_ERR here, not QP_REQ_ERR */
     RESP_ERR_RECV_LEN,          /* receiver: LOC_LEN_ERR; requester: REM_INV_REQ_ERR */
     RESP_ERR_RECV_PROT,         /* receiver: LOC_PROT_ERR; requester: REM_OP_ERR */
 } softib_resp_status_t;
@@ -347,7 +350,7 @@ static softib_resp_status_t softib_resp_atomic(softib_dev_t *dev, softib_qp_t *q
     if (va & (args.size - 1)) {
         axon_debug("softib: QP 0x%x: atomic at 0x%llx is not %u-byte aligned", qp->super.qp_num,
                    (unsigned long long)va, args.size);
-        return RESP_ERR_INV_REQ;
+        return RESP_ERR_REQ_ACCESS;
     }
     if (softib_mem_resolve(dev, qp->super.pd, rkey, va, args.size, AXON_DEV_ACCESS_REMOTE_ATOMIC,
                            0, &target) != SOFTIB_ACCESS_OK) {
@@ -440,11 +443,13 @@ static void softib_resp_fail(softib_dev_t *dev, softib_qp_t *qp, const softib_pk
 
     switch (st) {
     case RESP_ERR_INV_REQ:
+    case RESP_ERR_REQ_ACCESS:
         if (!rc) {
             return;   /* UC/UD: dropped */
         }
         softib_resp_send_aeth(dev, qp, SOFTIB_AETH_NAK_INV_REQ, pkt->psn);
-        softib_qp_event(qp, AXON_DEV_EVENT_QP_REQ_ERR);
+        softib_qp_event(qp, (st == RESP_ERR_INV_REQ) ? AXON_DEV_EVENT_QP_REQ_ERR
+                                                     : AXON_DEV_EVENT_QP_ACCESS_ERR);
         break;
     case RESP_ERR_ACCESS:
         if (!rc) {

@@ -380,7 +380,12 @@ TEST_F(SoftibQpAccess, AtomicOnQpWithoutRemoteAtomic)
 
 /* ---------------------------------------------------------------- atomics' own rules */
 
-TEST_F(SoftibWcStatus, MisalignedAtomicRemInvReqErr)
+/*
+ * The requester sees IB's Invalid Request NAK (REM_INV_REQ_ERR); the
+ * responder's event is the one seed §7.1.4 lists a misaligned atomic under,
+ * QP_ACCESS_ERR (not QP_REQ_ERR, §7.1.3's opcode errors), and it goes to ERR.
+ */
+TEST_F(SoftibWcStatus, MisalignedAtomicRemInvReqErrAndQpAccessErr)
 {
     open_dev();
     rc_pair();
@@ -389,6 +394,15 @@ TEST_F(SoftibWcStatus, MisalignedAtomicRemInvReqErr)
     ASSERT_EQ(0, post_atomic(a_.qp, 1, AXON_DEV_WR_ATOMIC_FETCH_AND_ADD, local.ptr,
                              local.lkey(), remote.addr(4), remote.rkey(), 1));
     expect_wc(a_.scq, 1, AXON_DEV_WC_REM_INV_REQ_ERR, &a_, "misaligned atomic");
+    axon_dev_async_event_t ev;
+    std::vector<axon_dev_event_type_t> others;
+    ASSERT_TRUE(wait_async(dev_.ctx, AXON_DEV_EVENT_QP_ACCESS_ERR, &ev, kWcTimeout, &others))
+        << "no QP_ACCESS_ERR at the responder";
+    EXPECT_EQ((void *)b_.qp, (void *)ev.element.qp);
+    for (axon_dev_event_type_t t : others) {
+        EXPECT_NE(AXON_DEV_EVENT_QP_REQ_ERR, t) << "QP_REQ_ERR for a misaligned atomic";
+    }
+    EXPECT_EQ(AXON_DEV_QPS_ERR, query_state(b_.qp)) << "responder not in ERR";
     for (int i = 0; i < 64; ++i) {
         ASSERT_EQ(0, remote.ptr[i]);
     }
