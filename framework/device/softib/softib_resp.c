@@ -21,6 +21,8 @@ typedef enum {
     RESP_DROP,                  /* silently ignore the packet */
     RESP_ERR_INV_REQ,           /* requester: REM_INV_REQ_ERR; QP_REQ_ERR here */
     RESP_ERR_ACCESS,            /* requester: REM_ACCESS_ERR; QP_ACCESS_ERR here */
+    RESP_ERR_WRITE_IMM_ACCESS,  /* RESP_ERR_ACCESS of an RDMA WRITE with immediate that
+                                 * consumed a receive: that completes with LOC_ACCESS_ERR */
     RESP_ERR_REQ_ACCESS,        /* a request §7.1.4 counts as an access error (misaligned
                                  * atomic): requester REM_INV_REQ_ERR (IB's Invalid Request
                                  * NAK); QP_ACCESS_ERR here, not QP_REQ_ERR */
@@ -165,6 +167,22 @@ static softib_resp_status_t softib_resp_send(softib_dev_t *dev, softib_qp_t *qp,
     return RESP_OK;
 }
 
+/*
+ * A write the key does not allow. Seed §7.2.9: with immediate (RC), the
+ * receive it consumes completes with LOC_ACCESS_ERR rather than being
+ * flushed; only the packet with the immediate (ONLY or LAST) says a message
+ * has one, so a longer one refused at its first packet consumes nothing.
+ */
+static softib_resp_status_t softib_resp_write_denied(softib_dev_t *dev, softib_qp_t *qp,
+                                                     unsigned flags)
+{
+    if ((flags & SOFTIB_OPF_RECV) && (qp->super.qp_type == AXON_DEV_QPT_RC) &&
+        (qp->resp.have_wqe || (softib_resp_get_wqe(dev, qp, 0) == RESP_OK))) {
+        return RESP_ERR_WRITE_IMM_ACCESS;
+    }
+    return RESP_ERR_ACCESS;
+}
+
 static softib_resp_status_t softib_resp_write(softib_dev_t *dev, softib_qp_t *qp,
                                               const softib_pkt_t *pkt)
 {
@@ -185,7 +203,7 @@ static softib_resp_status_t softib_resp_write(softib_dev_t *dev, softib_qp_t *qp
             axon_debug("softib: QP 0x%x: RDMA WRITE to 0x%llx len %u rkey 0x%x denied",
                        qp->super.qp_num, (unsigned long long)pkt->reth.va, pkt->reth.len,
                        pkt->reth.rkey);
-            return RESP_ERR_ACCESS;
+            return softib_resp_write_denied(dev, qp, flags);
         }
         qp->resp.va        = pkt->reth.va;
         qp->resp.rkey      = pkt->reth.rkey;
@@ -212,7 +230,8 @@ static softib_resp_status_t softib_resp_write(softib_dev_t *dev, softib_qp_t *qp
         (softib_mem_access(dev, qp->super.pd, qp->resp.rkey, va, (void *)pkt->payload,
                            pkt->paylen, AXON_DEV_ACCESS_REMOTE_WRITE, SOFTIB_MEM_WRITE,
                            0) != SOFTIB_ACCESS_OK)) {
-        return RESP_ERR_ACCESS;   /* deregistered (or invalidated) meanwhile */
+        return softib_resp_write_denied(dev, qp, flags);   /* deregistered (or invalidated)
+                                                             * meanwhile */
     }
     qp->resp.offset += pkt->paylen;
     if (flags & SOFTIB_OPF_LAST) {
@@ -451,6 +470,12 @@ static void softib_resp_fail(softib_dev_t *dev, softib_qp_t *qp, const softib_pk
         softib_qp_event(qp, (st == RESP_ERR_INV_REQ) ? AXON_DEV_EVENT_QP_REQ_ERR
                                                      : AXON_DEV_EVENT_QP_ACCESS_ERR);
         break;
+    case RESP_ERR_WRITE_IMM_ACCESS:
+        softib_qp_complete_recv(qp, qp->resp.wqe.wr_id, AXON_DEV_WC_LOC_ACCESS_ERR,
+                                AXON_DEV_WC_RECV_RDMA_WITH_IMM, 0, 0, 0, 0, 0, 0);
+        qp->resp.have_wqe = 0;
+        /* the requester and this QP see an access error */
+        /* fall through */
     case RESP_ERR_ACCESS:
         if (!rc) {
             qp->resp.in_msg = 0;

@@ -333,6 +333,31 @@ TEST_F(SoftibRemoteAccess, ZeroLengthReadAndWriteSkipRkeyCheck)
     expect_wc(a_.scq, 5, AXON_DEV_WC_REM_ACCESS_ERR, &a_, "one byte, bad rkey");
 }
 
+/*
+ * Seed §7.2.9: an RDMA WRITE with immediate the rkey does not allow completes
+ * the receive it consumes with LOC_ACCESS_ERR (not WR_FLUSH_ERR); the
+ * requester gets REM_ACCESS_ERR, the responder QP_ACCESS_ERR and ERR, and the
+ * receives behind the consumed one are flushed.
+ */
+TEST_F(SoftibRemoteAccess, WriteWithImmBadRkeyLocAccessErrAtReceiver)
+{
+    open_dev();
+    rc_pair();
+    Buf local  = dev_.reg(64, kLocalWrite);
+    Buf remote = dev_.reg(64, kRemoteAll);
+    Buf rbuf   = dev_.reg(64, kLocalWrite);
+    axon_test_fill(remote.ptr, 64, 6);
+    ASSERT_EQ(0, post_recv(b_.qp, 7, rbuf.ptr, 64, rbuf.lkey()));
+    ASSERT_EQ(0, post_recv(b_.qp, 8, rbuf.ptr, 64, rbuf.lkey()));
+    ASSERT_EQ(0, post_rdma(a_.qp, 1, AXON_DEV_WR_RDMA_WRITE_WITH_IMM, local.ptr, 64,
+                           local.lkey(), remote.addr(), remote.rkey() ^ 0x10000));
+    expect_wc(b_.rcq, 7, AXON_DEV_WC_LOC_ACCESS_ERR, &b_, "the consumed receive");
+    expect_wc(b_.rcq, 8, AXON_DEV_WC_WR_FLUSH_ERR, &b_, "the receive behind it");
+    expect_wc(a_.scq, 1, AXON_DEV_WC_REM_ACCESS_ERR, &a_, "requester");
+    expect_async(AXON_DEV_EVENT_QP_ACCESS_ERR, b_.qp, "write with imm, bad rkey");
+    EXPECT_EQ(-1, axon_test_check(remote.ptr, 64, 6)) << "target memory changed";
+}
+
 /* The target QP's qp_access_flags lack the right: REM_INV_REQ_ERR, responder ERR + QP_REQ_ERR. */
 class SoftibQpAccess : public SoftibErr {
 protected:
