@@ -126,6 +126,7 @@ typedef struct softib_dev {
     uint64_t            thread_deadline;   /* when the sleeping thread wakes (ns), 0 none */
     uint64_t            consumer_ns;       /* the consumer's last call into the engine, 0 none */
     int                 xchan_kick;        /* a WAIT's CQ grew or a queue was enabled: rerun */
+    int                 cq_overrun;        /* a CQ overran: its QPs fail at the pass's end */
     uint8_t             rx_buf[SOFTIB_WIRE_MAX_PKT];
     uint8_t             tx_buf[SOFTIB_WIRE_MAX_PKT];
 } softib_dev_t;
@@ -257,6 +258,7 @@ typedef struct softib_qp {
     axon_list_link_t   ack_link;           /* dev->ack_list */
     int                ack_queued;
     int                sq_draining;
+    int                cq_fatal;           /* QP_FATAL raised for an overrun CQ (until RESET) */
     struct softib_dct *dct;                /* a DC target's QP: its number, or one initiator's
                                             * responder context (softib_dc.c) */
 
@@ -481,6 +483,8 @@ softib_qp_t *softib_qp_lookup(softib_dev_t *dev, uint32_t qpn);
 int  softib_qp_can_send(const softib_qp_t *qp);
 int  softib_qp_can_recv(const softib_qp_t *qp);
 void softib_qp_reset(softib_qp_t *qp);
+/* After CQs overran (dev->cq_overrun): their QPs get QP_FATAL and go to ERR */
+void softib_qp_cq_overrun(softib_dev_t *dev);
 /* An async event about qp (a DCT's responder context reports it as the DCT's) */
 void softib_qp_event(softib_qp_t *qp, axon_dev_event_type_t type);
 /* Give qp a free QP number of dev (lock held); 0 or ENOMEM (logged) */

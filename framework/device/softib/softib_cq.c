@@ -217,6 +217,9 @@ void softib_cq_push(softib_cq_t *cq, const axon_dev_wc_t *wc, int solicited)
         axon_error("softib: %s: CQ of %d entries overrun", dev->super.name, cq->super.cqe);
         cq->error = 1;
         softib_async_event(dev, AXON_DEV_EVENT_CQ_ERR, &cq->super);
+        /* its QPs fail at the end of the pass, not inside the stage pushing this */
+        dev->cq_overrun = 1;
+        softib_timer_changed(dev, axon_sys_time_ns());
         return;
     }
     cq->ring[cq->tail % cq->size] = *wc;

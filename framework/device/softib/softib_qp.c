@@ -166,6 +166,32 @@ void softib_qp_error(softib_qp_t *qp)
     softib_qp_enter_error(qp);
 }
 
+/*
+ * Seed §7.1.1: the QPs whose send or receive CQ overran get QP_FATAL and go
+ * to ERR (RESET ones have no work to fail; a DC target's contexts report
+ * through the DCT, which has no fatal event). Once per QP until it is reset.
+ */
+void softib_qp_cq_overrun(softib_dev_t *dev)
+{
+    softib_qp_t *qp;
+    unsigned i;
+
+    dev->cq_overrun = 0;
+    for (i = 1; i <= SOFTIB_QPN_MAX_INDEX; i++) {
+        qp = dev->qps[i];
+        if ((qp == NULL) || (qp->dct != NULL) || qp->cq_fatal ||
+            (qp->super.state == AXON_DEV_QPS_RESET) ||
+            (!softib_cq(qp->super.send_cq)->error && !softib_cq(qp->super.recv_cq)->error)) {
+            continue;
+        }
+        axon_debug("softib: QP 0x%x: its %s CQ overran: QP_FATAL", qp->super.qp_num,
+                   softib_cq(qp->super.send_cq)->error ? "send" : "receive");
+        qp->cq_fatal = 1;
+        softib_async_event(dev, AXON_DEV_EVENT_QP_FATAL, &qp->super);
+        softib_qp_error(qp);
+    }
+}
+
 /* Back to RESET: queues emptied without completions, engine state cleared */
 void softib_qp_reset(softib_qp_t *qp)
 {
@@ -195,6 +221,7 @@ void softib_qp_reset(softib_qp_t *qp)
     memset(&qp->attr, 0, sizeof(qp->attr));
     qp->cap         = cap;
     qp->sq_draining = 0;
+    qp->cq_fatal    = 0;
     qp->super.state = AXON_DEV_QPS_RESET;
     if (dci) {
         softib_dc_start(qp);

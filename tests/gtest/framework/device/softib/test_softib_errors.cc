@@ -3,8 +3,9 @@
  * it (the lead's table in the issue: local and remote protection, lengths,
  * remote access, retries, RNR), the QP moving to ERR with every later WR
  * flushed, and the async events: QP_ACCESS_ERR / QP_REQ_ERR at the
- * responder, CQ_ERR on overrun, SRQ_LIMIT_REACHED, QP_LAST_WQE_REACHED and
- * COMM_EST. All on one device, QPs talking to each other through the wire.
+ * responder, CQ_ERR on overrun (and QP_FATAL on the CQ's QPs),
+ * SRQ_LIMIT_REACHED, QP_LAST_WQE_REACHED and COMM_EST. All on one device,
+ * QPs talking to each other through the wire.
  */
 #include "softib_env.h"
 
@@ -686,6 +687,59 @@ TEST_F(SoftibAsync, CqOverrunCqErr)
     expect_async(AXON_DEV_EVENT_CQ_ERR, scq, "overrun");
     axon_dev_wc_t wc;
     EXPECT_LT(axon_dev_poll_cq(scq, 1, &wc), 0) << "an overrun CQ is unusable";
+}
+
+/*
+ * Seed §7.1.1: after a CQ overrun every QP using that CQ, as its send or its
+ * receive CQ, gets QP_FATAL and goes to ERR; a QP on other CQs gets nothing.
+ */
+TEST_F(SoftibAsync, CqOverrunQpFatalOnQpsOfThatCq)
+{
+    Qp c, d;
+
+    open_dev();
+    axon_dev_cq_t *scq = dev_.cq(4);
+    ASSERT_NE(nullptr, scq);
+    const uint32_t n = (uint32_t)scq->cqe + 2;
+    ASSERT_EQ(0, dev_.qp(&a_, AXON_DEV_QPT_RC, 1, nullptr, 0, n, scq));
+    ASSERT_EQ(0, dev_.qp(&b_, AXON_DEV_QPT_RC));
+    ASSERT_EQ(0, dev_.connect(a_, b_));
+    /* c receives into the CQ that overruns; d, its peer, uses CQs of its own */
+    ASSERT_EQ(0, dev_.qp(&c, AXON_DEV_QPT_RC, 1, nullptr, 0, 64, nullptr, scq));
+    ASSERT_EQ(0, dev_.qp(&d, AXON_DEV_QPT_RC));
+    ASSERT_EQ(0, dev_.connect(c, d));
+    Buf local  = dev_.reg(64, kLocalWrite);
+    Buf remote = dev_.reg(64, kRemoteAll);
+    for (uint32_t i = 0; i < n; ++i) {
+        ASSERT_EQ(0, post_rdma(a_.qp, i, AXON_DEV_WR_RDMA_WRITE, local.ptr, 8, local.lkey(),
+                               remote.addr(), remote.rkey()));
+    }
+    expect_async(AXON_DEV_EVENT_CQ_ERR, scq, "overrun");
+    axon_dev_wc_t wc;
+    EXPECT_LT(axon_dev_poll_cq(scq, 1, &wc), 0) << "an overrun CQ is unusable";
+
+    /* the events of the next moments, by QP */
+    std::map<const void *, int> fatal;
+    double deadline = axon_test_time() + 0.5;
+    while (axon_test_time() < deadline) {
+        axon_dev_async_event_t ev;
+        if (axon_dev_get_async_event(dev_.ctx, &ev) != 0) {
+            fd_readable(dev_.ctx->async_fd, 0.05);
+            continue;
+        }
+        axon_dev_ack_async_event(dev_.ctx, &ev);
+        if (ev.event_type == AXON_DEV_EVENT_QP_FATAL) {
+            fatal[(const void *)ev.element.qp]++;
+        }
+    }
+    EXPECT_EQ(1, fatal[a_.qp]) << "the QP whose send CQ overran";
+    EXPECT_EQ(1, fatal[c.qp]) << "the QP whose receive CQ overran";
+    EXPECT_EQ(0, fatal[b_.qp]) << "a QP on other CQs";
+    EXPECT_EQ(0, fatal[d.qp]) << "a QP on other CQs";
+    EXPECT_EQ(AXON_DEV_QPS_ERR, query_state(a_.qp));
+    EXPECT_EQ(AXON_DEV_QPS_ERR, query_state(c.qp));
+    EXPECT_EQ(AXON_DEV_QPS_RTS, query_state(b_.qp));
+    EXPECT_EQ(AXON_DEV_QPS_RTS, query_state(d.qp));
 }
 
 TEST_F(SoftibAsync, CommEstOnFirstPacketInRtr)
