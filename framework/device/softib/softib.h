@@ -240,6 +240,8 @@ typedef struct softib_atomic_res {
 /* An executed RDMA READ (responses still to send) or atomic (its ACK still to send) */
 typedef struct softib_resp_res {
     int                 atomic;
+    int                 dup;               /* for a duplicate request: not counted against
+                                            * max_dest_rd_atomic (softib_resp.c) */
     int                 first;             /* read: no response sent yet */
     uint32_t            psn;               /* PSN of the next response packet */
     uint32_t            rkey;

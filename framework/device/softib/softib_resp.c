@@ -24,8 +24,9 @@ typedef enum {
     RESP_ERR_WRITE_IMM_ACCESS,  /* RESP_ERR_ACCESS of an RDMA WRITE with immediate that
                                  * consumed a receive: that completes with LOC_ACCESS_ERR */
     RESP_ERR_REQ_ACCESS,        /* a request §7.1.4 counts as an access error (misaligned
-                                 * atomic): requester REM_INV_REQ_ERR (IB's Invalid Request
-                                 * NAK); QP_ACCESS_ERR here, not QP_REQ_ERR */
+                                 * atomic, too many reads or atomics): requester
+                                 * REM_INV_REQ_ERR (IB's Invalid Request NAK); QP_ACCESS_ERR
+                                 * here, not QP_REQ_ERR */
     RESP_ERR_RECV_LEN,          /* receiver: LOC_LEN_ERR; requester: REM_INV_REQ_ERR */
     RESP_ERR_RECV_PROT,         /* receiver: LOC_PROT_ERR; requester: REM_OP_ERR */
 } softib_resp_status_t;
@@ -244,7 +245,8 @@ static softib_resp_status_t softib_resp_write(softib_dev_t *dev, softib_qp_t *qp
 }
 
 /* Take a responder resource for a read or atomic; NULL when all are in use */
-static softib_resp_res_t *softib_resp_res_new(softib_qp_t *qp, uint32_t psn, int atomic)
+static softib_resp_res_t *softib_resp_res_new(softib_qp_t *qp, uint32_t psn, int atomic,
+                                              int dup)
 {
     softib_resp_res_t *res;
 
@@ -253,6 +255,7 @@ static softib_resp_res_t *softib_resp_res_new(softib_qp_t *qp, uint32_t psn, int
     }
     res         = &qp->resp.rdq[qp->resp.rd_tail++ % SOFTIB_MAX_RD_ATOM];
     res->atomic = atomic;
+    res->dup    = dup;
     res->first  = 1;
     res->psn    = psn;
     res->rkey   = 0;
@@ -262,8 +265,26 @@ static softib_resp_res_t *softib_resp_res_new(softib_qp_t *qp, uint32_t psn, int
     return res;
 }
 
+/*
+ * The reads and atomics the requester has outstanding, as far as the
+ * responder knows: those whose answers have not all left. A duplicate's
+ * answers do not count: the requester counts its request once, and as
+ * answers leave in order, the first execution's have left before the
+ * requester could see the request done and send the next one. So a
+ * requester within max_dest_rd_atomic never exceeds this.
+ */
+static unsigned softib_resp_rd_outstanding(const softib_qp_t *qp)
+{
+    unsigned idx, n = 0;
+
+    for (idx = qp->resp.rd_head; idx != qp->resp.rd_tail; idx++) {
+        n += !qp->resp.rdq[idx % SOFTIB_MAX_RD_ATOM].dup;
+    }
+    return n;
+}
+
 static softib_resp_status_t softib_resp_read(softib_dev_t *dev, softib_qp_t *qp,
-                                             const softib_pkt_t *pkt)
+                                             const softib_pkt_t *pkt, int dup)
 {
     softib_resp_res_t *res;
 
@@ -282,9 +303,9 @@ static softib_resp_status_t softib_resp_read(softib_dev_t *dev, softib_qp_t *qp,
         return RESP_ERR_ACCESS;
     }
     /* responses go out from softib_resp_progress, as the wire takes them */
-    res = softib_resp_res_new(qp, pkt->psn, 0);
+    res = softib_resp_res_new(qp, pkt->psn, 0, dup);
     if (res == NULL) {
-        return RESP_DROP;   /* over max_dest_rd_atomic: the requester resends */
+        return RESP_DROP;   /* every resource holds a duplicate's answers: it resends */
     }
     res->va   = pkt->reth.va;
     res->rkey = pkt->reth.rkey;
@@ -510,7 +531,7 @@ static void softib_resp_duplicate(softib_dev_t *dev, softib_qp_t *qp, const soft
     if (pkt->opcode == SOFTIB_OP_READ_REQ) {
         /* executed again (reads have no side effect), from what the request asks now;
          * its responses queue behind those already due (no resource left: dropped) */
-        if ((softib_resp_read(dev, qp, pkt) == RESP_OK)) {
+        if ((softib_resp_read(dev, qp, pkt, 1) == RESP_OK)) {
             softib_resp_progress(qp);
         }
         return;
@@ -518,7 +539,7 @@ static void softib_resp_duplicate(softib_dev_t *dev, softib_qp_t *qp, const soft
     if (pkt->info->flags & SOFTIB_OPF_ATOMIC) {
         for (i = 0; i < SOFTIB_MAX_RD_ATOM; i++) {
             if (qp->resp.atomics[i].valid && (qp->resp.atomics[i].psn == pkt->psn)) {
-                softib_resp_res_t *res = softib_resp_res_new(qp, pkt->psn, 1);
+                softib_resp_res_t *res = softib_resp_res_new(qp, pkt->psn, 1, 1);
 
                 if (res != NULL) {
                     res->orig = qp->resp.atomics[i].orig;   /* replayed, not executed again */
@@ -551,11 +572,19 @@ static void softib_resp_rc(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_
         softib_resp_duplicate(dev, qp, pkt);
         return;
     }
-    if ((flags & (SOFTIB_OPF_READ | SOFTIB_OPF_ATOMIC)) &&
-        (qp->resp.rd_tail - qp->resp.rd_head >= SOFTIB_MAX_RD_ATOM)) {
-        softib_resp_progress(qp);
+    if (flags & (SOFTIB_OPF_READ | SOFTIB_OPF_ATOMIC)) {
+        /* Seed §7.1.4: too many reads or atomics is the requester's error */
+        if (softib_resp_rd_outstanding(qp) >= qp->attr.max_dest_rd_atomic) {
+            axon_debug("softib: QP 0x%x: PSN 0x%x: a read or atomic over max_dest_rd_atomic "
+                       "%u", qp->super.qp_num, pkt->psn, qp->attr.max_dest_rd_atomic);
+            softib_resp_fail(dev, qp, pkt, RESP_ERR_REQ_ACCESS);
+            return;
+        }
         if (qp->resp.rd_tail - qp->resp.rd_head >= SOFTIB_MAX_RD_ATOM) {
-            return;   /* more reads/atomics than max_dest_rd_atomic: the requester resends */
+            softib_resp_progress(qp);
+            if (qp->resp.rd_tail - qp->resp.rd_head >= SOFTIB_MAX_RD_ATOM) {
+                return;   /* duplicates' answers hold the resources: the requester resends */
+            }
         }
     }
     if (flags & SOFTIB_OPF_SEND) {
@@ -563,7 +592,7 @@ static void softib_resp_rc(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_
     } else if (flags & SOFTIB_OPF_WRITE) {
         st = softib_resp_write(dev, qp, pkt);
     } else if (flags & SOFTIB_OPF_READ) {
-        st = softib_resp_read(dev, qp, pkt);
+        st = softib_resp_read(dev, qp, pkt, 0);
         mtu   = softib_resp_mtu(qp);
         npkts = pkt->reth.len ? (pkt->reth.len + mtu - 1) / mtu : 1;
     } else {
@@ -588,7 +617,7 @@ static void softib_resp_rc(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_
         res->psn   = pkt->psn;
         res->orig  = orig;
         /* room checked above: the ACK leaves behind the read responses before it */
-        softib_resp_res_new(qp, pkt->psn, 1)->orig = orig;
+        softib_resp_res_new(qp, pkt->psn, 1, 0)->orig = orig;
         softib_resp_progress(qp);
     } else if (flags & SOFTIB_OPF_READ) {
         softib_resp_progress(qp);

@@ -455,6 +455,149 @@ TEST_F(SoftibWcStatus, AtomicLocalSgeNot8BytesRefusedAtPost)
     EXPECT_EQ(AXON_DEV_QPS_RTS, query_state(a_.qp));
 }
 
+/* ---------------------------------------------------------------- reads and atomics in flight */
+
+/*
+ * The responder holds a requester to the responder resources it granted at
+ * RTR (max_dest_rd_atomic): one more read or atomic outstanding is seed
+ * §7.1.4's "too many RDMA Read or Atomic requests" (QP_ACCESS_ERR, ERR; the
+ * requester gets IB's Invalid Request NAK, REM_INV_REQ_ERR). The requester
+ * keeps at most its max_rd_atomic in flight, so a pair whose numbers agree
+ * never trips it.
+ */
+class SoftibRdAtomicLimit : public SoftibErr {
+protected:
+    /* a_ with max_rd_atomic req_depth towards b_ granting resp_resources */
+    void limit_pair(uint8_t req_depth, uint8_t resp_resources)
+    {
+        axon_dev_qp_attr_t a;
+        int mask;
+
+        ASSERT_EQ(0, dev_.qp(&a_, AXON_DEV_QPT_RC, 1, nullptr, 0, 64));
+        ASSERT_EQ(0, dev_.qp(&b_, AXON_DEV_QPT_RC, 1, nullptr, 0, 64));
+        ASSERT_EQ(0, dev_.to_init(a_));
+        ASSERT_EQ(0, dev_.to_init(b_));
+        ASSERT_EQ(0, dev_.to_rtr(a_, b_.qpn(), dev_.gid, kPsnB));
+        mask = SoftibDev::rtr_attrs(AXON_DEV_QPT_RC, a_.qpn(), dev_.gid, kPsnA, kMinRnrTimer,
+                                    kPathMtu, &a);
+        a.max_dest_rd_atomic = resp_resources;
+        ASSERT_EQ(0, axon_dev_modify_qp(b_.qp, &a, mask));
+        mask = SoftibDev::rts_attrs(AXON_DEV_QPT_RC, kPsnA, kTimeout, kRetryCnt, kRnrRetry, &a);
+        a.max_rd_atomic = req_depth;
+        ASSERT_EQ(0, axon_dev_modify_qp(a_.qp, &a, mask));
+        ASSERT_EQ(0, dev_.to_rts(b_, kPsnB));
+    }
+
+    /* count reads of len each, posted as one list */
+    void post_reads(int count, const Buf &local, const Buf &remote, uint32_t len)
+    {
+        std::vector<axon_dev_send_wr_t> wr(count);
+        std::vector<axon_dev_sge_t>     sge(count);
+        axon_dev_send_wr_t             *bad = nullptr;
+
+        for (int i = 0; i < count; ++i) {
+            make_wr(&wr[i], &sge[i], i, AXON_DEV_WR_RDMA_READ, local.ptr + (size_t)i * len, len,
+                    local.lkey());
+            wr[i].wr.rdma.remote_addr = remote.addr((size_t)i * len);
+            wr[i].wr.rdma.rkey        = remote.rkey();
+            wr[i].next                = (i + 1 < count) ? &wr[i + 1] : nullptr;
+        }
+        ASSERT_EQ(0, axon_dev_post_send(a_.qp, wr.data(), &bad));
+    }
+};
+
+/* No responder resources granted: the first read is already one too many. */
+TEST_F(SoftibRdAtomicLimit, ReadToResponderWithoutResourcesRemInvReqErrAndQpAccessErr)
+{
+    open_dev();
+    limit_pair(1, 0);
+    Buf local  = dev_.reg(64, kLocalWrite);
+    Buf remote = dev_.reg(64, kRemoteAll);
+    ASSERT_EQ(0, post_rdma(a_.qp, 1, AXON_DEV_WR_RDMA_READ, local.ptr, 64, local.lkey(),
+                           remote.addr(), remote.rkey()));
+    expect_wc(a_.scq, 1, AXON_DEV_WC_REM_INV_REQ_ERR, &a_, "read, no responder resources");
+    expect_async(AXON_DEV_EVENT_QP_ACCESS_ERR, b_.qp, "read, no responder resources");
+    EXPECT_EQ(AXON_DEV_QPS_ERR, query_state(b_.qp)) << "responder not in ERR";
+}
+
+/*
+ * The requester may have 2 in flight, the responder granted 1. Each read is
+ * answered in 100 packets, more than the responder sends per request it
+ * takes in, so the second arrives while the first still has answers to send.
+ */
+TEST_F(SoftibRdAtomicLimit, ReadsBeyondMaxDestRdAtomicRemInvReqErrAndQpAccessErr)
+{
+    const int      n   = 2;
+    const uint32_t len = 100 * 1024;
+    axon_dev_wc_t  wc[n];
+
+    open_dev();
+    limit_pair(2, 1);
+    Buf local  = dev_.reg((size_t)n * len, kLocalWrite);
+    Buf remote = dev_.reg((size_t)n * len, kRemoteAll);
+    post_reads(n, local, remote, len);
+    ASSERT_EQ(n, poll_n(a_.scq, n, wc, 20));
+    int first_err = -1;
+    for (int i = 0; i < n; ++i) {
+        if ((wc[i].status != AXON_DEV_WC_SUCCESS) && (first_err < 0)) {
+            first_err = i;
+        }
+    }
+    ASSERT_GE(first_err, 0) << "2 reads against 1 responder resource both succeeded";
+    EXPECT_EQ(AXON_DEV_WC_REM_INV_REQ_ERR, wc[first_err].status)
+        << wc_status_name(wc[first_err].status);
+    expect_async(AXON_DEV_EVENT_QP_ACCESS_ERR, b_.qp, "too many reads");
+    EXPECT_EQ(AXON_DEV_QPS_ERR, query_state(b_.qp)) << "responder not in ERR";
+}
+
+/*
+ * The same long reads (a third would be sent while the responder still
+ * answers the first two, were the requester not bound), and atomics, with
+ * max_rd_atomic = max_dest_rd_atomic = 2: all complete.
+ */
+TEST_F(SoftibRdAtomicLimit, MatchingLimitsNeverTripTheResponder)
+{
+    const int      n   = 8;
+    const uint32_t len = 100 * 1024;
+    axon_dev_wc_t  wc[2 * n];
+    std::vector<axon_dev_event_type_t> events;
+    axon_dev_async_event_t ev;
+
+    open_dev();
+    limit_pair(2, 2);
+    Buf local  = dev_.reg((size_t)n * len + n * 8, kLocalWrite);
+    Buf remote = dev_.reg((size_t)n * len + 8, kRemoteAll);
+    axon_test_fill(remote.ptr, (size_t)n * len, 9);
+    post_reads(n, local, remote, len);
+    uint64_t *res = (uint64_t *)(local.ptr + (size_t)n * len);
+    for (int i = 0; i < n; ++i) {
+        ASSERT_EQ(0, post_atomic(a_.qp, n + i, AXON_DEV_WR_ATOMIC_FETCH_AND_ADD, res + i,
+                                 local.lkey(), remote.addr((size_t)n * len), remote.rkey(), 1));
+    }
+    ASSERT_EQ(2 * n, poll_n(a_.scq, 2 * n, wc, 20));
+    for (int i = 0; i < 2 * n; ++i) {
+        EXPECT_EQ((uint64_t)i, wc[i].wr_id);
+        EXPECT_EQ(AXON_DEV_WC_SUCCESS, wc[i].status) << wc_status_name(wc[i].status);
+    }
+    EXPECT_EQ(-1, axon_test_check(local.ptr, (size_t)n * len, 9));
+    EXPECT_EQ((uint64_t)n, *(uint64_t *)(remote.ptr + (size_t)n * len));
+    EXPECT_FALSE(wait_async(dev_.ctx, AXON_DEV_EVENT_QP_ACCESS_ERR, &ev, 0.05, &events));
+    EXPECT_EQ(AXON_DEV_QPS_RTS, query_state(b_.qp));
+}
+
+/* Seed §7.2.3: a requester with no initiator depth (max_rd_atomic 0) cannot read: LOC_QP_OP_ERR. */
+TEST_F(SoftibRdAtomicLimit, MaxRdAtomicZeroReadLocQpOpErr)
+{
+    open_dev();
+    limit_pair(0, 4);
+    Buf local  = dev_.reg(64, kLocalWrite);
+    Buf remote = dev_.reg(64, kRemoteAll);
+    ASSERT_EQ(0, post_rdma(a_.qp, 1, AXON_DEV_WR_RDMA_READ, local.ptr, 64, local.lkey(),
+                           remote.addr(), remote.rkey()));
+    expect_wc(a_.scq, 1, AXON_DEV_WC_LOC_QP_OP_ERR, &a_, "read with max_rd_atomic 0");
+    EXPECT_EQ(AXON_DEV_QPS_RTS, query_state(b_.qp)) << "nothing reached the responder";
+}
+
 /* ---------------------------------------------------------------- retries */
 
 class SoftibRetry : public SoftibErr {};
