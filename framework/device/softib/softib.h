@@ -154,9 +154,22 @@ typedef struct softib_comp_channel {
     int                     refcnt;
 } softib_comp_channel_t;
 
+/*
+ * The queue slots a completion holds until it is polled (seed glossary,
+ * §3.3.11: a WR is outstanding until its completion was polled): a send
+ * WQE's, with every unsignaled one before it, or one receive of the QP's
+ * own queue. qp NULL: none (an SRQ's receive; the QP was reset or destroyed).
+ */
+typedef struct softib_cq_src {
+    struct softib_qp *qp;
+    unsigned          sq_index;            /* send: the WQE's free-running index */
+    int               recv;
+} softib_cq_src_t;
+
 typedef struct softib_cq {
     axon_dev_cq_t  super;
     axon_dev_wc_t *ring;
+    softib_cq_src_t *src;                  /* beside each ring entry */
     unsigned       size;                   /* super.cqe + 1 slots */
     unsigned       head, tail;
     int            armed;                  /* 0, 1 = next completion, 2 = solicited only */
@@ -182,6 +195,9 @@ typedef struct softib_rq {
     unsigned           max_wr;
     unsigned           max_sge;
     unsigned           head, tail;         /* free-running; count = tail - head */
+    unsigned           freed;              /* a QP's own: WQEs whose completion was polled */
+    int                free_at_poll;       /* a QP's own queue: full at tail - freed, else at
+                                            * tail - head (SRQ) */
     int                managed;            /* MANAGED_RECV: WQEs from en on are held */
     unsigned           en;
     softib_xchan_count_t en_count;
@@ -264,8 +280,9 @@ typedef struct softib_qp {
     struct softib_dct *dct;                /* a DC target's QP: its number, or one initiator's
                                             * responder context (softib_dc.c) */
 
-    /* send queue: ring of sq_size WQEs; head = oldest not completed,
-     * req = next for the requester, tail = next free */
+    /* send queue: ring of sq_size WQEs; free = oldest whose completion was not
+     * polled (its slot is taken), head = oldest not completed, req = next for
+     * the requester, tail = next free */
     softib_send_wqe_t *sq;
     axon_dev_sge_t    *sq_sge;
     uint8_t           *sq_inline;
@@ -274,7 +291,7 @@ typedef struct softib_qp {
     struct softib_klm *sq_klm;             /* ... and max_inl_klms inline entries per WQE */
     uint32_t           max_inl_klms;
     unsigned           sq_size;
-    unsigned           sq_head, sq_req, sq_tail;
+    unsigned           sq_free, sq_head, sq_req, sq_tail;
     unsigned           sq_started;         /* WQEs before it have PSNs assigned */
     unsigned           sqd_tail;           /* SQD: WQEs before it still go out */
     uint32_t           create_flags;       /* AXON_DEV_QP_CREATE_* */
@@ -364,6 +381,11 @@ static inline int softib_resp_busy(const softib_qp_t *qp)
 }
 
 static inline unsigned softib_rq_count(const softib_rq_t *rq) { return rq->tail - rq->head; }
+/* WQEs holding a slot: posted and not taken, or (a QP's own queue) taken and not polled */
+static inline unsigned softib_rq_outstanding(const softib_rq_t *rq)
+{
+    return rq->tail - (rq->free_at_poll ? rq->freed : rq->head);
+}
 /* One past the last send WQE the requester may take */
 static inline unsigned softib_sq_limit(const softib_qp_t *qp)
 {
@@ -434,7 +456,14 @@ softib_access_t softib_sge_check(softib_dev_t *dev, axon_dev_pd_t *pd,
 void            softib_mr_table_free(softib_dev_t *dev);
 
 /* cq */
-void softib_cq_push(softib_cq_t *cq, const axon_dev_wc_t *wc, int solicited);
+/* src: the slots the completion holds until polled (NULL none); a CQ with IGNORE_OVERRUN,
+ * which only the device watches (seed §8.9.1), frees them now */
+void softib_cq_push(softib_cq_t *cq, const axon_dev_wc_t *wc, int solicited,
+                    const softib_cq_src_t *src);
+/* The slots a polled (or dropped) completion held are free */
+void softib_cq_src_release(const softib_cq_src_t *src);
+/* qp's completions still in cq hold nothing any more (qp reset or destroyed) */
+void softib_cq_detach(softib_cq_t *cq, const struct softib_qp *qp);
 
 /* rq (QP receive queue and SRQ) */
 int  softib_rq_init(softib_rq_t *rq, unsigned max_wr, unsigned max_sge);

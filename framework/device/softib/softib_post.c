@@ -320,9 +320,10 @@ static int softib_post_send_locked(softib_qp_t *qp, axon_dev_send_wr_t *wr,
             *bad_wr = wr;
             break;
         }
-        if (qp->sq_tail - qp->sq_head >= qp->sq_size) {
-            axon_debug("softib: post_send: send queue of QP 0x%x full (%u WRs)", aqp->qp_num,
-                       qp->sq_size);
+        /* a WR holds its slot until its completion is polled (softib_cq_src_t) */
+        if (qp->sq_tail - qp->sq_free >= qp->sq_size) {
+            axon_debug("softib: post_send: send queue of QP 0x%x full (%u WRs outstanding)",
+                       aqp->qp_num, qp->sq_size);
             *bad_wr = wr;
             ret     = ENOMEM;
             break;

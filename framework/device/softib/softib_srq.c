@@ -49,8 +49,8 @@ int softib_rq_post(softib_rq_t *rq, axon_dev_recv_wr_t *wr, axon_dev_recv_wr_t *
             *bad_wr = wr;
             return EINVAL;
         }
-        if (softib_rq_count(rq) >= rq->max_wr) {
-            axon_debug("softib: %s: receive queue full (%u WRs)", what, rq->max_wr);
+        if (softib_rq_outstanding(rq) >= rq->max_wr) {
+            axon_debug("softib: %s: receive queue full (%u WRs outstanding)", what, rq->max_wr);
             *bad_wr = wr;
             return ENOMEM;
         }
