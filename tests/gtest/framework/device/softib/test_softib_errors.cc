@@ -504,18 +504,26 @@ protected:
         }
         ASSERT_EQ(0, axon_dev_post_send(a_.qp, wr.data(), &bad));
     }
+
+    /* One read over limit_pair(req_depth, resp_resources) completes with status */
+    void one_read(uint8_t req_depth, uint8_t resp_resources, axon_dev_wc_status_t status,
+                  const char *what)
+    {
+        open_dev();
+        limit_pair(req_depth, resp_resources);
+        Buf local  = dev_.reg(64, kLocalWrite);
+        Buf remote = dev_.reg(64, kRemoteAll);
+        ASSERT_EQ(0, post_rdma(a_.qp, 1, AXON_DEV_WR_RDMA_READ, local.ptr, 64, local.lkey(),
+                               remote.addr(), remote.rkey()));
+        expect_wc(a_.scq, 1, status, &a_, what);
+    }
 };
 
 /* No responder resources granted: the first read is already one too many. */
 TEST_F(SoftibRdAtomicLimit, ReadToResponderWithoutResourcesRemInvReqErrAndQpAccessErr)
 {
-    open_dev();
-    limit_pair(1, 0);
-    Buf local  = dev_.reg(64, kLocalWrite);
-    Buf remote = dev_.reg(64, kRemoteAll);
-    ASSERT_EQ(0, post_rdma(a_.qp, 1, AXON_DEV_WR_RDMA_READ, local.ptr, 64, local.lkey(),
-                           remote.addr(), remote.rkey()));
-    expect_wc(a_.scq, 1, AXON_DEV_WC_REM_INV_REQ_ERR, &a_, "read, no responder resources");
+    one_read(1, 0, AXON_DEV_WC_REM_INV_REQ_ERR, "read, no responder resources");
+    ASSERT_FALSE(HasFatalFailure());
     expect_async(AXON_DEV_EVENT_QP_ACCESS_ERR, b_.qp, "read, no responder resources");
     EXPECT_EQ(AXON_DEV_QPS_ERR, query_state(b_.qp)) << "responder not in ERR";
 }
@@ -588,13 +596,8 @@ TEST_F(SoftibRdAtomicLimit, MatchingLimitsNeverTripTheResponder)
 /* Seed §7.2.3: a requester with no initiator depth (max_rd_atomic 0) cannot read: LOC_QP_OP_ERR. */
 TEST_F(SoftibRdAtomicLimit, MaxRdAtomicZeroReadLocQpOpErr)
 {
-    open_dev();
-    limit_pair(0, 4);
-    Buf local  = dev_.reg(64, kLocalWrite);
-    Buf remote = dev_.reg(64, kRemoteAll);
-    ASSERT_EQ(0, post_rdma(a_.qp, 1, AXON_DEV_WR_RDMA_READ, local.ptr, 64, local.lkey(),
-                           remote.addr(), remote.rkey()));
-    expect_wc(a_.scq, 1, AXON_DEV_WC_LOC_QP_OP_ERR, &a_, "read with max_rd_atomic 0");
+    one_read(0, 4, AXON_DEV_WC_LOC_QP_OP_ERR, "read with max_rd_atomic 0");
+    ASSERT_FALSE(HasFatalFailure());
     EXPECT_EQ(AXON_DEV_QPS_RTS, query_state(b_.qp)) << "nothing reached the responder";
 }
 
@@ -807,7 +810,28 @@ TEST_F(SoftibFlush, UnsignaledErrorStillCompletes)
 
 /* ---------------------------------------------------------------- async events */
 
-class SoftibAsync : public SoftibErr {};
+class SoftibAsync : public SoftibErr {
+protected:
+    /* a_ sends cqe + 2 signaled writes into scq (its send CQ) that nobody polls */
+    void overrun(axon_dev_cq_t *scq)
+    {
+        ASSERT_LE(scq->cqe, dev_.attr.max_qp_wr - 2);
+        const uint32_t n = (uint32_t)scq->cqe + 2;
+        ASSERT_EQ(0, dev_.qp(&a_, AXON_DEV_QPT_RC, 1, nullptr, 0, n, scq));
+        ASSERT_EQ(0, dev_.qp(&b_, AXON_DEV_QPT_RC));
+        ASSERT_EQ(0, dev_.connect(a_, b_));
+        Buf local  = dev_.reg(64, kLocalWrite);
+        Buf remote = dev_.reg(64, kRemoteAll);
+        for (uint32_t i = 0; i < n; ++i) {
+            ASSERT_EQ(0, post_rdma(a_.qp, i, AXON_DEV_WR_RDMA_WRITE, local.ptr, 8, local.lkey(),
+                                   remote.addr(), remote.rkey()));
+        }
+        /* nobody polls: the progress thread completes them into a full CQ */
+        expect_async(AXON_DEV_EVENT_CQ_ERR, scq, "overrun");
+        axon_dev_wc_t wc;
+        EXPECT_LT(axon_dev_poll_cq(scq, 1, &wc), 0) << "an overrun CQ is unusable";
+    }
+};
 
 TEST_F(SoftibAsync, CqOverrunCqErr)
 {
@@ -815,21 +839,7 @@ TEST_F(SoftibAsync, CqOverrunCqErr)
     axon_dev_cq_t *scq = dev_.cq(4);
     ASSERT_NE(nullptr, scq);
     ASSERT_GE(scq->cqe, 4);
-    ASSERT_LE(scq->cqe, dev_.attr.max_qp_wr - 2);
-    const uint32_t n = (uint32_t)scq->cqe + 2;
-    ASSERT_EQ(0, dev_.qp(&a_, AXON_DEV_QPT_RC, 1, nullptr, 0, n, scq));
-    ASSERT_EQ(0, dev_.qp(&b_, AXON_DEV_QPT_RC));
-    ASSERT_EQ(0, dev_.connect(a_, b_));
-    Buf local  = dev_.reg(64, kLocalWrite);
-    Buf remote = dev_.reg(64, kRemoteAll);
-    for (uint32_t i = 0; i < n; ++i) {
-        ASSERT_EQ(0, post_rdma(a_.qp, i, AXON_DEV_WR_RDMA_WRITE, local.ptr, 8, local.lkey(),
-                               remote.addr(), remote.rkey()));
-    }
-    /* nobody polls: the progress thread completes them into a full CQ */
-    expect_async(AXON_DEV_EVENT_CQ_ERR, scq, "overrun");
-    axon_dev_wc_t wc;
-    EXPECT_LT(axon_dev_poll_cq(scq, 1, &wc), 0) << "an overrun CQ is unusable";
+    overrun(scq);
 }
 
 /*
@@ -843,23 +853,12 @@ TEST_F(SoftibAsync, CqOverrunQpFatalOnQpsOfThatCq)
     open_dev();
     axon_dev_cq_t *scq = dev_.cq(4);
     ASSERT_NE(nullptr, scq);
-    const uint32_t n = (uint32_t)scq->cqe + 2;
-    ASSERT_EQ(0, dev_.qp(&a_, AXON_DEV_QPT_RC, 1, nullptr, 0, n, scq));
-    ASSERT_EQ(0, dev_.qp(&b_, AXON_DEV_QPT_RC));
-    ASSERT_EQ(0, dev_.connect(a_, b_));
     /* c receives into the CQ that overruns; d, its peer, uses CQs of its own */
     ASSERT_EQ(0, dev_.qp(&c, AXON_DEV_QPT_RC, 1, nullptr, 0, 64, nullptr, scq));
     ASSERT_EQ(0, dev_.qp(&d, AXON_DEV_QPT_RC));
     ASSERT_EQ(0, dev_.connect(c, d));
-    Buf local  = dev_.reg(64, kLocalWrite);
-    Buf remote = dev_.reg(64, kRemoteAll);
-    for (uint32_t i = 0; i < n; ++i) {
-        ASSERT_EQ(0, post_rdma(a_.qp, i, AXON_DEV_WR_RDMA_WRITE, local.ptr, 8, local.lkey(),
-                               remote.addr(), remote.rkey()));
-    }
-    expect_async(AXON_DEV_EVENT_CQ_ERR, scq, "overrun");
-    axon_dev_wc_t wc;
-    EXPECT_LT(axon_dev_poll_cq(scq, 1, &wc), 0) << "an overrun CQ is unusable";
+    overrun(scq);
+    ASSERT_FALSE(HasFatalFailure());
 
     /* the events of the next moments, by QP */
     std::map<const void *, int> fatal;
