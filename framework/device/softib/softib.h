@@ -158,7 +158,7 @@ typedef struct softib_comp_channel {
  * The queue slots a completion holds until it is polled (seed glossary,
  * §3.3.11: a WR is outstanding until its completion was polled): a send
  * WQE's, with every unsignaled one before it, or one receive of the QP's
- * own queue. qp NULL: none (an SRQ's receive; the QP was reset or destroyed).
+ * queue or SRQ. qp NULL: none (the QP was reset or destroyed).
  */
 typedef struct softib_cq_src {
     struct softib_qp *qp;
@@ -195,9 +195,7 @@ typedef struct softib_rq {
     unsigned           max_wr;
     unsigned           max_sge;
     unsigned           head, tail;         /* free-running; count = tail - head */
-    unsigned           freed;              /* a QP's own: WQEs whose completion was polled */
-    int                free_at_poll;       /* a QP's own queue: full at tail - freed, else at
-                                            * tail - head (SRQ) */
+    unsigned           freed;              /* WQEs whose completion was polled */
     int                managed;            /* MANAGED_RECV: WQEs from en on are held */
     unsigned           en;
     softib_xchan_count_t en_count;
@@ -381,11 +379,8 @@ static inline int softib_resp_busy(const softib_qp_t *qp)
 }
 
 static inline unsigned softib_rq_count(const softib_rq_t *rq) { return rq->tail - rq->head; }
-/* WQEs holding a slot: posted and not taken, or (a QP's own queue) taken and not polled */
-static inline unsigned softib_rq_outstanding(const softib_rq_t *rq)
-{
-    return rq->tail - (rq->free_at_poll ? rq->freed : rq->head);
-}
+/* WQEs holding a slot: posted, and not yet polled (softib_cq_src_t) */
+static inline unsigned softib_rq_outstanding(const softib_rq_t *rq) { return rq->tail - rq->freed; }
 /* One past the last send WQE the requester may take */
 static inline unsigned softib_sq_limit(const softib_qp_t *qp)
 {
@@ -462,7 +457,8 @@ void softib_cq_push(softib_cq_t *cq, const axon_dev_wc_t *wc, int solicited,
                     const softib_cq_src_t *src);
 /* The slots a polled (or dropped) completion held are free */
 void softib_cq_src_release(const softib_cq_src_t *src);
-/* qp's completions still in cq hold nothing any more (qp reset or destroyed) */
+/* qp's completions still in cq hold nothing of its queues any more (qp reset or
+ * destroyed); the SRQ slots they held are free, as the SRQ may go before them */
 void softib_cq_detach(softib_cq_t *cq, const struct softib_qp *qp);
 
 /* rq (QP receive queue and SRQ) */

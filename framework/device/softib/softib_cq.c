@@ -2,9 +2,9 @@
  * Completion queues and completion channels.
  *
  * A CQ is a ring of cqe + 1 work completions filled by the engine under the
- * device lock; beside each, the queue slots it holds until it is polled. A completion channel is a pipe: an event writes the CQ's
- * pointer into it, so the read end works with poll/epoll and get_cq_event
- * reads which CQ fired.
+ * device lock; beside each, the queue slots it holds until it is polled. A
+ * completion channel is a pipe: an event writes the CQ's pointer into it, so
+ * the read end works with poll/epoll and get_cq_event reads which CQ fired.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -204,7 +204,7 @@ void softib_cq_src_release(const softib_cq_src_t *src)
         return;
     }
     if (src->recv) {
-        qp->rq.freed++;
+        ((qp->super.srq != NULL) ? &softib_srq(qp->super.srq)->rq : &qp->rq)->freed++;
     } else if ((int)(src->sq_index + 1 - qp->sq_free) > 0) {
         qp->sq_free = src->sq_index + 1;   /* the unsignaled WQEs before it too */
     }
@@ -212,11 +212,16 @@ void softib_cq_src_release(const softib_cq_src_t *src)
 
 void softib_cq_detach(softib_cq_t *cq, const softib_qp_t *qp)
 {
+    softib_cq_src_t *src;
     unsigned i;
 
     for (i = cq->head; i != cq->tail; i++) {
-        if (cq->src[i % cq->size].qp == qp) {
-            cq->src[i % cq->size].qp = NULL;
+        src = &cq->src[i % cq->size];
+        if (src->qp == qp) {
+            if (src->recv && (qp->super.srq != NULL)) {
+                softib_cq_src_release(src);
+            }
+            src->qp = NULL;
         }
     }
 }

@@ -88,8 +88,7 @@ void softib_qp_complete_recv(softib_qp_t *qp, uint64_t wr_id, axon_dev_wc_status
                              axon_dev_wc_opcode_t opcode, uint32_t byte_len, uint32_t imm,
                              int with_imm, uint32_t src_qp, int grh, int solicited)
 {
-    /* an SRQ's slot is free once taken; a DC target's contexts only use SRQs */
-    softib_cq_src_t src = {qp, 0, 1};
+    softib_cq_src_t src = {qp, 0, 1};   /* one slot of its queue or SRQ */
     axon_dev_wc_t wc;
 
     memset(&wc, 0, sizeof(wc));
@@ -106,8 +105,7 @@ void softib_qp_complete_recv(softib_qp_t *qp, uint64_t wr_id, axon_dev_wc_status
     if (grh) {
         wc.wc_flags |= AXON_DEV_WC_GRH;
     }
-    softib_cq_push(softib_cq(qp->super.recv_cq), &wc, solicited,
-                   (qp->super.srq == NULL) ? &src : NULL);
+    softib_cq_push(softib_cq(qp->super.recv_cq), &wc, solicited, &src);
 }
 
 /* Every WQE still queued completes with WR_FLUSH_ERR, oldest first */
@@ -383,7 +381,6 @@ int softib_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *init, axon_dev_
                                                       qp->cap.max_recv_sge)) {
         goto err_free;
     }
-    qp->rq.free_at_poll = 1;
     if ((init->create_flags & AXON_DEV_QP_CREATE_UMR) &&
         softib_umr_qp_init(qp, init->max_inl_send_klms)) {
         goto err_free;

@@ -324,6 +324,43 @@ TEST_F(SoftibDataSlots, ReceiveSlotFreedWhenItsCompletionIsPolled)
 }
 
 /*
+ * An SRQ's slots too: a receive a QP took stays outstanding until its
+ * completion is polled; when the QP goes, the SRQ has its slots back (its
+ * completions may stay in the CQ, the SRQ may go before they are polled).
+ */
+TEST_F(SoftibDataSlots, SrqSlotFreedWhenItsCompletionIsPolledOrItsQpDestroyed)
+{
+    axon_dev_srq_t *srq = nullptr;
+    axon_dev_wc_t   wc[kDepth];
+
+    open_dev();
+    ASSERT_EQ(0, dev_.srq(kDepth, 1, &srq));
+    ASSERT_EQ(0, dev_.qp(&a_, AXON_DEV_QPT_RC, 1, nullptr, 0, kDepth));
+    ASSERT_EQ(0, dev_.qp(&b_, AXON_DEV_QPT_RC, 1, srq, 0, kDepth));
+    ASSERT_EQ(0, dev_.connect(a_, b_));
+    Buf sb = dev_.reg(64, 0);
+    Buf rb = dev_.reg(64 * (kDepth + 2), kLocalWrite);
+    auto recv = [&](uint64_t id) {
+        return post_srq_recv(srq, id, rb.ptr + (id % (kDepth + 2)) * 64, 64, rb.lkey());
+    };
+    for (uint32_t i = 0; i < kDepth; ++i) {
+        ASSERT_EQ(0, recv(i));
+    }
+    for (uint32_t i = 0; i < kDepth; ++i) {
+        ASSERT_EQ(0, post_send_op(a_.qp, i, AXON_DEV_WR_SEND, sb.ptr, 64, sb.lkey()));
+    }
+    ASSERT_EQ((int)kDepth, poll_n(a_.scq, kDepth, wc)) << "the sends completed";
+    EXPECT_TRUE(post_refused_for([&] { return recv(kDepth); }, 0.05))
+        << "SRQ receives completed, not polled: still outstanding";
+    ASSERT_TRUE(poll_one(b_.rcq, &wc[0]));
+    EXPECT_EQ(0u, wc[0].wr_id);
+    EXPECT_EQ(0, recv(kDepth)) << "one polled, one slot";
+    EXPECT_TRUE(post_refused_for([&] { return recv(kDepth + 1); }, 0.02));
+    dev_.destroy_qp(&b_);
+    EXPECT_EQ(0, recv(kDepth + 1)) << "the QP went: the slots of its unpolled receives are free";
+}
+
+/*
  * A CQ with IGNORE_OVERRUN is one only the device watches (seed §8.9.1):
  * nobody polls it, so what completes into it frees its slots at once.
  */
