@@ -126,6 +126,7 @@ typedef struct softib_dev {
     uint64_t            thread_deadline;   /* when the sleeping thread wakes (ns), 0 none */
     uint64_t            consumer_ns;       /* the consumer's last call into the engine, 0 none */
     int                 xchan_kick;        /* a WAIT's CQ grew or a queue was enabled: rerun */
+    int                 cq_overrun;        /* a CQ overran: its QPs fail at the pass's end */
     uint8_t             rx_buf[SOFTIB_WIRE_MAX_PKT];
     uint8_t             tx_buf[SOFTIB_WIRE_MAX_PKT];
 } softib_dev_t;
@@ -153,9 +154,22 @@ typedef struct softib_comp_channel {
     int                     refcnt;
 } softib_comp_channel_t;
 
+/*
+ * The queue slots a completion holds until it is polled (seed glossary,
+ * §3.3.11: a WR is outstanding until its completion was polled): a send
+ * WQE's, with every unsignaled one before it, or one receive of the QP's
+ * queue or SRQ. qp NULL: none (the QP was reset or destroyed).
+ */
+typedef struct softib_cq_src {
+    struct softib_qp *qp;
+    unsigned          sq_index;            /* send: the WQE's free-running index */
+    int               recv;
+} softib_cq_src_t;
+
 typedef struct softib_cq {
     axon_dev_cq_t  super;
     axon_dev_wc_t *ring;
+    softib_cq_src_t *src;                  /* beside each ring entry */
     unsigned       size;                   /* super.cqe + 1 slots */
     unsigned       head, tail;
     int            armed;                  /* 0, 1 = next completion, 2 = solicited only */
@@ -181,6 +195,7 @@ typedef struct softib_rq {
     unsigned           max_wr;
     unsigned           max_sge;
     unsigned           head, tail;         /* free-running; count = tail - head */
+    unsigned           freed;              /* WQEs whose completion was polled */
     int                managed;            /* MANAGED_RECV: WQEs from en on are held */
     unsigned           en;
     softib_xchan_count_t en_count;
@@ -239,6 +254,8 @@ typedef struct softib_atomic_res {
 /* An executed RDMA READ (responses still to send) or atomic (its ACK still to send) */
 typedef struct softib_resp_res {
     int                 atomic;
+    int                 dup;               /* for a duplicate request: not counted against
+                                            * max_dest_rd_atomic (softib_resp.c) */
     int                 first;             /* read: no response sent yet */
     uint32_t            psn;               /* PSN of the next response packet */
     uint32_t            rkey;
@@ -257,11 +274,13 @@ typedef struct softib_qp {
     axon_list_link_t   ack_link;           /* dev->ack_list */
     int                ack_queued;
     int                sq_draining;
+    int                cq_fatal;           /* QP_FATAL raised for an overrun CQ (until RESET) */
     struct softib_dct *dct;                /* a DC target's QP: its number, or one initiator's
                                             * responder context (softib_dc.c) */
 
-    /* send queue: ring of sq_size WQEs; head = oldest not completed,
-     * req = next for the requester, tail = next free */
+    /* send queue: ring of sq_size WQEs; free = oldest whose completion was not
+     * polled (its slot is taken), head = oldest not completed, req = next for
+     * the requester, tail = next free */
     softib_send_wqe_t *sq;
     axon_dev_sge_t    *sq_sge;
     uint8_t           *sq_inline;
@@ -270,7 +289,7 @@ typedef struct softib_qp {
     struct softib_klm *sq_klm;             /* ... and max_inl_klms inline entries per WQE */
     uint32_t           max_inl_klms;
     unsigned           sq_size;
-    unsigned           sq_head, sq_req, sq_tail;
+    unsigned           sq_free, sq_head, sq_req, sq_tail;
     unsigned           sq_started;         /* WQEs before it have PSNs assigned */
     unsigned           sqd_tail;           /* SQD: WQEs before it still go out */
     uint32_t           create_flags;       /* AXON_DEV_QP_CREATE_* */
@@ -360,6 +379,8 @@ static inline int softib_resp_busy(const softib_qp_t *qp)
 }
 
 static inline unsigned softib_rq_count(const softib_rq_t *rq) { return rq->tail - rq->head; }
+/* WQEs holding a slot: posted, and not yet polled (softib_cq_src_t) */
+static inline unsigned softib_rq_outstanding(const softib_rq_t *rq) { return rq->tail - rq->freed; }
 /* One past the last send WQE the requester may take */
 static inline unsigned softib_sq_limit(const softib_qp_t *qp)
 {
@@ -430,7 +451,15 @@ softib_access_t softib_sge_check(softib_dev_t *dev, axon_dev_pd_t *pd,
 void            softib_mr_table_free(softib_dev_t *dev);
 
 /* cq */
-void softib_cq_push(softib_cq_t *cq, const axon_dev_wc_t *wc, int solicited);
+/* src: the slots the completion holds until polled (NULL none); a CQ with IGNORE_OVERRUN,
+ * which only the device watches (seed §8.9.1), frees them now */
+void softib_cq_push(softib_cq_t *cq, const axon_dev_wc_t *wc, int solicited,
+                    const softib_cq_src_t *src);
+/* The slots a polled (or dropped) completion held are free */
+void softib_cq_src_release(const softib_cq_src_t *src);
+/* qp's completions still in cq hold nothing of its queues any more (qp reset or
+ * destroyed); the SRQ slots they held are free, as the SRQ may go before them */
+void softib_cq_detach(softib_cq_t *cq, const struct softib_qp *qp);
 
 /* rq (QP receive queue and SRQ) */
 int  softib_rq_init(softib_rq_t *rq, unsigned max_wr, unsigned max_sge);
@@ -481,6 +510,8 @@ softib_qp_t *softib_qp_lookup(softib_dev_t *dev, uint32_t qpn);
 int  softib_qp_can_send(const softib_qp_t *qp);
 int  softib_qp_can_recv(const softib_qp_t *qp);
 void softib_qp_reset(softib_qp_t *qp);
+/* After CQs overran (dev->cq_overrun): their QPs get QP_FATAL and go to ERR */
+void softib_qp_cq_overrun(softib_dev_t *dev);
 /* An async event about qp (a DCT's responder context reports it as the DCT's) */
 void softib_qp_event(softib_qp_t *qp, axon_dev_event_type_t type);
 /* Give qp a free QP number of dev (lock held); 0 or ENOMEM (logged) */

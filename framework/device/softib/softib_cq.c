@@ -2,9 +2,9 @@
  * Completion queues and completion channels.
  *
  * A CQ is a ring of cqe + 1 work completions filled by the engine under the
- * device lock. A completion channel is a pipe: an event writes the CQ's
- * pointer into it, so the read end works with poll/epoll and get_cq_event
- * reads which CQ fired.
+ * device lock; beside each, the queue slots it holds until it is polled. A
+ * completion channel is a pipe: an event writes the CQ's pointer into it, so
+ * the read end works with poll/epoll and get_cq_event reads which CQ fired.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -150,7 +150,10 @@ int softib_create_cq_ex(axon_dev_context_t *ctx, int cqe, void *cq_context,
     }
     cq->size = (unsigned)cqe + 1;
     cq->ring = calloc(cq->size, sizeof(*cq->ring));
-    if (cq->ring == NULL) {
+    cq->src  = calloc(cq->size, sizeof(*cq->src));
+    if ((cq->ring == NULL) || (cq->src == NULL)) {
+        free(cq->src);
+        free(cq->ring);
         free(cq);
         goto err_nomem;
     }
@@ -187,13 +190,46 @@ int softib_destroy_cq(axon_dev_cq_t *acq)
         ((softib_comp_channel_t *)acq->channel)->refcnt--;
     }
     pthread_mutex_unlock(&dev->lock);
+    free(cq->src);
     free(cq->ring);
     free(cq);
     return 0;
 }
 
-void softib_cq_push(softib_cq_t *cq, const axon_dev_wc_t *wc, int solicited)
+void softib_cq_src_release(const softib_cq_src_t *src)
 {
+    softib_qp_t *qp = src->qp;
+
+    if (qp == NULL) {
+        return;
+    }
+    if (src->recv) {
+        ((qp->super.srq != NULL) ? &softib_srq(qp->super.srq)->rq : &qp->rq)->freed++;
+    } else if ((int)(src->sq_index + 1 - qp->sq_free) > 0) {
+        qp->sq_free = src->sq_index + 1;   /* the unsignaled WQEs before it too */
+    }
+}
+
+void softib_cq_detach(softib_cq_t *cq, const softib_qp_t *qp)
+{
+    softib_cq_src_t *src;
+    unsigned i;
+
+    for (i = cq->head; i != cq->tail; i++) {
+        src = &cq->src[i % cq->size];
+        if (src->qp == qp) {
+            if (src->recv && (qp->super.srq != NULL)) {
+                softib_cq_src_release(src);
+            }
+            src->qp = NULL;
+        }
+    }
+}
+
+void softib_cq_push(softib_cq_t *cq, const axon_dev_wc_t *wc, int solicited,
+                    const softib_cq_src_t *src)
+{
+    static const softib_cq_src_t none = {NULL, 0, 0};
     softib_dev_t *dev = softib_dev(cq->super.context);
     softib_comp_channel_t *ch;
 
@@ -211,15 +247,24 @@ void softib_cq_push(softib_cq_t *cq, const axon_dev_wc_t *wc, int solicited)
     }
     if ((cq->tail - cq->head >= (unsigned)cq->super.cqe) &&
         (cq->flags & AXON_DEV_CQ_IGNORE_OVERRUN)) {
+        softib_cq_src_release(&cq->src[cq->head % cq->size]);
         cq->head++;   /* nobody polls it: the oldest completion goes */
     }
     if (cq->tail - cq->head >= (unsigned)cq->super.cqe) {
         axon_error("softib: %s: CQ of %d entries overrun", dev->super.name, cq->super.cqe);
         cq->error = 1;
         softib_async_event(dev, AXON_DEV_EVENT_CQ_ERR, &cq->super);
+        /* its QPs fail at the end of the pass, not inside the stage pushing this */
+        dev->cq_overrun = 1;
+        softib_timer_changed(dev, axon_sys_time_ns());
         return;
     }
     cq->ring[cq->tail % cq->size] = *wc;
+    if ((src != NULL) && (cq->flags & AXON_DEV_CQ_IGNORE_OVERRUN)) {
+        softib_cq_src_release(src);   /* only the device watches it: nobody will poll */
+        src = NULL;
+    }
+    cq->src[cq->tail % cq->size] = (src != NULL) ? *src : none;
     cq->tail++;
     if ((cq->armed == 1) ||
         ((cq->armed == 2) && (solicited || (wc->status != AXON_DEV_WC_SUCCESS)))) {
@@ -252,6 +297,7 @@ int softib_poll_cq(axon_dev_cq_t *acq, int num_entries, axon_dev_wc_t *wc)
     }
     while ((n < num_entries) && (cq->head != cq->tail)) {
         wc[n++] = cq->ring[cq->head % cq->size];
+        softib_cq_src_release(&cq->src[cq->head % cq->size]);
         cq->head++;
     }
     pthread_mutex_unlock(&dev->lock);

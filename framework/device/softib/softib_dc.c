@@ -588,6 +588,7 @@ int softib_destroy_dct(axon_dev_dct_t *adct)
             softib_dcr_close(dct, dcr);
         }
         softib_qp_deactivate(&dcr->qp);
+        softib_cq_detach(softib_cq(adct->cq), &dcr->qp);   /* the SRQ slots they hold */
         free(dcr);
     }
     softib_pd(adct->pd)->refcnt--;

@@ -180,6 +180,13 @@ static int softib_send_wr_check(softib_qp_t *qp, const axon_dev_send_wr_t *wr,
             axon_error("softib: post_send: the AH belongs to another device");
             return EINVAL;
         }
+        /* Seed §3.3.8: the PD ties a UD QP to the AHs it may use. The PD is known at post
+         * time, so the WR is refused there (IB allows that or an error CQE instead) */
+        if (wr->wr.ud.ah->pd != qp->super.pd) {
+            axon_error("softib: post_send: the AH is on PD %u, QP 0x%x on PD %u",
+                       wr->wr.ud.ah->pd->handle, qp->super.qp_num, qp->super.pd->handle);
+            return EINVAL;
+        }
         if (length > mtu) {
             axon_error("softib: post_send: UD message of %llu bytes over the path MTU %zu",
                        (unsigned long long)length, mtu);
@@ -313,9 +320,10 @@ static int softib_post_send_locked(softib_qp_t *qp, axon_dev_send_wr_t *wr,
             *bad_wr = wr;
             break;
         }
-        if (qp->sq_tail - qp->sq_head >= qp->sq_size) {
-            axon_debug("softib: post_send: send queue of QP 0x%x full (%u WRs)", aqp->qp_num,
-                       qp->sq_size);
+        /* a WR holds its slot until its completion is polled (softib_cq_src_t) */
+        if (qp->sq_tail - qp->sq_free >= qp->sq_size) {
+            axon_debug("softib: post_send: send queue of QP 0x%x full (%u WRs outstanding)",
+                       aqp->qp_num, qp->sq_size);
             *bad_wr = wr;
             ret     = ENOMEM;
             break;

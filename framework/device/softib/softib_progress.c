@@ -209,6 +209,9 @@ static void softib_progress_pass(softib_dev_t *dev, uint64_t now)
     }
     /* one coalesced ACK per QP and pass, behind the read responses just sent */
     softib_resp_flush_acks(dev);
+    if (dev->cq_overrun) {
+        softib_qp_cq_overrun(dev);
+    }
 }
 
 void softib_progress(softib_dev_t *dev)
@@ -224,7 +227,7 @@ uint64_t softib_next_deadline(softib_dev_t *dev)
     softib_qp_t *qp;
 
 #define EARLIER(_t) if ((_t) && ((_t) < deadline)) { deadline = (_t); }
-    if (dev->xchan_kick) {
+    if (dev->xchan_kick || dev->cq_overrun) {
         now = axon_sys_time_ns();
         EARLIER(now);
     }

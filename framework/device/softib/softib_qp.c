@@ -57,8 +57,11 @@ int softib_qp_can_recv(const softib_qp_t *qp)
     return (qp->super.state >= AXON_DEV_QPS_RTR) && (qp->super.state <= AXON_DEV_QPS_SQE);
 }
 
+/* wqe is the head (sq_head): completions come in order */
 void softib_qp_complete_send(softib_qp_t *qp, softib_send_wqe_t *wqe, axon_dev_wc_status_t st)
 {
+    softib_cq_src_t src = {qp, qp->sq_head, 0};
+    softib_cq_t *cq     = softib_cq(qp->super.send_cq);
     axon_dev_wc_t wc;
 
     if (wqe->wait_cq != NULL) {
@@ -67,7 +70,10 @@ void softib_qp_complete_send(softib_qp_t *qp, softib_send_wqe_t *wqe, axon_dev_w
     }
     if ((st == AXON_DEV_WC_SUCCESS) && !qp->sq_sig_all &&
         !(wqe->flags & AXON_DEV_SEND_SIGNALED)) {
-        return;
+        if (cq->flags & AXON_DEV_CQ_IGNORE_OVERRUN) {
+            softib_cq_src_release(&src);   /* nobody polls that CQ (softib_cq_push) */
+        }
+        return;   /* else its slot goes with a later signaled WQE's, when that is polled */
     }
     memset(&wc, 0, sizeof(wc));
     wc.wr_id    = wqe->wr_id;
@@ -75,13 +81,14 @@ void softib_qp_complete_send(softib_qp_t *qp, softib_send_wqe_t *wqe, axon_dev_w
     wc.opcode   = softib_wc_opcode[wqe->opcode];
     wc.byte_len = wqe->length;
     wc.qp_num   = qp->super.qp_num;
-    softib_cq_push(softib_cq(qp->super.send_cq), &wc, 0);
+    softib_cq_push(cq, &wc, 0, &src);
 }
 
 void softib_qp_complete_recv(softib_qp_t *qp, uint64_t wr_id, axon_dev_wc_status_t st,
                              axon_dev_wc_opcode_t opcode, uint32_t byte_len, uint32_t imm,
                              int with_imm, uint32_t src_qp, int grh, int solicited)
 {
+    softib_cq_src_t src = {qp, 0, 1};   /* one slot of its queue or SRQ */
     axon_dev_wc_t wc;
 
     memset(&wc, 0, sizeof(wc));
@@ -98,7 +105,7 @@ void softib_qp_complete_recv(softib_qp_t *qp, uint64_t wr_id, axon_dev_wc_status
     if (grh) {
         wc.wc_flags |= AXON_DEV_WC_GRH;
     }
-    softib_cq_push(softib_cq(qp->super.recv_cq), &wc, solicited);
+    softib_cq_push(softib_cq(qp->super.recv_cq), &wc, solicited, &src);
 }
 
 /* Every WQE still queued completes with WR_FLUSH_ERR, oldest first */
@@ -166,6 +173,32 @@ void softib_qp_error(softib_qp_t *qp)
     softib_qp_enter_error(qp);
 }
 
+/*
+ * Seed §7.1.1: the QPs whose send or receive CQ overran get QP_FATAL and go
+ * to ERR (RESET ones have no work to fail; a DC target's contexts report
+ * through the DCT, which has no fatal event). Once per QP until it is reset.
+ */
+void softib_qp_cq_overrun(softib_dev_t *dev)
+{
+    softib_qp_t *qp;
+    unsigned i;
+
+    dev->cq_overrun = 0;
+    for (i = 1; i <= SOFTIB_QPN_MAX_INDEX; i++) {
+        qp = dev->qps[i];
+        if ((qp == NULL) || (qp->dct != NULL) || qp->cq_fatal ||
+            (qp->super.state == AXON_DEV_QPS_RESET) ||
+            (!softib_cq(qp->super.send_cq)->error && !softib_cq(qp->super.recv_cq)->error)) {
+            continue;
+        }
+        axon_debug("softib: QP 0x%x: its %s CQ overran: QP_FATAL", qp->super.qp_num,
+                   softib_cq(qp->super.send_cq)->error ? "send" : "receive");
+        qp->cq_fatal = 1;
+        softib_async_event(dev, AXON_DEV_EVENT_QP_FATAL, &qp->super);
+        softib_qp_error(qp);
+    }
+}
+
 /* Back to RESET: queues emptied without completions, engine state cleared */
 void softib_qp_reset(softib_qp_t *qp)
 {
@@ -177,13 +210,16 @@ void softib_qp_reset(softib_qp_t *qp)
     }
     softib_xchan_drop(qp, qp->sq_head, 0);
     softib_umr_drop(qp, qp->sq_head);
-    qp->sq_head = qp->sq_req = qp->sq_tail = qp->sq_started = qp->sq_tail;
+    qp->sq_free = qp->sq_head = qp->sq_req = qp->sq_started = qp->sq_tail;
     qp->sq_en = qp->sq_en_count.base = qp->sq_tail;
     qp->sq_en_count.max = 0;
     if (qp->super.srq == NULL) {
-        qp->rq.head = qp->rq.en = qp->rq.en_count.base = qp->rq.tail;
+        qp->rq.head = qp->rq.freed = qp->rq.en = qp->rq.en_count.base = qp->rq.tail;
         qp->rq.en_count.max = 0;
     }
+    /* the queues are empty: completions still in the CQs hold no slot of them */
+    softib_cq_detach(softib_cq(qp->super.send_cq), qp);
+    softib_cq_detach(softib_cq(qp->super.recv_cq), qp);
     if (qp->ack_queued) {
         axon_list_del(&qp->ack_link);
         qp->ack_queued = 0;
@@ -195,6 +231,7 @@ void softib_qp_reset(softib_qp_t *qp)
     memset(&qp->attr, 0, sizeof(qp->attr));
     qp->cap         = cap;
     qp->sq_draining = 0;
+    qp->cq_fatal    = 0;
     qp->super.state = AXON_DEV_QPS_RESET;
     if (dci) {
         softib_dc_start(qp);
@@ -403,6 +440,8 @@ int softib_destroy_qp(axon_dev_qp_t *aqp)
     }
     softib_xchan_drop(qp, qp->sq_head, 0);
     softib_umr_drop(qp, qp->sq_head);
+    softib_cq_detach(softib_cq(aqp->send_cq), qp);
+    softib_cq_detach(softib_cq(aqp->recv_cq), qp);
     dev->qps[SOFTIB_QPN_INDEX(aqp->qp_num)] = NULL;
     dev->num_qps--;
     softib_qp_deactivate(qp);

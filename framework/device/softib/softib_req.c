@@ -132,7 +132,7 @@ void softib_req_forward(softib_qp_t *qp)
 static int softib_req_start(softib_qp_t *qp, softib_send_wqe_t *wqe)
 {
     softib_dev_t *dev = softib_qp_dev(qp);
-    unsigned max_rd   = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
+    unsigned max_rd   = qp->attr.max_rd_atomic;
     uint32_t mtu      = softib_qp_mtu(qp);
     int access        = softib_wqe_is_rd_atomic(wqe) ? AXON_DEV_ACCESS_LOCAL_WRITE : 0;
 
@@ -143,6 +143,15 @@ static int softib_req_start(softib_qp_t *qp, softib_send_wqe_t *wqe)
         if ((wqe->flags & AXON_DEV_SEND_FENCE) && softib_req_rd_atomic_inflight(qp)) {
             return 1;
         }
+        if (softib_wqe_is_rd_atomic(wqe) && (max_rd == 0)) {
+            /* Seed §7.2.3: no initiator depth (rdma_cm's initiator_depth left 0) */
+            axon_debug("softib: QP 0x%x: WR 0x%llx is a read or atomic, max_rd_atomic is 0",
+                       qp->super.qp_num, (unsigned long long)wqe->wr_id);
+            wqe->status = AXON_DEV_WC_LOC_QP_OP_ERR;
+            return 0;
+        }
+        /* never more in flight than max_rd_atomic: a peer that granted as many
+         * responder resources (max_dest_rd_atomic) never refuses one */
         if (softib_wqe_is_rd_atomic(wqe) && (softib_req_rd_atomic_inflight(qp) >= max_rd)) {
             return 1;
         }

@@ -21,6 +21,12 @@ typedef enum {
     RESP_DROP,                  /* silently ignore the packet */
     RESP_ERR_INV_REQ,           /* requester: REM_INV_REQ_ERR; QP_REQ_ERR here */
     RESP_ERR_ACCESS,            /* requester: REM_ACCESS_ERR; QP_ACCESS_ERR here */
+    RESP_ERR_WRITE_IMM_ACCESS,  /* RESP_ERR_ACCESS of an RDMA WRITE with immediate that
+                                 * consumed a receive: that completes with LOC_ACCESS_ERR */
+    RESP_ERR_REQ_ACCESS,        /* a request §7.1.4 counts as an access error (misaligned
+                                 * atomic, too many reads or atomics): requester
+                                 * REM_INV_REQ_ERR (IB's Invalid Request NAK); QP_ACCESS_ERR
+                                 * here, not QP_REQ_ERR */
     RESP_ERR_RECV_LEN,          /* receiver: LOC_LEN_ERR; requester: REM_INV_REQ_ERR */
     RESP_ERR_RECV_PROT,         /* receiver: LOC_PROT_ERR; requester: REM_OP_ERR */
 } softib_resp_status_t;
@@ -162,6 +168,22 @@ static softib_resp_status_t softib_resp_send(softib_dev_t *dev, softib_qp_t *qp,
     return RESP_OK;
 }
 
+/*
+ * A write the key does not allow. Seed §7.2.9: with immediate (RC), the
+ * receive it consumes completes with LOC_ACCESS_ERR rather than being
+ * flushed; only the packet with the immediate (ONLY or LAST) says a message
+ * has one, so a longer one refused at its first packet consumes nothing.
+ */
+static softib_resp_status_t softib_resp_write_denied(softib_dev_t *dev, softib_qp_t *qp,
+                                                     unsigned flags)
+{
+    if ((flags & SOFTIB_OPF_RECV) && (qp->super.qp_type == AXON_DEV_QPT_RC) &&
+        (qp->resp.have_wqe || (softib_resp_get_wqe(dev, qp, 0) == RESP_OK))) {
+        return RESP_ERR_WRITE_IMM_ACCESS;
+    }
+    return RESP_ERR_ACCESS;
+}
+
 static softib_resp_status_t softib_resp_write(softib_dev_t *dev, softib_qp_t *qp,
                                               const softib_pkt_t *pkt)
 {
@@ -182,7 +204,7 @@ static softib_resp_status_t softib_resp_write(softib_dev_t *dev, softib_qp_t *qp
             axon_debug("softib: QP 0x%x: RDMA WRITE to 0x%llx len %u rkey 0x%x denied",
                        qp->super.qp_num, (unsigned long long)pkt->reth.va, pkt->reth.len,
                        pkt->reth.rkey);
-            return RESP_ERR_ACCESS;
+            return softib_resp_write_denied(dev, qp, flags);
         }
         qp->resp.va        = pkt->reth.va;
         qp->resp.rkey      = pkt->reth.rkey;
@@ -209,7 +231,8 @@ static softib_resp_status_t softib_resp_write(softib_dev_t *dev, softib_qp_t *qp
         (softib_mem_access(dev, qp->super.pd, qp->resp.rkey, va, (void *)pkt->payload,
                            pkt->paylen, AXON_DEV_ACCESS_REMOTE_WRITE, SOFTIB_MEM_WRITE,
                            0) != SOFTIB_ACCESS_OK)) {
-        return RESP_ERR_ACCESS;   /* deregistered (or invalidated) meanwhile */
+        return softib_resp_write_denied(dev, qp, flags);   /* deregistered (or invalidated)
+                                                             * meanwhile */
     }
     qp->resp.offset += pkt->paylen;
     if (flags & SOFTIB_OPF_LAST) {
@@ -222,7 +245,8 @@ static softib_resp_status_t softib_resp_write(softib_dev_t *dev, softib_qp_t *qp
 }
 
 /* Take a responder resource for a read or atomic; NULL when all are in use */
-static softib_resp_res_t *softib_resp_res_new(softib_qp_t *qp, uint32_t psn, int atomic)
+static softib_resp_res_t *softib_resp_res_new(softib_qp_t *qp, uint32_t psn, int atomic,
+                                              int dup)
 {
     softib_resp_res_t *res;
 
@@ -231,6 +255,7 @@ static softib_resp_res_t *softib_resp_res_new(softib_qp_t *qp, uint32_t psn, int
     }
     res         = &qp->resp.rdq[qp->resp.rd_tail++ % SOFTIB_MAX_RD_ATOM];
     res->atomic = atomic;
+    res->dup    = dup;
     res->first  = 1;
     res->psn    = psn;
     res->rkey   = 0;
@@ -240,8 +265,26 @@ static softib_resp_res_t *softib_resp_res_new(softib_qp_t *qp, uint32_t psn, int
     return res;
 }
 
+/*
+ * The reads and atomics the requester has outstanding, as far as the
+ * responder knows: those whose answers have not all left. A duplicate's
+ * answers do not count: the requester counts its request once, and as
+ * answers leave in order, the first execution's have left before the
+ * requester could see the request done and send the next one. So a
+ * requester within max_dest_rd_atomic never exceeds this.
+ */
+static unsigned softib_resp_rd_outstanding(const softib_qp_t *qp)
+{
+    unsigned idx, n = 0;
+
+    for (idx = qp->resp.rd_head; idx != qp->resp.rd_tail; idx++) {
+        n += !qp->resp.rdq[idx % SOFTIB_MAX_RD_ATOM].dup;
+    }
+    return n;
+}
+
 static softib_resp_status_t softib_resp_read(softib_dev_t *dev, softib_qp_t *qp,
-                                             const softib_pkt_t *pkt)
+                                             const softib_pkt_t *pkt, int dup)
 {
     softib_resp_res_t *res;
 
@@ -260,9 +303,9 @@ static softib_resp_status_t softib_resp_read(softib_dev_t *dev, softib_qp_t *qp,
         return RESP_ERR_ACCESS;
     }
     /* responses go out from softib_resp_progress, as the wire takes them */
-    res = softib_resp_res_new(qp, pkt->psn, 0);
+    res = softib_resp_res_new(qp, pkt->psn, 0, dup);
     if (res == NULL) {
-        return RESP_DROP;   /* over max_dest_rd_atomic: the requester resends */
+        return RESP_DROP;   /* every resource holds a duplicate's answers: it resends */
     }
     res->va   = pkt->reth.va;
     res->rkey = pkt->reth.rkey;
@@ -347,7 +390,7 @@ static softib_resp_status_t softib_resp_atomic(softib_dev_t *dev, softib_qp_t *q
     if (va & (args.size - 1)) {
         axon_debug("softib: QP 0x%x: atomic at 0x%llx is not %u-byte aligned", qp->super.qp_num,
                    (unsigned long long)va, args.size);
-        return RESP_ERR_INV_REQ;
+        return RESP_ERR_REQ_ACCESS;
     }
     if (softib_mem_resolve(dev, qp->super.pd, rkey, va, args.size, AXON_DEV_ACCESS_REMOTE_ATOMIC,
                            0, &target) != SOFTIB_ACCESS_OK) {
@@ -440,12 +483,20 @@ static void softib_resp_fail(softib_dev_t *dev, softib_qp_t *qp, const softib_pk
 
     switch (st) {
     case RESP_ERR_INV_REQ:
+    case RESP_ERR_REQ_ACCESS:
         if (!rc) {
             return;   /* UC/UD: dropped */
         }
         softib_resp_send_aeth(dev, qp, SOFTIB_AETH_NAK_INV_REQ, pkt->psn);
-        softib_qp_event(qp, AXON_DEV_EVENT_QP_REQ_ERR);
+        softib_qp_event(qp, (st == RESP_ERR_INV_REQ) ? AXON_DEV_EVENT_QP_REQ_ERR
+                                                     : AXON_DEV_EVENT_QP_ACCESS_ERR);
         break;
+    case RESP_ERR_WRITE_IMM_ACCESS:
+        softib_qp_complete_recv(qp, qp->resp.wqe.wr_id, AXON_DEV_WC_LOC_ACCESS_ERR,
+                                AXON_DEV_WC_RECV_RDMA_WITH_IMM, 0, 0, 0, 0, 0, 0);
+        qp->resp.have_wqe = 0;
+        /* the requester and this QP see an access error */
+        /* fall through */
     case RESP_ERR_ACCESS:
         if (!rc) {
             qp->resp.in_msg = 0;
@@ -480,7 +531,7 @@ static void softib_resp_duplicate(softib_dev_t *dev, softib_qp_t *qp, const soft
     if (pkt->opcode == SOFTIB_OP_READ_REQ) {
         /* executed again (reads have no side effect), from what the request asks now;
          * its responses queue behind those already due (no resource left: dropped) */
-        if ((softib_resp_read(dev, qp, pkt) == RESP_OK)) {
+        if ((softib_resp_read(dev, qp, pkt, 1) == RESP_OK)) {
             softib_resp_progress(qp);
         }
         return;
@@ -488,7 +539,7 @@ static void softib_resp_duplicate(softib_dev_t *dev, softib_qp_t *qp, const soft
     if (pkt->info->flags & SOFTIB_OPF_ATOMIC) {
         for (i = 0; i < SOFTIB_MAX_RD_ATOM; i++) {
             if (qp->resp.atomics[i].valid && (qp->resp.atomics[i].psn == pkt->psn)) {
-                softib_resp_res_t *res = softib_resp_res_new(qp, pkt->psn, 1);
+                softib_resp_res_t *res = softib_resp_res_new(qp, pkt->psn, 1, 1);
 
                 if (res != NULL) {
                     res->orig = qp->resp.atomics[i].orig;   /* replayed, not executed again */
@@ -521,11 +572,19 @@ static void softib_resp_rc(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_
         softib_resp_duplicate(dev, qp, pkt);
         return;
     }
-    if ((flags & (SOFTIB_OPF_READ | SOFTIB_OPF_ATOMIC)) &&
-        (qp->resp.rd_tail - qp->resp.rd_head >= SOFTIB_MAX_RD_ATOM)) {
-        softib_resp_progress(qp);
+    if (flags & (SOFTIB_OPF_READ | SOFTIB_OPF_ATOMIC)) {
+        /* Seed §7.1.4: too many reads or atomics is the requester's error */
+        if (softib_resp_rd_outstanding(qp) >= qp->attr.max_dest_rd_atomic) {
+            axon_debug("softib: QP 0x%x: PSN 0x%x: a read or atomic over max_dest_rd_atomic "
+                       "%u", qp->super.qp_num, pkt->psn, qp->attr.max_dest_rd_atomic);
+            softib_resp_fail(dev, qp, pkt, RESP_ERR_REQ_ACCESS);
+            return;
+        }
         if (qp->resp.rd_tail - qp->resp.rd_head >= SOFTIB_MAX_RD_ATOM) {
-            return;   /* more reads/atomics than max_dest_rd_atomic: the requester resends */
+            softib_resp_progress(qp);
+            if (qp->resp.rd_tail - qp->resp.rd_head >= SOFTIB_MAX_RD_ATOM) {
+                return;   /* duplicates' answers hold the resources: the requester resends */
+            }
         }
     }
     if (flags & SOFTIB_OPF_SEND) {
@@ -533,7 +592,7 @@ static void softib_resp_rc(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_
     } else if (flags & SOFTIB_OPF_WRITE) {
         st = softib_resp_write(dev, qp, pkt);
     } else if (flags & SOFTIB_OPF_READ) {
-        st = softib_resp_read(dev, qp, pkt);
+        st = softib_resp_read(dev, qp, pkt, 0);
         mtu   = softib_resp_mtu(qp);
         npkts = pkt->reth.len ? (pkt->reth.len + mtu - 1) / mtu : 1;
     } else {
@@ -558,7 +617,7 @@ static void softib_resp_rc(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_
         res->psn   = pkt->psn;
         res->orig  = orig;
         /* room checked above: the ACK leaves behind the read responses before it */
-        softib_resp_res_new(qp, pkt->psn, 1)->orig = orig;
+        softib_resp_res_new(qp, pkt->psn, 1, 0)->orig = orig;
         softib_resp_progress(qp);
     } else if (flags & SOFTIB_OPF_READ) {
         softib_resp_progress(qp);

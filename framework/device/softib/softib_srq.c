@@ -49,8 +49,8 @@ int softib_rq_post(softib_rq_t *rq, axon_dev_recv_wr_t *wr, axon_dev_recv_wr_t *
             *bad_wr = wr;
             return EINVAL;
         }
-        if (softib_rq_count(rq) >= rq->max_wr) {
-            axon_debug("softib: %s: receive queue full (%u WRs)", what, rq->max_wr);
+        if (softib_rq_outstanding(rq) >= rq->max_wr) {
+            axon_debug("softib: %s: receive queue full (%u WRs outstanding)", what, rq->max_wr);
             *bad_wr = wr;
             return ENOMEM;
         }
@@ -126,9 +126,10 @@ int softib_create_srq(axon_dev_pd_t *pd, axon_dev_srq_init_attr_t *init_attr,
     return 0;
 }
 
-/* Grow or shrink the ring, keeping the posted WQEs in order */
+/* Grow or shrink the ring, keeping the posted WQEs in order (and the slots of taken ones) */
 static int softib_srq_resize(softib_srq_t *srq, unsigned max_wr)
 {
+    unsigned taken = srq->rq.head - srq->rq.freed;   /* their completions not polled yet */
     softib_rq_t new_rq;
 
     if (softib_rq_init(&new_rq, max_wr, srq->rq.max_sge)) {
@@ -137,6 +138,7 @@ static int softib_srq_resize(softib_srq_t *srq, unsigned max_wr)
     while (softib_rq_pop(&srq->rq, &new_rq.wqe[new_rq.tail], new_rq.wqe[new_rq.tail].sge)) {
         new_rq.tail++;
     }
+    new_rq.freed = new_rq.head - taken;   /* free-running: they stay outstanding */
     softib_rq_cleanup(&srq->rq);
     srq->rq = new_rq;
     return 0;
@@ -157,9 +159,9 @@ int softib_modify_srq(axon_dev_srq_t *asrq, axon_dev_srq_attr_t *attr, int attr_
     max_wr = (attr_mask & AXON_DEV_SRQ_MAX_WR) ? attr->max_wr : srq->rq.max_wr;
     if ((attr_mask & AXON_DEV_SRQ_MAX_WR) &&
         ((max_wr < 1) || (max_wr > (unsigned)dev->attr.max_srq_wr) ||
-         (max_wr < softib_rq_count(&srq->rq)))) {
-        axon_error("softib: modify_srq: max_wr %u (1..%d, at least the %u posted)", max_wr,
-                   dev->attr.max_srq_wr, softib_rq_count(&srq->rq));
+         (max_wr < softib_rq_outstanding(&srq->rq)))) {
+        axon_error("softib: modify_srq: max_wr %u (1..%d, at least the %u outstanding)", max_wr,
+                   dev->attr.max_srq_wr, softib_rq_outstanding(&srq->rq));
         ret = EINVAL;
         goto out;
     }

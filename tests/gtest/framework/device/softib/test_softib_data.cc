@@ -1,10 +1,13 @@
 /*
  * How data moves, beyond one operation of each kind: scatter/gather lists,
  * zero-length messages, more RDMA READs and atomics in flight than
- * max_rd_atomic allows at once, queue and SGE limits at post time, and UC
- * losing messages without errors when the wire drops packets.
+ * max_rd_atomic allows at once, queue and SGE limits at post time (a slot
+ * is taken until its completion is polled), and UC losing messages without
+ * errors when the wire drops packets.
  */
 #include "softib_env.h"
+
+#include <functional>
 
 namespace {
 
@@ -193,6 +196,193 @@ TEST_F(SoftibData, FullSendQueueRefusesNextWr)
     make_wr(&wr, &sge, 999, AXON_DEV_WR_SEND, b.ptr, 8, b.lkey());
     EXPECT_EQ(ENOMEM, axon_dev_post_send(a_.qp, &wr, &bad)) << "queue of " << depth;
     EXPECT_EQ(&wr, bad);
+}
+
+/*
+ * Seed glossary and §3.3.11: a WR is outstanding until its completion is
+ * polled, and max_send_wr / max_recv_wr bound the outstanding WRs. So a
+ * queue stays full while its completions wait in the CQ, and each one
+ * polled frees one slot. Without a poll, post returns ENOMEM for as long as
+ * one cares to try (each post also drives the engine, which completes
+ * everything meanwhile).
+ */
+bool post_refused_for(std::function<int()> post, double seconds)
+{
+    double deadline = axon_test_time() + seconds;
+    while (axon_test_time() < deadline) {
+        int ret = post();
+        if (ret != ENOMEM) {
+            ADD_FAILURE() << "post returned " << ret << " with every slot outstanding";
+            return false;
+        }
+        usleep(1000);
+    }
+    return true;
+}
+
+const uint32_t kDepth = 4;   /* send and receive queues of the slot tests */
+
+class SoftibDataSlots : public SoftibData {
+protected:
+    /* a_ and b_ with queues of kDepth, connected */
+    void slot_pair(int sq_sig_all)
+    {
+        axon_dev_qp_attr_t      qa;
+        axon_dev_qp_init_attr_t init;
+
+        ASSERT_EQ(0, dev_.qp(&a_, AXON_DEV_QPT_RC, sq_sig_all, nullptr, 0, kDepth));
+        ASSERT_EQ(0, dev_.qp(&b_, AXON_DEV_QPT_RC, 1, nullptr, 0, kDepth));
+        ASSERT_EQ(0, dev_.connect(a_, b_));
+        ASSERT_EQ(0, axon_dev_query_qp(a_.qp, &qa, AXON_DEV_QP_CAP, &init));
+        ASSERT_EQ(kDepth, init.cap.max_send_wr);
+        ASSERT_EQ(kDepth, init.cap.max_recv_wr);
+    }
+
+    /*
+     * recv(id) posts receive id into b_'s queue of kDepth (its own or an
+     * SRQ): kDepth receives filled by a_'s sends hold every slot until one
+     * completion is polled, which frees exactly one.
+     */
+    void receives_held_until_polled(const std::function<int(uint64_t)> &recv)
+    {
+        axon_dev_wc_t wc[kDepth];
+        Buf sb = dev_.reg(64, 0);
+
+        for (uint32_t i = 0; i < kDepth; ++i) {
+            ASSERT_EQ(0, recv(i));
+        }
+        for (uint32_t i = 0; i < kDepth; ++i) {
+            ASSERT_EQ(0, post_send_op(a_.qp, i, AXON_DEV_WR_SEND, sb.ptr, 64, sb.lkey()));
+        }
+        ASSERT_EQ((int)kDepth, poll_n(a_.scq, kDepth, wc)) << "the sends completed";
+        EXPECT_TRUE(post_refused_for([&] { return recv(kDepth); }, 0.05))
+            << "receives completed, not polled: still outstanding";
+        ASSERT_TRUE(poll_one(b_.rcq, &wc[0]));
+        EXPECT_EQ(0u, wc[0].wr_id);
+        EXPECT_EQ(0, recv(kDepth)) << "one polled, one slot";
+        EXPECT_TRUE(post_refused_for([&] { return recv(kDepth + 1); }, 0.02));
+    }
+};
+
+TEST_F(SoftibDataSlots, SendSlotFreedWhenItsCompletionIsPolled)
+{
+    axon_dev_wc_t wc[kDepth];
+
+    open_dev();
+    slot_pair(1);
+    Buf local  = dev_.reg(64, kLocalWrite);
+    Buf remote = dev_.reg(64, kRemoteAll);
+    auto write = [&](uint64_t id) {
+        return post_rdma(a_.qp, id, AXON_DEV_WR_RDMA_WRITE, local.ptr, 8, local.lkey(),
+                         remote.addr(), remote.rkey());
+    };
+    for (uint32_t i = 0; i < kDepth; ++i) {
+        ASSERT_EQ(0, write(i));
+    }
+    EXPECT_TRUE(post_refused_for([&] { return write(100); }, 0.1))
+        << "completed, not polled: still outstanding";
+    ASSERT_TRUE(poll_one(a_.scq, &wc[0]));
+    EXPECT_EQ(0u, wc[0].wr_id);
+    EXPECT_EQ(0, write(kDepth)) << "one polled, one slot";
+    EXPECT_TRUE(post_refused_for([&] { return write(101); }, 0.02));
+    ASSERT_EQ((int)kDepth, poll_n(a_.scq, kDepth, wc));
+    for (uint32_t i = 0; i < kDepth; ++i) {
+        EXPECT_EQ(i + 1, wc[i].wr_id);
+        EXPECT_EQ(AXON_DEV_WC_SUCCESS, wc[i].status) << wc_status_name(wc[i].status);
+    }
+    for (uint32_t i = 0; i < kDepth; ++i) {
+        EXPECT_EQ(0, write(10 + i)) << "all polled, all free";
+    }
+}
+
+/* The usual verbs rule: an unsignaled WR's slot goes with the next signaled one's, when polled. */
+TEST_F(SoftibDataSlots, UnsignaledSlotsFreedWithTheNextSignaledCompletionPolled)
+{
+    axon_dev_wc_t wc;
+
+    open_dev();
+    slot_pair(0);
+    Buf local  = dev_.reg(64, kLocalWrite);
+    Buf remote = dev_.reg(64, kRemoteAll);
+    auto write = [&](uint64_t id, unsigned flags) {
+        return post_rdma(a_.qp, id, AXON_DEV_WR_RDMA_WRITE, local.ptr, 8, local.lkey(),
+                         remote.addr(), remote.rkey(), flags);
+    };
+    for (int round = 0; round < 2; ++round) {
+        for (uint32_t i = 0; i + 1 < kDepth; ++i) {
+            ASSERT_EQ(0, write(round * 10 + i, 0)) << "round " << round;
+        }
+        ASSERT_EQ(0, write(round * 10 + 9, AXON_DEV_SEND_SIGNALED));
+        EXPECT_TRUE(post_refused_for([&] { return write(100, AXON_DEV_SEND_SIGNALED); }, 0.05))
+            << "round " << round << ": unsignaled WRs done, the signaled one not polled";
+        ASSERT_TRUE(poll_one(a_.scq, &wc));
+        EXPECT_EQ((uint64_t)round * 10 + 9, wc.wr_id);
+        EXPECT_TRUE(no_wc(a_.scq, 0.01)) << "an unsignaled WR completed";
+    }
+}
+
+TEST_F(SoftibDataSlots, ReceiveSlotFreedWhenItsCompletionIsPolled)
+{
+    axon_dev_wc_t wc[kDepth];
+
+    open_dev();
+    slot_pair(1);
+    Buf rb = dev_.reg(64 * (kDepth + 2), kLocalWrite);
+    receives_held_until_polled([&](uint64_t id) {
+        return post_recv(b_.qp, id, rb.ptr + (id % (kDepth + 2)) * 64, 64, rb.lkey());
+    });
+    ASSERT_FALSE(HasFatalFailure());
+    ASSERT_EQ((int)kDepth - 1, poll_n(b_.rcq, kDepth - 1, wc));
+}
+
+/*
+ * An SRQ's slots too: a receive a QP took stays outstanding until its
+ * completion is polled; when the QP goes, the SRQ has its slots back (its
+ * completions may stay in the CQ, the SRQ may go before they are polled).
+ */
+TEST_F(SoftibDataSlots, SrqSlotFreedWhenItsCompletionIsPolledOrItsQpDestroyed)
+{
+    axon_dev_srq_t *srq = nullptr;
+
+    open_dev();
+    ASSERT_EQ(0, dev_.srq(kDepth, 1, &srq));
+    ASSERT_EQ(0, dev_.qp(&a_, AXON_DEV_QPT_RC, 1, nullptr, 0, kDepth));
+    ASSERT_EQ(0, dev_.qp(&b_, AXON_DEV_QPT_RC, 1, srq, 0, kDepth));
+    ASSERT_EQ(0, dev_.connect(a_, b_));
+    Buf  rb   = dev_.reg(64 * (kDepth + 2), kLocalWrite);
+    auto recv = [&](uint64_t id) {
+        return post_srq_recv(srq, id, rb.ptr + (id % (kDepth + 2)) * 64, 64, rb.lkey());
+    };
+    receives_held_until_polled(recv);
+    ASSERT_FALSE(HasFatalFailure());
+    dev_.destroy_qp(&b_);
+    EXPECT_EQ(0, recv(kDepth + 1)) << "the QP went: the slots of its unpolled receives are free";
+}
+
+/*
+ * A CQ with IGNORE_OVERRUN is one only the device watches (seed §8.9.1):
+ * nobody polls it, so what completes into it frees its slots at once.
+ */
+TEST_F(SoftibDataSlots, IgnoreOverrunCqFreesSlotsAtCompletion)
+{
+    open_dev();
+    axon_dev_cq_t *scq = dev_.cq(64, nullptr, AXON_DEV_CQ_IGNORE_OVERRUN);
+    ASSERT_NE(nullptr, scq);
+    ASSERT_EQ(0, dev_.qp(&a_, AXON_DEV_QPT_RC, 1, nullptr, 0, kDepth, scq));
+    ASSERT_EQ(0, dev_.qp(&b_, AXON_DEV_QPT_RC, 1, nullptr, 0, kDepth));
+    ASSERT_EQ(0, dev_.connect(a_, b_));
+    Buf local  = dev_.reg(64, kLocalWrite);
+    Buf remote = dev_.reg(64, kRemoteAll);
+    for (uint32_t i = 0; i < 4 * kDepth; ++i) {
+        double deadline = axon_test_time() + kWcTimeout;
+        int    ret;
+        while ((ret = post_rdma(a_.qp, i, AXON_DEV_WR_RDMA_WRITE, local.ptr, 8, local.lkey(),
+                                remote.addr(), remote.rkey())) == ENOMEM) {
+            ASSERT_LT(axon_test_time(), deadline) << "WR " << i << ": no slot freed";
+            usleep(100);
+        }
+        ASSERT_EQ(0, ret) << "WR " << i;
+    }
 }
 
 /* UC recovers nothing: with half the packets lost some messages vanish, none fails. */

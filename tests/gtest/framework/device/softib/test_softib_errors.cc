@@ -3,8 +3,9 @@
  * it (the lead's table in the issue: local and remote protection, lengths,
  * remote access, retries, RNR), the QP moving to ERR with every later WR
  * flushed, and the async events: QP_ACCESS_ERR / QP_REQ_ERR at the
- * responder, CQ_ERR on overrun, SRQ_LIMIT_REACHED, QP_LAST_WQE_REACHED and
- * COMM_EST. All on one device, QPs talking to each other through the wire.
+ * responder, CQ_ERR on overrun (and QP_FATAL on the CQ's QPs),
+ * SRQ_LIMIT_REACHED, QP_LAST_WQE_REACHED and COMM_EST. All on one device,
+ * QPs talking to each other through the wire.
  */
 #include "softib_env.h"
 
@@ -333,6 +334,31 @@ TEST_F(SoftibRemoteAccess, ZeroLengthReadAndWriteSkipRkeyCheck)
     expect_wc(a_.scq, 5, AXON_DEV_WC_REM_ACCESS_ERR, &a_, "one byte, bad rkey");
 }
 
+/*
+ * Seed §7.2.9: an RDMA WRITE with immediate the rkey does not allow completes
+ * the receive it consumes with LOC_ACCESS_ERR (not WR_FLUSH_ERR); the
+ * requester gets REM_ACCESS_ERR, the responder QP_ACCESS_ERR and ERR, and the
+ * receives behind the consumed one are flushed.
+ */
+TEST_F(SoftibRemoteAccess, WriteWithImmBadRkeyLocAccessErrAtReceiver)
+{
+    open_dev();
+    rc_pair();
+    Buf local  = dev_.reg(64, kLocalWrite);
+    Buf remote = dev_.reg(64, kRemoteAll);
+    Buf rbuf   = dev_.reg(64, kLocalWrite);
+    axon_test_fill(remote.ptr, 64, 6);
+    ASSERT_EQ(0, post_recv(b_.qp, 7, rbuf.ptr, 64, rbuf.lkey()));
+    ASSERT_EQ(0, post_recv(b_.qp, 8, rbuf.ptr, 64, rbuf.lkey()));
+    ASSERT_EQ(0, post_rdma(a_.qp, 1, AXON_DEV_WR_RDMA_WRITE_WITH_IMM, local.ptr, 64,
+                           local.lkey(), remote.addr(), remote.rkey() ^ 0x10000));
+    expect_wc(b_.rcq, 7, AXON_DEV_WC_LOC_ACCESS_ERR, &b_, "the consumed receive");
+    expect_wc(b_.rcq, 8, AXON_DEV_WC_WR_FLUSH_ERR, &b_, "the receive behind it");
+    expect_wc(a_.scq, 1, AXON_DEV_WC_REM_ACCESS_ERR, &a_, "requester");
+    expect_async(AXON_DEV_EVENT_QP_ACCESS_ERR, b_.qp, "write with imm, bad rkey");
+    EXPECT_EQ(-1, axon_test_check(remote.ptr, 64, 6)) << "target memory changed";
+}
+
 /* The target QP's qp_access_flags lack the right: REM_INV_REQ_ERR, responder ERR + QP_REQ_ERR. */
 class SoftibQpAccess : public SoftibErr {
 protected:
@@ -380,7 +406,12 @@ TEST_F(SoftibQpAccess, AtomicOnQpWithoutRemoteAtomic)
 
 /* ---------------------------------------------------------------- atomics' own rules */
 
-TEST_F(SoftibWcStatus, MisalignedAtomicRemInvReqErr)
+/*
+ * The requester sees IB's Invalid Request NAK (REM_INV_REQ_ERR); the
+ * responder's event is the one seed §7.1.4 lists a misaligned atomic under,
+ * QP_ACCESS_ERR (not QP_REQ_ERR, §7.1.3's opcode errors), and it goes to ERR.
+ */
+TEST_F(SoftibWcStatus, MisalignedAtomicRemInvReqErrAndQpAccessErr)
 {
     open_dev();
     rc_pair();
@@ -389,6 +420,15 @@ TEST_F(SoftibWcStatus, MisalignedAtomicRemInvReqErr)
     ASSERT_EQ(0, post_atomic(a_.qp, 1, AXON_DEV_WR_ATOMIC_FETCH_AND_ADD, local.ptr,
                              local.lkey(), remote.addr(4), remote.rkey(), 1));
     expect_wc(a_.scq, 1, AXON_DEV_WC_REM_INV_REQ_ERR, &a_, "misaligned atomic");
+    axon_dev_async_event_t ev;
+    std::vector<axon_dev_event_type_t> others;
+    ASSERT_TRUE(wait_async(dev_.ctx, AXON_DEV_EVENT_QP_ACCESS_ERR, &ev, kWcTimeout, &others))
+        << "no QP_ACCESS_ERR at the responder";
+    EXPECT_EQ((void *)b_.qp, (void *)ev.element.qp);
+    for (axon_dev_event_type_t t : others) {
+        EXPECT_NE(AXON_DEV_EVENT_QP_REQ_ERR, t) << "QP_REQ_ERR for a misaligned atomic";
+    }
+    EXPECT_EQ(AXON_DEV_QPS_ERR, query_state(b_.qp)) << "responder not in ERR";
     for (int i = 0; i < 64; ++i) {
         ASSERT_EQ(0, remote.ptr[i]);
     }
@@ -413,6 +453,152 @@ TEST_F(SoftibWcStatus, AtomicLocalSgeNot8BytesRefusedAtPost)
     }
     EXPECT_TRUE(no_wc(a_.scq, 0.02));
     EXPECT_EQ(AXON_DEV_QPS_RTS, query_state(a_.qp));
+}
+
+/* ---------------------------------------------------------------- reads and atomics in flight */
+
+/*
+ * The responder holds a requester to the responder resources it granted at
+ * RTR (max_dest_rd_atomic): one more read or atomic outstanding is seed
+ * §7.1.4's "too many RDMA Read or Atomic requests" (QP_ACCESS_ERR, ERR; the
+ * requester gets IB's Invalid Request NAK, REM_INV_REQ_ERR). The requester
+ * keeps at most its max_rd_atomic in flight, so a pair whose numbers agree
+ * never trips it.
+ */
+class SoftibRdAtomicLimit : public SoftibErr {
+protected:
+    /* a_ with max_rd_atomic req_depth towards b_ granting resp_resources */
+    void limit_pair(uint8_t req_depth, uint8_t resp_resources)
+    {
+        axon_dev_qp_attr_t a;
+        int mask;
+
+        ASSERT_EQ(0, dev_.qp(&a_, AXON_DEV_QPT_RC, 1, nullptr, 0, 64));
+        ASSERT_EQ(0, dev_.qp(&b_, AXON_DEV_QPT_RC, 1, nullptr, 0, 64));
+        ASSERT_EQ(0, dev_.to_init(a_));
+        ASSERT_EQ(0, dev_.to_init(b_));
+        ASSERT_EQ(0, dev_.to_rtr(a_, b_.qpn(), dev_.gid, kPsnB));
+        mask = SoftibDev::rtr_attrs(AXON_DEV_QPT_RC, a_.qpn(), dev_.gid, kPsnA, kMinRnrTimer,
+                                    kPathMtu, &a);
+        a.max_dest_rd_atomic = resp_resources;
+        ASSERT_EQ(0, axon_dev_modify_qp(b_.qp, &a, mask));
+        mask = SoftibDev::rts_attrs(AXON_DEV_QPT_RC, kPsnA, kTimeout, kRetryCnt, kRnrRetry, &a);
+        a.max_rd_atomic = req_depth;
+        ASSERT_EQ(0, axon_dev_modify_qp(a_.qp, &a, mask));
+        ASSERT_EQ(0, dev_.to_rts(b_, kPsnB));
+    }
+
+    /* count reads of len each, posted as one list */
+    void post_reads(int count, const Buf &local, const Buf &remote, uint32_t len)
+    {
+        std::vector<axon_dev_send_wr_t> wr(count);
+        std::vector<axon_dev_sge_t>     sge(count);
+        axon_dev_send_wr_t             *bad = nullptr;
+
+        for (int i = 0; i < count; ++i) {
+            make_wr(&wr[i], &sge[i], i, AXON_DEV_WR_RDMA_READ, local.ptr + (size_t)i * len, len,
+                    local.lkey());
+            wr[i].wr.rdma.remote_addr = remote.addr((size_t)i * len);
+            wr[i].wr.rdma.rkey        = remote.rkey();
+            wr[i].next                = (i + 1 < count) ? &wr[i + 1] : nullptr;
+        }
+        ASSERT_EQ(0, axon_dev_post_send(a_.qp, wr.data(), &bad));
+    }
+
+    /* One read over limit_pair(req_depth, resp_resources) completes with status */
+    void one_read(uint8_t req_depth, uint8_t resp_resources, axon_dev_wc_status_t status,
+                  const char *what)
+    {
+        open_dev();
+        limit_pair(req_depth, resp_resources);
+        Buf local  = dev_.reg(64, kLocalWrite);
+        Buf remote = dev_.reg(64, kRemoteAll);
+        ASSERT_EQ(0, post_rdma(a_.qp, 1, AXON_DEV_WR_RDMA_READ, local.ptr, 64, local.lkey(),
+                               remote.addr(), remote.rkey()));
+        expect_wc(a_.scq, 1, status, &a_, what);
+    }
+};
+
+/* No responder resources granted: the first read is already one too many. */
+TEST_F(SoftibRdAtomicLimit, ReadToResponderWithoutResourcesRemInvReqErrAndQpAccessErr)
+{
+    one_read(1, 0, AXON_DEV_WC_REM_INV_REQ_ERR, "read, no responder resources");
+    ASSERT_FALSE(HasFatalFailure());
+    expect_async(AXON_DEV_EVENT_QP_ACCESS_ERR, b_.qp, "read, no responder resources");
+    EXPECT_EQ(AXON_DEV_QPS_ERR, query_state(b_.qp)) << "responder not in ERR";
+}
+
+/*
+ * The requester may have 2 in flight, the responder granted 1. Each read is
+ * answered in 100 packets, more than the responder sends per request it
+ * takes in, so the second arrives while the first still has answers to send.
+ */
+TEST_F(SoftibRdAtomicLimit, ReadsBeyondMaxDestRdAtomicRemInvReqErrAndQpAccessErr)
+{
+    const int      n   = 2;
+    const uint32_t len = 100 * 1024;
+    axon_dev_wc_t  wc[n];
+
+    open_dev();
+    limit_pair(2, 1);
+    Buf local  = dev_.reg((size_t)n * len, kLocalWrite);
+    Buf remote = dev_.reg((size_t)n * len, kRemoteAll);
+    post_reads(n, local, remote, len);
+    ASSERT_EQ(n, poll_n(a_.scq, n, wc, 20));
+    int first_err = -1;
+    for (int i = 0; i < n; ++i) {
+        if ((wc[i].status != AXON_DEV_WC_SUCCESS) && (first_err < 0)) {
+            first_err = i;
+        }
+    }
+    ASSERT_GE(first_err, 0) << "2 reads against 1 responder resource both succeeded";
+    EXPECT_EQ(AXON_DEV_WC_REM_INV_REQ_ERR, wc[first_err].status)
+        << wc_status_name(wc[first_err].status);
+    expect_async(AXON_DEV_EVENT_QP_ACCESS_ERR, b_.qp, "too many reads");
+    EXPECT_EQ(AXON_DEV_QPS_ERR, query_state(b_.qp)) << "responder not in ERR";
+}
+
+/*
+ * The same long reads (a third would be sent while the responder still
+ * answers the first two, were the requester not bound), and atomics, with
+ * max_rd_atomic = max_dest_rd_atomic = 2: all complete.
+ */
+TEST_F(SoftibRdAtomicLimit, MatchingLimitsNeverTripTheResponder)
+{
+    const int      n   = 8;
+    const uint32_t len = 100 * 1024;
+    axon_dev_wc_t  wc[2 * n];
+    std::vector<axon_dev_event_type_t> events;
+    axon_dev_async_event_t ev;
+
+    open_dev();
+    limit_pair(2, 2);
+    Buf local  = dev_.reg((size_t)n * len + n * 8, kLocalWrite);
+    Buf remote = dev_.reg((size_t)n * len + 8, kRemoteAll);
+    axon_test_fill(remote.ptr, (size_t)n * len, 9);
+    post_reads(n, local, remote, len);
+    uint64_t *res = (uint64_t *)(local.ptr + (size_t)n * len);
+    for (int i = 0; i < n; ++i) {
+        ASSERT_EQ(0, post_atomic(a_.qp, n + i, AXON_DEV_WR_ATOMIC_FETCH_AND_ADD, res + i,
+                                 local.lkey(), remote.addr((size_t)n * len), remote.rkey(), 1));
+    }
+    ASSERT_EQ(2 * n, poll_n(a_.scq, 2 * n, wc, 20));
+    for (int i = 0; i < 2 * n; ++i) {
+        EXPECT_EQ((uint64_t)i, wc[i].wr_id);
+        EXPECT_EQ(AXON_DEV_WC_SUCCESS, wc[i].status) << wc_status_name(wc[i].status);
+    }
+    EXPECT_EQ(-1, axon_test_check(local.ptr, (size_t)n * len, 9));
+    EXPECT_EQ((uint64_t)n, *(uint64_t *)(remote.ptr + (size_t)n * len));
+    EXPECT_FALSE(wait_async(dev_.ctx, AXON_DEV_EVENT_QP_ACCESS_ERR, &ev, 0.05, &events));
+    EXPECT_EQ(AXON_DEV_QPS_RTS, query_state(b_.qp));
+}
+
+/* Seed §7.2.3: a requester with no initiator depth (max_rd_atomic 0) cannot read: LOC_QP_OP_ERR. */
+TEST_F(SoftibRdAtomicLimit, MaxRdAtomicZeroReadLocQpOpErr)
+{
+    one_read(0, 4, AXON_DEV_WC_LOC_QP_OP_ERR, "read with max_rd_atomic 0");
+    ASSERT_FALSE(HasFatalFailure());
+    EXPECT_EQ(AXON_DEV_QPS_RTS, query_state(b_.qp)) << "nothing reached the responder";
 }
 
 /* ---------------------------------------------------------------- retries */
@@ -624,7 +810,28 @@ TEST_F(SoftibFlush, UnsignaledErrorStillCompletes)
 
 /* ---------------------------------------------------------------- async events */
 
-class SoftibAsync : public SoftibErr {};
+class SoftibAsync : public SoftibErr {
+protected:
+    /* a_ sends cqe + 2 signaled writes into scq (its send CQ) that nobody polls */
+    void overrun(axon_dev_cq_t *scq)
+    {
+        ASSERT_LE(scq->cqe, dev_.attr.max_qp_wr - 2);
+        const uint32_t n = (uint32_t)scq->cqe + 2;
+        ASSERT_EQ(0, dev_.qp(&a_, AXON_DEV_QPT_RC, 1, nullptr, 0, n, scq));
+        ASSERT_EQ(0, dev_.qp(&b_, AXON_DEV_QPT_RC));
+        ASSERT_EQ(0, dev_.connect(a_, b_));
+        Buf local  = dev_.reg(64, kLocalWrite);
+        Buf remote = dev_.reg(64, kRemoteAll);
+        for (uint32_t i = 0; i < n; ++i) {
+            ASSERT_EQ(0, post_rdma(a_.qp, i, AXON_DEV_WR_RDMA_WRITE, local.ptr, 8, local.lkey(),
+                                   remote.addr(), remote.rkey()));
+        }
+        /* nobody polls: the progress thread completes them into a full CQ */
+        expect_async(AXON_DEV_EVENT_CQ_ERR, scq, "overrun");
+        axon_dev_wc_t wc;
+        EXPECT_LT(axon_dev_poll_cq(scq, 1, &wc), 0) << "an overrun CQ is unusable";
+    }
+};
 
 TEST_F(SoftibAsync, CqOverrunCqErr)
 {
@@ -632,21 +839,49 @@ TEST_F(SoftibAsync, CqOverrunCqErr)
     axon_dev_cq_t *scq = dev_.cq(4);
     ASSERT_NE(nullptr, scq);
     ASSERT_GE(scq->cqe, 4);
-    ASSERT_LE(scq->cqe, dev_.attr.max_qp_wr - 2);
-    const uint32_t n = (uint32_t)scq->cqe + 2;
-    ASSERT_EQ(0, dev_.qp(&a_, AXON_DEV_QPT_RC, 1, nullptr, 0, n, scq));
-    ASSERT_EQ(0, dev_.qp(&b_, AXON_DEV_QPT_RC));
-    ASSERT_EQ(0, dev_.connect(a_, b_));
-    Buf local  = dev_.reg(64, kLocalWrite);
-    Buf remote = dev_.reg(64, kRemoteAll);
-    for (uint32_t i = 0; i < n; ++i) {
-        ASSERT_EQ(0, post_rdma(a_.qp, i, AXON_DEV_WR_RDMA_WRITE, local.ptr, 8, local.lkey(),
-                               remote.addr(), remote.rkey()));
+    overrun(scq);
+}
+
+/*
+ * Seed §7.1.1: after a CQ overrun every QP using that CQ, as its send or its
+ * receive CQ, gets QP_FATAL and goes to ERR; a QP on other CQs gets nothing.
+ */
+TEST_F(SoftibAsync, CqOverrunQpFatalOnQpsOfThatCq)
+{
+    Qp c, d;
+
+    open_dev();
+    axon_dev_cq_t *scq = dev_.cq(4);
+    ASSERT_NE(nullptr, scq);
+    /* c receives into the CQ that overruns; d, its peer, uses CQs of its own */
+    ASSERT_EQ(0, dev_.qp(&c, AXON_DEV_QPT_RC, 1, nullptr, 0, 64, nullptr, scq));
+    ASSERT_EQ(0, dev_.qp(&d, AXON_DEV_QPT_RC));
+    ASSERT_EQ(0, dev_.connect(c, d));
+    overrun(scq);
+    ASSERT_FALSE(HasFatalFailure());
+
+    /* the events of the next moments, by QP */
+    std::map<const void *, int> fatal;
+    double deadline = axon_test_time() + 0.5;
+    while (axon_test_time() < deadline) {
+        axon_dev_async_event_t ev;
+        if (axon_dev_get_async_event(dev_.ctx, &ev) != 0) {
+            fd_readable(dev_.ctx->async_fd, 0.05);
+            continue;
+        }
+        axon_dev_ack_async_event(dev_.ctx, &ev);
+        if (ev.event_type == AXON_DEV_EVENT_QP_FATAL) {
+            fatal[(const void *)ev.element.qp]++;
+        }
     }
-    /* nobody polls: the progress thread completes them into a full CQ */
-    expect_async(AXON_DEV_EVENT_CQ_ERR, scq, "overrun");
-    axon_dev_wc_t wc;
-    EXPECT_LT(axon_dev_poll_cq(scq, 1, &wc), 0) << "an overrun CQ is unusable";
+    EXPECT_EQ(1, fatal[a_.qp]) << "the QP whose send CQ overran";
+    EXPECT_EQ(1, fatal[c.qp]) << "the QP whose receive CQ overran";
+    EXPECT_EQ(0, fatal[b_.qp]) << "a QP on other CQs";
+    EXPECT_EQ(0, fatal[d.qp]) << "a QP on other CQs";
+    EXPECT_EQ(AXON_DEV_QPS_ERR, query_state(a_.qp));
+    EXPECT_EQ(AXON_DEV_QPS_ERR, query_state(c.qp));
+    EXPECT_EQ(AXON_DEV_QPS_RTS, query_state(b_.qp));
+    EXPECT_EQ(AXON_DEV_QPS_RTS, query_state(d.qp));
 }
 
 TEST_F(SoftibAsync, CommEstOnFirstPacketInRtr)

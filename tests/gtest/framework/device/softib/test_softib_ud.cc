@@ -3,7 +3,8 @@
  * receive buffer (wc_flags GRH, the sender's GID inside, payload after it),
  * the Q_Key checked at the receiver (a mismatch is dropped silently and
  * counted in the port's qkey_viol_cntr), and messages over the path MTU
- * refused at post. Address handles need a GRH (the link layer is Ethernet).
+ * refused at post, as is an address handle of another PD. Address handles
+ * need a GRH (the link layer is Ethernet).
  */
 #include "softib_env.h"
 
@@ -212,6 +213,52 @@ TEST_F(SoftibUd, CreateAhRequiresGrhAndPortOne)
     ASSERT_EQ(0, axon_dev_create_ah(dev_.pd, &a, &ah));
     EXPECT_EQ(EBUSY, axon_dev_dealloc_pd(dev_.pd)) << "PD with an AH";
     EXPECT_EQ(0, axon_dev_destroy_ah(ah));
+}
+
+/*
+ * Seed §3.3.8: a UD QP reaches only the destinations of AHs on its own PD.
+ * softib refuses an AH of another PD at post time (EINVAL, bad_wr on it; the
+ * WRs before it go), as IB allows; nothing of it ever completes or arrives.
+ */
+TEST_F(SoftibUd, AhOfAnotherPdRefusedAtPost)
+{
+    axon_dev_send_wr_t  wr[2];
+    axon_dev_sge_t      sge[2];
+    axon_dev_send_wr_t *bad = nullptr;
+    axon_dev_pd_t      *other_pd = nullptr;
+    axon_dev_ah_t      *other_ah = nullptr;
+    axon_dev_ah_attr_t  a;
+    axon_dev_wc_t       wc;
+
+    open_dev();
+    ud_pair();
+    ASSERT_EQ(0, axon_dev_alloc_pd(dev_.ctx, &other_pd));
+    fill_ah_attr(&a, dev_.gid);
+    ASSERT_EQ(0, axon_dev_create_ah(other_pd, &a, &other_ah));
+    Buf sb = dev_.reg(64, 0);
+    Buf rb = dev_.reg(2 * (kGrh + 64), AXON_DEV_ACCESS_LOCAL_WRITE);
+    ASSERT_EQ(0, post_recv(b_.qp, 1, rb.ptr, kGrh + 64, rb.lkey()));
+    ASSERT_EQ(0, post_recv(b_.qp, 2, rb.ptr + kGrh + 64, kGrh + 64, rb.lkey()));
+    for (int i = 0; i < 2; ++i) {
+        make_wr(&wr[i], &sge[i], 30 + i, AXON_DEV_WR_SEND, sb.ptr, 64, sb.lkey());
+        wr[i].wr.ud.remote_qpn  = b_.qpn();
+        wr[i].wr.ud.remote_qkey = kQkey;
+    }
+    wr[0].wr.ud.ah = ah_;
+    wr[1].wr.ud.ah = other_ah;
+    wr[0].next     = &wr[1];
+    EXPECT_EQ(EINVAL, axon_dev_post_send(a_.qp, &wr[0], &bad)) << "AH of another PD";
+    EXPECT_EQ(&wr[1], bad);
+    ASSERT_TRUE(poll_one(a_.scq, &wc));
+    EXPECT_EQ(30u, wc.wr_id);
+    EXPECT_EQ(AXON_DEV_WC_SUCCESS, wc.status) << wc_status_name(wc.status);
+    ASSERT_TRUE(poll_one(b_.rcq, &wc));
+    EXPECT_EQ(1u, wc.wr_id);
+    EXPECT_TRUE(no_wc(a_.scq, 0.05, &wc)) << "the refused WR completed: " << wc.wr_id;
+    EXPECT_TRUE(no_wc(b_.rcq, 0.05, &wc)) << "the refused WR arrived in " << wc.wr_id;
+    EXPECT_EQ(AXON_DEV_QPS_RTS, query_state(a_.qp)) << "a refused post is no QP error";
+    EXPECT_EQ(0, axon_dev_destroy_ah(other_ah));
+    EXPECT_EQ(0, axon_dev_dealloc_pd(other_pd));
 }
 
 /* UD drops what it cannot place; a receive queue left empty loses the message, no RNR. */
