@@ -28,12 +28,47 @@ unsigned axon_fi_cntr_progress(axon_fi_cntr_t *cntr)
     return events;
 }
 
-/* The value or the error count, after progress. */
+/*
+ * Can the counter move only by operations still in flight, and are there
+ * none? Then its value is final for now and needs neither the domain's lock
+ * nor a progress pass: a SHMEM quiet after puts that completed in their
+ * call reads it several times a put. Only where the domain's thread makes
+ * progress for the peers (FI_PROGRESS_AUTO: with manual progress a read is
+ * also how an application serves them) and the application serializes its
+ * calls (FI_THREAD_DOMAIN: nothing rebinds or closes under the read); not
+ * for counters of remote accesses (they move without any operation of
+ * ours). The lists are read without the lock: a completion racing with the
+ * read leaves a value the next read sees grown, as a read a moment earlier
+ * would have.
+ */
+static int axon_fi_cntr_settled(const axon_fi_cntr_t *cntr)
+{
+    const axon_fi_domain_t *domain = cntr->domain;
+    const axon_fi_ep_t *ep;
+    size_t i;
+
+    if (!domain->progress_running || cntr->remote || cntr->harvest ||
+        ((domain->threading != FI_THREAD_DOMAIN) && (domain->threading != FI_THREAD_UNSPEC))) {
+        return 0;
+    }
+    for (i = 0; i < cntr->eps.count; ++i) {
+        ep = cntr->eps.eps[i];
+        if (__atomic_load_n(&ep->inflight.next, __ATOMIC_ACQUIRE) != &ep->inflight) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The value or the error count, after progress (none needed when settled). */
 static uint64_t axon_fi_cntr_get(struct fid_cntr *cntr_fid, int errors)
 {
     axon_fi_cntr_t *cntr = container_of(cntr_fid, axon_fi_cntr_t, cntr_fid);
     uint64_t value;
 
+    if (axon_fi_cntr_settled(cntr)) {
+        return __atomic_load_n(errors ? &cntr->errors : &cntr->value, __ATOMIC_ACQUIRE);
+    }
     axon_fi_lock(cntr->domain);
     axon_fi_cntr_progress(cntr);
     value = errors ? cntr->errors : cntr->value;
@@ -100,13 +135,18 @@ static int axon_fi_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int 
 
     /* Reached already (a SHMEM quiet after operations that completed in their call):
      * no progress pass, which would count as an idle poll and may yield the core. */
-    axon_fi_lock(cntr->domain);
-    if (cntr->harvest) {
-        axon_fi_event_harvest(cntr->domain);   /* words: no progress needed to see them */
+    if (axon_fi_cntr_settled(cntr)) {
+        value  = __atomic_load_n(&cntr->value, __ATOMIC_ACQUIRE);
+        errors = __atomic_load_n(&cntr->errors, __ATOMIC_ACQUIRE);
+    } else {
+        axon_fi_lock(cntr->domain);
+        if (cntr->harvest) {
+            axon_fi_event_harvest(cntr->domain);   /* words: no progress needed to see them */
+        }
+        value  = cntr->value;
+        errors = cntr->errors;
+        axon_fi_unlock(cntr->domain);
     }
-    value  = cntr->value;
-    errors = cntr->errors;
-    axon_fi_unlock(cntr->domain);
     if (value >= threshold) {
         return 0;
     }

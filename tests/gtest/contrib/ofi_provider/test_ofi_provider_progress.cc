@@ -93,6 +93,48 @@ int initiator_main(int rd, int wr)
     }
 }
 
+const int kCountedWrites = 300;
+
+/*
+ * An initiator with auto progress (FI_THREAD_DOMAIN: its counters are read
+ * without the lock once nothing is in flight) writes kCountedWrites times
+ * without waiting, then reads its FI_WRITE counter until it shows them all:
+ * every value read never falls, never passes the count, and ends exact,
+ * errors none. Reports the last value, or an error code.
+ */
+int counting_initiator_main(int rd, int wr)
+{
+    char peer[64];
+    if (read(rd, peer, sizeof(peer)) != (ssize_t)sizeof(peer)) return 9;
+    Node n;
+    n.caps = FI_TAGGED | FI_RMA;
+    n.mr_mode = FI_MR_LOCAL;
+    n.auto_progress = true;
+    n.rma_counters = true;
+    if (n.open() != 0) return 10;
+    fi_addr_t p = n.insert(peer);
+    std::vector<uint64_t> src(kCountedWrites);
+    for (int i = 0; i < kCountedWrites; ++i) {
+        src[i] = i + 1;
+        ssize_t r;
+        while ((r = fi_inject_write(n.ep, &src[i], 8, p, 8 * (i % 64), kKey)) == -FI_EAGAIN) {
+            (void)fi_cntr_read(n.wr_cntr);
+        }
+        if (r != 0) return 11;
+    }
+    uint64_t last = 0, v = 0;
+    double deadline = now_sec() + 20;
+    while ((v = fi_cntr_read(n.wr_cntr)) < (uint64_t)kCountedWrites) {
+        if ((v < last) || (now_sec() > deadline)) return 12;
+        last = v;
+    }
+    if ((v != (uint64_t)kCountedWrites) || (fi_cntr_readerr(n.wr_cntr) != 0)) return 13;
+    if (fi_cntr_wait(n.wr_cntr, kCountedWrites, 1000) != 0) return 14;
+    if (write(wr, &v, 8) != 8) return 15;
+    char done;
+    return (read(rd, &done, 1) == 1) ? 0 : 16;
+}
+
 class OfiProviderProgressXproc : public OfiProvider,
                                  public ::testing::WithParamInterface<std::string> {};
 
@@ -136,6 +178,30 @@ TEST_P(OfiProviderProgressXproc, TargetThatNeverCallsServesRmaAndAtomics)
     c.finish();
     EXPECT_EQ(0, fi_close(&mr->fid));
     EXPECT_EQ(0, fi_close(&writes->fid));
+}
+
+TEST_P(OfiProviderProgressXproc, OwnWriteCounterEndsExactWithoutLock)
+{
+    EnvGuard env("AXON_TLS", GetParam().c_str());
+    use_build_provider();
+    Child c;
+    c.start([](int rd, int wr) { _exit(counting_initiator_main(rd, wr)); });
+    Node t;
+    t.caps = kCaps;
+    t.mr_mode = FI_MR_LOCAL;
+    t.auto_progress = true;
+    ASSERT_EQ(0, t.open());
+    std::vector<uint64_t> mem(64);
+    struct fid_mr *mr = NULL;
+    ASSERT_EQ(0, fi_mr_reg(t.domain, mem.data(), 512, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, kKey,
+                           0, &mr, NULL));
+    ASSERT_EQ((ssize_t)sizeof(t.name), write(c.to[1], t.name, sizeof(t.name)));
+    uint64_t counted = 0;
+    ASSERT_EQ(8, read(c.from[0], &counted, 8)) << "the initiator failed: see its exit code";
+    EXPECT_EQ((uint64_t)kCountedWrites, counted);
+    ASSERT_EQ(1, write(c.to[1], "q", 1));
+    c.finish();
+    EXPECT_EQ(0, fi_close(&mr->fid));
 }
 
 INSTANTIATE_TEST_SUITE_P(Lanes, OfiProviderProgressXproc, ::testing::Values("shm", "tcp"),
