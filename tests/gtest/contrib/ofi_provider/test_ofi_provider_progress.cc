@@ -136,7 +136,37 @@ int counting_initiator_main(int rd, int wr)
 }
 
 class OfiProviderProgressXproc : public OfiProvider,
-                                 public ::testing::WithParamInterface<std::string> {};
+                                 public ::testing::WithParamInterface<std::string> {
+protected:
+    Child                 c;
+    Node                  t;
+    std::vector<uint64_t> mem = std::vector<uint64_t>(64);
+    struct fid_mr        *mr  = NULL;
+
+    /* The child runs main(rd, wr); the target opens its endpoint (auto progress) and
+     * a region of mem under kKey, and tells the child its name. */
+    void start(int (*main)(int, int))
+    {
+        use_build_provider();
+        c.start([main](int rd, int wr) { _exit(main(rd, wr)); });
+        t.caps          = kCaps;
+        t.mr_mode       = FI_MR_LOCAL;
+        t.auto_progress = true;
+        ASSERT_EQ(0, t.open());
+        ASSERT_EQ(0, fi_mr_reg(t.domain, mem.data(), 512, FI_REMOTE_READ | FI_REMOTE_WRITE, 0,
+                               kKey, 0, &mr, NULL));
+    }
+
+    void tell_name() { ASSERT_EQ((ssize_t)sizeof(t.name), write(c.to[1], t.name, sizeof(t.name))); }
+
+    /* Let the child go and reap it; close the region. */
+    void finish()
+    {
+        ASSERT_EQ(1, write(c.to[1], "q", 1));
+        c.finish();
+        EXPECT_EQ(0, fi_close(&mr->fid));
+    }
+};
 
 /*
  * The target opens its endpoint and region, then only blocks on a pipe: the
@@ -146,24 +176,13 @@ class OfiProviderProgressXproc : public OfiProvider,
 TEST_P(OfiProviderProgressXproc, TargetThatNeverCallsServesRmaAndAtomics)
 {
     EnvGuard env("AXON_TLS", GetParam().c_str());
-    use_build_provider();
-    Child c;
-    c.start([](int rd, int wr) { _exit(initiator_main(rd, wr)); });
-    Node t;
-    t.caps = kCaps;
-    t.mr_mode = FI_MR_LOCAL;
-    t.auto_progress = true;
-    ASSERT_EQ(0, t.open());
-    std::vector<uint64_t> mem(64);
-    struct fid_mr *mr = NULL;
+    ASSERT_NO_FATAL_FAILURE(start(initiator_main));
     struct fid_cntr *writes = NULL;
     struct fi_cntr_attr attr = {};
     attr.events = FI_CNTR_EVENTS_COMP;
-    ASSERT_EQ(0, fi_mr_reg(t.domain, mem.data(), 512, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, kKey,
-                           0, &mr, NULL));
     ASSERT_EQ(0, fi_cntr_open(t.domain, &attr, &writes, NULL));
     ASSERT_EQ(0, fi_mr_bind(mr, &writes->fid, FI_REMOTE_WRITE));
-    ASSERT_EQ((ssize_t)sizeof(t.name), write(c.to[1], t.name, sizeof(t.name)));
+    ASSERT_NO_FATAL_FAILURE(tell_name());
     uint64_t fetched = 0;
     ASSERT_EQ(8, read(c.from[0], &fetched, 8));   /* blocks: no provider call here */
     EXPECT_EQ((uint64_t)kRounds * (kRounds - 1) / 2, fetched);
@@ -174,34 +193,19 @@ TEST_P(OfiProviderProgressXproc, TargetThatNeverCallsServesRmaAndAtomics)
         usleep(1000);
     }
     EXPECT_EQ((uint64_t)(2 * kRounds), fi_cntr_read(writes));
-    ASSERT_EQ(1, write(c.to[1], "q", 1));
-    c.finish();
-    EXPECT_EQ(0, fi_close(&mr->fid));
+    finish();
     EXPECT_EQ(0, fi_close(&writes->fid));
 }
 
 TEST_P(OfiProviderProgressXproc, OwnWriteCounterEndsExactWithoutLock)
 {
     EnvGuard env("AXON_TLS", GetParam().c_str());
-    use_build_provider();
-    Child c;
-    c.start([](int rd, int wr) { _exit(counting_initiator_main(rd, wr)); });
-    Node t;
-    t.caps = kCaps;
-    t.mr_mode = FI_MR_LOCAL;
-    t.auto_progress = true;
-    ASSERT_EQ(0, t.open());
-    std::vector<uint64_t> mem(64);
-    struct fid_mr *mr = NULL;
-    ASSERT_EQ(0, fi_mr_reg(t.domain, mem.data(), 512, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, kKey,
-                           0, &mr, NULL));
-    ASSERT_EQ((ssize_t)sizeof(t.name), write(c.to[1], t.name, sizeof(t.name)));
+    ASSERT_NO_FATAL_FAILURE(start(counting_initiator_main));
+    ASSERT_NO_FATAL_FAILURE(tell_name());
     uint64_t counted = 0;
     ASSERT_EQ(8, read(c.from[0], &counted, 8)) << "the initiator failed: see its exit code";
     EXPECT_EQ((uint64_t)kCountedWrites, counted);
-    ASSERT_EQ(1, write(c.to[1], "q", 1));
-    c.finish();
-    EXPECT_EQ(0, fi_close(&mr->fid));
+    finish();
 }
 
 INSTANTIATE_TEST_SUITE_P(Lanes, OfiProviderProgressXproc, ::testing::Values("shm", "tcp"),
