@@ -265,14 +265,28 @@ t_ucmatose() {  # connections
         -s 127.0.0.1 -p "$port" -c "$1" -C 20
 }
 
-# rping between two network namespaces: the CM over TCP, the data over softib's UDP wire
-t_rping_netns() (
+# udaddy (UD, RDMA_PS_UDP): address and QPN through the CM, datagrams both
+# ways; its port is fixed (7174), so it waits for nothing else to hold it
+t_udaddy() {  # connections
+    local i
+    for i in $(seq 50); do
+        ss -Hltn "sport = :7174" 2>/dev/null | grep -q . || break
+        sleep 0.2
+    done
+    rdmacm_pair 7174 '^return status 0' 1 udaddy -c "$1" -C 20 -- -s 127.0.0.1 -c "$1" -C 20
+}
+
+# rping and udaddy between two network namespaces: the CM over TCP, the data over
+# softib's UDP wire
+t_rdmacm_netns() (
     local ns_s="axonr-$$-$RANDOM-srv" ns_c="axonr-$$-$RANDOM-cli"
     trap 'ip netns del "$ns_s" 2>/dev/null; ip netns del "$ns_c" 2>/dev/null' EXIT
     trap 'exit 1' INT TERM HUP
     netns_pair "$ns_s" "$ns_c" || return 1
     NS_S=$ns_s NS_C=$ns_c rdmacm_pair 7174 '^ping data: rdma-ping-' 100 \
-        rping -s -a 10.212.0.1 -p 7174 -v -C 100 -- -c -a 10.212.0.1 -p 7174 -v -C 100
+        rping -s -a 10.212.0.1 -p 7174 -v -C 100 -- -c -a 10.212.0.1 -p 7174 -v -C 100 &&
+    NS_S=$ns_s NS_C=$ns_c rdmacm_pair 7174 '^return status 0' 1 \
+        udaddy -b 10.212.0.1 -C 20 -- -s 10.212.0.1 -C 20
 )
 
 t_unsupported_is_reported() {  # program args... -- expected message
@@ -325,8 +339,10 @@ check softib_rdmacm_exports_match_rdma_core_44  t_rdmacm_exports_match_rdma_core
 check softib_rdmacm_rping                       t_rping 127.0.0.1
 check softib_rdmacm_ucmatose                    t_ucmatose 1
 check softib_rdmacm_ucmatose_4_connections      t_ucmatose 4
+check softib_rdmacm_udaddy                      t_udaddy 1
+check softib_rdmacm_udaddy_4_connections        t_udaddy 4
 if netns_usable; then
-    check softib_rdmacm_rping_across_netns      t_rping_netns
+    check softib_rdmacm_rping_udaddy_across_netns t_rdmacm_netns
 fi
 check softib_rdmacm_unsupported_is_reported     t_unsupported_is_reported \
     ucmatose -s 127.0.0.1 -t 4 -- "rdma_set_option level 0 option 0 is not supported"

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "dev_ibv_map.h"
 #include "rcm.h"
 
 /* Guards the wrappers' event counts against a destroy in another thread. */
@@ -178,6 +179,19 @@ static rcm_id_t *rcm_id_of_request(axon_dev_cm_event_t *dev, rcm_id_t *listener)
     return id;
 }
 
+static void rcm_ud_param(const axon_dev_cm_ud_param_t *ud, struct rdma_ud_param *param)
+{
+    param->private_data     = ud->private_data;
+    param->private_data_len = ud->private_data_len;
+    param->qp_num           = ud->qp_num;
+    param->qkey             = ud->qkey;
+    {
+        const axon_dev_ah_attr_t *in = &ud->ah_attr;
+        struct ibv_ah_attr *out      = &param->ah_attr;
+        AXON_DEV_IBV_CONVERT(AXON_DEV_IBV_AH_ATTR);
+    }
+}
+
 int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event_p)
 {
     rcm_event_t *e = calloc(1, sizeof(*e));
@@ -212,7 +226,9 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
     e->ev.id     = &id->id;
     e->ev.event  = (enum rdma_cm_event_type)e->dev->event;
     e->ev.status = e->dev->status;
-    {
+    if (id->id.ps == RDMA_PS_UDP) {
+        rcm_ud_param(&e->dev->param.ud, &e->ev.param.ud);
+    } else {
         const axon_dev_cm_conn_param_t *in = &e->dev->param.conn;
         struct rdma_conn_param *out        = &e->ev.param.conn;
 
