@@ -257,6 +257,18 @@ t_rping() {  # address
         -c -a "$1" -p "$port" -v -C 100
 }
 
+# rping's client and server under valgrind: the objects the two libraries
+# share are freed once and in order (rping destroys its QP with ibv_destroy_qp
+# before rdma_destroy_id)
+t_rping_valgrind() {
+    local port
+    command -v valgrind >/dev/null || { echo "valgrind is not installed"; return 1; }
+    port=$(free_port)
+    rdmacm_pair "$port" '^ping data: rdma-ping-' 10 \
+        valgrind -q --error-exitcode=9 rping -s -a 127.0.0.1 -p "$port" -v -C 10 -- \
+        -q --error-exitcode=9 rping -c -a 127.0.0.1 -p "$port" -v -C 10
+}
+
 # ucmatose: connections with sends both ways, then disconnects
 t_ucmatose() {  # connections
     local port
@@ -337,6 +349,7 @@ check softib_verbs_perftest_read_bw             t_perftest ib_read_bw
 # rdmacm-utils on librdmacm.so.1
 check softib_rdmacm_exports_match_rdma_core_44  t_rdmacm_exports_match_rdma_core
 check softib_rdmacm_rping                       t_rping 127.0.0.1
+check softib_rdmacm_rping_valgrind              t_rping_valgrind
 check softib_rdmacm_ucmatose                    t_ucmatose 1
 check softib_rdmacm_ucmatose_4_connections      t_ucmatose 4
 check softib_rdmacm_udaddy                      t_udaddy 1

@@ -97,7 +97,9 @@ int rdma_create_qp(struct rdma_cm_id *cm_id, struct ibv_pd *pd, struct ibv_qp_in
 
 void rdma_destroy_qp(struct rdma_cm_id *cm_id)
 {
-    if ((cm_id->qp != NULL) && (ibv_destroy_qp(cm_id->qp) == 0)) {
+    /* not when ibv_destroy_qp has destroyed it already (the CM id has no QP then) */
+    if ((cm_id->qp != NULL) &&
+        ((RCM(id, cm_id)->dev->qp == NULL) || (ibv_destroy_qp(cm_id->qp) == 0))) {
         cm_id->qp = NULL;
     }
     rcm_cqs_free(RCM(id, cm_id));

@@ -97,7 +97,8 @@ int rdma_destroy_id(struct rdma_cm_id *cm_id)
     rcm_id_t *id = RCM(id, cm_id);
     int ret;
 
-    if (cm_id->qp != NULL) {
+    /* A QP the program destroyed with ibv_destroy_qp left the CM id then (rping does so). */
+    if ((cm_id->qp != NULL) && (id->dev->qp != NULL)) {
         rcm_bridge()->qp_detach(cm_id->qp);   /* the program destroys it with ibv_destroy_qp */
     }
     if ((ret = rcm_bridge()->destroy_id(id->dev)) != 0) {
