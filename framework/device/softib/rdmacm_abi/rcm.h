@@ -26,7 +26,6 @@ typedef struct {
     struct rdma_cm_id  id;           /* what the program holds */
     axon_dev_cm_id_t  *dev;
     unsigned           events;       /* given and not yet acknowledged */
-    int                destroyed;    /* freed with the last acknowledgement */
     int                own_pd;       /* id.pd, send_cq, recv_cq were made here */
     int                own_cqs;
 } rcm_id_t;
@@ -57,7 +56,5 @@ static inline int rcm_ret(int err)
 int  rcm_unsupported(const char *call);
 /* The id's fields the CM may have changed: device, port, addresses. */
 int  rcm_id_sync(rcm_id_t *id);
-/* Release the wrapper once destroyed and all its events are acknowledged. */
-void rcm_id_put(rcm_id_t *id, int destroying);
 
 #endif

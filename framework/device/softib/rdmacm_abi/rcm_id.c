@@ -7,8 +7,9 @@
 #include "dev_ibv_map.h"
 #include "rcm.h"
 
-/* Guards the wrappers' event counts against a destroy in another thread. */
-static pthread_mutex_t rcm_ids_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The wrappers' event counts; rdma_destroy_id waits on the condition for its id's. */
+static pthread_mutex_t rcm_ids_lock  = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t  rcm_ids_acked = PTHREAD_COND_INITIALIZER;
 
 struct rdma_event_channel *rdma_create_event_channel(void)
 {
@@ -75,21 +76,13 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id_p,
     return 0;
 }
 
-void rcm_id_put(rcm_id_t *id, int destroying)
+static void rcm_id_event_acked(rcm_id_t *id)
 {
-    int free_it;
-
     pthread_mutex_lock(&rcm_ids_lock);
-    if (destroying) {
-        id->destroyed = 1;
-    } else {
-        id->events--;
+    if (--id->events == 0) {
+        pthread_cond_broadcast(&rcm_ids_acked);
     }
-    free_it = id->destroyed && (id->events == 0);
     pthread_mutex_unlock(&rcm_ids_lock);
-    if (free_it) {
-        free(id);
-    }
 }
 
 int rdma_destroy_id(struct rdma_cm_id *cm_id)
@@ -107,7 +100,17 @@ int rdma_destroy_id(struct rdma_cm_id *cm_id)
     if (id->own_pd) {
         ibv_dealloc_pd(cm_id->pd);
     }
-    rcm_id_put(id, 1);
+    /*
+     * As librdmacm: wait until every event given on the id is acknowledged,
+     * so a thread still handling one (rping's CM thread with TIMEWAIT_EXIT)
+     * is done with it before the program frees what the handler touches.
+     */
+    pthread_mutex_lock(&rcm_ids_lock);
+    while (id->events > 0) {
+        pthread_cond_wait(&rcm_ids_acked, &rcm_ids_lock);
+    }
+    pthread_mutex_unlock(&rcm_ids_lock);
+    free(id);
     return 0;
 }
 
@@ -261,6 +264,6 @@ int rdma_ack_cm_event(struct rdma_cm_event *event)
         id->id.event = NULL;
     }
     free(e);
-    rcm_id_put(id, 0);
+    rcm_id_event_acked(id);
     return 0;
 }
