@@ -204,6 +204,14 @@ t_verbs_abi_check() {
     verbs "$tmp/verbs_abi_check"
 }
 
+# Ours: the device list, addrinfo, ports, a PD made before any id
+# (tests/softib_verbs/rdmacm_abi_check.c, built here against librdmacm-dev).
+t_rdmacm_abi_check() {
+    cc -std=gnu11 -Wall -Wextra -Werror -o "$tmp/rdmacm_abi_check" \
+        "$srcdir/tests/softib_verbs/rdmacm_abi_check.c" -lrdmacm -libverbs || return 1
+    verbs "$tmp/rdmacm_abi_check"
+}
+
 t_rdmacm_exports_match_rdma_core() {
     # Every entry point of the system's librdmacm (rdma-core 44), with its version
     local sys=/usr/lib/x86_64-linux-gnu/librdmacm.so.1
@@ -348,6 +356,7 @@ check softib_verbs_perftest_send_bw_ud          t_perftest ib_send_bw -c UD
 check softib_verbs_perftest_read_bw             t_perftest ib_read_bw
 # rdmacm-utils on librdmacm.so.1
 check softib_rdmacm_exports_match_rdma_core_44  t_rdmacm_exports_match_rdma_core
+check softib_rdmacm_devices_addrinfo_ports      t_rdmacm_abi_check
 check softib_rdmacm_rping                       t_rping 127.0.0.1
 check softib_rdmacm_rping_valgrind              t_rping_valgrind
 check softib_rdmacm_ucmatose                    t_ucmatose 1

@@ -164,6 +164,39 @@ __be16 rdma_get_dst_port(struct rdma_cm_id *cm_id)
     return axon_dev_cm_dst_port(RCM(id, cm_id)->dev);
 }
 
+/* The contexts ids on softib's devices get (one per device, as librdmacm's). */
+struct ibv_context **rdma_get_devices(int *num_devices)
+{
+    struct ibv_device **devs = ibv_get_device_list(NULL);
+    struct ibv_context **list;
+    int i, n = 0;
+
+    if (devs == NULL) {
+        return NULL;
+    }
+    for (i = 0; devs[i] != NULL; i++) {
+    }
+    if ((list = calloc((size_t)i + 1, sizeof(*list))) != NULL) {
+        for (i = 0; devs[i] != NULL; i++) {
+            if ((list[n] = rcm_bridge()->context_by_name(devs[i]->name)) != NULL) {
+                n++;
+            }
+        }
+    } else {
+        errno = ENOMEM;
+    }
+    ibv_free_device_list(devs);
+    if ((list != NULL) && (num_devices != NULL)) {
+        *num_devices = n;
+    }
+    return list;
+}
+
+void rdma_free_devices(struct ibv_context **list)
+{
+    free(list);   /* the contexts stay: they are the ids' */
+}
+
 const char *rdma_event_str(enum rdma_cm_event_type event)
 {
     return rcm_bridge()->event_str((axon_dev_cm_event_type_t)event);

@@ -4,7 +4,7 @@
  * it: synchronous ids (rdma_create_ep, rdma_get_request: the CM needs an
  * event channel), SRQs and extended QPs made by the CM, multicast, ECE,
  * options, migrating ids, the QP attributes of a program-driven QP (the CM
- * drives the QP it made), the device list, and rsockets.
+ * drives the QP it made), and rsockets.
  */
 #include <rdma/rdma_verbs.h>
 #include <rdma/rsocket.h>
@@ -59,9 +59,6 @@ int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 { (void)id; (void)channel; return RCM_NO("rdma_migrate_id"); }
 int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask)
 { (void)id; (void)qp_attr; (void)qp_attr_mask; return RCM_NO("rdma_init_qp_attr"); }
-struct ibv_context **rdma_get_devices(int *num_devices)
-{ (void)num_devices; RCM_NO("rdma_get_devices"); return NULL; }
-void rdma_free_devices(struct ibv_context **list) { (void)list; RCM_NO("rdma_free_devices"); }
 
 /* ------------------------------------------------------------ rsockets */
 

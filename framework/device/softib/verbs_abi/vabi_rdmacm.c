@@ -93,6 +93,20 @@ static struct ibv_context *vabi_rdmacm_context(axon_dev_context_t *dev)
     return (d != NULL) ? &d->ctx->vctx.context : vabi_fail_null(ENODEV);
 }
 
+static struct ibv_context *vabi_rdmacm_context_by_name(const char *name)
+{
+    struct ibv_context *ctx;
+    axon_dev_context_t *dev;
+    int ret;
+
+    if ((ret = axon_dev_cm_open_device(name, &dev)) != 0) {
+        return vabi_fail_null(ret);
+    }
+    ctx = vabi_rdmacm_context(dev);
+    axon_dev_cm_close_device(dev);   /* the entry holds a reference of its own */
+    return ctx;
+}
+
 static int vabi_rdmacm_qp_create(void *arg, axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *attr,
                                  axon_dev_qp_t **qp_p)
 {
@@ -140,6 +154,7 @@ static const vabi_rdmacm_bridge_t vabi_rdmacm_bridge = {
     .establish             = axon_dev_cm_establish,
     .disconnect            = axon_dev_cm_disconnect,
     .context               = vabi_rdmacm_context,
+    .context_by_name       = vabi_rdmacm_context_by_name,
     .create_qp             = vabi_rdmacm_create_qp,
     .qp_detach             = vabi_rdmacm_qp_detach,
     .log_error             = vabi_rdmacm_log_error,

@@ -35,6 +35,8 @@ typedef struct vabi_rdmacm_bridge {
     /* The ibv_context of a device the CM bound an id to: one per device, kept
      * open for the process (the CM would close it with its last id). */
     struct ibv_context *(*context)(axon_dev_context_t *dev);
+    /* The same ibv_context by device name (rdma_get_devices); errno set on NULL. */
+    struct ibv_context *(*context_by_name)(const char *name);
     /* An ibv_qp made by the CM on id (errno set on NULL); ibv_destroy_qp of it
      * goes back through the CM. */
     struct ibv_qp *(*create_qp)(axon_dev_cm_id_t *id, struct ibv_pd *pd,
