@@ -23,9 +23,9 @@ packages=(autoconf automake libtool pkg-config make gcc g++ procps valgrind
           libibverbs-dev librdmacm-dev libhwloc-dev libfabric-dev libpmix-dev)
 # The tests also run unmodified Open MPI on Axon's libfabric provider and
 # check that libfabric's own tools see it (tests/mpi/), and rdma-core's verbs
-# programs on softib's libibverbs.so.1 (tests/softib_verbs_test.sh).
+# programs on softib's libibverbs.so.1 and librdmacm.so.1 (tests/softib_verbs_test.sh).
 if [ "$mode" = test ]; then
-    packages+=(openmpi-bin libopenmpi-dev libfabric-bin ibverbs-utils perftest)
+    packages+=(openmpi-bin libopenmpi-dev libfabric-bin ibverbs-utils perftest rdmacm-utils)
 fi
 missing=()
 for p in "${packages[@]}"; do

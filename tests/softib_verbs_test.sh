@@ -1,6 +1,7 @@
 #!/bin/bash
-# Unmodified rdma-core programs (ibverbs-utils) on softib, through the
-# libibverbs.so.1 of framework/device/softib/verbs_abi/ picked by
+# Unmodified rdma-core programs (ibverbs-utils, perftest, rdmacm-utils) on
+# softib, through the libibverbs.so.1 of framework/device/softib/verbs_abi/
+# and the librdmacm.so.1 of framework/device/softib/rdmacm_abi/ picked by
 # LD_LIBRARY_PATH. Prints "PASS name" or "FAIL name" per check; run_tests.sh
 # counts them.
 #   tests/softib_verbs_test.sh BUILDDIR
@@ -156,6 +157,16 @@ netns_usable() {
         ip netns del "$probe"
 }
 
+# Two network namespaces joined by a veth pair: 10.212.0.1 and 10.212.0.2.
+netns_pair() {  # server-ns client-ns
+    local ns_s=$1 ns_c=$2
+    ip netns add "$ns_s" && ip netns add "$ns_c" || return 1
+    ip link add veth0 netns "$ns_s" type veth peer name veth0 netns "$ns_c" || return 1
+    ip -n "$ns_s" addr add 10.212.0.1/24 dev veth0 && ip -n "$ns_c" addr add 10.212.0.2/24 dev veth0 &&
+        ip -n "$ns_s" link set veth0 up && ip -n "$ns_c" link set veth0 up &&
+        ip -n "$ns_s" link set lo up && ip -n "$ns_c" link set lo up
+}
+
 # A pingpong between two network namespaces joined by a veth pair, as two
 # hosts: each softib's GID is its namespace's address, so the packets take
 # softib's UDP wire (the shm one serves a GID's own processes).
@@ -166,11 +177,7 @@ t_pingpong_netns() (  # program args...
     trap 'kill $srv 2>/dev/null; ip netns del "$ns_s" 2>/dev/null; ip netns del "$ns_c" 2>/dev/null' EXIT
     trap 'exit 1' INT TERM HUP
     command -v "$prog" >/dev/null || { echo "$prog is not installed"; return 1; }
-    ip netns add "$ns_s" && ip netns add "$ns_c" || return 1
-    ip link add veth0 netns "$ns_s" type veth peer name veth0 netns "$ns_c" || return 1
-    ip -n "$ns_s" addr add 10.212.0.1/24 dev veth0 && ip -n "$ns_c" addr add 10.212.0.2/24 dev veth0 &&
-        ip -n "$ns_s" link set veth0 up && ip -n "$ns_c" link set veth0 up &&
-        ip -n "$ns_s" link set lo up && ip -n "$ns_c" link set lo up || return 1
+    netns_pair "$ns_s" "$ns_c" || return 1
     ip netns exec "$ns_s" env AXON_SOFTIB_ADDR=10.212.0.1 bash -c \
         "$(declare -p libdir; declare -f verbs); verbs \"\$@\"" _ "$prog" -p "$port" "$@" >"$tmp/srv" 2>&1 &
     srv=$!
@@ -196,6 +203,111 @@ t_verbs_abi_check() {
         "$srcdir/tests/softib_verbs/verbs_abi_check.c" -libverbs || return 1
     verbs "$tmp/verbs_abi_check"
 }
+
+# Ours: the device list, addrinfo, ports, a PD made before any id
+# (tests/softib_verbs/rdmacm_abi_check.c, built here against librdmacm-dev).
+t_rdmacm_abi_check() {
+    cc -std=gnu11 -Wall -Wextra -Werror -o "$tmp/rdmacm_abi_check" \
+        "$srcdir/tests/softib_verbs/rdmacm_abi_check.c" -lrdmacm -libverbs || return 1
+    verbs "$tmp/rdmacm_abi_check"
+}
+
+t_rdmacm_exports_match_rdma_core() {
+    # Every entry point of the system's librdmacm (rdma-core 44), with its version
+    local sys=/usr/lib/x86_64-linux-gnu/librdmacm.so.1
+    [ -e "$libdir/librdmacm.so.1" ] || { echo "librdmacm.so.1 not built"; return 1; }
+    [ -e "$sys" ] || sys=$(ldconfig -p | awk '/librdmacm.so.1 /{print $NF; exit}')
+    versions() { objdump -T "$1" | awk '/RDMACM_1/ && !/\*ABS\*/ && !/\*UND\*/ {print $(NF-1), $NF}' | sort; }
+    versions "$sys" >"$tmp/rsys.syms" && versions "$libdir/librdmacm.so.1" >"$tmp/rours.syms" ||
+        return 1
+    grep -q RDMACM_1.3 "$tmp/rsys.syms" || { echo "$sys is not rdma-core 44"; return 1; }
+    echo "$(wc -l <"$tmp/rsys.syms") versioned symbols in $sys"
+    diff "$tmp/rsys.syms" "$tmp/rours.syms"
+}
+
+# A program of rdmacm-utils, here ("" for ns) or in network namespace ns with
+# that softib address.
+rdmacm_run() {  # ns address program args...
+    local ns=$1 addr=$2
+    shift 2
+    if [ -z "$ns" ]; then verbs "$@"; return; fi
+    ip netns exec "$ns" env AXON_SOFTIB_ADDR="$addr" bash -c \
+        "$(declare -p libdir; declare -f verbs); verbs \"\$@\"" _ "$@"
+}
+
+# Server and client of an rdmacm-utils program, over the CM's port: both must
+# exit 0, the client print the result line (an extended regular expression)
+# at least count times and the server "return status 0" or the result too.
+rdmacm_pair() {  # port result count program server-args... -- client-args...
+    local port=$1 result=$2 count=$3 prog=$4 srv rc=0 srv_rc=0
+    local sargs=() cargs=()
+    shift 4
+    while [ "$1" != -- ]; do sargs+=("$1"); shift; done
+    shift
+    cargs=("$@")
+    command -v "$prog" >/dev/null || { echo "$prog is not installed (rdmacm-utils)"; return 1; }
+    rdmacm_run "${NS_S:-}" 10.212.0.1 "$prog" "${sargs[@]}" >"$tmp/srv" 2>&1 &
+    srv=$!; pids+=("$srv")
+    wait_listening "$port" "$srv" ${NS_S:+ip netns exec "$NS_S"} ||
+        { echo "server did not listen"; cat "$tmp/srv"; return 1; }
+    rdmacm_run "${NS_C:-}" 10.212.0.2 "$prog" "${cargs[@]}" >"$tmp/cli" 2>&1 || rc=$?
+    wait "$srv" || srv_rc=$?
+    echo "== client (exit $rc)"; tail -15 "$tmp/cli"; echo "== server (exit $srv_rc)"; tail -15 "$tmp/srv"
+    [ "$rc" -eq 0 ] && [ "$srv_rc" -eq 0 ] &&
+        [ "$(grep -Ec "$result" "$tmp/cli")" -ge "$count" ]
+}
+
+# rping: 100 pings, each an RDMA read and write and two sends, verified (-v)
+t_rping() {  # address
+    local port
+    port=$(free_port)
+    rdmacm_pair "$port" '^ping data: rdma-ping-' 100 rping -s -a "$1" -p "$port" -v -C 100 -- \
+        -c -a "$1" -p "$port" -v -C 100
+}
+
+# rping's client and server under valgrind: the objects the two libraries
+# share are freed once and in order (rping destroys its QP with ibv_destroy_qp
+# before rdma_destroy_id)
+t_rping_valgrind() {
+    local port
+    command -v valgrind >/dev/null || { echo "valgrind is not installed"; return 1; }
+    port=$(free_port)
+    rdmacm_pair "$port" '^ping data: rdma-ping-' 10 \
+        valgrind -q --error-exitcode=9 rping -s -a 127.0.0.1 -p "$port" -v -C 10 -- \
+        -q --error-exitcode=9 rping -c -a 127.0.0.1 -p "$port" -v -C 10
+}
+
+# ucmatose: connections with sends both ways, then disconnects
+t_ucmatose() {  # connections
+    local port
+    port=$(free_port)
+    rdmacm_pair "$port" '^return status 0' 1 ucmatose -p "$port" -c "$1" -C 20 -- \
+        -s 127.0.0.1 -p "$port" -c "$1" -C 20
+}
+
+# udaddy (UD, RDMA_PS_UDP): address and QPN through the CM, datagrams both
+# ways; its port is fixed (7174), so it waits for nothing else to hold it
+t_udaddy() {  # connections
+    local i
+    for i in $(seq 50); do
+        ss -Hltn "sport = :7174" 2>/dev/null | grep -q . || break
+        sleep 0.2
+    done
+    rdmacm_pair 7174 '^return status 0' 1 udaddy -c "$1" -C 20 -- -s 127.0.0.1 -c "$1" -C 20
+}
+
+# rping and udaddy between two network namespaces: the CM over TCP, the data over
+# softib's UDP wire
+t_rdmacm_netns() (
+    local ns_s="axonr-$$-$RANDOM-srv" ns_c="axonr-$$-$RANDOM-cli"
+    trap 'ip netns del "$ns_s" 2>/dev/null; ip netns del "$ns_c" 2>/dev/null' EXIT
+    trap 'exit 1' INT TERM HUP
+    netns_pair "$ns_s" "$ns_c" || return 1
+    NS_S=$ns_s NS_C=$ns_c rdmacm_pair 7174 '^ping data: rdma-ping-' 100 \
+        rping -s -a 10.212.0.1 -p 7174 -v -C 100 -- -c -a 10.212.0.1 -p 7174 -v -C 100 &&
+    NS_S=$ns_s NS_C=$ns_c rdmacm_pair 7174 '^return status 0' 1 \
+        udaddy -b 10.212.0.1 -C 20 -- -s 10.212.0.1 -C 20
+)
 
 t_unsupported_is_reported() {  # program args... -- expected message
     local args=() msg
@@ -242,3 +354,17 @@ RESULT_ON_SERVER=n check softib_verbs_perftest_atomic_lat t_perftest ib_atomic_l
 check softib_verbs_perftest_write_bw            t_perftest ib_write_bw
 check softib_verbs_perftest_send_bw_ud          t_perftest ib_send_bw -c UD
 check softib_verbs_perftest_read_bw             t_perftest ib_read_bw
+# rdmacm-utils on librdmacm.so.1
+check softib_rdmacm_exports_match_rdma_core_44  t_rdmacm_exports_match_rdma_core
+check softib_rdmacm_devices_addrinfo_ports      t_rdmacm_abi_check
+check softib_rdmacm_rping                       t_rping 127.0.0.1
+check softib_rdmacm_rping_valgrind              t_rping_valgrind
+check softib_rdmacm_ucmatose                    t_ucmatose 1
+check softib_rdmacm_ucmatose_4_connections      t_ucmatose 4
+check softib_rdmacm_udaddy                      t_udaddy 1
+check softib_rdmacm_udaddy_4_connections        t_udaddy 4
+if netns_usable; then
+    check softib_rdmacm_rping_udaddy_across_netns t_rdmacm_netns
+fi
+check softib_rdmacm_unsupported_is_reported     t_unsupported_is_reported \
+    ucmatose -s 127.0.0.1 -t 4 -- "rdma_set_option level 0 option 0 is not supported"

@@ -431,9 +431,10 @@ int axon_dev_cm_create_id(axon_dev_cm_channel_t *channel, void *context,
                    (channel == NULL) ? "channel" : "id_p");
         return EINVAL;
     }
-    if (ps != AXON_DEV_CM_PS_TCP) {
-        axon_error("axon_dev_cm_create_id: port space 0x%x: only RDMA_PS_TCP (0x%x) is "
-                   "supported", (unsigned)ps, (unsigned)AXON_DEV_CM_PS_TCP);
+    if ((ps != AXON_DEV_CM_PS_TCP) && (ps != AXON_DEV_CM_PS_UDP)) {
+        axon_error("axon_dev_cm_create_id: port space 0x%x: only RDMA_PS_TCP (0x%x) and "
+                   "RDMA_PS_UDP (0x%x) are supported", (unsigned)ps,
+                   (unsigned)AXON_DEV_CM_PS_TCP, (unsigned)AXON_DEV_CM_PS_UDP);
         return EINVAL;
     }
     pthread_mutex_lock(&chan->lock);
@@ -691,9 +692,11 @@ int axon_dev_cm_create_qp(axon_dev_cm_id_t *id, axon_dev_pd_t *pd,
     } else if (id->qp != NULL) {
         axon_error("axon_dev_cm_create_qp: id %p already has QP %u", (void *)id,
                    id->qp->qp_num);
-    } else if (init_attr->qp_type != AXON_DEV_QPT_RC) {
-        axon_error("axon_dev_cm_create_qp: QP type %d: RDMA_PS_TCP ids carry RC QPs (%d)",
-                   init_attr->qp_type, AXON_DEV_QPT_RC);
+    } else if (init_attr->qp_type != ((id->ps == AXON_DEV_CM_PS_UDP) ? AXON_DEV_QPT_UD :
+                                                                        AXON_DEV_QPT_RC)) {
+        axon_error("axon_dev_cm_create_qp: QP type %d: RDMA_PS_TCP ids carry RC QPs (%d), "
+                   "RDMA_PS_UDP ids UD QPs (%d)", init_attr->qp_type, AXON_DEV_QPT_RC,
+                   AXON_DEV_QPT_UD);
     } else {
         ret = priv->ops->create_qp(priv, pd, init_attr);
     }

@@ -14,13 +14,20 @@
  *               id, accept -> ESTABLISHED, or reject.
  * Both:         disconnect -> DISCONNECTED on both sides (the QP goes to the
  *               error state and flushes), then TIMEWAIT_EXIT.
+ * UD (RDMA_PS_UDP, softib only), the IB CM's SIDR exchange: create_qp makes
+ *               a UD QP ready to send (RTS, qkey AXON_DEV_CM_UDP_QKEY);
+ *               connect -> ESTABLISHED with param.ud (the peer's QPN, qkey
+ *               and the AH attributes to reach it), or REJECTED/UNREACHABLE;
+ *               the passive side sees CONNECT_REQUEST (param.ud) and accept
+ *               answers with no event of its own. There is no connection to
+ *               disconnect.
  *
  * Conventions are dev.h's: 0 or a positive errno, EINVAL plus a log line
  * naming the bad value, nothing changed on error. Values are librdmacm's
  * (event types, port spaces, reject reasons, private data sizes), so the
  * librdmacm back end converts by copy. Differences from librdmacm:
- *   - IPv4 only; port space TCP only; a NULL channel (synchronous ids) is
- *     not supported;
+ *   - IPv4 only; port spaces TCP and (softib) UDP; a NULL channel
+ *     (synchronous ids) is not supported;
  *   - destroy_id does not block on unacknowledged events: the id's memory
  *     stays until they are acknowledged (the id is unusable at once);
  *   - objects made on id->verbs (PD, CQ, MR) must be destroyed before the
@@ -63,7 +70,7 @@ typedef enum {
 /* "RDMA_CM_EVENT_ADDR_RESOLVED", ... (rdma_event_str) */
 const char *axon_dev_cm_event_str(axon_dev_cm_event_type_t event);
 
-/* enum rdma_port_space; the CM implements TCP (reliable connected) only. */
+/* enum rdma_port_space; the CM implements TCP (RC) and, on softib, UDP (UD). */
 typedef enum {
     AXON_DEV_CM_PS_IPOIB = 0x0002,
     AXON_DEV_CM_PS_TCP   = 0x0106,
@@ -85,6 +92,9 @@ typedef enum {
 #define AXON_DEV_CM_REJECT_PDATA_MAX  148
 #define AXON_DEV_CM_PDATA_MAX         196   /* the largest of the three */
 
+/* RDMA_UDP_QKEY: the qkey of every UD QP of an RDMA_PS_UDP id. */
+#define AXON_DEV_CM_UDP_QKEY 0x01234567u
+
 /* struct rdma_conn_param */
 typedef struct axon_dev_cm_conn_param {
     const void *private_data;
@@ -98,6 +108,15 @@ typedef struct axon_dev_cm_conn_param {
     uint8_t     srq;
     uint32_t    qp_num;
 } axon_dev_cm_conn_param_t;
+
+/* struct rdma_ud_param (private data first, as in conn) */
+typedef struct axon_dev_cm_ud_param {
+    const void        *private_data;
+    uint8_t            private_data_len;
+    axon_dev_ah_attr_t ah_attr;    /* to reach the peer's QP */
+    uint32_t           qp_num;
+    uint32_t           qkey;
+} axon_dev_cm_ud_param_t;
 
 typedef struct axon_dev_cm_channel axon_dev_cm_channel_t;
 typedef struct axon_dev_cm_id      axon_dev_cm_id_t;
@@ -129,6 +148,8 @@ typedef struct axon_dev_cm_event {
         /* CONNECT_REQUEST, CONNECT_RESPONSE, ESTABLISHED, REJECTED: the peer's
          * private data and its resources seen from this side */
         axon_dev_cm_conn_param_t conn;
+        /* RDMA_PS_UDP ids: CONNECT_REQUEST, ESTABLISHED */
+        axon_dev_cm_ud_param_t   ud;
     } param;
 } axon_dev_cm_event_t;
 
@@ -164,6 +185,7 @@ int  axon_dev_cm_resolve_route(axon_dev_cm_id_t *id, int timeout_ms);
 /*
  * An RC QP on the id's device (pd must belong to id->verbs), taken to INIT;
  * connect/accept take it to RTR and RTS, disconnect to the error state.
+ * On an RDMA_PS_UDP id a UD QP, taken to RTS at once.
  * init_attr's caps are written back. destroy_qp destroys it.
  */
 int  axon_dev_cm_create_qp(axon_dev_cm_id_t *id, axon_dev_pd_t *pd,

@@ -157,6 +157,11 @@ static int axon_dev_rdmacore_cm_cmid(axon_dev_cm_id_priv_t *id, struct rdma_cm_i
     axon_dev_rdmacore_cm_id_t *rid = id->be;
 
     if (rid == NULL) {
+        if (id->super.ps != AXON_DEV_CM_PS_TCP) {   /* UD ids: softib's CM only */
+            axon_error("rdma-core cm: port space 0x%x: this back end has RDMA_PS_TCP only",
+                       (unsigned)id->super.ps);
+            return EOPNOTSUPP;
+        }
         rid = calloc(1, sizeof(*rid));
         if (rid == NULL) {
             axon_error("rdma-core cm: no memory for an id");

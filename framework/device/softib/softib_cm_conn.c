@@ -29,6 +29,40 @@
 
 /* ------------------------------------------------------------ the QP */
 
+static uint32_t softib_cm_random_psn(void);
+
+/*
+ * A UD QP of an RDMA_PS_UDP id is ready to send at once: the peer comes with
+ * each WR. softib wants the manual's full attribute groups (seed §4.5), so
+ * access flags (none: UD has no RDMA) and the port's MTU go along too.
+ */
+static int softib_cm_ud_qp_ready(axon_dev_qp_t *qp)
+{
+    axon_dev_port_attr_t port;
+    axon_dev_qp_attr_t attr;
+    int ret;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state   = AXON_DEV_QPS_INIT;
+    attr.pkey_index = 0;
+    attr.port_num   = SOFTIB_PORT_NUM;
+    attr.qkey       = AXON_DEV_CM_UDP_QKEY;
+    if (((ret = axon_dev_modify_qp(qp, &attr, AXON_DEV_QP_STATE | AXON_DEV_QP_PKEY_INDEX |
+                                             AXON_DEV_QP_PORT | AXON_DEV_QP_QKEY |
+                                             AXON_DEV_QP_ACCESS_FLAGS)) != 0) ||
+        ((ret = axon_dev_query_port(qp->context, SOFTIB_PORT_NUM, &port)) != 0)) {
+        return ret;
+    }
+    attr.qp_state = AXON_DEV_QPS_RTR;
+    attr.path_mtu = port.active_mtu;
+    if ((ret = axon_dev_modify_qp(qp, &attr, AXON_DEV_QP_STATE | AXON_DEV_QP_PATH_MTU)) != 0) {
+        return ret;
+    }
+    attr.qp_state = AXON_DEV_QPS_RTS;
+    attr.sq_psn   = softib_cm_random_psn();
+    return axon_dev_modify_qp(qp, &attr, AXON_DEV_QP_STATE | AXON_DEV_QP_SQ_PSN);
+}
+
 int softib_cm_create_qp(axon_dev_cm_id_priv_t *id, axon_dev_pd_t *pd,
                                axon_dev_qp_init_attr_t *init_attr)
 {
@@ -38,6 +72,14 @@ int softib_cm_create_qp(axon_dev_cm_id_priv_t *id, axon_dev_pd_t *pd,
 
     if ((ret = axon_dev_create_qp(pd, init_attr, &qp)) != 0) {
         return ret;
+    }
+    if (id->super.ps == AXON_DEV_CM_PS_UDP) {
+        if ((ret = softib_cm_ud_qp_ready(qp)) != 0) {
+            axon_dev_destroy_qp(qp);
+            return ret;
+        }
+        id->super.qp = qp;
+        return 0;
     }
     /* READ and ATOMIC come at RTR, if the connection grants responder resources. */
     memset(&attr, 0, sizeof(attr));
@@ -163,6 +205,23 @@ int softib_cm_send(softib_cm_id_t *sid, softib_cm_msg_type_t type, uint16_t reas
     return 0;
 }
 
+_Static_assert(offsetof(axon_dev_cm_conn_param_t, private_data_len) ==
+               offsetof(axon_dev_cm_ud_param_t, private_data_len), "conn and ud share pdata");
+
+/* A UD peer: its QP, the qkey every RDMA_PS_UDP QP has, and the route to its GID. */
+static void softib_cm_ud_param(axon_dev_cm_ev_priv_t *ev, const softib_cm_msg_t *msg)
+{
+    axon_dev_cm_ud_param_t *ud = &ev->super.param.ud;
+
+    axon_dev_cm_event_set_pdata(ev, msg->pdata, msg->pdata_len);  /* conn's = ud's */
+    ud->qp_num                = ntohl(msg->qpn);
+    ud->qkey                  = AXON_DEV_CM_UDP_QKEY;
+    ud->ah_attr.is_global     = 1;
+    ud->ah_attr.port_num      = SOFTIB_PORT_NUM;
+    ud->ah_attr.grh.hop_limit = SOFTIB_CM_HOP_LIMIT;
+    memcpy(ud->ah_attr.grh.dgid.raw, msg->gid, sizeof(msg->gid));
+}
+
 void softib_cm_event(softib_cm_id_t *sid, axon_dev_cm_event_type_t type, int status,
                      const softib_cm_msg_t *msg)
 {
@@ -173,7 +232,9 @@ void softib_cm_event(softib_cm_id_t *sid, axon_dev_cm_event_type_t type, int sta
     if (ev == NULL) {
         return;
     }
-    if (msg != NULL) {
+    if ((msg != NULL) && (sid->id->super.ps == AXON_DEV_CM_PS_UDP)) {
+        softib_cm_ud_param(ev, msg);
+    } else if (msg != NULL) {
         /* The peer's resources, seen from this side (as librdmacm reports them). */
         c = &ev->super.param.conn;
         axon_dev_cm_event_set_pdata(ev, msg->pdata, msg->pdata_len);
@@ -322,14 +383,20 @@ int softib_cm_accept(axon_dev_cm_id_priv_t *id, const axon_dev_cm_conn_param_t *
     if (m->pdata_len > 0) {
         memcpy(m->pdata, param->private_data, m->pdata_len);
     }
-    /* as rdma_accept: RTR and RTS before the reply goes out */
-    if ((qp != NULL) &&
+    /* as rdma_accept: RTR and RTS before the reply goes out (a UD QP is in RTS) */
+    if ((qp != NULL) && (id->super.ps != AXON_DEV_CM_PS_UDP) &&
         (ret = softib_cm_qp_connect(sid, sid->peer.rnr_retry_count, sid->init_depth)) != 0) {
         return ret;
     }
     if ((ret = softib_cm_send(sid, SOFTIB_CM_MSG_REP, 0, NULL, 0)) != 0) {
         axon_error("softib cm: accept: the requester is gone (%s)", strerror(ret));
         return ret;
+    }
+    if (id->super.ps == AXON_DEV_CM_PS_UDP) {   /* SIDR: the reply ends the exchange */
+        sid->state = SOFTIB_CM_CLOSED;
+        softib_cm_close(sid);
+        softib_cm_timer_update(sid->sc);
+        return 0;
     }
     sid->state    = SOFTIB_CM_REP_SENT;
     sid->deadline = axon_sys_time_ns() + sid->sc->timeout_ns;

@@ -160,6 +160,12 @@ static void softib_cm_reply(softib_cm_id_t *sid, const softib_cm_msg_t *m)
 
     sid->peer     = *m;
     sid->deadline = 0;
+    if (sid->id->super.ps == AXON_DEV_CM_PS_UDP) {   /* SIDR: no RTU, nothing to keep open */
+        sid->state = SOFTIB_CM_CLOSED;
+        softib_cm_close(sid);
+        softib_cm_event(sid, AXON_DEV_CM_EVENT_ESTABLISHED, 0, m);
+        return;
+    }
     if (sid->id->super.qp == NULL) {
         sid->state = SOFTIB_CM_REP_RCVD;
         softib_cm_event(sid, AXON_DEV_CM_EVENT_CONNECT_RESPONSE, 0, m);

@@ -18,6 +18,7 @@ framework_device_softib_verbs_abi_libibverbs_la_SOURCES = \
 	framework/device/softib/verbs_abi/vabi_strings.c \
 	framework/device/softib/verbs_abi/vabi_host.c \
 	framework/device/softib/verbs_abi/vabi_unsupported.c \
+	framework/device/softib/verbs_abi/vabi_rdmacm.c \
 	$(axon_base_sources) \
 	framework/device/dev.c \
 	framework/device/dev_cm.c \
@@ -31,6 +32,6 @@ framework_device_softib_verbs_abi_libibverbs_la_LDFLAGS = \
 framework_device_softib_verbs_abi_libibverbs_la_LIBADD = -lpthread
 EXTRA_framework_device_softib_verbs_abi_libibverbs_la_DEPENDENCIES = \
 	framework/device/softib/verbs_abi/libibverbs.map
-noinst_HEADERS += framework/device/softib/verbs_abi/vabi.h
+noinst_HEADERS += framework/device/softib/verbs_abi/vabi.h framework/device/softib/verbs_abi/vabi_rdmacm.h
 endif
 EXTRA_DIST += framework/device/softib/verbs_abi/libibverbs.map

@@ -58,6 +58,7 @@ typedef struct {
     struct ibv_qp_ex   ex;
     axon_dev_qp_t     *dev;
     vabi_wr_builder_t *wr;
+    struct axon_dev_cm_id *cm_id;   /* librdmacm's QP: its id in the CM, or NULL */
 } vabi_qp_t;
 
 /* The wrapper of an ibv object (the ibv struct is its first member). */
@@ -83,6 +84,14 @@ static inline void *vabi_fail_null(int err)
 /* A verb that softib or this library lacks: one log line naming it, then errno. */
 int   vabi_unsupported(const char *verb);
 void *vabi_unsupported_null(const char *verb);
+
+vabi_context_t *vabi_context_new(struct ibv_device *device, axon_dev_context_t *dev);
+
+/* ibv_create_qp with the device-layer QP made by create (librdmacm's QPs by the CM). */
+typedef int (*vabi_qp_create_fn_t)(void *arg, axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *attr,
+                                   axon_dev_qp_t **qp_p);
+struct ibv_qp *vabi_create_qp_by(struct ibv_pd *pd, struct ibv_qp_init_attr *attr,
+                                 vabi_qp_create_fn_t create, void *arg);
 
 /* Ops of the context (vabi_device.c fills the tables). */
 int  vabi_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);

@@ -135,19 +135,31 @@ static int vabi_query_device_ex(struct ibv_context *ctx,
 
 struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
+    axon_dev_context_t *dev;
     vabi_context_t *c;
     int ret;
 
     pthread_once(&vabi_config_once, vabi_config_read);
-    c = calloc(1, sizeof(*c));
-    if (c == NULL) {
-        axon_error("libibverbs on softib: no memory to open %s", device->name);
-        return vabi_fail_null(ENOMEM);
-    }
-    if ((ret = axon_dev_open(device->name, &c->dev)) != 0) {
-        free(c);
+    if ((ret = axon_dev_open(device->name, &dev)) != 0) {
         return vabi_fail_null(ret);
     }
+    if ((c = vabi_context_new(device, dev)) == NULL) {
+        axon_dev_close(dev);
+        return vabi_fail_null(ENOMEM);
+    }
+    return &c->vctx.context;
+}
+
+/* The ibv_context of an open device-layer context (also librdmacm's, vabi_rdmacm.c). */
+vabi_context_t *vabi_context_new(struct ibv_device *device, axon_dev_context_t *dev)
+{
+    vabi_context_t *c = calloc(1, sizeof(*c));
+
+    if (c == NULL) {
+        axon_error("libibverbs on softib: no memory to open %s", device->name);
+        return NULL;
+    }
+    c->dev                              = dev;
     c->vctx.sz                          = sizeof(c->vctx);
     c->vctx.query_port                  = vabi_query_port_sized;
     c->vctx.query_device_ex             = vabi_query_device_ex;
@@ -167,7 +179,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
     c->vctx.context.ops.post_recv       = vabi_post_recv;
     c->vctx.context.ops.post_srq_recv   = vabi_post_srq_recv;
     pthread_mutex_init(&c->vctx.context.mutex, NULL);
-    return &c->vctx.context;
+    return c;
 }
 
 int ibv_close_device(struct ibv_context *context)

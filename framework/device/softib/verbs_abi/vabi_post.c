@@ -16,7 +16,8 @@
                                IBV_SEND_INLINE)
 
 /* One send WR without its link; EOPNOTSUPP for what softib lacks (logged). */
-static int vabi_send_wr_from_ibv(const struct ibv_send_wr *in, axon_dev_send_wr_t *out)
+static int vabi_send_wr_from_ibv(const struct ibv_send_wr *in, enum ibv_qp_type qp_type,
+                                 axon_dev_send_wr_t *out)
 {
     if ((unsigned)in->opcode > IBV_WR_ATOMIC_FETCH_AND_ADD) {
         axon_error("libibverbs on softib: post_send: opcode %d not supported (softib has "
@@ -50,7 +51,11 @@ static int vabi_send_wr_from_ibv(const struct ibv_send_wr *in, axon_dev_send_wr_
         out->wr.rdma.rkey        = in->wr.rdma.rkey;
         break;
     default:
-        /* SEND: the UD fields matter only on a UD QP, where the AH must be given. */
+        /* SEND: the UD fields are read only on a UD QP (where the AH must be given):
+         * on a connected QP they may be anything (ucmatose leaves them unset). */
+        if (qp_type != IBV_QPT_UD) {
+            break;
+        }
         out->wr.ud.ah          = (in->wr.ud.ah != NULL) ? VABI(ah, in->wr.ud.ah)->dev : NULL;
         out->wr.ud.remote_qpn  = in->wr.ud.remote_qpn;
         out->wr.ud.remote_qkey = in->wr.ud.remote_qkey;
@@ -68,7 +73,7 @@ int vabi_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr
 
     while (wr != NULL) {
         for (n = 0; (wr != NULL) && (n < VABI_POST_BATCH); wr = wr->next, n++) {
-            if ((ret = vabi_send_wr_from_ibv(wr, &batch[n])) != 0) {
+            if ((ret = vabi_send_wr_from_ibv(wr, qp->qp_type, &batch[n])) != 0) {
                 /* the WRs before the bad one are posted, as verbs promises */
                 if ((n > 0) && ((ret = axon_dev_post_send(dqp, batch, &dbad)) != 0)) {
                     *bad_wr = from[dbad - batch];

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "log.h"
+#include "dev_cm.h"
 #include "vabi.h"
 
 static axon_dev_cq_t *vabi_cq_dev(struct ibv_cq *cq)
@@ -22,7 +23,20 @@ static int vabi_qp_type_ok(enum ibv_qp_type type)
     return EOPNOTSUPP;
 }
 
+static int vabi_qp_create_plain(void *arg, axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *attr,
+                                axon_dev_qp_t **qp_p)
+{
+    (void)arg;
+    return axon_dev_create_qp(pd, attr, qp_p);
+}
+
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+    return vabi_create_qp_by(pd, attr, vabi_qp_create_plain, NULL);
+}
+
+struct ibv_qp *vabi_create_qp_by(struct ibv_pd *pd, struct ibv_qp_init_attr *attr,
+                                 vabi_qp_create_fn_t create, void *arg)
 {
     axon_dev_qp_init_attr_t dattr;
     vabi_qp_t *qp;
@@ -47,7 +61,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
         return vabi_fail_null(ENOMEM);
     }
     dattr.qp_context = qp;   /* async events lead back to the wrapper */
-    if ((ret = axon_dev_create_qp(VABI(pd, pd)->dev, &dattr, &qp->dev)) != 0) {
+    if ((ret = create(arg, VABI(pd, pd)->dev, &dattr, &qp->dev)) != 0) {
         free(qp);
         return vabi_fail_null(ret);
     }
@@ -212,7 +226,9 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 
 int ibv_destroy_qp(struct ibv_qp *qp)
 {
-    int ret = axon_dev_destroy_qp(VABI(qp, qp)->dev);
+    /* librdmacm's QP leaves its id through the CM, which would otherwise still drive it */
+    int ret = (VABI(qp, qp)->cm_id != NULL) ? axon_dev_cm_destroy_qp(VABI(qp, qp)->cm_id) :
+                                              axon_dev_destroy_qp(VABI(qp, qp)->dev);
 
     if (ret) {
         return ret;

@@ -38,6 +38,7 @@ struct Ev {
     axon_dev_cm_id_t        *id        = nullptr;
     axon_dev_cm_id_t        *listen_id = nullptr;
     axon_dev_cm_conn_param_t conn;
+    axon_dev_cm_ud_param_t   ud;      /* the same event seen as a UD one */
     std::string              pdata;
 };
 
@@ -60,6 +61,8 @@ bool get_ev(axon_dev_cm_channel_t *ch, Ev *out, double timeout = kEvTimeout)
             out->id        = ev->id;
             out->listen_id = ev->listen_id;
             out->conn      = ev->param.conn;
+            out->ud        = ev->param.ud;
+            out->ud.private_data = nullptr;
             out->pdata.assign((const char *)ev->param.conn.private_data,
                               ev->param.conn.private_data ? ev->param.conn.private_data_len : 0);
             out->conn.private_data = nullptr;
@@ -143,7 +146,7 @@ struct Side {
         return ret;
     }
 
-    int qp(axon_dev_cm_id_t *id)
+    int qp(axon_dev_cm_id_t *id, axon_dev_qp_type_t type = AXON_DEV_QPT_RC)
     {
         int ret = setup(id);
         if (ret != 0) {
@@ -153,7 +156,7 @@ struct Side {
         memset(&init, 0, sizeof(init));
         init.send_cq          = cq;
         init.recv_cq          = cq;
-        init.qp_type          = AXON_DEV_QPT_RC;
+        init.qp_type          = type;
         init.sq_sig_all       = 1;
         init.cap.max_send_wr  = 64;
         init.cap.max_recv_wr  = 64;
@@ -285,10 +288,11 @@ protected:
         return ch;
     }
 
-    axon_dev_cm_id_t *id(axon_dev_cm_channel_t *ch, void *context = nullptr)
+    axon_dev_cm_id_t *id(axon_dev_cm_channel_t *ch, void *context = nullptr,
+                         axon_dev_cm_port_space_t ps = AXON_DEV_CM_PS_TCP)
     {
         axon_dev_cm_id_t *i = nullptr;
-        EXPECT_EQ(0, axon_dev_cm_create_id(ch, context, AXON_DEV_CM_PS_TCP, &i));
+        EXPECT_EQ(0, axon_dev_cm_create_id(ch, context, ps, &i));
         if (i != nullptr) {
             ids_.push_back(i);
         }
@@ -305,9 +309,10 @@ protected:
     }
 
     /* A listener on 127.0.0.1, port chosen; returns it and its port. */
-    axon_dev_cm_id_t *listener(axon_dev_cm_channel_t *ch, uint16_t *port, void *ctx = nullptr)
+    axon_dev_cm_id_t *listener(axon_dev_cm_channel_t *ch, uint16_t *port, void *ctx = nullptr,
+                               axon_dev_cm_port_space_t ps = AXON_DEV_CM_PS_TCP)
     {
-        axon_dev_cm_id_t  *l = id(ch, ctx);
+        axon_dev_cm_id_t  *l = id(ch, ctx, ps);
         struct sockaddr_in a = inet("127.0.0.1", 0);
         EXPECT_EQ(0, axon_dev_cm_bind_addr(l, sa(a)));
         EXPECT_EQ(0, axon_dev_cm_listen(l, 8));
@@ -317,9 +322,10 @@ protected:
     }
 
     /* An active id through ADDR_RESOLVED and ROUTE_RESOLVED towards ip:port. */
-    axon_dev_cm_id_t *resolved(axon_dev_cm_channel_t *ch, const char *ip, uint16_t port)
+    axon_dev_cm_id_t *resolved(axon_dev_cm_channel_t *ch, const char *ip, uint16_t port,
+                               axon_dev_cm_port_space_t ps = AXON_DEV_CM_PS_TCP)
     {
-        axon_dev_cm_id_t  *c   = id(ch);
+        axon_dev_cm_id_t  *c   = id(ch, nullptr, ps);
         struct sockaddr_in dst = inet(ip, port);
         Ev                 ev;
         EXPECT_EQ(0, axon_dev_cm_resolve_addr(c, nullptr, sa(dst), 1000));
@@ -493,6 +499,73 @@ TEST_F(SoftibCm, SendRecvAndWriteOverCmQp)
     ASSERT_TRUE(poll_one(b_.cq, &wc));
     EXPECT_EQ(AXON_DEV_WC_WR_FLUSH_ERR, wc.status) << wc_status_name(wc.status);
     EXPECT_EQ(8u, wc.wr_id);
+}
+
+/*
+ * RDMA_PS_UDP (SIDR): UD QPs ready at creation; the requester learns the
+ * server's QPN, qkey and address, the server only the request; a datagram
+ * sent with what the event gave arrives.
+ */
+TEST_F(SoftibCm, UdIdsResolveThePeersQpAndAddress)
+{
+    axon_dev_cm_channel_t *ch = channel();
+    uint16_t               port;
+    axon_dev_mr_t         *smr, *rmr;
+    axon_dev_ah_t         *ah = nullptr;
+    axon_dev_gid_t         gid;
+    axon_dev_wc_t          wc;
+    const char             req[] = "ud request";
+    Ev                     ev;
+
+    listener(ch, &port, nullptr, AXON_DEV_CM_PS_UDP);
+    axon_dev_cm_id_t *c = resolved(ch, "127.0.0.1", port, AXON_DEV_CM_PS_UDP);
+    EXPECT_EQ(EINVAL, a_.qp(c, AXON_DEV_QPT_RC)) << "a UDP id carries a UD QP";
+    ASSERT_EQ(0, a_.qp(c, AXON_DEV_QPT_UD));
+    EXPECT_EQ(AXON_DEV_QPS_RTS, query_state(c->qp));
+    axon_dev_cm_conn_param_t p;
+    memset(&p, 0, sizeof(p));
+    p.private_data     = req;
+    p.private_data_len = sizeof(req);
+    ASSERT_EQ(0, axon_dev_cm_connect(c, &p));
+
+    expect_ev(ch, AXON_DEV_CM_EVENT_CONNECT_REQUEST, nullptr, &ev);
+    ASSERT_EQ(AXON_DEV_CM_EVENT_CONNECT_REQUEST, ev.type);
+    EXPECT_EQ(std::string(req, sizeof(req)), ev.pdata);
+    EXPECT_EQ(c->qp->qp_num, ev.ud.qp_num);
+    axon_dev_cm_id_t *s = ev.id;
+    adopt(s);
+    ASSERT_EQ(0, b_.qp(s, AXON_DEV_QPT_UD));
+    uint8_t *sbuf = a_.buf(4096, AXON_DEV_ACCESS_LOCAL_WRITE, &smr);
+    uint8_t *rbuf = b_.buf(4096, AXON_DEV_ACCESS_LOCAL_WRITE, &rmr);
+    ASSERT_TRUE(sbuf && rbuf);
+    ASSERT_EQ(0, post_recv(s->qp, 5, rbuf, 4096, rmr->lkey));
+    ASSERT_EQ(0, axon_dev_cm_accept(s, nullptr));
+
+    expect_ev(ch, AXON_DEV_CM_EVENT_ESTABLISHED, c, &ev);
+    EXPECT_EQ(s->qp->qp_num, ev.ud.qp_num);
+    EXPECT_EQ(AXON_DEV_CM_UDP_QKEY, ev.ud.qkey);
+    EXPECT_EQ(1, ev.ud.ah_attr.is_global);
+    ASSERT_EQ(0, axon_dev_query_gid(s->verbs, s->port_num ? s->port_num : 1, 0, &gid));
+    EXPECT_EQ(0, memcmp(gid.raw, ev.ud.ah_attr.grh.dgid.raw, sizeof(gid.raw)));
+    expect_no_ev(ch);   /* the passive side of SIDR gets no ESTABLISHED */
+
+    ASSERT_EQ(0, axon_dev_create_ah(a_.pd, &ev.ud.ah_attr, &ah));
+    axon_test_fill(sbuf, 1000, 21);
+    axon_dev_send_wr_t wr;
+    axon_dev_sge_t     sge;
+    make_wr(&wr, &sge, 9, AXON_DEV_WR_SEND, sbuf, 1000, smr->lkey, AXON_DEV_SEND_SIGNALED);
+    wr.wr.ud.ah          = ah;
+    wr.wr.ud.remote_qpn  = ev.ud.qp_num;
+    wr.wr.ud.remote_qkey = ev.ud.qkey;
+    ASSERT_EQ(0, post_one(c->qp, &wr));
+    ASSERT_TRUE(poll_one(a_.cq, &wc)) << "send completion";
+    EXPECT_EQ(AXON_DEV_WC_SUCCESS, wc.status) << wc_status_name(wc.status);
+    ASSERT_TRUE(poll_one(b_.cq, &wc)) << "receive completion";
+    EXPECT_EQ(AXON_DEV_WC_SUCCESS, wc.status) << wc_status_name(wc.status);
+    EXPECT_EQ(5u, wc.wr_id);
+    EXPECT_EQ(1000u + 40u, wc.byte_len) << "a UD receive starts with the 40-byte GRH";
+    EXPECT_EQ(-1, axon_test_check(rbuf + 40, 1000, 21));
+    EXPECT_EQ(0, axon_dev_destroy_ah(ah));
 }
 
 TEST_F(SoftibCm, NoQpConnectResponseThenEstablish)
@@ -729,8 +802,8 @@ TEST_F(SoftibCm, BadInputIsEinvalWithALogLine)
     EXPECT_EINVAL_LOGS(axon_dev_cm_create_event_channel(nullptr), "NULL channel_p");
     EXPECT_EINVAL_LOGS(axon_dev_cm_create_id(nullptr, nullptr, AXON_DEV_CM_PS_TCP, &out),
                        "NULL channel");
-    EXPECT_EINVAL_LOGS(axon_dev_cm_create_id(ch, nullptr, AXON_DEV_CM_PS_UDP, &out),
-                       "port space 0x111");
+    EXPECT_EINVAL_LOGS(axon_dev_cm_create_id(ch, nullptr, AXON_DEV_CM_PS_IB, &out),
+                       "port space 0x13f");
     EXPECT_EINVAL_LOGS(axon_dev_cm_get_event(nullptr, &e), "NULL channel");
     EXPECT_EINVAL_LOGS(axon_dev_cm_ack_event(nullptr), "NULL event");
     EXPECT_EINVAL_LOGS(axon_dev_cm_destroy_id(nullptr), "NULL id");

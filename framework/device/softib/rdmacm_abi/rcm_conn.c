@@ -1,0 +1,188 @@
+/*
+ * The QP of an id and the connection: create/destroy QP, connect, accept,
+ * reject, establish, disconnect.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "rcm.h"
+
+/* rdma_create_qp without CQs: one per direction, each with its own channel (librdmacm's way). */
+static int rcm_cq_make(struct rdma_cm_id *id, uint32_t depth, struct ibv_comp_channel **ch_p,
+                       struct ibv_cq **cq_p)
+{
+    if ((*ch_p = ibv_create_comp_channel(id->verbs)) == NULL) {
+        return errno;
+    }
+    if ((*cq_p = ibv_create_cq(id->verbs, (depth > 0) ? (int)depth : 1, id, *ch_p, 0)) == NULL) {
+        int err = errno;
+
+        ibv_destroy_comp_channel(*ch_p);
+        *ch_p = NULL;
+        return err;
+    }
+    return 0;
+}
+
+static void rcm_cqs_free(rcm_id_t *id)
+{
+    struct rdma_cm_id *c = &id->id;
+
+    if (!id->own_cqs) {
+        return;
+    }
+    if (c->send_cq != NULL)         ibv_destroy_cq(c->send_cq);
+    if (c->send_cq_channel != NULL) ibv_destroy_comp_channel(c->send_cq_channel);
+    if (c->recv_cq != NULL)         ibv_destroy_cq(c->recv_cq);
+    if (c->recv_cq_channel != NULL) ibv_destroy_comp_channel(c->recv_cq_channel);
+    c->send_cq = c->recv_cq = NULL;
+    c->send_cq_channel = c->recv_cq_channel = NULL;
+    id->own_cqs = 0;
+}
+
+static int rcm_qp_defaults(rcm_id_t *id, struct ibv_pd **pd_p, struct ibv_qp_init_attr *attr)
+{
+    struct rdma_cm_id *c = &id->id;
+    int ret;
+
+    if (*pd_p == NULL) {
+        if ((c->pd == NULL) && ((c->pd = ibv_alloc_pd(c->verbs)) == NULL)) {
+            return errno;
+        }
+        id->own_pd = 1;
+        *pd_p      = c->pd;
+    }
+    if ((attr->send_cq == NULL) || (attr->recv_cq == NULL)) {
+        id->own_cqs = 1;
+        if (((attr->send_cq == NULL) &&
+             (ret = rcm_cq_make(c, attr->cap.max_send_wr, &c->send_cq_channel, &c->send_cq))) ||
+            ((attr->recv_cq == NULL) &&
+             (ret = rcm_cq_make(c, attr->cap.max_recv_wr, &c->recv_cq_channel, &c->recv_cq)))) {
+            rcm_cqs_free(id);
+            return ret;
+        }
+        if (attr->send_cq == NULL) attr->send_cq = c->send_cq;
+        if (attr->recv_cq == NULL) attr->recv_cq = c->recv_cq;
+    }
+    return 0;
+}
+
+int rdma_create_qp(struct rdma_cm_id *cm_id, struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+    rcm_id_t *id = RCM(id, cm_id);
+    struct ibv_qp *qp;
+    int ret;
+
+    if (cm_id->verbs == NULL) {
+        rcm_bridge()->log_error("rdma_create_qp: id %p has no device yet (bind or resolve "
+                                "its address first)", (void*)cm_id);
+        return rcm_ret(EINVAL);
+    }
+    if ((pd != NULL) && (pd->context != cm_id->verbs)) {
+        rcm_bridge()->log_error("rdma_create_qp: the PD is of another device than id %p's",
+                                (void*)cm_id);
+        return rcm_ret(EINVAL);
+    }
+    if ((ret = rcm_qp_defaults(id, &pd, attr)) != 0) {
+        return rcm_ret(ret);
+    }
+    if ((qp = rcm_bridge()->create_qp(id->dev, pd, attr)) == NULL) {
+        ret = errno;
+        rcm_cqs_free(id);
+        return rcm_ret(ret);
+    }
+    cm_id->qp      = qp;
+    cm_id->qp_type = attr->qp_type;
+    return 0;
+}
+
+void rdma_destroy_qp(struct rdma_cm_id *cm_id)
+{
+    /* not when ibv_destroy_qp has destroyed it already (the CM id has no QP then) */
+    if ((cm_id->qp != NULL) &&
+        ((RCM(id, cm_id)->dev->qp == NULL) || (ibv_destroy_qp(cm_id->qp) == 0))) {
+        cm_id->qp = NULL;
+    }
+    rcm_cqs_free(RCM(id, cm_id));
+}
+
+/*
+ * The program's parameters; RDMA_MAX_RESP_RES / RDMA_MAX_INIT_DEPTH, or no
+ * parameters at all, mean the device's limits, as librdmacm takes them.
+ */
+static int rcm_param_in(struct rdma_cm_id *cm_id, const struct rdma_conn_param *in,
+                        axon_dev_cm_conn_param_t *out)
+{
+    struct ibv_device_attr dev;
+    int ret;
+
+    if ((ret = ibv_query_device(cm_id->verbs, &dev)) != 0) {
+        return ret;
+    }
+    memset(out, 0, sizeof(*out));
+    out->responder_resources = (uint8_t)dev.max_qp_rd_atom;
+    out->initiator_depth     = (uint8_t)dev.max_qp_init_rd_atom;
+    out->retry_count         = 7;
+    out->rnr_retry_count     = 7;
+    if (in == NULL) {
+        return 0;
+    }
+    out->private_data     = in->private_data;
+    out->private_data_len = in->private_data_len;
+    if (in->responder_resources < out->responder_resources) {
+        out->responder_resources = in->responder_resources;
+    }
+    if (in->initiator_depth < out->initiator_depth) {
+        out->initiator_depth = in->initiator_depth;
+    }
+    out->flow_control    = in->flow_control;
+    out->retry_count     = in->retry_count;
+    out->rnr_retry_count = in->rnr_retry_count;
+    out->srq             = in->srq;
+    out->qp_num          = in->qp_num;
+    return 0;
+}
+
+int rdma_connect(struct rdma_cm_id *cm_id, struct rdma_conn_param *conn_param)
+{
+    axon_dev_cm_conn_param_t param;
+    int ret;
+
+    if (cm_id->verbs == NULL) {
+        rcm_bridge()->log_error("rdma_connect: id %p has no device yet (resolve the route "
+                                "first)", (void*)cm_id);
+        return rcm_ret(EINVAL);
+    }
+    if ((ret = rcm_param_in(cm_id, conn_param, &param)) != 0) {
+        return rcm_ret(ret);
+    }
+    return rcm_ret(rcm_bridge()->connect(RCM(id, cm_id)->dev, &param));
+}
+
+int rdma_accept(struct rdma_cm_id *cm_id, struct rdma_conn_param *conn_param)
+{
+    axon_dev_cm_conn_param_t param;
+    int ret;
+
+    if (conn_param == NULL) {   /* the request's resources (the CM's rule) */
+        return rcm_ret(rcm_bridge()->accept(RCM(id, cm_id)->dev, NULL));
+    }
+    if ((ret = rcm_param_in(cm_id, conn_param, &param)) != 0) {
+        return rcm_ret(ret);
+    }
+    return rcm_ret(rcm_bridge()->accept(RCM(id, cm_id)->dev, &param));
+}
+
+int rdma_reject(struct rdma_cm_id *cm_id, const void *private_data, uint8_t private_data_len)
+{
+    return rcm_ret(rcm_bridge()->reject(RCM(id, cm_id)->dev, private_data, private_data_len));
+}
+
+int rdma_establish(struct rdma_cm_id *cm_id)
+{
+    return rcm_ret(rcm_bridge()->establish(RCM(id, cm_id)->dev));
+}
+
+int rdma_disconnect(struct rdma_cm_id *cm_id)
+{
+    return rcm_ret(rcm_bridge()->disconnect(RCM(id, cm_id)->dev));
+}
