@@ -193,7 +193,7 @@ t_perftest() { server_client '^ *[0-9]+ +200 +[0-9.]+' "$@" -d softib0 -x 0 -n 2
 # (tests/softib_verbs/verbs_abi_check.c, built here against libibverbs-dev).
 t_verbs_abi_check() {
     cc -std=gnu11 -Wall -Wextra -Werror -o "$tmp/verbs_abi_check" \
-        "$srcdir/tests/softib_verbs/verbs_abi_check.c" -libverbs || return 1
+        "$srcdir/tests/softib_verbs/verbs_abi_check.c" -libverbs -pthread || return 1
     verbs "$tmp/verbs_abi_check"
 }
 
