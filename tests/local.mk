@@ -118,12 +118,13 @@ endif
 EXTRA_DIST += tests/sanitizers/lsan.supp tests/sanitizers/valgrind.supp
 EXTRA_DIST += tests/run_tests.sh tests/test_names.sh tests/README.md tests/tools_test.sh tests/softib_verbs_test.sh \
 	tests/softib_verbs/verbs_abi_check.c tests/softib_verbs/rdmacm_abi_check.c \
+	contrib/softib/devnodes.sh \
 	tests/layering/check_layers.sh \
 	tests/layering/check_layers_test.sh contrib/bench/compare.sh \
 	contrib/bench/ep_mem.sh contrib/bench/dc_goals.sh contrib/bench/layout_compare.sh contrib/bench/rma_compare.sh \
 	contrib/bench/bench_lib.sh \
 	contrib/bench/mpi_compare.sh contrib/bench/osu_compare.sh contrib/bench/osc_compare.sh \
-	contrib/bench/shmem_compare.sh contrib/bench/shmem_lat.c \
+	contrib/bench/shmem_compare.sh contrib/bench/shmem_lat.c contrib/bench/softib_compare.sh \
 	tests/mpi/run_mpi_tests.sh tests/mpi/session.sh tests/mpi/mpi_check.h \
 	tests/mpi/osc_win.h tests/mpi/osc_ops.h tests/mpi/osc_fence.c tests/mpi/osc_lock.c \
 	tests/mpi/osc_pscw.c tests/mpi/osc_lat.c tests/mpi/osc_busy.c \

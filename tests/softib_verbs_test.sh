@@ -200,7 +200,7 @@ t_perftest() { server_client '^ *[0-9]+ +200 +[0-9.]+' "$@" -d softib0 -x 0 -n 2
 # (tests/softib_verbs/verbs_abi_check.c, built here against libibverbs-dev).
 t_verbs_abi_check() {
     cc -std=gnu11 -Wall -Wextra -Werror -o "$tmp/verbs_abi_check" \
-        "$srcdir/tests/softib_verbs/verbs_abi_check.c" -libverbs || return 1
+        "$srcdir/tests/softib_verbs/verbs_abi_check.c" -libverbs -pthread || return 1
     verbs "$tmp/verbs_abi_check"
 }
 
@@ -309,6 +309,49 @@ t_rdmacm_netns() (
         udaddy -b 10.212.0.1 -C 20 -- -s 10.212.0.1 -C 20
 )
 
+# UCX (ucx-utils 1.13): it lists a verbs device only where the kernel's
+# /dev/infiniband/<dev_name> exists, so it runs in the private mount
+# namespace of contrib/softib/devnodes.sh (docs/design.md, "UCX on softib").
+ucx() {  # program args...
+    if ! command -v "$1" >/dev/null; then
+        echo "$1 is not installed (contrib/setup.sh installs ucx-utils)"
+        return 127
+    fi
+    LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" UCX_NET_DEVICES=softib0:1 \
+        UCX_WARN_UNUSED_ENV_VARS=n timeout 60 "$srcdir/contrib/softib/devnodes.sh" "$@"
+}
+
+t_ucx_lists_softib() {
+    # ucx_info -d: both verbs transports on softib0's port, with the node
+    ucx ucx_info -d >"$tmp/ui" || return 1
+    grep -E 'Memory domain|Transport|Device' "$tmp/ui"
+    grep -q 'Memory domain: softib0' "$tmp/ui" &&
+        grep -A1 'Transport: rc_verbs' "$tmp/ui" | grep -q 'Device: softib0:1' &&
+        grep -A1 'Transport: ud_verbs' "$tmp/ui" | grep -q 'Device: softib0:1' || return 1
+    # and without it UCX sees no softib device (why the namespace is needed)
+    LD_LIBRARY_PATH="$libdir" timeout 60 ucx_info -d >"$tmp/ui0" 2>&1
+    ! grep -q 'softib0' "$tmp/ui0"
+}
+
+# ucx_perftest server and client over softib with UCX_TLS=$1; the client's
+# last line of numbers ("Final:") and, for UCP's tests, the transport UCP
+# chose for the tag lane (UCX_LOG_LEVEL=info prints
+# "ep_cfg[0]: tag(rc_verbs/softib0:1)"); UCT's tests name theirs (-x), "-".
+t_ucx_perftest() {  # tls lane-transport|- perftest-args...
+    local tls=$1 lane=$2 port srv crc=0 src=0
+    shift 2
+    port=$(free_port)
+    UCX_TLS=$tls ucx ucx_perftest -p "$port" >"$tmp/usrv" 2>&1 &
+    srv=$!; pids+=("$srv")
+    wait_listening "$port" "$srv" || { echo "server did not listen"; cat "$tmp/usrv"; return 1; }
+    UCX_TLS=$tls UCX_LOG_LEVEL=info ucx ucx_perftest 127.0.0.1 -p "$port" "$@" >"$tmp/ucli" 2>&1 ||
+        crc=$?
+    wait "$srv" || src=$?
+    echo "== client (exit $crc)"; tail -15 "$tmp/ucli"; echo "== server (exit $src)"; tail -15 "$tmp/usrv"
+    [ "$crc" -eq 0 ] && [ "$src" -eq 0 ] && grep -Eq '^Final: +[0-9]+ ' "$tmp/ucli" &&
+        { [ "$lane" = - ] || grep -Eq "ep_cfg\[[0-9]+\]: .*($lane/softib0:1)" "$tmp/ucli"; }
+}
+
 t_unsupported_is_reported() {  # program args... -- expected message
     local args=() msg
     while [ "$1" != -- ]; do args+=("$1"); shift; done
@@ -345,6 +388,24 @@ check softib_verbs_timestamps_reported_unsupported t_unsupported_is_reported \
     ibv_rc_pingpong -g 0 -t -- "isn't completion timestamp capable"
 check softib_verbs_device_memory_reported_unsupported t_unsupported_is_reported \
     ibv_rc_pingpong -g 0 -j -- "doesn't support dm allocation"
+# UCX's verbs transports: rc_verbs takes ud_verbs for UCP's wireup messages
+# only (":aux"): rc connects endpoint to endpoint, and UCP needs a transport
+# reaching a whole interface to exchange the rc addresses.
+check softib_verbs_ucx_info_lists_softib        t_ucx_lists_softib
+check softib_verbs_ucx_rc_tag_lat               t_ucx_perftest rc_verbs,ud_verbs:aux rc_verbs \
+    -t tag_lat -n 1000
+check softib_verbs_ucx_rc_ucp_put_lat           t_ucx_perftest rc_verbs,ud_verbs:aux rc_verbs \
+    -t ucp_put_lat -n 1000
+check softib_verbs_ucx_rc_uct_put_lat           t_ucx_perftest rc_verbs - \
+    -t put_lat -d softib0:1 -x rc_verbs -n 1000
+check softib_verbs_ucx_rc_tag_bw_1m             t_ucx_perftest rc_verbs,ud_verbs:aux rc_verbs \
+    -t tag_bw -s 1048576 -n 50
+check softib_verbs_ucx_ud_tag_lat               t_ucx_perftest ud_verbs ud_verbs -t tag_lat -n 1000
+check softib_verbs_ucx_ud_ucp_put_lat           t_ucx_perftest ud_verbs ud_verbs -t ucp_put_lat -n 1000
+check softib_verbs_ucx_ud_uct_am_lat            t_ucx_perftest ud_verbs - \
+    -t am_lat -d softib0:1 -x ud_verbs -n 1000
+check softib_verbs_ucx_ud_tag_bw_1m             t_ucx_perftest ud_verbs ud_verbs \
+    -t tag_bw -s 1048576 -n 50
 # perftest: latency and bandwidth, RC (and UD, UC where it offers them)
 check softib_verbs_perftest_send_lat            t_perftest ib_send_lat
 check softib_verbs_perftest_send_lat_ud         t_perftest ib_send_lat -c UD

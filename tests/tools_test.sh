@@ -401,6 +401,33 @@ t_bench_dc_goals() {
     fi
 }
 
+# contrib/bench/softib_compare.sh, quickly: four rows (perftest, UCX and
+# Axon on softib, Axon over tcp), each ratio the quotient of its two values
+# and its verdict the goal's, the exit status 0 only if all passed; where
+# the verbs library is not built, the one line saying so (exit 2).
+t_bench_softib_compare() {
+    local rc
+    AXON_PERF=$perf bash "$srcdir/contrib/bench/softib_compare.sh" --quick >"$tmp/o" 2>"$tmp/e"
+    rc=$?
+    cat "$tmp/o"
+    if [ ! -e "$builddir/.libs/axon/softib-verbs/libibverbs.so.1" ]; then
+        [ $rc -eq 2 ] && grep -q 'libibverbs.so.1 is not built' "$tmp/e"
+        return
+    fi
+    [ "$(grep -cE '^\| .* \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| (<=|>=) [0-9.]+ \| (PASS|MISS) \|$' "$tmp/o")" -eq 4 ] ||
+        { cat "$tmp/e"; return 1; }
+    awk -F' \\| ' '/^\| .* \| (PASS|MISS) \|$/ {
+            r = $2 / $3; g = substr($5, 4) + 0; ok = (substr($5, 1, 2) == "<=") ? r <= g : r >= g
+            edge = (r - g < 0.0011) && (g - r < 0.0011)
+            if ((r - $4 > 0.0011) || ($4 - r > 0.0011) || (!edge && (ok != ($6 ~ /^PASS/)))) { print "bad row: " $0; exit 1 } }' \
+        "$tmp/o" || return 1
+    if grep -q '| MISS |$' "$tmp/o"; then
+        [ $rc -eq 1 ] && grep -qE '^[1-4] of 4 goals missed or not measured$' "$tmp/o"
+    else
+        [ $rc -eq 0 ] && grep -q '^all 4 goals met$' "$tmp/o"
+    fi
+}
+
 # contrib/bench/layout_compare.sh: the rc rows against a remote layout key
 # are measured (numbers, not failures), every verdict follows from its
 # ratio and goal, rows for information carry none, and the summary and the
@@ -741,6 +768,7 @@ check perf_tag_fan_bad_arguments            t_perf_fan_bad_args
 check bench_ep_mem_has_a_dc_row             t_bench_ep_mem_dc_row
 check bench_dc_goals_rows_and_verdicts       t_bench_dc_goals
 check bench_dc_goals_says_when_dc_cannot_run t_bench_dc_goals_needs_dc
+check bench_softib_compare_rows_and_verdicts t_bench_softib_compare
 check bench_layout_compare_remote_layout_rows t_bench_layout_compare
 check bench_osc_compare_rows_and_ratios      t_bench_osc_compare
 if why=$(shmem_compare_missing) && [ -n "$why" ]; then

@@ -2,16 +2,18 @@
  * What no ibverbs-utils program drives on softib: ibv_create_cq_ex with its
  * polling interface, the ibv_wr_* interface with every operation it offers
  * (between two RC QPs of one process), and an asynchronous event (an SRQ's
- * limit) through ibv_get_async_event. Built and run by
+ * limit) through ibv_get_async_event, whose SRQ's destroy waits for its ack. Built and run by
  * tests/softib_verbs_test.sh against the libibverbs.so.1 LD_LIBRARY_PATH
  * names; prints what failed and exits 1.
  *   verbs_abi_check
  */
 #include <endian.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <infiniband/verbs.h>
 
 #define N_SEND 20
@@ -118,6 +120,21 @@ static int poll_ex(struct ibv_cq_ex *cq, struct ibv_wc *out, int n)
     return got;
 }
 
+struct destroy_srq_arg {
+    struct ibv_srq *srq;
+    int             ret;
+    int             done;
+};
+
+static void *destroy_srq_thread(void *arg)
+{
+    struct destroy_srq_arg *d = arg;
+
+    d->ret = ibv_destroy_srq(d->srq);
+    __atomic_store_n(&d->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
 /*
  * An SRQ armed at a limit raises SRQ_LIMIT_REACHED, about that SRQ, once its
  * posted receives fall below it (here: a QP of its own sends into it).
@@ -135,6 +152,8 @@ static void check_srq_limit_event(struct ibv_mr *mr)
     struct ibv_srq *srq;
     struct ibv_cq *cq;
     struct ibv_qp *s, *r;
+    struct destroy_srq_arg d;
+    pthread_t t;
     int i, n;
 
     memset(&sattr, 0, sizeof(sattr));
@@ -185,10 +204,20 @@ static void check_srq_limit_event(struct ibv_mr *mr)
     CHECK((ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED) && (ev.element.srq == srq),
           "event %s about %p, not SRQ %p", ibv_event_type_str(ev.event_type),
           (void *)ev.element.srq, (void *)srq);
-    ibv_ack_async_event(&ev);
     CHECK(!ibv_query_srq(srq, &limit) && (limit.srq_limit == 0), "the limit is disarmed by its event");
-    CHECK(!ibv_destroy_qp(s) && !ibv_destroy_qp(r) && !ibv_destroy_srq(srq) &&
-          !ibv_destroy_cq(cq), "destroy");
+    CHECK(!ibv_destroy_qp(s) && !ibv_destroy_qp(r), "destroy the QPs");
+    /* destroying the SRQ waits until its event is acknowledged (the ack may touch it) */
+    d.srq = srq;
+    d.ret = -1;
+    __atomic_store_n(&d.done, 0, __ATOMIC_SEQ_CST);
+    CHECK(!pthread_create(&t, NULL, destroy_srq_thread, &d), "pthread_create");
+    usleep(100000);
+    CHECK(!__atomic_load_n(&d.done, __ATOMIC_SEQ_CST),
+          "destroy_srq returned before the SRQ's event was acknowledged");
+    ibv_ack_async_event(&ev);
+    pthread_join(t, NULL);
+    CHECK(d.ret == 0, "destroy_srq after the ack: %d", d.ret);
+    CHECK(!ibv_destroy_cq(cq), "destroy_cq");
 }
 
 int main(void)

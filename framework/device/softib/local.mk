@@ -22,6 +22,7 @@ noinst_HEADERS += \
 softib_sources += \
 	framework/device/softib/softib_config.c \
 	framework/device/softib/softib_device.c \
+	framework/device/softib/softib_async.c \
 	framework/device/softib/softib_mr.c \
 	framework/device/softib/softib_ah.c \
 	framework/device/softib/softib_cq.c \

@@ -87,6 +87,14 @@ typedef struct softib_xchan_count {
     unsigned max;
 } softib_xchan_count_t;
 
+/* Unread async events a device keeps; more are lost (with a warning) */
+#define SOFTIB_ASYNC_QUEUE 256
+
+typedef struct {
+    axon_dev_async_event_t ev;
+    const void            *element;   /* what ev names, for softib_async_forget */
+} softib_async_entry_t;
+
 typedef struct softib_dev {
     axon_dev_context_t  super;
     pthread_mutex_t     lock;
@@ -116,8 +124,12 @@ typedef struct softib_dev {
     uint8_t             mr_gen;
     unsigned            num_mrs;
     axon_list_link_t    mkey_lists;        /* UMR entry lists (softib_umr.c) */
-    /* async events travel through a pipe; super.async_fd is its read end */
-    int                 async_wfd;
+    /* async events (softib_async.c): a queue, and a byte per queued event on a
+     * socket pair whose read end is super.async_fd */
+    pthread_mutex_t       async_lock;
+    softib_async_entry_t  async_q[SOFTIB_ASYNC_QUEUE];
+    unsigned              async_head, async_count;
+    int                   async_wfd;
     /* progress thread */
     int                 thread_started;
     pthread_t           thread;
@@ -396,7 +408,15 @@ static inline softib_send_wqe_t *softib_sq_wqe(softib_qp_t *qp, unsigned n)
 
 /* device */
 extern const axon_dev_ops_t softib_dev_ops;
+
+/* async events (softib_async.c) */
+int      softib_async_open(softib_dev_t *dev);
+void     softib_async_close(softib_dev_t *dev);
 void     softib_async_event(softib_dev_t *dev, axon_dev_event_type_t type, void *element);
+/* element (a QP, CQ, SRQ or DCT) is being destroyed: its unread events go */
+void     softib_async_forget(softib_dev_t *dev, const void *element);
+int      softib_async_get(axon_dev_context_t *ctx, axon_dev_async_event_t *event);
+void     softib_async_ack(axon_dev_async_event_t *event);
 
 /* mr: the one access path every memory access goes through */
 typedef enum {

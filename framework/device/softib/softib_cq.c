@@ -189,6 +189,7 @@ int softib_destroy_cq(axon_dev_cq_t *acq)
     if (acq->channel != NULL) {
         ((softib_comp_channel_t *)acq->channel)->refcnt--;
     }
+    softib_async_forget(dev, acq);
     pthread_mutex_unlock(&dev->lock);
     free(cq->src);
     free(cq->ring);

@@ -594,6 +594,7 @@ int softib_destroy_dct(axon_dev_dct_t *adct)
     softib_pd(adct->pd)->refcnt--;
     softib_cq(adct->cq)->refcnt--;
     softib_srq(adct->srq)->refcnt--;
+    softib_async_forget(dev, adct);
     pthread_mutex_unlock(&dev->lock);
     free(dct->dcr);
     free(dct->hash);

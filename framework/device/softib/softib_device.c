@@ -149,7 +149,7 @@ static int softib_open(const char *name, axon_dev_context_t **ctx_p)
     softib_wire_params_t params;
     uint64_t remove;
     softib_dev_t *dev;
-    int pfd[2], index, ret;
+    int index, ret;
 
     dev = calloc(1, sizeof(*dev));
     if (dev == NULL) {
@@ -177,17 +177,13 @@ static int softib_open(const char *name, axon_dev_context_t **ctx_p)
         ret = ENOMEM;
         goto err_opts;
     }
-    if (pipe2(pfd, O_CLOEXEC) < 0) {
-        ret = errno;
-        axon_error("softib: pipe for async events of %s: %s", name, strerror(ret));
+    snprintf(dev->super.name, sizeof(dev->super.name), "%s", name);
+    if ((ret = softib_async_open(dev)) != 0) {
         goto err_mrs;
     }
-    fcntl(pfd[1], F_SETFL, O_NONBLOCK);
-    dev->super.async_fd = pfd[0];
-    dev->async_wfd      = pfd[1];
     if ((ret = softib_wire_open(&params, &dev->wire)) != 0) {
         axon_error("softib: cannot open the wire of %s: %s", name, strerror(ret));
-        goto err_pipe;
+        goto err_async;
     }
     softib_wire_gid(dev->wire, &dev->gid);
     pthread_mutex_init(&dev->lock, NULL);
@@ -216,9 +212,8 @@ static int softib_open(const char *name, axon_dev_context_t **ctx_p)
 err_wire:
     pthread_mutex_destroy(&dev->lock);
     softib_wire_close(dev->wire);
-err_pipe:
-    close(pfd[0]);
-    close(pfd[1]);
+err_async:
+    softib_async_close(dev);
 err_mrs:
     free(dev->mrs);
 err_opts:
@@ -239,8 +234,7 @@ static void softib_close(axon_dev_context_t *ctx)
     softib_mr_table_free(dev);
     softib_mkey_lists_free(dev);
     softib_wire_close(dev->wire);
-    close(dev->super.async_fd);
-    close(dev->async_wfd);
+    softib_async_close(dev);
     pthread_mutex_destroy(&dev->lock);
     softib_config_release(&dev->opts);
     free(dev);
@@ -316,58 +310,6 @@ static int softib_query_pkey(axon_dev_context_t *ctx, uint8_t port_num, int inde
     return 0;
 }
 
-void softib_async_event(softib_dev_t *dev, axon_dev_event_type_t type, void *element)
-{
-    axon_dev_async_event_t ev;
-
-    memset(&ev, 0, sizeof(ev));
-    ev.event_type = type;
-    switch (type) {
-    case AXON_DEV_EVENT_CQ_ERR:
-        ev.element.cq = element;
-        break;
-    case AXON_DEV_EVENT_SRQ_ERR:
-    case AXON_DEV_EVENT_SRQ_LIMIT_REACHED:
-        ev.element.srq = element;
-        break;
-    case AXON_DEV_EVENT_DCT_KEY_VIOLATION:
-    case AXON_DEV_EVENT_DCT_ACCESS_ERR:
-    case AXON_DEV_EVENT_DCT_REQ_ERR:
-        ev.element.dct = element;
-        break;
-    default:
-        ev.element.qp = element;
-        break;
-    }
-    axon_debug("softib: %s: async event %s", dev->super.name, axon_dev_event_type_str(type));
-    /* One write of a small struct into a pipe is atomic: the reader gets whole events */
-    if (write(dev->async_wfd, &ev, sizeof(ev)) != (ssize_t)sizeof(ev)) {
-        axon_warn("softib: %s: async event %s lost (nobody reads events)", dev->super.name,
-                  axon_dev_event_type_str(type));
-    }
-}
-
-static int softib_get_async_event(axon_dev_context_t *ctx, axon_dev_async_event_t *event)
-{
-    softib_dev_t *dev = softib_dev(ctx);
-    ssize_t n;
-    int ret;
-
-    if ((ret = softib_wait_fd(dev, ctx->async_fd)) != 0) {
-        return ret;
-    }
-    n = read(ctx->async_fd, event, sizeof(*event));
-    if (n == (ssize_t)sizeof(*event)) {
-        return 0;
-    }
-    return (n < 0) ? errno : EIO;
-}
-
-static void softib_ack_async_event(axon_dev_async_event_t *event)
-{
-    (void)event;   /* events hold no resources */
-}
-
 static const axon_dev_backend_t softib_dev_backend = {
     .name          = "softib",
     .order         = 0,   /* always there: device 0 of a list is predictable */
@@ -422,6 +364,6 @@ const axon_dev_ops_t softib_dev_ops = {
     .query_mkey           = softib_query_mkey,
     .alloc_mkey_list      = softib_alloc_mkey_list,
     .dealloc_mkey_list    = softib_dealloc_mkey_list,
-    .get_async_event      = softib_get_async_event,
-    .ack_async_event      = softib_ack_async_event,
+    .get_async_event      = softib_async_get,
+    .ack_async_event      = softib_async_ack,
 };

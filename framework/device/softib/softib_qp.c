@@ -454,6 +454,7 @@ int softib_destroy_qp(axon_dev_qp_t *aqp)
     if (aqp->srq != NULL) {
         softib_srq(aqp->srq)->refcnt--;
     }
+    softib_async_forget(dev, aqp);   /* unreachable now: no new event can name it */
     pthread_mutex_unlock(&dev->lock);
     softib_qp_free(qp);
     return 0;

@@ -207,6 +207,7 @@ int softib_destroy_srq(axon_dev_srq_t *asrq)
         return EBUSY;
     }
     softib_pd(asrq->pd)->refcnt--;
+    softib_async_forget(dev, asrq);
     pthread_mutex_unlock(&dev->lock);
     softib_rq_cleanup(&srq->rq);
     free(srq);

@@ -6,6 +6,24 @@
 #include "log.h"
 #include "vabi.h"
 
+/* One more event about an object, under its mutex (the ack counts in another thread). */
+static void vabi_async_count(pthread_mutex_t *mutex, unsigned *counter)
+{
+    pthread_mutex_lock(mutex);
+    ++*counter;
+    pthread_mutex_unlock(mutex);
+}
+
+void vabi_async_wait_acked(pthread_mutex_t *mutex, pthread_cond_t *cond,
+                           const unsigned *reported, const uint32_t *completed)
+{
+    pthread_mutex_lock(mutex);
+    while (*completed != *reported) {
+        pthread_cond_wait(cond, mutex);
+    }
+    pthread_mutex_unlock(mutex);
+}
+
 int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
 {
     axon_dev_async_event_t ev;
@@ -18,15 +36,27 @@ int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *eve
     memset(event, 0, sizeof(*event));
     event->event_type = (enum ibv_event_type)ev.event_type;
     switch (axon_dev_ibv_ev_elem((unsigned)ev.event_type)) {
-    case AXON_DEV_IBV_EV_CQ:
-        event->element.cq = ibv_cq_ex_to_cq(&((vabi_cq_t*)ev.element.cq->cq_context)->ex);
+    case AXON_DEV_IBV_EV_CQ: {
+        vabi_cq_t *cq = ev.element.cq->cq_context;
+
+        event->element.cq = ibv_cq_ex_to_cq(&cq->ex);
+        vabi_async_count(&cq->ex.mutex, &cq->events_reported);
         return 0;
-    case AXON_DEV_IBV_EV_QP:
-        event->element.qp = &((vabi_qp_t*)ev.element.qp->qp_context)->ex.qp_base;
+    }
+    case AXON_DEV_IBV_EV_QP: {
+        vabi_qp_t *qp = ev.element.qp->qp_context;
+
+        event->element.qp = &qp->ex.qp_base;
+        vabi_async_count(&qp->ex.qp_base.mutex, &qp->events_reported);
         return 0;
-    case AXON_DEV_IBV_EV_SRQ:
-        event->element.srq = &((vabi_srq_t*)ev.element.srq->srq_context)->ibv;
+    }
+    case AXON_DEV_IBV_EV_SRQ: {
+        vabi_srq_t *srq = ev.element.srq->srq_context;
+
+        event->element.srq = &srq->ibv;
+        vabi_async_count(&srq->ibv.mutex, &srq->events_reported);
         return 0;
+    }
     case AXON_DEV_IBV_EV_PORT:
         event->element.port_num = ev.element.port_num;
         return 0;
@@ -44,22 +74,34 @@ int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *eve
 void ibv_ack_async_event(struct ibv_async_event *event)
 {
     axon_dev_async_event_t ev;
-    axon_dev_context_t *dev = NULL;
+    axon_dev_context_t *dev;
+    pthread_mutex_t *mutex;
+    pthread_cond_t *cond;
+    uint32_t *completed;
 
     memset(&ev, 0, sizeof(ev));
     ev.event_type = (axon_dev_event_type_t)event->event_type;
     switch (axon_dev_ibv_ev_elem((unsigned)event->event_type)) {
     case AXON_DEV_IBV_EV_CQ:
         ev.element.cq = VABI(cq, event->element.cq)->dev;
-        dev = ev.element.cq->context;
+        dev           = ev.element.cq->context;
+        mutex         = &event->element.cq->mutex;
+        cond          = &event->element.cq->cond;
+        completed     = &event->element.cq->async_events_completed;
         break;
     case AXON_DEV_IBV_EV_QP:
         ev.element.qp = VABI(qp, event->element.qp)->dev;
-        dev = ev.element.qp->context;
+        dev           = ev.element.qp->context;
+        mutex         = &event->element.qp->mutex;
+        cond          = &event->element.qp->cond;
+        completed     = &event->element.qp->events_completed;
         break;
     case AXON_DEV_IBV_EV_SRQ:
         ev.element.srq = VABI(srq, event->element.srq)->dev;
-        dev = ev.element.srq->context;
+        dev            = ev.element.srq->context;
+        mutex          = &event->element.srq->mutex;
+        cond           = &event->element.srq->cond;
+        completed      = &event->element.srq->events_completed;
         break;
     default:
         /* A port or device event names no context to hand it back to; the
@@ -67,4 +109,9 @@ void ibv_ack_async_event(struct ibv_async_event *event)
         return;
     }
     axon_dev_ack_async_event(dev, &ev);
+    /* the last access to the object: a destroy waiting for this ack may free it */
+    pthread_mutex_lock(mutex);
+    ++*completed;
+    pthread_cond_broadcast(cond);
+    pthread_mutex_unlock(mutex);
 }

@@ -81,9 +81,11 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 int ibv_destroy_cq(struct ibv_cq *cq)
 {
     struct ibv_comp_channel *channel = cq->channel;
-    int ret = axon_dev_destroy_cq(VABI(cq, cq)->dev);
+    int ret;
 
-    if (ret) {
+    vabi_async_wait_acked(&cq->mutex, &cq->cond, &VABI(cq, cq)->events_reported,
+                          &cq->async_events_completed);
+    if ((ret = axon_dev_destroy_cq(VABI(cq, cq)->dev)) != 0) {
         return ret;
     }
     if (channel != NULL) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "config.h"
+#include "list.h"
 #include "log.h"
 #include "vabi.h"
 
@@ -118,7 +119,7 @@ const char *ibv_get_device_name(struct ibv_device *device)
 
 __be64 ibv_get_device_guid(struct ibv_device *device)
 {
-    return htobe64(((vabi_device_t*)(void*)device)->node_guid);
+    return htobe64(axon_container_of(device, vabi_device_t, ibv)->node_guid);
 }
 
 int ibv_get_device_index(struct ibv_device *device)

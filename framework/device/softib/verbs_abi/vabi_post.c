@@ -15,9 +15,13 @@
 #define VABI_SEND_FLAGS_KNOWN (IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | \
                                IBV_SEND_INLINE)
 
-/* One send WR without its link; EOPNOTSUPP for what softib lacks (logged). */
-static int vabi_send_wr_from_ibv(const struct ibv_send_wr *in, enum ibv_qp_type qp_type,
-                                 axon_dev_send_wr_t *out)
+/*
+ * One send WR without its link; EOPNOTSUPP for what softib lacks (logged).
+ * The UD fields are read only on a UD QP: elsewhere that part of the union
+ * is whatever the program left in it (UCX's RC sends leave an RDMA address,
+ * ucmatose nothing).
+ */
+static int vabi_send_wr_from_ibv(const struct ibv_send_wr *in, int ud, axon_dev_send_wr_t *out)
 {
     if ((unsigned)in->opcode > IBV_WR_ATOMIC_FETCH_AND_ADD) {
         axon_error("libibverbs on softib: post_send: opcode %d not supported (softib has "
@@ -51,9 +55,7 @@ static int vabi_send_wr_from_ibv(const struct ibv_send_wr *in, enum ibv_qp_type 
         out->wr.rdma.rkey        = in->wr.rdma.rkey;
         break;
     default:
-        /* SEND: the UD fields are read only on a UD QP (where the AH must be given):
-         * on a connected QP they may be anything (ucmatose leaves them unset). */
-        if (qp_type != IBV_QPT_UD) {
+        if (!ud) {
             break;
         }
         out->wr.ud.ah          = (in->wr.ud.ah != NULL) ? VABI(ah, in->wr.ud.ah)->dev : NULL;
@@ -69,11 +71,12 @@ int vabi_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr
     axon_dev_send_wr_t batch[VABI_POST_BATCH], *dbad;
     struct ibv_send_wr *from[VABI_POST_BATCH];
     axon_dev_qp_t *dqp = VABI(qp, qp)->dev;
+    int ud = (qp->qp_type == IBV_QPT_UD);
     int n, ret;
 
     while (wr != NULL) {
         for (n = 0; (wr != NULL) && (n < VABI_POST_BATCH); wr = wr->next, n++) {
-            if ((ret = vabi_send_wr_from_ibv(wr, qp->qp_type, &batch[n])) != 0) {
+            if ((ret = vabi_send_wr_from_ibv(wr, ud, &batch[n])) != 0) {
                 /* the WRs before the bad one are posted, as verbs promises */
                 if ((n > 0) && ((ret = axon_dev_post_send(dqp, batch, &dbad)) != 0)) {
                     *bad_wr = from[dbad - batch];

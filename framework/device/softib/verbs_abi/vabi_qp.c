@@ -226,11 +226,14 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 
 int ibv_destroy_qp(struct ibv_qp *qp)
 {
-    /* librdmacm's QP leaves its id through the CM, which would otherwise still drive it */
-    int ret = (VABI(qp, qp)->cm_id != NULL) ? axon_dev_cm_destroy_qp(VABI(qp, qp)->cm_id) :
-                                              axon_dev_destroy_qp(VABI(qp, qp)->dev);
+    int ret;
 
-    if (ret) {
+    vabi_async_wait_acked(&qp->mutex, &qp->cond, &VABI(qp, qp)->events_reported,
+                          &qp->events_completed);
+    /* librdmacm's QP leaves its id through the CM, which would otherwise still drive it */
+    ret = (VABI(qp, qp)->cm_id != NULL) ? axon_dev_cm_destroy_qp(VABI(qp, qp)->cm_id) :
+                                          axon_dev_destroy_qp(VABI(qp, qp)->dev);
+    if (ret != 0) {
         return ret;
     }
     vabi_wr_cleanup(VABI(qp, qp));
@@ -320,9 +323,11 @@ int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
 
 int ibv_destroy_srq(struct ibv_srq *srq)
 {
-    int ret = axon_dev_destroy_srq(VABI(srq, srq)->dev);
+    int ret;
 
-    if (ret) {
+    vabi_async_wait_acked(&srq->mutex, &srq->cond, &VABI(srq, srq)->events_reported,
+                          &srq->events_completed);
+    if ((ret = axon_dev_destroy_srq(VABI(srq, srq)->dev)) != 0) {
         return ret;
     }
     pthread_mutex_destroy(&srq->mutex);

@@ -1001,6 +1001,29 @@ TEST_F(SoftibSrq, LastWqeReachedWhenQpOnSrqEntersErr)
     expect_async(AXON_DEV_EVENT_QP_LAST_WQE_REACHED, b_.qp, "QP on SRQ to ERR");
 }
 
+/*
+ * Destroying a QP takes its unread events back (as the kernel does): the
+ * reader must not get a pointer to the freed QP. UCX destroys QPs whose
+ * LAST_WQE_REACHED it has not read yet.
+ */
+TEST_F(SoftibSrq, UnreadEventGoesWithItsDestroyedQp)
+{
+    axon_dev_srq_t        *srq = nullptr;
+    axon_dev_qp_attr_t     a;
+    axon_dev_async_event_t ev;
+
+    open_dev();
+    ASSERT_EQ(0, dev_.srq(16, 1, &srq));
+    rc_pair(Side(), Side(), 1, srq);
+    memset(&a, 0, sizeof(a));
+    a.qp_state = AXON_DEV_QPS_ERR;
+    ASSERT_EQ(0, axon_dev_modify_qp(b_.qp, &a, AXON_DEV_QP_STATE));
+    ASSERT_TRUE(fd_readable(dev_.ctx->async_fd, kWcTimeout)) << "no event queued";
+    dev_.destroy_qp(&b_);
+    EXPECT_FALSE(fd_readable(dev_.ctx->async_fd, 0)) << "the destroyed QP's event still rings";
+    EXPECT_EQ(EAGAIN, axon_dev_get_async_event(dev_.ctx, &ev));
+}
+
 /* srq_limit above max_wr is refused; post_recv on a QP with an SRQ is refused. */
 TEST_F(SoftibSrq, BadLimitAndPostRecvOnSrqQpRefused)
 {
