@@ -109,11 +109,15 @@ t_devinfo_follows_configuration() {
 }
 
 # A TCP port nothing listens on now (the programs exchange addresses over it).
+# A port no socket uses, below the kernel's ephemeral range (a port in it may
+# be taken by any outgoing connection between this pick and the server's bind).
 free_port() {
-    local port
+    local port low
+    low=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+    [ "${low:-0}" -gt 12000 ] || low=32768
     while :; do
-        port=$((20000 + RANDOM % 20000))
-        ss -Hltn "sport = :$port" 2>/dev/null | grep -q . || { echo "$port"; return; }
+        port=$((10000 + RANDOM % (low - 10000)))
+        ss -Htan "sport = :$port" 2>/dev/null | grep -q . || { echo "$port"; return; }
     done
 }
 
