@@ -117,6 +117,7 @@ typedef struct softib_dev {
     axon_list_link_t    timed_list;
     uint64_t            timed_due;
     uint64_t            qp_visits;         /* QPs the passes visited, for softib_qp_visits */
+    uint64_t            cq_serial;         /* the last CQ's serial (softib_cq_t.serial) */
     axon_list_link_t    ack_list;          /* QPs with a coalesced ACK to send */
     /* MR key table: key = index << 8 | generation */
     struct softib_mr  **mrs;
@@ -164,6 +165,7 @@ typedef struct softib_comp_channel {
     axon_dev_comp_channel_t super;
     int                     wfd;           /* write end; super.fd is the read end */
     int                     refcnt;
+    axon_list_link_t        cqs;           /* its live CQs (softib_cq_t.chan_link) */
 } softib_comp_channel_t;
 
 /*
@@ -192,6 +194,8 @@ typedef struct softib_cq {
     unsigned       first_err;              /* produced count at the first error, 0 none */
     softib_xchan_count_t wait;             /* WAIT tasks on it */
     unsigned       events;                 /* events delivered, for ack_cq_events */
+    uint64_t       serial;                 /* names it in its channel's events */
+    axon_list_link_t chan_link;            /* in its channel's cqs */
 } softib_cq_t;
 
 typedef struct softib_recv_wqe {

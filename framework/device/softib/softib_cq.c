@@ -3,8 +3,11 @@
  *
  * A CQ is a ring of cqe + 1 work completions filled by the engine under the
  * device lock; beside each, the queue slots it holds until it is polled. A
- * completion channel is a pipe: an event writes the CQ's pointer into it, so
- * the read end works with poll/epoll and get_cq_event reads which CQ fired.
+ * completion channel is a pipe: an event writes the CQ's pointer and serial
+ * into it, so the read end works with poll/epoll and get_cq_event reads
+ * which CQ fired; an event of a CQ destroyed before it was read is dropped
+ * there (the pointer is looked up among the channel's live CQs, never
+ * followed), as a kernel drops the events of a destroyed CQ.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,6 +43,7 @@ int softib_create_comp_channel(axon_dev_context_t *ctx, axon_dev_comp_channel_t 
     ch->super.context = ctx;
     ch->super.fd      = pfd[0];
     ch->wfd           = pfd[1];
+    axon_list_init(&ch->cqs);
     *ch_p = &ch->super;
     return 0;
 }
@@ -63,23 +67,50 @@ int softib_destroy_comp_channel(axon_dev_comp_channel_t *ach)
     return 0;
 }
 
+/* What a channel's pipe carries per event. */
+typedef struct {
+    softib_cq_t *cq;
+    uint64_t     serial;
+} softib_cq_event_t;
+
+/* The event's CQ if it is still one of the channel's, else NULL (destroyed). */
+static softib_cq_t *softib_cq_event_live(softib_dev_t *dev, softib_comp_channel_t *ch,
+                                         const softib_cq_event_t *ev)
+{
+    softib_cq_t *cq, *found = NULL;
+
+    pthread_mutex_lock(&dev->lock);
+    axon_list_for_each(cq, &ch->cqs, chan_link) {
+        if ((cq == ev->cq) && (cq->serial == ev->serial)) {
+            found = cq;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&dev->lock);
+    return found;
+}
+
 int softib_get_cq_event(axon_dev_comp_channel_t *ch, axon_dev_cq_t **cq_p,
                         void **cq_context_p)
 {
     softib_dev_t *dev = softib_dev(ch->context);
-    axon_dev_cq_t *cq;
+    softib_cq_event_t ev;
+    softib_cq_t *cq;
     ssize_t n;
     int ret;
 
-    if ((ret = softib_wait_fd(dev, ch->fd)) != 0) {
-        return ret;
-    }
-    n = read(ch->fd, &cq, sizeof(cq));
-    if (n != (ssize_t)sizeof(cq)) {
-        return (n < 0) ? errno : EIO;
-    }
-    *cq_p         = cq;
-    *cq_context_p = cq->cq_context;
+    do {
+        if ((ret = softib_wait_fd(dev, ch->fd)) != 0) {
+            return ret;
+        }
+        n = read(ch->fd, &ev, sizeof(ev));
+        if (n != (ssize_t)sizeof(ev)) {
+            return (n < 0) ? errno : EIO;
+        }
+        cq = softib_cq_event_live(dev, (softib_comp_channel_t *)ch, &ev);
+    } while (cq == NULL);   /* its CQ was destroyed unread: the event went with it */
+    *cq_p         = &cq->super;
+    *cq_context_p = cq->super.cq_context;
     return 0;
 }
 
@@ -165,6 +196,8 @@ int softib_create_cq_ex(axon_dev_context_t *ctx, int cqe, void *cq_context,
     if (channel != NULL) {
         pthread_mutex_lock(&dev->lock);
         ((softib_comp_channel_t *)channel)->refcnt++;
+        cq->serial = ++dev->cq_serial;
+        axon_list_add_tail(&((softib_comp_channel_t *)channel)->cqs, &cq->chan_link);
         pthread_mutex_unlock(&dev->lock);
     }
     *cq_p = &cq->super;
@@ -188,6 +221,7 @@ int softib_destroy_cq(axon_dev_cq_t *acq)
     }
     if (acq->channel != NULL) {
         ((softib_comp_channel_t *)acq->channel)->refcnt--;
+        axon_list_del(&cq->chan_link);   /* its unread events are dropped at read */
     }
     softib_async_forget(dev, acq);
     pthread_mutex_unlock(&dev->lock);
@@ -269,11 +303,11 @@ void softib_cq_push(softib_cq_t *cq, const axon_dev_wc_t *wc, int solicited,
     cq->tail++;
     if ((cq->armed == 1) ||
         ((cq->armed == 2) && (solicited || (wc->status != AXON_DEV_WC_SUCCESS)))) {
-        axon_dev_cq_t *handle = &cq->super;
+        softib_cq_event_t ev = {cq, cq->serial};
 
         cq->armed = 0;
         ch        = (softib_comp_channel_t *)cq->super.channel;
-        if ((ch != NULL) && (write(ch->wfd, &handle, sizeof(handle)) != sizeof(handle))) {
+        if ((ch != NULL) && (write(ch->wfd, &ev, sizeof(ev)) != sizeof(ev))) {
             axon_warn("softib: completion event lost (channel full)");
         }
         cq->events++;

@@ -282,6 +282,18 @@ public:
         return ret;
     }
 
+    /* Destroy one CQ before the end (its QPs first). */
+    void destroy_cq(axon_dev_cq_t *cq)
+    {
+        for (auto it = cqs_.begin(); it != cqs_.end(); ++it) {
+            if (*it == cq) {
+                cqs_.erase(it);
+                break;
+            }
+        }
+        EXPECT_EQ(0, axon_dev_destroy_cq(cq));
+    }
+
     /* Destroy one QP before the end (e.g. to make its peer retry). */
     void destroy_qp(Qp *q)
     {

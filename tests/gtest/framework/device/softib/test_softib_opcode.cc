@@ -562,6 +562,37 @@ protected:
     }
 };
 
+/*
+ * An event of a CQ destroyed before the event was read goes with it: the
+ * channel then gives the next live CQ's event, or EAGAIN, never the freed
+ * CQ (as a kernel drops a destroyed CQ's events).
+ */
+TEST_F(SoftibChannel, UnreadEventGoesWithItsDestroyedCq)
+{
+    axon_dev_wc_t wc;
+
+    open_dev();
+    channel_pair();
+    if (HasFatalFailure()) return;
+    Buf sb = dev_.reg(64, 0);
+    Buf rb = dev_.reg(128, AXON_DEV_ACCESS_LOCAL_WRITE);
+    ASSERT_EQ(0, post_recv(b_.qp, 1, rb.ptr, 64, rb.lkey()));
+    ASSERT_EQ(0, post_recv(b_.qp, 2, rb.ptr + 64, 64, rb.lkey()));
+    ASSERT_EQ(0, axon_dev_req_notify_cq(b_.rcq, 0));
+    send(10, 0, sb.ptr, sb.lkey());
+    ASSERT_TRUE(fd_readable(ch_->fd, kWcTimeout)) << "no event";
+    ASSERT_TRUE(poll_one(b_.rcq, &wc));
+
+    /* b_'s receive CQ goes, its event unread: the channel has nothing to give */
+    dev_.destroy_qp(&b_);
+    dev_.destroy_cq(b_.rcq);
+    b_.rcq = nullptr;
+    axon_dev_cq_t *cq  = nullptr;
+    void          *ctx = nullptr;
+    EXPECT_EQ(EAGAIN, axon_dev_get_cq_event(ch_, &cq, &ctx)) << "the destroyed CQ's event";
+    EXPECT_FALSE(fd_readable(ch_->fd, 0)) << "the event is still in the channel";
+}
+
 /* req_notify(solicited_only): an unsolicited receive does not wake the fd, a solicited one does. */
 TEST_F(SoftibChannel, SolicitedOnlyWakesOnSolicited)
 {
