@@ -376,6 +376,26 @@ t_bench_ep_mem_dc_row() {
     fi
 }
 
+# A goals table a contrib/bench script printed to file: rows rows, each
+# ratio the quotient of its two values and its verdict the goal's, the exit
+# status rc 0 only if all passed.
+goal_table_ok() {  # file rows rc
+    local f=$1 n=$2 rc=$3
+    [ "$(grep -cE '^\| .* \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| (<=|>=) [0-9.]+ \| (PASS|MISS) \|$' "$f")" -eq "$n" ] ||
+        return 1
+    awk -F' \\| ' '/^\| .* \| (PASS|MISS) \|$/ {
+            r = $2 / $3; g = substr($5, 4) + 0; ok = (substr($5, 1, 2) == "<=") ? r <= g : r >= g
+            # on the goal itself the printed (rounded) values may tell either way
+            edge = (r - g < 0.0011) && (g - r < 0.0011)
+            if ((r - $4 > 0.0011) || ($4 - r > 0.0011) || (!edge && (ok != ($6 ~ /^PASS/)))) { print "bad row: " $0; exit 1 } }' \
+        "$f" || return 1
+    if grep -q '| MISS |$' "$f"; then
+        [ "$rc" -eq 1 ] && grep -qE "^[1-$n] of $n goals missed or not measured\$" "$f"
+    else
+        [ "$rc" -eq 0 ] && grep -q "^all $n goals met\$" "$f"
+    fi
+}
+
 # contrib/bench/dc_goals.sh, quickly and on few peers: five rows, each ratio
 # the quotient of its two values and its verdict the goal's, the exit status
 # 0 only if all passed. Over dc where it is built, else with ud in its place.
@@ -386,19 +406,7 @@ t_bench_dc_goals() {
         --rc-ep-peers 4 --fan-peers 4 --dcis 2 "${as_dc[@]}" >"$tmp/o" 2>"$tmp/e"
     rc=$?
     cat "$tmp/o"
-    [ "$(grep -cE '^\| .* \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| (<=|>=) [0-9.]+ \| (PASS|MISS) \|$' "$tmp/o")" -eq 5 ] ||
-        return 1
-    awk -F' \\| ' '/^\| .* \| (PASS|MISS) \|$/ {
-            r = $2 / $3; g = substr($5, 4) + 0; ok = (substr($5, 1, 2) == "<=") ? r <= g : r >= g
-            # on the goal itself the printed (rounded) values may tell either way
-            edge = (r - g < 0.0011) && (g - r < 0.0011)
-            if ((r - $4 > 0.0011) || ($4 - r > 0.0011) || (!edge && (ok != ($6 ~ /^PASS/)))) { print "bad row: " $0; exit 1 } }' \
-        "$tmp/o" || return 1
-    if grep -q '| MISS |$' "$tmp/o"; then
-        [ $rc -eq 1 ] && grep -qE '^[1-5] of 5 goals missed or not measured$' "$tmp/o"
-    else
-        [ $rc -eq 0 ] && grep -q '^all 5 goals met$' "$tmp/o"
-    fi
+    goal_table_ok "$tmp/o" 5 "$rc"
 }
 
 # contrib/bench/softib_compare.sh, quickly: four rows (perftest, UCX and
@@ -414,18 +422,7 @@ t_bench_softib_compare() {
         [ $rc -eq 2 ] && grep -q 'libibverbs.so.1 is not built' "$tmp/e"
         return
     fi
-    [ "$(grep -cE '^\| .* \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| (<=|>=) [0-9.]+ \| (PASS|MISS) \|$' "$tmp/o")" -eq 4 ] ||
-        { cat "$tmp/e"; return 1; }
-    awk -F' \\| ' '/^\| .* \| (PASS|MISS) \|$/ {
-            r = $2 / $3; g = substr($5, 4) + 0; ok = (substr($5, 1, 2) == "<=") ? r <= g : r >= g
-            edge = (r - g < 0.0011) && (g - r < 0.0011)
-            if ((r - $4 > 0.0011) || ($4 - r > 0.0011) || (!edge && (ok != ($6 ~ /^PASS/)))) { print "bad row: " $0; exit 1 } }' \
-        "$tmp/o" || return 1
-    if grep -q '| MISS |$' "$tmp/o"; then
-        [ $rc -eq 1 ] && grep -qE '^[1-4] of 4 goals missed or not measured$' "$tmp/o"
-    else
-        [ $rc -eq 0 ] && grep -q '^all 4 goals met$' "$tmp/o"
-    fi
+    goal_table_ok "$tmp/o" 4 "$rc" || { cat "$tmp/e"; return 1; }
 }
 
 # contrib/bench/layout_compare.sh: the rc rows against a remote layout key

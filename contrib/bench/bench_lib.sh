@@ -490,6 +490,30 @@ bench_footer() {
 
 # The failure notes of the run, then where the raw outputs are (--keep).
 # The last line of a run with goals, and its exit status: 0 all met, 1 not.
+# One goal's table row: who's and ref's values of key (the caller's R, with
+# E the notes of failed runs), their ratio and the verdict against the goal;
+# a miss or a missing value counts in the caller's $missed.
+bench_goal_row() {  # what key who ref op(<=|>=) goal
+    local what=$1 key=$2 who=$3 ref=$4 op=$5 target=$6 a b ratio verdict
+    a=${R[$key/$who]:-}
+    b=${R[$key/$ref]:-}
+    if [ -z "$a" ] || [ -z "$b" ]; then
+        missed=$((missed + 1))
+        echo "| $what | ${a:-fail} | ${b:-fail} | - | $op $target | FAIL:" \
+             "${E[$key/$who]:-${E[$key/$ref]:-no result}} |"
+        return
+    fi
+    ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { printf (b > 0) ? "%.3f" : "inf", a / b }')
+    if [ "$ratio" != inf ] && awk -v r="$ratio" -v g="$target" -v op="$op" \
+            'BEGIN { exit !((op == "<=") ? r <= g : r >= g) }'; then
+        verdict=PASS
+    else
+        verdict=MISS
+        missed=$((missed + 1))
+    fi
+    echo "| $what | $a | $b | $ratio | $op $target | $verdict |"
+}
+
 bench_goals_exit() {  # missed-count goal-count
     if [ "$1" -eq 0 ]; then
         echo "all $2 goals met"

@@ -170,26 +170,8 @@ done
 # ------------------------------------------------------------------ verdicts
 
 missed=0
-# One row: the two values, their ratio and the verdict against the goal.
 goal() {  # what key reference-tl op(<=|>=) goal
-    local what=$1 key=$2 ref=$3 op=$4 target=$5 a b ratio verdict
-    a=${R[$key/$dc]:-}
-    b=${R[$key/$ref]:-}
-    if [ -z "$a" ] || [ -z "$b" ]; then
-        missed=$((missed + 1))
-        echo "| $what | ${a:-fail} | ${b:-fail} | - | $op $target | FAIL:" \
-             "${E[$key/$dc]:-${E[$key/$ref]:-no result}} |"
-        return
-    fi
-    ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { printf (b > 0) ? "%.3f" : "inf", a / b }')
-    if [ "$ratio" != inf ] && awk -v r="$ratio" -v g="$target" -v op="$op" \
-            'BEGIN { exit !((op == "<=") ? r <= g : r >= g) }'; then
-        verdict=PASS
-    else
-        verdict=MISS
-        missed=$((missed + 1))
-    fi
-    echo "| $what | $a | $b | $ratio | $op $target | $verdict |"
+    bench_goal_row "$1" "$2" "$dc" "$3" "$4" "$5"
 }
 
 echo

@@ -155,38 +155,16 @@ measure_best tag_bw axon-rc 0 axon_measure rc bandwidth_MBps -t tag_bw -s 1m -n 
 # ------------------------------------------------------------------ verdicts
 
 missed=0
-# One row: the two values, their ratio and the verdict against the goal.
-goal() {  # what key who reference op(<=|>=) goal
-    local what=$1 key=$2 who=$3 ref=$4 op=$5 target=$6 a b ratio verdict
-    a=${R[$key/$who]:-}
-    b=${R[$key/$ref]:-}
-    if [ -z "$a" ] || [ -z "$b" ]; then
-        missed=$((missed + 1))
-        echo "| $what | ${a:-fail} | ${b:-fail} | - | $op $target | FAIL:" \
-             "${E[$key/$who]:-${E[$key/$ref]:-no result}} |"
-        return
-    fi
-    ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { printf (b > 0) ? "%.3f" : "inf", a / b }')
-    if [ "$ratio" != inf ] && awk -v r="$ratio" -v g="$target" -v op="$op" \
-            'BEGIN { exit !((op == "<=") ? r <= g : r >= g) }'; then
-        verdict=PASS
-    else
-        verdict=MISS
-        missed=$((missed + 1))
-    fi
-    echo "| $what | $a | $b | $ratio | $op $target | $verdict |"
-}
-
 echo
 echo "softib goals (issue 23) $(bench_where)"
 bench_load_line " (the end includes this run's busy-polling processes)"
 echo
 echo "| measurement | Axon | reference | Axon / reference | goal | verdict |"
 echo "| --- | ---: | ---: | ---: | ---: | --- |"
-goal "8 B put latency, us: rc vs perftest ib_write_lat" put_lat axon-rc perftest "<=" 1.10
-goal "8 B tag latency, us: rc vs UCX rc_verbs" tag_lat axon-rc ucx-rc "<=" 0.90
-goal "1 MiB tag bandwidth, MB/s: rc vs UCX rc_verbs" tag_bw axon-rc ucx-rc ">=" 1.00
-goal "8 B tag latency, us: rc on softib vs Axon tcp" tag_lat axon-rc axon-tcp "<=" 1.00
+bench_goal_row "8 B put latency, us: rc vs perftest ib_write_lat" put_lat axon-rc perftest "<=" 1.10
+bench_goal_row "8 B tag latency, us: rc vs UCX rc_verbs" tag_lat axon-rc ucx-rc "<=" 0.90
+bench_goal_row "1 MiB tag bandwidth, MB/s: rc vs UCX rc_verbs" tag_bw axon-rc ucx-rc ">=" 1.00
+bench_goal_row "8 B tag latency, us: rc on softib vs Axon tcp" tag_lat axon-rc axon-tcp "<=" 1.00
 [ "$keep" -eq 1 ] && echo && echo "Raw outputs: $work"
 echo
 bench_goals_exit "$missed" 4
