@@ -551,6 +551,23 @@ protected:
         ASSERT_EQ(AXON_DEV_WC_SUCCESS, wc.status);
     }
 
+    Buf sb_, rb_;
+
+    /* The channel pair with n 64-byte receives posted on b_ and its receive CQ armed
+     * (solicited_only as given); sb_ is a registered buffer to send from. */
+    void armed_receives(int n, int solicited_only)
+    {
+        open_dev();
+        channel_pair();
+        if (HasFatalFailure()) return;
+        sb_ = dev_.reg(64, 0);
+        rb_ = dev_.reg(64 * n, AXON_DEV_ACCESS_LOCAL_WRITE);
+        for (int i = 0; i < n; ++i) {
+            ASSERT_EQ(0, post_recv(b_.qp, i + 1, rb_.ptr + 64 * i, 64, rb_.lkey()));
+        }
+        ASSERT_EQ(0, axon_dev_req_notify_cq(b_.rcq, solicited_only));
+    }
+
     /* get_cq_event on the channel: returns b_'s receive CQ, then ack it. */
     void take_event()
     {
@@ -564,22 +581,16 @@ protected:
 
 /*
  * An event of a CQ destroyed before the event was read goes with it: the
- * channel then gives the next live CQ's event, or EAGAIN, never the freed
- * CQ (as a kernel drops a destroyed CQ's events).
+ * channel then has nothing to give (EAGAIN), never the freed CQ (as a
+ * kernel drops a destroyed CQ's events).
  */
 TEST_F(SoftibChannel, UnreadEventGoesWithItsDestroyedCq)
 {
     axon_dev_wc_t wc;
 
-    open_dev();
-    channel_pair();
+    armed_receives(1, 0);
     if (HasFatalFailure()) return;
-    Buf sb = dev_.reg(64, 0);
-    Buf rb = dev_.reg(128, AXON_DEV_ACCESS_LOCAL_WRITE);
-    ASSERT_EQ(0, post_recv(b_.qp, 1, rb.ptr, 64, rb.lkey()));
-    ASSERT_EQ(0, post_recv(b_.qp, 2, rb.ptr + 64, 64, rb.lkey()));
-    ASSERT_EQ(0, axon_dev_req_notify_cq(b_.rcq, 0));
-    send(10, 0, sb.ptr, sb.lkey());
+    send(10, 0, sb_.ptr, sb_.lkey());
     ASSERT_TRUE(fd_readable(ch_->fd, kWcTimeout)) << "no event";
     ASSERT_TRUE(poll_one(b_.rcq, &wc));
 
@@ -598,23 +609,16 @@ TEST_F(SoftibChannel, SolicitedOnlyWakesOnSolicited)
 {
     axon_dev_wc_t wc;
 
-    open_dev();
-    channel_pair();
+    armed_receives(2, 1);
     if (HasFatalFailure()) return;
-    Buf sb = dev_.reg(64, 0);
-    Buf rb = dev_.reg(128, AXON_DEV_ACCESS_LOCAL_WRITE);
-    ASSERT_EQ(0, post_recv(b_.qp, 1, rb.ptr, 64, rb.lkey()));
-    ASSERT_EQ(0, post_recv(b_.qp, 2, rb.ptr + 64, 64, rb.lkey()));
-    ASSERT_EQ(0, axon_dev_req_notify_cq(b_.rcq, 1));
-
-    send(10, 0, sb.ptr, sb.lkey());
+    send(10, 0, sb_.ptr, sb_.lkey());
     ASSERT_TRUE(poll_one(b_.rcq, &wc)) << "the unsolicited message arrives";
     EXPECT_FALSE(fd_readable(ch_->fd, 0.1)) << "woken by an unsolicited completion";
     axon_dev_cq_t *cq  = nullptr;
     void          *ctx = nullptr;
     EXPECT_EQ(EAGAIN, axon_dev_get_cq_event(ch_, &cq, &ctx));
 
-    send(11, AXON_DEV_SEND_SOLICITED, sb.ptr, sb.lkey());
+    send(11, AXON_DEV_SEND_SOLICITED, sb_.ptr, sb_.lkey());
     EXPECT_TRUE(fd_readable(ch_->fd, kWcTimeout)) << "not woken by a solicited completion";
     take_event();
     ASSERT_TRUE(poll_one(b_.rcq, &wc));
@@ -626,14 +630,9 @@ TEST_F(SoftibChannel, AnyCompletionWakesWhenNotSolicitedOnly)
 {
     axon_dev_wc_t wc;
 
-    open_dev();
-    channel_pair();
+    armed_receives(1, 0);
     if (HasFatalFailure()) return;
-    Buf sb = dev_.reg(64, 0);
-    Buf rb = dev_.reg(64, AXON_DEV_ACCESS_LOCAL_WRITE);
-    ASSERT_EQ(0, post_recv(b_.qp, 1, rb.ptr, 64, rb.lkey()));
-    ASSERT_EQ(0, axon_dev_req_notify_cq(b_.rcq, 0));
-    send(10, 0, sb.ptr, sb.lkey());
+    send(10, 0, sb_.ptr, sb_.lkey());
     EXPECT_TRUE(fd_readable(ch_->fd, kWcTimeout));
     take_event();
     ASSERT_TRUE(poll_one(b_.rcq, &wc));
@@ -672,20 +671,15 @@ TEST_F(SoftibChannel, ChannelFdWorksWithEpoll)
     struct epoll_event ev, out;
     axon_dev_wc_t      wc;
 
-    open_dev();
-    channel_pair();
+    armed_receives(1, 0);
     if (HasFatalFailure()) return;
     int ep = epoll_create1(0);
     ASSERT_GE(ep, 0);
     ev.events   = EPOLLIN;
     ev.data.u64 = 7;
     ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, ch_->fd, &ev));
-    Buf sb = dev_.reg(64, 0);
-    Buf rb = dev_.reg(64, AXON_DEV_ACCESS_LOCAL_WRITE);
-    ASSERT_EQ(0, post_recv(b_.qp, 1, rb.ptr, 64, rb.lkey()));
-    ASSERT_EQ(0, axon_dev_req_notify_cq(b_.rcq, 0));
     EXPECT_EQ(0, epoll_wait(ep, &out, 1, 0)) << "readable before any completion";
-    send(10, 0, sb.ptr, sb.lkey());
+    send(10, 0, sb_.ptr, sb_.lkey());
     ASSERT_EQ(1, epoll_wait(ep, &out, 1, (int)(kWcTimeout * 1000)));
     EXPECT_EQ(7u, out.data.u64);
     take_event();
