@@ -116,15 +116,19 @@ static int axon_mem_share_judge_movable(const axon_mem_share_vma_t *v, const voi
     return axon_mem_share_vma_movable(v);
 }
 
-/* Still our segment's pages, each at its own offset? (arg: the segment) */
+/* The segment whose pages unsharing looks for, and its memfd's inode. */
+typedef struct {
+    const axon_mem_seg_t *seg;
+    uint64_t              inode;
+} axon_mem_share_ours_t;
+
+/* Still our segment's pages, each at its own offset? (arg: axon_mem_share_ours_t) */
 static int axon_mem_share_judge_ours(const axon_mem_share_vma_t *v, const void *arg)
 {
-    const axon_mem_seg_t *seg = arg;
-    struct stat st;
+    const axon_mem_share_ours_t *ours = arg;
 
-    return (strcmp(v->perms, "rw-s") == 0) && (fstat(seg->fd, &st) == 0) &&
-           (v->inode == (uint64_t)st.st_ino) &&
-           (v->offset == axon_mem_seg_hdr_size() + (v->start - (uintptr_t)seg->address));
+    return (strcmp(v->perms, "rw-s") == 0) && (v->inode == ours->inode) &&
+           (v->offset == axon_mem_seg_hdr_size() + (v->start - (uintptr_t)ours->seg->address));
 }
 
 static int axon_mem_share_page_is_zero(const uint8_t *p, size_t page)
@@ -260,12 +264,17 @@ axon_status_t axon_mem_share(void *addr, size_t length, uint64_t token, axon_mem
 void axon_mem_unshare(axon_mem_seg_t *seg)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    axon_mem_share_ours_t ours = {seg, 0};
+    struct stat st;
     void *tmp;
 
     pthread_mutex_lock(&axon_mem_share_lock);
-
-    if (axon_mem_share_range_is((uintptr_t)seg->address, (uintptr_t)seg->address + seg->length,
-                                axon_mem_share_judge_ours, seg) != 1) {
+    if (fstat(seg->fd, &st) == 0) {
+        ours.inode = (uint64_t)st.st_ino;
+    }
+    if ((ours.inode == 0) ||
+        (axon_mem_share_range_is((uintptr_t)seg->address, (uintptr_t)seg->address + seg->length,
+                                 axon_mem_share_judge_ours, &ours) != 1)) {
         axon_debug("unsharing %p (%zu bytes): the pages are no longer ours there: left alone",
                    seg->address, seg->length);
     } else {
