@@ -179,10 +179,16 @@ static axon_dev_cm_chan_t *axon_dev_cm_chan(axon_dev_cm_channel_t *channel)
     return (axon_dev_cm_chan_t *)channel;
 }
 
+static void axon_dev_cm_chan_free(axon_dev_cm_chan_t *chan)
+{
+    pthread_mutex_destroy(&chan->lock);
+    free(chan);
+}
+
 int axon_dev_cm_destroy_event_channel(axon_dev_cm_channel_t *channel)
 {
     axon_dev_cm_chan_t *chan = axon_dev_cm_chan(channel);
-    int i;
+    int i, in_use;
 
     if (channel == NULL) {
         axon_error("axon_dev_cm_destroy_event_channel: NULL channel");
@@ -194,16 +200,22 @@ int axon_dev_cm_destroy_event_channel(axon_dev_cm_channel_t *channel)
         axon_error("rdma cm: cannot destroy an event channel with %u ids on it", chan->num_ids);
         return EBUSY;
     }
-    pthread_mutex_unlock(&chan->lock);
+    /* Under the lock: a getter may be progressing the back ends. */
     for (i = 0; axon_dev_cm_backends[i] != NULL; ++i) {
         if (chan->be[i] != NULL) {
             axon_dev_cm_backends[i]->chan_close(chan->be[i]);
+            chan->be[i] = NULL;
         }
     }
     close(chan->queue_fd);
     close(chan->super.fd);
-    pthread_mutex_destroy(&chan->lock);
-    free(chan);
+    chan->closing = 1;
+    in_use        = (chan->getters > 0);
+    pthread_mutex_unlock(&chan->lock);
+    /* A thread still blocked in get_event owns the memory until it leaves. */
+    if (!in_use) {
+        axon_dev_cm_chan_free(chan);
+    }
     return 0;
 }
 
@@ -360,12 +372,67 @@ void axon_dev_cm_event_queue(axon_dev_cm_chan_t *chan, axon_dev_cm_ev_priv_t *ev
     axon_dev_cm_queue_signal(chan, 1);
 }
 
+/* chan->lock held by a getter leaving a blocking wait; unlocks it. Frees a
+ * channel destroyed meanwhile once its last getter is out. */
+static void axon_dev_cm_getter_leave(void *arg)
+{
+    axon_dev_cm_chan_t *chan = arg;
+    int last_out;
+
+    last_out = (--chan->getters == 0) && chan->closing;
+    pthread_mutex_unlock(&chan->lock);
+    if (last_out) {
+        axon_dev_cm_chan_free(chan);
+    }
+}
+
+/* A getter cancelled inside epoll_wait holds no lock; take it to leave. */
+static void axon_dev_cm_getter_cancelled(void *arg)
+{
+    axon_dev_cm_chan_t *chan = arg;
+
+    pthread_mutex_lock(&chan->lock);
+    axon_dev_cm_getter_leave(chan);
+}
+
+/* Blocks until an event comes; returns 0 with the lock held, or errno
+ * without it. Inside, the thread counts as a getter so that destroying the
+ * channel under it leaves the memory alone. */
+static int axon_dev_cm_get_wait(axon_dev_cm_chan_t *chan)
+{
+    struct epoll_event e;
+    int ret = 0, n;
+
+    chan->getters++;
+    pthread_mutex_unlock(&chan->lock);
+    pthread_cleanup_push(axon_dev_cm_getter_cancelled, chan);
+    n   = epoll_wait(chan->super.fd, &e, 1, -1);
+    ret = ((n < 0) && (errno != EINTR)) ? errno : 0;
+    pthread_cleanup_pop(0);
+    pthread_mutex_lock(&chan->lock);
+    if (chan->closing) {
+        /* Destroyed under us: librdmacm's getter stays blocked in read() on
+         * the closed fd, so this one sleeps too (cancellable) instead of
+         * returning an error the caller would take as the channel failing. */
+        axon_dev_cm_getter_leave(chan);
+        for (;;) {
+            pause();
+        }
+    }
+    if (ret != 0) {
+        axon_error("rdma cm: waiting for events: %s", strerror(ret));
+        axon_dev_cm_getter_leave(chan);
+        return ret;
+    }
+    chan->getters--;
+    return 0;
+}
+
 int axon_dev_cm_get_event(axon_dev_cm_channel_t *channel, axon_dev_cm_event_t **event_p)
 {
     axon_dev_cm_chan_t *chan = axon_dev_cm_chan(channel);
     axon_dev_cm_ev_priv_t *ev;
-    struct epoll_event e;
-    int i, flags;
+    int i, flags, ret;
 
     if ((channel == NULL) || (event_p == NULL)) {
         axon_error("axon_dev_cm_get_event: NULL %s", (channel == NULL) ? "channel" : "event_p");
@@ -396,12 +463,9 @@ int axon_dev_cm_get_event(axon_dev_cm_channel_t *channel, axon_dev_cm_event_t **
             pthread_mutex_unlock(&chan->lock);
             return EAGAIN;
         }
-        pthread_mutex_unlock(&chan->lock);
-        if ((epoll_wait(chan->super.fd, &e, 1, -1) < 0) && (errno != EINTR)) {
-            axon_error("rdma cm: waiting for events: %s", strerror(errno));
-            return errno;
+        if ((ret = axon_dev_cm_get_wait(chan)) != 0) {
+            return ret;
         }
-        pthread_mutex_lock(&chan->lock);
     }
 }
 

@@ -29,6 +29,8 @@ struct axon_dev_cm_chan {
     int                   queue_fd;    /* eventfd: readable while queue is not empty */
     axon_list_link_t      queue;       /* axon_dev_cm_ev_priv_t, oldest first */
     unsigned              num_ids;     /* live (not destroyed) ids */
+    unsigned              getters;     /* threads inside a blocking get_event */
+    int                   closing;     /* destroyed; the last getter frees it */
     void                 *be[AXON_DEV_CM_MAX_BACKENDS];  /* each back end's state, lazily */
 };
 

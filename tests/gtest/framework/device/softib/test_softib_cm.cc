@@ -6,7 +6,9 @@
  *     without a QP on the id, private data both ways, reject with private
  *     data, no listener, an address no device has, a peer that never
  *     answers, the channel fd under epoll, destroy with connections open
- *     (no fd or thread left), bad inputs (EINVAL and a line naming them);
+ *     (no fd or thread left), destroy or cancel under a thread blocked in
+ *     get_event (no freed memory touched, nothing leaked), bad inputs
+ *     (EINVAL and a line naming them);
  *   - between two processes: RC send/recv and RDMA write over the QPs the
  *     CM connected, then disconnect from either side.
  * (The librdmacm back end's converters: framework/device/rdmacore/.)
@@ -16,8 +18,11 @@
 
 #include "axon_config.h"
 #include "dev_cm.h"
+#include "dev_cm_backend.h"
 
 #include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -781,6 +786,95 @@ TEST_F(SoftibCm, DestroyWithConnectionsOpenCleansUp)
         usleep(10000);
     }
     EXPECT_EQ(threads0, count_dir("/proc/self/task")) << "threads left behind";
+}
+
+/* A thread blocked in axon_dev_cm_get_event on a channel of its own. */
+struct BlockedGetter {
+    axon_dev_cm_channel_t *ch = nullptr;
+    pthread_t              thread;
+    volatile int           returned = 0;
+
+    static void *run(void *arg)
+    {
+        auto                *g = static_cast<BlockedGetter *>(arg);
+        axon_dev_cm_event_t *e = nullptr;
+        axon_dev_cm_get_event(g->ch, &e);
+        g->returned = 1;
+        return nullptr;
+    }
+
+    /* Start it and wait until it is inside the blocking wait. */
+    bool start()
+    {
+        if ((axon_dev_cm_create_event_channel(&ch) != 0) ||
+            (pthread_create(&thread, nullptr, run, this) != 0)) {
+            return false;
+        }
+        auto  *chan     = reinterpret_cast<axon_dev_cm_chan_t *>(ch);
+        double deadline = axon_test_time() + kEvTimeout;
+        for (;;) {
+            pthread_mutex_lock(&chan->lock);
+            unsigned n = chan->getters;
+            pthread_mutex_unlock(&chan->lock);
+            if (n == 1) {
+                return true;
+            }
+            if (axon_test_time() > deadline) {
+                return false;
+            }
+            usleep(1000);
+        }
+    }
+
+    bool still_blocked()
+    {
+        return pthread_tryjoin_np(thread, nullptr) == EBUSY;
+    }
+
+    void cancel()
+    {
+        pthread_cancel(thread);
+        pthread_join(thread, nullptr);
+    }
+};
+
+void wake_only(int) {}
+
+/* rping destroys the channel while its CM thread waits in get_event. Like
+ * librdmacm's getter (blocked in read() on the closed fd), ours stays
+ * blocked even when woken, and the channel's memory lives until it leaves
+ * (ASan and valgrind would see the freed lock taken otherwise). */
+TEST_F(SoftibCm, DestroyUnderABlockedGetterLeavesItBlocked)
+{
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = wake_only;   /* no SA_RESTART: epoll_wait returns EINTR */
+    ASSERT_EQ(0, sigaction(SIGUSR1, &sa, &old));
+
+    BlockedGetter g;
+    ASSERT_TRUE(g.start()) << "the getter never reached its wait";
+    EXPECT_EQ(0, axon_dev_cm_destroy_event_channel(g.ch));
+    pthread_kill(g.thread, SIGUSR1);   /* wakes it on a destroyed channel */
+    usleep(100000);
+    EXPECT_TRUE(g.still_blocked()) << "get_event returned from a destroyed channel";
+    EXPECT_EQ(0, g.returned);
+    g.cancel();   /* it sleeps cancellably, as read() would */
+    sigaction(SIGUSR1, &old, nullptr);
+}
+
+/* A CM thread cancelled in its wait, then the channel destroyed: the
+ * getter's count goes with it (valgrind and LeakSanitizer see the channel
+ * leak otherwise). */
+TEST_F(SoftibCm, CancelledGetterThenDestroyFreesTheChannel)
+{
+    BlockedGetter g;
+    ASSERT_TRUE(g.start()) << "the getter never reached its wait";
+    g.cancel();
+    auto *chan = reinterpret_cast<axon_dev_cm_chan_t *>(g.ch);
+    pthread_mutex_lock(&chan->lock);
+    EXPECT_EQ(0u, chan->getters) << "a cancelled getter still counted";
+    pthread_mutex_unlock(&chan->lock);
+    EXPECT_EQ(0, axon_dev_cm_destroy_event_channel(g.ch));
 }
 
 /* ---------------------------------------------------------------- bad input */
