@@ -20,10 +20,22 @@
 
 typedef struct axon_umr axon_umr_t;
 
+/*
+ * An indirect key over a layout. A layout longer than one key takes
+ * (max_klm_list_size) is split into parts of at most that many entries, a
+ * key each, under one outer key naming them (seed §8.8: an entry may be an
+ * indirect key, up to max_umr_recursion_depth levels).
+ */
+typedef struct axon_umr_mkey {
+    axon_dev_mr_t  *mr;          /* what peers and local operations name */
+    uint32_t        num_parts;   /* 0: mr's entries name the span itself */
+    axon_dev_mr_t **parts;
+} axon_umr_mkey_t;
+
 /* A layout's key: the span's registration and the indirect key over it */
 typedef struct axon_umr_key {
-    axon_dev_mr_t *span;
-    axon_dev_mr_t *mkey;
+    axon_dev_mr_t  *span;
+    axon_umr_mkey_t mkey;
 } axon_umr_key_t;
 
 /*
@@ -36,19 +48,20 @@ void          axon_umr_close(axon_umr_t *umr);
 /*
  * A key over layout granting access (AXON_DEV_ACCESS_*), its range
  * [layout->base, + layout->size). AXON_ERR_UNSUPPORTED when the layout has
- * more entries than the device takes in one key.
+ * more entries than the device takes in two levels of keys.
  */
 axon_status_t axon_umr_key_create(axon_umr_t *umr, const axon_md_layout_t *layout, int access,
                                   axon_umr_key_t *key);
 /* Invalidate and release: later accesses through the key fail at the device. */
 void          axon_umr_key_destroy(axon_umr_t *umr, axon_umr_key_t *key);
 
-/* The parts: does the device take layout in one key; an indirect key over
- * layout whose entries are all in span's memory, filled and waited for. */
+/* The parts: does the device take layout (in at most two levels of keys);
+ * an indirect key over layout whose entries are all in span's memory,
+ * filled and waited for. */
 int           axon_umr_layout_fits(const axon_umr_t *umr, const axon_md_layout_t *layout);
 axon_status_t axon_umr_mkey_make(axon_umr_t *umr, const axon_md_layout_t *layout, int access,
-                                 axon_dev_mr_t *span, axon_dev_mr_t **mkey_p);
-void          axon_umr_mkey_release(axon_umr_t *umr, axon_dev_mr_t *mkey);
+                                 axon_dev_mr_t *span, axon_umr_mkey_t *mkey);
+void          axon_umr_mkey_release(axon_umr_t *umr, axon_umr_mkey_t *mkey);
 
 /*
  * Transient keys (a rendezvous sender's layout), cached by layout (its base,

@@ -26,7 +26,7 @@ struct axon_umr_cached {
     int                     hashed;
     axon_md_layout_t        layout;     /* entries: the copy after the struct */
     axon_rcache_region_t   *region;
-    axon_dev_mr_t          *mkey;
+    axon_umr_mkey_t         mkey;
 };
 
 struct axon_umr_cache {
@@ -77,7 +77,7 @@ static void axon_umr_cached_free(axon_umr_cache_t *cache, axon_umr_cached_t *e)
     if (e->hashed) {
         axon_list_del(&e->link);
     }
-    axon_umr_mkey_release(cache->umr, e->mkey);
+    axon_umr_mkey_release(cache->umr, &e->mkey);
     axon_rcache_put(cache->rcache, e->region);
     free(e);
 }
@@ -193,7 +193,7 @@ void axon_umr_cache_put(axon_umr_cache_t *cache, axon_umr_cached_t *e)
 
 uint32_t axon_umr_cached_rkey(const axon_umr_cached_t *entry)
 {
-    return entry->mkey->rkey;
+    return entry->mkey.mr->rkey;
 }
 
 void axon_umr_cache_destroy(axon_umr_cache_t *cache)

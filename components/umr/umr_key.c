@@ -3,9 +3,12 @@
  * device objects: a registration of the span of the pieces (one MR, so the
  * entries need no registration each) and an indirect key filled with the
  * layout, in the device's repeat form when the layout is a forward stride
- * of blocks (one entry per run of a block), else a list of runs. The fill
- * runs on the service's own RC QP, connected to itself, and is waited for:
- * the key is usable by any QP of the PD once its fill has completed.
+ * of blocks (one entry per run of a block), else a list of runs. A layout
+ * of more entries than one key takes is split into parts, a key each, and
+ * one outer key in the layout's form takes each part's bytes in turn (two
+ * levels: up to max_klm_list_size squared entries). The fill runs on the
+ * service's own RC QP, connected to itself, and is waited for: the key is
+ * usable by any QP of the PD once its fill has completed.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -161,9 +164,10 @@ static axon_status_t axon_umr_list(axon_umr_t *umr, uint32_t n)
     return AXON_OK;
 }
 
-/* Fill mkey with layout, every entry in span's memory */
+/* Fill mkey with layout: entry i in parts[i]'s range, or span's memory (parts NULL) */
 static axon_status_t axon_umr_fill(axon_umr_t *umr, const axon_md_layout_t *layout, int access,
-                                   axon_dev_mr_t *mkey, axon_dev_mr_t *span)
+                                   axon_dev_mr_t *mkey, axon_dev_mr_t *span,
+                                   axon_dev_mr_t *const *parts)
 {
     uint32_t i, n = layout->num_entries;
     axon_dev_mem_repeat_block_t *blocks = NULL;
@@ -190,7 +194,7 @@ static axon_status_t axon_umr_fill(axon_umr_t *umr, const axon_md_layout_t *layo
             counts[2 * i]        = layout->entries[i].length;
             counts[2 * i + 1]    = layout->entries[i].stride;
             blocks[i].base_addr  = layout->entries[i].addr;
-            blocks[i].mr         = span;
+            blocks[i].mr         = (parts != NULL) ? parts[i] : span;
             blocks[i].byte_count = &counts[2 * i];
             blocks[i].stride     = &counts[2 * i + 1];
         }
@@ -206,7 +210,7 @@ static axon_status_t axon_umr_fill(axon_umr_t *umr, const axon_md_layout_t *layo
         }
         for (i = 0; i < n; ++i) {
             regs[i].base_addr = layout->entries[i].addr;
-            regs[i].mr        = span;
+            regs[i].mr        = (parts != NULL) ? parts[i] : span;
             regs[i].length    = layout->entries[i].length;
         }
         wr.wr.umr.umr_type               = AXON_DEV_UMR_MR_LIST;
@@ -230,19 +234,54 @@ out:
     return status;
 }
 
+static void axon_umr_mr_release(axon_umr_t *umr, axon_dev_mr_t *mr)
+{
+    /* Releasing the key is what stops it: an access after it fails at the device. */
+    if (axon_dev_dereg_mr(mr) != 0) {
+        axon_warn("umr: %s: releasing indirect key 0x%x failed", umr->dev->name, mr->lkey);
+    }
+}
+
+void axon_umr_mkey_release(axon_umr_t *umr, axon_umr_mkey_t *mkey)
+{
+    uint32_t j;
+
+    /* the outer key first: it names the parts */
+    if (mkey->mr != NULL) {
+        axon_umr_mr_release(umr, mkey->mr);
+    }
+    for (j = 0; j < mkey->num_parts; ++j) {
+        axon_umr_mr_release(umr, mkey->parts[j]);
+    }
+    free(mkey->parts);
+    memset(mkey, 0, sizeof(*mkey));
+}
+
+/* Entries one key takes; two levels where the device nests keys. */
+static uint64_t axon_umr_max_entries(const axon_umr_t *umr)
+{
+    uint64_t one = umr->dev->dev_attr.umr.max_klm_list_size;
+
+    return (umr->dev->dev_attr.umr.max_umr_recursion_depth >= 2) ? one * one : one;
+}
+
 int axon_umr_layout_fits(const axon_umr_t *umr, const axon_md_layout_t *layout)
 {
-    if (layout->num_entries > umr->dev->dev_attr.umr.max_klm_list_size) {
-        axon_debug("umr: %s: a layout of %u entries (the device takes %u): no key",
+    if (layout->num_entries > axon_umr_max_entries(umr)) {
+        axon_debug("umr: %s: a layout of %u entries (the device takes %llu in %s): no key",
                    umr->dev->name, layout->num_entries,
-                   umr->dev->dev_attr.umr.max_klm_list_size);
+                   (unsigned long long)axon_umr_max_entries(umr),
+                   (umr->dev->dev_attr.umr.max_umr_recursion_depth >= 2) ? "two levels" :
+                                                                           "one key");
         return 0;
     }
     return 1;
 }
 
-axon_status_t axon_umr_mkey_make(axon_umr_t *umr, const axon_md_layout_t *layout, int access,
-                                 axon_dev_mr_t *span, axon_dev_mr_t **mkey_p)
+/* An indirect key of layout's entries, filled over span or parts */
+static axon_status_t axon_umr_mkey_one(axon_umr_t *umr, const axon_md_layout_t *layout,
+                                       int access, axon_dev_mr_t *span,
+                                       axon_dev_mr_t *const *parts, axon_dev_mr_t **mkey_p)
 {
     axon_dev_mr_init_attr_t attr;
     axon_status_t status;
@@ -258,20 +297,74 @@ axon_status_t axon_umr_mkey_make(axon_umr_t *umr, const axon_md_layout_t *layout
                    layout->num_entries, strerror(ret));
         return (ret == ENOMEM) ? AXON_ERR_NO_MEMORY : AXON_ERR_IO_ERROR;
     }
-    status = axon_umr_fill(umr, layout, access, *mkey_p, span);
+    status = axon_umr_fill(umr, layout, access, *mkey_p, span, parts);
     if (status != AXON_OK) {
-        axon_umr_mkey_release(umr, *mkey_p);
+        axon_umr_mr_release(umr, *mkey_p);
         *mkey_p = NULL;
     }
     return status;
 }
 
-void axon_umr_mkey_release(axon_umr_t *umr, axon_dev_mr_t *mkey)
+/*
+ * A layout longer than one key: part j is entries [j * per, (j + 1) * per)
+ * in the layout's own form (same repeat and strides), its key's range
+ * [base, base + repeat * part bytes). The outer key's entry j takes part j's
+ * bytes of one repetition at a time (byte count = stride = its bytes of one
+ * repetition), repeat times: the packed order of the whole layout.
+ */
+static axon_status_t axon_umr_mkey_nested(axon_umr_t *umr, const axon_md_layout_t *layout,
+                                          int access, axon_dev_mr_t *span,
+                                          axon_umr_mkey_t *mkey)
 {
-    /* Releasing the key is what stops it: an access after it fails at the device. */
-    if (axon_dev_dereg_mr(mkey) != 0) {
-        axon_warn("umr: %s: releasing indirect key 0x%x failed", umr->dev->name, mkey->lkey);
+    uint32_t per = umr->dev->dev_attr.umr.max_klm_list_size;
+    uint32_t j, i, num_parts = (layout->num_entries + per - 1) / per;
+    axon_md_layout_entry_t *outer_entries;
+    axon_md_layout_t part, outer;
+    axon_status_t status = AXON_OK;
+    uint64_t bytes;
+
+    outer_entries = calloc(num_parts, sizeof(*outer_entries));
+    mkey->parts   = calloc(num_parts, sizeof(*mkey->parts));
+    if ((outer_entries == NULL) || (mkey->parts == NULL)) {
+        status = AXON_ERR_NO_MEMORY;
+        goto out;
     }
+    for (j = 0; (j < num_parts) && (status == AXON_OK); ++j) {
+        part             = *layout;
+        part.entries     = layout->entries + (size_t)j * per;
+        part.num_entries = (j + 1 < num_parts) ? per : layout->num_entries - j * per;
+        for (bytes = 0, i = 0; i < part.num_entries; ++i) {
+            bytes += part.entries[i].length;
+        }
+        part.size               = bytes * layout->repeat;
+        outer_entries[j].addr   = layout->base;
+        outer_entries[j].length = bytes;
+        outer_entries[j].stride = (layout->repeat > 1) ? bytes : 0;
+        status = axon_umr_mkey_one(umr, &part, access, span, NULL, &mkey->parts[j]);
+        mkey->num_parts += (status == AXON_OK);
+    }
+    if (status == AXON_OK) {
+        outer             = *layout;
+        outer.entries     = outer_entries;
+        outer.num_entries = num_parts;
+        status = axon_umr_mkey_one(umr, &outer, access, NULL, mkey->parts, &mkey->mr);
+    }
+out:
+    free(outer_entries);
+    if (status != AXON_OK) {
+        axon_umr_mkey_release(umr, mkey);
+    }
+    return status;
+}
+
+axon_status_t axon_umr_mkey_make(axon_umr_t *umr, const axon_md_layout_t *layout, int access,
+                                 axon_dev_mr_t *span, axon_umr_mkey_t *mkey)
+{
+    memset(mkey, 0, sizeof(*mkey));
+    if (layout->num_entries > umr->dev->dev_attr.umr.max_klm_list_size) {
+        return axon_umr_mkey_nested(umr, layout, access, span, mkey);
+    }
+    return axon_umr_mkey_one(umr, layout, access, span, NULL, &mkey->mr);
 }
 
 axon_status_t axon_umr_key_create(axon_umr_t *umr, const axon_md_layout_t *layout, int access,
@@ -301,11 +394,9 @@ axon_status_t axon_umr_key_create(axon_umr_t *umr, const axon_md_layout_t *layou
 
 void axon_umr_key_destroy(axon_umr_t *umr, axon_umr_key_t *key)
 {
-    if (key->mkey != NULL) {
-        axon_umr_mkey_release(umr, key->mkey);
-    }
+    axon_umr_mkey_release(umr, &key->mkey);
     if ((key->span != NULL) && (axon_dev_dereg_mr(key->span) != 0)) {
         axon_warn("umr: %s: releasing the span registration failed", umr->dev->name);
     }
-    key->mkey = key->span = NULL;
+    key->span = NULL;
 }

@@ -24,7 +24,7 @@
 typedef struct axon_rc_memh {
     axon_rcache_region_t *region;   /* transient keys */
     axon_dev_mr_t        *mr;       /* the others but layouts */
-    axon_umr_key_t        layout;   /* AXON_MEM_MAP_LAYOUT: layout.mkey is the key */
+    axon_umr_key_t        layout;   /* AXON_MEM_MAP_LAYOUT: layout.mkey.mr is the key */
     axon_umr_cached_t    *cached;   /* a transient layout's (rendezvous) key */
     uintptr_t             addr;
     size_t                length;
@@ -106,7 +106,7 @@ static void axon_rc_mem_dereg(axon_md_t *tl_md, void *memh)
         axon_rcache_put(md->rcache, rc_memh->region);
     } else if (rc_memh->cached != NULL) {
         axon_umr_cache_put(md->umr_cache, rc_memh->cached);
-    } else if (rc_memh->layout.mkey != NULL) {
+    } else if (rc_memh->layout.mkey.mr != NULL) {
         axon_umr_key_destroy(md->umr, &rc_memh->layout);
     } else {
         axon_rc_dereg_mr(md, rc_memh->mr);
@@ -166,7 +166,7 @@ static size_t axon_rc_rkey_pack(axon_md_t *tl_md, const void *memh, void *rkey_b
     rkey.version = AXON_RC_RKEY_VERSION;
     rkey.rkey    = (rc_memh->region != NULL) ? axon_rc_region_mr(rc_memh->region)->rkey :
                    (rc_memh->cached != NULL) ? axon_umr_cached_rkey(rc_memh->cached) :
-                   (rc_memh->layout.mkey != NULL) ? rc_memh->layout.mkey->rkey :
+                   (rc_memh->layout.mkey.mr != NULL) ? rc_memh->layout.mkey.mr->rkey :
                                                     rc_memh->mr->rkey;
     rkey.addr    = rc_memh->addr;
     rkey.length  = rc_memh->length;

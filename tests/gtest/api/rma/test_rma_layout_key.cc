@@ -32,8 +32,8 @@ namespace {
 const int      kHost   = kUserBig;  /* the target's region the layouts lie over */
 const uint64_t kMargin = 4096;      /* background checked on each side of a layout */
 const uint8_t  kSentinel = 0x5A;    /* around a get's buffer */
-/* softib's max_klm_list (axon_info -d): a layout of at most this many pieces always fits
- * one indirect key; a longer one may (repeat form) or go by active messages. */
+/* softib's max_klm_list (axon_info -d): a layout of at most this many pieces fits one
+ * indirect key; a longer one is a key over the keys of its parts (two levels). */
 const size_t   kUmrListMax = 4096;
 
 /* A layout the target mapped, with its pieces as the reference has them. */
@@ -214,17 +214,16 @@ protected:
 
     /*
      * Unpack kl's key on the endpoint: never LOCAL; rc and dc: RDMA through
-     * one indirect key (AM only past the device's list), else the target.
+     * one indirect key (past the device's list, a key over keys of its
+     * parts), else the target.
      */
     void unpack(KeyedLayout &kl)
     {
         ASSERT_EQ(AXON_OK, axon_ep_rkey_unpack(s_.ep, kl.key.data(), kl.key.size(), &kl.rk));
-        if (rdma() && (kl.entries > kUmrListMax) && (kl.rk->path == AXON_RMA_PATH_AM)) {
-            printf("[rma] %s: a layout of %zu entries (past softib's %zu): active messages\n",
-                   GetParam().label, kl.entries, kUmrListMax);
-        } else if (rdma()) {
+        if (rdma()) {
             EXPECT_EQ((int)AXON_RMA_PATH_ZCOPY, (int)kl.rk->path)
-                << "one indirect key of " << kl.entries << " entries";
+                << "one indirect key of " << kl.entries << " entries"
+                << ((kl.entries > kUmrListMax) ? " (nested: past softib's list)" : "");
             if (GetParam().device_amo()) {
                 EXPECT_EQ((int)AXON_RKEY_AMO_DEVICE, (int)kl.rk->amo) << "device atomics";
             }
@@ -401,8 +400,10 @@ std::unique_ptr<ShapedLayout> shaped_iov(const std::string &name, size_t count, 
 /*
  * Shapes a device key takes in other forms than the kinds above: a forward
  * stride (one repeated entry), forward of forward, one piece, pieces that
- * touch, and lists of exactly the device's list size (one key on rc and dc)
- * and one more.
+ * touch, lists of exactly the device's list size (one key on rc and dc),
+ * one more and two and a half lists (a key over keys of the parts), and a
+ * forward stride of a list longer than the device's (the repeat form over
+ * keys of the parts, each repeated).
  */
 TEST_P(RmaLayoutKey, PutGetDeviceShapes)
 {
@@ -418,6 +419,11 @@ TEST_P(RmaLayoutKey, PutGetDeviceShapes)
     shapes.push_back(shaped_iov("pieces that touch", 3000, 100, 0));
     shapes.push_back(shaped_iov("the device's list size", kUmrListMax, 8, 8));
     shapes.push_back(shaped_iov("one past the device's list size", kUmrListMax + 1, 8, 8));
+    shapes.push_back(shaped_iov("two and a half device lists", kUmrListMax * 5 / 2, 6, 10));
+    std::unique_ptr<ShapedLayout> long_inner = shaped_iov("", kUmrListMax + 100, 4, 4);
+    shapes.push_back(shaped_strided("forward strided of a list past the device's", 3, 40000, 0,
+                                    long_inner.get()));
+    shapes.back()->entries = kUmrListMax + 100;
     for (size_t i = 0; i < shapes.size(); ++i) {
         const ShapedLayout &sl = *shapes[i];
         KeyedLayout         kl;
