@@ -114,8 +114,9 @@ build_fabtests
 # built with AddressSanitizer + UBSan, then under valgrind. The sanitizer
 # passes choose their tests by the labels in the tests' names (tests/README.md):
 # ASan leaves out the Slow, Heap and Fault suites, the Variants/ lanes and
-# everything over libfabric; valgrind (one process per suite, AXON_TEST_BATCH:
-# it starts in ~2 s) runs only what runs in one process and fast. Each pass
+# everything over libfabric; valgrind (six suites a process, AXON_TEST_BATCH:
+# a process costs ~4 s to start and leak-check; a failing batch runs again
+# suite by suite) runs only what runs in one process and fast. Each pass
 # ends with "N passed, M failed"; the totals end the run.
 total_pass=0
 total_fail=0

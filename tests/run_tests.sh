@@ -93,32 +93,57 @@ run_one() {  # name
     echo "1 $t" >&3
 }
 
-# AXON_TEST_BATCH=1: one process per test suite instead of per test, for
-# passes whose per-process start is dear (valgrind: ~2 s each). A suite's
-# tests then share a process; an error valgrind reports at exit (a leak)
-# fails every test of the suite, since it cannot say which one leaked.
-run_batch() {  # suite tests...
-    local suite=$1; shift
-    local flt out rc t ms start
+# AXON_TEST_BATCH=1: tests share processes, for passes whose per-process
+# start is dear (valgrind: ~4 s each, leak check included): the tests of up
+# to AXON_TEST_BATCH_SUITES suites (default 6) in one process. An error
+# valgrind reports at exit (a leak) or a crash cannot say which test it was:
+# the group's suites then run again, a process each, and a suite's error
+# fails every test of that suite.
+batch_exec() {  # tests... : sets batch_out, batch_rc, batch_ms
+    local flt start
     flt=$(IFS=:; echo "$*")
     start=$(date +%s%N)
-    out=$(timeout -k 5 $((per_test_timeout * $#)) $wrapper "$gtest" --gtest_filter="$flt" 2>&1)
-    rc=$?
-    ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    batch_out=$(timeout -k 5 $((per_test_timeout * $#)) $wrapper "$gtest" --gtest_filter="$flt" 2>&1)
+    batch_rc=$?
+    batch_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+}
+batch_report() {  # label tests... : a verdict per test from the last batch_exec
+    local label=$1 t; shift
     for t in "$@"; do
-        if [ $rc -le 1 ] && grep -qF "[  SKIPPED ] $t (" <<<"$out"; then
+        if [ $batch_rc -le 1 ] && grep -qF "[  SKIPPED ] $t (" <<<"$batch_out"; then
             printf 'SKIP  %s\n' "$t"
-        elif [ $rc -le 1 ] && grep -qF "[       OK ] $t (" <<<"$out"; then
-            printf 'PASS  %-70s %6d ms (suite %s)\n' "$t" "$ms" "$suite"
+        elif [ $batch_rc -le 1 ] && grep -qF "[       OK ] $t (" <<<"$batch_out"; then
+            printf 'PASS  %-70s %6d ms (%s)\n' "$t" "$batch_ms" "$label"
             echo "0 $t" >&3
         else
-            printf 'FAIL  %-70s (rc=%d, suite %s)\n' "$t" "$rc" "$suite"
+            printf 'FAIL  %-70s (rc=%d, %s)\n' "$t" "$batch_rc" "$label"
             echo "1 $t" >&3
         fi
     done
-    if [ $rc -gt 1 ] || grep -q '^\[  FAILED  \]' <<<"$out"; then
-        echo "$out" | grep -v '^\[ \| OK \]\|^\[ RUN' | tail -60
+    if [ $batch_rc -gt 1 ] || grep -q '^\[  FAILED  \]' <<<"$batch_out"; then
+        echo "$batch_out" | grep -v '^\[ \| OK \]\|^\[ RUN' | tail -60
     fi
+}
+suite_of() { local t=${1%%.*}; echo "$t"; }
+run_batch() {  # tests... (whole suites, in order)
+    local t s suites=() cur=()
+    batch_exec "$@"
+    if [ $batch_rc -le 1 ]; then
+        batch_report "batch of $(printf '%s\n' "$@" | sed 's/\..*//' | uniq | wc -l) suites" "$@"
+        return
+    fi
+    # rerun suite by suite: the verdicts say which suite the error was in
+    echo "== a batch ended with rc=$batch_rc: its suites again, one process each"
+    s=""
+    for t in "$@" ""; do
+        if [ "$(suite_of "$t")" != "$s" ] && [ ${#cur[@]} -gt 0 ]; then
+            batch_exec "${cur[@]}"
+            batch_report "suite $s" "${cur[@]}"
+            cur=()
+        fi
+        s=$(suite_of "$t")
+        [ -n "$t" ] && cur+=("$t")
+    done
 }
 
 # A pool of $jobs units at a time. Each writes its report to a file, printed
@@ -165,18 +190,24 @@ if [ -x "$gtest" ]; then
         *)  tests=$(list_tests "$filter") ;;
     esac
     if [ "$use_batch" = 1 ]; then
-        batch_suite=""
+        per_batch=${AXON_TEST_BATCH_SUITES:-6}
         batch_tests=()
+        batch_suite=""
+        batch_n=0
         for t in $tests; do
-            s=${t%.*}
-            if [ "$s" != "$batch_suite" ] && [ ${#batch_tests[@]} -gt 0 ]; then
-                pool_start run_batch "$batch_suite" "${batch_tests[@]}"
-                batch_tests=()
+            s=${t%%.*}
+            if [ "$s" != "$batch_suite" ]; then
+                if [ $batch_n -ge "$per_batch" ]; then
+                    pool_start run_batch "${batch_tests[@]}"
+                    batch_tests=()
+                    batch_n=0
+                fi
+                batch_suite=$s
+                batch_n=$((batch_n + 1))
             fi
-            batch_suite=$s
             batch_tests+=("$t")
         done
-        [ ${#batch_tests[@]} -gt 0 ] && pool_start run_batch "$batch_suite" "${batch_tests[@]}"
+        [ ${#batch_tests[@]} -gt 0 ] && pool_start run_batch "${batch_tests[@]}"
     else
         declare -A alone=()
         for t in $(list_tests '*' | bash "$names" --select alone); do
