@@ -346,7 +346,10 @@ typedef struct axon_iface_ops {
      * key, ABI 12). Same returns, except that with comp NULL it is done at
      * once or not at all (AXON_ERR_UNSUPPORTED: the caller falls back, rc
      * always), and AXON_ERR_NO_RESOURCE: nothing done, resources busy, try
-     * again after progress. iov_count is at most AXON_TL_IOV_MAX.
+     * again after progress. More than AXON_TL_IOV_MAX pieces only where the
+     * transport takes them (shm in batches; rc and dc with a completion, one
+     * operation through a cached key over the list), else
+     * AXON_ERR_UNSUPPORTED.
      */
     axon_status_t (*ep_get_zcopy_iov)(axon_tl_ep_t *ep, const struct iovec *iov,
                                       size_t iov_count, uint64_t remote_addr, const void *rkey,

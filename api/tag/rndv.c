@@ -163,12 +163,61 @@ static axon_status_t axon_rndv_recv_split(axon_request_h req, axon_ep_h ep,
 }
 
 /*
+ * More runs than one batch: all of them in one operation, where the lane
+ * takes a list that long (rc, dc: one read through the domain's cached key
+ * over the list). The list is the request's until it completes
+ * (AXON_REQUEST_RNDV_RUNS). AXON_ERR_UNSUPPORTED: the lane did not take it.
+ */
+static axon_status_t axon_rndv_recv_get_long(axon_request_h req, const axon_lane_t *lane,
+                                             const axon_rndv_rts_hdr_t *rts, const void *rkey,
+                                             size_t want)
+{
+    struct iovec *iov;
+    size_t pos, len, n = 0;
+    axon_status_t status;
+
+    if (req->flags & AXON_REQUEST_RNDV_RUNS) {
+        return AXON_ERR_UNSUPPORTED;
+    }
+    for (pos = 0; pos < want; pos += len, ++n) {
+        (void)axon_layout_cursor_run(&req->recv.cursor, pos, &len);
+        len = (len < want - pos) ? len : want - pos;
+    }
+    iov = malloc(n * sizeof(*iov));
+    if (iov == NULL) {
+        return AXON_ERR_UNSUPPORTED;
+    }
+    for (pos = 0, n = 0; pos < want; pos += len, ++n) {
+        iov[n].iov_base = axon_layout_cursor_run(&req->recv.cursor, pos, &len);
+        len             = (len < want - pos) ? len : want - pos;
+        iov[n].iov_len  = len;
+    }
+    req->tl_comp.func = axon_rndv_get_done;
+    req->flags       |= AXON_REQUEST_TL_BUSY;
+    status = lane->ops->ep_get_zcopy_iov(lane->tl_ep, iov, n, rts->address, rkey,
+                                         &req->tl_comp);
+    if (status == AXON_INPROGRESS) {
+        req->recv.rndv_runs = iov;
+        req->flags         |= AXON_REQUEST_RNDV_RUNS;
+        return AXON_OK;
+    }
+    req->flags &= ~AXON_REQUEST_TL_BUSY;
+    free(iov);
+    if ((status == AXON_ERR_UNSUPPORTED) || (status == AXON_ERR_NO_RESOURCE)) {
+        return AXON_ERR_UNSUPPORTED;
+    }
+    axon_rndv_get_done(&req->tl_comp, status);
+    return AXON_OK;
+}
+
+/*
  * A receiving layout reads the sender's data (through its key: rc) into its
  * runs, AXON_TL_IOV_MAX runs per operation in the worker's array (the
  * transport takes the list at the call, as rma.c's ops do): rc reads up to
- * that many runs in one RDMA read through a local UMR key. AXON_OK when the
- * receive is done or failed; AXON_ERR_UNSUPPORTED when nothing was read and
- * the sender should stream instead.
+ * that many runs in one RDMA read through a local UMR key, more in one read
+ * through a cached key over the whole list (axon_rndv_recv_get_long). AXON_OK
+ * when the receive is done or failed; AXON_ERR_UNSUPPORTED when nothing was
+ * read and the sender should stream instead.
  */
 static axon_status_t axon_rndv_recv_get_layout(axon_request_h req, const axon_lane_t *lane,
                                                const axon_rndv_rts_hdr_t *rts, const void *rkey,
@@ -194,6 +243,9 @@ static axon_status_t axon_rndv_recv_get_layout(axon_request_h req, const axon_la
                 return AXON_OK;
             }
             req->flags &= ~AXON_REQUEST_TL_BUSY;
+        } else if ((start == 0) &&
+                   (axon_rndv_recv_get_long(req, lane, rts, rkey, want) == AXON_OK)) {
+            return AXON_OK;
         } else {
             status = lane->ops->ep_get_zcopy_iov(lane->tl_ep, iov, n, rts->address + start,
                                                  rkey, NULL);

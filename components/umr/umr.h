@@ -82,5 +82,6 @@ axon_status_t axon_umr_cache_get(axon_umr_cache_t *cache, const axon_md_layout_t
                                  axon_umr_cached_t **entry_p);
 void          axon_umr_cache_put(axon_umr_cache_t *cache, axon_umr_cached_t *entry);
 uint32_t      axon_umr_cached_rkey(const axon_umr_cached_t *entry);
+uint32_t      axon_umr_cached_lkey(const axon_umr_cached_t *entry);
 
 #endif

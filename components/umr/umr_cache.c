@@ -196,6 +196,11 @@ uint32_t axon_umr_cached_rkey(const axon_umr_cached_t *entry)
     return entry->mkey.mr->rkey;
 }
 
+uint32_t axon_umr_cached_lkey(const axon_umr_cached_t *entry)
+{
+    return entry->mkey.mr->lkey;
+}
+
 void axon_umr_cache_destroy(axon_umr_cache_t *cache)
 {
     axon_umr_cached_t *e, *tmp;

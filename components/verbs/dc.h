@@ -113,6 +113,7 @@ typedef struct axon_dc_tx_desc {
     void                 *buf;    /* bounce buffer to return, or NULL */
     axon_tl_completion_t *comp;   /* get/put/atomic to complete, or NULL */
     axon_rcache_region_t *region; /* local registration to put back, or NULL */
+    struct axon_umr_cached *iov_key; /* local pieces' key to put back (rc_md.c), or NULL */
     uint8_t               grant;  /* an FC_GRANT: buf says where it goes */
 } axon_dc_tx_desc_t;
 
@@ -197,6 +198,7 @@ struct axon_dc_iface {
     axon_verbs_bufpool_t      tx_pool;
     axon_verbs_bufpool_t      rx_pool;
     axon_verbs_bufpool_t      amo_pool;
+    axon_rc_md_t             *md;
     axon_rcache_t            *rcache;
     /* DCIs */
     unsigned                  num_dci;       /* the pool's size */
@@ -275,6 +277,8 @@ axon_dc_dci_t *axon_dc_dci_for_grant(axon_dc_iface_t *iface, const axon_dc_targe
  * it). Never fails for lack of room (the caller got the DCI above); NO_RESOURCE
  * if that hello found no buffer, IO_ERROR if the device refused (logged).
  */
+/* The descriptor of the WR dci posted last (to hang more on it than the post takes). */
+axon_dc_tx_desc_t *axon_dc_dci_last_desc(axon_dc_iface_t *iface, axon_dc_dci_t *dci);
 axon_status_t axon_dc_dci_post(axon_dc_iface_t *iface, axon_dc_dci_t *dci, axon_dc_ep_t *ep,
                                const axon_dc_target_t *target, axon_dev_send_wr_t *wr,
                                void *buf, axon_tl_completion_t *comp,
@@ -353,6 +357,12 @@ axon_status_t axon_dc_ep_get_zcopy(axon_tl_ep_t *tl_ep, void *buffer, size_t len
 axon_status_t axon_dc_ep_put_zcopy(axon_tl_ep_t *tl_ep, const void *buffer, size_t length,
                                    uint64_t remote_addr, const void *rkey,
                                    axon_tl_completion_t *comp);
+axon_status_t axon_dc_ep_get_zcopy_iov(axon_tl_ep_t *tl_ep, const struct iovec *iov,
+                                       size_t iov_count, uint64_t remote_addr, const void *rkey,
+                                       axon_tl_completion_t *comp);
+axon_status_t axon_dc_ep_put_zcopy_iov(axon_tl_ep_t *tl_ep, const struct iovec *iov,
+                                       size_t iov_count, uint64_t remote_addr, const void *rkey,
+                                       axon_tl_completion_t *comp);
 axon_status_t axon_dc_ep_atomic(axon_tl_ep_t *tl_ep, const axon_amo_args_t *args,
                                 uint64_t remote_addr, const void *rkey, uint64_t *result,
                                 axon_tl_completion_t *comp);

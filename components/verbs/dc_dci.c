@@ -26,6 +26,11 @@ static inline axon_dc_tx_desc_t *axon_dc_dci_desc(axon_dc_iface_t *iface, axon_d
     return &iface->tx_desc[(size_t)dci->index * iface->tx_depth + (sn & (iface->tx_depth - 1))];
 }
 
+axon_dc_tx_desc_t *axon_dc_dci_last_desc(axon_dc_iface_t *iface, axon_dc_dci_t *dci)
+{
+    return axon_dc_dci_desc(iface, dci, dci->posted - 1);
+}
+
 static axon_status_t axon_dc_dci_up(axon_dc_iface_t *iface, axon_dc_dci_t *dci)
 {
     return axon_verbs_qp_dci_up(&iface->dev, dci->qp, iface->dc_key, iface->timeout_exp,
@@ -541,6 +546,10 @@ void axon_dc_dci_tx_completion(axon_dc_iface_t *iface, const axon_dev_wc_t *wc)
     if (d->region != NULL) {
         axon_rcache_put(iface->rcache, d->region);
         d->region = NULL;
+    }
+    if (d->iov_key != NULL) {
+        axon_rc_md_iov_key_put(iface->md, d->iov_key);
+        d->iov_key = NULL;
     }
     if (ep != NULL) {
         --ep->outstanding;

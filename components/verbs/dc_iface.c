@@ -47,6 +47,8 @@ static const axon_iface_ops_t axon_dc_iface_ops = {
     .ep_am_zcopy        = NULL,
     .ep_get_zcopy       = axon_dc_ep_get_zcopy,
     .ep_put_zcopy       = axon_dc_ep_put_zcopy,
+    .ep_get_zcopy_iov   = axon_dc_ep_get_zcopy_iov,
+    .ep_put_zcopy_iov   = axon_dc_ep_put_zcopy_iov,
     .ep_flush           = axon_dc_ep_flush,
     .ep_check           = axon_dc_ep_check,
     .ep_atomic          = axon_dc_ep_atomic,
@@ -210,6 +212,7 @@ axon_status_t axon_dc_iface_open(const axon_resource_t *resource, const axon_dc_
     }
     iface->dev          = md->dev;
     axon_verbs_ah_cache_init(&iface->ahs, &iface->dev, iface->name);
+    iface->md           = (axon_rc_md_t *)md;
     iface->rcache       = md->rcache;
     iface->seg_size     = c->seg_size;
     iface->max_short    = resource->max_short;

@@ -82,6 +82,84 @@ axon_status_t axon_dc_ep_put_zcopy(axon_tl_ep_t *tl_ep, const void *buffer, size
                            remote_addr, rkey, comp);
 }
 
+/*
+ * Several local pieces in one operation (dc's local layout keys): the
+ * domain's cached key over the list (rc_md.c), made on the umr service's
+ * QP, so the DCI posts only the operation; put back at its completion.
+ */
+static axon_status_t axon_dc_ep_rdma_iov(axon_tl_ep_t *tl_ep, axon_dev_wr_opcode_t opcode,
+                                         const struct iovec *iov, size_t n,
+                                         uint64_t remote_addr, const void *rkey_buf,
+                                         axon_tl_completion_t *comp)
+{
+    axon_dc_ep_t *ep       = (axon_dc_ep_t *)tl_ep;
+    axon_dc_iface_t *iface = (axon_dc_iface_t *)tl_ep->iface;
+    struct axon_umr_cached *key;
+    axon_dev_send_wr_t wr;
+    axon_status_t status;
+    axon_dc_dci_t *dci;
+    axon_dev_sge_t sge;
+    axon_rc_rkey_t rkey;
+    uint64_t addr;
+    uint32_t lkey;
+    size_t total;
+
+    if (ep->status != AXON_OK) {
+        return (axon_status_t)ep->status;
+    }
+    /* done at once is not what RDMA does: only with a completion */
+    if ((comp == NULL) || (rkey_buf == NULL)) {
+        return AXON_ERR_UNSUPPORTED;
+    }
+    dci = axon_dc_dci_for_ep(iface, ep);
+    if (dci == NULL) {
+        return AXON_ERR_NO_RESOURCE;   /* a DCI frees at a completion */
+    }
+    status = axon_rc_md_iov_key(iface->md, iov, n, &key, &lkey, &addr, &total);
+    if (status != AXON_OK) {
+        return (status == AXON_ERR_NO_MEMORY) ? status : AXON_ERR_UNSUPPORTED;
+    }
+    status = axon_rc_rkey_unpack(iface->name, (opcode == AXON_DEV_WR_RDMA_READ) ?
+                                 "get_zcopy_iov" : "put_zcopy_iov", rkey_buf, remote_addr,
+                                 total, &rkey);
+    if (status != AXON_OK) {
+        axon_rc_md_iov_key_put(iface->md, key);
+        return status;
+    }
+    memset(&wr, 0, sizeof(wr));
+    sge.addr               = addr;
+    sge.length             = (uint32_t)total;
+    sge.lkey               = lkey;
+    wr.opcode              = opcode;
+    wr.sg_list             = &sge;
+    wr.num_sge             = 1;
+    wr.wr.rdma.remote_addr = remote_addr;
+    wr.wr.rdma.rkey        = rkey.rkey;
+    status = axon_dc_dci_post(iface, dci, ep, &ep->target, &wr, NULL, comp, NULL);
+    if (status != AXON_OK) {
+        axon_rc_md_iov_key_put(iface->md, key);
+        return (status == AXON_ERR_NO_RESOURCE) ? AXON_ERR_UNSUPPORTED : status;
+    }
+    axon_dc_dci_last_desc(iface, dci)->iov_key = key;
+    return AXON_INPROGRESS;
+}
+
+axon_status_t axon_dc_ep_get_zcopy_iov(axon_tl_ep_t *tl_ep, const struct iovec *iov,
+                                       size_t iov_count, uint64_t remote_addr, const void *rkey,
+                                       axon_tl_completion_t *comp)
+{
+    return axon_dc_ep_rdma_iov(tl_ep, AXON_DEV_WR_RDMA_READ, iov, iov_count, remote_addr, rkey,
+                               comp);
+}
+
+axon_status_t axon_dc_ep_put_zcopy_iov(axon_tl_ep_t *tl_ep, const struct iovec *iov,
+                                       size_t iov_count, uint64_t remote_addr, const void *rkey,
+                                       axon_tl_completion_t *comp)
+{
+    return axon_dc_ep_rdma_iov(tl_ep, AXON_DEV_WR_RDMA_WRITE, iov, iov_count, remote_addr, rkey,
+                               comp);
+}
+
 axon_status_t axon_dc_ep_atomic(axon_tl_ep_t *tl_ep, const axon_amo_args_t *args,
                                 uint64_t remote_addr, const void *rkey_buf, uint64_t *result,
                                 axon_tl_completion_t *comp)

@@ -88,6 +88,7 @@ typedef struct axon_rc_tx_desc {
     axon_tl_completion_t *comp;  /* get/put to complete, or NULL */
     axon_rcache_region_t *region; /* the local buffer's registration to put back, or NULL */
     axon_rc_layout_key_t *layout_key; /* the local pieces' key to put back, or NULL */
+    struct axon_umr_cached *iov_key;  /* ... when the domain's cache made it, or NULL */
 } axon_rc_tx_desc_t;
 
 typedef enum {
@@ -236,6 +237,7 @@ struct axon_rc_iface {
     axon_verbs_bufpool_t      hs_pool;
     unsigned                  hs_waiting;    /* connections coming up (either manager) */
     /* The domain's registrations of user memory (rc_md.c) */
+    axon_rc_md_t             *md;
     axon_rcache_t            *rcache;
     /* Local layout keys (rc_layout.c): made at the first use, 1 ready, -1 none */
     axon_rc_layout_key_t     *layout_keys;
@@ -357,6 +359,20 @@ static inline const axon_dev_mr_t *axon_rc_region_mr(const axon_rcache_region_t 
 {
     return region->memh;
 }
+/*
+ * rc_md.c: one local key over iov's pieces in order, for an operation of
+ * more pieces than a pooled key takes (rc) or any (dc): the domain's cached
+ * layout key (components/umr: keys over keys past max_klm_list_size), made
+ * on the umr service's QP and waited for, so any QP of the domain may name
+ * it. *addr_p is the key's first byte, *total_p its length. Held until
+ * axon_rc_md_iov_key_put. AXON_ERR_UNSUPPORTED: no UMR, a zero-length
+ * piece, or pieces too far apart to register their span (logged at debug
+ * level): the caller moves the pieces one operation each.
+ */
+axon_status_t axon_rc_md_iov_key(axon_rc_md_t *md, const struct iovec *iov, size_t iov_count,
+                                 struct axon_umr_cached **key_p, uint32_t *lkey_p,
+                                 uint64_t *addr_p, size_t *total_p);
+void          axon_rc_md_iov_key_put(axon_rc_md_t *md, struct axon_umr_cached *key);
 
 /* rc_rdma.c */
 /*

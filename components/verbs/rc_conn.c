@@ -154,6 +154,9 @@ static void axon_rc_conn_free(axon_rc_conn_t *conn)
         if (d->layout_key != NULL) {
             axon_rc_layout_key_put(iface, d->layout_key);
         }
+        if (d->iov_key != NULL) {
+            axon_rc_md_iov_key_put(iface->md, d->iov_key);
+        }
         if (d->comp != NULL) {
             d->comp->func(d->comp, AXON_ERR_CANCELED);
         }

@@ -148,6 +148,10 @@ void axon_rc_iface_tx_completion(axon_rc_iface_t *iface, const axon_dev_wc_t *wc
             axon_rc_layout_key_put(iface, d->layout_key);
             d->layout_key = NULL;
         }
+        if (d->iov_key != NULL) {
+            axon_rc_md_iov_key_put(iface->md, d->iov_key);
+            d->iov_key = NULL;
+        }
         ++iface->tx_cq_avail;
         if (d->comp != NULL) {
             axon_tl_completion_t *comp = d->comp;
@@ -265,6 +269,7 @@ axon_status_t axon_rc_iface_open(const axon_resource_t *resource, const axon_rc_
     axon_list_init(&iface->closing);
 
     iface->dev    = md->dev;
+    iface->md     = (axon_rc_md_t *)md;
     iface->rcache = md->rcache;
     iface->max_inline = (c->max_inline < iface->dev.dev_attr.max_inline_data) ?
                         c->max_inline : iface->dev.dev_attr.max_inline_data;

@@ -10,7 +10,9 @@
  * pool when the operation completes. Without UMR on the device or the QP
  * (a QP the RDMA CM made) the caller moves the pieces one operation each;
  * with no key or send slot free it tries again after completions
- * (AXON_ERR_NO_RESOURCE).
+ * (AXON_ERR_NO_RESOURCE). More pieces than a pooled key takes (any number:
+ * past AXON_TL_IOV_MAX too) go through the domain's cached key over the
+ * list instead (rc_md.c's axon_rc_md_iov_key).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -183,6 +185,63 @@ static size_t axon_rc_layout_span(const struct iovec *iov, size_t n, uintptr_t *
     return total;
 }
 
+/*
+ * More pieces than a pooled key takes: one operation through the domain's
+ * cached key over the list (rc_md.c; made on the umr service's QP, so it
+ * needs no fill here), put back when the operation completes.
+ */
+static axon_status_t axon_rc_ep_rdma_iov_cached(axon_rc_iface_t *iface, axon_rc_conn_t *conn,
+                                                axon_dev_wr_opcode_t opcode,
+                                                const struct iovec *iov, size_t n,
+                                                uint64_t remote_addr, const void *rkey_buf,
+                                                axon_tl_completion_t *comp)
+{
+    struct axon_umr_cached *key;
+    axon_dev_send_wr_t wr;
+    axon_rc_rkey_t rkey;
+    axon_dev_sge_t sge;
+    axon_status_t status;
+    uint64_t addr;
+    uint32_t lkey;
+    size_t total;
+
+    if ((conn->state != AXON_RC_CONN_OPEN) || (conn->flags & AXON_RC_CONN_F_RTU_PENDING) ||
+        (rkey_buf == NULL)) {
+        return AXON_ERR_UNSUPPORTED;
+    }
+    if (!axon_rc_conn_can_post(conn)) {
+        return (conn->tx_signaled != conn->tx_completed) ? AXON_ERR_NO_RESOURCE :
+                                                           AXON_ERR_UNSUPPORTED;
+    }
+    status = axon_rc_md_iov_key(iface->md, iov, n, &key, &lkey, &addr, &total);
+    if (status != AXON_OK) {
+        return (status == AXON_ERR_NO_MEMORY) ? status : AXON_ERR_UNSUPPORTED;
+    }
+    status = axon_rc_rkey_unpack(iface->name, (opcode == AXON_DEV_WR_RDMA_READ) ?
+                                 "get_zcopy_iov" : "put_zcopy_iov", rkey_buf, remote_addr,
+                                 total, &rkey);
+    if (status != AXON_OK) {
+        axon_rc_md_iov_key_put(iface->md, key);
+        return status;
+    }
+    memset(&wr, 0, sizeof(wr));
+    sge.addr               = addr;
+    sge.length             = (uint32_t)total;
+    sge.lkey               = lkey;
+    wr.opcode              = opcode;
+    wr.sg_list             = &sge;
+    wr.num_sge             = 1;
+    wr.wr.rdma.remote_addr = remote_addr;
+    wr.wr.rdma.rkey        = rkey.rkey;
+    status = axon_rc_conn_post(conn, &wr, NULL, comp, NULL, 1);
+    if (status != AXON_OK) {
+        axon_rc_md_iov_key_put(iface->md, key);
+        return (status == AXON_ERR_NO_RESOURCE) ? AXON_ERR_UNSUPPORTED : status;
+    }
+    conn->tx_desc[(conn->tx_posted - 1) & (conn->tx_depth - 1)].iov_key = key;
+    return AXON_INPROGRESS;
+}
+
 static axon_status_t axon_rc_ep_rdma_iov(axon_tl_ep_t *tl_ep, axon_dev_wr_opcode_t opcode,
                                          const struct iovec *iov, size_t n,
                                          uint64_t remote_addr, const void *rkey_buf,
@@ -202,7 +261,11 @@ static axon_status_t axon_rc_ep_rdma_iov(axon_tl_ep_t *tl_ep, axon_dev_wr_opcode
     size_t total;
 
     /* done at once is not what RDMA does: only with a completion */
-    if ((comp == NULL) || (conn == NULL) || (n == 0) || (n > AXON_RC_LAYOUT_ENTRIES) ||
+    if ((comp != NULL) && (conn != NULL) && (n > AXON_RC_LAYOUT_ENTRIES)) {
+        return axon_rc_ep_rdma_iov_cached(iface, conn, opcode, iov, n, remote_addr, rkey_buf,
+                                          comp);
+    }
+    if ((comp == NULL) || (conn == NULL) || (n == 0) ||
         !(conn->flags & AXON_RC_CONN_F_UMR) || (axon_rc_layout_keys_init(iface) < 0)) {
         return AXON_ERR_UNSUPPORTED;
     }

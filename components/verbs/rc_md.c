@@ -128,6 +128,72 @@ static axon_status_t axon_rc_md_umr(axon_rc_md_t *md)
     return md->umr_status;
 }
 
+/* A list's pieces this far apart beyond their bytes would register too much between them */
+#define AXON_RC_IOV_KEY_MAX_GAP (64ul << 20)
+/* Entries of an iov key's layout kept on the stack */
+#define AXON_RC_IOV_KEY_ROOM    64
+
+axon_status_t axon_rc_md_iov_key(axon_rc_md_t *md, const struct iovec *iov, size_t iov_count,
+                                 struct axon_umr_cached **key_p, uint32_t *lkey_p,
+                                 uint64_t *addr_p, size_t *total_p)
+{
+    axon_md_layout_entry_t room[AXON_RC_IOV_KEY_ROOM], *entries;
+    axon_md_layout_t layout;
+    uintptr_t lo, hi, p;
+    axon_status_t status;
+    size_t i, total = 0;
+
+    if ((iov_count == 0) || (iov_count > UINT32_MAX) || (axon_rc_md_umr(md) != AXON_OK)) {
+        return AXON_ERR_UNSUPPORTED;
+    }
+    lo = hi = (uintptr_t)iov[0].iov_base;
+    for (i = 0; i < iov_count; ++i) {
+        p = (uintptr_t)iov[i].iov_base;
+        if (iov[i].iov_len == 0) {
+            return AXON_ERR_UNSUPPORTED;
+        }
+        lo     = (p < lo) ? p : lo;
+        hi     = (p + iov[i].iov_len > hi) ? p + iov[i].iov_len : hi;
+        total += iov[i].iov_len;
+    }
+    if ((total > UINT32_MAX) || (hi - lo > AXON_RC_IOV_KEY_MAX_GAP + 2 * total)) {
+        axon_debug("%s: %zu pieces of %zu bytes over a span of %zu: no key", md->name,
+                   iov_count, total, (size_t)(hi - lo));
+        return AXON_ERR_UNSUPPORTED;
+    }
+    entries = (iov_count <= AXON_RC_IOV_KEY_ROOM) ? room : malloc(iov_count * sizeof(*entries));
+    if (entries == NULL) {
+        return AXON_ERR_NO_MEMORY;
+    }
+    for (i = 0; i < iov_count; ++i) {
+        entries[i].addr   = (uintptr_t)iov[i].iov_base;
+        entries[i].length = iov[i].iov_len;
+        entries[i].stride = 0;
+    }
+    layout.base        = (uintptr_t)iov[0].iov_base;
+    layout.size        = total;
+    layout.repeat      = 1;
+    layout.num_entries = (uint32_t)iov_count;
+    layout.entries     = entries;
+    layout.span_addr   = lo;
+    layout.span_length = hi - lo;
+    status = axon_umr_cache_get(md->umr_cache, &layout, key_p);
+    if (entries != room) {
+        free(entries);
+    }
+    if (status == AXON_OK) {
+        *lkey_p  = axon_umr_cached_lkey(*key_p);
+        *addr_p  = layout.base;
+        *total_p = total;
+    }
+    return status;
+}
+
+void axon_rc_md_iov_key_put(axon_rc_md_t *md, struct axon_umr_cached *key)
+{
+    axon_umr_cache_put(md->umr_cache, key);
+}
+
 static axon_status_t axon_rc_mem_reg_layout(axon_md_t *tl_md, const axon_md_layout_t *layout,
                                             unsigned flags, void **memh_p)
 {

@@ -7,7 +7,10 @@
  *     mapped again at the same address gets a new key and its new contents
  *     arrive;
  *   - a receiving layout reads the sender's data with one fill per message
- *     (rc_layout.c's pooled local keys: the pool is made once);
+ *     (rc_layout.c's pooled local keys: the pool is made once); one of more
+ *     runs than a pooled key takes, through one key over the whole list
+ *     (the domain's cache: made at the first message, then reused; past
+ *     softib's list of 4096, a key over keys of the list's parts);
  *   - a put and a get from a local layout to a layout key (a key of this
  *     process's own layout goes over rc, as a peer's would) move their
  *     pieces through one fill each.
@@ -63,7 +66,7 @@ std::vector<uint8_t> packed(const uint8_t *base, size_t count, size_t block, siz
 }
 
 class RcLayoutKey : public ::testing::Test {
-protected:
+public:
     EnvGuard       tls_{"AXON_TLS", "rc"};
     EnvGuard       rndv_{"AXON_RNDV_THRESH", "8192"};
     axon_context_h ctx_ = nullptr;
@@ -206,6 +209,51 @@ TEST_F(RcLayoutKey, ReceivingLayoutReadsInOneFillPerMessage)
 TEST_F(RcLayoutKey, ReceivingLayoutOfNineHundredRunsReadsInOneFill)
 {
     ReceiveInOneFillPerMessage(900, 512);
+}
+
+/*
+ * count runs of block bytes, more than a pooled key's 1024, received 10
+ * times: one read through one key over the list, made with the first
+ * message (keys of keys past 4096 runs: parts + 1) and reused. Streamed
+ * instead, no key would be made.
+ */
+void receive_through_one_cached_key(RcLayoutKey *t, size_t count, size_t block,
+                                    uint64_t keys_made)
+{
+    const bool watches = cache_can_watch();
+    axon_layout_t lay  = strided(count, block, 2 * block);
+    std::vector<uint8_t> out(count * block), in(2 * count * block), small(8);
+
+    t->transfer(small.data(), nullptr, small.data(), nullptr, small.size());   /* connects */
+    uint64_t keys = softib_umr_key_count();
+    for (int i = 0; i < 10; ++i) {
+        axon_test_fill(out.data(), out.size(), 300 + i);
+        axon_test_fill(in.data(), in.size(), 700 + i);
+        std::vector<uint8_t> gaps = in;
+        ASSERT_NO_FATAL_FAILURE(t->transfer(out.data(), nullptr, in.data(), &lay, out.size()));
+        ASSERT_EQ(out, packed(in.data(), count, block, 2 * block)) << "message " << i;
+        for (size_t b = 0; b < count; ++b) {
+            ASSERT_EQ(0, memcmp(&gaps[b * 2 * block + block], &in[b * 2 * block + block], block))
+                << "message " << i << " wrote into the gap after block " << b;
+        }
+        if (i == 0) {
+            EXPECT_EQ(keys_made, softib_umr_key_count() - keys)
+                << "the first message's read through a key over its " << count << " runs";
+            keys = softib_umr_key_count();
+        }
+    }
+    if (watches) {
+        EXPECT_EQ(0u, softib_umr_key_count() - keys) << "the list's key was made again";
+    }
+}
+
+TEST_F(RcLayoutKey, ReceivingLayoutPastOneBatchReadsThroughOneKey)
+{
+    receive_through_one_cached_key(this, 3000, 64, 1);
+}
+TEST_F(RcLayoutKey, ReceivingLayoutPastTheDevicesListReadsThroughKeysOfKeys)
+{
+    receive_through_one_cached_key(this, 9000, 16, 3 + 1);   /* 4096 + 4096 + 808, the outer */
 }
 
 TEST_F(RcLayoutKey, PutAndGetFromALocalLayoutFillAKey)
