@@ -109,6 +109,7 @@ typedef struct axon_shm_ep {
     axon_shm_sender_t *slot;
     uint64_t          slot_word;   /* its owner word while we hold it */
     axon_proc_t   peer;
+    const axon_shm_senders_ctl_t *peer_ctl;  /* the peer's segment: closed = its goodbye */
     uint64_t          peer_uuid;
     double            last_check;
     axon_list_link_t  list;        /* in iface->eps; unlinked if the iface closed first */

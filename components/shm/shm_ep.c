@@ -56,7 +56,8 @@ axon_status_t axon_shm_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid,
     if (status != AXON_OK) {
         goto err_detach;
     }
-    ep->claim = &ep->slot->claim;
+    ep->claim    = &ep->slot->claim;
+    ep->peer_ctl = senders.ctl;
 
     ep->super.iface = tl_iface;
     ep->status      = AXON_OK;

@@ -81,7 +81,7 @@ static void axon_shm_iface_close(axon_iface_t *tl_iface)
         axon_warn("shm %s: closing with endpoint %p still open", iface->seg.name, (void*)ep);
         axon_list_del(&ep->list);
     }
-    axon_shm_seg_destroy(&iface->seg);
+    axon_shm_seg_destroy(&iface->seg, &iface->senders);
     free(iface);
 }
 
@@ -107,8 +107,18 @@ void axon_shm_iface_check_ep(axon_shm_iface_t *iface, axon_shm_ep_t *ep, double 
     const char *why;
 
     ep->last_check = now;
-    if ((ep->status == AXON_OK) && (ep->flags & AXON_SHM_EP_FLAG_CHECKABLE) &&
-        axon_proc_is_gone(&ep->peer, &why)) {
+    if (ep->status != AXON_OK) {
+        return;
+    }
+    if (atomic_load_explicit(&ep->peer_ctl->closed, memory_order_acquire)) {
+        /* The peer closed its iface: it left, it did not fail. Sends end with an
+         * error from now on (its ring has no reader); nobody is told of a failure. */
+        axon_debug("shm %s: peer %016llx (pid %d) closed its ring", iface->seg.name,
+                   (unsigned long long)ep->peer_uuid, ep->peer.pid);
+        ep->status = AXON_ERR_CONNECTION_RESET;
+        return;
+    }
+    if ((ep->flags & AXON_SHM_EP_FLAG_CHECKABLE) && axon_proc_is_gone(&ep->peer, &why)) {
         axon_shm_iface_fail_ep(iface, ep, AXON_ERR_CONNECTION_RESET, why);
     }
 }

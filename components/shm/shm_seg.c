@@ -298,11 +298,12 @@ err_unlink:
     return status;
 }
 
-void axon_shm_seg_destroy(axon_shm_seg_t *seg)
+void axon_shm_seg_destroy(axon_shm_seg_t *seg, axon_shm_senders_t *senders)
 {
     pthread_mutex_lock(&axon_shm_seg_lock);
     axon_list_del(&seg->list);
     if (seg->owner_pid == getpid()) {
+        atomic_store_explicit(&senders->ctl->closed, 1, memory_order_release);
         shm_unlink(seg->name);
     }
     pthread_mutex_unlock(&axon_shm_seg_lock);

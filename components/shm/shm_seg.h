@@ -5,7 +5,8 @@
  *   line 0    axon_shm_seg_ctl_t: magic, version, ring geometry, owner
  *             (read-only once the magic is set)
  *   line 1    the ring's tail (axon_shm_fifo_ctl_t), written by producers
- *   line 2    axon_shm_senders_ctl_t: how many sender slots were ever taken
+ *   line 2    axon_shm_senders_ctl_t: how many sender slots were ever taken,
+ *             and whether the owner closed its iface (its goodbye)
  *   line 3..  senders sender slots (axon_shm_sender_t), one per endpoint
  *             sending to this ring, each written by its endpoint only
  *   then      fifo_size cells of cell_size bytes, at cells_offset
@@ -35,7 +36,7 @@
 #define AXON_SHM_DIR          "/dev/shm"
 
 #define AXON_SHM_SEG_MAGIC    0x314d48534e4f5841ull  /* "AXONSHM1" little-endian */
-#define AXON_SHM_SEG_VERSION  3                      /* 3: sender slots */
+#define AXON_SHM_SEG_VERSION  4                      /* 3: sender slots, 4: closed */
 #define AXON_SHM_SEG_VERSION_REAP 2                  /* oldest whose control line we can reap */
 #define AXON_SHM_SEG_NAME_MAX 48                     /* with the NUL; fixed in addresses */
 
@@ -76,6 +77,9 @@ typedef struct axon_shm_sender {
 /* Slots at and above hwm were never taken: scans stop there. */
 typedef struct axon_shm_senders_ctl {
     _Atomic uint32_t hwm;
+    /* Set by the owner when its iface closes normally: a sender that finds the
+     * owner gone after it was set saw a peer leave, not fail (shm's goodbye). */
+    _Atomic uint32_t closed;
 } __attribute__((aligned(AXON_SHM_FIFO_ALIGN))) axon_shm_senders_ctl_t;
 
 /* A process's view of a segment's sender slots. */
@@ -108,7 +112,8 @@ axon_status_t axon_shm_seg_create(const char *prefix, unsigned fifo_size, size_t
                                   unsigned nsenders, uint64_t host_id,
                                   const axon_proc_t *owner, axon_shm_seg_t *seg,
                                   axon_shm_fifo_t *fifo, axon_shm_senders_t *senders);
-void          axon_shm_seg_destroy(axon_shm_seg_t *seg);
+/* The owner closes seg: mark it closed (senders see a goodbye), unlink, unmap. */
+void          axon_shm_seg_destroy(axon_shm_seg_t *seg, axon_shm_senders_t *senders);
 
 /*
  * Map a peer's segment by name and check its layout; min_cell_size is the

@@ -552,8 +552,31 @@ static void axon_ud_iface_cleanup(axon_ud_iface_t *iface)
     free(iface);
 }
 
+/* How long a closing iface lets its last goodbyes be acknowledged. */
+#define AXON_UD_BYE_LINGER 0.05
+
+/*
+ * Goodbyes still due (a worker destroys its endpoints just before its
+ * ifaces) go out before the QP does, so peers see a close and not a
+ * failure: progress until every send is acknowledged or the linger ends.
+ */
+static void axon_ud_iface_say_goodbyes(axon_ud_iface_t *iface)
+{
+    double end = axon_sys_time_sec() + AXON_UD_BYE_LINGER;
+
+    if (axon_list_is_empty(&iface->work)) {
+        return;
+    }
+    do {
+        axon_ud_iface_progress(&iface->super);
+    } while ((!axon_list_is_empty(&iface->work) ||
+              (iface->tx_pool.num_free < iface->tx_pool.count)) &&
+             (axon_sys_time_sec() < end));
+}
+
 static void axon_ud_iface_close(axon_iface_t *tl_iface)
 {
+    axon_ud_iface_say_goodbyes((axon_ud_iface_t *)tl_iface);
     axon_ud_iface_cleanup((axon_ud_iface_t *)tl_iface);
 }
 

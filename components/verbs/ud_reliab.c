@@ -476,7 +476,10 @@ static unsigned axon_ud_scan(axon_ud_iface_t *iface)
             }
             continue;
         }
+        /* A peer whose goodbye was the last thing it sent has no endpoint to us:
+         * nothing to keep alive (it may have exited; that is no failure). */
         if ((conn->tx_head != NULL) || (conn->peer_id == AXON_UD_ID_NONE) ||
+            (conn->flags & AXON_UD_CONN_PEER_BYE) ||
             (iface->now_ns - conn->last_rx_ns < iface->keepalive_ns) ||
             (iface->now_ns - conn->timer_ns < iface->keepalive_ns)) {
             continue;
@@ -556,6 +559,18 @@ void axon_ud_conn_fail(axon_ud_conn_t *conn, axon_status_t status, const char *w
     axon_ud_iface_t *iface = axon_ud_conn_iface(conn);
 
     if (conn->state == AXON_UD_CONN_FAILED) {
+        return;
+    }
+    if (conn->flags & AXON_UD_CONN_PEER_BYE) {
+        /* The peer said goodbye and sent nothing since: it left (and may have
+         * exited), it did not fail. What we sent it after ends with an error;
+         * nobody is told of a failure. */
+        axon_debug("%s: peer %016llx (qpn 0x%x) left after its goodbye: %s", iface->name,
+                   (unsigned long long)conn->peer_uuid, conn->dest_qpn, why);
+        conn->state  = AXON_UD_CONN_FAILED;
+        conn->status = AXON_ERR_CONNECTION_RESET;
+        axon_ud_conn_release_bufs(conn);
+        axon_ud_conn_work(conn);   /* freed there if no endpoint holds it */
         return;
     }
     axon_warn("%s: peer %016llx (qpn 0x%x) failed: %s", iface->name,

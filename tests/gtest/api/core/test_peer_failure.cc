@@ -1205,12 +1205,13 @@ INSTANTIATE_TEST_SUITE_P(Lanes, PeerFailureFault, ::testing::ValuesIn(kFailParam
 /* Every transport but ofi (Axon's pings over libfabric are answered from progress). */
 INSTANTIATE_TEST_SUITE_P(Lanes, PeerIdleFault,
                          ::testing::ValuesIn(kFailParams, kFailParams + 7), fail_param_name);
-/* tcp, rc, dc and ofi: a peer's close is no failure. shm and ud still report a peer that
- * closed normally as failed (Connection reset / Endpoint timeout) while the survivor's
- * endpoint stays open: not instantiated until they say goodbye too. */
+/* A peer's close is no failure: tcp, rc, dc and ofi say goodbye on their connections,
+ * shm marks its ring closed (once per transport: shm_get and shm_nocma close alike). ud
+ * still reports a peer that closed normally as failed (Endpoint timeout) while the
+ * survivor's endpoint stays open: not instantiated until it says goodbye too. */
 INSTANTIATE_TEST_SUITE_P(Lanes, PeerCloseFault,
-                         ::testing::Values(kFailParams[3], kFailParams[4], kFailParams[6],
-                                           kFailParams[7]),
+                         ::testing::Values(kFailParams[0], kFailParams[3], kFailParams[4],
+                                           kFailParams[5], kFailParams[6], kFailParams[7]),
                          fail_param_name);
 /* shm and shm_nocma */
 INSTANTIATE_TEST_SUITE_P(Lanes, PeerFailureShmFault,
