@@ -147,6 +147,7 @@ axon_status_t axon_shm_md_open(const axon_resource_t *resource, const void *conf
 typedef struct axon_shm_rkey {
     const axon_mem_table_slot_t *slot;
     uint64_t                     id;
+    const struct axon_shm_layout *layout;  /* a layout key: its pieces (shm_md.h), else NULL */
 } axon_shm_rkey_t;
 
 /* shm_iface.c */

@@ -6,9 +6,11 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/uio.h>
 #include "shm.h"
+#include "shm_md.h"
 #include "log.h"
 
 /*
@@ -143,17 +145,16 @@ static axon_status_t axon_shm_cma_check(const axon_shm_ep_t *ep, const void *rke
 }
 
 /*
- * Move length bytes between the local pieces and the peer's pieces, both
- * in order (each list's total is length). A call moves what both views
- * hold, or stops short at a page it cannot access; the next call then says
- * why.
+ * Move length bytes between the local pieces and the peer's pieces from
+ * where lpos and rpos are, both in order (each holds length more bytes at
+ * least). A call moves what both views hold, or stops short at a page it
+ * cannot access; the next call then says why.
  */
-static axon_status_t axon_shm_cma_move(axon_shm_ep_t *ep, axon_shm_cma_dir_t dir,
-                                       const struct iovec *local, size_t local_count,
-                                       const struct iovec *remote, size_t remote_count,
-                                       size_t length)
+static axon_status_t axon_shm_cma_move_pos(axon_shm_ep_t *ep, axon_shm_cma_dir_t dir,
+                                           axon_shm_cma_pos_t *lpos_p, axon_shm_cma_pos_t *rpos_p,
+                                           size_t length)
 {
-    axon_shm_cma_pos_t lpos = {local, local_count, 0, 0}, rpos = {remote, remote_count, 0, 0};
+    axon_shm_cma_pos_t lpos = *lpos_p, rpos = *rpos_p;
     const struct iovec *lview, *rview;
     struct iovec  lpart, rpart;
     unsigned long lcount, rcount;
@@ -180,6 +181,87 @@ static axon_status_t axon_shm_cma_move(axon_shm_ep_t *ep, axon_shm_cma_dir_t dir
                                        length, rview->iov_base, done);
         }
     }
+    *lpos_p = lpos;
+    *rpos_p = rpos;
+    return AXON_OK;
+}
+
+static axon_status_t axon_shm_cma_move(axon_shm_ep_t *ep, axon_shm_cma_dir_t dir,
+                                       const struct iovec *local, size_t local_count,
+                                       const struct iovec *remote, size_t remote_count,
+                                       size_t length)
+{
+    axon_shm_cma_pos_t lpos = {local, local_count, 0, 0}, rpos = {remote, remote_count, 0, 0};
+
+    return axon_shm_cma_move_pos(ep, dir, &lpos, &rpos, length);
+}
+
+/* The peer's pieces of a layout key found a batch at a time, on the stack. */
+#define AXON_SHM_CMA_LAYOUT_BATCH 64
+
+/*
+ * The local pieces and a layout key's packed bytes [remote_addr, + their
+ * total): the peer's pieces that hold them (shm_md.h's axon_shm_layout_t),
+ * found from the entry the first byte falls in, moved a batch at a time.
+ */
+static axon_status_t axon_shm_cma_layout(axon_shm_ep_t *ep, axon_shm_cma_dir_t dir,
+                                         const struct iovec *iov, size_t iov_count,
+                                         uint64_t remote_addr, const axon_shm_layout_t *layout,
+                                         size_t length)
+{
+    struct iovec batch[AXON_SHM_CMA_LAYOUT_BATCH];
+    axon_shm_cma_pos_t lpos = {iov, iov_count, 0, 0}, rpos;
+    uint64_t off = remote_addr - layout->base, rep, inner, take;
+    uint32_t lo = 0, hi = layout->num, mid, i;
+    const axon_md_layout_entry_t *e;
+    axon_status_t status;
+    size_t n, bytes;
+
+    if ((remote_addr < layout->base) || (off > layout->size) || (length > layout->size - off)) {
+        axon_error("shm: %s of %zu bytes at 0x%llx: outside the layout key's 0x%llx (%llu bytes)",
+                   axon_shm_cma_op[dir], length, (unsigned long long)remote_addr,
+                   (unsigned long long)layout->base, (unsigned long long)layout->size);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    rep   = off / layout->block;
+    inner = off % layout->block;
+    while (hi - lo > 1) {   /* the last entry starting at or before inner */
+        mid = lo + (hi - lo) / 2;
+        if (layout->starts[mid] <= inner) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    i      = lo;
+    inner -= layout->starts[i];
+    while (length > 0) {
+        for (n = 0, bytes = 0; (n < AXON_SHM_CMA_LAYOUT_BATCH) && (bytes < length); ++n) {
+            e    = &layout->entries[i];
+            take = e->length - inner;
+            take = (take < length - bytes) ? take : length - bytes;
+            batch[n].iov_base = (void *)(uintptr_t)(e->addr + rep * e->stride + inner);
+            batch[n].iov_len  = take;
+            bytes += take;
+            inner += take;
+            if (inner == e->length) {
+                inner = 0;
+                if (++i == layout->num) {
+                    i = 0;
+                    ++rep;
+                }
+            }
+        }
+        rpos.iov   = batch;
+        rpos.count = n;
+        rpos.i     = 0;
+        rpos.skip  = 0;
+        status = axon_shm_cma_move_pos(ep, dir, &lpos, &rpos, bytes);
+        if (status != AXON_OK) {
+            return status;
+        }
+        length -= bytes;
+    }
     return AXON_OK;
 }
 
@@ -204,6 +286,7 @@ static axon_status_t axon_shm_cma_range(axon_tl_ep_t *tl_ep, axon_shm_cma_dir_t 
                                         uint64_t remote_addr, const void *rkey)
 {
     axon_shm_ep_t *ep = (axon_shm_ep_t*)tl_ep;
+    const axon_shm_layout_t *layout = NULL;
     struct iovec   remote;
     axon_status_t  status;
 
@@ -213,6 +296,12 @@ static axon_status_t axon_shm_cma_range(axon_tl_ep_t *tl_ep, axon_shm_cma_dir_t 
     }
     remote.iov_base = (void*)(uintptr_t)remote_addr;
     remote.iov_len  = axon_shm_cma_total(iov, iov_count);
+    if (rkey != NULL) {
+        memcpy(&layout, (const char *)rkey + offsetof(axon_shm_rkey_t, layout), sizeof(layout));
+    }
+    if (layout != NULL) {
+        return axon_shm_cma_layout(ep, dir, iov, iov_count, remote_addr, layout, remote.iov_len);
+    }
     return axon_shm_cma_move(ep, dir, iov, iov_count, &remote, 1, remote.iov_len);
 }
 

@@ -20,13 +20,20 @@
  *    4 i32 memfd at the owner (ALLOCATED, SHARED, else -1)   8 i32 table fd (SLOT, else -1)
  *   12 u32 0          16 u64 table id (SLOT, else 0)  24 u64 id of the memory
  * A SHARED segment holds the range's whole pages: a peer computes which
- * from the range and the page size (the same on one host).
+ * from the range and the page size (the same on one host). A layout key
+ * (AXON_MEM_MAP_LAYOUT) is a SLOT key whose slot also names the pieces,
+ * kept in the owner's memory while mapped (shm_md.h's
+ * axon_shm_layout_desc_t): a peer reads them once, at unpack, and moves
+ * packed bytes straight into the pieces (shm_cma.c).
  * A peer attaches a segment or table once per domain, shared by every key
  * naming it (refcounted under the domain's lock).
  */
+#define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include "byte_order.h"
 #include "shm.h"
@@ -60,7 +67,8 @@ static void axon_shm_md_publish(axon_shm_md_t *md, axon_shm_memh_t *memh)
         }
     }
     if (md->table_state > 0) {
-        memh->slot = axon_mem_table_publish(&md->table, memh->id, memh->address, memh->length);
+        memh->slot = axon_mem_table_publish(&md->table, memh->id, memh->address, memh->length,
+                                            (uintptr_t)memh->layout);
     }
     pthread_mutex_unlock(&md->lock);
 }
@@ -79,6 +87,47 @@ static axon_status_t axon_shm_md_mem_reg(axon_md_t *tl_md, void *addr, size_t le
     memh->id      = axon_shm_md_new_id();
     memh->address = (uintptr_t)addr;
     memh->length  = length;
+    axon_shm_md_publish((axon_shm_md_t *)tl_md, memh);
+    *memh_p = memh;
+    return AXON_OK;
+}
+
+/*
+ * A layout key (AXON_MEM_MAP_LAYOUT): the pieces, kept here while mapped,
+ * are named by the key's slot, so peers put and get the packed bytes by
+ * cross-memory attach straight into the pieces (shm_cma.c), without this
+ * process. No slot (a full table): active messages, as for any mapping.
+ */
+static axon_status_t axon_shm_md_mem_reg_layout(axon_md_t *tl_md, const axon_md_layout_t *layout,
+                                                unsigned flags, void **memh_p)
+{
+    axon_shm_memh_t *memh;
+    size_t bytes = layout->num_entries * sizeof(layout->entries[0]);
+
+    (void)flags;
+    if ((layout->num_entries == 0) || (layout->num_entries > AXON_SHM_LAYOUT_MAX_ENTRIES)) {
+        axon_debug("shm: a layout of %u entries (1 to %u): no key of shm's",
+                   layout->num_entries, AXON_SHM_LAYOUT_MAX_ENTRIES);
+        return AXON_ERR_UNSUPPORTED;
+    }
+    memh = calloc(1, sizeof(*memh));
+    if (memh != NULL) {
+        memh->layout = malloc(sizeof(*memh->layout) + bytes);
+    }
+    if ((memh == NULL) || (memh->layout == NULL)) {
+        free(memh);
+        axon_error("shm: out of memory registering a layout of %u entries", layout->num_entries);
+        return AXON_ERR_NO_MEMORY;
+    }
+    memh->layout->base        = layout->base;
+    memh->layout->size        = layout->size;
+    memh->layout->repeat      = layout->repeat;
+    memh->layout->num_entries = layout->num_entries;
+    memcpy(memh->layout->entries, layout->entries, bytes);
+    memh->seg.fd  = -1;
+    memh->id      = axon_shm_md_new_id();
+    memh->address = layout->base;
+    memh->length  = layout->size;
     axon_shm_md_publish((axon_shm_md_t *)tl_md, memh);
     *memh_p = memh;
     return AXON_OK;
@@ -149,6 +198,7 @@ static void axon_shm_md_mem_dereg(axon_md_t *tl_md, void *memh_v)
     } else if (memh->seg.base != NULL) {
         axon_mem_seg_free(&memh->seg);
     }
+    free(memh->layout);   /* after the slot is clear: peers read it only at unpack */
     free(memh);
 }
 
@@ -278,6 +328,7 @@ static void axon_shm_md_rkey_release(axon_md_t *tl_md, void *handle)
     if (h->table != NULL) {
         axon_shm_attach_put(md, h->table, 1);
     }
+    free(h->layout);
     free(h);
 }
 
@@ -318,6 +369,102 @@ static axon_status_t axon_shm_md_check_slot(axon_shm_md_t *md, const axon_shm_ke
     return AXON_OK;
 }
 
+/* n bytes at the owner's address into buf: 0, or the errno of process_vm_readv. */
+static int axon_shm_md_read_owner(const axon_md_key_info_t *info, uint64_t addr, void *buf,
+                                  size_t n)
+{
+    struct iovec local = {buf, n}, remote = {(void *)(uintptr_t)addr, n};
+    ssize_t ret;
+
+    do {
+        ret = process_vm_readv(info->owner->pid, &local, 1, &remote, 1, 0);
+    } while ((ret < 0) && (errno == EINTR));
+    return (ret == (ssize_t)n) ? 0 : (ret < 0) ? errno : EFAULT;
+}
+
+/*
+ * A layout key's pieces, read from the owner (its slot names them) and
+ * checked: they must make exactly the key's range, each repetition inside
+ * the address space. The slot is checked again after the read: an owner
+ * that unmapped meanwhile may have freed what was read.
+ */
+static axon_status_t axon_shm_md_read_layout(const axon_shm_key_t *key,
+                                             const axon_md_key_info_t *info,
+                                             const axon_mem_table_slot_t *slot,
+                                             axon_shm_layout_t **layout_p)
+{
+    uint64_t addr = __atomic_load_n(&slot->layout, __ATOMIC_RELAXED), block = 0, i;
+    axon_shm_layout_desc_t desc;
+    axon_md_layout_entry_t *entries;
+    axon_shm_layout_t *layout;
+    uint64_t *starts;
+    int err;
+
+    if ((err = axon_shm_md_read_owner(info, addr, &desc, sizeof(desc))) != 0) {
+        axon_debug("layout key of process %d: its pieces cannot be read: %s", info->owner->pid,
+                   strerror(err));
+        return AXON_ERR_UNSUPPORTED;   /* active messages */
+    }
+    if ((desc.base != info->address) || (desc.size != info->length) || (desc.repeat == 0) ||
+        (desc.num_entries == 0) || (desc.num_entries > AXON_SHM_LAYOUT_MAX_ENTRIES)) {
+        axon_error("axon_ep_rkey_unpack: layout key of process %d: pieces of 0x%llx (%llu bytes, "
+                   "%llu entries x %llu) for a key of 0x%llx (%llu bytes)", info->owner->pid,
+                   (unsigned long long)desc.base, (unsigned long long)desc.size,
+                   (unsigned long long)desc.num_entries, (unsigned long long)desc.repeat,
+                   (unsigned long long)info->address, (unsigned long long)info->length);
+        return AXON_ERR_REMOTE_ACCESS;
+    }
+    layout = malloc(sizeof(*layout) + desc.num_entries * sizeof(*entries) +
+                    (desc.num_entries + 1) * sizeof(*starts));
+    if (layout == NULL) {
+        axon_error("axon_ep_rkey_unpack: out of memory for a layout of %llu entries",
+                   (unsigned long long)desc.num_entries);
+        return AXON_ERR_NO_MEMORY;
+    }
+    entries = (axon_md_layout_entry_t *)(layout + 1);
+    starts  = (uint64_t *)(entries + desc.num_entries);
+    err = axon_shm_md_read_owner(info, addr + sizeof(desc), entries,
+                                 desc.num_entries * sizeof(*entries));
+    for (i = 0; (err == 0) && (i < desc.num_entries); ++i) {
+        starts[i] = block;
+        block    += entries[i].length;
+        /* every repetition of the entry inside the address space, no sum wrapping */
+        if ((entries[i].length == 0) || (block < entries[i].length) ||
+            ((desc.repeat > 1) &&
+             (entries[i].stride > (UINT64_MAX - entries[i].addr - entries[i].length) /
+                                  (desc.repeat - 1))) ||
+            (entries[i].addr + entries[i].length < entries[i].addr)) {
+            err = EINVAL;
+        }
+    }
+    starts[desc.num_entries] = block;
+    if ((err == 0) && ((block == 0) || (desc.size / desc.repeat != block) ||
+                       (desc.size % desc.repeat != 0))) {
+        err = EINVAL;
+    }
+    if ((err == 0) && !axon_mem_table_slot_live(slot, key->id)) {
+        err = ESTALE;
+    }
+    if (err != 0) {
+        axon_error("axon_ep_rkey_unpack: layout key of process %d (0x%llx, %llu bytes): its "
+                   "pieces are %s", info->owner->pid, (unsigned long long)info->address,
+                   (unsigned long long)info->length,
+                   (err == ESTALE) ? "gone (unmapped)" : (err == EINVAL) ? "inconsistent" :
+                                                                          "unreadable");
+        free(layout);
+        return AXON_ERR_REMOTE_ACCESS;
+    }
+    layout->base    = desc.base;
+    layout->size    = desc.size;
+    layout->repeat  = desc.repeat;
+    layout->block   = block;
+    layout->num     = (uint32_t)desc.num_entries;
+    layout->entries = entries;
+    layout->starts  = starts;
+    *layout_p       = layout;
+    return AXON_OK;
+}
+
 /* Cross-memory attach to the key's memory, checked against the owner's table
  * (tl_rkey: the slot to check before every operation, axon_shm_rkey_t). */
 static axon_status_t axon_shm_md_unpack_cma(axon_shm_md_t *md, const axon_shm_key_t *key,
@@ -338,8 +485,16 @@ static axon_status_t axon_shm_md_unpack_cma(axon_shm_md_t *md, const axon_shm_ke
     if (status != AXON_OK) {
         return status;
     }
-    tl.slot = slot;
-    tl.id   = key->id;
+    tl.slot   = slot;
+    tl.id     = key->id;
+    tl.layout = NULL;
+    if (__atomic_load_n(&slot->layout, __ATOMIC_RELAXED) != 0) {
+        status = axon_shm_md_read_layout(key, info, slot, &h->layout);
+        if (status != AXON_OK) {
+            return status;
+        }
+        tl.layout = h->layout;
+    }
     memcpy(rkey->tl_rkey, &tl, sizeof(tl));
     rkey->tl_rkey_len = sizeof(tl);
     return AXON_OK;
@@ -468,6 +623,7 @@ static const axon_md_ops_t axon_shm_md_ops = {
     .mem_reg      = axon_shm_md_mem_reg,
     .mem_dereg    = axon_shm_md_mem_dereg,
     .rkey_pack    = axon_shm_md_rkey_pack,
+    .mem_reg_layout = axon_shm_md_mem_reg_layout,
     .mem_alloc    = axon_shm_md_mem_alloc,
     .mem_share    = axon_shm_md_mem_share,
     .rkey_unpack  = axon_shm_md_rkey_unpack,

@@ -26,10 +26,39 @@ typedef struct axon_shm_md {
     axon_list_link_t tables;       /* peers' tables our keys attached */
 } axon_shm_md_t;
 
+/*
+ * A layout key's pieces, kept in the owner's memory while it is mapped: its
+ * slot's layout field holds the address, and a peer reads it once, at
+ * unpack, by cross-memory attach. Packed byte k of [base, base + size) is
+ * in entry i of repetition r as component.h's axon_md_layout_t says.
+ */
+typedef struct axon_shm_layout_desc {
+    uint64_t               base;
+    uint64_t               size;
+    uint64_t               repeat;
+    uint64_t               num_entries;
+    axon_md_layout_entry_t entries[];
+} axon_shm_layout_desc_t;
+
+/* Most entries a peer takes from a layout key (what it reads at unpack). */
+#define AXON_SHM_LAYOUT_MAX_ENTRIES (1u << 22)
+
+/* A peer's copy of a layout key's pieces, with where each entry starts. */
+typedef struct axon_shm_layout {
+    uint64_t                      base;
+    uint64_t                      size;
+    uint64_t                      repeat;
+    uint64_t                      block;    /* packed bytes of one repetition */
+    uint32_t                      num;
+    const axon_md_layout_entry_t *entries;  /* in the same allocation */
+    const uint64_t               *starts;   /* entry i's first byte in a repetition; num + 1 */
+} axon_shm_layout_t;
+
 /* A registration: memory we allocated or the caller's, and its slot. */
 typedef struct axon_shm_memh {
     axon_mem_seg_t seg;            /* allocated or shared: seg.base != NULL */
     int            shared;         /* seg holds the caller's pages (AXON_MEM_MAP_SHARED) */
+    axon_shm_layout_desc_t *layout; /* a layout key's pieces, or NULL */
     uint64_t       id;             /* names it in the segment and the slot */
     uint64_t       address;
     uint64_t       length;
@@ -64,6 +93,7 @@ typedef struct axon_shm_attach {
 typedef struct axon_shm_rkey_handle {
     axon_shm_attach_t *seg;
     axon_shm_attach_t *table;
+    axon_shm_layout_t *layout;     /* a layout key's pieces, read from the owner */
 } axon_shm_rkey_handle_t;
 
 #endif

@@ -76,7 +76,7 @@ void axon_mem_table_destroy(axon_mem_table_t *table)
 }
 
 int axon_mem_table_publish(axon_mem_table_t *table, uint64_t token, uint64_t base,
-                           uint64_t length)
+                           uint64_t length, uint64_t layout)
 {
     axon_mem_table_slot_t *slot;
     uint32_t idx;
@@ -94,6 +94,7 @@ int axon_mem_table_publish(axon_mem_table_t *table, uint64_t token, uint64_t bas
         __atomic_thread_fence(__ATOMIC_RELEASE);
         __atomic_store_n(&slot->base, base, __ATOMIC_RELAXED);
         __atomic_store_n(&slot->length, length, __ATOMIC_RELAXED);
+        __atomic_store_n(&slot->layout, layout, __ATOMIC_RELAXED);
         __atomic_store_n(&slot->token, token, __ATOMIC_RELEASE);
         return (int)idx;
     }

@@ -36,7 +36,7 @@ typedef struct axon_mem_table_slot {
     uint64_t token;    /* 0: free */
     uint64_t base;     /* the owner's address of the mapping */
     uint64_t length;
-    uint64_t reserved;
+    uint64_t layout;   /* a layout key: the owner's address of its pieces (shm_md.h), else 0 */
 } axon_mem_table_slot_t;
 
 typedef struct axon_mem_table {
@@ -57,7 +57,7 @@ void          axon_mem_table_destroy(axon_mem_table_t *table);
  * of the old mapping still fail, their token is not the new one.
  */
 int           axon_mem_table_publish(axon_mem_table_t *table, uint64_t token, uint64_t base,
-                                     uint64_t length);
+                                     uint64_t length, uint64_t layout);
 /* Owner: empty the slot; from now on no peer's check of it succeeds. */
 void          axon_mem_table_clear(axon_mem_table_t *table, uint32_t slot);
 

@@ -176,6 +176,12 @@ protected:
         return ((GetParam().tl() == "rc") || (GetParam().tl() == "dc")) && !GetParam().force_am;
     }
 
+    /* shm reaches the pieces by cross-memory attach (the owner's slot names them) */
+    bool cma() const
+    {
+        return (GetParam().tl() == "shm") && !GetParam().force_am;
+    }
+
     /*
      * Have the target map layout (pieces: the reference's list) over kHost,
      * its base shift bytes past a page with room for the extent below it,
@@ -215,7 +221,7 @@ protected:
     /*
      * Unpack kl's key on the endpoint: never LOCAL; rc and dc: RDMA through
      * one indirect key (past the device's list, a key over keys of its
-     * parts), else the target.
+     * parts); shm: cross-memory attach into the pieces; else the target.
      */
     void unpack(KeyedLayout &kl)
     {
@@ -227,6 +233,9 @@ protected:
             if (GetParam().device_amo()) {
                 EXPECT_EQ((int)AXON_RKEY_AMO_DEVICE, (int)kl.rk->amo) << "device atomics";
             }
+        } else if (cma()) {
+            EXPECT_EQ((int)AXON_RMA_PATH_ZCOPY, (int)kl.rk->path)
+                << "cross-memory attach into the " << kl.entries << " entries' pieces";
         } else {
             EXPECT_EQ((int)AXON_RMA_PATH_AM, (int)kl.rk->path) << "the target places the pieces";
         }
@@ -437,6 +446,51 @@ TEST_P(RmaLayoutKey, PutGetDeviceShapes)
         unmap(kl);
     }
     EXPECT_EQ(-1, s_.target->guards(kHost));
+    s_.finish();
+}
+
+/*
+ * One-sided for real: where the initiator reaches the pieces itself (rc and
+ * dc through the indirect key, shm by cross-memory attach into them), a put
+ * and a get through a layout key complete while the target process sleeps,
+ * and it finds the put's bytes in its pieces when it wakes. A strided
+ * layout of 3000 blocks and an iov of 200 pieces. (A first put while the
+ * target is awake: rc connects on first use, which takes the target's
+ * progress, as UCX's wireup does.)
+ */
+TEST_P(RmaLayoutKey, OneSidedWhileTheTargetSleeps)
+{
+    if (!rdma() && !cma()) {
+        GTEST_SKIP() << "the target places the pieces over " << GetParam().label;
+    }
+    ASSERT_NO_FATAL_FAILURE(s_.start(GetParam()));
+    if (s_.self) {
+        GTEST_SKIP() << "no target process to put to sleep";
+    }
+    std::vector<std::unique_ptr<ShapedLayout>> shapes;
+    shapes.push_back(shaped_strided("strided", 3000, 96, 40));
+    shapes.push_back(shaped_iov("iov", 200, 700, 300));
+    for (size_t i = 0; i < shapes.size(); ++i) {
+        const ShapedLayout &sl = *shapes[i];
+        KeyedLayout         kl;
+        ASSERT_NO_FATAL_FAILURE(map(kl, sl.layout, sl.expect, 3, sl.entries));
+        std::vector<uint8_t> data(kl.size), back(kl.size);
+        fill_pat(data.data(), data.size(), 4400 + i, 0);
+        ASSERT_EQ(AXON_OK, put_flushed(back.data(), back.size(), kl.addr(0), kl.rk))
+            << sl.name << ": a put while the target is awake";
+        std::vector<uint8_t> want = background(kl);
+        kl.place(want, 0, data.data(), data.size());
+        s_.target->block();
+        EXPECT_EQ(AXON_OK, s_.put(data.data(), data.size(), kl.addr(0), kl.rk, 5.0))
+            << sl.name << ": a put that needs the sleeping target";
+        EXPECT_EQ(AXON_OK, s_.get(back.data(), back.size(), kl.addr(0), kl.rk, 5.0))
+            << sl.name << ": a get that needs the sleeping target";
+        EXPECT_EQ(AXON_OK, s_.flush(5.0)) << sl.name << ": flush";
+        EXPECT_EQ(data, back) << sl.name << ": the get read what the put wrote";
+        EXPECT_EQ("", check_window(kl, want)) << sl.name << ": the target's pieces (wakes it)";
+        restore(kl);
+        unmap(kl);
+    }
     s_.finish();
 }
 
@@ -1094,7 +1148,7 @@ TEST_P(RmaLayoutKey, QueryGivesBaseAndLayoutSize)
 
 const RmaParam kKeyLanes[] = {
     {"self", "self", false},  /* the same process: through the lane, not LOCAL */
-    {"shm", "shm", false},    /* active messages: the target places the pieces */
+    {"shm", "shm", false},    /* cross-memory attach into the pieces */
     {"tcp", "tcp", false},
     {"rc", "rc", false},      /* one indirect (UMR) key on softib */
     {"ud", "ud", false},
