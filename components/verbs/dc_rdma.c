@@ -99,10 +99,6 @@ static axon_status_t axon_dc_ep_rdma_iov(axon_tl_ep_t *tl_ep, axon_dev_wr_opcode
     axon_status_t status;
     axon_dc_dci_t *dci;
     axon_dev_sge_t sge;
-    axon_rc_rkey_t rkey;
-    uint64_t addr;
-    uint32_t lkey;
-    size_t total;
 
     if (ep->status != AXON_OK) {
         return (axon_status_t)ep->status;
@@ -115,26 +111,11 @@ static axon_status_t axon_dc_ep_rdma_iov(axon_tl_ep_t *tl_ep, axon_dev_wr_opcode
     if (dci == NULL) {
         return AXON_ERR_NO_RESOURCE;   /* a DCI frees at a completion */
     }
-    status = axon_rc_md_iov_key(iface->md, iov, n, &key, &lkey, &addr, &total);
+    status = axon_rc_iov_key_wr(iface->md, iface->name, opcode, iov, n, remote_addr, rkey_buf,
+                                &key, &wr, &sge);
     if (status != AXON_OK) {
-        return (status == AXON_ERR_NO_MEMORY) ? status : AXON_ERR_UNSUPPORTED;
-    }
-    status = axon_rc_rkey_unpack(iface->name, (opcode == AXON_DEV_WR_RDMA_READ) ?
-                                 "get_zcopy_iov" : "put_zcopy_iov", rkey_buf, remote_addr,
-                                 total, &rkey);
-    if (status != AXON_OK) {
-        axon_rc_md_iov_key_put(iface->md, key);
         return status;
     }
-    memset(&wr, 0, sizeof(wr));
-    sge.addr               = addr;
-    sge.length             = (uint32_t)total;
-    sge.lkey               = lkey;
-    wr.opcode              = opcode;
-    wr.sg_list             = &sge;
-    wr.num_sge             = 1;
-    wr.wr.rdma.remote_addr = remote_addr;
-    wr.wr.rdma.rkey        = rkey.rkey;
     status = axon_dc_dci_post(iface, dci, ep, &ep->target, &wr, NULL, comp, NULL);
     if (status != AXON_OK) {
         axon_rc_md_iov_key_put(iface->md, key);

@@ -373,6 +373,17 @@ axon_status_t axon_rc_md_iov_key(axon_rc_md_t *md, const struct iovec *iov, size
                                  struct axon_umr_cached **key_p, uint32_t *lkey_p,
                                  uint64_t *addr_p, size_t *total_p);
 void          axon_rc_md_iov_key_put(axon_rc_md_t *md, struct axon_umr_cached *key);
+/*
+ * rc_rdma.c: the key over iov (above), the remote key checked against
+ * [remote_addr, + the pieces' total), and the read or write naming both in
+ * wr (its one entry in sge), for rc's and dc's ep_get/put_zcopy_iov. On
+ * success the caller posts wr and puts *key_p back at its completion.
+ */
+axon_status_t axon_rc_iov_key_wr(axon_rc_md_t *md, const char *name,
+                                 axon_dev_wr_opcode_t opcode, const struct iovec *iov, size_t n,
+                                 uint64_t remote_addr, const void *rkey_buf,
+                                 struct axon_umr_cached **key_p, axon_dev_send_wr_t *wr,
+                                 axon_dev_sge_t *sge);
 
 /* rc_rdma.c */
 /*

@@ -198,12 +198,8 @@ static axon_status_t axon_rc_ep_rdma_iov_cached(axon_rc_iface_t *iface, axon_rc_
 {
     struct axon_umr_cached *key;
     axon_dev_send_wr_t wr;
-    axon_rc_rkey_t rkey;
     axon_dev_sge_t sge;
     axon_status_t status;
-    uint64_t addr;
-    uint32_t lkey;
-    size_t total;
 
     if ((conn->state != AXON_RC_CONN_OPEN) || (conn->flags & AXON_RC_CONN_F_RTU_PENDING) ||
         (rkey_buf == NULL)) {
@@ -213,26 +209,11 @@ static axon_status_t axon_rc_ep_rdma_iov_cached(axon_rc_iface_t *iface, axon_rc_
         return (conn->tx_signaled != conn->tx_completed) ? AXON_ERR_NO_RESOURCE :
                                                            AXON_ERR_UNSUPPORTED;
     }
-    status = axon_rc_md_iov_key(iface->md, iov, n, &key, &lkey, &addr, &total);
+    status = axon_rc_iov_key_wr(iface->md, iface->name, opcode, iov, n, remote_addr, rkey_buf,
+                                &key, &wr, &sge);
     if (status != AXON_OK) {
-        return (status == AXON_ERR_NO_MEMORY) ? status : AXON_ERR_UNSUPPORTED;
-    }
-    status = axon_rc_rkey_unpack(iface->name, (opcode == AXON_DEV_WR_RDMA_READ) ?
-                                 "get_zcopy_iov" : "put_zcopy_iov", rkey_buf, remote_addr,
-                                 total, &rkey);
-    if (status != AXON_OK) {
-        axon_rc_md_iov_key_put(iface->md, key);
         return status;
     }
-    memset(&wr, 0, sizeof(wr));
-    sge.addr               = addr;
-    sge.length             = (uint32_t)total;
-    sge.lkey               = lkey;
-    wr.opcode              = opcode;
-    wr.sg_list             = &sge;
-    wr.num_sge             = 1;
-    wr.wr.rdma.remote_addr = remote_addr;
-    wr.wr.rdma.rkey        = rkey.rkey;
     status = axon_rc_conn_post(conn, &wr, NULL, comp, NULL, 1);
     if (status != AXON_OK) {
         axon_rc_md_iov_key_put(iface->md, key);

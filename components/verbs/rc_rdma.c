@@ -28,6 +28,41 @@ axon_status_t axon_rc_rkey_unpack(const char *name, const char *what, const void
     return AXON_OK;
 }
 
+axon_status_t axon_rc_iov_key_wr(axon_rc_md_t *md, const char *name,
+                                 axon_dev_wr_opcode_t opcode, const struct iovec *iov, size_t n,
+                                 uint64_t remote_addr, const void *rkey_buf,
+                                 struct axon_umr_cached **key_p, axon_dev_send_wr_t *wr,
+                                 axon_dev_sge_t *sge)
+{
+    axon_rc_rkey_t rkey;
+    axon_status_t status;
+    uint64_t addr;
+    uint32_t lkey;
+    size_t total;
+
+    status = axon_rc_md_iov_key(md, iov, n, key_p, &lkey, &addr, &total);
+    if (status != AXON_OK) {
+        return (status == AXON_ERR_NO_MEMORY) ? status : AXON_ERR_UNSUPPORTED;
+    }
+    status = axon_rc_rkey_unpack(name, (opcode == AXON_DEV_WR_RDMA_READ) ? "get_zcopy_iov" :
+                                                                          "put_zcopy_iov",
+                                 rkey_buf, remote_addr, total, &rkey);
+    if (status != AXON_OK) {
+        axon_rc_md_iov_key_put(md, *key_p);
+        return status;
+    }
+    memset(wr, 0, sizeof(*wr));
+    sge->addr               = addr;
+    sge->length             = (uint32_t)total;
+    sge->lkey               = lkey;
+    wr->opcode              = opcode;
+    wr->sg_list             = sge;
+    wr->num_sge             = 1;
+    wr->wr.rdma.remote_addr = remote_addr;
+    wr->wr.rdma.rkey        = rkey.rkey;
+    return AXON_OK;
+}
+
 /*
  * Check and post one RDMA read or write. A key that is malformed or does not
  * cover the range fails here, before the wire: on RC a remote access error
