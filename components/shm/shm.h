@@ -29,6 +29,7 @@ typedef struct axon_shm_config {
     unsigned  rx_burst;           /* messages handled per progress call */
     char     *prefix;             /* of segment names in /dev/shm */
     int       cma;                /* single-copy get with process_vm_readv */
+    size_t    layout_cma_min;     /* a layout key's mean piece for single copy into it */
     double    liveness_interval;  /* seconds between checks that peers still live */
 } axon_shm_config_t;
 

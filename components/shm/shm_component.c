@@ -40,6 +40,13 @@ static const axon_config_entry_t axon_shm_config_table[] = {
      "n leaves gets to the upper layer's fallback",
      offsetof(axon_shm_config_t, cma), AXON_CONFIG_TYPE_BOOL},
 
+    {"LAYOUT_CMA_MIN", "2k",
+     "A peer's layout key is written and read by single copy straight into its pieces "
+     "when they hold at least this many bytes on average; smaller pieces go by messages "
+     "the owner places (the kernel pins pages once per piece: 64-byte pieces by single "
+     "copy are ten times slower)",
+     offsetof(axon_shm_config_t, layout_cma_min), AXON_CONFIG_TYPE_SIZE},
+
     {"LIVENESS_INTERVAL", "100ms",
      "How often progress checks that the processes of connected peers still live (> 0); "
      "a dead peer is reported within about two intervals",

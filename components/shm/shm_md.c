@@ -388,7 +388,7 @@ static int axon_shm_md_read_owner(const axon_md_key_info_t *info, uint64_t addr,
  * the address space. The slot is checked again after the read: an owner
  * that unmapped meanwhile may have freed what was read.
  */
-static axon_status_t axon_shm_md_read_layout(const axon_shm_key_t *key,
+static axon_status_t axon_shm_md_read_layout(const axon_shm_md_t *md, const axon_shm_key_t *key,
                                              const axon_md_key_info_t *info,
                                              const axon_mem_table_slot_t *slot,
                                              axon_shm_layout_t **layout_p)
@@ -413,6 +413,13 @@ static axon_status_t axon_shm_md_read_layout(const axon_shm_key_t *key,
                    (unsigned long long)desc.num_entries, (unsigned long long)desc.repeat,
                    (unsigned long long)info->address, (unsigned long long)info->length);
         return AXON_ERR_REMOTE_ACCESS;
+    }
+    if (desc.size / desc.repeat / desc.num_entries < md->layout_cma_min) {
+        axon_debug("layout key of process %d: pieces of %llu bytes on average (below "
+                   "AXON_SHM_LAYOUT_CMA_MIN=%zu): messages, not single copy", info->owner->pid,
+                   (unsigned long long)(desc.size / desc.repeat / desc.num_entries),
+                   md->layout_cma_min);
+        return AXON_ERR_UNSUPPORTED;
     }
     layout = malloc(sizeof(*layout) + desc.num_entries * sizeof(*entries) +
                     (desc.num_entries + 1) * sizeof(*starts));
@@ -489,7 +496,7 @@ static axon_status_t axon_shm_md_unpack_cma(axon_shm_md_t *md, const axon_shm_ke
     tl.id     = key->id;
     tl.layout = NULL;
     if (__atomic_load_n(&slot->layout, __ATOMIC_RELAXED) != 0) {
-        status = axon_shm_md_read_layout(key, info, slot, &h->layout);
+        status = axon_shm_md_read_layout(md, key, info, slot, &h->layout);
         if (status != AXON_OK) {
             return status;
         }
@@ -643,6 +650,7 @@ axon_status_t axon_shm_md_open(const axon_resource_t *resource, const void *conf
     }
     md->super.ops = &axon_shm_md_ops;
     md->cma       = c->cma && (resource->cap_flags & AXON_CAP_GET);
+    md->layout_cma_min = c->layout_cma_min;
     axon_list_init(&md->segs);
     axon_list_init(&md->tables);
     *md_p = &md->super;

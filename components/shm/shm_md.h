@@ -19,6 +19,7 @@
 typedef struct axon_shm_md {
     axon_md_t        super;
     int              cma;          /* peers' memory by cross-memory attach (AXON_SHM_CMA) */
+    size_t           layout_cma_min; /* AXON_SHM_LAYOUT_CMA_MIN: smaller mean pieces by AM */
     pthread_mutex_t  lock;
     axon_mem_table_t table;        /* ours, created at the first registration */
     int              table_state;  /* 0: not yet, 1: created, -1: failed */

@@ -168,7 +168,11 @@ inline size_t kind_entries(int kind)
 
 class RmaLayoutKey : public ::testing::TestWithParam<RmaParam> {
 protected:
-    Session s_;
+    /* shm_cma: single copy into pieces of any size (the default takes pieces of 2 KiB and
+     * more on average: smaller ones go by messages). Set before the target forks. */
+    EnvGuard cma_min_{"AXON_SHM_LAYOUT_CMA_MIN",
+                      (std::string(GetParam().label) == "shm_cma") ? "0" : nullptr};
+    Session  s_;
 
     /* rc, dc: RDMA through one indirect key; a refused access breaks the endpoint. */
     bool rdma() const
@@ -180,6 +184,18 @@ protected:
     bool cma() const
     {
         return (GetParam().tl() == "shm") && !GetParam().force_am;
+    }
+
+    /* ... when they hold AXON_SHM_LAYOUT_CMA_MIN bytes on average (2 KiB; shm_cma: 0) */
+    bool cma_for(const KeyedLayout &kl) const
+    {
+        size_t pieces = 0;
+
+        for (const LayoutPiece &p : kl.pieces) {
+            pieces += (p.length > 0);
+        }
+        return cma() && ((std::string(GetParam().label) == "shm_cma") ||
+                         ((pieces > 0) && (kl.size / pieces >= 2048)));
     }
 
     /*
@@ -233,7 +249,7 @@ protected:
             if (GetParam().device_amo()) {
                 EXPECT_EQ((int)AXON_RKEY_AMO_DEVICE, (int)kl.rk->amo) << "device atomics";
             }
-        } else if (cma()) {
+        } else if (cma_for(kl)) {
             EXPECT_EQ((int)AXON_RMA_PATH_ZCOPY, (int)kl.rk->path)
                 << "cross-memory attach into the " << kl.entries << " entries' pieces";
         } else {
@@ -470,10 +486,17 @@ TEST_P(RmaLayoutKey, OneSidedWhileTheTargetSleeps)
     std::vector<std::unique_ptr<ShapedLayout>> shapes;
     shapes.push_back(shaped_strided("strided", 3000, 96, 40));
     shapes.push_back(shaped_iov("iov", 200, 700, 300));
+    shapes.push_back(shaped_strided("strided of 4 KiB blocks", 40, 6000, 4096));
+    int one_sided = 0;
     for (size_t i = 0; i < shapes.size(); ++i) {
         const ShapedLayout &sl = *shapes[i];
         KeyedLayout         kl;
         ASSERT_NO_FATAL_FAILURE(map(kl, sl.layout, sl.expect, 3, sl.entries));
+        if (kl.rk->path != AXON_RMA_PATH_ZCOPY) {
+            unmap(kl);   /* small pieces over shm: messages the target places */
+            continue;
+        }
+        ++one_sided;
         std::vector<uint8_t> data(kl.size), back(kl.size);
         fill_pat(data.data(), data.size(), 4400 + i, 0);
         ASSERT_EQ(AXON_OK, put_flushed(back.data(), back.size(), kl.addr(0), kl.rk))
@@ -491,6 +514,8 @@ TEST_P(RmaLayoutKey, OneSidedWhileTheTargetSleeps)
         restore(kl);
         unmap(kl);
     }
+    EXPECT_EQ(rdma() || (std::string(GetParam().label) == "shm_cma") ? 3 : 1, one_sided)
+        << "layout keys the initiator reaches by itself";
     s_.finish();
 }
 
@@ -1157,6 +1182,7 @@ const RmaParam kKeyLanes[] = {
 /* Active messages where RDMA could reach the pieces. */
 const RmaParam kKeyVariants[] = {
     {"shm_am", "shm", true},
+    {"shm_cma", "shm", false},   /* single copy into pieces of any size */
     {"rc_am", "rc", true},
     {"rc_devamo", "rc", false, "device"},
 };
