@@ -26,6 +26,7 @@ typedef struct axon_global_opts {
     size_t                   bcopy_thresh;
     size_t                   rndv_thresh;
     size_t                   rndv_split_thresh;
+    size_t                   rndv_runs_min;   /* mean run for lent runs (rndv_runs.c) */
     unsigned                 rndv_scheme;   /* axon_rndv_scheme_t: auto, get, stream */
     unsigned                 rc_max_peers;
     unsigned                 tag_hash_bits;

@@ -80,6 +80,12 @@ const axon_config_entry_t axon_global_config_table[] = {
      "copied half by the receiver and half by the sender at once (inf: receiver copies all)",
      AXON_GLOBAL_OPT(rndv_split_thresh), AXON_CONFIG_TYPE_SIZE},
 
+    {"RNDV_RUNS_MIN", "1k",
+     "A non-contiguous rendezvous over shm reads and writes the runs of both sides by single "
+     "copy only when they hold at least this many bytes on average on each side (the kernel "
+     "pins pages once per remote run); smaller runs are streamed through the ring",
+     AXON_GLOBAL_OPT(rndv_runs_min), AXON_CONFIG_TYPE_SIZE},
+
     {"RNDV_SCHEME", "auto",
      "How a rendezvous receiver takes the data: get (reads the sender's memory where the "
      "lane can: shm cross-memory attach, RDMA read), stream (the sender sends it after a "

@@ -143,7 +143,11 @@ static size_t axon_rndv_runs_trim(struct iovec *runs, size_t count, size_t lengt
 
 /*
  * Receiver: the sender's runs (lent, or its contiguous buffer as one) into
- * ours, split with the sender when large and the lane can put.
+ * ours, split with the sender when large and the lane can put. Runs of
+ * less than AXON_RNDV_RUNS_MIN bytes on average on either side: the sender
+ * streams instead (the kernel pins the pages of each remote run of a single
+ * copy separately, ~0.5 us a run: 64-byte runs went 11x, 512-byte runs
+ * 3.6x slower than streaming; docs/performance.md, "shm layout keys").
  */
 axon_status_t axon_rndv_runs_recv(axon_request_h req, axon_ep_h ep,
                                   const axon_rndv_rts_hdr_t *rts, size_t want)
@@ -162,12 +166,18 @@ axon_status_t axon_rndv_runs_recv(axon_request_h req, axon_ep_h ep,
         (nremote == 0) || (nremote > AXON_RNDV_RUNS_MAX)) {
         return AXON_ERR_UNSUPPORTED;
     }
+    if (want / nremote < req->worker->context->opts.rndv_runs_min) {
+        return AXON_ERR_UNSUPPORTED;
+    }
     if ((want >= req->worker->context->opts.rndv_split_thresh) &&
         (lane->resource->cap_flags & AXON_CAP_PUT) && (lane->ops->ep_put_zcopy_riov != NULL)) {
         offset = axon_rndv_split_offset(want);
         nlent  = axon_rndv_runs_count(&req->recv.cursor, layout, offset, want);
     }
     nlocal = axon_rndv_runs_count(&req->recv.cursor, layout, 0, offset);
+    if (want / (nlocal + nlent) < req->worker->context->opts.rndv_runs_min) {
+        return AXON_ERR_UNSUPPORTED;
+    }
     remote = malloc((nremote + nlocal + nlent) * sizeof(*remote));
     if (remote == NULL) {
         axon_debug("no memory for %zu runs of a rendezvous receive: it streams",

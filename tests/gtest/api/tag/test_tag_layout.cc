@@ -221,12 +221,15 @@ const TransportParam kLayoutLanes[] = {
     {"ud", "ud", 1},
     {"dc", "dc", 1},
 };
-/* Rendezvous from 1 KiB, so the small messages take it too; CMA forced, off or split. */
+/* Rendezvous from 1 KiB, so the small messages take it too; CMA forced, off or split
+ * (lent runs of any size: the default streams runs under 1 KiB on average). */
 const TransportParam kLayoutVariants[] = {
-    {"shm_rndv", "shm", 1, false, {{"RNDV_THRESH", "1K"}, {"RNDV_SCHEME", "get"}}},
+    {"shm_rndv", "shm", 1, false,
+     {{"RNDV_THRESH", "1K"}, {"RNDV_SCHEME", "get"}, {"RNDV_RUNS_MIN", "0"}}},
     {"shm_nocma", "shm", 1, false, {{"RNDV_THRESH", "1K"}, {"SHM_CMA", "n"}}},
     /* both sides copy (split) from 4 KiB: lent runs read and written by both */
-    {"shm_split", "shm", 1, false, {{"RNDV_THRESH", "1K"}, {"RNDV_SPLIT_THRESH", "4K"}}},
+    {"shm_split", "shm", 1, false,
+     {{"RNDV_THRESH", "1K"}, {"RNDV_SPLIT_THRESH", "4K"}, {"RNDV_RUNS_MIN", "0"}}},
     {"tcp_rndv", "tcp", 1, false, {{"RNDV_THRESH", "1K"}}},
     {"rc_rndv", "rc", 1, false, {{"RNDV_THRESH", "1K"}}},
 };
