@@ -20,7 +20,7 @@ static void axon_lane_init(axon_lane_t *lane, axon_tl_ep_t *tl_ep, const axon_if
 static unsigned axon_ep_find_candidates(axon_worker_h worker, const axon_address_t *addr,
                                         const axon_address_entry_t **entries,
                                         unsigned *iface_idx,
-                                        const axon_resource_t **rscs)
+                                        const axon_resource_t **rscs, unsigned *distances)
 {
     unsigned i, j, n = 0;
 
@@ -43,6 +43,7 @@ static unsigned axon_ep_find_candidates(axon_worker_h worker, const axon_address
             entries[n]   = e;
             iface_idx[n] = i;
             rscs[n]      = iface->resource;
+            distances[n] = worker->ifaces[i].distance;
             ++n;
             break;
         }
@@ -117,7 +118,7 @@ axon_status_t axon_ep_create_internal(axon_worker_h worker, const void *address,
 {
     const axon_address_entry_t *entries[AXON_ADDRESS_MAX_TLS];
     const axon_resource_t *rscs[AXON_ADDRESS_MAX_TLS];
-    unsigned iface_idx[AXON_ADDRESS_MAX_TLS];
+    unsigned iface_idx[AXON_ADDRESS_MAX_TLS], distances[AXON_ADDRESS_MAX_TLS];
     axon_lane_select_params_t sel_params;
     axon_lane_choice_t choice;
     axon_address_t *addr;
@@ -134,9 +135,10 @@ axon_status_t axon_ep_create_internal(axon_worker_h worker, const void *address,
         goto out;
     }
 
-    n = axon_ep_find_candidates(worker, addr, entries, iface_idx, rscs);
+    n = axon_ep_find_candidates(worker, addr, entries, iface_idx, rscs, distances);
     sel_params.num_eps   = worker->num_eps;
     sel_params.max_peers = worker->context->opts.rc_max_peers;
+    sel_params.distances = distances;
     status = axon_select_lanes(rscs, n, &sel_params, &choice);
     if (status != AXON_OK) {
         axon_error("no transport reaches peer %016llx: it offers %u transport(s), this worker "
