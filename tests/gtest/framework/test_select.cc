@@ -440,14 +440,16 @@ namespace {
 
 const unsigned kUnknown = AXON_TOPO_DISTANCE_UNKNOWN;
 
-axon_lane_choice_t lanes_at(const axon_resource_t *const *c, unsigned n, const unsigned *dist,
-                            unsigned num_eps = 3)
+/* Lanes chosen among c at distances dist are small and bulk (candidate indices). */
+void expect_lanes(const axon_resource_t *const *c, unsigned n, const unsigned *dist, int small,
+                  int bulk, unsigned num_eps = 3)
 {
     axon_lane_select_params_t params = {num_eps, 256, dist};
     axon_lane_choice_t choice = {-1, -1};
 
     EXPECT_EQ(AXON_OK, axon_select_lanes(c, n, &params, &choice));
-    return choice;
+    EXPECT_EQ(small, choice.small) << "small lane";
+    EXPECT_EQ(bulk, choice.bulk) << "bulk lane";
 }
 
 } // namespace
@@ -459,10 +461,8 @@ TEST(SelectNearest, NearerDeviceWinsOverTheFirstListed)
     const axon_resource_t *c[] = {&d0, &d1};
     const unsigned far_near[] = {2, 0}, near_far[] = {0, 2};
 
-    EXPECT_EQ(1, lanes_at(c, 2, far_near).small);
-    EXPECT_EQ(1, lanes_at(c, 2, far_near).bulk);
-    EXPECT_EQ(0, lanes_at(c, 2, near_far).small);
-    EXPECT_EQ(0, lanes_at(c, 2, near_far).bulk);
+    expect_lanes(c, 2, far_near, 1, 1);
+    expect_lanes(c, 2, near_far, 0, 0);
 }
 
 /* Distance ranks before the device's estimates: the far NIC may be faster on paper. */
@@ -473,8 +473,7 @@ TEST(SelectNearest, DistanceComesBeforeBandwidth)
     const axon_resource_t *c[] = {&fast_far, &slow_near};
     const unsigned dist[] = {2, 0};
 
-    EXPECT_EQ(1, lanes_at(c, 2, dist).small);
-    EXPECT_EQ(1, lanes_at(c, 2, dist).bulk);
+    expect_lanes(c, 2, dist, 1, 1);
     EXPECT_TRUE(axon_select_nearer(&slow_near, 0, &fast_far, 2));
     EXPECT_TRUE(axon_select_nearer(&fast_far, 1, &slow_near, 1)) << "equal distance: bandwidth";
     EXPECT_FALSE(axon_select_nearer(&fast_far, 1, &fast_far, 1)) << "equal: neither";
@@ -490,8 +489,7 @@ TEST(SelectNearest, EquallyNearDevicesGoByTheLanesEstimates)
     const axon_resource_t *c[] = {&far, &quick, &wide};
     const unsigned dist[] = {2, 0, 0};
 
-    EXPECT_EQ(1, lanes_at(c, 3, dist).small);
-    EXPECT_EQ(2, lanes_at(c, 3, dist).bulk);
+    expect_lanes(c, 3, dist, 1, 2);
 }
 
 /* Only devices of the transport the estimates chose compete: ud nearby does not displace rc. */
@@ -502,8 +500,7 @@ TEST(SelectNearest, OtherTransportsDoNotCompete)
     const axon_resource_t *c[] = {&rc_far, &ud_near};
     const unsigned dist[] = {2, 0};
 
-    EXPECT_EQ(0, lanes_at(c, 2, dist).small);
-    EXPECT_EQ(0, lanes_at(c, 2, dist).bulk);
+    expect_lanes(c, 2, dist, 0, 0);
 }
 
 /* One device of unknown distance: the listed order stays, whichever it is, and a debug line says so. */
@@ -515,9 +512,9 @@ TEST(SelectNearest, UnknownDistanceKeepsTheListedOrder)
     const unsigned first_unknown[] = {kUnknown, 0}, second_unknown[] = {3, kUnknown};
     debug_capture log;
 
-    EXPECT_EQ(0, lanes_at(c, 2, first_unknown).small);
-    EXPECT_EQ(0, lanes_at(c, 2, second_unknown).bulk);
-    EXPECT_EQ(0, lanes_at(c, 2, NULL).small);
+    expect_lanes(c, 2, first_unknown, 0, 0);
+    expect_lanes(c, 2, second_unknown, 0, 0);
+    expect_lanes(c, 2, NULL, 0, 0);
     bool said = false;
     for (const auto &l : log.lines) {
         said = said || ((l.find("rc/mlx5_0:1 has no known distance") != std::string::npos) &&
@@ -535,8 +532,7 @@ TEST(SelectNearest, ManyPeersStayOnTheNearestDevice)
     const axon_resource_t *c[] = {&far.rc, &far.ud, &near.rc, &near.ud};
     const unsigned dist[] = {2, 2, 0, 0};
 
-    EXPECT_EQ(3, lanes_at(c, 4, dist, 300).small);
-    EXPECT_EQ(3, lanes_at(c, 4, dist, 300).bulk);
+    expect_lanes(c, 4, dist, 3, 3, 300);
 }
 
 TEST(SelectLanes, ManyPeersMemoryChoiceNeedsTheLaneCapability)

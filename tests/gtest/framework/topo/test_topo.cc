@@ -8,6 +8,7 @@
 
 #include <string.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,41 +21,10 @@ extern "C" {
 }
 
 #include "env_guard.h"
+#include "log_capture.h"
 #include "topo_env.h"
 
 namespace {
-
-/* Every log line at debug level and above, for a test's duration. */
-struct DebugLog {
-    std::vector<std::string> lines;
-    axon_log_level_t         saved;
-
-    DebugLog() : saved(axon_log_level)
-    {
-        axon_log_set_hook(hook, this);
-        axon_log_set_file("/dev/null");
-        axon_log_set_level(AXON_LOG_DEBUG);
-    }
-    ~DebugLog()
-    {
-        axon_log_set_hook(NULL, NULL);
-        axon_log_set_file("stderr");
-        axon_log_set_level(saved);
-    }
-    static void hook(axon_log_level_t, const char *message, void *arg)
-    {
-        static_cast<DebugLog *>(arg)->lines.push_back(message);
-    }
-    bool has(const char *a, const char *b = "") const
-    {
-        for (const std::string &l : lines) {
-            if ((l.find(a) != std::string::npos) && (l.find(b) != std::string::npos)) {
-                return true;
-            }
-        }
-        return false;
-    }
-};
 
 #ifdef HAVE_HWLOC
 #define NEEDS_HWLOC()
@@ -84,16 +54,31 @@ unsigned distance(const char *locality)
 
 } // namespace
 
+/* Distances over the two-package XML (hold_two_packages) or another topology. */
+class TopoDistance : public ::testing::Test {
+protected:
+    TwoPackagesXml            xml;
+    std::unique_ptr<TopoHold> topo;
+
+    void hold(const std::string &source)
+    {
+        topo.reset(new TopoHold(source));
+        ASSERT_EQ(AXON_OK, topo->status) << source;
+    }
+    void hold_two_packages()
+    {
+        ASSERT_TRUE(xml.ok());
+        hold(xml.source());
+    }
+};
+
 /* ---------------------------------------------------------------- distance */
 
-TEST(TopoDistance, FollowsTheThreadsPackage)
+TEST_F(TopoDistance, FollowsTheThreadsPackage)
 {
     NEEDS_HWLOC();
     NEEDS_TWO_CPUS();
-    TwoPackagesXml xml;
-    ASSERT_TRUE(xml.ok());
-    TopoHold topo(xml.source());
-    ASSERT_EQ(AXON_OK, topo.status);
+    ASSERT_NO_FATAL_FAILURE(hold_two_packages());
     {
         CpuBinding on(0);
         ASSERT_TRUE(on.ok());
@@ -109,25 +94,21 @@ TEST(TopoDistance, FollowsTheThreadsPackage)
 }
 
 /* A thread that may run on both packages is as near to one device as to the other. */
-TEST(TopoDistance, ThreadOverBothPackagesSeesDevicesAlike)
+TEST_F(TopoDistance, ThreadOverBothPackagesSeesDevicesAlike)
 {
     NEEDS_HWLOC();
     NEEDS_TWO_CPUS();
-    TwoPackagesXml xml;
-    ASSERT_TRUE(xml.ok());
-    TopoHold topo(xml.source());
-    ASSERT_EQ(AXON_OK, topo.status);
+    ASSERT_NO_FATAL_FAILURE(hold_two_packages());
     EXPECT_NE(AXON_TOPO_DISTANCE_UNKNOWN, distance(kNearCpu0));
     EXPECT_EQ(distance(kNearCpu0), distance(kNearCpu1));
     EXPECT_GT(distance(kNearCpu0), 0u);
 }
 
-TEST(TopoDistance, NumaLocalityInASyntheticTopology)
+TEST_F(TopoDistance, NumaLocalityInASyntheticTopology)
 {
     NEEDS_HWLOC();
     NEEDS_TWO_CPUS();
-    TopoHold topo("synthetic:pack:2 numa:1 pu:1");
-    ASSERT_EQ(AXON_OK, topo.status);
+    ASSERT_NO_FATAL_FAILURE(hold("synthetic:pack:2 numa:1 pu:1"));
     CpuBinding on(1);
     ASSERT_TRUE(on.ok());
     EXPECT_EQ(0u, distance("numa:1"));
@@ -136,13 +117,10 @@ TEST(TopoDistance, NumaLocalityInASyntheticTopology)
     EXPECT_EQ(1, axon_topo_thread_numa_node(NULL, 0));
 }
 
-TEST(TopoDistance, UnknownLocalitySaysWhy)
+TEST_F(TopoDistance, UnknownLocalitySaysWhy)
 {
     NEEDS_HWLOC();
-    TwoPackagesXml xml;
-    ASSERT_TRUE(xml.ok());
-    TopoHold topo(xml.source());
-    ASSERT_EQ(AXON_OK, topo.status);
+    ASSERT_NO_FATAL_FAILURE(hold_two_packages());
     char why[128] = "";
 
     EXPECT_EQ(AXON_TOPO_DISTANCE_UNKNOWN, axon_topo_device_distance("", why, sizeof(why)));
@@ -154,7 +132,7 @@ TEST(TopoDistance, UnknownLocalitySaysWhy)
     EXPECT_NE(nullptr, strstr(why, "NUMA node 7")) << why;
 }
 
-TEST(TopoDistance, UnknownWithoutATopology)
+TEST_F(TopoDistance, UnknownWithoutATopology)
 {
     char why[128] = "";
 
@@ -169,11 +147,11 @@ TEST(TopoInput, MalformedLocalityIsNamed)
 {
     const char *bad[] = {"pci:", "pci:0000:03:00", "pci:0000:03:00.0x", "pci:0000:03:20.0",
                          "numa:", "numa:-1", "numa:1x", "NUMA:1", "socket:0"};
-    DebugLog    log;
+    LogCapture  log(AXON_LOG_DEBUG);
 
     for (const char *loc : bad) {
         EXPECT_EQ(AXON_ERR_INVALID_PARAM, axon_topo_locality_check(loc, "AXON_X")) << loc;
-        EXPECT_TRUE(log.has("AXON_X", (std::string("'") + loc + "'").c_str())) << loc;
+        EXPECT_TRUE(log.any_contains("AXON_X", (std::string("'") + loc + "'").c_str())) << loc;
     }
     EXPECT_EQ(AXON_OK, axon_topo_locality_check("", "AXON_X"));
     EXPECT_EQ(AXON_OK, axon_topo_locality_check(kNearCpu1, "AXON_X"));
@@ -182,14 +160,14 @@ TEST(TopoInput, MalformedLocalityIsNamed)
 
 TEST(TopoInput, BadSourceIsNamed)
 {
-    DebugLog log;
+    LogCapture log(AXON_LOG_DEBUG);
 
     EXPECT_EQ(AXON_ERR_INVALID_PARAM, axon_topo_get("lstopo.xml"));
-    EXPECT_TRUE(log.has("AXON_TOPOLOGY", "'lstopo.xml'"));
+    EXPECT_TRUE(log.any_contains("AXON_TOPOLOGY", "'lstopo.xml'"));
     EXPECT_EQ(AXON_ERR_INVALID_PARAM, axon_topo_get("xml:"));
 #ifdef HAVE_HWLOC
     EXPECT_EQ(AXON_ERR_INVALID_PARAM, axon_topo_get("xml:/nonexistent/topo.xml"));
-    EXPECT_TRUE(log.has("AXON_TOPOLOGY", "/nonexistent/topo.xml"));
+    EXPECT_TRUE(log.any_contains("AXON_TOPOLOGY", "/nonexistent/topo.xml"));
 #endif
 }
 
@@ -198,7 +176,7 @@ TEST(TopoInput, MalformedSoftibLocalityIsNamed)
     EnvGuard env;
     env.set("AXON_SOFTIB_DEVICES", "2");
     env.set("AXON_SOFTIB_LOCALITY", "pci:0000:03:00.0,pci:zz");
-    DebugLog log;
+    LogCapture log(AXON_LOG_DEBUG);
     axon_dev_info_t *list;
     int count, softibs = 0;
 
@@ -208,12 +186,12 @@ TEST(TopoInput, MalformedSoftibLocalityIsNamed)
     }
     axon_dev_free_list(list);
     EXPECT_EQ(0, softibs) << "softib listed devices under a bad AXON_SOFTIB_LOCALITY";
-    EXPECT_TRUE(log.has("AXON_SOFTIB_LOCALITY", "'pci:zz'"));
+    EXPECT_TRUE(log.any_contains("AXON_SOFTIB_LOCALITY", "'pci:zz'"));
 
     env.set("AXON_SOFTIB_LOCALITY", "numa:0,numa:1,numa:0");
     ASSERT_EQ(AXON_OK, axon_dev_get_list(&list, &count));
     axon_dev_free_list(list);
-    EXPECT_TRUE(log.has("AXON_SOFTIB_LOCALITY lists 3 localities for 2 devices"));
+    EXPECT_TRUE(log.any_contains("AXON_SOFTIB_LOCALITY lists 3 localities for 2 devices"));
 }
 
 /* ---------------------------------------------------------------- lane choice */
@@ -229,8 +207,7 @@ struct RcLanes {
     std::string small, bulk;
 };
 
-RcLanes rc_lanes_for_this_thread(const std::string &topology, const char *locality,
-                                 const char *net_devices = "all")
+RcLanes rc_lanes(const std::string &topology, const char *locality, const char *net_devices)
 {
     EnvGuard env;
     env.set("AXON_SOFTIB_DEVICES", "2");
@@ -270,6 +247,19 @@ RcLanes rc_lanes_for_this_thread(const std::string &topology, const char *locali
     return lanes;
 }
 
+/* The lanes of a worker made on CPU cpu, over the two-package XML. */
+RcLanes rc_lanes_on_cpu(int cpu, const std::string &locality, const char *net_devices = "all")
+{
+    TwoPackagesXml xml;
+    CpuBinding on(cpu);
+
+    if (!xml.ok() || !on.ok()) {
+        ADD_FAILURE() << (xml.ok() ? "cannot bind to CPU " : "cannot write the XML ") << cpu;
+        return RcLanes();
+    }
+    return rc_lanes(xml.source(), locality.c_str(), net_devices);
+}
+
 const std::string kBothPlaced = std::string(kNearCpu0) + "," + kNearCpu1;
 
 } // namespace
@@ -279,18 +269,14 @@ TEST(TopoLaneChoice, DeviceFollowsTheThreadsPackage)
 {
     NEEDS_HWLOC();
     NEEDS_TWO_CPUS();
-    TwoPackagesXml xml;
-    ASSERT_TRUE(xml.ok());
     for (int cpu = 0; cpu < 2; ++cpu) {
-        CpuBinding on(cpu);
-        ASSERT_TRUE(on.ok());
-        DebugLog log;
-        RcLanes lanes = rc_lanes_for_this_thread(xml.source(), kBothPlaced.c_str());
+        LogCapture log(AXON_LOG_DEBUG);
+        RcLanes lanes = rc_lanes_on_cpu(cpu, kBothPlaced);
         std::string near = "softib" + std::to_string(cpu) + ":1";
 
         EXPECT_EQ(near, lanes.small) << "thread on CPU " << cpu;
         EXPECT_EQ(near, lanes.bulk) << "thread on CPU " << cpu;
-        EXPECT_TRUE(log.has(("rc/" + near).c_str(), "distance 0 from this thread"));
+        EXPECT_TRUE(log.any_contains(("rc/" + near).c_str(), "distance 0 from this thread"));
     }
 }
 
@@ -299,12 +285,7 @@ TEST(TopoLaneChoice, NetDevicesOverridesTheRanking)
 {
     NEEDS_HWLOC();
     NEEDS_TWO_CPUS();
-    TwoPackagesXml xml;
-    ASSERT_TRUE(xml.ok());
-    CpuBinding on(1);
-    ASSERT_TRUE(on.ok());
-    DebugLog log;
-    RcLanes lanes = rc_lanes_for_this_thread(xml.source(), kBothPlaced.c_str(), "softib0:1");
+    RcLanes lanes = rc_lanes_on_cpu(1, kBothPlaced, "softib0:1");
 
     EXPECT_EQ("softib0:1", lanes.small);
     EXPECT_EQ("softib0:1", lanes.bulk);
@@ -314,20 +295,16 @@ TEST(TopoLaneChoice, NetDevicesOverridesTheRanking)
 TEST(TopoLaneChoice, DeviceWithoutLocalityKeepsTheOrder)
 {
     NEEDS_TWO_CPUS();
-    TwoPackagesXml xml;
-    ASSERT_TRUE(xml.ok());
-    CpuBinding on(1);
-    ASSERT_TRUE(on.ok());
-    DebugLog log;
+    LogCapture log(AXON_LOG_DEBUG);
     /* softib1 sits by CPU 1, softib0 has no locality: the order wins. */
-    RcLanes lanes = rc_lanes_for_this_thread(xml.source(), (std::string("none,") + kNearCpu1).c_str());
+    RcLanes lanes = rc_lanes_on_cpu(1, std::string("none,") + kNearCpu1);
 
     EXPECT_EQ("softib0:1", lanes.small);
     EXPECT_EQ("softib0:1", lanes.bulk);
 #ifdef HAVE_HWLOC
-    EXPECT_TRUE(log.has("rc/softib0:1: distance unknown", "the device has no locality"));
+    EXPECT_TRUE(log.any_contains("rc/softib0:1: distance unknown", "the device has no locality"));
 #else
-    EXPECT_TRUE(log.has("rc/softib0:1: distance unknown", "built without hwloc"));
+    EXPECT_TRUE(log.any_contains("rc/softib0:1: distance unknown", "built without hwloc"));
 #endif
-    EXPECT_TRUE(log.has("has no known distance", "keep their listed order"));
+    EXPECT_TRUE(log.any_contains("has no known distance", "keep their listed order"));
 }
