@@ -22,6 +22,8 @@
 extern "C" {
 #include "axon_config.h"
 #include "axon.h"
+#include "shm_mem_seg.h"
+#include "topo.h"
 }
 
 #include "log_capture.h"
@@ -134,22 +136,46 @@ std::string test_prefix(const char *what)
     return "axt" + std::to_string(getpid()) + what;
 }
 
+/* The CPUs this thread may run on, in order. */
+std::vector<int> usable_cpus()
+{
+    std::vector<int> cpus;
+    cpu_set_t allowed;
+
+    if (pthread_getaffinity_np(pthread_self(), sizeof(allowed), &allowed) == 0) {
+        for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+            if (CPU_ISSET(cpu, &allowed)) {
+                cpus.push_back(cpu);
+            }
+        }
+    }
+    return cpus;
+}
+
+/* [addr, addr + length) carries MPOL_PREFERRED for node alone, and every page is there. */
+void expect_prefers(char *addr, size_t length, int node)
+{
+    Policy p = policy_at(addr), want;
+
+    want.nodes[node / 64] = 1ul << (node % 64);
+    EXPECT_EQ(MPOL_PREFERRED, p.mode) << "no placement on the memory";
+    EXPECT_EQ(0, memcmp(want.nodes, p.nodes, sizeof(want.nodes)))
+        << "expected node " << node << ", the memory prefers mask 0x" << std::hex << p.nodes[0];
+    EXPECT_EQ(MPOL_PREFERRED, policy_at(addr + length - 1).mode) << "the policy covers it all";
+    for (int at : page_nodes(addr, length)) {
+        ASSERT_EQ(node, at) << "a page is not on node " << node;
+    }
+}
+
 } // namespace
 
 /* A worker made on a CPU's thread: its ring prefers that CPU's node, and is there. */
 TEST(ShmPlacement, RingPrefersTheReceiversNode)
 {
 #ifndef HAVE_HWLOC
-    GTEST_SKIP() << "built without hwloc: nothing is placed (RingUnboundWithoutTopology)";
+    GTEST_SKIP() << "built without hwloc: nothing is placed (RingUnboundWithoutThisHostsTopology)";
 #endif
-    cpu_set_t allowed;
-    ASSERT_EQ(0, pthread_getaffinity_np(pthread_self(), sizeof(allowed), &allowed));
-    std::vector<int> cpus;
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-        if (CPU_ISSET(cpu, &allowed)) {
-            cpus.push_back(cpu);
-        }
-    }
+    std::vector<int> cpus = usable_cpus();
     ASSERT_FALSE(cpus.empty());
     if (sysfs_node_of_cpu(cpus[0]) < 0) {
         GTEST_SKIP() << "no NUMA nodes in sysfs";
@@ -158,26 +184,36 @@ TEST(ShmPlacement, RingPrefersTheReceiversNode)
     for (int cpu : {cpus.front(), cpus.back()}) {
         CpuBinding on(cpu);
         ASSERT_TRUE(on.ok());
-        int node = sysfs_node_of_cpu(cpu);
         std::string prefix = test_prefix(("nm" + std::to_string(cpu)).c_str());
         ShmWorker w;
         ASSERT_EQ(AXON_OK, w.open(prefix, ""));
 
         std::pair<char *, size_t> seg = shm_mapping(prefix);
         ASSERT_NE(nullptr, seg.first) << "no mapping of /dev/shm/" << prefix << "-*";
-        Policy p = policy_at(seg.first);
-        EXPECT_EQ(MPOL_PREFERRED, p.mode) << "the ring's segment carries no placement";
-        Policy want;
-        want.nodes[node / 64] = 1ul << (node % 64);
-        EXPECT_EQ(0, memcmp(want.nodes, p.nodes, sizeof(want.nodes)))
-            << "CPU " << cpu << " is on node " << node << ", the ring prefers mask 0x"
-            << std::hex << p.nodes[0];
-        EXPECT_EQ(MPOL_PREFERRED, policy_at(seg.first + seg.second - 1).mode)
-            << "the policy covers the whole segment";
-        for (int at : page_nodes(seg.first, seg.second)) {
-            ASSERT_EQ(node, at) << "a ring page is not on CPU " << cpu << "'s node";
-        }
+        SCOPED_TRACE("ring of a worker made on CPU " + std::to_string(cpu));
+        expect_prefers(seg.first, seg.second, sysfs_node_of_cpu(cpu));
     }
+}
+
+/* Memory peers map (AXON_MEM_MAP_ALLOCATE over shm) prefers its owner's node before a peer touches it. */
+TEST(ShmPlacement, AllocatedMemoryPrefersTheOwnersNode)
+{
+#ifndef HAVE_HWLOC
+    GTEST_SKIP() << "built without hwloc: nothing is placed";
+#endif
+    std::vector<int> cpus = usable_cpus();
+    ASSERT_FALSE(cpus.empty());
+    if (sysfs_node_of_cpu(cpus.back()) < 0) {
+        GTEST_SKIP() << "no NUMA nodes in sysfs";
+    }
+    CpuBinding on(cpus.back());
+    ASSERT_TRUE(on.ok());
+    ASSERT_EQ(AXON_OK, axon_topo_get(""));
+    axon_mem_seg_t seg;
+    ASSERT_EQ(AXON_OK, axon_mem_seg_alloc(1 << 20, 0x5eed, &seg));
+    expect_prefers(static_cast<char *>(seg.address), 1 << 20, sysfs_node_of_cpu(cpus.back()));
+    axon_mem_seg_free(&seg);
+    axon_topo_put();
 }
 
 /* A topology that is not this host's (or none) places nothing, and says why. */
