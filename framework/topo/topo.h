@@ -3,8 +3,9 @@
  * how far a network device sits from the calling thread's CPUs, and memory
  * on the calling thread's NUMA node. Loaded once per process while a
  * holder (a context) has it; queries after that only read it, so threads
- * call them concurrently. Everything here runs at init or endpoint
- * creation, never per message.
+ * call them concurrently (each under a context, which keeps it loaded).
+ * Everything here runs at init, worker or endpoint creation, never per
+ * message.
  *
  * A device's locality is a string (axon_resource_t.locality): "" for
  * unknown, "pci:DDDD:BB:DD.F" (its PCI bus id) or "numa:N" (it sits by NUMA
