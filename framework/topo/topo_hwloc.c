@@ -1,8 +1,10 @@
 /*
  * The topology service on hwloc (topo.h). One topology per process, loaded
  * with the important I/O devices (NICs, their bridges) by the first holder
- * and destroyed by the last; hwloc's read-only queries are thread-safe, so
- * only get/put take the lock.
+ * and kept for later contexts (a load reads sysfs for tens of milliseconds);
+ * replaced only when a holder asks for another source while none holds it,
+ * freed at exit. hwloc's read-only queries are thread-safe, so only get/put
+ * take the lock.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,14 +26,29 @@ static hwloc_topology_t axon_topo;          /* NULL while nobody holds it */
 static int              axon_topo_thissystem;
 static char             axon_topo_source[256];
 
+/* The topology while a holder has it, else NULL: a query outside any context sees none. */
+static hwloc_topology_t axon_topo_held(void)
+{
+    return (__atomic_load_n(&axon_topo_holders, __ATOMIC_ACQUIRE) > 0) ? axon_topo : NULL;
+}
+
 #define AXON_TOPO_WHY(...) \
     do { if (why != NULL) { snprintf(why, max, __VA_ARGS__); } } while (0)
+
+/*
+ * hwloc components left out: Linux's sysfs gives the PCI tree without
+ * libpciaccess ("pci", which keeps memory past the topology's end), and
+ * packages and NUMA nodes without cpuid ("x86", which cannot run under
+ * valgrind and says so on stderr); GPUs are no network devices.
+ */
+static const char *const axon_topo_skipped[] = {"pci", "x86", "opencl", "gl"};
 
 static axon_status_t axon_topo_load(const char *source)
 {
     axon_topo_source_t kind;
     const char *arg;
     axon_status_t status;
+    unsigned i;
     int ret = 0;
 
     status = axon_topo_source_parse(source, &kind, &arg);
@@ -43,8 +60,13 @@ static axon_status_t axon_topo_load(const char *source)
         axon_topo = NULL;
         return AXON_ERR_NO_MEMORY;
     }
-    /* Network devices and the bridges above them: what device locality needs. */
+    /* PCI devices and the bridges above them: what device locality needs. */
     hwloc_topology_set_io_types_filter(axon_topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    hwloc_topology_set_type_filter(axon_topo, HWLOC_OBJ_OS_DEVICE, HWLOC_TYPE_FILTER_KEEP_NONE);
+    for (i = 0; i < sizeof(axon_topo_skipped) / sizeof(axon_topo_skipped[0]); ++i) {
+        hwloc_topology_set_components(axon_topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
+                                      axon_topo_skipped[i]);
+    }
     if (kind == AXON_TOPO_SOURCE_XML) {
         ret = hwloc_topology_set_xml(axon_topo, arg);
     } else if (kind == AXON_TOPO_SOURCE_SYNTHETIC) {
@@ -67,19 +89,35 @@ static axon_status_t axon_topo_load(const char *source)
     return AXON_OK;
 }
 
+static void axon_topo_unload(void)
+{
+    if (axon_topo != NULL) {
+        hwloc_topology_destroy(axon_topo);
+        axon_topo = NULL;
+    }
+}
+
+static void __attribute__((destructor)) axon_topo_at_exit(void)
+{
+    axon_topo_unload();
+}
+
 axon_status_t axon_topo_get(const char *source)
 {
     axon_status_t status = AXON_OK;
+    int same;
 
     pthread_mutex_lock(&axon_topo_lock);
-    if (axon_topo_holders == 0) {
+    same = (axon_topo != NULL) && (strcmp(source, axon_topo_source) == 0);
+    if ((axon_topo_holders == 0) && !same) {
+        axon_topo_unload();
         status = axon_topo_load(source);
-    } else if (strcmp(source, axon_topo_source) != 0) {
+    } else if (!same) {
         axon_warn("AXON_TOPOLOGY='%s' ignored: this process already uses '%s' until its "
                   "contexts are cleaned up", source, axon_topo_source);
     }
     if (status == AXON_OK) {
-        ++axon_topo_holders;
+        __atomic_add_fetch(&axon_topo_holders, 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&axon_topo_lock);
     return status;
@@ -88,9 +126,8 @@ axon_status_t axon_topo_get(const char *source)
 void axon_topo_put(void)
 {
     pthread_mutex_lock(&axon_topo_lock);
-    if ((axon_topo_holders > 0) && (--axon_topo_holders == 0)) {
-        hwloc_topology_destroy(axon_topo);
-        axon_topo = NULL;
+    if (axon_topo_holders > 0) {
+        __atomic_sub_fetch(&axon_topo_holders, 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&axon_topo_lock);
 }
@@ -105,7 +142,7 @@ static hwloc_bitmap_t axon_topo_thread_cpus(char *why, size_t max)
     cpu_set_t set;
     int cpu;
 
-    if (axon_topo == NULL) {
+    if (axon_topo_held() == NULL) {
         AXON_TOPO_WHY("no topology loaded");
         return NULL;
     }
@@ -141,7 +178,7 @@ static hwloc_obj_t axon_topo_locality_obj(const char *locality, char *why, size_
     axon_topo_locality_t loc;
     hwloc_obj_t obj;
 
-    if (axon_topo == NULL) {
+    if (axon_topo_held() == NULL) {
         AXON_TOPO_WHY("no topology loaded");
         return NULL;
     }
@@ -238,7 +275,7 @@ axon_status_t axon_topo_mem_bind_local(void *addr, size_t length, int *node_p)
     int node;
 
     *node_p = -1;
-    if ((axon_topo != NULL) && !axon_topo_thissystem) {
+    if ((axon_topo_held() != NULL) && !axon_topo_thissystem) {
         axon_debug("memory at %p not bound: the topology (AXON_TOPOLOGY='%s') is not this "
                    "host's", addr, axon_topo_source);
         return AXON_OK;
