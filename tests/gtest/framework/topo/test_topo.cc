@@ -29,7 +29,9 @@ namespace {
 #ifdef HAVE_HWLOC
 #define NEEDS_HWLOC()
 #else
-#define NEEDS_HWLOC() GTEST_SKIP() << "built without hwloc (TopoNoHwloc covers it)"
+#define NEEDS_HWLOC() \
+    GTEST_SKIP() << "built without hwloc: every distance is unknown (UnknownWithoutATopology, " \
+                    "DeviceWithoutLocalityKeepsTheOrder)"
 #endif
 
 #define NEEDS_TWO_CPUS() \
@@ -305,6 +307,10 @@ TEST(TopoLaneChoice, DeviceWithoutLocalityKeepsTheOrder)
     EXPECT_TRUE(log.any_contains("rc/softib0:1: distance unknown", "the device has no locality"));
 #else
     EXPECT_TRUE(log.any_contains("rc/softib0:1: distance unknown", "built without hwloc"));
+    /* Without hwloc even placed devices keep the order. */
+    lanes = rc_lanes_on_cpu(1, kBothPlaced);
+    EXPECT_EQ("softib0:1", lanes.small);
+    EXPECT_EQ("softib0:1", lanes.bulk);
 #endif
     EXPECT_TRUE(log.any_contains("has no known distance", "keep their listed order"));
 }
