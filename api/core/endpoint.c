@@ -74,10 +74,10 @@ static axon_status_t axon_ep_open_lane(axon_worker_h worker, unsigned idx, uint6
  * such lane: atomics on this endpoint fail (amo.c), the rest works.
  */
 static void axon_ep_open_amo_lane(axon_ep_h ep, const axon_resource_t *const *rscs, unsigned n,
-                                  const unsigned *iface_idx,
+                                  const unsigned *iface_idx, const unsigned *distances,
                                   const axon_address_entry_t *const *entries)
 {
-    unsigned i;
+    unsigned order[AXON_ADDRESS_MAX_TLS], i, j, k;
 
     if (!ep->worker->context->amo_device) {
         return;
@@ -90,7 +90,15 @@ static void axon_ep_open_amo_lane(axon_ep_h ep, const axon_resource_t *const *rs
         ep->amo_lane = ep->bulk_lane;
         return;
     }
-    for (i = 0; i < n; ++i) {
+    /* The nearest device first (topo.h's distance; equal ones in listed order). */
+    for (k = 0; k < n; ++k) {
+        for (j = k; (j > 0) && (distances[k] < distances[order[j - 1]]); --j) {
+            order[j] = order[j - 1];
+        }
+        order[j] = k;
+    }
+    for (k = 0; k < n; ++k) {
+        i = order[k];
         if ((rscs[i]->cap_flags & AXON_CAP_AMO_DEVICE) &&
             (axon_ep_open_lane(ep->worker, iface_idx[i], ep->peer_uuid, entries[i],
                                &ep->amo_lane) == AXON_OK)) {
@@ -174,7 +182,7 @@ axon_status_t axon_ep_create_internal(axon_worker_h worker, const void *address,
         }
     }
 
-    axon_ep_open_amo_lane(ep, rscs, n, iface_idx, entries);
+    axon_ep_open_amo_lane(ep, rscs, n, iface_idx, distances, entries);
     axon_protocols_call(ep_init, ep);
 
     axon_list_add_tail(&worker->eps, &ep->link);

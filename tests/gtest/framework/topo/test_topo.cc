@@ -201,22 +201,30 @@ TEST(TopoInput, MalformedSoftibLocalityIsNamed)
 namespace {
 
 /*
- * One context over rc on two softib devices (placed by locality, "" for
+ * One context over rc on two softib devices (placed by locality, "none" for
  * none), a worker made by the calling thread and an endpoint to a second
- * worker; the devices of its two lanes, or "" if something failed.
+ * worker; the devices of its lanes, or "" if something failed. What it is
+ * asked: AXON_NET_DEVICES, or device atomics with shm carrying the rest.
  */
 struct RcLanes {
-    std::string small, bulk;
+    std::string small, bulk, amo;
 };
 
-RcLanes rc_lanes(const std::string &topology, const char *locality, const char *net_devices)
+struct LaneAsk {
+    const char *net_devices = "all";
+    bool        device_atomics_beside_shm = false;
+};
+
+RcLanes rc_lanes(const std::string &topology, const char *locality, const LaneAsk &ask)
 {
     EnvGuard env;
     env.set("AXON_SOFTIB_DEVICES", "2");
     env.set("AXON_SOFTIB_LOCALITY", locality);
-    axon_config_kv_t kv[] = {{"TLS", "rc"}, {"TOPOLOGY", topology.c_str()},
-                             {"NET_DEVICES", net_devices}, {"LOG_LEVEL", "debug"}};
-    axon_context_params_t params = {AXON_FEATURE_TAG, kv, 4};
+    axon_config_kv_t kv[] = {{"TLS", ask.device_atomics_beside_shm ? "shm,rc" : "rc"},
+                             {"TOPOLOGY", topology.c_str()}, {"NET_DEVICES", ask.net_devices},
+                             {"LOG_LEVEL", "debug"},
+                             {"ATOMIC_MODE", ask.device_atomics_beside_shm ? "device" : "cpu"}};
+    axon_context_params_t params = {AXON_FEATURE_TAG | AXON_FEATURE_RMA | AXON_FEATURE_AMO, kv, 5};
     axon_worker_h w1 = NULL, w2 = NULL;
     axon_context_h ctx;
     axon_ep_h ep;
@@ -235,6 +243,7 @@ RcLanes rc_lanes(const std::string &topology, const char *locality, const char *
         if (axon_ep_create(w1, &ep_params, &ep) == AXON_OK) {
             lanes.small = ep->am_lane.resource->dev_name;
             lanes.bulk  = ep->bulk_lane.resource->dev_name;
+            lanes.amo   = (ep->amo_lane.tl_ep != NULL) ? ep->amo_lane.resource->dev_name : "";
             axon_ep_close_nb(ep, AXON_EP_CLOSE_FORCE, NULL);
         }
         axon_worker_release_address(w2, addr);
@@ -250,7 +259,7 @@ RcLanes rc_lanes(const std::string &topology, const char *locality, const char *
 }
 
 /* The lanes of a worker made on CPU cpu, over the two-package XML. */
-RcLanes rc_lanes_on_cpu(int cpu, const std::string &locality, const char *net_devices = "all")
+RcLanes rc_lanes_on_cpu(int cpu, const std::string &locality, const LaneAsk &ask = LaneAsk())
 {
     TwoPackagesXml xml;
     CpuBinding on(cpu);
@@ -259,7 +268,7 @@ RcLanes rc_lanes_on_cpu(int cpu, const std::string &locality, const char *net_de
         ADD_FAILURE() << (xml.ok() ? "cannot bind to CPU " : "cannot write the XML ") << cpu;
         return RcLanes();
     }
-    return rc_lanes(xml.source(), locality.c_str(), net_devices);
+    return rc_lanes(xml.source(), locality.c_str(), ask);
 }
 
 const std::string kBothPlaced = std::string(kNearCpu0) + "," + kNearCpu1;
@@ -287,10 +296,27 @@ TEST(TopoLaneChoice, NetDevicesOverridesTheRanking)
 {
     NEEDS_HWLOC();
     NEEDS_TWO_CPUS();
-    RcLanes lanes = rc_lanes_on_cpu(1, kBothPlaced, "softib0:1");
+    LaneAsk only_softib0;
+    only_softib0.net_devices = "softib0:1";
+    RcLanes lanes = rc_lanes_on_cpu(1, kBothPlaced, only_softib0);
 
     EXPECT_EQ("softib0:1", lanes.small);
     EXPECT_EQ("softib0:1", lanes.bulk);
+}
+
+/* Device atomic mode with shm carrying messages: the atomics' own rc lane is the near device's. */
+TEST(TopoLaneChoice, DeviceAtomicsUseTheNearestDevice)
+{
+    NEEDS_HWLOC();
+    NEEDS_TWO_CPUS();
+    LaneAsk atomics;
+    atomics.device_atomics_beside_shm = true;
+    for (int cpu = 0; cpu < 2; ++cpu) {
+        RcLanes lanes = rc_lanes_on_cpu(cpu, kBothPlaced, atomics);
+
+        EXPECT_EQ("memory", lanes.small) << "shm carries the messages";
+        EXPECT_EQ("softib" + std::to_string(cpu) + ":1", lanes.amo) << "thread on CPU " << cpu;
+    }
 }
 
 /* A device without locality: the first device, as before topology, and a debug line why. */
