@@ -160,12 +160,7 @@ axon_status_t axon_mem_seg_alloc(size_t length, uint64_t token, axon_mem_seg_t *
         return AXON_ERR_NO_MEMORY;
     }
     /* Peers write into it (puts, atomics) but its owner reads it: its node, before any touch. */
-    status = axon_topo_mem_bind_local(base, map_length, &node);
-    if (status != AXON_OK) {
-        munmap(base, map_length);
-        close(fd);
-        return status;
-    }
+    node = axon_topo_mem_bind_local(base, map_length);
     axon_mem_seg_hdr_init(base, length, token);
     axon_mem_seg_set(seg, base, map_length, length, token);
     seg->fd = fd;

@@ -261,10 +261,7 @@ axon_status_t axon_shm_seg_create(const char *prefix, unsigned fifo_size, size_t
     }
     /* The ring is read by this (the receiving) thread: its pages on its NUMA node.
      * The policy is the file's, so the allocation below already follows it. */
-    status = axon_topo_mem_bind_local(addr, length, &seg->numa_node);
-    if (status != AXON_OK) {
-        goto err_unmap;
-    }
+    seg->numa_node = axon_topo_mem_bind_local(addr, length);
     /* Reserve the pages now: a full /dev/shm would otherwise be a SIGBUS later. */
     ret = posix_fallocate(fd, 0, (off_t)length);
     if (ret != 0) {

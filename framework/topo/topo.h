@@ -68,11 +68,12 @@ int           axon_topo_thread_numa_node(char *why, size_t max);
  * (page-aligned, mapped, not yet touched): mbind MPOL_PREFERRED, so a full
  * node still serves from another. For a shared file mapping the policy is
  * the file's, so pages allocated later by fallocate follow it too.
- * *node_p is the node, or -1 when nothing was bound (no topology, a topology
- * not of this host, unknown node): a debug line says why and AXON_OK is
- * returned, since placement only helps. A failing mbind is an error.
+ * Returns the node, or -1 when nothing was bound (no topology, a topology
+ * not of this host, unknown node, mbind refused: a kernel without NUMA, a
+ * cpuset without the node), with a debug line saying why: placement only
+ * helps, unplaced memory works.
  */
-axon_status_t axon_topo_mem_bind_local(void *addr, size_t length, int *node_p);
+int           axon_topo_mem_bind_local(void *addr, size_t length);
 
 /* "package 1 (cpus 0x2, NUMA node 1)" for locality, or why it is unknown; for axon_info. */
 void          axon_topo_locality_describe(const char *locality, char *buf, size_t max);

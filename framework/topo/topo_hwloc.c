@@ -268,33 +268,32 @@ int axon_topo_thread_numa_node(char *why, size_t max)
     return node;
 }
 
-axon_status_t axon_topo_mem_bind_local(void *addr, size_t length, int *node_p)
+int axon_topo_mem_bind_local(void *addr, size_t length)
 {
     unsigned long mask[4] = {0};   /* up to 256 nodes; larger ones stay unbound */
     char why[128];
     int node;
 
-    *node_p = -1;
     if ((axon_topo_held() != NULL) && !axon_topo_thissystem) {
         axon_debug("memory at %p not bound: the topology (AXON_TOPOLOGY='%s') is not this "
                    "host's", addr, axon_topo_source);
-        return AXON_OK;
+        return -1;
     }
     node = axon_topo_thread_numa_node(why, sizeof(why));
     if ((node < 0) || ((unsigned)node >= 8 * sizeof(mask))) {
         axon_debug("memory at %p not bound: %s", addr,
                    (node < 0) ? why : "NUMA node number past 255");
-        return AXON_OK;
+        return -1;
     }
     mask[node / (8 * sizeof(mask[0]))] |= 1ul << (node % (8 * sizeof(mask[0])));
     /* The kernel reads maxnode - 1 bits. */
     if (syscall(SYS_mbind, addr, length, MPOL_PREFERRED, mask, 8 * sizeof(mask) + 1, 0) != 0) {
-        axon_error("mbind of %zu bytes at %p to NUMA node %d failed: %s", length, addr, node,
-                   strerror(errno));
-        return AXON_ERR_IO_ERROR;
+        /* A kernel without NUMA, a cpuset whose mems leave the node out: unplaced still works. */
+        axon_debug("memory at %p not bound: mbind of %zu bytes to NUMA node %d failed: %s", addr,
+                   length, node, strerror(errno));
+        return -1;
     }
-    *node_p = node;
-    return AXON_OK;
+    return node;
 }
 
 void axon_topo_locality_describe(const char *locality, char *buf, size_t max)

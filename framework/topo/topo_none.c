@@ -44,11 +44,10 @@ int axon_topo_thread_numa_node(char *why, size_t max)
     return -1;
 }
 
-axon_status_t axon_topo_mem_bind_local(void *addr, size_t length, int *node_p)
+int axon_topo_mem_bind_local(void *addr, size_t length)
 {
     axon_debug("%zu bytes at %p not bound to a NUMA node: " AXON_TOPO_NONE_WHY, length, addr);
-    *node_p = -1;
-    return AXON_OK;
+    return -1;
 }
 
 void axon_topo_locality_describe(const char *locality, char *buf, size_t max)
