@@ -17,9 +17,11 @@ enum {
     AXON_INTROSPECT_BUILD   = 1u << 0,  /* version, build options, back ends, search path */
     AXON_INTROSPECT_DEVICES = 1u << 1,  /* components, resources (those AXON_TLS or
                                          * AXON_NET_DEVICES leave out marked), RDMA devices
-                                         * with their limits (DC's among them) and, per
-                                         * port, the transport lanes move to past
-                                         * AXON_RC_MAX_PEERS endpoints */
+                                         * with their locality and limits (DC's among
+                                         * them) and, per port, the transport lanes move
+                                         * to past AXON_RC_MAX_PEERS endpoints; network
+                                         * devices per transport, nearest the calling
+                                         * thread first */
     AXON_INTROSPECT_CONFIG  = 1u << 2,  /* every variable: value, default and help */
     AXON_INTROSPECT_ALL     = (1u << 3) - 1,
 };

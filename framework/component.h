@@ -21,7 +21,7 @@
 #include "amo_args.h"
 #include "coll_offload.h"
 
-#define AXON_COMPONENT_ABI_VERSION 14
+#define AXON_COMPONENT_ABI_VERSION 15
 /* Most local pieces one ep_get_zcopy_iov takes (the kernel's UIO_MAXIOV). */
 #define AXON_TL_IOV_MAX 1024
 /* Plugins build with -fvisibility=hidden; only the descriptor is exported. */
@@ -31,6 +31,7 @@
 
 #define AXON_TL_NAME_MAX  16
 #define AXON_DEV_NAME_MAX 32
+#define AXON_LOCALITY_MAX 32   /* "pci:0000:03:00.0", "numa:1" (framework/topo/topo.h) */
 
 /* Device kinds: AXON_NET_DEVICES filters only network devices. */
 typedef enum {
@@ -93,6 +94,9 @@ typedef struct axon_resource {
     size_t          ep_memory;
     /* AXON_CAP_AMO_DEVICE: AXON_AMO_DEV_BIT of every (op, size) ep_atomic takes */
     uint32_t        amo_device_ops;
+    /* Where a network device sits (topo.h's forms), "" unknown: lane choice prefers
+     * the device nearest the worker's thread among those of one transport */
+    char            locality[AXON_LOCALITY_MAX];
 } axon_resource_t;
 
 /* Active message ids (the upper layer's protocols); transports carry them opaquely. */

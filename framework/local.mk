@@ -7,7 +7,8 @@ axon_base_sources = \
 	framework/config.c \
 	framework/sys.c \
 	framework/proc.c \
-	framework/amo_cpu.c
+	framework/amo_cpu.c \
+	framework/topo/topo_parse.c
 libaxon_la_SOURCES += \
 	$(axon_base_sources) \
 	framework/loader.c \
@@ -30,6 +31,18 @@ noinst_HEADERS += \
 	framework/amo_args.h \
 	framework/amo_cpu.h \
 	framework/byte_order.h
+
+# framework/topo/: the host's topology (hwloc) for device choice and NUMA
+# placement; without hwloc every device's locality is unknown.
+AM_CPPFLAGS += -I$(top_srcdir)/framework/topo
+noinst_HEADERS += framework/topo/topo.h framework/topo/topo_parse.h
+if HAVE_HWLOC
+libaxon_la_SOURCES += framework/topo/topo_hwloc.c
+AM_CPPFLAGS += $(HWLOC_CFLAGS)
+libaxon_la_LIBADD += $(HWLOC_LIBS)
+else
+libaxon_la_SOURCES += framework/topo/topo_none.c
+endif
 
 # framework/bootstrap/: a job's ranks and addresses from its launcher (PMIx).
 AM_CPPFLAGS += -I$(top_srcdir)/framework/bootstrap

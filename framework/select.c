@@ -5,6 +5,7 @@
 #include <string.h>
 #include "log.h"
 #include "select.h"
+#include "topo.h"
 
 const char *const axon_select_tl_aliases[][2] = {
     {"sm",  "shm,self"},
@@ -309,6 +310,62 @@ static int axon_select_by_estimates(const axon_resource_t *const *candidates, un
     return best;
 }
 
+int axon_select_nearer(const axon_resource_t *a, unsigned da, const axon_resource_t *b,
+                       unsigned db)
+{
+    if (da != db) {
+        return da < db;   /* AXON_TOPO_DISTANCE_UNKNOWN is the largest */
+    }
+    return a->bandwidth_MBps > b->bandwidth_MBps;
+}
+
+/*
+ * Among the resources of best's transport that can carry the lane, one on
+ * the device nearest the worker's thread: best if it is that near, else the
+ * best of the nearest by the lane's estimates. best itself when any of them
+ * has an unknown distance, so devices keep the order they were listed in.
+ */
+static int axon_select_by_locality(const axon_resource_t *const *candidates, unsigned count,
+                                   int lane, int best, const unsigned *distances)
+{
+    const axon_resource_t *kind = candidates[best];
+    unsigned i, devices = 0, nearest = AXON_TOPO_DISTANCE_UNKNOWN;
+    int pick = -1, unknown = -1;
+
+    for (i = 0; i < count; ++i) {
+        const axon_resource_t *rsc = candidates[i];
+
+        if (!(rsc->cap_flags & axon_select_lane_needs[lane].cap) ||
+            (rsc->dev_type != kind->dev_type) || strcmp(rsc->tl_name, kind->tl_name)) {
+            continue;
+        }
+        ++devices;
+        if ((distances == NULL) || (distances[i] == AXON_TOPO_DISTANCE_UNKNOWN)) {
+            unknown = (int)i;
+        } else if ((pick < 0) || (distances[i] < nearest) ||
+                   ((distances[i] == nearest) && axon_select_better(rsc, candidates[pick], lane))) {
+            pick    = (int)i;
+            nearest = distances[i];
+        }
+    }
+    if (devices < 2) {
+        return best;
+    }
+    if (unknown >= 0) {
+        axon_debug("%s lane: %s/%s has no known distance from this thread, so the %s devices "
+                   "keep their listed order (%s first)", axon_select_lane_needs[lane].name,
+                   kind->tl_name, candidates[unknown]->dev_name, kind->tl_name, kind->dev_name);
+        return best;
+    }
+    if (distances[best] == nearest) {
+        return best;
+    }
+    axon_debug("%s lane: %s/%s at distance %u from this thread rather than %s at %u",
+               axon_select_lane_needs[lane].name, kind->tl_name, candidates[pick]->dev_name,
+               nearest, kind->dev_name, distances[best]);
+    return pick;
+}
+
 /*
  * Past the peer threshold: the resource of best's device with the smallest
  * memory per endpoint that can carry the lane; equal memory keeps best.
@@ -340,6 +397,9 @@ axon_status_t axon_select_lanes(const axon_resource_t *const *candidates, unsign
 
     for (lane = 0; lane < 2; ++lane) {
         best = axon_select_by_estimates(candidates, count, lane);
+        if (best >= 0) {
+            best = axon_select_by_locality(candidates, count, lane, best, params->distances);
+        }
         if ((best >= 0) && (params->num_eps >= params->max_peers)) {
             picks[lane] = axon_select_by_memory(candidates, count, lane, best);
             if (picks[lane] != best) {

@@ -43,12 +43,27 @@ typedef struct axon_lane_choice {
 typedef struct axon_lane_select_params {
     unsigned num_eps;    /* endpoints the worker has before this one */
     unsigned max_peers;  /* AXON_RC_MAX_PEERS: from this many on, memory per endpoint decides */
+    /* Per candidate: its device's distance from the worker's thread
+     * (axon_topo_device_distance, measured when the worker opened it); NULL: none known */
+    const unsigned *distances;
 } axon_lane_select_params_t;
+
+/*
+ * Is device a (distance da) ranked before b (db)? Nearer first, then the
+ * higher bandwidth (the bulk lane's order; the small lane breaks ties by
+ * latency); an unknown distance ranks after every known one. Equal:
+ * neither, so the order the components listed devices in stays.
+ */
+int axon_select_nearer(const axon_resource_t *a, unsigned da, const axon_resource_t *b,
+                       unsigned db);
 
 /*
  * Pick lanes among candidates (resources that reach the peer). While the
  * worker has fewer than max_peers endpoints, latency (small lane) and
- * bandwidth (bulk lane) decide; from then on each lane moves to the
+ * bandwidth (bulk lane) choose the transport, and among that transport's
+ * devices the nearest one (by params->distances; equally near ones by the
+ * same estimates; when any of them has an unknown distance, the first
+ * listed, with a debug line); from then on each lane moves to the
  * resource of the same device with the smallest ep_memory that can carry it
  * (dc where the device has DC, else ud, rather than rc), so memory grows
  * slowly with the number of peers.

@@ -16,6 +16,7 @@ tests_axon_gtest_SOURCES = \
 	tests/harness/rma_env.h \
 	tests/harness/layout_cases.h \
 	tests/harness/layout_wire.h \
+	tests/harness/topo_env.h \
 	tests/gtest/api/coll/coll_env.h \
 	tests/gtest/api/coll/coll_proc.h \
 	tests/gtest/api/coll/test_coll.cc \
@@ -43,6 +44,7 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/components/rdmacm/test_rdmacm.cc \
 	tests/gtest/components/shm/test_shm.cc \
 	tests/gtest/components/shm/test_shm_mem_seg.cc \
+	tests/gtest/components/shm/test_shm_numa.cc \
 	tests/gtest/components/shm/test_shm_mem_share.cc \
 	tests/gtest/components/tcp/test_tcp.cc \
 	tests/gtest/components/verbs/rcache_probe.h \
@@ -57,6 +59,7 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/framework/test_idle.cc \
 	tests/gtest/framework/test_loader.cc \
 	tests/gtest/framework/test_select.cc \
+	tests/gtest/framework/topo/test_topo.cc \
 	tests/gtest/framework/memory/test_rcache.cc \
 	tests/gtest/framework/device/test_device.cc \
 	tests/gtest/framework/device/rdmacore/test_rdmacore_cm.cc \

@@ -158,6 +158,27 @@ t_info_many_peers_transport() {
     grep -q 'endpoints: rc (' <<<"$line"
 }
 
+# Two softib devices by the two NUMA nodes of a synthetic two-package topology
+# (CPU 0 on node 0, CPU 1 on node 1): -d names where each sits and ranks them
+# nearest the thread first, and the ranking follows taskset.
+t_info_device_locality_ranking() {
+    local env=(env AXON_TOPOLOGY="synthetic:pack:2 numa:1 pu:1" AXON_SOFTIB_DEVICES=2
+               AXON_SOFTIB_LOCALITY=numa:0,numa:1)
+    "$info" -v | grep -q 'hwloc yes' || {
+        out=$("${env[@]}" "$info" -d) || return 1
+        grep -q '^#     locality: numa:1, unknown (Axon was built without hwloc)$' <<<"$out"
+        return
+    }
+    out=$("${env[@]}" taskset -c 1 "$info" -d) || return 1
+    grep -E 'locality|nearest|#   rc:' <<<"$out"
+    grep -q '^#     locality: numa:1, NUMANode 1 (cpus 0x00000002, NUMA node 1)$' <<<"$out" &&
+        grep -q '^# network devices nearest first, for this thread (cpus 0x00000002 (NUMA node 1)):$' <<<"$out" &&
+        grep -q '^#   rc: softib1:1 (distance 0, not selected), softib0:1 (distance 2, not selected)$' <<<"$out" ||
+        return 1
+    out=$("${env[@]}" AXON_TLS=rc taskset -c 0 "$info" -d) || return 1
+    grep -q '^#   rc: softib0:1 (distance 0), softib1:1 (distance 2)$' <<<"$out"
+}
+
 t_info_config_lists_softib() {
     out=$("$info" -c) || return 1
     grep -q '^AXON_SOFTIB_DEVICES=1$' <<<"$out" && grep -q '^AXON_SOFTIB_CAP_MASK=' <<<"$out" &&
@@ -745,6 +766,7 @@ check info_softib_cap_mask_removes_caps     t_info_softib_cap_mask
 check info_config_lists_softib_variables     t_info_config_lists_softib
 check info_dc_limits_of_each_device          t_info_dc_limits
 check info_many_peers_transport_per_port     t_info_many_peers_transport
+check info_device_locality_and_ranking       t_info_device_locality_ranking
 check perf_tag_lat_8B_100k_over_shm          t_perf_tag_lat
 check perf_tag_bw_1MiB_over_shm              t_perf_tag_bw
 check perf_size_list                         t_perf_size_list

@@ -2,8 +2,9 @@
  * axon_info: what this Axon build can do on this host.
  *   -v  version, build options and plugin search path
  *   -d  components, their resources, capabilities and estimates; RDMA devices
- *       of every device-layer back end with their ports, capabilities and
- *       limits, and per port the transport preferred past AXON_RC_MAX_PEERS
+ *       of every device-layer back end with their locality, ports,
+ *       capabilities and limits, and per port the transport preferred past
+ *       AXON_RC_MAX_PEERS; network devices nearest this thread first
  *   -c  every configuration variable with its value, default and help
  * A client of the public headers only: the library prints (axon_introspect.h).
  */
@@ -17,7 +18,8 @@ static void axon_info_usage(const char *prog)
     printf("Usage: %s [-v] [-d] [-c]\n"
            "  -v  version, build options, plugin search path\n"
            "  -d  components, devices, capabilities and estimates; RDMA devices,\n"
-           "      their limits and the transport preferred past AXON_RC_MAX_PEERS\n"
+           "      their locality, limits and the transport preferred past\n"
+           "      AXON_RC_MAX_PEERS; network devices nearest this thread first\n"
            "  -c  configuration variables: value, default and help\n"
            "Environment: AXON_TLS, AXON_NET_DEVICES, AXON_COMPONENT_PATH, ... (see -c)\n",
            prog);

@@ -38,6 +38,7 @@ typedef struct axon_global_opts {
     unsigned                 coll_algo[AXON_COLL_LAST];  /* index into axon_coll_algo_names */
     unsigned                 coll_knomial_radix;
     unsigned                 coll_offload;  /* AXON_COLL_OFFLOAD_*: auto, y, n */
+    char                    *topology;      /* AXON_TOPOLOGY: topo.h's source */
 } axon_global_opts_t;
 
 /* AXON_COLL_OFFLOAD: the device runs barrier, bcast and allreduce where it can. */
@@ -75,6 +76,7 @@ struct axon_context {
 typedef struct axon_worker_iface {
     axon_iface_t                 *iface;
     const axon_select_resource_t *rsc;
+    unsigned                      distance;  /* of its device from the creating thread (topo.h) */
 } axon_worker_iface_t;
 
 #define AXON_RX_FRAG_BUCKETS 64

@@ -7,6 +7,7 @@
 #include "dev_cm_backend.h"
 #include "log.h"
 #include "mem.h"
+#include "topo.h"
 
 const char *const axon_rndv_scheme_names[] = {"auto", "get", "stream", NULL};
 
@@ -92,6 +93,12 @@ const axon_config_entry_t axon_global_config_table[] = {
      "request) or auto (get from the size where the costs the transport measured at start "
      "make it cheaper than streaming)",
      AXON_GLOBAL_OPT(rndv_scheme), AXON_CONFIG_TYPE_ENUM(axon_rndv_scheme_names, "auto|get|stream")},
+
+    {"TOPOLOGY", "",
+     "Host topology for device choice and NUMA placement: empty (this host, through hwloc), "
+     "xml:PATH (an hwloc XML file) or synthetic:DESCRIPTION (hwloc's synthetic syntax); "
+     "memory is bound to NUMA nodes only with this host's",
+     AXON_GLOBAL_OPT(topology), AXON_CONFIG_TYPE_STRING},
 
     {"RC_MAX_PEERS", "256",
      "Past this many peers a worker prefers transports with smaller per-endpoint memory "
@@ -377,10 +384,15 @@ axon_status_t axon_init(const axon_context_params_t *params, axon_context_h *con
         goto err_release;
     }
 
+    /* Before any iface: shm binds its ring to the worker's node, lanes rank devices. */
+    status = axon_topo_get(ctx->opts.topology);
+    if (status != AXON_OK) {
+        goto err_release;
+    }
     status = axon_loader_load_all(&ctx->opts.component_path, params->config,
                                   params->config_count, &ctx->opts.tls, &ctx->comps);
     if (status != AXON_OK) {
-        goto err_release;
+        goto err_topo;
     }
 
     status = axon_context_check_overrides(ctx, params);
@@ -424,6 +436,8 @@ err_free_rscs:
     free(ctx->rscs);
 err_unload:
     axon_loader_unload_all(&ctx->comps);
+err_topo:
+    axon_topo_put();
 err_release:
     axon_config_release(axon_global_config_table, &ctx->opts);
 err_free:
@@ -440,6 +454,7 @@ void axon_cleanup(axon_context_h ctx)
     axon_context_close_mds(ctx);
     free(ctx->rscs);
     axon_loader_unload_all(&ctx->comps);
+    axon_topo_put();
     axon_config_release(axon_global_config_table, &ctx->opts);
     free(ctx);
 }

@@ -20,7 +20,7 @@ static void axon_lane_init(axon_lane_t *lane, axon_tl_ep_t *tl_ep, const axon_if
 static unsigned axon_ep_find_candidates(axon_worker_h worker, const axon_address_t *addr,
                                         const axon_address_entry_t **entries,
                                         unsigned *iface_idx,
-                                        const axon_resource_t **rscs)
+                                        const axon_resource_t **rscs, unsigned *distances)
 {
     unsigned i, j, n = 0;
 
@@ -43,6 +43,7 @@ static unsigned axon_ep_find_candidates(axon_worker_h worker, const axon_address
             entries[n]   = e;
             iface_idx[n] = i;
             rscs[n]      = iface->resource;
+            distances[n] = worker->ifaces[i].distance;
             ++n;
             break;
         }
@@ -73,10 +74,10 @@ static axon_status_t axon_ep_open_lane(axon_worker_h worker, unsigned idx, uint6
  * such lane: atomics on this endpoint fail (amo.c), the rest works.
  */
 static void axon_ep_open_amo_lane(axon_ep_h ep, const axon_resource_t *const *rscs, unsigned n,
-                                  const unsigned *iface_idx,
+                                  const unsigned *iface_idx, const unsigned *distances,
                                   const axon_address_entry_t *const *entries)
 {
-    unsigned i;
+    unsigned order[AXON_ADDRESS_MAX_TLS], i, j, k;
 
     if (!ep->worker->context->amo_device) {
         return;
@@ -89,7 +90,15 @@ static void axon_ep_open_amo_lane(axon_ep_h ep, const axon_resource_t *const *rs
         ep->amo_lane = ep->bulk_lane;
         return;
     }
-    for (i = 0; i < n; ++i) {
+    /* The nearest device first (topo.h's distance; equal ones in listed order). */
+    for (k = 0; k < n; ++k) {
+        for (j = k; (j > 0) && (distances[k] < distances[order[j - 1]]); --j) {
+            order[j] = order[j - 1];
+        }
+        order[j] = k;
+    }
+    for (k = 0; k < n; ++k) {
+        i = order[k];
         if ((rscs[i]->cap_flags & AXON_CAP_AMO_DEVICE) &&
             (axon_ep_open_lane(ep->worker, iface_idx[i], ep->peer_uuid, entries[i],
                                &ep->amo_lane) == AXON_OK)) {
@@ -117,7 +126,7 @@ axon_status_t axon_ep_create_internal(axon_worker_h worker, const void *address,
 {
     const axon_address_entry_t *entries[AXON_ADDRESS_MAX_TLS];
     const axon_resource_t *rscs[AXON_ADDRESS_MAX_TLS];
-    unsigned iface_idx[AXON_ADDRESS_MAX_TLS];
+    unsigned iface_idx[AXON_ADDRESS_MAX_TLS], distances[AXON_ADDRESS_MAX_TLS];
     axon_lane_select_params_t sel_params;
     axon_lane_choice_t choice;
     axon_address_t *addr;
@@ -134,9 +143,10 @@ axon_status_t axon_ep_create_internal(axon_worker_h worker, const void *address,
         goto out;
     }
 
-    n = axon_ep_find_candidates(worker, addr, entries, iface_idx, rscs);
+    n = axon_ep_find_candidates(worker, addr, entries, iface_idx, rscs, distances);
     sel_params.num_eps   = worker->num_eps;
     sel_params.max_peers = worker->context->opts.rc_max_peers;
+    sel_params.distances = distances;
     status = axon_select_lanes(rscs, n, &sel_params, &choice);
     if (status != AXON_OK) {
         axon_error("no transport reaches peer %016llx: it offers %u transport(s), this worker "
@@ -172,7 +182,7 @@ axon_status_t axon_ep_create_internal(axon_worker_h worker, const void *address,
         }
     }
 
-    axon_ep_open_amo_lane(ep, rscs, n, iface_idx, entries);
+    axon_ep_open_amo_lane(ep, rscs, n, iface_idx, distances, entries);
     axon_protocols_call(ep_init, ep);
 
     axon_list_add_tail(&worker->eps, &ep->link);

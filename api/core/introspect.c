@@ -17,6 +17,7 @@
 #include "log.h"
 #include "select.h"
 #include "sys.h"
+#include "topo.h"
 
 static const char *const axon_introspect_dev_types[] = {"self", "shm", "net"};
 
@@ -346,6 +347,85 @@ static void axon_introspect_dev_many_peers(axon_context_h ctx, const char *dev, 
     free(rscs);
 }
 
+static void axon_introspect_dev_locality(const char *locality, FILE *stream)
+{
+    char where[192];
+
+    axon_topo_locality_describe(locality, where, sizeof(where));
+    fprintf(stream, "#     locality: %s%s%s\n", locality, locality[0] ? ", " : "", where);
+}
+
+/* ------------------------------------------------ device ranking */
+
+/* Every loaded network resource (lane choice ranks the selected ones). */
+static unsigned axon_introspect_net_rscs(axon_context_h ctx, const axon_resource_t **rscs,
+                                         unsigned max)
+{
+    const axon_loaded_component_t *lc;
+    unsigned i, j, n = 0;
+
+    for (i = 0; i < ctx->comps.count; ++i) {
+        lc = &ctx->comps.comps[i];
+        if ((lc->component == NULL) || (lc->component->coll_offload != NULL)) {
+            continue;
+        }
+        for (j = 0; (j < lc->num_resources) && (n < max); ++j) {
+            if (lc->resources[j].dev_type == AXON_DEV_TYPE_NET) {
+                rscs[n++] = &lc->resources[j];
+            }
+        }
+    }
+    return n;
+}
+
+/*
+ * Per transport, its devices in the order lane choice prefers them for this
+ * thread's binding (axon_select_nearer, as a worker made here would rank).
+ */
+static void axon_introspect_ranking(axon_context_h ctx, FILE *stream)
+{
+    const axon_resource_t *rscs[64], *rsc;
+    unsigned dist[64], order[64], n, i, j, k, tmp;
+    char binding[192], how_far[16];
+    int first;
+
+    axon_topo_binding_describe(binding, sizeof(binding));
+    fprintf(stream, "#\n# network devices nearest first, for this thread (%s):\n", binding);
+    n = axon_introspect_net_rscs(ctx, rscs, 64);
+    if (n == 0) {
+        fprintf(stream, "#   no network device\n");
+        return;
+    }
+    for (i = 0; i < n; ++i) {
+        dist[i]  = axon_topo_device_distance(rscs[i]->locality, NULL, 0);
+        order[i] = i;
+        for (j = i; (j > 0) && axon_select_nearer(rscs[order[j]], dist[order[j]],
+                                                  rscs[order[j - 1]], dist[order[j - 1]]); --j) {
+            tmp = order[j]; order[j] = order[j - 1]; order[j - 1] = tmp;
+        }
+    }
+    for (i = 0; i < n; ++i) {
+        rsc = rscs[i];
+        for (k = 0; (k < i) && strcmp(rscs[k]->tl_name, rsc->tl_name); ++k) {
+        }
+        if (k < i) {
+            continue;   /* transport already printed */
+        }
+        fprintf(stream, "#   %s:", rsc->tl_name);
+        for (first = 1, j = 0; j < n; ++j) {
+            if (strcmp(rscs[order[j]]->tl_name, rsc->tl_name) == 0) {
+                snprintf(how_far, sizeof(how_far), "%u", dist[order[j]]);
+                fprintf(stream, "%s %s (distance %s%s)", first ? "" : ",",
+                        rscs[order[j]]->dev_name,
+                        (dist[order[j]] == AXON_TOPO_DISTANCE_UNKNOWN) ? "unknown" : how_far,
+                        axon_introspect_selected(ctx, rscs[order[j]]) ? "" : ", not selected");
+                first = 0;
+            }
+        }
+        fprintf(stream, "\n");
+    }
+}
+
 static void axon_introspect_rdma_devices(axon_context_h ctx, FILE *stream)
 {
     axon_dev_info_t *list;
@@ -361,6 +441,7 @@ static void axon_introspect_rdma_devices(axon_context_h ctx, FILE *stream)
     }
     for (i = 0; i < count; ++i) {
         fprintf(stream, "#\n#   device: %s (%s)\n", list[i].name, list[i].backend);
+        axon_introspect_dev_locality(list[i].locality, stream);
         if (axon_dev_open(list[i].name, &dev) != 0) {
             fprintf(stream, "#     cannot open\n");
             continue;
@@ -461,6 +542,7 @@ axon_status_t axon_introspect_print(axon_context_h ctx, unsigned what, FILE *str
     if (what & AXON_INTROSPECT_DEVICES) {
         axon_introspect_devices(ctx, stream);
         axon_introspect_rdma_devices(ctx, stream);
+        axon_introspect_ranking(ctx, stream);
     }
     if (what & AXON_INTROSPECT_CONFIG) {
         axon_introspect_config(ctx, stream);

@@ -6,6 +6,7 @@
 #include "mem.h"
 #include "request.h"
 #include "sys.h"
+#include "topo.h"
 
 static void axon_worker_close_ifaces(axon_worker_h worker)
 {
@@ -60,6 +61,31 @@ static void axon_worker_protos_cleanup(axon_worker_h worker)
     }
 }
 
+/*
+ * How far a network device is from the thread creating the worker (the
+ * thread that will drive it); lane choice prefers the nearest. Said at debug
+ * level either way, with the reason when it is unknown.
+ */
+static unsigned axon_worker_distance(axon_worker_h worker, const axon_resource_t *rsc)
+{
+    char why[160];
+    unsigned distance;
+
+    if (rsc->dev_type != AXON_DEV_TYPE_NET) {
+        return AXON_TOPO_DISTANCE_UNKNOWN;   /* shm and self: one per host, nothing to rank */
+    }
+    distance = axon_topo_device_distance(rsc->locality, why, sizeof(why));
+    if (distance == AXON_TOPO_DISTANCE_UNKNOWN) {
+        axon_debug("worker %016llx: %s/%s: distance unknown (%s), device order unchanged",
+                   (unsigned long long)worker->uuid, rsc->tl_name, rsc->dev_name, why);
+    } else {
+        axon_debug("worker %016llx: %s/%s at %s: distance %u from this thread",
+                   (unsigned long long)worker->uuid, rsc->tl_name, rsc->dev_name,
+                   rsc->locality, distance);
+    }
+    return distance;
+}
+
 static axon_status_t axon_worker_open_ifaces(axon_worker_h worker)
 {
     axon_context_h ctx = worker->context;
@@ -91,8 +117,9 @@ static axon_status_t axon_worker_open_ifaces(axon_worker_h worker)
             return status;
         }
         iface->resource = rsc->resource;
-        worker->ifaces[worker->num_ifaces].iface = iface;
-        worker->ifaces[worker->num_ifaces].rsc   = rsc;
+        worker->ifaces[worker->num_ifaces].iface    = iface;
+        worker->ifaces[worker->num_ifaces].rsc      = rsc;
+        worker->ifaces[worker->num_ifaces].distance = axon_worker_distance(worker, rsc->resource);
         ++worker->num_ifaces;
         axon_debug("worker %016llx: opened %s/%s", (unsigned long long)worker->uuid,
                    rsc->resource->tl_name, rsc->resource->dev_name);

@@ -358,6 +358,14 @@ static void axon_ofi_resource_init(axon_resource_t *resource, const char *core,
     snprintf(resource->dev_name, sizeof(resource->dev_name), "%.*s", AXON_DEV_NAME_MAX - 1, core);
     resource->dev_type       = axon_ofi_info_is_local(info) ? AXON_DEV_TYPE_SHM :
                                                               AXON_DEV_TYPE_NET;
+    if ((info->nic != NULL) && (info->nic->bus_attr != NULL) &&
+        (info->nic->bus_attr->bus_type == FI_BUS_PCI)) {
+        /* Where the NIC sits, for lane choice (framework/topo/topo.h's form). */
+        snprintf(resource->locality, sizeof(resource->locality), "pci:%04x:%02x:%02x.%x",
+                 info->nic->bus_attr->attr.pci.domain_id, info->nic->bus_attr->attr.pci.bus_id,
+                 info->nic->bus_attr->attr.pci.device_id,
+                 info->nic->bus_attr->attr.pci.function_id);
+    }
     resource->cap_flags      = AXON_CAP_AM_SHORT | AXON_CAP_AM_BCOPY | AXON_CAP_AM_ORDERED |
                                AXON_CAP_PEER_FAILURE | AXON_CAP_CONNECT_TO_IFACE;
     if (software) {

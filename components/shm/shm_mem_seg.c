@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "log.h"
+#include "topo.h"
 #include "shm_mem_seg.h"
 
 #define AXON_MEM_SEG_MAGIC   0x41584f4e4d454d31ull  /* "AXONMEM1" */
@@ -145,7 +146,7 @@ axon_status_t axon_mem_seg_alloc(size_t length, uint64_t token, axon_mem_seg_t *
     axon_status_t status;
     size_t        map_length;
     void         *base;
-    int           fd;
+    int           fd, node;
 
     axon_mem_seg_clear(seg);
     status = axon_mem_seg_create_fd(length, &fd, &map_length);
@@ -158,11 +159,13 @@ axon_status_t axon_mem_seg_alloc(size_t length, uint64_t token, axon_mem_seg_t *
         close(fd);
         return AXON_ERR_NO_MEMORY;
     }
+    /* Peers write into it (puts, atomics) but its owner reads it: its node, before any touch. */
+    node = axon_topo_mem_bind_local(base, map_length);
     axon_mem_seg_hdr_init(base, length, token);
     axon_mem_seg_set(seg, base, map_length, length, token);
     seg->fd = fd;
-    axon_debug("allocated segment fd %d: %zu bytes at %p, token 0x%llx", fd, length,
-               seg->address, (unsigned long long)token);
+    axon_debug("allocated segment fd %d: %zu bytes at %p, token 0x%llx, NUMA node %d", fd,
+               length, seg->address, (unsigned long long)token, node);
     return AXON_OK;
 }
 

@@ -8,7 +8,8 @@
  * of the owner (what the key carries) and checks magic, token and length
  * before using it, so a reused pid or fd never gives it someone else's
  * memory. A memfd disappears with its last mapping: nothing leaks when a
- * process is killed.
+ * process is killed. Its pages prefer the NUMA node of the thread that
+ * allocated it (bound before any touch, since a peer's put may touch first).
  */
 #ifndef AXON_MEM_SEG_H
 #define AXON_MEM_SEG_H

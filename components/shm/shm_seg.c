@@ -21,6 +21,7 @@
 #include "shm_seg.h"
 #include "sys.h"
 #include "log.h"
+#include "topo.h"
 
 /* Fixed lines first: control, tail, sender slots' control; then the slots, then cells. */
 #define AXON_SHM_SEG_SENDERS_OFFSET (sizeof(axon_shm_seg_ctl_t) + sizeof(axon_shm_fifo_ctl_t))
@@ -245,21 +246,29 @@ axon_status_t axon_shm_seg_create(const char *prefix, unsigned fifo_size, size_t
         return AXON_ERR_IO_ERROR;
     }
 
-    /* Reserve the pages now: a full /dev/shm would otherwise be a SIGBUS later. */
-    ret = posix_fallocate(fd, 0, (off_t)length);
-    if (ret != 0) {
-        axon_error("cannot allocate %zu bytes for shm segment %s: %s (is /dev/shm full?)",
-                   length, seg->name, strerror(ret));
-        status = (ret == ENOSPC) ? AXON_ERR_NO_MEMORY : AXON_ERR_IO_ERROR;
+    if (ftruncate(fd, (off_t)length) != 0) {
+        axon_error("cannot size shm segment %s to %zu bytes: %s", seg->name, length,
+                   strerror(errno));
+        status = AXON_ERR_IO_ERROR;
         goto err_unlink;
     }
-
     addr = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (addr == MAP_FAILED) {
         axon_error("mmap of shm segment %s (%zu bytes) failed: %s", seg->name, length,
                    strerror(errno));
         status = AXON_ERR_NO_MEMORY;
         goto err_unlink;
+    }
+    /* The ring is read by this (the receiving) thread: its pages on its NUMA node.
+     * The policy is the file's, so the allocation below already follows it. */
+    seg->numa_node = axon_topo_mem_bind_local(addr, length);
+    /* Reserve the pages now: a full /dev/shm would otherwise be a SIGBUS later. */
+    ret = posix_fallocate(fd, 0, (off_t)length);
+    if (ret != 0) {
+        axon_error("cannot allocate %zu bytes for shm segment %s: %s (is /dev/shm full?)",
+                   length, seg->name, strerror(ret));
+        status = (ret == ENOSPC) ? AXON_ERR_NO_MEMORY : AXON_ERR_IO_ERROR;
+        goto err_unmap;
     }
     close(fd);
 
@@ -285,10 +294,12 @@ axon_status_t axon_shm_seg_create(const char *prefix, unsigned fifo_size, size_t
     }
     atomic_store_explicit(&ctl->magic, AXON_SHM_SEG_MAGIC, memory_order_release);
 
-    axon_debug("created shm segment %s: %u cells of %zu bytes, %u sender slots", seg->name,
-               fifo_size, cell_size, nsenders);
+    axon_debug("created shm segment %s: %u cells of %zu bytes, %u sender slots, NUMA node %d",
+               seg->name, fifo_size, cell_size, nsenders, seg->numa_node);
     return AXON_OK;
 
+err_unmap:
+    munmap(addr, length);
 err_unlink:
     pthread_mutex_lock(&axon_shm_seg_lock);
     axon_list_del(&seg->list);

@@ -11,7 +11,9 @@
  *             sending to this ring, each written by its endpoint only
  *   then      fifo_size cells of cell_size bytes, at cells_offset
  *
- * The creator unlinks its segment when the iface closes, or at process exit
+ * The creator's thread reads the ring, so the segment's pages prefer its
+ * NUMA node (bound before they are allocated). The creator unlinks its
+ * segment when the iface closes, or at process exit
  * for ifaces never closed. A peer maps the segment by name and keeps the
  * mapping, so unlinking does not disturb endpoints already connected.
  * Segments of processes killed before they could unlink are reaped by the
@@ -94,6 +96,7 @@ typedef struct axon_shm_seg {
     void             *addr;
     size_t            length;
     pid_t             owner_pid;   /* a forked child must not unlink its parent's */
+    int               numa_node;   /* its pages' preferred node (the creator's), -1: none */
     axon_list_link_t  list;        /* in the process's list of owned segments */
     char              name[AXON_SHM_SEG_NAME_MAX];
 } axon_shm_seg_t;

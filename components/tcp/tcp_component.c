@@ -10,6 +10,7 @@
 #include <string.h>
 #include "tcp.h"
 #include "log.h"
+#include "topo.h"
 
 /*
  * Estimates for lane selection, not measurements: a one-way small message
@@ -228,11 +229,14 @@ static void axon_tcp_resource_init(axon_resource_t *resource, const struct ifadd
 {
     int    loopback  = !!(ifa->ifa_flags & IFF_LOOPBACK);
     double bandwidth = loopback ? AXON_TCP_BANDWIDTH_LO : axon_tcp_if_bandwidth(ifa->ifa_name);
+    char   sysfs[64 + IF_NAMESIZE];
 
     memset(resource, 0, sizeof(*resource));
     snprintf(resource->tl_name, sizeof(resource->tl_name), "tcp");
     snprintf(resource->dev_name, sizeof(resource->dev_name), "%s", ifa->ifa_name);
     resource->dev_type       = AXON_DEV_TYPE_NET;
+    snprintf(sysfs, sizeof(sysfs), "/sys/class/net/%s", ifa->ifa_name);
+    axon_topo_sysfs_locality(sysfs, resource->locality, sizeof(resource->locality));
     resource->cap_flags      = AXON_CAP_AM_SHORT | AXON_CAP_AM_BCOPY | AXON_CAP_AM_ZCOPY |
                                AXON_CAP_AM_ORDERED | AXON_CAP_PEER_FAILURE |
                                AXON_CAP_CONNECT_TO_IFACE;

@@ -140,6 +140,7 @@ static axon_status_t axon_verbs_query_dev(const char *tl_name, uint64_t required
             continue;
         }
         res->dev_type = AXON_DEV_TYPE_NET;
+        snprintf(res->locality, sizeof(res->locality), "%s", dinfo->locality);
         axon_verbs_port_estimates(&info, &res->latency_ns, &res->bandwidth_MBps);
         if (fill(&info, res, arg) == 0) {
             if (strcmp(info.backend, "softib") == 0) {

@@ -987,10 +987,13 @@ struct axon_dev_ops {
 
 /* ------------------------------------------------------------ device list */
 
+#define AXON_DEV_LOCALITY_LEN 32
+
 typedef struct axon_dev_info {
     char        name[AXON_DEV_NAME_LEN];
     const char *backend;             /* "softib" or "rdma-core" */
     uint64_t    node_guid;
+    char        locality[AXON_DEV_LOCALITY_LEN];  /* "pci:<bus id>", "numa:N" (topo.h), "" unknown */
 } axon_dev_info_t;
 
 /*

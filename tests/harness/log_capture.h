@@ -26,15 +26,24 @@ struct Watchdog {
     ~Watchdog() { alarm(0); }
 };
 
-/* Captures log lines (and keeps them off the terminal) for a test's duration. */
+/*
+ * Captures log lines (and keeps them off the terminal) for a test's
+ * duration: warnings and errors, or every line up to keep (the level is
+ * raised to it for the scope; axon_init sets it again from AXON_LOG_LEVEL).
+ */
 struct LogCapture {
     std::vector<std::string> lines;
     axon_log_level_t         saved;
+    axon_log_level_t         keep;
 
-    LogCapture() : saved(axon_log_level)
+    explicit LogCapture(axon_log_level_t keep_up_to = AXON_LOG_WARN)
+        : saved(axon_log_level), keep(keep_up_to)
     {
         axon_log_set_hook(hook, this);
         axon_log_set_file("/dev/null");
+        if (keep > axon_log_level) {
+            axon_log_set_level(keep);
+        }
     }
     ~LogCapture()
     {
@@ -44,14 +53,18 @@ struct LogCapture {
     }
     static void hook(axon_log_level_t level, const char *message, void *arg)
     {
-        if (level <= AXON_LOG_WARN) {
-            static_cast<LogCapture*>(arg)->lines.push_back(message);
+        LogCapture *self = static_cast<LogCapture*>(arg);
+
+        if (level <= self->keep) {
+            self->lines.push_back(message);
         }
     }
-    bool any_contains(const char *text) const
+    /* Does a line contain text (and also, if given, also)? */
+    bool any_contains(const char *text, const char *also = "") const
     {
         for (const std::string &line : lines) {
-            if (line.find(text) != std::string::npos) {
+            if ((line.find(text) != std::string::npos) &&
+                (line.find(also) != std::string::npos)) {
                 return true;
             }
         }

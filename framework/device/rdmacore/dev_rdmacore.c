@@ -12,6 +12,7 @@
 #include "dev_backend.h"
 #include "dev_rdmacore.h"
 #include "log.h"
+#include "topo.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -1005,6 +1006,8 @@ static int axon_dev_rdmacore_get_list(axon_dev_info_t *list, int max)
         snprintf(list[i].name, sizeof(list[i].name), "%s", ibv_get_device_name(devs[i]));
         list[i].backend   = AXON_DEV_RDMACORE_NAME;
         list[i].node_guid = be64toh(ibv_get_device_guid(devs[i]));
+        axon_topo_sysfs_locality(devs[i]->ibdev_path, list[i].locality,
+                                 sizeof(list[i].locality));
     }
     ibv_free_device_list(devs);
     return num;

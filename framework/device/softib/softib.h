@@ -59,6 +59,7 @@ typedef struct softib_opts {
     unsigned            seed;
     int                 progress_thread;
     axon_config_names_t cap_mask;
+    axon_config_names_t locality;        /* per device, in order: where it pretends to sit */
 } softib_opts_t;
 
 extern const axon_config_entry_t softib_config_table[];
@@ -70,6 +71,10 @@ void     softib_config_release(softib_opts_t *opts);
 int      softib_config_params(const softib_opts_t *opts, unsigned dev_index,
                               softib_wire_params_t *params, uint64_t *cap_remove,
                               axon_dev_mtu_t *mtu);
+
+/* Device dev_index's locality from AXON_SOFTIB_LOCALITY (checked by softib_config_params). */
+void     softib_config_locality(const softib_opts_t *opts, unsigned dev_index, char *buf,
+                                size_t max);
 
 /* ------------------------------------------------------------ objects */
 

@@ -2,12 +2,17 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "log.h"
 #include "softib.h"
+#include "topo.h"
 
 static const char *const softib_wire_names[] = {"auto", "shm", "udp", NULL};
+
+/* An AXON_SOFTIB_LOCALITY entry for a device placed nowhere (a list has no empty items). */
+#define SOFTIB_LOCALITY_NONE "none"
 
 #define OPT(_f) offsetof(softib_opts_t, _f)
 
@@ -38,6 +43,9 @@ const axon_config_entry_t softib_config_table[] = {
      "process does not call in", OPT(progress_thread), AXON_CONFIG_TYPE_BOOL},
     {"CAP_MASK", "", "capabilities to remove, comma-separated (rc,uc,ud,srq,atomic,inline,"
      "comp_channel,ext_atomic,cross_channel,...)", OPT(cap_mask), AXON_CONFIG_TYPE_STRING_LIST},
+    {"LOCALITY", "", "where each device pretends to sit, in device order: pci:DDDD:BB:DD.F (a "
+     "PCI bus id of the topology), numa:N or none; devices not listed have no locality",
+     OPT(locality), AXON_CONFIG_TYPE_STRING_LIST},
     AXON_CONFIG_END
 };
 
@@ -124,6 +132,18 @@ int softib_config_params(const softib_opts_t *opts, unsigned dev_index,
         return EINVAL;
     }
 
+    if (opts->locality.count > opts->devices) {
+        axon_error("softib: AXON_SOFTIB_LOCALITY lists %u localities for %u devices",
+                   opts->locality.count, opts->devices);
+        return EINVAL;
+    }
+    for (i = 0; i < opts->locality.count; i++) {
+        if (strcmp(opts->locality.names[i], SOFTIB_LOCALITY_NONE) &&
+            (axon_topo_locality_check(opts->locality.names[i], "AXON_SOFTIB_LOCALITY") != AXON_OK)) {
+            return EINVAL;
+        }
+    }
+
     *cap_remove = 0;
     for (i = 0; i < opts->cap_mask.count; i++) {
         for (bit = 0; bit < AXON_DEV_CAP_LAST_BIT; bit++) {
@@ -139,4 +159,11 @@ int softib_config_params(const softib_opts_t *opts, unsigned dev_index,
         *cap_remove |= 1ull << bit;
     }
     return 0;
+}
+
+void softib_config_locality(const softib_opts_t *opts, unsigned dev_index, char *buf, size_t max)
+{
+    const char *at = (dev_index < opts->locality.count) ? opts->locality.names[dev_index] : "";
+
+    snprintf(buf, max, "%s", strcmp(at, SOFTIB_LOCALITY_NONE) ? at : "");
 }

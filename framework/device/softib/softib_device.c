@@ -113,8 +113,8 @@ static int softib_get_list(axon_dev_info_t *list, int max)
     }
     ret = softib_config_params(&opts, 0, &params, &remove, &mtu);
     count = opts.devices;
-    softib_config_release(&opts);
     if (ret) {
+        softib_config_release(&opts);
         return -ret;
     }
     if (count == 0) {
@@ -124,7 +124,9 @@ static int softib_get_list(axon_dev_info_t *list, int max)
         snprintf(list[i].name, sizeof(list[i].name), "softib%u", i);
         list[i].backend   = "softib";
         list[i].node_guid = softib_node_guid(params.ipv4_addr, i);
+        softib_config_locality(&opts, i, list[i].locality, sizeof(list[i].locality));
     }
+    softib_config_release(&opts);
     return (int)count;
 }
 

@@ -12,6 +12,7 @@ extern "C" {
 #include "axon_int.h"
 #include "log.h"
 #include "select.h"
+#include "topo.h"
 }
 
 #include "env_guard.h"
@@ -431,6 +432,107 @@ TEST(SelectLanes, TiesInEstimatesGoToTheFirstCandidate)
     ASSERT_EQ(AXON_OK, axon_select_lanes(c, 2, &kFewPeers, &choice));
     EXPECT_EQ(0, choice.small);
     EXPECT_EQ(0, choice.bulk);
+}
+
+/* ---- the nearest device of the chosen transport (framework/topo/ distances) ---- */
+
+namespace {
+
+const unsigned kUnknown = AXON_TOPO_DISTANCE_UNKNOWN;
+
+/* Lanes chosen among c at distances dist are small and bulk (candidate indices). */
+void expect_lanes(const axon_resource_t *const *c, unsigned n, const unsigned *dist, int small,
+                  int bulk, unsigned num_eps = 3)
+{
+    axon_lane_select_params_t params = {num_eps, 256, dist};
+    axon_lane_choice_t choice = {-1, -1};
+
+    EXPECT_EQ(AXON_OK, axon_select_lanes(c, n, &params, &choice));
+    EXPECT_EQ(small, choice.small) << "small lane";
+    EXPECT_EQ(bulk, choice.bulk) << "bulk lane";
+}
+
+} // namespace
+
+TEST(SelectNearest, NearerDeviceWinsOverTheFirstListed)
+{
+    axon_resource_t d0 = make_rsc("rc", "mlx5_0:1", AXON_DEV_TYPE_NET, 1500, 12000);
+    axon_resource_t d1 = make_rsc("rc", "mlx5_1:1", AXON_DEV_TYPE_NET, 1500, 12000);
+    const axon_resource_t *c[] = {&d0, &d1};
+    const unsigned far_near[] = {2, 0}, near_far[] = {0, 2};
+
+    expect_lanes(c, 2, far_near, 1, 1);
+    expect_lanes(c, 2, near_far, 0, 0);
+}
+
+/* Distance ranks before the device's estimates: the far NIC may be faster on paper. */
+TEST(SelectNearest, DistanceComesBeforeBandwidth)
+{
+    axon_resource_t fast_far = make_rsc("rc", "mlx5_0:1", AXON_DEV_TYPE_NET, 1000, 25000);
+    axon_resource_t slow_near = make_rsc("rc", "mlx5_1:1", AXON_DEV_TYPE_NET, 1500, 12000);
+    const axon_resource_t *c[] = {&fast_far, &slow_near};
+    const unsigned dist[] = {2, 0};
+
+    expect_lanes(c, 2, dist, 1, 1);
+    EXPECT_TRUE(axon_select_nearer(&slow_near, 0, &fast_far, 2));
+    EXPECT_TRUE(axon_select_nearer(&fast_far, 1, &slow_near, 1)) << "equal distance: bandwidth";
+    EXPECT_FALSE(axon_select_nearer(&fast_far, 1, &fast_far, 1)) << "equal: neither";
+    EXPECT_TRUE(axon_select_nearer(&slow_near, 7, &fast_far, kUnknown)) << "unknown ranks last";
+}
+
+/* Equally near devices: each lane's own estimate decides, as without distances. */
+TEST(SelectNearest, EquallyNearDevicesGoByTheLanesEstimates)
+{
+    axon_resource_t quick = make_rsc("rc", "mlx5_0:1", AXON_DEV_TYPE_NET, 1000, 12000);
+    axon_resource_t wide  = make_rsc("rc", "mlx5_1:1", AXON_DEV_TYPE_NET, 1500, 25000);
+    axon_resource_t far   = make_rsc("rc", "mlx5_2:1", AXON_DEV_TYPE_NET, 500, 50000);
+    const axon_resource_t *c[] = {&far, &quick, &wide};
+    const unsigned dist[] = {2, 0, 0};
+
+    expect_lanes(c, 3, dist, 1, 2);
+}
+
+/* Only devices of the transport the estimates chose compete: ud nearby does not displace rc. */
+TEST(SelectNearest, OtherTransportsDoNotCompete)
+{
+    axon_resource_t rc_far = make_rsc("rc", "mlx5_0:1", AXON_DEV_TYPE_NET, 1500, 12000);
+    axon_resource_t ud_near = make_rsc("ud", "mlx5_1:1", AXON_DEV_TYPE_NET, 2000, 9000);
+    const axon_resource_t *c[] = {&rc_far, &ud_near};
+    const unsigned dist[] = {2, 0};
+
+    expect_lanes(c, 2, dist, 0, 0);
+}
+
+/* One device of unknown distance: the listed order stays, whichever it is, and a debug line says so. */
+TEST(SelectNearest, UnknownDistanceKeepsTheListedOrder)
+{
+    axon_resource_t d0 = make_rsc("rc", "mlx5_0:1", AXON_DEV_TYPE_NET, 1500, 12000);
+    axon_resource_t d1 = make_rsc("rc", "mlx5_1:1", AXON_DEV_TYPE_NET, 1500, 12000);
+    const axon_resource_t *c[] = {&d0, &d1};
+    const unsigned first_unknown[] = {kUnknown, 0}, second_unknown[] = {3, kUnknown};
+    debug_capture log;
+
+    expect_lanes(c, 2, first_unknown, 0, 0);
+    expect_lanes(c, 2, second_unknown, 0, 0);
+    expect_lanes(c, 2, NULL, 0, 0);
+    bool said = false;
+    for (const auto &l : log.lines) {
+        said = said || ((l.find("rc/mlx5_0:1 has no known distance") != std::string::npos) &&
+                        (l.find("keep their listed order") != std::string::npos));
+    }
+    EXPECT_TRUE(said);
+}
+
+/* Past AXON_RC_MAX_PEERS the memory rule moves within the nearest device, not back to the first. */
+TEST(SelectNearest, ManyPeersStayOnTheNearestDevice)
+{
+    rc_ud_device far, near;
+    snprintf(near.rc.dev_name, sizeof(near.rc.dev_name), "softib1:1");
+    snprintf(near.ud.dev_name, sizeof(near.ud.dev_name), "softib1:1");
+    const axon_resource_t *c[] = {&far.rc, &far.ud, &near.rc, &near.ud};
+    const unsigned dist[] = {2, 2, 0, 0};
+
+    expect_lanes(c, 4, dist, 3, 3, 300);
 }
 
 TEST(SelectLanes, ManyPeersMemoryChoiceNeedsTheLaneCapability)
