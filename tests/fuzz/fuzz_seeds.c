@@ -1,0 +1,211 @@
+/*
+ * Seeds: valid inputs for each harness, made by Axon's own pack and
+ * serialise functions (never written by hand), so a fuzzer starts from
+ * what peers really send. The table of harnesses is here too: the seed
+ * tool (fuzz_seeds_main.c) and the regression gtest walk it.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "axon.h"
+#include "fuzz.h"
+#include "components/tcp/tcp_wire.h"
+#include "softib/softib_pkt.h"
+
+/* Addresses of workers over each set of transports this host offers. */
+static int axon_fuzz_seeds_worker_address(axon_fuzz_emit_t emit, void *arg)
+{
+    static const char *const tls[] = {"all", "self,shm", "tcp", "rc", "ud,dc"};
+    axon_context_params_t params = {AXON_FEATURE_TAG | AXON_FEATURE_RMA, NULL, 1};
+    axon_context_h context;
+    axon_worker_h worker;
+    axon_status_t status;
+    axon_config_kv_t kv;
+    size_t i, length;
+    void *address;
+    int stop = 0;
+
+    params.config = &kv;
+    for (i = 0; !stop && (i < sizeof(tls) / sizeof(tls[0])); ++i) {
+        kv.name  = "TLS";
+        kv.value = tls[i];
+        status   = axon_init(&params, &context);
+        if (status != AXON_OK) {
+            fprintf(stderr, "fuzz seeds: axon_init with AXON_TLS=%s: %s\n", tls[i],
+                    axon_status_string(status));
+            return -1;
+        }
+        status = axon_worker_create(context, NULL, &worker);
+        if (status == AXON_OK) {
+            status = axon_worker_get_address(worker, &address, &length);
+            if (status == AXON_OK) {
+                stop = emit(address, length, arg);
+                axon_worker_release_address(worker, address);
+            }
+            axon_worker_destroy(worker);
+        }
+        axon_cleanup(context);
+        if (status != AXON_OK) {
+            fprintf(stderr, "fuzz seeds: a worker address over AXON_TLS=%s: %s\n", tls[i],
+                    axon_status_string(status));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Keys to memory mapped over each set of transports, with one worker and with two. */
+static int axon_fuzz_seeds_rkey_unpack(axon_fuzz_emit_t emit, void *arg)
+{
+    static const char *const tls[] = {"all", "shm", "tcp", "rc", "dc"};
+    axon_context_params_t params = {AXON_FEATURE_RMA | AXON_FEATURE_AMO, NULL, 1};
+    axon_mem_map_params_t map = {NULL, 4096, AXON_MEM_MAP_ALLOCATE, NULL};
+    axon_worker_h workers[2] = {NULL, NULL};
+    axon_status_t status = AXON_OK;
+    axon_context_h context;
+    axon_config_kv_t kv;
+    axon_mem_h memh;
+    size_t i, w, length;
+    void *key;
+    int stop = 0;
+
+    params.config = &kv;
+    for (i = 0; !stop && (status == AXON_OK) && (i < sizeof(tls) / sizeof(tls[0])); ++i) {
+        kv.name  = "TLS";
+        kv.value = tls[i];
+        status   = axon_init(&params, &context);
+        if (status != AXON_OK) {
+            break;
+        }
+        for (w = 0; !stop && (status == AXON_OK) && (w < 2); ++w) {
+            status = axon_worker_create(context, NULL, &workers[w]);
+            if (status == AXON_OK) {
+                status = axon_mem_map(context, &map, &memh);
+            }
+            if (status == AXON_OK) {
+                status = axon_rkey_pack(context, memh, &key, &length);
+                if (status == AXON_OK) {
+                    stop = emit(key, length, arg);
+                    axon_rkey_buffer_release(key);
+                }
+                axon_mem_unmap(context, memh);
+            }
+        }
+        for (w = 0; w < 2; ++w) {
+            if (workers[w] != NULL) {
+                axon_worker_destroy(workers[w]);
+                workers[w] = NULL;
+            }
+        }
+        axon_cleanup(context);
+    }
+    if (status != AXON_OK) {
+        fprintf(stderr, "fuzz seeds: a key over AXON_TLS=%s: %s\n", tls[i - (i > 0)],
+                axon_status_string(status));
+        return -1;
+    }
+    return 0;
+}
+
+/* Appends a tcp frame as tcp_ep.c sends it: header, body, padding. */
+static size_t axon_fuzz_tcp_put(uint8_t *buf, size_t off, uint8_t am_id, uint8_t flags,
+                                uint16_t hdr_len, uint32_t length)
+{
+    axon_tcp_frame_t frame = axon_tcp_frame_make(length, am_id, flags, hdr_len);
+
+    memcpy(buf + off, &frame, sizeof(frame));
+    memset(buf + off + sizeof(frame), 0xa5, length);
+    memset(buf + off + sizeof(frame) + length, 0, axon_tcp_pad(length));
+    return off + axon_tcp_frame_wire_len(length);
+}
+
+/* A peer's HELLO (64 KiB segments, tcp's default), then short, bcopy and zero-copy AMs, goodbye. */
+static int axon_fuzz_seeds_tcp_frame(axon_fuzz_emit_t emit, void *arg)
+{
+    static uint8_t buf[sizeof(axon_tcp_hs_t) + 4 * sizeof(axon_tcp_frame_t) + 8192];
+    axon_tcp_hs_t hello = axon_tcp_hs_make(AXON_TCP_HS_HELLO, AXON_TCP_REJECT_NONE, 42,
+                                           AXON_FUZZ_TCP_UUID, 64 << 10, 0);
+    size_t len = sizeof(hello);
+
+    memcpy(buf, &hello, sizeof(hello));
+    if (emit(buf, len, arg)) {
+        return 0;
+    }
+    len = axon_fuzz_tcp_put(buf, len, 3, 0, 0, 13);
+    len = axon_fuzz_tcp_put(buf, len, 4, 0, 0, 1000);
+    if (emit(buf, len, arg)) {
+        return 0;
+    }
+    len = axon_fuzz_tcp_put(buf, len, 5, AXON_TCP_FRAME_ZCOPY, 24, 4096);
+    len = axon_fuzz_tcp_put(buf, len, AXON_TCP_CTRL_GOODBYE, AXON_TCP_FRAME_CTRL, 0, 0);
+    emit(buf, len, arg);
+    return 0;
+}
+
+/* One packet of each header combination softib sends, built by softib_pkt_build. */
+static int axon_fuzz_seeds_softib_pkt(axon_fuzz_emit_t emit, void *arg)
+{
+    static const struct {
+        softib_opcode_t opcode;
+        uint8_t         flags;
+        uint32_t        paylen;
+    } kinds[] = {
+        {SOFTIB_OP_SEND_ONLY, SOFTIB_BTH_ACKREQ, 64},
+        {SOFTIB_OP_SEND_FIRST, 0, 256},
+        {SOFTIB_OP_SEND_LAST_IMM, SOFTIB_BTH_SE, 8},
+        {SOFTIB_OP_WRITE_ONLY_IMM, 0, 32},
+        {SOFTIB_OP_READ_REQ, SOFTIB_BTH_DC, 0},
+        {SOFTIB_OP_READ_RESP_ONLY, 0, 128},
+        {SOFTIB_OP_ACK, 0, 0},
+        {SOFTIB_OP_CMP_SWAP, 0, 0},
+        {SOFTIB_OP_ATOMIC_ACK, 0, 0},
+        {SOFTIB_OP_MASKED_CMP_SWAP, 0, 8 * SOFTIB_EXT_CMP_SWAP_FIELDS},
+        {SOFTIB_OP_MASKED_ATOMIC_ACK, 0, 8},
+        {SOFTIB_OP_UD_SEND_ONLY_IMM, 0, 16},
+        {SOFTIB_OP_DC_DISCONNECT, SOFTIB_BTH_DC, 0},
+    };
+    uint8_t buf[512];
+    uint64_t words[SOFTIB_EXT_CMP_SWAP_FIELDS] = {1, 2, ~0ull, ~0ull};
+    softib_pkt_t pkt;
+    size_t i, hlen;
+
+    for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); ++i) {
+        memset(&pkt, 0, sizeof(pkt));
+        pkt.opcode         = kinds[i].opcode;
+        pkt.flags          = kinds[i].flags;
+        pkt.dest_qpn       = 0x11 + (uint32_t)i;
+        pkt.src_qpn        = 0x22;
+        pkt.psn            = 1000 + (uint32_t)i;
+        pkt.dceth.key      = 0xdc;
+        pkt.dceth.conn_psn = 1000;
+        pkt.dceth.mtu      = 3;
+        pkt.reth.va        = 0x10000;
+        pkt.reth.rkey      = 0x33;
+        pkt.reth.len       = kinds[i].paylen ? kinds[i].paylen : 4096;
+        pkt.atomic.va      = 0x10008;
+        pkt.atomic.rkey    = 0x33;
+        pkt.ext_atomic.va  = 0x10008;
+        pkt.ext_atomic.rkey   = 0x33;
+        pkt.ext_atomic.log_sz = 3;
+        pkt.deth.qkey      = 0x1111;
+        pkt.deth.src_qpn   = 0x22;
+        hlen = softib_pkt_build(buf, &pkt);
+        memset(buf + hlen, 0x5a, kinds[i].paylen);
+        if (kinds[i].opcode == SOFTIB_OP_MASKED_CMP_SWAP) {
+            softib_pkt_put_words(buf + hlen, words, SOFTIB_EXT_CMP_SWAP_FIELDS);
+        }
+        if (emit(buf, hlen + kinds[i].paylen, arg)) {
+            break;
+        }
+    }
+    return 0;
+}
+
+const axon_fuzz_harness_t axon_fuzz_harnesses[] = {
+    {"worker_address", axon_fuzz_worker_address, axon_fuzz_seeds_worker_address},
+    {"rkey_unpack",    axon_fuzz_rkey_unpack,    axon_fuzz_seeds_rkey_unpack},
+    {"tcp_frame",      axon_fuzz_tcp_frame,      axon_fuzz_seeds_tcp_frame},
+    {"config_value",   axon_fuzz_config_value,   axon_fuzz_seeds_config_value},
+    {"softib_pkt",     axon_fuzz_softib_pkt,     axon_fuzz_seeds_softib_pkt},
+};
+const unsigned axon_fuzz_num_harnesses = sizeof(axon_fuzz_harnesses) /
+                                         sizeof(axon_fuzz_harnesses[0]);
