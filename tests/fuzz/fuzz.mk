@@ -21,8 +21,10 @@ fuzz_tcp_frame_src       = components/tcp/tcp_wire.c framework/log.c
 fuzz_config_value_src    = framework/config.c framework/log.c
 fuzz_config_value_libs   = -lm
 fuzz_softib_pkt_src      = framework/device/softib/softib_pkt.c framework/log.c
+fuzz_softib_cm_src       = framework/device/softib/softib_cm_msg.c framework/log.c
 
-FUZZ_HARNESSES = worker_address rkey_unpack tcp_frame config_value softib_pkt
+FUZZ_HARNESSES = worker_address rkey_unpack tcp_frame config_value softib_pkt \
+	softib_cm
 
 all: $(FUZZ_HARNESSES:%=$(out)/bin/fuzz_%)
 

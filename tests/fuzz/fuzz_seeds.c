@@ -4,11 +4,13 @@
  * what peers really send. The table of harnesses is here too: the seed
  * tool (fuzz_seeds_main.c) and the regression gtest walk it.
  */
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
 #include "axon.h"
 #include "fuzz.h"
 #include "components/tcp/tcp_wire.h"
+#include "softib/softib_cm.h"
 #include "softib/softib_pkt.h"
 
 /* Addresses of workers over each set of transports this host offers. */
@@ -200,12 +202,49 @@ static int axon_fuzz_seeds_softib_pkt(axon_fuzz_emit_t emit, void *arg)
     return 0;
 }
 
+/* Each CM message alone as softib_cm_msg_init starts it, then a REQ, RTU pair on one stream. */
+static int axon_fuzz_seeds_softib_cm(axon_fuzz_emit_t emit, void *arg)
+{
+    static const softib_cm_msg_type_t types[] = {SOFTIB_CM_MSG_REQ, SOFTIB_CM_MSG_REP,
+                                                 SOFTIB_CM_MSG_RTU, SOFTIB_CM_MSG_REJ,
+                                                 SOFTIB_CM_MSG_DREQ, SOFTIB_CM_MSG_DREP};
+    softib_cm_msg_t stream[2];
+    size_t i;
+
+    for (i = 0; i < sizeof(types) / sizeof(types[0]); ++i) {
+        softib_cm_msg_init(&stream[0], types[i]);
+        if ((types[i] == SOFTIB_CM_MSG_REQ) || (types[i] == SOFTIB_CM_MSG_REP)) {
+            stream[0].qpn                 = htonl(0x100 + (uint32_t)i);
+            stream[0].psn                 = htonl(0x1234);
+            stream[0].mtu                 = 3;
+            stream[0].responder_resources = 4;
+            stream[0].initiator_depth     = 4;
+            stream[0].retry_count         = 7;
+            stream[0].rnr_retry_count     = 7;
+            memset(stream[0].gid, 0xfe, sizeof(stream[0].gid));
+            stream[0].pdata_len = 56;   /* what librdmacm's users send */
+        } else if (types[i] == SOFTIB_CM_MSG_REJ) {
+            stream[0].reason    = htons(28);
+            stream[0].pdata_len = 8;
+        }
+        memset(stream[0].pdata, 0x42, stream[0].pdata_len);
+        if (emit(&stream[0], sizeof(stream[0]), arg)) {
+            return 0;
+        }
+    }
+    softib_cm_msg_init(&stream[0], SOFTIB_CM_MSG_REQ);
+    softib_cm_msg_init(&stream[1], SOFTIB_CM_MSG_RTU);
+    emit(stream, sizeof(stream), arg);
+    return 0;
+}
+
 const axon_fuzz_harness_t axon_fuzz_harnesses[] = {
     {"worker_address", axon_fuzz_worker_address, axon_fuzz_seeds_worker_address},
     {"rkey_unpack",    axon_fuzz_rkey_unpack,    axon_fuzz_seeds_rkey_unpack},
     {"tcp_frame",      axon_fuzz_tcp_frame,      axon_fuzz_seeds_tcp_frame},
     {"config_value",   axon_fuzz_config_value,   axon_fuzz_seeds_config_value},
     {"softib_pkt",     axon_fuzz_softib_pkt,     axon_fuzz_seeds_softib_pkt},
+    {"softib_cm",      axon_fuzz_softib_cm,      axon_fuzz_seeds_softib_cm},
 };
 const unsigned axon_fuzz_num_harnesses = sizeof(axon_fuzz_harnesses) /
                                          sizeof(axon_fuzz_harnesses[0]);

@@ -5,7 +5,7 @@
 axon_fuzz_harness_sources = tests/fuzz/fuzz.h tests/fuzz/fuzz_seeds.c \
 	tests/fuzz/fuzz_worker_address.c tests/fuzz/fuzz_rkey_unpack.c \
 	tests/fuzz/fuzz_tcp_frame.c components/tcp/tcp_wire.c tests/fuzz/fuzz_config_value.c \
-	tests/fuzz/fuzz_softib_pkt.c
+	tests/fuzz/fuzz_softib_pkt.c tests/fuzz/fuzz_softib_cm.c
 check_PROGRAMS += tests/fuzz/fuzz_seeds
 tests_fuzz_fuzz_seeds_SOURCES = tests/fuzz/fuzz_seeds_main.c $(axon_fuzz_harness_sources)
 tests_fuzz_fuzz_seeds_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir) -I$(top_srcdir)/tests/fuzz

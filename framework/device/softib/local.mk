@@ -48,6 +48,7 @@ noinst_HEADERS += \
 softib_sources += \
 	framework/device/softib/softib_cm.c \
 	framework/device/softib/softib_cm_conn.c \
+	framework/device/softib/softib_cm_msg.c \
 	framework/device/softib/softib_cm_progress.c
 noinst_HEADERS += \
 	framework/device/softib/softib_cm.h
