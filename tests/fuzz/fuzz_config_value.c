@@ -50,7 +50,8 @@ static int axon_fuzz_config_read(const axon_config_entry_t *entry, const char *s
     axon_config_kv_t kv = {entry->name, str};
 
     memset(&value, 0, sizeof(value));
-    if (axon_config_parse(one, "FUZZ_", &value, &kv, 1) != AXON_OK) {
+    /* No prefix: the override's name is the entry's, so it always wins. */
+    if (axon_config_parse(one, NULL, &value, &kv, 1) != AXON_OK) {
         return 1;
     }
     entry->parser.write(out, max, &value, entry->parser.arg);
@@ -79,7 +80,7 @@ int axon_fuzz_config_value(const uint8_t *data, size_t size)
     if ((verdict == 0) && (strlen(printed) + 1 < sizeof(printed)) &&
         ((axon_fuzz_config_read(entry, printed, reprinted, sizeof(reprinted)) != 0) ||
          strcmp(printed, reprinted))) {
-        fprintf(stderr, "AXON_FUZZ_%s='%s' prints as '%s', which reads back as '%s'\n",
+        fprintf(stderr, "AXON_%s='%s' prints as '%s', which reads back as '%s'\n",
                 entry->name, str, printed, reprinted);
         abort();
     }
@@ -99,7 +100,7 @@ int axon_fuzz_seeds_config_value(axon_fuzz_emit_t emit, void *arg)
         seed[0] = (char)type;
         if (axon_fuzz_config_read(entry, entry->default_value, seed + 1,
                                   AXON_FUZZ_CONFIG_PRINT_MAX) != 0) {
-            fprintf(stderr, "fuzz seeds: AXON_FUZZ_%s's default does not read\n", entry->name);
+            fprintf(stderr, "fuzz seeds: AXON_%s's default does not read\n", entry->name);
             return -1;
         }
         if (emit(seed, 1 + strlen(seed + 1), arg)) {
