@@ -22,9 +22,15 @@ fuzz_config_value_src    = framework/config.c framework/log.c
 fuzz_config_value_libs   = -lm
 fuzz_softib_pkt_src      = framework/device/softib/softib_pkt.c framework/log.c
 fuzz_softib_cm_src       = framework/device/softib/softib_cm_msg.c framework/log.c
+fuzz_ofi_key_blob_src    = contrib/ofi_provider/axon_fi_wire.c api/mem/rkey_format.c \
+	framework/log.c framework/sys.c
 
 FUZZ_HARNESSES = worker_address rkey_unpack tcp_frame config_value softib_pkt \
 	softib_cm
+# The provider's headers need libfabric's (configure found it: HAVE_LIBFABRIC=yes).
+ifeq ($(HAVE_LIBFABRIC),yes)
+FUZZ_HARNESSES += ofi_key_blob
+endif
 
 all: $(FUZZ_HARNESSES:%=$(out)/bin/fuzz_%)
 

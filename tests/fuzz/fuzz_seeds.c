@@ -4,7 +4,9 @@
  * what peers really send. The table of harnesses is here too: the seed
  * tool (fuzz_seeds_main.c) and the regression gtest walk it.
  */
+#include "axon_config.h"
 #include <arpa/inet.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include "axon.h"
@@ -12,6 +14,9 @@
 #include "components/tcp/tcp_wire.h"
 #include "softib/softib_cm.h"
 #include "softib/softib_pkt.h"
+#ifdef HAVE_LIBFABRIC
+#include "contrib/ofi_provider/axon_fi.h"
+#endif
 
 /* Addresses of workers over each set of transports this host offers. */
 static int axon_fuzz_seeds_worker_address(axon_fuzz_emit_t emit, void *arg)
@@ -238,6 +243,38 @@ static int axon_fuzz_seeds_softib_cm(axon_fuzz_emit_t emit, void *arg)
     return 0;
 }
 
+#ifdef HAVE_LIBFABRIC
+/* Key blobs as a peer's address server sends them, around keys Axon packed (rkey seeds). */
+static int axon_fuzz_ofi_blob_emit(const void *key, size_t key_len, void *arg)
+{
+    axon_fuzz_emit_t *emit = ((void **)arg)[0];
+    void *emit_arg         = ((void **)arg)[1];
+    axon_fi_mr_blob_t b    = {0x1000, 0, 0, NULL, 0, key, key_len};
+    uint8_t *blob          = malloc(AXON_FI_MR_BLOB_HEAD + AXON_FI_MR_BLOB_WORDS_HEAD +
+                                    2 * key_len);
+    int stop;
+
+    if (blob == NULL) {
+        return 1;
+    }
+    stop = (*emit)(blob, axon_fi_mr_blob_write(blob, &b), emit_arg);
+    b.flags         = AXON_FI_MR_BLOB_EVENTS | AXON_FI_MR_BLOB_WORDS;
+    b.word          = 0x7f0000001000ull;
+    b.words_key     = key;
+    b.words_key_len = key_len;
+    stop = stop || (*emit)(blob, axon_fi_mr_blob_write(blob, &b), emit_arg);
+    free(blob);
+    return stop;
+}
+
+static int axon_fuzz_seeds_ofi_key_blob(axon_fuzz_emit_t emit, void *arg)
+{
+    void *pass[2] = {(void *)&emit, arg};
+
+    return axon_fuzz_seeds_rkey_unpack(axon_fuzz_ofi_blob_emit, pass);
+}
+#endif
+
 const axon_fuzz_harness_t axon_fuzz_harnesses[] = {
     {"worker_address", axon_fuzz_worker_address, axon_fuzz_seeds_worker_address},
     {"rkey_unpack",    axon_fuzz_rkey_unpack,    axon_fuzz_seeds_rkey_unpack},
@@ -245,6 +282,9 @@ const axon_fuzz_harness_t axon_fuzz_harnesses[] = {
     {"config_value",   axon_fuzz_config_value,   axon_fuzz_seeds_config_value},
     {"softib_pkt",     axon_fuzz_softib_pkt,     axon_fuzz_seeds_softib_pkt},
     {"softib_cm",      axon_fuzz_softib_cm,      axon_fuzz_seeds_softib_cm},
+#ifdef HAVE_LIBFABRIC
+    {"ofi_key_blob",   axon_fuzz_ofi_key_blob,   axon_fuzz_seeds_ofi_key_blob},
+#endif
 };
 const unsigned axon_fuzz_num_harnesses = sizeof(axon_fuzz_harnesses) /
                                          sizeof(axon_fuzz_harnesses[0]);

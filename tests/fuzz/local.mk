@@ -7,6 +7,10 @@ axon_fuzz_harness_sources = tests/fuzz/fuzz.h tests/fuzz/fuzz_seeds.c \
 	tests/fuzz/fuzz_tcp_frame.c components/tcp/tcp_wire.c tests/fuzz/fuzz_config_value.c \
 	tests/fuzz/fuzz_softib_pkt.c tests/fuzz/fuzz_softib_cm.c
 check_PROGRAMS += tests/fuzz/fuzz_seeds
+if HAVE_LIBFABRIC
+axon_fuzz_harness_sources += tests/fuzz/fuzz_ofi_key_blob.c contrib/ofi_provider/axon_fi_wire.c
+axon_fuzz_libfabric = yes
+endif
 tests_fuzz_fuzz_seeds_SOURCES = tests/fuzz/fuzz_seeds_main.c $(axon_fuzz_harness_sources)
 tests_fuzz_fuzz_seeds_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir) -I$(top_srcdir)/tests/fuzz
 tests_fuzz_fuzz_seeds_LDADD   = libaxon.la
@@ -19,7 +23,8 @@ FUZZ_TIME ?= 5
 if ENABLE_FUZZING
 fuzz: tests/fuzz/fuzz_seeds
 	$(MAKE) -f $(abs_top_srcdir)/tests/fuzz/fuzz.mk top_srcdir=$(abs_top_srcdir) \
-	    top_builddir=$(abs_top_builddir) FUZZ_CC="$(FUZZ_CC)"
+	    top_builddir=$(abs_top_builddir) FUZZ_CC="$(FUZZ_CC)" \
+	    HAVE_LIBFABRIC=$(axon_fuzz_libfabric)
 fuzz-run: fuzz
 	bash $(abs_top_srcdir)/tests/fuzz/run_fuzzers.sh $(abs_top_builddir) $(FUZZ_TIME)
 else
