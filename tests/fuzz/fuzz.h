@@ -27,6 +27,8 @@ int axon_fuzz_tcp_frame(const uint8_t *data, size_t size);
 int axon_fuzz_config_value(const uint8_t *data, size_t size);
 int axon_fuzz_softib_pkt(const uint8_t *data, size_t size);
 int axon_fuzz_softib_cm(const uint8_t *data, size_t size);
+int axon_fuzz_ud_packet(const uint8_t *data, size_t size);
+int axon_fuzz_rc_handshake(const uint8_t *data, size_t size);
 /* Only with libfabric (HAVE_LIBFABRIC): the provider's headers need it. */
 int axon_fuzz_ofi_key_blob(const uint8_t *data, size_t size);
 

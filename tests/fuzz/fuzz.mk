@@ -14,7 +14,7 @@ FUZZ_CPPFLAGS = -I$(top_builddir) -I$(top_srcdir) -I$(top_srcdir)/api -I$(top_sr
 	-I$(top_srcdir)/tests/fuzz
 out = tests/fuzz
 
-# The Axon sources behind each harness's parser.
+# The Axon sources behind each harness's parser (log.c: fuzz_main.c silences the log).
 fuzz_worker_address_src = api/core/address.c framework/log.c
 fuzz_rkey_unpack_src     = api/mem/rkey_format.c framework/log.c framework/sys.c
 fuzz_tcp_frame_src       = components/tcp/tcp_wire.c framework/log.c
@@ -25,8 +25,11 @@ fuzz_softib_cm_src       = framework/device/softib/softib_cm_msg.c framework/log
 fuzz_ofi_key_blob_src    = contrib/ofi_provider/axon_fi_wire.c api/mem/rkey_format.c \
 	framework/log.c framework/sys.c
 
+fuzz_ud_packet_src       = framework/log.c
+fuzz_rc_handshake_src    = framework/log.c
+
 FUZZ_HARNESSES = worker_address rkey_unpack tcp_frame config_value softib_pkt \
-	softib_cm
+	softib_cm ud_packet rc_handshake
 # The provider's headers need libfabric's (configure found it: HAVE_LIBFABRIC=yes).
 ifeq ($(HAVE_LIBFABRIC),yes)
 FUZZ_HARNESSES += ofi_key_blob

@@ -12,6 +12,8 @@
 #include "axon.h"
 #include "fuzz.h"
 #include "components/tcp/tcp_wire.h"
+#include "components/verbs/rc_wire.h"
+#include "components/verbs/ud_wire.h"
 #include "softib/softib_cm.h"
 #include "softib/softib_pkt.h"
 #ifdef HAVE_LIBFABRIC
@@ -243,6 +245,79 @@ static int axon_fuzz_seeds_softib_cm(axon_fuzz_emit_t emit, void *arg)
     return 0;
 }
 
+/*
+ * ud and rc send from descriptors of a live iface, so their seeds are the
+ * wire structs filled as ud_reliab.c, ud_alive.c and rc_hs.c fill them.
+ */
+static int axon_fuzz_seeds_ud_packet(axon_fuzz_emit_t emit, void *arg)
+{
+    uint8_t buf[sizeof(axon_ud_hdr_t) + 64];
+    axon_ud_hdr_t hdr = {AXON_UD_ID_NONE, 0x10001, 0, 0, 0, AXON_UD_PKT_CREQ, 0, 0, 0};
+    axon_ud_creq_t creq = {7, 8, 0x123, {0}, 0x124};
+    axon_ud_probe_t probe = {8, 0x123, {0}};
+    axon_ud_alive_msg_t alive = {8};
+
+    memcpy(buf, &hdr, sizeof(hdr));
+    memcpy(buf + sizeof(hdr), &creq, sizeof(creq));
+    if (emit(buf, sizeof(hdr) + sizeof(creq), arg)) {
+        return 0;
+    }
+    hdr.dst_id = 0x20002;
+    hdr.psn    = 1;
+    hdr.ack    = 1;
+    hdr.type   = AXON_UD_PKT_DATA;
+    hdr.flags  = AXON_UD_FLAG_FIRST | AXON_UD_FLAG_LAST;
+    hdr.am_id  = 3;
+    memcpy(buf, &hdr, sizeof(hdr));
+    memset(buf + sizeof(hdr), 0x5a, 64);
+    if (emit(buf, sizeof(buf), arg)) {
+        return 0;
+    }
+    hdr.type = AXON_UD_PKT_ACK;
+    hdr.sack = 0x5;
+    memcpy(buf, &hdr, sizeof(hdr));
+    if (emit(buf, sizeof(hdr), arg)) {
+        return 0;
+    }
+    hdr.type = AXON_UD_PKT_PROBE;
+    memcpy(buf, &hdr, sizeof(hdr));
+    memcpy(buf + sizeof(hdr), &probe, sizeof(probe));
+    if (emit(buf, sizeof(hdr) + sizeof(probe), arg)) {
+        return 0;
+    }
+    hdr.type = AXON_UD_PKT_ALIVE;
+    memcpy(buf, &hdr, sizeof(hdr));
+    memcpy(buf + sizeof(hdr), &alive, sizeof(alive));
+    emit(buf, sizeof(hdr) + sizeof(alive), arg);
+    return 0;
+}
+
+static int axon_fuzz_seeds_rc_handshake(axon_fuzz_emit_t emit, void *arg)
+{
+    static const uint8_t types[] = {AXON_RC_HS_REQ, AXON_RC_HS_REP, AXON_RC_HS_REJ};
+    axon_rc_hs_t msg;
+    size_t i;
+
+    for (i = 0; i < sizeof(types); ++i) {
+        memset(&msg, 0, sizeof(msg));
+        msg.version      = AXON_RC_WIRE_VERSION;
+        msg.type         = types[i];
+        msg.window       = 64;
+        msg.conn_id      = 1;
+        msg.peer_conn_id = (types[i] == AXON_RC_HS_REQ) ? 0 : 2;
+        msg.qpn          = 0x200;
+        msg.psn          = 0x1234;
+        msg.ud_qpn       = 0x201;
+        msg.src_uuid     = 7;
+        msg.dst_uuid     = 8;
+        msg.dev_addr.mtu = 3;
+        if (emit(&msg, sizeof(msg), arg)) {
+            break;
+        }
+    }
+    return 0;
+}
+
 #ifdef HAVE_LIBFABRIC
 /* Key blobs as a peer's address server sends them, around keys Axon packed (rkey seeds). */
 static int axon_fuzz_ofi_blob_emit(const void *key, size_t key_len, void *arg)
@@ -282,6 +357,8 @@ const axon_fuzz_harness_t axon_fuzz_harnesses[] = {
     {"config_value",   axon_fuzz_config_value,   axon_fuzz_seeds_config_value},
     {"softib_pkt",     axon_fuzz_softib_pkt,     axon_fuzz_seeds_softib_pkt},
     {"softib_cm",      axon_fuzz_softib_cm,      axon_fuzz_seeds_softib_cm},
+    {"ud_packet",      axon_fuzz_ud_packet,      axon_fuzz_seeds_ud_packet},
+    {"rc_handshake",   axon_fuzz_rc_handshake,   axon_fuzz_seeds_rc_handshake},
 #ifdef HAVE_LIBFABRIC
     {"ofi_key_blob",   axon_fuzz_ofi_key_blob,   axon_fuzz_seeds_ofi_key_blob},
 #endif
