@@ -1,6 +1,6 @@
 /*
- * tcp's wire data and the checks of what a peer sends (tcp_wire.h): its
- * HELLO and every frame header, before anything is read on their word.
+ * tcp's wire data and the check of a peer's HELLO (tcp_wire.h); its frame
+ * headers are checked inline, once per frame (axon_tcp_frame_invalid, tcp.h).
  */
 #include "tcp.h"
 
@@ -29,32 +29,4 @@ uint8_t axon_tcp_hello_check(const axon_tcp_hs_t *hs, uint64_t worker_uuid)
         return AXON_TCP_REJECT_FRAME_SIZE;
     }
     return AXON_TCP_REJECT_NONE;
-}
-
-const char *axon_tcp_frame_invalid(const axon_tcp_frame_t *frame, uint32_t max_body)
-{
-    if (frame->flags & ~AXON_TCP_FRAME_FLAGS) {
-        return "unknown flags";
-    }
-    if (frame->flags & AXON_TCP_FRAME_CTRL) {
-        if ((frame->am_id != AXON_TCP_CTRL_GOODBYE) || (frame->length != 0) ||
-            (frame->hdr_len != 0) || (frame->flags & AXON_TCP_FRAME_ZCOPY)) {
-            return "unknown control frame";
-        }
-        return NULL;
-    }
-    if (frame->am_id >= AXON_AM_ID_MAX) {
-        return "invalid am_id";
-    }
-    if (frame->flags & AXON_TCP_FRAME_ZCOPY) {
-        if ((frame->hdr_len > frame->length) || (frame->hdr_len > AXON_TCP_MAX_SHORT) ||
-            (frame->length - frame->hdr_len > AXON_TCP_MAX_ZCOPY)) {
-            return "zero-copy lengths out of bounds";
-        }
-        return NULL;
-    }
-    if ((frame->hdr_len != 0) || (frame->length > max_body)) {
-        return "length larger than the peer's segment size";
-    }
-    return NULL;
 }

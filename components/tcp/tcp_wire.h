@@ -147,13 +147,10 @@ static inline axon_tcp_hs_t axon_tcp_hs_make(uint8_t op, uint8_t reason, uint64_
 }
 
 /*
- * The checks of what a peer sends (tcp_wire.c). A HELLO to worker_uuid:
- * AXON_TCP_REJECT_NONE or why it is refused. A frame header from a peer
- * whose plain bodies are at most max_body: NULL, or why the stream is
- * malformed.
+ * A peer's HELLO to worker_uuid (tcp_wire.c): AXON_TCP_REJECT_NONE or why it
+ * is refused. Its frame headers: axon_tcp_frame_invalid (tcp.h).
  */
-uint8_t     axon_tcp_hello_check(const axon_tcp_hs_t *hs, uint64_t worker_uuid);
-const char *axon_tcp_frame_invalid(const axon_tcp_frame_t *frame, uint32_t max_body);
+uint8_t axon_tcp_hello_check(const axon_tcp_hs_t *hs, uint64_t worker_uuid);
 
 /* Zeros to send as padding (shared, never written). */
 extern const uint8_t axon_tcp_zero_pad[AXON_TCP_ALIGN];

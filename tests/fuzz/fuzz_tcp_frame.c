@@ -1,10 +1,10 @@
 /*
- * tcp's stream from a peer that connected to us (components/tcp/tcp_wire.c):
+ * tcp's stream from a peer that connected to us (components/tcp/tcp_wire.c, tcp.h):
  * its HELLO, then frames, read as the receive loop reads them: a header is
  * checked before its lengths are believed, then its body and padding skipped.
  */
 #include <string.h>
-#include "components/tcp/tcp_wire.h"
+#include "components/tcp/tcp.h"
 #include "fuzz.h"
 
 int axon_fuzz_tcp_frame(const uint8_t *data, size_t size)
