@@ -1,7 +1,7 @@
 /*
  * Seeds: valid inputs for each harness, made by Axon's own pack and
- * serialise functions (never written by hand), so a fuzzer starts from
- * what peers really send. The table of harnesses is here too: the seed
+ * serialise functions (ud and rc, which send only from a live iface: their
+ * wire structs, below), so a fuzzer starts from what peers really send. The table of harnesses is here too: the seed
  * tool (fuzz_seeds_main.c) and the regression gtest walk it.
  */
 #include "axon_config.h"
