@@ -23,8 +23,6 @@
 #include "log.h"
 
 /* Fixed lines first: control, tail, sender slots' control; then the slots, then cells. */
-#define AXON_SHM_SEG_SENDERS_OFFSET (sizeof(axon_shm_seg_ctl_t) + sizeof(axon_shm_fifo_ctl_t))
-#define AXON_SHM_SEG_SLOTS_OFFSET   (AXON_SHM_SEG_SENDERS_OFFSET + sizeof(axon_shm_senders_ctl_t))
 
 /* Digits of "-<uid>-<pid>-<counter>" at most: three dashes, three 32-bit numbers. */
 #define AXON_SHM_SEG_NAME_SUFFIX_MAX (3 + 3 * 10)
@@ -309,8 +307,7 @@ void axon_shm_seg_destroy(axon_shm_seg_t *seg)
     munmap(seg->addr, seg->length);
 }
 
-/* Is the layout of a mapped peer segment one we can send into? Logs why not. */
-static int axon_shm_seg_check(const char *name, const void *addr, size_t length,
+int axon_shm_seg_check(const char *name, const void *addr, size_t length,
                               size_t min_cell_size, axon_shm_seg_ctl_t *copy)
 {
     const axon_shm_seg_ctl_t *ctl = (const axon_shm_seg_ctl_t*)addr;

@@ -85,6 +85,10 @@ typedef struct axon_shm_senders {
     uint32_t                count;
 } axon_shm_senders_t;
 
+/* Where lines 2 and 3 of the layout above start. */
+#define AXON_SHM_SEG_SENDERS_OFFSET (sizeof(axon_shm_seg_ctl_t) + sizeof(axon_shm_fifo_ctl_t))
+#define AXON_SHM_SEG_SLOTS_OFFSET   (AXON_SHM_SEG_SENDERS_OFFSET + sizeof(axon_shm_senders_ctl_t))
+
 /* A segment this process created. */
 typedef struct axon_shm_seg {
     void             *addr;
@@ -110,6 +114,13 @@ axon_status_t axon_shm_seg_create(const char *prefix, unsigned fifo_size, size_t
                                   axon_shm_fifo_t *fifo, axon_shm_senders_t *senders);
 void          axon_shm_seg_destroy(axon_shm_seg_t *seg);
 
+/*
+ * Is the layout of the peer segment mapped at addr (length bytes) one we can
+ * send cells of min_cell_size bytes into? 1 with its control line copied to
+ * *copy (the peer may rewrite its own later), else 0 and a log line saying why.
+ */
+int           axon_shm_seg_check(const char *name, const void *addr, size_t length,
+                                 size_t min_cell_size, axon_shm_seg_ctl_t *copy);
 /*
  * Map a peer's segment by name and check its layout; min_cell_size is the
  * smallest cell the caller can fill. On success *addr_p and *length_p are the

@@ -27,9 +27,11 @@ fuzz_ofi_key_blob_src    = contrib/ofi_provider/axon_fi_wire.c api/mem/rkey_form
 
 fuzz_ud_packet_src       = framework/log.c
 fuzz_rc_handshake_src    = framework/log.c
+fuzz_shm_segment_src     = components/shm/shm_seg.c framework/log.c framework/sys.c \
+	framework/proc.c
 
 FUZZ_HARNESSES = worker_address rkey_unpack tcp_frame config_value softib_pkt \
-	softib_cm ud_packet rc_handshake
+	softib_cm ud_packet rc_handshake shm_segment
 # The provider's headers need libfabric's (configure found it: HAVE_LIBFABRIC=yes).
 ifeq ($(HAVE_LIBFABRIC),yes)
 FUZZ_HARNESSES += ofi_key_blob

@@ -11,6 +11,8 @@
 #include <string.h>
 #include "axon.h"
 #include "fuzz.h"
+#include "sys.h"
+#include "components/shm/shm_seg.h"
 #include "components/tcp/tcp_wire.h"
 #include "components/verbs/rc_wire.h"
 #include "components/verbs/ud_wire.h"
@@ -245,6 +247,33 @@ static int axon_fuzz_seeds_softib_cm(axon_fuzz_emit_t emit, void *arg)
     return 0;
 }
 
+/* Segments as shm_iface.c creates them, small: a ring of 2 and of 4 cells. */
+static int axon_fuzz_seeds_shm_segment(axon_fuzz_emit_t emit, void *arg)
+{
+    static const unsigned rings[][3] = {{2, 128, 1}, {4, 256, 3}};  /* cells, bytes, senders */
+    axon_shm_senders_t senders;
+    axon_shm_fifo_t fifo;
+    axon_shm_seg_t seg;
+    axon_status_t status;
+    axon_proc_t self;
+    size_t i;
+    int stop = 0;
+
+    axon_proc_self(&self);
+    for (i = 0; !stop && (i < sizeof(rings) / sizeof(rings[0])); ++i) {
+        memset(&seg, 0, sizeof(seg));
+        status = axon_shm_seg_create("axon-fuzz-seed", rings[i][0], rings[i][1], rings[i][2],
+                                     axon_sys_host_id(), &self, &seg, &fifo, &senders);
+        if (status != AXON_OK) {
+            fprintf(stderr, "fuzz seeds: a shm segment: %s\n", axon_status_string(status));
+            return -1;
+        }
+        stop = emit(seg.addr, seg.length, arg);
+        axon_shm_seg_destroy(&seg);
+    }
+    return 0;
+}
+
 /*
  * ud and rc send from descriptors of a live iface, so their seeds are the
  * wire structs filled as ud_reliab.c, ud_alive.c and rc_hs.c fill them.
@@ -359,6 +388,7 @@ const axon_fuzz_harness_t axon_fuzz_harnesses[] = {
     {"softib_cm",      axon_fuzz_softib_cm,      axon_fuzz_seeds_softib_cm},
     {"ud_packet",      axon_fuzz_ud_packet,      axon_fuzz_seeds_ud_packet},
     {"rc_handshake",   axon_fuzz_rc_handshake,   axon_fuzz_seeds_rc_handshake},
+    {"shm_segment",    axon_fuzz_shm_segment,    axon_fuzz_seeds_shm_segment},
 #ifdef HAVE_LIBFABRIC
     {"ofi_key_blob",   axon_fuzz_ofi_key_blob,   axon_fuzz_seeds_ofi_key_blob},
 #endif
