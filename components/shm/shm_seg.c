@@ -192,13 +192,6 @@ static void axon_shm_seg_reap(const char *prefix, uint64_t host_id,
     closedir(dir);
 }
 
-/* Set up views of the sender slots of a segment mapped at addr. */
-static void axon_shm_senders_view(axon_shm_senders_t *senders, void *addr, uint32_t count)
-{
-    senders->ctl   = (axon_shm_senders_ctl_t*)((char*)addr + AXON_SHM_SEG_SENDERS_OFFSET);
-    senders->slots = (axon_shm_sender_t*)((char*)addr + AXON_SHM_SEG_SLOTS_OFFSET);
-    senders->count = count;
-}
 
 axon_status_t axon_shm_seg_create(const char *prefix, unsigned fifo_size, size_t cell_size,
                                   unsigned nsenders, uint64_t host_id,

@@ -89,6 +89,15 @@ typedef struct axon_shm_senders {
 #define AXON_SHM_SEG_SENDERS_OFFSET (sizeof(axon_shm_seg_ctl_t) + sizeof(axon_shm_fifo_ctl_t))
 #define AXON_SHM_SEG_SLOTS_OFFSET   (AXON_SHM_SEG_SENDERS_OFFSET + sizeof(axon_shm_senders_ctl_t))
 
+/* Set up views of the sender slots of a segment mapped at addr. */
+static inline void axon_shm_senders_view(axon_shm_senders_t *senders, void *addr,
+                                         uint32_t count)
+{
+    senders->ctl   = (axon_shm_senders_ctl_t*)((char*)addr + AXON_SHM_SEG_SENDERS_OFFSET);
+    senders->slots = (axon_shm_sender_t*)((char*)addr + AXON_SHM_SEG_SLOTS_OFFSET);
+    senders->count = count;
+}
+
 /* A segment this process created. */
 typedef struct axon_shm_seg {
     void             *addr;

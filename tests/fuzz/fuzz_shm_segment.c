@@ -1,9 +1,11 @@
 /*
- * A peer's shm segment as a sender maps it (components/shm/shm_seg.c): its
- * control line checked by axon_shm_seg_check, then, if accepted, a cell
- * claimed, filled to the brim and published as shm_ep.c does, and the ring's
- * head read as the owner reads it: all inside the mapping, whatever the
- * peer wrote into its cells' sequence numbers.
+ * A shm segment, whose every byte other processes write (components/shm/
+ * shm_seg.c). As a sender maps a peer's: its control line checked by
+ * axon_shm_seg_check, then, if accepted, a sender slot taken, a cell claimed,
+ * filled to the brim and published, the slot given back, as shm_ep.c does. As
+ * the owner sees its own: the ring's head peeked, and a stuck head judged
+ * against the senders' slots (axon_shm_senders_unstick). All must stay inside
+ * the mapping and end, whatever the peers wrote into cells and slots.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +17,14 @@
 
 int axon_fuzz_shm_segment(const uint8_t *data, size_t size)
 {
-    _Atomic uint64_t claim = AXON_SHM_FIFO_CLAIM_NONE;
+    static axon_proc_t self;
+    axon_shm_senders_t senders;
+    axon_shm_sender_t *slot;
     axon_shm_seg_ctl_t ctl;
     axon_shm_fifo_t fifo;
     axon_shm_cell_t *cell;
+    uint64_t pos, word;
     void *seg = NULL;
-    uint64_t pos;
     int accepted;
 
     /* axon_shm_seg_attach maps nothing shorter; mappings are page aligned. */
@@ -30,12 +34,21 @@ int axon_fuzz_shm_segment(const uint8_t *data, size_t size)
     memcpy(seg, data, size);
     accepted = axon_shm_seg_check("fuzz", seg, size, AXON_FUZZ_SHM_CELL_MIN, &ctl);
     if (accepted) {
+        if (self.pid == 0) {
+            axon_proc_self(&self);
+        }
         axon_shm_fifo_view(&fifo, (axon_shm_seg_ctl_t *)seg + 1, (char *)seg + ctl.cells_offset,
                            ctl.fifo_size, ctl.cell_size);
-        if (axon_shm_fifo_claim(&fifo, &claim, &cell, &pos) == AXON_OK) {
-            memset(axon_shm_cell_payload(cell), 0xa5, axon_shm_cell_payload_max(ctl.cell_size));
-            axon_shm_fifo_publish(cell, pos, 1, 0);
+        axon_shm_senders_view(&senders, seg, ctl.senders);
+        if (axon_shm_sender_acquire(&senders, &fifo, &self, "fuzz", &slot, &word) == AXON_OK) {
+            if (axon_shm_fifo_claim(&fifo, &slot->claim, &cell, &pos) == AXON_OK) {
+                memset(axon_shm_cell_payload(cell), 0xa5,
+                       axon_shm_cell_payload_max(ctl.cell_size));
+                axon_shm_fifo_publish(cell, pos, 1, 0);
+            }
+            axon_shm_sender_release(slot, word);
         }
+        axon_shm_senders_unstick(&senders, &fifo, 0, &self, "fuzz");
         cell = axon_shm_fifo_peek(&fifo, 0);
         if (cell != NULL) {
             axon_fuzz_touch(cell, sizeof(*cell));
