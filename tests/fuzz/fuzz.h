@@ -30,6 +30,7 @@ int axon_fuzz_softib_cm(const uint8_t *data, size_t size);
 int axon_fuzz_ud_packet(const uint8_t *data, size_t size);
 int axon_fuzz_rc_handshake(const uint8_t *data, size_t size);
 int axon_fuzz_shm_segment(const uint8_t *data, size_t size);
+int axon_fuzz_softib_ring(const uint8_t *data, size_t size);
 /* Only with libfabric (HAVE_LIBFABRIC): the provider's headers need it. */
 int axon_fuzz_ofi_key_blob(const uint8_t *data, size_t size);
 

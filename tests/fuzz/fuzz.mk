@@ -29,9 +29,10 @@ fuzz_ud_packet_src       = framework/log.c
 fuzz_rc_handshake_src    = framework/log.c
 fuzz_shm_segment_src     = components/shm/shm_seg.c framework/log.c framework/sys.c \
 	framework/proc.c
+fuzz_softib_ring_src     = framework/log.c
 
 FUZZ_HARNESSES = worker_address rkey_unpack tcp_frame config_value softib_pkt \
-	softib_cm ud_packet rc_handshake shm_segment
+	softib_cm ud_packet rc_handshake shm_segment softib_ring
 # The provider's headers need libfabric's (configure found it: HAVE_LIBFABRIC=yes).
 ifeq ($(HAVE_LIBFABRIC),yes)
 FUZZ_HARNESSES += ofi_key_blob

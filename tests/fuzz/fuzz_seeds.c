@@ -18,6 +18,7 @@
 #include "components/verbs/ud_wire.h"
 #include "softib/softib_cm.h"
 #include "softib/softib_pkt.h"
+#include "softib/softib_ring.h"
 #ifdef HAVE_LIBFABRIC
 #include "contrib/ofi_provider/axon_fi.h"
 #endif
@@ -275,6 +276,35 @@ static int axon_fuzz_seeds_shm_segment(axon_fuzz_emit_t emit, void *arg)
 }
 
 /*
+ * softib rings as senders find them, their words made by softib_cell_word:
+ * fresh (tail 0, every cell FREE for lap 0), and half a lap on, with the cells
+ * behind the tail published, one claimed by a sender that died before moving
+ * the tail, and the rest free.
+ */
+static int axon_fuzz_seeds_softib_ring(axon_fuzz_emit_t emit, void *arg)
+{
+    uint8_t seed[1 + 9 * sizeof(uint64_t)];
+    uint64_t word;
+    unsigned i;
+
+    memset(seed, 0, sizeof(seed));
+    seed[0] = 2;   /* 8 cells */
+    if (emit(seed, sizeof(seed), arg)) {
+        return 0;
+    }
+    word = 4;      /* the tail */
+    memcpy(seed + 1, &word, sizeof(word));
+    for (i = 0; i < 8; ++i) {
+        word = (i < 4) ? softib_cell_word(0, SOFTIB_CELL_PUBLISHED, 7) :
+               (i == 4) ? softib_cell_word(0, SOFTIB_CELL_CLAIMED, 9) :
+                          softib_cell_word(0, SOFTIB_CELL_FREE, 0);
+        memcpy(seed + 1 + (i + 1) * sizeof(word), &word, sizeof(word));
+    }
+    emit(seed, sizeof(seed), arg);
+    return 0;
+}
+
+/*
  * ud and rc send from descriptors of a live iface, so their seeds are the
  * wire structs filled as ud_reliab.c, ud_alive.c and rc_hs.c fill them.
  */
@@ -389,6 +419,7 @@ const axon_fuzz_harness_t axon_fuzz_harnesses[] = {
     {"ud_packet",      axon_fuzz_ud_packet,      axon_fuzz_seeds_ud_packet},
     {"rc_handshake",   axon_fuzz_rc_handshake,   axon_fuzz_seeds_rc_handshake},
     {"shm_segment",    axon_fuzz_shm_segment,    axon_fuzz_seeds_shm_segment},
+    {"softib_ring",    axon_fuzz_softib_ring,    axon_fuzz_seeds_softib_ring},
 #ifdef HAVE_LIBFABRIC
     {"ofi_key_blob",   axon_fuzz_ofi_key_blob,   axon_fuzz_seeds_ofi_key_blob},
 #endif

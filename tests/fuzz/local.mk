@@ -6,7 +6,8 @@ axon_fuzz_harness_sources = tests/fuzz/fuzz.h tests/fuzz/fuzz_seeds.c \
 	tests/fuzz/fuzz_worker_address.c tests/fuzz/fuzz_rkey_unpack.c \
 	tests/fuzz/fuzz_tcp_frame.c components/tcp/tcp_wire.c tests/fuzz/fuzz_config_value.c \
 	tests/fuzz/fuzz_softib_pkt.c tests/fuzz/fuzz_softib_cm.c tests/fuzz/fuzz_ud_packet.c \
-	tests/fuzz/fuzz_rc_handshake.c tests/fuzz/fuzz_shm_segment.c components/shm/shm_seg.c
+	tests/fuzz/fuzz_rc_handshake.c tests/fuzz/fuzz_shm_segment.c components/shm/shm_seg.c \
+	tests/fuzz/fuzz_softib_ring.c
 check_PROGRAMS += tests/fuzz/fuzz_seeds
 if HAVE_LIBFABRIC
 axon_fuzz_harness_sources += tests/fuzz/fuzz_ofi_key_blob.c contrib/ofi_provider/axon_fi_wire.c
