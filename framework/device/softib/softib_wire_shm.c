@@ -35,7 +35,6 @@
 #define SOFTIB_RING_STUCK_NS  10000000ull             /* 10 ms: check a claimer's life */
 #define SOFTIB_RING_FULL_NS   100000000ull            /* 100 ms: check a full ring's owner */
 
-
 struct softib_ring {
     /* Written once by the owner before its slot is published. */
     struct {
