@@ -14,7 +14,8 @@ FUZZ_CPPFLAGS = -I$(top_builddir) -I$(top_srcdir) -I$(top_srcdir)/api -I$(top_sr
 	-I$(top_srcdir)/tests/fuzz
 out = tests/fuzz
 
-# The Axon sources behind each harness's parser (log.c: fuzz_main.c silences the log).
+# The Axon sources behind each harness's parser (log.c: fuzz_main.c silences the log; the
+# ud, rc and softib ring checks are inline in their headers).
 fuzz_worker_address_src = api/core/address.c framework/log.c
 fuzz_rkey_unpack_src     = api/mem/rkey_format.c framework/log.c framework/sys.c
 fuzz_tcp_frame_src       = components/tcp/tcp_wire.c framework/log.c
@@ -24,7 +25,6 @@ fuzz_softib_pkt_src      = framework/device/softib/softib_pkt.c framework/log.c
 fuzz_softib_cm_src       = framework/device/softib/softib_cm_msg.c framework/log.c
 fuzz_ofi_key_blob_src    = contrib/ofi_provider/axon_fi_wire.c api/mem/rkey_format.c \
 	framework/log.c framework/sys.c
-
 fuzz_ud_packet_src       = framework/log.c
 fuzz_rc_handshake_src    = framework/log.c
 fuzz_shm_segment_src     = components/shm/shm_seg.c framework/log.c framework/sys.c \
