@@ -23,9 +23,11 @@ packages=(autoconf automake libtool pkg-config make gcc g++ procps valgrind
           libibverbs-dev librdmacm-dev libhwloc-dev libfabric-dev libpmix-dev)
 # The tests also run unmodified Open MPI on Axon's libfabric provider and
 # check that libfabric's own tools see it (tests/mpi/), and rdma-core's verbs
-# programs on softib's libibverbs.so.1 and librdmacm.so.1 (tests/softib_verbs_test.sh).
+# programs on softib's libibverbs.so.1 and librdmacm.so.1 (tests/softib_verbs_test.sh),
+# and its libFuzzer harnesses (tests/fuzz/) need clang and its fuzzer runtime.
 if [ "$mode" = test ]; then
-    packages+=(openmpi-bin libopenmpi-dev libfabric-bin ibverbs-utils perftest rdmacm-utils)
+    packages+=(openmpi-bin libopenmpi-dev libfabric-bin ibverbs-utils perftest rdmacm-utils
+               clang libclang-rt-14-dev)
 fi
 missing=()
 for p in "${packages[@]}"; do
@@ -49,17 +51,22 @@ fi
 configure_in() {  # dir [configure args]
     local dir=$1; shift
     mkdir -p "$dir"
-    if [ ! -f "$dir/Makefile" ] || [ configure -nt "$dir/Makefile" ]; then
+    # Configured before with other arguments (say by the demo, without fuzzers): again.
+    if [ ! -f "$dir/Makefile" ] || [ configure -nt "$dir/Makefile" ] ||
+       [ "$(cat "$dir/.setup-configure-args" 2>/dev/null)" != "$*" ]; then
         (cd "$dir" && "$top/configure" "$@")
+        echo "$*" >"$dir/.setup-configure-args"
     fi
 }
+fuzzing=()
+[ "$mode" = test ] && fuzzing=(--enable-fuzzing)
 if [ -f config.status ]; then
     build=$top
     [ -f Makefile ] || ./configure
 else
     build=$top/build
     # The only C++ is the test code: unoptimised it builds in half the time.
-    configure_in "$build" CXXFLAGS="${CXXFLAGS:--O0}"
+    configure_in "$build" "${fuzzing[@]}" CXXFLAGS="${CXXFLAGS:--O0}"
 fi
 make -C "$build" -j"$jobs" >/dev/null
 cd "$build"
@@ -142,6 +149,18 @@ run_pass() {  # label command...
 # the plain pass takes half the time with two.
 export AXON_TEST_JOBS=${AXON_TEST_JOBS:-$jobs}
 run_pass "plain build" "$top/tests/run_tests.sh"
+
+# Each libFuzzer harness (tests/fuzz/) for a few seconds from Axon's own
+# seeds and the kept regressions: clang builds only the sources the parsers
+# need (make fuzz), in ~15 s; the runs take AXON_FUZZ_TIME (5) s each.
+if [ "$build" = "$top" ] && ! grep -q '^FUZZ_CC = .' Makefile; then
+    echo "== skipping the fuzzers: the source tree is configured in place without --enable-fuzzing"
+elif make -C "$build" -j"$jobs" fuzz >/dev/null; then
+    run_pass "fuzzers" bash "$top/tests/fuzz/run_fuzzers.sh" "$build" "${AXON_FUZZ_TIME:-5}"
+else
+    echo "fuzzers: make fuzz failed"
+    total_fail=$((total_fail + 1))
+fi
 
 if [ "${AXON_SKIP_SANITIZERS:-0}" != 1 ]; then
     if [ "$build" = "$top" ]; then

@@ -284,8 +284,13 @@ void axon_config_write_time(char *buf, size_t max, const void *src,
     static const unsigned print_units = sizeof(axon_config_time_print_units) /
                                         sizeof(axon_config_time_print_units[0]);
     double                value       = *(const double*)src;
+    char                  digits[32];
     unsigned              i;
 
+    /* Round to the digits printed first, so the unit fits what is printed:
+     * 0.99999999999 s is "1s", not "1000ms" (which would read back as 1 s). */
+    snprintf(digits, sizeof(digits), "%.10g", value);
+    value = strtod(digits, NULL);
     /* The largest unit that keeps the number >= 1: "10us", not "1e-05s". */
     for (i = 0; i + 1 < print_units; ++i) {
         if ((value == 0) || (value >= axon_config_time_print_units[i].unit)) {
@@ -482,8 +487,17 @@ int axon_config_read_allow_list(const char *str, void *dest, const void *arg)
 {
     axon_config_allow_list_t *allow = dest;
     axon_config_allow_list_t  result;
+    size_t                    len;
 
-    if (!strcasecmp(str, "all")) {
+    /* Spaces around the value, as around each name: " ^tcp" denies tcp, " all " is all. */
+    while (isspace((unsigned char)*str)) {
+        ++str;
+    }
+    len = strlen(str);
+    while ((len > 0) && isspace((unsigned char)str[len - 1])) {
+        --len;
+    }
+    if ((len == 3) && !strncasecmp(str, "all", 3)) {
         allow->mode        = AXON_CONFIG_ALLOW_ALL;
         allow->list.names  = NULL;
         allow->list.count  = 0;

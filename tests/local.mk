@@ -79,13 +79,16 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/framework/device/softib/test_softib_dc.cc \
 	tests/gtest/framework/device/softib/test_softib_umr.cc \
 	tests/gtest/framework/device/softib/test_softib_xproc.cc \
+	tests/gtest/fuzz/test_fuzz_regressions.cc \
+	$(axon_fuzz_harness_sources) \
 	components/shm/shm_mem_seg.c \
 	components/shm/shm_mem_share.c \
 	components/shm/shm_mem_table.c
 # (shm's segments and mapping table are tested directly, white box: shm_md.h)
-tests_axon_gtest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir) -I$(top_srcdir)/tests/harness $(GTEST_CFLAGS) \
+tests_axon_gtest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir) -I$(top_srcdir)/tests -I$(top_srcdir)/tests/harness $(GTEST_CFLAGS) \
 	-I$(top_srcdir)/components/shm \
 	-DAXON_TEST_BUILDDIR='"$(abs_top_builddir)"' \
+	-DAXON_TEST_SRCDIR='"$(abs_top_srcdir)"' \
 	-DAXON_TEST_PLUGIN_DIR='"$(abs_top_builddir)/tests/plugins/.libs"'
 tests_axon_gtest_CXXFLAGS = -std=gnu++14 -Wall -Wno-missing-field-initializers
 tests_axon_gtest_CFLAGS   = $(AX_CFLAGS)

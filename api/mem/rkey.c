@@ -2,29 +2,7 @@
  * Remote keys: what a mapping's owner packs for its peers, and how a peer's
  * endpoint reaches the memory once it unpacks one (the path, api/rma/rma.h).
  *
- * Packed key, version 3. Every field little-endian, fixed width, no
- * padding; offsets in bytes:
- *
- *   header (72)
- *     0  u32  magic "AXRK" (0x4b525841)
- *     4  u16  version (3); a reader refuses any other
- *     6  u16  flags, none defined: 0
- *     8  u32  size of the whole key, checksum included
- *    12  u16  number of owner workers (W)
- *    14  u16  number of domain entries (E)
- *    16  u64  owner's address of the range
- *    24  u64  length of the range (> 0)
- *    32  u64  token (names the mapping at its owner)
- *    40  u64  owner's host id (axon_sys_host_id)
- *    48  u64  owner process start time  } the owner's axon_proc_t
- *    56  u64  owner process ns id       }
- *    64  i32  owner pid                 }
- *    68  u32  reserved, 0
- *   workers: W x u64, the uuids of the owner's workers when packed
- *   entries: E x { u16 reserved (0), u16 key length L (<= AXON_MD_RKEY_MAX),
- *                  char[16] transport name (NUL padded), L bytes of the rkey_pack
- *                  output of that transport's memory domain, valid for every worker }
- *   u64 checksum: FNV-1a (axon_sys_hash64, seed 0) of every byte before it
+ * The packed format and its parser are in rkey_format.{h,c}.
  *
  * The checksum makes a damaged key fail at unpack (AXON_ERR_IO_FORMAT)
  * rather than reach some other memory; tokens and the target's range check
@@ -39,26 +17,9 @@
 #include "log.h"
 #include "mem.h"
 #include "proc.h"
+#include "rkey_format.h"
 #include "rma.h"
 #include "sys.h"
-
-#define AXON_RKEY_MAGIC        0x4b525841u  /* "AXRK" read little-endian */
-#define AXON_RKEY_VERSION      3
-#define AXON_RKEY_HDR_SIZE     72
-#define AXON_RKEY_ENTRY_HDR    20
-#define AXON_RKEY_CSUM_SIZE    8
-#define AXON_RKEY_MAX_WORKERS  0xffffu
-
-/* The header, decoded. */
-typedef struct axon_rkey_hdr {
-    uint16_t    num_workers;
-    uint16_t    num_entries;
-    uint64_t    address;
-    uint64_t    length;
-    uint64_t    token;
-    uint64_t    host_id;
-    axon_proc_t owner;
-} axon_rkey_hdr_t;
 
 /* ---------------------------------------------------------------- who we are */
 
@@ -180,130 +141,6 @@ axon_status_t axon_rkey_pack(axon_context_h context, axon_mem_h memh, void **rke
 void axon_rkey_buffer_release(void *rkey_buffer)
 {
     free(rkey_buffer);
-}
-
-/* ---------------------------------------------------------------- parse */
-
-#define axon_rkey_bad(_fmt, ...) \
-    ({ axon_error("axon_ep_rkey_unpack: not a key: " _fmt, ## __VA_ARGS__); AXON_ERR_IO_FORMAT; })
-
-/* Check every length and field of a packed key; decode its header. */
-static axon_status_t axon_rkey_parse(const uint8_t *buf, size_t size, axon_rkey_hdr_t *hdr)
-{
-    size_t offset, end, i;
-    uint32_t magic, stated;
-    uint16_t version, reserved, len;
-    const uint8_t *e;
-
-    if (size < 8) {
-        return axon_rkey_bad("%zu bytes", size);
-    }
-    magic   = axon_le_get32(buf);
-    version = axon_le_get16(buf + 4);
-    if (magic != AXON_RKEY_MAGIC) {
-        return axon_rkey_bad("magic 0x%08x, expected 0x%08x", magic, AXON_RKEY_MAGIC);
-    }
-    if (version != AXON_RKEY_VERSION) {
-        return axon_rkey_bad("version %u, this library reads version %u", version,
-                             AXON_RKEY_VERSION);
-    }
-    if (size < AXON_RKEY_HDR_SIZE + AXON_RKEY_CSUM_SIZE) {
-        return axon_rkey_bad("%zu bytes, shorter than a header", size);
-    }
-    stated = axon_le_get32(buf + 8);
-    if (stated != size) {
-        return axon_rkey_bad("it says %u bytes, %zu given", stated, size);
-    }
-    end = size - AXON_RKEY_CSUM_SIZE;
-    if (axon_le_get64(buf + end) != axon_sys_hash64(buf, end, 0)) {
-        return axon_rkey_bad("checksum mismatch (damaged)");
-    }
-
-    hdr->num_workers      = axon_le_get16(buf + 12);
-    hdr->num_entries      = axon_le_get16(buf + 14);
-    hdr->address          = axon_le_get64(buf + 16);
-    hdr->length           = axon_le_get64(buf + 24);
-    hdr->token            = axon_le_get64(buf + 32);
-    hdr->host_id          = axon_le_get64(buf + 40);
-    hdr->owner.start_time = axon_le_get64(buf + 48);
-    hdr->owner.ns_id      = axon_le_get64(buf + 56);
-    hdr->owner.pid        = (int32_t)axon_le_get32(buf + 64);
-    hdr->owner.reserved   = 0;
-
-    if (axon_le_get16(buf + 6) != 0) {
-        return axon_rkey_bad("unknown flags 0x%x", axon_le_get16(buf + 6));
-    }
-    if (axon_le_get32(buf + 68) != 0) {
-        return axon_rkey_bad("reserved field is not 0");
-    }
-    if ((hdr->length == 0) || (hdr->address + hdr->length < hdr->address)) {
-        return axon_rkey_bad("range 0x%llx + %llu", (unsigned long long)hdr->address,
-                             (unsigned long long)hdr->length);
-    }
-    if (hdr->owner.pid <= 0) {
-        return axon_rkey_bad("owner pid %d", hdr->owner.pid);
-    }
-
-    offset = AXON_RKEY_HDR_SIZE + (size_t)hdr->num_workers * 8;
-    if (offset > end) {
-        return axon_rkey_bad("%u workers in %zu bytes", hdr->num_workers, size);
-    }
-    for (i = 0; i < hdr->num_entries; ++i) {
-        if (end - offset < AXON_RKEY_ENTRY_HDR) {
-            return axon_rkey_bad("entry %zu cut short", i);
-        }
-        e    = buf + offset;
-        reserved = axon_le_get16(e);
-        len      = axon_le_get16(e + 2);
-        if (reserved != 0) {
-            return axon_rkey_bad("entry %zu has reserved field 0x%x", i, reserved);
-        }
-        if ((len == 0) || (len > AXON_MD_RKEY_MAX) ||
-            (end - offset - AXON_RKEY_ENTRY_HDR < len)) {
-            return axon_rkey_bad("entry %zu holds a %u-byte key", i, len);
-        }
-        if ((e[4] == '\0') || (memchr(e + 4, '\0', AXON_TL_NAME_MAX) == NULL)) {
-            return axon_rkey_bad("entry %zu has no transport name", i);
-        }
-        offset += AXON_RKEY_ENTRY_HDR + len;
-    }
-    if (offset != end) {
-        return axon_rkey_bad("%zu bytes left after the last entry", end - offset);
-    }
-    return AXON_OK;
-}
-
-static int axon_rkey_has_worker(const uint8_t *buf, const axon_rkey_hdr_t *hdr, uint64_t uuid)
-{
-    unsigned i;
-
-    for (i = 0; i < hdr->num_workers; ++i) {
-        if (axon_le_get64(buf + AXON_RKEY_HDR_SIZE + 8 * i) == uuid) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/*
- * The entry packed by transport tl_name's domain, or NULL; it serves the
- * owner's every worker (the caller checked the ep's peer is one).
- */
-static const uint8_t *axon_rkey_find_entry(const uint8_t *buf, const axon_rkey_hdr_t *hdr,
-                                           const char *tl_name)
-{
-    size_t offset = AXON_RKEY_HDR_SIZE + (size_t)hdr->num_workers * 8;
-    const uint8_t *e;
-    unsigned i;
-
-    for (i = 0; i < hdr->num_entries; ++i) {
-        e = buf + offset;
-        if (strncmp((const char *)e + 4, tl_name, AXON_TL_NAME_MAX) == 0) {
-            return e;
-        }
-        offset += AXON_RKEY_ENTRY_HDR + axon_le_get16(e + 2);
-    }
-    return NULL;
 }
 
 /* ---------------------------------------------------------------- unpack */

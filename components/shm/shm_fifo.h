@@ -133,8 +133,17 @@ static inline axon_status_t axon_shm_fifo_claim(const axon_shm_fifo_t *fifo,
             atomic_store_explicit(claim, AXON_SHM_FIFO_CLAIM_NONE, memory_order_release);
             return AXON_ERR_NO_RESOURCE;
         } else {
-            /* Another producer took pos; catch up with the tail. */
-            pos = atomic_load_explicit(&fifo->ctl->tail, memory_order_relaxed);
+            /* Another producer took pos; catch up with the tail. Having seen its cell
+             * (acquire), we see its move of the tail: a tail still at pos means no
+             * producer took it, and the cell's number is corrupt (the peer's ring is
+             * the peer's to break, not ours to spin on): full, as far as we can tell. */
+            uint64_t tail = atomic_load_explicit(&fifo->ctl->tail, memory_order_relaxed);
+
+            if (__builtin_expect(tail == pos, 0)) {
+                atomic_store_explicit(claim, AXON_SHM_FIFO_CLAIM_NONE, memory_order_release);
+                return AXON_ERR_NO_RESOURCE;
+            }
+            pos = tail;
         }
     }
 }

@@ -24,8 +24,6 @@
 #include "topo.h"
 
 /* Fixed lines first: control, tail, sender slots' control; then the slots, then cells. */
-#define AXON_SHM_SEG_SENDERS_OFFSET (sizeof(axon_shm_seg_ctl_t) + sizeof(axon_shm_fifo_ctl_t))
-#define AXON_SHM_SEG_SLOTS_OFFSET   (AXON_SHM_SEG_SENDERS_OFFSET + sizeof(axon_shm_senders_ctl_t))
 
 /* Digits of "-<uid>-<pid>-<counter>" at most: three dashes, three 32-bit numbers. */
 #define AXON_SHM_SEG_NAME_SUFFIX_MAX (3 + 3 * 10)
@@ -195,13 +193,6 @@ static void axon_shm_seg_reap(const char *prefix, uint64_t host_id,
     closedir(dir);
 }
 
-/* Set up views of the sender slots of a segment mapped at addr. */
-static void axon_shm_senders_view(axon_shm_senders_t *senders, void *addr, uint32_t count)
-{
-    senders->ctl   = (axon_shm_senders_ctl_t*)((char*)addr + AXON_SHM_SEG_SENDERS_OFFSET);
-    senders->slots = (axon_shm_sender_t*)((char*)addr + AXON_SHM_SEG_SLOTS_OFFSET);
-    senders->count = count;
-}
 
 axon_status_t axon_shm_seg_create(const char *prefix, unsigned fifo_size, size_t cell_size,
                                   unsigned nsenders, uint64_t host_id,
@@ -321,8 +312,7 @@ void axon_shm_seg_destroy(axon_shm_seg_t *seg, axon_shm_senders_t *senders)
     munmap(seg->addr, seg->length);
 }
 
-/* Is the layout of a mapped peer segment one we can send into? Logs why not. */
-static int axon_shm_seg_check(const char *name, const void *addr, size_t length,
+int axon_shm_seg_check(const char *name, const void *addr, size_t length,
                               size_t min_cell_size, axon_shm_seg_ctl_t *copy)
 {
     const axon_shm_seg_ctl_t *ctl = (const axon_shm_seg_ctl_t*)addr;

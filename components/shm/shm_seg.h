@@ -91,6 +91,19 @@ typedef struct axon_shm_senders {
     uint32_t                count;
 } axon_shm_senders_t;
 
+/* Where lines 2 and 3 of the layout above start. */
+#define AXON_SHM_SEG_SENDERS_OFFSET (sizeof(axon_shm_seg_ctl_t) + sizeof(axon_shm_fifo_ctl_t))
+#define AXON_SHM_SEG_SLOTS_OFFSET   (AXON_SHM_SEG_SENDERS_OFFSET + sizeof(axon_shm_senders_ctl_t))
+
+/* Set up views of the sender slots of a segment mapped at addr. */
+static inline void axon_shm_senders_view(axon_shm_senders_t *senders, void *addr,
+                                         uint32_t count)
+{
+    senders->ctl   = (axon_shm_senders_ctl_t*)((char*)addr + AXON_SHM_SEG_SENDERS_OFFSET);
+    senders->slots = (axon_shm_sender_t*)((char*)addr + AXON_SHM_SEG_SLOTS_OFFSET);
+    senders->count = count;
+}
+
 /* A segment this process created. */
 typedef struct axon_shm_seg {
     void             *addr;
@@ -118,6 +131,13 @@ axon_status_t axon_shm_seg_create(const char *prefix, unsigned fifo_size, size_t
 /* The owner closes seg: mark it closed (senders see a goodbye), unlink, unmap. */
 void          axon_shm_seg_destroy(axon_shm_seg_t *seg, axon_shm_senders_t *senders);
 
+/*
+ * Is the layout of the peer segment mapped at addr (length bytes) one we can
+ * send cells of min_cell_size bytes into? 1 with its control line copied to
+ * *copy (the peer may rewrite its own later), else 0 and a log line saying why.
+ */
+int           axon_shm_seg_check(const char *name, const void *addr, size_t length,
+                                 size_t min_cell_size, axon_shm_seg_ctl_t *copy);
 /*
  * Map a peer's segment by name and check its layout; min_cell_size is the
  * smallest cell the caller can fill. On success *addr_p and *length_p are the

@@ -260,6 +260,39 @@ static inline size_t axon_tcp_max_short(size_t seg_size)
     return (seg_size < AXON_TCP_MAX_SHORT) ? seg_size : AXON_TCP_MAX_SHORT;
 }
 
+/*
+ * A frame header from a peer whose plain bodies are at most max_body: NULL,
+ * or why the stream is malformed. Inline: the receive loop runs it per frame.
+ */
+static inline const char *axon_tcp_frame_invalid(const axon_tcp_frame_t *frame,
+                                                 uint32_t max_body)
+{
+    if (frame->flags & ~AXON_TCP_FRAME_FLAGS) {
+        return "unknown flags";
+    }
+    if (frame->flags & AXON_TCP_FRAME_CTRL) {
+        if ((frame->am_id != AXON_TCP_CTRL_GOODBYE) || (frame->length != 0) ||
+            (frame->hdr_len != 0) || (frame->flags & AXON_TCP_FRAME_ZCOPY)) {
+            return "unknown control frame";
+        }
+        return NULL;
+    }
+    if (frame->am_id >= AXON_AM_ID_MAX) {
+        return "invalid am_id";
+    }
+    if (frame->flags & AXON_TCP_FRAME_ZCOPY) {
+        if ((frame->hdr_len > frame->length) || (frame->hdr_len > AXON_TCP_MAX_SHORT) ||
+            (frame->length - frame->hdr_len > AXON_TCP_MAX_ZCOPY)) {
+            return "zero-copy lengths out of bounds";
+        }
+        return NULL;
+    }
+    if ((frame->hdr_len != 0) || (frame->length > max_body)) {
+        return "length larger than the peer's segment size";
+    }
+    return NULL;
+}
+
 /* tcp_component.c: reject options we cannot work with (logs which); port range out. */
 axon_status_t axon_tcp_config_check(const axon_tcp_config_t *config, uint16_t *port_lo,
                                     uint16_t *port_hi);

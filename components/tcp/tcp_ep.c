@@ -424,13 +424,8 @@ axon_status_t axon_tcp_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid,
     conn->state          = AXON_TCP_CONN_CONNECTING;
 
     /* HELLO goes first through the send queue, like any frame. */
-    memset(&hello, 0, sizeof(hello));
-    hello.magic    = AXON_TCP_MAGIC;
-    hello.version  = AXON_TCP_VERSION;
-    hello.op       = AXON_TCP_HS_HELLO;
-    hello.src_uuid = iface->worker_uuid;
-    hello.dst_uuid = peer_uuid;
-    hello.max_body = (uint32_t)iface->max_bcopy;
+    hello = axon_tcp_hs_make(AXON_TCP_HS_HELLO, AXON_TCP_REJECT_NONE, iface->worker_uuid,
+                             peer_uuid, (uint32_t)iface->max_bcopy, 0);
     memcpy(ep->tx_buf, &hello, sizeof(hello));
     ep->tx_len = sizeof(hello);
 

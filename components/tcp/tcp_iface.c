@@ -329,23 +329,6 @@ static unsigned axon_tcp_iface_accept(axon_tcp_iface_t *iface)
     return count;
 }
 
-static uint8_t axon_tcp_conn_hello_check(const axon_tcp_iface_t *iface, const axon_tcp_hs_t *hs)
-{
-    if ((hs->magic != AXON_TCP_MAGIC) || (hs->op != AXON_TCP_HS_HELLO)) {
-        return AXON_TCP_REJECT_MAGIC;
-    }
-    if (hs->version != AXON_TCP_VERSION) {
-        return AXON_TCP_REJECT_VERSION;
-    }
-    if (hs->dst_uuid != iface->worker_uuid) {
-        return AXON_TCP_REJECT_WRONG_PEER;
-    }
-    if (hs->max_body > AXON_TCP_SEG_SIZE_MAX) {
-        return AXON_TCP_REJECT_FRAME_SIZE;
-    }
-    return AXON_TCP_REJECT_NONE;
-}
-
 /* The handshake is done: frames flow, into a buffer sized by what the peer sends. */
 static axon_status_t axon_tcp_conn_open(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn,
                                         uint32_t max_body)
@@ -402,15 +385,10 @@ static void axon_tcp_conn_hello(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn)
     uint8_t        reason;
 
     axon_tcp_sock_sa_str(&conn->sock.peer_sa, sa_str, sizeof(sa_str));
-    reason = axon_tcp_conn_hello_check(iface, &conn->hs);
-    memset(&answer, 0, sizeof(answer));
-    answer.magic    = AXON_TCP_MAGIC;
-    answer.version  = AXON_TCP_VERSION;
-    answer.op       = (reason == AXON_TCP_REJECT_NONE) ? AXON_TCP_HS_ACCEPT : AXON_TCP_HS_REJECT;
-    answer.reason   = reason;
-    answer.src_uuid = iface->worker_uuid;
-    answer.dst_uuid = conn->hs.src_uuid;
-    answer.max_body = (uint32_t)iface->max_bcopy;
+    reason = axon_tcp_hello_check(&conn->hs, iface->worker_uuid);
+    answer = axon_tcp_hs_make((reason == AXON_TCP_REJECT_NONE) ? AXON_TCP_HS_ACCEPT :
+                              AXON_TCP_HS_REJECT, reason, iface->worker_uuid,
+                              conn->hs.src_uuid, (uint32_t)iface->max_bcopy, 0);
     if (reason == AXON_TCP_REJECT_NONE) {
         /*
          * Simultaneous connects (tcp_wire.h): an ep of ours whose HELLO has
@@ -587,35 +565,6 @@ static void axon_tcp_conn_handshake(axon_tcp_iface_t *iface, axon_tcp_conn_t *co
     }
 }
 
-static const char *axon_tcp_frame_invalid(const axon_tcp_conn_t *conn,
-                                          const axon_tcp_frame_t *frame)
-{
-    if (frame->flags & ~AXON_TCP_FRAME_FLAGS) {
-        return "unknown flags";
-    }
-    if (frame->flags & AXON_TCP_FRAME_CTRL) {
-        if ((frame->am_id != AXON_TCP_CTRL_GOODBYE) || (frame->length != 0) ||
-            (frame->hdr_len != 0) || (frame->flags & AXON_TCP_FRAME_ZCOPY)) {
-            return "unknown control frame";
-        }
-        return NULL;
-    }
-    if (frame->am_id >= AXON_AM_ID_MAX) {
-        return "invalid am_id";
-    }
-    if (frame->flags & AXON_TCP_FRAME_ZCOPY) {
-        if ((frame->hdr_len > frame->length) || (frame->hdr_len > AXON_TCP_MAX_SHORT) ||
-            (frame->length - frame->hdr_len > AXON_TCP_MAX_ZCOPY)) {
-            return "zero-copy lengths out of bounds";
-        }
-        return NULL;
-    }
-    if ((frame->hdr_len != 0) || (frame->length > conn->max_body)) {
-        return "length larger than the peer's segment size";
-    }
-    return NULL;
-}
-
 /* Make rx_buf hold needed bytes from rx_head on: move them to the front, or grow. */
 static axon_status_t axon_tcp_conn_rx_room(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn,
                                            size_t needed)
@@ -774,7 +723,7 @@ static axon_status_t axon_tcp_conn_parse(axon_tcp_iface_t *iface, axon_tcp_conn_
             break;
         }
         memcpy(&frame, conn->rx_buf + conn->rx_head, sizeof(frame));
-        why = axon_tcp_frame_invalid(conn, &frame);
+        why = axon_tcp_frame_invalid(&frame, conn->max_body);
         if (__builtin_expect(why != NULL, 0)) {
             axon_tcp_conn_malformed(iface, conn, &frame, why);
             return AXON_ERR_IO_FORMAT;

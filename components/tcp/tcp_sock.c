@@ -15,16 +15,6 @@
 #include "tcp_sock.h"
 #include "log.h"
 
-const uint8_t axon_tcp_zero_pad[AXON_TCP_ALIGN] = {0};
-
-const char *const axon_tcp_reject_names[AXON_TCP_REJECT_LAST] = {
-    [AXON_TCP_REJECT_NONE]       = "no reason",
-    [AXON_TCP_REJECT_MAGIC]      = "not an Axon tcp peer, or of the other byte order",
-    [AXON_TCP_REJECT_VERSION]    = "another protocol version",
-    [AXON_TCP_REJECT_WRONG_PEER] = "another worker listens there (stale address?)",
-    [AXON_TCP_REJECT_FRAME_SIZE] = "segment size too large",
-};
-
 axon_status_t axon_tcp_sock_errno_status(int err)
 {
     switch (err) {

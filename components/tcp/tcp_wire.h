@@ -135,6 +135,23 @@ static inline axon_tcp_frame_t axon_tcp_frame_make(uint32_t length, uint8_t am_i
     return frame;
 }
 
+/* A handshake as this side sends it. */
+static inline axon_tcp_hs_t axon_tcp_hs_make(uint8_t op, uint8_t reason, uint64_t src_uuid,
+                                             uint64_t dst_uuid, uint32_t max_body,
+                                             uint32_t flags)
+{
+    axon_tcp_hs_t hs = {AXON_TCP_MAGIC, AXON_TCP_VERSION, op, reason, src_uuid, dst_uuid,
+                        max_body, flags};
+
+    return hs;
+}
+
+/*
+ * A peer's HELLO to worker_uuid (tcp_wire.c): AXON_TCP_REJECT_NONE or why it
+ * is refused. Its frame headers: axon_tcp_frame_invalid (tcp.h).
+ */
+uint8_t axon_tcp_hello_check(const axon_tcp_hs_t *hs, uint64_t worker_uuid);
+
 /* Zeros to send as padding (shared, never written). */
 extern const uint8_t axon_tcp_zero_pad[AXON_TCP_ALIGN];
 /* Why a connection was refused, by AXON_TCP_REJECT_*, for log lines. */

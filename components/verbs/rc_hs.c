@@ -9,8 +9,6 @@
 #include <string.h>
 #include "rc.h"
 
-/* A handshake buffer: GRH area (receives) or AH pointer (sends), then the message */
-#define AXON_RC_HS_MSG_OFFSET 40
 #define AXON_RC_HS_BUF_SIZE   (AXON_RC_HS_MSG_OFFSET + sizeof(axon_rc_hs_t))
 #define AXON_RC_HS_RX_BUFS    (AXON_RC_HS_BUFS / 2)
 
@@ -297,19 +295,15 @@ static void axon_rc_hs_rx(axon_rc_iface_t *iface, const axon_dev_wc_t *wc, uint8
                           uint64_t now)
 {
     axon_rc_hs_t msg;
+    const char *why;
 
-    if ((wc->status != AXON_DEV_WC_SUCCESS) || iface->hs_closed ||
-        (wc->byte_len < AXON_RC_HS_MSG_OFFSET + sizeof(msg))) {
-        if ((wc->status == AXON_DEV_WC_SUCCESS) && !iface->hs_closed) {
-            axon_debug("%s: %u-byte handshake message dropped", iface->name, wc->byte_len);
-        }
+    if ((wc->status != AXON_DEV_WC_SUCCESS) || iface->hs_closed) {
         return;
     }
-    memcpy(&msg, buf + AXON_RC_HS_MSG_OFFSET, sizeof(msg));
-    if (msg.version != AXON_RC_WIRE_VERSION) {
-        axon_debug("%s: handshake version %u from worker 0x%llx, expected %u: dropped",
-                   iface->name, msg.version, (unsigned long long)msg.src_uuid,
-                   AXON_RC_WIRE_VERSION);
+    why = axon_rc_hs_read(buf, wc->byte_len, &msg);
+    if (why != NULL) {
+        axon_debug("%s: %u-byte handshake message dropped: %s", iface->name, wc->byte_len,
+                   why);
         return;
     }
     switch (msg.type) {
@@ -325,9 +319,6 @@ static void axon_rc_hs_rx(axon_rc_iface_t *iface, const axon_dev_wc_t *wc, uint8
         if (msg.dst_uuid == iface->worker_uuid) {
             axon_rc_hs_rx_rej(iface, &msg);
         }
-        break;
-    default:
-        axon_debug("%s: handshake message type %u dropped", iface->name, msg.type);
         break;
     }
 }

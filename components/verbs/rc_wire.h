@@ -23,6 +23,7 @@
 #define AXON_RC_WIRE_H
 
 #include <stdint.h>
+#include <string.h>
 #include "verbs_common.h"
 
 #define AXON_RC_WIRE_VERSION 1
@@ -69,6 +70,29 @@ typedef struct __attribute__((packed)) axon_rc_hs {
     uint32_t              ka_rkey;
     axon_verbs_dev_addr_t dev_addr;     /* sender's port */
 } axon_rc_hs_t;
+
+/* A handshake buffer: GRH area (receives) or AH pointer (sends), then the message */
+#define AXON_RC_HS_MSG_OFFSET 40
+
+/*
+ * A handshake datagram received with byte_len bytes into buf (the GRH area
+ * first): NULL with the message copied to *msg, or why it is none of ours.
+ */
+static inline const char *axon_rc_hs_read(const uint8_t *buf, uint32_t byte_len,
+                                          axon_rc_hs_t *msg)
+{
+    if (byte_len < AXON_RC_HS_MSG_OFFSET + sizeof(*msg)) {
+        return "shorter than a handshake";
+    }
+    memcpy(msg, buf + AXON_RC_HS_MSG_OFFSET, sizeof(*msg));
+    if (msg->version != AXON_RC_WIRE_VERSION) {
+        return "another wire version";
+    }
+    if ((msg->type < AXON_RC_HS_REQ) || (msg->type > AXON_RC_HS_REJ)) {
+        return "unknown message type";
+    }
+    return NULL;
+}
 
 /* Iface address: how to reach the iface's handshake QP */
 typedef struct __attribute__((packed)) axon_rc_iface_addr {

@@ -90,8 +90,7 @@ static void axon_ud_alive_answer(axon_ud_iface_t *iface, const uint8_t *buf, uin
     uint8_t *obuf;
     int ret;
 
-    if ((len < AXON_UD_GRH_LEN + sizeof(*hdr) + sizeof(probe)) ||
-        (hdr->type != AXON_UD_PKT_PROBE)) {
+    if ((axon_ud_pkt_payload(len, hdr) < 0) || (hdr->type != AXON_UD_PKT_PROBE)) {
         axon_debug("%s: alive QP: dropped a packet (type %u, %u bytes)", iface->name,
                    (len >= AXON_UD_GRH_LEN + sizeof(*hdr)) ? hdr->type : 0u, len);
         return;

@@ -210,17 +210,13 @@ void axon_ud_rx_drop(axon_ud_iface_t *iface, axon_ud_desc_t *desc, const char *w
 
 /* A CREQ with dst_id NONE: find the connection it means or accept a new one. */
 static axon_ud_conn_t *axon_ud_rx_creq(axon_ud_iface_t *iface, const axon_ud_hdr_t *hdr,
-                                       uint32_t paylen, uint32_t src_qpn)
+                                       uint32_t src_qpn)
 {
     axon_verbs_dev_addr_t addr;
     axon_ud_creq_t creq;
     axon_ud_conn_t *conn;
 
-    if (paylen < sizeof(creq)) {
-        axon_debug("%s: short connect request (%u bytes)", iface->name, paylen);
-        return NULL;
-    }
-    memcpy(&creq, hdr + 1, sizeof(creq));
+    memcpy(&creq, hdr + 1, sizeof(creq));   /* it fits: axon_ud_pkt_payload */
     if (creq.dst_uuid != iface->worker_uuid) {
         /* A stale address: the QP number now belongs to another worker. */
         axon_debug("%s: connect request for worker %016llx, we are %016llx", iface->name,
@@ -251,7 +247,7 @@ static axon_ud_conn_t *axon_ud_rx_creq(axon_ud_iface_t *iface, const axon_ud_hdr
 
 /* The connection a packet names; NULL (packet dropped) if none. */
 static inline axon_ud_conn_t *axon_ud_rx_conn(axon_ud_iface_t *iface, const axon_ud_hdr_t *hdr,
-                                              uint32_t paylen, uint32_t src_qpn)
+                                              uint32_t src_qpn)
 {
     axon_ud_conn_t *conn;
     uint32_t index = hdr->dst_id & AXON_UD_ID_INDEX_MASK;
@@ -260,7 +256,7 @@ static inline axon_ud_conn_t *axon_ud_rx_conn(axon_ud_iface_t *iface, const axon
         if (hdr->type != AXON_UD_PKT_CREQ) {
             return NULL;
         }
-        conn = axon_ud_rx_creq(iface, hdr, paylen, src_qpn);
+        conn = axon_ud_rx_creq(iface, hdr, src_qpn);
     } else {
         if (index >= iface->conns_size) {
             return NULL;
@@ -293,14 +289,13 @@ static inline axon_ud_conn_t *axon_ud_rx_conn(axon_ud_iface_t *iface, const axon
 
 /* ALIVE from a peer's alive QP: its worker's process lives, though it may not progress. */
 static __attribute__((noinline))
-void axon_ud_rx_alive(axon_ud_iface_t *iface, const axon_ud_hdr_t *hdr, uint32_t paylen)
+void axon_ud_rx_alive(axon_ud_iface_t *iface, const axon_ud_hdr_t *hdr)
 {
     uint32_t index = hdr->dst_id & AXON_UD_ID_INDEX_MASK;
     axon_ud_alive_msg_t msg;
     axon_ud_conn_t *conn;
 
-    if ((hdr->type != AXON_UD_PKT_ALIVE) || (paylen < sizeof(msg)) ||
-        (index >= iface->conns_size)) {
+    if ((hdr->type != AXON_UD_PKT_ALIVE) || (index >= iface->conns_size)) {
         return;
     }
     conn = iface->conns[index];
@@ -315,7 +310,7 @@ static void axon_ud_rx_packet(axon_ud_iface_t *iface, const axon_dev_wc_t *wc)
     axon_ud_desc_t *desc = (axon_ud_desc_t *)(uintptr_t)wc->wr_id;
     axon_ud_hdr_t *hdr   = (axon_ud_hdr_t *)((char *)desc + AXON_UD_RX_HDR_OFF);
     axon_ud_conn_t *conn;
-    uint32_t paylen;
+    int64_t payload;
 
     --iface->rx_posted;
     if (__builtin_expect(wc->status != AXON_DEV_WC_SUCCESS, 0)) {
@@ -326,18 +321,17 @@ static void axon_ud_rx_packet(axon_ud_iface_t *iface, const axon_dev_wc_t *wc)
         axon_ud_rx_put(iface, desc);
         return;
     }
-    if (__builtin_expect((wc->byte_len < AXON_UD_GRH_LEN + sizeof(*hdr)) ||
-                         (hdr->type >= AXON_UD_PKT_LAST), 0)) {
+    payload = axon_ud_pkt_payload(wc->byte_len, hdr);
+    if (__builtin_expect(payload < 0, 0)) {
         axon_ud_rx_drop(iface, desc, "malformed, length", wc->byte_len);
         return;
     }
-    paylen = wc->byte_len - AXON_UD_GRH_LEN - (uint32_t)sizeof(*hdr);
     if (__builtin_expect(hdr->type >= AXON_UD_PKT_PROBE, 0)) {
-        axon_ud_rx_alive(iface, hdr, paylen);  /* a PROBE here is misaddressed: dropped */
+        axon_ud_rx_alive(iface, hdr);  /* a PROBE here is misaddressed: dropped */
         axon_ud_rx_put(iface, desc);
         return;
     }
-    conn   = axon_ud_rx_conn(iface, hdr, paylen, wc->src_qp);
+    conn   = axon_ud_rx_conn(iface, hdr, wc->src_qp);
     if (__builtin_expect(conn == NULL, 0)) {
         axon_ud_rx_drop(iface, desc, "unknown connection", hdr->dst_id);
         return;
@@ -349,7 +343,7 @@ static void axon_ud_rx_packet(axon_ud_iface_t *iface, const axon_dev_wc_t *wc)
         return;
     }
     desc->psn = hdr->psn;
-    desc->len = paylen;
+    desc->len = (uint32_t)payload;
     axon_ud_rx_seq(conn, desc);
 }
 

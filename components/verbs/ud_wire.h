@@ -105,6 +105,28 @@ typedef struct __attribute__((packed)) axon_ud_iface_addr {
     uint32_t alive_qpn;      /* 0: this worker answers no probes (AXON_UD_ALIVE=n) */
 } axon_ud_iface_addr_t;
 
+/*
+ * A datagram received with byte_len bytes (the GRH area included) and hdr
+ * after the GRH: its payload length, or -1 when it is no ud packet (shorter
+ * than its header, a type we do not know, or shorter than what its type
+ * carries). hdr is read only once byte_len says it arrived.
+ */
+static inline int64_t axon_ud_pkt_payload(uint32_t byte_len, const axon_ud_hdr_t *hdr)
+{
+    static const uint8_t min_payload[AXON_UD_PKT_LAST] = {
+        [AXON_UD_PKT_CREQ]  = sizeof(axon_ud_creq_t),
+        [AXON_UD_PKT_PROBE] = sizeof(axon_ud_probe_t),
+        [AXON_UD_PKT_ALIVE] = sizeof(axon_ud_alive_msg_t),
+    };
+    uint32_t paylen;
+
+    if ((byte_len < AXON_UD_GRH_LEN + sizeof(*hdr)) || (hdr->type >= AXON_UD_PKT_LAST)) {
+        return -1;
+    }
+    paylen = byte_len - AXON_UD_GRH_LEN - (uint32_t)sizeof(*hdr);
+    return (paylen < min_payload[hdr->type]) ? -1 : (int64_t)paylen;
+}
+
 /* Signed distance a - b between PSNs (32-bit, wrapping) */
 static inline int32_t axon_ud_psn_diff(uint32_t a, uint32_t b)
 {

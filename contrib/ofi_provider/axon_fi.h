@@ -174,6 +174,8 @@ _Static_assert(sizeof(axon_fi_name_t) <= FI_NAME_MAX, "name must fit Open MPI's 
 
 /* A peer's name as given by a user: AF_INET, a port and an address; else -FI_EINVAL, logged. */
 int      axon_fi_name_check(const void *addr, axon_fi_name_t *name);
+/* The same check, silent (axon_fi_wire.c): NULL, or why addr is no name. */
+const char *axon_fi_name_invalid(const void *addr, axon_fi_name_t *name);
 uint64_t axon_fi_name_id(const axon_fi_name_t *name);
 void     axon_fi_name_make(struct in_addr ip, uint16_t port, uint64_t id, axon_fi_name_t *name);
 void     axon_fi_name_str(const axon_fi_name_t *name, char *buf, size_t len);
@@ -529,6 +531,20 @@ extern struct fi_ops_mr axon_fi_mr_ops;
 #define AXON_FI_MR_BLOB_EVENTS  1ull   /* flags: the target counts accesses (FI_RMA_EVENT) */
 #define AXON_FI_MR_BLOB_WORDS   2ull   /* flags: ... by words (else by messages) */
 #define AXON_FI_MR_BLOB_WORDS_HEAD 16
+/* A key blob's parts (axon_fi_wire.c); words_key only with AXON_FI_MR_BLOB_WORDS. */
+typedef struct axon_fi_mr_blob {
+    uint64_t       addend;
+    uint64_t       flags;          /* AXON_FI_MR_BLOB_* */
+    uint64_t       word;           /* the region's write word at the asking endpoint */
+    const uint8_t *words_key;      /* that endpoint's packed words key */
+    size_t         words_key_len;
+    const uint8_t *key;            /* Axon's packed key of the region */
+    size_t         key_len;
+} axon_fi_mr_blob_t;
+/* Write b at blob (room for all of it); returns the length. */
+size_t axon_fi_mr_blob_write(uint8_t *blob, const axon_fi_mr_blob_t *b);
+/* Split a fetched blob; its keys point into it. -1 if its lengths do not hold. */
+int    axon_fi_mr_blob_parse(const uint8_t *blob, size_t len, axon_fi_mr_blob_t *b);
 /* A registration's key as peers fetch it from the endpoint whose words are given (address
  * server thread, see above); malloc'ed. -FI_ENOKEY if key is not registered for remote
  * access. */
@@ -695,10 +711,10 @@ unsigned axon_fi_event_harvest(axon_fi_domain_t *domain);
 int      axon_fi_event_add(axon_fi_op_t *op);
 /* Wait (bounded) for the endpoint's word adds in flight, before its connections close. */
 void     axon_fi_event_adds_drain(axon_fi_ep_t *ep);
-/* Unpack a key blob's words part on conn (rkey->word set; left 0 if it has none or
- * it cannot be used); *off_p moves past it. -1 if the blob is malformed. */
-int      axon_fi_event_words_unpack(axon_fi_conn_t *conn, const uint8_t *blob, size_t len,
-                                    size_t *off_p, axon_fi_rkey_t *rkey);
+/* Unpack a parsed key blob's words part on conn (rkey->word set; left 0 if it cannot be
+ * used). */
+void     axon_fi_event_words_unpack(axon_fi_conn_t *conn, const axon_fi_mr_blob_t *blob,
+                                    axon_fi_rkey_t *rkey);
 
 /* The counter bound to the region under key for kind (AXON_FI_EVENT_*), NULL if none. */
 axon_fi_cntr_t *axon_fi_mr_event_cntr(axon_fi_domain_t *domain, uint64_t key, unsigned kind);

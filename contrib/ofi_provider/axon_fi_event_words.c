@@ -313,34 +313,19 @@ void axon_fi_event_adds_drain(axon_fi_ep_t *ep)
     }
 }
 
-int axon_fi_event_words_unpack(axon_fi_conn_t *conn, const uint8_t *blob, size_t len,
-                               size_t *off_p, axon_fi_rkey_t *rkey)
+void axon_fi_event_words_unpack(axon_fi_conn_t *conn, const axon_fi_mr_blob_t *blob,
+                                axon_fi_rkey_t *rkey)
 {
-    uint64_t be64;
-    uint32_t be32;
-    size_t off = *off_p, wlen;
-    axon_status_t status;
+    axon_status_t status = AXON_OK;
 
-    if (len - off < AXON_FI_MR_BLOB_WORDS_HEAD) {
-        return -1;
-    }
-    memcpy(&be64, blob + off, sizeof(be64));
-    memcpy(&be32, blob + off + 8, sizeof(be32));
-    wlen = be32toh(be32);
-    off += AXON_FI_MR_BLOB_WORDS_HEAD;
-    if (len - off <= wlen) {   /* the region's own key follows */
-        return -1;
-    }
-    status = AXON_OK;
     if (conn->words == NULL) {   /* the same for every key of the endpoint */
-        status = axon_ep_rkey_unpack(conn->aep, blob + off, wlen, &conn->words);
+        status = axon_ep_rkey_unpack(conn->aep, blob->words_key, blob->words_key_len,
+                                     &conn->words);
         if (status != AXON_OK) {
             AXON_FI_WARN(FI_LOG_EP_DATA, "RMA event words key: axon_ep_rkey_unpack failed: "
                          "%s; counting by messages", axon_status_string(status));
             conn->words = NULL;
         }
     }
-    rkey->word = (status == AXON_OK) ? be64toh(be64) : 0;
-    *off_p = off + wlen;
-    return 0;
+    rkey->word = (status == AXON_OK) ? blob->word : 0;
 }

@@ -60,40 +60,30 @@ uint64_t axon_fi_mr_mode_bits(uint64_t mr_mode)
 int axon_fi_mr_export(axon_fi_domain_t *domain, const axon_fi_event_words_t *words,
                       uint64_t key, void **blob_p, size_t *len_p)
 {
+    axon_fi_mr_blob_t b = {0};
     axon_fi_mr_t *mr = NULL;
     uint8_t *blob = NULL;
-    uint64_t val, be[2], flags = 0;
-    uint32_t wbe[2];
-    size_t wlen = 0, off;
+    uint64_t val;
 
     pthread_mutex_lock(&domain->mr_lock);
     if (axon_fi_map_get(&domain->mr_by_key, key + 1, &val)) {
         mr = (axon_fi_mr_t *)(uintptr_t)val;
+        b.addend  = mr->addend;
+        b.key     = mr->packed;
+        b.key_len = mr->packed_len;
         if (domain->rma_event) {
-            flags = AXON_FI_MR_BLOB_EVENTS;
+            b.flags = AXON_FI_MR_BLOB_EVENTS;
             if ((mr->slot >= 0) && (words != NULL) && (words->packed != NULL)) {
-                flags |= AXON_FI_MR_BLOB_WORDS;
-                wlen   = AXON_FI_MR_BLOB_WORDS_HEAD + words->packed_len;
+                b.flags        |= AXON_FI_MR_BLOB_WORDS;
+                b.word          = (uint64_t)(uintptr_t)(words->base + 2 * mr->slot);
+                b.words_key     = words->packed;
+                b.words_key_len = words->packed_len;
             }
         }
-        blob = malloc(AXON_FI_MR_BLOB_HEAD + wlen + mr->packed_len);
+        blob = malloc(AXON_FI_MR_BLOB_HEAD + AXON_FI_MR_BLOB_WORDS_HEAD + b.words_key_len +
+                      b.key_len);
         if (blob != NULL) {
-            be[0] = htobe64(mr->addend);
-            be[1] = htobe64(flags);
-            memcpy(blob, be, AXON_FI_MR_BLOB_HEAD);
-            off = AXON_FI_MR_BLOB_HEAD;
-            if (wlen > 0) {
-                be[0]  = htobe64((uint64_t)(uintptr_t)(words->base + 2 * mr->slot));
-                wbe[0] = htobe32((uint32_t)words->packed_len);
-                wbe[1] = 0;
-                memcpy(blob + off, be, sizeof(be[0]));
-                memcpy(blob + off + 8, wbe, sizeof(wbe));
-                memcpy(blob + off + AXON_FI_MR_BLOB_WORDS_HEAD, words->packed,
-                       words->packed_len);
-                off += wlen;
-            }
-            memcpy(blob + off, mr->packed, mr->packed_len);
-            *len_p = off + mr->packed_len;
+            *len_p = axon_fi_mr_blob_write(blob, &b);
         }
     }
     pthread_mutex_unlock(&domain->mr_lock);

@@ -18,31 +18,18 @@
 
 int axon_fi_name_check(const void *addr, axon_fi_name_t *name)
 {
-    if (addr == NULL) {
-        AXON_FI_WARN(FI_LOG_AV, "address is NULL");
-        return -FI_EINVAL;
-    }
-    memcpy(name, addr, sizeof(*name));
-    if (name->sin_family != AF_INET) {
-        AXON_FI_WARN(FI_LOG_AV, "address has family %u, not AF_INET (%u): not an axon name",
-                     (unsigned)name->sin_family, (unsigned)AF_INET);
-        return -FI_EINVAL;
-    }
-    if ((name->sin_port == 0) || (name->sin_addr.s_addr == htonl(INADDR_ANY))) {
-        char str[96];
-        axon_fi_name_str(name, str, sizeof(str));
-        AXON_FI_WARN(FI_LOG_AV, "address %s names no server (null address or port)", str);
+    const char *why = axon_fi_name_invalid(addr, name);
+    char str[96];
+
+    if (why != NULL) {
+        if (addr != NULL) {
+            axon_fi_name_str(name, str, sizeof(str));
+        }
+        AXON_FI_WARN(FI_LOG_AV, "address %s (family %u): %s", (addr != NULL) ? str : "NULL",
+                     (addr != NULL) ? (unsigned)name->sin_family : 0u, why);
         return -FI_EINVAL;
     }
     return 0;
-}
-
-uint64_t axon_fi_name_id(const axon_fi_name_t *name)
-{
-    uint64_t id;
-
-    memcpy(&id, name->sin_zero, sizeof(id));
-    return le64toh(id);
 }
 
 void axon_fi_name_make(struct in_addr ip, uint16_t port, uint64_t id, axon_fi_name_t *name)

@@ -22,20 +22,22 @@ axon_status_t axon_fi_rkey_resolve(axon_fi_conn_t *conn, uint64_t key, axon_fi_r
 {
     axon_fi_peer_t *peer = conn->peer;
     axon_fi_name_t name;
+    axon_fi_mr_blob_t parsed;
     axon_fi_rkey_t *rkey;
     axon_status_t status;
-    uint64_t be[2];
     void *blob = NULL;
-    size_t len = 0, off;
+    size_t len = 0;
     char str[96];
     int ret;
 
     axon_fi_name_make(peer->name.sin_addr, peer->name.sin_port, peer->id, &name);
     axon_fi_name_str(&name, str, sizeof(str));
     ret = axon_fi_addr_fetch_key(&name, key, &blob, &len);
-    if ((ret == 0) && (len <= sizeof(be))) {   /* addend, flags, Axon's key (axon_fi_mr.c) */
+    if ((ret == 0) && (axon_fi_mr_blob_parse(blob, len, &parsed) != 0)) {
+        AXON_FI_WARN(FI_LOG_EP_DATA, "RMA key %llu of %s: %zu bytes are not a key blob",
+                     (unsigned long long)key, str, len);
         free(blob);
-        ret = -FI_EIO;
+        return AXON_ERR_IO_FORMAT;
     }
     if (ret != 0) {
         AXON_FI_WARN(FI_LOG_EP_DATA, "RMA key %llu of %s: %s", (unsigned long long)key, str,
@@ -48,20 +50,12 @@ axon_status_t axon_fi_rkey_resolve(axon_fi_conn_t *conn, uint64_t key, axon_fi_r
         free(blob);
         return AXON_ERR_NO_MEMORY;
     }
-    memcpy(be, blob, sizeof(be));
-    rkey->addend = be64toh(be[0]);
-    rkey->events = (be64toh(be[1]) & AXON_FI_MR_BLOB_EVENTS) != 0;
-    off = sizeof(be);
-    if ((be64toh(be[1]) & AXON_FI_MR_BLOB_WORDS) &&
-        (axon_fi_event_words_unpack(conn, blob, len, &off, rkey) != 0)) {
-        AXON_FI_WARN(FI_LOG_EP_DATA, "RMA key %llu of %s: %zu bytes do not hold its event "
-                     "words", (unsigned long long)key, str, len);
-        free(blob);
-        free(rkey);
-        return AXON_ERR_IO_FORMAT;
+    rkey->addend = parsed.addend;
+    rkey->events = (parsed.flags & AXON_FI_MR_BLOB_EVENTS) != 0;
+    if (parsed.flags & AXON_FI_MR_BLOB_WORDS) {
+        axon_fi_event_words_unpack(conn, &parsed, rkey);
     }
-    status = axon_ep_rkey_unpack(conn->aep, (const uint8_t *)blob + off, len - off,
-                                 &rkey->rkey);
+    status = axon_ep_rkey_unpack(conn->aep, parsed.key, parsed.key_len, &rkey->rkey);
     free(blob);
     if (status != AXON_OK) {
         AXON_FI_WARN(FI_LOG_EP_DATA, "RMA key %llu of %s: axon_ep_rkey_unpack failed: %s",

@@ -8,6 +8,7 @@ contrib_ofi_provider_libaxon_fi_la_SOURCES = \
 	contrib/ofi_provider/axon_fi_fabric.c \
 	contrib/ofi_provider/axon_fi_domain.c \
 	contrib/ofi_provider/axon_fi_name.c \
+	contrib/ofi_provider/axon_fi_wire.c \
 	contrib/ofi_provider/axon_fi_addr.c \
 	contrib/ofi_provider/axon_fi_map.c \
 	contrib/ofi_provider/axon_fi_av.c \

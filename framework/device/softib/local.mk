@@ -14,6 +14,7 @@ softib_sources = \
 	framework/device/softib/softib_wire_inject.c
 noinst_HEADERS += \
 	framework/device/softib/softib_registry.h \
+	framework/device/softib/softib_ring.h \
 	framework/device/softib/softib_wire_priv.h
 
 # The device: verbs objects (device, mr, cq, srq, qp, ah), the QP state table,
@@ -48,6 +49,7 @@ noinst_HEADERS += \
 softib_sources += \
 	framework/device/softib/softib_cm.c \
 	framework/device/softib/softib_cm_conn.c \
+	framework/device/softib/softib_cm_msg.c \
 	framework/device/softib/softib_cm_progress.c
 noinst_HEADERS += \
 	framework/device/softib/softib_cm.h

@@ -128,6 +128,10 @@ void softib_cm_event(softib_cm_id_t *sid, axon_dev_cm_event_type_t type, int sta
 void softib_cm_qp_error(softib_cm_id_t *sid);
 int  softib_cm_qp_connect(softib_cm_id_t *sid, uint8_t rnr_retry, uint8_t max_rd_atomic);
 
+/* softib_cm_msg.c: a message of type with only the header set; is a peer's well formed (0, or EPROTO)? */
+void softib_cm_msg_init(softib_cm_msg_t *m, softib_cm_msg_type_t type);
+int  softib_cm_msg_check(const softib_cm_msg_t *m);
+
 /* softib_cm_progress.c */
 void softib_cm_chan_progress(axon_dev_cm_chan_t *chan, void *state);
 void softib_cm_finish_disconnect(softib_cm_id_t *sid);

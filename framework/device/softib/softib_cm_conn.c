@@ -165,14 +165,6 @@ void softib_cm_qp_error(softib_cm_id_t *sid)
 
 /* ------------------------------------------------------------ messages and events */
 
-static void softib_cm_msg_init(softib_cm_id_t *sid, softib_cm_msg_t *m, softib_cm_msg_type_t type)
-{
-    memset(m, 0, sizeof(*m));
-    m->magic   = htonl(SOFTIB_CM_MAGIC);
-    m->version = SOFTIB_CM_VERSION;
-    m->type    = (uint8_t)type;
-}
-
 int softib_cm_send(softib_cm_id_t *sid, softib_cm_msg_type_t type, uint16_t reason,
                    const void *pdata, size_t len)
 {
@@ -185,7 +177,7 @@ int softib_cm_send(softib_cm_id_t *sid, softib_cm_msg_type_t type, uint16_t reas
         m = sid->out;
         m.type = (uint8_t)type;
     } else {
-        softib_cm_msg_init(sid, &m, type);
+        softib_cm_msg_init(&m, type);
         m.reason    = htons(reason);
         m.pdata_len = (uint8_t)len;
         if (len > 0) {
@@ -304,7 +296,7 @@ int softib_cm_connect(axon_dev_cm_id_priv_t *id, const axon_dev_cm_conn_param_t 
         return softib_cm_bad_state(sid, "connect (resolve_route first)");
     }
     m = &sid->out;
-    softib_cm_msg_init(sid, m, SOFTIB_CM_MSG_REQ);
+    softib_cm_msg_init(m, SOFTIB_CM_MSG_REQ);
     if ((ret = softib_cm_fill_local(sid, m, qp ? qp->qp_num : param->qp_num,
                                     qp ? (qp->srq != NULL) : param->srq)) != 0) {
         return ret;
@@ -369,7 +361,7 @@ int softib_cm_accept(axon_dev_cm_id_priv_t *id, const axon_dev_cm_conn_param_t *
     rnr_retry       = param ? softib_cm_min(param->rnr_retry_count, 7) : 7;
 
     m = &sid->out;
-    softib_cm_msg_init(sid, m, SOFTIB_CM_MSG_REP);
+    softib_cm_msg_init(m, SOFTIB_CM_MSG_REP);
     if ((ret = softib_cm_fill_local(sid, m, qp ? qp->qp_num : (param ? param->qp_num : 0),
                                     qp ? (qp->srq != NULL) : (param && param->srq))) != 0) {
         return ret;

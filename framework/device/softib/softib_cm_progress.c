@@ -300,11 +300,8 @@ static void softib_cm_readable(softib_cm_id_t *sid)
                 continue;
             }
             sid->rx_len = 0;
-            if ((ntohl(sid->rx.magic) != SOFTIB_CM_MAGIC) ||
-                (sid->rx.version != SOFTIB_CM_VERSION) ||
-                (sid->rx.pdata_len > AXON_DEV_CM_PDATA_MAX)) {
-                axon_debug("softib cm: bad message (magic 0x%x version %u) on socket %d",
-                           ntohl(sid->rx.magic), sid->rx.version, sid->fd);
+            if (softib_cm_msg_check(&sid->rx) != 0) {
+                axon_debug("softib cm: bad message on socket %d", sid->fd);
                 softib_cm_lost(sid, EPROTO);
                 return;
             }

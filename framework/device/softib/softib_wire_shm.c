@@ -27,28 +27,13 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "softib_ring.h"
 #include "softib_wire_priv.h"
 #include "log.h"
 
 #define SOFTIB_RING_MAGIC     0x5342524e47303031ull   /* "SBRNG001" */
 #define SOFTIB_RING_STUCK_NS  10000000ull             /* 10 ms: check a claimer's life */
 #define SOFTIB_RING_FULL_NS   100000000ull            /* 100 ms: check a full ring's owner */
-#define SOFTIB_RING_ALIGN     64
-
-/* A cell's word: lap (32 bits) | state (2) | claimer's generation (18) | claimer's slot (12) */
-#define SOFTIB_CELL_FREE       0u
-#define SOFTIB_CELL_CLAIMED    1u
-#define SOFTIB_CELL_PUBLISHED  2u
-#define SOFTIB_CELL_TAG_MASK   0x3fffffffu
-#define SOFTIB_CELL_GEN_MASK   0x3ffffu
-
-typedef struct softib_ring_cell {
-    _Atomic uint64_t seq;
-    uint32_t         len;
-    uint32_t         reserved;
-    axon_dev_gid_t   src_gid;
-    uint8_t          data[SOFTIB_WIRE_MAX_PKT];
-} __attribute__((aligned(SOFTIB_RING_ALIGN))) softib_ring_cell_t;
 
 struct softib_ring {
     /* Written once by the owner before its slot is published. */
@@ -65,17 +50,6 @@ struct softib_ring {
     _Atomic uint64_t   tail  __attribute__((aligned(SOFTIB_RING_ALIGN)));
     softib_ring_cell_t cells[SOFTIB_WIRE_RING_CELLS];
 };
-
-_Static_assert(sizeof(softib_ring_cell_t) % SOFTIB_RING_ALIGN == 0, "ring cell alignment");
-
-static inline uint64_t softib_cell_word(uint32_t lap, unsigned state, uint32_t tag)
-{
-    return ((uint64_t)lap << 32) | ((uint64_t)state << 30) | (tag & SOFTIB_CELL_TAG_MASK);
-}
-
-static inline uint32_t softib_cell_lap(uint64_t word)   { return (uint32_t)(word >> 32); }
-static inline unsigned softib_cell_state(uint64_t word) { return (unsigned)(word >> 30) & 3u; }
-static inline uint32_t softib_cell_tag(uint64_t word)   { return (uint32_t)word & SOFTIB_CELL_TAG_MASK; }
 
 static inline uint32_t softib_ring_lap(uint64_t pos)
 {
@@ -471,7 +445,7 @@ int softib_wire_shm_send(softib_wire_t *wire, unsigned slot, const void *pkt, si
     softib_wire_peer_t *peer = &wire->peers[slot];
     softib_ring_cell_t *cell;
     softib_ring_t      *ring;
-    uint64_t            gen, pos, word, claimed;
+    uint64_t            gen, word, claimed;
     uint32_t            lap;
 
     /* One shared load per packet tells whether our mapping is still the slot's owner. */
@@ -487,29 +461,9 @@ int softib_wire_shm_send(softib_wire_t *wire, unsigned slot, const void *pkt, si
     }
     ring    = peer->ring;
     claimed = softib_cell_word(0, SOFTIB_CELL_CLAIMED, wire->claim_tag);
-
-    for (;;) {
-        pos  = atomic_load_explicit(&ring->tail, memory_order_acquire);
-        cell = softib_ring_cell(ring, pos);
-        lap  = softib_ring_lap(pos);
-        word = atomic_load_explicit(&cell->seq, memory_order_acquire);
-        if ((int32_t)(softib_cell_lap(word) - lap) < 0) {
-            /* The consumer has not emptied this cell's previous lap. */
-            return softib_wire_shm_full(wire, slot, peer);
-        }
-        if ((softib_cell_lap(word) == lap) && (softib_cell_state(word) == SOFTIB_CELL_FREE) &&
-            atomic_compare_exchange_strong_explicit(&cell->seq, &word,
-                                                    claimed | ((uint64_t)lap << 32),
-                                                    memory_order_acquire, memory_order_relaxed)) {
-            atomic_compare_exchange_strong_explicit(&ring->tail, &pos, pos + 1,
-                                                    memory_order_release, memory_order_relaxed);
-            break;
-        }
-        /* Taken for this lap (its claimer may be dead), or freed for a later one: skipped
-         * by the consumer, its claimer having died before moving the tail. Help the tail
-         * past it; if our tail was stale, this fails and we reload. */
-        atomic_compare_exchange_strong_explicit(&ring->tail, &pos, pos + 1,
-                                                memory_order_release, memory_order_relaxed);
+    if (softib_ring_claim(&ring->tail, ring->cells, SOFTIB_WIRE_RING_SHIFT, wire->claim_tag,
+                          &cell, &lap) != 0) {
+        return softib_wire_shm_full(wire, slot, peer);
     }
 
     memcpy(cell->data, pkt, len);
