@@ -270,7 +270,7 @@ static int axon_fuzz_seeds_shm_segment(axon_fuzz_emit_t emit, void *arg)
             return -1;
         }
         stop = emit(seg.addr, seg.length, arg);
-        axon_shm_seg_destroy(&seg);
+        axon_shm_seg_destroy(&seg, &senders);
     }
     return 0;
 }
