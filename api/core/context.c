@@ -87,6 +87,12 @@ const axon_config_entry_t axon_global_config_table[] = {
      "make it cheaper than streaming)",
      AXON_GLOBAL_OPT(rndv_scheme), AXON_CONFIG_TYPE_ENUM(axon_rndv_scheme_names, "auto|get|stream")},
 
+    {"MAX_RNDV_RAILS", "2",
+     "Most lanes to one peer a rendezvous stripes its data over, split by their bandwidth "
+     "estimates: the bulk lane and lanes of its transport on other devices (1: the bulk "
+     "lane alone; at most 4)",
+     AXON_GLOBAL_OPT(max_rndv_rails), AXON_CONFIG_TYPE_UINT},
+
     {"RC_MAX_PEERS", "256",
      "Past this many peers a worker prefers transports with smaller per-endpoint memory "
      "(dc where the device has DC, else ud, over rc)",
@@ -367,6 +373,13 @@ axon_status_t axon_init(const axon_context_params_t *params, axon_context_h *con
     if ((ctx->opts.coll_knomial_radix < 2) || (ctx->opts.coll_knomial_radix > 16)) {
         axon_error("AXON_COLL_KNOMIAL_RADIX=%u is invalid: must be between 2 and 16",
                    ctx->opts.coll_knomial_radix);
+        status = AXON_ERR_INVALID_PARAM;
+        goto err_release;
+    }
+
+    if ((ctx->opts.max_rndv_rails < 1) || (ctx->opts.max_rndv_rails > AXON_RNDV_RAILS_MAX)) {
+        axon_error("AXON_MAX_RNDV_RAILS=%u is invalid: must be between 1 and %u",
+                   ctx->opts.max_rndv_rails, AXON_RNDV_RAILS_MAX);
         status = AXON_ERR_INVALID_PARAM;
         goto err_release;
     }

@@ -183,6 +183,12 @@ void axon_tcp_conn_fail(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn, axon_sta
 
 void axon_tcp_iface_fail_peer(axon_tcp_iface_t *iface, uint64_t peer_uuid, axon_status_t status)
 {
+    axon_tcp_iface_close_peer(iface, peer_uuid, status);
+    axon_tcp_siblings_fail_peer(iface, peer_uuid, status);
+}
+
+void axon_tcp_iface_close_peer(axon_tcp_iface_t *iface, uint64_t peer_uuid, axon_status_t status)
+{
     axon_tcp_sock_t *sock;
     axon_tcp_conn_t *conn;
     char             sa_str[AXON_TCP_SA_STR_MAX];
@@ -1126,6 +1132,7 @@ axon_status_t axon_tcp_iface_open(const axon_resource_t *resource, const void *c
     axon_debug("%s: worker %016llx listening on %s", iface->name,
                (unsigned long long)iface->worker_uuid,
                axon_tcp_sock_sa_str(&sa, sa_str, sizeof(sa_str)));
+    axon_tcp_siblings_add(iface);
     *iface_p = &iface->super;
     return AXON_OK;
 
@@ -1145,6 +1152,7 @@ static void axon_tcp_iface_close(axon_iface_t *tl_iface)
     axon_tcp_conn_t  *conn;
     axon_tcp_ep_t    *ep;
 
+    axon_tcp_siblings_del(iface);
     /* Endpoints the upper layer left open go with the iface (with a goodbye). */
     while (!axon_list_is_empty(&iface->eps)) {
         ep = axon_container_of(iface->eps.next, axon_tcp_ep_t, link);

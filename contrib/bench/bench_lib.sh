@@ -307,6 +307,23 @@ best() {  # key value lower-is-better
     fi
 }
 
+# One run of the caller's measure-function (which sets value, or err on
+# failure) into R[key/who], the best so far, or its first error into E[key/who];
+# the raw output goes to $work, numbered by $runs.
+bench_measure() {  # key who lower-is-better measure-function args...
+    local key=$1 who=$2 low=$3 fn=$4
+    shift 4
+    value=
+    err=
+    echo "== $key: $who" >&2
+    "$fn" "$work/$key-$who-$((++runs))" "$@"
+    if [ -n "$value" ]; then
+        best "$key/$who" "$value" "$low"
+    elif [ -z "${E[$key/$who]:-}" ]; then
+        E[$key/$who]=$err
+    fi
+}
+
 # Sets load_start; warns on stderr when the machine is busy already.
 bench_load_check() {
     load_start=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null)

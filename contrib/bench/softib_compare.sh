@@ -129,18 +129,9 @@ ucx_measure() {  # out field(lat|bw) ucx_perftest-args...
 
 # Best of --repeat runs into R[key/who], or the first error into E[key/who].
 measure_best() {  # key who lower-is-better measure-function args...
-    local key=$1 who=$2 low=$3 fn=$4 i
-    shift 4
+    local i
     for ((i = 0; i < repeat; ++i)); do
-        value=
-        err=
-        echo "== $key: $who" >&2
-        "$fn" "$work/$key-$who-$((++runs))" "$@"
-        if [ -n "$value" ]; then
-            best "$key/$who" "$value" "$low"
-        elif [ -z "${E[$key/$who]:-}" ]; then
-            E[$key/$who]=$err
-        fi
+        bench_measure "$@"
     done
 }
 
