@@ -315,6 +315,10 @@ void          axon_tcp_siblings_add(axon_tcp_iface_t *iface);
 void          axon_tcp_siblings_del(axon_tcp_iface_t *iface);
 void          axon_tcp_siblings_fail_peer(axon_tcp_iface_t *iface, uint64_t peer_uuid,
                                           axon_status_t status);
+/* Complete the failed zero-copy sends of the worker's other tcp ifaces; how many. */
+unsigned      axon_tcp_siblings_dispatch_ep_reports(axon_tcp_iface_t *iface);
+/* Complete this iface's failed zero-copy sends (before any peer failure is reported). */
+unsigned      axon_tcp_iface_dispatch_ep_reports(axon_tcp_iface_t *iface);
 /* Progress: the connection's events. Returns completions. */
 unsigned      axon_tcp_conn_handle_events(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn,
                                           uint32_t events);

@@ -42,18 +42,11 @@ void axon_tcp_iface_release(axon_tcp_iface_t *iface, axon_tcp_sock_t *sock)
     axon_list_add_tail(&iface->garbage, &sock->pend);
 }
 
-/*
- * Hand failures to the upper layer: the in-flight zero-copy sends of failed
- * eps complete with the error, then peer_failure names each peer whose
- * connection died. Saved first: a callback may destroy an ep.
- */
-static unsigned axon_tcp_iface_dispatch_reports(axon_tcp_iface_t *iface)
+/* The in-flight zero-copy sends of failed eps complete with the error. */
+unsigned axon_tcp_iface_dispatch_ep_reports(axon_tcp_iface_t *iface)
 {
     axon_tl_completion_t *comp;
-    axon_tcp_sock_t      *sock;
     axon_tcp_ep_t        *ep;
-    axon_status_t         status;
-    uint64_t              peer_uuid;
     unsigned              count = 0;
 
     while (!axon_list_is_empty(&iface->ep_reports)) {
@@ -66,6 +59,27 @@ static unsigned axon_tcp_iface_dispatch_reports(axon_tcp_iface_t *iface)
             comp->func(comp, ep->status);
             ++count;
         }
+    }
+    return count;
+}
+
+/*
+ * Hand failures to the upper layer: the in-flight zero-copy sends of failed
+ * eps complete with the error, on this iface and the worker's other tcp
+ * ifaces (whose connections to a failed peer this one closed), then
+ * peer_failure names each peer whose connection died: the worker tells the
+ * user last. Saved first: a callback may destroy an ep.
+ */
+static unsigned axon_tcp_iface_dispatch_reports(axon_tcp_iface_t *iface)
+{
+    axon_tcp_sock_t *sock;
+    axon_status_t    status;
+    uint64_t         peer_uuid;
+    unsigned         count;
+
+    count = axon_tcp_iface_dispatch_ep_reports(iface);
+    if (!axon_list_is_empty(&iface->reports)) {
+        count += axon_tcp_siblings_dispatch_ep_reports(iface);
     }
     while (!axon_list_is_empty(&iface->reports)) {
         sock      = axon_container_of(iface->reports.next, axon_tcp_sock_t, pend);
