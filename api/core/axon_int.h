@@ -193,8 +193,10 @@ struct axon_ep {
     /* Device atomic mode: the lane whose device executes atomics (AXON_CAP_AMO_DEVICE),
      * maybe one of the two above; tl_ep NULL when none reaches the peer. */
     axon_lane_t      amo_lane;
-    /* Rendezvous data striped over several lanes (rails.c); NULL: the bulk lane alone. */
+    /* Rendezvous data striped over several lanes (rails.c): opened at the first
+     * rendezvous that would use them (rails_known), NULL: the bulk lane alone. */
     struct axon_ep_rails *rails;
+    int              rails_known;
     size_t           eager_short_max;  /* payload that fits one short AM */
     size_t           eager_bcopy_max;  /* payload that fits one bcopy AM */
     axon_request_h   close_req;        /* set while a flushing close waits */

@@ -39,10 +39,9 @@ static int axon_ep_entry_reaches(axon_iface_t *iface, const axon_address_t *addr
  * of its own device's name if that reaches (softib0 to softib0, softib1 to
  * softib1: rails then use distinct devices at both ends), else the first.
  */
-static unsigned axon_ep_find_candidates(axon_worker_h worker, const axon_address_t *addr,
-                                        const axon_address_entry_t **entries,
-                                        unsigned *iface_idx,
-                                        const axon_resource_t **rscs)
+unsigned axon_ep_find_candidates(axon_worker_h worker, const axon_address_t *addr,
+                                 const axon_address_entry_t **entries, unsigned *iface_idx,
+                                 const axon_resource_t **rscs)
 {
     const axon_address_entry_t *found;
     unsigned i, j, n = 0;
@@ -195,7 +194,6 @@ axon_status_t axon_ep_create_internal(axon_worker_h worker, const void *address,
     }
 
     axon_ep_open_amo_lane(ep, rscs, n, iface_idx, entries);
-    axon_ep_open_rails(ep, rscs, n, iface_idx, entries, (unsigned)choice.bulk);
     axon_protocols_call(ep_init, ep);
 
     axon_list_add_tail(&worker->eps, &ep->link);
@@ -205,12 +203,12 @@ axon_status_t axon_ep_create_internal(axon_worker_h worker, const void *address,
         axon_ep_destroy_now(ep, AXON_ERR_CANCELED);
         goto out;
     }
-    axon_debug("%s endpoint %p to %016llx: am lane %s/%s, bulk lane %s/%s (%u rails), rndv "
-               "from %zu bytes, get from %zu bytes (%s)",
+    axon_debug("%s endpoint %p to %016llx: am lane %s/%s, bulk lane %s/%s, rndv from %zu bytes, "
+               "get from %zu bytes (%s)",
                internal ? "internal" : "user", (void *)ep, (unsigned long long)addr->uuid,
                ep->am_lane.resource->tl_name, ep->am_lane.resource->dev_name,
                ep->bulk_lane.resource->tl_name, ep->bulk_lane.resource->dev_name,
-               (ep->rails != NULL) ? ep->rails->count : 1, ep->rndv_thresh, ep->rndv_get_min,
+               ep->rndv_thresh, ep->rndv_get_min,
                (ep->rndv_get_min == SIZE_MAX) ? "never" : "or larger");
     *ep_p = ep;
     goto out;

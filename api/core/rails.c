@@ -65,9 +65,9 @@ static void axon_rails_destroy_lanes(axon_ep_h ep, const axon_ep_rails_t *rails)
     }
 }
 
-void axon_ep_open_rails(axon_ep_h ep, const axon_resource_t *const *rscs, unsigned n,
-                        const unsigned *iface_idx, const axon_address_entry_t *const *entries,
-                        unsigned bulk)
+static void axon_ep_add_rails(axon_ep_h ep, const axon_resource_t *const *rscs, unsigned n,
+                              const unsigned *iface_idx,
+                              const axon_address_entry_t *const *entries, unsigned bulk)
 {
     unsigned max = ep->worker->context->opts.max_rndv_rails;
     const axon_resource_t *chosen[AXON_RNDV_RAILS_MAX];
@@ -125,6 +125,35 @@ void axon_ep_open_rails(axon_ep_h ep, const axon_resource_t *const *rscs, unsign
                    100.0 * (rails.share[i] - ((i > 0) ? rails.share[i - 1] : 0)) /
                    (1u << AXON_RAIL_SHARE_BITS));
     }
+}
+
+axon_ep_rails_t *axon_ep_open_rails(axon_ep_h ep)
+{
+    const axon_address_entry_t *entries[AXON_ADDRESS_MAX_TLS];
+    const axon_resource_t *rscs[AXON_ADDRESS_MAX_TLS];
+    unsigned iface_idx[AXON_ADDRESS_MAX_TLS];
+    axon_address_t *addr;
+    unsigned n, bulk;
+
+    ep->rails_known = 1;
+    if ((ep->worker->context->opts.max_rndv_rails < 2) || (ep->status != AXON_OK) ||
+        (ep->peer == NULL) || (ep->peer->address == NULL)) {
+        return NULL;
+    }
+    addr = malloc(sizeof(*addr));
+    if (addr == NULL) {
+        return NULL;   /* one lane then, as without rails */
+    }
+    if (axon_address_unpack(ep->peer->address, ep->peer->address_length, addr) == AXON_OK) {
+        n = axon_ep_find_candidates(ep->worker, addr, entries, iface_idx, rscs);
+        for (bulk = 0; (bulk < n) && (rscs[bulk] != ep->bulk_lane.resource); ++bulk) {
+        }
+        if (bulk < n) {
+            axon_ep_add_rails(ep, rscs, n, iface_idx, entries, bulk);
+        }
+    }
+    free(addr);
+    return ep->rails;
 }
 
 void axon_ep_close_rails(axon_ep_h ep)

@@ -17,16 +17,33 @@
 /* A lane to the peer through the worker's iface idx, to its address entry (endpoint.c). */
 axon_status_t axon_ep_open_lane(axon_worker_h worker, unsigned idx, uint64_t uuid,
                                 const axon_address_entry_t *entry, axon_lane_t *lane);
+/* For each worker iface, the entry of addr it reaches, as lane choice sees them (endpoint.c). */
+unsigned      axon_ep_find_candidates(axon_worker_h worker, const axon_address_t *addr,
+                                      const axon_address_entry_t **entries, unsigned *iface_idx,
+                                      const axon_resource_t **rscs);
 
 /*
- * Open the endpoint's extra rails among its candidates (as axon_ep_find_candidates
- * lists them; bulk is the bulk lane's): lanes of the bulk lane's transport
- * on other devices, fastest first, up to AXON_MAX_RNDV_RAILS in all. None found: ep->rails stays NULL.
+ * Open the endpoint's extra rails: lanes of the bulk lane's transport on
+ * the worker's other devices that reach the peer (its address as the peer
+ * record keeps it), fastest first, up to AXON_MAX_RNDV_RAILS in all. Done
+ * once, at the first rendezvous long enough to stripe: an endpoint that
+ * only ever carries small messages keeps one connection, and its worker
+ * polls no more sockets than before. None found: ep->rails stays NULL.
  */
-void axon_ep_open_rails(axon_ep_h ep, const axon_resource_t *const *rscs, unsigned n,
-                        const unsigned *iface_idx, const axon_address_entry_t *const *entries,
-                        unsigned bulk);
+axon_ep_rails_t *axon_ep_open_rails(axon_ep_h ep);
 void axon_ep_close_rails(axon_ep_h ep);
+
+/* The endpoint's rails, opened at the first call. */
+static inline axon_ep_rails_t *axon_ep_rails(axon_ep_h ep)
+{
+    return ep->rails_known ? ep->rails : axon_ep_open_rails(ep);
+}
+
+/* Could length bytes be striped over two rails at all? */
+static inline int axon_rails_worth(size_t length)
+{
+    return length >= 2 * (size_t)AXON_RNDV_RAIL_MIN;
+}
 
 /* How many rails a range of length bytes is striped over: one if it is too short to split. */
 static inline unsigned axon_rails_for(const axon_ep_rails_t *rails, size_t length)

@@ -80,9 +80,13 @@ int axon_rndv_rails_start(axon_request_h req)
     axon_ep_h ep = req->send.ep;
     unsigned count;
 
-    count = axon_rails_for(ep->rails, req->send.rndv_length - req->send.offset);
-    if ((count < 2) || (req->flags & AXON_REQUEST_LAYOUT) ||
+    if (!axon_rails_worth(req->send.rndv_length - req->send.offset) ||
+        (req->flags & AXON_REQUEST_LAYOUT) ||
         !(ep->bulk_lane.resource->cap_flags & AXON_CAP_AM_ZCOPY)) {
+        return 0;
+    }
+    count = axon_rails_for(axon_ep_rails(ep), req->send.rndv_length - req->send.offset);
+    if (count < 2) {
         return 0;
     }
     axon_rndv_rails_init(req, count, axon_rndv_rail_sent);
@@ -148,13 +152,17 @@ axon_status_t axon_tag_step_rndv_rails(axon_request_h req)
 
 void axon_rndv_rails_register(axon_request_h req)
 {
-    const axon_ep_rails_t *rails = req->send.ep->rails;
+    const axon_ep_rails_t *rails;
     const axon_lane_t *lane;
     unsigned count, i;
     void *memh;
 
+    if (!axon_rails_worth(req->send.length) || (req->flags & AXON_REQUEST_LAYOUT)) {
+        return;
+    }
+    rails = axon_ep_rails(req->send.ep);
     count = axon_rails_for(rails, req->send.length);
-    if ((count < 2) || (req->flags & AXON_REQUEST_LAYOUT)) {
+    if (count < 2) {
         return;
     }
     req->rails.count = (uint8_t)count;
@@ -308,15 +316,19 @@ static size_t axon_rndv_rails_unposted(axon_request_h req)
 axon_status_t axon_rndv_rails_get(axon_request_h req, axon_ep_h ep,
                                   const axon_rndv_rts_hdr_t *rts, size_t want)
 {
-    const axon_ep_rails_t *rails = ep->rails;
+    const axon_ep_rails_t *rails;
     const axon_rndv_rail_key_t *key;
     axon_status_t status = AXON_OK;
     const axon_lane_t *lane;
     size_t failed = 0;
     unsigned count, i;
 
+    if (!axon_rails_worth(want) || (req->flags & AXON_REQUEST_LAYOUT) || (rts->flags != 0)) {
+        return AXON_ERR_UNSUPPORTED;
+    }
+    rails = axon_ep_rails(ep);
     count = axon_rails_for(rails, want);
-    if ((count < 2) || (req->flags & AXON_REQUEST_LAYOUT) || (rts->flags != 0)) {
+    if (count < 2) {
         return AXON_ERR_UNSUPPORTED;
     }
     for (i = 0; i < count; ++i) {

@@ -10,6 +10,14 @@ uint64_t axon_test_rc_ep_posted(const void *tl_ep)
     return (ep->conn != NULL) ? ep->conn->tx_posted : 0;
 }
 
+int axon_test_rc_ep_connected(const void *tl_ep)
+{
+    const axon_rc_ep_t *ep = tl_ep;
+
+    return (ep->conn != NULL) && (ep->conn->state == AXON_RC_CONN_OPEN) &&
+           !(ep->conn->flags & AXON_RC_CONN_F_RTU_PENDING);
+}
+
 int axon_test_rc_ep_break(void *tl_ep)
 {
     axon_rc_ep_t *ep = tl_ep;

@@ -13,6 +13,8 @@ extern "C" {
 
 /* Work requests the rc transport endpoint's connection posted (reads included). */
 uint64_t axon_test_rc_ep_posted(const void *tl_ep);
+/* Is the connection up (its handshake done)? */
+int      axon_test_rc_ep_connected(const void *tl_ep);
 /* Move the connection's QP to the error state, as a broken link would: 0 or an errno. */
 int      axon_test_rc_ep_break(void *tl_ep);
 

@@ -135,6 +135,24 @@ struct Pair {
         return status;
     }
 
+    /* One message of len bytes from A to B, checked. */
+    void move_one(size_t len, axon_tag_t tag = 99)
+    {
+        std::vector<uint8_t> tx(len);
+        GuardedBuf           rx(len);
+        axon_tag_recv_info_t info;
+        axon_request_param_t rp = {};
+        axon_request_h       sreq, rreq;
+
+        fill_msg(tx.data(), len, tag);
+        axon_status_t rst = axon_tag_recv_nb(b.node.worker, rx.data(), len, tag, ~0ull, &rp,
+                                             &rreq);
+        axon_status_t sst = axon_tag_send_nb(ep, tx.data(), len, tag, &rp, &sreq);
+        EXPECT_EQ(AXON_OK, wait(sst, sreq, nullptr));
+        EXPECT_EQ(AXON_OK, wait(rst, rreq, &info));
+        EXPECT_EQ("", check_msg(rx.data(), len, tag));
+    }
+
     /* B's endpoint to A: the one its replies (and rc's reads) go through. */
     axon_ep_h reply_ep()
     {
@@ -143,6 +161,23 @@ struct Pair {
             return rep;
         }
         return nullptr;
+    }
+
+    /* rc: a first striped message opens both sides' rails; progress until the
+     * receiver's second rail is connected, so the next messages read on it. */
+    void rc_rails_up()
+    {
+        move_one(1 << 20);
+        axon_ep_h rep = reply_ep();
+        ASSERT_NE(nullptr, ep->rails);
+        ASSERT_NE(nullptr, rep);
+        ASSERT_NE(nullptr, rep->rails);
+        double end = axon_test_time() + kOpTimeout;
+        while (!axon_test_rc_ep_connected(rep->rails->lane[1].tl_ep) &&
+               (axon_test_time() < end)) {
+            progress();
+        }
+        ASSERT_TRUE(axon_test_rc_ep_connected(rep->rails->lane[1].tl_ep));
     }
 
     ~Pair()
@@ -173,6 +208,9 @@ TEST(TagRails, TcpOpensARailPerInterface)
     SKIP_WITHOUT_SECOND_IPV4();
     Pair pair("tcp");
     pair.create();
+    pair.move_one(1 << 10);
+    EXPECT_EQ(nullptr, pair.ep->rails) << "rails before any message needs them";
+    pair.move_one(1 << 20);
     ASSERT_NE(nullptr, pair.ep->rails);
     ASSERT_EQ(2u, pair.ep->rails->count);
     EXPECT_EQ(pair.ep->bulk_lane.tl_ep, pair.ep->rails->lane[0].tl_ep);
@@ -189,11 +227,13 @@ TEST(TagRails, OneRailWhenConfiguredOrDevicesRestricted)
     {
         Pair pair("tcp");
         pair.create({{"MAX_RNDV_RAILS", "1"}});
+        pair.move_one(1 << 20);
         EXPECT_EQ(nullptr, pair.ep->rails);
     }
     {
         Pair pair("tcp");
         pair.create({{"NET_DEVICES", "lo"}});
+        pair.move_one(1 << 20);
         EXPECT_EQ(nullptr, pair.ep->rails);
     }
 }
@@ -264,9 +304,9 @@ TEST(TagRails, TcpStripesAreByteExactAndKeepOrder)
     Pair              pair("tcp");
 
     pair.create();
-    ASSERT_NE(nullptr, pair.ep->rails);
     uint64_t before = bytes_sent_to(ip);
     check_stripes(pair);
+    ASSERT_NE(nullptr, pair.ep->rails);
     /* The second rail carried its share: at least a tenth of what was striped. */
     EXPECT_GT(bytes_sent_to(ip) - before, striped_bytes() / 10) << "the rail over " << ip;
 }
@@ -278,6 +318,7 @@ TEST(TagRails, RcOpensARailPerSoftibDevicePairedByName)
     Pair     pair("rc");
 
     pair.create();
+    pair.move_one(1 << 20);
     ASSERT_NE(nullptr, pair.ep->rails);
     ASSERT_EQ(2u, pair.ep->rails->count);
     for (unsigned i = 0; i < 2; ++i) {
@@ -294,19 +335,8 @@ TEST(TagRails, RcStripesOverTwoDevicesAreByteExactAndKeepOrder)
     Pair     pair("rc");
 
     pair.create();
-    ASSERT_NE(nullptr, pair.ep->rails);
-    /* the receiver's reads: its endpoint to the sender (made at the first message) */
-    char                 one = 'x';
-    axon_tag_recv_info_t info;
-    axon_request_param_t rp = {};
-    axon_request_h       sreq, rreq;
-    axon_status_t        sst = axon_tag_send_nb(pair.ep, &one, 1, 1, &rp, &sreq);
-    axon_status_t        rst = axon_tag_recv_nb(pair.b.node.worker, &one, 1, 1, ~0ull, &rp, &rreq);
-    ASSERT_EQ(AXON_OK, pair.wait(sst, sreq, nullptr));
-    ASSERT_EQ(AXON_OK, pair.wait(rst, rreq, &info));
+    ASSERT_NO_FATAL_FAILURE(pair.rc_rails_up());
     axon_ep_h rep = pair.reply_ep();
-    ASSERT_NE(nullptr, rep);
-    ASSERT_NE(nullptr, rep->rails);
     uint64_t posted = axon_test_rc_ep_posted(rep->rails->lane[1].tl_ep);
     check_stripes(pair);
     /* rail 1 read: its connection posted one read per message long enough to stripe */
@@ -335,6 +365,7 @@ TEST(TagRails, RcRailInErrorEndsTheTransferCleanly)
     axon_tag_recv_info_t info;
 
     pair.create();
+    ASSERT_NO_FATAL_FAILURE(pair.rc_rails_up());
     fill_msg(buf.data(), len, 5);
     axon_status_t rst = axon_tag_recv_nb(pair.b.node.worker, rx.data(), len, 9, ~0ull, &rp, &rreq);
     axon_status_t sst = axon_tag_send_nb(pair.ep, buf.data(), len, 9, &rp, &sreq);
@@ -375,7 +406,6 @@ const int            kRounds = 3;
 /* Rank 0 streams messages of every size, each followed by an eager one on its tag. */
 void stripes_sender(Env &env)
 {
-    ASSERT_NE(nullptr, env.ep()->rails);
     uint64_t seq = 0;
     for (int r = 0; r < kRounds; ++r) {
         for (size_t len : kSizes) {
@@ -387,6 +417,7 @@ void stripes_sender(Env &env)
             seq += 2;
         }
     }
+    EXPECT_NE(nullptr, env.ep()->rails) << "the sender's endpoint never opened its rails";
 }
 
 void stripes_receiver(Env &env)
