@@ -40,19 +40,12 @@ Options:
 EOF
 }
 
-quick=0 repeat=1 keep=0 base=
-while [ $# -gt 0 ]; do
-    case $1 in
-        --quick)   quick=1 ;;
-        --repeat)  repeat=${2:?--repeat needs a number}; shift ;;
-        --base)    base=${2:?--base needs an axon_perf}; shift ;;
-        --keep)    keep=1 ;;
-        -h|--help) usage; exit 0 ;;
-        *) die "unknown option '$1' (see --help)" ;;
-    esac
-    shift
-done
-[[ $repeat =~ ^[1-9][0-9]*$ ]] || die "invalid --repeat '$repeat'"
+base=
+goal_option() {  # name value
+    [ "$1" = --base ] || return 1
+    base=${2:?--base needs an axon_perf}
+}
+bench_goal_options "$@"
 [ -z "$base" ] || [ -x "$base" ] || die "--base '$base' is not an executable axon_perf"
 
 bench_find_perf
@@ -73,20 +66,13 @@ runs=0
 # Each measurement sets value (empty on failure) and err.
 # axon_perf --local with the environment given: the RESULT line's field.
 axon_measure() {  # out perf field env... -- axon_perf-args...
-    local out=$1 prog=$2 field=$3 envs=() line
+    local out=$1 prog=$2 field=$3 envs=()
     shift 3
     while [ "$1" != "--" ]; do envs+=("$1"); shift; done
     shift
-    env "${envs[@]}" timeout -k 5 "$run_timeout" "$prog" --local "$@" >"$out" 2>&1 &
-    fg_pid=$!
-    wait "$fg_pid"
-    fg_pid=
-    line=$(grep -m1 '^RESULT' "$out")
-    if [ -z "$line" ]; then
-        err=$(first_error "$out")
-    else
-        value=$(sed -n "s/.* $field=\\([-0-9.]*\\).*/\\1/p" <<<"$line")
-    fi
+    bench_fg "$out" env "${envs[@]}" timeout -k 5 "$run_timeout" "$prog" --local "$@"
+    value=$(bench_result "$out" "$field")
+    [ -n "$value" ] || err=$(first_error "$out")
 }
 
 # ucx_perftest over tcp on the devices given: Final's bandwidth in MB/s.
