@@ -14,8 +14,9 @@
 #   8 B tcp and rc tag latency, this build / PERF                 <= 1.05
 #
 # Every measurement runs once per round, rounds interleaved (--repeat N:
-# N rounds, the best of each kept), so a busy spell of the shared machine
-# spreads over all of them. axon_perf runs as --local client and server,
+# N rounds), and each cell is the median of its rounds: a busy spell of the
+# shared machine spreads over all of them, and one lucky quiet slice does
+# not decide a verdict (a best-of would). axon_perf runs as --local client and server,
 # ucx_perftest as server and client on 127.0.0.1 (UCX picks its lanes by
 # UCX_NET_DEVICES; with --keep, the run's ep_cfg line shows them).
 # Bandwidths MB/s (UCX's MiB/s converted), latencies half round trips.
@@ -34,7 +35,7 @@ usage() {
     cat <<EOF
 Options:
   --quick       a tenth of the iterations (a rough verdict)
-  --repeat N    rounds of every measurement, the best kept (default 1)
+  --repeat N    rounds of every measurement, the median kept (default 1)
   --base PERF   also compare small-message latency against this axon_perf
   --keep        keep the raw outputs (their directory is printed)
 EOF
@@ -92,25 +93,41 @@ ucx_measure() {  # out net-devices ucx_perftest-args...
     fi
 }
 
+# One round of one cell: its value goes to V[key/who] (the rounds' values).
+declare -A V
+measure() {  # key who lower-is-better measure-function args...
+    bench_measure "$@"
+    [ -z "$value" ] || V[$1/$2]+=" $value"
+}
+
+# Each cell's median, in R where bench_goal_row reads it.
+medians() {
+    local k
+    for k in "${!V[@]}"; do
+        R[$k]=$(tr ' ' '\n' <<<"${V[$k]}" | grep . | sort -g |
+                awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+    done
+}
+
 bw=(bandwidth_MBps)
 bw_args=(-t tag_bw -s 1m -n "$bw_n")
 ucx_bw=(-t tag_bw -s 1048576 -n "$bw_n")
 lat_args=(-t tag_lat -s 8 -n "$lat_n")
 for ((round = 0; round < repeat; ++round)); do
-    bench_measure tcp_lo axon 0 axon_measure "$perf" "${bw[@]}" AXON_TLS=tcp AXON_NET_DEVICES=lo \
+    measure tcp_lo axon 0 axon_measure "$perf" "${bw[@]}" AXON_TLS=tcp AXON_NET_DEVICES=lo \
         -- "${bw_args[@]}"
-    bench_measure tcp_lo ucx 0 ucx_measure lo "${ucx_bw[@]}"
-    bench_measure tcp_all axon 0 axon_measure "$perf" "${bw[@]}" AXON_TLS=tcp -- "${bw_args[@]}"
-    bench_measure tcp_all ucx 0 ucx_measure all "${ucx_bw[@]}"
-    bench_measure rc_bw two 0 axon_measure "$perf" "${bw[@]}" AXON_TLS=rc AXON_SOFTIB_DEVICES=2 \
+    measure tcp_lo ucx 0 ucx_measure lo "${ucx_bw[@]}"
+    measure tcp_all axon 0 axon_measure "$perf" "${bw[@]}" AXON_TLS=tcp -- "${bw_args[@]}"
+    measure tcp_all ucx 0 ucx_measure all "${ucx_bw[@]}"
+    measure rc_bw two 0 axon_measure "$perf" "${bw[@]}" AXON_TLS=rc AXON_SOFTIB_DEVICES=2 \
         -- "${bw_args[@]}"
-    bench_measure rc_bw one 0 axon_measure "$perf" "${bw[@]}" AXON_TLS=rc AXON_SOFTIB_DEVICES=1 \
+    measure rc_bw one 0 axon_measure "$perf" "${bw[@]}" AXON_TLS=rc AXON_SOFTIB_DEVICES=1 \
         -- "${bw_args[@]}"
     if [ -n "$base" ]; then
         for tl in tcp rc; do
-            bench_measure "${tl}_lat" this 1 axon_measure "$perf" latency_us AXON_TLS=$tl \
+            measure "${tl}_lat" this 1 axon_measure "$perf" latency_us AXON_TLS=$tl \
                 -- "${lat_args[@]}"
-            bench_measure "${tl}_lat" base 1 axon_measure "$base" latency_us AXON_TLS=$tl \
+            measure "${tl}_lat" base 1 axon_measure "$base" latency_us AXON_TLS=$tl \
                 -- "${lat_args[@]}"
         done
     fi
@@ -118,10 +135,12 @@ done
 
 # ------------------------------------------------------------------ verdicts
 
+medians
+
 missed=0
 goals=3
 echo
-echo "multi-rail rendezvous goals (issue 24) $(bench_where)"
+echo "multi-rail rendezvous goals (issue 24) $(bench_where | sed 's/(best of/(median of/')"
 bench_load_line " (the end includes this run's busy-polling processes)"
 echo
 echo "| measurement | Axon | reference | Axon / reference | goal | verdict |"
