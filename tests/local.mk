@@ -39,6 +39,9 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/api/tag/test_tag_ext.cc \
 	tests/gtest/api/tag/test_tag_layout.cc \
 	tests/gtest/api/tag/test_tag_match.cc \
+	tests/gtest/api/tag/test_tag_rails.cc \
+	tests/gtest/api/tag/rails_rc_probe.c \
+	tests/gtest/api/tag/rails_rc_probe.h \
 	tests/gtest/components/ofi/test_ofi.cc \
 	tests/gtest/components/ofi/test_ofi_rma.cc \
 	tests/gtest/components/rdmacm/test_rdmacm.cc \

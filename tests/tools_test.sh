@@ -446,6 +446,24 @@ t_bench_softib_compare() {
     goal_table_ok "$tmp/o" 4 "$rc" || { cat "$tmp/e"; return 1; }
 }
 
+# contrib/bench/rails_goals.sh, quickly, with this build as its own --base:
+# five rows (tcp against UCX on lo and on all interfaces, rc on two softib
+# devices against one, latency against --base), each ratio the quotient of
+# its two values and its verdict the goal's, the exit status 0 only if all
+# passed; on a host with no IPv4 interface besides lo, the line saying so.
+t_bench_rails_goals() {
+    local rc
+    AXON_PERF=$perf bash "$srcdir/contrib/bench/rails_goals.sh" --quick --base "$perf" \
+        >"$tmp/o" 2>"$tmp/e"
+    rc=$?
+    cat "$tmp/o"
+    if [ -z "$(ip -4 -o addr show up 2>/dev/null | awk '$2 != "lo"')" ]; then
+        [ $rc -eq 2 ] && grep -q 'no IPv4 interface besides lo' "$tmp/e"
+        return
+    fi
+    goal_table_ok "$tmp/o" 5 "$rc" || { cat "$tmp/e"; return 1; }
+}
+
 # contrib/bench/layout_compare.sh: the rc rows against a remote layout key
 # are measured (numbers, not failures), every verdict follows from its
 # ratio and goal, rows for information carry none, and the summary and the
@@ -789,6 +807,7 @@ check bench_dc_goals_rows_and_verdicts       t_bench_dc_goals
 check bench_dc_goals_says_when_dc_cannot_run t_bench_dc_goals_needs_dc
 check bench_softib_compare_rows_and_verdicts t_bench_softib_compare
 check bench_layout_compare_remote_layout_rows t_bench_layout_compare
+check bench_rails_goals_rows_and_verdicts    t_bench_rails_goals
 check bench_osc_compare_rows_and_ratios      t_bench_osc_compare
 if why=$(shmem_compare_missing) && [ -n "$why" ]; then
     skip bench_shmem_compare_table "$why"

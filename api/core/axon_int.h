@@ -29,6 +29,7 @@ typedef struct axon_global_opts {
     size_t                   rndv_runs_min;   /* mean run for lent runs (rndv_runs.c) */
     unsigned                 rndv_scheme;   /* axon_rndv_scheme_t: auto, get, stream */
     unsigned                 rc_max_peers;
+    unsigned                 max_rndv_rails; /* lanes a rendezvous stripes over, 1..AXON_RNDV_RAILS_MAX */
     unsigned                 tag_hash_bits;
     unsigned                 max_unexp_pool;
     unsigned                 rma_path;      /* axon_rma_path_mode_t (mem.h): auto or am */
@@ -119,6 +120,7 @@ struct axon_worker {
     struct axon_team_gen *team_gens;      /* teams made so far over each set of members */
     unsigned             num_team_gens;
     axon_list_link_t     coll_polls;      /* offloaded collectives whose device chain runs */
+    axon_list_link_t     rail_waits;      /* receives with rendezvous stripes still to post */
     struct axon_coll_xc *coll_xc;         /* the worker's offload device (coll_offload.c) */
     unsigned             proto_polls;     /* protocols that want their progress hook called */
     axon_list_link_t     eps;             /* every open endpoint */
@@ -153,6 +155,9 @@ typedef struct axon_ep_rma {
     int              draining;     /* inside the waitq drain */
 } axon_ep_rma_t;
 
+/* Most lanes one rendezvous stripes its data over (AXON_MAX_RNDV_RAILS is at most this). */
+#define AXON_RNDV_RAILS_MAX 4
+
 /* A transport endpoint used by an axon endpoint, with its limits cached. */
 typedef struct axon_lane {
     axon_tl_ep_t           *tl_ep;
@@ -162,6 +167,20 @@ typedef struct axon_lane {
     size_t                  max_short;
     size_t                  max_bcopy;
 } axon_lane_t;
+
+/*
+ * The lanes a rendezvous stripes its data over: lane[0] is the endpoint's
+ * bulk lane, the others lanes of the same transport on other devices that
+ * reach the peer. Lane i moves bytes [bound(i), bound(i + 1)) of a range,
+ * its share of the lanes' summed bandwidth estimates (shares in 1/65536).
+ */
+typedef struct axon_ep_rails {
+    unsigned    count;                         /* 2..AXON_RNDV_RAILS_MAX */
+    uint32_t    share[AXON_RNDV_RAILS_MAX];    /* cumulative: share[count - 1] = 65536 */
+    axon_lane_t lane[AXON_RNDV_RAILS_MAX];
+    /* The peer's device each lane reaches: whose key a get on it needs */
+    char        peer_dev[AXON_RNDV_RAILS_MAX][AXON_DEV_NAME_MAX];
+} axon_ep_rails_t;
 
 struct axon_ep {
     axon_worker_h    worker;
@@ -177,6 +196,10 @@ struct axon_ep {
     /* Device atomic mode: the lane whose device executes atomics (AXON_CAP_AMO_DEVICE),
      * maybe one of the two above; tl_ep NULL when none reaches the peer. */
     axon_lane_t      amo_lane;
+    /* Rendezvous data striped over several lanes (rails.c): opened at the first
+     * rendezvous that would use them (rails_known), NULL: the bulk lane alone. */
+    struct axon_ep_rails *rails;
+    int              rails_known;
     size_t           eager_short_max;  /* payload that fits one short AM */
     size_t           eager_bcopy_max;  /* payload that fits one bcopy AM */
     axon_request_h   close_req;        /* set while a flushing close waits */

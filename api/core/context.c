@@ -100,6 +100,12 @@ const axon_config_entry_t axon_global_config_table[] = {
      "memory is bound to NUMA nodes only with this host's",
      AXON_GLOBAL_OPT(topology), AXON_CONFIG_TYPE_STRING},
 
+    {"MAX_RNDV_RAILS", "2",
+     "Most lanes to one peer a rendezvous stripes its data over, split by their bandwidth "
+     "estimates: the bulk lane and lanes of its transport on other devices (1: the bulk "
+     "lane alone; at most 4)",
+     AXON_GLOBAL_OPT(max_rndv_rails), AXON_CONFIG_TYPE_UINT},
+
     {"RC_MAX_PEERS", "256",
      "Past this many peers a worker prefers transports with smaller per-endpoint memory "
      "(dc where the device has DC, else ud, over rc)",
@@ -384,6 +390,12 @@ axon_status_t axon_init(const axon_context_params_t *params, axon_context_h *con
         goto err_release;
     }
 
+    if ((ctx->opts.max_rndv_rails < 1) || (ctx->opts.max_rndv_rails > AXON_RNDV_RAILS_MAX)) {
+        axon_error("AXON_MAX_RNDV_RAILS=%u is invalid: must be between 1 and %u",
+                   ctx->opts.max_rndv_rails, AXON_RNDV_RAILS_MAX);
+        status = AXON_ERR_INVALID_PARAM;
+        goto err_release;
+    }
     /* Before any iface: shm binds its ring to the worker's node, lanes rank devices. */
     status = axon_topo_get(ctx->opts.topology);
     if (status != AXON_OK) {

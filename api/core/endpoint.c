@@ -3,6 +3,7 @@
 #include <string.h>
 #include "address.h"
 #include "log.h"
+#include "rails.h"
 #include "request.h"
 
 static void axon_lane_init(axon_lane_t *lane, axon_tl_ep_t *tl_ep, const axon_iface_t *iface,
@@ -16,43 +17,66 @@ static void axon_lane_init(axon_lane_t *lane, axon_tl_ep_t *tl_ep, const axon_if
     lane->max_bcopy = iface->resource->max_bcopy;
 }
 
-/* For each worker iface, the first entry of the peer address it reaches. */
-static unsigned axon_ep_find_candidates(axon_worker_h worker, const axon_address_t *addr,
-                                        const axon_address_entry_t **entries,
-                                        unsigned *iface_idx,
-                                        const axon_resource_t **rscs, unsigned *distances)
+/* Does iface reach the peer through its address entry e? */
+static int axon_ep_entry_reaches(axon_iface_t *iface, const axon_address_t *addr,
+                                 const axon_address_entry_t *e)
 {
+    if (strcmp(e->tl_name, iface->resource->tl_name) ||
+        (e->dev_addr_len != iface->ops->dev_addr_len) ||
+        (e->iface_addr_len != iface->ops->iface_addr_len)) {
+        return 0;
+    }
+    if (!iface->ops->iface_is_reachable(iface, e->dev_addr, e->iface_addr)) {
+        axon_debug("%s/%s does not reach peer %016llx", e->tl_name, e->dev_name,
+                   (unsigned long long)addr->uuid);
+        return 0;
+    }
+    return 1;
+}
+
+/*
+ * For each worker iface, the entry of the peer address it reaches: the one
+ * of its own device's name if that reaches (softib0 to softib0, softib1 to
+ * softib1: rails then use distinct devices at both ends), else the first;
+ * and its device's distance from the worker's thread (distances may be NULL).
+ */
+unsigned axon_ep_find_candidates(axon_worker_h worker, const axon_address_t *addr,
+                                 const axon_address_entry_t **entries, unsigned *iface_idx,
+                                 const axon_resource_t **rscs, unsigned *distances)
+{
+    const axon_address_entry_t *found;
     unsigned i, j, n = 0;
 
     for (i = 0; i < worker->num_ifaces; ++i) {
         axon_iface_t *iface = worker->ifaces[i].iface;
 
-        for (j = 0; j < addr->num_entries; ++j) {
-            const axon_address_entry_t *e = &addr->entries[j];
-
-            if (strcmp(e->tl_name, iface->resource->tl_name) ||
-                (e->dev_addr_len != iface->ops->dev_addr_len) ||
-                (e->iface_addr_len != iface->ops->iface_addr_len)) {
-                continue;
+        found = NULL;
+        for (j = 0; (j < addr->num_entries) && (found == NULL); ++j) {
+            if (!strcmp(addr->entries[j].dev_name, iface->resource->dev_name) &&
+                axon_ep_entry_reaches(iface, addr, &addr->entries[j])) {
+                found = &addr->entries[j];
             }
-            if (!iface->ops->iface_is_reachable(iface, e->dev_addr, e->iface_addr)) {
-                axon_debug("%s/%s does not reach peer %016llx", e->tl_name, e->dev_name,
-                           (unsigned long long)addr->uuid);
-                continue;
+        }
+        for (j = 0; (j < addr->num_entries) && (found == NULL); ++j) {
+            if (axon_ep_entry_reaches(iface, addr, &addr->entries[j])) {
+                found = &addr->entries[j];
             }
-            entries[n]   = e;
+        }
+        if (found != NULL) {
+            entries[n]   = found;
             iface_idx[n] = i;
             rscs[n]      = iface->resource;
-            distances[n] = worker->ifaces[i].distance;
+            if (distances != NULL) {
+                distances[n] = worker->ifaces[i].distance;
+            }
             ++n;
-            break;
         }
     }
     return n;
 }
 
-static axon_status_t axon_ep_open_lane(axon_worker_h worker, unsigned idx, uint64_t uuid,
-                                       const axon_address_entry_t *entry, axon_lane_t *lane)
+axon_status_t axon_ep_open_lane(axon_worker_h worker, unsigned idx, uint64_t uuid,
+                                const axon_address_entry_t *entry, axon_lane_t *lane)
 {
     axon_iface_t *iface = worker->ifaces[idx].iface;
     axon_tl_ep_t *tl_ep;
@@ -277,6 +301,7 @@ void axon_ep_destroy_now(axon_ep_h ep, axon_status_t status)
     axon_list_del(&ep->link);
     --worker->num_eps;
     axon_ep_close_amo_lane(ep);
+    axon_ep_close_rails(ep);
     if (ep->bulk_lane.tl_ep != ep->am_lane.tl_ep) {
         ep->bulk_lane.ops->ep_destroy(ep->bulk_lane.tl_ep);
     }

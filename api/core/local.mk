@@ -4,6 +4,7 @@ libaxon_la_SOURCES += \
 	api/core/worker.c \
 	api/core/address.c \
 	api/core/endpoint.c \
+	api/core/rails.c \
 	api/core/request.c \
 	api/core/peer.c \
 	api/core/introspect.c \
@@ -13,4 +14,5 @@ libaxon_la_SOURCES += \
 noinst_HEADERS += \
 	api/core/axon_int.h \
 	api/core/address.h \
+	api/core/rails.h \
 	api/core/request.h

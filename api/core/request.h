@@ -22,6 +22,7 @@ enum {
     AXON_REQUEST_OWN_BUFFER  = 1u << 11, /* send.buffer is the library's copy (AXON_REQ_FLAG_INJECT) */
     AXON_REQUEST_LAYOUT      = 1u << 12, /* the data is a layout over the buffer: walk the cursor */
     AXON_REQUEST_RNDV_RUNS   = 1u << 13, /* send/recv.rndv_runs: a layout's runs lent to the peer */
+    AXON_REQUEST_RAIL_MEMH   = 1u << 14, /* rails.memh[1..]: registrations to release */
 };
 
 /*
@@ -36,6 +37,41 @@ typedef axon_status_t (*axon_request_step_t)(axon_request_h req);
 
 /* Room for the largest reply a control message carries (AMO_REPLY of 32 bytes). */
 #define AXON_CTRL_HDR_MAX 64
+
+/* A transport completion of one stripe of a rendezvous striped over rails (rails.h). */
+typedef struct axon_rail_comp {
+    axon_tl_completion_t super;
+    axon_request_h       req;
+    size_t               offset;    /* of the stripe in the message */
+    size_t               length;
+} axon_rail_comp_t;
+
+/*
+ * A rendezvous striped over its endpoint's rails (rndv_rails.c), on either
+ * side: the stripes not yet handed to a transport (bit i: stripe i), those
+ * whose completion is due, stripes rail 0 took over from a rail that
+ * refused them. The sender's buffer registered on the rails' domains
+ * (AXON_REQUEST_RAIL_MEMH; [0] unused: send.rndv_memh); the receiver's
+ * keys of the sender's buffer, one per rail, kept until every stripe is
+ * posted (a full send queue posts later, from the tag protocol's progress).
+ */
+typedef struct axon_request_rails {
+    uint8_t              todo;
+    uint8_t              busy;
+    uint8_t              moved;
+    uint8_t              count;
+    axon_rail_comp_t     comp[AXON_RNDV_RAILS_MAX];
+    union {
+        struct {
+            void        *memh[AXON_RNDV_RAILS_MAX];
+            axon_md_t   *md[AXON_RNDV_RAILS_MAX];
+        } send;
+        struct {
+            uint64_t     address;
+            uint8_t      rkey[AXON_RNDV_RAILS_MAX][AXON_MD_RKEY_MAX];
+        } recv;
+    };
+} axon_request_rails_t;
 
 struct axon_request {
     uint32_t          flags;
@@ -142,6 +178,8 @@ struct axon_request {
             };
         } rma;
     };
+    /* A rendezvous striped over rails, either side: last, off the small messages' lines */
+    axon_request_rails_t rails;
 };
 
 axon_request_h axon_request_get(axon_worker_h worker, const axon_request_param_t *param,
@@ -160,6 +198,9 @@ void           axon_request_put(axon_request_h req);
 axon_status_t  axon_request_finish_now(axon_request_h req, axon_status_t status, uint32_t flags,
                                        axon_request_h *req_p);
 
+/* Release the registrations of a send striped over rails (rails.c). */
+void axon_request_release_rails(axon_request_h req);
+
 /*
  * A rendezvous's registration and lent runs end with the request: the
  * buffer is the user's again.
@@ -171,6 +212,9 @@ static inline void axon_request_release_rndv(axon_request_h req)
 
         req->flags &= ~AXON_REQUEST_RNDV_MEMH;
         md->ops->mem_dereg(md, req->send.rndv_memh);
+    }
+    if (req->flags & AXON_REQUEST_RAIL_MEMH) {
+        axon_request_release_rails(req);
     }
     if (req->flags & AXON_REQUEST_RNDV_RUNS) {
         req->flags &= ~AXON_REQUEST_RNDV_RUNS;

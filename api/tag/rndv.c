@@ -313,6 +313,7 @@ void axon_rndv_send_register(axon_request_h req)
     req->send.rndv_memh       = memh;
     req->send.rndv_memh_md    = md;
     req->flags               |= AXON_REQUEST_RNDV_MEMH;
+    axon_rndv_rails_register(req);
 }
 
 void axon_rndv_rts_pack(axon_request_h req, axon_rndv_rts_hdr_t *rts)
@@ -414,6 +415,9 @@ void axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts)
         if ((rkey == NULL) && (axon_rndv_recv_split(req, ep, rts, want) == AXON_OK)) {
             return;
         }
+        if ((rts->rail_keys > 0) && (axon_rndv_rails_get(req, ep, rts, want) == AXON_OK)) {
+            return;
+        }
         req->tl_comp.func = axon_rndv_get_done;
         req->flags       |= AXON_REQUEST_TL_BUSY;
         status = lane->ops->ep_get_zcopy(lane->tl_ep, req->recv.buffer, want, rts->address,
@@ -502,7 +506,7 @@ void axon_rndv_ep_init(axon_ep_h ep)
 static inline int axon_rndv_is_send(axon_request_h req)
 {
     return (req->step == axon_tag_step_rndv_rts) || (req->step == axon_tag_step_rndv_bcopy) ||
-           (req->step == axon_tag_step_rndv_zcopy);
+           (req->step == axon_tag_step_rndv_zcopy) || (req->step == axon_tag_step_rndv_rails);
 }
 
 void axon_rndv_send_part_done(axon_request_h req, axon_status_t status)
@@ -624,9 +628,11 @@ static void axon_rndv_am_rtr(void *arg, const void *data, size_t length, unsigne
         }
         /* May not write the receiver's memory: send the half as data. */
     }
-    req->step = ((lane->resource->cap_flags & AXON_CAP_AM_ZCOPY) &&
-                 (lane->ops->ep_am_zcopy != NULL) && !(req->flags & AXON_REQUEST_LAYOUT)) ?
-                axon_tag_step_rndv_zcopy : axon_tag_step_rndv_bcopy;
+    if (!axon_rndv_rails_start(req)) {
+        req->step = ((lane->resource->cap_flags & AXON_CAP_AM_ZCOPY) &&
+                     (lane->ops->ep_am_zcopy != NULL) && !(req->flags & AXON_REQUEST_LAYOUT)) ?
+                    axon_tag_step_rndv_zcopy : axon_tag_step_rndv_bcopy;
+    }
     /* Data goes behind whatever the endpoint already queued. */
     axon_ep_pending_push(ep, req);
     axon_ep_progress_pending(ep);
@@ -703,7 +709,8 @@ static void axon_rndv_am_put_done(void *arg, const void *data, size_t length, un
         return;
     }
     req = axon_request_id_find(arg, done->rreq_id, done->from_uuid);
-    if ((req == NULL) || !(req->flags & AXON_REQUEST_RECV) || !req->recv.rndv_split ||
+    if ((req == NULL) || !(req->flags & AXON_REQUEST_RECV) ||
+        (req->recv.rndv_split != AXON_RNDV_SPLIT_HALF) ||
         (done->offset != axon_rndv_split_offset(req->recv.expected)) ||
         (done->length != req->recv.expected - done->offset)) {
         axon_error("dropping PUT_DONE [%llu +%llu) from %016llx: no split receive %llu expects it",

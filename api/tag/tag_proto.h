@@ -10,7 +10,10 @@
  *   EAGER_MIDDLE     [msg_id, sender, offset][payload]                later fragments
  *   SYNC_ACK         [sreq, from]                                     receiver → sender
  * Rendezvous:
- *   RNDV_RTS   [M, length, sreq, address, key]        sender → receiver, on the AM lane
+ *   RNDV_RTS   [M, length, sreq, address, key][rail keys]
+ *                                                     sender → receiver, on the AM lane;
+ *                                                     rail keys: the buffer's key on each
+ *                                                     of the sender's rails (rndv_rails.c)
  *   RNDV_ATS   [sreq, from, status]                   receiver read the data itself (get)
  *   RNDV_RTR   [sreq, from, rreq, length, offset, put_address]
  *                                                     receiver asks the sender to send
@@ -123,13 +126,30 @@ typedef struct axon_rndv_rts_hdr {
     uint32_t   rkey_len;
     uint32_t   flags;       /* AXON_RNDV_RTS_* */
     uint64_t   runs_count;  /* AXON_RNDV_RTS_RUNS: the iovecs at address */
+    uint32_t   rail_keys;   /* axon_rndv_rail_key_t entries after the header */
+    uint32_t   reserved;
     uint8_t    rkey[AXON_RNDV_RKEY_MAX];
 } axon_rndv_rts_hdr_t;
+
+/* After an RTS: the send buffer's key on one of the sender's rails, named by its device. */
+typedef struct axon_rndv_rail_key {
+    char       dev_name[AXON_DEV_NAME_MAX];
+    uint32_t   len;
+    uint32_t   reserved;
+    uint8_t    rkey[AXON_RNDV_RKEY_MAX];
+} axon_rndv_rail_key_t;
+
+/* An RTS with its rail keys, as it travels and as an unexpected one waits. */
+static inline size_t axon_rndv_rts_size(const axon_rndv_rts_hdr_t *rts)
+{
+    return sizeof(*rts) + rts->rail_keys * sizeof(axon_rndv_rail_key_t);
+}
 
 /* recv.rndv_split: who moves a rendezvous's bytes besides the receiver's get */
 enum {
     AXON_RNDV_SPLIT_NONE = 0,
     AXON_RNDV_SPLIT_HALF = 1,   /* the receiver reads the first half, the sender puts the rest */
+    AXON_RNDV_SPLIT_RAILS = 2,  /* the receiver reads a stripe on each rail (rndv_rails.c) */
 };
 
 enum {
@@ -184,6 +204,23 @@ void          axon_tag_ep_init(axon_ep_h ep);
 axon_status_t axon_tag_step_rndv_rts(axon_request_h req);
 axon_status_t axon_tag_step_rndv_bcopy(axon_request_h req);
 axon_status_t axon_tag_step_rndv_zcopy(axon_request_h req);
+/* Striped over the endpoint's rails (rndv_rails.c): 1 when an RTR's data goes that way
+ * (req->step set), 0 when it is one lane's. */
+int           axon_rndv_rails_start(axon_request_h req);
+axon_status_t axon_tag_step_rndv_rails(axon_request_h req);
+/* A send registered on its bulk lane's domain: register on the other rails' too. */
+void          axon_rndv_rails_register(axon_request_h req);
+/* The RTS's rail keys (AXON_REQUEST_RAIL_MEMH): how many were packed into keys. */
+uint32_t      axon_rndv_rails_pack_keys(axon_request_h req, axon_rndv_rail_key_t *keys);
+/* A receive matched an RTS with rail keys: read the stripes on every rail.
+ * AXON_OK when started (or failed and completed), else the caller gets one way. */
+axon_status_t axon_rndv_rails_get(axon_request_h req, axon_ep_h ep,
+                                  const axon_rndv_rts_hdr_t *rts, size_t want);
+/* The tag protocol's progress: post the stripes of receives whose rails were full. */
+unsigned      axon_rndv_rails_progress(axon_worker_h worker);
+/* A peer failed: its receives' stripes not yet posted never will be. */
+void          axon_rndv_rails_peer_failed(axon_worker_h worker, uint64_t peer_uuid,
+                                          axon_status_t status);
 
 /* Rendezvous (rndv.c) */
 /* An endpoint's rendezvous threshold, and from what size the receiver gets the data. */
@@ -217,6 +254,9 @@ void         *axon_rndv_rx_dest(void *arg, uint8_t am_id, const void *hdr, size_
                                 size_t data_length);
 void          axon_rndv_register_handlers(axon_worker_h worker);
 
+/* A send's transport operations are all done (the last with status): finish it
+ * if its endpoint went away or its peer failed meanwhile. 1 when finished here. */
+int           axon_tag_send_tl_done(axon_request_h req, axon_status_t status);
 /* A send that waited for its peer is done (ack, ATS, all data out, or failure). */
 void          axon_send_remote_done(axon_request_h req, axon_status_t status);
 /* One of the events a rendezvous send waits for (ATS, own data part) happened. */

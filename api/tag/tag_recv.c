@@ -388,9 +388,11 @@ static void axon_tag_am_rts(void *arg, const void *data, size_t length, unsigned
     axon_unexp_desc_t *desc;
     axon_request_h req;
 
-    if (length != sizeof(*rts)) {
-        axon_error("dropping rendezvous request of %zu bytes (expected %zu)", length,
-                   sizeof(*rts));
+    if ((length < sizeof(*rts)) || (rts->rail_keys > AXON_RNDV_RAILS_MAX) ||
+        (length != axon_rndv_rts_size(rts))) {
+        axon_error("dropping rendezvous request of %zu bytes (expected %zu and %u rail keys "
+                   "of %zu)", length, sizeof(*rts), (length < sizeof(*rts)) ? 0 : rts->rail_keys,
+                   sizeof(axon_rndv_rail_key_t));
         return;
     }
     req = axon_tag_match_posted(worker, &rts->m);
@@ -399,7 +401,7 @@ static void axon_tag_am_rts(void *arg, const void *data, size_t length, unsigned
         return;
     }
 
-    desc = axon_unexp_desc_get(worker, sizeof(*rts));
+    desc = axon_unexp_desc_get(worker, length);
     if (desc == NULL) {
         return;
     }
@@ -407,7 +409,7 @@ static void axon_tag_am_rts(void *arg, const void *data, size_t length, unsigned
     desc->received     = 0;
     desc->frag         = NULL;
     desc->sync_sreq_id = 0;
-    memcpy(desc->data, rts, sizeof(*rts));
+    memcpy(desc->data, rts, length);
     axon_unexp_queue(worker, desc);
 }
 
@@ -460,10 +462,9 @@ static axon_status_t axon_tag_recv_unexp(axon_worker_h worker, axon_unexp_desc_t
         return AXON_INPROGRESS;
     }
     if (desc->kind == AXON_UNEXP_RNDV) {
-        axon_rndv_rts_hdr_t rts;
-        memcpy(&rts, desc->data, sizeof(rts));
+        /* with its rail keys: recv_start reads them before the descriptor goes */
+        axon_rndv_recv_start(req, (const axon_rndv_rts_hdr_t *)desc->data);
         axon_unexp_desc_put(worker, desc);
-        axon_rndv_recv_start(req, &rts);
         *req_p = req;
         return AXON_INPROGRESS;
     }
@@ -647,6 +648,7 @@ static void axon_tag_peer_failed(axon_worker_h worker, uint64_t peer_uuid, axon_
             }
         }
     }
+    axon_rndv_rails_peer_failed(worker, peer_uuid, status);
 }
 
 /* The matching engine, pools for small unexpected messages and reassembly, AM handlers. */
@@ -654,6 +656,7 @@ static axon_status_t axon_tag_worker_init(axon_worker_h worker)
 {
     axon_status_t status;
 
+    axon_list_init(&worker->rail_waits);
     status = axon_tm_init(&worker->tm[AXON_TAG_SPACE_APP], worker->context->opts.tag_hash_bits);
     if (status != AXON_OK) {
         return status;
@@ -724,4 +727,5 @@ const axon_proto_ops_t axon_tag_proto = {
     .worker_cleanup = axon_tag_worker_cleanup,
     .ep_init        = axon_tag_ep_init,
     .peer_failed    = axon_tag_peer_failed,
+    .progress       = axon_rndv_rails_progress,
 };

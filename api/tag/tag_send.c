@@ -93,21 +93,28 @@ static size_t axon_tag_pack_rndv_data(void *dest, void *arg)
 }
 
 
-static void axon_tag_zcopy_done(axon_tl_completion_t *comp, axon_status_t status)
+int axon_tag_send_tl_done(axon_request_h req, axon_status_t status)
 {
-    axon_request_h req = axon_container_of(comp, struct axon_request, tl_comp);
-
     req->flags &= ~AXON_REQUEST_TL_BUSY;
     if (req->flags & AXON_REQUEST_ORPHANED) {
         axon_request_complete(req, (status == AXON_OK) ? AXON_ERR_CANCELED : status);
-        return;
+        return 1;
     }
     if (req->send.ep->status != AXON_OK) {
         /* The peer failed while we were busy; the failure sweep left us to finish. */
         axon_send_remote_done(req, req->send.ep->status);
-        return;
+        return 1;
     }
-    axon_rndv_send_part_done(req, status);
+    return 0;
+}
+
+static void axon_tag_zcopy_done(axon_tl_completion_t *comp, axon_status_t status)
+{
+    axon_request_h req = axon_container_of(comp, struct axon_request, tl_comp);
+
+    if (!axon_tag_send_tl_done(req, status)) {
+        axon_rndv_send_part_done(req, status);
+    }
 }
 
 /*
@@ -218,11 +225,14 @@ static axon_status_t axon_tag_step_multi(axon_request_h req)
 axon_status_t axon_tag_step_rndv_rts(axon_request_h req)
 {
     axon_lane_t *lane = &req->send.ep->am_lane;
+    axon_rndv_rail_key_t keys[AXON_RNDV_RAILS_MAX];
     axon_rndv_rts_hdr_t rts;
     axon_status_t status;
 
     axon_rndv_rts_pack(req, &rts);
-    status = lane->ops->ep_am_short(lane->tl_ep, AXON_AM_RNDV_RTS, &rts, sizeof(rts), NULL, 0);
+    rts.rail_keys = axon_rndv_rails_pack_keys(req, keys);
+    status = lane->ops->ep_am_short(lane->tl_ep, AXON_AM_RNDV_RTS, &rts, sizeof(rts), keys,
+                                    rts.rail_keys * sizeof(keys[0]));
     return (status == AXON_OK) ? AXON_INPROGRESS : status;
 }
 

@@ -5,6 +5,7 @@ components_tcp_libaxon_tcp_la_SOURCES = \
 	components/tcp/tcp_iface.c \
 	components/tcp/tcp_ep.c \
 	components/tcp/tcp_sock.c \
+	components/tcp/tcp_siblings.c \
 	components/tcp/tcp_wire.c \
 	components/tcp/tcp_wire.h \
 	components/tcp/tcp_sock.h \

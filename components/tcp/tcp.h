@@ -185,6 +185,7 @@ typedef struct axon_tcp_iface {
     axon_am_rx_dest_t      am_rx_dest;
     axon_peer_failure_cb_t peer_failure;
     uint64_t               worker_uuid;
+    axon_list_link_t       sibling_link; /* among all tcp ifaces (tcp_siblings.c) */
     /* Options */
     const axon_tcp_config_t *config;
     size_t                 max_short;
@@ -332,11 +333,25 @@ void          axon_tcp_conn_tx_done(axon_tcp_iface_t *iface, axon_tcp_conn_t *co
 int           axon_tcp_conn_say_goodbye(axon_tcp_conn_t *conn);
 /*
  * A connection with peer_uuid failed: fail our other connections with it
- * too, so they do not wait for their own sockets to notice (keep-alive may
- * take seconds).
+ * too, on every tcp iface of the worker, so they do not wait for their own
+ * sockets to notice (keep-alive may take seconds), nor place more of a
+ * message into a receive buffer the failure releases.
  */
 void          axon_tcp_iface_fail_peer(axon_tcp_iface_t *iface, uint64_t peer_uuid,
                                        axon_status_t status);
+/* Close this iface's connections to the peer (fail_peer does that on every iface of
+ * the worker, tcp_siblings.c). */
+void          axon_tcp_iface_close_peer(axon_tcp_iface_t *iface, uint64_t peer_uuid,
+                                        axon_status_t status);
+/* The worker's tcp ifaces (tcp_siblings.c): a peer's failure closes its connections on all. */
+void          axon_tcp_siblings_add(axon_tcp_iface_t *iface);
+void          axon_tcp_siblings_del(axon_tcp_iface_t *iface);
+void          axon_tcp_siblings_fail_peer(axon_tcp_iface_t *iface, uint64_t peer_uuid,
+                                          axon_status_t status);
+/* Complete the failed zero-copy sends of the worker's other tcp ifaces; how many. */
+unsigned      axon_tcp_siblings_dispatch_ep_reports(axon_tcp_iface_t *iface);
+/* Complete this iface's failed zero-copy sends (before any peer failure is reported). */
+unsigned      axon_tcp_iface_dispatch_ep_reports(axon_tcp_iface_t *iface);
 /* Progress: the connection's events. Returns completions. */
 unsigned      axon_tcp_conn_handle_events(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn,
                                           uint32_t events);

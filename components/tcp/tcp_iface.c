@@ -42,18 +42,11 @@ void axon_tcp_iface_release(axon_tcp_iface_t *iface, axon_tcp_sock_t *sock)
     axon_list_add_tail(&iface->garbage, &sock->pend);
 }
 
-/*
- * Hand failures to the upper layer: the in-flight zero-copy sends of failed
- * eps complete with the error, then peer_failure names each peer whose
- * connection died. Saved first: a callback may destroy an ep.
- */
-static unsigned axon_tcp_iface_dispatch_reports(axon_tcp_iface_t *iface)
+/* The in-flight zero-copy sends of failed eps complete with the error. */
+unsigned axon_tcp_iface_dispatch_ep_reports(axon_tcp_iface_t *iface)
 {
     axon_tl_completion_t *comp;
-    axon_tcp_sock_t      *sock;
     axon_tcp_ep_t        *ep;
-    axon_status_t         status;
-    uint64_t              peer_uuid;
     unsigned              count = 0;
 
     while (!axon_list_is_empty(&iface->ep_reports)) {
@@ -66,6 +59,27 @@ static unsigned axon_tcp_iface_dispatch_reports(axon_tcp_iface_t *iface)
             comp->func(comp, ep->status);
             ++count;
         }
+    }
+    return count;
+}
+
+/*
+ * Hand failures to the upper layer: the in-flight zero-copy sends of failed
+ * eps complete with the error, on this iface and the worker's other tcp
+ * ifaces (whose connections to a failed peer this one closed), then
+ * peer_failure names each peer whose connection died: the worker tells the
+ * user last. Saved first: a callback may destroy an ep.
+ */
+static unsigned axon_tcp_iface_dispatch_reports(axon_tcp_iface_t *iface)
+{
+    axon_tcp_sock_t *sock;
+    axon_status_t    status;
+    uint64_t         peer_uuid;
+    unsigned         count;
+
+    count = axon_tcp_iface_dispatch_ep_reports(iface);
+    if (!axon_list_is_empty(&iface->reports)) {
+        count += axon_tcp_siblings_dispatch_ep_reports(iface);
     }
     while (!axon_list_is_empty(&iface->reports)) {
         sock      = axon_container_of(iface->reports.next, axon_tcp_sock_t, pend);
@@ -182,6 +196,12 @@ void axon_tcp_conn_fail(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn, axon_sta
 }
 
 void axon_tcp_iface_fail_peer(axon_tcp_iface_t *iface, uint64_t peer_uuid, axon_status_t status)
+{
+    axon_tcp_iface_close_peer(iface, peer_uuid, status);
+    axon_tcp_siblings_fail_peer(iface, peer_uuid, status);
+}
+
+void axon_tcp_iface_close_peer(axon_tcp_iface_t *iface, uint64_t peer_uuid, axon_status_t status)
 {
     axon_tcp_sock_t *sock;
     axon_tcp_conn_t *conn;
@@ -1075,6 +1095,7 @@ axon_status_t axon_tcp_iface_open(const axon_resource_t *resource, const void *c
     axon_debug("%s: worker %016llx listening on %s", iface->name,
                (unsigned long long)iface->worker_uuid,
                axon_tcp_sock_sa_str(&sa, sa_str, sizeof(sa_str)));
+    axon_tcp_siblings_add(iface);
     *iface_p = &iface->super;
     return AXON_OK;
 
@@ -1094,6 +1115,7 @@ static void axon_tcp_iface_close(axon_iface_t *tl_iface)
     axon_tcp_conn_t  *conn;
     axon_tcp_ep_t    *ep;
 
+    axon_tcp_siblings_del(iface);
     /* Endpoints the upper layer left open go with the iface (with a goodbye). */
     while (!axon_list_is_empty(&iface->eps)) {
         ep = axon_container_of(iface->eps.next, axon_tcp_ep_t, link);

@@ -46,21 +46,8 @@ to_bytes() {  # 8 | 4k | 1m -> bytes
 bench_parse_options() {  # [why-no-zero-size] -- args...
     local nonzero=$1 sizes_arg=8,4k,64k,1m tls_arg=shm,tcp s b t _list
     shift 2
-    quick=0
-    repeat=1
-    keep=0
-    while [ $# -gt 0 ]; do
-        case $1 in
-            --quick)  quick=1 ;;
-            --sizes)  sizes_arg=${2:?--sizes needs a list}; shift ;;
-            --tls)    tls_arg=${2:?--tls needs a list}; shift ;;
-            --repeat) repeat=${2:?--repeat needs a number}; shift ;;
-            --keep)   keep=1 ;;
-            -h|--help) usage; exit 0 ;;
-            *) echo "$bench_prog: unknown option '$1' (see --help)" >&2; exit 2 ;;
-        esac
-        shift
-    done
+    # the hook sets the two locals above (bash scopes them dynamically)
+    bench_option_hook=bench_sizes_tls_option bench_goal_options "$@"
     sizes=()
     IFS=, read -ra _list <<<"$sizes_arg"
     for s in "${_list[@]}"; do
@@ -73,6 +60,38 @@ bench_parse_options() {  # [why-no-zero-size] -- args...
     IFS=, read -ra _list <<<"$tls_arg"
     for t in "${_list[@]}"; do
         case $t in shm|tcp) tls_list+=("$t") ;; *) die "unknown transport '$t' (shm, tcp)" ;; esac
+    done
+}
+
+# bench_parse_options' own: --sizes LIST and --tls LIST.
+bench_sizes_tls_option() {  # name value
+    case $1 in
+        --sizes) sizes_arg=${2:?--sizes needs a list} ;;
+        --tls)   tls_arg=${2:?--tls needs a list} ;;
+        *)       return 1 ;;
+    esac
+}
+
+# The goal scripts' options: --quick, --repeat N, --keep, -h (the script's
+# usage); sets quick, repeat, keep. Any other option goes to the script's
+# goal_option NAME VALUE (or $bench_option_hook's), if it has one, which
+# returns 0 when it took both.
+bench_goal_options() {  # args...
+    quick=0
+    repeat=1
+    keep=0
+    while [ $# -gt 0 ]; do
+        case $1 in
+            --quick)   quick=1 ;;
+            --repeat)  repeat=${2:?--repeat needs a number}; shift ;;
+            --keep)    keep=1 ;;
+            -h|--help) usage; exit 0 ;;
+            *) declare -F "${bench_option_hook:-goal_option}" >/dev/null &&
+                   "${bench_option_hook:-goal_option}" "$1" "${2:-}" ||
+                   die "unknown option '$1' (see --help)"
+               shift ;;
+        esac
+        shift
     done
     [[ $repeat =~ ^[1-9][0-9]*$ ]] || die "invalid --repeat '$repeat'"
 }
@@ -255,23 +274,34 @@ both_errors() {  # client-output (the server's is beside it, .srv)
     if [ "$c" = "$s" ]; then echo "$c"; else echo "client: $c; server: $s"; fi
 }
 
-# Each measurement sets the globals lat, bw, rate (empty on failure) and err.
-axon_run() {  # tl test size iters
-    local out="$work/axon-$1-$2-$3" n=$4 line
-    lat=; bw=; rate=; err=
-    AXON_TLS=$1 timeout "$run_timeout" "$perf" --local -t "$2" -s "$3" -n "$n" \
-        -W "$(warmup_of "$n")" >"$out" 2>&1 &
+# Run a command with its output in out, in the background (ended on exit), and wait.
+bench_fg() {  # out command...
+    local out=$1
+    shift
+    "$@" >"$out" 2>&1 &
     fg_pid=$!
     wait "$fg_pid"
     fg_pid=
-    line=$(grep -m1 '^RESULT' "$out")
-    if [ -z "$line" ]; then
+}
+
+# A field of the RESULT line axon_perf wrote to out, or nothing.
+bench_result() {  # out field
+    sed -n "/^RESULT/{s/.* $2=\\([-0-9.]*\\).*/\\1/p;q}" "$1"
+}
+
+# Each measurement sets the globals lat, bw, rate (empty on failure) and err.
+axon_run() {  # tl test size iters
+    local out="$work/axon-$1-$2-$3" n=$4
+    lat=; bw=; rate=; err=
+    bench_fg "$out" env AXON_TLS="$1" timeout "$run_timeout" "$perf" --local -t "$2" -s "$3" \
+        -n "$n" -W "$(warmup_of "$n")"
+    if ! grep -q '^RESULT' "$out"; then
         err=$(first_error "$out")
         return
     fi
-    lat=$(sed -n 's/.* latency_us=\([0-9.]*\).*/\1/p' <<<"$line")
-    bw=$(sed -n 's/.* bandwidth_MBps=\([0-9.]*\).*/\1/p' <<<"$line")
-    rate=$(sed -n 's/.* msgrate_Mps=\([0-9.]*\).*/\1/p' <<<"$line")
+    lat=$(bench_result "$out" latency_us)
+    bw=$(bench_result "$out" bandwidth_MBps)
+    rate=$(bench_result "$out" msgrate_Mps)
     grep -m1 '^# lanes:' "$out" >"$work/lanes-axon-$1"
 }
 
@@ -304,6 +334,23 @@ best() {  # key value lower-is-better
     if [ -z "$old" ] || awk -v a="$2" -v b="$old" -v low="$3" \
             'BEGIN { exit !((low && a < b) || (!low && a > b)) }'; then
         R[$1]=$2
+    fi
+}
+
+# One run of the caller's measure-function (which sets value, or err on
+# failure) into R[key/who], the best so far, or its first error into E[key/who];
+# the raw output goes to $work, numbered by $runs.
+bench_measure() {  # key who lower-is-better measure-function args...
+    local key=$1 who=$2 low=$3 fn=$4
+    shift 4
+    value=
+    err=
+    echo "== $key: $who" >&2
+    "$fn" "$work/$key-$who-$((++runs))" "$@"
+    if [ -n "$value" ]; then
+        best "$key/$who" "$value" "$low"
+    elif [ -z "${E[$key/$who]:-}" ]; then
+        E[$key/$who]=$err
     fi
 }
 

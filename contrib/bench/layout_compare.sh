@@ -51,18 +51,7 @@ Options:
 EOF
 }
 
-quick=0 repeat=1 keep=0
-while [ $# -gt 0 ]; do
-    case $1 in
-        --quick)   quick=1 ;;
-        --repeat)  repeat=${2:?--repeat needs a number}; shift ;;
-        --keep)    keep=1 ;;
-        -h|--help) usage; exit 0 ;;
-        *) die "unknown option '$1' (see --help)" ;;
-    esac
-    shift
-done
-[[ $repeat =~ ^[1-9][0-9]*$ ]] || die "invalid --repeat '$repeat'"
+bench_goal_options "$@"
 
 bench_find_perf
 "$perf" -h | grep -q -- '--pack-unpack' || die "$perf has no -R (remote layouts): rebuild it"

@@ -40,18 +40,7 @@ Options:
 EOF
 }
 
-quick=0 repeat=1 keep=0
-while [ $# -gt 0 ]; do
-    case $1 in
-        --quick)   quick=1 ;;
-        --repeat)  repeat=${2:?--repeat needs a number}; shift ;;
-        --keep)    keep=1 ;;
-        -h|--help) usage; exit 0 ;;
-        *) die "unknown option '$1' (see --help)" ;;
-    esac
-    shift
-done
-[[ $repeat =~ ^[1-9][0-9]*$ ]] || die "invalid --repeat '$repeat'"
+bench_goal_options "$@"
 
 bench_find_perf
 builddir=$(cd "$(dirname "$perf")/.." && pwd)
@@ -129,18 +118,9 @@ ucx_measure() {  # out field(lat|bw) ucx_perftest-args...
 
 # Best of --repeat runs into R[key/who], or the first error into E[key/who].
 measure_best() {  # key who lower-is-better measure-function args...
-    local key=$1 who=$2 low=$3 fn=$4 i
-    shift 4
+    local i
     for ((i = 0; i < repeat; ++i)); do
-        value=
-        err=
-        echo "== $key: $who" >&2
-        "$fn" "$work/$key-$who-$((++runs))" "$@"
-        if [ -n "$value" ]; then
-            best "$key/$who" "$value" "$low"
-        elif [ -z "${E[$key/$who]:-}" ]; then
-            E[$key/$who]=$err
-        fi
+        bench_measure "$@"
     done
 }
 

@@ -273,13 +273,14 @@ struct Side {
         }
     }
 
-    /* Small socket buffers (small_buffers) make large sends queue in the transport. */
+    /* Small socket buffers (small_buffers) make large sends queue in the transport. One
+     * rail: these tests count connections per peer, and a rail is one more per interface. */
     bool init(int fd, bool small_buffers = false)
     {
-        static const axon_config_kv_t small[] = {{"TCP_SNDBUF", "16K"}, {"TCP_RCVBUF", "16K"}};
+        static const axon_config_kv_t small[] = {{"MAX_RNDV_RAILS", "1"}, {"TCP_SNDBUF", "16K"},
+                                                 {"TCP_RCVBUF", "16K"}};
 
-        return (axon_test_node_create(&node, "tcp", small_buffers ? small : NULL,
-                                      small_buffers ? 2 : 0) == AXON_OK) &&
+        return (axon_test_node_create(&node, "tcp", small, small_buffers ? 3 : 1) == AXON_OK) &&
                (axon_test_exchange_address(fd, node.address, node.address_length, &peer_addr,
                                            &peer_len) == 0);
     }
