@@ -244,6 +244,25 @@ static int soak_on_message(soak_launcher_t *l, unsigned rank, const soak_ctl_hdr
     return 0;
 }
 
+/* A rank's control channel closed, and not because we killed it. */
+static void soak_report_death(soak_launcher_t *l, unsigned rank)
+{
+    soak_member_t *m = &l->m[rank];
+    int            status = 0;
+
+    soak_fail(l, "rank died (not killed by the launcher)", rank);
+    if (waitpid(m->pid, &status, 0) == m->pid) {
+        if (WIFSIGNALED(status)) {
+            fprintf(stderr, "axon_soak launcher: rank %u.%u (pid %d) was killed by signal %d\n",
+                    rank, m->inc, (int)m->pid, WTERMSIG(status));
+        } else {
+            fprintf(stderr, "axon_soak launcher: rank %u.%u (pid %d) exited with %d\n", rank,
+                    m->inc, (int)m->pid, WEXITSTATUS(status));
+        }
+        m->pid = 0;
+    }
+}
+
 /* Who sent what to whom, in the last incarnations: what each rank must have received. */
 static int soak_send_expect(soak_launcher_t *l)
 {
@@ -451,7 +470,7 @@ int soak_launch(const soak_params_t *params)
                 continue;
             }
             if (soak_ctl_recv(l.m[i].fd, &hdr, &payload) != 0) {
-                soak_fail(&l, "rank died (not killed by the launcher)", i);
+                soak_report_death(&l, i);
                 done = 1;
             } else if (soak_on_message(&l, i, &hdr, payload) != 0) {
                 done = 1;

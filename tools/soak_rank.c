@@ -426,7 +426,9 @@ static int soak_final_ready(soak_rank_t *r)
             return 0;
         }
     }
-    return !r->coll.running && (r->coll.iters >= r->coll.limit || r->coll.broken);
+    /* the last view's team formed (the others wait for us in it), its collectives done */
+    return r->coll.broken || (!r->coll.want && r->coll.ready && !r->coll.running &&
+                              r->coll.iters >= r->coll.limit);
 }
 
 static void soak_final_checks(soak_rank_t *r)
@@ -469,9 +471,12 @@ static void soak_final_checks(soak_rank_t *r)
         r->coll.iters != r->coll.limit) {
         soak_rank_fail(r, "the last team did %llu of %llu collectives (team %s)",
                        (unsigned long long)r->coll.iters, (unsigned long long)r->coll.limit,
-                       (r->coll.team == NULL) ? "gone" : r->coll.broken ? "broken" : "ready");
+                       (r->coll.team == NULL) ? "gone" : r->coll.broken ? "broken" :
+                       r->coll.ready ? "ready" : "forming");
     }
-    if (r->stats.rss_samples >= 2) {
+    /* judged on the first incarnations, which lived the whole run through every kill (rank 0
+     * always does); a restarted one is still filling its pools when the run ends */
+    if (r->inc == 0 && r->stats.rss_samples >= 2) {
         bound = (uint64_t)(r->stats.rss_warm * p->rss_growth_pct / 100.0);
         if (bound < (uint64_t)(p->rss_growth_mib * 1048576.0)) {
             bound = (uint64_t)(p->rss_growth_mib * 1048576.0);
