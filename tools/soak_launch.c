@@ -378,7 +378,7 @@ static void soak_summary(soak_launcher_t *l)
                s->rss_max / 1048576.0, (unsigned long long)s->rss_samples);
     }
     printf("axon_soak tls=%s ranks=%u time=%.0fs: msgs=%llu (%llu with layouts, %llu sync, "
-           "%llu from killed ranks) bytes=%llu rma=%llu (%llu bytes) atomics=%llu colls=%llu "
+           "%llu late from older incarnations) bytes=%llu rma=%llu (%llu bytes) atomics=%llu colls=%llu "
            "kills=%u restarts=%u peer_failures_seen=%llu errored_requests=%llu "
            "rss_rank0=%.1f->%.1fMiB checks_failed=%llu: %s\n",
            tls ? tls : "all", l->params->ranks, l->params->time_sec,
