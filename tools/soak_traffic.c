@@ -340,8 +340,9 @@ static void soak_peer_rma(soak_rank_t *r, soak_peer_t *peer)
         }
         soak_rma_advance(r, peer);
     }
-    if (peer->state != SOAK_PEER_LIVE) {
-        rma->step = SOAK_RMA_IDLE;  /* a chain cut by a failure starts over on the new peer */
+    if (peer->state != SOAK_PEER_LIVE || peer->rkey == NULL) {
+        /* a chain cut by a failure starts over on the new peer; no key: failed already */
+        rma->step = SOAK_RMA_IDLE;
         return;
     }
     if (rma->step == SOAK_RMA_IDLE) {
