@@ -260,13 +260,15 @@ script_tests_collect() {  # pid output-file name
 }
 if [ "$filter" = "*" ] && [ "$gtest_only" != 1 ]; then
     # The test names (tests/README.md), the layer rules (docs/design.md), the
-    # tools, rdma-core's programs on softib's libibverbs, then unmodified Open MPI
+    # tools, a short soak, rdma-core's programs on softib's libibverbs, then unmodified Open MPI
     # programs over Axon's libfabric provider, then libfabric's own provider
     # tests (fabtests) against it and, at the same time, Sandia OpenSHMEM's
     # unit tests (a selection, 2 and 4 PEs) over it.
     run_script_tests 60 "$names"
     run_script_tests 120 "$srcdir/tests/layering/check_layers_test.sh"
     run_script_tests 600 "$srcdir/tests/tools_test.sh"
+    # a short soak: shm and rc, ranks killed and restarted (tests/soak_test.sh)
+    run_script_tests 120 "$srcdir/tests/soak_test.sh"
     run_script_tests 300 "$srcdir/tests/softib_verbs_test.sh"
     if [ -f "$srcdir/tests/mpi/run_mpi_tests.sh" ]; then
         # Open MPI's own ob1 (which checks the programs, not Axon) only on request;

@@ -228,6 +228,7 @@ static void axon_coll_run(axon_coll_h coll)
 void axon_coll_abort(axon_coll_h coll, axon_status_t status)
 {
     unsigned i;
+    uint32_t in_run;
 
     if (coll->status != AXON_INPROGRESS) {
         return;
@@ -236,12 +237,18 @@ void axon_coll_abort(axon_coll_h coll, axon_status_t status)
         coll->error = status;
     }
     axon_coll_offload_cancel(coll);
+    /* Inside progress (a peer's failure) a canceled receive calls back at once;
+     * the last one out would run the collective to its end and its callback may
+     * free it under this loop: as in a run, the completions leave that to us. */
+    in_run       = coll->flags & AXON_COLL_F_IN_RUN;
+    coll->flags |= AXON_COLL_F_IN_RUN;
     for (i = 0; i < coll->max_reqs; ++i) {
         if (coll->reqs[i] != NULL) {
             /* Receives end canceled (from progress); sends finish on their own. */
             (void)axon_request_cancel(coll->team->worker, coll->reqs[i]);
         }
     }
+    coll->flags = (coll->flags & ~AXON_COLL_F_IN_RUN) | in_run;
     axon_coll_complete(coll, coll->error);
 }
 

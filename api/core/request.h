@@ -23,6 +23,7 @@ enum {
     AXON_REQUEST_LAYOUT      = 1u << 12, /* the data is a layout over the buffer: walk the cursor */
     AXON_REQUEST_RNDV_RUNS   = 1u << 13, /* send/recv.rndv_runs: a layout's runs lent to the peer */
     AXON_REQUEST_RAIL_MEMH   = 1u << 14, /* rails.memh[1..]: registrations to release */
+    AXON_REQUEST_SYNC_ACKED  = 1u << 15, /* sync send matched while fragments still wait to leave */
 };
 
 /*

@@ -259,6 +259,8 @@ void          axon_rndv_register_handlers(axon_worker_h worker);
 int           axon_tag_send_tl_done(axon_request_h req, axon_status_t status);
 /* A send that waited for its peer is done (ack, ATS, all data out, or failure). */
 void          axon_send_remote_done(axon_request_h req, axon_status_t status);
+/* The receiver matched a synchronous send (its SYNC_ACK). */
+void          axon_tag_sync_acked(axon_request_h req);
 /* One of the events a rendezvous send waits for (ATS, own data part) happened. */
 void          axon_rndv_send_part_done(axon_request_h req, axon_status_t status);
 

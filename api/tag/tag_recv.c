@@ -378,7 +378,7 @@ static void axon_tag_am_sync_ack(void *arg, const void *data, size_t length, uns
         axon_debug("ack for unknown synchronous send %llu", (unsigned long long)hdr->sreq_id);
         return;
     }
-    axon_send_remote_done(req, AXON_OK);
+    axon_tag_sync_acked(req);
 }
 
 static void axon_tag_am_rts(void *arg, const void *data, size_t length, unsigned flags)

@@ -216,7 +216,8 @@ static axon_status_t axon_tag_step_multi(axon_request_h req)
     status = axon_tag_send_fragments(req, lane, AXON_AM_TAG_EAGER_MIDDLE, axon_tag_pack_middle,
                                      sizeof(axon_eager_middle_hdr_t), req->send.length);
     if ((status == AXON_OK) && (req->flags & AXON_REQUEST_SYNC)) {
-        return AXON_INPROGRESS;
+        /* matched already (axon_tag_sync_acked): done now that the last fragment is out */
+        return (req->flags & AXON_REQUEST_SYNC_ACKED) ? AXON_OK : AXON_INPROGRESS;
     }
     return status;
 }
@@ -268,6 +269,22 @@ void axon_send_remote_done(axon_request_h req, axon_status_t status)
     --ep->outstanding;
     axon_request_complete(req, status);
     axon_ep_check_close(ep);
+}
+
+/*
+ * The receiver matches a message on its first fragment, so the ack of a
+ * synchronous send of several fragments can come while the rest still waits
+ * on the endpoint's queue, reading the caller's buffer: completing it then
+ * would hand the buffer back (and the request to the pool) too early. It
+ * completes when its last fragment leaves (axon_tag_step_multi).
+ */
+void axon_tag_sync_acked(axon_request_h req)
+{
+    if ((req->step == axon_tag_step_multi) && (req->send.offset < req->send.length)) {
+        req->flags |= AXON_REQUEST_SYNC_ACKED;
+        return;
+    }
+    axon_send_remote_done(req, AXON_OK);
 }
 
 /*

@@ -45,6 +45,7 @@
 typedef struct softib_dcr {
     softib_qp_t    qp;           /* RC responder; its peer QPN is qp.attr.dest_qp_num */
     axon_dev_gid_t src_gid;
+    uint64_t       src_gen;      /* the initiator's process (softib_wire_owner_gen), 0: unknown */
     uint32_t       conn_psn;
     int            open;
     int            hashed;       /* on dct->hash under (dest_qp_num, src_gid) */
@@ -404,12 +405,27 @@ static void softib_dcr_open(softib_dev_t *dev, softib_dct_t *dct, softib_dcr_t *
     qp->resp.comm_est           = 1;
     qp->super.state             = AXON_DEV_QPS_RTS;
     dcr->src_gid                = *src_gid;
+    dcr->src_gen                = softib_wire_owner_gen(dev->wire, src_gid, pkt->src_qpn);
     dcr->conn_psn               = pkt->dceth.conn_psn;
     dcr->open                   = 1;
     dct->num_open++;
     if (!dcr->hashed) {
         softib_dcr_hash(dct, dcr);
     }
+}
+
+/*
+ * An initiator's QP number now belongs to another process (its owner died and
+ * the slot went to a new one, whose PSNs start over): its first packet opens a
+ * new connection, not a stale one of the old owner's. Asked only of first
+ * packets that look stale.
+ */
+static int softib_dcr_new_owner(softib_dev_t *dev, const softib_dcr_t *dcr,
+                                const axon_dev_gid_t *src_gid)
+{
+    uint64_t gen = softib_wire_owner_gen(dev->wire, src_gid, dcr->qp.attr.dest_qp_num);
+
+    return (gen != 0) && (dcr->src_gen != 0) && (gen != dcr->src_gen);
 }
 
 /* An answer without a responder context: DISCONNECT_ACK, or an RNR NAK */
@@ -459,7 +475,8 @@ void softib_dc_rx(softib_dev_t *dev, softib_dct_t *dct, const softib_pkt_t *pkt,
     }
     if ((dcr == NULL) || !dcr->open || (dcr->conn_psn != conn)) {
         if ((pkt->psn != conn) || (dct->state != AXON_DEV_DCT_STATE_ACTIVE) ||
-            ((dcr != NULL) && (softib_psn_diff(conn, dcr->conn_psn) <= 0))) {
+            ((dcr != NULL) && (softib_psn_diff(conn, dcr->conn_psn) <= 0) &&
+             !softib_dcr_new_owner(dev, dcr, src_gid))) {
             return;   /* stale, after a lost first packet, or the DCT is going away */
         }
         if ((dcr == NULL) && ((dcr = softib_dcr_take(dct)) == NULL)) {

@@ -278,6 +278,15 @@ void softib_wire_gid(const softib_wire_t *wire, axon_dev_gid_t *gid)
     *gid = wire->gid;
 }
 
+uint64_t softib_wire_owner_gen(const softib_wire_t *wire, const axon_dev_gid_t *gid,
+                               uint32_t qpn)
+{
+    if (memcmp(gid->raw, wire->gid.raw, sizeof(gid->raw)) != 0) {
+        return 0;   /* another host's registry is not ours to read */
+    }
+    return softib_registry_gen(wire->reg, SOFTIB_QPN_SLOT(qpn));
+}
+
 /* ---------------------------------------------------------------- data path */
 
 int softib_wire_send_now(softib_wire_t *wire, const axon_dev_gid_t *dgid, uint32_t dest_qpn,

@@ -71,6 +71,14 @@ void     softib_wire_close(softib_wire_t *wire);
 unsigned softib_wire_slot(const softib_wire_t *wire);
 /* GID index 0 of the port. */
 void     softib_wire_gid(const softib_wire_t *wire, axon_dev_gid_t *gid);
+/*
+ * Which process holds the slot of qpn at gid now: its registry generation
+ * when gid is this host's, else 0 (unknown). A dead process's slot goes to
+ * the next one with its QP numbers, so a changed generation tells a QP
+ * number's new owner from the old one.
+ */
+uint64_t softib_wire_owner_gen(const softib_wire_t *wire, const axon_dev_gid_t *gid,
+                               uint32_t qpn);
 
 /*
  * Send one packet to the port that owns dest_qpn at dgid. Returns 0 when the

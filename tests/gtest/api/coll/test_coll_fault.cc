@@ -221,6 +221,37 @@ int member_main(int fd, void *arg)
     return 0;
 }
 
+/*
+ * A child member of a team whose victim dies before it joins: the victim
+ * only gives its address; the others, once told, join (and must fail).
+ */
+int join_member_main(int fd, void *arg)
+{
+    FaultArgs               *a = static_cast<FaultArgs *>(arg);
+    FaultMember              me;
+    std::string              note;
+    std::vector<std::string> addrs;
+
+    PEER_CHECK(me.create(*a->param) == AXON_OK);
+    PEER_CHECK(me.exchange(fd, kMembers, &addrs));
+    PEER_CHECK(axon_test_send_blob(fd, "ready", 5) == 0);
+    if (a->rank == kVictim) {
+        for (;;) {  /* never joins: killed first */
+            axon_test_progress(me.node.worker);
+        }
+    }
+    PEER_CHECK(wait_note(fd, me.node.worker, kOpTimeout, &note) && (note == "go"));
+    axon_status_t st = me.join(addrs, a->rank);
+    PEER_CHECK((st != AXON_OK) && (st != AXON_ERR_TIMED_OUT), "rank %u: joining without the "
+               "victim: %s", a->rank, axon_status_string(st));
+    st = axon_team_destroy(me.team);
+    me.team = nullptr;
+    PEER_CHECK(st == AXON_OK, "rank %u: destroying the failed team: %s", a->rank,
+               axon_status_string(st));
+    PEER_CHECK(axon_test_send_blob(fd, "done", 4) == 0);
+    return 0;
+}
+
 class CollFault : public ::testing::TestWithParam<FaultParam> {
 protected:
     Watchdog                      dog_{180};
@@ -308,6 +339,49 @@ protected:
         }
     }
 };
+
+/*
+ * A member killed before the team forms: every survivor's join ends with an
+ * error. Its exchange was aborted by the failure while receives of it were
+ * outstanding; canceling them completed the join's allgather, whose
+ * callback freed it, under the abort still walking its requests (a crash
+ * seen by axon_soak over dc).
+ */
+TEST_P(CollFault, KilledMemberFailsSurvivorsJoin)
+{
+    std::vector<FaultArgs> args(kMembers);
+    for (uint32_t r = 1; r < kMembers; ++r) {
+        args[r] = {&GetParam(), AXON_COLL_BARRIER, 0, r};
+        ASSERT_EQ(0, axon_test_peer_spawn(&peers_[r], join_member_main, &args[r], kPeerTimeout));
+    }
+    FaultMember me;
+    ASSERT_EQ(AXON_OK, me.create(GetParam()));
+    std::vector<std::string> addrs(kMembers);
+    addrs[0].assign(static_cast<char *>(me.node.address), me.node.address_length);
+    ASSERT_EQ("", share_addresses(peers_, &addrs));
+    for (uint32_t r = 1; r < kMembers; ++r) {
+        ASSERT_TRUE(wait_note(peers_[r].fd, me.node.worker, kOpTimeout)) << "rank " << r;
+    }
+    dead_ = axon_test_peer_crash(&peers_[kVictim]);
+    ASSERT_GT(dead_, 0);
+    for (uint32_t r = 1; r < kMembers; ++r) {
+        if (r != kVictim) {
+            ASSERT_EQ(0, axon_test_send_blob(peers_[r].fd, "go", 2));
+        }
+    }
+    axon_status_t st = me.join(addrs, 0);
+    EXPECT_NE(AXON_OK, st) << "joined without the victim";
+    EXPECT_NE(AXON_ERR_TIMED_OUT, st) << "the join did not end";
+    EXPECT_EQ(AXON_OK, axon_team_destroy(me.team));
+    me.team = nullptr;
+    for (uint32_t r = 1; r < kMembers; ++r) {
+        if (r != kVictim) {
+            EXPECT_TRUE(wait_note(peers_[r].fd, me.node.worker, kPeerTimeout))
+                << "survivor rank " << r << " did not finish";
+            EXPECT_EQ(0, axon_test_peer_wait(&peers_[r], kOpTimeout)) << "survivor rank " << r;
+        }
+    }
+}
 
 TEST_P(CollFault, KilledMemberFailsSurvivorsAllreduce)
 {

@@ -659,6 +659,70 @@ TEST_P(TagExt, SyncSendMatchedByRemovingProbe)
     });
 }
 
+/*
+ * A synchronous send of many fragments (eager: rendezvous off) to a receive
+ * posted first: the receiver matches it on its first fragment and acks while
+ * the rest still waits on the sender's queue. The send must not complete
+ * before its last fragment left, so the caller may overwrite its buffer in
+ * the completion callback (and free the request there) without the receiver
+ * seeing a byte of it. Completing on the ack alone sent the rest from a
+ * request back in the pool and the overwritten buffer (found by axon_soak).
+ */
+TEST_P(TagExt, SyncSendOfFragmentsKeepsBufferUntilLastLeaves)
+{
+    const size_t     kLen   = (size_t)2 << 20;
+    const int        kTimes = 4;
+    const axon_tag_t kTag   = 0xD00;
+    struct Reuse {
+        std::vector<uint8_t> *out;
+        int                   calls;
+        axon_status_t         status;
+    };
+    auto reuse_cb = [](axon_request_h req, axon_status_t status, void *arg) {
+        Reuse *r = static_cast<Reuse *>(arg);
+        std::fill(r->out->begin(), r->out->end(), (uint8_t)0xEE);
+        r->calls++;
+        r->status = status;
+        axon_request_free(req);
+    };
+
+    Run([&](Env &env) {
+        for (int i = 0; i < kTimes; ++i) {
+            GuardedBuf           buf(kLen);
+            axon_tag_recv_info_t info;
+            axon_request_param_t param = {};
+            axon_request_h       req   = nullptr;
+            param.recv_info = &info;
+            axon_status_t st = axon_tag_recv_nb(env.worker, buf.data(), kLen, kTag + i,
+                                                AXON_TAG_MASK_FULL, &param, &req);
+            ASSERT_TRUE(env.barrier());
+            ASSERT_EQ(AXON_OK, env.wait(st, req, &info)) << "round " << i;
+            EXPECT_EQ(kLen, info.length);
+            EXPECT_EQ("", check_msg(buf.data(), kLen, 30 + i)) << "round " << i;
+            EXPECT_TRUE(buf.guard_intact());
+            ASSERT_TRUE(env.barrier());
+        }
+    }, [&](Env &env) {
+        for (int i = 0; i < kTimes; ++i) {
+            std::vector<uint8_t> out(kLen);
+            Reuse                rec   = {&out, 0, AXON_INPROGRESS};
+            axon_request_param_t param = {};
+            axon_request_h       req   = nullptr;
+            fill_msg(out.data(), out.size(), 30 + i);
+            param.flags     = AXON_REQ_FLAG_NO_IMM_CMPL;
+            param.cb.send   = reuse_cb;
+            param.user_data = &rec;
+            ASSERT_TRUE(env.barrier());  /* the receive is posted */
+            ASSERT_EQ(AXON_INPROGRESS, axon_tag_send_sync_nb(env.ep(), out.data(), kLen,
+                                                             kTag + i, &param, &req));
+            ASSERT_TRUE(env.progress_until([&] { return rec.calls > 0; })) << "round " << i;
+            EXPECT_EQ(AXON_OK, rec.status);
+            ASSERT_TRUE(env.barrier());  /* the receiver checked the data */
+            EXPECT_EQ(1, rec.calls);
+        }
+    }, {{"RNDV_THRESH", "inf"}});
+}
+
 /* ---------------------------------------------------------------- large */
 
 /*

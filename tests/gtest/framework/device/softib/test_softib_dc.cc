@@ -1002,6 +1002,73 @@ TEST_F(SoftibDcSlow, LossyWireRetargetingExactlyOnceInOrder)
     }
 }
 
+/*
+ * A process's slot, and with it its DCI numbers, goes to the next process
+ * once it is gone; the new DCI's PSNs start over. Its first message must
+ * open a new connection at a DCT that still holds the old owner's (same
+ * QP number, a later or equal PSN): taken for a stale packet, it was
+ * dropped until the new initiator ran out of retries (seen by axon_soak
+ * over dc after a killed rank's restart).
+ */
+class SoftibDcSlotXproc : public SoftibDc {};
+
+TEST_F(SoftibDcSlotXproc, DciNumberReusedByANewProcessReachesTheDct)
+{
+    struct Target {
+        axon_dev_gid_t gid;
+        uint32_t       dct;
+        int            index;   /* the message's immediate data */
+    };
+    /* One message to the DCT, its completion, the DCI's number up; then exit. */
+    auto initiator = [](int fd, void *arg) -> int {
+        const Target &t = *static_cast<Target *>(arg);
+        SoftibDev     dev;
+        Qp            q;
+        axon_dev_wc_t wc;
+        PEER_CHECK(dev.open() == 0, "open");
+        PEER_CHECK(dev.qp(&q, AXON_DEV_QPT_DC_INI, 1, nullptr, 0, 16) == 0, "create the DCI");
+        PEER_CHECK(dci_up(q, t.gid, kTimeout, kRetryCnt, kRnrRetry) == 0, "the DCI up");
+        Buf                 b = dev.reg(4096, kLocalWrite);
+        axon_dev_send_wr_t  wr, *bad = nullptr;
+        axon_dev_sge_t      sge;
+        axon_test_fill(b.ptr, 64, 700 + t.index);
+        make_wr(&wr, &sge, 1, AXON_DEV_WR_SEND_WITH_IMM, b.ptr, 64, b.lkey());
+        wr.imm_data           = htonl((uint32_t)t.index);
+        wr.dc.ah              = dev.ah(t.gid);
+        wr.dc.dct_number      = t.dct;
+        wr.dc.dct_access_key  = kKey;
+        PEER_CHECK(axon_dev_post_send(q.qp, &wr, &bad) == 0, "post");
+        PEER_CHECK(poll_one(q.scq, &wc, 20), "no completion");
+        PEER_CHECK(wc.status == AXON_DEV_WC_SUCCESS, "process %d's message: %s", t.index,
+                   wc_status_name(wc.status));
+        uint32_t qpn = q.qpn();
+        PEER_CHECK(axon_test_send_blob(fd, &qpn, sizeof(qpn)) == 0, "the DCI's number");
+        return 0;
+    };
+
+    env_.set("AXON_SOFTIB_PROGRESS_THREAD", "y");   /* the DCT answers while we wait */
+    open_dc(4);
+    axon_dev_dct_t *d = dct();
+    ASSERT_NE(nullptr, d);
+    uint32_t qpn[2] = {0, 0};
+    for (int k = 0; k < 2; ++k) {
+        Target           t = {dev_.gid, d->dct_num, k};
+        axon_test_peer_t peer;
+        axon_dev_wc_t    wc;
+        ASSERT_EQ(0, axon_test_peer_spawn(&peer, initiator, &t, 60));
+        ASSERT_EQ(0, recv_struct(peer.fd, &qpn[k])) << "process " << k;
+        EXPECT_EQ(0, axon_test_peer_wait(&peer, 30)) << "process " << k << " (see its stderr)";
+        ASSERT_TRUE(poll_one(dcq_, &wc, 10)) << "process " << k << "'s message";
+        ASSERT_EQ(AXON_DEV_WC_SUCCESS, wc.status) << wc_status_name(wc.status);
+        EXPECT_EQ((uint32_t)k, ntohl(wc.imm_data));
+        EXPECT_EQ(-1, axon_test_check(rbuf_.ptr + wc.wr_id * kMsg, wc.byte_len, 700 + k));
+    }
+    if (qpn[0] != qpn[1]) {
+        GTEST_SKIP() << "another process took the slot in between: DCI 0x" << std::hex << qpn[0]
+                     << ", then 0x" << qpn[1];
+    }
+}
+
 /* ---------------------------------------------------------------- across processes */
 
 const int    kXprocMsgs   = 20;
