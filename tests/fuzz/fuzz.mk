@@ -9,7 +9,7 @@ FUZZ_SAN     = -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS  = -std=gnu11 -g -O1 -fno-omit-frame-pointer $(FUZZ_SAN) -fsanitize=fuzzer-no-link
 FUZZ_CPPFLAGS = -I$(top_builddir) -I$(top_srcdir) -I$(top_srcdir)/api -I$(top_srcdir)/framework \
 	-I$(top_srcdir)/framework/device -I$(top_srcdir)/framework/device/rdmacore \
-	-I$(top_srcdir)/framework/memory -I$(top_srcdir)/api/core -I$(top_srcdir)/api/tag \
+	-I$(top_srcdir)/framework/memory -I$(top_srcdir)/framework/topo -I$(top_srcdir)/api/core -I$(top_srcdir)/api/tag \
 	-I$(top_srcdir)/api/rma -I$(top_srcdir)/api/mem -I$(top_srcdir)/api/coll \
 	-I$(top_srcdir)/tests/fuzz
 out = tests/fuzz
@@ -27,8 +27,9 @@ fuzz_ofi_key_blob_src    = contrib/ofi_provider/axon_fi_wire.c api/mem/rkey_form
 	framework/log.c framework/sys.c
 fuzz_ud_packet_src       = framework/log.c
 fuzz_rc_handshake_src    = framework/log.c
+# (topo_none.c: a fuzzed segment is never created here, so never placed on a node)
 fuzz_shm_segment_src     = components/shm/shm_seg.c framework/log.c framework/sys.c \
-	framework/proc.c
+	framework/proc.c framework/topo/topo_none.c framework/topo/topo_parse.c
 fuzz_softib_ring_src     = framework/log.c
 
 FUZZ_HARNESSES = worker_address rkey_unpack tcp_frame config_value softib_pkt \
