@@ -120,8 +120,17 @@ batch_report() {  # label tests... : a verdict per test from the last batch_exec
             echo "1 $t" >&3
         fi
     done
-    if [ $batch_rc -gt 1 ] || grep -q '^\[  FAILED  \]' <<<"$batch_out"; then
-        echo "$batch_out" | grep -v '^\[ \| OK \]\|^\[ RUN' | tail -60
+    # What each failed test printed (its RUN .. FAILED block, log lines of other
+    # tests left out), then the end of the output (an error valgrind reports at exit).
+    for t in "$@"; do
+        grep -qF "[  FAILED  ] $t (" <<<"$batch_out" || continue
+        awk -v t="$t" 'index($0, "[ RUN      ] " t) == 1 { on = 1 }
+                       on && !/ axon (DEBUG|TRACE) / { print }
+                       on && index($0, "[  FAILED  ] " t " (") == 1 { exit }' <<<"$batch_out" |
+            head -40
+    done
+    if [ $batch_rc -gt 1 ]; then
+        echo "$batch_out" | grep -v '^\[ \| OK \]\|^\[ RUN\| axon DEBUG ' | tail -60
     fi
 }
 suite_of() { local t=${1%%.*}; echo "$t"; }
