@@ -6,7 +6,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <stddef.h>
 #include <string.h>
 #include <sys/uio.h>
 #include "shm.h"
@@ -120,12 +119,17 @@ axon_status_t axon_shm_cma_failed(axon_shm_ep_t *ep, axon_shm_cma_dir_t dir, int
     }
 }
 
-/* May ep move data with its peer's memory (and is the peer's memory behind rkey still there)? */
+/*
+ * May ep move data with its peer's memory (and is the peer's memory behind
+ * rkey still there)? *layout_p: the key's layout, NULL for a plain key.
+ */
 static axon_status_t axon_shm_cma_check(const axon_shm_ep_t *ep, const void *rkey,
-                                        uint64_t remote_addr)
+                                        uint64_t remote_addr,
+                                        const axon_shm_layout_t **layout_p)
 {
     axon_shm_rkey_t key;
 
+    *layout_p = NULL;
     if (ep->status != AXON_OK) {
         return ep->status;
     }
@@ -140,6 +144,7 @@ static axon_status_t axon_shm_cma_check(const axon_shm_ep_t *ep, const void *rke
                        (unsigned long long)key.id);
             return AXON_ERR_REMOTE_ACCESS;
         }
+        *layout_p = key.layout;
     }
     return AXON_OK;
 }
@@ -286,19 +291,16 @@ static axon_status_t axon_shm_cma_range(axon_tl_ep_t *tl_ep, axon_shm_cma_dir_t 
                                         uint64_t remote_addr, const void *rkey)
 {
     axon_shm_ep_t *ep = (axon_shm_ep_t*)tl_ep;
-    const axon_shm_layout_t *layout = NULL;
+    const axon_shm_layout_t *layout;
     struct iovec   remote;
     axon_status_t  status;
 
-    status = axon_shm_cma_check(ep, rkey, remote_addr);
+    status = axon_shm_cma_check(ep, rkey, remote_addr, &layout);
     if (__builtin_expect(status != AXON_OK, 0)) {
         return status;
     }
     remote.iov_base = (void*)(uintptr_t)remote_addr;
     remote.iov_len  = axon_shm_cma_total(iov, iov_count);
-    if (rkey != NULL) {
-        memcpy(&layout, (const char *)rkey + offsetof(axon_shm_rkey_t, layout), sizeof(layout));
-    }
     if (layout != NULL) {
         return axon_shm_cma_layout(ep, dir, iov, iov_count, remote_addr, layout, remote.iov_len);
     }
@@ -311,10 +313,11 @@ static axon_status_t axon_shm_cma_pieces(axon_tl_ep_t *tl_ep, axon_shm_cma_dir_t
                                          const struct iovec *remote, size_t remote_count)
 {
     axon_shm_ep_t *ep = (axon_shm_ep_t*)tl_ep;
+    const axon_shm_layout_t *layout;   /* none: lent pieces have no key */
     size_t         length, remote_length;
     axon_status_t  status;
 
-    status = axon_shm_cma_check(ep, NULL, 0);
+    status = axon_shm_cma_check(ep, NULL, 0, &layout);
     if (__builtin_expect(status != AXON_OK, 0)) {
         return status;
     }
