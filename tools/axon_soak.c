@@ -21,32 +21,14 @@ double soak_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int soak_write_all(int fd, const void *buf, size_t length)
-{
-    const char *p = buf;
-    ssize_t     n;
-
-    while (length > 0) {
-        n = write(fd, p, length);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return -1;
-        }
-        p += n;
-        length -= (size_t)n;
-    }
-    return 0;
-}
-
-static int soak_read_all(int fd, void *buf, size_t length)
+/* All length bytes to (write) or from fd, through EINTR: 0, or -1 (error or end). */
+static int soak_io_all(int fd, void *buf, size_t length, int write_it)
 {
     char   *p = buf;
     ssize_t n;
 
     while (length > 0) {
-        n = read(fd, p, length);
+        n = write_it ? write(fd, p, length) : read(fd, p, length);
         if (n < 0 && errno == EINTR) {
             continue;
         }
@@ -61,8 +43,8 @@ static int soak_read_all(int fd, void *buf, size_t length)
 
 int soak_ctl_send(int fd, const soak_ctl_hdr_t *hdr, const void *payload)
 {
-    if (soak_write_all(fd, hdr, sizeof(*hdr)) != 0 ||
-        (hdr->length > 0 && soak_write_all(fd, payload, hdr->length) != 0)) {
+    if (soak_io_all(fd, (void *)hdr, sizeof(*hdr), 1) != 0 ||
+        (hdr->length > 0 && soak_io_all(fd, (void *)payload, hdr->length, 1) != 0)) {
         fprintf(stderr, "axon_soak: control message %u to/from rank %u lost: %s\n", hdr->type,
                 hdr->rank, strerror(errno));
         return -1;
@@ -75,7 +57,7 @@ int soak_ctl_recv(int fd, soak_ctl_hdr_t *hdr, void **payload_p)
     void *payload = NULL;
 
     *payload_p = NULL;
-    if (soak_read_all(fd, hdr, sizeof(*hdr)) != 0) {
+    if (soak_io_all(fd, hdr, sizeof(*hdr), 0) != 0) {
         return -1;
     }
     if (hdr->length > (1u << 20)) {
@@ -84,7 +66,7 @@ int soak_ctl_recv(int fd, soak_ctl_hdr_t *hdr, void **payload_p)
     }
     if (hdr->length > 0) {
         payload = malloc(hdr->length);
-        if (payload == NULL || soak_read_all(fd, payload, hdr->length) != 0) {
+        if (payload == NULL || soak_io_all(fd, payload, hdr->length, 0) != 0) {
             free(payload);
             return -1;
         }
