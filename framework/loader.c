@@ -9,6 +9,7 @@
 #include "axon_config.h"
 #include "loader.h"
 #include "log.h"
+#include "select.h"
 #include "sys.h"
 
 #define AXON_PLUGIN_PREFIX "libaxon_"
@@ -151,6 +152,27 @@ static int axon_loader_tls_names(const axon_config_allow_list_t *tls, const char
     return 0;
 }
 
+/*
+ * Could AXON_TLS admit a resource of the component? Transports' names are
+ * their components' (rc offers "rc"); collective offload devices are not
+ * transports, and AXON_COLL_OFFLOAD rules them instead.
+ */
+static int axon_loader_tls_admits(const axon_config_allow_list_t *tls,
+                                  const axon_loaded_component_t *lc)
+{
+    if ((tls == NULL) || (lc->component->coll_offload != NULL)) {
+        return 1;
+    }
+    switch (tls->mode) {
+    case AXON_CONFIG_ALLOW_LISTED:
+        return axon_select_tls_lists(tls, lc->name);
+    case AXON_CONFIG_DENY_LISTED:
+        return !axon_select_tls_lists(tls, lc->name);
+    default:
+        return 1;
+    }
+}
+
 /* Parse the component's configuration and list its resources. */
 static axon_status_t axon_loader_init_component(axon_loaded_component_t *lc,
                                                 const axon_config_kv_t *kv, size_t kv_count,
@@ -173,11 +195,16 @@ static axon_status_t axon_loader_init_component(axon_loaded_component_t *lc,
         }
     }
 
+    lc->resources     = NULL;
+    lc->num_resources = 0;
     if ((comp->flags & AXON_COMPONENT_FLAG_ON_REQUEST) && !axon_loader_tls_names(tls, lc->name)) {
         /* Costly to ask, never chosen by default: not even queried. */
         axon_debug("component '%s' is used only when AXON_TLS names it", lc->name);
-        lc->resources     = NULL;
-        lc->num_resources = 0;
+        return AXON_OK;
+    }
+    if (!axon_loader_tls_admits(tls, lc)) {
+        /* Its resources would all be filtered out: do not open its devices to list them. */
+        axon_debug("component '%s' not queried: excluded by AXON_TLS", lc->name);
         return AXON_OK;
     }
     status = comp->query(lc->config, &lc->resources, &lc->num_resources);

@@ -26,6 +26,36 @@ static const char *axon_select_alias(const char *name)
     return NULL;
 }
 
+/* Is name one of alias's comma-separated names? */
+static int axon_select_alias_has(const char *alias, const char *name)
+{
+    size_t len = strlen(name);
+    const char *p;
+
+    for (p = alias; p != NULL; p = strchr(p, ',')) {
+        p += (*p == ',');
+        if ((strncmp(p, name, len) == 0) && ((p[len] == ',') || (p[len] == '\0'))) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int axon_select_tls_lists(const axon_config_allow_list_t *tls, const char *name)
+{
+    const char *alias;
+    unsigned i;
+
+    for (i = 0; i < tls->list.count; ++i) {
+        alias = axon_select_alias(tls->list.names[i]);
+        if ((alias == NULL) ? (strcmp(tls->list.names[i], name) == 0) :
+                              ((strcmp(alias, "*") == 0) || axon_select_alias_has(alias, name))) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Is name a transport some resource offers, or a component's name? */
 static const axon_loaded_component_t *
 axon_select_find_tl(const axon_component_set_t *set, const char *name)

@@ -30,6 +30,13 @@ axon_status_t axon_select_filter(const axon_component_set_t *set,
                                  uint64_t required,
                                  axon_select_resource_t **out, unsigned *count);
 
+/*
+ * Does AXON_TLS's list name the transport (or component) name, itself or
+ * through an alias ("all" names everything)? Whether that admits or denies
+ * it is tls->mode's to say.
+ */
+int axon_select_tls_lists(const axon_config_allow_list_t *tls, const char *name);
+
 /* Aliases understood in AXON_TLS: NULL-terminated pairs {alias, "a,b"}. */
 extern const char *const axon_select_tl_aliases[][2];
 

@@ -37,11 +37,13 @@ axon_status_t axon_topo_locality_check(const char *locality, const char *var_nam
 void axon_topo_sysfs_locality(const char *sysfs_path, char *buf, size_t max);
 
 /*
- * Take a reference on the process's topology, loading it on the first one:
- * source "" is this host, "xml:PATH" an hwloc XML file, "synthetic:DESC" an
- * hwloc synthetic description (tests: two packages on a host with one).
- * A source that cannot be loaded is AXON_ERR_INVALID_PARAM with an error
- * line; without hwloc every source loads as "no topology" (a debug line).
+ * Take a reference on the process's topology: source "" is this host, read
+ * on the first query that needs it (its PCI devices only when a locality
+ * names one), "xml:PATH" an hwloc XML file, "synthetic:DESC" an hwloc
+ * synthetic description (tests: two packages on a host with one), both
+ * loaded here. A file source that cannot be loaded is
+ * AXON_ERR_INVALID_PARAM with an error line; without hwloc every source
+ * loads as "no topology" (a debug line).
  * A second holder asking for another source keeps the loaded one (warning).
  */
 axon_status_t axon_topo_get(const char *source);

@@ -1,10 +1,17 @@
 /*
- * The topology service on hwloc (topo.h). One topology per process, loaded
- * with the important I/O devices (NICs, their bridges) by the first holder
- * and kept for later contexts (a load reads sysfs for tens of milliseconds);
- * replaced only when a holder asks for another source while none holds it,
- * freed at exit. hwloc's read-only queries are thread-safe, so only get/put
- * take the lock.
+ * The topology service on hwloc (topo.h). One topology per process, kept
+ * while a holder (a context) has it and replaced only when a holder asks for
+ * another source while none holds it; freed at exit.
+ *
+ * This host's topology is read on the first question that needs it, in two
+ * parts: CPUs and NUMA nodes (a few ms of sysfs), and the same with the PCI
+ * tree, read only when a device's locality names a PCI function (hwloc reads
+ * every function's config space: ~2 ms each on a virtual machine, where each
+ * read traps). A process on shared memory or without NICs never pays for
+ * the PCI part; each test process of the suite started paying ~20 ms before.
+ * A file source is loaded by axon_topo_get, so a bad one fails there.
+ * hwloc's read-only queries are thread-safe: a part, once loaded, is read
+ * without the lock until the last holder goes and another source comes.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,17 +27,19 @@
 #include "topo.h"
 #include "topo_parse.h"
 
+typedef enum {
+    AXON_TOPO_CPUS,   /* packages, cores, NUMA nodes */
+    AXON_TOPO_IO,     /* the same and the PCI devices and bridges device locality needs */
+    AXON_TOPO_PARTS
+} axon_topo_part_t;
+
 static pthread_mutex_t  axon_topo_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned         axon_topo_holders;
-static hwloc_topology_t axon_topo;          /* NULL while nobody holds it */
-static int              axon_topo_thissystem;
+static int              axon_topo_have_source;        /* axon_topo_source is set */
 static char             axon_topo_source[256];
-
-/* The topology while a holder has it, else NULL: a query outside any context sees none. */
-static hwloc_topology_t axon_topo_held(void)
-{
-    return (__atomic_load_n(&axon_topo_holders, __ATOMIC_ACQUIRE) > 0) ? axon_topo : NULL;
-}
+static int              axon_topo_thissystem;
+static hwloc_topology_t axon_topo[AXON_TOPO_PARTS];   /* NULL until read */
+static int              axon_topo_failed[AXON_TOPO_PARTS];
 
 #define AXON_TOPO_WHY(...) \
     do { if (why != NULL) { snprintf(why, max, __VA_ARGS__); } } while (0)
@@ -43,58 +52,83 @@ static hwloc_topology_t axon_topo_held(void)
  */
 static const char *const axon_topo_skipped[] = {"pci", "x86", "opencl", "gl"};
 
-static axon_status_t axon_topo_load(const char *source)
+/* Read one topology: this host's (kind HOST), or a file's; NULL on failure. */
+static hwloc_topology_t axon_topo_read(axon_topo_source_t kind, const char *arg, int with_io)
 {
-    axon_topo_source_t kind;
-    const char *arg;
-    axon_status_t status;
+    hwloc_topology_t topo;
     unsigned i;
     int ret = 0;
+
+    if (hwloc_topology_init(&topo) != 0) {
+        return NULL;
+    }
+    hwloc_topology_set_io_types_filter(topo, with_io ? HWLOC_TYPE_FILTER_KEEP_IMPORTANT :
+                                                       HWLOC_TYPE_FILTER_KEEP_NONE);
+    hwloc_topology_set_type_filter(topo, HWLOC_OBJ_OS_DEVICE, HWLOC_TYPE_FILTER_KEEP_NONE);
+    for (i = 0; i < sizeof(axon_topo_skipped) / sizeof(axon_topo_skipped[0]); ++i) {
+        hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
+                                      axon_topo_skipped[i]);
+    }
+    if (kind == AXON_TOPO_SOURCE_XML) {
+        ret = hwloc_topology_set_xml(topo, arg);
+    } else if (kind == AXON_TOPO_SOURCE_SYNTHETIC) {
+        ret = hwloc_topology_set_synthetic(topo, arg);
+    }
+    if ((ret != 0) || (hwloc_topology_load(topo) != 0)) {
+        hwloc_topology_destroy(topo);
+        return NULL;
+    }
+    axon_debug("topology of %s%s: %d packages, %d NUMA nodes, %d PCI devices kept",
+               axon_topo_source[0] ? axon_topo_source : "this host",
+               with_io ? "" : " (CPUs and memory)",
+               hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE),
+               hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE),
+               hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PCI_DEVICE));
+    return topo;
+}
+
+static void axon_topo_unload(void)
+{
+    /* A file's topology is both parts at once. */
+    if ((axon_topo[AXON_TOPO_IO] != NULL) &&
+        (axon_topo[AXON_TOPO_IO] != axon_topo[AXON_TOPO_CPUS])) {
+        hwloc_topology_destroy(axon_topo[AXON_TOPO_IO]);
+    }
+    if (axon_topo[AXON_TOPO_CPUS] != NULL) {
+        hwloc_topology_destroy(axon_topo[AXON_TOPO_CPUS]);
+    }
+    memset(axon_topo, 0, sizeof(axon_topo));
+    memset(axon_topo_failed, 0, sizeof(axon_topo_failed));
+    axon_topo_have_source = 0;
+}
+
+/* Take source as the process's: a file is read now (with its PCI tree), this host later. */
+static axon_status_t axon_topo_begin(const char *source)
+{
+    axon_topo_source_t kind;
+    hwloc_topology_t topo;
+    const char *arg;
+    axon_status_t status;
 
     status = axon_topo_source_parse(source, &kind, &arg);
     if (status != AXON_OK) {
         return status;
     }
-    if (hwloc_topology_init(&axon_topo) != 0) {
-        axon_error("hwloc_topology_init failed: %s", strerror(errno));
-        axon_topo = NULL;
-        return AXON_ERR_NO_MEMORY;
-    }
-    /* PCI devices and the bridges above them: what device locality needs. */
-    hwloc_topology_set_io_types_filter(axon_topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-    hwloc_topology_set_type_filter(axon_topo, HWLOC_OBJ_OS_DEVICE, HWLOC_TYPE_FILTER_KEEP_NONE);
-    for (i = 0; i < sizeof(axon_topo_skipped) / sizeof(axon_topo_skipped[0]); ++i) {
-        hwloc_topology_set_components(axon_topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
-                                      axon_topo_skipped[i]);
-    }
-    if (kind == AXON_TOPO_SOURCE_XML) {
-        ret = hwloc_topology_set_xml(axon_topo, arg);
-    } else if (kind == AXON_TOPO_SOURCE_SYNTHETIC) {
-        ret = hwloc_topology_set_synthetic(axon_topo, arg);
-    }
-    if ((ret != 0) || (hwloc_topology_load(axon_topo) != 0)) {
-        axon_error("AXON_TOPOLOGY='%s': hwloc cannot load it (%s)", source,
-                   (ret != 0) ? "bad file or description" : strerror(errno));
-        hwloc_topology_destroy(axon_topo);
-        axon_topo = NULL;
-        return AXON_ERR_INVALID_PARAM;
-    }
-    axon_topo_thissystem = hwloc_topology_is_thissystem(axon_topo);
     snprintf(axon_topo_source, sizeof(axon_topo_source), "%s", source);
-    axon_debug("topology of %s: %d packages, %d NUMA nodes, %d PCI devices kept",
-               source[0] ? source : "this host",
-               hwloc_get_nbobjs_by_type(axon_topo, HWLOC_OBJ_PACKAGE),
-               hwloc_get_nbobjs_by_type(axon_topo, HWLOC_OBJ_NUMANODE),
-               hwloc_get_nbobjs_by_type(axon_topo, HWLOC_OBJ_PCI_DEVICE));
-    return AXON_OK;
-}
-
-static void axon_topo_unload(void)
-{
-    if (axon_topo != NULL) {
-        hwloc_topology_destroy(axon_topo);
-        axon_topo = NULL;
+    axon_topo_thissystem = 1;
+    if (kind != AXON_TOPO_SOURCE_HOST) {
+        topo = axon_topo_read(kind, arg, 1);
+        if (topo == NULL) {
+            axon_error("AXON_TOPOLOGY='%s': hwloc cannot load it (bad file or description)",
+                       source);
+            return AXON_ERR_INVALID_PARAM;
+        }
+        axon_topo_thissystem = hwloc_topology_is_thissystem(topo);
+        axon_topo[AXON_TOPO_CPUS] = topo;
+        axon_topo[AXON_TOPO_IO]   = topo;
     }
+    axon_topo_have_source = 1;
+    return AXON_OK;
 }
 
 static void __attribute__((destructor)) axon_topo_at_exit(void)
@@ -108,10 +142,10 @@ axon_status_t axon_topo_get(const char *source)
     int same;
 
     pthread_mutex_lock(&axon_topo_lock);
-    same = (axon_topo != NULL) && (strcmp(source, axon_topo_source) == 0);
+    same = axon_topo_have_source && (strcmp(source, axon_topo_source) == 0);
     if ((axon_topo_holders == 0) && !same) {
         axon_topo_unload();
-        status = axon_topo_load(source);
+        status = axon_topo_begin(source);
     } else if (!same) {
         axon_warn("AXON_TOPOLOGY='%s' ignored: this process already uses '%s' until its "
                   "contexts are cleaned up", source, axon_topo_source);
@@ -133,19 +167,50 @@ void axon_topo_put(void)
 }
 
 /*
- * The CPUs the calling thread may run on, as far as the topology has them
- * (a file's topology may hold fewer than the host); NULL and why if none.
+ * A part of the topology while a holder has it, read on first use; NULL and
+ * why when nobody holds it (a query outside any context sees none) or this
+ * host's cannot be read (said once, at error level).
  */
-static hwloc_bitmap_t axon_topo_thread_cpus(char *why, size_t max)
+static hwloc_topology_t axon_topo_part(axon_topo_part_t part, char *why, size_t max)
+{
+    hwloc_topology_t topo = NULL;
+
+    if (__atomic_load_n(&axon_topo_holders, __ATOMIC_ACQUIRE) == 0) {
+        AXON_TOPO_WHY("no topology loaded");
+        return NULL;
+    }
+    topo = __atomic_load_n(&axon_topo[part], __ATOMIC_ACQUIRE);
+    if (topo != NULL) {
+        return topo;
+    }
+    pthread_mutex_lock(&axon_topo_lock);
+    if ((axon_topo_holders > 0) && (axon_topo[part] == NULL) && !axon_topo_failed[part]) {
+        topo = axon_topo_read(AXON_TOPO_SOURCE_HOST, NULL, part == AXON_TOPO_IO);
+        if (topo == NULL) {
+            axon_error("hwloc cannot read this host's topology%s: %s",
+                       (part == AXON_TOPO_IO) ? " with its PCI devices" : "", strerror(errno));
+            axon_topo_failed[part] = 1;
+        }
+        __atomic_store_n(&axon_topo[part], topo, __ATOMIC_RELEASE);
+    }
+    topo = (axon_topo_holders > 0) ? axon_topo[part] : NULL;
+    pthread_mutex_unlock(&axon_topo_lock);
+    if (topo == NULL) {
+        AXON_TOPO_WHY("no topology loaded");
+    }
+    return topo;
+}
+
+/*
+ * The CPUs the calling thread may run on, as far as topo has them (a file's
+ * topology may hold fewer than the host); NULL and why if none.
+ */
+static hwloc_bitmap_t axon_topo_thread_cpus(hwloc_topology_t topo, char *why, size_t max)
 {
     hwloc_bitmap_t cpus;
     cpu_set_t set;
     int cpu;
 
-    if (axon_topo_held() == NULL) {
-        AXON_TOPO_WHY("no topology loaded");
-        return NULL;
-    }
     if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) != 0) {
         AXON_TOPO_WHY("the thread's binding cannot be read");
         return NULL;
@@ -160,7 +225,7 @@ static hwloc_bitmap_t axon_topo_thread_cpus(char *why, size_t max)
             hwloc_bitmap_set(cpus, (unsigned)cpu);
         }
     }
-    hwloc_bitmap_and(cpus, cpus, hwloc_topology_get_topology_cpuset(axon_topo));
+    hwloc_bitmap_and(cpus, cpus, hwloc_topology_get_topology_cpuset(topo));
     if (hwloc_bitmap_iszero(cpus)) {
         AXON_TOPO_WHY("none of the thread's CPUs is in the topology");
         hwloc_bitmap_free(cpus);
@@ -171,52 +236,63 @@ static hwloc_bitmap_t axon_topo_thread_cpus(char *why, size_t max)
 
 /*
  * Where a locality is: the object whose CPUs are the device's local ones (a
- * PCI device's first non-I/O ancestor, a NUMA node itself), or NULL and why.
+ * PCI device's first non-I/O ancestor, a NUMA node itself) and the topology
+ * (part) that holds it, or NULL and why. Only a PCI locality reads the PCI part.
  */
-static hwloc_obj_t axon_topo_locality_obj(const char *locality, char *why, size_t max)
+static hwloc_obj_t axon_topo_locality_obj(const char *locality, hwloc_topology_t *topo_p,
+                                          char *why, size_t max)
 {
     axon_topo_locality_t loc;
+    hwloc_topology_t topo;
     hwloc_obj_t obj;
 
-    if (axon_topo_held() == NULL) {
-        AXON_TOPO_WHY("no topology loaded");
-        return NULL;
-    }
     if (axon_topo_locality_parse(locality, &loc) != 0) {
         AXON_TOPO_WHY("malformed locality '%s'", locality);
         return NULL;
     }
     switch (loc.kind) {
     case AXON_TOPO_AT_PCI:
-        obj = hwloc_get_pcidev_by_busid(axon_topo, loc.domain, loc.bus, loc.dev, loc.func);
+        topo = axon_topo_part(AXON_TOPO_IO, why, max);
+        if (topo == NULL) {
+            return NULL;
+        }
+        obj = hwloc_get_pcidev_by_busid(topo, loc.domain, loc.bus, loc.dev, loc.func);
         if (obj == NULL) {
             AXON_TOPO_WHY("PCI device %s is not in the topology", locality + 4);
             return NULL;
         }
-        return hwloc_get_non_io_ancestor_obj(axon_topo, obj);
+        obj = hwloc_get_non_io_ancestor_obj(topo, obj);
+        break;
     case AXON_TOPO_AT_NUMA:
-        obj = hwloc_get_numanode_obj_by_os_index(axon_topo, loc.numa);
+        topo = axon_topo_part(AXON_TOPO_CPUS, why, max);
+        if (topo == NULL) {
+            return NULL;
+        }
+        obj = hwloc_get_numanode_obj_by_os_index(topo, loc.numa);
         if (obj == NULL) {
             AXON_TOPO_WHY("NUMA node %u is not in the topology", loc.numa);
         }
-        return obj;
+        break;
     default:
         AXON_TOPO_WHY("the device has no locality");
         return NULL;
     }
+    *topo_p = topo;
+    return obj;
 }
 
 unsigned axon_topo_device_distance(const char *locality, char *why, size_t max)
 {
     hwloc_obj_t dev, near, thread_obj, common;
+    hwloc_topology_t topo;
     hwloc_bitmap_t cpus;
     unsigned distance;
 
-    dev = axon_topo_locality_obj(locality, why, max);
+    dev = axon_topo_locality_obj(locality, &topo, why, max);
     if (dev == NULL) {
         return AXON_TOPO_DISTANCE_UNKNOWN;
     }
-    cpus = axon_topo_thread_cpus(why, max);
+    cpus = axon_topo_thread_cpus(topo, why, max);
     if (cpus == NULL) {
         return AXON_TOPO_DISTANCE_UNKNOWN;
     }
@@ -225,8 +301,8 @@ unsigned axon_topo_device_distance(const char *locality, char *why, size_t max)
     } else {
         /* A NUMA node hangs off a normal object: measure the tree from there. */
         near       = hwloc_obj_type_is_memory(dev->type) ? dev->parent : dev;
-        thread_obj = hwloc_get_obj_covering_cpuset(axon_topo, cpus);
-        common     = hwloc_get_common_ancestor_obj(axon_topo, near, thread_obj);
+        thread_obj = hwloc_get_obj_covering_cpuset(topo, cpus);
+        common     = hwloc_get_common_ancestor_obj(topo, near, thread_obj);
         distance   = 1 + (unsigned)(near->depth - common->depth);
     }
     hwloc_bitmap_free(cpus);
@@ -235,11 +311,13 @@ unsigned axon_topo_device_distance(const char *locality, char *why, size_t max)
 
 int axon_topo_thread_numa_node(char *why, size_t max)
 {
+    hwloc_topology_t topo;
     hwloc_bitmap_t cpus, nodes;
     hwloc_obj_t pu;
     int node = -1, cpu;
 
-    cpus = axon_topo_thread_cpus(why, max);
+    topo = axon_topo_part(AXON_TOPO_CPUS, why, max);
+    cpus = (topo != NULL) ? axon_topo_thread_cpus(topo, why, max) : NULL;
     if (cpus == NULL) {
         return -1;
     }
@@ -249,13 +327,13 @@ int axon_topo_thread_numa_node(char *why, size_t max)
         hwloc_bitmap_free(cpus);
         return -1;
     }
-    hwloc_cpuset_to_nodeset(axon_topo, cpus, nodes);
+    hwloc_cpuset_to_nodeset(topo, cpus, nodes);
     if (hwloc_bitmap_weight(nodes) == 1) {
         node = hwloc_bitmap_first(nodes);
     } else {
         /* Bound across nodes: where it runs now is where it first touches. */
         cpu = sched_getcpu();
-        pu  = (cpu >= 0) ? hwloc_get_pu_obj_by_os_index(axon_topo, (unsigned)cpu) : NULL;
+        pu  = (cpu >= 0) ? hwloc_get_pu_obj_by_os_index(topo, (unsigned)cpu) : NULL;
         if ((pu != NULL) && (hwloc_bitmap_weight(pu->nodeset) == 1)) {
             node = hwloc_bitmap_first(pu->nodeset);
         } else {
@@ -274,7 +352,7 @@ int axon_topo_mem_bind_local(void *addr, size_t length)
     char why[128];
     int node;
 
-    if ((axon_topo_held() != NULL) && !axon_topo_thissystem) {
+    if ((__atomic_load_n(&axon_topo_holders, __ATOMIC_ACQUIRE) > 0) && !axon_topo_thissystem) {
         axon_debug("memory at %p not bound: the topology (AXON_TOPOLOGY='%s') is not this "
                    "host's", addr, axon_topo_source);
         return -1;
@@ -299,9 +377,10 @@ int axon_topo_mem_bind_local(void *addr, size_t length)
 void axon_topo_locality_describe(const char *locality, char *buf, size_t max)
 {
     char cpus[64], nodes[64], why[128];
+    hwloc_topology_t topo;
     hwloc_obj_t obj;
 
-    obj = axon_topo_locality_obj(locality, why, sizeof(why));
+    obj = axon_topo_locality_obj(locality, &topo, why, sizeof(why));
     if (obj == NULL) {
         snprintf(buf, max, "unknown (%s)", why);
         return;
@@ -316,10 +395,14 @@ void axon_topo_locality_describe(const char *locality, char *buf, size_t max)
 void axon_topo_binding_describe(char *buf, size_t max)
 {
     char cpus_str[64], why[128];
-    hwloc_bitmap_t cpus;
+    hwloc_topology_t topo;
+    hwloc_bitmap_t cpus = NULL;
     int node;
 
-    cpus = axon_topo_thread_cpus(why, sizeof(why));
+    topo = axon_topo_part(AXON_TOPO_CPUS, why, sizeof(why));
+    if (topo != NULL) {
+        cpus = axon_topo_thread_cpus(topo, why, sizeof(why));
+    }
     if (cpus == NULL) {
         snprintf(buf, max, "unknown (%s)", why);
         return;

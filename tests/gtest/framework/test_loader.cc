@@ -1,6 +1,7 @@
 /* Component loader: search path, plugins that cannot load, first-found-wins. */
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -264,4 +265,54 @@ TEST(LoaderContext, OnlyUnloadablePluginsInTlsFailInit)
 
     EXPECT_EQ(AXON_ERR_NO_ELEM, axon_init(&params, &ctx));
     EXPECT_TRUE(logs.has(AXON_LOG_WARN, "badabi", "ABI"));
+}
+
+/*
+ * A transport AXON_TLS excludes is not queried (querying opens its devices:
+ * a softib device is a socket, a segment and a thread), by its name or an
+ * alias, in an allow list or a deny list; those it admits are.
+ */
+TEST(LoaderContext, TransportsExcludedByTlsAreNotQueried)
+{
+    struct Case {
+        const char              *tls;
+        std::vector<std::string> queried, not_queried;
+    };
+    const Case cases[] = {
+        {"self", {"self"}, {"shm", "tcp", "rc", "ud", "dc", "rdmacm"}},
+        {"sm", {"shm", "self"}, {"tcp", "rc", "ud", "dc", "rdmacm"}},
+        {"ib", {"rc", "ud", "dc"}, {"shm", "self", "tcp", "rdmacm"}},
+        {"^shm,tcp,rdmacm", {"self", "rc", "ud", "dc"}, {"shm", "tcp", "rdmacm"}},
+        {"all", {"self", "shm", "tcp", "rc", "ud", "dc", "rdmacm"}, {}},
+    };
+
+    for (const Case &c : cases) {
+        log_capture logs;
+        axon_config_kv_t kv[] = {{"TLS", c.tls}, {"LOG_LEVEL", "debug"}};
+        axon_context_params_t params = {AXON_FEATURE_TAG, kv, 2};
+        axon_context_h ctx;
+
+        ASSERT_EQ(AXON_OK, axon_init(&params, &ctx)) << c.tls;
+        for (const std::string &name : c.not_queried) {
+            EXPECT_TRUE(logs.has(AXON_LOG_DEBUG, "'" + name + "' not queried", "AXON_TLS"))
+                << "AXON_TLS=" << c.tls << ": " << name;
+        }
+        for (const std::string &name : c.queried) {
+            EXPECT_FALSE(logs.has(AXON_LOG_DEBUG, "'" + name + "' not queried"))
+                << "AXON_TLS=" << c.tls << ": " << name;
+        }
+        /* shm, self and tcp (loopback) exist on every host: queried, they list a resource. */
+        for (unsigned i = 0; i < ctx->comps.count; ++i) {
+            const axon_loaded_component_t *lc = &ctx->comps.comps[i];
+            bool host_wide = !strcmp(lc->name, "shm") || !strcmp(lc->name, "self") ||
+                             !strcmp(lc->name, "tcp");
+            bool asked = std::find(c.queried.begin(), c.queried.end(), lc->name) !=
+                         c.queried.end();
+            if (host_wide) {
+                EXPECT_EQ(asked, lc->num_resources > 0) << "AXON_TLS=" << c.tls << ": "
+                                                        << lc->name;
+            }
+        }
+        axon_cleanup(ctx);
+    }
 }

@@ -6,6 +6,7 @@
  */
 #include <gtest/gtest.h>
 
+#include <dirent.h>
 #include <string.h>
 
 #include <memory>
@@ -141,6 +142,63 @@ TEST_F(TopoDistance, UnknownWithoutATopology)
     EXPECT_EQ(AXON_TOPO_DISTANCE_UNKNOWN, axon_topo_device_distance(kNearCpu0, why, sizeof(why)));
     EXPECT_NE('\0', why[0]);
     EXPECT_EQ(-1, axon_topo_thread_numa_node(NULL, 0));
+}
+
+/* ---------------------------------------------------------------- this host */
+
+namespace {
+
+/* The locality of one of this host's network interfaces on PCI, or "" if none is. */
+std::string host_pci_nic()
+{
+    char loc[64] = "";
+    DIR *dir = opendir("/sys/class/net");
+    struct dirent *d;
+
+    while ((dir != NULL) && (loc[0] == '\0') && ((d = readdir(dir)) != NULL)) {
+        if (d->d_name[0] != '.') {
+            std::string path = std::string("/sys/class/net/") + d->d_name;
+            axon_topo_sysfs_locality(path.c_str(), loc, sizeof(loc));
+        }
+    }
+    if (dir != NULL) {
+        closedir(dir);
+    }
+    return loc;
+}
+
+} // namespace
+
+/*
+ * This host's topology is read on the first question that needs it, and its
+ * PCI tree (hwloc reads every function's config space) only for a question
+ * about a PCI locality: CPU and NUMA questions do not pay for it.
+ */
+TEST(TopoHost, PciTreeIsReadOnlyForAPciLocality)
+{
+    NEEDS_HWLOC();
+    std::string nic = host_pci_nic();
+    char why[128] = "";
+
+    /* Another source first, so the host's is read afresh below. */
+    { TopoHold other("synthetic:pack:1 pu:1"); ASSERT_EQ(AXON_OK, other.status); }
+    LogCapture log(AXON_LOG_DEBUG);
+    TopoHold host("");
+    ASSERT_EQ(AXON_OK, host.status);
+    EXPECT_FALSE(log.any_contains("topology of this host")) << "read before any question";
+
+    EXPECT_LE(0, axon_topo_thread_numa_node(why, sizeof(why))) << why;
+    EXPECT_NE(AXON_TOPO_DISTANCE_UNKNOWN, distance("numa:0"));
+    EXPECT_TRUE(log.any_contains("topology of this host (CPUs and memory)"));
+    EXPECT_FALSE(log.any_contains("topology of this host:")) << "PCI tree read for CPUs";
+
+    if (nic.empty()) {
+        GTEST_SKIP() << "no network interface of this host is on PCI";
+    }
+    EXPECT_NE(AXON_TOPO_DISTANCE_UNKNOWN, axon_topo_device_distance(nic.c_str(), why,
+                                                                     sizeof(why)))
+        << nic << ": " << why;
+    EXPECT_TRUE(log.any_contains("topology of this host:")) << "PCI tree not read for " << nic;
 }
 
 /* ---------------------------------------------------------------- bad input */
