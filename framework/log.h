@@ -4,6 +4,11 @@
 
 #include <stdarg.h>
 
+/* C++ tests include it directly and through other headers: one linkage either way. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum {
     AXON_LOG_ERROR = 0,
     AXON_LOG_WARN,
@@ -49,5 +54,9 @@ extern int axon_log_hook_active;
 #define axon_info(...)  axon_log(AXON_LOG_INFO,  __VA_ARGS__)
 #define axon_debug(...) axon_log(AXON_LOG_DEBUG, __VA_ARGS__)
 #define axon_trace(...) axon_log(AXON_LOG_TRACE, __VA_ARGS__)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

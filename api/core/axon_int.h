@@ -11,6 +11,7 @@
 #include "idle.h"
 #include "list.h"
 #include "loader.h"
+#include "log.h"
 #include "mpool.h"
 #include "select.h"
 #include "tag_match.h"
@@ -273,6 +274,11 @@ void axon_ep_check_close(axon_ep_h ep);
 
 /* Peers (peer.c) */
 axon_peer_t  *axon_peer_find(axon_worker_h worker, uint64_t uuid);
+/* How loud to be of a message about a request we do not know: a peer that
+ * failed (or is forgotten) still has messages in flight when it dies, which
+ * are no news (debug); from a live peer, otherwise. */
+axon_log_level_t axon_peer_stray_level(axon_worker_h worker, uint64_t uuid,
+                                       axon_log_level_t otherwise);
 /* The endpoint to reach a peer that sent us something: the user's, or an
  * internal one made from its hello. NULL (logged) if none can be made. */
 axon_ep_h     axon_peer_reply_ep(axon_worker_h worker, uint64_t uuid);

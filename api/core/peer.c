@@ -27,6 +27,14 @@ axon_peer_t *axon_peer_find(axon_worker_h worker, uint64_t uuid)
     return NULL;
 }
 
+axon_log_level_t axon_peer_stray_level(axon_worker_h worker, uint64_t uuid,
+                                       axon_log_level_t otherwise)
+{
+    axon_peer_t *peer = axon_peer_find(worker, uuid);
+
+    return ((peer == NULL) || (peer->status != AXON_OK)) ? AXON_LOG_DEBUG : otherwise;
+}
+
 static axon_peer_t *axon_peer_get(axon_worker_h worker, uint64_t uuid, const void *address,
                                   size_t address_length)
 {
@@ -69,21 +77,37 @@ axon_status_t axon_peer_attach_ep(axon_worker_h worker, axon_ep_h ep, const void
     return AXON_OK;
 }
 
+static void axon_peer_free(axon_peer_t *peer)
+{
+    axon_list_del(&peer->link);
+    free(peer->address);
+    free(peer);
+}
+
 void axon_peer_detach_ep(axon_ep_h ep)
 {
     axon_worker_h worker = ep->worker;
-    axon_ep_h other;
+    axon_peer_t *peer    = ep->peer;
+    axon_ep_h other, next = NULL;
 
-    if ((ep->peer == NULL) || (ep->peer->ep != ep)) {
+    if (peer == NULL) {
         return;
     }
-    ep->peer->ep = NULL;
-    /* Another endpoint to the same peer takes over replies. */
+    ep->peer = NULL;
     axon_list_for_each(other, &worker->eps, link) {
-        if ((other != ep) && (other->peer == ep->peer)) {
-            ep->peer->ep = other;
+        if ((other != ep) && (other->peer == peer)) {
+            next = other;
             break;
         }
+    }
+    /* Another endpoint to the same peer takes over replies. */
+    if (peer->ep == ep) {
+        peer->ep = next;
+    }
+    /* A failed peer no endpoint reaches: nothing will write to it or hear from it
+     * again (a restarted process is a new worker), so its record goes. */
+    if ((next == NULL) && (peer->status != AXON_OK)) {
+        axon_peer_free(peer);
     }
 }
 
@@ -249,19 +273,24 @@ void axon_peer_failure(void *arg, uint64_t peer_uuid, axon_status_t status)
             ep->err_cb(ep->err_cb_arg, ep, status);
         }
     }
+
+    /* Endpoints made to answer the peer answer nobody now; without them a
+     * long job would keep one per peer it outlived. Transports allow this
+     * from their failure report. The peer's record goes with its last endpoint. */
+    axon_list_for_each_safe(ep, etmp, &worker->eps, link) {
+        if ((ep->peer_uuid == peer_uuid) && ep->internal && (ep->close_req == NULL)) {
+            axon_ep_destroy_now(ep, status);
+        }
+    }
 }
 
 void axon_peer_cleanup_all(axon_worker_h worker)
 {
-    axon_peer_t *peer;
     unsigned i;
 
     for (i = 0; i < AXON_PEER_BUCKETS; ++i) {
         while (!axon_list_is_empty(&worker->peers[i])) {
-            peer = axon_list_first(&worker->peers[i], axon_peer_t, link);
-            axon_list_del(&peer->link);
-            free(peer->address);
-            free(peer);
+            axon_peer_free(axon_list_first(&worker->peers[i], axon_peer_t, link));
         }
     }
 }

@@ -675,8 +675,9 @@ static void axon_rndv_am_data(void *arg, const void *data, size_t length, unsign
     }
     req = axon_request_id_find(arg, hdr->rreq_id, hdr->from_uuid);
     if ((req == NULL) || !(req->flags & AXON_REQUEST_RECV)) {
-        axon_warn("dropping rendezvous data for unknown receive %llu from %016llx",
-                  (unsigned long long)hdr->rreq_id, (unsigned long long)hdr->from_uuid);
+        axon_log(axon_peer_stray_level(arg, hdr->from_uuid, AXON_LOG_WARN),
+                 "dropping rendezvous data for unknown receive %llu from %016llx",
+                 (unsigned long long)hdr->rreq_id, (unsigned long long)hdr->from_uuid);
         return;
     }
 
@@ -713,9 +714,10 @@ static void axon_rndv_am_put_done(void *arg, const void *data, size_t length, un
         (req->recv.rndv_split != AXON_RNDV_SPLIT_HALF) ||
         (done->offset != axon_rndv_split_offset(req->recv.expected)) ||
         (done->length != req->recv.expected - done->offset)) {
-        axon_error("dropping PUT_DONE [%llu +%llu) from %016llx: no split receive %llu expects it",
-                   (unsigned long long)done->offset, (unsigned long long)done->length,
-                   (unsigned long long)done->from_uuid, (unsigned long long)done->rreq_id);
+        axon_log(axon_peer_stray_level(arg, done->from_uuid, AXON_LOG_ERROR),
+                 "dropping PUT_DONE [%llu +%llu) from %016llx: no split receive %llu expects it",
+                 (unsigned long long)done->offset, (unsigned long long)done->length,
+                 (unsigned long long)done->from_uuid, (unsigned long long)done->rreq_id);
         return;
     }
     axon_rndv_recv_part_done(req, done->length, (axon_status_t)done->status);

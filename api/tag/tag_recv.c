@@ -326,8 +326,9 @@ static void axon_tag_am_eager_middle(void *arg, const void *data, size_t length,
     length -= sizeof(*hdr);
     frag = axon_rx_frag_find(worker, hdr->sender_uuid, hdr->msg_id);
     if (frag == NULL) {
-        axon_warn("dropping fragment of unknown message %llu from %016llx",
-                  (unsigned long long)hdr->msg_id, (unsigned long long)hdr->sender_uuid);
+        axon_log(axon_peer_stray_level(worker, hdr->sender_uuid, AXON_LOG_WARN),
+                 "dropping fragment of unknown message %llu from %016llx",
+                 (unsigned long long)hdr->msg_id, (unsigned long long)hdr->sender_uuid);
         return;
     }
 

@@ -387,10 +387,13 @@ void softib_wire_recv_done(softib_wire_t *wire)
     }
 }
 
-void softib_wire_progress(softib_wire_t *wire)
+void softib_wire_progress(softib_wire_t *wire, uint64_t now_ns)
 {
     if (wire->inject.nheld > 0) {
         softib_wire_inject_progress(wire, 0);
+    }
+    if (wire->params.mode != SOFTIB_WIRE_UDP) {
+        softib_wire_shm_sweep(wire, now_ns);
     }
 }
 

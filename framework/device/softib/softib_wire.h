@@ -102,8 +102,11 @@ ssize_t  softib_wire_recv(softib_wire_t *wire, void *buf, const uint8_t **pkt_p,
                           axon_dev_gid_t *src_gid);
 void     softib_wire_recv_done(softib_wire_t *wire);
 
-/* Release packets held back by reorder injection that are due; cheap. */
-void     softib_wire_progress(softib_wire_t *wire);
+/*
+ * Release packets held back by reorder injection that are due, and (once a
+ * second) let go of the rings of peers that are gone; cheap.
+ */
+void     softib_wire_progress(softib_wire_t *wire, uint64_t now_ns);
 /*
  * When softib_wire_progress next has work (CLOCK_MONOTONIC, ns), or 0 when
  * nothing is held: a sleeping progress thread bounds its sleep by it.

@@ -80,6 +80,7 @@ struct softib_wire {
     /* shm, send side */
     softib_wire_peer_t  *peers;           /* indexed by slot */
     uint64_t             claim_tag;       /* our (generation, slot) as claimed cells show it */
+    uint64_t             sweep_ns;        /* when mapped rings were last checked for owners */
 
     int                  udp_fd;          /* -1 in shm mode */
     unsigned             udp_hot;         /* receives left that read the socket each time */
@@ -100,6 +101,7 @@ int      softib_wire_shm_create(softib_wire_t *wire);
 void     softib_wire_shm_destroy(softib_wire_t *wire);
 void     softib_wire_shm_forget_ring(softib_wire_t *wire);   /* unmap, keep the names */
 void     softib_wire_shm_forget_peers(softib_wire_t *wire);
+void     softib_wire_shm_sweep(softib_wire_t *wire, uint64_t now_ns);
 int      softib_wire_shm_send(softib_wire_t *wire, unsigned slot, const void *pkt, size_t len);
 /* The head packet, read in place in its cell (*pkt_p), which stays ours until released */
 ssize_t  softib_wire_shm_peek(softib_wire_t *wire, const uint8_t **pkt_p,

@@ -34,6 +34,7 @@
 #define SOFTIB_RING_MAGIC     0x5342524e47303031ull   /* "SBRNG001" */
 #define SOFTIB_RING_STUCK_NS  10000000ull             /* 10 ms: check a claimer's life */
 #define SOFTIB_RING_FULL_NS   100000000ull            /* 100 ms: check a full ring's owner */
+#define SOFTIB_WIRE_SWEEP_NS  1000000000ull           /* 1 s: look for mapped rings of gone owners */
 
 struct softib_ring {
     /* Written once by the owner before its slot is published. */
@@ -338,6 +339,38 @@ void softib_wire_shm_forget_peers(softib_wire_t *wire)
     }
     for (slot = 0; slot <= SOFTIB_REGISTRY_SLOT_MAX; ++slot) {
         softib_wire_shm_peer_unmap(&wire->peers[slot]);
+    }
+}
+
+/*
+ * Unmap the rings of slots whose owner is gone (reaped, or dead and not yet
+ * reaped): each mapping keeps a dead owner's ring (~1 MiB, the pages we
+ * wrote resident) and its doorbell open, and a long job outlives many
+ * peers. At most once per SOFTIB_WIRE_SWEEP_NS: a load per slot, and for
+ * a mapped one a look at its owner in /proc.
+ */
+void softib_wire_shm_sweep(softib_wire_t *wire, uint64_t now_ns)
+{
+    softib_registry_owner_t owner;
+    softib_wire_peer_t     *peer;
+    const char             *why;
+    uint64_t                gen;
+    unsigned                slot;
+
+    if ((wire->peers == NULL) || ((now_ns - wire->sweep_ns) < SOFTIB_WIRE_SWEEP_NS)) {
+        return;
+    }
+    wire->sweep_ns = now_ns;
+    for (slot = SOFTIB_REGISTRY_SLOT_MIN; slot <= SOFTIB_REGISTRY_SLOT_MAX; ++slot) {
+        peer = &wire->peers[slot];
+        if (peer->gen == 0) {
+            continue;
+        }
+        if ((softib_registry_lookup(wire->reg, slot, &gen, NULL, 0, &owner) != 0) ||
+            (gen != peer->gen) || softib_registry_owner_gone(&owner, &why)) {
+            axon_debug("softib: slot %u's owner is gone: its ring unmapped", slot);
+            softib_wire_shm_peer_unmap(peer);
+        }
     }
 }
 

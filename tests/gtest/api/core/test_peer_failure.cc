@@ -13,6 +13,7 @@
  */
 #include <gtest/gtest.h>
 
+#include <dirent.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
@@ -715,6 +716,144 @@ TEST_P(PeerFailureFault, UnexpectedRndvFromDeadPeer)
     Teardown(s);
 }
 
+/* ---------------------------------------------------------------- what a dead peer leaves */
+
+/* Says hello (one small message), then progresses (gently: the pool runs others) until killed. */
+int greeter_main(int fd, void *arg)
+{
+    ChildArgs *a = static_cast<ChildArgs *>(arg);
+    ChildNode  c;
+    uint8_t    hello[8] = {8, 7, 6, 5, 4, 3, 2, 1};
+
+    if (c.connect(fd, *a->param) != 0) {
+        return 2;
+    }
+    if (axon_test_send(c.node.worker, c.ep, hello, sizeof(hello), kTagHello, kOpTimeout) !=
+        AXON_OK) {
+        return 3;
+    }
+    for (;;) {
+        axon_test_progress(c.node.worker);
+        usleep(1000);
+    }
+}
+
+unsigned count_peers(axon_worker_h worker)
+{
+    unsigned count = 0;
+    for (unsigned i = 0; i < AXON_PEER_BUCKETS; ++i) {
+        for (axon_list_link_t *l = worker->peers[i].next; l != &worker->peers[i]; l = l->next) {
+            ++count;
+        }
+    }
+    return count;
+}
+
+/* This process's open descriptors, and (names) what each one is. */
+unsigned count_fds(std::string *names = nullptr)
+{
+    unsigned       count = 0;
+    DIR           *dir   = opendir("/proc/self/fd");
+    struct dirent *d;
+    char           target[256];
+
+    while ((dir != NULL) && ((d = readdir(dir)) != NULL)) {
+        std::string path = std::string("/proc/self/fd/") + d->d_name;
+        ssize_t     n    = readlink(path.c_str(), target, sizeof(target) - 1);
+        if ((d->d_name[0] == '.') || (n < 0)) {
+            continue;
+        }
+        ++count;
+        if (names != nullptr) {
+            target[n] = '\0';
+            *names += std::string(" ") + d->d_name + "=" + target;
+        }
+    }
+    if (dir != NULL) {
+        closedir(dir);
+    }
+    return count;
+}
+
+/*
+ * A long job outlives many peers: once a killed peer is noticed and the
+ * user closed its endpoint, nothing of it stays: no endpoint (the user's,
+ * or the one made to answer a peer that only wrote to us), no peer record,
+ * no descriptor. In the second round the survivor only receives from the
+ * peer. Slow, not Fault: no idle peer is judged, so it runs beside others.
+ */
+class PeerCleanupSlow : public PeerFailureFault {};
+
+TEST_P(PeerCleanupSlow, KilledPeersLeaveNothingBehind)
+{
+    const int                     kRounds = 2;
+    Survivor                      s;
+    std::vector<axon_test_peer_t> victims(kRounds, axon_test_peer_t{-1, -1});
+    struct Reap {
+        std::vector<axon_test_peer_t> &v;
+        ~Reap() { for (auto &p : v) { axon_test_peer_kill(&p); } }
+    } reap{victims};
+    unsigned fds_after_first = 0;
+
+    args_.count = 1;
+    for (auto &v : victims) {
+        ASSERT_EQ(0, axon_test_peer_spawn(&v, greeter_main, &args_, kPeerTimeout));
+    }
+    std::vector<axon_config_kv_t> kv = fail_config(GetParam());
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&s.node, GetParam().tls, kv.data(), kv.size()));
+    axon_worker_h w = s.node.worker;
+
+    for (int r = 0; r < kRounds; ++r) {
+        ErrRecord            err;
+        axon_ep_h            ep = nullptr;
+        void                *addr;
+        size_t               len;
+        uint8_t              hello[8];
+        axon_tag_recv_info_t info;
+
+        ASSERT_EQ(0, axon_test_exchange_address(victims[r].fd, s.node.address,
+                                                s.node.address_length, &addr, &len));
+        if (r % 2 == 0) {
+            ASSERT_EQ(AXON_OK, ep_create_err(w, addr, len, &err, &ep));
+        }
+        free(addr);
+        ASSERT_EQ(0, axon_test_sync_progress(victims[r].fd, w, kOpTimeout));
+        ASSERT_EQ(AXON_OK, axon_test_recv(w, hello, sizeof(hello), kTagHello, AXON_TAG_MASK_FULL,
+                                          &info, kOpTimeout)) << "round " << r;
+        ASSERT_EQ(1u, count_peers(w)) << "round " << r;
+        ASSERT_EQ(1u, w->num_eps) << "round " << r << ": the user's or the reply endpoint";
+
+        pid_t dead = axon_test_peer_crash(&victims[r]);
+        if (ep != nullptr) {
+            axon_test_progress_until(w, &err.calls, kDetectLimit + 1);
+            ASSERT_EQ(1, err.calls) << "round " << r << ": the kill went unnoticed";
+            EXPECT_EQ(AXON_OK, axon_test_ep_close(w, ep, AXON_EP_CLOSE_FORCE, kOpTimeout));
+        }
+        double end = axon_test_time() + kDetectLimit + 1;
+        while (((w->num_eps > 0) || (count_peers(w) > 0)) && (axon_test_time() < end)) {
+            axon_test_progress(w);
+        }
+        EXPECT_EQ(0u, w->num_eps) << "round " << r << ": endpoints to a dead peer stay";
+        EXPECT_EQ(0u, count_peers(w)) << "round " << r << ": the dead peer's record stays";
+        axon_test_progress_for(w, 0.05);
+        axon_test_remove_shm_of(dead);
+        if (r == 0) {
+            fds_after_first = count_fds();
+        } else {
+            /* Each round closed its victim's socket. softib lets go of a gone
+             * peer's ring and doorbell within a second. */
+            std::string names;
+            end = axon_test_time() + 3.0;
+            while ((count_fds() + r > fds_after_first) && (axon_test_time() < end)) {
+                axon_test_progress_for(w, 0.05);
+            }
+            EXPECT_EQ(fds_after_first, count_fds(&names) + r)
+                << "round " << r << ": descriptors grow:" << names;
+        }
+    }
+    Teardown(s);
+}
+
 /* ---------------------------------------------------------------- no false positive */
 
 /*
@@ -1201,6 +1340,8 @@ std::string fail_param_name(const ::testing::TestParamInfo<FailParam> &info)
 }
 
 INSTANTIATE_TEST_SUITE_P(Lanes, PeerFailureFault, ::testing::ValuesIn(kFailParams),
+                         fail_param_name);
+INSTANTIATE_TEST_SUITE_P(Lanes, PeerCleanupSlow, ::testing::ValuesIn(kFailParams),
                          fail_param_name);
 /* Every transport but ofi (Axon's pings over libfabric are answered from progress). */
 INSTANTIATE_TEST_SUITE_P(Lanes, PeerIdleFault,

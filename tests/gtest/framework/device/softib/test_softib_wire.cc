@@ -29,6 +29,7 @@
 #include "harness.h"
 extern "C" {
 #include "log.h"
+#include "sys.h"
 }
 #include "framework/device/softib/softib_wire.h"
 #include "framework/device/softib/softib_registry.h"
@@ -146,7 +147,7 @@ ssize_t recv_wait(softib_wire_t *wire, void *buf, axon_dev_gid_t *src, double ti
     ssize_t n;
 
     for (;;) {
-        softib_wire_progress(wire);
+        softib_wire_progress(wire, axon_sys_time_ns());
         n = wire_recv(wire, buf, src);
         if ((n != 0) || (now_sec() > deadline)) {
             return n;
@@ -1367,7 +1368,7 @@ std::vector<uint32_t> inject_run(double loss, double dup, double reorder, unsign
     /* Held packets leave within 200 us of progress. */
     deadline = now_sec() + 0.5;
     while (now_sec() < deadline) {
-        softib_wire_progress(tx);
+        softib_wire_progress(tx, axon_sys_time_ns());
         while ((n = wire_recv(rx, pkt, &src)) > 0) {
             if (pkt_check(pkt, n, &seq)) {
                 got.push_back(seq);
@@ -1459,7 +1460,7 @@ TEST(SoftibWire, HeldPacketReleasedByProgress)
     EXPECT_NE(0u, due);
     EXPECT_EQ(0, wire_recv(rx, pkt, &src));   /* held */
     usleep(1000);
-    softib_wire_progress(tx);
+    softib_wire_progress(tx, axon_sys_time_ns());
     EXPECT_EQ(0u, softib_wire_next_due_ns(tx));
     EXPECT_EQ((ssize_t)sizeof(pkt), wire_recv(rx, pkt, &src));
     softib_wire_close(tx);
