@@ -140,15 +140,34 @@ TEST_F(DeviceLayer, BackendsSoftibFirstThenRdmacoreWhenBuilt)
 #endif
 }
 
+/* The back ends as they were, put back at the end of a scope that registers fakes. */
+struct BackendsRestore {
+    const axon_dev_backend_t *dev[AXON_DEV_MAX_BACKENDS + 1];
+    const axon_dev_cm_ops_t  *cm[AXON_DEV_CM_MAX_BACKENDS + 1];
+
+    BackendsRestore()
+    {
+        memcpy(dev, axon_dev_backends, sizeof(dev));
+        memcpy(cm, axon_dev_cm_backends, sizeof(cm));
+    }
+    ~BackendsRestore()
+    {
+        memcpy(axon_dev_backends, dev, sizeof(dev));
+        memcpy(axon_dev_cm_backends, cm, sizeof(cm));
+    }
+};
+
 /*
  * Back ends register themselves (constructors); the list keeps their order
  * whatever the registration order, ties after the earlier ones, and a full
- * list refuses more. Its own suite: the extra back ends stay for the process.
+ * list refuses more. The fakes (no ops) go at the end: tests that share the
+ * process (valgrind's batches) would open devices through them.
  */
 TEST(DeviceRegistry, BackendsListedByOrderWhoeverRegistersFirst)
 {
     static const axon_dev_backend_t late = {"test-late", 9}, tie = {"test-tie", 0},
                                     extra = {"test-extra", 9};
+    BackendsRestore          restore;
     std::vector<std::string> names;
     auto count = [] { int n = 0; while (axon_dev_backends[n] != NULL) ++n; return n; };
 
