@@ -121,7 +121,7 @@ build_fabtests
 # built with AddressSanitizer + UBSan, then under valgrind. The sanitizer
 # passes choose their tests by the labels in the tests' names (tests/README.md):
 # ASan leaves out the Slow, Heap and Fault suites, the Variants/ lanes and
-# everything over libfabric; valgrind (six suites a process, AXON_TEST_BATCH:
+# everything over libfabric; valgrind (ten suites a process, AXON_TEST_BATCH:
 # a process costs ~4 s to start and leak-check; a failing batch runs again
 # suite by suite) runs only what runs in one process and fast. Each pass
 # ends with "N passed, M failed"; the totals end the run.
@@ -192,11 +192,11 @@ rm -f "$prebuild_log"
 
 # Each libFuzzer harness (tests/fuzz/) for a few seconds from Axon's own
 # seeds and the kept regressions: clang built only the sources the parsers
-# need (make fuzz, above); the runs take AXON_FUZZ_TIME (5) s each.
+# need (make fuzz, above); the runs take AXON_FUZZ_TIME (3) s each.
 if [ -n "$fuzz_skip" ]; then
     echo "== skipping the fuzzers: $fuzz_skip"
 elif [ $((prebuild_status & 1)) = 0 ]; then
-    run_pass "fuzzers" bash "$top/tests/fuzz/run_fuzzers.sh" "$build" "${AXON_FUZZ_TIME:-5}"
+    run_pass "fuzzers" bash "$top/tests/fuzz/run_fuzzers.sh" "$build" "${AXON_FUZZ_TIME:-3}"
 else
     echo "fuzzers: make fuzz failed"
     total_fail=$((total_fail + 1))

@@ -95,7 +95,7 @@ run_one() {  # name
 
 # AXON_TEST_BATCH=1: tests share processes, for passes whose per-process
 # start is dear (valgrind: ~4 s each, leak check included): the tests of up
-# to AXON_TEST_BATCH_SUITES suites (default 6) in one process. An error
+# to AXON_TEST_BATCH_SUITES suites (default 10) in one process. An error
 # valgrind reports at exit (a leak) or a crash cannot say which test it was:
 # the group's suites then run again, a process each, and a suite's error
 # fails every test of that suite.
@@ -199,7 +199,7 @@ if [ -x "$gtest" ]; then
         *)  tests=$(list_tests "$filter") ;;
     esac
     if [ "$use_batch" = 1 ]; then
-        per_batch=${AXON_TEST_BATCH_SUITES:-6}
+        per_batch=${AXON_TEST_BATCH_SUITES:-10}
         batch_tests=()
         batch_suite=""
         batch_n=0

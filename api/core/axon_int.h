@@ -94,15 +94,21 @@ enum {
 };
 
 /* What this worker knows of a peer worker: its address (from its hello, or
- * from the user's endpoint) and the endpoint replies go through. */
+ * from the user's endpoint) and the endpoint replies go through. A failed
+ * peer no endpoint reaches keeps only its status, among the last
+ * AXON_PEER_DEAD_MAX such (worker->dead_peers, oldest first). */
 typedef struct axon_peer {
     axon_list_link_t link;         /* in worker->peers[bucket] */
+    axon_list_link_t dead_link;    /* in worker->dead_peers, once only its status is left */
     uint64_t         uuid;
     void            *address;
     size_t           address_length;
     axon_ep_h        ep;           /* user or internal endpoint to the peer, or NULL */
     axon_status_t    status;       /* AXON_OK, or why the peer is gone */
+    int              buried;       /* on worker->dead_peers */
 } axon_peer_t;
+
+#define AXON_PEER_DEAD_MAX 1024
 
 struct axon_worker {
     axon_context_h       context;
@@ -131,6 +137,8 @@ struct axon_worker {
     axon_list_link_t     rx_frags[AXON_RX_FRAG_BUCKETS];
     axon_list_link_t     id_map[AXON_ID_BUCKETS];   /* requests awaiting a peer */
     axon_list_link_t     peers[AXON_PEER_BUCKETS];
+    axon_list_link_t     dead_peers;      /* failed peers' statuses, oldest first */
+    unsigned             num_dead_peers;
     uint64_t             next_msg_id;
     uint64_t             next_req_id;
     void                *address;         /* packed once, sent in every hello */
@@ -279,6 +287,8 @@ axon_peer_t  *axon_peer_find(axon_worker_h worker, uint64_t uuid);
  * are no news (debug); from a live peer, otherwise. */
 axon_log_level_t axon_peer_stray_level(axon_worker_h worker, uint64_t uuid,
                                        axon_log_level_t otherwise);
+/* Why a peer we cannot answer is gone: its failure, or AXON_ERR_UNREACHABLE if unknown. */
+axon_status_t axon_peer_gone_status(axon_worker_h worker, uint64_t uuid);
 /* The endpoint to reach a peer that sent us something: the user's, or an
  * internal one made from its hello. NULL (logged) if none can be made. */
 axon_ep_h     axon_peer_reply_ep(axon_worker_h worker, uint64_t uuid);

@@ -27,6 +27,49 @@ axon_peer_t *axon_peer_find(axon_worker_h worker, uint64_t uuid)
     return NULL;
 }
 
+/* Off the dead peers' list: freed, or an endpoint to it was made again. */
+static void axon_peer_unbury(axon_worker_h worker, axon_peer_t *peer)
+{
+    if (peer->buried) {
+        axon_list_del(&peer->dead_link);
+        --worker->num_dead_peers;
+        peer->buried = 0;
+    }
+}
+
+static void axon_peer_free(axon_worker_h worker, axon_peer_t *peer)
+{
+    axon_peer_unbury(worker, peer);
+    axon_list_del(&peer->link);
+    free(peer->address);
+    free(peer);
+}
+
+/*
+ * A failed peer no endpoint reaches: nothing will write to it or hear from
+ * it again (a restarted process is a new worker). Only its status stays,
+ * for what still refers to it (an unexpected message it sent, matched
+ * later, fails with it), among the last AXON_PEER_DEAD_MAX dead peers.
+ */
+static void axon_peer_bury(axon_worker_h worker, axon_peer_t *peer)
+{
+    free(peer->address);
+    peer->address        = NULL;
+    peer->address_length = 0;
+    axon_list_add_tail(&worker->dead_peers, &peer->dead_link);
+    peer->buried = 1;
+    if (++worker->num_dead_peers > AXON_PEER_DEAD_MAX) {
+        axon_peer_free(worker, axon_list_first(&worker->dead_peers, axon_peer_t, dead_link));
+    }
+}
+
+axon_status_t axon_peer_gone_status(axon_worker_h worker, uint64_t uuid)
+{
+    axon_peer_t *peer = axon_peer_find(worker, uuid);
+
+    return ((peer != NULL) && (peer->status != AXON_OK)) ? peer->status : AXON_ERR_UNREACHABLE;
+}
+
 axon_log_level_t axon_peer_stray_level(axon_worker_h worker, uint64_t uuid,
                                        axon_log_level_t otherwise)
 {
@@ -49,6 +92,7 @@ static axon_peer_t *axon_peer_get(axon_worker_h worker, uint64_t uuid, const voi
         peer->status = AXON_OK;
         axon_list_add_tail(axon_peer_bucket(worker, uuid), &peer->link);
     }
+    axon_peer_unbury(worker, peer);   /* an endpoint is coming: it keeps the record */
     if ((peer->address == NULL) && (address != NULL)) {
         peer->address = malloc(address_length);
         if (peer->address == NULL) {
@@ -77,13 +121,6 @@ axon_status_t axon_peer_attach_ep(axon_worker_h worker, axon_ep_h ep, const void
     return AXON_OK;
 }
 
-static void axon_peer_free(axon_peer_t *peer)
-{
-    axon_list_del(&peer->link);
-    free(peer->address);
-    free(peer);
-}
-
 void axon_peer_detach_ep(axon_ep_h ep)
 {
     axon_worker_h worker = ep->worker;
@@ -104,10 +141,8 @@ void axon_peer_detach_ep(axon_ep_h ep)
     if (peer->ep == ep) {
         peer->ep = next;
     }
-    /* A failed peer no endpoint reaches: nothing will write to it or hear from it
-     * again (a restarted process is a new worker), so its record goes. */
-    if ((next == NULL) && (peer->status != AXON_OK)) {
-        axon_peer_free(peer);
+    if ((next == NULL) && (peer->status != AXON_OK) && !peer->buried) {
+        axon_peer_bury(worker, peer);
     }
 }
 
@@ -123,6 +158,11 @@ axon_ep_h axon_peer_reply_ep(axon_worker_h worker, uint64_t uuid)
     }
     if (peer->ep != NULL) {
         return peer->ep;
+    }
+    if (peer->status != AXON_OK) {
+        axon_debug("peer %016llx failed (%s): nothing to answer it", (unsigned long long)uuid,
+                   axon_status_string(peer->status));
+        return NULL;
     }
     if (peer->address == NULL) {
         axon_error("no address known for peer %016llx: cannot reply", (unsigned long long)uuid);
@@ -197,6 +237,10 @@ static void axon_peer_am_hello(void *arg, const void *data, size_t length, unsig
     if (axon_address_unpack(data, length, addr) != AXON_OK) {
         axon_error("dropping a hello with a malformed address (%zu bytes)", length);
         goto out;
+    }
+    peer = axon_peer_find(worker, addr->uuid);
+    if ((peer != NULL) && (peer->status != AXON_OK)) {
+        goto out;   /* it died since it said hello: a straggler */
     }
     peer = axon_peer_get(worker, addr->uuid, data, length);
     if (peer == NULL) {
@@ -290,7 +334,7 @@ void axon_peer_cleanup_all(axon_worker_h worker)
 
     for (i = 0; i < AXON_PEER_BUCKETS; ++i) {
         while (!axon_list_is_empty(&worker->peers[i])) {
-            axon_peer_free(axon_list_first(&worker->peers[i], axon_peer_t, link));
+            axon_peer_free(worker, axon_list_first(&worker->peers[i], axon_peer_t, link));
         }
     }
 }

@@ -154,6 +154,7 @@ axon_status_t axon_worker_create(axon_context_h context, const axon_worker_param
     } while (worker->uuid == AXON_SENDER_ANY);  /* receivers use 0 for "any sender" */
     axon_idle_init(&worker->idle, context->opts.yield, context->opts.yield_spin);
     axon_list_init(&worker->eps);
+    axon_list_init(&worker->dead_peers);
     axon_list_init(&worker->pending_eps);
     axon_list_init(&worker->deferred);
     for (i = 0; i < AXON_RX_FRAG_BUCKETS; ++i) {

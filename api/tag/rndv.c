@@ -383,7 +383,7 @@ void axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts)
 
     ep = axon_peer_reply_ep(worker, rts->m.sender_uuid);
     if (ep == NULL) {
-        axon_request_complete(req, AXON_ERR_UNREACHABLE);
+        axon_request_complete(req, axon_peer_gone_status(worker, rts->m.sender_uuid));
         return;
     }
     if (ep->status != AXON_OK) {

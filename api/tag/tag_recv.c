@@ -127,8 +127,9 @@ static void axon_tag_send_sync_ack(axon_worker_h worker, uint64_t sender_uuid, u
     if ((ep == NULL) ||
         ((axon_ep_send_ctrl(ep, AXON_AM_TAG_SYNC_ACK, &ack, sizeof(ack)) != AXON_OK) &&
          (ep->status == AXON_OK))) {
-        axon_warn("could not acknowledge synchronous send %llu to peer %016llx",
-                  (unsigned long long)sreq_id, (unsigned long long)sender_uuid);
+        axon_log(axon_peer_stray_level(worker, sender_uuid, AXON_LOG_WARN),
+                 "could not acknowledge synchronous send %llu to peer %016llx",
+                 (unsigned long long)sreq_id, (unsigned long long)sender_uuid);
     }
 }
 

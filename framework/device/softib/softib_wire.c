@@ -407,6 +407,10 @@ uint64_t softib_wire_next_due_ns(const softib_wire_t *wire)
             due = wire->inject.held[i].due_ns;
         }
     }
+    /* Mapped rings are checked for gone owners even when nothing else happens. */
+    if ((wire->num_mapped > 0) && ((due == 0) || (wire->sweep_ns + SOFTIB_WIRE_SWEEP_NS < due))) {
+        due = wire->sweep_ns + SOFTIB_WIRE_SWEEP_NS;
+    }
     return due;
 }
 

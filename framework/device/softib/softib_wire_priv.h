@@ -17,6 +17,7 @@
 /* Cells per receive ring (power of two): ~1 MiB of shared memory per slot. */
 #define SOFTIB_WIRE_RING_SHIFT     8
 #define SOFTIB_WIRE_RING_CELLS     (1u << SOFTIB_WIRE_RING_SHIFT)
+#define SOFTIB_WIRE_SWEEP_NS       1000000000ull  /* 1 s: look for mapped rings of gone owners */
 
 /* Packets reorder injection may hold back at once, and for how long at most. */
 #define SOFTIB_WIRE_HOLD_MAX       4
@@ -81,6 +82,7 @@ struct softib_wire {
     softib_wire_peer_t  *peers;           /* indexed by slot */
     uint64_t             claim_tag;       /* our (generation, slot) as claimed cells show it */
     uint64_t             sweep_ns;        /* when mapped rings were last checked for owners */
+    unsigned             num_mapped;      /* peers whose ring we map */
 
     int                  udp_fd;          /* -1 in shm mode */
     unsigned             udp_hot;         /* receives left that read the socket each time */

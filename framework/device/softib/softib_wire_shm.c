@@ -34,7 +34,6 @@
 #define SOFTIB_RING_MAGIC     0x5342524e47303031ull   /* "SBRNG001" */
 #define SOFTIB_RING_STUCK_NS  10000000ull             /* 10 ms: check a claimer's life */
 #define SOFTIB_RING_FULL_NS   100000000ull            /* 100 ms: check a full ring's owner */
-#define SOFTIB_WIRE_SWEEP_NS  1000000000ull           /* 1 s: look for mapped rings of gone owners */
 
 struct softib_ring {
     /* Written once by the owner before its slot is published. */
@@ -316,11 +315,12 @@ void softib_wire_shm_disarm(softib_wire_t *wire)
 
 /* ---------------------------------------------------------------- senders */
 
-static void softib_wire_shm_peer_unmap(softib_wire_peer_t *peer)
+static void softib_wire_shm_peer_unmap(softib_wire_t *wire, softib_wire_peer_t *peer)
 {
     if (peer->ring != NULL) {
         munmap(peer->ring, sizeof(softib_ring_t));
         peer->ring = NULL;
+        --wire->num_mapped;
     }
     if (peer->bell_fd >= 0) {
         close(peer->bell_fd);
@@ -338,7 +338,7 @@ void softib_wire_shm_forget_peers(softib_wire_t *wire)
         return;
     }
     for (slot = 0; slot <= SOFTIB_REGISTRY_SLOT_MAX; ++slot) {
-        softib_wire_shm_peer_unmap(&wire->peers[slot]);
+        softib_wire_shm_peer_unmap(wire, &wire->peers[slot]);
     }
 }
 
@@ -369,7 +369,7 @@ void softib_wire_shm_sweep(softib_wire_t *wire, uint64_t now_ns)
         if ((softib_registry_lookup(wire->reg, slot, &gen, NULL, 0, &owner) != 0) ||
             (gen != peer->gen) || softib_registry_owner_gone(&owner, &why)) {
             axon_debug("softib: slot %u's owner is gone: its ring unmapped", slot);
-            softib_wire_shm_peer_unmap(peer);
+            softib_wire_shm_peer_unmap(wire, peer);
         }
     }
 }
@@ -384,7 +384,7 @@ static int softib_wire_shm_peer_map(softib_wire_t *wire, unsigned slot,
     uint64_t       now_gen;
     int            fd;
 
-    softib_wire_shm_peer_unmap(peer);
+    softib_wire_shm_peer_unmap(wire, peer);
     if (softib_registry_lookup(wire->reg, slot, &now_gen, name, sizeof(name), NULL) != 0) {
         return ENOENT;
     }
@@ -414,6 +414,7 @@ static int softib_wire_shm_peer_map(softib_wire_t *wire, unsigned slot,
     }
     peer->ring = ring;
     peer->gen  = now_gen;
+    ++wire->num_mapped;
     return 0;
 }
 
@@ -485,7 +486,7 @@ int softib_wire_shm_send(softib_wire_t *wire, unsigned slot, const void *pkt, si
     gen = softib_registry_gen(wire->reg, slot);
     if (!(gen & 1)) {
         if (peer->gen != 0) {
-            softib_wire_shm_peer_unmap(peer);
+            softib_wire_shm_peer_unmap(wire, peer);
         }
         return 0;  /* nobody there: lost, as on a real fabric */
     }

@@ -44,6 +44,7 @@ struct FailParam {
     const char      *label;
     const char      *tls;
     axon_config_kv_t extra[2];  /* name NULL: no more */
+    double           idle;      /* PeerIdleFault, PeerCloseFault: seconds, past detection */
 };
 
 std::ostream &operator<<(std::ostream &os, const FailParam &p)
@@ -718,12 +719,19 @@ TEST_P(PeerFailureFault, UnexpectedRndvFromDeadPeer)
 
 /* ---------------------------------------------------------------- what a dead peer leaves */
 
-/* Says hello (one small message), then progresses (gently: the pool runs others) until killed. */
+const size_t kLeftBehind = 1 << 20;   /* rendezvous: its data stays with its sender */
+
+/*
+ * Says hello (one small message), starts a rendezvous send nobody receives
+ * yet, then progresses (gently: the pool runs others) until killed.
+ */
 int greeter_main(int fd, void *arg)
 {
-    ChildArgs *a = static_cast<ChildArgs *>(arg);
-    ChildNode  c;
-    uint8_t    hello[8] = {8, 7, 6, 5, 4, 3, 2, 1};
+    ChildArgs           *a = static_cast<ChildArgs *>(arg);
+    ChildNode            c;
+    uint8_t              hello[8] = {8, 7, 6, 5, 4, 3, 2, 1};
+    std::vector<uint8_t> big(kLeftBehind, 0x5a);
+    axon_request_h       req = nullptr;
 
     if (c.connect(fd, *a->param) != 0) {
         return 2;
@@ -732,18 +740,24 @@ int greeter_main(int fd, void *arg)
         AXON_OK) {
         return 3;
     }
+    axon_status_t st = axon_tag_send_nb(c.ep, big.data(), big.size(), kTagStream, NULL, &req);
+    if ((st != AXON_OK) && (st != AXON_INPROGRESS)) {
+        return 4;
+    }
     for (;;) {
         axon_test_progress(c.node.worker);
         usleep(1000);
     }
 }
 
+/* Peer records that keep more than a dead peer's status (an address, an endpoint). */
 unsigned count_peers(axon_worker_h worker)
 {
     unsigned count = 0;
     for (unsigned i = 0; i < AXON_PEER_BUCKETS; ++i) {
         for (axon_list_link_t *l = worker->peers[i].next; l != &worker->peers[i]; l = l->next) {
-            ++count;
+            const axon_peer_t *peer = axon_container_of(l, axon_peer_t, link);
+            count += (peer->status == AXON_OK) || (peer->address != NULL) || (peer->ep != NULL);
         }
     }
     return count;
@@ -780,7 +794,9 @@ unsigned count_fds(std::string *names = nullptr)
  * user closed its endpoint, nothing of it stays: no endpoint (the user's,
  * or the one made to answer a peer that only wrote to us), no peer record,
  * no descriptor. In the second round the survivor only receives from the
- * peer. Slow, not Fault: no idle peer is judged, so it runs beside others.
+ * peer. A rendezvous message the dead peer left unexpected still fails
+ * with its death when matched afterwards. Slow, not Fault: no idle peer is
+ * judged, so it runs beside others.
  */
 class PeerCleanupSlow : public PeerFailureFault {};
 
@@ -822,6 +838,13 @@ TEST_P(PeerCleanupSlow, KilledPeersLeaveNothingBehind)
                                           &info, kOpTimeout)) << "round " << r;
         ASSERT_EQ(1u, count_peers(w)) << "round " << r;
         ASSERT_EQ(1u, w->num_eps) << "round " << r << ": the user's or the reply endpoint";
+        axon_tag_message_h msg = nullptr;
+        double             until = axon_test_time() + kOpTimeout;
+        while ((axon_tag_probe_nb(w, kTagStream, AXON_TAG_MASK_FULL, 0, &info, &msg) !=
+                AXON_OK) && (axon_test_time() < until)) {
+            axon_test_progress(w);
+        }
+        ASSERT_EQ(kLeftBehind, info.length) << "round " << r << ": the rendezvous never came";
 
         pid_t dead = axon_test_peer_crash(&victims[r]);
         if (ep != nullptr) {
@@ -835,6 +858,29 @@ TEST_P(PeerCleanupSlow, KilledPeersLeaveNothingBehind)
         }
         EXPECT_EQ(0u, w->num_eps) << "round " << r << ": endpoints to a dead peer stay";
         EXPECT_EQ(0u, count_peers(w)) << "round " << r << ": the dead peer's record stays";
+        EXPECT_EQ((unsigned)r + 1, w->num_dead_peers) << "the dead peers' statuses kept";
+
+        /* Its message is gone with it (never matched: the receive cancels) or
+         * fails with its death: never hangs, never succeeds. */
+        std::vector<uint8_t> big(kLeftBehind);
+        ReqRecord            rec;
+        axon_request_h       req   = nullptr;
+        axon_request_param_t param = {};
+        param.flags     = AXON_REQ_FLAG_NO_IMM_CMPL;
+        param.cb.recv   = recv_done;
+        param.user_data = &rec;
+        ASSERT_EQ(AXON_INPROGRESS, axon_tag_recv_nb(w, big.data(), big.size(), kTagStream,
+                                                    AXON_TAG_MASK_FULL, &param, &req));
+        axon_test_progress_until(w, &rec.calls, 0.5);
+        if (rec.calls == 0) {
+            EXPECT_EQ(AXON_OK, axon_request_cancel(w, req))
+                << "round " << r << ": the receive matched the dead peer's message and hangs";
+            axon_test_progress_until(w, &rec.calls, 1.0);
+        } else {
+            EXPECT_TRUE(is_failure_status(rec.status)) << "round " << r << ": "
+                                                       << axon_status_string(rec.status);
+        }
+        axon_request_free(req);
         axon_test_progress_for(w, 0.05);
         axon_test_remove_shm_of(dead);
         if (r == 0) {
@@ -857,11 +903,11 @@ TEST_P(PeerCleanupSlow, KilledPeersLeaveNothingBehind)
 /* ---------------------------------------------------------------- no false positive */
 
 /*
- * An idle peer is alive: it stops calling progress for kIdle seconds while
- * the survivor has a rendezvous send and a receive waiting on it. Nothing
- * fails, on either side, and both complete once the peer resumes.
+ * An idle peer is alive: it stops calling progress for its transport's idle
+ * time (FailParam.idle: longer than the transport takes to detect a dead
+ * peer) while the survivor has a rendezvous send and a receive waiting on
+ * it. Nothing fails, on either side, and both complete once the peer resumes.
  */
-const double kIdle = 3.5;
 
 int idle_peer_main(int fd, void *arg)
 {
@@ -926,7 +972,7 @@ TEST_P(PeerIdleFault, IdlePeerIsNotFailed)
     ASSERT_TRUE((sst == AXON_OK) || (sst == AXON_INPROGRESS));
     ASSERT_EQ(AXON_INPROGRESS, rst);
 
-    double end = axon_test_time() + kIdle;
+    double end = axon_test_time() + GetParam().idle;
     while (axon_test_time() < end) {
         axon_test_progress(s.node.worker);
         ASSERT_EQ(0, err.calls) << "an idle peer was declared failed: "
@@ -999,7 +1045,7 @@ TEST_P(PeerCloseFault, PeerThatClosesIsNotFailed)
     ASSERT_TRUE(wait_child_note(s.victim.fd, s.node.worker, kOpTimeout)) << "the peer's close";
     EXPECT_EQ(0, axon_test_peer_wait(&s.victim, kPeerTimeout)) << "the closing peer failed";
 
-    double end = axon_test_time() + kIdle;
+    double end = axon_test_time() + GetParam().idle;
     while ((axon_test_time() < end) && (err.calls == 0)) {
         axon_test_progress(s.node.worker);
     }
@@ -1311,27 +1357,33 @@ TEST(PeerStacksXproc, PeerThatDoesNotAnswerShowsItsStacks)
     EXPECT_NE(std::string::npos, err.find(needle)) << err;
 }
 
+/*
+ * Idle times: shm checks a peer's process every 100 ms (AXON_SHM_LIVENESS_INTERVAL)
+ * and tcp sees its connection: 1.5 s is many checks. rc and dc give up on a
+ * peer after 7 retries of 0.2 s, probing every 0.5 s: 2.5 s. ud and ofi wait
+ * 3 s for an answer: 3.5 s.
+ */
 const FailParam kFailParams[] = {
     /* shm moves large messages half by each side (split); shm_get only by the receiver (both
      * forced: where the machine's costs say so, auto streams them instead, like shm_nocma). */
-    {"shm", "shm", {{"RNDV_SCHEME", "get"}}},
-    {"shm_get", "shm", {{"RNDV_SPLIT_THRESH", "inf"}, {"RNDV_SCHEME", "get"}}},
-    {"shm_nocma", "shm", {{"SHM_CMA", "n"}}},
-    {"tcp", "tcp", {{NULL, NULL}}},
+    {"shm", "shm", {{"RNDV_SCHEME", "get"}}, 1.5},
+    {"shm_get", "shm", {{"RNDV_SPLIT_THRESH", "inf"}, {"RNDV_SCHEME", "get"}}, 1.5},
+    {"shm_nocma", "shm", {{"SHM_CMA", "n"}}, 1.5},
+    {"tcp", "tcp", {{NULL, NULL}}, 1.5},
     /* softib (shm wire): rc fails the peer on retries exhausted (softib's progress thread
      * acknowledges, so a shorter timeout keeps detection well inside the limit), ud when
      * neither acknowledgements nor answers to its probes (from the peer's alive thread)
      * came for AXON_UD_TIMEOUT (default 30 s; 3 s here, inside the limit with pings every
      * 0.25 s, and shorter than PeerIdleFault's idle time). rc moves rendezvous data by RDMA
      * read, ud streams it. */
-    {"rc", "rc", {{"RC_TIMEOUT", "0.2s"}, {"RC_KEEPALIVE_INTERVAL", "0.5s"}}},
-    {"ud", "ud", {{"UD_TIMEOUT", "3s"}, {"UD_KEEPALIVE_INTERVAL", "0.25s"}}},
+    {"rc", "rc", {{"RC_TIMEOUT", "0.2s"}, {"RC_KEEPALIVE_INTERVAL", "0.5s"}}, 2.5},
+    {"ud", "ud", {{"UD_TIMEOUT", "3s"}, {"UD_KEEPALIVE_INTERVAL", "0.25s"}}, 3.5},
     /* dc as rc: a DCI's retries exhausted fail the endpoint whose WR it was; an idle
      * endpoint's keep-alive probe is how a receive-only survivor notices. */
-    {"dc", "dc", {{"DC_TIMEOUT", "0.2s"}, {"DC_KEEPALIVE_INTERVAL", "0.5s"}}},
+    {"dc", "dc", {{"DC_TIMEOUT", "0.2s"}, {"DC_KEEPALIVE_INTERVAL", "0.5s"}}, 2.5},
     /* libfabric's tcp reports nothing for a dead peer: Axon's pings (every 0.5 s,
      * answered from progress) time out after 3 s. */
-    {"ofi", "ofi", {{"OFI_KEEPALIVE_INTERVAL", "0.5s"}, {"OFI_KEEPALIVE_TIMEOUT", "3s"}}},
+    {"ofi", "ofi", {{"OFI_KEEPALIVE_INTERVAL", "0.5s"}, {"OFI_KEEPALIVE_TIMEOUT", "3s"}}, 3.5},
 };
 
 std::string fail_param_name(const ::testing::TestParamInfo<FailParam> &info)

@@ -1461,7 +1461,9 @@ TEST(SoftibWire, HeldPacketReleasedByProgress)
     EXPECT_EQ(0, wire_recv(rx, pkt, &src));   /* held */
     usleep(1000);
     softib_wire_progress(tx, axon_sys_time_ns());
-    EXPECT_EQ(0u, softib_wire_next_due_ns(tx));
+    /* nothing held: what is due next is the once-a-second look at mapped rings, if any */
+    due = softib_wire_next_due_ns(tx);
+    EXPECT_TRUE((due == 0) || (due > axon_sys_time_ns() + 500000000ull)) << "a packet is held";
     EXPECT_EQ((ssize_t)sizeof(pkt), wire_recv(rx, pkt, &src));
     softib_wire_close(tx);
     softib_wire_close(rx);
