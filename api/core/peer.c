@@ -320,7 +320,7 @@ void axon_peer_failure(void *arg, uint64_t peer_uuid, axon_status_t status)
 
     /* Endpoints made to answer the peer answer nobody now; without them a
      * long job would keep one per peer it outlived. Transports allow this
-     * from their failure report. The peer's record goes with its last endpoint. */
+     * from their failure report. Once its last endpoint goes, the peer keeps only its status. */
     axon_list_for_each_safe(ep, etmp, &worker->eps, link) {
         if ((ep->peer_uuid == peer_uuid) && ep->internal && (ep->close_req == NULL)) {
             axon_ep_destroy_now(ep, status);
