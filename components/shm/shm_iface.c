@@ -87,17 +87,32 @@ static void axon_shm_iface_close(axon_iface_t *tl_iface)
 
 /* ---------------------------------------------------------------- peer liveness */
 
+static void axon_shm_iface_mark_failed(axon_shm_iface_t *iface, axon_shm_ep_t *ep,
+                                       axon_status_t status)
+{
+    ep->status  = status;
+    ep->flags  |= AXON_SHM_EP_FLAG_REPORT;
+    ++iface->failures_pending;
+}
+
 void axon_shm_iface_fail_ep(axon_shm_iface_t *iface, axon_shm_ep_t *ep, axon_status_t status,
                             const char *why)
 {
+    axon_shm_ep_t *other;
+
     if (ep->status != AXON_OK) {
         return;
     }
     axon_warn("shm %s: peer %016llx (pid %d) is gone: %s", iface->seg.name,
               (unsigned long long)ep->peer_uuid, ep->peer.pid, why);
-    ep->status  = status;
-    ep->flags  |= AXON_SHM_EP_FLAG_REPORT;
-    ++iface->failures_pending;
+    axon_shm_iface_mark_failed(iface, ep, status);
+    /* Its other endpoints here (the user's and the one answering it) fail with it:
+     * one line per death, not one per endpoint. */
+    axon_list_for_each(other, &iface->eps, list) {
+        if ((other->peer_uuid == ep->peer_uuid) && (other->status == AXON_OK)) {
+            axon_shm_iface_mark_failed(iface, other, status);
+        }
+    }
     /* Report from the very next progress call. */
     iface->tick_countdown = 1;
 }
