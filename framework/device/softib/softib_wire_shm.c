@@ -357,8 +357,8 @@ void softib_wire_shm_sweep(softib_wire_t *wire, uint64_t now_ns)
     uint64_t                gen;
     unsigned                slot;
 
-    if ((wire->peers == NULL) || ((now_ns - wire->sweep_ns) < SOFTIB_WIRE_SWEEP_NS)) {
-        return;
+    if ((wire->num_mapped == 0) || ((now_ns - wire->sweep_ns) < SOFTIB_WIRE_SWEEP_NS)) {
+        return;   /* nothing mapped (peers may be NULL), or looked lately */
     }
     wire->sweep_ns = now_ns;
     for (slot = SOFTIB_REGISTRY_SLOT_MIN; slot <= SOFTIB_REGISTRY_SLOT_MAX; ++slot) {
