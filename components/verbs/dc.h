@@ -134,8 +134,7 @@ typedef struct axon_dc_grant {
 typedef struct axon_dc_dci {
     axon_dev_qp_t     *qp;
     axon_dc_ep_t      *owner;     /* dcs policies: the endpoint holding it */
-    const axon_verbs_ah_entry_t *grant_ah; /* dcs, held with no owner: where its grants go */
-    uint32_t           grant_dct;
+    axon_dc_target_t   grant_to;  /* dcs, held with no owner: where its grants go (ah NULL: none) */
     uint64_t           posted;
     uint64_t           completed;
     uint64_t           handoff_tick; /* dcs: when it was handed to a waiting endpoint;

@@ -171,7 +171,7 @@ static void axon_dc_dci_assign(axon_dc_iface_t *iface, axon_dc_dci_t *dci, axon_
 {
     dci->held         = 1;
     dci->owner        = ep;
-    dci->grant_ah     = NULL;
+    dci->grant_to.ah  = NULL;
     dci->quota_used   = 0;
     dci->handoff_tick = iface->tick;
     ep->dci           = dci;
@@ -205,6 +205,12 @@ static void axon_dc_dci_release(axon_dc_iface_t *iface, axon_dc_dci_t *dci)
     }
 }
 
+/* The same DCT: a restarted peer may get a dead one's DCT number, not its key. */
+static inline int axon_dc_target_same(const axon_dc_target_t *a, const axon_dc_target_t *b)
+{
+    return (a->dct_num == b->dct_num) && (a->ah == b->ah) && (a->dc_key == b->dc_key);
+}
+
 /* dcs: a held DCI whose WRs all go to target (its owner's, or its grants') */
 static axon_dc_dci_t *axon_dc_dci_held_to(axon_dc_iface_t *iface, const axon_dc_target_t *target)
 {
@@ -214,10 +220,8 @@ static axon_dc_dci_t *axon_dc_dci_held_to(axon_dc_iface_t *iface, const axon_dc_
     for (i = 0; i < iface->num_created; ++i) {
         dci = &iface->dcis[i];
         if (dci->held && !dci->broken &&
-            ((dci->owner != NULL) ?
-             ((dci->owner->target.dct_num == target->dct_num) &&
-              (dci->owner->target.ah == target->ah)) :
-             ((dci->grant_dct == target->dct_num) && (dci->grant_ah == target->ah)))) {
+            axon_dc_target_same((dci->owner != NULL) ? &dci->owner->target : &dci->grant_to,
+                                target)) {
             return dci;
         }
     }
@@ -333,8 +337,7 @@ axon_dc_dci_t *axon_dc_dci_for_grant(axon_dc_iface_t *iface, const axon_dc_targe
         }
         dci->held         = 1;    /* no owner: released when it drains */
         dci->owner        = NULL;
-        dci->grant_ah     = target->ah;
-        dci->grant_dct    = target->dct_num;
+        dci->grant_to     = *target;
         dci->handoff_tick = iface->tick;
         return dci;
     }
@@ -401,7 +404,7 @@ void axon_dc_dci_ep_detach(axon_dc_iface_t *iface, axon_dc_ep_t *ep)
     ep->dci = NULL;
     if (axon_dc_policy_dcs(iface)) {
         dci->owner    = NULL;   /* its WRs go where grants may not follow */
-        dci->grant_ah = NULL;
+        dci->grant_to.ah = NULL;
         if (!dci->broken && (dci->posted == dci->completed)) {
             axon_dc_dci_release(iface, dci);
         }

@@ -275,6 +275,14 @@ static inline axon_ud_conn_t *axon_ud_rx_conn(axon_ud_iface_t *iface, const axon
         if (conn->peer_id != AXON_UD_ID_NONE) {
             return NULL;  /* a former connection of that peer */
         }
+        /* An answer acknowledges our CREQ (PSN 0) and no more than we sent; a packet
+         * meant for our QP number's former owner seldom does. (A CREQ crossing ours
+         * names us by uuid.) */
+        if ((conn->state == AXON_UD_CONN_CONNECTING) && (hdr->type != AXON_UD_PKT_CREQ) &&
+            ((axon_ud_psn_diff(hdr->ack, 0) < 1) ||
+             (axon_ud_psn_diff(hdr->ack, conn->tx_psn) > 0))) {
+            return NULL;
+        }
         /* The peer answered (or connected at once): its id, then what waited for it. */
         conn->peer_id = hdr->src_id;
         if (conn->state == AXON_UD_CONN_CONNECTING) {
@@ -709,6 +717,10 @@ axon_status_t axon_ud_iface_open(const axon_resource_t *resource, const void *co
     }
     iface->peer_failure = params->peer_failure;
     iface->worker_uuid  = params->worker_uuid;
+    /* Ids start at a generation of this worker's own: a process that takes over a
+     * dead one's QP number must not hold the same ids, or the dead one's peers'
+     * late packets would pass for its own. */
+    iface->next_gen     = (unsigned)((iface->worker_uuid >> 7) % (AXON_UD_ID_GEN_MAX + 1));
     iface->retx_ns      = (uint64_t)(config->retx_timeout * 1e9);
     iface->timeout_ns   = (uint64_t)(config->timeout * 1e9);
     iface->keepalive_ns = (uint64_t)(config->keepalive_interval * 1e9);

@@ -194,7 +194,10 @@ static int softib_open(const char *name, axon_dev_context_t **ctx_p)
     dev->timed_due = UINT64_MAX;
     axon_list_init(&dev->ack_list);
     axon_list_init(&dev->mkey_lists);
-    dev->next_qp_index  = 1;
+    dev->next_qp_index  = softib_wire_next_qp_index(dev->wire);
+    if ((dev->next_qp_index == 0) || (dev->next_qp_index > SOFTIB_QPN_MAX_INDEX)) {
+        dev->next_qp_index = 1;     /* the slot's first owner */
+    }
     dev->next_mr_index  = 1;
     dev->next_pd_handle = 1;
     dev->super.ops      = &softib_dev_ops;

@@ -268,6 +268,7 @@ int softib_qpn_alloc(softib_dev_t *dev, softib_qp_t *qp, const char *what)
         return ENOMEM;
     }
     dev->next_qp_index = index + 1;
+    softib_wire_set_next_qp_index(dev->wire, dev->next_qp_index);
     qp->super.qp_num   = SOFTIB_QPN_MAKE(softib_wire_slot(dev->wire), index);
     dev->qps[index]    = qp;
     dev->num_qps++;

@@ -29,7 +29,7 @@ _Static_assert(__atomic_always_lock_free(sizeof(uint64_t), 0),
 typedef struct softib_registry_slot {
     _Atomic uint64_t gen;        /* odd while owned; bumped at every claim and release */
     int32_t          pid;
-    uint32_t         reserved;
+    _Atomic uint32_t next_qp_index; /* where the slot's next owner numbers its QPs from */
     uint64_t         start_time;
     uint64_t         ns_id;
     char             ring[SOFTIB_REGISTRY_NAME_LEN];
@@ -292,6 +292,18 @@ void softib_registry_publish(softib_registry_t *reg, unsigned slot, uint64_t gen
     snprintf(entry->ring, sizeof(entry->ring), "%s", ring);
     /* Release: a reader that sees the odd generation sees the entry. */
     atomic_store_explicit(&entry->gen, gen, memory_order_release);
+}
+
+uint32_t softib_registry_next_qp_index(const softib_registry_t *reg, unsigned slot)
+{
+    return atomic_load_explicit(&softib_registry_slot(reg, slot)->next_qp_index,
+                               memory_order_relaxed);
+}
+
+void softib_registry_set_next_qp_index(softib_registry_t *reg, unsigned slot, uint32_t index)
+{
+    atomic_store_explicit(&softib_registry_slot(reg, slot)->next_qp_index, index,
+                          memory_order_relaxed);
 }
 
 void softib_registry_release(softib_registry_t *reg, unsigned slot, uint64_t gen)

@@ -60,6 +60,13 @@ void     softib_registry_release(softib_registry_t *reg, unsigned slot, uint64_t
  */
 int      softib_registry_lookup(const softib_registry_t *reg, unsigned slot, uint64_t *gen_p,
                                 char *ring, size_t max, softib_registry_owner_t *owner);
+/*
+ * Where the owner of slot numbers its next QP. Kept across owners, so that a
+ * process taking a dead one's slot does not hand out the QP numbers the dead
+ * one's peers may still send to (QP numbers carry the slot). Owner only.
+ */
+uint32_t softib_registry_next_qp_index(const softib_registry_t *reg, unsigned slot);
+void     softib_registry_set_next_qp_index(softib_registry_t *reg, unsigned slot, uint32_t index);
 /* Lock-free, one shared load: the slot's current generation (even: free). */
 uint64_t softib_registry_gen(const softib_registry_t *reg, unsigned slot);
 

@@ -273,6 +273,16 @@ unsigned softib_wire_slot(const softib_wire_t *wire)
     return wire->slot;
 }
 
+uint32_t softib_wire_next_qp_index(const softib_wire_t *wire)
+{
+    return softib_registry_next_qp_index(wire->reg, wire->slot);
+}
+
+void softib_wire_set_next_qp_index(softib_wire_t *wire, uint32_t index)
+{
+    softib_registry_set_next_qp_index(wire->reg, wire->slot, index);
+}
+
 void softib_wire_gid(const softib_wire_t *wire, axon_dev_gid_t *gid)
 {
     *gid = wire->gid;

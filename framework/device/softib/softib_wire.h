@@ -69,6 +69,9 @@ void     softib_wire_close(softib_wire_t *wire);
 
 /* This process's slot on the device (goes into every QP number it creates). */
 unsigned softib_wire_slot(const softib_wire_t *wire);
+/* Where this process numbers its next QP: its slot's former owners' next (registry). */
+uint32_t softib_wire_next_qp_index(const softib_wire_t *wire);
+void     softib_wire_set_next_qp_index(softib_wire_t *wire, uint32_t index);
 /* GID index 0 of the port. */
 void     softib_wire_gid(const softib_wire_t *wire, axon_dev_gid_t *gid);
 /*

@@ -8,6 +8,7 @@
  * thread.
  */
 #include "softib_env.h"
+#include "framework/device/softib/softib_wire.h"
 
 #include <set>
 
@@ -188,6 +189,34 @@ TEST_F(SoftibDevice, RegMrRejectsBadAccessAndNullAddress)
     if (ret == 0) {
         EXPECT_EQ(0, axon_dev_dereg_mr(mr));
     }
+}
+
+/*
+ * A QP number carries its process's slot, and a process that opens the
+ * device after another closed (or died) takes the lowest free slot: the
+ * slot's QP numbers go on from where its former owner stopped, so packets
+ * still on their way to the former owner's QPs find no QP of the new one.
+ */
+TEST_F(SoftibDevice, NextOwnerOfASlotDoesNotReuseItsQpNumbers)
+{
+    for (int attempt = 0; attempt < 5; ++attempt) {
+        Qp first, second;
+
+        open_dev();
+        ASSERT_EQ(0, dev_.qp(&first, AXON_DEV_QPT_UD));
+        uint32_t old_qpn = first.qp->qp_num;
+        dev_.close();
+        open_dev();
+        ASSERT_EQ(0, dev_.qp(&second, AXON_DEV_QPT_UD));
+        uint32_t new_qpn = second.qp->qp_num;
+        dev_.close();
+        if (SOFTIB_QPN_SLOT(new_qpn) != SOFTIB_QPN_SLOT(old_qpn)) {
+            continue;   /* another process took our slot in between */
+        }
+        EXPECT_NE(old_qpn, new_qpn) << "slot " << SOFTIB_QPN_SLOT(old_qpn);
+        return;
+    }
+    GTEST_SKIP() << "other processes took the slot each time";
 }
 
 /* Without the progress thread the consumer's calls drive the engine. */
