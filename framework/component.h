@@ -219,6 +219,8 @@ typedef struct axon_md_ops {
      * peer) the domain may serve the registration from a cache: the key
      * then may stay usable after mem_dereg, until the memory is unmapped.
      * Without it (keys the application hands out) the key dies at mem_dereg.
+     * A domain without rkey_unpack packs exactly rkey_max_len bytes: a
+     * peer's entry of any other length is refused before an op reads it.
      */
     size_t        rkey_max_len;
     axon_status_t (*mem_reg)(axon_md_t *md, void *addr, size_t length, unsigned flags,

@@ -154,6 +154,18 @@ static int axon_rkey_lane_zcopy(const axon_lane_t *lane)
            (lane->ops->ep_get_zcopy != NULL) && (lane->ops->ep_put_zcopy != NULL);
 }
 
+/* An entry the lane's transport takes as its key (its domain has no unpack) must
+ * be what the domain packs: the transport reads its whole key, whatever the entry held. */
+static axon_status_t axon_rkey_entry_check(const axon_lane_t *lane, uint16_t len)
+{
+    if ((lane->md == NULL) || (len == lane->md->ops->rkey_max_len)) {
+        return AXON_OK;
+    }
+    axon_error("axon_ep_rkey_unpack: the %s entry holds a %u-byte key, its domain packs %zu",
+               lane->resource->tl_name, len, lane->md->ops->rkey_max_len);
+    return AXON_ERR_IO_FORMAT;
+}
+
 /*
  * Through lane, if its domain has an entry in the key: the domain's unpack
  * gives direct access (SHM: shm's attached segment) or a key for the lane's
@@ -177,6 +189,10 @@ static int axon_rkey_try_lane(axon_rkey_h rkey, const axon_lane_t *lane, const u
     if (lane->md->ops->rkey_unpack == NULL) {
         if (!axon_rkey_lane_zcopy(lane)) {
             return 0;
+        }
+        *status = axon_rkey_entry_check(lane, len);
+        if (*status != AXON_OK) {
+            return -1;
         }
         rkey->tl_rkey_len = len;
         memcpy(rkey->tl_rkey, e + AXON_RKEY_ENTRY_HDR, len);
@@ -276,36 +292,43 @@ static axon_status_t axon_rkey_choose_path(axon_rkey_h rkey, const uint8_t *buf,
  * holds that lane's entry for the endpoint's peer (any host, this process
  * too), else they are refused; put/get keep the path chosen above.
  */
-static void axon_rkey_choose_amo(axon_rkey_h rkey, const uint8_t *buf, const axon_rkey_hdr_t *hdr)
+static axon_status_t axon_rkey_choose_amo(axon_rkey_h rkey, const uint8_t *buf,
+                                          const axon_rkey_hdr_t *hdr)
 {
     const axon_lane_t *lane = &rkey->ep->amo_lane;
+    axon_status_t status;
     const uint8_t *e;
     uint16_t len;
 
     rkey->amo = AXON_RKEY_AMO_CPU;
     if (!rkey->ep->worker->context->amo_device) {
-        return;
+        return AXON_OK;
     }
     rkey->amo = AXON_RKEY_AMO_NONE;
     if (lane->tl_ep == NULL) {
         axon_debug("key to 0x%llx of process %d: the endpoint has no lane with device atomics",
                    (unsigned long long)hdr->address, hdr->owner.pid);
-        return;
+        return AXON_OK;
     }
     e = axon_rkey_find_entry(buf, hdr, lane->resource->tl_name);
     if ((e == NULL) || !axon_rkey_has_worker(buf, hdr, rkey->ep->peer_uuid)) {
         axon_debug("key to 0x%llx of process %d has no %s entry for worker %016llx: no device "
                    "atomics", (unsigned long long)hdr->address, hdr->owner.pid,
                    lane->resource->tl_name, (unsigned long long)rkey->ep->peer_uuid);
-        return;
+        return AXON_OK;
     }
     len = axon_le_get16(e + 2);
     if (len > sizeof(rkey->amo_tl_rkey)) {
-        return;
+        return AXON_OK;
+    }
+    if ((lane->md != NULL) && (lane->md->ops->rkey_unpack == NULL) &&
+        ((status = axon_rkey_entry_check(lane, len)) != AXON_OK)) {
+        return status;
     }
     memcpy(rkey->amo_tl_rkey, e + AXON_RKEY_ENTRY_HDR, len);
     rkey->amo_lane = lane;
     rkey->amo      = AXON_RKEY_AMO_DEVICE;
+    return AXON_OK;
 }
 
 axon_status_t axon_ep_rkey_unpack(axon_ep_h ep, const void *rkey_buffer, size_t size,
@@ -349,7 +372,11 @@ axon_status_t axon_ep_rkey_unpack(axon_ep_h ep, const void *rkey_buffer, size_t 
         axon_rkey_destroy(rkey);
         return status;
     }
-    axon_rkey_choose_amo(rkey, rkey_buffer, &hdr);
+    status = axon_rkey_choose_amo(rkey, rkey_buffer, &hdr);
+    if (status != AXON_OK) {
+        axon_rkey_destroy(rkey);
+        return status;
+    }
     axon_debug("key to 0x%llx (%llu bytes) of process %d on endpoint %p: path %d",
                (unsigned long long)hdr.address, (unsigned long long)hdr.length, hdr.owner.pid,
                (void *)ep, rkey->path);

@@ -357,7 +357,7 @@ axon_status_t axon_rc_md_open(const axon_resource_t *resource, unsigned gid_inde
                               unsigned rcache_max, const axon_rc_cm_t *cm, axon_md_t **md_p);
 static inline const axon_dev_mr_t *axon_rc_region_mr(const axon_rcache_region_t *region)
 {
-    return region->memh;
+    return (const axon_dev_mr_t *)region->memh;
 }
 /*
  * rc_md.c: one local key over iov's pieces in order, for an operation of

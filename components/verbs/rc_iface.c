@@ -64,6 +64,16 @@ static void axon_rc_iface_deliver(axon_rc_iface_t *iface, axon_rc_conn_t *conn,
     handler(iface->am_arg, hdr + 1, byte_len - sizeof(*hdr), AXON_AM_FLAG_NONE);
 }
 
+/* More credits than the window the peer granted: a broken or forged header (the
+ * counter would overflow and we would overrun the peer's receive queue). */
+static __attribute__((noinline, cold))
+void axon_rc_conn_credits_excess(axon_rc_iface_t *iface, axon_rc_conn_t *conn, uint16_t credits)
+{
+    axon_warn("%s: peer QP 0x%x returned %u credits, beyond its window of %u: capped",
+              iface->name, conn->peer_qpn, credits, conn->peer_window);
+    conn->tx_credits = (int32_t)conn->peer_window;
+}
+
 static void axon_rc_iface_rx_completion(axon_rc_iface_t *iface, const axon_dev_wc_t *wc)
 {
     void *buf = (void *)(uintptr_t)wc->wr_id;
@@ -86,6 +96,9 @@ static void axon_rc_iface_rx_completion(axon_rc_iface_t *iface, const axon_dev_w
     }
     conn->last_heard_ns = 0;   /* heard: the timer pass restarts the idle clock */
     conn->tx_credits   += hdr->credits;
+    if (__builtin_expect(conn->tx_credits > (int32_t)conn->peer_window, 0)) {
+        axon_rc_conn_credits_excess(iface, conn, hdr->credits);
+    }
     if (__builtin_expect(hdr->type == AXON_RC_MSG_AM, 1)) {
         if (conn->state == AXON_RC_CONN_REP_SENT) {
             /* the RTU overtook nothing: data proves the peer is up */

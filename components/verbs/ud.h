@@ -135,6 +135,8 @@ typedef enum {
 #define AXON_UD_CONN_REPORT     0x080  /* failed, peer_failure not yet called */
 #define AXON_UD_CONN_LINGER     0x100  /* both said goodbye: freed at linger_ns */
 #define AXON_UD_CONN_REASM_BAD  0x200  /* the message being reassembled is dropped */
+#define AXON_UD_CONN_RESET_PEER 0x400  /* failed (not after a goodbye): its peer's packets get RESET */
+#define AXON_UD_CONN_TOMB       0x800  /* failed, no endpoint: kept till timer_ns to answer them */
 
 struct axon_ud_conn {
     axon_tl_ep_t      super;       /* what ep_create returns (shared, refcnt) */
@@ -346,6 +348,10 @@ static inline void axon_ud_conn_alive(axon_ud_conn_t *conn)
 {
     conn->alive_ns = axon_ud_conn_iface(conn)->now_ns;
 }
+/* conn failed: tell its peer with a RESET (at most one per retransmission timeout). */
+void          axon_ud_tx_reset(axon_ud_conn_t *conn);
+/* A failed conn no endpoint holds: freed now, or kept a while to answer its peer (TOMB). */
+void          axon_ud_conn_bury(axon_ud_conn_t *conn);
 /* Fail conn (once): sends return status, peer_failure from the next progress. */
 void          axon_ud_conn_fail(axon_ud_conn_t *conn, axon_status_t status, const char *why);
 /* Drop every descriptor conn holds (send and receive). */

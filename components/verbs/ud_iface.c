@@ -158,6 +158,18 @@ void axon_ud_conn_free(axon_ud_conn_t *conn)
     free(conn);
 }
 
+void axon_ud_conn_bury(axon_ud_conn_t *conn)
+{
+    axon_ud_iface_t *iface = axon_ud_conn_iface(conn);
+
+    if (!(conn->flags & AXON_UD_CONN_RESET_PEER)) {
+        axon_ud_conn_free(conn);
+    } else if (!(conn->flags & AXON_UD_CONN_TOMB)) {
+        conn->flags   |= AXON_UD_CONN_TOMB;   /* freed by the scan */
+        conn->timer_ns = iface->now_ns + iface->timeout_ns;
+    }
+}
+
 /* ---------------------------------------------------------------- receive */
 
 static void axon_ud_rx_post(axon_ud_iface_t *iface)
@@ -292,7 +304,13 @@ static inline axon_ud_conn_t *axon_ud_rx_conn(axon_ud_iface_t *iface, const axon
             axon_ud_conn_work(conn);
         }
     }
-    return (conn->state == AXON_UD_CONN_FAILED) ? NULL : conn;
+    if (__builtin_expect(conn->state == AXON_UD_CONN_FAILED, 0)) {
+        if (hdr->type < AXON_UD_PKT_ACK) {
+            axon_ud_tx_reset(conn);   /* the peer still sends: it does not know */
+        }
+        return NULL;
+    }
+    return conn;
 }
 
 /* ALIVE from a peer's alive QP: its worker's process lives, though it may not progress. */
@@ -342,6 +360,13 @@ static void axon_ud_rx_packet(axon_ud_iface_t *iface, const axon_dev_wc_t *wc)
     conn   = axon_ud_rx_conn(iface, hdr, wc->src_qp);
     if (__builtin_expect(conn == NULL, 0)) {
         axon_ud_rx_drop(iface, desc, "unknown connection", hdr->dst_id);
+        return;
+    }
+    if (__builtin_expect(hdr->type == AXON_UD_PKT_RESET, 0)) {
+        axon_ud_conn_fail(conn, AXON_ERR_CONNECTION_RESET,
+                          "it failed the connection (it lives, but heard nothing from us in "
+                          "time)");
+        axon_ud_rx_put(iface, desc);
         return;
     }
     conn->last_rx_ns = iface->now_ns;
@@ -417,7 +442,7 @@ static unsigned axon_ud_iface_work(axon_ud_iface_t *iface)
             --iface->reports;
             ++count;
             if (conn->refcnt == 0) {
-                axon_ud_conn_free(conn);
+                axon_ud_conn_bury(conn);
             }
             /* Last: the callback may destroy or create endpoints. */
             if (iface->peer_failure != NULL) {
@@ -426,7 +451,7 @@ static unsigned axon_ud_iface_work(axon_ud_iface_t *iface)
             continue;
         }
         if ((conn->state == AXON_UD_CONN_FAILED) && (conn->refcnt == 0)) {
-            axon_ud_conn_free(conn);
+            axon_ud_conn_bury(conn);
             continue;
         }
         count += axon_ud_tx_resume(conn);

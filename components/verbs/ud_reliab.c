@@ -198,6 +198,30 @@ static int axon_ud_tx_ack(axon_ud_conn_t *conn)
     return 0;
 }
 
+void axon_ud_tx_reset(axon_ud_conn_t *conn)
+{
+    axon_ud_iface_t *iface = axon_ud_conn_iface(conn);
+    axon_ud_desc_t *desc;
+
+    /* last_rx_ns is free once failed: when the last RESET went */
+    if (!(conn->flags & AXON_UD_CONN_RESET_PEER) || !axon_ud_can_post(iface) ||
+        (iface->now_ns - conn->last_rx_ns < iface->retx_ns)) {
+        return;
+    }
+    desc = axon_verbs_bufpool_get(&iface->tx_pool);
+    if (desc == NULL) {
+        return;
+    }
+    axon_ud_tx_desc_init(desc, NULL, AXON_UD_PKT_RESET, sizeof(axon_ud_hdr_t));
+    if (axon_ud_post(conn, desc) != 0) {
+        axon_verbs_bufpool_put(&iface->tx_pool, desc);
+        return;
+    }
+    conn->last_rx_ns = iface->now_ns;
+    axon_debug("%s: told peer %016llx (qpn 0x%x) its connection is failed here", iface->name,
+               (unsigned long long)conn->peer_uuid, conn->dest_qpn);
+}
+
 /* Post conn's unsent packets in order while the send queue has room. */
 static unsigned axon_ud_tx_post_unsent(axon_ud_conn_t *conn)
 {
@@ -468,6 +492,10 @@ static unsigned axon_ud_scan(axon_ud_iface_t *iface)
     for (i = 0; i < iface->conns_size; ++i) {
         conn = iface->conns[i];
         if ((conn == NULL) || (conn->state == AXON_UD_CONN_FAILED)) {
+            if ((conn != NULL) && (conn->flags & AXON_UD_CONN_TOMB) &&
+                (iface->now_ns >= conn->timer_ns)) {
+                axon_ud_conn_free(conn);
+            }
             continue;
         }
         if (conn->flags & AXON_UD_CONN_LINGER) {
@@ -579,6 +607,10 @@ void axon_ud_conn_fail(axon_ud_conn_t *conn, axon_status_t status, const char *w
     conn->status = status;
     axon_ud_conn_release_bufs(conn);
     conn->flags |= AXON_UD_CONN_REPORT;
+    if ((status != AXON_ERR_CONNECTION_RESET) && (conn->peer_id != AXON_UD_ID_NONE)) {
+        conn->flags     |= AXON_UD_CONN_RESET_PEER;   /* it may live: see axon_ud_tx_reset */
+        conn->last_rx_ns = iface->now_ns - iface->retx_ns;
+    }
     ++iface->reports;
     axon_ud_conn_work(conn);
 }

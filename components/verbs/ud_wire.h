@@ -24,7 +24,10 @@
  * long without progressing sends none. A sender still waiting for an ack
  * PROBEs the peer's second QP ("alive QP", served by a thread of the peer's
  * iface, ud_alive.c), which answers ALIVE; a connection fails only when
- * neither acks nor answers came for AXON_UD_TIMEOUT.
+ * neither acks nor answers came for AXON_UD_TIMEOUT. A side that failed a
+ * connection whose peer lives on (it was starved past the timeout) answers
+ * that peer's sequenced packets with RESET, or the peer, its probes
+ * answered, would wait for acks forever.
  *
  * Everything is in host byte order (like the tcp transport's frames): peers
  * of one job share an architecture.
@@ -51,6 +54,7 @@ enum {
     AXON_UD_PKT_PING,      /* keepalive: must be acknowledged, delivers nothing */
     AXON_UD_PKT_BYE,       /* the sender has no endpoint to us any more */
     AXON_UD_PKT_ACK,       /* not sequenced: acknowledgement only */
+    AXON_UD_PKT_RESET,     /* not sequenced: the sender failed the connection named: fail yours */
     AXON_UD_PKT_PROBE,     /* not sequenced, to the peer's alive QP: are you there? */
     AXON_UD_PKT_ALIVE,     /* not sequenced, from the alive QP: the worker's process lives */
     AXON_UD_PKT_LAST

@@ -834,6 +834,58 @@ void key_fix_checksum(std::vector<uint8_t> &k)
     }
 }
 
+/* The key with every domain entry's key cut to its first half (rkey_format.h). */
+std::vector<uint8_t> key_cut_entries(const std::vector<uint8_t> &k)
+{
+    const size_t kHdr = 72, kEntryHdr = 20;
+    unsigned workers = k[12] | (k[13] << 8), entries = k[14] | (k[15] << 8);
+    size_t   pos     = kHdr + 8 * (size_t)workers;
+    std::vector<uint8_t> out(k.begin(), k.begin() + pos);
+
+    for (unsigned e = 0; e < entries; ++e) {
+        unsigned len = k[pos + 2] | (k[pos + 3] << 8), half = (len + 1) / 2;
+        out.insert(out.end(), k.begin() + pos, k.begin() + pos + kEntryHdr + half);
+        out[out.size() - (kEntryHdr + half) + 2] = (uint8_t)half;
+        out[out.size() - (kEntryHdr + half) + 3] = (uint8_t)(half >> 8);
+        pos += kEntryHdr + len;
+    }
+    out.insert(out.end(), 8, 0);   /* the checksum */
+    for (int i = 0; i < 4; ++i) {
+        out[8 + i] = (uint8_t)(out.size() >> (8 * i));
+    }
+    key_fix_checksum(out);
+    return out;
+}
+
+/*
+ * Domain entries half their domain's key, checksum right: refused at
+ * unpack, or (a path that reads no entry) every operation still exact. rc
+ * read its 21-byte key whatever the entry held, and took what followed.
+ */
+TEST_P(Rma, ShortDomainEntriesAreRefused)
+{
+    ASSERT_NO_FATAL_FAILURE(s_.start(GetParam()));
+    std::vector<uint8_t> cut = key_cut_entries(s_.keys[kUserBig]);
+    axon_rkey_h          rk  = nullptr;
+
+    axon_status_t status = axon_ep_rkey_unpack(s_.ep, cut.data(), cut.size(), &rk);
+    if (status == AXON_OK) {
+        uint64_t word = 0x5A5A5A5A12345678ull, back = 0, old = 0;
+        EXPECT_EQ(AXON_OK, s_.put(&word, 8, s_.addr(kUserBig, 64), rk));
+        EXPECT_EQ(AXON_OK, s_.flush());
+        EXPECT_EQ(AXON_OK, s_.get(&back, 8, s_.addr(kUserBig, 64), rk));
+        EXPECT_EQ(word, back);
+        EXPECT_EQ(AXON_OK, fetch_add8(s_, s_.addr(kUserBig, 128), rk, &old));
+        EXPECT_EQ(bg_value(kUserBig, 128, 8), old);
+        axon_rkey_destroy(rk);
+    } else {
+        EXPECT_EQ(AXON_ERR_IO_FORMAT, status);
+    }
+    printf("[rma] %s: a key with its domain entries cut to half: %s\n", GetParam().label,
+           (status == AXON_OK) ? "unpacked, its path reads no entry" : "refused at unpack");
+    s_.finish();
+}
+
 /*
  * Forged keys: each byte of a big region's key changed in turn, the
  * checksum made right again, so only the real checks stand between the key

@@ -34,6 +34,7 @@ extern "C" {
 #include "harness.h"
 #include "loader.h"
 #include "log.h"
+#include "components/verbs/rc.h"   /* a peer that forges its header's credits */
 }
 
 namespace {
@@ -510,6 +511,56 @@ TEST_F(VerbsRcXproc, CreditsStopSenderWhileReceiverSleeps)
     rc.progress_for(0.3);
     EXPECT_EQ(0, axon_test_peer_wait(&peer, kPeerTimeout));
     EXPECT_TRUE(rc.failed.empty());
+}
+
+/* A peer whose pong returns 60 000 credits where it owes one (a forged header). */
+int peer_forged_credits(int fd, void *)
+{
+    Rc rc;
+    std::vector<uint8_t> peer;
+    axon_tl_ep_t *ep;
+    uint32_t pong = 0;
+
+    PEER_CHECK(rc_start(rc, fd, &peer, &ep));
+    PEER_CHECK(rc.wait_msgs(1));   /* the ping: connected */
+    ((axon_rc_ep_t *)ep)->conn->rx_credits = 60000;
+    PEER_CHECK(rc.send_short(ep, &pong, sizeof(pong), nullptr, 0) == AXON_OK);
+    PEER_CHECK(axon_test_sync(fd) == 0);
+    sleep(1);   /* the sender may send its window, no more */
+    PEER_CHECK(axon_test_sync(fd) == 0);
+    rc.iface->ops->ep_destroy(ep);
+    rc.progress_for(0.3);
+    return 0;
+}
+
+/* Credits beyond the window the peer granted are capped, said so: the counter would
+ * overflow, and the sender overrun the peer's receive queue. */
+TEST_F(VerbsRcXproc, ForgedCreditsAreCappedAtTheWindow)
+{
+    env.set("AXON_RC_FC_WINDOW", "32");
+    ASSERT_EQ(0, axon_test_peer_spawn(&peer, peer_forged_credits, nullptr, kPeerTimeout));
+    LogCapture log;
+    Rc rc;
+    std::vector<uint8_t> addr;
+    axon_tl_ep_t *ep;
+    ASSERT_TRUE(rc_start(rc, peer.fd, &addr, &ep));
+    uint32_t v = 0;
+    ASSERT_EQ(AXON_OK, rc.send_short(ep, &v, sizeof(v), nullptr, 0));
+    ASSERT_TRUE(rc.wait_msgs(1));
+    ASSERT_EQ(0, axon_test_sync(peer.fd));
+    int sent = 0;
+    for (v = 1; v < 1000; ++v) {
+        if (rc.iface->ops->ep_am_short(ep, kAmData, &v, sizeof(v), nullptr, 0) != AXON_OK) {
+            break;
+        }
+        ++sent;
+    }
+    EXPECT_EQ(32, sent) << "the window is 32 messages, whatever the peer returned";
+    EXPECT_TRUE(log.has("60000 credits", "beyond its window of 32"));
+    ASSERT_EQ(0, axon_test_sync(peer.fd));
+    rc.iface->ops->ep_destroy(ep);
+    rc.progress_for(0.3);
+    EXPECT_EQ(0, axon_test_peer_wait(&peer, kPeerTimeout));
 }
 
 const size_t kRdmaLen = 256 * 1024 + 13;

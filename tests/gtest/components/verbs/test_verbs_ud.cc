@@ -520,6 +520,47 @@ TEST_F(VerbsUdTimed, SilentPeerFailsWithinTimeout)
     a.ops()->ep_destroy(ab);
 }
 
+/*
+ * One side fails a connection whose peer lives on (the peer neither
+ * progressed nor answered probes for a timeout). When the peer sends
+ * again, it is told (RESET) and fails its side too: before, its own probes
+ * answered by the live process, it waited for acks forever (a soak's
+ * restarted rank, starved for seconds, lost its requests so).
+ */
+TEST_F(VerbsUdTimed, PeerThatFailedUsSaysSoWhenWeSendAgain)
+{
+    UdIface a, b;
+    ASSERT_TRUE(a.open({{"UD_TIMEOUT", "300ms"}}));
+    ASSERT_TRUE(b.open({{"UD_TIMEOUT", "300ms"}, {"UD_ALIVE", "n"}}));
+    axon_tl_ep_t *ab = a.connect(b);
+    uint64_t v = 1;
+    ASSERT_EQ(AXON_OK, a.ops()->ep_am_short(ab, kAmId, NULL, 0, &v, sizeof(v)));
+    ASSERT_TRUE(progress_until(a, b, [&] {
+        return (b.got.size() == 1) && (a.ops()->ep_flush(ab) == AXON_OK);
+    }, kOpTimeout));
+    axon_tl_ep_t *ba = b.connect(a);
+
+    /* b stops progressing: a fails it, b still holds its side */
+    ASSERT_EQ(AXON_OK, a.ops()->ep_am_short(ab, kAmId, NULL, 0, &v, sizeof(v)));
+    double start = axon_test_time();
+    while (a.failed.empty() && (axon_test_time() < start + 5.0)) {
+        a.progress();
+    }
+    ASSERT_EQ(1u, a.failed.size());
+    a.ops()->ep_destroy(ab);   /* as the upper layer does after the failure */
+    EXPECT_EQ(AXON_OK, b.ops()->ep_check(ba));
+
+    /* b comes back and sends: it learns, and its sends end with an error */
+    EXPECT_EQ(AXON_OK, b.ops()->ep_am_short(ba, kAmId, NULL, 0, &v, sizeof(v)));
+    EXPECT_TRUE(progress_until(a, b, [&] { return !b.failed.empty(); }, 3.0))
+        << "b kept its side of a connection a failed";
+    ASSERT_EQ(1u, b.failed.size());
+    EXPECT_EQ(a.uuid, b.failed[0]);
+    EXPECT_EQ(AXON_ERR_CONNECTION_RESET, b.ops()->ep_am_short(ba, kAmId, NULL, 0, &v, 8));
+    EXPECT_EQ(1u, a.failed.size()) << "a reported b once";
+    b.ops()->ep_destroy(ba);
+}
+
 /* Progress only a, for seconds: its peer computes. */
 void progress_alone(UdIface &a, double seconds)
 {
