@@ -35,6 +35,7 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/api/rma/test_rma_layout.cc \
 	tests/gtest/api/rma/test_rma_layout_key.cc \
 	tests/gtest/api/rma/test_rma_proto.cc \
+	tests/gtest/api/rma/test_rma_rails.cc \
 	tests/gtest/api/tag/test_tag.cc \
 	tests/gtest/api/tag/test_tag_ext.cc \
 	tests/gtest/api/tag/test_tag_layout.cc \

@@ -175,6 +175,7 @@ typedef struct axon_lane {
     axon_md_t              *md;         /* the resource's memory domain, or NULL */
     size_t                  max_short;
     size_t                  max_bcopy;
+    char                    peer_dev[AXON_DEV_NAME_MAX];  /* the peer's device it reaches */
 } axon_lane_t;
 
 /*
@@ -186,9 +187,7 @@ typedef struct axon_lane {
 typedef struct axon_ep_rails {
     unsigned    count;                         /* 2..AXON_RNDV_RAILS_MAX */
     uint32_t    share[AXON_RNDV_RAILS_MAX];    /* cumulative: share[count - 1] = 65536 */
-    axon_lane_t lane[AXON_RNDV_RAILS_MAX];
-    /* The peer's device each lane reaches: whose key a get on it needs */
-    char        peer_dev[AXON_RNDV_RAILS_MAX][AXON_DEV_NAME_MAX];
+    axon_lane_t lane[AXON_RNDV_RAILS_MAX];   /* peer_dev: whose key a get on it needs */
 } axon_ep_rails_t;
 
 struct axon_ep {

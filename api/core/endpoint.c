@@ -1,4 +1,5 @@
 /* Endpoint: lanes to one peer, chosen from reachability and estimates. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "address.h"
@@ -88,6 +89,7 @@ axon_status_t axon_ep_open_lane(axon_worker_h worker, unsigned idx, uint64_t uui
     }
     tl_ep->iface = iface;
     axon_lane_init(lane, tl_ep, iface, worker->ifaces[idx].rsc->md);
+    snprintf(lane->peer_dev, sizeof(lane->peer_dev), "%s", entry->dev_name);
     return AXON_OK;
 }
 

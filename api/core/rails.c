@@ -77,7 +77,6 @@ static void axon_ep_add_rails(axon_ep_h ep, const axon_resource_t *const *rscs, 
 
     chosen[0] = ep->bulk_lane.resource;
     rails.lane[0] = ep->bulk_lane;
-    snprintf(rails.peer_dev[0], sizeof(rails.peer_dev[0]), "%s", entries[bulk]->dev_name);
     while (count < max) {
         best = -1;
         for (i = 0; i < n; ++i) {
@@ -99,8 +98,6 @@ static void axon_ep_add_rails(axon_ep_h ep, const axon_resource_t *const *rscs, 
                        rscs[best]->dev_name);
             break;   /* the rails so far are still good */
         }
-        snprintf(rails.peer_dev[count], sizeof(rails.peer_dev[count]), "%s",
-                 entries[best]->dev_name);
         ++count;
     }
     if (count == 1) {
@@ -121,7 +118,7 @@ static void axon_ep_add_rails(axon_ep_h ep, const axon_resource_t *const *rscs, 
         axon_debug("endpoint %p to %016llx: rail %u %s/%s to its %s, %.1f%% of each rendezvous",
                    (void *)ep, (unsigned long long)ep->peer_uuid, i,
                    rails.lane[i].resource->tl_name, rails.lane[i].resource->dev_name,
-                   rails.peer_dev[i],
+                   rails.lane[i].peer_dev,
                    100.0 * (rails.share[i] - ((i > 0) ? rails.share[i - 1] : 0)) /
                    (1u << AXON_RAIL_SHARE_BITS));
     }

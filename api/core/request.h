@@ -24,6 +24,7 @@ enum {
     AXON_REQUEST_RNDV_RUNS   = 1u << 13, /* send/recv.rndv_runs: a layout's runs lent to the peer */
     AXON_REQUEST_RAIL_MEMH   = 1u << 14, /* rails.memh[1..]: registrations to release */
     AXON_REQUEST_SYNC_ACKED  = 1u << 15, /* sync send matched while fragments still wait to leave */
+    AXON_REQUEST_RMA_RAILS   = 1u << 16, /* a put/get striped over rails (rma_rails.c) */
 };
 
 /*
@@ -39,12 +40,18 @@ typedef axon_status_t (*axon_request_step_t)(axon_request_h req);
 /* Room for the largest reply a control message carries (AMO_REPLY of 32 bytes). */
 #define AXON_CTRL_HDR_MAX 64
 
-/* A transport completion of one stripe of a rendezvous striped over rails (rails.h). */
+/*
+ * A transport completion of one stripe of a rendezvous striped over rails
+ * (rails.h); of a striped put/get (rma_rails.c): its next byte, where its
+ * stripe ends, the piece in flight, and the owner's key on that rail.
+ */
 typedef struct axon_rail_comp {
     axon_tl_completion_t super;
     axon_request_h       req;
     size_t               offset;    /* of the stripe in the message */
     size_t               length;
+    size_t               end;
+    const void          *key;
 } axon_rail_comp_t;
 
 /*

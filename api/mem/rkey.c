@@ -112,8 +112,10 @@ axon_status_t axon_rkey_pack(axon_context_h context, axon_mem_h memh, void **rke
             continue;
         }
         axon_le_put16(e + 2, (uint16_t)len);
-        /* NUL padded: the buffer is zeroed and the name shorter than the field. */
+        /* NUL padded: the buffer is zeroed and the names shorter than their fields. */
         memcpy(e + 4, tl_name, strnlen(tl_name, AXON_TL_NAME_MAX - 1));
+        memcpy(e + AXON_RKEY_ENTRY_DEV, reg->resource->dev_name,
+               strnlen(reg->resource->dev_name, AXON_DEV_NAME_MAX - 1));
         offset += AXON_RKEY_ENTRY_HDR + len;
     }
     pthread_mutex_unlock(&mctx->lock);
@@ -167,6 +169,69 @@ static axon_status_t axon_rkey_entry_check(const axon_lane_t *lane, uint16_t len
 }
 
 /*
+ * The entry of lane's transport for the owner's device the lane reaches: a
+ * context with several devices of one transport packs one entry each, and
+ * one device's key means nothing to another (softib: another memory region
+ * by the same number). With one entry, that one.
+ */
+static const uint8_t *axon_rkey_lane_entry(const axon_lane_t *lane, const uint8_t *buf,
+                                           const axon_rkey_hdr_t *hdr)
+{
+    const char *tl_name = lane->resource->tl_name;
+
+    if (axon_rkey_count_entries(buf, hdr, tl_name) < 2) {
+        return axon_rkey_find_entry(buf, hdr, tl_name, NULL);
+    }
+    return axon_rkey_find_entry(buf, hdr, tl_name, lane->peer_dev);
+}
+
+/*
+ * The bulk lane reaches the key's memory by RDMA and the owner registered
+ * it on several devices: keep each device's key, for rails (rails.c) that
+ * reach the owner's other devices. Best effort: without them, one lane.
+ */
+static void axon_rkey_keep_dev_keys(axon_rkey_h rkey, const axon_lane_t *lane,
+                                    const uint8_t *buf, const axon_rkey_hdr_t *hdr)
+{
+    const char *tl_name = lane->resource->tl_name;
+    axon_rkey_dev_keys_t *keys;
+    axon_rkey_entry_iter_t iter;
+    const uint8_t *e;
+    uint16_t len;
+
+    if ((lane != &rkey->ep->bulk_lane) || (lane->md->ops->rkey_unpack != NULL) ||
+        (rkey->ep->worker->context->opts.max_rndv_rails < 2) ||
+        (axon_rkey_count_entries(buf, hdr, tl_name) < 2) ||
+        ((keys = calloc(1, sizeof(*keys))) == NULL)) {
+        return;
+    }
+    axon_rkey_entry_iter_init(hdr, &iter);
+    while (((e = axon_rkey_entry_next(buf, hdr, tl_name, &iter)) != NULL) &&
+           (keys->count < AXON_RNDV_RAILS_MAX)) {
+        len = axon_le_get16(e + 2);
+        if (len != lane->md->ops->rkey_max_len) {
+            continue;   /* refused for the lane itself, the same for a rail */
+        }
+        memcpy(keys->dev[keys->count].dev_name, e + AXON_RKEY_ENTRY_DEV, AXON_DEV_NAME_MAX);
+        memcpy(keys->dev[keys->count].key, e + AXON_RKEY_ENTRY_HDR, len);
+        ++keys->count;
+    }
+    rkey->dev_keys = keys;
+}
+
+const void *axon_rkey_dev_key(const struct axon_rkey *rkey, const char *dev_name)
+{
+    unsigned i;
+
+    for (i = 0; (rkey->dev_keys != NULL) && (i < rkey->dev_keys->count); ++i) {
+        if (!strncmp(rkey->dev_keys->dev[i].dev_name, dev_name, AXON_DEV_NAME_MAX)) {
+            return rkey->dev_keys->dev[i].key;
+        }
+    }
+    return NULL;
+}
+
+/*
  * Through lane, if its domain has an entry in the key: the domain's unpack
  * gives direct access (SHM: shm's attached segment) or a key for the lane's
  * get/put (ZCOPY: shm's cross-memory attach); without an unpack the entry
@@ -181,7 +246,7 @@ static int axon_rkey_try_lane(axon_rkey_h rkey, const axon_lane_t *lane, const u
     const uint8_t *e;
     uint16_t len;
 
-    e = (lane->md != NULL) ? axon_rkey_find_entry(buf, hdr, lane->resource->tl_name) : NULL;
+    e = (lane->md != NULL) ? axon_rkey_lane_entry(lane, buf, hdr) : NULL;
     if (e == NULL) {
         return 0;
     }
@@ -196,6 +261,7 @@ static int axon_rkey_try_lane(axon_rkey_h rkey, const axon_lane_t *lane, const u
         }
         rkey->tl_rkey_len = len;
         memcpy(rkey->tl_rkey, e + AXON_RKEY_ENTRY_HDR, len);
+        axon_rkey_keep_dev_keys(rkey, lane, buf, hdr);
     } else {
         memset(&md_rkey, 0, sizeof(md_rkey));
         *status = lane->md->ops->rkey_unpack(lane->md, e + AXON_RKEY_ENTRY_HDR, len, &info,
@@ -310,7 +376,7 @@ static axon_status_t axon_rkey_choose_amo(axon_rkey_h rkey, const uint8_t *buf,
                    (unsigned long long)hdr->address, hdr->owner.pid);
         return AXON_OK;
     }
-    e = axon_rkey_find_entry(buf, hdr, lane->resource->tl_name);
+    e = axon_rkey_lane_entry(lane, buf, hdr);
     if ((e == NULL) || !axon_rkey_has_worker(buf, hdr, rkey->ep->peer_uuid)) {
         axon_debug("key to 0x%llx of process %d has no %s entry for worker %016llx: no device "
                    "atomics", (unsigned long long)hdr->address, hdr->owner.pid,
@@ -368,11 +434,9 @@ axon_status_t axon_ep_rkey_unpack(axon_ep_h ep, const void *rkey_buffer, size_t 
     rkey->length      = hdr.length;
     rkey->token       = hdr.token;
     status = axon_rkey_choose_path(rkey, rkey_buffer, &hdr);
-    if (status != AXON_OK) {
-        axon_rkey_destroy(rkey);
-        return status;
+    if (status == AXON_OK) {
+        status = axon_rkey_choose_amo(rkey, rkey_buffer, &hdr);
     }
-    status = axon_rkey_choose_amo(rkey, rkey_buffer, &hdr);
     if (status != AXON_OK) {
         axon_rkey_destroy(rkey);
         return status;
@@ -395,5 +459,6 @@ void axon_rkey_destroy(axon_rkey_h rkey)
     if (rkey->locks_ref != NULL) {
         axon_mem_locks_put(rkey->locks_ref);
     }
+    free(rkey->dev_keys);
     free(rkey);
 }

@@ -85,6 +85,9 @@ axon_status_t axon_rkey_parse(const uint8_t *buf, size_t size, axon_rkey_hdr_t *
         if ((e[4] == '\0') || (memchr(e + 4, '\0', AXON_TL_NAME_MAX) == NULL)) {
             return axon_rkey_bad("entry %zu has no transport name", i);
         }
+        if (memchr(e + AXON_RKEY_ENTRY_DEV, '\0', AXON_DEV_NAME_MAX) == NULL) {
+            return axon_rkey_bad("entry %zu has an unterminated device name", i);
+        }
         offset += AXON_RKEY_ENTRY_HDR + len;
     }
     if (offset != end) {
@@ -105,19 +108,53 @@ int axon_rkey_has_worker(const uint8_t *buf, const axon_rkey_hdr_t *hdr, uint64_
     return 0;
 }
 
-const uint8_t *axon_rkey_find_entry(const uint8_t *buf, const axon_rkey_hdr_t *hdr,
-                                    const char *tl_name)
+void axon_rkey_entry_iter_init(const axon_rkey_hdr_t *hdr, axon_rkey_entry_iter_t *iter)
 {
-    size_t offset = AXON_RKEY_HDR_SIZE + (size_t)hdr->num_workers * 8;
-    const uint8_t *e;
-    unsigned i;
+    iter->offset = AXON_RKEY_HDR_SIZE + (size_t)hdr->num_workers * 8;
+    iter->index  = 0;
+}
 
-    for (i = 0; i < hdr->num_entries; ++i) {
-        e = buf + offset;
+const uint8_t *axon_rkey_entry_next(const uint8_t *buf, const axon_rkey_hdr_t *hdr,
+                                    const char *tl_name, axon_rkey_entry_iter_t *iter)
+{
+    const uint8_t *e;
+
+    while (iter->index < hdr->num_entries) {
+        e             = buf + iter->offset;
+        iter->offset += AXON_RKEY_ENTRY_HDR + axon_le_get16(e + 2);
+        ++iter->index;
         if (strncmp((const char *)e + 4, tl_name, AXON_TL_NAME_MAX) == 0) {
             return e;
         }
-        offset += AXON_RKEY_ENTRY_HDR + axon_le_get16(e + 2);
     }
     return NULL;
+}
+
+const uint8_t *axon_rkey_find_entry(const uint8_t *buf, const axon_rkey_hdr_t *hdr,
+                                    const char *tl_name, const char *dev_name)
+{
+    axon_rkey_entry_iter_t iter;
+    const uint8_t *e;
+
+    axon_rkey_entry_iter_init(hdr, &iter);
+    while ((e = axon_rkey_entry_next(buf, hdr, tl_name, &iter)) != NULL) {
+        if ((dev_name == NULL) ||
+            (strncmp((const char *)e + AXON_RKEY_ENTRY_DEV, dev_name, AXON_DEV_NAME_MAX) == 0)) {
+            return e;
+        }
+    }
+    return NULL;
+}
+
+unsigned axon_rkey_count_entries(const uint8_t *buf, const axon_rkey_hdr_t *hdr,
+                                 const char *tl_name)
+{
+    axon_rkey_entry_iter_t iter;
+    unsigned count = 0;
+
+    axon_rkey_entry_iter_init(hdr, &iter);
+    while (axon_rkey_entry_next(buf, hdr, tl_name, &iter) != NULL) {
+        ++count;
+    }
+    return count;
 }

@@ -2,6 +2,7 @@
 libaxon_la_SOURCES += \
 	api/rma/rma.c \
 	api/rma/rma_am.c \
+	api/rma/rma_rails.c \
 	api/rma/amo.c
 
 noinst_HEADERS += \

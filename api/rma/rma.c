@@ -331,6 +331,10 @@ static axon_status_t axon_rma_zcopy_push(axon_request_h req)
                                                (lane->ops->ep_get_zcopy == NULL)) {
         return AXON_ERR_UNSUPPORTED;
     }
+    if (__builtin_expect((req->flags & AXON_REQUEST_RMA_RAILS) ||
+                         ((rkey->dev_keys != NULL) && axon_rma_rails_start(req)), 0)) {
+        return axon_rma_rails_push(req);
+    }
     int batch = (req->flags & AXON_REQUEST_LAYOUT) &&
                 ((req->rma.kind == AXON_RMA_KIND_PUT) ? (lane->ops->ep_put_zcopy_iov != NULL) :
                                                         (lane->ops->ep_get_zcopy_iov != NULL));
@@ -507,6 +511,19 @@ void axon_rma_zcopy_done(axon_tl_completion_t *comp, axon_status_t status)
     }
     if (status != AXON_OK) {
         axon_rma_op_fail(req, status);
+    }
+    axon_rma_tl_done(req);
+}
+
+void axon_rma_tl_done(axon_request_h req)
+{
+    axon_status_t status;
+
+    if (req->rma.detached) {
+        if (!(req->flags & AXON_REQUEST_TL_BUSY)) {
+            axon_rma_detached_done(req);  /* its endpoint may be gone */
+        }
+        return;
     }
     if ((req->rma.mode == AXON_RMA_PATH_ZCOPY) && (req->rma.offset < req->rma.length)) {
         axon_rma_run(req);

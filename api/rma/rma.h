@@ -77,11 +77,26 @@ struct axon_rkey {
     const axon_lane_t     *zcopy_lane;
     uint32_t               tl_rkey_len;
     uint8_t                tl_rkey[AXON_MD_RKEY_MAX];
+    /* ZCOPY on the bulk lane, the owner registered on several devices: each
+     * device's key, for large put/get striped over the endpoint's rails */
+    struct axon_rkey_dev_keys *dev_keys;
     /* Atomics (axon_rkey_amo_t); DEVICE: the lane's own key for the memory */
     uint8_t                amo;
     const axon_lane_t     *amo_lane;
     uint8_t                amo_tl_rkey[AXON_MD_RKEY_MAX];
 };
+
+/* The keys of one transport's domains on each of the owner's devices (rkey.c). */
+typedef struct axon_rkey_dev_keys {
+    unsigned count;
+    struct {
+        char    dev_name[AXON_DEV_NAME_MAX];
+        uint8_t key[AXON_MD_RKEY_MAX];
+    } dev[AXON_RNDV_RAILS_MAX];
+} axon_rkey_dev_keys_t;
+
+/* The key of the owner's device dev_name (a rail's peer device), or NULL. */
+const void *axon_rkey_dev_key(const struct axon_rkey *rkey, const char *dev_name);
 
 /* Is [addr, addr + length) inside the key's range? (0-length: addr inside or at end) */
 static inline int axon_rkey_range_ok(const struct axon_rkey *rkey, uint64_t addr, size_t length)

@@ -219,6 +219,13 @@ static inline void axon_rma_zcopy_posted(axon_request_h req, size_t len, int am)
     req->rma.offset += len;
 }
 
+/* A transport completion of req came in (TL_BUSY cleared if none is left): go on or end. */
+void axon_rma_tl_done(axon_request_h req);
+
+/* rma_rails.c: stripe a large put/get over the endpoint's rails (1) or not (0); move it. */
+int           axon_rma_rails_start(axon_request_h req);
+axon_status_t axon_rma_rails_push(axon_request_h req);
+
 /* Called from rma_am.c as replies arrive: length more units of req are complete. */
 void axon_rma_op_progress(axon_request_h req, size_t length, axon_status_t status);
 /* Find the operation a reply names: NULL (logged) if none. */

@@ -333,13 +333,13 @@ axon_status_t axon_rndv_rails_get(axon_request_h req, axon_ep_h ep,
     }
     for (i = 0; i < count; ++i) {
         lane = &rails->lane[i];
-        key  = axon_rndv_rail_key(rts, rails->peer_dev[i]);
+        key  = axon_rndv_rail_key(rts, rails->lane[i].peer_dev);
         if ((key == NULL) || !(lane->resource->cap_flags & AXON_CAP_GET) ||
             (lane->ops->ep_get_zcopy == NULL) ||
             strncmp(rts->rkey_tl, lane->resource->tl_name, sizeof(rts->rkey_tl))) {
             axon_debug("rendezvous %llu: no key for rail %u (%s to the peer's %s): one lane reads",
                        (unsigned long long)rts->sreq_id, i, lane->resource->dev_name,
-                       rails->peer_dev[i]);
+                       rails->lane[i].peer_dev);
             return AXON_ERR_UNSUPPORTED;
         }
         memcpy(req->rails.recv.rkey[i], key->rkey, key->len);

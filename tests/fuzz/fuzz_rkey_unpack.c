@@ -22,10 +22,13 @@ static int axon_fuzz_rkey_parse_walk(const uint8_t *buf, size_t size)
     }
     axon_rkey_has_worker(buf, &hdr, 0);
     for (i = 0; i < sizeof(axon_fuzz_rkey_tls) / sizeof(axon_fuzz_rkey_tls[0]); ++i) {
-        e = axon_rkey_find_entry(buf, &hdr, axon_fuzz_rkey_tls[i]);
+        e = axon_rkey_find_entry(buf, &hdr, axon_fuzz_rkey_tls[i], NULL);
         if (e != NULL) {
             axon_fuzz_touch(e, AXON_RKEY_ENTRY_HDR + axon_le_get16(e + 2));
+            axon_rkey_find_entry(buf, &hdr, axon_fuzz_rkey_tls[i],
+                                 (const char *)e + AXON_RKEY_ENTRY_DEV);
         }
+        axon_rkey_count_entries(buf, &hdr, axon_fuzz_rkey_tls[i]);
     }
     return 0;
 }

@@ -1059,12 +1059,24 @@ public:
     /* Fork the target (before any Axon object here), connect, unpack its keys. */
     void start(const RmaParam &p, uint32_t features = kFeatures)
     {
+        ASSERT_NO_FATAL_FAILURE(spawn_target(p, features));
+        ASSERT_NO_FATAL_FAILURE(connect(p, features));
+    }
+
+    /* start's halves: the target forked (its environment is ours now), ... */
+    void spawn_target(const RmaParam &p, uint32_t features = kFeatures)
+    {
         param = p;
         self  = p.self();
         targs = {&param, features};
         if (!self) {
             ASSERT_EQ(0, axon_test_peer_spawn(&peer, target_main, &targs, kPeerTimeout));
         }
+    }
+
+    /* ... then our node, the endpoint and the keys. */
+    void connect(const RmaParam &p, uint32_t features = kFeatures)
+    {
         ASSERT_EQ(AXON_OK, node.create(p, features));
         if (self) {
             local.shared = p.shared;

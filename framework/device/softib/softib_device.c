@@ -199,6 +199,9 @@ static int softib_open(const char *name, axon_dev_context_t **ctx_p)
         dev->next_qp_index = 1;     /* the slot's first owner */
     }
     dev->next_mr_index  = 1;
+    /* one device's keys are never another's, as on two NICs: a key that went
+     * to the wrong device fails there instead of reaching some other region */
+    dev->mr_gen         = (uint8_t)(dev->index * 0x35);
     dev->next_pd_handle = 1;
     dev->super.ops      = &softib_dev_ops;
     dev->super.backend  = "softib";

@@ -323,7 +323,7 @@ TEST(TagRails, RcOpensARailPerSoftibDevicePairedByName)
     ASSERT_EQ(2u, pair.ep->rails->count);
     for (unsigned i = 0; i < 2; ++i) {
         const char *dev = pair.ep->rails->lane[i].resource->dev_name;
-        EXPECT_STREQ(dev, pair.ep->rails->peer_dev[i]) << "rail " << i;
+        EXPECT_STREQ(dev, pair.ep->rails->lane[i].peer_dev) << "rail " << i;
     }
     EXPECT_STRNE(pair.ep->rails->lane[0].resource->dev_name,
                  pair.ep->rails->lane[1].resource->dev_name);
