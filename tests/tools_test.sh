@@ -447,8 +447,9 @@ t_bench_softib_compare() {
 }
 
 # contrib/bench/rails_goals.sh, quickly, with this build as its own --base:
-# five rows (tcp against UCX on lo and on all interfaces, rc on two softib
-# devices against one, latency against --base), each ratio the quotient of
+# seven rows (tcp against UCX on lo and on all interfaces, rc tag and put
+# bandwidth on two softib devices against one, tag and put latency against
+# --base), each ratio the quotient of
 # its two values and its verdict the goal's, the exit status 0 only if all
 # passed; on a host with no IPv4 interface besides lo, the line saying so.
 t_bench_rails_goals() {
@@ -461,7 +462,7 @@ t_bench_rails_goals() {
         [ $rc -eq 2 ] && grep -q 'no IPv4 interface besides lo' "$tmp/e"
         return
     fi
-    goal_table_ok "$tmp/o" 5 "$rc" || { cat "$tmp/e"; return 1; }
+    goal_table_ok "$tmp/o" 7 "$rc" || { cat "$tmp/e"; return 1; }
 }
 
 # contrib/bench/layout_compare.sh: the rc rows against a remote layout key

@@ -35,35 +35,51 @@ static int axon_ep_entry_reaches(axon_iface_t *iface, const axon_address_t *addr
     return 1;
 }
 
+/* The entry of addr that iface reaches: of its own device's name (by_name), else any. */
+static const axon_address_entry_t *axon_ep_entry_for(axon_iface_t *iface,
+                                                     const axon_address_t *addr, int by_name)
+{
+    unsigned j;
+
+    for (j = 0; j < addr->num_entries; ++j) {
+        if ((by_name == !strcmp(addr->entries[j].dev_name, iface->resource->dev_name)) &&
+            axon_ep_entry_reaches(iface, addr, &addr->entries[j])) {
+            return &addr->entries[j];
+        }
+    }
+    return NULL;
+}
+
 /*
  * For each worker iface, the entry of the peer address it reaches: the one
  * of its own device's name if that reaches (softib0 to softib0, softib1 to
  * softib1: rails then use distinct devices at both ends), else the first;
- * and its device's distance from the worker's thread (distances may be NULL).
+ * and its device's distance from the worker's thread (distances may be
+ * NULL). Ifaces that pair by name come first: among equals, lane choice
+ * takes the listed order, and a device of another name may look reachable
+ * without being so (softib's devices share a GID, their wires are apart).
  */
 unsigned axon_ep_find_candidates(axon_worker_h worker, const axon_address_t *addr,
                                  const axon_address_entry_t **entries, unsigned *iface_idx,
                                  const axon_resource_t **rscs, unsigned *distances)
 {
     const axon_address_entry_t *found;
-    unsigned i, j, n = 0;
+    uint64_t listed = 0;   /* ifaces paired by name (a worker's fit an address: <= 32) */
+    unsigned i, n = 0;
+    int by_name;
 
-    for (i = 0; i < worker->num_ifaces; ++i) {
-        axon_iface_t *iface = worker->ifaces[i].iface;
+    for (by_name = 1; by_name >= 0; --by_name) {
+        for (i = 0; (i < worker->num_ifaces) && (i < 64); ++i) {
+            axon_iface_t *iface = worker->ifaces[i].iface;
 
-        found = NULL;
-        for (j = 0; (j < addr->num_entries) && (found == NULL); ++j) {
-            if (!strcmp(addr->entries[j].dev_name, iface->resource->dev_name) &&
-                axon_ep_entry_reaches(iface, addr, &addr->entries[j])) {
-                found = &addr->entries[j];
+            if ((listed >> i) & 1) {
+                continue;
             }
-        }
-        for (j = 0; (j < addr->num_entries) && (found == NULL); ++j) {
-            if (axon_ep_entry_reaches(iface, addr, &addr->entries[j])) {
-                found = &addr->entries[j];
+            found = axon_ep_entry_for(iface, addr, by_name);
+            if (found == NULL) {
+                continue;
             }
-        }
-        if (found != NULL) {
+            listed      |= 1ull << i;
             entries[n]   = found;
             iface_idx[n] = i;
             rscs[n]      = iface->resource;

@@ -9,9 +9,11 @@
 #       Axon / UCX                                                >= 1.05
 #   1 MiB rc tag bandwidth over softib, two devices
 #       (AXON_SOFTIB_DEVICES=2) / one device                      >= 1.60
+#   1 MiB rc put bandwidth (striped puts), the same               >= 1.60
 # and, with --base PERF (the axon_perf of a build without rails), that
 # small messages lost nothing (their path is the same; this measures it):
-#   8 B tcp and rc tag latency, this build / PERF                 <= 1.05
+#   8 B tcp and rc tag latency, 8 B rc put latency,
+#       this build / PERF                                         <= 1.05
 #
 # Every measurement runs once per round, rounds interleaved (--repeat N:
 # N rounds), and each cell is the median of its rounds: a busy spell of the
@@ -31,7 +33,7 @@ set -u
 . "$(dirname "$0")/bench_lib.sh"
 
 usage() {
-    sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
     cat <<EOF
 Options:
   --quick       a tenth of the iterations (a rough verdict)
@@ -111,6 +113,7 @@ medians() {
 
 bw=(bandwidth_MBps)
 bw_args=(-t tag_bw -s 1m -n "$bw_n")
+put_args=(-t put_bw -s 1m -n "$bw_n")
 ucx_bw=(-t tag_bw -s 1048576 -n "$bw_n")
 lat_args=(-t tag_lat -s 8 -n "$lat_n")
 for ((round = 0; round < repeat; ++round)); do
@@ -123,6 +126,10 @@ for ((round = 0; round < repeat; ++round)); do
         -- "${bw_args[@]}"
     measure rc_bw one 0 axon_measure "$perf" "${bw[@]}" AXON_TLS=rc AXON_SOFTIB_DEVICES=1 \
         -- "${bw_args[@]}"
+    measure rc_put two 0 axon_measure "$perf" "${bw[@]}" AXON_TLS=rc AXON_SOFTIB_DEVICES=2 \
+        -- "${put_args[@]}"
+    measure rc_put one 0 axon_measure "$perf" "${bw[@]}" AXON_TLS=rc AXON_SOFTIB_DEVICES=1 \
+        -- "${put_args[@]}"
     if [ -n "$base" ]; then
         for tl in tcp rc; do
             measure "${tl}_lat" this 1 axon_measure "$perf" latency_us AXON_TLS=$tl \
@@ -130,6 +137,10 @@ for ((round = 0; round < repeat; ++round)); do
             measure "${tl}_lat" base 1 axon_measure "$base" latency_us AXON_TLS=$tl \
                 -- "${lat_args[@]}"
         done
+        measure put_lat this 1 axon_measure "$perf" latency_us AXON_TLS=rc \
+            -- -t put_lat -s 8 -n "$lat_n"
+        measure put_lat base 1 axon_measure "$base" latency_us AXON_TLS=rc \
+            -- -t put_lat -s 8 -n "$lat_n"
     fi
 done
 
@@ -138,7 +149,7 @@ done
 medians
 
 missed=0
-goals=3
+goals=4
 echo
 echo "multi-rail rendezvous goals (issue 24) $(bench_where | sed 's/(best of/(median of/')"
 bench_load_line " (the end includes this run's busy-polling processes)"
@@ -148,10 +159,12 @@ echo "| --- | ---: | ---: | ---: | ---: | --- |"
 bench_goal_row "1 MiB tcp bandwidth, MB/s, lo only: Axon vs UCX" tcp_lo axon ucx ">=" 1.10
 bench_goal_row "1 MiB tcp bandwidth, MB/s, lo and $second_if: Axon vs UCX" tcp_all axon ucx ">=" 1.05
 bench_goal_row "1 MiB rc bandwidth, MB/s: two softib devices vs one" rc_bw two one ">=" 1.60
+bench_goal_row "1 MiB rc put bandwidth, MB/s: two softib devices vs one" rc_put two one ">=" 1.60
 if [ -n "$base" ]; then
     bench_goal_row "8 B tcp latency, us: this build vs --base" tcp_lat this base "<=" 1.05
     bench_goal_row "8 B rc latency, us: this build vs --base" rc_lat this base "<=" 1.05
-    goals=5
+    bench_goal_row "8 B rc put latency, us: this build vs --base" put_lat this base "<=" 1.05
+    goals=7
 fi
 [ "$keep" -eq 1 ] && echo && echo "Raw outputs: $work"
 echo

@@ -99,9 +99,8 @@ protected:
  * The target registers on both devices; this side has only softib1 (its
  * lane reaches the target's softib1). The key's first rc entry is softib0's:
  * taken before, the target's softib1 found no such region (or another one).
- * RDMA only (the lane connected first): an active message's reply would
- * need the target's own endpoint back, which picks its softib0 (softib's
- * devices all look reachable from each other: same GID).
+ * The lane is connected first, so that every operation goes by RDMA with
+ * the key (before, the first ones go by messages).
  */
 TEST_F(RmaRails, KeyOfTheDeviceTheLaneReaches)
 {
@@ -121,6 +120,29 @@ TEST_F(RmaRails, KeyOfTheDeviceTheLaneReaches)
     ASSERT_NO_FATAL_FAILURE(put_and_check(4096, 65536, 11));
     ASSERT_NO_FATAL_FAILURE(get_and_check(8192, 65536));
     EXPECT_EQ(nullptr, s_.ep->rails) << "one device here: no rails";
+    s_.finish();
+}
+
+/*
+ * The same two sides, by active messages: the target's answers need an
+ * endpoint of its own back to us. Its softib0 looks as reachable as its
+ * softib1 (softib's devices share a GID, their wires are apart), and
+ * listed first it was taken: no answer to its connection request, the
+ * put failed after the handshake's timeout. An iface that pairs with the
+ * peer's device of its own name is now preferred.
+ */
+TEST_F(RmaRails, TargetAnswersOverTheDeviceOfTheSameName)
+{
+    const RmaParam am = {"rc_am", "rc", true, nullptr, false};
+
+    ASSERT_NO_FATAL_FAILURE(s_.spawn_target(am));
+    {
+        EnvGuard only("AXON_NET_DEVICES", "softib1:1");
+        ASSERT_NO_FATAL_FAILURE(s_.connect(am));
+    }
+    ASSERT_EQ((int)AXON_RMA_PATH_AM, (int)s_.path(kUserBig));
+    ASSERT_NO_FATAL_FAILURE(put_and_check(4096, 65536, 12));
+    ASSERT_NO_FATAL_FAILURE(get_and_check(8192, 65536));
     s_.finish();
 }
 
