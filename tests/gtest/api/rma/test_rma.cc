@@ -837,7 +837,7 @@ void key_fix_checksum(std::vector<uint8_t> &k)
 /* The key with every domain entry's key cut to its first half (rkey_format.h). */
 std::vector<uint8_t> key_cut_entries(const std::vector<uint8_t> &k)
 {
-    const size_t kHdr = 72, kEntryHdr = 20;
+    const size_t kHdr = 72, kEntryHdr = 52;   /* key format 4 */
     unsigned workers = k[12] | (k[13] << 8), entries = k[14] | (k[15] << 8);
     size_t   pos     = kHdr + 8 * (size_t)workers;
     std::vector<uint8_t> out(k.begin(), k.begin() + pos);
