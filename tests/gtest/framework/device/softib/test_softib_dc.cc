@@ -23,7 +23,6 @@
 
 #include <algorithm>
 #include <map>
-#include <poll.h>
 #include <random>
 
 namespace {
@@ -1020,9 +1019,8 @@ class SoftibDcSlotXproc : public SoftibDc {
     {
         double deadline = axon_test_time() + timeout;
         do {
-            struct pollfd pfd = {fd, POLLIN, 0};
             axon_dev_wc_t wc;
-            if (poll(&pfd, 1, 0) > 0) {
+            if (fd_readable(fd, 0)) {
                 return true;
             }
             if (!no_wc(cq, 0.001, &wc)) {
