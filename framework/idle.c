@@ -16,12 +16,12 @@ const char *const axon_idle_yield_names[] = {"auto", "always", "never", NULL};
  */
 #define AXON_IDLE_LOAD_INTERVAL 0.05
 
+__thread axon_idle_stretch_t axon_idle_stretch;
+
 void axon_idle_init(axon_idle_t *idle, unsigned mode, double spin_time)
 {
-    idle->polls     = 0;
     idle->mode      = mode;
     idle->spin_time = spin_time;
-    idle->since     = 0;
 }
 
 /* Threads runnable now (the reader included), from /proc/loadavg's "R/T" field; -1 if unknown. */
@@ -70,8 +70,9 @@ int axon_idle_oversubscribed(double now)
     return atomic_load_explicit(&axon_idle_over, memory_order_relaxed);
 }
 
-int axon_idle_wait(axon_idle_t *idle)
+int axon_idle_wait(const axon_idle_t *idle)
 {
+    axon_idle_stretch_t *stretch = &axon_idle_stretch;
     double now;
 
     if (idle->mode == AXON_IDLE_YIELD_NEVER) {
@@ -79,10 +80,10 @@ int axon_idle_wait(axon_idle_t *idle)
     }
     if (idle->mode == AXON_IDLE_YIELD_AUTO) {
         now = axon_sys_time_sec();
-        if (idle->polls == AXON_IDLE_SPIN_POLLS) {
-            idle->since = now;
+        if (stretch->polls == AXON_IDLE_SPIN_POLLS) {
+            stretch->since = now;
         }
-        if (!axon_idle_oversubscribed(now) && (now - idle->since < idle->spin_time)) {
+        if (!axon_idle_oversubscribed(now) && (now - stretch->since < idle->spin_time)) {
             return 0;
         }
     }

@@ -58,6 +58,7 @@ if ! command -v oshcc >/dev/null || ! command -v oshrun >/dev/null; then
     die "Open MPI's OpenSHMEM is needed: oshcc and oshrun (Debian: libopenmpi-dev, openmpi-bin)"
 fi
 . "$srcdir/tests/shmem/sos_cache.sh"
+sos_locate "$srcdir"    # sos_dir and sos_tarball here: sos_prefix runs in a subshell
 sos=$(sos_prefix "$srcdir")
 if [ -z "$sos" ]; then
     [ -n "$sos_dir" ] || die "SOS's tarball $sos_tarball is missing (AXON_CLIENTS_DIR)"

@@ -25,6 +25,7 @@
 #define AXON_FI_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <netinet/in.h>
@@ -331,8 +332,11 @@ struct axon_fi_domain {
 int  axon_fi_eps_add(axon_fi_eps_t *set, axon_fi_ep_t *ep);
 void axon_fi_eps_del(axon_fi_eps_t *set, axon_fi_ep_t *ep);
 void axon_fi_eps_free(axon_fi_eps_t *set);
-/* Progress every endpoint's worker (FI_PROGRESS_MANUAL); returns the events handled. */
+/* Progress every endpoint's worker for a call of the application (FI_PROGRESS_MANUAL,
+ * and the calls that read or wait); returns the events handled. */
 unsigned axon_fi_eps_progress(const axon_fi_eps_t *set);
+/* One pass over an endpoint's worker, counted by no one (the progress thread's). */
+unsigned axon_fi_ep_progress(axon_fi_ep_t *ep);
 
 /*
  * An AV entry's peer: its name as inserted and, once resolved (at the first
@@ -447,6 +451,9 @@ struct axon_fi_ep {
     struct fid_ep      ep_fid;
     axon_fi_domain_t  *domain;
     axon_worker_h      worker;
+    /* Passes of the application's calls over the worker, and their count when the
+     * domain's progress thread last looked (axon_fi_progress.c); both under the lock. */
+    uint64_t           app_passes, thread_seen;
     void              *worker_addr;
     size_t             worker_addr_len;
     axon_fi_name_t     name;
@@ -491,6 +498,23 @@ static inline void axon_fi_lock(axon_fi_domain_t *domain)
 {
     if (domain->locked) {
         pthread_mutex_lock(&domain->lock);
+    }
+}
+
+/*
+ * A pass of a blocking wait (fi_cntr_wait, fi_cq_sread) that found nothing.
+ * The workers the pass drove give the core away by Axon's own idle policy
+ * (AXON_YIELD: soon on an oversubscribed host, after a spin otherwise); a
+ * yield of ours after every empty pass on top made each pass a system call
+ * and each wake-up late (a SHMEM fetch-add waits here). Every
+ * AXON_FI_WAIT_YIELD_PASSES-th empty pass still yields, for waits that drive
+ * no worker (counters of remote accesses counted by words).
+ */
+#define AXON_FI_WAIT_YIELD_PASSES 64
+static inline void axon_fi_wait_idle(unsigned *empty_passes)
+{
+    if ((++*empty_passes % AXON_FI_WAIT_YIELD_PASSES) == 0) {
+        sched_yield();
     }
 }
 

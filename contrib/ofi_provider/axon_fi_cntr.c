@@ -9,7 +9,6 @@
  * (axon_fi_event_words.c) are taken in by every read, wait, set and add of
  * such a counter.
  */
-#include <sched.h>
 #include <stdlib.h>
 #include <time.h>
 #include "axon_fi.h"
@@ -131,7 +130,7 @@ static int axon_fi_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int 
     axon_fi_cntr_t *cntr = container_of(cntr_fid, axon_fi_cntr_t, cntr_fid);
     uint64_t errors, value, now_errors;
     struct timespec start;
-    unsigned events;
+    unsigned events, empty = 0;
 
     /* Reached already (a SHMEM quiet after operations that completed in their call):
      * no progress pass, which would count as an idle poll and may yield the core. */
@@ -167,7 +166,7 @@ static int axon_fi_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int 
             return -FI_ETIMEDOUT;
         }
         if (events == 0) {
-            sched_yield();   /* nothing came: let the peer (maybe on this core) run */
+            axon_fi_wait_idle(&empty);
         }
     }
 }

@@ -171,6 +171,7 @@ static ssize_t axon_fi_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t cou
 {
     axon_fi_cq_t *cq = container_of(cq_fid, axon_fi_cq_t, cq_fid);
     struct timespec start;
+    unsigned empty = 0;
     ssize_t ret;
 
     clock_gettime(CLOCK_MONOTONIC, &start);
@@ -185,7 +186,7 @@ static ssize_t axon_fi_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t cou
         if (axon_fi_expired(&start, timeout)) {
             return -FI_EAGAIN;
         }
-        sched_yield();   /* nothing completed: let the peer (maybe on this core) run */
+        axon_fi_wait_idle(&empty);
     }
 }
 

@@ -54,8 +54,16 @@ unsigned axon_fi_eps_progress(const axon_fi_eps_t *set)
     size_t i;
 
     for (i = 0; i < set->count; ++i) {
-        events += axon_worker_progress(set->eps[i]->worker);
-        axon_fi_event_flush_due(set->eps[i]);   /* RMA event counts held back, if any */
+        ++set->eps[i]->app_passes;
+        events += axon_fi_ep_progress(set->eps[i]);
     }
+    return events;
+}
+
+unsigned axon_fi_ep_progress(axon_fi_ep_t *ep)
+{
+    unsigned events = axon_worker_progress(ep->worker);
+
+    axon_fi_event_flush_due(ep);   /* RMA event counts held back, if any */
     return events;
 }

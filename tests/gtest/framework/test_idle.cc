@@ -16,10 +16,11 @@ namespace {
 /* Empty polls until the slow path first runs, then one more: did that one yield? */
 int polls_until_slow_path(axon_idle_t *idle)
 {
+    axon_idle_stretch.polls = 0;   /* this thread's stretch: earlier tests left theirs */
     for (unsigned i = 0; i < AXON_IDLE_SPIN_POLLS - 1; ++i) {
         axon_idle_poll(idle, 0);
     }
-    ++idle->polls;
+    ++axon_idle_stretch.polls;
     return axon_idle_wait(idle);
 }
 
@@ -58,7 +59,7 @@ TEST(Idle, AutoYieldsOnceIdleForTheSpinTime)
     }
     EXPECT_EQ(0, first) << "yielded before the spin time";
     usleep(250 * 1000);
-    ++idle.polls;
+    ++axon_idle_stretch.polls;
     EXPECT_EQ(1, axon_idle_wait(&idle)) << "idle for " << axon_sys_time_sec() - start << " s";
 }
 
@@ -67,11 +68,49 @@ TEST(Idle, WorkResetsTheSpin)
     axon_idle_t idle;
 
     axon_idle_init(&idle, AXON_IDLE_YIELD_ALWAYS, 0);
+    axon_idle_stretch.polls = 0;
     for (unsigned i = 0; i < AXON_IDLE_SPIN_POLLS - 1; ++i) {
         axon_idle_poll(&idle, 0);
     }
     axon_idle_poll(&idle, 3);
-    EXPECT_EQ(0u, idle.polls);
+    EXPECT_EQ(0u, axon_idle_stretch.polls);
+}
+
+/* A thread that polls a busy worker and an idle one in turn is not idle: the idle
+ * worker's empty polls do not bring it to the slow path (which would yield). */
+TEST(Idle, ABusyWorkerKeepsTheThreadFromIdling)
+{
+    axon_idle_t busy, idle;
+
+    axon_idle_init(&busy, AXON_IDLE_YIELD_ALWAYS, 0);
+    axon_idle_init(&idle, AXON_IDLE_YIELD_ALWAYS, 0);
+    axon_idle_stretch.polls = 0;
+    for (unsigned i = 0; i < 10 * AXON_IDLE_SPIN_POLLS; ++i) {
+        axon_idle_poll(&idle, 0);
+        if (i % (AXON_IDLE_SPIN_POLLS / 2) == 0) {
+            axon_idle_poll(&busy, 1);
+        }
+        ASSERT_LT(axon_idle_stretch.polls, (unsigned)AXON_IDLE_SPIN_POLLS) << "poll " << i;
+    }
+}
+
+/* Another thread's empty polls are its own stretch, not this one's. */
+TEST(Idle, EachThreadHasItsOwnStretch)
+{
+    axon_idle_t idle;
+    unsigned theirs = 0;
+
+    axon_idle_init(&idle, AXON_IDLE_YIELD_NEVER, 0);
+    axon_idle_stretch.polls = 0;
+    std::thread other([&idle, &theirs] {
+        for (unsigned i = 0; i < 3 * AXON_IDLE_SPIN_POLLS; ++i) {
+            axon_idle_poll(&idle, 0);
+        }
+        theirs = axon_idle_stretch.polls;
+    });
+    other.join();
+    EXPECT_EQ(3u * AXON_IDLE_SPIN_POLLS, theirs);
+    EXPECT_EQ(0u, axon_idle_stretch.polls);
 }
 
 TEST(Idle, OversubscriptionIsSeen)

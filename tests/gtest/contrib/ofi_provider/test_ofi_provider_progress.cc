@@ -2,7 +2,8 @@
  * FI_PROGRESS_AUTO: a domain asking for it gets a progress thread, so a
  * target that never calls libfabric still serves an initiator's RMA and
  * atomics (over tcp they need the target's worker) and counts its RMA
- * events; idle, the thread sleeps rather than burning a core.
+ * events; idle, the thread sleeps rather than burning a core; it leaves
+ * alone the endpoints the application polls itself, and only those.
  */
 #include "ofi_test_node.h"
 
@@ -195,6 +196,45 @@ TEST_P(OfiProviderProgressXproc, TargetThatNeverCallsServesRmaAndAtomics)
     EXPECT_EQ((uint64_t)(2 * kRounds), fi_cntr_read(writes));
     finish();
     EXPECT_EQ(0, fi_close(&writes->fid));
+}
+
+/*
+ * The progress thread leaves alone the endpoints the application polls, not
+ * the others: the target polls a second endpoint's CQ without a pause (the
+ * domain's lock taken and given all the time) while the initiator's writes
+ * and atomics to the first endpoint still complete (over either lane the
+ * atomics on this unshared memory need the first endpoint's worker).
+ */
+TEST_P(OfiProviderProgressXproc, TargetPollingAnotherEndpointServesTheFirst)
+{
+    EnvGuard env("AXON_TLS", GetParam().c_str());
+    ASSERT_NO_FATAL_FAILURE(start(initiator_main));
+    struct fid_ep *ep2 = NULL;
+    struct fid_cq *cq2 = NULL;
+    struct fi_cq_attr cq_attr = {};
+    cq_attr.format = FI_CQ_FORMAT_TAGGED;
+    ASSERT_EQ(0, fi_endpoint(t.domain, t.info, &ep2, NULL));
+    ASSERT_EQ(0, fi_cq_open(t.domain, &cq_attr, &cq2, NULL));
+    ASSERT_EQ(0, fi_ep_bind(ep2, &cq2->fid, FI_TRANSMIT | FI_RECV));
+    ASSERT_EQ(0, fi_ep_bind(ep2, &t.av->fid, 0));
+    ASSERT_EQ(0, fi_enable(ep2));
+    ASSERT_NO_FATAL_FAILURE(tell_name());
+    fcntl(c.from[0], F_SETFL, O_NONBLOCK);
+    uint64_t fetched = 0;
+    struct fi_cq_tagged_entry e;
+    double deadline = now_sec() + 30;
+    ssize_t got = -1;
+    while ((got != 8) && (now_sec() < deadline)) {
+        EXPECT_EQ(-FI_EAGAIN, fi_cq_read(cq2, &e, 1));   /* ep2 only: nothing comes there */
+        got = read(c.from[0], &fetched, 8);
+    }
+    ASSERT_EQ(8, got) << "the initiator's operations were not served in 30 s";
+    EXPECT_EQ((uint64_t)kRounds * (kRounds - 1) / 2, fetched);
+    EXPECT_EQ((uint64_t)kRounds, ((volatile uint64_t *)mem.data())[0]);
+    EXPECT_EQ((uint64_t)kRounds, ((volatile uint64_t *)mem.data())[1]);
+    finish();
+    EXPECT_EQ(0, fi_close(&ep2->fid));
+    EXPECT_EQ(0, fi_close(&cq2->fid));
 }
 
 TEST_P(OfiProviderProgressXproc, OwnWriteCounterEndsExactWithoutLock)
