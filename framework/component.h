@@ -21,7 +21,7 @@
 #include "amo_args.h"
 #include "coll_offload.h"
 
-#define AXON_COMPONENT_ABI_VERSION 15
+#define AXON_COMPONENT_ABI_VERSION 16
 /* Most local pieces one ep_get_zcopy_iov takes (the kernel's UIO_MAXIOV). */
 #define AXON_TL_IOV_MAX 1024
 /* Plugins build with -fvisibility=hidden; only the descriptor is exported. */
@@ -297,6 +297,14 @@ typedef struct axon_iface_ops {
     axon_status_t (*iface_get_address)(axon_iface_t *iface, void *dev_addr, void *iface_addr);
     int           (*iface_is_reachable)(axon_iface_t *iface, const void *dev_addr,
                                         const void *iface_addr);
+    /*
+     * Optional (ABI 16): the bandwidth (MB/s) of this iface's path to the
+     * peer device at dev_addr where it is not the resource's estimate (tcp:
+     * a peer in this network stack is reached through the kernel's loopback,
+     * whichever interface is named); 0: the resource's. Weighs the
+     * rendezvous stripes of the rails to that peer.
+     */
+    double        (*iface_peer_bandwidth)(axon_iface_t *iface, const void *dev_addr);
 
     /* peer_uuid: the peer worker's id, for handshakes and failure reports. */
     axon_status_t (*ep_create)(axon_iface_t *iface, uint64_t peer_uuid, const void *dev_addr,

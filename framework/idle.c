@@ -16,12 +16,15 @@ const char *const axon_idle_yield_names[] = {"auto", "always", "never", NULL};
  */
 #define AXON_IDLE_LOAD_INTERVAL 0.05
 
-__thread axon_idle_stretch_t axon_idle_stretch;
+__thread unsigned long axon_idle_thread_events;
 
 void axon_idle_init(axon_idle_t *idle, unsigned mode, double spin_time)
 {
+    idle->polls     = 0;
     idle->mode      = mode;
     idle->spin_time = spin_time;
+    idle->since     = 0;
+    idle->seen      = 0;
 }
 
 /* Threads runnable now (the reader included), from /proc/loadavg's "R/T" field; -1 if unknown. */
@@ -70,20 +73,25 @@ int axon_idle_oversubscribed(double now)
     return atomic_load_explicit(&axon_idle_over, memory_order_relaxed);
 }
 
-int axon_idle_wait(const axon_idle_t *idle)
+int axon_idle_wait(axon_idle_t *idle)
 {
-    axon_idle_stretch_t *stretch = &axon_idle_stretch;
     double now;
 
     if (idle->mode == AXON_IDLE_YIELD_NEVER) {
         return 0;
     }
+    if (axon_idle_thread_events != idle->seen) {
+        /* Another worker of this thread found work since the last look: not idle. */
+        idle->seen  = axon_idle_thread_events;
+        idle->polls = 0;
+        return 0;
+    }
     if (idle->mode == AXON_IDLE_YIELD_AUTO) {
         now = axon_sys_time_sec();
-        if (stretch->polls == AXON_IDLE_SPIN_POLLS) {
-            stretch->since = now;
+        if (idle->polls == AXON_IDLE_SPIN_POLLS) {
+            idle->since = now;
         }
-        if (!axon_idle_oversubscribed(now) && (now - stretch->since < idle->spin_time)) {
+        if (!axon_idle_oversubscribed(now) && (now - idle->since < idle->spin_time)) {
             return 0;
         }
     }

@@ -9,11 +9,15 @@
  * polls in a row the slow path looks at the clock and yields the core when
  * the host is oversubscribed or the idle stretch has lasted spin_time.
  *
- * The stretch belongs to the polling thread, not to what it polls: a thread
- * that progresses two workers in turn, one of them busy (a SHMEM PE's
- * context and target endpoints), is not idle, though one worker never finds
- * anything. Per worker, that worker's empty polls made the thread yield on
- * every pass (a fetch-add answered in 0.8-1.0 us instead of 0.43).
+ * Idleness is the polling thread's, not a worker's: a thread that
+ * progresses two workers in turn, one of them busy (a SHMEM PE's context and
+ * target endpoints), is not idle, though one worker never finds anything.
+ * Counted per worker alone, that worker's empty polls made the thread yield
+ * on every pass (a fetch-add answered in 0.8-1.0 us instead of 0.43). So a
+ * poll that finds events also counts in the thread's event count, and a
+ * worker's slow path first asks whether the count moved since its last look
+ * (another worker of the thread found work: not idle, spin again). The
+ * empty poll, the loop latency waits in, touches no thread-local storage.
  */
 #ifndef AXON_IDLE_H
 #define AXON_IDLE_H
@@ -29,35 +33,32 @@ typedef enum {
 
 extern const char *const axon_idle_yield_names[];
 
-/* The policy, per worker (its context's AXON_YIELD and AXON_YIELD_SPIN). */
 typedef struct axon_idle {
-    unsigned mode;        /* axon_idle_yield_t */
-    double   spin_time;   /* seconds of idleness before yielding (auto) */
+    unsigned      polls;       /* empty polls in a row */
+    unsigned      mode;        /* axon_idle_yield_t */
+    double        spin_time;   /* seconds of idleness before yielding (auto) */
+    double        since;       /* when the current idle stretch passed the short spin */
+    unsigned long seen;        /* axon_idle_thread_events at the last slow path */
 } axon_idle_t;
 
-/* The calling thread's idle stretch, over everything it polls. */
-typedef struct axon_idle_stretch {
-    unsigned polls;       /* empty polls in a row */
-    double   since;       /* when the stretch passed the short spin */
-} axon_idle_stretch_t;
-
-extern __thread axon_idle_stretch_t axon_idle_stretch;
+/* Polls of the calling thread that found events, over every worker it progresses. */
+extern __thread unsigned long axon_idle_thread_events;
 
 void axon_idle_init(axon_idle_t *idle, unsigned mode, double spin_time);
 
 /* Slow path of axon_idle_poll: yields the core or not; says which (idle.c). */
-int axon_idle_wait(const axon_idle_t *idle);
+int axon_idle_wait(axon_idle_t *idle);
 
-/* One poll of the calling thread, under idle's policy, found events (work done) or nothing. */
-static inline void axon_idle_poll(const axon_idle_t *idle, unsigned events)
+/* One poll found events (work done) or nothing; 1 if it yielded the core. */
+static inline int axon_idle_poll(axon_idle_t *idle, unsigned events)
 {
-    axon_idle_stretch_t *stretch = &axon_idle_stretch;
-
     if (events != 0) {
-        stretch->polls = 0;
-    } else if (++stretch->polls >= AXON_IDLE_SPIN_POLLS) {
-        axon_idle_wait(idle);
+        idle->polls = 0;
+        ++axon_idle_thread_events;
+    } else if (++idle->polls >= AXON_IDLE_SPIN_POLLS) {
+        return axon_idle_wait(idle);
     }
+    return 0;
 }
 
 /* Are more threads runnable on the host than it has cores? Cached (idle.c). */

@@ -34,17 +34,32 @@ static int axon_rail_candidate_ok(const axon_resource_t *rsc,
     return 1;
 }
 
-/* Cumulative shares of the rails' bandwidth estimates, the last one whole. */
-static void axon_rails_set_shares(axon_ep_rails_t *rails)
+/*
+ * A rail's bandwidth to the peer: what its iface says of the path to the
+ * peer's device (tcp: loopback to a peer in this network stack, whatever
+ * the interface), else its resource's estimate.
+ */
+static double axon_rail_bandwidth(axon_worker_h worker, const axon_resource_t *rsc,
+                                  unsigned iface_idx, const axon_address_entry_t *entry)
+{
+    axon_iface_t *iface = worker->ifaces[iface_idx].iface;
+    double bw = (iface->ops->iface_peer_bandwidth != NULL) ?
+                iface->ops->iface_peer_bandwidth(iface, entry->dev_addr) : 0;
+
+    return (bw > 0) ? bw : rsc->bandwidth_MBps;
+}
+
+/* Cumulative shares of the rails' bandwidths, the last one whole. */
+static void axon_rails_set_shares(axon_ep_rails_t *rails, const double *bandwidth)
 {
     double total = 0, sum = 0;
     unsigned i;
 
     for (i = 0; i < rails->count; ++i) {
-        total += rails->lane[i].resource->bandwidth_MBps;
+        total += bandwidth[i];
     }
     for (i = 0; i < rails->count; ++i) {
-        sum += rails->lane[i].resource->bandwidth_MBps;
+        sum += bandwidth[i];
         rails->share[i] = (total > 0) ?
                           (uint32_t)(sum / total * (1u << AXON_RAIL_SHARE_BITS)) :
                           (uint32_t)(((i + 1) << AXON_RAIL_SHARE_BITS) / rails->count);
@@ -71,12 +86,14 @@ static void axon_ep_add_rails(axon_ep_h ep, const axon_resource_t *const *rscs, 
 {
     unsigned max = ep->worker->context->opts.max_rndv_rails;
     const axon_resource_t *chosen[AXON_RNDV_RAILS_MAX];
+    double bandwidth[AXON_RNDV_RAILS_MAX];
     axon_ep_rails_t rails;
     unsigned count = 1, i;
     int best;
 
     chosen[0] = ep->bulk_lane.resource;
     rails.lane[0] = ep->bulk_lane;
+    bandwidth[0] = axon_rail_bandwidth(ep->worker, rscs[bulk], iface_idx[bulk], entries[bulk]);
     while (count < max) {
         best = -1;
         for (i = 0; i < n; ++i) {
@@ -98,6 +115,8 @@ static void axon_ep_add_rails(axon_ep_h ep, const axon_resource_t *const *rscs, 
                        rscs[best]->dev_name);
             break;   /* the rails so far are still good */
         }
+        bandwidth[count] = axon_rail_bandwidth(ep->worker, rscs[best], iface_idx[best],
+                                               entries[best]);
         ++count;
     }
     if (count == 1) {
@@ -112,7 +131,7 @@ static void axon_ep_add_rails(axon_ep_h ep, const axon_resource_t *const *rscs, 
         return;
     }
     rails.count = count;
-    axon_rails_set_shares(&rails);
+    axon_rails_set_shares(&rails, bandwidth);
     *ep->rails = rails;
     for (i = 0; i < count; ++i) {
         axon_debug("endpoint %p to %016llx: rail %u %s/%s to its %s, %.1f%% of each rendezvous",

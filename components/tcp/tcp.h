@@ -42,6 +42,8 @@
 #include "log.h"
 #include "tcp_wire.h"
 
+/* Bandwidth estimate of the kernel's loopback (MB/s: memory copies through the stack). */
+#define AXON_TCP_BANDWIDTH_LO  4000.0
 /* Largest am_short (header + payload) and zero-copy AM header. */
 #define AXON_TCP_MAX_SHORT     ((size_t)8192)
 /* Largest zero-copy payload: fits the 32-bit frame length with room to spare. */
@@ -49,6 +51,10 @@
 /* Bounds of AXON_TCP_SEG_SIZE (= max_bcopy; each ep holds a buffer of it). */
 #define AXON_TCP_SEG_SIZE_MIN  ((size_t)1024)
 #define AXON_TCP_SEG_SIZE_MAX  ((size_t)64 << 20)
+/* Bounds of AXON_TCP_IO_CHUNK (bytes per bulk sendmsg or recv); control frames
+ * go in the smallest. */
+#define AXON_TCP_IO_CHUNK_MIN  ((size_t)64 << 10)
+#define AXON_TCP_IO_CHUNK_MAX  ((size_t)64 << 20)
 /* A receive buffer reads at least this much per recv(), to batch small frames. */
 #define AXON_TCP_RX_BUF_MIN    ((size_t)64 << 10)
 /* A receive buffer grown for an unplaced zero-copy frame up to this size stays grown. */
@@ -83,6 +89,7 @@ typedef struct axon_tcp_config {
     double                   connect_timeout;  /* seconds, connect + handshake */
     char                    *port_range;       /* "0" or "lo-hi" */
     int                      keepalive;        /* SO_KEEPALIVE with short probes */
+    size_t                   io_chunk;         /* bytes per sendmsg / recv of bulk data */
 } axon_tcp_config_t;
 
 /*

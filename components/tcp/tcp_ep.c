@@ -203,7 +203,7 @@ again:
     }
 
     if (iovcnt > 0) {
-        ret = axon_tcp_sock_sendv(conn->sock.fd, iov, iovcnt);
+        ret = axon_tcp_sock_sendv(conn->sock.fd, iov, iovcnt, iface->config->io_chunk);
         if (ret < 0) {
             axon_tcp_ep_tx_error(ep, (int)-ret);   /* frees ep if CLOSING */
             return 0;
@@ -486,7 +486,8 @@ static int axon_tcp_ep_tx_try(axon_tcp_ep_t *ep)
     }
     iov.iov_base = ep->tx_buf + ep->tx_off;
     iov.iov_len  = ep->tx_len - ep->tx_off;
-    ret = axon_tcp_sock_sendv(ep->conn->sock.fd, &iov, 1);
+    ret = axon_tcp_sock_sendv(ep->conn->sock.fd, &iov, 1,
+                              axon_tcp_ep_iface(ep)->config->io_chunk);
     if (ret < 0) {
         return 1;   /* the peer is gone: nothing more will go out */
     }
@@ -662,7 +663,7 @@ axon_status_t axon_tcp_ep_am_short(axon_tl_ep_t *tl_ep, uint8_t am_id, const voi
     iov[3].iov_len  = axon_tcp_pad(body);
 
     if (__builtin_expect(ep->conn->tx_owner == NULL, 1)) {
-        ret = axon_tcp_sock_sendv(ep->conn->sock.fd, iov, 4);
+        ret = axon_tcp_sock_sendv(ep->conn->sock.fd, iov, 4, iface->config->io_chunk);
         if (__builtin_expect(ret == (ssize_t)wire, 1)) {
             return AXON_OK;
         }
@@ -720,7 +721,7 @@ ssize_t axon_tcp_ep_am_bcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, axon_pack_cb_t 
     memset(dest + sizeof(frame) + length, 0, axon_tcp_pad(length));
     iov.iov_base = dest;
     iov.iov_len  = axon_tcp_frame_wire_len(length);
-    ret = axon_tcp_sock_sendv(ep->conn->sock.fd, &iov, 1);
+    ret = axon_tcp_sock_sendv(ep->conn->sock.fd, &iov, 1, iface->config->io_chunk);
     if (__builtin_expect(ret < 0, 0)) {
         return axon_tcp_ep_tx_error(ep, (int)-ret);
     }
@@ -775,7 +776,7 @@ axon_status_t axon_tcp_ep_am_zcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, const voi
     iov[3].iov_len  = axon_tcp_pad(body);
 
     if (ep->conn->tx_owner == NULL) {
-        ret = axon_tcp_sock_sendv(ep->conn->sock.fd, iov, 4);
+        ret = axon_tcp_sock_sendv(ep->conn->sock.fd, iov, 4, iface->config->io_chunk);
         if (ret == (ssize_t)wire) {
             return AXON_OK;
         }

@@ -229,7 +229,8 @@ int axon_tcp_conn_say_goodbye(axon_tcp_conn_t *conn)
     struct iovec     iov   = {&frame, sizeof(frame)};
 
     conn->sock.flags |= AXON_TCP_SOCK_FLAG_TX_DONE;
-    return (axon_tcp_sock_sendv(conn->sock.fd, &iov, 1) == (ssize_t)sizeof(frame)) ? 0 : -1;
+    return (axon_tcp_sock_sendv(conn->sock.fd, &iov, 1, AXON_TCP_IO_CHUNK_MIN) ==
+            (ssize_t)sizeof(frame)) ? 0 : -1;
 }
 
 void axon_tcp_conn_tx_done(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn)
@@ -424,7 +425,7 @@ static void axon_tcp_conn_hello(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn)
     iov.iov_base    = &answer;
     iov.iov_len     = sizeof(answer);
     /* A fresh socket's send buffer always holds 32 bytes; anything else is an error. */
-    ret = axon_tcp_sock_sendv(conn->sock.fd, &iov, 1);
+    ret = axon_tcp_sock_sendv(conn->sock.fd, &iov, 1, AXON_TCP_IO_CHUNK_MIN);
 
     if (reason != AXON_TCP_REJECT_NONE) {
         /* The connector logs the error; here it is a stranger or a stale address. */
@@ -566,7 +567,7 @@ static void axon_tcp_conn_handshake(axon_tcp_iface_t *iface, axon_tcp_conn_t *co
     ssize_t ret;
 
     ret = axon_tcp_sock_recv(conn->sock.fd, (char*)&conn->hs + conn->hs_got,
-                             sizeof(conn->hs) - conn->hs_got);
+                             sizeof(conn->hs) - conn->hs_got, AXON_TCP_IO_CHUNK_MIN);
     if (ret == -EAGAIN) {
         return;
     }
@@ -824,7 +825,7 @@ static unsigned axon_tcp_conn_rx(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn)
             want = conn->rx_cap - conn->rx_tail;
         }
 
-        ret = axon_tcp_sock_recv(conn->sock.fd, dest, want);
+        ret = axon_tcp_sock_recv(conn->sock.fd, dest, want, iface->config->io_chunk);
         if (ret == -EAGAIN) {
             break;
         }
@@ -1234,6 +1235,21 @@ axon_status_t axon_tcp_iface_check_peer(const axon_tcp_iface_t *iface, const voi
     return AXON_OK;
 }
 
+/*
+ * A peer in this network stack (same host and namespace) is reached through
+ * the kernel's loopback whatever the interface named: eth0's address to a
+ * process beside us moves as fast as lo's, not at eth0's link speed.
+ */
+static double axon_tcp_iface_peer_bandwidth(axon_iface_t *tl_iface, const void *dev_addr)
+{
+    const axon_tcp_iface_t *iface = (const axon_tcp_iface_t *)tl_iface;
+    axon_tcp_dev_addr_t dev;
+
+    memcpy(&dev, dev_addr, sizeof(dev));
+    return ((dev.host_id == iface->host_id) && (dev.netns == iface->netns)) ?
+           AXON_TCP_BANDWIDTH_LO : 0;
+}
+
 static int axon_tcp_iface_is_reachable(axon_iface_t *tl_iface, const void *dev_addr,
                                        const void *iface_addr)
 {
@@ -1250,6 +1266,7 @@ static const axon_iface_ops_t axon_tcp_iface_ops = {
     .iface_addr_len     = sizeof(axon_tcp_iface_addr_t),
     .iface_get_address  = axon_tcp_iface_get_address,
     .iface_is_reachable = axon_tcp_iface_is_reachable,
+    .iface_peer_bandwidth = axon_tcp_iface_peer_bandwidth,
     .ep_create          = axon_tcp_ep_create,
     .ep_destroy         = axon_tcp_ep_destroy,
     .ep_am_short        = axon_tcp_ep_am_short,

@@ -220,7 +220,7 @@ void axon_tcp_sock_close(int epfd, axon_tcp_sock_t *sock)
     sock->fd = -1;
 }
 
-ssize_t axon_tcp_sock_sendv(int fd, const struct iovec *iov, size_t iovcnt)
+ssize_t axon_tcp_sock_sendv(int fd, const struct iovec *iov, size_t iovcnt, size_t chunk_max)
 {
     struct iovec  chunk[AXON_TCP_SOCK_IOV_MAX];
     struct msghdr msg;
@@ -228,18 +228,19 @@ ssize_t axon_tcp_sock_sendv(int fd, const struct iovec *iov, size_t iovcnt)
     ssize_t       ret;
 
     /*
-     * At most AXON_TCP_IO_CHUNK bytes per sendmsg: over loopback one huge
-     * send holds the socket while the receiver waits to copy, and the two
-     * copies run one after the other instead of overlapping.
+     * At most chunk_max bytes per sendmsg (AXON_TCP_IO_CHUNK): over loopback
+     * one huge send holds the socket while the receiver waits to copy, and
+     * the two copies run one after the other instead of overlapping; many
+     * small ones cost a system call each. Which wins depends on the host.
      */
     memset(&msg, 0, sizeof(msg));
     for (;;) {
         for (n = 0, want = 0; (iovcnt > 0) && (n < AXON_TCP_SOCK_IOV_MAX) &&
-                              (want < AXON_TCP_IO_CHUNK); ++n) {
+                              (want < chunk_max); ++n) {
             chunk[n].iov_base = (char*)iov[n].iov_base + ((n == 0) ? skip : 0);
             chunk[n].iov_len  = iov[n].iov_len - ((n == 0) ? skip : 0);
-            if (want + chunk[n].iov_len > AXON_TCP_IO_CHUNK) {
-                chunk[n].iov_len = AXON_TCP_IO_CHUNK - want;
+            if (want + chunk[n].iov_len > chunk_max) {
+                chunk[n].iov_len = chunk_max - want;
             }
             want += chunk[n].iov_len;
             if (n + 1 == iovcnt) {
@@ -276,13 +277,13 @@ ssize_t axon_tcp_sock_sendv(int fd, const struct iovec *iov, size_t iovcnt)
     }
 }
 
-ssize_t axon_tcp_sock_recv(int fd, void *buf, size_t length)
+ssize_t axon_tcp_sock_recv(int fd, void *buf, size_t length, size_t chunk)
 {
     ssize_t ret;
 
-    /* Bounded like sends (AXON_TCP_IO_CHUNK): long copies under the socket lock stall the sender. */
-    if (length > AXON_TCP_IO_CHUNK) {
-        length = AXON_TCP_IO_CHUNK;
+    /* Bounded like sends: long copies under the socket lock stall the sender. */
+    if (length > chunk) {
+        length = chunk;
     }
     do {
         ret = recv(fd, buf, length, MSG_DONTWAIT);

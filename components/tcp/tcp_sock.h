@@ -44,17 +44,17 @@ void          axon_tcp_sock_set_events(int epfd, axon_tcp_sock_t *sock, uint32_t
 /* Leave the epoll set and close; sock->fd becomes -1. */
 void          axon_tcp_sock_close(int epfd, axon_tcp_sock_t *sock);
 
-/* Bytes per sendmsg call, and iov entries per call (callers pass at most 4). */
-#define AXON_TCP_IO_CHUNK     ((size_t)64 << 10)
+/* iov entries per call (callers pass at most 4). */
 #define AXON_TCP_SOCK_IOV_MAX 8
 
 /*
- * sendmsg of iov, never blocking, in AXON_TCP_IO_CHUNK pieces: bytes sent (0
- * when the socket is full) or -errno (only when nothing was sent).
+ * sendmsg of iov, never blocking, in pieces of chunk bytes at most: bytes
+ * sent (0 when the socket is full) or -errno (only when nothing was sent).
  */
-ssize_t       axon_tcp_sock_sendv(int fd, const struct iovec *iov, size_t iovcnt);
-/* recv, never blocking: bytes read, 0 at end of stream, -EAGAIN when empty, or -errno. */
-ssize_t       axon_tcp_sock_recv(int fd, void *buf, size_t length);
+ssize_t       axon_tcp_sock_sendv(int fd, const struct iovec *iov, size_t iovcnt, size_t chunk);
+/* recv of chunk bytes at most, never blocking: bytes read, 0 at end of stream, -EAGAIN
+ * when empty, or -errno. */
+ssize_t       axon_tcp_sock_recv(int fd, void *buf, size_t length, size_t chunk);
 
 /* Drop the first n bytes of iov[0..*iovcnt), moving the rest to the front. */
 void          axon_tcp_iov_advance(struct iovec *iov, size_t *iovcnt, size_t n);

@@ -141,6 +141,8 @@ const BadKv kBadKvs[] = {
     {"uint_text",        "UNEXP_POOL_MAX", "lots",        "lots"},
     {"log_file_nodir",   "LOG_FILE",       "/nonexistent-axon-dir/x.log", "/nonexistent-axon-dir"},
     {"shm_fifo_text",    "SHM_FIFO_SIZE",  "big",         "big"},
+    {"tcp_chunk_small",  "TCP_IO_CHUNK",   "100",         "AXON_TCP_IO_CHUNK=100"},
+    {"tcp_chunk_big",    "TCP_IO_CHUNK",   "1g",          "AXON_TCP_IO_CHUNK=1G"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Values, BadConfig, ::testing::ValuesIn(kBadKvs),

@@ -1303,6 +1303,8 @@ const TransportParam kVariants[] = {
     {"shm_nocma", "shm", 1, false, {{"RNDV_THRESH", "16K"}, {"SHM_CMA", "n"}}},
     {"tcp_rev", "tcp", 0},
     {"tcp_netns", "tcp", 1, true},
+    /* Bulk data in the smallest sendmsg/recv pieces: a message crosses many. */
+    {"tcp_chunk64k", "tcp", 1, false, {{"RNDV_THRESH", "16K"}, {"TCP_IO_CHUNK", "64k"}}},
     {"rc_rev", "rc", 0},
     {"rc_rndv", "rc", 1, false, {{"RNDV_THRESH", "16K"}}},
     {"ud_rndv", "ud", 1, false, {{"RNDV_THRESH", "16K"}}},

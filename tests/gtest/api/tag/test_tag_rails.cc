@@ -221,6 +221,23 @@ TEST(TagRails, TcpOpensARailPerInterface)
     EXPECT_GT(pair.ep->rails->share[0], 0u);
 }
 
+/* A peer beside us is reached through the kernel's loopback on either interface (lo's
+ * estimate 4000 MB/s, eth0's link speed or 1250): its rails share the data evenly. */
+TEST(TagRails, TcpRailsToAPeerInThisStackShareEvenly)
+{
+    SKIP_WITHOUT_SECOND_IPV4();
+    Pair pair("tcp");
+    pair.create();
+    pair.move_one(1 << 20);
+    ASSERT_NE(nullptr, pair.ep->rails);
+    ASSERT_EQ(2u, pair.ep->rails->count);
+    if (pair.ep->rails->lane[0].resource->bandwidth_MBps ==
+        pair.ep->rails->lane[1].resource->bandwidth_MBps) {
+        GTEST_SKIP() << "both interfaces have the same estimate here: an even split says nothing";
+    }
+    EXPECT_EQ(1u << (AXON_RAIL_SHARE_BITS - 1), pair.ep->rails->share[0]);
+}
+
 TEST(TagRails, OneRailWhenConfiguredOrDevicesRestricted)
 {
     SKIP_WITHOUT_SECOND_IPV4();
