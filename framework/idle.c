@@ -86,14 +86,19 @@ int axon_idle_wait(axon_idle_t *idle)
         idle->polls = 0;
         return 0;
     }
-    if (idle->mode == AXON_IDLE_YIELD_AUTO) {
-        now = axon_sys_time_sec();
+    if ((idle->mode == AXON_IDLE_YIELD_AUTO) &&
+        ((idle->polls == AXON_IDLE_SPIN_POLLS) || (idle->since >= 0))) {
         if (idle->polls == AXON_IDLE_SPIN_POLLS) {
-            idle->since = now;
+            now = idle->since = axon_sys_time_sec();   /* a new idle stretch */
+        } else if ((idle->polls % AXON_IDLE_CLOCK_POLLS) != 0) {
+            return 0;   /* still spinning: the clock is read every AXON_IDLE_CLOCK_POLLS */
+        } else {
+            now = axon_sys_time_sec();
         }
         if (!axon_idle_oversubscribed(now) && (now - idle->since < idle->spin_time)) {
             return 0;
         }
+        idle->since = -1;   /* idle for good: every empty poll yields until work comes */
     }
     sched_yield();
     return 1;

@@ -6,8 +6,10 @@
  * every handshake (rendezvous RTS/ATS, sync acks) then costs milliseconds.
  *
  * The caller reports each poll's events; after AXON_IDLE_SPIN_POLLS empty
- * polls in a row the slow path looks at the clock and yields the core when
- * the host is oversubscribed or the idle stretch has lasted spin_time.
+ * polls in a row the slow path looks at the clock (every
+ * AXON_IDLE_CLOCK_POLLS-th poll) and, once the host is oversubscribed or the
+ * idle stretch has lasted spin_time, yields the core on every empty poll
+ * until one finds work.
  *
  * Idleness is the polling thread's, not a worker's: a thread that
  * progresses two workers in turn, one of them busy (a SHMEM PE's context and
@@ -24,6 +26,10 @@
 
 /* Empty polls before the slow path runs at all: keeps it off the latency path. */
 #define AXON_IDLE_SPIN_POLLS 64
+/* Past them, while the stretch is short of spin_time, the clock (and the host's
+ * load) is looked at every this many empty polls: a read costs tens of ns, and a
+ * waiting ping-pong passes the first 64 polls within its round trip. */
+#define AXON_IDLE_CLOCK_POLLS 16
 
 typedef enum {
     AXON_IDLE_YIELD_AUTO   = 0,  /* oversubscribed, or idle for spin_time */
@@ -37,7 +43,8 @@ typedef struct axon_idle {
     unsigned      polls;       /* empty polls in a row */
     unsigned      mode;        /* axon_idle_yield_t */
     double        spin_time;   /* seconds of idleness before yielding (auto) */
-    double        since;       /* when the current idle stretch passed the short spin */
+    double        since;       /* when the current idle stretch passed the short spin;
+                                * -1 once it yields on every empty poll */
     unsigned long seen;        /* axon_idle_thread_events at the last slow path */
 } axon_idle_t;
 
@@ -54,7 +61,7 @@ static inline int axon_idle_poll(axon_idle_t *idle, unsigned events)
 {
     if (events != 0) {
         idle->polls = 0;
-        ++axon_idle_thread_events;
+        idle->seen  = ++axon_idle_thread_events;   /* its own work is no news to it */
     } else if (++idle->polls >= AXON_IDLE_SPIN_POLLS) {
         return axon_idle_wait(idle);
     }

@@ -59,8 +59,23 @@ TEST(Idle, AutoYieldsOnceIdleForTheSpinTime)
     }
     EXPECT_EQ(0, first) << "yielded before the spin time";
     usleep(250 * 1000);
-    ++idle.polls;
-    EXPECT_EQ(1, axon_idle_wait(&idle)) << "idle for " << axon_sys_time_sec() - start << " s";
+    int yielded = 0;
+    for (unsigned i = 0; (i < AXON_IDLE_CLOCK_POLLS) && !yielded; ++i) {
+        yielded = axon_idle_poll(&idle, 0);   /* the clock is read every CLOCK_POLLS */
+    }
+    EXPECT_EQ(1, yielded) << "idle for " << axon_sys_time_sec() - start << " s";
+    EXPECT_EQ(1, axon_idle_poll(&idle, 0)) << "once yielding, every empty poll yields";
+    /* Work starts a new stretch: the short spin and the spin time again (unless the
+     * host is oversubscribed by then, which yields at once). */
+    axon_idle_poll(&idle, 1);
+    int after = 0;
+    for (unsigned i = 0; i < 2 * AXON_IDLE_SPIN_POLLS; ++i) {
+        after += axon_idle_poll(&idle, 0);
+    }
+    if (after > 0) {
+        EXPECT_TRUE(axon_idle_oversubscribed(axon_sys_time_sec()))
+            << after << " yields within the spin time of a new stretch";
+    }
 }
 
 TEST(Idle, WorkResetsTheSpin)
@@ -96,6 +111,21 @@ TEST(Idle, ABusyWorkerKeepsTheThreadFromIdling)
         yields += axon_idle_poll(&idle, 0);
     }
     EXPECT_GT(yields, 0);
+}
+
+/* A worker's own work restarts only its short spin: the first yield comes after
+ * AXON_IDLE_SPIN_POLLS empty polls, not after twice as many (on an oversubscribed host
+ * every poll in between holds a core a peer may need). */
+TEST(Idle, OwnWorkIsNoNewsToTheWorker)
+{
+    axon_idle_t idle;
+
+    axon_idle_init(&idle, AXON_IDLE_YIELD_ALWAYS, 0);
+    axon_idle_poll(&idle, 1);
+    for (unsigned i = 1; i < AXON_IDLE_SPIN_POLLS; ++i) {
+        ASSERT_EQ(0, axon_idle_poll(&idle, 0)) << "poll " << i;
+    }
+    EXPECT_EQ(1, axon_idle_poll(&idle, 0));
 }
 
 /* Another thread's events are its own: they do not keep this thread from idling. */

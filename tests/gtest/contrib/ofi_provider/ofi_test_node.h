@@ -211,6 +211,21 @@ struct Node {
         return fi_getname(&ep->fid, name, &namelen);
     }
 
+    /* A second endpoint in this domain, with a CQ of its own and this AV; enabled. */
+    int open_second_ep(struct fid_ep **ep2, struct fid_cq **cq2)
+    {
+        struct fi_cq_attr cq_attr;
+        int ret;
+
+        memset(&cq_attr, 0, sizeof(cq_attr));
+        cq_attr.format = FI_CQ_FORMAT_TAGGED;
+        if ((ret = fi_endpoint(domain, info, ep2, NULL)) != 0) return ret;
+        if ((ret = fi_cq_open(domain, &cq_attr, cq2, NULL)) != 0) return ret;
+        if ((ret = fi_ep_bind(*ep2, &(*cq2)->fid, FI_TRANSMIT | FI_RECV)) != 0) return ret;
+        if ((ret = fi_ep_bind(*ep2, &av->fid, 0)) != 0) return ret;
+        return fi_enable(*ep2);
+    }
+
     fi_addr_t insert(const void *addr)
     {
         fi_addr_t fa = FI_ADDR_NOTAVAIL;

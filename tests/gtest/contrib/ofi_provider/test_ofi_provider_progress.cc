@@ -211,13 +211,7 @@ TEST_P(OfiProviderProgressXproc, TargetPollingAnotherEndpointServesTheFirst)
     ASSERT_NO_FATAL_FAILURE(start(initiator_main));
     struct fid_ep *ep2 = NULL;
     struct fid_cq *cq2 = NULL;
-    struct fi_cq_attr cq_attr = {};
-    cq_attr.format = FI_CQ_FORMAT_TAGGED;
-    ASSERT_EQ(0, fi_endpoint(t.domain, t.info, &ep2, NULL));
-    ASSERT_EQ(0, fi_cq_open(t.domain, &cq_attr, &cq2, NULL));
-    ASSERT_EQ(0, fi_ep_bind(ep2, &cq2->fid, FI_TRANSMIT | FI_RECV));
-    ASSERT_EQ(0, fi_ep_bind(ep2, &t.av->fid, 0));
-    ASSERT_EQ(0, fi_enable(ep2));
+    ASSERT_EQ(0, t.open_second_ep(&ep2, &cq2));
     ASSERT_NO_FATAL_FAILURE(tell_name());
     fcntl(c.from[0], F_SETFL, O_NONBLOCK);
     uint64_t fetched = 0;
