@@ -467,12 +467,14 @@ struct axon_dev_cq {
     axon_dev_comp_channel_t *channel;
     void                    *cq_context;
     int                      cqe;     /* actual capacity, >= requested */
+    unsigned                 async_held;   /* device's: events got, not yet acked */
 };
 
 struct axon_dev_srq {
     axon_dev_context_t *context;
     axon_dev_pd_t      *pd;
     void               *srq_context;
+    unsigned            async_held;   /* device's: events got, not yet acked */
 };
 
 struct axon_dev_qp {
@@ -485,6 +487,7 @@ struct axon_dev_qp {
     uint32_t            qp_num;
     axon_dev_qp_type_t  qp_type;
     axon_dev_qp_state_t state;   /* as last set by modify_qp or by an error */
+    unsigned            async_held;   /* device's: events got, not yet acked */
 };
 
 struct axon_dev_ah {
@@ -500,6 +503,7 @@ struct axon_dev_dct {
     axon_dev_cq_t      *cq;
     void               *dct_context;
     uint32_t            dct_num;   /* what a DCI's WR names, with the key */
+    unsigned            async_held;   /* device's: events got, not yet acked */
 };
 
 /*
@@ -980,7 +984,9 @@ struct axon_dev_ops {
                             axon_dev_mkey_list_t **list_p);
     int  (*dealloc_mkey_list)(axon_dev_mkey_list_t *list);
 
-    /* Blocks (unless async_fd is non-blocking: then EAGAIN) until an event. */
+    /* Blocks (unless async_fd is non-blocking: then EAGAIN) until an event.
+     * As in libibverbs, destroying the object an event names waits until that
+     * event is acked, so a reader may use the element until it acks. */
     int  (*get_async_event)(axon_dev_context_t *ctx, axon_dev_async_event_t *event);
     void (*ack_async_event)(axon_dev_async_event_t *event);
 };

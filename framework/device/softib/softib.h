@@ -133,6 +133,7 @@ typedef struct softib_dev {
     /* async events (softib_async.c): a queue, and a byte per queued event on a
      * socket pair whose read end is super.async_fd */
     pthread_mutex_t       async_lock;
+    pthread_cond_t        async_acked;    /* an object's async_held went down */
     softib_async_entry_t  async_q[SOFTIB_ASYNC_QUEUE];
     unsigned              async_head, async_count;
     int                   async_wfd;
@@ -424,6 +425,8 @@ void     softib_async_close(softib_dev_t *dev);
 void     softib_async_event(softib_dev_t *dev, axon_dev_event_type_t type, void *element);
 /* element (a QP, CQ, SRQ or DCT) is being destroyed: its unread events go */
 void     softib_async_forget(softib_dev_t *dev, const void *element);
+/* After the destroy's forget, outside dev->lock (the reader's handler may call verbs) */
+void     softib_async_wait_acked(softib_dev_t *dev, const unsigned *held);
 int      softib_async_get(axon_dev_context_t *ctx, axon_dev_async_event_t *event);
 void     softib_async_ack(axon_dev_async_event_t *event);
 

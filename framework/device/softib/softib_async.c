@@ -9,12 +9,14 @@
  * pointer to freed memory; UCX destroys QPs whose LAST_WQE_REACHED is still
  * unread. softib_async_forget does that. A byte it cannot take back (a
  * reader already read it) makes that reader find the queue empty and wait
- * again.
+ * again. An event already got names its object until acked: the destroy
+ * waits for that (softib_async_wait_acked), as libibverbs' destroy does.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include "log.h"
 #include "softib.h"
@@ -34,6 +36,7 @@ int softib_async_open(softib_dev_t *dev)
     dev->async_wfd      = sv[1];
     dev->async_head     = dev->async_count = 0;
     pthread_mutex_init(&dev->async_lock, NULL);
+    pthread_cond_init(&dev->async_acked, NULL);
     return 0;
 }
 
@@ -42,6 +45,65 @@ void softib_async_close(softib_dev_t *dev)
     close(dev->super.async_fd);
     close(dev->async_wfd);
     pthread_mutex_destroy(&dev->async_lock);
+    pthread_cond_destroy(&dev->async_acked);
+}
+
+/* Softib's events all name an object: which of ev's union members it is */
+static void softib_async_name(axon_dev_async_event_t *ev, void *element)
+{
+    switch (ev->event_type) {
+    case AXON_DEV_EVENT_CQ_ERR:
+        ev->element.cq = element;
+        break;
+    case AXON_DEV_EVENT_SRQ_ERR:
+    case AXON_DEV_EVENT_SRQ_LIMIT_REACHED:
+        ev->element.srq = element;
+        break;
+    case AXON_DEV_EVENT_DCT_KEY_VIOLATION:
+    case AXON_DEV_EVENT_DCT_ACCESS_ERR:
+    case AXON_DEV_EVENT_DCT_REQ_ERR:
+        ev->element.dct = element;
+        break;
+    default:
+        ev->element.qp = element;
+        break;
+    }
+}
+
+/* Where the object ev names counts its got, unacked events */
+static unsigned *softib_async_held(const axon_dev_async_event_t *ev)
+{
+    switch (ev->event_type) {
+    case AXON_DEV_EVENT_CQ_ERR:
+        return &ev->element.cq->async_held;
+    case AXON_DEV_EVENT_SRQ_ERR:
+    case AXON_DEV_EVENT_SRQ_LIMIT_REACHED:
+        return &ev->element.srq->async_held;
+    case AXON_DEV_EVENT_DCT_KEY_VIOLATION:
+    case AXON_DEV_EVENT_DCT_ACCESS_ERR:
+    case AXON_DEV_EVENT_DCT_REQ_ERR:
+        return &ev->element.dct->async_held;
+    default:
+        return &ev->element.qp->async_held;
+    }
+}
+
+/* What the object ev names belongs to */
+static softib_dev_t *softib_async_dev(const axon_dev_async_event_t *ev)
+{
+    switch (ev->event_type) {
+    case AXON_DEV_EVENT_CQ_ERR:
+        return softib_dev(ev->element.cq->context);
+    case AXON_DEV_EVENT_SRQ_ERR:
+    case AXON_DEV_EVENT_SRQ_LIMIT_REACHED:
+        return softib_dev(ev->element.srq->context);
+    case AXON_DEV_EVENT_DCT_KEY_VIOLATION:
+    case AXON_DEV_EVENT_DCT_ACCESS_ERR:
+    case AXON_DEV_EVENT_DCT_REQ_ERR:
+        return softib_dev(ev->element.dct->context);
+    default:
+        return softib_dev(ev->element.qp->context);
+    }
 }
 
 void softib_async_event(softib_dev_t *dev, axon_dev_event_type_t type, void *element)
@@ -61,23 +123,7 @@ void softib_async_event(softib_dev_t *dev, axon_dev_event_type_t type, void *ele
     memset(&entry->ev, 0, sizeof(entry->ev));
     entry->ev.event_type = type;
     entry->element       = element;
-    switch (type) {
-    case AXON_DEV_EVENT_CQ_ERR:
-        entry->ev.element.cq = element;
-        break;
-    case AXON_DEV_EVENT_SRQ_ERR:
-    case AXON_DEV_EVENT_SRQ_LIMIT_REACHED:
-        entry->ev.element.srq = element;
-        break;
-    case AXON_DEV_EVENT_DCT_KEY_VIOLATION:
-    case AXON_DEV_EVENT_DCT_ACCESS_ERR:
-    case AXON_DEV_EVENT_DCT_REQ_ERR:
-        entry->ev.element.dct = element;
-        break;
-    default:
-        entry->ev.element.qp = element;
-        break;
-    }
+    softib_async_name(&entry->ev, element);
     /* the queue has room for the byte's event, and the socket for far more bytes */
     if (send(dev->async_wfd, &bell, 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1) {
         axon_warn("softib: %s: async event doorbell: %s", dev->super.name, strerror(errno));
@@ -133,6 +179,7 @@ int softib_async_get(axon_dev_context_t *ctx, axon_dev_async_event_t *event)
             if (dev->async_count > 0) {
                 *event          = dev->async_q[dev->async_head].ev;
                 dev->async_head = (dev->async_head + 1) % SOFTIB_ASYNC_QUEUE;
+                ++*softib_async_held(event);   /* before its destroy can look */
                 dev->async_count--;
                 pthread_mutex_unlock(&dev->async_lock);
                 return 0;
@@ -149,5 +196,30 @@ int softib_async_get(axon_dev_context_t *ctx, axon_dev_async_event_t *event)
 
 void softib_async_ack(axon_dev_async_event_t *event)
 {
-    (void)event;   /* events hold no resources */
+    softib_dev_t *dev = softib_async_dev(event);
+
+    pthread_mutex_lock(&dev->async_lock);
+    --*softib_async_held(event);
+    pthread_cond_broadcast(&dev->async_acked);
+    pthread_mutex_unlock(&dev->async_lock);
+}
+
+void softib_async_wait_acked(softib_dev_t *dev, const unsigned *held)
+{
+    struct timespec deadline;
+    int warned = 0;
+
+    pthread_mutex_lock(&dev->async_lock);
+    while (*held > 0) {
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_sec += 1;
+        if ((pthread_cond_timedwait(&dev->async_acked, &dev->async_lock, &deadline) ==
+             ETIMEDOUT) && !warned) {
+            /* a program that never acks hangs here, as over libibverbs: say why */
+            axon_warn("softib: %s: destroy waits for %u async events to be acked",
+                      dev->super.name, *held);
+            warned = 1;
+        }
+    }
+    pthread_mutex_unlock(&dev->async_lock);
 }

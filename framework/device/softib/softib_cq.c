@@ -225,6 +225,7 @@ int softib_destroy_cq(axon_dev_cq_t *acq)
     }
     softib_async_forget(dev, acq);
     pthread_mutex_unlock(&dev->lock);
+    softib_async_wait_acked(dev, &acq->async_held);
     free(cq->src);
     free(cq->ring);
     free(cq);

@@ -613,6 +613,7 @@ int softib_destroy_dct(axon_dev_dct_t *adct)
     softib_srq(adct->srq)->refcnt--;
     softib_async_forget(dev, adct);
     pthread_mutex_unlock(&dev->lock);
+    softib_async_wait_acked(dev, &adct->async_held);
     free(dct->dcr);
     free(dct->hash);
     free(dct);

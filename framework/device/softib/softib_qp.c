@@ -457,6 +457,7 @@ int softib_destroy_qp(axon_dev_qp_t *aqp)
     }
     softib_async_forget(dev, aqp);   /* unreachable now: no new event can name it */
     pthread_mutex_unlock(&dev->lock);
+    softib_async_wait_acked(dev, &aqp->async_held);
     softib_qp_free(qp);
     return 0;
 }

@@ -209,6 +209,7 @@ int softib_destroy_srq(axon_dev_srq_t *asrq)
     softib_pd(asrq->pd)->refcnt--;
     softib_async_forget(dev, asrq);
     pthread_mutex_unlock(&dev->lock);
+    softib_async_wait_acked(dev, &asrq->async_held);
     softib_rq_cleanup(&srq->rq);
     free(srq);
     return 0;

@@ -55,13 +55,11 @@ typedef struct {
     axon_dev_cq_t   *dev;
     unsigned         head, count;   /* the batch's entries not yet consumed */
     int              current;       /* batch[head] is the entry being read */
-    unsigned         events_reported;   /* async events handed out (vabi_async.c) */
     axon_dev_wc_t    batch[VABI_CQ_BATCH];
 } vabi_cq_t;
 typedef struct {
     struct ibv_srq ibv;
     axon_dev_srq_t *dev;
-    unsigned        events_reported;
 } vabi_srq_t;
 
 /* A QP: ex.qp_base is the program's ibv_qp; wr is the ibv_wr_* interface's
@@ -72,7 +70,6 @@ typedef struct {
     axon_dev_qp_t     *dev;
     vabi_wr_builder_t *wr;
     struct axon_dev_cm_id *cm_id;   /* librdmacm's QP: its id in the CM, or NULL */
-    unsigned           events_reported;
 } vabi_qp_t;
 
 /* The wrapper of an ibv object (the ibv struct is its first member). */
@@ -114,13 +111,6 @@ int  vabi_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_w
 int  vabi_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 int  vabi_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
                         struct ibv_recv_wr **bad_wr);
-/*
- * Destroying a CQ, QP or SRQ waits until every async event handed out about
- * it was acknowledged (verbs' rule: the ack may still touch it).
- * reported/completed are the object's counters, mutex and cond its ibv ones.
- */
-void vabi_async_wait_acked(pthread_mutex_t *mutex, pthread_cond_t *cond,
-                           const unsigned *reported, const uint32_t *completed);
 /* The ibv_wr_* interface of qp for the send ops flags ops (vabi_wr.c); 0 or an errno. */
 int  vabi_wr_init(vabi_qp_t *qp, uint64_t ops);
 void vabi_wr_cleanup(vabi_qp_t *qp);

@@ -1,28 +1,12 @@
 /*
  * Asynchronous events: the device layer's, with each element mapped to the
  * ibv object the program knows (the device object's context is its wrapper).
+ * The device's destroy waits for the ack of each event it handed out, so
+ * the wrapper outlives every event naming it.
  */
 #include <string.h>
 #include "log.h"
 #include "vabi.h"
-
-/* One more event about an object, under its mutex (the ack counts in another thread). */
-static void vabi_async_count(pthread_mutex_t *mutex, unsigned *counter)
-{
-    pthread_mutex_lock(mutex);
-    ++*counter;
-    pthread_mutex_unlock(mutex);
-}
-
-void vabi_async_wait_acked(pthread_mutex_t *mutex, pthread_cond_t *cond,
-                           const unsigned *reported, const uint32_t *completed)
-{
-    pthread_mutex_lock(mutex);
-    while (*completed != *reported) {
-        pthread_cond_wait(cond, mutex);
-    }
-    pthread_mutex_unlock(mutex);
-}
 
 int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
 {
@@ -40,21 +24,18 @@ int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *eve
         vabi_cq_t *cq = ev.element.cq->cq_context;
 
         event->element.cq = ibv_cq_ex_to_cq(&cq->ex);
-        vabi_async_count(&cq->ex.mutex, &cq->events_reported);
         return 0;
     }
     case AXON_DEV_IBV_EV_QP: {
         vabi_qp_t *qp = ev.element.qp->qp_context;
 
         event->element.qp = &qp->ex.qp_base;
-        vabi_async_count(&qp->ex.qp_base.mutex, &qp->events_reported);
         return 0;
     }
     case AXON_DEV_IBV_EV_SRQ: {
         vabi_srq_t *srq = ev.element.srq->srq_context;
 
         event->element.srq = &srq->ibv;
-        vabi_async_count(&srq->ibv.mutex, &srq->events_reported);
         return 0;
     }
     case AXON_DEV_IBV_EV_PORT:
@@ -74,9 +55,8 @@ int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *eve
 void ibv_ack_async_event(struct ibv_async_event *event)
 {
     axon_dev_async_event_t ev;
-    axon_dev_context_t *dev;
+    struct ibv_context *context;
     pthread_mutex_t *mutex;
-    pthread_cond_t *cond;
     uint32_t *completed;
 
     memset(&ev, 0, sizeof(ev));
@@ -84,34 +64,29 @@ void ibv_ack_async_event(struct ibv_async_event *event)
     switch (axon_dev_ibv_ev_elem((unsigned)event->event_type)) {
     case AXON_DEV_IBV_EV_CQ:
         ev.element.cq = VABI(cq, event->element.cq)->dev;
-        dev           = ev.element.cq->context;
+        context       = event->element.cq->context;
         mutex         = &event->element.cq->mutex;
-        cond          = &event->element.cq->cond;
         completed     = &event->element.cq->async_events_completed;
         break;
     case AXON_DEV_IBV_EV_QP:
         ev.element.qp = VABI(qp, event->element.qp)->dev;
-        dev           = ev.element.qp->context;
+        context       = event->element.qp->context;
         mutex         = &event->element.qp->mutex;
-        cond          = &event->element.qp->cond;
         completed     = &event->element.qp->events_completed;
         break;
     case AXON_DEV_IBV_EV_SRQ:
         ev.element.srq = VABI(srq, event->element.srq)->dev;
-        dev            = ev.element.srq->context;
+        context        = event->element.srq->context;
         mutex          = &event->element.srq->mutex;
-        cond           = &event->element.srq->cond;
         completed      = &event->element.srq->events_completed;
         break;
     default:
-        /* A port or device event names no context to hand it back to; the
-         * device layer's events of that kind hold nothing to release. */
+        /* A port or device event names no object to hand back */
         return;
     }
-    axon_dev_ack_async_event(dev, &ev);
-    /* the last access to the object: a destroy waiting for this ack may free it */
     pthread_mutex_lock(mutex);
-    ++*completed;
-    pthread_cond_broadcast(cond);
+    ++*completed;   /* rdma-core's count, for programs that read it */
     pthread_mutex_unlock(mutex);
+    /* the last access to the object: a destroy waiting for this ack may free it */
+    axon_dev_ack_async_event(vabi_dev(context), &ev);
 }

@@ -83,8 +83,6 @@ int ibv_destroy_cq(struct ibv_cq *cq)
     struct ibv_comp_channel *channel = cq->channel;
     int ret;
 
-    vabi_async_wait_acked(&cq->mutex, &cq->cond, &VABI(cq, cq)->events_reported,
-                          &cq->async_events_completed);
     if ((ret = axon_dev_destroy_cq(VABI(cq, cq)->dev)) != 0) {
         return ret;
     }

@@ -228,8 +228,6 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 {
     int ret;
 
-    vabi_async_wait_acked(&qp->mutex, &qp->cond, &VABI(qp, qp)->events_reported,
-                          &qp->events_completed);
     /* librdmacm's QP leaves its id through the CM, which would otherwise still drive it */
     ret = (VABI(qp, qp)->cm_id != NULL) ? axon_dev_cm_destroy_qp(VABI(qp, qp)->cm_id) :
                                           axon_dev_destroy_qp(VABI(qp, qp)->dev);
@@ -325,8 +323,6 @@ int ibv_destroy_srq(struct ibv_srq *srq)
 {
     int ret;
 
-    vabi_async_wait_acked(&srq->mutex, &srq->cond, &VABI(srq, srq)->events_reported,
-                          &srq->events_completed);
     if ((ret = axon_dev_destroy_srq(VABI(srq, srq)->dev)) != 0) {
         return ret;
     }

@@ -7,6 +7,9 @@
  * SRQ_LIMIT_REACHED, QP_LAST_WQE_REACHED and COMM_EST. All on one device,
  * QPs talking to each other through the wire.
  */
+#include <atomic>
+#include <thread>
+
 #include "softib_env.h"
 
 namespace {
@@ -1022,6 +1025,41 @@ TEST_F(SoftibSrq, UnreadEventGoesWithItsDestroyedQp)
     dev_.destroy_qp(&b_);
     EXPECT_FALSE(fd_readable(dev_.ctx->async_fd, 0)) << "the destroyed QP's event still rings";
     EXPECT_EQ(EAGAIN, axon_dev_get_async_event(dev_.ctx, &ev));
+}
+
+/*
+ * An event got but not yet acked still names its QP: destroying the QP waits
+ * for the ack (libibverbs' rule). UCX's async thread reads LAST_WQE_REACHED
+ * while its main thread destroys that QP; without the wait the ack read
+ * freed memory.
+ */
+TEST_F(SoftibSrq, DestroyWaitsForTheAckOfAnEventGot)
+{
+    axon_dev_srq_t        *srq = nullptr;
+    axon_dev_qp_attr_t     a;
+    axon_dev_async_event_t ev;
+    std::atomic<bool>      destroyed(false);
+
+    open_dev();
+    ASSERT_EQ(0, dev_.srq(16, 1, &srq));
+    rc_pair(Side(), Side(), 1, srq);
+    memset(&a, 0, sizeof(a));
+    a.qp_state = AXON_DEV_QPS_ERR;
+    ASSERT_EQ(0, axon_dev_modify_qp(b_.qp, &a, AXON_DEV_QP_STATE));
+    ASSERT_TRUE(fd_readable(dev_.ctx->async_fd, kWcTimeout)) << "no event queued";
+    ASSERT_EQ(0, axon_dev_get_async_event(dev_.ctx, &ev));
+    ASSERT_EQ(AXON_DEV_EVENT_QP_LAST_WQE_REACHED, ev.event_type);
+    uint32_t qpn = b_.qp->qp_num;
+    std::thread destroyer([&] {
+        dev_.destroy_qp(&b_);
+        destroyed = true;
+    });
+    usleep(100000);
+    EXPECT_FALSE(destroyed) << "the QP was destroyed under an unacked event";
+    EXPECT_EQ(qpn, ev.element.qp->qp_num);   /* still the QP (ASan: not freed) */
+    axon_dev_ack_async_event(dev_.ctx, &ev);
+    destroyer.join();
+    EXPECT_TRUE(destroyed);
 }
 
 /* srq_limit above max_wr is refused; post_recv on a QP with an SRQ is refused. */
