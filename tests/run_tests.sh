@@ -193,35 +193,47 @@ list_tests() {  # filter
         /^  /   { print suite $1 }'
 }
 
+# The tests of up to $per_batch suites a process (AXON_TEST_BATCH)
+batch_start() {  # tests... (whole suites, in order)
+    local t s batch_suite="" batch_n=0 batch_tests=()
+    for t in "$@"; do
+        s=${t%%.*}
+        if [ "$s" != "$batch_suite" ]; then
+            if [ $batch_n -ge "$per_batch" ]; then
+                pool_start run_batch "${batch_tests[@]}"
+                batch_tests=()
+                batch_n=0
+            fi
+            batch_suite=$s
+            batch_n=$((batch_n + 1))
+        fi
+        batch_tests+=("$t")
+    done
+    [ ${#batch_tests[@]} -eq 0 ] || pool_start run_batch "${batch_tests[@]}"
+}
+
 if [ -x "$gtest" ]; then
     case "$filter" in
         @*) tests=$(list_tests '*' | bash "$names" --select "${filter#@}") || exit 2 ;;
         *)  tests=$(list_tests "$filter") ;;
     esac
+    # Timed and Fault tests run after the others, one at a time (above)
+    declare -A alone=()
+    for t in $(list_tests '*' | bash "$names" --select alone); do
+        alone[$t]=1
+    done
     if [ "$use_batch" = 1 ]; then
         per_batch=${AXON_TEST_BATCH_SUITES:-10}
-        batch_tests=()
-        batch_suite=""
-        batch_n=0
+        together=()
+        by_one=()
         for t in $tests; do
-            s=${t%%.*}
-            if [ "$s" != "$batch_suite" ]; then
-                if [ $batch_n -ge "$per_batch" ]; then
-                    pool_start run_batch "${batch_tests[@]}"
-                    batch_tests=()
-                    batch_n=0
-                fi
-                batch_suite=$s
-                batch_n=$((batch_n + 1))
-            fi
-            batch_tests+=("$t")
+            if [ -n "${alone[$t]:-}" ]; then by_one+=("$t"); else together+=("$t"); fi
         done
-        [ ${#batch_tests[@]} -gt 0 ] && pool_start run_batch "${batch_tests[@]}"
+        batch_start "${together[@]}"
+        pool_drain
+        jobs=1
+        batch_start "${by_one[@]}"
     else
-        declare -A alone=()
-        for t in $(list_tests '*' | bash "$names" --select alone); do
-            alone[$t]=1
-        done
         for t in $tests; do
             [ -n "${alone[$t]:-}" ] || pool_start run_one "$t"
         done

@@ -108,6 +108,7 @@ typedef enum {
 #define AXON_RC_CONN_F_REPORTED       0x20  /* peer failure reported */
 #define AXON_RC_CONN_F_KA_POSTED      0x40  /* a keep-alive write is in flight */
 #define AXON_RC_CONN_F_UMR            0x80  /* the QP may post UMR fills (rc_layout.c) */
+#define AXON_RC_CONN_F_PEER_LEFT      0x100 /* the peer's goodbye was LEAVE: no BYE owed */
 
 struct axon_rc_conn {
     axon_rc_iface_t       *iface;
@@ -253,6 +254,7 @@ struct axon_rc_iface {
     axon_rc_conn_t           *qpn_hash[AXON_RC_QPN_HASH];
     uint32_t                  next_conn_id;
     unsigned                  timer_skip;
+    int                       leaving;       /* closing: goodbyes say LEAVE */
 };
 
 static inline uint64_t axon_rc_now_ns(void)
@@ -309,6 +311,8 @@ void          axon_rc_conn_retire(axon_rc_conn_t *conn);
 void          axon_rc_conn_timers(axon_rc_iface_t *iface, uint64_t now);
 /* A control message (RTU, CREDIT, BYE) arrived on conn. */
 void          axon_rc_conn_rx_ctrl(axon_rc_conn_t *conn, uint8_t type);
+/* Closing: the peers' goodbyes that arrived (messages are dropped: no worker to take them) */
+void          axon_rc_iface_poll_goodbyes(axon_rc_iface_t *iface);
 /* The connection failed: fail its eps, report the peer unless it said goodbye. */
 void          axon_rc_conn_fail(axon_rc_conn_t *conn, axon_status_t status, const char *why);
 /* An ep left conn: the last one starts the goodbye. */

@@ -232,6 +232,9 @@ void axon_rc_conn_rx_ctrl(axon_rc_conn_t *conn, uint8_t type)
         break;
     case AXON_RC_MSG_CREDIT:
         break;   /* the header's credits were taken already */
+    case AXON_RC_MSG_LEAVE:
+        conn->flags |= AXON_RC_CONN_F_PEER_LEFT;   /* and a goodbye all the same */
+        __attribute__((fallthrough));
     case AXON_RC_MSG_BYE:
         conn->flags |= AXON_RC_CONN_F_PEER_BYE;
         if ((conn->num_eps == 0) && !(conn->flags & AXON_RC_CONN_F_BYE_SENT)) {
@@ -267,7 +270,9 @@ int axon_rc_conn_post_pending(axon_rc_conn_t *conn)
         }
     }
     if ((conn->flags & AXON_RC_CONN_F_BYE_PENDING) && (conn->num_eps == 0) &&
-        (axon_rc_conn_send_ctrl(conn, AXON_RC_MSG_BYE) == AXON_OK)) {
+        ((conn->flags & AXON_RC_CONN_F_PEER_LEFT) ||   /* it reads no answer */
+         (axon_rc_conn_send_ctrl(conn, conn->iface->leaving ? AXON_RC_MSG_LEAVE :
+                                                              AXON_RC_MSG_BYE) == AXON_OK))) {
         conn->flags &= ~AXON_RC_CONN_F_BYE_PENDING;
         conn->flags |= AXON_RC_CONN_F_BYE_SENT;
     }
@@ -448,14 +453,15 @@ void axon_rc_conn_iface_cleanup(axon_rc_iface_t *iface)
     free(iface->ka_buf);
 }
 
-/* Goodbyes of ours posted and through, or nothing left to wait for */
+/* Goodbyes of ours posted and through, or nothing left to wait for (a peer
+ * that left reads nothing: MPI_Finalize closes every rank at once) */
 static int axon_rc_conn_close_ready(axon_rc_iface_t *iface)
 {
     axon_rc_conn_t *conn;
     int pending = 0;
 
     axon_list_for_each(conn, &iface->closing, link) {
-        if ((conn->state == AXON_RC_CONN_OPEN) &&
+        if ((conn->state == AXON_RC_CONN_OPEN) && !(conn->flags & AXON_RC_CONN_F_PEER_LEFT) &&
             ((conn->flags & AXON_RC_CONN_F_BYE_PENDING) ||
              ((conn->flags & AXON_RC_CONN_F_BYE_SENT) &&
               (conn->tx_completed != conn->tx_posted)))) {
@@ -473,6 +479,15 @@ void axon_rc_conn_close_all(axon_rc_iface_t *iface)
     axon_dev_wc_t wc[AXON_RC_POLL_BATCH];
     int n, i;
 
+    /* A peer still owing us its BYE would send it to a QP gone by then, and wait
+     * for it in vain: LEAVE tells it not to (a BYE of ours went out already). */
+    axon_list_for_each(conn, &iface->closing, link) {
+        if ((conn->state == AXON_RC_CONN_OPEN) && (conn->flags & AXON_RC_CONN_F_BYE_SENT) &&
+            !(conn->flags & AXON_RC_CONN_F_PEER_BYE)) {
+            (void)axon_rc_conn_send_ctrl(conn, AXON_RC_MSG_LEAVE);   /* no slot: it waits, as before */
+        }
+    }
+    iface->leaving = 1;
     /* connections whose eps were never destroyed are dropped: detach the eps */
     axon_list_for_each_safe(conn, tmp, &iface->conns, link) {
         axon_list_for_each_safe(ep, etmp, &conn->eps, link) {
@@ -486,6 +501,7 @@ void axon_rc_conn_close_all(axon_rc_iface_t *iface)
     /* let our goodbyes through, so peers see a close and not a failure */
     iface->peer_failure = NULL;   /* the worker is going away: nobody to tell */
     while (!axon_rc_conn_close_ready(iface) && (axon_sys_time_sec() < deadline)) {
+        axon_rc_iface_poll_goodbyes(iface);
         n = axon_dev_poll_cq(iface->send_cq, AXON_RC_POLL_BATCH, wc);
         for (i = 0; i < n; ++i) {
             axon_rc_iface_tx_completion(iface, &wc[i]);

@@ -99,7 +99,8 @@ axon_status_t axon_rc_conn_send_ctrl(axon_rc_conn_t *conn, uint8_t type)
     wr.opcode  = AXON_DEV_WR_SEND;
     wr.sg_list = &sge;
     wr.num_sge = 1;
-    status = axon_rc_conn_post(conn, &wr, buf, NULL, NULL, type == AXON_RC_MSG_BYE);
+    status = axon_rc_conn_post(conn, &wr, buf, NULL, NULL,
+                               (type == AXON_RC_MSG_BYE) || (type == AXON_RC_MSG_LEAVE));
     if (status != AXON_OK) {
         conn->rx_credits += credits;
         if (buf != NULL) {

@@ -119,6 +119,26 @@ static void axon_rc_iface_rx_completion(axon_rc_iface_t *iface, const axon_dev_w
     }
 }
 
+void axon_rc_iface_poll_goodbyes(axon_rc_iface_t *iface)
+{
+    axon_dev_wc_t wc[AXON_RC_POLL_BATCH];
+    axon_rc_conn_t *conn;
+    axon_rc_hdr_t *hdr;
+    int n, i;
+
+    n = axon_dev_poll_cq(iface->recv_cq, AXON_RC_POLL_BATCH, wc);
+    for (i = 0; i < n; ++i) {
+        hdr  = (axon_rc_hdr_t *)(uintptr_t)wc[i].wr_id;
+        conn = axon_rc_conn_by_qpn(iface, wc[i].qp_num);
+        if ((wc[i].status == AXON_DEV_WC_SUCCESS) && (conn != NULL) &&
+            (wc[i].byte_len >= sizeof(*hdr)) &&
+            ((hdr->type == AXON_RC_MSG_BYE) || (hdr->type == AXON_RC_MSG_LEAVE))) {
+            axon_rc_conn_rx_ctrl(conn, hdr->type);
+        }
+        axon_verbs_srq_ring_return(&iface->rx, hdr);
+    }
+}
+
 /* ------------------------------------------------------------ send completions */
 
 void axon_rc_iface_tx_completion(axon_rc_iface_t *iface, const axon_dev_wc_t *wc)

@@ -17,7 +17,8 @@
  *   REJ: the REQ named a worker that is not this one (stale address).
  * Goodbye: each side sends BYE on the RC QP after its last endpoint went
  * away; the QP is destroyed once both BYEs are through. An error after the
- * peer's BYE is not a failure.
+ * peer's BYE is not a failure. A closing iface says LEAVE instead: it waits
+ * for no BYE back, and its peer owes none (its QP may be gone already).
  */
 #ifndef AXON_RC_WIRE_H
 #define AXON_RC_WIRE_H
@@ -34,6 +35,7 @@ typedef enum {
     AXON_RC_MSG_CREDIT = 1,  /* credits only; consumes none */
     AXON_RC_MSG_RTU    = 2,  /* first message of the connecting side: the QP is up */
     AXON_RC_MSG_BYE    = 3,  /* the sender has no endpoint left on this connection */
+    AXON_RC_MSG_LEAVE  = 4,  /* a BYE from a closing iface: it reads nothing more */
     AXON_RC_MSG_LAST
 } axon_rc_msg_type_t;
 

@@ -882,4 +882,44 @@ TEST_F(VerbsRcXproc, TagMessagesThroughApi)
     axon_test_node_destroy(&node);
 }
 
+/*
+ * A worker that closes after its peer left, with an endpoint to it still
+ * open, owes it a goodbye the peer's QP is gone to take: the peer's LEAVE
+ * says not to wait for it (up to AXON_RC_CLOSE_WAIT_SEC, 0.5 s, a worker;
+ * MPI_Finalize closes every rank at once). Timed: it measures that wait.
+ */
+TEST(VerbsRcTimed, CloseAfterThePeerLeftDoesNotWaitForIt)
+{
+    axon_test_node_t a = {}, b = {};
+    axon_ep_h        ab, ba;
+    char             out = 7, in = 0;
+
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&a, "rc", NULL, 0));
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&b, "rc", NULL, 0));
+    axon_worker_h both[2] = {a.worker, b.worker};   /* one thread serves both */
+    struct HookGuard {
+        ~HookGuard() { axon_test_set_progress_hook(NULL, NULL); }
+    } unhook;
+    axon_test_set_progress_hook([](void *arg) {
+        axon_worker_progress(static_cast<axon_worker_h *>(arg)[0]);
+        axon_worker_progress(static_cast<axon_worker_h *>(arg)[1]);
+    }, both);
+    ASSERT_EQ(AXON_OK, axon_test_ep_create(a.worker, b.address, b.address_length, &ab));
+    ASSERT_EQ(AXON_OK, axon_test_ep_create(b.worker, a.address, a.address_length, &ba));
+    ASSERT_EQ(AXON_OK, axon_test_send(a.worker, ab, &out, 1, 1, kOpTimeout));
+    ASSERT_EQ(AXON_OK, axon_test_recv(b.worker, &in, 1, 1, AXON_TAG_MASK_FULL, NULL, kOpTimeout));
+    ASSERT_EQ(AXON_OK, axon_test_send(b.worker, ba, &out, 1, 2, kOpTimeout));
+    ASSERT_EQ(AXON_OK, axon_test_recv(a.worker, &in, 1, 2, AXON_TAG_MASK_FULL, NULL, kOpTimeout));
+    ASSERT_EQ(AXON_OK, axon_test_ep_close(a.worker, ab, AXON_EP_CLOSE_FLUSH, kOpTimeout));
+    axon_test_set_progress_hook(NULL, NULL);
+    axon_test_node_destroy(&a);
+
+    LogCapture log;
+    double     start = axon_test_time();
+    axon_test_node_destroy(&b);
+    double took = axon_test_time() - start;
+    EXPECT_LT(took, 0.25) << "waited for a goodbye to a peer that left";
+    EXPECT_FALSE(log.has("failed")) << "a peer that left reported as failed";
+}
+
 } // namespace
