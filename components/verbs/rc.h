@@ -141,6 +141,7 @@ struct axon_rc_conn {
     uint32_t               tx_depth;       /* slots in tx_desc (power of 2) */
     uint64_t               tx_posted;      /* WRs posted */
     uint64_t               tx_completed;   /* WRs whose slot was released */
+    uint64_t               bye_end;        /* tx_posted after our BYE (or LEAVE) */
     uint64_t               tx_signaled;    /* 1 + number of the last signaled WR */
     axon_rc_tx_desc_t     *tx_desc;
     /* Receive side */
@@ -311,8 +312,9 @@ void          axon_rc_conn_retire(axon_rc_conn_t *conn);
 void          axon_rc_conn_timers(axon_rc_iface_t *iface, uint64_t now);
 /* A control message (RTU, CREDIT, BYE) arrived on conn. */
 void          axon_rc_conn_rx_ctrl(axon_rc_conn_t *conn, uint8_t type);
-/* Closing: the peers' goodbyes that arrived (messages are dropped: no worker to take them) */
-void          axon_rc_iface_poll_goodbyes(axon_rc_iface_t *iface);
+/* Closing: the peers' control messages that arrived (messages are dropped: no
+ * worker to take them) */
+void          axon_rc_iface_poll_closing(axon_rc_iface_t *iface);
 /* The connection failed: fail its eps, report the peer unless it said goodbye. */
 void          axon_rc_conn_fail(axon_rc_conn_t *conn, axon_status_t status, const char *why);
 /* An ep left conn: the last one starts the goodbye. */

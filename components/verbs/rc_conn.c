@@ -275,6 +275,7 @@ int axon_rc_conn_post_pending(axon_rc_conn_t *conn)
                                                               AXON_RC_MSG_BYE) == AXON_OK))) {
         conn->flags &= ~AXON_RC_CONN_F_BYE_PENDING;
         conn->flags |= AXON_RC_CONN_F_BYE_SENT;
+        conn->bye_end = conn->tx_posted;
     }
     return conn->flags & (AXON_RC_CONN_F_CREDIT_PENDING | AXON_RC_CONN_F_BYE_PENDING);
 }
@@ -453,22 +454,33 @@ void axon_rc_conn_iface_cleanup(axon_rc_iface_t *iface)
     free(iface->ka_buf);
 }
 
-/* Goodbyes of ours posted and through, or nothing left to wait for (a peer
- * that left reads nothing: MPI_Finalize closes every rank at once) */
+/* Our goodbye to conn's peer is still to go through: the BYE (or LEAVE) itself,
+ * or a LEAVE after it while the peer may still mean to say goodbye. A peer
+ * that left reads nothing (MPI_Finalize closes every rank at once). */
+static int axon_rc_conn_bye_pending(const axon_rc_conn_t *conn)
+{
+    if ((conn->state != AXON_RC_CONN_OPEN) || (conn->flags & AXON_RC_CONN_F_PEER_LEFT)) {
+        return 0;
+    }
+    if (conn->flags & AXON_RC_CONN_F_BYE_PENDING) {
+        return 1;
+    }
+    return (conn->flags & AXON_RC_CONN_F_BYE_SENT) &&
+           ((conn->tx_completed < conn->bye_end) ||
+            (!(conn->flags & AXON_RC_CONN_F_PEER_BYE) &&
+             (conn->tx_completed != conn->tx_posted)));
+}
+
 static int axon_rc_conn_close_ready(axon_rc_iface_t *iface)
 {
     axon_rc_conn_t *conn;
-    int pending = 0;
 
     axon_list_for_each(conn, &iface->closing, link) {
-        if ((conn->state == AXON_RC_CONN_OPEN) && !(conn->flags & AXON_RC_CONN_F_PEER_LEFT) &&
-            ((conn->flags & AXON_RC_CONN_F_BYE_PENDING) ||
-             ((conn->flags & AXON_RC_CONN_F_BYE_SENT) &&
-              (conn->tx_completed != conn->tx_posted)))) {
-            pending = 1;
+        if (axon_rc_conn_bye_pending(conn)) {
+            return 0;
         }
     }
-    return !pending;
+    return 1;
 }
 
 void axon_rc_conn_close_all(axon_rc_iface_t *iface)
@@ -480,7 +492,9 @@ void axon_rc_conn_close_all(axon_rc_iface_t *iface)
     int n, i;
 
     /* A peer still owing us its BYE would send it to a QP gone by then, and wait
-     * for it in vain: LEAVE tells it not to (a BYE of ours went out already). */
+     * for it in vain: LEAVE tells it not to (a BYE of ours went out already).
+     * The BYEs that arrived say which peers owe none. */
+    axon_rc_iface_poll_closing(iface);
     axon_list_for_each(conn, &iface->closing, link) {
         if ((conn->state == AXON_RC_CONN_OPEN) && (conn->flags & AXON_RC_CONN_F_BYE_SENT) &&
             !(conn->flags & AXON_RC_CONN_F_PEER_BYE)) {
@@ -501,7 +515,7 @@ void axon_rc_conn_close_all(axon_rc_iface_t *iface)
     /* let our goodbyes through, so peers see a close and not a failure */
     iface->peer_failure = NULL;   /* the worker is going away: nobody to tell */
     while (!axon_rc_conn_close_ready(iface) && (axon_sys_time_sec() < deadline)) {
-        axon_rc_iface_poll_goodbyes(iface);
+        axon_rc_iface_poll_closing(iface);
         n = axon_dev_poll_cq(iface->send_cq, AXON_RC_POLL_BATCH, wc);
         for (i = 0; i < n; ++i) {
             axon_rc_iface_tx_completion(iface, &wc[i]);

@@ -119,7 +119,7 @@ static void axon_rc_iface_rx_completion(axon_rc_iface_t *iface, const axon_dev_w
     }
 }
 
-void axon_rc_iface_poll_goodbyes(axon_rc_iface_t *iface)
+void axon_rc_iface_poll_closing(axon_rc_iface_t *iface)
 {
     axon_dev_wc_t wc[AXON_RC_POLL_BATCH];
     axon_rc_conn_t *conn;
@@ -131,9 +131,11 @@ void axon_rc_iface_poll_goodbyes(axon_rc_iface_t *iface)
         hdr  = (axon_rc_hdr_t *)(uintptr_t)wc[i].wr_id;
         conn = axon_rc_conn_by_qpn(iface, wc[i].qp_num);
         if ((wc[i].status == AXON_DEV_WC_SUCCESS) && (conn != NULL) &&
-            (wc[i].byte_len >= sizeof(*hdr)) &&
-            ((hdr->type == AXON_RC_MSG_BYE) || (hdr->type == AXON_RC_MSG_LEAVE))) {
-            axon_rc_conn_rx_ctrl(conn, hdr->type);
+            (wc[i].byte_len >= sizeof(*hdr))) {
+            /* a message still proves the peer up (the RTU overtook nothing): a
+             * connection that never opens sends no goodbye */
+            axon_rc_conn_rx_ctrl(conn, (hdr->type == AXON_RC_MSG_AM) ? AXON_RC_MSG_RTU :
+                                                                       hdr->type);
         }
         axon_verbs_srq_ring_return(&iface->rx, hdr);
     }
