@@ -144,6 +144,9 @@ typedef struct axon_dc_dci {
     uint8_t            held;         /* dcs policies: out of the free stack */
     uint8_t            broken;       /* a WR failed: drain, then reset */
     uint8_t            index;
+    /* closing: the goodbye it carries (its only WR), moot once that peer's came */
+    uint8_t            bye_moot;
+    axon_dc_target_t   bye_to;       /* ah NULL: none */
 } axon_dc_dci_t;
 
 /* Endpoint flags */

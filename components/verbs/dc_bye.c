@@ -101,6 +101,24 @@ axon_status_t axon_dc_bye_hello(axon_dc_iface_t *iface, axon_dc_dci_t *dci, axon
 
 /* ------------------------------------------------------------ goodbye received */
 
+/*
+ * Goodbyes crossed: the peer closes too, and its DCT may be gone before ours
+ * reaches it; waiting for that completion would hold our close up to
+ * AXON_DC_CLOSE_WAIT_SEC (both sides of an MPI_Finalize close at once).
+ */
+static void axon_dc_bye_crossed(axon_dc_iface_t *iface, const axon_dc_target_t *target)
+{
+    axon_dc_dci_t *dci;
+    unsigned i;
+
+    for (i = 0; i < iface->num_created; ++i) {
+        dci = &iface->dcis[i];
+        if ((dci->bye_to.ah == target->ah) && (dci->bye_to.dct_num == target->dct_num)) {
+            dci->bye_moot = 1;
+        }
+    }
+}
+
 static void axon_dc_bye_peer_closed(axon_dc_iface_t *iface, const axon_dc_target_t *target)
 {
     axon_dc_ep_t *ep;
@@ -131,6 +149,7 @@ void axon_dc_bye_rx(axon_dc_iface_t *iface, const axon_dc_hdr_t *hdr, uint32_t l
     } else {
         axon_dc_bye_forget(iface, &target);
         axon_dc_bye_peer_closed(iface, &target);
+        axon_dc_bye_crossed(iface, &target);
     }
 }
 
@@ -168,6 +187,7 @@ void axon_dc_bye_send_all(axon_dc_iface_t *iface, double deadline)
                 goto out;
             }
             ++sent;
+            dci->bye_to = peer->target;   /* its only WR: the DCI was idle */
             iface->hello_peers[bucket] = peer->next;
             free(peer);
             --iface->num_hello_peers;

@@ -120,7 +120,7 @@ int axon_dc_dci_drain(axon_dc_iface_t *iface, double deadline)
 
     for (;;) {
         for (busy = 0, i = 0; i < iface->num_created; ++i) {
-            busy += (iface->dcis[i].qp != NULL) &&
+            busy += (iface->dcis[i].qp != NULL) && !iface->dcis[i].bye_moot &&
                     (iface->dcis[i].posted != iface->dcis[i].completed);
         }
         if ((busy == 0) || (axon_sys_time_sec() >= deadline)) {

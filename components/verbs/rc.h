@@ -310,7 +310,7 @@ void          axon_rc_conn_move_eps(axon_rc_conn_t *from, axon_rc_conn_t *to);
 void          axon_rc_conn_retire(axon_rc_conn_t *conn);
 /* Handshake retries and deadlines, keep-alives, pending control messages. */
 void          axon_rc_conn_timers(axon_rc_iface_t *iface, uint64_t now);
-/* A control message (RTU, CREDIT, BYE) arrived on conn. */
+/* A control message (RTU, CREDIT, BYE, LEAVE) arrived on conn. */
 void          axon_rc_conn_rx_ctrl(axon_rc_conn_t *conn, uint8_t type);
 /* Closing: the peers' control messages that arrived (messages are dropped: no
  * worker to take them) */

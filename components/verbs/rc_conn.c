@@ -494,14 +494,14 @@ void axon_rc_conn_close_all(axon_rc_iface_t *iface)
     /* A peer still owing us its BYE would send it to a QP gone by then, and wait
      * for it in vain: LEAVE tells it not to (a BYE of ours went out already).
      * The BYEs that arrived say which peers owe none. */
+    iface->leaving = 1;
     axon_rc_iface_poll_closing(iface);
     axon_list_for_each(conn, &iface->closing, link) {
         if ((conn->state == AXON_RC_CONN_OPEN) && (conn->flags & AXON_RC_CONN_F_BYE_SENT) &&
             !(conn->flags & AXON_RC_CONN_F_PEER_BYE)) {
-            (void)axon_rc_conn_send_ctrl(conn, AXON_RC_MSG_LEAVE);   /* no slot: it waits, as before */
+            (void)axon_rc_conn_send_ctrl(conn, AXON_RC_MSG_LEAVE);   /* else it waits */
         }
     }
-    iface->leaving = 1;
     /* connections whose eps were never destroyed are dropped: detach the eps */
     axon_list_for_each_safe(conn, tmp, &iface->conns, link) {
         axon_list_for_each_safe(ep, etmp, &conn->eps, link) {
