@@ -88,8 +88,8 @@ static int axon_mem_share_vma_movable(const axon_mem_share_vma_t *v)
  * -1 when /proc/self/maps cannot be read.
  */
 static int axon_mem_share_range_is(uintptr_t lo, uintptr_t hi,
-                                   int (*judge)(const axon_mem_share_vma_t *, const void *),
-                                   const void *arg)
+                                   int (*judge)(const axon_mem_share_vma_t *, void *),
+                                   void *arg)
 {
     axon_mem_share_vma_t v;
     uintptr_t next = lo;
@@ -112,10 +112,20 @@ static int axon_mem_share_range_is(uintptr_t lo, uintptr_t hi,
     return next >= hi;
 }
 
-static int axon_mem_share_judge_movable(const axon_mem_share_vma_t *v, const void *arg)
+/* Anonymous memory, whose pages never touched read as zeros (a file's do not). */
+static int axon_mem_share_vma_anonymous(const axon_mem_share_vma_t *v)
 {
-    (void)arg;
-    return axon_mem_share_vma_movable(v);
+    return (v->path[0] == '\0') || (strcmp(v->path, "[heap]") == 0);
+}
+
+/* Movable, and clears *arg (an int) at memory that is not anonymous: one walk for both */
+static int axon_mem_share_judge_movable(const axon_mem_share_vma_t *v, void *arg)
+{
+    if (!axon_mem_share_vma_movable(v)) {
+        return 0;
+    }
+    *(int *)arg &= axon_mem_share_vma_anonymous(v);
+    return 1;
 }
 
 /* The segment whose pages unsharing looks for, and its memfd's inode. */
@@ -125,7 +135,7 @@ typedef struct {
 } axon_mem_share_ours_t;
 
 /* Still our segment's pages, each at its own offset? (arg: axon_mem_share_ours_t) */
-static int axon_mem_share_judge_ours(const axon_mem_share_vma_t *v, const void *arg)
+static int axon_mem_share_judge_ours(const axon_mem_share_vma_t *v, void *arg)
 {
     const axon_mem_share_ours_t *ours = arg;
 
@@ -151,13 +161,6 @@ static void axon_mem_share_copy(uint8_t *dst, const uint8_t *src, size_t length,
             memcpy(dst + off, src + off, page);
         }
     }
-}
-
-/* Anonymous memory, whose pages never touched read as zeros (a file's do not). */
-static int axon_mem_share_judge_anonymous(const axon_mem_share_vma_t *v, const void *arg)
-{
-    (void)arg;
-    return (v->path[0] == '\0') || (strcmp(v->path, "[heap]") == 0);
 }
 
 /*
@@ -239,7 +242,7 @@ static axon_status_t axon_mem_share_locked(void *addr, size_t length, uint64_t t
     size_t hdr_size = axon_mem_seg_hdr_size(), map_length, n;
     axon_status_t status;
     void *hdr, *tmp;
-    int movable, fd;
+    int movable, anonymous = 1, fd;
 
     memset(seg, 0, sizeof(*seg));
     seg->fd = -1;
@@ -248,7 +251,7 @@ static axon_status_t axon_mem_share_locked(void *addr, size_t length, uint64_t t
         return AXON_ERR_UNSUPPORTED;
     }
     n       = hi - lo;
-    movable = axon_mem_share_range_is(lo, hi, axon_mem_share_judge_movable, NULL);
+    movable = axon_mem_share_range_is(lo, hi, axon_mem_share_judge_movable, &anonymous);
     if (movable <= 0) {
         axon_debug("sharing %p (%zu bytes): %s", addr, length, (movable < 0) ?
                    "/proc/self/maps cannot be read" :
@@ -268,8 +271,7 @@ static axon_status_t axon_mem_share_locked(void *addr, size_t length, uint64_t t
         goto err;
     }
     axon_mem_seg_hdr_init(hdr, n, token);
-    if ((axon_mem_share_range_is(lo, hi, axon_mem_share_judge_anonymous, NULL) != 1) ||
-        (axon_mem_share_copy_touched(tmp, (const uint8_t *)lo, n, page) != 0)) {
+    if (!anonymous || (axon_mem_share_copy_touched(tmp, (const uint8_t *)lo, n, page) != 0)) {
         axon_mem_share_copy(tmp, (const uint8_t *)lo, n, page);
     }
     if (axon_mem_share_swap(tmp, (void *)lo, n, "sharing") != 0) {

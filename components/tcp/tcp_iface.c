@@ -1170,6 +1170,12 @@ static axon_status_t axon_tcp_iface_get_address(axon_iface_t *tl_iface, void *de
     return AXON_OK;
 }
 
+/* The peer's device address names this network stack: same host and namespace */
+static int axon_tcp_same_stack(const axon_tcp_iface_t *iface, const axon_tcp_dev_addr_t *dev)
+{
+    return (dev->host_id == iface->host_id) && (dev->netns == iface->netns);
+}
+
 axon_status_t axon_tcp_iface_check_peer(const axon_tcp_iface_t *iface, const void *dev_addr,
                                         const void *iface_addr, axon_log_level_t log_level,
                                         struct sockaddr_in *sa)
@@ -1190,7 +1196,7 @@ axon_status_t axon_tcp_iface_check_peer(const axon_tcp_iface_t *iface, const voi
     }
 
     peer_loopback = ((ntohl(dev.ip) >> 24) == IN_LOOPBACKNET);
-    same_stack    = (dev.host_id == iface->host_id) && (dev.netns == iface->netns);
+    same_stack    = axon_tcp_same_stack(iface, &dev);
     if (peer_loopback) {
         /* Every host and network namespace has its own 127.0.0.1. */
         if (!iface->is_loopback) {
@@ -1246,8 +1252,7 @@ static double axon_tcp_iface_peer_bandwidth(axon_iface_t *tl_iface, const void *
     axon_tcp_dev_addr_t dev;
 
     memcpy(&dev, dev_addr, sizeof(dev));
-    return ((dev.host_id == iface->host_id) && (dev.netns == iface->netns)) ?
-           AXON_TCP_BANDWIDTH_LO : 0;
+    return axon_tcp_same_stack(iface, &dev) ? AXON_TCP_BANDWIDTH_LO : 0;
 }
 
 static int axon_tcp_iface_is_reachable(axon_iface_t *tl_iface, const void *dev_addr,

@@ -7,7 +7,6 @@
  * slow path. fi_cq_sread progresses until an entry, its timeout or
  * fi_cq_signal (from any thread; a signal before the wait ends the next one).
  */
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
