@@ -919,7 +919,22 @@ TEST_F(SoftibAsync, NoCommEstInRts)
 
 /* ---------------------------------------------------------------- SRQ */
 
-class SoftibSrq : public SoftibErr {};
+class SoftibSrq : public SoftibErr {
+protected:
+    /* b_, a QP on an SRQ, moved to ERR: its LAST_WQE_REACHED is queued */
+    void qp_on_srq_to_err()
+    {
+        axon_dev_srq_t    *srq = nullptr;
+        axon_dev_qp_attr_t a;
+
+        open_dev();
+        ASSERT_EQ(0, dev_.srq(16, 1, &srq));
+        rc_pair(Side(), Side(), 1, srq);
+        memset(&a, 0, sizeof(a));
+        a.qp_state = AXON_DEV_QPS_ERR;
+        ASSERT_EQ(0, axon_dev_modify_qp(b_.qp, &a, AXON_DEV_QP_STATE));
+    }
+};
 
 /* Armed with limit 4 over 8 WQEs: no event at 4 left, the event at 3, then disarmed. */
 TEST_F(SoftibSrq, LimitEventWhenWqesFallBelowLimit)
@@ -992,15 +1007,7 @@ TEST_F(SoftibSrq, TwoQpsShareOneSrq)
 /* A QP on an SRQ that enters ERR reports QP_LAST_WQE_REACHED. */
 TEST_F(SoftibSrq, LastWqeReachedWhenQpOnSrqEntersErr)
 {
-    axon_dev_srq_t    *srq = nullptr;
-    axon_dev_qp_attr_t a;
-
-    open_dev();
-    ASSERT_EQ(0, dev_.srq(16, 1, &srq));
-    rc_pair(Side(), Side(), 1, srq);
-    memset(&a, 0, sizeof(a));
-    a.qp_state = AXON_DEV_QPS_ERR;
-    ASSERT_EQ(0, axon_dev_modify_qp(b_.qp, &a, AXON_DEV_QP_STATE));
+    ASSERT_NO_FATAL_FAILURE(qp_on_srq_to_err());
     expect_async(AXON_DEV_EVENT_QP_LAST_WQE_REACHED, b_.qp, "QP on SRQ to ERR");
 }
 
@@ -1011,16 +1018,9 @@ TEST_F(SoftibSrq, LastWqeReachedWhenQpOnSrqEntersErr)
  */
 TEST_F(SoftibSrq, UnreadEventGoesWithItsDestroyedQp)
 {
-    axon_dev_srq_t        *srq = nullptr;
-    axon_dev_qp_attr_t     a;
     axon_dev_async_event_t ev;
 
-    open_dev();
-    ASSERT_EQ(0, dev_.srq(16, 1, &srq));
-    rc_pair(Side(), Side(), 1, srq);
-    memset(&a, 0, sizeof(a));
-    a.qp_state = AXON_DEV_QPS_ERR;
-    ASSERT_EQ(0, axon_dev_modify_qp(b_.qp, &a, AXON_DEV_QP_STATE));
+    ASSERT_NO_FATAL_FAILURE(qp_on_srq_to_err());
     ASSERT_TRUE(fd_readable(dev_.ctx->async_fd, kWcTimeout)) << "no event queued";
     dev_.destroy_qp(&b_);
     EXPECT_FALSE(fd_readable(dev_.ctx->async_fd, 0)) << "the destroyed QP's event still rings";
@@ -1035,17 +1035,10 @@ TEST_F(SoftibSrq, UnreadEventGoesWithItsDestroyedQp)
  */
 TEST_F(SoftibSrq, DestroyWaitsForTheAckOfAnEventGot)
 {
-    axon_dev_srq_t        *srq = nullptr;
-    axon_dev_qp_attr_t     a;
     axon_dev_async_event_t ev;
     std::atomic<bool>      destroyed(false);
 
-    open_dev();
-    ASSERT_EQ(0, dev_.srq(16, 1, &srq));
-    rc_pair(Side(), Side(), 1, srq);
-    memset(&a, 0, sizeof(a));
-    a.qp_state = AXON_DEV_QPS_ERR;
-    ASSERT_EQ(0, axon_dev_modify_qp(b_.qp, &a, AXON_DEV_QP_STATE));
+    ASSERT_NO_FATAL_FAILURE(qp_on_srq_to_err());
     ASSERT_TRUE(fd_readable(dev_.ctx->async_fd, kWcTimeout)) << "no event queued";
     ASSERT_EQ(0, axon_dev_get_async_event(dev_.ctx, &ev));
     ASSERT_EQ(AXON_DEV_EVENT_QP_LAST_WQE_REACHED, ev.event_type);
