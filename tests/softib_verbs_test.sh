@@ -271,14 +271,32 @@ t_rping() {  # address
 
 # rping's client and server under valgrind: the objects the two libraries
 # share are freed once and in order (rping destroys its QP with ibv_destroy_qp
-# before rdma_destroy_id)
+# before rdma_destroy_id). rping has a race of its own: its cm thread may go
+# back to rdma_get_cm_event after the disconnect while main frees what it
+# reads (seen once in 40 runs; valgrind's first error is then in rping's own
+# code): that run is done again, up to three times. An error whose first
+# frame is ours fails at once.
+rping_raced() {  # valgrind output files...
+    local f first
+    for f in "$@"; do
+        first=$(grep -m1 -A1 -E '==[0-9]+== (Invalid|Conditional|Use of|Syscall)' "$f" |
+                sed -n 2p)
+        [ -z "$first" ] || [[ "$first" == *"(in /usr/bin/rping)"* ]] || return 1
+    done
+    grep -qE '==[0-9]+== (Invalid|Conditional|Use of|Syscall)' "$@"
+}
 t_rping_valgrind() {
-    local port
+    local port try
     command -v valgrind >/dev/null || { echo "valgrind is not installed"; return 1; }
-    port=$(free_port)
-    rdmacm_pair "$port" '^ping data: rdma-ping-' 10 \
-        valgrind -q --error-exitcode=9 rping -s -a 127.0.0.1 -p "$port" -v -C 10 -- \
-        -q --error-exitcode=9 rping -c -a 127.0.0.1 -p "$port" -v -C 10
+    for try in 1 2 3; do
+        port=$(free_port)
+        rdmacm_pair "$port" '^ping data: rdma-ping-' 10 \
+            valgrind -q --error-exitcode=9 rping -s -a 127.0.0.1 -p "$port" -v -C 10 -- \
+            -q --error-exitcode=9 rping -c -a 127.0.0.1 -p "$port" -v -C 10 && return 0
+        rping_raced "$tmp/cli" "$tmp/srv" || return 1
+        echo "== rping's own race (its first error is in rping): again"
+    done
+    return 1
 }
 
 # ucmatose: connections with sends both ways, then disconnects
