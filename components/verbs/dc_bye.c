@@ -24,14 +24,19 @@ static axon_dc_hello_peer_t **axon_dc_bye_bucket(axon_dc_iface_t *iface,
     return &iface->hello_peers[(h >> 40) & (AXON_DC_HELLO_HASH - 1)];
 }
 
+/* The same DCT: address handle and number (a new key is a new iface on it) */
+static int axon_dc_bye_same_dct(const axon_dc_target_t *a, const axon_dc_target_t *b)
+{
+    return (a->dct_num == b->dct_num) && (a->ah == b->ah);
+}
+
 /* Where target's entry is linked, or where a new one goes (*pp == NULL) */
 static axon_dc_hello_peer_t **axon_dc_bye_find(axon_dc_iface_t *iface,
                                                const axon_dc_target_t *target)
 {
     axon_dc_hello_peer_t **pp = axon_dc_bye_bucket(iface, target);
 
-    while ((*pp != NULL) && (((*pp)->target.dct_num != target->dct_num) ||
-                             ((*pp)->target.ah != target->ah))) {
+    while ((*pp != NULL) && !axon_dc_bye_same_dct(&(*pp)->target, target)) {
         pp = &(*pp)->next;
     }
     return pp;
@@ -113,7 +118,7 @@ static void axon_dc_bye_crossed(axon_dc_iface_t *iface, const axon_dc_target_t *
 
     for (i = 0; i < iface->num_created; ++i) {
         dci = &iface->dcis[i];
-        if ((dci->bye_to.ah == target->ah) && (dci->bye_to.dct_num == target->dct_num)) {
+        if (axon_dc_bye_same_dct(&dci->bye_to, target)) {
             dci->bye_moot = 1;
         }
     }

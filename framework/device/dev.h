@@ -988,7 +988,7 @@ struct axon_dev_ops {
      * As in libibverbs, destroying the object an event names waits until that
      * event is acked, so a reader may use the element until it acks. */
     int  (*get_async_event)(axon_dev_context_t *ctx, axon_dev_async_event_t *event);
-    void (*ack_async_event)(axon_dev_async_event_t *event);
+    void (*ack_async_event)(axon_dev_context_t *ctx, axon_dev_async_event_t *event);
 };
 
 /* ------------------------------------------------------------ device list */
@@ -1125,7 +1125,7 @@ static inline int axon_dev_dealloc_mkey_list(axon_dev_mkey_list_t *list)
 static inline int axon_dev_get_async_event(axon_dev_context_t *ctx, axon_dev_async_event_t *ev)
 { return ctx->ops->get_async_event(ctx, ev); }
 static inline void axon_dev_ack_async_event(axon_dev_context_t *ctx, axon_dev_async_event_t *ev)
-{ ctx->ops->ack_async_event(ev); }
+{ ctx->ops->ack_async_event(ctx, ev); }
 
 #ifdef __cplusplus
 }

@@ -851,10 +851,12 @@ static int axon_dev_rdmacore_get_async_event(axon_dev_context_t *ctx,
     }
 }
 
-static void axon_dev_rdmacore_ack_async_event(axon_dev_async_event_t *event)
+static void axon_dev_rdmacore_ack_async_event(axon_dev_context_t *ctx,
+                                              axon_dev_async_event_t *event)
 {
     struct ibv_async_event ibv_event;
 
+    (void)ctx;   /* the event names its ibv object */
     if (axon_dev_rdmacore_event_to_ibv(event, &ibv_event) == 0) {
         ibv_ack_async_event(&ibv_event);
     }

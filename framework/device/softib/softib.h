@@ -428,7 +428,7 @@ void     softib_async_forget(softib_dev_t *dev, const void *element);
 /* After the destroy's forget, outside dev->lock (the reader's handler may call verbs) */
 void     softib_async_wait_acked(softib_dev_t *dev, const unsigned *held);
 int      softib_async_get(axon_dev_context_t *ctx, axon_dev_async_event_t *event);
-void     softib_async_ack(axon_dev_async_event_t *event);
+void     softib_async_ack(axon_dev_context_t *ctx, axon_dev_async_event_t *event);
 
 /* mr: the one access path every memory access goes through */
 typedef enum {

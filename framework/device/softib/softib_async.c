@@ -48,23 +48,45 @@ void softib_async_close(softib_dev_t *dev)
     pthread_cond_destroy(&dev->async_acked);
 }
 
-/* Softib's events all name an object: which of ev's union members it is */
-static void softib_async_name(axon_dev_async_event_t *ev, void *element)
+/* Which kind of object an event names (softib's all name one) */
+typedef enum {
+    SOFTIB_ASYNC_QP,
+    SOFTIB_ASYNC_CQ,
+    SOFTIB_ASYNC_SRQ,
+    SOFTIB_ASYNC_DCT,
+} softib_async_obj_t;
+
+static softib_async_obj_t softib_async_obj(axon_dev_event_type_t type)
 {
-    switch (ev->event_type) {
+    switch (type) {
     case AXON_DEV_EVENT_CQ_ERR:
-        ev->element.cq = element;
-        break;
+        return SOFTIB_ASYNC_CQ;
     case AXON_DEV_EVENT_SRQ_ERR:
     case AXON_DEV_EVENT_SRQ_LIMIT_REACHED:
-        ev->element.srq = element;
-        break;
+        return SOFTIB_ASYNC_SRQ;
     case AXON_DEV_EVENT_DCT_KEY_VIOLATION:
     case AXON_DEV_EVENT_DCT_ACCESS_ERR:
     case AXON_DEV_EVENT_DCT_REQ_ERR:
+        return SOFTIB_ASYNC_DCT;
+    default:
+        return SOFTIB_ASYNC_QP;
+    }
+}
+
+/* Sets the member of ev's union that element is */
+static void softib_async_name(axon_dev_async_event_t *ev, void *element)
+{
+    switch (softib_async_obj(ev->event_type)) {
+    case SOFTIB_ASYNC_CQ:
+        ev->element.cq = element;
+        break;
+    case SOFTIB_ASYNC_SRQ:
+        ev->element.srq = element;
+        break;
+    case SOFTIB_ASYNC_DCT:
         ev->element.dct = element;
         break;
-    default:
+    case SOFTIB_ASYNC_QP:
         ev->element.qp = element;
         break;
     }
@@ -73,36 +95,16 @@ static void softib_async_name(axon_dev_async_event_t *ev, void *element)
 /* Where the object ev names counts its got, unacked events */
 static unsigned *softib_async_held(const axon_dev_async_event_t *ev)
 {
-    switch (ev->event_type) {
-    case AXON_DEV_EVENT_CQ_ERR:
+    switch (softib_async_obj(ev->event_type)) {
+    case SOFTIB_ASYNC_CQ:
         return &ev->element.cq->async_held;
-    case AXON_DEV_EVENT_SRQ_ERR:
-    case AXON_DEV_EVENT_SRQ_LIMIT_REACHED:
+    case SOFTIB_ASYNC_SRQ:
         return &ev->element.srq->async_held;
-    case AXON_DEV_EVENT_DCT_KEY_VIOLATION:
-    case AXON_DEV_EVENT_DCT_ACCESS_ERR:
-    case AXON_DEV_EVENT_DCT_REQ_ERR:
+    case SOFTIB_ASYNC_DCT:
         return &ev->element.dct->async_held;
+    case SOFTIB_ASYNC_QP:
     default:
         return &ev->element.qp->async_held;
-    }
-}
-
-/* What the object ev names belongs to */
-static softib_dev_t *softib_async_dev(const axon_dev_async_event_t *ev)
-{
-    switch (ev->event_type) {
-    case AXON_DEV_EVENT_CQ_ERR:
-        return softib_dev(ev->element.cq->context);
-    case AXON_DEV_EVENT_SRQ_ERR:
-    case AXON_DEV_EVENT_SRQ_LIMIT_REACHED:
-        return softib_dev(ev->element.srq->context);
-    case AXON_DEV_EVENT_DCT_KEY_VIOLATION:
-    case AXON_DEV_EVENT_DCT_ACCESS_ERR:
-    case AXON_DEV_EVENT_DCT_REQ_ERR:
-        return softib_dev(ev->element.dct->context);
-    default:
-        return softib_dev(ev->element.qp->context);
     }
 }
 
@@ -194,9 +196,9 @@ int softib_async_get(axon_dev_context_t *ctx, axon_dev_async_event_t *event)
     }
 }
 
-void softib_async_ack(axon_dev_async_event_t *event)
+void softib_async_ack(axon_dev_context_t *ctx, axon_dev_async_event_t *event)
 {
-    softib_dev_t *dev = softib_async_dev(event);
+    softib_dev_t *dev = softib_dev(ctx);
 
     pthread_mutex_lock(&dev->async_lock);
     --*softib_async_held(event);
