@@ -21,7 +21,7 @@
 #include "amo_args.h"
 #include "coll_offload.h"
 
-#define AXON_COMPONENT_ABI_VERSION 16
+#define AXON_COMPONENT_ABI_VERSION 17
 /* Most local pieces one ep_get_zcopy_iov takes (the kernel's UIO_MAXIOV). */
 #define AXON_TL_IOV_MAX 1024
 /* Plugins build with -fvisibility=hidden; only the descriptor is exported. */
@@ -81,10 +81,12 @@ typedef struct axon_resource {
     /*
      * Costs of moving a large message, for the rendezvous choice (0 = not
      * measured; the estimates above are used): a bcopy AM is copied into the
-     * transport and out of it at copy_MBps each; a get (AXON_CAP_GET) costs
-     * get_overhead_ns + length / get_MBps. shm measures them at query.
+     * transport and out of it at copy_MBps each (copy_cached_MBps while it
+     * fits a core's cache, up to the rendezvous cap); a get (AXON_CAP_GET)
+     * costs get_overhead_ns + length / get_MBps. shm measures them at query.
      */
     double          copy_MBps;
+    double          copy_cached_MBps;
     double          get_overhead_ns;
     double          get_MBps;
     size_t          max_short;                    /* header + payload of am_short */

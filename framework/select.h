@@ -84,9 +84,10 @@ axon_status_t axon_select_lanes(const axon_resource_t *const *candidates, unsign
 /*
  * Smallest rendezvous message that rsc's get (AXON_CAP_GET) moves more
  * cheaply than streaming it through bcopy messages (a copy in and a copy out),
- * from the costs the resource measured; at most cap. 0 when nothing was
- * measured (a get is then taken wherever the lane can), SIZE_MAX when a get
- * never pays.
+ * from the costs the resource measured, with a margin for what the model
+ * leaves out; at most cap (also when a get pays only on messages too large
+ * for a core's cache). 0 when nothing was measured (a get is then taken
+ * wherever the lane can), SIZE_MAX when a get never pays.
  */
 size_t axon_select_get_min(const axon_resource_t *rsc, size_t cap);
 

@@ -5,6 +5,10 @@
  * the answer depends on the machine more than on the size: the kernel pins
  * every page it reads, which on some virtual machines runs at a fifth of
  * memcpy's speed, so a fixed estimate chose the slower protocol there.
+ * memcpy is timed twice: a 1 MiB copy runs from the cache the cores (and on
+ * a shared host, other machines) share, a 64 KiB one from the core's own;
+ * the threshold is chosen among messages of the second kind, and judged by
+ * the first it put 64 KiB messages on the get, 3x slower, on a busy host.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -16,15 +20,18 @@
 #include "sys.h"
 
 /* Large enough to leave the per-call cost behind, small enough to stay cheap (~0.5 ms in all). */
-#define AXON_SHM_CALIB_LARGE (1024 * 1024)
-#define AXON_SHM_CALIB_SMALL 4096
-#define AXON_SHM_CALIB_REPS  3
+#define AXON_SHM_CALIB_LARGE  (1024 * 1024)
+#define AXON_SHM_CALIB_SMALL  4096
+/* A message the rendezvous threshold is chosen for: its copies stay in a core's own cache. */
+#define AXON_SHM_CALIB_CACHED (64 * 1024)
+#define AXON_SHM_CALIB_REPS   5
 
 /* What this process measured; 0 where nothing was. */
 static struct {
-    double copy_MBps;        /* memcpy of a large buffer */
-    double get_overhead_ns;  /* process_vm_readv: per call */
-    double get_MBps;         /* and per byte */
+    double copy_MBps;         /* memcpy of a large buffer */
+    double copy_cached_MBps;  /* and of one that stays in cache */
+    double get_overhead_ns;   /* process_vm_readv: per call */
+    double get_MBps;          /* and per byte */
 } axon_shm_costs;
 static pthread_once_t   axon_shm_costs_once = PTHREAD_ONCE_INIT;
 
@@ -80,6 +87,10 @@ static void axon_shm_calibrate_once(void)
     if (copy > 0) {
         axon_shm_costs.copy_MBps = (double)large / copy * 1e-6;
     }
+    copy = axon_shm_calib_copy(dst, src, AXON_SHM_CALIB_CACHED);
+    if (copy > 0) {
+        axon_shm_costs.copy_cached_MBps = (double)AXON_SHM_CALIB_CACHED / copy * 1e-6;
+    }
     get_large = axon_shm_calib_get(dst, src, large);
     get_small = axon_shm_calib_get(dst, src, small);
     if ((get_large > get_small) && (get_small > 0)) {
@@ -91,15 +102,16 @@ static void axon_shm_calibrate_once(void)
         }
     }
     free(src);
-    axon_debug("shm: copy %.0f MB/s; process_vm_readv %.0f ns + %.0f MB/s",
-               axon_shm_costs.copy_MBps, axon_shm_costs.get_overhead_ns,
-               axon_shm_costs.get_MBps);
+    axon_debug("shm: copy %.0f MB/s (%.0f MB/s in cache); process_vm_readv %.0f ns + %.0f MB/s",
+               axon_shm_costs.copy_MBps, axon_shm_costs.copy_cached_MBps,
+               axon_shm_costs.get_overhead_ns, axon_shm_costs.get_MBps);
 }
 
 void axon_shm_costs_fill(axon_resource_t *resource)
 {
     pthread_once(&axon_shm_costs_once, axon_shm_calibrate_once);
-    resource->copy_MBps       = axon_shm_costs.copy_MBps;
-    resource->get_overhead_ns = axon_shm_costs.get_overhead_ns;
-    resource->get_MBps        = axon_shm_costs.get_MBps;
+    resource->copy_MBps        = axon_shm_costs.copy_MBps;
+    resource->copy_cached_MBps = axon_shm_costs.copy_cached_MBps;
+    resource->get_overhead_ns  = axon_shm_costs.get_overhead_ns;
+    resource->get_MBps         = axon_shm_costs.get_MBps;
 }

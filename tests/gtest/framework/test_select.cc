@@ -1012,9 +1012,10 @@ axon_resource_t costed_rsc(double copy_MBps, double get_overhead_ns, double get_
 {
     axon_resource_t r = make_rsc("shm", "memory", AXON_DEV_TYPE_SHM, 100, 10000,
                                  AXON_CAP_AM_SHORT | AXON_CAP_AM_BCOPY | extra_caps);
-    r.copy_MBps       = copy_MBps;
-    r.get_overhead_ns = get_overhead_ns;
-    r.get_MBps        = get_MBps;
+    r.copy_MBps        = copy_MBps;
+    r.copy_cached_MBps = 0;  /* as fast as a large copy */
+    r.get_overhead_ns  = get_overhead_ns;
+    r.get_MBps         = get_MBps;
     return r;
 }
 
@@ -1049,13 +1050,13 @@ TEST(SelectGetMin, GetSlowerThanTwoCopiesNeverPays)
 
 TEST(SelectGetMin, CrossoverWhereTheSavedCopyPaysTheGet)
 {
-    /* Streaming 0.2 ns/B (two copies at 10 GB/s), a get 0.1 ns/B plus 900 ns + 100 ns latency:
-     * the get wins from 1000 / 0.1 = 10 000 bytes. */
+    /* Streaming 0.2 ns/B (two copies at 10 GB/s), a get 0.1 ns/B plus 900 ns + 100 ns latency,
+     * both of the get's costs taken 1.25 times: it wins from 1250 / 0.075 = 16 667 bytes. */
     axon_resource_t r = costed_rsc(10000, 900, 10000);
     size_t min = axon_select_get_min(&r, 256 * 1024);
 
-    EXPECT_GE(min, 9990u);
-    EXPECT_LE(min, 10010u);
+    EXPECT_GE(min, 16650u);
+    EXPECT_LE(min, 16680u);
     /* A costlier call moves it up; a faster get moves it down. */
     r.get_overhead_ns = 1900;
     EXPECT_GT(axon_select_get_min(&r, 256 * 1024), min);
@@ -1066,7 +1067,36 @@ TEST(SelectGetMin, CrossoverWhereTheSavedCopyPaysTheGet)
 TEST(SelectGetMin, Capped)
 {
     /* Barely cheaper: the crossover lies past the cap, which bounds it. */
-    axon_resource_t r = costed_rsc(10000, 100000, 5100);
+    axon_resource_t r = costed_rsc(10000, 100000, 8000);
 
     EXPECT_EQ(256u * 1024, axon_select_get_min(&r, 256 * 1024));
+}
+
+TEST(SelectGetMin, AGetNotClearlyCheaperPerByteNeverPays)
+{
+    /* 0.17 ns/B against 0.2 for two copies: within what the model leaves out. */
+    axon_resource_t r = costed_rsc(10000, 0, 6000);
+
+    EXPECT_EQ(SIZE_MAX, axon_select_get_min(&r, 256 * 1024));
+}
+
+TEST(SelectGetMin, CopiesInCacheKeepMessagesUpToTheCapOnTheRing)
+{
+    /* A 1 MiB copy from a busy shared cache at 10 GB/s, a 64 KiB one at 50 GB/s: the get
+     * (20 GB/s) beats the first but not the second, so it starts at the cap. This host
+     * put 64 KiB on the get, 3x slower, when the large copy alone set the threshold. */
+    axon_resource_t r = costed_rsc(10000, 1000, 20000);
+
+    size_t large_only = axon_select_get_min(&r, 256 * 1024);
+
+    EXPECT_LT(large_only, 64u * 1024);
+    r.copy_cached_MBps = 50000;
+    EXPECT_EQ(256u * 1024, axon_select_get_min(&r, 256 * 1024));
+    /* Faster in cache but still slower than the get: the crossover moves up, below the cap. */
+    r.copy_cached_MBps = 12000;
+    EXPECT_GT(axon_select_get_min(&r, 256 * 1024), large_only);
+    EXPECT_LT(axon_select_get_min(&r, 256 * 1024), 256u * 1024);
+    /* Measured slower in cache than out of it: noise, the large copy's speed stands. */
+    r.copy_cached_MBps = 5000;
+    EXPECT_EQ(large_only, axon_select_get_min(&r, 256 * 1024));
 }
