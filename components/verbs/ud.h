@@ -350,6 +350,8 @@ static inline void axon_ud_conn_alive(axon_ud_conn_t *conn)
 }
 /* conn failed: tell its peer with a RESET (at most one per retransmission timeout). */
 void          axon_ud_tx_reset(axon_ud_conn_t *conn);
+/* Our worker closes: tell conn's peer (LEAVE, unacknowledged). 0, or -1: no room now. */
+int           axon_ud_tx_leave(axon_ud_conn_t *conn);
 /* A failed conn no endpoint holds: freed now, or kept a while to answer its peer (TOMB). */
 void          axon_ud_conn_bury(axon_ud_conn_t *conn);
 /* Fail conn (once): sends return status, peer_failure from the next progress. */

@@ -352,7 +352,8 @@ static void axon_ud_rx_packet(axon_ud_iface_t *iface, const axon_dev_wc_t *wc)
         axon_ud_rx_drop(iface, desc, "malformed, length", wc->byte_len);
         return;
     }
-    if (__builtin_expect(hdr->type >= AXON_UD_PKT_PROBE, 0)) {
+    if (__builtin_expect((hdr->type == AXON_UD_PKT_PROBE) || (hdr->type == AXON_UD_PKT_ALIVE),
+                         0)) {
         axon_ud_rx_alive(iface, hdr);  /* a PROBE here is misaddressed: dropped */
         axon_ud_rx_put(iface, desc);
         return;
@@ -366,6 +367,12 @@ static void axon_ud_rx_packet(axon_ud_iface_t *iface, const axon_dev_wc_t *wc)
         axon_ud_conn_fail(conn, AXON_ERR_CONNECTION_RESET,
                           "it failed the connection (it lives, but heard nothing from us in "
                           "time)");
+        axon_ud_rx_put(iface, desc);
+        return;
+    }
+    if (__builtin_expect(hdr->type == AXON_UD_PKT_LEAVE, 0)) {
+        conn->flags |= AXON_UD_CONN_PEER_BYE;   /* a goodbye: its leaving is no failure */
+        axon_ud_conn_fail(conn, AXON_ERR_CONNECTION_RESET, "its worker closed");
         axon_ud_rx_put(iface, desc);
         return;
     }
@@ -596,15 +603,50 @@ static void axon_ud_iface_say_goodbyes(axon_ud_iface_t *iface)
     }
     do {
         axon_ud_iface_progress(&iface->super);
-    } while ((!axon_list_is_empty(&iface->work) ||
-              (iface->tx_pool.num_free < iface->tx_pool.count)) &&
-             (axon_sys_time_sec() < end));
+        if (axon_list_is_empty(&iface->work) &&
+            (iface->tx_pool.num_free == iface->tx_pool.count)) {
+            return;
+        }
+    } while (axon_sys_time_sec() < end);
+    axon_debug("%s: closing with %u send(s) unacknowledged after %.0f ms", iface->name,
+               iface->tx_pool.count - iface->tx_pool.num_free, AXON_UD_BYE_LINGER * 1e3);
+}
+
+/*
+ * Then LEAVE to every peer still connected: one that says goodbye after we
+ * closed would wait for our ack until its linger ends. Sent while the send
+ * queue and buffers allow within the same linger; a peer left out only waits.
+ */
+static void axon_ud_iface_say_leave(axon_ud_iface_t *iface)
+{
+    double end = axon_sys_time_sec() + AXON_UD_BYE_LINGER;
+    axon_ud_conn_t *conn;
+    unsigned i = 0;
+
+    while (i < iface->conns_size) {
+        conn = iface->conns[i];
+        if ((conn == NULL) || (conn->state != AXON_UD_CONN_CONNECTED) ||
+            (conn->peer_id == AXON_UD_ID_NONE) || (axon_ud_tx_leave(conn) == 0)) {
+            ++i;
+            continue;
+        }
+        if (axon_sys_time_sec() >= end) {
+            break;
+        }
+        axon_ud_iface_progress(&iface->super);   /* sends completed free room */
+    }
+    while ((iface->tx_posted > 0) && (axon_sys_time_sec() < end)) {
+        axon_ud_iface_progress(&iface->super);   /* out before the QP goes (no ack awaited) */
+    }
 }
 
 static void axon_ud_iface_close(axon_iface_t *tl_iface)
 {
-    axon_ud_iface_say_goodbyes((axon_ud_iface_t *)tl_iface);
-    axon_ud_iface_cleanup((axon_ud_iface_t *)tl_iface);
+    axon_ud_iface_t *iface = (axon_ud_iface_t *)tl_iface;
+
+    axon_ud_iface_say_goodbyes(iface);
+    axon_ud_iface_say_leave(iface);
+    axon_ud_iface_cleanup(iface);
 }
 
 static axon_status_t axon_ud_iface_init_bufs(axon_ud_iface_t *iface,

@@ -177,8 +177,8 @@ int axon_ud_tx_creq(axon_ud_conn_t *conn)
     return 0;
 }
 
-/* An unsequenced ACK carrying conn's receive state; 0 or -1 (try again later). */
-static int axon_ud_tx_ack(axon_ud_conn_t *conn)
+/* An unsequenced packet of type to conn's peer (it carries our receive state); 0 or -1. */
+static int axon_ud_tx_unseq(axon_ud_conn_t *conn, uint8_t type)
 {
     axon_ud_iface_t *iface = axon_ud_conn_iface(conn);
     axon_ud_desc_t *desc;
@@ -190,7 +190,7 @@ static int axon_ud_tx_ack(axon_ud_conn_t *conn)
     if (desc == NULL) {
         return -1;
     }
-    axon_ud_tx_desc_init(desc, NULL, AXON_UD_PKT_ACK, sizeof(axon_ud_hdr_t));
+    axon_ud_tx_desc_init(desc, NULL, type, sizeof(axon_ud_hdr_t));
     if (axon_ud_post(conn, desc) != 0) {
         axon_verbs_bufpool_put(&iface->tx_pool, desc);
         return -1;
@@ -198,23 +198,25 @@ static int axon_ud_tx_ack(axon_ud_conn_t *conn)
     return 0;
 }
 
+/* An ACK; 0 or -1 (try again later). */
+static int axon_ud_tx_ack(axon_ud_conn_t *conn)
+{
+    return axon_ud_tx_unseq(conn, AXON_UD_PKT_ACK);
+}
+
+int axon_ud_tx_leave(axon_ud_conn_t *conn)
+{
+    return axon_ud_tx_unseq(conn, AXON_UD_PKT_LEAVE);
+}
+
 void axon_ud_tx_reset(axon_ud_conn_t *conn)
 {
     axon_ud_iface_t *iface = axon_ud_conn_iface(conn);
-    axon_ud_desc_t *desc;
 
     /* last_rx_ns is free once failed: when the last RESET went */
-    if (!(conn->flags & AXON_UD_CONN_RESET_PEER) || !axon_ud_can_post(iface) ||
-        (iface->now_ns - conn->last_rx_ns < iface->retx_ns)) {
-        return;
-    }
-    desc = axon_verbs_bufpool_get(&iface->tx_pool);
-    if (desc == NULL) {
-        return;
-    }
-    axon_ud_tx_desc_init(desc, NULL, AXON_UD_PKT_RESET, sizeof(axon_ud_hdr_t));
-    if (axon_ud_post(conn, desc) != 0) {
-        axon_verbs_bufpool_put(&iface->tx_pool, desc);
+    if (!(conn->flags & AXON_UD_CONN_RESET_PEER) ||
+        (iface->now_ns - conn->last_rx_ns < iface->retx_ns) ||
+        (axon_ud_tx_unseq(conn, AXON_UD_PKT_RESET) != 0)) {
         return;
     }
     conn->last_rx_ns = iface->now_ns;

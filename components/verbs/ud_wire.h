@@ -29,6 +29,12 @@
  * that peer's sequenced packets with RESET, or the peer, its probes
  * answered, would wait for acks forever.
  *
+ * A worker that closes says LEAVE to its peers once its goodbyes went (or
+ * waited their time): a goodbye of theirs after it would wait for an ack in
+ * vain, so a peer that hears LEAVE lets the connection go as after a
+ * goodbye, without sending its own (MPI_Finalize closes every rank at once).
+ * LEAVE is not acknowledged: one lost costs the peer its wait, no more.
+ *
  * Everything is in host byte order (like the tcp transport's frames): peers
  * of one job share an architecture.
  */
@@ -57,6 +63,7 @@ enum {
     AXON_UD_PKT_RESET,     /* not sequenced: the sender failed the connection named: fail yours */
     AXON_UD_PKT_PROBE,     /* not sequenced, to the peer's alive QP: are you there? */
     AXON_UD_PKT_ALIVE,     /* not sequenced, from the alive QP: the worker's process lives */
+    AXON_UD_PKT_LEAVE,     /* not sequenced: the sender's worker closed, it answers no more */
     AXON_UD_PKT_LAST
 };
 

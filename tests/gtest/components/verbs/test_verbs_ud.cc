@@ -28,6 +28,7 @@
 
 #include "axon.h"
 #include "harness.h"
+#include "log_capture.h"
 
 extern "C" {
 #include "component.h"
@@ -311,11 +312,14 @@ TEST_F(VerbsUd, PacketsForTheFormerOwnerOfAQpNumberAreDropped)
     UdIface b, c;
     ASSERT_TRUE(a->open());
     open_pair(b, c);
+    bool b_hears = true;
     auto progress_all = [&](UdIface &x, const std::function<bool()> &cond, double timeout) {
         double deadline = axon_test_time() + timeout;
         while (!cond() && (axon_test_time() < deadline)) {
             x.progress();
-            b.progress();
+            if (b_hears) {
+                b.progress();
+            }
             c.progress();
         }
         return cond();
@@ -332,6 +336,7 @@ TEST_F(VerbsUd, PacketsForTheFormerOwnerOfAQpNumberAreDropped)
     std::vector<uint8_t> a_qp = a->iface_addr;
     a->ops()->ep_destroy(ab);
     a.reset();
+    b_hears = false;   /* a's LEAVE stays unread, as if lost: b is not told */
 
     /* a2 takes a's QP number (softib hands a slot's numbers on from where its last owner
      * stopped: rewound here, as after their wrap); its first connection, to c, may have
@@ -356,6 +361,7 @@ TEST_F(VerbsUd, PacketsForTheFormerOwnerOfAQpNumberAreDropped)
 
     /* b, not told, sends to a; then c sends to a2: a2 gets c's message only. */
     ASSERT_EQ(AXON_OK, b.ops()->ep_am_short(ba, kAmId, NULL, 0, "stray", 5));
+    b_hears = true;
     progress_all(a2, [] { return false; }, 0.05);
     ASSERT_EQ(AXON_OK, c.ops()->ep_am_short(ca, kAmId, NULL, 0, "real", 4));
     progress_all(a2, [&] { return !a2.got.empty(); }, 5.0);
@@ -1005,6 +1011,40 @@ TEST(VerbsUdPeersTimed, KilledPeerBecomesEpErrorOthersGoOn)
     free(va);
     free(oa);
     axon_test_node_destroy(&self);
+}
+
+/*
+ * A worker that closes after its peer left, with an endpoint to it still
+ * open, owes it a goodbye nobody is left to acknowledge: the peer's LEAVE
+ * says not to wait for one (MPI_Finalize closes every rank at once; a
+ * worker destroys its endpoints just before its ifaces, as here).
+ */
+TEST_F(VerbsUd, CloseAfterThePeerLeftDoesNotWaitForIt)
+{
+    std::unique_ptr<UdIface> a(new UdIface), b(new UdIface);
+    uint64_t v = 1;
+
+    open_pair(*a, *b);
+    axon_tl_ep_t *ab = a->connect(*b);
+    ASSERT_EQ(AXON_OK, a->ops()->ep_am_short(ab, kAmId, NULL, 0, &v, sizeof(v)));
+    ASSERT_TRUE(progress_until(*a, *b, [&] {
+        return (b->got.size() == 1) && (a->ops()->ep_flush(ab) == AXON_OK);
+    }, kOpTimeout));
+    axon_tl_ep_t *ba = b->connect(*a);
+    ASSERT_EQ(AXON_OK, b->ops()->ep_am_short(ba, kAmId, NULL, 0, &v, sizeof(v)));
+    ASSERT_TRUE(progress_until(*a, *b, [&] {
+        return (a->got.size() == 1) && (b->ops()->ep_flush(ba) == AXON_OK);
+    }, kOpTimeout));
+    a->ops()->ep_destroy(ab);
+    progress_until(*a, *b, [] { return false; }, 0.1);   /* a's goodbye goes and is acked */
+
+    LogCapture log(AXON_LOG_DEBUG);
+    a.reset();
+    b->ops()->ep_destroy(ba);
+    b.reset();
+    EXPECT_FALSE(log.any_contains("unacknowledged")) << "b waited for a peer that left";
+    EXPECT_FALSE(log.any_contains("peer ", "failed: ")) << "a peer that left reported failed";
+    EXPECT_TRUE(log.any_contains("left after its goodbye")) << "b never heard a leave";
 }
 
 }  // namespace
