@@ -19,7 +19,8 @@ noinst_HEADERS += \
 
 # The device: verbs objects (device, mr, cq, srq, qp, ah), the QP state table,
 # post-time checks, and the engine by stage (pkt, req, resp, comp, progress), with
-# the atomics the responder executes (amo).
+# the atomics the responder executes (amo) and the writes and reads a requester on
+# this host places itself (direct).
 softib_sources += \
 	framework/device/softib/softib_config.c \
 	framework/device/softib/softib_device.c \
@@ -38,11 +39,13 @@ softib_sources += \
 	framework/device/softib/softib_amo.c \
 	framework/device/softib/softib_xchan.c \
 	framework/device/softib/softib_dc.c \
+	framework/device/softib/softib_direct.c \
 	framework/device/softib/softib_umr.c \
 	framework/device/softib/softib_progress.c
 noinst_HEADERS += \
 	framework/device/softib/softib.h \
 	framework/device/softib/softib_amo.h \
+	framework/device/softib/softib_direct.h \
 	framework/device/softib/softib_pkt.h
 
 # The connection manager: IB CM messages over TCP (helper C).

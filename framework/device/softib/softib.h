@@ -58,6 +58,7 @@ typedef struct softib_opts {
     char               *reorder;
     unsigned            seed;
     int                 progress_thread;
+    int                 direct;          /* RDMA WRITE/READ data placed by the requester */
     axon_config_names_t cap_mask;
     axon_config_names_t locality;        /* per device, in order: where it pretends to sit */
 } softib_opts_t;
@@ -257,6 +258,8 @@ typedef struct softib_send_wqe {
     uint32_t             first_psn;
     uint32_t             npkts;            /* PSNs it uses (read: response packets) */
     uint32_t             rcvd;             /* read response packets received */
+    uint64_t             start_ns;         /* RC: when its first packet went (direct placement's
+                                            * measure of the responder), 0 if not stamped */
     int                  status;           /* local error found by the requester, or -1 */
 } softib_send_wqe_t;
 
@@ -297,6 +300,9 @@ typedef struct softib_qp {
     int                ack_queued;
     int                sq_draining;
     int                cq_fatal;           /* QP_FATAL raised for an overrun CQ (until RESET) */
+    int                direct_off;         /* the peer's process refused direct placement */
+    uint64_t           direct_until;       /* place directly until then (ns): the responder
+                                            * left our packets waiting (softib_direct.c) */
     struct softib_dct *dct;                /* a DC target's QP: its number, or one initiator's
                                             * responder context (softib_dc.c) */
 

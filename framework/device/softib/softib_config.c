@@ -41,6 +41,9 @@ const axon_config_entry_t softib_config_table[] = {
      OPT(seed), AXON_CONFIG_TYPE_UINT},
     {"PROGRESS_THREAD", "y", "a thread per open device progresses the engine while the "
      "process does not call in", OPT(progress_thread), AXON_CONFIG_TYPE_BOOL},
+    {"DIRECT", "y", "an RC requester on this host moves RDMA WRITE and READ data into or out "
+     "of the responder's process itself (cross-memory attach), as a NIC does without the "
+     "responder's CPU; n: every byte goes by packets", OPT(direct), AXON_CONFIG_TYPE_BOOL},
     {"CAP_MASK", "", "capabilities to remove, comma-separated (rc,uc,ud,srq,atomic,inline,"
      "comp_channel,ext_atomic,cross_channel,...)", OPT(cap_mask), AXON_CONFIG_TYPE_STRING_LIST},
     {"LOCALITY", "", "where each device pretends to sit, in device order: pci:DDDD:BB:DD.F (a "

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "log.h"
 #include "softib.h"
+#include "softib_direct.h"
 
 #define SOFTIB_MR_ACCESS_ALL (AXON_DEV_ACCESS_LOCAL_WRITE | AXON_DEV_ACCESS_REMOTE_WRITE | \
                               AXON_DEV_ACCESS_REMOTE_READ | AXON_DEV_ACCESS_REMOTE_ATOMIC | \
@@ -127,6 +128,7 @@ int softib_reg_mr(axon_dev_pd_t *pd, void *addr, size_t length, int access,
         free(mr);
         return ret;
     }
+    softib_direct_mr_publish(dev, mr);
     __atomic_add_fetch(&softib_mr_regs, 1, __ATOMIC_RELAXED);
     *mr_p = &mr->super;
     return 0;
@@ -172,6 +174,7 @@ int softib_dereg_mr(axon_dev_mr_t *amr)
     softib_dev_t *dev = softib_dev(amr->context);
     softib_mr_t *mr   = (softib_mr_t *)amr;
 
+    softib_direct_mr_unpublish(dev, mr);   /* no requester's copy lands after we return */
     pthread_mutex_lock(&dev->lock);
     dev->mrs[mr->index] = NULL;
     dev->num_mrs--;
@@ -188,6 +191,7 @@ void softib_mr_table_free(softib_dev_t *dev)
 
     for (i = 0; i < SOFTIB_MR_TABLE_SIZE; i++) {
         if (dev->mrs[i] != NULL) {
+            softib_direct_mr_unpublish(dev, dev->mrs[i]);
             softib_umr_free(dev->mrs[i]);
         }
         free(dev->mrs[i]);

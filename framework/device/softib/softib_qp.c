@@ -8,6 +8,7 @@
 #include <string.h>
 #include "log.h"
 #include "softib.h"
+#include "softib_direct.h"
 
 #define SOFTIB_QP_CREATE_XCHAN (AXON_DEV_QP_CREATE_CROSS_CHANNEL | \
                                 AXON_DEV_QP_CREATE_MANAGED_SEND | AXON_DEV_QP_CREATE_MANAGED_RECV)
@@ -67,6 +68,9 @@ void softib_qp_complete_send(softib_qp_t *qp, softib_send_wqe_t *wqe, axon_dev_w
     if (wqe->wait_cq != NULL) {
         wqe->wait_cq->refcnt--;
         wqe->wait_cq = NULL;
+    }
+    if (wqe->start_ns != 0) {
+        softib_direct_note_done(qp, wqe);
     }
     if ((st == AXON_DEV_WC_SUCCESS) && !qp->sq_sig_all &&
         !(wqe->flags & AXON_DEV_SEND_SIGNALED)) {
@@ -154,6 +158,7 @@ static void softib_qp_enter_error(softib_qp_t *qp)
     if (qp->super.qp_type == AXON_DEV_QPT_DC_INI) {
         softib_dc_error(qp);
     }
+    softib_direct_qp_update(qp, 0);
 }
 
 void softib_qp_event(softib_qp_t *qp, axon_dev_event_type_t type)
@@ -232,7 +237,10 @@ void softib_qp_reset(softib_qp_t *qp)
     qp->cap         = cap;
     qp->sq_draining = 0;
     qp->cq_fatal    = 0;
+    qp->direct_off  = 0;
+    qp->direct_until = 0;
     qp->super.state = AXON_DEV_QPS_RESET;
+    softib_direct_qp_update(qp, 0);
     if (dci) {
         softib_dc_start(qp);
     }
@@ -443,6 +451,7 @@ int softib_destroy_qp(axon_dev_qp_t *aqp)
     softib_umr_drop(qp, qp->sq_head);
     softib_cq_detach(softib_cq(aqp->send_cq), qp);
     softib_cq_detach(softib_cq(aqp->recv_cq), qp);
+    softib_direct_qp_update(qp, 1);
     dev->qps[SOFTIB_QPN_INDEX(aqp->qp_num)] = NULL;
     dev->num_qps--;
     softib_qp_deactivate(qp);
@@ -573,6 +582,7 @@ int softib_modify_qp(axon_dev_qp_t *aqp, axon_dev_qp_attr_t *attr, int mask)
         qp->sq_draining = 0;
     }
     aqp->state = next;
+    softib_direct_qp_update(qp, 0);
     softib_qp_activate(qp);   /* RTS again, SQD: the requester has a look */
     softib_progress(dev);
     pthread_mutex_unlock(&dev->lock);

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <string.h>
 #include "log.h"
+#include "softib_direct.h"
 #include "softib_pkt.h"
 
 /* IB encoding of the RNR NAK timer, in ns (code 0 is the longest) */
@@ -165,6 +166,7 @@ static int softib_req_start(softib_qp_t *qp, softib_send_wqe_t *wqe)
     }
     wqe->first_psn = qp->req.psn;
     wqe->rcvd      = 0;
+    wqe->start_ns  = softib_direct_stamp(qp);
     if (softib_wr_is_atomic(wqe->opcode) || (qp->super.qp_type == AXON_DEV_QPT_UD)) {
         wqe->npkts = 1;
     } else {
@@ -386,6 +388,9 @@ void softib_req_progress(softib_qp_t *qp)
                 break;
             }
             continue;
+        }
+        if (softib_direct_try(qp, wqe)) {
+            continue;   /* its data is in place, it completed */
         }
         if ((qp->req.pkt == 0) && (qp->sq_req == qp->sq_started) && (wqe->status < 0) &&
             softib_req_start(qp, wqe)) {

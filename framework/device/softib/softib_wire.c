@@ -361,6 +361,26 @@ int softib_wire_send(softib_wire_t *wire, const axon_dev_gid_t *dgid, uint32_t d
     return softib_wire_send_now(wire, dgid, dest_qpn, pkt, len);
 }
 
+softib_direct_table_t *softib_wire_direct_table(softib_wire_t *wire)
+{
+    return (wire->params.mode == SOFTIB_WIRE_UDP) ? NULL : softib_wire_shm_direct_table(wire);
+}
+
+int softib_wire_direct_peer(softib_wire_t *wire, const axon_dev_gid_t *dgid, uint32_t dest_qpn,
+                            softib_direct_table_t **table_p, pid_t *pid_p)
+{
+    unsigned slot = SOFTIB_QPN_SLOT(dest_qpn);
+
+    /* Injected faults are for the packets: their tests must see every byte go by them. */
+    if (wire->inject.enabled || (wire->params.mode == SOFTIB_WIRE_UDP) ||
+        ((wire->params.mode == SOFTIB_WIRE_AUTO) &&
+         (memcmp(dgid->raw, wire->gid.raw, sizeof(dgid->raw)) != 0)) ||
+        (slot < SOFTIB_REGISTRY_SLOT_MIN) || (slot > SOFTIB_REGISTRY_SLOT_MAX)) {
+        return ENOENT;
+    }
+    return softib_wire_shm_direct_peer(wire, slot, table_p, pid_p);
+}
+
 ssize_t softib_wire_recv(softib_wire_t *wire, void *buf, const uint8_t **pkt_p,
                          axon_dev_gid_t *src_gid)
 {

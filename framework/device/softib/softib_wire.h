@@ -95,6 +95,19 @@ int      softib_wire_send(softib_wire_t *wire, const axon_dev_gid_t *dgid, uint3
                           const void *pkt, size_t len);
 
 /*
+ * Direct placement (softib_direct.h). This port's table, NULL off the shm
+ * wire. The table and process of whoever owns dest_qpn's slot at dgid: 0, or
+ * ENOENT when direct placement cannot reach it (another host or the UDP
+ * wire, fault injection on, no such slot, a process whose memory we cannot
+ * name by pid).
+ */
+typedef struct softib_direct_table softib_direct_table_t;
+softib_direct_table_t *softib_wire_direct_table(softib_wire_t *wire);
+int      softib_wire_direct_peer(softib_wire_t *wire, const axon_dev_gid_t *dgid,
+                                 uint32_t dest_qpn, softib_direct_table_t **table_p,
+                                 pid_t *pid_p);
+
+/*
  * Receive one packet; returns its length, 0 when none is waiting, or
  * -errno. *pkt_p is where it is: in place on the shared-memory ring (no
  * copy), or in buf (SOFTIB_WIRE_MAX_PKT bytes) from UDP; valid until

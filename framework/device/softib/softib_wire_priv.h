@@ -42,6 +42,7 @@ typedef struct softib_wire_peer {
     int            bell_fd;  /* write end of its doorbell; -1 until first rung */
     uint64_t       full_ns;  /* when its ring was last checked for a dead owner */
     int            gone;     /* its ring was full and its owner found dead: drop */
+    pid_t          pid;      /* its owner, when our pid namespace names it; else 0 */
 } softib_wire_peer_t;
 
 /* A packet held back by reorder injection. */
@@ -91,6 +92,7 @@ struct softib_wire {
     softib_wire_inject_t inject;
 
     axon_list_link_t     list;            /* in the exit sweep's list */
+    axon_proc_t          self;            /* this process, to compare ring owners with */
     pid_t                owner_pid;       /* 0 once the exit sweep unlinked our segments */
     pid_t                creator_pid;     /* a forked child's close must not free our slot */
 };
@@ -105,6 +107,9 @@ void     softib_wire_shm_forget_ring(softib_wire_t *wire);   /* unmap, keep the 
 void     softib_wire_shm_forget_peers(softib_wire_t *wire);
 void     softib_wire_shm_sweep(softib_wire_t *wire, uint64_t now_ns);
 int      softib_wire_shm_send(softib_wire_t *wire, unsigned slot, const void *pkt, size_t len);
+softib_direct_table_t *softib_wire_shm_direct_table(softib_wire_t *wire);
+int      softib_wire_shm_direct_peer(softib_wire_t *wire, unsigned slot,
+                                     softib_direct_table_t **table_p, pid_t *pid_p);
 /* The head packet, read in place in its cell (*pkt_p), which stays ours until released */
 ssize_t  softib_wire_shm_peek(softib_wire_t *wire, const uint8_t **pkt_p,
                               axon_dev_gid_t *src_gid);

@@ -27,11 +27,12 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "softib_direct.h"
 #include "softib_ring.h"
 #include "softib_wire_priv.h"
 #include "log.h"
 
-#define SOFTIB_RING_MAGIC     0x5342524e47303031ull   /* "SBRNG001" */
+#define SOFTIB_RING_MAGIC     0x5342524e47303032ull   /* "SBRNG002" */
 #define SOFTIB_RING_STUCK_NS  10000000ull             /* 10 ms: check a claimer's life */
 #define SOFTIB_RING_FULL_NS   100000000ull            /* 100 ms: check a full ring's owner */
 
@@ -49,6 +50,8 @@ struct softib_ring {
     _Atomic uint32_t   armed __attribute__((aligned(SOFTIB_RING_ALIGN)));
     _Atomic uint64_t   tail  __attribute__((aligned(SOFTIB_RING_ALIGN)));
     softib_ring_cell_t cells[SOFTIB_WIRE_RING_CELLS];
+    /* What requesters on this host check to place data directly (softib_direct.h). */
+    softib_direct_table_t direct __attribute__((aligned(SOFTIB_RING_ALIGN)));
 };
 
 static inline uint32_t softib_ring_lap(uint64_t pos)
@@ -135,6 +138,7 @@ int softib_wire_shm_create(softib_wire_t *wire)
     ring->id.cell_size = sizeof(softib_ring_cell_t);
     wire->ring         = ring;
     wire->head         = 0;
+    axon_proc_self(&wire->self);
     wire->claim_tag    = (uint32_t)(((wire->gen & SOFTIB_CELL_GEN_MASK) << 12) | wire->slot);
 
     if (mkfifo(bell, 0600) != 0) {
@@ -328,6 +332,7 @@ static void softib_wire_shm_peer_unmap(softib_wire_t *wire, softib_wire_peer_t *
     }
     peer->gen  = 0;
     peer->gone = 0;
+    peer->pid  = 0;
 }
 
 void softib_wire_shm_forget_peers(softib_wire_t *wire)
@@ -379,13 +384,14 @@ static int softib_wire_shm_peer_map(softib_wire_t *wire, unsigned slot,
                                     softib_wire_peer_t *peer)
 {
     char           name[SOFTIB_REGISTRY_NAME_LEN];
+    softib_registry_owner_t owner;
     struct stat    st;
     softib_ring_t *ring;
     uint64_t       now_gen;
     int            fd;
 
     softib_wire_shm_peer_unmap(wire, peer);
-    if (softib_registry_lookup(wire->reg, slot, &now_gen, name, sizeof(name), NULL) != 0) {
+    if (softib_registry_lookup(wire->reg, slot, &now_gen, name, sizeof(name), &owner) != 0) {
         return ENOENT;
     }
     fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
@@ -414,6 +420,7 @@ static int softib_wire_shm_peer_map(softib_wire_t *wire, unsigned slot,
     }
     peer->ring = ring;
     peer->gen  = now_gen;
+    peer->pid  = axon_proc_comparable(&owner, &wire->self) ? owner.pid : 0;
     ++wire->num_mapped;
     return 0;
 }
@@ -517,5 +524,28 @@ int softib_wire_shm_send(softib_wire_t *wire, unsigned slot, const void *pkt, si
         atomic_exchange_explicit(&ring->armed, 0, memory_order_relaxed)) {
         softib_wire_shm_ring_bell(peer);
     }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- direct placement */
+
+softib_direct_table_t *softib_wire_shm_direct_table(softib_wire_t *wire)
+{
+    return (wire->ring != NULL) ? &wire->ring->direct : NULL;
+}
+
+int softib_wire_shm_direct_peer(softib_wire_t *wire, unsigned slot,
+                                softib_direct_table_t **table_p, pid_t *pid_p)
+{
+    softib_wire_peer_t *peer = &wire->peers[slot];
+    uint64_t            gen  = softib_registry_gen(wire->reg, slot);
+
+    if (!(gen & 1) ||
+        ((gen != peer->gen) && (softib_wire_shm_peer_map(wire, slot, peer) != 0)) ||
+        peer->gone || (peer->pid == 0)) {
+        return ENOENT;
+    }
+    *table_p = &peer->ring->direct;
+    *pid_p   = peer->pid;
     return 0;
 }

@@ -1550,13 +1550,18 @@ TEST_P(RmaKill, RequestsFailWhenTargetDies)
         return axon_ep_flush_nb(s.ep, NULL, rq);
     }));
     axon_test_progress_for(s.node.worker, 0.1);
+    /* A stopped target's device still serves reads and writes (softib places them from
+     * this side, as a NIC would: softib_direct.h); its atomics wait for its responder.
+     * What is in flight at the kill must fail. */
+    std::vector<bool> in_flight(reqs.size(), false);
     int pending = 0;
     for (size_t j = 0; j < reqs.size(); ++j) {
-        if (status[j] == AXON_INPROGRESS) {
-            pending += axon_request_test(reqs[j], NULL) == AXON_INPROGRESS;
-        }
+        in_flight[j] = (status[j] == AXON_INPROGRESS) &&
+                       (axon_request_test(reqs[j], NULL) == AXON_INPROGRESS);
+        pending += in_flight[j];
     }
-    EXPECT_GE(pending, 3 * kEach) << "operations completed with the target not progressing";
+    EXPECT_GE(pending, (GetParam().device_amo() ? 2 : 3) * kEach)
+        << "operations completed with the target not progressing";
 
     double t0   = axon_test_time();
     pid_t  dead = axon_test_peer_crash(&s.peer);
@@ -1571,7 +1576,7 @@ TEST_P(RmaKill, RequestsFailWhenTargetDies)
         axon_status_t st   = s.wait(status[j], reqs[j], left > 0.01 ? left : 0.01);
         last = std::max(last, axon_test_time());
         EXPECT_NE(AXON_ERR_TIMED_OUT, st) << "request " << j << " still in flight";
-        if (needs_answer[j]) {
+        if (needs_answer[j] && in_flight[j]) {
             EXPECT_LT(st, 0) << "request " << j << " completed without its target";
         }
     }

@@ -9,10 +9,14 @@
  *     10 000 RC messages arrive exactly once, in order, intact, and 1000
  *     fetch-adds from each of two requesters on one word count exactly;
  *   - RDMA write/read/atomics complete against a target that only sleeps
- *     (its progress thread serves them).
+ *     (its progress thread serves them);
+ *   - perftest's write latency pattern: each side waits for the other's
+ *     write by reading memory, without calling in; after the first answer
+ *     came late, the writes are placed directly (softib_direct.h).
  * A test forks its peers before it opens its own device.
  */
 #include "softib_env.h"
+#include "framework/device/softib/softib_direct.h"
 
 #include <algorithm>
 
@@ -324,6 +328,108 @@ TEST_P(SoftibRcXproc, SleepingTargetServesWriteReadAtomics)
 
     ASSERT_EQ(0, axon_test_send_blob(target->fd, "done", 4));
     expect_peer_ok(target, "sleeping target");
+}
+
+/* ---------------------------------------------------------------- waiting on memory */
+
+const int kPingPongs = 200;
+
+/*
+ * One side of perftest's ib_write_lat: write the round's number into the
+ * peer's flag, wait for the write's completion (the only call into softib),
+ * then wait for the peer's number in our own flag by reading memory. The
+ * initiator writes first. Returns "" or what went wrong.
+ */
+std::string write_ping_pong(const Qp &q, const Buf &flags, const PeerInfo &peer, bool first)
+{
+    volatile uint64_t *mine = (volatile uint64_t *)flags.ptr;
+    uint64_t          *out  = (uint64_t *)(flags.ptr + 64);
+    axon_dev_wc_t      wc;
+
+    for (uint64_t round = 1; round <= (uint64_t)kPingPongs; ++round) {
+        double until = axon_test_time() + 10.0;
+        if (!first) {
+            while ((*mine != round) && (axon_test_time() < until)) {
+            }
+            if (*mine != round) {
+                return "round " + std::to_string(round) + ": the peer's write never landed";
+            }
+        }
+        *out = round;
+        if ((post_rdma(q.qp, round, AXON_DEV_WR_RDMA_WRITE, out, 8, flags.lkey(), peer.addr,
+                       peer.rkey) != 0) || !poll_one(q.scq, &wc, 10.0) ||
+            (wc.status != AXON_DEV_WC_SUCCESS)) {
+            return "round " + std::to_string(round) + ": our write failed";
+        }
+        if (first) {
+            while ((*mine != round) && (axon_test_time() < until)) {
+            }
+            if (*mine != round) {
+                return "round " + std::to_string(round) + ": the peer's write never landed";
+            }
+        }
+    }
+    return "";
+}
+
+int waiting_writer(int fd, void *)
+{
+    SoftibDev dev;
+    Qp        q;
+    PeerInfo  peer;
+
+    PEER_CHECK(dev.open() == 0, "open");
+    Buf flags = dev.reg(4096, AXON_DEV_ACCESS_LOCAL_WRITE | AXON_DEV_ACCESS_REMOTE_WRITE);
+    PEER_CHECK(dev.qp(&q, AXON_DEV_QPT_RC) == 0, "create_qp");
+    PEER_CHECK(send_info(fd, q, dev, &flags) == 0, "send info");
+    PEER_CHECK(recv_info(fd, &peer) == 0, "recv info");
+    PEER_CHECK(connect_to(dev, q, peer) == 0, "connect");
+    PEER_CHECK(axon_test_sync(fd) == 0, "sync up");
+    uint64_t    before = softib_direct_count();
+    std::string err    = write_ping_pong(q, flags, peer, false);
+    PEER_CHECK(err.empty(), "%s", err.c_str());
+    PEER_CHECK(softib_direct_count() - before >= kPingPongs - 10,
+               "%llu of %d writes placed directly",
+               (unsigned long long)(softib_direct_count() - before), kPingPongs);
+    PEER_CHECK(axon_test_sync(fd) == 0, "sync down");
+    return 0;
+}
+
+/*
+ * Without direct placement each write waited for the progress thread of a
+ * target that reads memory instead of calling in: ~1 ms, every round. Once
+ * an answer came that late, the QP's writes are placed from this side.
+ */
+TEST_F(SoftibXproc, WritesLandInATargetWaitingOnMemory)
+{
+    PeerInfo peer;
+    Qp       q;
+
+    env_.set("AXON_SOFTIB_PROGRESS_THREAD", "y");
+    axon_test_peer_t *target = spawn(waiting_writer, nullptr);
+    open_dev();
+    Buf flags = dev_.reg(4096, AXON_DEV_ACCESS_LOCAL_WRITE | AXON_DEV_ACCESS_REMOTE_WRITE);
+    ASSERT_EQ(0, dev_.qp(&q, AXON_DEV_QPT_RC));
+    ASSERT_EQ(0, recv_info(target->fd, &peer));
+    ASSERT_EQ(0, send_info(target->fd, q, dev_, &flags));
+    ASSERT_EQ(0, connect_to(dev_, q, peer));
+    ASSERT_EQ(0, axon_test_sync(target->fd));
+
+    uint64_t before = softib_direct_count();
+    ASSERT_EQ("", write_ping_pong(q, flags, peer, true));
+    EXPECT_GE(softib_direct_count() - before, (uint64_t)kPingPongs - 10)
+        << "writes placed directly";
+
+    /* Placed or not, a write past the region is the responder's access error. */
+    axon_dev_wc_t wc;
+    before = softib_direct_count();
+    ASSERT_EQ(0, post_rdma(q.qp, 999, AXON_DEV_WR_RDMA_WRITE, flags.ptr, 16, flags.lkey(),
+                           peer.addr + 4096 - 8, peer.rkey));
+    ASSERT_TRUE(poll_one(q.scq, &wc, 10.0));
+    EXPECT_EQ(AXON_DEV_WC_REM_ACCESS_ERR, wc.status) << wc_status_name(wc.status);
+    EXPECT_EQ(before, softib_direct_count());
+    ASSERT_EQ(0, axon_test_sync(target->fd));
+    expect_peer_ok(target, "target");
 }
 
 /* ---------------------------------------------------------------- lossy wire: messages */
