@@ -258,8 +258,6 @@ typedef struct softib_send_wqe {
     uint32_t             first_psn;
     uint32_t             npkts;            /* PSNs it uses (read: response packets) */
     uint32_t             rcvd;             /* read response packets received */
-    uint64_t             start_ns;         /* RC: when its first packet went (direct placement's
-                                            * measure of the responder), 0 if not stamped */
     int                  status;           /* local error found by the requester, or -1 */
 } softib_send_wqe_t;
 
@@ -339,6 +337,8 @@ typedef struct softib_qp {
         unsigned rnr_left;
         uint64_t rto_deadline;             /* retransmit timer (ns), 0 = off */
         uint64_t rnr_deadline;             /* RNR wait (ns), 0 = none */
+        uint64_t wait_ns;                  /* since then the responder has not answered
+                                            * anything outstanding (ns), 0 = nothing is */
         uint32_t rnr_psn;
         int      read_retry;               /* a read was asked again from read_retry_psn */
         uint32_t read_retry_psn;

@@ -6,19 +6,21 @@
 #include <errno.h>
 #include <string.h>
 #include "log.h"
+#include "softib_direct.h"
 #include "softib_pkt.h"
 
 /* The responder moved: retries start over, the timer restarts (or stops) */
 static void softib_comp_progressed(softib_qp_t *qp)
 {
-    uint64_t tmo = softib_ack_timeout_ns(qp);
+    uint64_t tmo = softib_ack_timeout_ns(qp), now = axon_sys_time_ns();
 
+    softib_direct_note_answer(qp, now);
     qp->comp.retry_left = qp->attr.retry_cnt;
     qp->comp.rnr_left   = qp->attr.rnr_retry;
     if ((qp->sq_head == qp->sq_started) || (tmo == 0)) {
         qp->comp.rto_deadline = 0;
     } else {
-        qp->comp.rto_deadline = axon_sys_time_ns() + tmo;
+        qp->comp.rto_deadline = now + tmo;
         softib_qp_timer(qp, qp->comp.rto_deadline);
     }
 }

@@ -111,26 +111,20 @@ uint64_t softib_direct_count(void)
     return __atomic_load_n(&softib_direct_placed, __ATOMIC_RELAXED);
 }
 
-uint64_t softib_direct_stamp(const softib_qp_t *qp)
+void softib_direct_note_answer(softib_qp_t *qp, uint64_t now)
 {
-    const softib_dev_t *dev = (const softib_dev_t *)qp->super.context;
+    const softib_dev_t *dev = softib_qp_dev(qp);
 
-    return ((qp->super.qp_type == AXON_DEV_QPT_RC) && dev->opts.direct && !qp->direct_off) ?
-           axon_sys_time_ns() : 0;
-}
-
-void softib_direct_note_done(softib_qp_t *qp, const softib_send_wqe_t *wqe)
-{
-    uint64_t now = axon_sys_time_ns();
-
-    if (now - wqe->start_ns > SOFTIB_DIRECT_SLOW_NS) {
+    if ((qp->comp.wait_ns != 0) && (now - qp->comp.wait_ns > SOFTIB_DIRECT_SLOW_NS) &&
+        (qp->super.qp_type == AXON_DEV_QPT_RC) && dev->opts.direct && !qp->direct_off) {
         if (qp->direct_until < now) {
-            axon_debug("softib: QP 0x%x: answered after %.0f us: its writes and reads are "
+            axon_debug("softib: QP 0x%x: its responder was silent %.0f us: writes and reads "
                        "placed directly for %.0f ms", qp->super.qp_num,
-                       (now - wqe->start_ns) * 1e-3, SOFTIB_DIRECT_HOLD_NS * 1e-6);
+                       (now - qp->comp.wait_ns) * 1e-3, SOFTIB_DIRECT_HOLD_NS * 1e-6);
         }
         qp->direct_until = now + SOFTIB_DIRECT_HOLD_NS;
     }
+    qp->comp.wait_ns = (qp->sq_head == qp->sq_started) ? 0 : now;
 }
 
 /* Nothing of qp's before wqe is unacknowledged: the responder executed all it was sent. */
@@ -252,7 +246,6 @@ int softib_direct_try(softib_qp_t *qp, softib_send_wqe_t *wqe)
     }
     qp->sq_started++;
     qp->sq_req++;
-    wqe->start_ns = 0;
     softib_qp_complete_send(qp, wqe, AXON_DEV_WC_SUCCESS);
     __atomic_add_fetch(&softib_direct_placed, 1, __ATOMIC_RELAXED);
     qp->sq_head++;

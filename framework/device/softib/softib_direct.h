@@ -39,7 +39,7 @@ extern "C" {
 /* MR table entries: as many as the device's key table (index = key >> 8). */
 #define SOFTIB_DIRECT_MRS  16384
 #define SOFTIB_DIRECT_QPS  (SOFTIB_QPN_MAX_INDEX + 1)
-/* An answer this late says the responder does not run its engine (its progress thread
+/* Silence this long says the responder does not run its engine (its progress thread
  * stands back 1 ms); then direct placement for this long. */
 #define SOFTIB_DIRECT_SLOW_NS  500000ull
 #define SOFTIB_DIRECT_HOLD_NS  50000000ull
@@ -82,16 +82,16 @@ void softib_direct_mr_unpublish(struct softib_dev *dev, const struct softib_mr *
 /* After every QP state change and at destroy: published while an RC QP accepts requests. */
 void softib_direct_qp_update(struct softib_qp *qp, int destroyed);
 /*
- * When (ns) a WQE of qp starts by packets, for softib_direct_note_done; 0 when
- * direct placement is off for it. A polling responder answers within
- * microseconds and its requester keeps sending packets (cheaper than a
- * system call each); one that left a WQE unanswered for
- * SOFTIB_DIRECT_SLOW_NS (it computes, sleeps, or waits on memory) gets the
- * QP's eligible writes and reads placed directly for SOFTIB_DIRECT_HOLD_NS,
- * then packets are tried again.
+ * The responder answered qp at now (an ACK or a response that moved). A
+ * polling responder answers within microseconds and its requester keeps
+ * sending packets (cheaper than a system call each); one that stayed silent
+ * for SOFTIB_DIRECT_SLOW_NS while something was outstanding (it computes,
+ * sleeps, or waits on memory) gets the QP's eligible writes and reads placed
+ * directly for SOFTIB_DIRECT_HOLD_NS, then packets are tried again. Silence,
+ * not a WQE's age: a deep queue of large transfers to a prompt responder
+ * keeps the answers coming.
  */
-uint64_t softib_direct_stamp(const struct softib_qp *qp);
-void softib_direct_note_done(struct softib_qp *qp, const struct softib_send_wqe *wqe);
+void softib_direct_note_answer(struct softib_qp *qp, uint64_t now);
 /* Place wqe (next for the requester) directly and complete it: 1, or 0 to send packets. */
 int  softib_direct_try(struct softib_qp *qp, struct softib_send_wqe *wqe);
 /* WQEs placed directly by this process, all devices (for tests). */

@@ -245,7 +245,6 @@ static void softib_send_wr_copy(softib_qp_t *qp, softib_send_wqe_t *wqe,
     wqe->imm     = wr->imm_data;
     wqe->length  = length;
     wqe->status  = -1;
-    wqe->start_ns = 0;
     wqe->rcvd    = 0;
     wqe->npkts   = 0;
     wqe->wait_cq = NULL;

@@ -69,9 +69,6 @@ void softib_qp_complete_send(softib_qp_t *qp, softib_send_wqe_t *wqe, axon_dev_w
         wqe->wait_cq->refcnt--;
         wqe->wait_cq = NULL;
     }
-    if (wqe->start_ns != 0) {
-        softib_direct_note_done(qp, wqe);
-    }
     if ((st == AXON_DEV_WC_SUCCESS) && !qp->sq_sig_all &&
         !(wqe->flags & AXON_DEV_SEND_SIGNALED)) {
         if (cq->flags & AXON_DEV_CQ_IGNORE_OVERRUN) {

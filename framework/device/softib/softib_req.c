@@ -166,7 +166,6 @@ static int softib_req_start(softib_qp_t *qp, softib_send_wqe_t *wqe)
     }
     wqe->first_psn = qp->req.psn;
     wqe->rcvd      = 0;
-    wqe->start_ns  = softib_direct_stamp(qp);
     if (softib_wr_is_atomic(wqe->opcode) || (qp->super.qp_type == AXON_DEV_QPT_UD)) {
         wqe->npkts = 1;
     } else {
@@ -327,7 +326,7 @@ static int softib_req_send_one(softib_qp_t *qp, softib_send_wqe_t *wqe)
 /* After a packet left: advance the position, complete UC/UD WQEs, arm the timer */
 static void softib_req_sent(softib_qp_t *qp, softib_send_wqe_t *wqe)
 {
-    uint64_t tmo;
+    uint64_t tmo, now;
 
     if (softib_wqe_is_rd_atomic(wqe)) {
         qp->req.pkt = wqe->npkts;
@@ -338,10 +337,16 @@ static void softib_req_sent(softib_qp_t *qp, softib_send_wqe_t *wqe)
     if (softib_psn_diff(qp->req.psn, qp->req.max_psn) > 0) {
         qp->req.max_psn = qp->req.psn;
     }
-    if (softib_qp_reliable(qp) && (qp->comp.rto_deadline == 0) &&
-        ((tmo = softib_ack_timeout_ns(qp)) != 0)) {
-        qp->comp.rto_deadline = axon_sys_time_ns() + tmo;
-        softib_qp_timer(qp, qp->comp.rto_deadline);
+    if (softib_qp_reliable(qp) && (qp->comp.rto_deadline == 0)) {
+        /* nothing was outstanding (no timer): from now the responder owes an answer */
+        now = axon_sys_time_ns();
+        if (qp->comp.wait_ns == 0) {
+            qp->comp.wait_ns = now;
+        }
+        if ((tmo = softib_ack_timeout_ns(qp)) != 0) {
+            qp->comp.rto_deadline = now + tmo;
+            softib_qp_timer(qp, qp->comp.rto_deadline);
+        }
     }
     if (qp->req.pkt < wqe->npkts) {
         return;
