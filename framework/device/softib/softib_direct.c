@@ -134,10 +134,16 @@ static int softib_direct_qp_idle(const softib_qp_t *qp)
            (qp->req.pkt == 0) && (qp->comp.psn == qp->req.psn) && !qp->comp.rnr_deadline;
 }
 
-/* wqe's local side as iovecs (its local keys checked as the packets' would be); count or -1. */
+/*
+ * wqe's local side as iovecs, each piece checked as the packets' would be;
+ * count, or -1: a bad key (the packets' path reports it) or an indirect one
+ * (its addresses are not the process's).
+ */
 static int softib_direct_local_iov(softib_qp_t *qp, softib_send_wqe_t *wqe, int write,
                                    struct iovec *iov)
 {
+    int access = write ? 0 : AXON_DEV_ACCESS_LOCAL_WRITE;
+    const axon_dev_sge_t *sge;
     softib_mr_t *mr;
     int i, n = 0;
 
@@ -146,20 +152,19 @@ static int softib_direct_local_iov(softib_qp_t *qp, softib_send_wqe_t *wqe, int 
         iov[0].iov_len  = wqe->length;
         return 1;
     }
-    if (softib_sge_check(softib_qp_dev(qp), qp->super.pd, wqe->sge, wqe->num_sge,
-                         write ? 0 : AXON_DEV_ACCESS_LOCAL_WRITE) != SOFTIB_ACCESS_OK) {
-        return -1;   /* the packets' path reports it */
-    }
     for (i = 0; i < wqe->num_sge; i++) {
-        if (wqe->sge[i].length > 0) {
-            mr = softib_mr_lookup(softib_qp_dev(qp), qp->super.pd, wqe->sge[i].lkey);
-            if ((mr == NULL) || (mr->umr != NULL)) {
-                return -1;   /* an indirect key's addresses are not the process's */
-            }
-            iov[n].iov_base = (void *)(uintptr_t)wqe->sge[i].addr;
-            iov[n].iov_len  = wqe->sge[i].length;
-            n++;
+        sge = &wqe->sge[i];
+        if (sge->length == 0) {
+            continue;
         }
+        mr = softib_mr_lookup(softib_qp_dev(qp), qp->super.pd, sge->lkey);
+        if ((mr == NULL) || (mr->umr != NULL) ||
+            (softib_mr_range(mr, sge->addr, sge->length, access) != SOFTIB_ACCESS_OK)) {
+            return -1;
+        }
+        iov[n].iov_base = (void *)(uintptr_t)sge->addr;
+        iov[n].iov_len  = sge->length;
+        n++;
     }
     return n;
 }
@@ -176,9 +181,9 @@ static int softib_direct_mr_allows(const softib_direct_mr_t *entry, uint32_t pd,
 
 /* Move the data; 0, or an errno (nothing may be assumed about the target then). */
 static int softib_direct_copy(softib_qp_t *qp, softib_send_wqe_t *wqe, int write,
-                              softib_direct_table_t *table, pid_t pid, uint32_t pd)
+                              uint32_t need, softib_direct_table_t *table, pid_t pid,
+                              uint32_t pd)
 {
-    uint32_t need = write ? AXON_DEV_ACCESS_REMOTE_WRITE : AXON_DEV_ACCESS_REMOTE_READ;
     unsigned index = wqe->rkey >> 8;
     struct iovec local[SOFTIB_MAX_SGE], remote;
     softib_direct_mr_t *entry;
@@ -234,7 +239,7 @@ int softib_direct_try(softib_qp_t *qp, softib_send_wqe_t *wqe)
         /* refused, or reads past the responder's resources: the packets tell how */
         return 0;
     }
-    err = softib_direct_copy(qp, wqe, write, table, pid, target->pd);
+    err = softib_direct_copy(qp, wqe, write, need, table, pid, target->pd);
     if (err != 0) {
         if ((err == EPERM) || (err == ENOSYS)) {
             /* Not ours to attach to (ptrace rules): this QP stops asking. */

@@ -299,24 +299,30 @@ uint64_t softib_wire_owner_gen(const softib_wire_t *wire, const axon_dev_gid_t *
 
 /* ---------------------------------------------------------------- data path */
 
+/* Does dgid go by the shm wire (forced, or auto and our own GID)? */
+static int softib_wire_by_shm(const softib_wire_t *wire, const axon_dev_gid_t *dgid)
+{
+    return (wire->params.mode == SOFTIB_WIRE_SHM) ||
+           ((wire->params.mode == SOFTIB_WIRE_AUTO) &&
+            (memcmp(dgid->raw, wire->gid.raw, sizeof(dgid->raw)) == 0));
+}
+
+static int softib_wire_slot_valid(unsigned slot)
+{
+    return (slot >= SOFTIB_REGISTRY_SLOT_MIN) && (slot <= SOFTIB_REGISTRY_SLOT_MAX);
+}
+
 int softib_wire_send_now(softib_wire_t *wire, const axon_dev_gid_t *dgid, uint32_t dest_qpn,
                          const void *pkt, size_t len)
 {
     unsigned slot = SOFTIB_QPN_SLOT(dest_qpn);
     uint32_t ipv4_addr;
 
-    switch (wire->params.mode) {
-    case SOFTIB_WIRE_SHM:
+    if (softib_wire_by_shm(wire, dgid)) {
         return softib_wire_shm_send(wire, slot, pkt, len);
-    case SOFTIB_WIRE_AUTO:
-        if (memcmp(dgid->raw, wire->gid.raw, sizeof(dgid->raw)) == 0) {
-            return softib_wire_shm_send(wire, slot, pkt, len);
-        }
-        /* fall through */
-    default:
-        softib_wire_gid_to_ipv4(dgid, &ipv4_addr);   /* checked by softib_wire_send */
-        return softib_wire_udp_send(wire, ipv4_addr, slot, pkt, len);
     }
+    softib_wire_gid_to_ipv4(dgid, &ipv4_addr);   /* checked by softib_wire_send */
+    return softib_wire_udp_send(wire, ipv4_addr, slot, pkt, len);
 }
 
 /* Refuse what can never be delivered, before injection may hold it. */
@@ -331,8 +337,7 @@ static int softib_wire_check_send(softib_wire_t *wire, const axon_dev_gid_t *dgi
                    (unsigned)SOFTIB_WIRE_MAX_PKT);
         return EINVAL;
     }
-    if ((dgid == NULL) || (slot < SOFTIB_REGISTRY_SLOT_MIN) ||
-        (slot > SOFTIB_REGISTRY_SLOT_MAX)) {
+    if ((dgid == NULL) || !softib_wire_slot_valid(slot)) {
         axon_error("softib: cannot route to QP 0x%x (slot %u)", dest_qpn, slot);
         return EINVAL;
     }
@@ -372,10 +377,7 @@ int softib_wire_direct_peer(softib_wire_t *wire, const axon_dev_gid_t *dgid, uin
     unsigned slot = SOFTIB_QPN_SLOT(dest_qpn);
 
     /* Injected faults are for the packets: their tests must see every byte go by them. */
-    if (wire->inject.enabled || (wire->params.mode == SOFTIB_WIRE_UDP) ||
-        ((wire->params.mode == SOFTIB_WIRE_AUTO) &&
-         (memcmp(dgid->raw, wire->gid.raw, sizeof(dgid->raw)) != 0)) ||
-        (slot < SOFTIB_REGISTRY_SLOT_MIN) || (slot > SOFTIB_REGISTRY_SLOT_MAX)) {
+    if (wire->inject.enabled || !softib_wire_by_shm(wire, dgid) || !softib_wire_slot_valid(slot)) {
         return ENOENT;
     }
     return softib_wire_shm_direct_peer(wire, slot, table_p, pid_p);
