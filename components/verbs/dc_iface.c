@@ -96,7 +96,7 @@ static inline unsigned axon_dc_iface_poll_rx(axon_dc_iface_t *iface)
     for (i = 0; i < n; ++i) {
         axon_dc_iface_rx_completion(iface, &wc[i]);
     }
-    axon_verbs_srq_ring_refill(&iface->rx);
+    axon_verbs_srq_ring_refill_batch(&iface->rx);
     return (n > 0) ? (unsigned)n : 0;
 }
 
@@ -161,7 +161,7 @@ static axon_status_t axon_dc_iface_rx_init(axon_dc_iface_t *iface)
     int ret;
 
     status = axon_verbs_srq_ring_init(&iface->rx, &iface->dev, &iface->rx_pool, c->rx_queue_len,
-                                      (uint32_t)(sizeof(axon_dc_hdr_t) + iface->seg_size),
+                                      c->fc_window, (uint32_t)(sizeof(axon_dc_hdr_t) + iface->seg_size),
                                       iface->name);
     if (status != AXON_OK) {
         return status;

@@ -229,6 +229,7 @@ struct axon_rc_iface {
     axon_dev_cq_t            *recv_cq;
     axon_verbs_srq_ring_t     rx;            /* the SRQ and its refill chain */
     int                       tx_cq_avail;   /* send CQ entries not promised to a WR */
+    int                       tx_poll_due;   /* the last poll delivered and skipped the send CQ */
     axon_verbs_bufpool_t      tx_pool;
     axon_verbs_bufpool_t      rx_pool;
     axon_verbs_bufpool_t      amo_pool;      /* device atomics' result slots (rc_amo.c) */

@@ -215,12 +215,19 @@ unsigned axon_rc_iface_poll(axon_rc_iface_t *iface)
     unsigned events = 0;
     int n, i;
 
+    axon_verbs_srq_ring_refill_batch(&iface->rx);
     n = axon_dev_poll_cq(iface->recv_cq, AXON_RC_POLL_BATCH, wc);
     for (i = 0; i < n; ++i) {
         axon_rc_iface_rx_completion(iface, &wc[i]);
     }
+    /* A call that delivered returns at once (its caller waits for that) and leaves
+     * the send CQ, whose poll is a device pass too, to the next call: never twice */
+    if ((n > 0) && !iface->tx_poll_due) {
+        iface->tx_poll_due = 1;
+        return (unsigned)n;
+    }
+    iface->tx_poll_due = 0;
     events += (n > 0) ? (unsigned)n : 0;
-    axon_verbs_srq_ring_refill(&iface->rx);
 
     n = axon_dev_poll_cq(iface->send_cq, AXON_RC_POLL_BATCH, wc);
     for (i = 0; i < n; ++i) {
@@ -250,7 +257,7 @@ static unsigned axon_rc_iface_progress(axon_iface_t *tl_iface)
 static axon_status_t axon_rc_iface_rx_init(axon_rc_iface_t *iface)
 {
     return axon_verbs_srq_ring_init(&iface->rx, &iface->dev, &iface->rx_pool,
-                                    iface->config.rx_queue_len,
+                                    iface->config.rx_queue_len, iface->window,
                                     (uint32_t)(sizeof(axon_rc_hdr_t) + iface->seg_size),
                                     iface->name);
 }

@@ -515,15 +515,20 @@ void axon_verbs_bufpool_cleanup(axon_verbs_bufpool_t *bp)
 
 axon_status_t axon_verbs_srq_ring_init(axon_verbs_srq_ring_t *ring, axon_verbs_dev_t *dev,
                                        axon_verbs_bufpool_t *pool, unsigned len,
-                                       uint32_t buf_len, const char *name)
+                                       unsigned window, uint32_t buf_len, const char *name)
 {
     axon_dev_srq_init_attr_t srq_attr;
     unsigned i;
     int ret;
 
     memset(ring, 0, sizeof(*ring));
-    ring->pool = pool;
-    ring->name = name;
+    ring->pool  = pool;
+    ring->name  = name;
+    /* buffers held back for a batch must not leave one peer's full window short */
+    ring->batch = AXON_VERBS_SRQ_BATCH_MAX;
+    ring->batch = (len / 16 < ring->batch) ? len / 16 : ring->batch;
+    ring->batch = (len - window + 1 < ring->batch) ? len - window + 1 : ring->batch;
+    ring->batch = (ring->batch == 0) ? 1 : ring->batch;
     memset(&srq_attr, 0, sizeof(srq_attr));
     srq_attr.attr.max_wr  = len;
     srq_attr.attr.max_sge = 1;

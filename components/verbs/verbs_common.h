@@ -218,22 +218,35 @@ static inline unsigned axon_verbs_bufpool_index(const axon_verbs_bufpool_t *bp, 
  * to the SRQ in one post (refill), one call per batch. Not thread-safe (one
  * worker). A failed post keeps the chain for the next refill.
  */
+#define AXON_VERBS_SRQ_BATCH_MAX 32u   /* at most len / 16 */
+
 typedef struct axon_verbs_srq_ring {
     axon_dev_srq_t       *srq;
     axon_verbs_bufpool_t *pool;
     axon_dev_recv_wr_t   *wrs;      /* the refill chain: one WR and SGE per buffer */
     axon_dev_sge_t       *sges;
     unsigned              refill;   /* buffers in the chain, not posted yet */
+    unsigned              batch;    /* post once this many came back (a post costs a device pass) */
     const char           *name;     /* the iface's, for log lines */
 } axon_verbs_srq_ring_t;
 
-/* An SRQ of len receives of buf_len bytes each, every buffer of pool (len of them) posted. */
+/* An SRQ of len receives of buf_len bytes each, every buffer of pool (len of them) posted;
+ * window: the most messages one peer may have in flight (at most len). */
 axon_status_t axon_verbs_srq_ring_init(axon_verbs_srq_ring_t *ring, axon_verbs_dev_t *dev,
                                        axon_verbs_bufpool_t *pool, unsigned len,
-                                       uint32_t buf_len, const char *name);
+                                       unsigned window, uint32_t buf_len, const char *name);
 void          axon_verbs_srq_ring_refill(axon_verbs_srq_ring_t *ring);
 /* The SRQ and what it holds: the pool's buffers are all free again (for its cleanup). */
 void          axon_verbs_srq_ring_cleanup(axon_verbs_srq_ring_t *ring);
+
+/* Refill from progress: only a batch's worth, so a message delivered is not followed
+ * by a post of its one buffer before the caller sees it (the SRQ keeps len - batch). */
+static inline void axon_verbs_srq_ring_refill_batch(axon_verbs_srq_ring_t *ring)
+{
+    if (ring->refill >= ring->batch) {
+        axon_verbs_srq_ring_refill(ring);
+    }
+}
 
 /* Queue a receive buffer for the next refill. */
 static inline void axon_verbs_srq_ring_return(axon_verbs_srq_ring_t *ring, void *buf)

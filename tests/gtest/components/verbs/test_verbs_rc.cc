@@ -405,6 +405,28 @@ TEST_F(VerbsRc, CapabilityMaskSkipsRc)
     }
 }
 
+/* Received buffers go back to the SRQ in batches (a post is a device call on the
+ * receive path), never so many held back that one peer's full window finds it short. */
+TEST_F(VerbsRc, ReceiveBuffersReturnInBatchesThatLeaveAWindowPosted)
+{
+    struct {
+        const char *len, *window;
+        unsigned    batch;
+    } cases[] = {{"1024", "64", 32}, {"16", "16", 1}, {"64", "60", 4}, {"40", "32", 2},
+                 {"4096", "4090", 7}, {"16", "2", 1}};
+    for (const auto &c : cases) {
+        Env e;
+        e.set("AXON_RC_RX_QUEUE_LEN", c.len);
+        e.set("AXON_RC_FC_WINDOW", c.window);
+        Rc rc;
+        ASSERT_TRUE(rc.open()) << c.len << "/" << c.window;
+        const axon_verbs_srq_ring_t &rx = ((axon_rc_iface_t *)rc.iface)->rx;
+        EXPECT_EQ(c.batch, rx.batch) << c.len << "/" << c.window;
+        EXPECT_LE(rx.batch, (unsigned)atoi(c.len) - (unsigned)atoi(c.window) + 1);
+        EXPECT_EQ(0u, rx.refill) << "every buffer posted at open";
+    }
+}
+
 int peer_am(int fd, void *)
 {
     Rc rc;

@@ -145,4 +145,52 @@ TEST_F(SoftibActive, QpWaitingForATimerIsVisitedWhenItIsDue)
     EXPECT_GE(axon_test_time() - sent, 0.12) << "two 67 ms timeouts";
 }
 
+/*
+ * A CQ with completions in it returns them at once, as a NIC's CQ would:
+ * a pass first would only put the packets that arrived meanwhile (and the
+ * ACKs they ask for) between the consumer and what it could already have.
+ * Only an empty CQ's poll runs the engine.
+ */
+TEST_F(SoftibActive, CompletionsAlreadyThereAreReturnedBeforeAPass)
+{
+    const int kMsgs = 4;
+    axon_dev_send_wr_t wr, *bad = nullptr;
+    axon_dev_recv_wr_t rwr, *rbad = nullptr;
+    axon_dev_sge_t sge, rsge;
+    axon_dev_wc_t wc[kMsgs + 1];
+    Qp a, b;
+
+    open_dev();
+    ASSERT_NO_FATAL_FAILURE(make_pair(AXON_DEV_QPT_RC, &a, &b));
+    Buf sbuf = dev_.reg(64, 0);
+    Buf rbuf = dev_.reg(64 * (kMsgs + 1), AXON_DEV_ACCESS_LOCAL_WRITE);
+    for (int i = 0; i <= kMsgs; i++) {
+        memset(&rwr, 0, sizeof(rwr));
+        rsge        = {rbuf.addr(64 * i), 64, rbuf.lkey()};
+        rwr.wr_id   = i;
+        rwr.sg_list = &rsge;
+        rwr.num_sge = 1;
+        ASSERT_EQ(0, axon_dev_post_recv(b.qp, &rwr, &rbad));
+    }
+    for (int i = 0; i < kMsgs; i++) {
+        make_wr(&wr, &sge, i, AXON_DEV_WR_SEND, sbuf.ptr, 64, sbuf.lkey());
+        ASSERT_EQ(0, axon_dev_post_send(a.qp, &wr, &bad));
+    }
+    /* the sender's completions mean the receiver's are all in b.rcq */
+    ASSERT_EQ(kMsgs, poll_n(a.scq, kMsgs, wc));
+    /* one more message on the wire (its post's pass sent it), not received yet */
+    make_wr(&wr, &sge, kMsgs, AXON_DEV_WR_SEND, sbuf.ptr, 64, sbuf.lkey());
+    ASSERT_EQ(0, axon_dev_post_send(a.qp, &wr, &bad));
+    EXPECT_EQ(kMsgs, axon_dev_poll_cq(b.rcq, kMsgs + 1, wc))
+        << "the poll ran a pass before returning what was there";
+    for (int i = 0; i < kMsgs; i++) {
+        EXPECT_EQ((uint64_t)i, wc[i].wr_id);
+    }
+    /* now empty: the next poll runs the engine and finds the last one */
+    ASSERT_EQ(1, poll_n(b.rcq, 1, wc));
+    EXPECT_EQ((uint64_t)kMsgs, wc[0].wr_id);
+    EXPECT_EQ(AXON_DEV_WC_SUCCESS, wc[0].status) << wc_status_name(wc[0].status);
+    ASSERT_EQ(1, poll_n(a.scq, 1, wc));
+}
+
 } // namespace
