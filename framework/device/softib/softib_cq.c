@@ -327,8 +327,8 @@ int softib_poll_cq(axon_dev_cq_t *acq, int num_entries, axon_dev_wc_t *wc)
     }
     pthread_mutex_lock(&dev->lock);
     /* Completions already there go out first, as from a NIC's CQ: a pass now would only
-     * delay them (and send the ACK their replies could carry) */
-    if (cq->head == cq->tail) {
+     * delay them. A poll for none is a call for progress. */
+    if ((cq->head == cq->tail) || (num_entries == 0)) {
         softib_progress(dev);
     }
     if (cq->error) {

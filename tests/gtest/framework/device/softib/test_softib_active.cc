@@ -163,8 +163,8 @@ TEST_F(SoftibActive, CompletionsAlreadyThereAreReturnedBeforeAPass)
     open_dev();
     ASSERT_NO_FATAL_FAILURE(make_pair(AXON_DEV_QPT_RC, &a, &b));
     Buf sbuf = dev_.reg(64, 0);
-    Buf rbuf = dev_.reg(64 * (kMsgs + 1), AXON_DEV_ACCESS_LOCAL_WRITE);
-    for (int i = 0; i <= kMsgs; i++) {
+    Buf rbuf = dev_.reg(64 * (kMsgs + 3), AXON_DEV_ACCESS_LOCAL_WRITE);
+    for (int i = 0; i <= kMsgs + 2; i++) {
         memset(&rwr, 0, sizeof(rwr));
         rsge        = {rbuf.addr(64 * i), 64, rbuf.lkey()};
         rwr.wr_id   = i;
@@ -190,6 +190,19 @@ TEST_F(SoftibActive, CompletionsAlreadyThereAreReturnedBeforeAPass)
     ASSERT_EQ(1, poll_n(b.rcq, 1, wc));
     EXPECT_EQ((uint64_t)kMsgs, wc[0].wr_id);
     EXPECT_EQ(AXON_DEV_WC_SUCCESS, wc[0].status) << wc_status_name(wc[0].status);
+    ASSERT_EQ(1, poll_n(a.scq, 1, wc));
+
+    /* A poll for no entries is a call for progress, full CQ or not: with one message in
+     * b.rcq and one on the wire, it receives the second. */
+    for (int i = kMsgs + 1; i <= kMsgs + 2; i++) {
+        make_wr(&wr, &sge, i, AXON_DEV_WR_SEND, sbuf.ptr, 64, sbuf.lkey());
+        ASSERT_EQ(0, axon_dev_post_send(a.qp, &wr, &bad));
+        if (i == kMsgs + 1) {
+            ASSERT_EQ(1, poll_n(a.scq, 1, wc));
+        }
+    }
+    EXPECT_EQ(0, axon_dev_poll_cq(b.rcq, 0, wc));
+    EXPECT_EQ(2, axon_dev_poll_cq(b.rcq, kMsgs, wc)) << "the poll for none ran no pass";
     ASSERT_EQ(1, poll_n(a.scq, 1, wc));
 }
 
