@@ -301,6 +301,7 @@ typedef struct softib_qp {
     int                direct_off;         /* the peer's process refused direct placement */
     uint64_t           direct_until;       /* place directly until then (ns): the responder
                                             * left our packets waiting (softib_direct.c) */
+    unsigned           direct_late;        /* answers in a row that came that late */
     struct softib_dct *dct;                /* a DC target's QP: its number, or one initiator's
                                             * responder context (softib_dc.c) */
 

@@ -115,8 +115,12 @@ void softib_direct_note_answer(softib_qp_t *qp, uint64_t now)
 {
     const softib_dev_t *dev = softib_qp_dev(qp);
 
-    if ((qp->comp.wait_ns != 0) && (now - qp->comp.wait_ns > SOFTIB_DIRECT_SLOW_NS) &&
-        (qp->super.qp_type == AXON_DEV_QPT_RC) && dev->opts.direct && !qp->direct_off) {
+    if (qp->comp.wait_ns == 0) {
+        /* nothing was outstanding: says nothing of the responder */
+    } else if (now - qp->comp.wait_ns <= SOFTIB_DIRECT_SLOW_NS) {
+        qp->direct_late = 0;
+    } else if ((++qp->direct_late >= SOFTIB_DIRECT_LATE_ANSWERS) &&
+               (qp->super.qp_type == AXON_DEV_QPT_RC) && dev->opts.direct && !qp->direct_off) {
         if (qp->direct_until < now) {
             axon_debug("softib: QP 0x%x: its responder was silent %.0f us: writes and reads "
                        "placed directly for %.0f ms", qp->super.qp_num,

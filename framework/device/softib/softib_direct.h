@@ -43,6 +43,9 @@ extern "C" {
  * stands back 1 ms); then direct placement for this long. */
 #define SOFTIB_DIRECT_SLOW_NS  500000ull
 #define SOFTIB_DIRECT_HOLD_NS  50000000ull
+/* Late answers in a row it takes: one alone is as likely a preempted process (either
+ * side, on a busy host), and a responder that polls is cheaper to reach by packets. */
+#define SOFTIB_DIRECT_LATE_ANSWERS 2
 
 typedef struct softib_direct_mr {
     _Atomic uint32_t key;      /* its rkey; 0 while none is published here */
@@ -85,8 +88,8 @@ void softib_direct_qp_update(struct softib_qp *qp, int destroyed);
  * The responder answered qp at now (an ACK or a response that moved). A
  * polling responder answers within microseconds and its requester keeps
  * sending packets (cheaper than a system call each); one that stayed silent
- * for SOFTIB_DIRECT_SLOW_NS while something was outstanding (it computes,
- * sleeps, or waits on memory) gets the QP's eligible writes and reads placed
+ * for SOFTIB_DIRECT_SLOW_NS while something was outstanding, twice in a row
+ * (it computes, sleeps, or waits on memory) gets the QP's eligible writes and reads placed
  * directly for SOFTIB_DIRECT_HOLD_NS, then packets are tried again. Silence,
  * not a WQE's age: a deep queue of large transfers to a prompt responder
  * keeps the answers coming.

@@ -236,6 +236,7 @@ void softib_qp_reset(softib_qp_t *qp)
     qp->cq_fatal    = 0;
     qp->direct_off  = 0;
     qp->direct_until = 0;
+    qp->direct_late  = 0;
     qp->super.state = AXON_DEV_QPS_RESET;
     softib_direct_qp_update(qp, 0);
     if (dci) {
