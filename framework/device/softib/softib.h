@@ -125,6 +125,7 @@ typedef struct softib_dev {
     uint64_t            qp_visits;         /* QPs the passes visited, for softib_qp_visits */
     uint64_t            cq_serial;         /* the last CQ's serial (softib_cq_t.serial) */
     axon_list_link_t    ack_list;          /* QPs with a coalesced ACK to send */
+    uint64_t            pass_ns;           /* the running pass's start: its packets' time */
     /* MR key table: key = index << 8 | generation */
     struct softib_mr  **mrs;
     unsigned            next_mr_index;

@@ -9,10 +9,11 @@
 #include "softib_direct.h"
 #include "softib_pkt.h"
 
-/* The responder moved: retries start over, the timer restarts (or stops) */
+/* The responder moved: retries start over, the timer restarts (or stops). Answers come
+ * in a pass (a 1 MiB read is 256 of them): the pass's clock, not one read each. */
 static void softib_comp_progressed(softib_qp_t *qp)
 {
-    uint64_t tmo = softib_ack_timeout_ns(qp), now = axon_sys_time_ns();
+    uint64_t tmo = softib_ack_timeout_ns(qp), now = softib_qp_dev(qp)->pass_ns;
 
     softib_direct_note_answer(qp, now);
     qp->comp.retry_left = qp->attr.retry_cnt;

@@ -117,7 +117,7 @@ void softib_direct_note_answer(softib_qp_t *qp, uint64_t now)
 
     if (qp->comp.wait_ns == 0) {
         /* nothing was outstanding: says nothing of the responder */
-    } else if (now - qp->comp.wait_ns <= SOFTIB_DIRECT_SLOW_NS) {
+    } else if ((int64_t)(now - qp->comp.wait_ns) <= (int64_t)SOFTIB_DIRECT_SLOW_NS) {
         qp->direct_late = 0;
     } else if ((++qp->direct_late >= SOFTIB_DIRECT_LATE_ANSWERS) &&
                (qp->super.qp_type == AXON_DEV_QPT_RC) && dev->opts.direct && !qp->direct_off) {

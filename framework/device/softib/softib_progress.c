@@ -188,6 +188,7 @@ static void softib_progress_pass(softib_dev_t *dev, uint64_t now)
     ssize_t len;
     int i;
 
+    dev->pass_ns = now;
     softib_wire_progress(dev->wire, now);
     for (i = 0; i < SOFTIB_RX_BUDGET; i++) {
         len = softib_wire_recv(dev->wire, dev->rx_buf, &buf, &src_gid);
