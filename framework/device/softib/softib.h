@@ -488,6 +488,16 @@ softib_access_t softib_sge_copy_to(softib_dev_t *dev, axon_dev_pd_t *pd,
                                    const void *src, uint32_t len);
 softib_access_t softib_sge_check(softib_dev_t *dev, axon_dev_pd_t *pd,
                                  const axon_dev_sge_t *sge, int num_sge, int access);
+/*
+ * Where a packet's payload can be read in place: [addr, addr + len) of a
+ * registered (not indirect) region through key with the rights asked, or
+ * bytes [off, off + len) of an SGE list lying in one SGE of such a region.
+ * NULL otherwise: the caller copies, and the copy reports what is wrong.
+ */
+const void     *softib_mem_ptr(softib_dev_t *dev, axon_dev_pd_t *pd, uint32_t key,
+                               uint64_t addr, uint64_t len, int access);
+const void     *softib_sge_ptr(softib_dev_t *dev, axon_dev_pd_t *pd, const axon_dev_sge_t *sge,
+                               int num_sge, uint32_t off, uint32_t len);
 void            softib_mr_table_free(softib_dev_t *dev);
 
 /* cq */
@@ -609,6 +619,9 @@ void     softib_resp_progress(softib_qp_t *qp);
 void     softib_req_rewind(softib_qp_t *qp);
 uint64_t softib_ack_timeout_ns(const softib_qp_t *qp);
 uint64_t softib_rnr_timeout_ns(unsigned code);
+/* The packet: its headers in dev->tx_buf (hlen bytes), the payload at pay (0 bytes: none) */
+int      softib_send_pkt_pay(softib_dev_t *dev, softib_qp_t *qp, const axon_dev_gid_t *dgid,
+                             uint32_t dest_qpn, size_t hlen, const void *pay, size_t paylen);
 int      softib_send_pkt(softib_dev_t *dev, softib_qp_t *qp, const axon_dev_gid_t *dgid,
                          uint32_t dest_qpn, size_t len);
 

@@ -270,6 +270,33 @@ softib_access_t softib_mem_resolve(softib_dev_t *dev, axon_dev_pd_t *pd, uint32_
     return SOFTIB_ACCESS_OK;
 }
 
+const void *softib_mem_ptr(softib_dev_t *dev, axon_dev_pd_t *pd, uint32_t key, uint64_t addr,
+                          uint64_t len, int access)
+{
+    softib_mr_t *mr = softib_mr_lookup(dev, pd, key);
+
+    if ((mr == NULL) || (mr->umr != NULL) ||
+        (softib_mr_range(mr, addr, len, access) != SOFTIB_ACCESS_OK)) {
+        return NULL;
+    }
+    return (const void *)(uintptr_t)addr;
+}
+
+const void *softib_sge_ptr(softib_dev_t *dev, axon_dev_pd_t *pd, const axon_dev_sge_t *sge,
+                           int num_sge, uint32_t off, uint32_t len)
+{
+    int i;
+
+    for (i = 0; i < num_sge; i++) {
+        if (off < sge[i].length) {
+            return (len <= sge[i].length - off) ?
+                   softib_mem_ptr(dev, pd, sge[i].lkey, sge[i].addr + off, len, 0) : NULL;
+        }
+        off -= sge[i].length;
+    }
+    return NULL;
+}
+
 softib_access_t softib_sge_check(softib_dev_t *dev, axon_dev_pd_t *pd,
                                  const axon_dev_sge_t *sge, int num_sge, int access)
 {

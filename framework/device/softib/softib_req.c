@@ -41,7 +41,14 @@ uint64_t softib_ack_timeout_ns(const softib_qp_t *qp)
 int softib_send_pkt(softib_dev_t *dev, softib_qp_t *qp, const axon_dev_gid_t *dgid,
                     uint32_t dest_qpn, size_t len)
 {
-    int ret = softib_wire_send(dev->wire, dgid, dest_qpn, dev->tx_buf, len);
+    return softib_send_pkt_pay(dev, qp, dgid, dest_qpn, len, NULL, 0);
+}
+
+int softib_send_pkt_pay(softib_dev_t *dev, softib_qp_t *qp, const axon_dev_gid_t *dgid,
+                        uint32_t dest_qpn, size_t hlen, const void *pay, size_t paylen)
+{
+    softib_wire_pkt_t pkt = {dev->tx_buf, hlen, pay, paylen};
+    int ret = softib_wire_sendv(dev->wire, dgid, dest_qpn, &pkt);
 
     if (ret == EINVAL) {
         /* unroutable: the packet is lost, as on a real fabric; retries will tell */
@@ -230,6 +237,7 @@ static int softib_req_send_one(softib_qp_t *qp, softib_send_wqe_t *wqe)
     const axon_dev_gid_t *dgid = &qp->attr.ah_attr.grh.dgid;
     uint32_t mtu = softib_qp_mtu(qp), off = 0, paylen = 0, dest = qp->attr.dest_qp_num;
     uint8_t ext_pay[SOFTIB_EXT_CMP_SWAP_FIELDS * SOFTIB_AMO_MAX_WORDS * 8];
+    const void *pay = NULL;
     softib_pkt_t pkt;
     size_t hlen;
     int ret;
@@ -301,6 +309,10 @@ static int softib_req_send_one(softib_qp_t *qp, softib_send_wqe_t *wqe)
     hlen = softib_pkt_build(dev->tx_buf, &pkt);
     if (softib_wr_is_ext_atomic(wqe->opcode)) {
         memcpy(dev->tx_buf + hlen, ext_pay, paylen);
+    } else if (paylen && !(wqe->flags & (AXON_DEV_SEND_INLINE | AXON_DEV_SEND_WITH_CALC)) &&
+               ((pay = softib_sge_ptr(dev, qp->super.pd, wqe->sge, wqe->num_sge, off,
+                                      paylen)) != NULL)) {
+        /* read in place by the wire */
     } else if (paylen) {
         if (wqe->flags & AXON_DEV_SEND_INLINE) {
             memcpy(dev->tx_buf + hlen, wqe->inline_data + off, paylen);
@@ -314,7 +326,8 @@ static int softib_req_send_one(softib_qp_t *qp, softib_send_wqe_t *wqe)
             return AXON_DEV_WC_LOC_PROT_ERR;   /* the MR went away after the WR started */
         }
     }
-    ret = softib_send_pkt(dev, qp, dgid, dest, hlen + paylen);
+    ret = (pay != NULL) ? softib_send_pkt_pay(dev, qp, dgid, dest, hlen, pay, paylen) :
+                          softib_send_pkt(dev, qp, dgid, dest, hlen + paylen);
     if (ret) {
         qp->req.blocked = 1;
         softib_qp_timer(qp, axon_sys_time_ns() + 50000);

@@ -409,6 +409,7 @@ static int softib_resp_res_send(softib_dev_t *dev, softib_qp_t *qp, softib_resp_
                                 uint32_t mtu)
 {
     uint32_t paylen = 0;
+    const void *pay = NULL;
     softib_pkt_t pkt;
     size_t hlen;
     int last = 1;
@@ -434,13 +435,18 @@ static int softib_resp_res_send(softib_dev_t *dev, softib_qp_t *qp, softib_resp_
     if (res->atomic) {
         softib_pkt_put_words(dev->tx_buf + hlen, res->orig.word, paylen / 8);
     } else if (paylen &&
+               ((pay = softib_mem_ptr(dev, qp->super.pd, res->rkey, res->va, paylen,
+                                      AXON_DEV_ACCESS_REMOTE_READ)) != NULL)) {
+        /* read in place by the wire */
+    } else if (paylen &&
                (softib_mem_access(dev, qp->super.pd, res->rkey, res->va, dev->tx_buf + hlen,
                                   paylen, AXON_DEV_ACCESS_REMOTE_READ, SOFTIB_MEM_READ,
                                   0) != SOFTIB_ACCESS_OK)) {
         return 1;   /* deregistered (or invalidated) meanwhile: the requester times out */
     }
-    if (softib_send_pkt(dev, qp, &qp->attr.ah_attr.grh.dgid, qp->attr.dest_qp_num,
-                        hlen + paylen)) {
+    if (softib_send_pkt_pay(dev, qp, &qp->attr.ah_attr.grh.dgid, qp->attr.dest_qp_num,
+                            (pay != NULL) ? hlen : hlen + paylen, pay,
+                            (pay != NULL) ? paylen : 0)) {
         return -1;
     }
     if (res->atomic) {

@@ -313,26 +313,28 @@ static int softib_wire_slot_valid(unsigned slot)
 }
 
 int softib_wire_send_now(softib_wire_t *wire, const axon_dev_gid_t *dgid, uint32_t dest_qpn,
-                         const void *pkt, size_t len)
+                         const softib_wire_pkt_t *pkt)
 {
     unsigned slot = SOFTIB_QPN_SLOT(dest_qpn);
     uint32_t ipv4_addr;
 
     if (softib_wire_by_shm(wire, dgid)) {
-        return softib_wire_shm_send(wire, slot, pkt, len);
+        return softib_wire_shm_send(wire, slot, pkt);
     }
-    softib_wire_gid_to_ipv4(dgid, &ipv4_addr);   /* checked by softib_wire_send */
-    return softib_wire_udp_send(wire, ipv4_addr, slot, pkt, len);
+    softib_wire_gid_to_ipv4(dgid, &ipv4_addr);   /* checked by softib_wire_sendv */
+    return softib_wire_udp_send(wire, ipv4_addr, slot, pkt);
 }
 
 /* Refuse what can never be delivered, before injection may hold it. */
 static int softib_wire_check_send(softib_wire_t *wire, const axon_dev_gid_t *dgid,
-                                  uint32_t dest_qpn, const void *pkt, size_t len)
+                                  uint32_t dest_qpn, const softib_wire_pkt_t *pkt)
 {
     unsigned slot = SOFTIB_QPN_SLOT(dest_qpn);
+    size_t   len  = pkt->hlen + pkt->paylen;
     uint32_t ipv4_addr;
 
-    if ((len == 0) || (len > SOFTIB_WIRE_MAX_PKT) || (pkt == NULL)) {
+    if ((len == 0) || (len > SOFTIB_WIRE_MAX_PKT) || (pkt->hlen == 0) || (pkt->hdr == NULL) ||
+        ((pkt->paylen != 0) && (pkt->pay == NULL))) {
         axon_error("softib: cannot send a packet of %zu bytes (1..%u)", len,
                    (unsigned)SOFTIB_WIRE_MAX_PKT);
         return EINVAL;
@@ -352,18 +354,26 @@ static int softib_wire_check_send(softib_wire_t *wire, const axon_dev_gid_t *dgi
     return 0;
 }
 
-int softib_wire_send(softib_wire_t *wire, const axon_dev_gid_t *dgid, uint32_t dest_qpn,
-                     const void *pkt, size_t len)
+int softib_wire_sendv(softib_wire_t *wire, const axon_dev_gid_t *dgid, uint32_t dest_qpn,
+                      const softib_wire_pkt_t *pkt)
 {
-    int ret = softib_wire_check_send(wire, dgid, dest_qpn, pkt, len);
+    int ret = softib_wire_check_send(wire, dgid, dest_qpn, pkt);
 
     if (ret != 0) {
         return ret;
     }
     if (wire->inject.enabled) {
-        return softib_wire_inject_send(wire, dgid, dest_qpn, pkt, len);
+        return softib_wire_inject_send(wire, dgid, dest_qpn, pkt);
     }
-    return softib_wire_send_now(wire, dgid, dest_qpn, pkt, len);
+    return softib_wire_send_now(wire, dgid, dest_qpn, pkt);
+}
+
+int softib_wire_send(softib_wire_t *wire, const axon_dev_gid_t *dgid, uint32_t dest_qpn,
+                     const void *pkt, size_t len)
+{
+    softib_wire_pkt_t p = {pkt, len, NULL, 0};
+
+    return softib_wire_sendv(wire, dgid, dest_qpn, &p);
 }
 
 softib_direct_table_t *softib_wire_direct_table(softib_wire_t *wire)

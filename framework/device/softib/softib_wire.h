@@ -94,6 +94,19 @@ uint64_t softib_wire_owner_gen(const softib_wire_t *wire, const axon_dev_gid_t *
 int      softib_wire_send(softib_wire_t *wire, const axon_dev_gid_t *dgid, uint32_t dest_qpn,
                           const void *pkt, size_t len);
 
+/* A packet in two pieces: its headers, then a payload read where it lies (the shm wire
+ * copies it once, into the ring, instead of through a staging buffer). */
+typedef struct softib_wire_pkt {
+    const void *hdr;
+    size_t      hlen;
+    const void *pay;       /* NULL when paylen is 0 */
+    size_t      paylen;
+} softib_wire_pkt_t;
+
+/* softib_wire_send of the packet hdr + pay. */
+int      softib_wire_sendv(softib_wire_t *wire, const axon_dev_gid_t *dgid, uint32_t dest_qpn,
+                           const softib_wire_pkt_t *pkt);
+
 /*
  * Direct placement (softib_direct.h). This port's table, NULL off the shm
  * wire. The table and process of whoever owns dest_qpn's slot at dgid: 0, or

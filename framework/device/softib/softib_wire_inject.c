@@ -117,10 +117,12 @@ void softib_wire_inject_progress(softib_wire_t *wire, int force)
     unsigned              i      = 0;
 
     while (i < inject->nheld) {
+        softib_wire_pkt_t pkt;
+
         held = &inject->held[i];
+        pkt  = (softib_wire_pkt_t){held->data, held->len, NULL, 0};
         if ((!force && (held->due_ns > now)) ||
-            (softib_wire_send_now(wire, &held->dgid, held->dest_qpn, held->data,
-                                  held->len) == EAGAIN)) {
+            (softib_wire_send_now(wire, &held->dgid, held->dest_qpn, &pkt) == EAGAIN)) {
             ++i;
             continue;
         }
@@ -133,7 +135,7 @@ void softib_wire_inject_progress(softib_wire_t *wire, int force)
 }
 
 int softib_wire_inject_send(softib_wire_t *wire, const axon_dev_gid_t *dgid, uint32_t dest_qpn,
-                            const void *pkt, size_t len)
+                            const softib_wire_pkt_t *pkt)
 {
     softib_wire_inject_t *inject = &wire->inject;
     softib_wire_held_t   *held;
@@ -148,16 +150,19 @@ int softib_wire_inject_send(softib_wire_t *wire, const axon_dev_gid_t *dgid, uin
         held->due_ns   = axon_sys_time_ns() + SOFTIB_WIRE_HOLD_NS;
         held->dgid     = *dgid;
         held->dest_qpn = dest_qpn;
-        held->len      = (uint32_t)len;
-        memcpy(held->data, pkt, len);
+        held->len      = (uint32_t)(pkt->hlen + pkt->paylen);
+        memcpy(held->data, pkt->hdr, pkt->hlen);
+        if (pkt->paylen != 0) {
+            memcpy(held->data + pkt->hlen, pkt->pay, pkt->paylen);
+        }
         return 0;
     }
-    ret = softib_wire_send_now(wire, dgid, dest_qpn, pkt, len);
+    ret = softib_wire_send_now(wire, dgid, dest_qpn, pkt);
     if (ret != 0) {
         return ret;
     }
     if (softib_wire_inject_chance(inject, inject->dup)) {
-        softib_wire_send_now(wire, dgid, dest_qpn, pkt, len);
+        softib_wire_send_now(wire, dgid, dest_qpn, pkt);
     }
     if (inject->nheld > 0) {
         softib_wire_inject_progress(wire, 1);

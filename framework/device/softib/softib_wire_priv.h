@@ -106,7 +106,7 @@ void     softib_wire_shm_destroy(softib_wire_t *wire);
 void     softib_wire_shm_forget_ring(softib_wire_t *wire);   /* unmap, keep the names */
 void     softib_wire_shm_forget_peers(softib_wire_t *wire);
 void     softib_wire_shm_sweep(softib_wire_t *wire, uint64_t now_ns);
-int      softib_wire_shm_send(softib_wire_t *wire, unsigned slot, const void *pkt, size_t len);
+int      softib_wire_shm_send(softib_wire_t *wire, unsigned slot, const softib_wire_pkt_t *pkt);
 softib_direct_table_t *softib_wire_shm_direct_table(softib_wire_t *wire);
 int      softib_wire_shm_direct_peer(softib_wire_t *wire, unsigned slot,
                                      softib_direct_table_t **table_p, pid_t *pid_p);
@@ -122,18 +122,18 @@ void     softib_wire_shm_disarm(softib_wire_t *wire);
 int      softib_wire_udp_open(softib_wire_t *wire);
 void     softib_wire_udp_close(softib_wire_t *wire);
 int      softib_wire_udp_send(softib_wire_t *wire, uint32_t ipv4_addr, unsigned slot,
-                              const void *pkt, size_t len);
+                              const softib_wire_pkt_t *pkt);
 ssize_t  softib_wire_udp_recv(softib_wire_t *wire, void *buf, axon_dev_gid_t *src_gid);
 
 /* Routing and the actual send, past injection (softib_wire.c) */
 int      softib_wire_send_now(softib_wire_t *wire, const axon_dev_gid_t *dgid,
-                              uint32_t dest_qpn, const void *pkt, size_t len);
+                              uint32_t dest_qpn, const softib_wire_pkt_t *pkt);
 
 /* Fault injection (softib_wire_inject.c) */
 int      softib_wire_inject_init(softib_wire_inject_t *inject, const softib_wire_params_t *params);
 void     softib_wire_inject_cleanup(softib_wire_inject_t *inject);
 int      softib_wire_inject_send(softib_wire_t *wire, const axon_dev_gid_t *dgid,
-                                 uint32_t dest_qpn, const void *pkt, size_t len);
+                                 uint32_t dest_qpn, const softib_wire_pkt_t *pkt);
 void     softib_wire_inject_progress(softib_wire_t *wire, int force);
 
 /* GID helpers */

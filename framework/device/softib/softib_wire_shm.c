@@ -481,7 +481,7 @@ static int softib_wire_shm_full(softib_wire_t *wire, unsigned slot, softib_wire_
     return 0;
 }
 
-int softib_wire_shm_send(softib_wire_t *wire, unsigned slot, const void *pkt, size_t len)
+int softib_wire_shm_send(softib_wire_t *wire, unsigned slot, const softib_wire_pkt_t *pkt)
 {
     softib_wire_peer_t *peer = &wire->peers[slot];
     softib_ring_cell_t *cell;
@@ -507,8 +507,11 @@ int softib_wire_shm_send(softib_wire_t *wire, unsigned slot, const void *pkt, si
         return softib_wire_shm_full(wire, slot, peer);
     }
 
-    memcpy(cell->data, pkt, len);
-    cell->len     = (uint32_t)len;
+    memcpy(cell->data, pkt->hdr, pkt->hlen);
+    if (pkt->paylen != 0) {
+        memcpy(cell->data + pkt->hlen, pkt->pay, pkt->paylen);
+    }
+    cell->len     = (uint32_t)(pkt->hlen + pkt->paylen);
     cell->src_gid = wire->gid;
     word          = claimed | ((uint64_t)lap << 32);
     /* Release: the payload before the cell. Fails only if the consumer thought us dead. */

@@ -109,11 +109,11 @@ void softib_wire_udp_close(softib_wire_t *wire)
 }
 
 int softib_wire_udp_send(softib_wire_t *wire, uint32_t ipv4_addr, unsigned slot,
-                         const void *pkt, size_t len)
+                         const softib_wire_pkt_t *pkt)
 {
     softib_wire_udp_hdr_t hdr;
     struct sockaddr_in    sin;
-    struct iovec          iov[2];
+    struct iovec          iov[3];
     struct msghdr         msg;
     unsigned              port = softib_wire_udp_port(wire, slot);
     ssize_t               n;
@@ -128,13 +128,15 @@ int softib_wire_udp_send(softib_wire_t *wire, uint32_t ipv4_addr, unsigned slot,
 
     iov[0].iov_base = &hdr;
     iov[0].iov_len  = sizeof(hdr);
-    iov[1].iov_base = (void*)pkt;
-    iov[1].iov_len  = len;
+    iov[1].iov_base = (void *)(uintptr_t)pkt->hdr;
+    iov[1].iov_len  = pkt->hlen;
+    iov[2].iov_base = (void *)(uintptr_t)pkt->pay;
+    iov[2].iov_len  = pkt->paylen;
     memset(&msg, 0, sizeof(msg));
     msg.msg_name    = &sin;
     msg.msg_namelen = sizeof(sin);
     msg.msg_iov     = iov;
-    msg.msg_iovlen  = 2;
+    msg.msg_iovlen  = (pkt->paylen != 0) ? 3 : 2;
 
     do {
         n = sendmsg(wire->udp_fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
