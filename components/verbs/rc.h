@@ -43,6 +43,8 @@
 #define AXON_RC_MAX_SHORT        2048
 /* Completions taken per poll_cq call */
 #define AXON_RC_POLL_BATCH       16
+/* With no signaled send out, the send CQ is looked at every this many polls */
+#define AXON_RC_TX_IDLE_POLLS    16
 /* Buckets of the QPN -> connection map (power of 2) */
 #define AXON_RC_QPN_HASH         256
 /* Handshake QP: buffers, and the retry interval of a REQ */
@@ -89,6 +91,7 @@ typedef struct axon_rc_tx_desc {
     axon_rcache_region_t *region; /* the local buffer's registration to put back, or NULL */
     axon_rc_layout_key_t *layout_key; /* the local pieces' key to put back, or NULL */
     struct axon_umr_cached *iov_key;  /* ... when the domain's cache made it, or NULL */
+    int                   signaled;   /* counted in the iface's tx_signaled */
 } axon_rc_tx_desc_t;
 
 typedef enum {
@@ -230,6 +233,8 @@ struct axon_rc_iface {
     axon_verbs_srq_ring_t     rx;            /* the SRQ and its refill chain */
     int                       tx_cq_avail;   /* send CQ entries not promised to a WR */
     int                       tx_poll_due;   /* the last poll delivered and skipped the send CQ */
+    unsigned                  tx_signaled;   /* signaled WRs not completed, every connection */
+    unsigned                  tx_idle_polls; /* polls that skipped the send CQ: none was out */
     axon_verbs_bufpool_t      tx_pool;
     axon_verbs_bufpool_t      rx_pool;
     axon_verbs_bufpool_t      amo_pool;      /* device atomics' result slots (rc_amo.c) */

@@ -160,6 +160,9 @@ static void axon_rc_conn_free(axon_rc_conn_t *conn)
         if (d->comp != NULL) {
             d->comp->func(d->comp, AXON_ERR_CANCELED);
         }
+        if (d->signaled) {
+            --iface->tx_signaled;
+        }
         ++iface->tx_cq_avail;
     }
     free(conn->tx_desc);

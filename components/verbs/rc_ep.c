@@ -40,8 +40,10 @@ axon_status_t axon_rc_conn_post(axon_rc_conn_t *conn, axon_dev_send_wr_t *wr, vo
     }
     conn->tx_posted = sn + 1;
     --iface->tx_cq_avail;
+    d->signaled = signal;
     if (signal) {
         conn->tx_signaled = sn + 1;
+        ++iface->tx_signaled;
     }
     return AXON_OK;
 }

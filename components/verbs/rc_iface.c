@@ -188,6 +188,10 @@ void axon_rc_iface_tx_completion(axon_rc_iface_t *iface, const axon_dev_wc_t *wc
             d->iov_key = NULL;
         }
         ++iface->tx_cq_avail;
+        if (d->signaled) {
+            d->signaled = 0;
+            --iface->tx_signaled;
+        }
         if (d->comp != NULL) {
             axon_tl_completion_t *comp = d->comp;
             d->comp = NULL;
@@ -228,6 +232,12 @@ unsigned axon_rc_iface_poll(axon_rc_iface_t *iface)
     }
     iface->tx_poll_due = 0;
     events += (n > 0) ? (unsigned)n : 0;
+    /* Entries come from signaled WRs, or from a failure flushing any: with none of the
+     * first out, a look now and then finds the second (a poll is a device pass) */
+    if ((iface->tx_signaled == 0) && (++iface->tx_idle_polls < AXON_RC_TX_IDLE_POLLS)) {
+        return events;
+    }
+    iface->tx_idle_polls = 0;
 
     n = axon_dev_poll_cq(iface->send_cq, AXON_RC_POLL_BATCH, wc);
     for (i = 0; i < n; ++i) {
