@@ -154,9 +154,6 @@ TEST_F(SoftibActive, QpWaitingForATimerIsVisitedWhenItIsDue)
 TEST_F(SoftibActive, CompletionsAlreadyThereAreReturnedBeforeAPass)
 {
     const int kMsgs = 4;
-    axon_dev_send_wr_t wr, *bad = nullptr;
-    axon_dev_recv_wr_t rwr, *rbad = nullptr;
-    axon_dev_sge_t sge, rsge;
     axon_dev_wc_t wc[kMsgs + 1];
     Qp a, b;
 
@@ -165,22 +162,15 @@ TEST_F(SoftibActive, CompletionsAlreadyThereAreReturnedBeforeAPass)
     Buf sbuf = dev_.reg(64, 0);
     Buf rbuf = dev_.reg(64 * (kMsgs + 3), AXON_DEV_ACCESS_LOCAL_WRITE);
     for (int i = 0; i <= kMsgs + 2; i++) {
-        memset(&rwr, 0, sizeof(rwr));
-        rsge        = {rbuf.addr(64 * i), 64, rbuf.lkey()};
-        rwr.wr_id   = i;
-        rwr.sg_list = &rsge;
-        rwr.num_sge = 1;
-        ASSERT_EQ(0, axon_dev_post_recv(b.qp, &rwr, &rbad));
+        ASSERT_EQ(0, post_recv(b.qp, i, rbuf.ptr + 64 * i, 64, rbuf.lkey()));
     }
     for (int i = 0; i < kMsgs; i++) {
-        make_wr(&wr, &sge, i, AXON_DEV_WR_SEND, sbuf.ptr, 64, sbuf.lkey());
-        ASSERT_EQ(0, axon_dev_post_send(a.qp, &wr, &bad));
+        ASSERT_EQ(0, post_send_op(a.qp, i, AXON_DEV_WR_SEND, sbuf.ptr, 64, sbuf.lkey()));
     }
     /* the sender's completions mean the receiver's are all in b.rcq */
     ASSERT_EQ(kMsgs, poll_n(a.scq, kMsgs, wc));
     /* one more message on the wire (its post's pass sent it), not received yet */
-    make_wr(&wr, &sge, kMsgs, AXON_DEV_WR_SEND, sbuf.ptr, 64, sbuf.lkey());
-    ASSERT_EQ(0, axon_dev_post_send(a.qp, &wr, &bad));
+    ASSERT_EQ(0, post_send_op(a.qp, kMsgs, AXON_DEV_WR_SEND, sbuf.ptr, 64, sbuf.lkey()));
     EXPECT_EQ(kMsgs, axon_dev_poll_cq(b.rcq, kMsgs + 1, wc))
         << "the poll ran a pass before returning what was there";
     for (int i = 0; i < kMsgs; i++) {
@@ -194,13 +184,9 @@ TEST_F(SoftibActive, CompletionsAlreadyThereAreReturnedBeforeAPass)
 
     /* A poll for no entries is a call for progress, full CQ or not: with one message in
      * b.rcq and one on the wire, it receives the second. */
-    for (int i = kMsgs + 1; i <= kMsgs + 2; i++) {
-        make_wr(&wr, &sge, i, AXON_DEV_WR_SEND, sbuf.ptr, 64, sbuf.lkey());
-        ASSERT_EQ(0, axon_dev_post_send(a.qp, &wr, &bad));
-        if (i == kMsgs + 1) {
-            ASSERT_EQ(1, poll_n(a.scq, 1, wc));
-        }
-    }
+    ASSERT_EQ(0, post_send_op(a.qp, kMsgs + 1, AXON_DEV_WR_SEND, sbuf.ptr, 64, sbuf.lkey()));
+    ASSERT_EQ(1, poll_n(a.scq, 1, wc));
+    ASSERT_EQ(0, post_send_op(a.qp, kMsgs + 2, AXON_DEV_WR_SEND, sbuf.ptr, 64, sbuf.lkey()));
     EXPECT_EQ(0, axon_dev_poll_cq(b.rcq, 0, wc));
     EXPECT_EQ(2, axon_dev_poll_cq(b.rcq, kMsgs, wc)) << "the poll for none ran no pass";
     ASSERT_EQ(1, poll_n(a.scq, 1, wc));
