@@ -408,6 +408,9 @@ static unsigned axon_ud_rx_progress(axon_ud_iface_t *iface)
         if (iface->rx_posted + AXON_UD_RX_BATCH <= iface->rx_queue_len) {
             axon_ud_rx_post(iface);
         }
+        if (n < AXON_UD_RX_BATCH) {
+            break;   /* drained: another poll would be a device pass before the caller sees these */
+        }
     }
     if (iface->rx_posted + AXON_UD_RX_BATCH <= iface->rx_queue_len) {
         axon_ud_rx_post(iface);
