@@ -217,6 +217,7 @@ struct axon_dc_iface {
     unsigned                  grants_size;
     unsigned                  grants_head;
     unsigned                  grants_count;
+    int                       tx_poll_due;   /* the last poll delivered and skipped the send CQ */
     /* Endpoints by id */
     axon_dc_ep_t            **eps;
     unsigned                  eps_size;
