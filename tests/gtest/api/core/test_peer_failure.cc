@@ -893,7 +893,9 @@ TEST_P(PeerCleanupSlow, KilledPeersLeaveNothingBehind)
             while ((count_fds() + r > fds_after_first) && (axon_test_time() < end)) {
                 axon_test_progress_for(w, 0.05);
             }
-            EXPECT_EQ(fds_after_first, count_fds(&names) + r)
+            /* fewer is no leak: round 0's count may hold what softib was still
+             * letting go of (its first victim's ring and doorbell) */
+            EXPECT_LE(count_fds(&names) + r, fds_after_first)
                 << "round " << r << ": descriptors grow:" << names;
         }
     }
