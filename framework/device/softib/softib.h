@@ -619,7 +619,8 @@ void     softib_resp_progress(softib_qp_t *qp);
 void     softib_req_rewind(softib_qp_t *qp);
 uint64_t softib_ack_timeout_ns(const softib_qp_t *qp);
 uint64_t softib_rnr_timeout_ns(unsigned code);
-/* The packet: its headers in dev->tx_buf (hlen bytes), the payload at pay (0 bytes: none) */
+/* The packet: its headers in dev->tx_buf (hlen bytes), then paylen bytes of payload at pay,
+ * or already staged behind the headers when pay is NULL */
 int      softib_send_pkt_pay(softib_dev_t *dev, softib_qp_t *qp, const axon_dev_gid_t *dgid,
                              uint32_t dest_qpn, size_t hlen, const void *pay, size_t paylen);
 int      softib_send_pkt(softib_dev_t *dev, softib_qp_t *qp, const axon_dev_gid_t *dgid,

@@ -47,7 +47,8 @@ int softib_send_pkt(softib_dev_t *dev, softib_qp_t *qp, const axon_dev_gid_t *dg
 int softib_send_pkt_pay(softib_dev_t *dev, softib_qp_t *qp, const axon_dev_gid_t *dgid,
                         uint32_t dest_qpn, size_t hlen, const void *pay, size_t paylen)
 {
-    softib_wire_pkt_t pkt = {dev->tx_buf, hlen, pay, paylen};
+    softib_wire_pkt_t pkt = {dev->tx_buf, (pay != NULL) ? hlen : hlen + paylen, pay,
+                             (pay != NULL) ? paylen : 0};
     int ret = softib_wire_sendv(dev->wire, dgid, dest_qpn, &pkt);
 
     if (ret == EINVAL) {
@@ -326,8 +327,7 @@ static int softib_req_send_one(softib_qp_t *qp, softib_send_wqe_t *wqe)
             return AXON_DEV_WC_LOC_PROT_ERR;   /* the MR went away after the WR started */
         }
     }
-    ret = (pay != NULL) ? softib_send_pkt_pay(dev, qp, dgid, dest, hlen, pay, paylen) :
-                          softib_send_pkt(dev, qp, dgid, dest, hlen + paylen);
+    ret = softib_send_pkt_pay(dev, qp, dgid, dest, hlen, pay, paylen);
     if (ret) {
         qp->req.blocked = 1;
         softib_qp_timer(qp, axon_sys_time_ns() + 50000);

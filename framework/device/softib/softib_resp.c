@@ -444,9 +444,8 @@ static int softib_resp_res_send(softib_dev_t *dev, softib_qp_t *qp, softib_resp_
                                   0) != SOFTIB_ACCESS_OK)) {
         return 1;   /* deregistered (or invalidated) meanwhile: the requester times out */
     }
-    if (softib_send_pkt_pay(dev, qp, &qp->attr.ah_attr.grh.dgid, qp->attr.dest_qp_num,
-                            (pay != NULL) ? hlen : hlen + paylen, pay,
-                            (pay != NULL) ? paylen : 0)) {
+    if (softib_send_pkt_pay(dev, qp, &qp->attr.ah_attr.grh.dgid, qp->attr.dest_qp_num, hlen,
+                            pay, paylen)) {
         return -1;
     }
     if (res->atomic) {
