@@ -139,13 +139,7 @@ static axon_status_t axon_dc_fc_post_grant(axon_dc_iface_t *iface, const axon_dc
     hdr->credits = g->credits;
     hdr->ep_id   = g->ep_id;
     memcpy(buf + sizeof(*hdr), g, sizeof(*g));
-    sge.addr      = (uintptr_t)buf;
-    sge.length    = sizeof(*hdr);
-    sge.lkey      = axon_verbs_bufpool_lkey(&iface->tx_pool);
-    wr.opcode     = AXON_DEV_WR_SEND;
-    wr.sg_list    = &sge;
-    wr.num_sge    = 1;
-    wr.send_flags = 0;
+    axon_verbs_send_wr(&wr, &sge, buf, sizeof(*hdr), &iface->tx_pool, 0);   /* kept: see above */
     if (axon_dc_dci_post(iface, dci, NULL, &g->target, &wr, buf, NULL, NULL) != AXON_OK) {
         axon_verbs_bufpool_put(&iface->tx_pool, buf);
         return AXON_ERR_NO_RESOURCE;

@@ -299,11 +299,7 @@ static void axon_dc_iface_close(axon_iface_t *tl_iface)
     axon_verbs_bufpool_cleanup(&iface->rx_pool);
     axon_verbs_bufpool_cleanup(&iface->tx_pool);
     axon_verbs_bufpool_cleanup(&iface->amo_pool);
-    if ((iface->recv_cq != NULL) && ((ret = axon_dev_destroy_cq(iface->recv_cq)) != 0)) {
-        axon_warn("%s: destroy_cq: %d", iface->name, ret);
-    }
-    if ((iface->send_cq != NULL) && ((ret = axon_dev_destroy_cq(iface->send_cq)) != 0)) {
-        axon_warn("%s: destroy_cq: %d", iface->name, ret);
-    }
+    axon_verbs_cq_destroy(iface->name, iface->recv_cq);
+    axon_verbs_cq_destroy(iface->name, iface->send_cq);
     free(iface);
 }

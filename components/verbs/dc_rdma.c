@@ -48,15 +48,8 @@ static axon_status_t axon_dc_ep_rdma(axon_tl_ep_t *tl_ep, axon_dev_wr_opcode_t o
     if (axon_rcache_get(iface->rcache, buffer, length, &region) != AXON_OK) {
         return AXON_ERR_UNSUPPORTED;   /* logged by the device; the caller falls back */
     }
-    memset(&wr, 0, sizeof(wr));
-    sge.addr               = (uintptr_t)buffer;
-    sge.length             = (uint32_t)length;
-    sge.lkey               = axon_rc_region_mr(region)->lkey;
-    wr.opcode              = opcode;
-    wr.sg_list             = &sge;
-    wr.num_sge             = 1;
-    wr.wr.rdma.remote_addr = remote_addr;
-    wr.wr.rdma.rkey        = rkey.rkey;
+    axon_verbs_rdma_wr(&wr, &sge, opcode, (uintptr_t)buffer, length,
+                       axon_rc_region_mr(region)->lkey, remote_addr, rkey.rkey);
     status = axon_dc_dci_post(iface, dci, ep, &ep->target, &wr, NULL, comp, region);
     if (status != AXON_OK) {
         axon_rcache_put(iface->rcache, region);

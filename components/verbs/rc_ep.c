@@ -241,26 +241,15 @@ ssize_t axon_rc_ep_am_bcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, axon_pack_cb_t p
     if (status != AXON_OK) {
         return status;
     }
-    buf = axon_verbs_bufpool_get(&iface->tx_pool);
+    buf = axon_verbs_am_bcopy_pack(&iface->tx_pool, iface->name, sizeof(axon_rc_hdr_t),
+                                   iface->seg_size, pack, arg, &len, &status);
     if (buf == NULL) {
-        return AXON_ERR_NO_RESOURCE;
-    }
-    len = pack(buf + sizeof(axon_rc_hdr_t), arg);
-    if (__builtin_expect(len > iface->seg_size, 0)) {
-        axon_error("%s: am_bcopy pack callback wrote %zu bytes (max %zu)", iface->name, len,
-                   iface->seg_size);
-        axon_verbs_bufpool_put(&iface->tx_pool, buf);
-        return AXON_ERR_INVALID_PARAM;
+        return status;
     }
     credits = axon_rc_conn_take_credits(conn);
     axon_rc_hdr_init((axon_rc_hdr_t *)buf, am_id, AXON_RC_MSG_AM, credits);
-    sge.addr      = (uintptr_t)buf;
-    sge.length    = (uint32_t)(sizeof(axon_rc_hdr_t) + len);
-    sge.lkey      = axon_verbs_bufpool_lkey(&iface->tx_pool);
-    wr.opcode     = AXON_DEV_WR_SEND;
-    wr.sg_list    = &sge;
-    wr.num_sge    = 1;
-    wr.send_flags = (sge.length <= iface->max_inline) ? AXON_DEV_SEND_INLINE : 0;
+    axon_verbs_send_wr(&wr, &sge, buf, sizeof(axon_rc_hdr_t) + len, &iface->tx_pool,
+                       iface->max_inline);
     status = axon_rc_conn_post(conn, &wr, (wr.send_flags & AXON_DEV_SEND_INLINE) ? NULL : buf,
                                NULL, NULL, 0);
     if (__builtin_expect(status != AXON_OK, 0)) {

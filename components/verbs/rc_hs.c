@@ -392,8 +392,6 @@ static axon_status_t axon_rc_hs_init(axon_rc_iface_t *iface, const void *cm_conf
 
 static void axon_rc_hs_cleanup(axon_rc_iface_t *iface)
 {
-    int ret;
-
     if (iface->hs_qp != NULL) {
         /* a request still in the CQ must not open a connection after close_all */
         iface->hs_closed = 1;
@@ -406,9 +404,7 @@ static void axon_rc_hs_cleanup(axon_rc_iface_t *iface)
     }
     iface->hs_pool.num_free = iface->hs_pool.count;   /* what is left died with the QP */
     axon_verbs_bufpool_cleanup(&iface->hs_pool);
-    if ((iface->hs_cq != NULL) && ((ret = axon_dev_destroy_cq(iface->hs_cq)) != 0)) {
-        axon_warn("%s: destroy_cq: %d", iface->name, ret);
-    }
+    axon_verbs_cq_destroy(iface->name, iface->hs_cq);
 }
 
 void axon_rc_hs_resend(axon_rc_conn_t *conn)

@@ -352,7 +352,6 @@ axon_status_t axon_rc_iface_open(const axon_resource_t *resource, const axon_rc_
 static void axon_rc_iface_close(axon_iface_t *tl_iface)
 {
     axon_rc_iface_t *iface = (axon_rc_iface_t *)tl_iface;
-    int ret;
 
     axon_rc_conn_close_all(iface);
     iface->cm->cleanup(iface);
@@ -362,11 +361,7 @@ static void axon_rc_iface_close(axon_iface_t *tl_iface)
     axon_verbs_bufpool_cleanup(&iface->rx_pool);
     axon_verbs_bufpool_cleanup(&iface->tx_pool);
     axon_verbs_bufpool_cleanup(&iface->amo_pool);
-    if ((iface->recv_cq != NULL) && ((ret = axon_dev_destroy_cq(iface->recv_cq)) != 0)) {
-        axon_warn("%s: destroy_cq: %d", iface->name, ret);
-    }
-    if ((iface->send_cq != NULL) && ((ret = axon_dev_destroy_cq(iface->send_cq)) != 0)) {
-        axon_warn("%s: destroy_cq: %d", iface->name, ret);
-    }
+    axon_verbs_cq_destroy(iface->name, iface->recv_cq);
+    axon_verbs_cq_destroy(iface->name, iface->send_cq);
     free(iface);
 }

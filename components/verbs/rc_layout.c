@@ -284,15 +284,8 @@ static axon_status_t axon_rc_ep_rdma_iov(axon_tl_ep_t *tl_ep, axon_dev_wr_opcode
     iface->layout_free = key->next;
     axon_rc_layout_fill_wr(&fill, iface->layout_regs, &repeat, key, iov, n,
                            (axon_dev_mr_t *)axon_rc_region_mr(region), conn->umr_inline);
-    memset(&wr, 0, sizeof(wr));
-    sge.addr               = (uintptr_t)iov[0].iov_base;
-    sge.length             = (uint32_t)total;
-    sge.lkey               = key->mkey->lkey;
-    wr.opcode              = opcode;
-    wr.sg_list             = &sge;
-    wr.num_sge             = 1;
-    wr.wr.rdma.remote_addr = remote_addr;
-    wr.wr.rdma.rkey        = rkey.rkey;
+    axon_verbs_rdma_wr(&wr, &sge, opcode, (uintptr_t)iov[0].iov_base, total, key->mkey->lkey,
+                       remote_addr, rkey.rkey);
     memset(&inval, 0, sizeof(inval));
     inval.opcode              = AXON_DEV_WR_UMR_INVALIDATE;
     inval.wr.umr.modified_mr  = key->mkey;

@@ -51,15 +51,7 @@ axon_status_t axon_rc_iov_key_wr(axon_rc_md_t *md, const char *name,
         axon_rc_md_iov_key_put(md, *key_p);
         return status;
     }
-    memset(wr, 0, sizeof(*wr));
-    sge->addr               = addr;
-    sge->length             = (uint32_t)total;
-    sge->lkey               = lkey;
-    wr->opcode              = opcode;
-    wr->sg_list             = sge;
-    wr->num_sge             = 1;
-    wr->wr.rdma.remote_addr = remote_addr;
-    wr->wr.rdma.rkey        = rkey.rkey;
+    axon_verbs_rdma_wr(wr, sge, opcode, addr, total, lkey, remote_addr, rkey.rkey);
     return AXON_OK;
 }
 
@@ -110,15 +102,8 @@ static axon_status_t axon_rc_ep_rdma(axon_tl_ep_t *tl_ep, axon_dev_wr_opcode_t o
     if (axon_rcache_get(iface->rcache, buffer, length, &region) != AXON_OK) {
         return AXON_ERR_UNSUPPORTED;   /* logged by the device; the caller falls back */
     }
-    memset(&wr, 0, sizeof(wr));
-    sge.addr               = (uintptr_t)buffer;
-    sge.length             = (uint32_t)length;
-    sge.lkey               = axon_rc_region_mr(region)->lkey;
-    wr.opcode              = opcode;
-    wr.sg_list             = &sge;
-    wr.num_sge             = 1;
-    wr.wr.rdma.remote_addr = remote_addr;
-    wr.wr.rdma.rkey        = rkey.rkey;
+    axon_verbs_rdma_wr(&wr, &sge, opcode, (uintptr_t)buffer, length,
+                       axon_rc_region_mr(region)->lkey, remote_addr, rkey.rkey);
     status = axon_rc_conn_post(conn, &wr, NULL, comp, region, 1);
     if (status != AXON_OK) {
         axon_rcache_put(iface->rcache, region);

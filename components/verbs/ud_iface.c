@@ -550,7 +550,6 @@ static void axon_ud_iface_cleanup(axon_ud_iface_t *iface)
 {
     axon_ud_conn_t *conn;
     unsigned i;
-    int ret;
 
     for (i = 0; i < iface->conns_size; ++i) {
         conn = iface->conns[i];
@@ -570,12 +569,8 @@ static void axon_ud_iface_cleanup(axon_ud_iface_t *iface)
     if (iface->qp != NULL) {
         axon_verbs_qp_destroy(iface->qp);
     }
-    if ((iface->send_cq != NULL) && ((ret = axon_dev_destroy_cq(iface->send_cq)) != 0)) {
-        axon_warn("%s: destroy_cq: %s", iface->name, strerror(ret));
-    }
-    if ((iface->recv_cq != NULL) && ((ret = axon_dev_destroy_cq(iface->recv_cq)) != 0)) {
-        axon_warn("%s: destroy_cq: %s", iface->name, strerror(ret));
-    }
+    axon_verbs_cq_destroy(iface->name, iface->send_cq);
+    axon_verbs_cq_destroy(iface->name, iface->recv_cq);
     /* The QP is gone with whatever it held: every buffer is ours again. */
     iface->tx_pool.num_free = iface->tx_pool.count;
     iface->rx_pool.num_free = iface->rx_pool.count;

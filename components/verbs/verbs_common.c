@@ -282,6 +282,15 @@ axon_status_t axon_verbs_cq_create(axon_verbs_dev_t *dev, int cqe, axon_dev_cq_t
     return AXON_OK;
 }
 
+void axon_verbs_cq_destroy(const char *owner, axon_dev_cq_t *cq)
+{
+    int ret;
+
+    if ((cq != NULL) && ((ret = axon_dev_destroy_cq(cq)) != 0)) {
+        axon_warn("%s: destroy_cq: %s", owner, strerror(ret));
+    }
+}
+
 /* ------------------------------------------------------------ addresses */
 
 void axon_verbs_dev_addr_pack(const axon_verbs_dev_t *dev, void *buf)

@@ -19,6 +19,7 @@
 #include <string.h>
 #include "component.h"
 #include "dev.h"
+#include "log.h"
 
 /* ------------------------------------------------------------ resources */
 
@@ -89,6 +90,8 @@ void          axon_verbs_dev_close(axon_verbs_dev_t *dev);
 
 /* A CQ of at least cqe entries (no completion channel: the iface polls). */
 axon_status_t axon_verbs_cq_create(axon_verbs_dev_t *dev, int cqe, axon_dev_cq_t **cq_p);
+/* NULL is nothing to do; a failure is logged as owner's */
+void          axon_verbs_cq_destroy(const char *owner, axon_dev_cq_t *cq);
 
 /* ------------------------------------------------------------ addresses */
 
@@ -258,6 +261,65 @@ static inline void axon_verbs_srq_ring_return(axon_verbs_srq_ring_t *ring, void 
     if (i > 0) {
         ring->wrs[i - 1].next = &ring->wrs[i];
     }
+}
+
+/*
+ * An am_bcopy's bounce buffer from pool, the caller's pack callback run behind
+ * hdr_size bytes of transport header: the buffer (*len_p bytes packed), or
+ * NULL with *status_p: no buffer free, or a callback that wrote more than
+ * seg_size (logged; the buffer goes back).
+ */
+static inline uint8_t *axon_verbs_am_bcopy_pack(axon_verbs_bufpool_t *pool, const char *name,
+                                                size_t hdr_size, size_t seg_size,
+                                                axon_pack_cb_t pack, void *arg, size_t *len_p,
+                                                axon_status_t *status_p)
+{
+    uint8_t *buf = (uint8_t *)axon_verbs_bufpool_get(pool);
+    size_t len;
+
+    if (buf == NULL) {
+        *status_p = AXON_ERR_NO_RESOURCE;
+        return NULL;
+    }
+    len = pack(buf + hdr_size, arg);
+    if (__builtin_expect(len > seg_size, 0)) {
+        axon_error("%s: am_bcopy pack callback wrote %zu bytes (max %zu)", name, len, seg_size);
+        axon_verbs_bufpool_put(pool, buf);
+        *status_p = AXON_ERR_INVALID_PARAM;
+        return NULL;
+    }
+    *len_p = len;
+    return buf;
+}
+
+/* A send of length bytes from a pool buffer: inline (copied at post) up to max_inline */
+static inline void axon_verbs_send_wr(axon_dev_send_wr_t *wr, axon_dev_sge_t *sge, void *buf,
+                                      size_t length, const axon_verbs_bufpool_t *pool,
+                                      size_t max_inline)
+{
+    sge->addr      = (uintptr_t)buf;
+    sge->length    = (uint32_t)length;
+    sge->lkey      = axon_verbs_bufpool_lkey(pool);
+    wr->opcode     = AXON_DEV_WR_SEND;
+    wr->sg_list    = sge;
+    wr->num_sge    = 1;
+    wr->send_flags = (length <= max_inline) ? AXON_DEV_SEND_INLINE : 0;
+}
+
+/* One RDMA read or write of length bytes: local at addr (lkey), the peer's at remote_addr (rkey) */
+static inline void axon_verbs_rdma_wr(axon_dev_send_wr_t *wr, axon_dev_sge_t *sge,
+                                      axon_dev_wr_opcode_t opcode, uintptr_t addr, size_t length,
+                                      uint32_t lkey, uint64_t remote_addr, uint32_t rkey)
+{
+    memset(wr, 0, sizeof(*wr));
+    sge->addr               = addr;
+    sge->length             = (uint32_t)length;
+    sge->lkey               = lkey;
+    wr->opcode              = opcode;
+    wr->sg_list             = sge;
+    wr->num_sge             = 1;
+    wr->wr.rdma.remote_addr = remote_addr;
+    wr->wr.rdma.rkey        = rkey;
 }
 
 /*
