@@ -3,6 +3,8 @@ pkglib_LTLIBRARIES += components/tcp/libaxon_tcp.la
 components_tcp_libaxon_tcp_la_SOURCES = \
 	components/tcp/tcp_component.c \
 	components/tcp/tcp_iface.c \
+	components/tcp/tcp_conn_hs.c \
+	components/tcp/tcp_conn_rx.c \
 	components/tcp/tcp_ep.c \
 	components/tcp/tcp_sock.c \
 	components/tcp/tcp_siblings.c \

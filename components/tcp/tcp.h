@@ -27,8 +27,11 @@
  * message is one syscall.
  *
  * Files by stage: tcp_component.c (configuration, resources), tcp_iface.c
- * (listening, progress, connections and the receive path), tcp_ep.c
- * (connecting, the send path), tcp_sock.c (socket helpers).
+ * (listening, progress, the connections' table and their ends),
+ * tcp_conn_hs.c (accepting and the HELLO handshake), tcp_conn_rx.c (the
+ * receive path: framing, placing, delivery), tcp_ep.c (connecting, the send
+ * path), tcp_sock.c (socket helpers), tcp_siblings.c (a peer's failure on
+ * every tcp iface of the worker), tcp_wire.c (the wire's checks).
  */
 #ifndef AXON_TCP_H
 #define AXON_TCP_H
@@ -305,6 +308,11 @@ static inline const char *axon_tcp_frame_invalid(const axon_tcp_frame_t *frame,
 axon_status_t axon_tcp_config_check(const axon_tcp_config_t *config, uint16_t *port_lo,
                                     uint16_t *port_hi);
 
+#define axon_tcp_conn_of(_sock) axon_container_of(_sock, axon_tcp_conn_t, sock)
+
+/* Events a connection waits for: data, goodbye or death, and room while its ep has a queue. */
+#define AXON_TCP_CONN_EVENTS_RX (EPOLLIN | EPOLLRDHUP)
+
 /* tcp_iface.c */
 axon_status_t axon_tcp_iface_open(const axon_resource_t *resource, const void *config,
                                   const axon_iface_params_t *params, axon_iface_t **iface_p);
@@ -359,6 +367,21 @@ void          axon_tcp_siblings_fail_peer(axon_tcp_iface_t *iface, uint64_t peer
 unsigned      axon_tcp_siblings_dispatch_ep_reports(axon_tcp_iface_t *iface);
 /* Complete this iface's failed zero-copy sends (before any peer failure is reported). */
 unsigned      axon_tcp_iface_dispatch_ep_reports(axon_tcp_iface_t *iface);
+/* Put a connection in the iface's table and epoll set, waiting for events. */
+axon_status_t axon_tcp_conn_register(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn,
+                                     uint32_t events);
+/* The peer closed or the socket failed: ret is recv()'s 0 or -errno. */
+void          axon_tcp_conn_lost(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn, ssize_t ret);
+/* The peer said goodbye and sent its last byte: close once ours are done too. */
+void          axon_tcp_conn_peer_done(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn);
+
+/* tcp_conn_hs.c: set-up. Accept what the listening socket holds; how many events. */
+unsigned      axon_tcp_iface_accept(axon_tcp_iface_t *iface);
+/* A connection still in its handshake is readable or writable: the next step. */
+void          axon_tcp_conn_handshake(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn);
+
+/* tcp_conn_rx.c: read what the connection holds, deliver it; returns completions. */
+unsigned      axon_tcp_conn_rx(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn);
 /* Progress: the connection's events. Returns completions. */
 unsigned      axon_tcp_conn_handle_events(axon_tcp_iface_t *iface, axon_tcp_conn_t *conn,
                                           uint32_t events);
