@@ -132,6 +132,16 @@ void   perf_set_alarm_handler(void);
  * it in the messages; quiet: the run already failed, its status adds nothing. */
 int    perf_wait_child(pid_t pid, unsigned timeout_sec, int quiet, const char *who);
 
+/* One test between this process and the peer at fd, every size (axon_perf.c). */
+int    perf_run(const perf_params_t *params, int fd, perf_role_t role);
+/* Across hosts (perf_net.c): the server waits for clients; the client runs the test. */
+int    perf_run_server(const perf_params_t *cmdline);
+int    perf_run_client(const perf_params_t *params);
+/* -D and -R given are ones this test takes and can parse (0 or -1, printed). */
+int    perf_check_layouts(const perf_params_t *params);
+/* The command line into params (perf_args.c): 0, or -1 (printed); -h prints usage and exits. */
+int    perf_parse_args(int argc, char **argv, perf_params_t *params);
+
 /* -t ep_mem, either role: params->iters is the number of peers measured. */
 int    perf_ep_mem_run(const perf_params_t *params, int fd, perf_role_t role);
 

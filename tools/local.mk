@@ -2,7 +2,8 @@
 bin_PROGRAMS += tools/axon_info tools/axon_perf tools/axon_soak
 tools_axon_info_SOURCES = tools/axon_info.c
 tools_axon_info_LDADD   = libaxon.la
-tools_axon_perf_SOURCES = tools/axon_perf.c tools/axon_perf.h tools/perf_peers.c \
+tools_axon_perf_SOURCES = tools/axon_perf.c tools/axon_perf.h tools/perf_net.c \
+	tools/perf_args.c tools/perf_peers.c \
 	tools/perf_peers.h tools/perf_ep_mem.c tools/perf_fan.c \
 	tools/perf_rma.c tools/perf_rma.h tools/perf_rlayout.c tools/perf_coll.c \
 	tools/perf_layout.c tools/perf_layout.h
