@@ -244,6 +244,52 @@ struct DebugLines {
     }
 };
 
+/* A pack callback that claims more than it may write (it writes nothing). */
+size_t pack_claims_too_much(void *, void *arg)
+{
+    return *static_cast<size_t *>(arg);
+}
+
+TEST(VerbsDc, BcopyPackedBeyondTheSegmentIsRefusedAndKeepsItsBuffer)
+{
+    EnvGuard env;
+    small_ifaces(&env);   /* 64 send buffers */
+    DcWorld world;
+    ASSERT_EQ(AXON_OK, world.load());
+    DcWorker *a = world.open(), *b = world.open();
+    ASSERT_TRUE((a != nullptr) && (b != nullptr));
+    axon_tl_ep_t *ep = a->connect(*b);
+    ASSERT_NE(nullptr, ep);
+    size_t too_much = world.lc->resources[0].max_bcopy + 1;
+    {
+        DebugLines log;
+        /* More refusals than buffers: each refused one must go back to the pool */
+        for (int i = 0; i < 200; ++i) {
+            ASSERT_EQ((ssize_t)AXON_ERR_INVALID_PARAM,
+                      a->iface->ops->ep_am_bcopy(ep, kAmData, pack_claims_too_much,
+                                                 &too_much)) << "refusal " << i;
+        }
+        EXPECT_TRUE(log.has("am_bcopy pack callback wrote", std::to_string(too_much) + " bytes"));
+    }
+    /* Nothing was sent, and the endpoint still works */
+    for (uint32_t seq = 0; seq < 100; ++seq) {
+        axon_status_t st;
+        double end = axon_test_time() + 10.0;
+        while (((st = a->send(ep, 0, seq)) == AXON_ERR_NO_RESOURCE) &&
+               (axon_test_time() < end)) {
+            world.progress_all();
+        }
+        ASSERT_EQ(AXON_OK, st) << "message " << seq;
+    }
+    double end = axon_test_time() + 10.0;
+    while ((b->received < 100) && (axon_test_time() < end)) {
+        world.progress_all();
+    }
+    EXPECT_EQ(100u, b->received);
+    EXPECT_EQ(0u, b->out_of_order);
+    a->iface->ops->ep_destroy(ep);
+}
+
 TEST(VerbsDc, DeviceWithoutDcHasNoResource)
 {
     EnvGuard env("AXON_SOFTIB_CAP_MASK", "dc");

@@ -256,6 +256,11 @@ size_t pack_cb(void *dest, void *arg)
     return a->len;
 }
 
+/* Claims a->len bytes without writing any: a callback that lies about its length */
+size_t pack_claims(void *, void *arg)
+{
+    return static_cast<BcopyArg *>(arg)->len;
+}
 
 /* Open, exchange addresses, connect: the common start of both sides. */
 bool rc_start(Rc &rc, int fd, std::vector<uint8_t> *peer, axon_tl_ep_t **ep)
@@ -465,6 +470,19 @@ TEST_F(VerbsRcXproc, AmBothWaysAtTheLimits)
     EXPECT_EQ(AXON_ERR_INVALID_PARAM,
               rc.iface->ops->ep_am_short(ep, kAmData, big.data(), 8, big.data() + 8,
                                          big.size() - 8));
+    /* a pack callback claiming more than max_bcopy: refused, its buffer back in the
+     * pool (more refusals than the pool has buffers), nothing sent */
+    {
+        LogCapture log;
+        BcopyArg   lie = {nullptr, rc.res->max_bcopy + 1};
+        for (int i = 0; i < 2000; ++i) {
+            ASSERT_EQ((ssize_t)AXON_ERR_INVALID_PARAM,
+                      rc.iface->ops->ep_am_bcopy(ep, kAmData, pack_claims, &lie))
+                << "refusal " << i;
+        }
+        EXPECT_TRUE(log.has("am_bcopy pack callback wrote",
+                            std::to_string(lie.len) + " bytes"));
+    }
     rc.iface->ops->ep_destroy(ep);
     rc.progress_for(0.3);
     EXPECT_EQ(0, axon_test_peer_wait(&peer, kPeerTimeout));
