@@ -120,15 +120,8 @@ unsigned axon_dc_iface_poll(axon_dc_iface_t *iface)
     int n, i, rx_read = 0;
 
     events = axon_dc_iface_poll_rx(iface);
-    /* As rc: a call that delivered returns before the send CQ's poll (a device pass),
-     * which the next call makes; never two in a row without it */
-    n = 0;
-    if ((events > 0) && !iface->tx_poll_due) {
-        iface->tx_poll_due = 1;
-    } else {
-        iface->tx_poll_due = 0;
-        n = axon_dev_poll_cq(iface->send_cq, AXON_DC_POLL_BATCH, wc);
-    }
+    n = axon_verbs_tx_poll_skip(&iface->tx_poll_due, events > 0) ? 0 :
+        axon_dev_poll_cq(iface->send_cq, AXON_DC_POLL_BATCH, wc);
     for (i = 0; i < n; ++i) {
         if (__builtin_expect((wc[i].status != AXON_DEV_WC_SUCCESS) && !rx_read, 0)) {
             axon_dc_iface_rx_before_error(iface);

@@ -224,13 +224,9 @@ unsigned axon_rc_iface_poll(axon_rc_iface_t *iface)
     for (i = 0; i < n; ++i) {
         axon_rc_iface_rx_completion(iface, &wc[i]);
     }
-    /* A call that delivered returns at once (its caller waits for that) and leaves
-     * the send CQ, whose poll is a device pass too, to the next call: never twice */
-    if ((n > 0) && !iface->tx_poll_due) {
-        iface->tx_poll_due = 1;
+    if (axon_verbs_tx_poll_skip(&iface->tx_poll_due, n > 0)) {
         return (unsigned)n;
     }
-    iface->tx_poll_due = 0;
     events += (n > 0) ? (unsigned)n : 0;
     /* Entries come from signaled WRs, or from a failure flushing any: with none of the
      * first out, a look now and then finds the second (a poll is a device pass) */

@@ -306,6 +306,21 @@ static inline void axon_verbs_send_wr(axon_dev_send_wr_t *wr, axon_dev_sge_t *sg
     wr->send_flags = (length <= max_inline) ? AXON_DEV_SEND_INLINE : 0;
 }
 
+/*
+ * A progress call that delivered returns at once (its caller waits for that)
+ * and leaves the send CQ, whose poll is a device pass too, to the next call:
+ * never two calls in a row without it. 1: skip the send CQ this time.
+ */
+static inline int axon_verbs_tx_poll_skip(int *due, int delivered)
+{
+    if (delivered && !*due) {
+        *due = 1;
+        return 1;
+    }
+    *due = 0;
+    return 0;
+}
+
 /* One RDMA read or write of length bytes: local at addr (lkey), the peer's at remote_addr (rkey) */
 static inline void axon_verbs_rdma_wr(axon_dev_send_wr_t *wr, axon_dev_sge_t *sge,
                                       axon_dev_wr_opcode_t opcode, uintptr_t addr, size_t length,
