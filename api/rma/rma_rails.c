@@ -112,9 +112,42 @@ static axon_status_t axon_rma_rail_post(axon_request_h req, unsigned i)
 }
 
 /*
+ * Rail 0, the bulk lane, refuses with no rail busy: still connecting, a full
+ * send queue, or a registration the device refused, which no wait cures.
+ * As an unstriped operation does, the rest goes by messages (rma.c), from
+ * the first byte not moved: with nothing in flight every byte below it is
+ * at the target (a rail moves its stripe in order), and what lies above it
+ * and was moved goes again, the same bytes to the same place.
+ */
+static axon_status_t axon_rma_rails_refused(axon_request_h req)
+{
+    size_t first = req->rma.length;
+    const axon_rail_comp_t *rc;
+    unsigned i;
+
+    for (i = 0; i < req->rails.count; ++i) {
+        rc = &req->rails.comp[i];
+        if ((rc->offset < rc->end) && (rc->offset < first)) {
+            first = rc->offset;
+        }
+    }
+    if (first != 0) {
+        axon_debug("endpoint %p: rail 0 refused the striped operation's rest at byte %zu "
+                   "of %zu: by messages from there", (void *)req->rma.ep, first,
+                   req->rma.length);
+    }
+    req->rma.offset = first;
+    req->rma.done   = first;
+    req->flags     &= ~AXON_REQUEST_RMA_RAILS;
+    return AXON_ERR_UNSUPPORTED;
+}
+
+/*
  * Post on every idle rail with bytes left. AXON_INPROGRESS while a rail
  * works; AXON_ERR_NO_RESOURCE when a full rail holds bytes and none works
- * (the endpoint's queue tries again); else the operation's end status.
+ * (the endpoint's queue tries again); AXON_ERR_UNSUPPORTED when rail 0
+ * refuses and none works (the rest by messages); else the operation's end
+ * status.
  */
 axon_status_t axon_rma_rails_push(axon_request_h req)
 {
@@ -134,15 +167,12 @@ axon_status_t axon_rma_rails_push(axon_request_h req)
             if (status == AXON_OK) {
                 continue;
             }
-            if ((i == 0) && (status == AXON_ERR_UNSUPPORTED) && (req->rma.offset == 0) &&
-                (req->rails.busy == 0)) {
-                /* the bulk lane itself refuses (still connecting): as unstriped, by messages */
-                req->flags &= ~AXON_REQUEST_RMA_RAILS;
-                return AXON_ERR_UNSUPPORTED;
+            if ((i == 0) && (status == AXON_ERR_UNSUPPORTED) && (req->rails.busy == 0)) {
+                return axon_rma_rails_refused(req);
             }
             if ((status == AXON_ERR_NO_RESOURCE) ||
                 ((i == 0) && (status == AXON_ERR_UNSUPPORTED))) {
-                full = 1;   /* rc refuses a full send queue so: later, not by messages */
+                full = 1;   /* a rail's completion brings the operation back here */
             } else if (status == AXON_ERR_UNSUPPORTED) {
                 axon_debug("endpoint %p: rail %u refused its stripe: rail 0 moves it",
                            (void *)req->rma.ep, i);

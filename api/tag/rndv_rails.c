@@ -14,7 +14,9 @@
  * every stripe is in (recv_part_done).
  *
  * A rail that refuses its stripe outright (an error, not a full queue)
- * hands it to rail 0. A rail that fails after taking it fails the message
+ * hands it to rail 0. A read rail 0 refuses waits for the stripes in
+ * flight; with none left, the receiver asks the sender to send the message
+ * (an RTR), as on one lane. A rail that fails after taking it fails the message
  * (a streamed stripe may be partly written: only its own bytes of the
  * receive buffer, never beyond). The transports also report the peer
  * failed (tcp: a connection of the peer died; rc: its QP errored), which
@@ -313,6 +315,47 @@ static size_t axon_rndv_rails_unposted(axon_request_h req)
     return bytes;
 }
 
+/*
+ * Stripes are left to post and none is in flight: rail 0 refused them, and
+ * no completion of ours will make room (a registration the device refused
+ * stays refused). As a receive on one lane does when its lane cannot read,
+ * ask the sender to send: an RTR for the whole message (the stripes read
+ * so far get the same bytes again). With a stripe failed already, the rest
+ * is given up with it. The bytes the receive is to count as failed go into
+ * *failed, their error into *status_p.
+ */
+static void axon_rndv_rails_stuck(axon_request_h req, axon_ep_h ep, size_t *failed,
+                                  axon_status_t *status_p)
+{
+    axon_rndv_rtr_hdr_t rtr;
+    axon_status_t status;
+
+    if ((*failed > 0) || (req->recv.rndv_status != AXON_OK)) {
+        *failed += axon_rndv_rails_unposted(req);
+        return;
+    }
+    axon_debug("rendezvous %llu: rail 0 refused the rest of %zu bytes with no stripe in "
+               "flight: the sender sends it", (unsigned long long)req->recv.sreq_id,
+               req->recv.expected);
+    req->rails.todo      = 0;
+    req->recv.received   = 0;
+    req->recv.rndv_split = AXON_RNDV_SPLIT_NONE;   /* the data ends it, no ATS */
+    axon_request_id_del(req);
+    axon_request_id_add(req, req->peer_uuid);
+    rtr.sreq_id     = req->recv.sreq_id;
+    rtr.from_uuid   = req->worker->uuid;
+    rtr.rreq_id     = req->id;
+    rtr.length      = req->recv.expected;
+    rtr.offset      = 0;
+    rtr.put_address = 0;
+    rtr.put_runs    = 0;
+    status = axon_ep_send_ctrl(ep, AXON_AM_RNDV_RTR, &rtr, sizeof(rtr));
+    if (status != AXON_OK) {
+        *failed   = req->recv.expected;
+        *status_p = status;
+    }
+}
+
 axon_status_t axon_rndv_rails_get(axon_request_h req, axon_ep_h ep,
                                   const axon_rndv_rts_hdr_t *rts, size_t want)
 {
@@ -356,6 +399,9 @@ axon_status_t axon_rndv_rails_get(axon_request_h req, axon_ep_h ep,
         return AXON_ERR_UNSUPPORTED;   /* nothing could be posted: one lane's way */
     }
     req->recv.rndv_split = AXON_RNDV_SPLIT_RAILS;   /* the ATS once all stripes are in */
+    if ((req->rails.todo != 0) && (req->rails.busy == 0)) {
+        axon_rndv_rails_stuck(req, ep, &failed, &status);   /* one failed: the rest too */
+    }
     if (req->rails.todo != 0) {
         axon_rndv_rails_wait(req, 1);
     }
@@ -381,6 +427,9 @@ static unsigned axon_rndv_rails_retry(axon_request_h req)
         failed = axon_rndv_rails_unposted(req);
     } else {
         axon_rndv_rails_post(req, peer->ep->rails, &failed, &status);
+        if ((req->rails.todo != 0) && (req->rails.busy == 0)) {
+            axon_rndv_rails_stuck(req, peer->ep, &failed, &status);
+        }
     }
     if (req->rails.todo == todo) {
         return 0;

@@ -34,7 +34,7 @@ std::vector<std::string> key_devices(const std::vector<uint8_t> &key, const char
 }
 
 class RmaRails : public ::testing::Test {
-protected:
+public:
     EnvGuard devices_{"AXON_SOFTIB_DEVICES", "2"};
     Session  s_;
 
@@ -231,6 +231,64 @@ TEST_F(RmaRails, RailInErrorEndsTheOperation)
     EXPECT_EQ(-1, s_.target->check_bg(kUserBig, len, kBigLen - len)) << "after the range";
     EXPECT_EQ(-1, s_.target->guards(kUserBig));
     s_.finish(true);
+}
+
+/*
+ * Rail 1 still connects, so rail 0 takes its stripe once its own is out;
+ * the device has room for one more registration, so rail 0's own stripe
+ * goes by RDMA and the stripe it took cannot be registered. No wait cures
+ * that: the operation goes on by messages from the first byte not moved
+ * (it retried for ever before), byte-exact and inside the range.
+ */
+void refused_midway(RmaRails *t, Session &s, bool get)
+{
+    const size_t         len = 4 << 20;
+    std::vector<uint8_t> buf(len + 2 * kGuard, kGuardByte);
+    uint8_t             *data = buf.data() + kGuard;
+    axon_request_h       req  = nullptr;
+
+    ASSERT_NO_FATAL_FAILURE(s.start(kRc));
+    ASSERT_EQ(AXON_OK, s.put(data, 4096, s.addr(kUserBig, 0), s.rkey[kUserBig]));  /* bulk lane */
+    ASSERT_NO_FATAL_FAILURE(t->wait_connected(s.ep->bulk_lane));
+    ASSERT_EQ(AXON_OK, s.flush());
+    s.target->restore(kUserBig, 0, 4096);
+    void *tl_ep = s.ep->bulk_lane.tl_ep;
+    void *fill  = axon_test_rc_ep_fill_mrs(tl_ep, 1);
+    ASSERT_NE(nullptr, fill) << "the device never refused a registration";
+    fill_pat(data, len, 21, 0);
+    uint64_t before = axon_test_rc_ep_posted(tl_ep);
+    axon_status_t st = s.start_op([&](axon_request_h *r) {
+        return get ? axon_get_nb(s.ep, data, len, s.addr(kUserBig, 0), s.rkey[kUserBig], NULL, r) :
+                     axon_put_nb(s.ep, data, len, s.addr(kUserBig, 0), s.rkey[kUserBig], NULL, r);
+    }, &req);
+    if (st == AXON_INPROGRESS) {
+        EXPECT_TRUE(req->flags & AXON_REQUEST_RMA_RAILS) << "striped";
+    }
+    axon_status_t done = s.wait(st, req);
+    axon_test_rc_mrs_release(fill);
+    ASSERT_EQ(AXON_OK, done);
+    ASSERT_EQ(AXON_OK, s.flush());
+    EXPECT_GT(axon_test_rc_ep_posted(tl_ep), before) << "rail 0 moved its own stripe by RDMA";
+    if (get) {
+        EXPECT_EQ(-1, check_pat(data, len, bg_seed(kUserBig), 0));
+    } else {
+        EXPECT_EQ(-1, s.target->check(kUserBig, 0, len, 21, 0));
+        EXPECT_EQ(-1, s.target->check_bg(kUserBig, len, kBigLen - len)) << "after the range";
+    }
+    EXPECT_TRUE(all_bytes_are(buf.data(), kGuard, kGuardByte));
+    EXPECT_TRUE(all_bytes_are(data + len, kGuard, kGuardByte));
+    EXPECT_EQ(-1, s.target->guards(kUserBig));
+    s.finish();
+}
+
+TEST_F(RmaRails, RailZeroRefusedMidwayPutFinishesByMessages)
+{
+    refused_midway(this, s_, false);
+}
+
+TEST_F(RmaRails, RailZeroRefusedMidwayGetFinishesByMessages)
+{
+    refused_midway(this, s_, true);
 }
 
 }  // namespace

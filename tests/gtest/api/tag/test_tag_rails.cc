@@ -412,6 +412,45 @@ TEST(TagRails, RcRailInErrorEndsTheTransferCleanly)
     EXPECT_TRUE(rx.intact_from(0)) << "written after the receive ended";
 }
 
+/*
+ * The receiver's rail 0 can register nothing more: rail 1 reads its stripe,
+ * rail 0 refuses its own, and once rail 1's is in nothing is in flight that
+ * could make room. The receiver asks the sender to send instead (it waited
+ * for ever before): the message arrives whole, in order with the next one.
+ */
+TEST(TagRails, RcRailZeroRefusingItsStripeFallsBackToTheSender)
+{
+    EnvGuard             env("AXON_SOFTIB_DEVICES", "2");
+    Pair                 pair("rc");
+    const size_t         len = 4 << 20;
+    std::vector<uint8_t> buf(len);
+    GuardedBuf           rx(len);
+    axon_request_param_t rp = {};
+    axon_request_h       sreq, rreq;
+    axon_tag_recv_info_t info;
+
+    pair.create();
+    ASSERT_NO_FATAL_FAILURE(pair.rc_rails_up());
+    axon_ep_h rep  = pair.reply_ep();
+    void     *fill = axon_test_rc_ep_fill_mrs(rep->rails->lane[0].tl_ep, 0);
+    ASSERT_NE(nullptr, fill) << "the device never refused a registration";
+    uint64_t posted = axon_test_rc_ep_posted(rep->rails->lane[1].tl_ep);
+    fill_msg(buf.data(), len, 6);
+    axon_status_t rst = axon_tag_recv_nb(pair.b.node.worker, rx.data(), len, 6, ~0ull, &rp, &rreq);
+    axon_status_t sst = axon_tag_send_nb(pair.ep, buf.data(), len, 6, &rp, &sreq);
+    axon_status_t rdone = pair.wait(rst, rreq, &info);
+    axon_status_t sdone = pair.wait(sst, sreq, nullptr);
+    axon_test_rc_mrs_release(fill);
+    ASSERT_EQ(AXON_OK, rdone);
+    ASSERT_EQ(AXON_OK, sdone);
+    EXPECT_EQ(len, info.length);
+    EXPECT_EQ("", check_msg(rx.data(), len, 6));
+    EXPECT_TRUE(rx.guard_intact());
+    EXPECT_GT(axon_test_rc_ep_posted(rep->rails->lane[1].tl_ep), posted)
+        << "rail 1 read its stripe";
+    pair.move_one(len, 7);   /* the rails work as before */
+}
+
 /* ---------------------------------------------------------------- two processes */
 
 class TagRailsXproc : public ::testing::Test {};
