@@ -35,7 +35,7 @@ usage() {
     cat <<EOF
 Options:
   --quick       a tenth of the iterations (a rough verdict)
-  --repeat N    run each measurement N times and keep the best (default 1)
+  --repeat N    N rounds of every measurement, the best of each kept (default 1)
   --keep        keep the raw outputs (their directory is printed)
 EOF
 }
@@ -116,21 +116,18 @@ ucx_measure() {  # out field(lat|bw) ucx_perftest-args...
     fi
 }
 
-# Best of --repeat runs into R[key/who], or the first error into E[key/who].
-measure_best() {  # key who lower-is-better measure-function args...
-    local i
-    for ((i = 0; i < repeat; ++i)); do
-        bench_measure "$@"
-    done
-}
-
-measure_best put_lat perftest 1 perftest_measure 8 "$lat_n"
-measure_best put_lat axon-rc 1 axon_measure rc latency_us -t put_lat -s 8 -n "$lat_n"
-measure_best tag_lat ucx-rc 1 ucx_measure lat -t tag_lat -s 8 -n "$lat_n"
-measure_best tag_lat axon-rc 1 axon_measure rc latency_us -t tag_lat -s 8 -n "$lat_n"
-measure_best tag_lat axon-tcp 1 axon_measure tcp latency_us -t tag_lat -s 8 -n "$lat_n"
-measure_best tag_bw ucx-rc 0 ucx_measure bw -t tag_bw -s 1048576 -n "$bw_n"
-measure_best tag_bw axon-rc 0 axon_measure rc bandwidth_MBps -t tag_bw -s 1m -n "$bw_n"
+# Best of --repeat rounds into R[key/who], or the first error into E[key/who].
+# A round runs every program once, so a slow phase of the host (minutes
+# long on a shared VM) falls on both sides of a ratio alike.
+for ((round = 0; round < repeat; ++round)); do
+    bench_measure put_lat perftest 1 perftest_measure 8 "$lat_n"
+    bench_measure put_lat axon-rc 1 axon_measure rc latency_us -t put_lat -s 8 -n "$lat_n"
+    bench_measure tag_lat ucx-rc 1 ucx_measure lat -t tag_lat -s 8 -n "$lat_n"
+    bench_measure tag_lat axon-rc 1 axon_measure rc latency_us -t tag_lat -s 8 -n "$lat_n"
+    bench_measure tag_lat axon-tcp 1 axon_measure tcp latency_us -t tag_lat -s 8 -n "$lat_n"
+    bench_measure tag_bw ucx-rc 0 ucx_measure bw -t tag_bw -s 1048576 -n "$bw_n"
+    bench_measure tag_bw axon-rc 0 axon_measure rc bandwidth_MBps -t tag_bw -s 1m -n "$bw_n"
+done
 
 # ------------------------------------------------------------------ verdicts
 
