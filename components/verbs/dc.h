@@ -18,8 +18,10 @@
  * turn. An endpoint's WRs are on one DCI at a time, so they stay in order.
  * Every WR is signaled: its completion is what releases the DCI, and its
  * descriptor names the endpoint, so a DCI error fails the endpoint whose WR
- * broke it (and, under shared, those whose work it flushed), and the DCI
- * is reset and brought up again for the others.
+ * broke it, and the DCI is reset and brought up again for the others; under
+ * shared, the work of other endpoints the error flushed is posted again
+ * then, in order, from a copy of each WR kept until its completion
+ * (dc_replay.c).
  *
  * Flow control (dc_fc.c, dc_wire.h): per endpoint, a window of AMs and
  * credit requests answered by grants sent through the receiver's DCIs.
@@ -33,7 +35,8 @@
  *
  * Files: dc_config.c (options, resources), dc_iface.c (open, close,
  * progress, receive path, address handles), dc_dci.c (the pool, posting,
- * completions, recovery), dc_ep.c (endpoints, AMs, keep-alive), dc_fc.c,
+ * completions, recovery), dc_replay.c (shared: flushed work posted again),
+ * dc_ep.c (endpoints, AMs, keep-alive), dc_fc.c,
  * dc_bye.c, dc_rdma.c (get/put/atomics through rc's domain and helpers),
  * dc_component.c (the descriptor).
  */
@@ -147,6 +150,10 @@ typedef struct axon_dc_dci {
     /* closing: the goodbye it carries (its only WR), moot once that peer's came */
     uint8_t            bye_moot;
     axon_dc_target_t   bye_to;       /* ah NULL: none */
+    /* shared: WRs of live endpoints another peer's failure flushed, in order, posted
+     * again once the DCI is back (dc_replay.c); made at the first such flush */
+    uint8_t           *replay;
+    uint32_t           replay_count;
 } axon_dc_dci_t;
 
 /* Endpoint flags */
@@ -207,6 +214,8 @@ struct axon_dc_iface {
     unsigned                  num_created;   /* DCIs 0..num_created-1 exist (made when needed) */
     axon_dc_dci_t            *dcis;
     axon_dc_tx_desc_t        *tx_desc;       /* num_dci rings of tx_depth */
+    uint8_t                  *tx_copy;       /* shared: a copy of each WR (dc_replay.c) */
+    size_t                    copy_size;     /* ... bytes of one */
     uint8_t                  *free_dcis;     /* stack of indices (dcs policies) */
     unsigned                  num_free;
     unsigned                  next_ep_dci;   /* shared: round-robin of new eps */
@@ -287,6 +296,25 @@ axon_status_t axon_dc_dci_post(axon_dc_iface_t *iface, axon_dc_dci_t *dci, axon_
                                void *buf, axon_tl_completion_t *comp,
                                axon_rcache_region_t *region);
 void          axon_dc_dci_tx_completion(axon_dc_iface_t *iface, const axon_dev_wc_t *wc);
+
+/*
+ * dc_replay.c, shared policy only (iface->tx_copy set): a copy of every WR
+ * posted (inline data included), so that the WRs of live endpoints flushed
+ * by another peer's failure of their DCI go out again once it recovered.
+ */
+axon_status_t axon_dc_replay_init(axon_dc_iface_t *iface);
+void          axon_dc_replay_cleanup(axon_dc_iface_t *iface);
+/* The WR just posted into descriptor d: keep its copy */
+void          axon_dc_replay_save(axon_dc_iface_t *iface, const axon_dc_tx_desc_t *d,
+                                  const axon_dev_send_wr_t *wr);
+/* d's WR of a live endpoint was flushed: 1 when kept to post again (d emptied) */
+int           axon_dc_replay_keep(axon_dc_iface_t *iface, axon_dc_dci_t *dci,
+                                  axon_dc_tx_desc_t *d);
+/* dci is back (up != 0) or lost: post what it kept, in order, or fail it */
+void          axon_dc_replay_post(axon_dc_iface_t *iface, axon_dc_dci_t *dci, int up);
+/* ep goes away: its kept WRs complete as canceled instead */
+void          axon_dc_replay_ep_detach(axon_dc_iface_t *iface, axon_dc_dci_t *dci,
+                                       axon_dc_ep_t *ep);
 /* ep goes away: its descriptors forget it, its DCI and FIFO place are given up */
 void          axon_dc_dci_ep_detach(axon_dc_iface_t *iface, axon_dc_ep_t *ep);
 /* Timer pass: a DCI handed to a waiter that did not use it moves on */

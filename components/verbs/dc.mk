@@ -8,6 +8,7 @@ components_verbs_libaxon_dc_la_SOURCES = \
 	components/verbs/dc_config.c \
 	components/verbs/dc_iface.c \
 	components/verbs/dc_dci.c \
+	components/verbs/dc_replay.c \
 	components/verbs/dc_ep.c \
 	components/verbs/dc_fc.c \
 	components/verbs/dc_bye.c \

@@ -96,6 +96,9 @@ axon_status_t axon_dc_dci_pool_init(axon_dc_iface_t *iface)
         axon_error("%s: cannot allocate %u DCIs", iface->name, iface->num_dci);
         return AXON_ERR_NO_MEMORY;
     }
+    if (axon_dc_replay_init(iface) != AXON_OK) {
+        return AXON_ERR_NO_MEMORY;
+    }
     /* the first now, so that a device without DCIs fails the open, not a send */
     if (axon_dc_dci_create(iface) == NULL) {
         return AXON_ERR_IO_ERROR;
@@ -152,6 +155,7 @@ void axon_dc_dci_pool_cleanup(axon_dc_iface_t *iface)
 {
     unsigned i;
 
+    axon_dc_replay_cleanup(iface);
     if (iface->dcis != NULL) {
         for (i = 0; i < iface->num_created; ++i) {
             if (iface->dcis[i].qp != NULL) {
@@ -401,6 +405,7 @@ void axon_dc_dci_ep_detach(axon_dc_iface_t *iface, axon_dc_ep_t *ep)
             d->ep = NULL;   /* completes as nobody's */
         }
     }
+    axon_dc_replay_ep_detach(iface, dci, ep);
     ep->dci = NULL;
     if (axon_dc_policy_dcs(iface)) {
         dci->owner    = NULL;   /* its WRs go where grants may not follow */
@@ -451,6 +456,9 @@ axon_status_t axon_dc_dci_post(axon_dc_iface_t *iface, axon_dc_dci_t *dci, axon_
     d->buf     = buf;
     d->comp    = comp;
     d->region  = region;
+    if (iface->tx_copy != NULL) {
+        axon_dc_replay_save(iface, d, wr);   /* shared: in case another peer breaks the DCI */
+    }
     dci->posted = sn + 1;
     if (ep != NULL) {
         ++dci->quota_used;
@@ -477,10 +485,12 @@ static void axon_dc_dci_recover(axon_dc_iface_t *iface, axon_dc_dci_t *dci)
         (axon_dc_dci_up(iface, dci) != AXON_OK)) {
         axon_error("%s: DCI %u could not be recovered: it stays out of use", iface->name,
                    dci->index);
+        axon_dc_replay_post(iface, dci, 0);
         return;
     }
     dci->broken = 0;
     axon_debug("%s: DCI %u recovered", iface->name, dci->index);
+    axon_dc_replay_post(iface, dci, 1);   /* shared: flushed work first, in order */
     if (axon_dc_policy_dcs(iface) && dci->held &&
         ((dci->owner == NULL) || (dci->owner->status != AXON_OK))) {
         axon_dc_dci_release(iface, dci);
@@ -491,8 +501,9 @@ static void axon_dc_dci_recover(axon_dc_iface_t *iface, axon_dc_dci_t *dci)
  * A WR completed in error. The first error of a DCI names the WR that broke
  * it: its endpoint fails (a grant's target is dead: the grant is dropped).
  * Those after it are flushed: an endpoint that failed already gets its
- * status; another endpoint's (shared) work is lost, so it fails too, said
- * so; a flushed grant is queued again.
+ * status; another endpoint's (shared) work is kept and posted again once
+ * the DCI is back (dc_replay.c; failed, said so, where it cannot be); a
+ * flushed grant is queued again.
  */
 static axon_status_t axon_dc_dci_tx_error(axon_dc_iface_t *iface, axon_dc_dci_t *dci,
                                           axon_dc_tx_desc_t *d, const axon_dev_wc_t *wc)
@@ -520,6 +531,9 @@ static axon_status_t axon_dc_dci_tx_error(axon_dc_iface_t *iface, axon_dc_dci_t 
             axon_dc_fc_grant_requeue(iface, d->buf);
         }
         return AXON_ERR_CANCELED;
+    }
+    if ((ep->status == AXON_OK) && axon_dc_replay_keep(iface, dci, d)) {
+        return AXON_OK;   /* d holds nothing now: it completes when posted again */
     }
     if (ep->status == AXON_OK) {
         axon_dc_ep_fail(iface, ep, AXON_ERR_CONNECTION_RESET,
@@ -558,6 +572,8 @@ void axon_dc_dci_tx_completion(axon_dc_iface_t *iface, const axon_dev_wc_t *wc)
         --ep->outstanding;
         d->ep = NULL;
     }
+    comp    = d->comp;   /* before a recovery: its WRs posted again may take d's slot */
+    d->comp = NULL;
     if (dci->posted == dci->completed) {
         if (__builtin_expect(dci->broken, 0)) {
             axon_dc_dci_recover(iface, dci);
@@ -565,9 +581,7 @@ void axon_dc_dci_tx_completion(axon_dc_iface_t *iface, const axon_dev_wc_t *wc)
             axon_dc_dci_release(iface, dci);
         }
     }
-    if (d->comp != NULL) {
-        comp    = d->comp;
-        d->comp = NULL;
+    if (comp != NULL) {
         comp->func(comp, status);
     }
 }
