@@ -16,7 +16,7 @@
 #include <string.h>
 #include "dc.h"
 
-/* SGEs a copy holds: dc's WRs have one (am_short's header and payload: two) */
+/* SGEs a copy of a WR that is not inline holds: dc's have one */
 #define AXON_DC_COPY_SGE 2
 
 typedef struct axon_dc_tx_copy {
@@ -74,18 +74,22 @@ void axon_dc_replay_save(axon_dc_iface_t *iface, const axon_dc_tx_desc_t *d,
 
     copy->wr      = *wr;
     copy->wr.next = NULL;
-    if (wr->num_sge > AXON_DC_COPY_SGE) {
-        copy->wr.num_sge = -1;   /* none of ours: failed as without copies */
-        return;
-    }
     if (!(wr->send_flags & AXON_DEV_SEND_INLINE)) {
+        if (wr->num_sge > AXON_DC_COPY_SGE) {
+            copy->wr.num_sge = -1;   /* none of ours: failed as without copies */
+            return;
+        }
         memcpy(copy->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(copy->sge[0]));
         return;
     }
-    for (i = 0; i < wr->num_sge; ++i) {
+    for (i = 0; i < wr->num_sge; ++i) {   /* am_short: header, AM header, payload */
+        if (wr->sg_list[i].length > iface->max_inline - len) {
+            copy->wr.num_sge = -1;
+            return;
+        }
         memcpy(copy->inl + len, (const void *)(uintptr_t)wr->sg_list[i].addr,
                wr->sg_list[i].length);
-        len += wr->sg_list[i].length;   /* inline: at most max_inline in all */
+        len += wr->sg_list[i].length;
     }
     copy->inline_len = len;
 }

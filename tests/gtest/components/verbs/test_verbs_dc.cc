@@ -115,6 +115,14 @@ struct DcWorker {
         Msg m = {sender, seq};
         return iface->ops->ep_am_short(ep, kAmData, &m, sizeof(m), nullptr, 0);
     }
+    /* The same message as an AM header and a payload (the receiver sees them joined). */
+    axon_status_t send_split(axon_tl_ep_t *ep, uint32_t sender, uint32_t seq)
+    {
+        Msg m = {sender, seq};
+        return iface->ops->ep_am_short(ep, kAmData, &m, sizeof(m) / 2,
+                                       reinterpret_cast<uint8_t *>(&m) + sizeof(m) / 2,
+                                       sizeof(m) - sizeof(m) / 2);
+    }
 };
 
 /* The dc component loaded (with the environment of the moment), its domain and workers. */
@@ -681,8 +689,9 @@ struct CountedComp {
 
 /*
  * shared, one DCI, with messages inline and not (AXON_DC_MAX_INLINE=0): a
- * message to A, who is gone, then C's work of every kind behind it: AMs,
- * a put, a get and a fetch-and-add. A's failure flushes C's work; it goes
+ * message to A, who is gone, then C's work of every kind behind it: AMs
+ * (with and without a payload beside the AM header), a put, a get and a
+ * fetch-and-add. A's failure flushes C's work; it goes
  * again once the DCI is back: each message arrives once and in order, the
  * put lands, the get reads, the add is applied once, and each operation
  * completes once, with success.
@@ -741,7 +750,7 @@ TEST_P(VerbsDcSharedReplayTimed, EveryKindOfFlushedWorkGoesAgain)
     EXPECT_EQ(AXON_INPROGRESS, ops->ep_atomic(ec, &args, base + 2 * kLen, rkey.data(), &old,
                                               &amo.super));
     for (; sc < 6; ++sc) {
-        ASSERT_EQ(AXON_OK, sender->send(ec, 2, sc));
+        ASSERT_EQ(AXON_OK, sender->send_split(ec, 2, sc));
     }
 
     double end = axon_test_time() + kTimeout;
