@@ -59,6 +59,7 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/components/verbs/test_verbs_tag.cc \
 	tests/gtest/components/verbs/test_verbs_ud.cc \
 	tests/gtest/framework/test_amo_cpu.cc \
+	tests/gtest/framework/test_component_am.cc \
 	tests/gtest/framework/test_config.cc \
 	tests/gtest/framework/test_idle.cc \
 	tests/gtest/framework/test_loader.cc \
