@@ -659,6 +659,51 @@ static uint32_t softib_umr_find(const softib_umr_t *umr, uint64_t in)
 }
 
 /*
+ * One piece of a layout: a strided vector's block is often a few dozen
+ * bytes, moved inline (two overlapping loads and stores) rather than by a
+ * call each; the packet and the memory never overlap.
+ */
+static inline void softib_umr_piece(uint8_t *d, const uint8_t *s, uint64_t n)
+{
+    uint64_t a[4], b[4];
+
+    if ((n < 16) || (n > 64)) {
+        memcpy(d, s, n);
+    } else if (n <= 32) {
+        __builtin_memcpy(a, s, 16);
+        __builtin_memcpy(b, s + n - 16, 16);
+        __builtin_memcpy(d, a, 16);
+        __builtin_memcpy(d + n - 16, b, 16);
+    } else {
+        __builtin_memcpy(a, s, 32);
+        __builtin_memcpy(b, s + n - 32, 32);
+        __builtin_memcpy(d, a, 32);
+        __builtin_memcpy(d + n - 32, b, 32);
+    }
+}
+
+/*
+ * A strided vector (one entry) from the start of a repetition, whole
+ * repetitions: block after block, no entry bookkeeping between them.
+ */
+static void softib_umr_strided(const softib_klm_t *klm, uint64_t rep, uint8_t *p, uint64_t len,
+                               softib_mem_op_t op)
+{
+    uint8_t *at = (uint8_t *)(uintptr_t)(klm->addr + rep * klm->stride);
+    uint64_t n  = len / klm->byte_count;
+
+    if (op == SOFTIB_MEM_READ) {
+        for (; n > 0; n--, p += klm->byte_count, at += klm->stride) {
+            softib_umr_piece(p, at, klm->byte_count);
+        }
+    } else {
+        for (; n > 0; n--, p += klm->byte_count, at += klm->stride) {
+            softib_umr_piece(at, p, klm->byte_count);
+        }
+    }
+}
+
+/*
  * A repeated layout of few entries naming registered memory (a strided
  * vector, its blocks' pieces): each entry's region is looked up and checked
  * once over every repetition [rep, last] the access reaches, then the
@@ -691,15 +736,19 @@ static int softib_umr_access_repeat(softib_dev_t *dev, const softib_mr_t *mr, ui
     if (op == SOFTIB_MEM_CHECK) {
         return 1;
     }
+    if ((umr->num == 1) && (in == 0) && (len % umr->klm[0].byte_count == 0)) {
+        softib_umr_strided(&umr->klm[0], rep, p, len, op);
+        return 1;
+    }
     for (i = softib_umr_find(umr, in); len > 0;) {
         klm   = &umr->klm[i];
         chunk = klm->end - in;
         chunk = (chunk > len) ? len : chunk;
         at    = klm->addr + rep * klm->stride + (in - (klm->end - klm->byte_count));
         if (op == SOFTIB_MEM_READ) {
-            memcpy(p, (const void *)(uintptr_t)at, chunk);
+            softib_umr_piece(p, (const uint8_t *)(uintptr_t)at, chunk);
         } else {
-            memcpy((void *)(uintptr_t)at, p, chunk);
+            softib_umr_piece((uint8_t *)(uintptr_t)at, p, chunk);
         }
         p   += chunk;
         len -= chunk;

@@ -541,6 +541,54 @@ TEST_F(SoftibUmr, StridedVectorOfOneEntry)
     EXPECT_TRUE(untouched_outside(mem, pieces));
 }
 
+/*
+ * A strided vector's blocks of every size around the copy's cases (below 16
+ * bytes, 16..32, 33..64, beyond; the MTU a multiple of the block or not),
+ * written and read whole, then through a window that starts inside a block
+ * and ends inside another: byte-exact, nothing between the blocks touched.
+ */
+TEST_F(SoftibUmr, StridedBlocksOfEverySize)
+{
+    const size_t sizes[] = {1, 7, 15, 16, 17, 31, 32, 33, 48, 63, 64, 65, 100, 256};
+
+    open_pair();
+    for (size_t bc : sizes) {
+        SCOPED_TRACE("block of " + std::to_string(bc) + " bytes");
+        axon_dev_send_wr_t wr;
+        size_t n = 4096 / bc + 3, st = bc + 24;
+        Buf mem = dev_.reg(n * st, kRemoteAll);
+        axon_dev_mem_repeat_block_t block = {mem.addr(0), mem.mr, &bc, &st};
+        std::vector<Piece> pieces = repeat_pieces({{mem.ptr, bc}}, {st}, n);
+        axon_dev_mr_t *k = key(1);
+        repeat_wr(&wr, k, &block, 1, &n);
+        post_expect(&wr);
+        size_t total = n * bc;
+        Buf src = dev_.reg(total, kLocalWrite), dst = dev_.reg(total, kLocalWrite);
+        fill_random(src.ptr, total, (unsigned)bc);
+        ASSERT_EQ(AXON_DEV_WC_SUCCESS, rdma(AXON_DEV_WR_RDMA_WRITE, src, 0, (uint32_t)total,
+                                            kBase, k->rkey));
+        EXPECT_TRUE(gather(pieces) == std::vector<uint8_t>(src.ptr, src.ptr + total));
+        EXPECT_TRUE(untouched_outside(mem, pieces));
+        ASSERT_EQ(AXON_DEV_WC_SUCCESS, rdma(AXON_DEV_WR_RDMA_READ, dst, 0, (uint32_t)total,
+                                            kBase, k->rkey));
+        EXPECT_EQ(0, memcmp(dst.ptr, src.ptr, total));
+
+        std::vector<uint8_t> now = gather(pieces);
+        size_t off = bc / 2 + bc, len = total - off - (bc + 1) / 2;
+        fill_random(src.ptr, len, (unsigned)bc + 1000);
+        ASSERT_EQ(AXON_DEV_WC_SUCCESS, rdma(AXON_DEV_WR_RDMA_WRITE, src, 0, (uint32_t)len,
+                                            kBase + off, k->rkey));
+        memcpy(now.data() + off, src.ptr, len);
+        EXPECT_TRUE(gather(pieces) == now);
+        EXPECT_TRUE(untouched_outside(mem, pieces));
+        memset(dst.ptr, 0, total);
+        ASSERT_EQ(AXON_DEV_WC_SUCCESS, rdma(AXON_DEV_WR_RDMA_READ, dst, 0, (uint32_t)len,
+                                            kBase + off, k->rkey));
+        EXPECT_EQ(0, memcmp(dst.ptr, now.data() + off, len));
+        dereg_key(k);
+    }
+}
+
 /* ---------------------------------------------------------------- ordering, atomics */
 
 TEST_F(SoftibUmr, LaterWrsUseTheKeyWithoutWaiting)
