@@ -736,7 +736,8 @@ static int softib_umr_access_repeat(softib_dev_t *dev, const softib_mr_t *mr, ui
     if (op == SOFTIB_MEM_CHECK) {
         return 1;
     }
-    if ((umr->num == 1) && (in == 0) && (len % umr->klm[0].byte_count == 0)) {
+    if ((umr->num == 1) && (in == 0) && (umr->klm[0].byte_count != 0) &&
+        (len % umr->klm[0].byte_count == 0)) {
         softib_umr_strided(&umr->klm[0], rep, p, len, op);
         return 1;
     }
