@@ -785,8 +785,25 @@ TEST_F(SoftibDc, DestroyWhileADciSendsLetsItFinish)
     uint32_t gone = d->dct_num;
     double   t0   = axon_test_time();
     destroy_dct(d);
-    EXPECT_LT(axon_test_time() - t0, 1.0);
+    double took = axon_test_time() - t0;
+    EXPECT_LT(took, 1.0);
     ASSERT_EQ(n - 1, poll_n(q.scq, n - 1, wc));
+    int ok = 1;
+    for (int i = 0; i < n - 1; ++i) {
+        ok += (wc[i].status == AXON_DEV_WC_SUCCESS);
+    }
+    if ((ok < n) && (took >= 0.19)) {
+        /* destroy_dct's bound (200 ms) passed with the DCI not through (a host too busy
+         * to run this process; seen once in CI): what was not done by then fails with
+         * RETRY_EXC (its target is gone) or is flushed behind it, nothing else */
+        for (int i = 0; i < n - 1; ++i) {
+            EXPECT_TRUE((wc[i].status == AXON_DEV_WC_SUCCESS) ||
+                        (wc[i].status == AXON_DEV_WC_RETRY_EXC_ERR) ||
+                        (wc[i].status == AXON_DEV_WC_WR_FLUSH_ERR)) << wc_status_name(wc[i].status);
+        }
+        EXPECT_EQ(ok, poll_n(dcq_, n, wc)) << "each message completed well was received";
+        GTEST_SKIP() << "destroy_dct took " << took << " s: its bound passed first";
+    }
     for (int i = 0; i < n - 1; ++i) {
         EXPECT_EQ(AXON_DEV_WC_SUCCESS, wc[i].status) << i << ": " << wc_status_name(wc[i].status);
     }
