@@ -96,6 +96,27 @@ void axon_rndv_recv_part_done(axon_request_h req, size_t length, axon_status_t s
     axon_rndv_recv_finish(req, req->recv.rndv_status);
 }
 
+axon_status_t axon_rndv_send_rtr(axon_request_h req, axon_ep_h ep, size_t length, size_t offset,
+                                 uint64_t put_address, uint64_t put_runs)
+{
+    axon_rndv_rtr_hdr_t rtr;
+    axon_status_t status;
+
+    axon_request_id_add(req, req->peer_uuid);
+    rtr.sreq_id     = req->recv.sreq_id;
+    rtr.from_uuid   = req->worker->uuid;
+    rtr.rreq_id     = req->id;
+    rtr.length      = length;
+    rtr.offset      = offset;
+    rtr.put_address = put_address;
+    rtr.put_runs    = put_runs;
+    status = axon_ep_send_ctrl(ep, AXON_AM_RNDV_RTR, &rtr, sizeof(rtr));
+    if (status != AXON_OK) {
+        axon_request_id_del(req);
+    }
+    return status;
+}
+
 static void axon_rndv_split_get_done(axon_tl_completion_t *comp, axon_status_t status)
 {
     axon_request_h req = axon_container_of(comp, struct axon_request, tl_comp);
@@ -115,7 +136,6 @@ static axon_status_t axon_rndv_recv_split(axon_request_h req, axon_ep_h ep,
     axon_worker_h worker = req->worker;
     axon_lane_t *lane = &ep->bulk_lane;
     size_t offset = axon_rndv_split_offset(want);
-    axon_rndv_rtr_hdr_t rtr;
     axon_status_t status;
 
     if ((want < worker->context->opts.rndv_split_thresh) ||
@@ -136,17 +156,8 @@ static axon_status_t axon_rndv_recv_split(axon_request_h req, axon_ep_h ep,
 
     req->recv.rndv_split = AXON_RNDV_SPLIT_HALF;
     req->recv.received   = AXON_RNDV_SPLIT_PROBE;
-    axon_request_id_add(req, rts->m.sender_uuid);
-    rtr.sreq_id     = rts->sreq_id;
-    rtr.from_uuid   = worker->uuid;
-    rtr.rreq_id     = req->id;
-    rtr.length      = want;
-    rtr.offset      = offset;
-    rtr.put_address = (uint64_t)(uintptr_t)req->recv.buffer;
-    rtr.put_runs    = 0;
-    status = axon_ep_send_ctrl(ep, AXON_AM_RNDV_RTR, &rtr, sizeof(rtr));
+    status = axon_rndv_send_rtr(req, ep, want, offset, (uint64_t)(uintptr_t)req->recv.buffer, 0);
     if (status != AXON_OK) {
-        axon_request_id_del(req);
         axon_request_complete(req, status);
         return AXON_OK;
     }
@@ -366,7 +377,6 @@ void axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts)
 {
     axon_worker_h worker = req->worker;
     size_t want = (rts->length < req->recv.length) ? rts->length : req->recv.length;
-    axon_rndv_rtr_hdr_t rtr;
     axon_status_t status;
     axon_lane_t *lane;
     const void *rkey;
@@ -433,17 +443,8 @@ void axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts)
         /* Not allowed for this peer (e.g. ptrace policy): the sender sends. */
     }
 
-    axon_request_id_add(req, rts->m.sender_uuid);
-    rtr.sreq_id     = rts->sreq_id;
-    rtr.from_uuid   = worker->uuid;
-    rtr.rreq_id     = req->id;
-    rtr.length      = want;
-    rtr.offset      = 0;
-    rtr.put_address = 0;
-    rtr.put_runs    = 0;
-    status = axon_ep_send_ctrl(ep, AXON_AM_RNDV_RTR, &rtr, sizeof(rtr));
+    status = axon_rndv_send_rtr(req, ep, want, 0, 0, 0);
     if (status != AXON_OK) {
-        axon_request_id_del(req);
         axon_request_complete(req, status);
     }
 }

@@ -327,7 +327,6 @@ static size_t axon_rndv_rails_unposted(axon_request_h req)
 static void axon_rndv_rails_stuck(axon_request_h req, axon_ep_h ep, size_t *failed,
                                   axon_status_t *status_p)
 {
-    axon_rndv_rtr_hdr_t rtr;
     axon_status_t status;
 
     if ((*failed > 0) || (req->recv.rndv_status != AXON_OK)) {
@@ -341,15 +340,7 @@ static void axon_rndv_rails_stuck(axon_request_h req, axon_ep_h ep, size_t *fail
     req->recv.received   = 0;
     req->recv.rndv_split = AXON_RNDV_SPLIT_NONE;   /* the data ends it, no ATS */
     axon_request_id_del(req);
-    axon_request_id_add(req, req->peer_uuid);
-    rtr.sreq_id     = req->recv.sreq_id;
-    rtr.from_uuid   = req->worker->uuid;
-    rtr.rreq_id     = req->id;
-    rtr.length      = req->recv.expected;
-    rtr.offset      = 0;
-    rtr.put_address = 0;
-    rtr.put_runs    = 0;
-    status = axon_ep_send_ctrl(ep, AXON_AM_RNDV_RTR, &rtr, sizeof(rtr));
+    status = axon_rndv_send_rtr(req, ep, req->recv.expected, 0, 0, 0);
     if (status != AXON_OK) {
         *failed   = req->recv.expected;
         *status_p = status;

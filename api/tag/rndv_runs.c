@@ -157,7 +157,6 @@ axon_status_t axon_rndv_runs_recv(axon_request_h req, axon_ep_h ep,
     size_t nremote = (rts->flags & AXON_RNDV_RTS_RUNS) ? rts->runs_count : 1;
     size_t offset = want, nlocal, nlent = 0;
     struct iovec *remote, *local, *lent;
-    axon_rndv_rtr_hdr_t rtr;
     axon_status_t status;
     uint64_t probe;
 
@@ -209,18 +208,11 @@ axon_status_t axon_rndv_runs_recv(axon_request_h req, axon_ep_h ep,
 
     if ((status == AXON_OK) && (offset < want)) {
         req->recv.rndv_split = AXON_RNDV_SPLIT_HALF;
-        axon_request_id_add(req, rts->m.sender_uuid);
-        memset(&rtr, 0, sizeof(rtr));
-        rtr.sreq_id     = rts->sreq_id;
-        rtr.from_uuid   = req->worker->uuid;
-        rtr.rreq_id     = req->id;
-        rtr.length      = want;
-        rtr.offset      = offset;
-        rtr.put_address = layout ? (uint64_t)(uintptr_t)lent : (uint64_t)(uintptr_t)req->recv.buffer;
-        rtr.put_runs    = layout ? nlent : 0;
-        status = axon_ep_send_ctrl(ep, AXON_AM_RNDV_RTR, &rtr, sizeof(rtr));
+        status = axon_rndv_send_rtr(req, ep, want, offset,
+                                    layout ? (uint64_t)(uintptr_t)lent :
+                                             (uint64_t)(uintptr_t)req->recv.buffer,
+                                    layout ? nlent : 0);
         if (status != AXON_OK) {
-            axon_request_id_del(req);
             axon_request_complete(req, status);
             return AXON_OK;
         }

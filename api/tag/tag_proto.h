@@ -238,6 +238,14 @@ static inline size_t axon_rndv_split_offset(size_t length)
 }
 /* A rendezvous receive's data is in (or failed): ATS to the sender, and complete. */
 void          axon_rndv_recv_got(axon_request_h req, axon_status_t status);
+/*
+ * Ask the sender of req's rendezvous for [offset, length) with an RTR: as
+ * RNDV_DATA (put_address 0), or put at put_address (put_runs > 0: a layout's
+ * runs listed there). req goes into the id map for the answer, and out again
+ * when the RTR could not be sent, whose status is returned.
+ */
+axon_status_t axon_rndv_send_rtr(axon_request_h req, axon_ep_h ep, size_t length, size_t offset,
+                                 uint64_t put_address, uint64_t put_runs);
 /* length more bytes of a split rendezvous receive are in (or failed). */
 void          axon_rndv_recv_part_done(axon_request_h req, size_t length, axon_status_t status);
 
