@@ -296,6 +296,8 @@ axon_status_t axon_dc_dci_post(axon_dc_iface_t *iface, axon_dc_dci_t *dci, axon_
                                void *buf, axon_tl_completion_t *comp,
                                axon_rcache_region_t *region);
 void          axon_dc_dci_tx_completion(axon_dc_iface_t *iface, const axon_dev_wc_t *wc);
+/* What a descriptor holds goes back: bounce buffer, registration, local pieces' key */
+void          axon_dc_dci_desc_release(axon_dc_iface_t *iface, axon_dc_tx_desc_t *d);
 
 /*
  * dc_replay.c, shared policy only (iface->tx_copy set): a copy of every WR

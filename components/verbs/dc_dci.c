@@ -542,6 +542,22 @@ static axon_status_t axon_dc_dci_tx_error(axon_dc_iface_t *iface, axon_dc_dci_t 
     return (axon_status_t)ep->status;
 }
 
+void axon_dc_dci_desc_release(axon_dc_iface_t *iface, axon_dc_tx_desc_t *d)
+{
+    if (d->buf != NULL) {
+        axon_verbs_bufpool_put(&iface->tx_pool, d->buf);
+        d->buf = NULL;
+    }
+    if (d->region != NULL) {
+        axon_rcache_put(iface->rcache, d->region);
+        d->region = NULL;
+    }
+    if (d->iov_key != NULL) {
+        axon_rc_md_iov_key_put(iface->md, d->iov_key);
+        d->iov_key = NULL;
+    }
+}
+
 void axon_dc_dci_tx_completion(axon_dc_iface_t *iface, const axon_dev_wc_t *wc)
 {
     axon_dc_tx_desc_t *d = (axon_dc_tx_desc_t *)(uintptr_t)wc->wr_id;
@@ -556,18 +572,7 @@ void axon_dc_dci_tx_completion(axon_dc_iface_t *iface, const axon_dev_wc_t *wc)
     }
     ++dci->completed;   /* every WR is signaled and a DCI completes in order */
     ep = d->ep;
-    if (d->buf != NULL) {
-        axon_verbs_bufpool_put(&iface->tx_pool, d->buf);
-        d->buf = NULL;
-    }
-    if (d->region != NULL) {
-        axon_rcache_put(iface->rcache, d->region);
-        d->region = NULL;
-    }
-    if (d->iov_key != NULL) {
-        axon_rc_md_iov_key_put(iface->md, d->iov_key);
-        d->iov_key = NULL;
-    }
+    axon_dc_dci_desc_release(iface, d);
     if (ep != NULL) {
         --ep->outstanding;
         d->ep = NULL;

@@ -123,15 +123,7 @@ static void axon_dc_replay_drop(axon_dc_iface_t *iface, axon_dc_tx_desc_t *d,
 {
     axon_tl_completion_t *comp = d->comp;
 
-    if (d->buf != NULL) {
-        axon_verbs_bufpool_put(&iface->tx_pool, d->buf);
-    }
-    if (d->region != NULL) {
-        axon_rcache_put(iface->rcache, d->region);
-    }
-    if (d->iov_key != NULL) {
-        axon_rc_md_iov_key_put(iface->md, d->iov_key);
-    }
+    axon_dc_dci_desc_release(iface, d);
     if (d->ep != NULL) {
         --d->ep->outstanding;
     }
