@@ -135,18 +135,23 @@ protected:
                                                     addr.data() + ops->dev_addr_len, &ep_));
     }
 
-    /* One message of seq by am_bcopy, retried while the transport is busy or connecting. */
-    void send(uint32_t seq)
+    /* An am_bcopy of seq whose pack claims claim bytes, retried while the transport is
+     * busy or connecting (a full ring drains: shm's refusals take a cell each). */
+    ssize_t bcopy(uint32_t seq, size_t claim)
     {
-        PackArg arg = {seq, sizeof(seq)};
+        PackArg arg = {seq, claim};
         double end  = axon_test_time() + kTimeout;
         ssize_t ret;
-        while ((ret = a_.iface->ops->ep_am_bcopy(ep_, kAm, pack_seq, &arg)) ==
-                   (ssize_t)AXON_ERR_NO_RESOURCE &&
-               (axon_test_time() < end)) {
+        while (((ret = a_.iface->ops->ep_am_bcopy(ep_, kAm, pack_seq, &arg)) ==
+                (ssize_t)AXON_ERR_NO_RESOURCE) && (axon_test_time() < end)) {
             progress();
         }
-        ASSERT_EQ((ssize_t)sizeof(seq), ret) << "message " << seq;
+        return ret;
+    }
+
+    void send(uint32_t seq)
+    {
+        ASSERT_EQ((ssize_t)sizeof(seq), bcopy(seq, sizeof(seq))) << "message " << seq;
     }
 
     void wait_for(size_t count)
@@ -171,14 +176,8 @@ TEST_P(ComponentAm, OversizedBcopyIsRefusedAndTheEndpointGoesOn)
         LogCapture log;
         /* more than any transport's send buffers or ring cells: each must go back */
         for (int i = 0; i < 600; ++i) {
-            PackArg arg = {1000000u + i, max + 1};
-            ssize_t ret;
-            double end = axon_test_time() + kTimeout;
-            while (((ret = a_.iface->ops->ep_am_bcopy(ep_, kAm, pack_seq, &arg)) ==
-                    (ssize_t)AXON_ERR_NO_RESOURCE) && (axon_test_time() < end)) {
-                progress();   /* a full ring (shm: each refusal used a cell) drains */
-            }
-            ASSERT_EQ((ssize_t)AXON_ERR_INVALID_PARAM, ret) << "refusal " << i;
+            ASSERT_EQ((ssize_t)AXON_ERR_INVALID_PARAM, bcopy(1000000u + i, max + 1))
+                << "refusal " << i;
             if ((i % 64) == 0) {
                 progress();
             }
