@@ -130,6 +130,7 @@ EXTRA_DIST += tests/sanitizers/lsan.supp tests/sanitizers/valgrind.supp
 EXTRA_DIST += tests/run_tests.sh tests/test_names.sh tests/README.md tests/tools_test.sh tests/softib_verbs_test.sh \
 	tests/soak_test.sh contrib/bench/soak.sh \
 	tests/softib_verbs/verbs_abi_check.c tests/softib_verbs/rdmacm_abi_check.c \
+	tests/softib_verbs/rdmacm_sync_check.c \
 	contrib/softib/devnodes.sh \
 	tests/layering/check_layers.sh \
 	tests/layering/check_layers_test.sh contrib/bench/compare.sh \

@@ -216,6 +216,15 @@ t_rdmacm_abi_check() {
     verbs "$tmp/rdmacm_abi_check"
 }
 
+# Ours: synchronous ids beyond rdma_server/rdma_client: two requests of one
+# listener interleaved, the event each call leaves, refusals, errors
+# (tests/softib_verbs/rdmacm_sync_check.c).
+t_rdmacm_sync_check() {
+    cc -std=gnu11 -Wall -Wextra -Werror -o "$tmp/rdmacm_sync_check" \
+        "$srcdir/tests/softib_verbs/rdmacm_sync_check.c" -lrdmacm -libverbs -pthread || return 1
+    verbs "$tmp/rdmacm_sync_check"
+}
+
 t_rdmacm_exports_match_rdma_core() {
     # Every entry point of the system's librdmacm (rdma-core 44), with its version
     local sys=/usr/lib/x86_64-linux-gnu/librdmacm.so.1
@@ -297,6 +306,23 @@ t_rping_valgrind() {
         echo "== rping's own race (its first error is in rping): again"
     done
     return 1
+}
+
+# rdma_server/rdma_client and rdma_xserver/rdma_xclient (RC): librdmacm's
+# synchronous examples (rdma_create_ep, rdma_get_request, rdma_post_*,
+# rdma_get_*_comp); each prints "end 0" when its message went through
+t_rdma_sync_example() {  # server client
+    local port srv rc=0 srv_rc=0
+    port=$(free_port)
+    command -v "$1" >/dev/null || { echo "$1 is not installed (rdmacm-utils)"; return 1; }
+    verbs "$1" -p "$port" >"$tmp/srv" 2>&1 &
+    srv=$!; pids+=("$srv")
+    wait_listening "$port" "$srv" || { echo "server did not listen"; cat "$tmp/srv"; return 1; }
+    verbs "$2" -s 127.0.0.1 -p "$port" >"$tmp/cli" 2>&1 || rc=$?
+    wait "$srv" || srv_rc=$?
+    echo "== client (exit $rc)"; cat "$tmp/cli"; echo "== server (exit $srv_rc)"; cat "$tmp/srv"
+    [ "$rc" -eq 0 ] && [ "$srv_rc" -eq 0 ] && grep -q "^$2: end 0" "$tmp/cli" &&
+        grep -q "^$1: end 0" "$tmp/srv"
 }
 
 # ucmatose: connections with sends both ways, then disconnects
@@ -442,6 +468,9 @@ check softib_rdmacm_exports_match_rdma_core_44  t_rdmacm_exports_match_rdma_core
 check softib_rdmacm_devices_addrinfo_ports      t_rdmacm_abi_check
 check softib_rdmacm_rping                       t_rping 127.0.0.1
 check softib_rdmacm_rping_valgrind              t_rping_valgrind
+check softib_rdmacm_sync_ids                    t_rdmacm_sync_check
+check softib_rdmacm_rdma_server_client          t_rdma_sync_example rdma_server rdma_client
+check softib_rdmacm_rdma_xserver_xclient_rc     t_rdma_sync_example rdma_xserver rdma_xclient
 check softib_rdmacm_ucmatose                    t_ucmatose 1
 check softib_rdmacm_ucmatose_4_connections      t_ucmatose 4
 check softib_rdmacm_udaddy                      t_udaddy 1

@@ -27,6 +27,7 @@
 
 #define SOFTIB_PORT_NUM        1
 #define SOFTIB_MAX_SGE         16
+#define SOFTIB_SGE_INLINE_ROOM 16             /* inline bytes a send WQE's SGE slot holds */
 #define SOFTIB_MAX_QP_WR       16384
 #define SOFTIB_MAX_CQE         65536
 #define SOFTIB_MAX_SRQ_WR      16384

@@ -366,6 +366,17 @@ int softib_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *init, axon_dev_
     }
     qp->sq_size   = qp->cap.max_send_wr;
     sges          = qp->cap.max_send_sge ? qp->cap.max_send_sge : 1;
+    /*
+     * A send WQE can carry inline what its SGEs' room holds (16 bytes each),
+     * as rxe's and a NIC's do: more than asked is granted (the manual allows
+     * it) and written back, so a QP made with max_inline_data 0 still posts
+     * a 16-byte INLINE send (librdmacm's rdma_xclient does).
+     */
+    if ((dev->attr.cap_flags & AXON_DEV_CAP_INLINE) &&
+        (qp->cap.max_inline_data < sges * SOFTIB_SGE_INLINE_ROOM)) {
+        qp->cap.max_inline_data = (sges * SOFTIB_SGE_INLINE_ROOM < dev->attr.max_inline_data) ?
+                                  sges * SOFTIB_SGE_INLINE_ROOM : dev->attr.max_inline_data;
+    }
     qp->sq        = calloc(qp->sq_size, sizeof(*qp->sq));
     qp->sq_sge    = calloc((size_t)qp->sq_size * sges, sizeof(*qp->sq_sge));
     qp->sq_inline = qp->cap.max_inline_data ?

@@ -14,12 +14,26 @@
 #define AXON_RCM_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <rdma/rdma_cma.h>
 #include "vabi_rdmacm.h"
 
+typedef struct rcm_event rcm_event_t;
+
+/*
+ * An event channel. A synchronous id's is private (rcm_sync.c): made with
+ * the id and shared by the ids its requests create; the events read on it
+ * that another of its ids waits for are stashed until that id asks.
+ */
 typedef struct {
     struct rdma_event_channel ch;    /* what the program holds */
     axon_dev_cm_channel_t    *dev;
+    int                       sync;
+    pthread_mutex_t           lock;  /* sync: the fields below */
+    pthread_cond_t            moved; /* a reader stashed an event or left */
+    unsigned                  users; /* sync ids on it; the last destroys it */
+    int                       reading;   /* a thread waits in the CM's get_event */
+    rcm_event_t              *stash, **stash_tail;
 } rcm_channel_t;
 
 typedef struct {
@@ -28,12 +42,16 @@ typedef struct {
     unsigned           events;       /* given and not yet acknowledged */
     int                own_pd;       /* id.pd, send_cq, recv_cq were made here */
     int                own_cqs;
+    int                sync;         /* no channel of the program's: calls wait */
+    int                closing;      /* sync: being destroyed (its events are dropped) */
+    struct ibv_qp_init_attr *request_qp; /* passive rdma_create_ep: each request's QP */
 } rcm_id_t;
 
-typedef struct {
+struct rcm_event {
     struct rdma_cm_event ev;         /* what the program holds */
     axon_dev_cm_event_t *dev;
-} rcm_event_t;
+    rcm_event_t         *next;       /* in a sync channel's stash */
+};
 
 #define RCM(_type, _obj) ((rcm_##_type##_t*)(void*)(_obj))
 
@@ -56,5 +74,19 @@ static inline int rcm_ret(int err)
 int  rcm_unsupported(const char *call);
 /* The id's fields the CM may have changed: device, port, addresses. */
 int  rcm_id_sync(rcm_id_t *id);
+/* The next event of a channel, wrapped (0 or errno); rdma_get_cm_event's body. */
+int  rcm_event_get(rcm_channel_t *c, rcm_event_t **e_p);
+
+/* rcm_sync.c: synchronous ids */
+/* rdma_create_id without a channel: a private one for the id. */
+int  rcm_sync_channel_new(struct rdma_event_channel **ch_p);
+/* One more (a request's new id) or one fewer id on a sync channel; the last destroys it. */
+void rcm_sync_channel_hold(rcm_channel_t *c);
+void rcm_sync_channel_release(rcm_channel_t *c);
+/* A sync id's call waits for the id's next event (librdmacm: ucma_complete): -1/errno on
+ * an error event; the event stays in id.event until the next call or destroy. */
+int  rcm_sync_complete(rcm_id_t *id);
+/* Before a sync id goes: its stashed events and id.event are acknowledged. */
+void rcm_sync_id_closing(rcm_id_t *id);
 
 #endif

@@ -155,7 +155,10 @@ int rdma_connect(struct rdma_cm_id *cm_id, struct rdma_conn_param *conn_param)
     if ((ret = rcm_param_in(cm_id, conn_param, &param)) != 0) {
         return rcm_ret(ret);
     }
-    return rcm_ret(rcm_bridge()->connect(RCM(id, cm_id)->dev, &param));
+    if ((ret = rcm_bridge()->connect(RCM(id, cm_id)->dev, &param)) != 0) {
+        return rcm_ret(ret);
+    }
+    return rcm_sync_complete(RCM(id, cm_id));   /* ESTABLISHED (or CONNECT_RESPONSE) */
 }
 
 int rdma_accept(struct rdma_cm_id *cm_id, struct rdma_conn_param *conn_param)
@@ -163,13 +166,15 @@ int rdma_accept(struct rdma_cm_id *cm_id, struct rdma_conn_param *conn_param)
     axon_dev_cm_conn_param_t param;
     int ret;
 
-    if (conn_param == NULL) {   /* the request's resources (the CM's rule) */
-        return rcm_ret(rcm_bridge()->accept(RCM(id, cm_id)->dev, NULL));
-    }
-    if ((ret = rcm_param_in(cm_id, conn_param, &param)) != 0) {
+    /* NULL: the request's resources (the CM's rule) */
+    if ((conn_param != NULL) && ((ret = rcm_param_in(cm_id, conn_param, &param)) != 0)) {
         return rcm_ret(ret);
     }
-    return rcm_ret(rcm_bridge()->accept(RCM(id, cm_id)->dev, &param));
+    ret = rcm_bridge()->accept(RCM(id, cm_id)->dev, (conn_param != NULL) ? &param : NULL);
+    if ((ret != 0) || (cm_id->ps == RDMA_PS_UDP)) {   /* UD: no event follows */
+        return rcm_ret(ret);
+    }
+    return rcm_sync_complete(RCM(id, cm_id));   /* ESTABLISHED */
 }
 
 int rdma_reject(struct rdma_cm_id *cm_id, const void *private_data, uint8_t private_data_len)
@@ -184,5 +189,7 @@ int rdma_establish(struct rdma_cm_id *cm_id)
 
 int rdma_disconnect(struct rdma_cm_id *cm_id)
 {
-    return rcm_ret(rcm_bridge()->disconnect(RCM(id, cm_id)->dev));
+    int ret = rcm_bridge()->disconnect(RCM(id, cm_id)->dev);
+
+    return ret ? rcm_ret(ret) : rcm_sync_complete(RCM(id, cm_id));   /* DISCONNECTED */
 }

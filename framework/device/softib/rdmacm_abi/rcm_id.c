@@ -25,7 +25,10 @@ struct rdma_event_channel *rdma_create_event_channel(void)
         errno = ret;
         return NULL;
     }
-    c->ch.fd = c->dev->fd;
+    c->ch.fd      = c->dev->fd;
+    c->stash_tail = &c->stash;
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->moved, NULL);
     return &c->ch;
 }
 
@@ -35,6 +38,8 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 
     /* librdmacm returns nothing; the CM names an id still on it */
     if (rcm_bridge()->destroy_event_channel(c->dev) == 0) {
+        pthread_cond_destroy(&c->moved);
+        pthread_mutex_destroy(&c->lock);
         free(c);
     }
 }
@@ -57,22 +62,28 @@ static rcm_id_t *rcm_id_new(struct rdma_event_channel *channel, void *context,
 int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id_p, void *context,
                    enum rdma_port_space ps)
 {
+    int sync = (channel == NULL);
     rcm_id_t *id;
     int ret;
 
-    if (channel == NULL) {
-        return rcm_unsupported("rdma_create_id without an event channel (a synchronous id)");
-    }
-    if ((id = rcm_id_new(channel, context, ps)) == NULL) {
-        return rcm_ret(ENOMEM);
-    }
-    ret = rcm_bridge()->create_id(RCM(channel, channel)->dev, id,
-                                  (axon_dev_cm_port_space_t)ps, &id->dev);
-    if (ret != 0) {
-        free(id);
+    /* no channel: a synchronous id, on a private one (rcm_sync.c) */
+    if (sync && ((ret = rcm_sync_channel_new(&channel)) != 0)) {
         return rcm_ret(ret);
     }
-    *id_p = &id->id;
+    if ((id = rcm_id_new(channel, context, ps)) == NULL) {
+        ret = ENOMEM;
+    } else if ((ret = rcm_bridge()->create_id(RCM(channel, channel)->dev, id,
+                                              (axon_dev_cm_port_space_t)ps, &id->dev)) != 0) {
+        free(id);
+    }
+    if (ret != 0) {
+        if (sync) {
+            rcm_sync_channel_release(RCM(channel, channel));
+        }
+        return rcm_ret(ret);
+    }
+    id->sync = sync;
+    *id_p    = &id->id;
     return 0;
 }
 
@@ -87,9 +98,13 @@ static void rcm_id_event_acked(rcm_id_t *id)
 
 int rdma_destroy_id(struct rdma_cm_id *cm_id)
 {
-    rcm_id_t *id = RCM(id, cm_id);
+    rcm_id_t *id           = RCM(id, cm_id);
+    struct rdma_event_channel *ch = cm_id->channel;
     int ret;
 
+    if (id->sync) {
+        rcm_sync_id_closing(id);
+    }
     /* A QP the program destroyed with ibv_destroy_qp left the CM id then (rping does so). */
     if ((cm_id->qp != NULL) && (id->dev->qp != NULL)) {
         rcm_bridge()->qp_detach(cm_id->qp);   /* the program destroys it with ibv_destroy_qp */
@@ -110,6 +125,9 @@ int rdma_destroy_id(struct rdma_cm_id *cm_id)
         pthread_cond_wait(&rcm_ids_acked, &rcm_ids_lock);
     }
     pthread_mutex_unlock(&rcm_ids_lock);
+    if (id->sync) {
+        rcm_sync_channel_release(RCM(channel, ch));
+    }
     free(id);
     return 0;
 }
@@ -146,12 +164,17 @@ int rdma_resolve_addr(struct rdma_cm_id *cm_id, struct sockaddr *src_addr,
 {
     int ret = rcm_bridge()->resolve_addr(RCM(id, cm_id)->dev, src_addr, dst_addr, timeout_ms);
 
-    return rcm_ret(ret ? ret : rcm_id_sync(RCM(id, cm_id)));
+    if ((ret == 0) && ((ret = rcm_id_sync(RCM(id, cm_id))) == 0)) {
+        return rcm_sync_complete(RCM(id, cm_id));
+    }
+    return rcm_ret(ret);
 }
 
 int rdma_resolve_route(struct rdma_cm_id *cm_id, int timeout_ms)
 {
-    return rcm_ret(rcm_bridge()->resolve_route(RCM(id, cm_id)->dev, timeout_ms));
+    int ret = rcm_bridge()->resolve_route(RCM(id, cm_id)->dev, timeout_ms);
+
+    return ret ? rcm_ret(ret) : rcm_sync_complete(RCM(id, cm_id));
 }
 
 __be16 rdma_get_src_port(struct rdma_cm_id *cm_id)
@@ -204,7 +227,8 @@ const char *rdma_event_str(enum rdma_cm_event_type event)
 
 /* ------------------------------------------------------------ events */
 
-/* A CONNECT_REQUEST's new id: the listener's channel, context and port space. */
+/* A CONNECT_REQUEST's new id: the listener's channel, context and port space
+ * (and a synchronous listener's requests are synchronous ids). */
 static rcm_id_t *rcm_id_of_request(axon_dev_cm_event_t *dev, rcm_id_t *listener)
 {
     rcm_id_t *id = rcm_id_new(listener->id.channel, listener->id.context, listener->id.ps);
@@ -212,8 +236,18 @@ static rcm_id_t *rcm_id_of_request(axon_dev_cm_event_t *dev, rcm_id_t *listener)
     if (id != NULL) {
         id->dev           = dev->id;
         dev->id->context  = id;
+        if ((id->sync = listener->sync)) {
+            rcm_sync_channel_hold(RCM(channel, listener->id.channel));
+        }
     }
     return id;
+}
+
+/* Whose an event is until acknowledged: a request is its listener's (as librdmacm
+ * counts it), every other event its id's. */
+static rcm_id_t *rcm_event_owner_of(const struct rdma_cm_event *ev)
+{
+    return RCM(id, (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) ? ev->listen_id : ev->id);
 }
 
 static void rcm_ud_param(const axon_dev_cm_ud_param_t *ud, struct rdma_ud_param *param)
@@ -229,18 +263,18 @@ static void rcm_ud_param(const axon_dev_cm_ud_param_t *ud, struct rdma_ud_param 
     }
 }
 
-int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event_p)
+int rcm_event_get(rcm_channel_t *c, rcm_event_t **e_p)
 {
     rcm_event_t *e = calloc(1, sizeof(*e));
     rcm_id_t *id;
     int ret;
 
     if (e == NULL) {
-        return rcm_ret(ENOMEM);
+        return ENOMEM;
     }
-    if ((ret = rcm_bridge()->get_event(RCM(channel, channel)->dev, &e->dev)) != 0) {
+    if ((ret = rcm_bridge()->get_event(c->dev, &e->dev)) != 0) {
         free(e);
-        return rcm_ret(ret);
+        return ret;
     }
     if (e->dev->event == AXON_DEV_CM_EVENT_CONNECT_REQUEST) {
         e->ev.listen_id = &((rcm_id_t*)e->dev->listen_id->context)->id;
@@ -249,13 +283,10 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
             rcm_bridge()->destroy_id(e->dev->id);
             rcm_bridge()->ack_event(e->dev);
             free(e);
-            return rcm_ret(ENOMEM);
+            return ENOMEM;
         }
     }
     id = e->dev->id->context;
-    pthread_mutex_lock(&rcm_ids_lock);
-    id->events++;
-    pthread_mutex_unlock(&rcm_ids_lock);
     if ((ret = rcm_id_sync(id)) != 0) {
         rcm_bridge()->log_error("%s: no ibv_context for the id's device",
                                 rdma_event_str((enum rdma_cm_event_type)e->dev->event));
@@ -279,24 +310,39 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
         out->srq                 = in->srq;
         out->qp_num              = in->qp_num;
     }
-    id->id.event = &e->ev;
-    *event_p     = &e->ev;
+    pthread_mutex_lock(&rcm_ids_lock);
+    rcm_event_owner_of(&e->ev)->events++;
+    pthread_mutex_unlock(&rcm_ids_lock);
+    *e_p = e;
+    return 0;
+}
+
+int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event_p)
+{
+    rcm_event_t *e;
+    int ret;
+
+    if ((ret = rcm_event_get(RCM(channel, channel), &e)) != 0) {
+        return rcm_ret(ret);
+    }
+    e->ev.id->event = &e->ev;
+    *event_p        = &e->ev;
     return 0;
 }
 
 int rdma_ack_cm_event(struct rdma_cm_event *event)
 {
-    rcm_event_t *e = RCM(event, event);
-    rcm_id_t *id   = RCM(id, event->id);
+    rcm_event_t *e    = RCM(event, event);
+    rcm_id_t *owner   = rcm_event_owner_of(event);
     int ret;
 
     if ((ret = rcm_bridge()->ack_event(e->dev)) != 0) {
         return rcm_ret(ret);
     }
-    if (id->id.event == event) {
-        id->id.event = NULL;
+    if (event->id->event == event) {
+        event->id->event = NULL;
     }
     free(e);
-    rcm_id_event_acked(id);
+    rcm_id_event_acked(owner);
     return 0;
 }

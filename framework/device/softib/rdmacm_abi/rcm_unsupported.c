@@ -1,8 +1,7 @@
 /*
  * The entry points softib's CM cannot serve, each failing the way librdmacm
  * reports failure (-1 or NULL with errno ENOSYS) after one log line naming
- * it: synchronous ids (rdma_create_ep, rdma_get_request: the CM needs an
- * event channel), SRQs and extended QPs made by the CM, multicast, ECE,
+ * it: SRQs and extended QPs made by the CM, multicast, ECE,
  * options, migrating ids, the QP attributes of a program-driven QP (the CM
  * drives the QP it made), and rsockets.
  */
@@ -19,12 +18,6 @@ int rcm_unsupported(const char *call)
 
 #define RCM_NO(_call) rcm_unsupported(_call)
 
-int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv_pd *pd,
-                   struct ibv_qp_init_attr *qp_init_attr)
-{ (void)id; (void)res; (void)pd; (void)qp_init_attr; return RCM_NO("rdma_create_ep"); }
-void rdma_destroy_ep(struct rdma_cm_id *id) { (void)id; RCM_NO("rdma_destroy_ep"); }
-int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
-{ (void)listen; (void)id; return RCM_NO("rdma_get_request"); }
 int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *qp_init_attr)
 { (void)id; (void)qp_init_attr; return RCM_NO("rdma_create_qp_ex"); }
 int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_srq_init_attr *attr)

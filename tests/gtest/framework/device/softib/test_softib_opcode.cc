@@ -449,6 +449,36 @@ TEST_F(SoftibSendFlags, InlineOverMaxInlineRefused)
     EXPECT_EQ(AXON_DEV_QPS_RTS, query_state(a_.qp));
 }
 
+/* A QP asking for less inline than its SGEs' room (16 bytes each, 4 here)
+ * gets that room, written back, as rxe's and a NIC's WQE give it: a 64-byte
+ * INLINE send from a QP made with max_inline_data 0 goes (librdmacm's
+ * rdma_xclient posts one), 65 bytes are refused. */
+TEST_F(SoftibSendFlags, InlineRoomOfTheSgesGrantedWhenLessWasAsked)
+{
+    axon_dev_qp_attr_t      qa;
+    axon_dev_qp_init_attr_t init;
+    axon_dev_send_wr_t      wr;
+    axon_dev_sge_t          sge;
+    axon_dev_send_wr_t     *bad = nullptr;
+    axon_dev_wc_t           wc;
+    uint8_t                 src[65];
+
+    open_dev();
+    pair(AXON_DEV_QPT_RC, 1, 0);
+    ASSERT_EQ(0, axon_dev_query_qp(a_.qp, &qa, AXON_DEV_QP_CAP, &init));
+    ASSERT_EQ(64u, init.cap.max_inline_data);
+    Buf rb = dev_.reg(64, AXON_DEV_ACCESS_LOCAL_WRITE);
+    ASSERT_EQ(0, post_recv(b_.qp, 1, rb.ptr, 64, rb.lkey()));
+    axon_test_fill(src, sizeof(src), 34);
+    make_wr(&wr, &sge, 1, AXON_DEV_WR_SEND, src, 65, 0, AXON_DEV_SEND_INLINE);
+    EXPECT_EQ(EINVAL, axon_dev_post_send(a_.qp, &wr, &bad));
+    ASSERT_EQ(0, post_send_op(a_.qp, 2, AXON_DEV_WR_SEND, src, 64, 0, AXON_DEV_SEND_INLINE));
+    ASSERT_TRUE(poll_one(b_.rcq, &wc));
+    EXPECT_EQ(AXON_DEV_WC_SUCCESS, wc.status) << wc_status_name(wc.status);
+    EXPECT_EQ(64u, wc.byte_len);
+    EXPECT_EQ(-1, axon_test_check(rb.ptr, 64, 34));
+}
+
 /* Several SGEs gather into one inline message. */
 TEST_F(SoftibSendFlags, InlineGathersSeveralSges)
 {
