@@ -448,6 +448,11 @@ check softib_verbs_ucx_rc_uct_put_lat           t_ucx_perftest rc_verbs - \
     -t put_lat -d softib0:1 -x rc_verbs -n 1000
 check softib_verbs_ucx_rc_tag_bw_1m             t_ucx_perftest rc_verbs,ud_verbs:aux rc_verbs \
     -t tag_bw -s 1048576 -n 50
+# UCX 1.13's rc_verbs takes device atomics only from a device reporting ATOMIC_HCA
+AXON_SOFTIB_ATOMIC_CAP=hca check softib_verbs_ucx_rc_uct_fadd_atomic_cap_hca t_ucx_perftest \
+    rc_verbs - -t fadd -d softib0:1 -x rc_verbs -n 1000
+AXON_SOFTIB_ATOMIC_CAP=hca check softib_verbs_ucx_rc_uct_cswap_atomic_cap_hca t_ucx_perftest \
+    rc_verbs - -t cswap -d softib0:1 -x rc_verbs -n 1000
 check softib_verbs_ucx_ud_tag_lat               t_ucx_perftest ud_verbs ud_verbs -t tag_lat -n 1000
 check softib_verbs_ucx_ud_ucp_put_lat           t_ucx_perftest ud_verbs ud_verbs -t ucp_put_lat -n 1000
 check softib_verbs_ucx_ud_uct_am_lat            t_ucx_perftest ud_verbs - \

@@ -46,6 +46,12 @@
 
 /* ------------------------------------------------------------ config */
 
+/* AXON_SOFTIB_ATOMIC_CAP: the level query_device reports (the atomics stay the same). */
+typedef enum {
+    SOFTIB_ATOMIC_CAP_GLOB,   /* what softib gives: atomic with the CPU too */
+    SOFTIB_ATOMIC_CAP_HCA,    /* the weaker level NICs report, which some clients require */
+} softib_atomic_cap_t;
+
 typedef struct softib_opts {
     unsigned            devices;
     unsigned            wire;            /* softib_wire_mode_t */
@@ -60,6 +66,7 @@ typedef struct softib_opts {
     unsigned            seed;
     int                 progress_thread;
     int                 direct;          /* RDMA WRITE/READ data placed by the requester */
+    unsigned            atomic_cap;      /* softib_atomic_cap_t: what query_device reports */
     axon_config_names_t cap_mask;
     axon_config_names_t locality;        /* per device, in order: where it pretends to sit */
 } softib_opts_t;

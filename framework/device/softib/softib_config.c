@@ -10,6 +10,7 @@
 #include "topo.h"
 
 static const char *const softib_wire_names[] = {"auto", "shm", "udp", NULL};
+static const char *const softib_atomic_cap_names[] = {"glob", "hca", NULL};
 
 /* An AXON_SOFTIB_LOCALITY entry for a device placed nowhere (a list has no empty items). */
 #define SOFTIB_LOCALITY_NONE "none"
@@ -44,6 +45,11 @@ const axon_config_entry_t softib_config_table[] = {
     {"DIRECT", "y", "an RC requester on this host moves RDMA WRITE and READ data into or out "
      "of the responder's process itself (cross-memory attach), as a NIC does without the "
      "responder's CPU; n: every byte goes by packets", OPT(direct), AXON_CONFIG_TYPE_BOOL},
+    {"ATOMIC_CAP", "glob", "atomic_cap query_device reports: glob (what softib gives: its "
+     "4/8/16-byte atomics are CPU instructions, atomic with the CPU too) or hca (atomic among "
+     "the device's operations: a weaker promise, the level NICs and rxe report; UCX 1.13's "
+     "rc_verbs uses device atomics only then)",
+     OPT(atomic_cap), AXON_CONFIG_TYPE_ENUM(softib_atomic_cap_names, "glob|hca")},
     {"CAP_MASK", "", "capabilities to remove, comma-separated (rc,uc,ud,srq,atomic,inline,"
      "comp_channel,ext_atomic,cross_channel,...)", OPT(cap_mask), AXON_CONFIG_TYPE_STRING_LIST},
     {"LOCALITY", "", "where each device pretends to sit, in device order: pci:DDDD:BB:DD.F (a "

@@ -67,8 +67,9 @@ static void softib_fill_attr(softib_dev_t *dev, uint32_t ipv4_addr, uint64_t cap
     a->max_qp_rd_atom      = SOFTIB_MAX_RD_ATOM;
     a->max_res_rd_atom     = SOFTIB_MAX_RD_ATOM * SOFTIB_QPN_MAX_INDEX;
     a->max_qp_init_rd_atom = SOFTIB_MAX_RD_ATOM;
-    a->atomic_cap          = (caps & AXON_DEV_CAP_ATOMIC) ? AXON_DEV_ATOMIC_GLOB
-                                                          : AXON_DEV_ATOMIC_NONE;
+    a->atomic_cap          = !(caps & AXON_DEV_CAP_ATOMIC) ? AXON_DEV_ATOMIC_NONE :
+                             (dev->opts.atomic_cap == SOFTIB_ATOMIC_CAP_HCA) ?
+                             AXON_DEV_ATOMIC_HCA : AXON_DEV_ATOMIC_GLOB;
     a->max_ah              = SOFTIB_MAX_AH;
     if (caps & AXON_DEV_CAP_SRQ) {
         a->max_srq     = SOFTIB_QPN_MAX_INDEX;

@@ -722,6 +722,7 @@ protected:
             "AXON_SOFTIB_MTU", "AXON_SOFTIB_MAX_INLINE", "AXON_SOFTIB_LOSS",
             "AXON_SOFTIB_DUP", "AXON_SOFTIB_REORDER", "AXON_SOFTIB_SEED",
             "AXON_SOFTIB_PROGRESS_THREAD", "AXON_SOFTIB_CAP_MASK", "AXON_SOFTIB_DC_MAX_DCR",
+            "AXON_SOFTIB_ATOMIC_CAP",
         };
         for (const char *v : vars) {
             env_.set(v, nullptr);

@@ -147,6 +147,21 @@ TEST_F(SoftibDevice, AttributesAndCapabilities)
     }
 }
 
+/* AXON_SOFTIB_ATOMIC_CAP=hca reports the weaker level (UCX 1.13 wants it);
+ * the atomics are the same; a value outside glob|hca fails the open. */
+TEST_F(SoftibDevice, AtomicCapConfig)
+{
+    env_.set("AXON_SOFTIB_ATOMIC_CAP", "hca");
+    open_dev();
+    EXPECT_EQ(AXON_DEV_ATOMIC_HCA, dev_.attr.atomic_cap);
+    EXPECT_NE(0u, dev_.attr.cap_flags & AXON_DEV_CAP_ATOMIC);
+    dev_.close();
+    env_.set("AXON_SOFTIB_ATOMIC_CAP", "pci");
+    axon_dev_context_t *ctx = nullptr;
+    EXPECT_NE(0, axon_dev_open("softib0", &ctx));
+    EXPECT_EQ(nullptr, ctx);
+}
+
 TEST_F(SoftibDevice, MaxInlineConfig)
 {
     Qp q;
