@@ -171,11 +171,14 @@ netns_pair() {  # server-ns client-ns
         ip -n "$ns_s" link set lo up && ip -n "$ns_c" link set lo up
 }
 
-# A pingpong between two network namespaces joined by a veth pair, as two
-# hosts: each softib's GID is its namespace's address, so the packets take
-# softib's UDP wire (the shm one serves a GID's own processes).
-t_pingpong_netns() (  # program args...
-    local prog=$1; shift
+# Server and client of a verbs program in two network namespaces joined by a
+# veth pair, as two hosts: each softib's GID is its namespace's address, so
+# the packets take softib's UDP wire (the shm one serves a GID's own
+# processes). Both exit 0, the client names both GIDs (pingpong's or
+# perftest's notation) and prints the result (the server too, unless
+# RESULT_ON_SERVER=n).
+netns_server_client() (  # result-regex program args...
+    local result=$1 prog=$2; shift 2
     local ns_s="axonv-$$-$RANDOM-srv" ns_c="axonv-$$-$RANDOM-cli"
     local port=$((20000 + RANDOM % 20000)) srv rc=0   # a fresh namespace: all free
     trap 'kill $srv 2>/dev/null; ip netns del "$ns_s" 2>/dev/null; ip netns del "$ns_c" 2>/dev/null' EXIT
@@ -192,10 +195,14 @@ t_pingpong_netns() (  # program args...
         >"$tmp/cli" 2>&1 || rc=$?
     wait "$srv" || rc=$?
     echo "== client"; cat "$tmp/cli"; echo "== server"; cat "$tmp/srv"
-    [ "$rc" -eq 0 ] && grep -q 'GID ::ffff:10.212.0.2' "$tmp/cli" &&
-        grep -q 'GID ::ffff:10.212.0.1' "$tmp/cli" && grep -Eq '[0-9]+ iters in' "$tmp/cli" &&
-        grep -Eq '[0-9]+ iters in' "$tmp/srv"
+    [ "$rc" -eq 0 ] && grep -Eq '::ffff:10\.212\.0\.2|255:255:10:212:00:02' "$tmp/cli" &&
+        grep -Eq '::ffff:10\.212\.0\.1|255:255:10:212:00:01' "$tmp/cli" &&
+        grep -Eq "$result" "$tmp/cli" &&
+        { [ "${RESULT_ON_SERVER:-y}" = n ] || grep -Eq "$result" "$tmp/srv"; }
 )
+
+t_pingpong_netns() { netns_server_client '[0-9]+ iters in' "$@"; }
+t_perftest_netns() { netns_server_client '^ *[0-9]+ +200 +[0-9.]+' "$@" -d softib0 -x 0 -n 200; }
 
 # perftest: the line of numbers under its header, for the iterations asked (-n 200)
 t_perftest() { server_client '^ *[0-9]+ +200 +[0-9.]+' "$@" -d softib0 -x 0 -n 200; }
@@ -429,6 +436,10 @@ check softib_verbs_ext_cq_wr_api_async_event   t_verbs_abi_check
 if netns_usable; then
     check softib_verbs_rc_pingpong_across_netns t_pingpong_netns ibv_rc_pingpong -g 0 -n 200 -c
     check softib_verbs_ud_pingpong_across_netns t_pingpong_netns ibv_ud_pingpong -g 0 -n 200 -c
+    check softib_verbs_uc_pingpong_across_netns t_pingpong_netns ibv_uc_pingpong -g 0 -n 200 -c
+    check softib_verbs_srq_pingpong_across_netns t_pingpong_netns ibv_srq_pingpong -g 0 -n 200 -c
+    check softib_verbs_perftest_write_bw_across_netns t_perftest_netns ib_write_bw
+    RESULT_ON_SERVER=n check softib_verbs_perftest_read_lat_across_netns t_perftest_netns ib_read_lat
 fi
 check softib_verbs_odp_reported_unsupported     t_unsupported_is_reported \
     ibv_rc_pingpong -g 0 -o -- "isn't ODP capable"
