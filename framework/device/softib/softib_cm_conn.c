@@ -248,8 +248,9 @@ void softib_cm_event(softib_cm_id_t *sid, axon_dev_cm_event_type_t type, int sta
 
 static uint32_t softib_cm_random_psn(void)
 {
-    static uint32_t seq;
-    uint64_t x = axon_sys_time_ns() ^ ((uint64_t)getpid() << 32) ^ (++seq * 0x9e3779b97f4a7c15ull);
+    static uint32_t seq;   /* ids of several channels connect from several threads */
+    uint64_t x = axon_sys_time_ns() ^ ((uint64_t)getpid() << 32) ^
+                 (__atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED) * 0x9e3779b97f4a7c15ull);
 
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdull;
