@@ -333,11 +333,12 @@ t_rdma_sync_example() {  # server client
 }
 
 # ucmatose: connections with sends both ways, then disconnects
-t_ucmatose() {  # connections
-    local port
+t_ucmatose() {  # connections [more args for both sides]
+    local port n=$1
+    shift
     port=$(free_port)
-    rdmacm_pair "$port" '^return status 0' 1 ucmatose -p "$port" -c "$1" -C 20 -- \
-        -s 127.0.0.1 -p "$port" -c "$1" -C 20
+    rdmacm_pair "$port" '^return status 0' 1 ucmatose -p "$port" -c "$n" -C 20 "$@" -- \
+        -s 127.0.0.1 -p "$port" -c "$n" -C 20 "$@"
 }
 
 # udaddy (UD, RDMA_PS_UDP): address and QPN through the CM, datagrams both
@@ -479,6 +480,9 @@ RESULT_ON_SERVER=n check softib_verbs_perftest_atomic_lat t_perftest ib_atomic_l
 check softib_verbs_perftest_write_bw            t_perftest ib_write_bw
 check softib_verbs_perftest_send_bw_ud          t_perftest ib_send_bw -c UD
 check softib_verbs_perftest_read_bw             t_perftest ib_read_bw
+# connected by rdma_cm (librdmacm.so.1 beside), with a type of service
+check softib_verbs_perftest_write_bw_rdma_cm_tos t_perftest ib_write_bw -R --tos=32
+check softib_verbs_perftest_send_lat_rdma_cm    t_perftest ib_send_lat -R
 # rdmacm-utils on librdmacm.so.1
 check softib_rdmacm_exports_match_rdma_core_44  t_rdmacm_exports_match_rdma_core
 check softib_rdmacm_devices_addrinfo_ports      t_rdmacm_abi_check
@@ -494,5 +498,7 @@ check softib_rdmacm_udaddy_4_connections        t_udaddy 4
 if netns_usable; then
     check softib_rdmacm_rping_udaddy_across_netns t_rdmacm_netns
 fi
+# rdma_set_option: ucmatose -t sets the type of service on both sides
+check softib_rdmacm_ucmatose_tos                t_ucmatose 2 -t 32
 check softib_rdmacm_unsupported_is_reported     t_unsupported_is_reported \
-    ucmatose -s 127.0.0.1 -t 4 -- "rdma_set_option level 0 option 0 is not supported"
+    udaddy -s 127.0.0.1 -P ipoib -- "port space 0x2"

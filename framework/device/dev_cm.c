@@ -836,6 +836,79 @@ int axon_dev_cm_reject(axon_dev_cm_id_t *id, const void *private_data, uint8_t p
     AXON_DEV_CM_CALL_BOUND(id, reject, private_data, private_data_len);
 }
 
+/* An option's value of the type librdmacm gives it; EINVAL (logged) on another length. */
+static int axon_dev_cm_option_value(const char *name, const void *optval, size_t optlen,
+                                    size_t want, unsigned max, unsigned *value)
+{
+    unsigned v;
+
+    if ((optval == NULL) || (optlen != want)) {
+        axon_error("axon_dev_cm_set_option: %s takes %zu bytes, not %zu%s", name, want, optlen,
+                   (optval == NULL) ? " (and a NULL value)" : "");
+        return EINVAL;
+    }
+    v = (want == sizeof(uint8_t)) ? *(const uint8_t *)optval : (unsigned)*(const int *)optval;
+    if (v > max) {
+        axon_error("axon_dev_cm_set_option: %s %u is over %u", name, v, max);
+        return EINVAL;
+    }
+    *value = v;
+    return 0;
+}
+
+int axon_dev_cm_set_option(axon_dev_cm_id_t *id, int level, int optname, const void *optval,
+                           size_t optlen)
+{
+    axon_dev_cm_id_priv_t *priv;
+    axon_dev_cm_options_t o;
+    unsigned v;
+    int ret;
+
+    if (level != AXON_DEV_CM_OPTION_ID) {
+        axon_error("axon_dev_cm_set_option: level %d option %d: %s", level, optname,
+                   (level == AXON_DEV_CM_OPTION_IB) ? "InfiniBand path records are not "
+                   "supported (the route is resolved)" : "unknown level");
+        return (level == AXON_DEV_CM_OPTION_IB) ? ENOSYS : EINVAL;
+    }
+    if ((priv = axon_dev_cm_id_lock(id, "set_option", 0)) == NULL) {
+        return EINVAL;
+    }
+    o = priv->opts;
+    switch (optname) {
+    case AXON_DEV_CM_OPTION_ID_TOS:
+        ret = axon_dev_cm_option_value("TOS", optval, optlen, sizeof(uint8_t), 255, &v);
+        o.tos     = (uint8_t)v;
+        o.has_tos = 1;
+        break;
+    case AXON_DEV_CM_OPTION_ID_ACK_TIMEOUT:
+        ret = axon_dev_cm_option_value("ACK_TIMEOUT", optval, optlen, sizeof(uint8_t), 31, &v);
+        o.ack_timeout     = (uint8_t)v;
+        o.has_ack_timeout = 1;
+        break;
+    case AXON_DEV_CM_OPTION_ID_REUSEADDR:
+        ret = axon_dev_cm_option_value("REUSEADDR", optval, optlen, sizeof(int), 1, &v);
+        o.reuseaddr = (int)v;
+        break;
+    case AXON_DEV_CM_OPTION_ID_AFONLY:
+        ret = axon_dev_cm_option_value("AFONLY", optval, optlen, sizeof(int), 1, &v);
+        o.afonly = (int)v;
+        break;
+    default:
+        axon_error("axon_dev_cm_set_option: option %d of level RDMA_OPTION_ID is unknown",
+                   optname);
+        ret = EINVAL;
+        break;
+    }
+    if (ret == 0) {
+        priv->opts = o;
+        if ((priv->ops != NULL) && (priv->ops->set_option != NULL)) {
+            ret = priv->ops->set_option(priv);
+        }
+    }
+    axon_dev_cm_id_unlock(priv);
+    return ret;
+}
+
 int axon_dev_cm_establish(axon_dev_cm_id_t *id)
 {
     AXON_DEV_CM_CALL_BOUND(id, establish);

@@ -198,6 +198,28 @@ int  axon_dev_cm_connect(axon_dev_cm_id_t *id, const axon_dev_cm_conn_param_t *p
 int  axon_dev_cm_accept(axon_dev_cm_id_t *id, const axon_dev_cm_conn_param_t *param);
 int  axon_dev_cm_reject(axon_dev_cm_id_t *id, const void *private_data,
                         uint8_t private_data_len);
+/*
+ * rdma_set_option (librdmacm's levels, names and value types). Level
+ * AXON_DEV_CM_OPTION_ID: TOS (uint8_t, the traffic class of the id's
+ * connection: its QP's GRH, and a UD peer's address handle), ACK_TIMEOUT
+ * (uint8_t up to 31: the QP's local ACK timeout, 4.096 us * 2^value),
+ * REUSEADDR and AFONLY (int; softib's CM binds with SO_REUSEADDR and speaks
+ * IPv4 only, so both are taken and change nothing). Set before connect or
+ * accept; a request's id starts with its listener's. Level
+ * AXON_DEV_CM_OPTION_IB (an InfiniBand path record): ENOSYS. A wrong optlen
+ * or value: EINVAL, each with a log line.
+ */
+#define AXON_DEV_CM_OPTION_ID              0
+#define AXON_DEV_CM_OPTION_ID_TOS          0
+#define AXON_DEV_CM_OPTION_ID_REUSEADDR    1
+#define AXON_DEV_CM_OPTION_ID_AFONLY       2
+#define AXON_DEV_CM_OPTION_ID_ACK_TIMEOUT  3
+#define AXON_DEV_CM_OPTION_IB              1
+#define AXON_DEV_CM_OPTION_IB_PATH         1
+
+int  axon_dev_cm_set_option(axon_dev_cm_id_t *id, int level, int optname, const void *optval,
+                            size_t optlen);
+
 /* Active side of an id without a QP, after CONNECT_RESPONSE: send the RTU. */
 int  axon_dev_cm_establish(axon_dev_cm_id_t *id);
 int  axon_dev_cm_disconnect(axon_dev_cm_id_t *id);

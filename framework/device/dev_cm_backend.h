@@ -34,8 +34,16 @@ struct axon_dev_cm_chan {
     void                 *be[AXON_DEV_CM_MAX_BACKENDS];  /* each back end's state, lazily */
 };
 
+/* What rdma_set_option set on an id (dev_cm.h); a request's id copies its listener's. */
+typedef struct axon_dev_cm_options {
+    uint8_t tos, ack_timeout;
+    uint8_t has_tos, has_ack_timeout;
+    int     reuseaddr, afonly;
+} axon_dev_cm_options_t;
+
 struct axon_dev_cm_id_priv {
     axon_dev_cm_id_t         super;
+    axon_dev_cm_options_t    opts;
     axon_dev_cm_chan_t      *chan;
     const axon_dev_cm_ops_t *ops;      /* NULL until bound to a back end */
     void                    *be;       /* the back end's state of this id */
@@ -76,6 +84,9 @@ struct axon_dev_cm_ops {
     int  (*reject)(axon_dev_cm_id_priv_t *id, const void *pdata, uint8_t len);
     int  (*establish)(axon_dev_cm_id_priv_t *id);
     int  (*disconnect)(axon_dev_cm_id_priv_t *id);
+    /* id->opts changed (the back end applies them, or reads them when it needs
+     * them: then NULL). */
+    int  (*set_option)(axon_dev_cm_id_priv_t *id);
     /* The QP is about to be destroyed: forget it. */
     void (*qp_gone)(axon_dev_cm_id_priv_t *id);
     /* The user destroyed the id: close what it holds (the peer is told). */

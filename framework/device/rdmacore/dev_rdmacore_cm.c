@@ -149,12 +149,41 @@ static axon_dev_rdmacore_cm_id_t *axon_dev_rdmacore_cm_rid(axon_dev_cm_id_priv_t
     return id->be;
 }
 
+/* The options the front end holds (rdma_set_option), given to librdmacm's id. */
+static int axon_dev_rdmacore_cm_options(axon_dev_cm_id_priv_t *id, struct rdma_cm_id *cmid)
+{
+    axon_dev_cm_options_t *o = &id->opts;
+
+    if ((o->has_tos && rdma_set_option(cmid, RDMA_OPTION_ID, AXON_DEV_CM_OPTION_ID_TOS,
+                                       &o->tos, sizeof(o->tos))) ||
+        (o->has_ack_timeout && rdma_set_option(cmid, RDMA_OPTION_ID,
+                                               AXON_DEV_CM_OPTION_ID_ACK_TIMEOUT,
+                                               &o->ack_timeout, sizeof(o->ack_timeout))) ||
+        (o->reuseaddr && rdma_set_option(cmid, RDMA_OPTION_ID, AXON_DEV_CM_OPTION_ID_REUSEADDR,
+                                         &o->reuseaddr, sizeof(o->reuseaddr))) ||
+        (o->afonly && rdma_set_option(cmid, RDMA_OPTION_ID, AXON_DEV_CM_OPTION_ID_AFONLY,
+                                      &o->afonly, sizeof(o->afonly)))) {
+        axon_error("rdma-core cm: rdma_set_option: %s", strerror(errno));
+        return errno;
+    }
+    return 0;
+}
+
+/* An id not made yet takes them when it is. */
+static int axon_dev_rdmacore_cm_set_option(axon_dev_cm_id_priv_t *id)
+{
+    axon_dev_rdmacore_cm_id_t *rid = id->be;
+
+    return (rid != NULL) ? axon_dev_rdmacore_cm_options(id, rid->cmid) : 0;
+}
+
 /* The id's rdma_cm_id, made on first use. */
 static int axon_dev_rdmacore_cm_cmid(axon_dev_cm_id_priv_t *id, struct rdma_cm_id **cmid_p)
 {
     axon_dev_rdmacore_cm_chan_t *rc = axon_dev_cm_chan_state(id->chan,
                                                              &axon_dev_rdmacore_cm_ops);
     axon_dev_rdmacore_cm_id_t *rid = id->be;
+    int ret;
 
     if (rid == NULL) {
         if (id->super.ps != AXON_DEV_CM_PS_TCP) {   /* UD ids: softib's CM only */
@@ -173,6 +202,9 @@ static int axon_dev_rdmacore_cm_cmid(axon_dev_cm_id_priv_t *id, struct rdma_cm_i
             return errno;
         }
         id->be = rid;
+        if ((ret = axon_dev_rdmacore_cm_options(id, rid->cmid)) != 0) {
+            return ret;   /* the id keeps its rdma_cm_id: destroy releases it */
+        }
     }
     *cmid_p = rid->cmid;
     return 0;
@@ -409,6 +441,7 @@ static axon_dev_cm_id_priv_t *axon_dev_rdmacore_cm_child(axon_dev_cm_chan_t *cha
         }
         return NULL;
     }
+    id->opts            = lid->opts;   /* the kernel's child takes the listener's too */
     rid->cmid           = e->id;
     rid->req_resp_res   = e->param.conn.responder_resources;
     rid->req_init_depth = e->param.conn.initiator_depth;
@@ -505,6 +538,7 @@ const axon_dev_cm_ops_t axon_dev_rdmacore_cm_ops = {
     .reject        = axon_dev_rdmacore_cm_reject,
     .establish     = axon_dev_rdmacore_cm_establish,
     .disconnect    = axon_dev_rdmacore_cm_disconnect,
+    .set_option    = axon_dev_rdmacore_cm_set_option,
     .qp_gone       = axon_dev_rdmacore_cm_qp_gone,
     .destroy       = axon_dev_rdmacore_cm_destroy,
     .release       = axon_dev_rdmacore_cm_release,

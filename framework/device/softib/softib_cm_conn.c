@@ -130,6 +130,7 @@ int softib_cm_qp_connect(softib_cm_id_t *sid, uint8_t rnr_retry, uint8_t max_rd_
     attr.ah_attr.port_num       = SOFTIB_PORT_NUM;
     attr.ah_attr.grh.hop_limit  = SOFTIB_CM_HOP_LIMIT;
     attr.ah_attr.grh.sgid_index = 0;
+    attr.ah_attr.grh.traffic_class = sid->id->opts.tos;   /* rdma_set_option's TOS, or 0 */
     memcpy(attr.ah_attr.grh.dgid.raw, p->gid, sizeof(p->gid));
     ret = axon_dev_modify_qp(qp, &attr, AXON_DEV_QP_STATE | AXON_DEV_QP_PATH_MTU |
                              AXON_DEV_QP_DEST_QPN | AXON_DEV_QP_RQ_PSN | AXON_DEV_QP_AV |
@@ -141,7 +142,8 @@ int softib_cm_qp_connect(softib_cm_id_t *sid, uint8_t rnr_retry, uint8_t max_rd_
     memset(&attr, 0, sizeof(attr));
     attr.qp_state      = AXON_DEV_QPS_RTS;
     attr.sq_psn        = sid->psn;
-    attr.timeout       = SOFTIB_CM_QP_TIMEOUT;
+    attr.timeout       = sid->id->opts.has_ack_timeout ? sid->id->opts.ack_timeout :
+                                                          SOFTIB_CM_QP_TIMEOUT;
     attr.retry_cnt     = sid->retry;
     attr.rnr_retry     = rnr_retry;
     attr.max_rd_atomic = max_rd_atomic;
@@ -201,7 +203,8 @@ _Static_assert(offsetof(axon_dev_cm_conn_param_t, private_data_len) ==
                offsetof(axon_dev_cm_ud_param_t, private_data_len), "conn and ud share pdata");
 
 /* A UD peer: its QP, the qkey every RDMA_PS_UDP QP has, and the route to its GID. */
-static void softib_cm_ud_param(axon_dev_cm_ev_priv_t *ev, const softib_cm_msg_t *msg)
+static void softib_cm_ud_param(axon_dev_cm_ev_priv_t *ev, const softib_cm_msg_t *msg,
+                               uint8_t tos)
 {
     axon_dev_cm_ud_param_t *ud = &ev->super.param.ud;
 
@@ -211,6 +214,7 @@ static void softib_cm_ud_param(axon_dev_cm_ev_priv_t *ev, const softib_cm_msg_t 
     ud->ah_attr.is_global     = 1;
     ud->ah_attr.port_num      = SOFTIB_PORT_NUM;
     ud->ah_attr.grh.hop_limit = SOFTIB_CM_HOP_LIMIT;
+    ud->ah_attr.grh.traffic_class = tos;
     memcpy(ud->ah_attr.grh.dgid.raw, msg->gid, sizeof(msg->gid));
 }
 
@@ -225,7 +229,7 @@ void softib_cm_event(softib_cm_id_t *sid, axon_dev_cm_event_type_t type, int sta
         return;
     }
     if ((msg != NULL) && (sid->id->super.ps == AXON_DEV_CM_PS_UDP)) {
-        softib_cm_ud_param(ev, msg);
+        softib_cm_ud_param(ev, msg, sid->id->opts.tos);
     } else if (msg != NULL) {
         /* The peer's resources, seen from this side (as librdmacm reports them). */
         c = &ev->super.param.conn;

@@ -123,8 +123,9 @@ static void softib_cm_request(softib_cm_id_t *sid, const softib_cm_msg_t *m)
         softib_cm_drop(sid);
         return;
     }
-    sid->id = id;
-    id->be  = sid;
+    sid->id  = id;
+    id->be   = sid;
+    id->opts = l->id->opts;   /* rdma_set_option's, as the listener's */
     if (axon_dev_cm_open_device(l->id->super.verbs->name, &id->super.verbs) != 0) {
         sid->id = NULL;
         axon_dev_cm_id_drop(id);

@@ -187,6 +187,14 @@ int rdma_establish(struct rdma_cm_id *cm_id)
     return rcm_ret(rcm_bridge()->establish(RCM(id, cm_id)->dev));
 }
 
+/* TOS, ACK_TIMEOUT, REUSEADDR, AFONLY (the CM's, dev_cm.h); an IB path: ENOSYS. */
+int rdma_set_option(struct rdma_cm_id *cm_id, int level, int optname, void *optval,
+                    size_t optlen)
+{
+    return rcm_ret(rcm_bridge()->set_option(RCM(id, cm_id)->dev, level, optname, optval,
+                                            optlen));
+}
+
 int rdma_disconnect(struct rdma_cm_id *cm_id)
 {
     int ret = rcm_bridge()->disconnect(RCM(id, cm_id)->dev);

@@ -2,7 +2,7 @@
  * The entry points softib's CM cannot serve, each failing the way librdmacm
  * reports failure (-1 or NULL with errno ENOSYS) after one log line naming
  * it: SRQs and extended QPs made by the CM, multicast, ECE,
- * options, migrating ids, the QP attributes of a program-driven QP (the CM
+ * migrating ids, the QP attributes of a program-driven QP (the CM
  * drives the QP it made), and rsockets.
  */
 #include <rdma/rdma_verbs.h>
@@ -40,14 +40,6 @@ int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex
 { (void)id; (void)mc_join_attr; (void)context; return RCM_NO("rdma_join_multicast_ex"); }
 int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
 { (void)id; (void)addr; return RCM_NO("rdma_leave_multicast"); }
-int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, size_t optlen)
-{
-    (void)id; (void)optval; (void)optlen;
-    rcm_bridge()->log_error("rdma_set_option level %d option %d is not supported", level,
-                            optname);
-    errno = ENOSYS;
-    return -1;
-}
 int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 { (void)id; (void)channel; return RCM_NO("rdma_migrate_id"); }
 int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask)

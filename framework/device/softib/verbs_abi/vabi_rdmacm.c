@@ -153,6 +153,7 @@ static const vabi_rdmacm_bridge_t vabi_rdmacm_bridge = {
     .reject                = axon_dev_cm_reject,
     .establish             = axon_dev_cm_establish,
     .disconnect            = axon_dev_cm_disconnect,
+    .set_option            = axon_dev_cm_set_option,
     .context               = vabi_rdmacm_context,
     .context_by_name       = vabi_rdmacm_context_by_name,
     .create_qp             = vabi_rdmacm_create_qp,

@@ -32,6 +32,8 @@ typedef struct vabi_rdmacm_bridge {
     int  (*reject)(axon_dev_cm_id_t *id, const void *private_data, uint8_t private_data_len);
     int  (*establish)(axon_dev_cm_id_t *id);
     int  (*disconnect)(axon_dev_cm_id_t *id);
+    int  (*set_option)(axon_dev_cm_id_t *id, int level, int optname, const void *optval,
+                       size_t optlen);
     /* The ibv_context of a device the CM bound an id to: one per device, kept
      * open for the process (the CM would close it with its last id). */
     struct ibv_context *(*context)(axon_dev_context_t *dev);

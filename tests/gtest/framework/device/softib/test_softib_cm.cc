@@ -946,6 +946,71 @@ TEST_F(SoftibCm, BadInputIsEinvalWithALogLine)
     EXPECT_EQ(0, axon_dev_cm_listen(i, 0));
 }
 
+/*
+ * rdma_set_option's TOS and ACK_TIMEOUT reach the QPs: the active id's its
+ * own, the listener's the request's id (taken at the request); bad values,
+ * lengths and levels are refused with a line naming them, the id unchanged.
+ */
+TEST_F(SoftibCm, OptionsTosAndAckTimeoutReachTheQps)
+{
+    axon_dev_cm_channel_t  *ch = channel();
+    axon_dev_qp_attr_t      qa;
+    axon_dev_qp_init_attr_t qi;
+    axon_dev_cm_conn_param_t p;
+    uint16_t                port;
+    uint8_t                 tos = 96, lis_tos = 32, ack = 12, big_ack = 32;
+    int                     yes = 1;
+    Ev                      ev;
+
+    axon_dev_cm_id_t *l = listener(ch, &port);
+    ASSERT_EQ(0, axon_dev_cm_set_option(l, AXON_DEV_CM_OPTION_ID, AXON_DEV_CM_OPTION_ID_TOS,
+                                        &lis_tos, sizeof(lis_tos)));
+    axon_dev_cm_id_t *c = resolved(ch, "127.0.0.1", port);
+    ASSERT_EQ(0, axon_dev_cm_set_option(c, AXON_DEV_CM_OPTION_ID, AXON_DEV_CM_OPTION_ID_TOS,
+                                        &tos, sizeof(tos)));
+    ASSERT_EQ(0, axon_dev_cm_set_option(c, AXON_DEV_CM_OPTION_ID,
+                                        AXON_DEV_CM_OPTION_ID_ACK_TIMEOUT, &ack, sizeof(ack)));
+    ASSERT_EQ(0, axon_dev_cm_set_option(c, AXON_DEV_CM_OPTION_ID,
+                                        AXON_DEV_CM_OPTION_ID_REUSEADDR, &yes, sizeof(yes)));
+    ASSERT_EQ(0, axon_dev_cm_set_option(c, AXON_DEV_CM_OPTION_ID, AXON_DEV_CM_OPTION_ID_AFONLY,
+                                        &yes, sizeof(yes)));
+
+    EXPECT_EINVAL_LOGS(axon_dev_cm_set_option(c, AXON_DEV_CM_OPTION_ID,
+                                              AXON_DEV_CM_OPTION_ID_ACK_TIMEOUT, &big_ack, 1),
+                       "ACK_TIMEOUT 32 is over 31");
+    EXPECT_EINVAL_LOGS(axon_dev_cm_set_option(c, AXON_DEV_CM_OPTION_ID,
+                                              AXON_DEV_CM_OPTION_ID_TOS, &yes, sizeof(yes)),
+                       "TOS takes 1 bytes, not 4");
+    EXPECT_EINVAL_LOGS(axon_dev_cm_set_option(c, AXON_DEV_CM_OPTION_ID, 9, &yes, sizeof(yes)),
+                       "option 9");
+    EXPECT_EINVAL_LOGS(axon_dev_cm_set_option(c, 7, 0, &yes, sizeof(yes)), "unknown level");
+    std::string log = capture_stderr([&] {
+        EXPECT_EQ(ENOSYS, axon_dev_cm_set_option(c, AXON_DEV_CM_OPTION_IB,
+                                                 AXON_DEV_CM_OPTION_IB_PATH, &yes, sizeof(yes)));
+    });
+    EXPECT_NE(std::string::npos, log.find("path records are not supported")) << log;
+
+    ASSERT_EQ(0, a_.qp(c));
+    memset(&p, 0, sizeof(p));
+    p.retry_count     = 7;
+    p.rnr_retry_count = 7;
+    ASSERT_EQ(0, axon_dev_cm_connect(c, &p));
+    expect_ev(ch, AXON_DEV_CM_EVENT_CONNECT_REQUEST, nullptr, &ev);
+    axon_dev_cm_id_t *s = ev.id;
+    adopt(s);
+    ASSERT_EQ(0, b_.qp(s));
+    ASSERT_EQ(0, axon_dev_cm_accept(s, &p));
+    expect_ev(ch, AXON_DEV_CM_EVENT_ESTABLISHED, c);
+    expect_ev(ch, AXON_DEV_CM_EVENT_ESTABLISHED, s);
+
+    ASSERT_EQ(0, axon_dev_query_qp(c->qp, &qa, AXON_DEV_QP_AV | AXON_DEV_QP_TIMEOUT, &qi));
+    EXPECT_EQ(tos, qa.ah_attr.grh.traffic_class);
+    EXPECT_EQ(ack, qa.timeout) << "the bad ACK_TIMEOUT after it changed nothing";
+    ASSERT_EQ(0, axon_dev_query_qp(s->qp, &qa, AXON_DEV_QP_AV | AXON_DEV_QP_TIMEOUT, &qi));
+    EXPECT_EQ(lis_tos, qa.ah_attr.grh.traffic_class) << "the request's id takes the listener's";
+    EXPECT_NE(ack, qa.timeout) << "ACK_TIMEOUT was set on the active id only";
+}
+
 TEST_F(SoftibCm, TwoConnectionsShareTheDevice)
 {
     axon_dev_cm_channel_t *ch = channel();
