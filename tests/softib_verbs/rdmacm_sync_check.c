@@ -7,6 +7,7 @@
  *   - each call leaves its event in id->event (ADDR_RESOLVED after
  *     rdma_resolve_addr, the request after rdma_get_request, ESTABLISHED
  *     after rdma_connect/rdma_accept, DISCONNECTED after rdma_disconnect);
+ *   - a request given an SRQ (rdma_create_srq) before its QP;
  *   - errors: a connect to a port nobody listens on fails with ECONNREFUSED,
  *     rdma_get_request on an id with a channel of the program's with EINVAL,
  *     rdma_create_ep without an addrinfo with EINVAL; a listener destroyed
@@ -178,6 +179,45 @@ static void two_requests_interleaved(void)
     rdma_destroy_ep(listen_id);
 }
 
+/* A request taken without a QP, given an SRQ and then a QP on it (rdma_create_srq): the
+ * receive goes to the SRQ (rdma_post_recv picks it), the exchange as above. */
+static void request_through_an_srq(void)
+{
+    struct rdma_addrinfo *res = addrinfo(1, "0");
+    struct ibv_srq_init_attr sattr;
+    struct ibv_qp_init_attr attr;
+    struct rdma_cm_id *listen_id, *req;
+    pthread_t cli;
+    conn_t c;
+
+    CHECK(rdma_create_ep(&listen_id, res, NULL, NULL) == 0, "passive create_ep without a QP");
+    rdma_freeaddrinfo(res);
+    CHECK(rdma_listen(listen_id, 4) == 0, "listen");
+    snprintf(port, sizeof(port), "%u", ntohs(rdma_get_src_port(listen_id)));
+    CHECK(pthread_create(&cli, NULL, client, (void *)(uintptr_t)50) == 0, "thread");
+    CHECK(rdma_get_request(listen_id, &req) == 0, "get_request");
+    CHECK(req->qp == NULL, "no QP: the listener was given no attributes");
+    memset(&sattr, 0, sizeof(sattr));
+    sattr.attr.max_wr  = 4;
+    sattr.attr.max_sge = 1;
+    CHECK(rdma_create_srq(req, NULL, &sattr) == 0, "rdma_create_srq");
+    CHECK((req->srq != NULL) && (req->pd != NULL), "the id's SRQ, on a PD of its own");
+    CHECK((rdma_create_srq(req, NULL, &sattr) == -1) && (errno == EINVAL),
+          "a second SRQ on the id: EINVAL");
+    qp_attr(&attr);
+    attr.qp_type = IBV_QPT_RC;
+    CHECK(rdma_create_qp(req, NULL, &attr) == 0, "rdma_create_qp");
+    CHECK(req->qp->srq == req->srq, "the QP takes the id's SRQ");
+    conn_prepare(req, &c);   /* rdma_post_recv: to the SRQ */
+    CHECK(rdma_accept(req, NULL) == 0, "accept");
+    conn_send(req, &c, conn_recv(req, &c) + 1);
+    conn_release(&c);
+    CHECK(pthread_join(cli, NULL) == 0, "join");
+    CHECK(rdma_disconnect(req) == 0, "disconnect");
+    rdma_destroy_ep(req);   /* its QP, SRQ and PD */
+    rdma_destroy_ep(listen_id);
+}
+
 static void errors(void)
 {
     struct rdma_addrinfo *res;
@@ -255,6 +295,7 @@ int main(void)
 {
     alarm(60);
     two_requests_interleaved();
+    request_through_an_srq();
     errors();
     listener_gone_with_a_request();
     printf("rdmacm_sync_check: all checks passed\n");

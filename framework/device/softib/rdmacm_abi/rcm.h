@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
 #include "vabi_rdmacm.h"
 
 typedef struct rcm_event rcm_event_t;

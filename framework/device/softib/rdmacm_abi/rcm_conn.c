@@ -39,17 +39,34 @@ static void rcm_cqs_free(rcm_id_t *id)
     id->own_cqs = 0;
 }
 
+/* A call without a PD takes the id's, or one made for the id (gone with it). */
+static int rcm_id_pd(rcm_id_t *id, struct ibv_pd **pd_p)
+{
+    struct rdma_cm_id *c = &id->id;
+
+    if (*pd_p != NULL) {
+        return 0;
+    }
+    if (c->pd == NULL) {
+        if ((c->pd = ibv_alloc_pd(c->verbs)) == NULL) {
+            return errno;
+        }
+        id->own_pd = 1;
+    }
+    *pd_p = c->pd;
+    return 0;
+}
+
 static int rcm_qp_defaults(rcm_id_t *id, struct ibv_pd **pd_p, struct ibv_qp_init_attr *attr)
 {
     struct rdma_cm_id *c = &id->id;
     int ret;
 
-    if (*pd_p == NULL) {
-        if ((c->pd == NULL) && ((c->pd = ibv_alloc_pd(c->verbs)) == NULL)) {
-            return errno;
-        }
-        id->own_pd = 1;
-        *pd_p      = c->pd;
+    if ((ret = rcm_id_pd(id, pd_p)) != 0) {
+        return ret;
+    }
+    if ((attr->srq == NULL) && (c->srq != NULL)) {
+        attr->srq = c->srq;   /* rdma_create_srq's */
     }
     if ((attr->send_cq == NULL) || (attr->recv_cq == NULL)) {
         id->own_cqs = 1;
@@ -92,7 +109,60 @@ int rdma_create_qp(struct rdma_cm_id *cm_id, struct ibv_pd *pd, struct ibv_qp_in
     }
     cm_id->qp      = qp;
     cm_id->qp_type = attr->qp_type;
+    if (cm_id->pd == NULL) {
+        cm_id->pd = pd;   /* rdma_reg_msgs(id, ...) registers on it, as librdmacm's */
+    }
     return 0;
+}
+
+/* An SRQ for the id's QPs (rdma_create_qp takes it when given none). */
+int rdma_create_srq(struct rdma_cm_id *cm_id, struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+{
+    rcm_id_t *id = RCM(id, cm_id);
+    struct ibv_srq *srq;
+    int ret;
+
+    if ((cm_id->verbs == NULL) || (attr == NULL) || (cm_id->srq != NULL)) {
+        rcm_bridge()->log_error("rdma_create_srq: id %p %s", (void *)cm_id,
+                                (cm_id->verbs == NULL) ? "has no device yet" :
+                                (attr == NULL) ? "NULL attributes" : "has an SRQ already");
+        return rcm_ret(EINVAL);
+    }
+    if ((ret = rcm_id_pd(id, &pd)) != 0) {
+        return rcm_ret(ret);
+    }
+    if ((srq = ibv_create_srq(pd, attr)) == NULL) {
+        return -1;   /* errno and the line are libibverbs' */
+    }
+    cm_id->srq = srq;
+    return 0;
+}
+
+int rdma_create_srq_ex(struct rdma_cm_id *cm_id, struct ibv_srq_init_attr_ex *attr)
+{
+    struct ibv_srq_init_attr basic;
+    int ret;
+
+    if ((attr == NULL) || (attr->comp_mask & ~(uint32_t)(IBV_SRQ_INIT_ATTR_TYPE |
+                                                         IBV_SRQ_INIT_ATTR_PD)) ||
+        ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && (attr->srq_type != IBV_SRQT_BASIC))) {
+        return rcm_unsupported("rdma_create_srq_ex beyond a basic SRQ (XRC, tag matching, "
+                               "a CQ)");
+    }
+    memset(&basic, 0, sizeof(basic));
+    basic.srq_context = attr->srq_context;
+    basic.attr        = attr->attr;
+    ret = rdma_create_srq(cm_id, (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) ? attr->pd : NULL,
+                          &basic);
+    attr->attr = basic.attr;
+    return ret;
+}
+
+void rdma_destroy_srq(struct rdma_cm_id *cm_id)
+{
+    if ((cm_id->srq != NULL) && (ibv_destroy_srq(cm_id->srq) == 0)) {
+        cm_id->srq = NULL;   /* the CQs stay: they are the QP's (rdma_destroy_qp's) */
+    }
 }
 
 void rdma_destroy_qp(struct rdma_cm_id *cm_id)

@@ -279,6 +279,9 @@ void rdma_destroy_ep(struct rdma_cm_id *cm_id)
     if (cm_id->qp != NULL) {
         rdma_destroy_qp(cm_id);
     }
+    if (cm_id->srq != NULL) {
+        rdma_destroy_srq(cm_id);
+    }
     free(id->request_qp);
     id->request_qp = NULL;
     rdma_destroy_id(cm_id);
