@@ -7,7 +7,8 @@
  *   - each call leaves its event in id->event (ADDR_RESOLVED after
  *     rdma_resolve_addr, the request after rdma_get_request, ESTABLISHED
  *     after rdma_connect/rdma_accept, DISCONNECTED after rdma_disconnect);
- *   - a request given an SRQ (rdma_create_srq) before its QP;
+ *   - a request given an SRQ (rdma_create_srq) before its QP; rdma_create_qp_ex's
+ *     ibv_wr_* interface;
  *   - errors: a connect to a port nobody listens on fails with ECONNREFUSED,
  *     rdma_get_request on an id with a channel of the program's with EINVAL,
  *     rdma_create_ep without an addrinfo with EINVAL; a listener destroyed
@@ -247,6 +248,28 @@ static void errors(void)
     CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000) == 0, "sync resolve_addr");
     expect_event(id, RDMA_CM_EVENT_ADDR_RESOLVED, "rdma_resolve_addr");
     CHECK(id->verbs != NULL, "resolved: the id has its device");
+
+    /* rdma_create_qp_ex: the ibv_wr_* interface on the CM's QP; more than a PD and send
+     * ops is refused with ENOSYS */
+    {
+        struct ibv_qp_init_attr_ex ax;
+        struct ibv_qp_ex *qpx;
+
+        memset(&ax, 0, sizeof(ax));
+        qp_attr((struct ibv_qp_init_attr *)&ax);
+        ax.qp_type        = IBV_QPT_RC;
+        ax.comp_mask      = IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+        ax.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE;
+        CHECK((rdma_create_qp_ex(id, &ax) == -1) && (errno == ENOSYS) && (id->qp == NULL),
+              "rdma_create_qp_ex with create flags: ENOSYS, no QP");
+        ax.comp_mask = IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+        CHECK(rdma_create_qp_ex(id, &ax) == 0, "rdma_create_qp_ex with send ops");
+        qpx = ibv_qp_to_qp_ex(id->qp);
+        CHECK((qpx != NULL) && (qpx->wr_start != NULL) && (qpx->wr_send != NULL) &&
+              (id->pd != NULL), "the QP has the ibv_wr_* interface, the id a PD");
+        rdma_destroy_qp(id);
+        CHECK(id->qp == NULL, "rdma_destroy_qp");
+    }
     CHECK(rdma_destroy_id(id) == 0, "destroy a sync id holding its event");
 
     /* rdma_get_request needs a synchronous listener */

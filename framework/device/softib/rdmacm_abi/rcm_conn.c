@@ -165,6 +165,35 @@ void rdma_destroy_srq(struct rdma_cm_id *cm_id)
     }
 }
 
+/*
+ * The extended form: a PD and send ops flags (the ibv_wr_* interface, as
+ * libibverbs' ibv_create_qp_ex on softib gives it); other fields are not
+ * supported. ibv_qp_init_attr is the start of ibv_qp_init_attr_ex.
+ */
+int rdma_create_qp_ex(struct rdma_cm_id *cm_id, struct ibv_qp_init_attr_ex *attr)
+{
+    const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    struct ibv_qp_init_attr basic;
+    int ret;
+
+    if ((attr == NULL) || (attr->comp_mask & ~known)) {
+        rcm_bridge()->log_error("rdma_create_qp_ex: comp_mask 0x%x: a PD and send ops flags "
+                                "only", (attr != NULL) ? attr->comp_mask : 0);
+        errno = (attr == NULL) ? EINVAL : ENOSYS;
+        return -1;
+    }
+    memcpy(&basic, attr, sizeof(basic));
+    ret = rdma_create_qp(cm_id, (attr->comp_mask & IBV_QP_INIT_ATTR_PD) ? attr->pd : NULL,
+                         &basic);
+    memcpy(attr, &basic, sizeof(basic));   /* the caps granted */
+    if ((ret == 0) && (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+        ((ret = rcm_bridge()->qp_ex_init(cm_id->qp, attr->send_ops_flags)) != 0)) {
+        rdma_destroy_qp(cm_id);
+        return rcm_ret(ret);
+    }
+    return ret;
+}
+
 void rdma_destroy_qp(struct rdma_cm_id *cm_id)
 {
     /* not when ibv_destroy_qp has destroyed it already (the CM id has no QP then) */

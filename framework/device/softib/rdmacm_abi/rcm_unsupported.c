@@ -1,7 +1,7 @@
 /*
  * The entry points softib's CM cannot serve, each failing the way librdmacm
  * reports failure (-1 or NULL with errno ENOSYS) after one log line naming
- * it: extended QPs made by the CM, XRC SRQs, multicast, ECE,
+ * it: XRC SRQs, multicast, ECE,
  * migrating ids, the QP attributes of a program-driven QP (the CM
  * drives the QP it made), and rsockets.
  */
@@ -18,8 +18,6 @@ int rcm_unsupported(const char *call)
 
 #define RCM_NO(_call) rcm_unsupported(_call)
 
-int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *qp_init_attr)
-{ (void)id; (void)qp_init_attr; return RCM_NO("rdma_create_qp_ex"); }
 int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)
 { (void)id; (void)private_data; (void)private_data_len; return RCM_NO("rdma_reject_ece"); }
 int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)

@@ -131,6 +131,11 @@ static struct ibv_qp *vabi_rdmacm_create_qp(axon_dev_cm_id_t *id, struct ibv_pd 
     return qp;
 }
 
+static int vabi_rdmacm_qp_ex_init(struct ibv_qp *qp, uint64_t send_ops)
+{
+    return vabi_wr_init(VABI(qp, qp), send_ops);
+}
+
 static void vabi_rdmacm_qp_detach(struct ibv_qp *qp)
 {
     VABI(qp, qp)->cm_id = NULL;
@@ -158,6 +163,7 @@ static const vabi_rdmacm_bridge_t vabi_rdmacm_bridge = {
     .context_by_name       = vabi_rdmacm_context_by_name,
     .create_qp             = vabi_rdmacm_create_qp,
     .qp_detach             = vabi_rdmacm_qp_detach,
+    .qp_ex_init            = vabi_rdmacm_qp_ex_init,
     .log_error             = vabi_rdmacm_log_error,
 };
 

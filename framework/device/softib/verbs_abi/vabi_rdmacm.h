@@ -45,6 +45,9 @@ typedef struct vabi_rdmacm_bridge {
                                 struct ibv_qp_init_attr *attr);
     /* The id goes away before its QP: the QP becomes a plain one. */
     void (*qp_detach)(struct ibv_qp *qp);
+    /* The ibv_wr_* interface of send_ops (IBV_QP_EX_WITH_*) on a QP made by create_qp
+     * (rdma_create_qp_ex): 0 or an errno, logged. */
+    int  (*qp_ex_init)(struct ibv_qp *qp, uint64_t send_ops);
     /* One log line: "librdmacm on softib: <message>". */
     void (*log_error)(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 } vabi_rdmacm_bridge_t;
