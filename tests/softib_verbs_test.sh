@@ -285,6 +285,15 @@ t_rping() {  # address
         -c -a "$1" -p "$port" -v -C 100
 }
 
+# rping -q: each side makes its QP itself and takes it to RTS with
+# rdma_init_qp_attr's attributes (connect and accept carry its number)
+t_rping_own_qp() {
+    local port
+    port=$(free_port)
+    rdmacm_pair "$port" '^ping data: rdma-ping-' 50 rping -s -a 127.0.0.1 -p "$port" -q -v -C 50 \
+        -- -c -a 127.0.0.1 -p "$port" -q -v -C 50
+}
+
 # rping's client and server under valgrind: the objects the two libraries
 # share are freed once and in order (rping destroys its QP with ibv_destroy_qp
 # before rdma_destroy_id). rping has a race of its own: its cm thread may go
@@ -488,6 +497,7 @@ check softib_rdmacm_exports_match_rdma_core_44  t_rdmacm_exports_match_rdma_core
 check softib_rdmacm_devices_addrinfo_ports      t_rdmacm_abi_check
 check softib_rdmacm_rping                       t_rping 127.0.0.1
 check softib_rdmacm_rping_valgrind              t_rping_valgrind
+check softib_rdmacm_rping_own_qp_init_qp_attr   t_rping_own_qp
 check softib_rdmacm_sync_ids                    t_rdmacm_sync_check
 check softib_rdmacm_rdma_server_client          t_rdma_sync_example rdma_server rdma_client
 check softib_rdmacm_rdma_xserver_xclient_rc     t_rdma_sync_example rdma_xserver rdma_xclient

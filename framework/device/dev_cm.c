@@ -909,6 +909,24 @@ int axon_dev_cm_set_option(axon_dev_cm_id_t *id, int level, int optname, const v
     return ret;
 }
 
+int axon_dev_cm_init_qp_attr(axon_dev_cm_id_t *id, axon_dev_qp_attr_t *attr, int *mask_p)
+{
+    axon_dev_cm_id_priv_t *priv;
+    int ret;
+
+    if ((attr == NULL) || (mask_p == NULL)) {
+        axon_error("axon_dev_cm_init_qp_attr: NULL %s", (attr == NULL) ? "attr" : "mask_p");
+        return EINVAL;
+    }
+    if ((priv = axon_dev_cm_id_lock(id, "init_qp_attr", 1)) == NULL) {
+        return EINVAL;
+    }
+    ret = (priv->ops->init_qp_attr != NULL) ? priv->ops->init_qp_attr(priv, attr, mask_p) :
+                                              EOPNOTSUPP;
+    axon_dev_cm_id_unlock(priv);
+    return ret;
+}
+
 int axon_dev_cm_establish(axon_dev_cm_id_t *id)
 {
     AXON_DEV_CM_CALL_BOUND(id, establish);

@@ -220,6 +220,16 @@ int  axon_dev_cm_reject(axon_dev_cm_id_t *id, const void *private_data,
 int  axon_dev_cm_set_option(axon_dev_cm_id_t *id, int level, int optname, const void *optval,
                             size_t optlen);
 
+/*
+ * rdma_init_qp_attr: the attributes and mask that take a QP the program made
+ * itself (connect/accept with conn_param's qp_num, no QP on the id) to
+ * attr->qp_state (INIT, RTR or RTS), as the CM takes its own: INIT once the
+ * id has a device, RTR and RTS once the peer is known (a CONNECT_REQUEST's
+ * id, or the requester after CONNECT_RESPONSE). RTS's sq_psn is the PSN the
+ * id announces. EINVAL with a line before that.
+ */
+int  axon_dev_cm_init_qp_attr(axon_dev_cm_id_t *id, axon_dev_qp_attr_t *attr, int *mask_p);
+
 /* Active side of an id without a QP, after CONNECT_RESPONSE: send the RTU. */
 int  axon_dev_cm_establish(axon_dev_cm_id_t *id);
 int  axon_dev_cm_disconnect(axon_dev_cm_id_t *id);

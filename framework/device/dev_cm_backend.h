@@ -84,6 +84,8 @@ struct axon_dev_cm_ops {
     int  (*reject)(axon_dev_cm_id_priv_t *id, const void *pdata, uint8_t len);
     int  (*establish)(axon_dev_cm_id_priv_t *id);
     int  (*disconnect)(axon_dev_cm_id_priv_t *id);
+    /* rdma_init_qp_attr (dev_cm.h); NULL: EOPNOTSUPP. */
+    int  (*init_qp_attr)(axon_dev_cm_id_priv_t *id, axon_dev_qp_attr_t *attr, int *mask_p);
     /* id->opts changed (the back end applies them, or reads them when it needs
      * them: then NULL). */
     int  (*set_option)(axon_dev_cm_id_priv_t *id);

@@ -224,20 +224,33 @@ static int axon_dev_rdmacore_cm_device(axon_dev_cm_id_priv_t *id, struct rdma_cm
     return ret;
 }
 
+/* The attributes librdmacm knows for taking a QP of the id to attr->qp_state. */
+static int axon_dev_rdmacore_cm_init_qp_attr(axon_dev_cm_id_priv_t *id,
+                                             axon_dev_qp_attr_t *attr, int *mask_p)
+{
+    struct ibv_qp_attr ibv_attr;
+
+    memset(&ibv_attr, 0, sizeof(ibv_attr));
+    ibv_attr.qp_state = (enum ibv_qp_state)attr->qp_state;
+    if (rdma_init_qp_attr(axon_dev_rdmacore_cm_rid(id)->cmid, &ibv_attr, mask_p) != 0) {
+        axon_error("rdma-core cm: rdma_init_qp_attr(state %d): %s", ibv_attr.qp_state,
+                   strerror(errno));
+        return errno;
+    }
+    axon_dev_rdmacore_qp_attr_from_ibv(&ibv_attr, attr);
+    return 0;
+}
+
 /* Move the id's QP to state with the attributes the CM knows. */
 static int axon_dev_rdmacore_cm_qp_to(axon_dev_cm_id_priv_t *id, enum ibv_qp_state state)
 {
-    struct ibv_qp_attr ibv_attr;
     axon_dev_qp_attr_t attr;
-    int mask;
+    int mask, ret;
 
-    memset(&ibv_attr, 0, sizeof(ibv_attr));
-    ibv_attr.qp_state = state;
-    if (rdma_init_qp_attr(axon_dev_rdmacore_cm_rid(id)->cmid, &ibv_attr, &mask) != 0) {
-        axon_error("rdma-core cm: rdma_init_qp_attr(state %d): %s", state, strerror(errno));
-        return errno;
+    attr.qp_state = (axon_dev_qp_state_t)state;
+    if ((ret = axon_dev_rdmacore_cm_init_qp_attr(id, &attr, &mask)) != 0) {
+        return ret;
     }
-    axon_dev_rdmacore_qp_attr_from_ibv(&ibv_attr, &attr);
     return axon_dev_modify_qp(id->super.qp, &attr, mask);
 }
 
@@ -539,6 +552,7 @@ const axon_dev_cm_ops_t axon_dev_rdmacore_cm_ops = {
     .establish     = axon_dev_rdmacore_cm_establish,
     .disconnect    = axon_dev_rdmacore_cm_disconnect,
     .set_option    = axon_dev_rdmacore_cm_set_option,
+    .init_qp_attr  = axon_dev_rdmacore_cm_init_qp_attr,
     .qp_gone       = axon_dev_rdmacore_cm_qp_gone,
     .destroy       = axon_dev_rdmacore_cm_destroy,
     .release       = axon_dev_rdmacore_cm_release,

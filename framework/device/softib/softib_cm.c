@@ -425,6 +425,7 @@ const axon_dev_cm_ops_t softib_cm_ops = {
     .accept        = softib_cm_accept,
     .reject        = softib_cm_reject,
     .establish     = softib_cm_establish,
+    .init_qp_attr  = softib_cm_init_qp_attr,
     .disconnect    = softib_cm_disconnect,
     .qp_gone       = softib_cm_qp_gone,
     .destroy       = softib_cm_destroy,

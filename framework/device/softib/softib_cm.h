@@ -87,6 +87,7 @@ typedef struct softib_cm_id {
     int                    max_rd;     /* device's max_qp_rd_atom */
     /* ours: from connect or accept */
     uint32_t               psn;
+    int                    psn_chosen; /* psn is fixed (softib_cm_psn) */
     uint8_t                resp_res, init_depth, retry, rnr_retry;
     softib_cm_msg_t        out;        /* REQ to send once the socket connects */
     softib_cm_msg_t        peer;       /* the peer's REQ or REP */
@@ -119,6 +120,7 @@ int  softib_cm_connect(axon_dev_cm_id_priv_t *id, const axon_dev_cm_conn_param_t
 int  softib_cm_accept(axon_dev_cm_id_priv_t *id, const axon_dev_cm_conn_param_t *param);
 int  softib_cm_reject(axon_dev_cm_id_priv_t *id, const void *pdata, uint8_t len);
 int  softib_cm_establish(axon_dev_cm_id_priv_t *id);
+int  softib_cm_init_qp_attr(axon_dev_cm_id_priv_t *id, axon_dev_qp_attr_t *attr, int *mask_p);
 int  softib_cm_disconnect(axon_dev_cm_id_priv_t *id);
 void softib_cm_destroy(axon_dev_cm_id_priv_t *id);
 int  softib_cm_send(softib_cm_id_t *sid, softib_cm_msg_type_t type, uint16_t reason,
@@ -126,7 +128,7 @@ int  softib_cm_send(softib_cm_id_t *sid, softib_cm_msg_type_t type, uint16_t rea
 void softib_cm_event(softib_cm_id_t *sid, axon_dev_cm_event_type_t type, int status,
                      const softib_cm_msg_t *msg);
 void softib_cm_qp_error(softib_cm_id_t *sid);
-int  softib_cm_qp_connect(softib_cm_id_t *sid, uint8_t rnr_retry, uint8_t max_rd_atomic);
+int  softib_cm_qp_connect(softib_cm_id_t *sid);
 
 /* softib_cm_msg.c: a message of type with only the header set; is a peer's well formed (0, or EPROTO)? */
 void softib_cm_msg_init(softib_cm_msg_t *m, softib_cm_msg_type_t type);

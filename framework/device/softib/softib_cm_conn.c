@@ -102,54 +102,149 @@ void softib_cm_qp_gone(axon_dev_cm_id_priv_t *id)
     (void)id;   /* the QP is only ever reached through id->super.qp */
 }
 
-/* The id's QP to RTR and RTS towards sid->peer (REQ or REP). */
-int softib_cm_qp_connect(softib_cm_id_t *sid, uint8_t rnr_retry, uint8_t max_rd_atomic)
+/* The PSN this side announces: chosen once, so a program's own QP that took
+ * it from init_qp_attr before the REP and the REP agree. */
+static uint32_t softib_cm_psn(softib_cm_id_t *sid)
 {
-    axon_dev_qp_t *qp = sid->id->super.qp;
+    if (!sid->psn_chosen) {
+        sid->psn        = softib_cm_random_psn();
+        sid->psn_chosen = 1;
+    }
+    return sid->psn;
+}
+
+static uint8_t softib_cm_min(unsigned a, unsigned b)
+{
+    return (uint8_t)((a < b) ? a : b);
+}
+
+/* What the QP may receive: reads and atomics only where we grant responder resources. */
+static int softib_cm_access(const softib_cm_id_t *sid)
+{
+    return AXON_DEV_ACCESS_LOCAL_WRITE | AXON_DEV_ACCESS_REMOTE_WRITE |
+           ((sid->resp_res > 0) ? (AXON_DEV_ACCESS_REMOTE_READ | AXON_DEV_ACCESS_REMOTE_ATOMIC) :
+                                  0);
+}
+
+/*
+ * The attributes that take a QP of sid's connection to state: the CM's own
+ * QP at connect/accept, or a program's QP through init_qp_attr. INIT needs
+ * only the device; RTR and RTS the peer's REQ or REP (sid->peer). The read
+ * depth this side may use is the peer's grant: the REP's responder resources
+ * for the requester, the accept's init_depth (already bounded by the REQ's)
+ * for the responder.
+ */
+static int softib_cm_qp_attr(softib_cm_id_t *sid, axon_dev_qp_state_t state,
+                             axon_dev_qp_attr_t *attr, int *mask_p)
+{
     const softib_cm_msg_t *p = &sid->peer;
     axon_dev_port_attr_t port;
-    axon_dev_qp_attr_t attr;
     int ret;
 
-    if ((ret = axon_dev_query_port(qp->context, SOFTIB_PORT_NUM, &port)) != 0) {
-        return ret;
+    memset(attr, 0, sizeof(*attr));
+    attr->qp_state = state;
+    switch (state) {
+    case AXON_DEV_QPS_INIT:
+        attr->port_num        = SOFTIB_PORT_NUM;
+        attr->qp_access_flags = softib_cm_access(sid);
+        *mask_p = AXON_DEV_QP_STATE | AXON_DEV_QP_PKEY_INDEX | AXON_DEV_QP_PORT |
+                  AXON_DEV_QP_ACCESS_FLAGS;
+        return 0;
+    case AXON_DEV_QPS_RTR:
+        if ((ret = axon_dev_query_port(sid->id->super.verbs, SOFTIB_PORT_NUM, &port)) != 0) {
+            return ret;
+        }
+        attr->path_mtu           = (p->mtu < port.active_mtu) ? (axon_dev_mtu_t)p->mtu :
+                                                                 port.active_mtu;
+        attr->dest_qp_num        = ntohl(p->qpn);
+        attr->rq_psn             = ntohl(p->psn) & SOFTIB_PSN_MASK;
+        attr->max_dest_rd_atomic = sid->resp_res;
+        attr->min_rnr_timer      = SOFTIB_CM_MIN_RNR;
+        attr->qp_access_flags    = softib_cm_access(sid);
+        attr->ah_attr.is_global         = 1;
+        attr->ah_attr.port_num          = SOFTIB_PORT_NUM;
+        attr->ah_attr.grh.hop_limit     = SOFTIB_CM_HOP_LIMIT;
+        attr->ah_attr.grh.sgid_index    = 0;
+        attr->ah_attr.grh.traffic_class = sid->id->opts.tos;   /* rdma_set_option's, or 0 */
+        memcpy(attr->ah_attr.grh.dgid.raw, p->gid, sizeof(p->gid));
+        *mask_p = AXON_DEV_QP_STATE | AXON_DEV_QP_PATH_MTU | AXON_DEV_QP_DEST_QPN |
+                  AXON_DEV_QP_RQ_PSN | AXON_DEV_QP_AV | AXON_DEV_QP_MAX_DEST_RD_ATOMIC |
+                  AXON_DEV_QP_MIN_RNR_TIMER | AXON_DEV_QP_ACCESS_FLAGS;
+        return 0;
+    case AXON_DEV_QPS_RTS:
+        attr->sq_psn        = softib_cm_psn(sid);
+        attr->timeout       = sid->id->opts.has_ack_timeout ? sid->id->opts.ack_timeout :
+                                                              SOFTIB_CM_QP_TIMEOUT;
+        attr->retry_cnt     = sid->retry;
+        attr->rnr_retry     = p->rnr_retry_count;   /* the peer's, for our QP */
+        attr->max_rd_atomic = (sid->listener != NULL) ? sid->init_depth :
+                              softib_cm_min(sid->init_depth, p->responder_resources);
+        *mask_p = AXON_DEV_QP_STATE | AXON_DEV_QP_SQ_PSN | AXON_DEV_QP_TIMEOUT |
+                  AXON_DEV_QP_RETRY_CNT | AXON_DEV_QP_RNR_RETRY | AXON_DEV_QP_MAX_QP_RD_ATOMIC;
+        return 0;
+    default:
+        axon_error("softib cm: init_qp_attr: QP state %d (INIT, RTR or RTS)", (int)state);
+        return EINVAL;
     }
-    memset(&attr, 0, sizeof(attr));
-    attr.qp_state           = AXON_DEV_QPS_RTR;
-    attr.path_mtu           = (p->mtu < port.active_mtu) ? (axon_dev_mtu_t)p->mtu :
-                                                            port.active_mtu;
-    attr.dest_qp_num        = ntohl(p->qpn);
-    attr.rq_psn             = ntohl(p->psn) & SOFTIB_PSN_MASK;
-    attr.max_dest_rd_atomic = sid->resp_res;
-    attr.min_rnr_timer      = SOFTIB_CM_MIN_RNR;
-    attr.qp_access_flags    = AXON_DEV_ACCESS_LOCAL_WRITE | AXON_DEV_ACCESS_REMOTE_WRITE;
-    if (sid->resp_res > 0) {
-        attr.qp_access_flags |= AXON_DEV_ACCESS_REMOTE_READ | AXON_DEV_ACCESS_REMOTE_ATOMIC;
+}
+
+/* The id's QP to RTR and RTS towards sid->peer (REQ or REP). */
+int softib_cm_qp_connect(softib_cm_id_t *sid)
+{
+    static const axon_dev_qp_state_t states[] = {AXON_DEV_QPS_RTR, AXON_DEV_QPS_RTS};
+    axon_dev_qp_attr_t attr;
+    unsigned i;
+    int mask, ret;
+
+    for (i = 0; i < sizeof(states) / sizeof(states[0]); ++i) {
+        if (((ret = softib_cm_qp_attr(sid, states[i], &attr, &mask)) != 0) ||
+            ((ret = axon_dev_modify_qp(sid->id->super.qp, &attr, mask)) != 0)) {
+            return ret;
+        }
     }
-    attr.ah_attr.is_global      = 1;
-    attr.ah_attr.port_num       = SOFTIB_PORT_NUM;
-    attr.ah_attr.grh.hop_limit  = SOFTIB_CM_HOP_LIMIT;
-    attr.ah_attr.grh.sgid_index = 0;
-    attr.ah_attr.grh.traffic_class = sid->id->opts.tos;   /* rdma_set_option's TOS, or 0 */
-    memcpy(attr.ah_attr.grh.dgid.raw, p->gid, sizeof(p->gid));
-    ret = axon_dev_modify_qp(qp, &attr, AXON_DEV_QP_STATE | AXON_DEV_QP_PATH_MTU |
-                             AXON_DEV_QP_DEST_QPN | AXON_DEV_QP_RQ_PSN | AXON_DEV_QP_AV |
-                             AXON_DEV_QP_MAX_DEST_RD_ATOMIC | AXON_DEV_QP_MIN_RNR_TIMER |
-                             AXON_DEV_QP_ACCESS_FLAGS);
-    if (ret != 0) {
-        return ret;
+    return 0;
+}
+
+/*
+ * rdma_init_qp_attr: for a program's own QP (rping -q). RTR and RTS once the
+ * peer is known: a request's id (the accept's grants default to the
+ * request's, as accept without parameters gives them), or the requester
+ * after CONNECT_RESPONSE. UD: INIT with the CM's qkey, RTR, RTS.
+ */
+int softib_cm_init_qp_attr(axon_dev_cm_id_priv_t *id, axon_dev_qp_attr_t *attr, int *mask_p)
+{
+    softib_cm_id_t *sid = softib_cm_sid(id);
+    axon_dev_qp_state_t state = attr->qp_state;
+    int peer_known;
+
+    if (sid == NULL) {
+        return softib_cm_bad_state(sid, "init_qp_attr (bind or resolve first)");
     }
-    memset(&attr, 0, sizeof(attr));
-    attr.qp_state      = AXON_DEV_QPS_RTS;
-    attr.sq_psn        = sid->psn;
-    attr.timeout       = sid->id->opts.has_ack_timeout ? sid->id->opts.ack_timeout :
-                                                          SOFTIB_CM_QP_TIMEOUT;
-    attr.retry_cnt     = sid->retry;
-    attr.rnr_retry     = rnr_retry;
-    attr.max_rd_atomic = max_rd_atomic;
-    return axon_dev_modify_qp(qp, &attr, AXON_DEV_QP_STATE | AXON_DEV_QP_SQ_PSN |
-                              AXON_DEV_QP_TIMEOUT | AXON_DEV_QP_RETRY_CNT |
-                              AXON_DEV_QP_RNR_RETRY | AXON_DEV_QP_MAX_QP_RD_ATOMIC);
+    if (id->super.ps == AXON_DEV_CM_PS_UDP) {
+        memset(attr, 0, sizeof(*attr));
+        attr->qp_state = state;
+        attr->port_num = SOFTIB_PORT_NUM;
+        attr->qkey     = AXON_DEV_CM_UDP_QKEY;
+        attr->sq_psn   = 0;
+        *mask_p = (state == AXON_DEV_QPS_INIT) ? (AXON_DEV_QP_STATE | AXON_DEV_QP_PKEY_INDEX |
+                                                  AXON_DEV_QP_PORT | AXON_DEV_QP_QKEY) :
+                  (state == AXON_DEV_QPS_RTS) ? (AXON_DEV_QP_STATE | AXON_DEV_QP_SQ_PSN) :
+                  AXON_DEV_QP_STATE;
+        return 0;
+    }
+    peer_known = (sid->listener != NULL) ? (sid->state >= SOFTIB_CM_REQ_RCVD) :
+                 ((sid->state == SOFTIB_CM_REP_RCVD) || (sid->state == SOFTIB_CM_ESTABLISHED));
+    if ((state != AXON_DEV_QPS_INIT) && !peer_known) {
+        return softib_cm_bad_state(sid, "init_qp_attr RTR/RTS (a CONNECT_REQUEST's id, or "
+                                   "CONNECT_RESPONSE first)");
+    }
+    if ((sid->listener != NULL) && (sid->state == SOFTIB_CM_REQ_RCVD)) {
+        /* not accepted yet: what accept without parameters grants */
+        sid->resp_res   = softib_cm_min(sid->peer.initiator_depth, (unsigned)sid->max_rd);
+        sid->init_depth = softib_cm_min(sid->peer.responder_resources, (unsigned)sid->max_rd);
+        sid->retry      = sid->peer.retry_count;
+    }
+    return softib_cm_qp_attr(sid, state, attr, mask_p);
 }
 
 /* As rdma_disconnect and a rejection do: the QP stops and flushes. */
@@ -262,11 +357,6 @@ static uint32_t softib_cm_random_psn(void)
     return (uint32_t)x & SOFTIB_PSN_MASK;
 }
 
-static uint8_t softib_cm_min(unsigned a, unsigned b)
-{
-    return (uint8_t)((a < b) ? a : b);
-}
-
 /* Our half of a REQ or REP: QPN, PSN, GID, MTU. */
 static int softib_cm_fill_local(softib_cm_id_t *sid, softib_cm_msg_t *m, uint32_t qpn, int srq)
 {
@@ -279,9 +369,8 @@ static int softib_cm_fill_local(softib_cm_id_t *sid, softib_cm_msg_t *m, uint32_
         ((ret = axon_dev_query_gid(ctx, SOFTIB_PORT_NUM, 0, &gid)) != 0)) {
         return ret;
     }
-    sid->psn = softib_cm_random_psn();
     m->qpn   = htonl(qpn);
-    m->psn   = htonl(sid->psn);
+    m->psn   = htonl(softib_cm_psn(sid));
     m->mtu   = (uint8_t)port.active_mtu;
     m->srq   = (uint8_t)(srq != 0);
     memcpy(m->gid, gid.raw, sizeof(m->gid));
@@ -382,7 +471,7 @@ int softib_cm_accept(axon_dev_cm_id_priv_t *id, const axon_dev_cm_conn_param_t *
     }
     /* as rdma_accept: RTR and RTS before the reply goes out (a UD QP is in RTS) */
     if ((qp != NULL) && (id->super.ps != AXON_DEV_CM_PS_UDP) &&
-        (ret = softib_cm_qp_connect(sid, sid->peer.rnr_retry_count, sid->init_depth)) != 0) {
+        (ret = softib_cm_qp_connect(sid)) != 0) {
         return ret;
     }
     if ((ret = softib_cm_send(sid, SOFTIB_CM_MSG_REP, 0, NULL, 0)) != 0) {

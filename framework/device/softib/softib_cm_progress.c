@@ -146,11 +146,6 @@ static void softib_cm_request(softib_cm_id_t *sid, const softib_cm_msg_t *m)
 
 /* ------------------------------------------------------------ active side */
 
-static uint8_t softib_cm_min8(uint8_t a, uint8_t b)
-{
-    return (a < b) ? a : b;
-}
-
 /*
  * The REP: with a QP on the id, RTR, RTS and the RTU go now and the user
  * sees ESTABLISHED; without one, CONNECT_RESPONSE and establish() later.
@@ -172,8 +167,7 @@ static void softib_cm_reply(softib_cm_id_t *sid, const softib_cm_msg_t *m)
         softib_cm_event(sid, AXON_DEV_CM_EVENT_CONNECT_RESPONSE, 0, m);
         return;
     }
-    ret = softib_cm_qp_connect(sid, m->rnr_retry_count,
-                               softib_cm_min8(sid->init_depth, m->responder_resources));
+    ret = softib_cm_qp_connect(sid);
     if (ret != 0) {
         axon_error("softib cm: cannot bring QP %u to RTS for the reply: %s",
                    sid->id->super.qp->qp_num, strerror(ret));

@@ -4,6 +4,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include "dev_ibv_map.h"
 #include "rcm.h"
 
 /* rdma_create_qp without CQs: one per direction, each with its own channel (librdmacm's way). */
@@ -284,6 +285,30 @@ int rdma_reject(struct rdma_cm_id *cm_id, const void *private_data, uint8_t priv
 int rdma_establish(struct rdma_cm_id *cm_id)
 {
     return rcm_ret(rcm_bridge()->establish(RCM(id, cm_id)->dev));
+}
+
+/* For a QP of the program's own (rping -q): the CM's attributes for qp_attr->qp_state. */
+int rdma_init_qp_attr(struct rdma_cm_id *cm_id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask)
+{
+    axon_dev_qp_attr_t dattr;
+    int ret;
+
+    if ((qp_attr == NULL) || (qp_attr_mask == NULL)) {
+        rcm_bridge()->log_error("rdma_init_qp_attr: NULL %s",
+                                (qp_attr == NULL) ? "qp_attr" : "qp_attr_mask");
+        return rcm_ret(EINVAL);
+    }
+    memset(&dattr, 0, sizeof(dattr));
+    dattr.qp_state = (axon_dev_qp_state_t)qp_attr->qp_state;
+    if ((ret = rcm_bridge()->init_qp_attr(RCM(id, cm_id)->dev, &dattr, qp_attr_mask)) != 0) {
+        return rcm_ret(ret);
+    }
+    {
+        const axon_dev_qp_attr_t *in = &dattr;
+        struct ibv_qp_attr *out      = qp_attr;
+        AXON_DEV_IBV_CONVERT(AXON_DEV_IBV_QP_ATTR);
+    }
+    return 0;
 }
 
 /* TOS, ACK_TIMEOUT, REUSEADDR, AFONLY (the CM's, dev_cm.h); an IB path: ENOSYS. */

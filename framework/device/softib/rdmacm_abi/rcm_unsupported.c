@@ -1,9 +1,7 @@
 /*
  * The entry points softib's CM cannot serve, each failing the way librdmacm
  * reports failure (-1 or NULL with errno ENOSYS) after one log line naming
- * it: XRC SRQs, multicast, ECE,
- * migrating ids, the QP attributes of a program-driven QP (the CM
- * drives the QP it made), and rsockets.
+ * it: XRC SRQs, multicast, ECE, migrating ids, and rsockets.
  */
 #include <rdma/rdma_verbs.h>
 #include <rdma/rsocket.h>
@@ -35,8 +33,6 @@ int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
 { (void)id; (void)addr; return RCM_NO("rdma_leave_multicast"); }
 int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 { (void)id; (void)channel; return RCM_NO("rdma_migrate_id"); }
-int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask)
-{ (void)id; (void)qp_attr; (void)qp_attr_mask; return RCM_NO("rdma_init_qp_attr"); }
 
 /* ------------------------------------------------------------ rsockets */
 

@@ -159,6 +159,7 @@ static const vabi_rdmacm_bridge_t vabi_rdmacm_bridge = {
     .establish             = axon_dev_cm_establish,
     .disconnect            = axon_dev_cm_disconnect,
     .set_option            = axon_dev_cm_set_option,
+    .init_qp_attr          = axon_dev_cm_init_qp_attr,
     .context               = vabi_rdmacm_context,
     .context_by_name       = vabi_rdmacm_context_by_name,
     .create_qp             = vabi_rdmacm_create_qp,

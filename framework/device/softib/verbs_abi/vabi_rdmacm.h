@@ -34,6 +34,7 @@ typedef struct vabi_rdmacm_bridge {
     int  (*disconnect)(axon_dev_cm_id_t *id);
     int  (*set_option)(axon_dev_cm_id_t *id, int level, int optname, const void *optval,
                        size_t optlen);
+    int  (*init_qp_attr)(axon_dev_cm_id_t *id, axon_dev_qp_attr_t *attr, int *mask_p);
     /* The ibv_context of a device the CM bound an id to: one per device, kept
      * open for the process (the CM would close it with its last id). */
     struct ibv_context *(*context)(axon_dev_context_t *dev);

@@ -1011,6 +1011,102 @@ TEST_F(SoftibCm, OptionsTosAndAckTimeoutReachTheQps)
     EXPECT_NE(ack, qa.timeout) << "ACK_TIMEOUT was set on the active id only";
 }
 
+/* A QP the program made itself (no QP on the ids, its number in conn_param),
+ * taken to INIT, RTR and RTS with init_qp_attr's attributes on both sides
+ * (rping -q's way): the connection carries a send, and each QP's sq_psn is
+ * the one its peer's QP expects. Before the peer is known RTR is refused. */
+TEST_F(SoftibCm, InitQpAttrDrivesQpsOfTheProgramsOwn)
+{
+    axon_dev_cm_channel_t   *ch = channel();
+    axon_dev_cm_conn_param_t p;
+    axon_dev_qp_attr_t       qa, ca, sa_;
+    axon_dev_qp_init_attr_t  qi;
+    axon_dev_qp_t           *cqp = nullptr, *sqp = nullptr;
+    axon_dev_mr_t           *smr, *rmr;
+    axon_dev_wc_t            wc;
+    uint16_t                 port;
+    int                      mask;
+    Ev                       ev;
+
+    axon_dev_cm_id_t *l = listener(ch, &port);
+    (void)l;
+    axon_dev_cm_id_t *c = resolved(ch, "127.0.0.1", port);
+    auto own_qp = [&](Side *side, axon_dev_cm_id_t *id, axon_dev_qp_t **qp) {
+        ASSERT_EQ(0, side->setup(id));
+        memset(&qi, 0, sizeof(qi));
+        qi.send_cq = qi.recv_cq = side->cq;
+        qi.qp_type          = AXON_DEV_QPT_RC;
+        qi.sq_sig_all       = 1;
+        qi.cap.max_send_wr  = qi.cap.max_recv_wr  = 8;
+        qi.cap.max_send_sge = qi.cap.max_recv_sge = 1;
+        ASSERT_EQ(0, axon_dev_create_qp(side->pd, &qi, qp));
+        memset(&qa, 0, sizeof(qa));
+        qa.qp_state = AXON_DEV_QPS_INIT;
+        ASSERT_EQ(0, axon_dev_cm_init_qp_attr(id, &qa, &mask));
+        EXPECT_EQ(AXON_DEV_QP_STATE | AXON_DEV_QP_PKEY_INDEX | AXON_DEV_QP_PORT |
+                  AXON_DEV_QP_ACCESS_FLAGS, mask);
+        ASSERT_EQ(0, axon_dev_modify_qp(*qp, &qa, mask));
+    };
+    auto to_rts = [&](axon_dev_cm_id_t *id, axon_dev_qp_t *qp, axon_dev_qp_attr_t *rts) {
+        memset(&qa, 0, sizeof(qa));
+        qa.qp_state = AXON_DEV_QPS_RTR;
+        ASSERT_EQ(0, axon_dev_cm_init_qp_attr(id, &qa, &mask));
+        ASSERT_EQ(0, axon_dev_modify_qp(qp, &qa, mask));
+        memset(rts, 0, sizeof(*rts));
+        rts->qp_state = AXON_DEV_QPS_RTS;
+        ASSERT_EQ(0, axon_dev_cm_init_qp_attr(id, rts, &mask));
+        ASSERT_EQ(0, axon_dev_modify_qp(qp, rts, mask));
+    };
+
+    ASSERT_NO_FATAL_FAILURE(own_qp(&a_, c, &cqp));
+    memset(&qa, 0, sizeof(qa));
+    qa.qp_state = AXON_DEV_QPS_RTR;
+    EXPECT_EINVAL_LOGS(axon_dev_cm_init_qp_attr(c, &qa, &mask), "CONNECT_RESPONSE first");
+    memset(&p, 0, sizeof(p));
+    p.qp_num              = cqp->qp_num;
+    p.responder_resources = 1;
+    p.initiator_depth     = 1;
+    p.retry_count         = 7;
+    p.rnr_retry_count     = 7;
+    ASSERT_EQ(0, axon_dev_cm_connect(c, &p));
+
+    expect_ev(ch, AXON_DEV_CM_EVENT_CONNECT_REQUEST, nullptr, &ev);
+    axon_dev_cm_id_t *s = ev.id;
+    adopt(s);
+    ASSERT_NO_FATAL_FAILURE(own_qp(&b_, s, &sqp));
+    ASSERT_NO_FATAL_FAILURE(to_rts(s, sqp, &sa_));
+    EXPECT_EQ(cqp->qp_num, qa.dest_qp_num) << "the responder's RTR points at the requester's QP";
+    uint8_t *rbuf = b_.buf(64, AXON_DEV_ACCESS_LOCAL_WRITE, &rmr);
+    ASSERT_EQ(0, post_recv(sqp, 5, rbuf, 64, rmr->lkey));
+    p.qp_num = sqp->qp_num;
+    ASSERT_EQ(0, axon_dev_cm_accept(s, &p));
+
+    expect_ev(ch, AXON_DEV_CM_EVENT_CONNECT_RESPONSE, c);
+    ASSERT_NO_FATAL_FAILURE(to_rts(c, cqp, &ca));
+    EXPECT_EQ(sqp->qp_num, qa.dest_qp_num);
+    ASSERT_EQ(0, axon_dev_cm_establish(c));   /* the RTU: ESTABLISHED for the responder */
+    expect_ev(ch, AXON_DEV_CM_EVENT_ESTABLISHED, s);
+
+    /* each side's RTR expects the PSN the other's RTS starts from */
+    ASSERT_EQ(0, axon_dev_query_qp(sqp, &qa, AXON_DEV_QP_RQ_PSN, &qi));
+    EXPECT_EQ(ca.sq_psn, qa.rq_psn);
+    ASSERT_EQ(0, axon_dev_query_qp(cqp, &qa, AXON_DEV_QP_RQ_PSN, &qi));
+    EXPECT_EQ(sa_.sq_psn, qa.rq_psn);
+
+    uint8_t *sbuf = a_.buf(64, AXON_DEV_ACCESS_LOCAL_WRITE, &smr);
+    axon_test_fill(sbuf, 64, 21);
+    ASSERT_EQ(0, post_send_op(cqp, 1, AXON_DEV_WR_SEND, sbuf, 64, smr->lkey));
+    ASSERT_TRUE(poll_one(b_.cq, &wc));
+    EXPECT_EQ(AXON_DEV_WC_SUCCESS, wc.status) << wc_status_name(wc.status);
+    EXPECT_EQ(-1, axon_test_check(rbuf, 64, 21));
+    ASSERT_TRUE(poll_one(a_.cq, &wc));
+    EXPECT_EQ(AXON_DEV_WC_SUCCESS, wc.status) << wc_status_name(wc.status);
+
+    ASSERT_EQ(0, axon_dev_cm_disconnect(c));
+    EXPECT_EQ(0, axon_dev_destroy_qp(cqp));
+    EXPECT_EQ(0, axon_dev_destroy_qp(sqp));
+}
+
 TEST_F(SoftibCm, TwoConnectionsShareTheDevice)
 {
     axon_dev_cm_channel_t *ch = channel();
