@@ -366,6 +366,32 @@ protected:
         EXPECT_FALSE(next(ch, &ev, seconds)) << "unexpected " << ev_name(ev.type);
     }
 
+    /* conn_param retrying as rdma_cm's default, with rd reads each way and qp_num */
+    static axon_dev_cm_conn_param_t retrying(uint8_t rd = 0, uint32_t qp_num = 0)
+    {
+        axon_dev_cm_conn_param_t p;
+        memset(&p, 0, sizeof(p));
+        p.responder_resources = rd;
+        p.initiator_depth     = rd;
+        p.retry_count         = 7;
+        p.rnr_retry_count     = 7;
+        p.qp_num              = qp_num;
+        return p;
+    }
+
+    /* c connects with p; the request's id on ch (adopted by the test) */
+    axon_dev_cm_id_t *request_of(axon_dev_cm_channel_t *ch, axon_dev_cm_id_t *c,
+                                 const axon_dev_cm_conn_param_t &p)
+    {
+        Ev ev;
+        EXPECT_EQ(0, axon_dev_cm_connect(c, &p));
+        expect_ev(ch, AXON_DEV_CM_EVENT_CONNECT_REQUEST, nullptr, &ev);
+        if (ev.id != nullptr) {
+            adopt(ev.id);
+        }
+        return ev.id;
+    }
+
     /*
      * A connection with QPs on both ids and private data both ways; *c the
      * active id, *s the passive one.
@@ -991,13 +1017,9 @@ TEST_F(SoftibCm, OptionsTosAndAckTimeoutReachTheQps)
     EXPECT_NE(std::string::npos, log.find("path records are not supported")) << log;
 
     ASSERT_EQ(0, a_.qp(c));
-    memset(&p, 0, sizeof(p));
-    p.retry_count     = 7;
-    p.rnr_retry_count = 7;
-    ASSERT_EQ(0, axon_dev_cm_connect(c, &p));
-    expect_ev(ch, AXON_DEV_CM_EVENT_CONNECT_REQUEST, nullptr, &ev);
-    axon_dev_cm_id_t *s = ev.id;
-    adopt(s);
+    p = retrying();
+    axon_dev_cm_id_t *s = request_of(ch, c, p);
+    ASSERT_NE(nullptr, s);
     ASSERT_EQ(0, b_.qp(s));
     ASSERT_EQ(0, axon_dev_cm_accept(s, &p));
     expect_ev(ch, AXON_DEV_CM_EVENT_ESTABLISHED, c);
@@ -1062,17 +1084,9 @@ TEST_F(SoftibCm, InitQpAttrDrivesQpsOfTheProgramsOwn)
     memset(&qa, 0, sizeof(qa));
     qa.qp_state = AXON_DEV_QPS_RTR;
     EXPECT_EINVAL_LOGS(axon_dev_cm_init_qp_attr(c, &qa, &mask), "CONNECT_RESPONSE first");
-    memset(&p, 0, sizeof(p));
-    p.qp_num              = cqp->qp_num;
-    p.responder_resources = 1;
-    p.initiator_depth     = 1;
-    p.retry_count         = 7;
-    p.rnr_retry_count     = 7;
-    ASSERT_EQ(0, axon_dev_cm_connect(c, &p));
-
-    expect_ev(ch, AXON_DEV_CM_EVENT_CONNECT_REQUEST, nullptr, &ev);
-    axon_dev_cm_id_t *s = ev.id;
-    adopt(s);
+    p = retrying(1, cqp->qp_num);
+    axon_dev_cm_id_t *s = request_of(ch, c, p);
+    ASSERT_NE(nullptr, s);
     ASSERT_NO_FATAL_FAILURE(own_qp(&b_, s, &sqp));
     ASSERT_NO_FATAL_FAILURE(to_rts(s, sqp, &sa_));
     EXPECT_EQ(cqp->qp_num, qa.dest_qp_num) << "the responder's RTR points at the requester's QP";
