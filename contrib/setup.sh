@@ -24,10 +24,11 @@ packages=(autoconf automake libtool pkg-config make gcc g++ procps valgrind
 # The tests also run unmodified Open MPI on Axon's libfabric provider and
 # check that libfabric's own tools see it (tests/mpi/), and rdma-core's verbs
 # programs on softib's libibverbs.so.1 and librdmacm.so.1 (tests/softib_verbs_test.sh),
-# and its libFuzzer harnesses (tests/fuzz/) need clang and its fuzzer runtime.
+# and its libFuzzer harnesses (tests/fuzz/) need clang and its fuzzer runtime;
+# gdb prints the threads of a test that hangs (tests/harness/bounded.sh).
 if [ "$mode" = test ]; then
     packages+=(openmpi-bin libopenmpi-dev libfabric-bin ibverbs-utils perftest rdmacm-utils
-               clang libclang-rt-14-dev)
+               clang libclang-rt-14-dev gdb)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -37,6 +37,8 @@ jobs=${AXON_TEST_JOBS:-1}
 # time, each test as long as alone (96 tests, five runs, nice-19 load beside).
 alone_jobs=${AXON_TEST_ALONE_JOBS:-2}
 names="$srcdir/tests/test_names.sh"
+# timeout(1) that also prints where a hung test's threads are (tests/harness/bounded.sh)
+bounded="$srcdir/tests/harness/bounded.sh"
 if ! [[ "$jobs" =~ ^[1-9][0-9]*$ ]]; then
     echo "AXON_TEST_JOBS=$jobs: not a positive number" >&2
     exit 2
@@ -76,7 +78,7 @@ record() {  # name status
 run_one() {  # name
     local t=$1 out rc ms start
     start=$(date +%s%N)
-    out=$(timeout -k 5 "$per_test_timeout" $wrapper "$gtest" --gtest_filter="$t" 2>&1)
+    out=$("$bounded" "$per_test_timeout" $wrapper "$gtest" --gtest_filter="$t" 2>&1)
     rc=$?
     if [ $rc -eq 0 ] && grep -q '^\[  SKIPPED \] 1 test' <<<"$out"; then
         # GTEST_SKIP: the case does not apply to this parameter (counted neither way)
@@ -92,8 +94,12 @@ run_one() {  # name
         echo "0 $t" >&3
         return
     fi
-    [ $rc -eq 124 ] && echo "TIMEOUT after ${per_test_timeout}s"
-    echo "$out" | tail -40
+    if [ $rc -eq 124 ]; then
+        echo "TIMEOUT after ${per_test_timeout}s"
+        echo "$out" | tail -300   # the threads' stacks
+    else
+        echo "$out" | tail -40
+    fi
     printf 'FAIL  %-70s (rc=%d)\n' "$t" "$rc"
     echo "1 $t" >&3
 }
@@ -108,7 +114,7 @@ batch_exec() {  # tests... : sets batch_out, batch_rc, batch_ms
     local flt start
     flt=$(IFS=:; echo "$*")
     start=$(date +%s%N)
-    batch_out=$(timeout -k 5 $((per_test_timeout * $#)) $wrapper "$gtest" --gtest_filter="$flt" 2>&1)
+    batch_out=$("$bounded" $((per_test_timeout * $#)) $wrapper "$gtest" --gtest_filter="$flt" 2>&1)
     batch_rc=$?
     batch_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 }
@@ -292,6 +298,7 @@ if [ "$filter" = "*" ] && [ "$gtest_only" != 1 ]; then
     # unit tests (a selection, 2 and 4 PEs) over it.
     run_script_tests 60 "$names"
     run_script_tests 120 "$srcdir/tests/layering/check_layers_test.sh"
+    run_script_tests 60 "$srcdir/tests/harness/bounded_test.sh"
     run_script_tests 600 "$srcdir/tests/tools_test.sh"
     # a short soak: shm and rc, ranks killed and restarted (tests/soak_test.sh)
     run_script_tests 120 "$srcdir/tests/soak_test.sh"

@@ -111,7 +111,8 @@ report() {  # name status output-file
         [ $quiet_pass -eq 1 ] || echo "PASS $1"
     else
         echo "FAIL $1"
-        sed 's/^/    | /' "$3" | tail -20
+        # a hang's report has every thread's stack (tests/harness/bounded.sh)
+        sed 's/^/    | /' "$3" | tail -"$(grep -qs '^bounded.sh: ' "$3" && echo 300 || echo 20)"
     fi
 }
 
@@ -185,7 +186,7 @@ run_one() {  # config name ranks args...
     local config=$1 name=$2 np=$3 out="$tmp/${run_label:-$2}-$1" rc left start
     shift 3
     start=$(($(date +%s%N) / 1000000))
-    setsid timeout -k 5 "$run_limit" mpirun "${mpirun_args[@]}" "${cfg[@]}" -np "$np" \
+    setsid "$srcdir/../harness/bounded.sh" "$run_limit" mpirun "${mpirun_args[@]}" "${cfg[@]}" -np "$np" \
         "$outdir/$name" "$@" >"$out" 2>&1 </dev/null &
     run_pid=$!
     wait "$run_pid"

@@ -184,7 +184,8 @@ report() {  # name status output-file
         passed=$((passed + 1))
     else
         echo "FAIL $1"
-        sed 's/^/    | /' "$3" | tail -20
+        # a hang's report has every thread's stack (tests/harness/bounded.sh)
+        sed 's/^/    | /' "$3" | tail -"$(grep -qs '^bounded.sh: ' "$3" && echo 300 || echo 20)"
         failed=$((failed + 1))
     fi
 }
@@ -196,7 +197,7 @@ refused=
 run_one() {  # test np
     local name=$1 np=$2 out="$tmp/$1-np$2" rc left start ms
     start=$(($(date +%s%N) / 1000000))
-    setsid timeout -k 5 "$test_limit" mpirun "${mpirun_args[@]}" "${env_args[@]}" -np "$np" \
+    setsid "$srcdir/../harness/bounded.sh" "$test_limit" mpirun "${mpirun_args[@]}" "${env_args[@]}" -np "$np" \
         "$unitdir/$name" >"$out" 2>&1 </dev/null &
     run_pid=$!
     wait "$run_pid"
