@@ -26,17 +26,9 @@ if [ ! -e "$libdir/libibverbs.so.1" ]; then
     exit 0
 fi
 
-check() {  # name command...
-    local name=$1; shift
-    # shellcheck disable=SC2053  # the filter is a glob
-    [[ $name == ${SOFTIB_VERBS_TEST_FILTER:-*} ]] || return 0
-    if "$@" >"$tmp/$name.out" 2>&1; then
-        echo "PASS $name"
-    else
-        echo "FAIL $name"
-        sed 's/^/    | /' "$tmp/$name.out" | tail -40
-    fi
-}
+check_filter=${SOFTIB_VERBS_TEST_FILTER:-*}
+check_tail=40
+. "$srcdir/tests/harness/script_check.sh"
 
 # A program of ibverbs-utils on softib; missing, it fails with the reason.
 verbs() {  # program args...

@@ -11,17 +11,8 @@ perf="$builddir/tools/axon_perf"
 tmp=$(mktemp -d /tmp/axon-tools-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
-check() {  # name command...
-    local name=$1; shift
-    # shellcheck disable=SC2053  # the filter is a glob
-    [[ $name == ${TOOLS_TEST_FILTER:-*} ]] || return 0
-    if "$@" >"$tmp/$name.out" 2>&1; then
-        echo "PASS $name"
-    else
-        echo "FAIL $name"
-        sed 's/^/    | /' "$tmp/$name.out" | tail -20
-    fi
-}
+check_filter=${TOOLS_TEST_FILTER:-*}
+. "$(dirname "$0")/harness/script_check.sh"
 
 t_info_devices() {
     out=$("$info" -d) || return 1

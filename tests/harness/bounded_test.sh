@@ -10,14 +10,8 @@ bounded="$here/bounded.sh"
 tmp=$(mktemp -d /tmp/axon-bounded-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
-check() {  # name function
-    if "$2" >"$tmp/$1.out" 2>&1; then
-        echo "PASS $1"
-    else
-        echo "FAIL $1"
-        sed 's/^/    | /' "$tmp/$1.out" | tail -30
-    fi
-}
+check_tail=30
+. "$here/script_check.sh"
 
 t_status_passes_through() {
     local rc

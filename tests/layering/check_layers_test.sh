@@ -12,15 +12,7 @@ layers="$here/check_layers.sh"
 tmp=$(mktemp -d /tmp/axon-layers-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
-check() {  # name command...
-    local name=$1; shift
-    if "$@" >"$tmp/$name.out" 2>&1; then
-        echo "PASS $name"
-    else
-        echo "FAIL $name"
-        sed 's/^/    | /' "$tmp/$name.out" | tail -20
-    fi
-}
+. "$here/../harness/script_check.sh"
 
 # A fresh copy of what the check reads, for one test to plant into.
 copy_tree() {  # dir
