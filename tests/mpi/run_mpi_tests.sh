@@ -9,7 +9,9 @@
 #
 # With the axon configuration it also runs tests/axon_job_check (an Axon
 # program, no MPI) under mpirun: mpi/axon_job_check/pmix and /pmix-tcp, and
-# axon_perf's collectives over the job: mpi/axon_perf/pmix-coll_allreduce.
+# axon_perf's collectives over the job: mpi/axon_perf/pmix-coll_allreduce;
+# and, where Open MPI has pml ucx, pingpong and coll over Open MPI's own UCX
+# on softib (rc and ud through Axon's libibverbs.so.1): mpi/<program>/ucx-softib.
 #
 # Configurations (MPI_TEST_CONFIGS="ob1 axon axon-tcp axon-osc" by default):
 #   ob1       --mca pml ob1 --mca btl self,vader: checks the programs themselves
@@ -157,7 +159,7 @@ mpirun_args+=(-x MPI_TEST_OSC_SKIP=allocate-cas64)
 # osc rdma over btl ofi over the axon provider, and nothing else (axon-osc
 # adds --mca osc_rdma_acc_use_amo false: see the top)
 axon_osc=(--mca osc rdma --mca btl "self,ofi" --mca btl_ofi_provider_include axon)
-config_args() {  # config -> cfg[]
+config_args() {  # config -> cfg[], run_prefix[]
     local axon=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include axon
                 -x "FI_PROVIDER_PATH=$provdir" -x "AXON_SHM_PREFIX=$shm_prefix"
                 -x "LD_LIBRARY_PATH=$builddir/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
@@ -176,9 +178,18 @@ config_args() {  # config -> cfg[]
                             --mca btl_ofi_progress_mode auto) ;;
         axon-osc-nobtl) cfg=("${axon[@]}" --mca osc rdma --mca btl self) ;;
         ofi-tcp)  cfg=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp) ;;
+        ucx-softib) cfg=(--mca pml ucx --mca pml_ucx_devices any --mca pml_ucx_tls any
+                         --mca osc ^ucx --mca btl self
+                         -x "LD_LIBRARY_PATH=$softib_libdir" -x UCX_TLS=rc,self
+                         -x UCX_NET_DEVICES=softib0:1 -x UCX_WARN_UNUSED_ENV_VARS=n)
+                    run_prefix=("$srcdir/../../contrib/softib/devnodes.sh")
+                    return ;;
         *)        return 1 ;;
     esac
+    run_prefix=()
 }
+run_prefix=()  # what mpirun runs under (ucx-softib: the device nodes' namespace)
+softib_libdir=$builddir/.libs/axon/softib-verbs
 
 run_label=   # the name reported instead of the program's (run_one)
 run_silent=0 # 1: run_one reports nothing, the caller judges run_rc
@@ -186,7 +197,7 @@ run_one() {  # config name ranks args...
     local config=$1 name=$2 np=$3 out="$tmp/${run_label:-$2}-$1" rc left start
     shift 3
     start=$(($(date +%s%N) / 1000000))
-    setsid "$srcdir/../harness/bounded.sh" "$run_limit" mpirun "${mpirun_args[@]}" "${cfg[@]}" -np "$np" \
+    setsid "$srcdir/../harness/bounded.sh" "$run_limit" "${run_prefix[@]}" mpirun "${mpirun_args[@]}" "${cfg[@]}" -np "$np" \
         "$outdir/$name" "$@" >"$out" 2>&1 </dev/null &
     run_pid=$!
     wait "$run_pid"
@@ -304,6 +315,19 @@ fi
 if [[ " $configs " == *" axon "* ]] && [[ " ${built[*]} " == *" busy:2 "* ]] &&
     config_args axon-ud; then
     run_one axon-ud busy 2
+fi
+# Open MPI's own UCX (pml ucx) on softib through Axon's libibverbs.so.1: UCX's
+# wireup over ud_verbs, then rc_verbs eager and rendezvous (docs/design.md,
+# "UCX on softib"). Open MPI 4.1 takes pml ucx only for devices it names
+# (pml_ucx_devices, mlx* by default), so "any"; osc ucx stays out (its
+# MPI_Fetch_and_op of a double fetches garbage over UCX's own sm and tcp too).
+if [[ " $configs " == *" axon "* ]] && [ -f "$softib_libdir/libibverbs.so.1" ] &&
+    command -v unshare >/dev/null && ompi_info 2>/dev/null | grep -q 'MCA pml: ucx' &&
+    config_args ucx-softib; then
+    for p in pingpong:2 coll:4; do
+        [[ " ${built[*]} " == *" $p "* ]] && run_one ucx-softib "${p%:*}" "${p#*:}"
+    done
+    config_args axon
 fi
 
 # Oversubscribed ring: 4 ranks on however many cores (2 in CI), 64 KiB-1 MiB.
