@@ -178,12 +178,12 @@ netns_server_client() (  # result-regex program args...
     command -v "$prog" >/dev/null || { echo "$prog is not installed"; return 1; }
     netns_pair "$ns_s" "$ns_c" || return 1
     ip netns exec "$ns_s" env AXON_SOFTIB_ADDR=10.212.0.1 bash -c \
-        "$(declare -p libdir; declare -f verbs); verbs \"\$@\"" _ "$prog" -p "$port" "$@" >"$tmp/srv" 2>&1 &
+        "$(declare -p libdir srcdir; declare -f verbs); verbs \"\$@\"" _ "$prog" -p "$port" "$@" >"$tmp/srv" 2>&1 &
     srv=$!
     wait_listening "$port" "$srv" ip netns exec "$ns_s" ||
         { echo "server did not listen"; cat "$tmp/srv"; return 1; }
     ip netns exec "$ns_c" env AXON_SOFTIB_ADDR=10.212.0.2 bash -c \
-        "$(declare -p libdir; declare -f verbs); verbs \"\$@\"" _ "$prog" -p "$port" "$@" 10.212.0.1 \
+        "$(declare -p libdir srcdir; declare -f verbs); verbs \"\$@\"" _ "$prog" -p "$port" "$@" 10.212.0.1 \
         >"$tmp/cli" 2>&1 || rc=$?
     wait "$srv" || rc=$?
     echo "== client"; cat "$tmp/cli"; echo "== server"; cat "$tmp/srv"
@@ -244,7 +244,7 @@ rdmacm_run() {  # ns address program args...
     shift 2
     if [ -z "$ns" ]; then verbs "$@"; return; fi
     ip netns exec "$ns" env AXON_SOFTIB_ADDR="$addr" bash -c \
-        "$(declare -p libdir; declare -f verbs); verbs \"\$@\"" _ "$@"
+        "$(declare -p libdir srcdir; declare -f verbs); verbs \"\$@\"" _ "$@"
 }
 
 # Server and client of an rdmacm-utils program, over the CM's port: both must
@@ -364,6 +364,51 @@ t_rdmacm_netns() (
         rping -s -a 10.212.0.1 -p 7174 -v -C 100 -- -c -a 10.212.0.1 -p 7174 -v -C 100 &&
     NS_S=$ns_s NS_C=$ns_c rdmacm_pair 7174 '^return status 0' 1 \
         udaddy -b 10.212.0.1 -C 20 -- -s 10.212.0.1 -C 20
+)
+
+# mckey (UD multicast, seed §8.3-8.4): receivers join a group, then a sender
+# joins and sends -C datagrams to it; every receiver must take them all
+# ("return status 0": mckey waits for each). A datagram sent before a
+# receiver joined would not reach it, so the sender starts once every
+# receiver said it joined (line-buffered). MCKEY_NS: the receivers in that
+# namespace (address 10.212.0.1), the sender in MCKEY_NS_SEND (10.212.0.2).
+t_mckey() {  # group receivers sender-args...
+    local group=$1 n=$2 i rc=0 joined raddr=127.0.0.1 saddr=127.0.0.1
+    local -a rpids=()
+    shift 2
+    [ -n "${MCKEY_NS:-}" ] && raddr=10.212.0.1
+    [ -n "${MCKEY_NS_SEND:-}" ] && saddr=10.212.0.2
+    command -v mckey >/dev/null || { echo "mckey is not installed (rdmacm-utils)"; return 1; }
+    for ((i = 0; i < n; i++)); do
+        rdmacm_run "${MCKEY_NS:-}" 10.212.0.1 stdbuf -oL mckey -m "$group" \
+            -b "$raddr" -C 20 -S 512 >"$tmp/mr$i" 2>&1 &
+        rpids+=($!); pids+=($!)
+    done
+    for _ in $(seq 100); do
+        joined=$(cat "$tmp"/mr* 2>/dev/null | grep -c '^mckey: joined dgid: ::ffff:')
+        [ "$joined" -ge "$n" ] && break
+        sleep 0.1
+    done
+    [ "$joined" -ge "$n" ] || { echo "receivers did not join"; cat "$tmp"/mr*; return 1; }
+    rdmacm_run "${MCKEY_NS_SEND:-}" 10.212.0.2 mckey -m "$group" \
+        -b "$saddr" -s -C 20 -S 512 "$@" \
+        >"$tmp/ms" 2>&1 || rc=1
+    echo "== sender"; cat "$tmp/ms"
+    for ((i = 0; i < n; i++)); do
+        wait "${rpids[$i]}" || rc=1
+        echo "== receiver $i"; cat "$tmp/mr$i"
+        grep -q '^return status 0' "$tmp/mr$i" || rc=1
+    done
+    rm -f "$tmp"/mr*
+    return $rc
+}
+
+t_mckey_netns() (
+    local ns_s="axonm-$$-$RANDOM-rcv" ns_c="axonm-$$-$RANDOM-snd"
+    trap 'ip netns del "$ns_s" 2>/dev/null; ip netns del "$ns_c" 2>/dev/null' EXIT
+    trap 'exit 1' INT TERM HUP
+    netns_pair "$ns_s" "$ns_c" || return 1
+    MCKEY_NS=$ns_s MCKEY_NS_SEND=$ns_c t_mckey 239.1.$((RANDOM % 250)).13 2
 )
 
 # UCX (ucx-utils 1.13): it lists a verbs device only where the kernel's
@@ -499,8 +544,13 @@ check softib_rdmacm_ucmatose                    t_ucmatose 1
 check softib_rdmacm_ucmatose_4_connections      t_ucmatose 4
 check softib_rdmacm_udaddy                      t_udaddy 1
 check softib_rdmacm_udaddy_4_connections        t_udaddy 4
+# multicast: two receivers; the sender joined send-only (-o), or as a full
+# member whose own datagrams do not come back to it (-l: BLOCK_SELF_MCAST_LB)
+check softib_rdmacm_mckey_2_receivers           t_mckey "239.1.$((RANDOM % 250)).11" 2 -o
+check softib_rdmacm_mckey_no_self_loopback      t_mckey "239.1.$((RANDOM % 250)).12" 1 -l
 if netns_usable; then
     check softib_rdmacm_rping_udaddy_across_netns t_rdmacm_netns
+    check softib_rdmacm_mckey_across_netns      t_mckey_netns
 fi
 # rdma_set_option: ucmatose -t sets the type of service on both sides
 check softib_rdmacm_ucmatose_tos                t_ucmatose 2 -t 32

@@ -81,11 +81,13 @@ t_info_rdma_devices() {
         grep -q 'gid\[0\]: ::ffff:' <<<"$out" && grep -q '^#     capabilities: .*rc' <<<"$out" &&
         grep -q 'max_inline_data:' <<<"$out" || return 1
     # softib's cross-channel (seed §8.9): the bit and the calc capabilities
-    grep -q '^#     capabilities: .* cross_channel$' <<<"$out" &&
+    grep -q '^#     capabilities: .* cross_channel mcast$' <<<"$out" &&
         grep -q 'cross_channel: data_types 0x7, data_sizes 0x1, int_ops 0x3f, uint_ops 0x3f, fp_ops 0x31, max_calc_vector 32$' <<<"$out" || return 1
     # softib's UMR (seed §8.8.1.1): the bit and its limits
     grep -q '^#     capabilities: .* umr ' <<<"$out" &&
         grep -q 'umr: max_klm_list 4096, max_inline_klms 16, max_recursion 4, max_stride_dim 1$' <<<"$out" || return 1
+    # softib's UD multicast groups (seed §4.6.13): their limits
+    grep -q 'mcast: max_groups 64, max_qp_attach 64, max_total_qp_attach 4096$' <<<"$out" || return 1
     "$info" -v | grep -q '^# device back ends: softib' || return 1
     # built with rdma-core on a host without RDMA hardware: said plainly, not an error
     if "$info" -v | grep -q 'built with: rdma-core yes' &&

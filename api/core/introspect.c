@@ -197,6 +197,9 @@ static void axon_introspect_dev_attr(const axon_dev_attr_t *attr, FILE *stream)
     fprintf(stream, "#       max_inline_data: %u\n", attr->max_inline_data);
     fprintf(stream, "#       max_mr_size: %llu\n", (unsigned long long)attr->max_mr_size);
     fprintf(stream, "#       max_qp_rd_atom: %d\n", attr->max_qp_rd_atom);
+    fprintf(stream, "#       mcast: max_groups %d, max_qp_attach %d, max_total_qp_attach %d\n",
+                    attr->max_mcast_grp, attr->max_mcast_qp_attach,
+                    attr->max_total_mcast_qp_attach);
     /* The experimental blocks: zero where the device lacks the feature. */
     fprintf(stream, "#       dc: max_dci %u, max_dct %u, max_dc_req_rd_atom %d, "
                     "max_dc_res_rd_atom %d, max_dcr %u\n", attr->dc.max_dci, attr->dc.max_dct,

@@ -42,7 +42,7 @@ void axon_dev_backend_register(const axon_dev_backend_t *be)
 
 const char *const axon_dev_cap_names[] = {
     "rc", "uc", "ud", "srq", "atomic", "inline", "comp_channel",
-    "dc", "ext_atomic", "umr", "cross_channel",
+    "dc", "ext_atomic", "umr", "cross_channel", "mcast",
     NULL
 };
 

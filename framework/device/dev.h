@@ -278,7 +278,8 @@ const char *axon_dev_event_type_str(axon_dev_event_type_t type);
 #define AXON_DEV_CAP_EXT_ATOMIC      (1ull << 8)   /* masked / multi-field atomics */
 #define AXON_DEV_CAP_UMR             (1ull << 9)   /* user-mode memory registration */
 #define AXON_DEV_CAP_CROSS_CHANNEL   (1ull << 10)  /* WAIT / SEND_EN / RECV_EN / CALC */
-#define AXON_DEV_CAP_LAST_BIT        11
+#define AXON_DEV_CAP_MCAST           (1ull << 11)  /* UD multicast groups (attach_mcast) */
+#define AXON_DEV_CAP_LAST_BIT        12
 
 /* Names of the flags above, indexed by bit ("rc", "srq", "ext_atomic"...). */
 extern const char *const axon_dev_cap_names[];
@@ -612,6 +613,9 @@ typedef struct axon_dev_qp_init_attr {
 #define AXON_DEV_QP_CREATE_MANAGED_RECV  (1u << 4)
 /* May post UMR_FILL / UMR_INVALIDATE (seed §8.8.1.2, IBV_EXP_QP_CREATE_UMR) */
 #define AXON_DEV_QP_CREATE_UMR           (1u << 5)
+/* A UD QP's sends to a multicast group it is attached to do not come back to
+ * it (IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) */
+#define AXON_DEV_QP_CREATE_BLOCK_SELF_MCAST_LB (1u << 6)
 
 /*
  * CQ creation flags (seed §8.9.2.2): CROSS_CHANNEL marks a CQ that WAIT
@@ -966,6 +970,13 @@ struct axon_dev_ops {
     int  (*create_ah)(axon_dev_pd_t *pd, axon_dev_ah_attr_t *attr, axon_dev_ah_t **ah_p);
     int  (*destroy_ah)(axon_dev_ah_t *ah);
 
+    /* UD multicast (seed §4.6.13-14): a UD QP joins or leaves the group of a
+     * multicast GID (lid as libibverbs takes it). Not UD, or not a multicast
+     * GID: EINVAL; a full table: ENOMEM; detach of a QP not attached: EINVAL;
+     * a device without AXON_DEV_CAP_MCAST: EOPNOTSUPP. */
+    int  (*attach_mcast)(axon_dev_qp_t *qp, const axon_dev_gid_t *gid, uint16_t lid);
+    int  (*detach_mcast)(axon_dev_qp_t *qp, const axon_dev_gid_t *gid, uint16_t lid);
+
     /* DC targets (seed §8.6.1.3-6). destroy_dct waits (boundedly) for the
      * initiators connected to it; arm_dct requests one KEY_VIOLATION event
      * (comp_mask must be 0). */
@@ -1103,6 +1114,12 @@ static inline int axon_dev_create_ah(axon_dev_pd_t *pd, axon_dev_ah_attr_t *attr
 { return pd->context->ops->create_ah(pd, attr, ah_p); }
 static inline int axon_dev_destroy_ah(axon_dev_ah_t *ah)
 { return ah->context->ops->destroy_ah(ah); }
+static inline int axon_dev_attach_mcast(axon_dev_qp_t *qp, const axon_dev_gid_t *gid,
+                                        uint16_t lid)
+{ return qp->context->ops->attach_mcast(qp, gid, lid); }
+static inline int axon_dev_detach_mcast(axon_dev_qp_t *qp, const axon_dev_gid_t *gid,
+                                        uint16_t lid)
+{ return qp->context->ops->detach_mcast(qp, gid, lid); }
 static inline int axon_dev_create_dct(axon_dev_context_t *ctx, axon_dev_dct_init_attr_t *attr,
                                       axon_dev_dct_t **dct_p)
 { return ctx->ops->create_dct(ctx, attr, dct_p); }

@@ -675,7 +675,8 @@ int axon_dev_cm_resolve_addr(axon_dev_cm_id_t *id, const struct sockaddr *src,
         ((src != NULL) && (ret = axon_dev_cm_check_in("resolve_addr", "source", src)) != 0)) {
         return ret;
     }
-    if (dst_in->sin_port == 0) {
+    /* a multicast group is resolved to join it (join_multicast), not to connect */
+    if ((dst_in->sin_port == 0) && !IN_MULTICAST(ntohl(dst_in->sin_addr.s_addr))) {
         axon_error("axon_dev_cm_resolve_addr: destination %s has port 0",
                    axon_dev_cm_addr_str(dst_in, str, sizeof(str)));
         return EINVAL;
@@ -923,6 +924,59 @@ int axon_dev_cm_init_qp_attr(axon_dev_cm_id_t *id, axon_dev_qp_attr_t *attr, int
     }
     ret = (priv->ops->init_qp_attr != NULL) ? priv->ops->init_qp_attr(priv, attr, mask_p) :
                                               EOPNOTSUPP;
+    axon_dev_cm_id_unlock(priv);
+    return ret;
+}
+
+/* A multicast group's address (dev_cm.h): IPv4, 224.0.0.0/4. */
+static int axon_dev_cm_mcast_addr(const struct sockaddr *addr, const char *what)
+{
+    char buf[32];
+
+    if ((addr == NULL) || (addr->sa_family != AF_INET)) {
+        axon_error("axon_dev_cm_%s: %s address (IPv4 multicast groups only)", what,
+                   (addr == NULL) ? "NULL" : "not an IPv4");
+        return EINVAL;
+    }
+    if (!IN_MULTICAST(ntohl(((const struct sockaddr_in *)addr)->sin_addr.s_addr))) {
+        axon_error("axon_dev_cm_%s: %s is not a multicast address (224.0.0.0/4)", what,
+                   axon_dev_cm_addr_str((const struct sockaddr_in *)addr, buf, sizeof(buf)));
+        return EINVAL;
+    }
+    return 0;
+}
+
+int axon_dev_cm_join_multicast(axon_dev_cm_id_t *id, const struct sockaddr *addr,
+                               int send_only, void *context)
+{
+    axon_dev_cm_id_priv_t *priv;
+    int ret;
+
+    if ((ret = axon_dev_cm_mcast_addr(addr, "join_multicast")) != 0) {
+        return ret;
+    }
+    if ((priv = axon_dev_cm_id_lock(id, "join_multicast", 1)) == NULL) {
+        return EINVAL;
+    }
+    ret = (priv->ops->join_multicast == NULL) ? EOPNOTSUPP :
+          priv->ops->join_multicast(priv, (const struct sockaddr_in *)addr, send_only, context);
+    axon_dev_cm_id_unlock(priv);
+    return ret;
+}
+
+int axon_dev_cm_leave_multicast(axon_dev_cm_id_t *id, const struct sockaddr *addr)
+{
+    axon_dev_cm_id_priv_t *priv;
+    int ret;
+
+    if ((ret = axon_dev_cm_mcast_addr(addr, "leave_multicast")) != 0) {
+        return ret;
+    }
+    if ((priv = axon_dev_cm_id_lock(id, "leave_multicast", 1)) == NULL) {
+        return EINVAL;
+    }
+    ret = (priv->ops->leave_multicast == NULL) ? EOPNOTSUPP :
+          priv->ops->leave_multicast(priv, (const struct sockaddr_in *)addr);
     axon_dev_cm_id_unlock(priv);
     return ret;
 }

@@ -230,6 +230,24 @@ int  axon_dev_cm_set_option(axon_dev_cm_id_t *id, int level, int optname, const 
  */
 int  axon_dev_cm_init_qp_attr(axon_dev_cm_id_t *id, axon_dev_qp_attr_t *attr, int *mask_p);
 
+/*
+ * rdma_join_multicast / rdma_leave_multicast (seed §5.2.27-28) on an
+ * RDMA_PS_UDP id bound to a device (bind_addr or resolve_addr first): addr
+ * is an IPv4 multicast address (224.0.0.0/4), its group the MGID RoCE maps
+ * it to (::ffff:a.b.c.d). join attaches the id's QP, if it has one, and
+ * gives MULTICAST_JOIN with param.ud: the AH attributes of the group, QP
+ * number 0xffffff, the qkey of RDMA_PS_UDP QPs, and private_data = context.
+ * A second join of the same address on the id: EADDRINUSE. leave detaches
+ * the QP (EADDRNOTAVAIL if the id did not join addr); destroy_id and
+ * destroy_qp leave or detach by themselves. send_only (librdmacm's
+ * RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER): the id may send to the group, its
+ * QP is not attached. Not a multicast address, or another port space:
+ * EINVAL; a back end without multicast: EOPNOTSUPP.
+ */
+int  axon_dev_cm_join_multicast(axon_dev_cm_id_t *id, const struct sockaddr *addr,
+                                int send_only, void *context);
+int  axon_dev_cm_leave_multicast(axon_dev_cm_id_t *id, const struct sockaddr *addr);
+
 /* Active side of an id without a QP, after CONNECT_RESPONSE: send the RTU. */
 int  axon_dev_cm_establish(axon_dev_cm_id_t *id);
 int  axon_dev_cm_disconnect(axon_dev_cm_id_t *id);

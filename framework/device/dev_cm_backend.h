@@ -89,6 +89,10 @@ struct axon_dev_cm_ops {
     /* id->opts changed (the back end applies them, or reads them when it needs
      * them: then NULL). */
     int  (*set_option)(axon_dev_cm_id_priv_t *id);
+    /* Multicast groups (dev_cm.h; addr checked: IPv4 multicast). NULL: EOPNOTSUPP. */
+    int  (*join_multicast)(axon_dev_cm_id_priv_t *id, const struct sockaddr_in *addr,
+                           int send_only, void *context);
+    int  (*leave_multicast)(axon_dev_cm_id_priv_t *id, const struct sockaddr_in *addr);
     /* The QP is about to be destroyed: forget it. */
     void (*qp_gone)(axon_dev_cm_id_priv_t *id);
     /* The user destroyed the id: close what it holds (the peer is told). */

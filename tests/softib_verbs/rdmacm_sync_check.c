@@ -249,8 +249,8 @@ static void errors(void)
     expect_event(id, RDMA_CM_EVENT_ADDR_RESOLVED, "rdma_resolve_addr");
     CHECK(id->verbs != NULL, "resolved: the id has its device");
 
-    /* rdma_create_qp_ex: the ibv_wr_* interface on the CM's QP; more than a PD and send
-     * ops is refused with ENOSYS */
+    /* rdma_create_qp_ex: the ibv_wr_* interface on the CM's QP; a create flag other
+     * than BLOCK_SELF_MCAST_LB is refused with ENOSYS */
     {
         struct ibv_qp_init_attr_ex ax;
         struct ibv_qp_ex *qpx;
@@ -260,9 +260,11 @@ static void errors(void)
         ax.qp_type        = IBV_QPT_RC;
         ax.comp_mask      = IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_CREATE_FLAGS;
         ax.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE;
+        ax.create_flags   = IBV_QP_CREATE_SCATTER_FCS;
         CHECK((rdma_create_qp_ex(id, &ax) == -1) && (errno == ENOSYS) && (id->qp == NULL),
-              "rdma_create_qp_ex with create flags: ENOSYS, no QP");
-        ax.comp_mask = IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+              "rdma_create_qp_ex with create flag SCATTER_FCS: ENOSYS, no QP");
+        ax.comp_mask    = IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+        ax.create_flags = 0;
         CHECK(rdma_create_qp_ex(id, &ax) == 0, "rdma_create_qp_ex with send ops");
         qpx = ibv_qp_to_qp_ex(id->qp);
         CHECK((qpx != NULL) && (qpx->wr_start != NULL) && (qpx->wr_send != NULL) &&

@@ -333,6 +333,9 @@ static int axon_dev_rdmacore_query_device(axon_dev_context_t *ctx, axon_dev_attr
     if (attr->max_inline_data > 0) {
         attr->cap_flags |= AXON_DEV_CAP_INLINE;
     }
+    if (attr->max_mcast_grp > 0) {
+        attr->cap_flags |= AXON_DEV_CAP_MCAST;
+    }
 #ifdef HAVE_MLX5DV
     axon_dev_rdmacore_query_mlx5dv(rctx, attr);
 #endif
@@ -829,6 +832,33 @@ static int axon_dev_rdmacore_create_ah(axon_dev_pd_t *pd, axon_dev_ah_attr_t *at
 
 AXON_DEV_RDMACORE_DESTROY(destroy_ah, ah, axon_dev_ah_t, ibv_destroy_ah)
 
+/* ------------------------------------------------------------ multicast */
+
+static int axon_dev_rdmacore_mcast(axon_dev_qp_t *qp, const axon_dev_gid_t *gid, uint16_t lid,
+                                   int attach)
+{
+    union ibv_gid ibv_gid;
+    int ret;
+
+    AXON_DEV_RDMACORE_CHECK(gid != NULL, "attach/detach_mcast: NULL gid");
+    memcpy(ibv_gid.raw, gid->raw, sizeof(ibv_gid.raw));
+    ret = attach ? ibv_attach_mcast(AXON_DEV_RDMACORE(qp, qp)->ibv, &ibv_gid, lid) :
+                   ibv_detach_mcast(AXON_DEV_RDMACORE(qp, qp)->ibv, &ibv_gid, lid);
+    return (ret == 0) ? 0 : ((ret > 0) ? ret : errno);
+}
+
+static int axon_dev_rdmacore_attach_mcast(axon_dev_qp_t *qp, const axon_dev_gid_t *gid,
+                                          uint16_t lid)
+{
+    return axon_dev_rdmacore_mcast(qp, gid, lid, 1);
+}
+
+static int axon_dev_rdmacore_detach_mcast(axon_dev_qp_t *qp, const axon_dev_gid_t *gid,
+                                          uint16_t lid)
+{
+    return axon_dev_rdmacore_mcast(qp, gid, lid, 0);
+}
+
 /* ------------------------------------------------------------ async events */
 
 static int axon_dev_rdmacore_get_async_event(axon_dev_context_t *ctx,
@@ -962,6 +992,8 @@ static const axon_dev_ops_t axon_dev_rdmacore_ops = {
     .post_task            = axon_dev_rdmacore_post_task,
     .create_ah            = axon_dev_rdmacore_create_ah,
     .destroy_ah           = axon_dev_rdmacore_destroy_ah,
+    .attach_mcast         = axon_dev_rdmacore_attach_mcast,
+    .detach_mcast         = axon_dev_rdmacore_detach_mcast,
     .create_dct           = axon_dev_rdmacore_create_dct,
     .destroy_dct          = axon_dev_rdmacore_dct_none,
     .query_dct            = axon_dev_rdmacore_query_dct,

@@ -41,6 +41,7 @@ softib_sources += \
 	framework/device/softib/softib_dc.c \
 	framework/device/softib/softib_direct.c \
 	framework/device/softib/softib_umr.c \
+	framework/device/softib/softib_mcast.c \
 	framework/device/softib/softib_progress.c
 noinst_HEADERS += \
 	framework/device/softib/softib.h \
@@ -52,6 +53,7 @@ noinst_HEADERS += \
 softib_sources += \
 	framework/device/softib/softib_cm.c \
 	framework/device/softib/softib_cm_conn.c \
+	framework/device/softib/softib_cm_mcast.c \
 	framework/device/softib/softib_cm_msg.c \
 	framework/device/softib/softib_cm_progress.c
 noinst_HEADERS += \

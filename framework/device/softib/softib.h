@@ -35,6 +35,10 @@
 #define SOFTIB_MR_TABLE_SIZE   16384          /* key index 0 is never used */
 #define SOFTIB_MAX_PD          65536
 #define SOFTIB_MAX_AH          65536
+/* UD multicast: groups per device (host-wide), QPs per group */
+#define SOFTIB_MCAST_GROUPS    64
+#define SOFTIB_MCAST_MEMBERS   64
+#define SOFTIB_MCAST_QPN       0xffffffu   /* the destination QP of a multicast send */
 #define SOFTIB_GRH_LEN         40
 #define SOFTIB_MAX_MSG         (1u << 31)
 #define SOFTIB_PSN_MASK        0xffffffu
@@ -156,6 +160,7 @@ typedef struct softib_dev {
     uint64_t            consumer_ns;       /* the consumer's last call into the engine, 0 none */
     int                 xchan_kick;        /* a WAIT's CQ grew or a queue was enabled: rerun */
     int                 cq_overrun;        /* a CQ overran: its QPs fail at the pass's end */
+    struct softib_mcast_seg *mcast;        /* the multicast groups, once used (softib_mcast.c) */
     uint8_t             rx_buf[SOFTIB_WIRE_MAX_PKT];
     uint8_t             tx_buf[SOFTIB_WIRE_MAX_PKT];
 } softib_dev_t;
@@ -329,6 +334,7 @@ typedef struct softib_qp {
     unsigned           sq_started;         /* WQEs before it have PSNs assigned */
     unsigned           sqd_tail;           /* SQD: WQEs before it still go out */
     uint32_t           create_flags;       /* AXON_DEV_QP_CREATE_* */
+    unsigned           mcast_groups;       /* groups it is attached to (softib_mcast.c) */
     unsigned           sq_en;              /* MANAGED_SEND: WQEs from it on are held */
     softib_xchan_count_t sq_en_count;
 
@@ -730,6 +736,16 @@ int  softib_post_task(axon_dev_context_t *ctx, axon_dev_task_t *task,
                       axon_dev_task_t **bad_task);
 int  softib_create_ah(axon_dev_pd_t *pd, axon_dev_ah_attr_t *attr, axon_dev_ah_t **ah_p);
 int  softib_destroy_ah(axon_dev_ah_t *ah);
+
+/* UD multicast (softib_mcast.c): groups, a QP's leave at its destruction, the
+ * fan-out of a packet built in dev->tx_buf (as softib_send_pkt_pay takes it) */
+int  softib_attach_mcast(axon_dev_qp_t *qp, const axon_dev_gid_t *gid, uint16_t lid);
+int  softib_detach_mcast(axon_dev_qp_t *qp, const axon_dev_gid_t *gid, uint16_t lid);
+int  softib_gid_is_mcast(const axon_dev_gid_t *gid);
+void softib_mcast_qp_destroyed(softib_dev_t *dev, softib_qp_t *qp);
+void softib_mcast_close(softib_dev_t *dev);
+int  softib_mcast_send(softib_dev_t *dev, softib_qp_t *qp, const axon_dev_gid_t *mgid,
+                       size_t hlen, const void *pay, size_t paylen);
 int  softib_create_dct(axon_dev_context_t *ctx, axon_dev_dct_init_attr_t *attr,
                        axon_dev_dct_t **dct_p);
 int  softib_destroy_dct(axon_dev_dct_t *dct);

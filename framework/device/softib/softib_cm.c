@@ -104,14 +104,13 @@ static int softib_cm_routes_to(const struct sockaddr_in *dst)
     if (softib_cm_local_ip(&ip) != 0) {
         return 0;
     }
-    if (d == ip) {
-        return 1;
+    if ((d == ip) || IN_MULTICAST(ntohl(d))) {
+        return 1;   /* ours, or a group (the joins of this host's devices, softib_cm_mcast.c) */
     }
     if (softib_cm_is_loopback(ip) || softib_cm_is_loopback(d)) {
         return softib_cm_is_loopback(ip) && softib_cm_is_loopback(d);
     }
-    if ((d == htonl(INADDR_ANY)) || (d == htonl(INADDR_BROADCAST)) ||
-        IN_MULTICAST(ntohl(d))) {
+    if ((d == htonl(INADDR_ANY)) || (d == htonl(INADDR_BROADCAST))) {
         return 0;
     }
     fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -254,6 +253,7 @@ void softib_cm_free(softib_cm_id_t *sid)
     softib_cm_id_t *other;
 
     softib_cm_close(sid);
+    softib_cm_mcast_free(sid);
     axon_list_for_each(other, &sid->sc->ids, link) {
         if (other->listener == sid) {
             other->listener = NULL;
@@ -427,6 +427,8 @@ const axon_dev_cm_ops_t softib_cm_ops = {
     .establish     = softib_cm_establish,
     .init_qp_attr  = softib_cm_init_qp_attr,
     .disconnect    = softib_cm_disconnect,
+    .join_multicast  = softib_cm_join_multicast,
+    .leave_multicast = softib_cm_leave_multicast,
     .qp_gone       = softib_cm_qp_gone,
     .destroy       = softib_cm_destroy,
     .release       = NULL,

@@ -14,6 +14,8 @@
 
 #define SOFTIB_CM_MAGIC   0x5342434du   /* "SBCM" */
 #define SOFTIB_CM_VERSION 1
+/* Hop limit of the GRHs the CM hands out (UD peers, multicast groups) */
+#define SOFTIB_CM_HOP_LIMIT 64
 
 typedef enum {
     SOFTIB_CM_MSG_REQ = 1,
@@ -93,6 +95,8 @@ typedef struct softib_cm_id {
     softib_cm_msg_t        peer;       /* the peer's REQ or REP */
     size_t                 rx_len;
     softib_cm_msg_t        rx;
+    struct softib_cm_join *joins;      /* multicast groups joined (softib_cm_mcast.c) */
+    unsigned               njoins;
 } softib_cm_id_t;
 
 extern const axon_config_entry_t softib_cm_config_table[];
@@ -128,6 +132,12 @@ int  softib_cm_send(softib_cm_id_t *sid, softib_cm_msg_type_t type, uint16_t rea
 void softib_cm_event(softib_cm_id_t *sid, axon_dev_cm_event_type_t type, int status,
                      const softib_cm_msg_t *msg);
 void softib_cm_qp_error(softib_cm_id_t *sid);
+/* softib_cm_mcast.c */
+int  softib_cm_join_multicast(axon_dev_cm_id_priv_t *id, const struct sockaddr_in *addr,
+                              int send_only, void *context);
+int  softib_cm_leave_multicast(axon_dev_cm_id_priv_t *id, const struct sockaddr_in *addr);
+void softib_cm_mcast_detach_all(softib_cm_id_t *sid);
+void softib_cm_mcast_free(softib_cm_id_t *sid);
 int  softib_cm_qp_connect(softib_cm_id_t *sid);
 
 /* softib_cm_msg.c: a message of type with only the header set; is a peer's well formed (0, or EPROTO)? */

@@ -25,7 +25,6 @@
 #define SOFTIB_CM_QP_TIMEOUT   14
 /* RNR NAK delay the responder asks for: code 12 = 0.64 ms. */
 #define SOFTIB_CM_MIN_RNR      12
-#define SOFTIB_CM_HOP_LIMIT    64
 
 /* ------------------------------------------------------------ the QP */
 
@@ -99,7 +98,10 @@ int softib_cm_create_qp(axon_dev_cm_id_priv_t *id, axon_dev_pd_t *pd,
 
 void softib_cm_qp_gone(axon_dev_cm_id_priv_t *id)
 {
-    (void)id;   /* the QP is only ever reached through id->super.qp */
+    /* the QP is only ever reached through id->super.qp: only its groups to leave */
+    if (softib_cm_sid(id) != NULL) {
+        softib_cm_mcast_detach_all(softib_cm_sid(id));
+    }
 }
 
 /* The PSN this side announces: chosen once, so a program's own QP that took
@@ -564,6 +566,7 @@ void softib_cm_destroy(axon_dev_cm_id_priv_t *id)
         return;
     }
     sc = sid->sc;
+    softib_cm_mcast_detach_all(sid);   /* destroying an id leaves its groups (§5.2.28) */
     switch (sid->state) {
     case SOFTIB_CM_LISTEN:
         axon_list_for_each_safe(other, tmp, &sid->sc->ids, link) {

@@ -20,7 +20,7 @@
 #define SOFTIB_CAPS (AXON_DEV_CAP_RC | AXON_DEV_CAP_UC | AXON_DEV_CAP_UD | AXON_DEV_CAP_SRQ | \
                      AXON_DEV_CAP_ATOMIC | AXON_DEV_CAP_INLINE | AXON_DEV_CAP_COMP_CHANNEL | \
                      AXON_DEV_CAP_EXT_ATOMIC | AXON_DEV_CAP_CROSS_CHANNEL | AXON_DEV_CAP_DC | \
-                     AXON_DEV_CAP_UMR)
+                     AXON_DEV_CAP_UMR | AXON_DEV_CAP_MCAST)
 
 static uint64_t softib_node_guid(uint32_t ipv4_addr, unsigned index)
 {
@@ -97,6 +97,11 @@ static void softib_fill_attr(softib_dev_t *dev, uint32_t ipv4_addr, uint64_t cap
     }
     if (caps & AXON_DEV_CAP_UMR) {
         softib_umr_caps(a);
+    }
+    if (caps & AXON_DEV_CAP_MCAST) {
+        a->max_mcast_grp             = SOFTIB_MCAST_GROUPS;
+        a->max_mcast_qp_attach       = SOFTIB_MCAST_MEMBERS;
+        a->max_total_mcast_qp_attach = SOFTIB_MCAST_GROUPS * SOFTIB_MCAST_MEMBERS;
     }
 }
 
@@ -242,6 +247,7 @@ static void softib_close(axon_dev_context_t *ctx)
     }
     softib_mr_table_free(dev);
     softib_mkey_lists_free(dev);
+    softib_mcast_close(dev);
     softib_wire_close(dev->wire);
     softib_async_close(dev);
     pthread_mutex_destroy(&dev->lock);
@@ -365,6 +371,8 @@ const axon_dev_ops_t softib_dev_ops = {
     .post_task            = softib_post_task,
     .create_ah            = softib_create_ah,
     .destroy_ah           = softib_destroy_ah,
+    .attach_mcast         = softib_attach_mcast,
+    .detach_mcast         = softib_detach_mcast,
     .create_dct           = softib_create_dct,
     .destroy_dct          = softib_destroy_dct,
     .query_dct            = softib_query_dct,

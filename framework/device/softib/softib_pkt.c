@@ -1,6 +1,7 @@
 /* softib's opcode table and header (de)serialization, and the operand words of masked atomics. */
 #include <endian.h>
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include "log.h"
 #include "softib_pkt.h"
@@ -98,6 +99,10 @@ size_t softib_pkt_build(void *buf, const softib_pkt_t *pkt)
         memcpy(p, &h, sizeof(h));
         p += sizeof(h);
     }
+    if (pkt->flags & SOFTIB_BTH_MCAST) {
+        memcpy(p, pkt->mgid.raw, sizeof(pkt->mgid.raw));
+        p += sizeof(pkt->mgid.raw);
+    }
     if (info->hdrs & SOFTIB_HDR_RETH) {
         softib_reth_t h = {htobe64(pkt->reth.va), htobe32(pkt->reth.rkey),
                            htobe32(pkt->reth.len)};
@@ -138,6 +143,13 @@ size_t softib_pkt_build(void *buf, const softib_pkt_t *pkt)
     return (size_t)(p - (uint8_t *)buf);
 }
 
+void softib_pkt_set_dest_qpn(void *buf, uint32_t dest_qpn)
+{
+    uint32_t be = htobe32(dest_qpn);
+
+    memcpy((uint8_t *)buf + offsetof(softib_bth_t, dest_qpn), &be, sizeof(be));
+}
+
 /* Take sizeof(*dst) bytes at *pp if they are there. */
 static int pkt_take(const uint8_t **pp, const uint8_t *end, void *dst, size_t size)
 {
@@ -173,6 +185,9 @@ int softib_pkt_parse(const void *buf, size_t len, softib_pkt_t *pkt)
         }
         pkt->dceth.key      = be64toh(pkt->dceth.key);
         pkt->dceth.conn_psn = be32toh(pkt->dceth.conn_psn) & SOFTIB_PSN_MASK;
+    }
+    if ((bth.flags & SOFTIB_BTH_MCAST) && !pkt_take(&p, end, pkt->mgid.raw, sizeof(pkt->mgid.raw))) {
+        goto short_pkt;
     }
     if (info->hdrs & SOFTIB_HDR_RETH) {
         if (!pkt_take(&p, end, &pkt->reth, sizeof(pkt->reth))) {

@@ -85,6 +85,7 @@ extern const softib_opcode_info_t softib_opcode_table[SOFTIB_OP_LAST];
 #define SOFTIB_BTH_SE        (1u << 0)   /* solicited event */
 #define SOFTIB_BTH_ACKREQ    (1u << 1)
 #define SOFTIB_BTH_DC        (1u << 2)   /* from a DCI: a DCETH follows the BTH */
+#define SOFTIB_BTH_MCAST     (1u << 3)   /* a UD send to a group: its MGID follows the BTH */
 
 typedef struct softib_bth {
     uint8_t  opcode;
@@ -179,6 +180,7 @@ typedef struct softib_pkt {
     uint32_t                    src_qpn;
     uint32_t                    psn;
     softib_dceth_t              dceth;
+    axon_dev_gid_t              mgid;          /* SOFTIB_BTH_MCAST */
     softib_reth_t               reth;
     softib_aeth_t               aeth;
     softib_atomic_eth_t         atomic;
@@ -192,6 +194,8 @@ typedef struct softib_pkt {
 
 /* Headers of pkt written at buf; returns where the payload goes (header length). */
 size_t softib_pkt_build(void *buf, const softib_pkt_t *pkt);
+/* Re-address a built packet (a multicast copy per member). */
+void   softib_pkt_set_dest_qpn(void *buf, uint32_t dest_qpn);
 /* Parse len bytes; 0 or EINVAL for a malformed packet. */
 int    softib_pkt_parse(const void *buf, size_t len, softib_pkt_t *pkt);
 /* n 64-bit words to / from big-endian bytes (masked atomic operands and results) */

@@ -304,7 +304,8 @@ int softib_create_qp(axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *init, axon_dev_
                    (void *)init->srq, init->create_flags);
         return EINVAL;
     }
-    if (init->create_flags & ~(SOFTIB_QP_CREATE_XCHAN | AXON_DEV_QP_CREATE_UMR)) {
+    if (init->create_flags & ~(SOFTIB_QP_CREATE_XCHAN | AXON_DEV_QP_CREATE_UMR |
+                               AXON_DEV_QP_CREATE_BLOCK_SELF_MCAST_LB)) {
         axon_error("softib: create_qp: unknown create_flags 0x%x", init->create_flags);
         return EINVAL;
     }
@@ -458,6 +459,7 @@ int softib_destroy_qp(axon_dev_qp_t *aqp)
     }
     softib_xchan_drop(qp, qp->sq_head, 0);
     softib_umr_drop(qp, qp->sq_head);
+    softib_mcast_qp_destroyed(dev, qp);   /* a destroyed QP leaves its groups */
     softib_cq_detach(softib_cq(aqp->send_cq), qp);
     softib_cq_detach(softib_cq(aqp->recv_cq), qp);
     softib_direct_qp_update(qp, 1);

@@ -77,7 +77,7 @@ int softib_registry_owner_gone(const softib_registry_owner_t *owner, const char 
 
 /* ---------------------------------------------------------------- segment */
 
-static int softib_registry_init_lock(pthread_mutex_t *lock)
+int softib_shared_lock_init(pthread_mutex_t *lock)
 {
     pthread_mutexattr_t attr;
     int                 ret;
@@ -94,20 +94,79 @@ static int softib_registry_init_lock(pthread_mutex_t *lock)
     return ret;
 }
 
-/*
- * Under flock (the kernel drops it if we die): a segment without the magic is
- * new, or its initializer died half way; either way nobody uses it yet.
- */
-static int softib_registry_init_seg(softib_registry_t *reg)
+int softib_shared_lock(pthread_mutex_t *lock, const char *name)
 {
-    softib_registry_seg_t *seg = reg->seg;
+    int ret = pthread_mutex_lock(lock);
+
+    if (ret == EOWNERDEAD) {
+        /* The segments publish entries by a word written last: all consistent. */
+        axon_debug("softib: %s: the previous lock holder died; recovering", name);
+        ret = pthread_mutex_consistent(lock);
+    }
+    if (ret != 0) {
+        axon_error("softib: cannot lock %s: %s", name, strerror(ret));
+    }
+    return ret;
+}
+
+int softib_shared_seg_open(const char *name, size_t size,
+                           int (*init)(void *seg, const char *name), void **seg_p)
+{
+    struct stat st;
+    void       *addr;
+    int         fd, ret;
+
+    fd = shm_open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        ret = errno;
+        axon_error("softib: cannot open %s: %s", name, strerror(ret));
+        return ret;
+    }
+    /* init runs under the flock (the kernel drops it if we die): a segment
+     * without its magic is new, or its initializer died half way */
+    if (flock(fd, LOCK_EX) != 0) {
+        ret = errno;
+        axon_error("softib: cannot lock %s: %s", name, strerror(ret));
+        goto out_close;
+    }
+    if (fstat(fd, &st) != 0) {
+        ret = errno;
+        goto out_unlock;
+    }
+    if (((size_t)st.st_size < size) && (ftruncate(fd, (off_t)size) != 0)) {
+        ret = errno;
+        axon_error("softib: cannot size %s: %s", name, strerror(ret));
+        goto out_unlock;
+    }
+    addr = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (addr == MAP_FAILED) {
+        ret = errno;
+        axon_error("softib: cannot map %s: %s", name, strerror(ret));
+        goto out_unlock;
+    }
+    ret = init(addr, name);
+    if (ret != 0) {
+        munmap(addr, size);
+    } else {
+        *seg_p = addr;
+    }
+out_unlock:
+    flock(fd, LOCK_UN);
+out_close:
+    close(fd);
+    return ret;
+}
+
+static int softib_registry_init_seg(void *addr, const char *name)
+{
+    softib_registry_seg_t *seg = addr;
     int                    ret;
 
     if (atomic_load_explicit(&seg->hdr.magic, memory_order_acquire) == SOFTIB_REGISTRY_MAGIC) {
         if ((seg->hdr.nslots != SOFTIB_REGISTRY_NSLOTS) ||
             (seg->hdr.slot_size != sizeof(softib_registry_slot_t))) {
             axon_error("softib: registry %s has another layout (%u slots of %u bytes): "
-                       "left by another version of axon?", reg->name, seg->hdr.nslots,
+                       "left by another version of axon?", name, seg->hdr.nslots,
                        seg->hdr.slot_size);
             return EPROTO;
         }
@@ -115,9 +174,9 @@ static int softib_registry_init_seg(softib_registry_t *reg)
     }
 
     memset(seg, 0, sizeof(*seg));
-    ret = softib_registry_init_lock(&seg->hdr.lock);
+    ret = softib_shared_lock_init(&seg->hdr.lock);
     if (ret != 0) {
-        axon_error("softib: cannot initialize the lock of registry %s: %s", reg->name,
+        axon_error("softib: cannot initialize the lock of registry %s: %s", name,
                    strerror(ret));
         return ret;
     }
@@ -130,9 +189,8 @@ static int softib_registry_init_seg(softib_registry_t *reg)
 int softib_registry_open(unsigned dev_index, softib_registry_t **reg_p)
 {
     softib_registry_t *reg;
-    struct stat        st;
-    void              *addr;
-    int                fd, ret;
+    void              *seg;
+    int                ret;
 
     reg = calloc(1, sizeof(*reg));
     if (reg == NULL) {
@@ -140,52 +198,15 @@ int softib_registry_open(unsigned dev_index, softib_registry_t **reg_p)
     }
     reg->dev_index = dev_index;
     snprintf(reg->name, sizeof(reg->name), "/axon-softib%u.reg", dev_index);
-
-    fd = shm_open(reg->name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        ret = errno;
-        axon_error("softib: cannot open registry %s: %s", reg->name, strerror(ret));
-        goto err_free;
-    }
-    if (flock(fd, LOCK_EX) != 0) {
-        ret = errno;
-        axon_error("softib: cannot lock registry %s: %s", reg->name, strerror(ret));
-        goto err_close;
-    }
-    if (fstat(fd, &st) != 0) {
-        ret = errno;
-        goto err_unlock;
-    }
-    if (((size_t)st.st_size < sizeof(softib_registry_seg_t)) &&
-        (ftruncate(fd, sizeof(softib_registry_seg_t)) != 0)) {
-        ret = errno;
-        axon_error("softib: cannot size registry %s: %s", reg->name, strerror(ret));
-        goto err_unlock;
-    }
-    addr = mmap(NULL, sizeof(softib_registry_seg_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (addr == MAP_FAILED) {
-        ret = errno;
-        axon_error("softib: cannot map registry %s: %s", reg->name, strerror(ret));
-        goto err_unlock;
-    }
-    reg->seg = addr;
-    ret      = softib_registry_init_seg(reg);
+    ret = softib_shared_seg_open(reg->name, sizeof(softib_registry_seg_t),
+                                 softib_registry_init_seg, &seg);
     if (ret != 0) {
-        munmap(reg->seg, sizeof(softib_registry_seg_t));
-        goto err_unlock;
+        free(reg);
+        return ret;
     }
-    flock(fd, LOCK_UN);
-    close(fd);
-    *reg_p = reg;
+    reg->seg = seg;
+    *reg_p   = reg;
     return 0;
-
-err_unlock:
-    flock(fd, LOCK_UN);
-err_close:
-    close(fd);
-err_free:
-    free(reg);
-    return ret;
 }
 
 void softib_registry_close(softib_registry_t *reg)
@@ -199,18 +220,7 @@ void softib_registry_close(softib_registry_t *reg)
 
 int softib_registry_lock(softib_registry_t *reg)
 {
-    int ret = pthread_mutex_lock(&reg->seg->hdr.lock);
-
-    if (ret == EOWNERDEAD) {
-        /* Entries are published by their generation, written last: all consistent. */
-        axon_debug("softib: registry %s: the previous lock holder died; recovering",
-                   reg->name);
-        ret = pthread_mutex_consistent(&reg->seg->hdr.lock);
-    }
-    if (ret != 0) {
-        axon_error("softib: cannot lock registry %s: %s", reg->name, strerror(ret));
-    }
-    return ret;
+    return softib_shared_lock(&reg->seg->hdr.lock, reg->name);
 }
 
 void softib_registry_unlock(softib_registry_t *reg)

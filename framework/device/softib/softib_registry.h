@@ -14,6 +14,7 @@
 #ifndef SOFTIB_REGISTRY_H
 #define SOFTIB_REGISTRY_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "proc.h"
@@ -27,6 +28,18 @@ extern "C" {
 #define SOFTIB_REGISTRY_NAME_LEN  64
 
 typedef struct softib_registry softib_registry_t;
+
+/*
+ * Host-wide segments (the registry, the multicast groups): map name, of
+ * size bytes, creating it if needed; init(seg, name) runs under an flock of
+ * the segment and initializes it when its magic is not there yet (checks it
+ * otherwise). Their writers' locks are robust and process-shared. Errors:
+ * errno values.
+ */
+int      softib_shared_seg_open(const char *name, size_t size,
+                                int (*init)(void *seg, const char *name), void **seg_p);
+int      softib_shared_lock_init(pthread_mutex_t *lock);
+int      softib_shared_lock(pthread_mutex_t *lock, const char *name);
 
 /* What a process needs to know to tell whether another one still lives. */
 typedef axon_proc_t softib_registry_owner_t;

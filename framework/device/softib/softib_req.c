@@ -287,6 +287,10 @@ static int softib_req_send_one(softib_qp_t *qp, softib_send_wqe_t *wqe)
             pkt.deth.src_qpn = qp->super.qp_num;
             dgid             = &wqe->dgid;
             dest             = wqe->remote_qpn;
+            if ((dest == SOFTIB_MCAST_QPN) && softib_gid_is_mcast(dgid)) {
+                pkt.flags |= SOFTIB_BTH_MCAST;   /* to a group (seed §4.6.13) */
+                pkt.mgid   = *dgid;
+            }
         } else {
             pkt.opcode = softib_req_opcode(wqe, first, last);
         }
@@ -327,7 +331,8 @@ static int softib_req_send_one(softib_qp_t *qp, softib_send_wqe_t *wqe)
             return AXON_DEV_WC_LOC_PROT_ERR;   /* the MR went away after the WR started */
         }
     }
-    ret = softib_send_pkt_pay(dev, qp, dgid, dest, hlen, pay, paylen);
+    ret = (pkt.flags & SOFTIB_BTH_MCAST) ? softib_mcast_send(dev, qp, dgid, hlen, pay, paylen) :
+          softib_send_pkt_pay(dev, qp, dgid, dest, hlen, pay, paylen);
     if (ret) {
         qp->req.blocked = 1;
         softib_qp_timer(qp, axon_sys_time_ns() + 50000);

@@ -678,7 +678,8 @@ static void softib_resp_ud(softib_dev_t *dev, softib_qp_t *qp, const softib_pkt_
         grh[6] = 0x1b;
         grh[7] = 64;
         memcpy(&grh[8], src_gid->raw, 16);
-        memcpy(&grh[24], dev->gid.raw, 16);
+        /* a multicast packet's destination is its group (§4.6.13) */
+        memcpy(&grh[24], (pkt->flags & SOFTIB_BTH_MCAST) ? pkt->mgid.raw : dev->gid.raw, 16);
         if ((st = softib_resp_recv_data(dev, qp, grh, sizeof(grh))) == RESP_OK) {
             st = softib_resp_recv_data(dev, qp, pkt->payload, pkt->paylen);
         }

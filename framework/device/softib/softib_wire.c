@@ -297,6 +297,27 @@ uint64_t softib_wire_owner_gen(const softib_wire_t *wire, const axon_dev_gid_t *
     return softib_registry_gen(wire->reg, SOFTIB_QPN_SLOT(qpn));
 }
 
+int softib_wire_slot_held(const softib_wire_t *wire, unsigned slot, uint64_t gen,
+                          int check_owner)
+{
+    char ring[SOFTIB_REGISTRY_NAME_LEN];
+    softib_registry_owner_t owner;
+    const char *why;
+    uint64_t now;
+
+    if (softib_registry_gen(wire->reg, slot) != gen) {
+        return 0;
+    }
+    if (!check_owner) {
+        return 1;
+    }
+    if ((softib_registry_lookup(wire->reg, slot, &now, ring, sizeof(ring), &owner) != 0) ||
+        (now != gen)) {
+        return 0;
+    }
+    return !softib_registry_owner_gone(&owner, &why);
+}
+
 /* ---------------------------------------------------------------- data path */
 
 /* Does dgid go by the shm wire (forced, or auto and our own GID)? */

@@ -82,6 +82,12 @@ void     softib_wire_gid(const softib_wire_t *wire, axon_dev_gid_t *gid);
  */
 uint64_t softib_wire_owner_gen(const softib_wire_t *wire, const axon_dev_gid_t *gid,
                                uint32_t qpn);
+/* Does the process that held slot at registry generation gen still hold it? (of
+ * whichever host shares this /dev/shm: multicast members of other network
+ * namespaces). The generation only, or (check_owner) whether its owner lives too:
+ * a killed process keeps its slot until the next device open reaps it. */
+int      softib_wire_slot_held(const softib_wire_t *wire, unsigned slot, uint64_t gen,
+                               int check_owner);
 
 /*
  * Send one packet to the port that owns dest_qpn at dgid. Returns 0 when the

@@ -11,6 +11,7 @@ framework_device_softib_rdmacm_abi_librdmacm_la_SOURCES = \
 	framework/device/softib/rdmacm_abi/rcm_conn.c \
 	framework/device/softib/rdmacm_abi/rcm_addrinfo.c \
 	framework/device/softib/rdmacm_abi/rcm_sync.c \
+	framework/device/softib/rdmacm_abi/rcm_mcast.c \
 	framework/device/softib/rdmacm_abi/rcm_unsupported.c
 framework_device_softib_rdmacm_abi_librdmacm_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	-I$(srcdir)/framework/device/softib/verbs_abi

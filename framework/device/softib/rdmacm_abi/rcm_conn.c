@@ -84,7 +84,8 @@ static int rcm_qp_defaults(rcm_id_t *id, struct ibv_pd **pd_p, struct ibv_qp_ini
     return 0;
 }
 
-int rdma_create_qp(struct rdma_cm_id *cm_id, struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+static int rcm_create_qp(struct rdma_cm_id *cm_id, struct ibv_pd *pd,
+                         struct ibv_qp_init_attr *attr, uint32_t create_flags)
 {
     rcm_id_t *id = RCM(id, cm_id);
     struct ibv_qp *qp;
@@ -103,7 +104,7 @@ int rdma_create_qp(struct rdma_cm_id *cm_id, struct ibv_pd *pd, struct ibv_qp_in
     if ((ret = rcm_qp_defaults(id, &pd, attr)) != 0) {
         return rcm_ret(ret);
     }
-    if ((qp = rcm_bridge()->create_qp(id->dev, pd, attr)) == NULL) {
+    if ((qp = rcm_bridge()->create_qp(id->dev, pd, attr, create_flags)) == NULL) {
         ret = errno;
         rcm_cqs_free(id);
         return rcm_ret(ret);
@@ -114,6 +115,11 @@ int rdma_create_qp(struct rdma_cm_id *cm_id, struct ibv_pd *pd, struct ibv_qp_in
         cm_id->pd = pd;   /* rdma_reg_msgs(id, ...) registers on it, as librdmacm's */
     }
     return 0;
+}
+
+int rdma_create_qp(struct rdma_cm_id *cm_id, struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+    return rcm_create_qp(cm_id, pd, attr, 0);
 }
 
 /* An SRQ for the id's QPs (rdma_create_qp takes it when given none). */
@@ -167,25 +173,27 @@ void rdma_destroy_srq(struct rdma_cm_id *cm_id)
 }
 
 /*
- * The extended form: a PD and send ops flags (the ibv_wr_* interface, as
- * libibverbs' ibv_create_qp_ex on softib gives it); other fields are not
- * supported. ibv_qp_init_attr is the start of ibv_qp_init_attr_ex.
+ * The extended form: a PD, send ops flags (the ibv_wr_* interface, as
+ * libibverbs' ibv_create_qp_ex on softib gives it) and the create flag
+ * BLOCK_SELF_MCAST_LB; other fields are not supported. ibv_qp_init_attr is
+ * the start of ibv_qp_init_attr_ex.
  */
 int rdma_create_qp_ex(struct rdma_cm_id *cm_id, struct ibv_qp_init_attr_ex *attr)
 {
-    const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
     struct ibv_qp_init_attr basic;
     int ret;
 
-    if ((attr == NULL) || (attr->comp_mask & ~known)) {
-        rcm_bridge()->log_error("rdma_create_qp_ex: comp_mask 0x%x: a PD and send ops flags "
-                                "only", (attr != NULL) ? attr->comp_mask : 0);
-        errno = (attr == NULL) ? EINVAL : ENOSYS;
-        return -1;
+    if (attr == NULL) {
+        rcm_bridge()->log_error("rdma_create_qp_ex: NULL attributes");
+        return rcm_ret(EINVAL);
+    }
+    if (rcm_bridge()->qp_ex_check(attr, "rdma_create_qp_ex") != 0) {
+        return rcm_ret(ENOSYS);
     }
     memcpy(&basic, attr, sizeof(basic));
-    ret = rdma_create_qp(cm_id, (attr->comp_mask & IBV_QP_INIT_ATTR_PD) ? attr->pd : NULL,
-                         &basic);
+    ret = rcm_create_qp(cm_id, (attr->comp_mask & IBV_QP_INIT_ATTR_PD) ? attr->pd : NULL, &basic,
+                        (attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) ? attr->create_flags
+                                                                         : 0);
     memcpy(attr, &basic, sizeof(basic));   /* the caps granted */
     if ((ret == 0) && (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
         ((ret = rcm_bridge()->qp_ex_init(cm_id->qp, attr->send_ops_flags)) != 0)) {

@@ -1,7 +1,7 @@
 /*
  * The entry points softib's CM cannot serve, each failing the way librdmacm
  * reports failure (-1 or NULL with errno ENOSYS) after one log line naming
- * it: XRC SRQs, multicast, ECE, migrating ids, and rsockets.
+ * it: XRC SRQs, ECE, migrating ids, and rsockets.
  */
 #include <rdma/rdma_verbs.h>
 #include <rdma/rsocket.h>
@@ -24,13 +24,6 @@ int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 { (void)id; (void)ece; return RCM_NO("rdma_get_remote_ece"); }
 int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 { (void)id; (void)event; return RCM_NO("rdma_notify"); }
-int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
-{ (void)id; (void)addr; (void)context; return RCM_NO("rdma_join_multicast"); }
-int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *mc_join_attr,
-                           void *context)
-{ (void)id; (void)mc_join_attr; (void)context; return RCM_NO("rdma_join_multicast_ex"); }
-int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
-{ (void)id; (void)addr; return RCM_NO("rdma_leave_multicast"); }
 int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 { (void)id; (void)channel; return RCM_NO("rdma_migrate_id"); }
 

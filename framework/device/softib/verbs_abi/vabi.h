@@ -98,11 +98,15 @@ void *vabi_unsupported_null(const char *verb);
 
 vabi_context_t *vabi_context_new(struct ibv_device *device, axon_dev_context_t *dev);
 
-/* ibv_create_qp with the device-layer QP made by create (librdmacm's QPs by the CM). */
+/* ibv_create_qp with the device-layer QP made by create (librdmacm's QPs by the CM),
+ * with create_flags (IBV_QP_CREATE_*, of ibv_qp_init_attr_ex). */
 typedef int (*vabi_qp_create_fn_t)(void *arg, axon_dev_pd_t *pd, axon_dev_qp_init_attr_t *attr,
                                    axon_dev_qp_t **qp_p);
 struct ibv_qp *vabi_create_qp_by(struct ibv_pd *pd, struct ibv_qp_init_attr *attr,
-                                 vabi_qp_create_fn_t create, void *arg);
+                                 uint32_t create_flags, vabi_qp_create_fn_t create, void *arg);
+/* The ibv_qp_init_attr_ex fields beyond ibv_qp_init_attr softib takes (comp_mask:
+ * PD, send ops flags, create flags BLOCK_SELF_MCAST_LB); 0 or EOPNOTSUPP, logged. */
+int vabi_qp_ex_check(const struct ibv_qp_init_attr_ex *attr, const char *what);
 
 /* Ops of the context (vabi_device.c fills the tables). */
 int  vabi_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);

@@ -32,11 +32,11 @@ static int vabi_qp_create_plain(void *arg, axon_dev_pd_t *pd, axon_dev_qp_init_a
 
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
-    return vabi_create_qp_by(pd, attr, vabi_qp_create_plain, NULL);
+    return vabi_create_qp_by(pd, attr, 0, vabi_qp_create_plain, NULL);
 }
 
 struct ibv_qp *vabi_create_qp_by(struct ibv_pd *pd, struct ibv_qp_init_attr *attr,
-                                 vabi_qp_create_fn_t create, void *arg)
+                                 uint32_t create_flags, vabi_qp_create_fn_t create, void *arg)
 {
     axon_dev_qp_init_attr_t dattr;
     vabi_qp_t *qp;
@@ -51,6 +51,9 @@ struct ibv_qp *vabi_create_qp_by(struct ibv_pd *pd, struct ibv_qp_init_attr *att
     dattr.srq        = (attr->srq != NULL) ? VABI(srq, attr->srq)->dev : NULL;
     dattr.qp_type    = (axon_dev_qp_type_t)attr->qp_type;
     dattr.sq_sig_all = attr->sq_sig_all;
+    if (create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) {
+        dattr.create_flags |= AXON_DEV_QP_CREATE_BLOCK_SELF_MCAST_LB;
+    }
     {
         const struct ibv_qp_cap *in = &attr->cap;
         axon_dev_qp_cap_t *out      = &dattr.cap;
@@ -85,23 +88,47 @@ struct ibv_qp *vabi_create_qp_by(struct ibv_pd *pd, struct ibv_qp_init_attr *att
     return &qp->ex.qp_base;
 }
 
+int vabi_qp_ex_check(const struct ibv_qp_init_attr_ex *attr, const char *what)
+{
+    const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+                           IBV_QP_INIT_ATTR_CREATE_FLAGS;
+
+    if (attr->comp_mask & ~known) {
+        axon_error("libibverbs on softib: %s: comp_mask 0x%x not supported (a PD, send ops "
+                   "flags and create flags only)", what, attr->comp_mask);
+        return EOPNOTSUPP;
+    }
+    if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+        (attr->create_flags & ~(uint32_t)IBV_QP_CREATE_BLOCK_SELF_MCAST_LB)) {
+        axon_error("libibverbs on softib: %s: create_flags 0x%x not supported "
+                   "(BLOCK_SELF_MCAST_LB only)", what, attr->create_flags);
+        return EOPNOTSUPP;
+    }
+    return 0;
+}
+
 /*
- * The extended form: a PD and, for the ibv_wr_* interface, send ops flags.
- * Create flags, XRC domains, RSS and the rest are not supported.
+ * The extended form: a PD, send ops flags for the ibv_wr_* interface, and
+ * the create flag BLOCK_SELF_MCAST_LB. XRC domains, RSS and the rest are
+ * not supported.
  */
 struct ibv_qp *vabi_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 {
-    const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
     struct ibv_qp *qp;
     int ret;
 
     (void)context;
-    if ((attr->comp_mask & ~known) || !(attr->comp_mask & IBV_QP_INIT_ATTR_PD)) {
-        axon_error("libibverbs on softib: create_qp_ex: comp_mask 0x%x not supported (a PD "
-                   "and send ops flags only)", attr->comp_mask);
-        return vabi_fail_null(EOPNOTSUPP);
+    if ((ret = vabi_qp_ex_check(attr, "create_qp_ex")) != 0) {
+        return vabi_fail_null(ret);
     }
-    qp = ibv_create_qp(attr->pd, (struct ibv_qp_init_attr*)(void*)attr);
+    if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD)) {
+        axon_error("libibverbs on softib: create_qp_ex: comp_mask 0x%x has no PD",
+                   attr->comp_mask);
+        return vabi_fail_null(EINVAL);
+    }
+    qp = vabi_create_qp_by(attr->pd, (struct ibv_qp_init_attr*)(void*)attr,
+                           (attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) ?
+                           attr->create_flags : 0, vabi_qp_create_plain, NULL);
     if ((qp != NULL) && (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
         ((ret = vabi_wr_init(VABI(qp, qp), attr->send_ops_flags)) != 0)) {
         ibv_destroy_qp(qp);
@@ -239,6 +266,19 @@ int ibv_destroy_qp(struct ibv_qp *qp)
     pthread_cond_destroy(&qp->cond);
     free(qp);
     return 0;
+}
+
+/* UD multicast groups (softib_mcast.c); errno values, as libibverbs returns them. */
+int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+    return axon_dev_attach_mcast(VABI(qp, qp)->dev, (const axon_dev_gid_t *)(const void *)gid,
+                                 lid);
+}
+
+int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+    return axon_dev_detach_mcast(VABI(qp, qp)->dev, (const axon_dev_gid_t *)(const void *)gid,
+                                 lid);
 }
 
 /* The ibv_wr_* interface: only of a QP created with send ops flags (as rdma-core). */

@@ -120,9 +120,9 @@ static int vabi_rdmacm_qp_create(void *arg, axon_dev_pd_t *pd, axon_dev_qp_init_
 }
 
 static struct ibv_qp *vabi_rdmacm_create_qp(axon_dev_cm_id_t *id, struct ibv_pd *pd,
-                                            struct ibv_qp_init_attr *attr)
+                                            struct ibv_qp_init_attr *attr, uint32_t create_flags)
 {
-    struct ibv_qp *qp = vabi_create_qp_by(pd, attr, vabi_rdmacm_qp_create, id);
+    struct ibv_qp *qp = vabi_create_qp_by(pd, attr, create_flags, vabi_rdmacm_qp_create, id);
 
     if (qp != NULL) {
         VABI(qp, qp)->cm_id = id;
@@ -160,12 +160,15 @@ static const vabi_rdmacm_bridge_t vabi_rdmacm_bridge = {
     .disconnect            = axon_dev_cm_disconnect,
     .set_option            = axon_dev_cm_set_option,
     .init_qp_attr          = axon_dev_cm_init_qp_attr,
+    .join_multicast        = axon_dev_cm_join_multicast,
+    .leave_multicast       = axon_dev_cm_leave_multicast,
     .context               = vabi_rdmacm_context,
     .context_by_name       = vabi_rdmacm_context_by_name,
     .create_qp             = vabi_rdmacm_create_qp,
     .qp_detach             = vabi_rdmacm_qp_detach,
     .qp_ex_init            = vabi_rdmacm_qp_ex_init,
     .log_error             = vabi_rdmacm_log_error,
+    .qp_ex_check           = vabi_qp_ex_check,
 };
 
 const vabi_rdmacm_bridge_t *axon_softib_rdmacm_bridge(void)

@@ -35,6 +35,9 @@ typedef struct vabi_rdmacm_bridge {
     int  (*set_option)(axon_dev_cm_id_t *id, int level, int optname, const void *optval,
                        size_t optlen);
     int  (*init_qp_attr)(axon_dev_cm_id_t *id, axon_dev_qp_attr_t *attr, int *mask_p);
+    int  (*join_multicast)(axon_dev_cm_id_t *id, const struct sockaddr *addr, int send_only,
+                           void *context);
+    int  (*leave_multicast)(axon_dev_cm_id_t *id, const struct sockaddr *addr);
     /* The ibv_context of a device the CM bound an id to: one per device, kept
      * open for the process (the CM would close it with its last id). */
     struct ibv_context *(*context)(axon_dev_context_t *dev);
@@ -43,7 +46,7 @@ typedef struct vabi_rdmacm_bridge {
     /* An ibv_qp made by the CM on id (errno set on NULL); ibv_destroy_qp of it
      * goes back through the CM. */
     struct ibv_qp *(*create_qp)(axon_dev_cm_id_t *id, struct ibv_pd *pd,
-                                struct ibv_qp_init_attr *attr);
+                                struct ibv_qp_init_attr *attr, uint32_t create_flags);
     /* The id goes away before its QP: the QP becomes a plain one. */
     void (*qp_detach)(struct ibv_qp *qp);
     /* The ibv_wr_* interface of send_ops (IBV_QP_EX_WITH_*) on a QP made by create_qp
@@ -51,6 +54,8 @@ typedef struct vabi_rdmacm_bridge {
     int  (*qp_ex_init)(struct ibv_qp *qp, uint64_t send_ops);
     /* One log line: "librdmacm on softib: <message>". */
     void (*log_error)(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+    /* What of ibv_qp_init_attr_ex's extensions softib takes: 0 or EOPNOTSUPP (logged). */
+    int  (*qp_ex_check)(const struct ibv_qp_init_attr_ex *attr, const char *what);
 } vabi_rdmacm_bridge_t;
 
 const vabi_rdmacm_bridge_t *axon_softib_rdmacm_bridge(void);

@@ -1,7 +1,7 @@
 /*
  * The entry points softib cannot serve, each failing the way its verb
  * reports failure (an errno value, or NULL / -1 with errno) after one log
- * line naming it: multicast, memory re-registration, imports of kernel
+ * line naming it: memory re-registration, imports of kernel
  * objects, dma-buf regions, ECE, L2 address resolution, the kernel-ABI
  * struct converters; the 1.0 ABI (struct layouts of 2006 that no binary
  * built since uses); and the private interface of rdma-core's provider
@@ -38,18 +38,6 @@ void *vabi_unsupported_null(const char *verb)
     void _name(void) { vabi_unsupported(#_name " (needs a kernel device)"); }
 
 /* ------------------------------------------------------------ public verbs */
-
-int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
-{
-    (void)qp; (void)gid; (void)lid;
-    return vabi_unsupported("ibv_attach_mcast (softib has no multicast)");
-}
-
-int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
-{
-    (void)qp; (void)gid; (void)lid;
-    return vabi_unsupported("ibv_detach_mcast (softib has no multicast)");
-}
 
 int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length,
                  int access)

@@ -331,7 +331,8 @@ TEST_F(DeviceLayer, CapNamesOnePerBit)
     EXPECT_STREQ("inline", axon_dev_cap_names[5]);
     EXPECT_STREQ("comp_channel", axon_dev_cap_names[6]);
     EXPECT_STREQ("ext_atomic", axon_dev_cap_names[8]);
-    EXPECT_STREQ("cross_channel", axon_dev_cap_names[AXON_DEV_CAP_LAST_BIT - 1]);
+    EXPECT_STREQ("cross_channel", axon_dev_cap_names[10]);
+    EXPECT_STREQ("mcast", axon_dev_cap_names[AXON_DEV_CAP_LAST_BIT - 1]);
 }
 
 TEST_F(DeviceLayer, ReportOneLinePerBackend)

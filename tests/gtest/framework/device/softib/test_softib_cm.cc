@@ -45,6 +45,7 @@ struct Ev {
     axon_dev_cm_conn_param_t conn;
     axon_dev_cm_ud_param_t   ud;      /* the same event seen as a UD one */
     std::string              pdata;
+    const void              *join_context = nullptr;  /* MULTICAST_JOIN: ud.private_data */
 };
 
 inline const char *ev_name(int type)
@@ -67,6 +68,9 @@ bool get_ev(axon_dev_cm_channel_t *ch, Ev *out, double timeout = kEvTimeout)
             out->listen_id = ev->listen_id;
             out->conn      = ev->param.conn;
             out->ud        = ev->param.ud;
+            if (ev->event == AXON_DEV_CM_EVENT_MULTICAST_JOIN) {
+                out->join_context = ev->param.ud.private_data;
+            }
             out->ud.private_data = nullptr;
             out->pdata.assign((const char *)ev->param.conn.private_data,
                               ev->param.conn.private_data ? ev->param.conn.private_data_len : 0);
@@ -596,6 +600,84 @@ TEST_F(SoftibCm, UdIdsResolveThePeersQpAndAddress)
     EXPECT_EQ(5u, wc.wr_id);
     EXPECT_EQ(1000u + 40u, wc.byte_len) << "a UD receive starts with the 40-byte GRH";
     EXPECT_EQ(-1, axon_test_check(rbuf + 40, 1000, 21));
+    EXPECT_EQ(0, axon_dev_destroy_ah(ah));
+}
+
+/*
+ * Multicast through the CM (seed §5.2.27-28): an RDMA_PS_UDP id resolved to
+ * a group joins it (its QP attached, MULTICAST_JOIN with the group's AH, QPN
+ * 0xffffff, the UDP qkey and the join's context); a send-only member sends
+ * to it without receiving; leave detaches. Bad joins are refused.
+ */
+TEST_F(SoftibCm, MulticastJoinAttachesTheIdsQp)
+{
+    axon_dev_cm_channel_t *ch = channel();
+    struct sockaddr_in src = inet("127.0.0.1", 0), grp = inet("239.7.7.7", 0);
+    axon_dev_mr_t *smr, *rmr, *omr;
+    axon_dev_ah_t *ah = nullptr;
+    axon_dev_wc_t wc;
+    Ev ev;
+
+    grp.sin_addr.s_addr = htonl(0xef070000u | ((uint32_t)getpid() & 0xffffu));  /* ours */
+    axon_dev_cm_id_t *r = id(ch, nullptr, AXON_DEV_CM_PS_UDP);
+    axon_dev_cm_id_t *s = id(ch, nullptr, AXON_DEV_CM_PS_UDP);
+    axon_dev_cm_id_t *t = id(ch, nullptr, AXON_DEV_CM_PS_TCP);
+    EXPECT_EQ(EINVAL, axon_dev_cm_join_multicast(r, sa(grp), 0, nullptr)) << "no device yet";
+    for (axon_dev_cm_id_t *i : {r, s}) {
+        ASSERT_EQ(0, axon_dev_cm_resolve_addr(i, sa(src), sa(grp), 1000)) << "port 0: a group";
+        expect_ev(ch, AXON_DEV_CM_EVENT_ADDR_RESOLVED, i);
+    }
+    ASSERT_EQ(0, axon_dev_cm_bind_addr(t, sa(src)));
+    EXPECT_EQ(EINVAL, axon_dev_cm_join_multicast(t, sa(grp), 0, nullptr)) << "a TCP id";
+    EXPECT_EQ(EINVAL, axon_dev_cm_join_multicast(r, sa(src), 0, nullptr)) << "not a group";
+    ASSERT_EQ(0, a_.qp(r, AXON_DEV_QPT_UD));
+    ASSERT_EQ(0, b_.qp(s, AXON_DEV_QPT_UD));
+
+    ASSERT_EQ(0, axon_dev_cm_join_multicast(r, sa(grp), 0, (void *)0x77));
+    expect_ev(ch, AXON_DEV_CM_EVENT_MULTICAST_JOIN, r, &ev);
+    EXPECT_EQ((const void *)0x77, ev.join_context) << "the join's context is the event's data";
+    EXPECT_EQ(0xffffffu, ev.ud.qp_num);
+    EXPECT_EQ(AXON_DEV_CM_UDP_QKEY, ev.ud.qkey);
+    EXPECT_EQ(1, ev.ud.ah_attr.is_global);
+    const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    EXPECT_EQ(0, memcmp(ev.ud.ah_attr.grh.dgid.raw, mapped, 12));
+    EXPECT_EQ(0, memcmp(&ev.ud.ah_attr.grh.dgid.raw[12], &grp.sin_addr.s_addr, 4));
+    EXPECT_EQ(EADDRINUSE, axon_dev_cm_join_multicast(r, sa(grp), 0, nullptr));
+    ASSERT_EQ(0, axon_dev_cm_join_multicast(s, sa(grp), 1, nullptr)) << "send-only";
+    expect_ev(ch, AXON_DEV_CM_EVENT_MULTICAST_JOIN, s);
+
+    uint8_t *sbuf = b_.buf(4096, AXON_DEV_ACCESS_LOCAL_WRITE, &smr);
+    uint8_t *rbuf = a_.buf(4096, AXON_DEV_ACCESS_LOCAL_WRITE, &rmr);
+    uint8_t *obuf = b_.buf(4096, AXON_DEV_ACCESS_LOCAL_WRITE, &omr);
+    ASSERT_TRUE(sbuf && rbuf && obuf);
+    ASSERT_EQ(0, post_recv(r->qp, 1, rbuf, 2048, rmr->lkey));
+    ASSERT_EQ(0, post_recv(r->qp, 2, rbuf + 2048, 2048, rmr->lkey));
+    ASSERT_EQ(0, post_recv(s->qp, 3, obuf, 4096, omr->lkey));
+    ASSERT_EQ(0, axon_dev_create_ah(b_.pd, &ev.ud.ah_attr, &ah));
+    axon_dev_send_wr_t wr;
+    axon_dev_sge_t     sge;
+    for (int round = 0; round < 2; round++) {
+        axon_test_fill(sbuf, 500, 30 + round);
+        make_wr(&wr, &sge, 9, AXON_DEV_WR_SEND, sbuf, 500, smr->lkey, AXON_DEV_SEND_SIGNALED);
+        wr.wr.ud.ah          = ah;
+        wr.wr.ud.remote_qpn  = ev.ud.qp_num;
+        wr.wr.ud.remote_qkey = ev.ud.qkey;
+        ASSERT_EQ(0, post_one(s->qp, &wr));
+        ASSERT_TRUE(poll_one(b_.cq, &wc)) << "send completion";
+        EXPECT_EQ(AXON_DEV_WC_SUCCESS, wc.status) << wc_status_name(wc.status);
+        EXPECT_EQ(AXON_DEV_WC_SEND, wc.opcode);
+        if (round == 0) {
+            ASSERT_TRUE(poll_one(a_.cq, &wc)) << "the member's copy";
+            EXPECT_EQ(AXON_DEV_WC_SUCCESS, wc.status) << wc_status_name(wc.status);
+            EXPECT_EQ(500u + 40u, wc.byte_len);
+            EXPECT_EQ(-1, axon_test_check(rbuf + 40, 500, 30));
+            ASSERT_EQ(0, axon_dev_cm_leave_multicast(r, sa(grp)));
+            EXPECT_EQ(EADDRNOTAVAIL, axon_dev_cm_leave_multicast(r, sa(grp)));
+        } else {
+            EXPECT_TRUE(no_wc(a_.cq, 0.1)) << "a member that left got a copy";
+        }
+        EXPECT_TRUE(no_wc(b_.cq, 0.1)) << "the send-only member got a copy";
+    }
     EXPECT_EQ(0, axon_dev_destroy_ah(ah));
 }
 
