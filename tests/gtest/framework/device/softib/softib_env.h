@@ -812,6 +812,33 @@ protected:
     }
 };
 
+/*
+ * Base's tests with up to N peer processes: spawn() starts the next one
+ * (a test may also spawn into peers_ itself and count it in npeers_); a
+ * failed test may leave peers running, so teardown kills and reaps them.
+ */
+template <class Base, int N = 2>
+class SoftibWithPeers : public Base {
+protected:
+    axon_test_peer_t peers_[N];
+    int              npeers_ = 0;
+
+    void TearDown() override
+    {
+        for (int i = 0; i < npeers_; ++i) {
+            axon_test_peer_kill(&peers_[i]);
+        }
+        Base::TearDown();
+    }
+
+    axon_test_peer_t *spawn(axon_test_peer_fn_t fn, void *arg, double timeout)
+    {
+        axon_test_peer_t *p = &peers_[npeers_++];
+        EXPECT_EQ(0, axon_test_peer_spawn(p, fn, arg, timeout));
+        return p;
+    }
+};
+
 }  // namespace
 
 #endif

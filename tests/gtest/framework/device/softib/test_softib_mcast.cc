@@ -253,6 +253,34 @@ protected:
         }
     }
 
+    /* A receiving member: its UD QP (a Qp itself) and its buffer of receive slots. */
+    struct Member : Qp {
+        Buf buf;
+    };
+
+    /*
+     * m becomes a UD QP in RTS (Q_Key qkey, create_flags) with a buffer of
+     * n slots, all n receives posted (post_slots), then attached to *g
+     * unless g is null.
+     */
+    void member(Member *m, int n, const axon_dev_gid_t *g = nullptr, uint32_t qkey = kQkey,
+                uint32_t create_flags = 0)
+    {
+        ASSERT_NO_FATAL_FAILURE(ud_qp(m, qkey, create_flags));
+        m->buf = dev_.reg(n * kSlot, AXON_DEV_ACCESS_LOCAL_WRITE);
+        ASSERT_NO_FATAL_FAILURE(post_slots(*m, m->buf, n));
+        if (g) {
+            ASSERT_EQ(0, attach(*m, *g));
+        }
+    }
+
+    /* *ah: an address handle of group g (the test fails if there is none). */
+    void group_ah(const axon_dev_gid_t &g, axon_dev_ah_t **ah)
+    {
+        *ah = dev_.ah(g);
+        ASSERT_NE(nullptr, *ah);
+    }
+
     Expect from(const Qp &sender, const axon_dev_gid_t &mgid, uint32_t len, uint64_t seed)
     {
         return {sender.qpn(), dev_.gid, mgid, len, seed};
@@ -266,6 +294,11 @@ protected:
         ASSERT_LT(wc.wr_id, b.len / kSlot) << who << ": wr_id " << wc.wr_id;
         EXPECT_EQ("", check_mcast_wc(wc, q.qpn(), b.ptr + wc.wr_id * kSlot, e))
             << who << ", message of seed " << e.seed;
+    }
+
+    void expect_copy(const Member &m, const Expect &e, const char *who)
+    {
+        expect_copy(m, m.buf, e, who);
     }
 
     /* No receive completion on q for kQuiet. */
@@ -480,30 +513,23 @@ TEST_F(SoftibMcast, DetachOfUnattachedQpRefused)
 
 TEST_F(SoftibMcast, EveryMemberGetsOneCopyOthersNone)
 {
-    Qp s, r1, r2, outsider;
+    Qp s;
+    Member r1, r2, outsider;
+    axon_dev_ah_t *ah = nullptr;
     axon_dev_gid_t g = make_mgid();
 
     open_dev();
     ASSERT_NO_FATAL_FAILURE(ud_qp(&s));
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&r1));
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&r2));
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&outsider));
     Buf sb = dev_.reg(kMsgLen, 0);
-    Buf b1 = dev_.reg(4 * kSlot, AXON_DEV_ACCESS_LOCAL_WRITE);
-    Buf b2 = dev_.reg(4 * kSlot, AXON_DEV_ACCESS_LOCAL_WRITE);
-    Buf bo = dev_.reg(4 * kSlot, AXON_DEV_ACCESS_LOCAL_WRITE);
-    ASSERT_NO_FATAL_FAILURE(post_slots(r1, b1, 4));
-    ASSERT_NO_FATAL_FAILURE(post_slots(r2, b2, 4));
-    ASSERT_NO_FATAL_FAILURE(post_slots(outsider, bo, 4));
-    ASSERT_EQ(0, attach(r1, g));
-    ASSERT_EQ(0, attach(r2, g));
-    axon_dev_ah_t *ah = dev_.ah(g);
-    ASSERT_NE(nullptr, ah);
+    ASSERT_NO_FATAL_FAILURE(member(&r1, 4, &g));
+    ASSERT_NO_FATAL_FAILURE(member(&r2, 4, &g));
+    ASSERT_NO_FATAL_FAILURE(member(&outsider, 4));
+    ASSERT_NO_FATAL_FAILURE(group_ah(g, &ah));
 
     for (uint64_t seed = 1; seed <= 2; ++seed) {
         send_ok(s, ah, sb, seed);
-        expect_copy(r1, b1, from(s, g, kMsgLen, seed), "first member");
-        expect_copy(r2, b2, from(s, g, kMsgLen, seed), "second member");
+        expect_copy(r1, from(s, g, kMsgLen, seed), "first member");
+        expect_copy(r2, from(s, g, kMsgLen, seed), "second member");
     }
     expect_none(r1, "first member (a third copy)");
     expect_none(r2, "second member (a third copy)");
@@ -514,6 +540,7 @@ TEST_F(SoftibMcast, GrhHoldsSenderGidAndGroupGid)
 {
     Qp s, r;
     axon_dev_wc_t wc;
+    axon_dev_ah_t *ah = nullptr;
     axon_dev_gid_t g = make_mgid();
     const uint32_t mtu = (uint32_t)axon_dev_mtu_bytes(kPathMtu);
 
@@ -525,8 +552,7 @@ TEST_F(SoftibMcast, GrhHoldsSenderGidAndGroupGid)
     memset(rb.ptr, 0xcc, rb.len);
     ASSERT_EQ(0, post_recv(r.qp, 7, rb.ptr, kGrh + mtu + 64, rb.lkey()));
     ASSERT_EQ(0, attach(r, g));
-    axon_dev_ah_t *ah = dev_.ah(g);
-    ASSERT_NE(nullptr, ah);
+    ASSERT_NO_FATAL_FAILURE(group_ah(g, &ah));
     send_ok(s, ah, sb, 11, mtu);   /* a whole path MTU */
     ASSERT_TRUE(poll_one(r.rcq, &wc));
     EXPECT_EQ(AXON_DEV_WC_SUCCESS, wc.status) << wc_status_name(wc.status);
@@ -549,50 +575,42 @@ TEST_F(SoftibMcast, GrhHoldsSenderGidAndGroupGid)
 
 TEST_F(SoftibMcast, Ipv4MappedGroupDelivers)
 {
-    Qp s, r;
+    Qp s;
+    Member r;
+    axon_dev_ah_t *ah = nullptr;
     axon_dev_gid_t g = v4_gid(v4_group(7));   /* ::ffff:231.x.y.z */
 
     open_dev();
     ASSERT_NO_FATAL_FAILURE(ud_qp(&s));
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&r));
     Buf sb = dev_.reg(kMsgLen, 0);
-    Buf rb = dev_.reg(2 * kSlot, AXON_DEV_ACCESS_LOCAL_WRITE);
-    ASSERT_NO_FATAL_FAILURE(post_slots(r, rb, 2));
-    ASSERT_EQ(0, attach(r, g));
-    axon_dev_ah_t *ah = dev_.ah(g);
-    ASSERT_NE(nullptr, ah);
+    ASSERT_NO_FATAL_FAILURE(member(&r, 2, &g));
+    ASSERT_NO_FATAL_FAILURE(group_ah(g, &ah));
     send_ok(s, ah, sb, 21);
-    expect_copy(r, rb, from(s, g, kMsgLen, 21), "the member of the IPv4-mapped group");
+    expect_copy(r, from(s, g, kMsgLen, 21), "the member of the IPv4-mapped group");
     expect_none(r, "the member (a second copy)");
 }
 
 TEST_F(SoftibMcast, SendersOwnAttachedQpGetsACopy)
 {
-    Qp s, r;
+    Member s, r;
+    axon_dev_ah_t *ah = nullptr;
     axon_dev_gid_t g = make_mgid();
 
     open_dev();
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&s));
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&r));
+    ASSERT_NO_FATAL_FAILURE(member(&s, 2, &g));
+    ASSERT_NO_FATAL_FAILURE(member(&r, 2, &g));
     Buf sb = dev_.reg(kMsgLen, 0);
-    Buf bs = dev_.reg(2 * kSlot, AXON_DEV_ACCESS_LOCAL_WRITE);
-    Buf br = dev_.reg(2 * kSlot, AXON_DEV_ACCESS_LOCAL_WRITE);
-    ASSERT_NO_FATAL_FAILURE(post_slots(s, bs, 2));
-    ASSERT_NO_FATAL_FAILURE(post_slots(r, br, 2));
-    ASSERT_EQ(0, attach(s, g));
-    ASSERT_EQ(0, attach(r, g));
-    axon_dev_ah_t *ah = dev_.ah(g);
-    ASSERT_NE(nullptr, ah);
+    ASSERT_NO_FATAL_FAILURE(group_ah(g, &ah));
     send_ok(s, ah, sb, 31);
-    expect_copy(s, bs, from(s, g, kMsgLen, 31), "the sender's own QP (loopback)");
-    expect_copy(r, br, from(s, g, kMsgLen, 31), "the other member");
+    expect_copy(s, from(s, g, kMsgLen, 31), "the sender's own QP (loopback)");
+    expect_copy(r, from(s, g, kMsgLen, 31), "the other member");
     expect_none(s, "the sender (a second copy)");
     expect_none(r, "the other member (a second copy)");
 
     /* the sender alone in the group still gets its copy */
     ASSERT_EQ(0, detach(r, g));
     send_ok(s, ah, sb, 32);
-    expect_copy(s, bs, from(s, g, kMsgLen, 32), "the sender, alone in the group");
+    expect_copy(s, from(s, g, kMsgLen, 32), "the sender, alone in the group");
     expect_none(r, "the detached member");
 }
 
@@ -600,46 +618,38 @@ TEST_F(SoftibMcast, SendersOwnAttachedQpGetsACopy)
  * another member's do and the other members still get the sender's. */
 TEST_F(SoftibMcast, BlockSelfLoopbackKeepsOwnSendsAway)
 {
-    Qp s, r;
+    Member s, r;
+    axon_dev_ah_t *ah = nullptr;
     axon_dev_gid_t g = make_mgid();
 
     open_dev();
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&s, kQkey, AXON_DEV_QP_CREATE_BLOCK_SELF_MCAST_LB));
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&r));
+    ASSERT_NO_FATAL_FAILURE(member(&s, 2, &g, kQkey, AXON_DEV_QP_CREATE_BLOCK_SELF_MCAST_LB));
+    ASSERT_NO_FATAL_FAILURE(member(&r, 2, &g));
     Buf sb = dev_.reg(kMsgLen, 0);
-    Buf bs = dev_.reg(2 * kSlot, AXON_DEV_ACCESS_LOCAL_WRITE);
-    Buf br = dev_.reg(2 * kSlot, AXON_DEV_ACCESS_LOCAL_WRITE);
-    ASSERT_NO_FATAL_FAILURE(post_slots(s, bs, 2));
-    ASSERT_NO_FATAL_FAILURE(post_slots(r, br, 2));
-    ASSERT_EQ(0, attach(s, g));
-    ASSERT_EQ(0, attach(r, g));
-    axon_dev_ah_t *ah = dev_.ah(g);
-    ASSERT_NE(nullptr, ah);
+    ASSERT_NO_FATAL_FAILURE(group_ah(g, &ah));
     send_ok(s, ah, sb, 41);
-    expect_copy(r, br, from(s, g, kMsgLen, 41), "the other member");
+    expect_copy(r, from(s, g, kMsgLen, 41), "the other member");
     expect_none(s, "the blocking sender (its own send)");
     send_ok(r, ah, sb, 42);
-    expect_copy(s, bs, from(r, g, kMsgLen, 42), "the blocking QP (another member's send)");
-    expect_copy(r, br, from(r, g, kMsgLen, 42), "the other member's own QP (loopback)");
+    expect_copy(s, from(r, g, kMsgLen, 42), "the blocking QP (another member's send)");
+    expect_copy(r, from(r, g, kMsgLen, 42), "the other member's own QP (loopback)");
 }
 
 TEST_F(SoftibMcast, DoubleAttachDeliversOneCopy)
 {
-    Qp s, r;
+    Qp s;
+    Member r;
+    axon_dev_ah_t *ah = nullptr;
     axon_dev_gid_t g = make_mgid();
 
     open_dev();
     ASSERT_NO_FATAL_FAILURE(ud_qp(&s));
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&r));
     Buf sb = dev_.reg(kMsgLen, 0);
-    Buf rb = dev_.reg(4 * kSlot, AXON_DEV_ACCESS_LOCAL_WRITE);
-    ASSERT_NO_FATAL_FAILURE(post_slots(r, rb, 4));
-    ASSERT_EQ(0, attach(r, g));
+    ASSERT_NO_FATAL_FAILURE(member(&r, 4, &g));
     EXPECT_EQ(0, attach(r, g)) << "attaching again succeeds";
-    axon_dev_ah_t *ah = dev_.ah(g);
-    ASSERT_NE(nullptr, ah);
+    ASSERT_NO_FATAL_FAILURE(group_ah(g, &ah));
     send_ok(s, ah, sb, 41);
-    expect_copy(r, rb, from(s, g, kMsgLen, 41), "the twice attached member");
+    expect_copy(r, from(s, g, kMsgLen, 41), "the twice attached member");
     expect_none(r, "the twice attached member (a second copy)");
 
     /* one detach removes the attachment whole */
@@ -651,69 +661,59 @@ TEST_F(SoftibMcast, DoubleAttachDeliversOneCopy)
 
 TEST_F(SoftibMcast, DetachStopsDelivery)
 {
-    Qp s, r1, r2;
+    Qp s;
+    Member r1, r2;
+    axon_dev_ah_t *ah = nullptr;
     axon_dev_gid_t g = make_mgid();
 
     open_dev();
     ASSERT_NO_FATAL_FAILURE(ud_qp(&s));
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&r1));
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&r2));
     Buf sb = dev_.reg(kMsgLen, 0);
-    Buf b1 = dev_.reg(4 * kSlot, AXON_DEV_ACCESS_LOCAL_WRITE);
-    Buf b2 = dev_.reg(4 * kSlot, AXON_DEV_ACCESS_LOCAL_WRITE);
-    ASSERT_NO_FATAL_FAILURE(post_slots(r1, b1, 4));
-    ASSERT_NO_FATAL_FAILURE(post_slots(r2, b2, 4));
-    ASSERT_EQ(0, attach(r1, g));
-    ASSERT_EQ(0, attach(r2, g));
-    axon_dev_ah_t *ah = dev_.ah(g);
-    ASSERT_NE(nullptr, ah);
+    ASSERT_NO_FATAL_FAILURE(member(&r1, 4, &g));
+    ASSERT_NO_FATAL_FAILURE(member(&r2, 4, &g));
+    ASSERT_NO_FATAL_FAILURE(group_ah(g, &ah));
 
     send_ok(s, ah, sb, 51);
-    expect_copy(r1, b1, from(s, g, kMsgLen, 51), "first member");
-    expect_copy(r2, b2, from(s, g, kMsgLen, 51), "second member");
+    expect_copy(r1, from(s, g, kMsgLen, 51), "first member");
+    expect_copy(r2, from(s, g, kMsgLen, 51), "second member");
 
     ASSERT_EQ(0, detach(r1, g));
     send_ok(s, ah, sb, 52);
-    expect_copy(r2, b2, from(s, g, kMsgLen, 52), "the member that stayed");
+    expect_copy(r2, from(s, g, kMsgLen, 52), "the member that stayed");
     expect_none(r1, "the detached member");
 
     /* attached again, it receives again (its receives were left alone) */
     ASSERT_EQ(0, attach(r1, g));
     send_ok(s, ah, sb, 53);
-    expect_copy(r1, b1, from(s, g, kMsgLen, 53), "the member attached again");
-    expect_copy(r2, b2, from(s, g, kMsgLen, 53), "the member that stayed");
+    expect_copy(r1, from(s, g, kMsgLen, 53), "the member attached again");
+    expect_copy(r2, from(s, g, kMsgLen, 53), "the member that stayed");
     expect_none(r1, "the member attached again (a copy of the message sent meanwhile)");
 }
 
 TEST_F(SoftibMcast, QkeyMismatchDroppedMatchingMemberReceives)
 {
-    Qp s, same, other;
+    Qp s;
+    Member same, other;
+    axon_dev_ah_t *ah = nullptr;
     axon_dev_gid_t g = make_mgid();
 
     open_dev();
     ASSERT_NO_FATAL_FAILURE(ud_qp(&s));
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&same, kQkey));
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&other, kOtherQkey));
     Buf sb = dev_.reg(kMsgLen, 0);
-    Buf bs = dev_.reg(2 * kSlot, AXON_DEV_ACCESS_LOCAL_WRITE);
-    Buf bo = dev_.reg(2 * kSlot, AXON_DEV_ACCESS_LOCAL_WRITE);
-    ASSERT_NO_FATAL_FAILURE(post_slots(same, bs, 2));
-    ASSERT_NO_FATAL_FAILURE(post_slots(other, bo, 2));
-    ASSERT_EQ(0, attach(same, g));
-    ASSERT_EQ(0, attach(other, g));
-    axon_dev_ah_t *ah = dev_.ah(g);
-    ASSERT_NE(nullptr, ah);
+    ASSERT_NO_FATAL_FAILURE(member(&same, 2, &g, kQkey));
+    ASSERT_NO_FATAL_FAILURE(member(&other, 2, &g, kOtherQkey));
+    ASSERT_NO_FATAL_FAILURE(group_ah(g, &ah));
     uint32_t before = qkey_violations();
 
     send_ok(s, ah, sb, 61, kMsgLen, kQkey);
-    expect_copy(same, bs, from(s, g, kMsgLen, 61), "the member of the sender's Q_Key");
+    expect_copy(same, from(s, g, kMsgLen, 61), "the member of the sender's Q_Key");
     expect_none(other, "the member of another Q_Key");
     EXPECT_EQ(before + 1, wait_qkey_violations(before + 1, other.rcq))
         << "the dropped copy counts as a Q_Key violation";
 
     /* and the other way round: the receive left untouched takes the next copy */
     send_ok(s, ah, sb, 62, kMsgLen, kOtherQkey);
-    expect_copy(other, bo, from(s, g, kMsgLen, 62), "the member of the second Q_Key");
+    expect_copy(other, from(s, g, kMsgLen, 62), "the member of the second Q_Key");
     expect_none(same, "the member of the first Q_Key");
     EXPECT_EQ(before + 2, wait_qkey_violations(before + 2, same.rcq));
     EXPECT_EQ(AXON_DEV_QPS_RTS, query_state(other.qp)) << "a Q_Key violation is no QP error";
@@ -722,49 +722,44 @@ TEST_F(SoftibMcast, QkeyMismatchDroppedMatchingMemberReceives)
 
 TEST_F(SoftibMcast, MemberWithoutReceiveDropsOnlyItsCopy)
 {
-    Qp s, ready, empty;
+    Qp s, empty;
+    Member ready;
+    axon_dev_ah_t *ah = nullptr;
     axon_dev_gid_t g = make_mgid();
 
     open_dev();
     ASSERT_NO_FATAL_FAILURE(ud_qp(&s));
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&ready));
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&empty));
     Buf sb = dev_.reg(kMsgLen, 0);
-    Buf br = dev_.reg(2 * kSlot, AXON_DEV_ACCESS_LOCAL_WRITE);
+    ASSERT_NO_FATAL_FAILURE(member(&ready, 2, &g));
+    /* empty: attached, but its receives are posted only after the first message */
+    ASSERT_NO_FATAL_FAILURE(ud_qp(&empty));
     Buf be = dev_.reg(2 * kSlot, AXON_DEV_ACCESS_LOCAL_WRITE);
-    ASSERT_NO_FATAL_FAILURE(post_slots(ready, br, 2));
-    ASSERT_EQ(0, attach(ready, g));
     ASSERT_EQ(0, attach(empty, g));
-    axon_dev_ah_t *ah = dev_.ah(g);
-    ASSERT_NE(nullptr, ah);
+    ASSERT_NO_FATAL_FAILURE(group_ah(g, &ah));
 
     send_ok(s, ah, sb, 71);
-    expect_copy(ready, br, from(s, g, kMsgLen, 71), "the member with a receive");
+    expect_copy(ready, from(s, g, kMsgLen, 71), "the member with a receive");
     usleep(50000);   /* the other copy is handled (and dropped) by now */
     ASSERT_NO_FATAL_FAILURE(post_slots(empty, be, 2));
     expect_none(empty, "the member that had no receive (the copy was kept)");
     EXPECT_EQ(AXON_DEV_QPS_RTS, query_state(empty.qp)) << "no RNR error on UD";
 
     send_ok(s, ah, sb, 72);
-    expect_copy(ready, br, from(s, g, kMsgLen, 72), "the member with a receive");
+    expect_copy(ready, from(s, g, kMsgLen, 72), "the member with a receive");
     expect_copy(empty, be, from(s, g, kMsgLen, 72), "the member that has a receive now");
 }
 
 TEST_F(SoftibMcast, SendToGroupWithoutMembersSucceeds)
 {
-    Qp s, r;
+    Member s, r;   /* with a receive each, not attached */
+    axon_dev_ah_t *ah = nullptr;
     axon_dev_gid_t g = make_mgid();
 
     open_dev();
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&s));
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&r));
+    ASSERT_NO_FATAL_FAILURE(member(&s, 1));
+    ASSERT_NO_FATAL_FAILURE(member(&r, 1));
     Buf sb = dev_.reg(kMsgLen, 0);
-    Buf bs = dev_.reg(kSlot, AXON_DEV_ACCESS_LOCAL_WRITE);
-    Buf br = dev_.reg(kSlot, AXON_DEV_ACCESS_LOCAL_WRITE);
-    ASSERT_NO_FATAL_FAILURE(post_slots(s, bs, 1));
-    ASSERT_NO_FATAL_FAILURE(post_slots(r, br, 1));
-    axon_dev_ah_t *ah = dev_.ah(g);
-    ASSERT_NE(nullptr, ah);
+    ASSERT_NO_FATAL_FAILURE(group_ah(g, &ah));
     send_ok(s, ah, sb, 81);
     expect_none(s, "the sender, not attached");
     expect_none(r, "a QP not attached");
@@ -779,43 +774,36 @@ TEST_F(SoftibMcast, SendToGroupWithoutMembersSucceeds)
 
 TEST_F(SoftibMcast, DestroyedMemberLeavesTheGroup)
 {
-    Qp s, gone, stays, fresh;
+    Qp s;
+    Member gone, stays, fresh;
+    axon_dev_ah_t *ah = nullptr;
     axon_dev_gid_t g = make_mgid();
 
     open_dev();
     ASSERT_NO_FATAL_FAILURE(ud_qp(&s));
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&gone));
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&stays));
     Buf sb = dev_.reg(kMsgLen, 0);
-    Buf bg = dev_.reg(2 * kSlot, AXON_DEV_ACCESS_LOCAL_WRITE);
-    Buf bs = dev_.reg(4 * kSlot, AXON_DEV_ACCESS_LOCAL_WRITE);
-    Buf bf = dev_.reg(2 * kSlot, AXON_DEV_ACCESS_LOCAL_WRITE);
-    ASSERT_NO_FATAL_FAILURE(post_slots(gone, bg, 2));
-    ASSERT_NO_FATAL_FAILURE(post_slots(stays, bs, 4));
-    ASSERT_EQ(0, attach(gone, g));
-    ASSERT_EQ(0, attach(stays, g));
-    axon_dev_ah_t *ah = dev_.ah(g);
-    ASSERT_NE(nullptr, ah);
+    ASSERT_NO_FATAL_FAILURE(member(&gone, 2, &g));
+    ASSERT_NO_FATAL_FAILURE(member(&stays, 4, &g));
+    ASSERT_NO_FATAL_FAILURE(group_ah(g, &ah));
     uint32_t gone_qpn = gone.qpn();
 
     destroy(&gone);   /* while attached (and with receives posted) */
     send_ok(s, ah, sb, 91);
-    expect_copy(stays, bs, from(s, g, kMsgLen, 91), "the member that stayed");
+    expect_copy(stays, from(s, g, kMsgLen, 91), "the member that stayed");
     expect_none(stays, "the member that stayed (a second copy)");
 
     /* a new QP (whatever its number) inherits nothing */
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&fresh));
+    ASSERT_NO_FATAL_FAILURE(member(&fresh, 2));   /* receives posted, not attached */
     std::cout << "[ info     ] destroyed QP 0x" << std::hex << gone_qpn << ", new QP 0x"
               << fresh.qpn() << std::dec << std::endl;
-    ASSERT_NO_FATAL_FAILURE(post_slots(fresh, bf, 2));
     send_ok(s, ah, sb, 92);
-    expect_copy(stays, bs, from(s, g, kMsgLen, 92), "the member that stayed");
+    expect_copy(stays, from(s, g, kMsgLen, 92), "the member that stayed");
     expect_none(fresh, "a new QP, never attached");
     EXPECT_EQ(EINVAL, detach(fresh, g)) << "the new QP is no member";
     ASSERT_EQ(0, attach(fresh, g));
     send_ok(s, ah, sb, 93);
-    expect_copy(fresh, bf, from(s, g, kMsgLen, 93), "the new QP, attached");
-    expect_copy(stays, bs, from(s, g, kMsgLen, 93), "the member that stayed");
+    expect_copy(fresh, from(s, g, kMsgLen, 93), "the new QP, attached");
+    expect_copy(stays, from(s, g, kMsgLen, 93), "the member that stayed");
     expect_none(fresh, "the new QP (a second copy)");
 }
 
@@ -863,8 +851,8 @@ TEST_F(SoftibMcast, PerGroupLimitIsMaxMcastQpAttach)
     for (int i = 0; i < n + 2; ++i) {
         ASSERT_EQ(0, post_recv(q[i].qp, i, rb.ptr + i * kSlot, kSlot, rb.lkey()));
     }
-    axon_dev_ah_t *ah = dev_.ah(g);
-    ASSERT_NE(nullptr, ah);
+    axon_dev_ah_t *ah = nullptr;
+    ASSERT_NO_FATAL_FAILURE(group_ah(g, &ah));
     send_ok(s, ah, sb, 101);
     std::vector<axon_dev_wc_t> wcs(n + 2);
     int got = poll_n(rcq, n, wcs.data());
@@ -1025,25 +1013,12 @@ int mcast_member(int fd, void *argp)
     return 0;
 }
 
-class SoftibMcastXproc : public SoftibMcast, public ::testing::WithParamInterface<SoftibWire> {
+class SoftibMcastXproc : public SoftibWithPeers<SoftibMcast>,
+                         public ::testing::WithParamInterface<SoftibWire> {
 protected:
-    axon_test_peer_t peers_[2];
-    int              npeers_ = 0;
-
-    void TearDown() override
-    {
-        /* a failed test may leave peers running: kill and reap them */
-        for (int i = 0; i < npeers_; ++i) {
-            axon_test_peer_kill(&peers_[i]);
-        }
-        SoftibMcast::TearDown();
-    }
-
     axon_test_peer_t *spawn(MemberArg *arg)
     {
-        axon_test_peer_t *p = &peers_[npeers_++];
-        EXPECT_EQ(0, axon_test_peer_spawn(p, mcast_member, arg, kPeerTimeout));
-        return p;
+        return SoftibWithPeers::spawn(mcast_member, arg, kPeerTimeout);
     }
 
     /* The member reports it got message i. */
@@ -1073,31 +1048,29 @@ TEST_P(SoftibMcastXproc, ChildMemberGetsTheParentsMessage)
 {
     MemberArg     arg = {GetParam(), make_mgid(), kStays, 3, 0};
     McastPeerInfo child, me;
-    Qp            s, local;
+    Qp            s;
+    Member        local;
+    axon_dev_ah_t *ah = nullptr;
 
     softib_wire_env(arg.wire, 0, &env_);
     axon_test_peer_t *peer = spawn(&arg);
     open_dev();
     ASSERT_NO_FATAL_FAILURE(ud_qp(&s));
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&local));
     Buf sb = dev_.reg(1024, 0);
-    Buf lb = dev_.reg(4 * kSlot, AXON_DEV_ACCESS_LOCAL_WRITE);
-    ASSERT_NO_FATAL_FAILURE(post_slots(local, lb, 4));
-    ASSERT_EQ(0, attach(local, arg.mgid));
+    ASSERT_NO_FATAL_FAILURE(member(&local, 4, &arg.mgid));
     ASSERT_EQ(0, recv_struct(peer->fd, &child));
     me.qpn = s.qpn();
     me.gid = dev_.gid;
     ASSERT_EQ(0, axon_test_send_blob(peer->fd, &me, sizeof(me)));
     ASSERT_EQ(0, axon_test_sync(peer->fd));   /* the child is attached */
-    axon_dev_ah_t *ah = dev_.ah(arg.mgid);
-    ASSERT_NE(nullptr, ah);
+    ASSERT_NO_FATAL_FAILURE(group_ah(arg.mgid, &ah));
 
     for (int i = 0; i < arg.messages; ++i) {
         send_msg(s, ah, sb, i);
         expect_reported(peer, i, "the child member");
         /* the local member gets its copy as well */
         Expect e = {s.qpn(), dev_.gid, arg.mgid, xproc_len(i), xproc_seed(i)};
-        expect_copy(local, lb, e, "the parent's member");
+        expect_copy(local, e, "the parent's member");
     }
     expect_none(local, "the parent's member (one copy too many)");
     ASSERT_EQ(0, axon_test_sync(peer->fd));
@@ -1115,7 +1088,9 @@ void SoftibMcastXproc::leave_test(Leave how)
     MemberArg     stays_arg = {GetParam(), make_mgid(), kStays, 1 + kAfterLeave, kLeaveDev};
     MemberArg     leaves_arg = stays_arg;
     McastPeerInfo info, me;
-    Qp            s, local;
+    Qp            s;
+    Member        local;
+    axon_dev_ah_t *ah = nullptr;
 
     leaves_arg.leave = how;
     softib_wire_env(stays_arg.wire, 0, &env_);
@@ -1124,11 +1099,8 @@ void SoftibMcastXproc::leave_test(Leave how)
     axon_test_peer_t *leaves = spawn(&leaves_arg);
     ASSERT_NO_FATAL_FAILURE(open_dev_index(kLeaveDev));
     ASSERT_NO_FATAL_FAILURE(ud_qp(&s));
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&local));
     Buf sb = dev_.reg(1024, 0);
-    Buf lb = dev_.reg((2 + kAfterLeave) * kSlot, AXON_DEV_ACCESS_LOCAL_WRITE);
-    ASSERT_NO_FATAL_FAILURE(post_slots(local, lb, 2 + kAfterLeave));
-    ASSERT_EQ(0, attach(local, stays_arg.mgid));
+    ASSERT_NO_FATAL_FAILURE(member(&local, 2 + kAfterLeave, &stays_arg.mgid));
     ASSERT_EQ(0, recv_struct(stays->fd, &info));
     ASSERT_EQ(0, recv_struct(leaves->fd, &info));
     me.qpn = s.qpn();
@@ -1137,14 +1109,13 @@ void SoftibMcastXproc::leave_test(Leave how)
     ASSERT_EQ(0, axon_test_send_blob(leaves->fd, &me, sizeof(me)));
     ASSERT_EQ(0, axon_test_sync(stays->fd));
     ASSERT_EQ(0, axon_test_sync(leaves->fd));
-    axon_dev_ah_t *ah = dev_.ah(stays_arg.mgid);
-    ASSERT_NE(nullptr, ah);
+    ASSERT_NO_FATAL_FAILURE(group_ah(stays_arg.mgid, &ah));
 
     /* message 0 reaches all three members */
     send_msg(s, ah, sb, 0);
     expect_reported(stays, 0, "the member process that stays");
     expect_reported(leaves, 0, "the member process that leaves");
-    expect_copy(local, lb, {s.qpn(), dev_.gid, stays_arg.mgid, xproc_len(0), xproc_seed(0)},
+    expect_copy(local, {s.qpn(), dev_.gid, stays_arg.mgid, xproc_len(0), xproc_seed(0)},
                 "the parent's member");
 
     /* the member process goes, still attached */
@@ -1160,8 +1131,8 @@ void SoftibMcastXproc::leave_test(Leave how)
     for (int i = 1; i <= kAfterLeave; ++i) {
         send_msg(s, ah, sb, i);
         expect_reported(stays, i, "the member process that stays");
-        expect_copy(local, lb, {s.qpn(), dev_.gid, stays_arg.mgid, xproc_len(i),
-                                xproc_seed(i)}, "the parent's member");
+        expect_copy(local, {s.qpn(), dev_.gid, stays_arg.mgid, xproc_len(i), xproc_seed(i)},
+                    "the parent's member");
     }
     std::cout << "[ info     ] " << kAfterLeave << " messages after the member left, in "
               << axon_test_time() - start << " s" << std::endl;
@@ -1256,19 +1227,7 @@ int table_member(int fd, void *argp)
     return 0;
 }
 
-class SoftibMcastTableXproc : public SoftibMcast {
-protected:
-    axon_test_peer_t peers_[2];
-    int              npeers_ = 0;
-
-    void TearDown() override
-    {
-        for (int i = 0; i < npeers_; ++i) {
-            axon_test_peer_kill(&peers_[i]);
-        }
-        SoftibMcast::TearDown();
-    }
-};
+using SoftibMcastTableXproc = SoftibWithPeers<SoftibMcast>;
 
 /*
  * A process killed while it holds every group of the table: a process

@@ -80,25 +80,11 @@ int connect_to(SoftibDev &dev, const Qp &q, const PeerInfo &info, uint8_t timeou
     return dev.up(q, info.qpn, info.gid, 0x10, 0x10, timeout, 7, 7, kMinRnrTimer);
 }
 
-class SoftibXproc : public SoftibTest {
+class SoftibXproc : public SoftibWithPeers<SoftibTest> {
 protected:
-    axon_test_peer_t peers_[2];
-    int              npeers_ = 0;
-
-    void TearDown() override
-    {
-        /* a failed test may leave peers running: kill and reap them */
-        for (int i = 0; i < npeers_; ++i) {
-            axon_test_peer_kill(&peers_[i]);
-        }
-        SoftibTest::TearDown();
-    }
-
     axon_test_peer_t *spawn(axon_test_peer_fn_t fn, void *arg)
     {
-        axon_test_peer_t *p = &peers_[npeers_++];
-        EXPECT_EQ(0, axon_test_peer_spawn(p, fn, arg, kPeerTimeout));
-        return p;
+        return SoftibWithPeers::spawn(fn, arg, kPeerTimeout);
     }
 
     void expect_peer_ok(axon_test_peer_t *p, const char *what)
