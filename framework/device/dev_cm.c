@@ -946,39 +946,41 @@ static int axon_dev_cm_mcast_addr(const struct sockaddr *addr, const char *what)
     return 0;
 }
 
-int axon_dev_cm_join_multicast(axon_dev_cm_id_t *id, const struct sockaddr *addr,
-                               int send_only, void *context)
+/* join (send_only, context) or leave addr's group on a bound id (dev_cm.h). */
+static int axon_dev_cm_mcast(axon_dev_cm_id_t *id, const struct sockaddr *addr, int join,
+                             int send_only, void *context)
 {
+    const char *what = join ? "join_multicast" : "leave_multicast";
+    const struct sockaddr_in *in = (const struct sockaddr_in *)addr;
     axon_dev_cm_id_priv_t *priv;
     int ret;
 
-    if ((ret = axon_dev_cm_mcast_addr(addr, "join_multicast")) != 0) {
+    if ((ret = axon_dev_cm_mcast_addr(addr, what)) != 0) {
         return ret;
     }
-    if ((priv = axon_dev_cm_id_lock(id, "join_multicast", 1)) == NULL) {
+    if ((priv = axon_dev_cm_id_lock(id, what, 1)) == NULL) {
         return EINVAL;
     }
-    ret = (priv->ops->join_multicast == NULL) ? EOPNOTSUPP :
-          priv->ops->join_multicast(priv, (const struct sockaddr_in *)addr, send_only, context);
+    if (join && (priv->ops->join_multicast != NULL)) {
+        ret = priv->ops->join_multicast(priv, in, send_only, context);
+    } else if (!join && (priv->ops->leave_multicast != NULL)) {
+        ret = priv->ops->leave_multicast(priv, in);
+    } else {
+        ret = EOPNOTSUPP;   /* a back end without groups */
+    }
     axon_dev_cm_id_unlock(priv);
     return ret;
 }
 
+int axon_dev_cm_join_multicast(axon_dev_cm_id_t *id, const struct sockaddr *addr,
+                               int send_only, void *context)
+{
+    return axon_dev_cm_mcast(id, addr, 1, send_only, context);
+}
+
 int axon_dev_cm_leave_multicast(axon_dev_cm_id_t *id, const struct sockaddr *addr)
 {
-    axon_dev_cm_id_priv_t *priv;
-    int ret;
-
-    if ((ret = axon_dev_cm_mcast_addr(addr, "leave_multicast")) != 0) {
-        return ret;
-    }
-    if ((priv = axon_dev_cm_id_lock(id, "leave_multicast", 1)) == NULL) {
-        return EINVAL;
-    }
-    ret = (priv->ops->leave_multicast == NULL) ? EOPNOTSUPP :
-          priv->ops->leave_multicast(priv, (const struct sockaddr_in *)addr);
-    axon_dev_cm_id_unlock(priv);
-    return ret;
+    return axon_dev_cm_mcast(id, addr, 0, 0, NULL);
 }
 
 int axon_dev_cm_establish(axon_dev_cm_id_t *id)
