@@ -36,7 +36,8 @@ verbs() {  # program args...
         echo "$1 is not installed (contrib/setup.sh installs ibverbs-utils)"
         return 127
     fi
-    LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$srcdir/tests/harness/bounded.sh" 60 "$@"
+    LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+        "$srcdir/tests/harness/bounded.sh" 60 "$@"
 }
 
 t_exports_match_rdma_core() {

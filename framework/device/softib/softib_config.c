@@ -51,7 +51,8 @@ const axon_config_entry_t softib_config_table[] = {
      "rc_verbs uses device atomics only then)",
      OPT(atomic_cap), AXON_CONFIG_TYPE_ENUM(softib_atomic_cap_names, "glob|hca")},
     {"CAP_MASK", "", "capabilities to remove, comma-separated (rc,uc,ud,srq,atomic,inline,"
-     "comp_channel,ext_atomic,cross_channel,mcast,...)", OPT(cap_mask), AXON_CONFIG_TYPE_STRING_LIST},
+     "comp_channel,ext_atomic,cross_channel,mcast,...)", OPT(cap_mask),
+     AXON_CONFIG_TYPE_STRING_LIST},
     {"LOCALITY", "", "where each device pretends to sit, in device order: pci:DDDD:BB:DD.F (a "
      "PCI bus id of the topology), numa:N or none; devices not listed have no locality",
      OPT(locality), AXON_CONFIG_TYPE_STRING_LIST},

@@ -186,7 +186,8 @@ int softib_pkt_parse(const void *buf, size_t len, softib_pkt_t *pkt)
         pkt->dceth.key      = be64toh(pkt->dceth.key);
         pkt->dceth.conn_psn = be32toh(pkt->dceth.conn_psn) & SOFTIB_PSN_MASK;
     }
-    if ((bth.flags & SOFTIB_BTH_MCAST) && !pkt_take(&p, end, pkt->mgid.raw, sizeof(pkt->mgid.raw))) {
+    if ((bth.flags & SOFTIB_BTH_MCAST) &&
+        !pkt_take(&p, end, pkt->mgid.raw, sizeof(pkt->mgid.raw))) {
         goto short_pkt;
     }
     if (info->hdrs & SOFTIB_HDR_RETH) {
