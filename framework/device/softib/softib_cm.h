@@ -131,6 +131,9 @@ int  softib_cm_send(softib_cm_id_t *sid, softib_cm_msg_type_t type, uint16_t rea
                     const void *pdata, size_t len);
 void softib_cm_event(softib_cm_id_t *sid, axon_dev_cm_event_type_t type, int status,
                      const softib_cm_msg_t *msg);
+/* An RDMA_PS_UDP event's QP, qkey and AH attributes towards dgid (16 bytes). */
+void softib_cm_ud_route(axon_dev_cm_ud_param_t *ud, uint32_t qp_num, const uint8_t *dgid,
+                        uint8_t tos);
 void softib_cm_qp_error(softib_cm_id_t *sid);
 /* softib_cm_mcast.c */
 int  softib_cm_join_multicast(axon_dev_cm_id_priv_t *id, const struct sockaddr_in *addr,

@@ -299,20 +299,24 @@ int softib_cm_send(softib_cm_id_t *sid, softib_cm_msg_type_t type, uint16_t reas
 _Static_assert(offsetof(axon_dev_cm_conn_param_t, private_data_len) ==
                offsetof(axon_dev_cm_ud_param_t, private_data_len), "conn and ud share pdata");
 
+void softib_cm_ud_route(axon_dev_cm_ud_param_t *ud, uint32_t qp_num, const uint8_t *dgid,
+                        uint8_t tos)
+{
+    ud->qp_num                    = qp_num;
+    ud->qkey                      = AXON_DEV_CM_UDP_QKEY;
+    ud->ah_attr.is_global         = 1;
+    ud->ah_attr.port_num          = SOFTIB_PORT_NUM;
+    ud->ah_attr.grh.hop_limit     = SOFTIB_CM_HOP_LIMIT;
+    ud->ah_attr.grh.traffic_class = tos;
+    memcpy(ud->ah_attr.grh.dgid.raw, dgid, sizeof(ud->ah_attr.grh.dgid.raw));
+}
+
 /* A UD peer: its QP, the qkey every RDMA_PS_UDP QP has, and the route to its GID. */
 static void softib_cm_ud_param(axon_dev_cm_ev_priv_t *ev, const softib_cm_msg_t *msg,
                                uint8_t tos)
 {
-    axon_dev_cm_ud_param_t *ud = &ev->super.param.ud;
-
     axon_dev_cm_event_set_pdata(ev, msg->pdata, msg->pdata_len);  /* conn's = ud's */
-    ud->qp_num                = ntohl(msg->qpn);
-    ud->qkey                  = AXON_DEV_CM_UDP_QKEY;
-    ud->ah_attr.is_global     = 1;
-    ud->ah_attr.port_num      = SOFTIB_PORT_NUM;
-    ud->ah_attr.grh.hop_limit = SOFTIB_CM_HOP_LIMIT;
-    ud->ah_attr.grh.traffic_class = tos;
-    memcpy(ud->ah_attr.grh.dgid.raw, msg->gid, sizeof(msg->gid));
+    softib_cm_ud_route(&ev->super.param.ud, ntohl(msg->qpn), msg->gid, tos);
 }
 
 void softib_cm_event(softib_cm_id_t *sid, axon_dev_cm_event_type_t type, int status,

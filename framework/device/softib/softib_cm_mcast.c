@@ -45,20 +45,13 @@ static void softib_cm_join_event(softib_cm_id_t *sid, const struct softib_cm_joi
 {
     axon_dev_cm_ev_priv_t *ev = axon_dev_cm_event_new(sid->id, AXON_DEV_CM_EVENT_MULTICAST_JOIN,
                                                       0);
-    axon_dev_cm_ud_param_t *ud;
 
     if (ev == NULL) {
         return;
     }
-    ud                            = &ev->super.param.ud;
-    ud->private_data              = join->context;   /* the join's context, as librdmacm */
-    ud->qp_num                    = SOFTIB_MCAST_QPN;
-    ud->qkey                      = AXON_DEV_CM_UDP_QKEY;
-    ud->ah_attr.is_global         = 1;
-    ud->ah_attr.port_num          = SOFTIB_PORT_NUM;
-    ud->ah_attr.grh.hop_limit     = SOFTIB_CM_HOP_LIMIT;
-    ud->ah_attr.grh.traffic_class = sid->id->opts.tos;
-    ud->ah_attr.grh.dgid          = join->mgid;
+    softib_cm_ud_route(&ev->super.param.ud, SOFTIB_MCAST_QPN, join->mgid.raw,
+                       sid->id->opts.tos);
+    ev->super.param.ud.private_data = join->context;   /* the join's context, as librdmacm */
     axon_dev_cm_event_queue(sid->sc->chan, ev);
 }
 
@@ -91,7 +84,7 @@ int softib_cm_join_multicast(axon_dev_cm_id_priv_t *id, const struct sockaddr_in
     }
     sid->joins = joins;
     join       = &joins[sid->njoins];
-    join->addr    = addr->sin_addr;
+    join->addr      = addr->sin_addr;
     join->context   = context;
     join->send_only = send_only;
     softib_cm_mgid(addr->sin_addr, &join->mgid);

@@ -149,10 +149,34 @@ static void softib_mcast_reap(softib_dev_t *dev, softib_mcast_group_t *group, in
     }
 }
 
+/* The registry generation of our slot, which our members carry. */
+static uint64_t softib_mcast_gen(const softib_dev_t *dev, const softib_qp_t *qp)
+{
+    return softib_wire_owner_gen(dev->wire, &dev->gid, qp->super.qp_num);
+}
+
 static int softib_mcast_member_is(const softib_mcast_member_t *m, const softib_qp_t *qp,
                                   uint64_t gen)
 {
     return (m->qpn == qp->super.qp_num) && (m->gen == gen);
+}
+
+/* A free group entry; when none, the groups whose members all died give theirs back. */
+static softib_mcast_group_t *softib_mcast_unused(softib_dev_t *dev, struct softib_mcast_seg *seg)
+{
+    unsigned i, pass;
+
+    for (pass = 0; pass < 2; pass++) {
+        for (i = 0; i < SOFTIB_MCAST_GROUPS; i++) {
+            if (pass == 1) {
+                softib_mcast_reap(dev, &seg->groups[i], 1);
+            }
+            if (seg->groups[i].count == 0) {
+                return &seg->groups[i];
+            }
+        }
+    }
+    return NULL;
 }
 
 static int softib_mcast_check(const axon_dev_qp_t *aqp, const axon_dev_gid_t *gid,
@@ -186,28 +210,17 @@ static int softib_mcast_check(const axon_dev_qp_t *aqp, const axon_dev_gid_t *gi
 static int softib_mcast_attach_locked(softib_dev_t *dev, struct softib_mcast_seg *seg,
                                       softib_qp_t *qp, const axon_dev_gid_t *mgid)
 {
-    uint64_t gen = softib_wire_owner_gen(dev->wire, &dev->gid, qp->super.qp_num);
+    uint64_t gen = softib_mcast_gen(dev, qp);
     softib_mcast_group_t *group = softib_mcast_find(seg, mgid);
     softib_mcast_member_t *m;
     uint32_t i;
 
     if (group == NULL) {
-        for (i = 0; (i < SOFTIB_MCAST_GROUPS) && seg->groups[i].count; i++) {
-        }
-        if (i == SOFTIB_MCAST_GROUPS) {
-            /* groups whose members all died give their entry back */
-            for (i = 0; i < SOFTIB_MCAST_GROUPS; i++) {
-                softib_mcast_reap(dev, &seg->groups[i], 1);
-            }
-            for (i = 0; (i < SOFTIB_MCAST_GROUPS) && seg->groups[i].count; i++) {
-            }
-        }
-        if (i == SOFTIB_MCAST_GROUPS) {
+        if ((group = softib_mcast_unused(dev, seg)) == NULL) {
             axon_error("softib: attach_mcast: all %d multicast groups of %s are in use",
                        SOFTIB_MCAST_GROUPS, dev->super.name);
             return ENOMEM;
         }
-        group       = &seg->groups[i];
         group->mgid = *mgid;
     } else {
         softib_mcast_reap(dev, group, group->count == SOFTIB_MCAST_MEMBERS);
@@ -281,8 +294,7 @@ int softib_detach_mcast(axon_dev_qp_t *aqp, const axon_dev_gid_t *gid, uint16_t 
     if ((ret = softib_mcast_seg(dev, &seg)) == 0) {
         group = softib_mcast_find(seg, gid);
         if ((group == NULL) ||
-            !softib_mcast_leave(qp, softib_wire_owner_gen(dev->wire, &dev->gid, aqp->qp_num),
-                                group)) {
+            !softib_mcast_leave(qp, softib_mcast_gen(dev, qp), group)) {
             axon_error("softib: detach_mcast: QP 0x%x is not attached to that group",
                        aqp->qp_num);
             ret = EINVAL;
@@ -302,7 +314,7 @@ void softib_mcast_qp_destroyed(softib_dev_t *dev, softib_qp_t *qp)
     if (!qp->mcast_groups || (softib_mcast_seg(dev, &seg) != 0)) {
         return;
     }
-    gen = softib_wire_owner_gen(dev->wire, &dev->gid, qp->super.qp_num);
+    gen = softib_mcast_gen(dev, qp);
     for (i = 0; (i < SOFTIB_MCAST_GROUPS) && qp->mcast_groups; i++) {
         softib_mcast_leave(qp, gen, &seg->groups[i]);
     }
@@ -315,8 +327,6 @@ int softib_mcast_send(softib_dev_t *dev, softib_qp_t *qp, const axon_dev_gid_t *
                       size_t hlen, const void *pay, size_t paylen)
 {
     softib_mcast_member_t members[SOFTIB_MCAST_MEMBERS];
-    softib_wire_pkt_t pkt = {dev->tx_buf, (pay != NULL) ? hlen : hlen + paylen, pay,
-                             (pay != NULL) ? paylen : 0};
     struct softib_mcast_seg *seg;
     softib_mcast_group_t *group;
     uint32_t i, count = 0;
@@ -328,9 +338,6 @@ int softib_mcast_send(softib_dev_t *dev, softib_qp_t *qp, const axon_dev_gid_t *
         softib_mcast_reap(dev, group, 0);
         count = group->count;
         memcpy(members, group->members, count * sizeof(members[0]));
-        if (count == 0) {
-            memset(&group->mgid, 0, sizeof(group->mgid));
-        }
     }
     pthread_mutex_unlock(&seg->lock);
     for (i = 0; i < count; i++) {
@@ -340,7 +347,8 @@ int softib_mcast_send(softib_dev_t *dev, softib_qp_t *qp, const axon_dev_gid_t *
             continue;   /* not back to itself */
         }
         softib_pkt_set_dest_qpn(dev->tx_buf, members[i].qpn);
-        if (softib_wire_sendv(dev->wire, &members[i].gid, members[i].qpn, &pkt) != 0) {
+        if (softib_send_pkt_pay(dev, qp, &members[i].gid, members[i].qpn, hlen, pay,
+                                paylen) != 0) {
             /* a member's full ring drops its copy: unreliable, and no member
              * may hold the others back */
             axon_debug("softib: QP 0x%x: multicast copy to QP 0x%x dropped",
