@@ -666,6 +666,20 @@ inline int post_send_op(axon_dev_qp_t *qp, uint64_t wr_id, axon_dev_wr_opcode_t 
     return post_one(qp, &wr);
 }
 
+/* A UD send of len bytes at addr to remote_qpn (0xffffff: ah's group) through ah. */
+inline int post_ud_send(axon_dev_qp_t *qp, uint64_t wr_id, void *addr, uint32_t len,
+                        uint32_t lkey, axon_dev_ah_t *ah, uint32_t remote_qpn, uint32_t qkey,
+                        unsigned flags = AXON_DEV_SEND_SIGNALED)
+{
+    axon_dev_send_wr_t wr;
+    axon_dev_sge_t     sge;
+    make_wr(&wr, &sge, wr_id, AXON_DEV_WR_SEND, addr, len, lkey, flags);
+    wr.wr.ud.ah          = ah;
+    wr.wr.ud.remote_qpn  = remote_qpn;
+    wr.wr.ud.remote_qkey = qkey;
+    return post_one(qp, &wr);
+}
+
 inline int post_rdma(axon_dev_qp_t *qp, uint64_t wr_id, axon_dev_wr_opcode_t opcode,
                      void *addr, uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey,
                      unsigned flags = AXON_DEV_SEND_SIGNALED)

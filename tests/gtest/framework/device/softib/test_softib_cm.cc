@@ -586,13 +586,7 @@ TEST_F(SoftibCm, UdIdsResolveThePeersQpAndAddress)
 
     ASSERT_EQ(0, axon_dev_create_ah(a_.pd, &ev.ud.ah_attr, &ah));
     axon_test_fill(sbuf, 1000, 21);
-    axon_dev_send_wr_t wr;
-    axon_dev_sge_t     sge;
-    make_wr(&wr, &sge, 9, AXON_DEV_WR_SEND, sbuf, 1000, smr->lkey, AXON_DEV_SEND_SIGNALED);
-    wr.wr.ud.ah          = ah;
-    wr.wr.ud.remote_qpn  = ev.ud.qp_num;
-    wr.wr.ud.remote_qkey = ev.ud.qkey;
-    ASSERT_EQ(0, post_one(c->qp, &wr));
+    ASSERT_EQ(0, post_ud_send(c->qp, 9, sbuf, 1000, smr->lkey, ah, ev.ud.qp_num, ev.ud.qkey));
     ASSERT_TRUE(poll_one(a_.cq, &wc)) << "send completion";
     EXPECT_EQ(AXON_DEV_WC_SUCCESS, wc.status) << wc_status_name(wc.status);
     ASSERT_TRUE(poll_one(b_.cq, &wc)) << "receive completion";
@@ -654,15 +648,9 @@ TEST_F(SoftibCm, MulticastJoinAttachesTheIdsQp)
     ASSERT_EQ(0, post_recv(r->qp, 2, rbuf + 2048, 2048, rmr->lkey));
     ASSERT_EQ(0, post_recv(s->qp, 3, obuf, 4096, omr->lkey));
     ASSERT_EQ(0, axon_dev_create_ah(b_.pd, &ev.ud.ah_attr, &ah));
-    axon_dev_send_wr_t wr;
-    axon_dev_sge_t     sge;
     for (int round = 0; round < 2; round++) {
         axon_test_fill(sbuf, 500, 30 + round);
-        make_wr(&wr, &sge, 9, AXON_DEV_WR_SEND, sbuf, 500, smr->lkey, AXON_DEV_SEND_SIGNALED);
-        wr.wr.ud.ah          = ah;
-        wr.wr.ud.remote_qpn  = ev.ud.qp_num;
-        wr.wr.ud.remote_qkey = ev.ud.qkey;
-        ASSERT_EQ(0, post_one(s->qp, &wr));
+        ASSERT_EQ(0, post_ud_send(s->qp, 9, sbuf, 500, smr->lkey, ah, ev.ud.qp_num, ev.ud.qkey));
         ASSERT_TRUE(poll_one(b_.cq, &wc)) << "send completion";
         EXPECT_EQ(AXON_DEV_WC_SUCCESS, wc.status) << wc_status_name(wc.status);
         EXPECT_EQ(AXON_DEV_WC_SEND, wc.opcode);

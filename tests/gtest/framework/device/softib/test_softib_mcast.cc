@@ -177,13 +177,7 @@ int ud_up(SoftibDev &dev, const Qp &q, uint32_t qkey = kQkey)
 int send_mcast(const Qp &from, axon_dev_ah_t *ah, uint64_t wr_id, void *buf, uint32_t len,
                uint32_t lkey, uint32_t qkey = kQkey)
 {
-    axon_dev_send_wr_t wr;
-    axon_dev_sge_t     sge;
-    make_wr(&wr, &sge, wr_id, AXON_DEV_WR_SEND, buf, len, lkey);
-    wr.wr.ud.ah          = ah;
-    wr.wr.ud.remote_qpn  = kMcastQpn;
-    wr.wr.ud.remote_qkey = qkey;
-    return post_one(from.qp, &wr);
+    return post_ud_send(from.qp, wr_id, buf, len, lkey, ah, kMcastQpn, qkey);
 }
 
 /* ---------------------------------------------------------------- the fixture */

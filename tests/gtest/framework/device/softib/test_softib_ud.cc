@@ -33,13 +33,7 @@ protected:
     int send_ud(const Qp &to, uint64_t wr_id, void *buf, uint32_t len, uint32_t lkey,
                 uint32_t qkey = kQkey, unsigned flags = AXON_DEV_SEND_SIGNALED)
     {
-        axon_dev_send_wr_t wr;
-        axon_dev_sge_t     sge;
-        make_wr(&wr, &sge, wr_id, AXON_DEV_WR_SEND, buf, len, lkey, flags);
-        wr.wr.ud.ah          = ah_;
-        wr.wr.ud.remote_qpn  = to.qpn();
-        wr.wr.ud.remote_qkey = qkey;
-        return post_one(a_.qp, &wr);
+        return post_ud_send(a_.qp, wr_id, buf, len, lkey, ah_, to.qpn(), qkey, flags);
     }
 
     uint32_t qkey_violations()
