@@ -357,12 +357,15 @@ enum {
      * move into shared memory, at the same address with the same contents
      * (and back at axon_mem_unmap), so those peers put, get and do atomics
      * on them with loads and stores instead of a system call each (as on
-     * AXON_MEM_MAP_ALLOCATE memory); bytes on the partial pages at either
-     * end go as without the flag. Only private writable memory moves (not
-     * memory shared already, read-only or huge pages), and not when the
-     * context has a hardware RDMA device (its registrations would keep the
-     * old pages): otherwise the flag is ignored (debug line). The caller's
-     * part: no other thread writes the range during axon_mem_map and
+     * AXON_MEM_MAP_ALLOCATE memory). A partial page at either end moves
+     * too when it is program data (a loaded object's .data or .bss, where
+     * SHMEM's global symmetric variables live); elsewhere (heap, mmap'd
+     * memory) bytes on partial pages go as without the flag. Only private
+     * writable memory moves (not memory shared already, read-only or huge
+     * pages), and not when the context has a hardware RDMA device (its
+     * registrations would keep the old pages): otherwise the flag is ignored
+     * (debug line). The caller's part: no other thread writes the range, nor
+     * program variables on its end pages, during axon_mem_map and
      * axon_mem_unmap (a write while the pages move could be lost), and a
      * fork()ed child shares the pages with its parent instead of getting a
      * copy. Not with AXON_MEM_MAP_ALLOCATE or AXON_MEM_MAP_LAYOUT. */

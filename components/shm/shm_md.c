@@ -6,8 +6,9 @@
  * - Memory it allocates (AXON_MEM_MAP_ALLOCATE) is a memfd segment
  *   (shm_mem_seg.h) that peers map: direct loads and stores, atomics under
  *   the lock table in the segment's header. The caller's memory shared
- *   (AXON_MEM_MAP_SHARED, shm_mem_share.h) is one too, for its whole pages;
- *   the partial pages at its ends go by cross-memory attach.
+ *   (AXON_MEM_MAP_SHARED, shm_mem_share.h) is one too, for its whole pages
+ *   (and partial end pages of program data); the partial pages that stay go
+ *   by cross-memory attach.
  * - Every registration is published in the domain's mapping table
  *   (shm_mem_table.h), which a peer checks before it reads or writes by
  *   cross-memory attach (process_vm_readv/writev, shm_ep.c): at unpack the
@@ -16,11 +17,12 @@
  *
  * The key entry (32 bytes, little-endian; the owner's process and host are
  * in the key's header, axon_md_key_info_t):
- *    0 u8 version (1)  1 u8 flags (ALLOCATED or SHARED, SLOT)  2 u16 slot (SLOT)
+ *    0 u8 version (1)  1 u8 flags (ALLOCATED or SHARED [HEAD, TAIL], SLOT)  2 u16 slot
  *    4 i32 memfd at the owner (ALLOCATED, SHARED, else -1)   8 i32 table fd (SLOT, else -1)
  *   12 u32 0          16 u64 table id (SLOT, else 0)  24 u64 id of the memory
- * A SHARED segment holds the range's whole pages: a peer computes which
- * from the range and the page size (the same on one host). A layout key
+ * A SHARED segment holds the range's whole pages, with HEAD its partial
+ * first page and with TAIL its partial last one too: a peer computes which
+ * from the range, the flags and the page size (the same on one host). A layout key
  * (AXON_MEM_MAP_LAYOUT) is a SLOT key whose slot also names the pieces,
  * kept in the owner's memory while mapped (shm_md.h's
  * axon_shm_layout_desc_t): a peer reads them once, at unpack, and moves
@@ -213,6 +215,12 @@ static size_t axon_shm_md_rkey_pack(axon_md_t *tl_md, const void *memh_v, void *
     e[0] = AXON_SHM_KEY_VERSION;
     e[1] = (uint8_t)((!seg ? 0 : memh->shared ? AXON_SHM_KEY_FLAG_SHARED :
                       AXON_SHM_KEY_FLAG_ALLOCATED) | (slot ? AXON_SHM_KEY_FLAG_SLOT : 0));
+    if (seg && memh->shared) {
+        e[1] |= (uint8_t)((((uintptr_t)memh->seg.address < memh->address) ?
+                           AXON_SHM_KEY_FLAG_HEAD : 0) |
+                          (((uintptr_t)memh->seg.address + memh->seg.length >
+                            memh->address + memh->length) ? AXON_SHM_KEY_FLAG_TAIL : 0));
+    }
     axon_le_put16(e + 2, (uint16_t)(slot ? memh->slot : 0));
     axon_le_put32(e + 4, (uint32_t)(seg ? memh->seg.fd : -1));
     axon_le_put32(e + 8, (uint32_t)(slot ? md->table.seg.fd : -1));
@@ -237,7 +245,10 @@ static axon_status_t axon_shm_key_parse(const uint8_t *e, size_t len, axon_shm_k
     key->table_id = axon_le_get64(e + 16);
     key->id       = axon_le_get64(e + 24);
     if ((key->flags & ~(AXON_SHM_KEY_FLAG_ALLOCATED | AXON_SHM_KEY_FLAG_SHARED |
-                        AXON_SHM_KEY_FLAG_SLOT)) ||
+                        AXON_SHM_KEY_FLAG_SLOT | AXON_SHM_KEY_FLAG_HEAD |
+                        AXON_SHM_KEY_FLAG_TAIL)) ||
+        ((key->flags & (AXON_SHM_KEY_FLAG_HEAD | AXON_SHM_KEY_FLAG_TAIL)) &&
+         !(key->flags & AXON_SHM_KEY_FLAG_SHARED)) ||
         ((key->flags & AXON_SHM_KEY_FLAG_ALLOCATED) && (key->flags & AXON_SHM_KEY_FLAG_SHARED)) ||
         ((key->flags & (AXON_SHM_KEY_FLAG_ALLOCATED | AXON_SHM_KEY_FLAG_SHARED)) ?
          (key->memfd < 0) : (key->memfd != -1)) ||
@@ -508,38 +519,57 @@ static axon_status_t axon_shm_md_unpack_cma(axon_shm_md_t *md, const axon_shm_ke
 }
 
 /*
+ * The pages a SHARED key's segment holds, [*lo, *hi): the range's whole
+ * ones, and its partial first (HEAD) and last (TAIL) pages when they moved.
+ */
+static axon_status_t axon_shm_md_shared_pages(const axon_shm_key_t *key,
+                                              const axon_md_key_info_t *info, uint64_t *lo,
+                                              uint64_t *hi)
+{
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), end = info->address + info->length;
+
+    *lo = (key->flags & AXON_SHM_KEY_FLAG_HEAD) ? info->address / page * page :
+                                                   (info->address + page - 1) / page * page;
+    *hi = (key->flags & AXON_SHM_KEY_FLAG_TAIL) ? (end + page - 1) / page * page :
+                                                   end / page * page;
+    if ((end < info->address) || (end > UINT64_MAX - page) || (*lo >= *hi)) {
+        axon_error("axon_ep_rkey_unpack: shared key to 0x%llx (%llu bytes, flags 0x%x): "
+                   "no page in it", (unsigned long long)info->address,
+                   (unsigned long long)info->length, key->flags);
+        return AXON_ERR_IO_FORMAT;
+    }
+    return AXON_OK;
+}
+
+/*
  * The owner's segment mapped here: direct access to all of the range
- * (allocated, or shared pages covering it) or to its whole pages (shared),
- * the partial ones by cross-memory attach where it can, else by messages.
- * UNSUPPORTED: the segment cannot be mapped here.
+ * (allocated, or shared pages covering it) or to the pages that moved
+ * (shared), the partial ones that stayed by cross-memory attach where it
+ * can, else by messages. UNSUPPORTED: the segment cannot be mapped here.
  */
 static axon_status_t axon_shm_md_unpack_seg(axon_shm_md_t *md, const axon_shm_key_t *key,
                                             const axon_md_key_info_t *info,
                                             axon_shm_rkey_handle_t *h, axon_md_rkey_t *rkey)
 {
-    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), lo = info->address, n = info->length;
+    uint64_t lo = info->address, hi = info->address + info->length, win_lo, win_hi;
     const axon_mem_table_slot_t *slot;
     axon_status_t status;
 
-    if (key->flags & AXON_SHM_KEY_FLAG_SHARED) {
-        lo = (info->address + page - 1) / page * page;
-        n  = (info->address + info->length) / page * page;
-        if ((lo >= n) || (n < info->address)) {
-            axon_error("axon_ep_rkey_unpack: shared key to 0x%llx (%llu bytes): no whole page",
-                       (unsigned long long)info->address, (unsigned long long)info->length);
-            return AXON_ERR_IO_FORMAT;
-        }
-        n -= lo;
+    if ((key->flags & AXON_SHM_KEY_FLAG_SHARED) &&
+        ((status = axon_shm_md_shared_pages(key, info, &lo, &hi)) != AXON_OK)) {
+        return status;
     }
-    status = axon_shm_attach_get(md, 0, info->owner, key->memfd, key->id, n, &h->seg);
+    status = axon_shm_attach_get(md, 0, info->owner, key->memfd, key->id, hi - lo, &h->seg);
     if (status != AXON_OK) {
         return status;
     }
-    rkey->direct = h->seg->seg.address;
+    win_lo       = (lo > info->address) ? lo : info->address;
+    win_hi       = (hi < info->address + info->length) ? hi : info->address + info->length;
+    rkey->direct = (uint8_t *)h->seg->seg.address + (win_lo - lo);
     rkey->locks  = h->seg->seg.locks;
-    if (n < info->length) {
-        rkey->direct_offset = lo - info->address;
-        rkey->direct_length = n;
+    if (win_hi - win_lo < info->length) {
+        rkey->direct_offset = win_lo - info->address;
+        rkey->direct_length = win_hi - win_lo;
         status = axon_shm_md_unpack_cma(md, key, info, h, rkey);
         return (status == AXON_ERR_UNSUPPORTED) ? AXON_OK : status;
     }

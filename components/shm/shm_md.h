@@ -14,6 +14,8 @@
 #define AXON_SHM_KEY_FLAG_ALLOCATED 0x1u
 #define AXON_SHM_KEY_FLAG_SLOT      0x2u
 #define AXON_SHM_KEY_FLAG_SHARED    0x4u   /* the caller's memory, its whole pages shared */
+#define AXON_SHM_KEY_FLAG_HEAD      0x8u   /* SHARED: and the partial first page */
+#define AXON_SHM_KEY_FLAG_TAIL      0x10u  /* SHARED: and the partial last page */
 #define AXON_SHM_KEY_SIZE           32
 
 typedef struct axon_shm_md {

@@ -9,11 +9,14 @@
  * Only private writable pages move: memory shared already (another
  * library's segment, ours), read-only, huge-page or special mappings stay
  * as they are (AXON_ERR_UNSUPPORTED: the caller registers them plainly).
- * Only whole pages: a partial page at either end holds bytes the caller did
- * not hand over (malloc's headers, other variables), which another thread
- * may be writing while pages move. A write into the moving pages themselves
- * during the move could be lost: not writing them meanwhile is the caller's
- * part (docs: axon.h). Pages of zeros are not copied, so an untouched heap
+ * Whole pages, and a partial page at either end only when it is program
+ * data (a loaded object's writable segment by its program headers: .data
+ * and .bss, SHMEM's symmetric variables): its other bytes are the program's
+ * variables, written by the program's own code. A partial page of the heap
+ * or any other memory stays (malloc's headers and neighbours, written by any
+ * thread, our own included). A write into the moving pages during the move
+ * could be lost: not writing them (nor, for program data, the variables
+ * beside the range) meanwhile is the caller's part (docs: axon.h). Pages of zeros are not copied, so an untouched heap
  * of gigabytes costs no memory; in anonymous memory, pages never touched are
  * not even read (pagemap), so it costs no page faults either.
  *
@@ -30,6 +33,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -233,12 +237,53 @@ static int axon_mem_share_swap(void *to, void *at, size_t length, const char *wh
     return -1;
 }
 
+/* The page [at, at + page) and whether a loaded object's writable segment holds it. */
+typedef struct {
+    uintptr_t at;
+    size_t    page;
+    int       found;
+} axon_mem_share_data_t;
+
+static int axon_mem_share_data_find(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    axon_mem_share_data_t *d = arg;
+    const ElfW(Phdr) *ph;
+    uintptr_t lo, hi;
+    int i;
+
+    (void)size;
+    for (i = 0; i < info->dlpi_phnum; ++i) {
+        ph = &info->dlpi_phdr[i];
+        if ((ph->p_type != PT_LOAD) || !(ph->p_flags & PF_W)) {
+            continue;
+        }
+        lo = (info->dlpi_addr + ph->p_vaddr) / d->page * d->page;
+        hi = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz + d->page - 1) / d->page * d->page;
+        if ((d->at >= lo) && (d->at + d->page <= hi)) {
+            d->found = 1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* May the partial page at at move with the range: program data, and movable? */
+static int axon_mem_share_edge_movable(uintptr_t at, size_t page)
+{
+    axon_mem_share_data_t d = {at, page, 0};
+    int anonymous = 1;
+
+    dl_iterate_phdr(axon_mem_share_data_find, &d);
+    return d.found &&
+           (axon_mem_share_range_is(at, at + page, axon_mem_share_judge_movable, &anonymous) == 1);
+}
+
 static axon_status_t axon_mem_share_locked(void *addr, size_t length, uint64_t token,
                                            axon_mem_seg_t *seg)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    uintptr_t lo = ((uintptr_t)addr + page - 1) / page * page;
-    uintptr_t hi = ((uintptr_t)addr + length) / page * page;
+    uintptr_t start = (uintptr_t)addr, end = start + length;
+    uintptr_t lo = (start + page - 1) / page * page, hi = end / page * page;
     size_t hdr_size = axon_mem_seg_hdr_size(), map_length, n;
     axon_status_t status;
     void *hdr, *tmp;
@@ -246,6 +291,12 @@ static axon_status_t axon_mem_share_locked(void *addr, size_t length, uint64_t t
 
     memset(seg, 0, sizeof(*seg));
     seg->fd = -1;
+    if ((start % page) && axon_mem_share_edge_movable(start / page * page, page)) {
+        lo = start / page * page;
+    }
+    if ((end % page) && axon_mem_share_edge_movable(hi, page)) {
+        hi += page;
+    }
     if (lo >= hi) {
         axon_debug("sharing %p (%zu bytes): no whole page in it", addr, length);
         return AXON_ERR_UNSUPPORTED;

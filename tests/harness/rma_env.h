@@ -21,10 +21,12 @@
  * Every target maps four regions: user memory (mmap'd by the test, guard
  * pages filled with kGuardByte around it) and AXON_MEM_MAP_ALLOCATE memory,
  * one big (4 MiB + 8 KiB) and one small (64 KiB) of each. A lane with
- * `shared` maps its user regions with AXON_MEM_MAP_SHARED, the big one
- * kSharedSkew bytes into its first page, so that partial pages at both ends
- * stay the owner's private memory and peers reach only its whole pages
- * directly. Each region starts
+ * `shared` maps its user regions with AXON_MEM_MAP_SHARED, both kSharedSkew
+ * bytes into their first page: the big one in mmap'd memory, whose partial
+ * pages at both ends stay the owner's private memory (peers reach only its
+ * whole pages directly), the small one in program data (this program's
+ * .bss), whose partial pages move too (peers reach all of it directly).
+ * Each region starts
  * filled with a background pattern of its own, so a test knows every byte it
  * did not write.
  *
@@ -78,8 +80,13 @@ const size_t   kSmallLen  = 65536;
 const size_t   kGuard     = 4096;   /* before and after user regions */
 const uint8_t  kGuardByte = 0xEE;
 const uint64_t kBgSeed    = 0xB6000;
-const size_t   kSharedSkew = 64;     /* the big shared user region's start in its page (atomics
+const size_t   kSharedSkew = 64;     /* a shared user region's start in its page (atomics
                                       * at the region's start stay aligned) */
+
+/* Program data for the small user region of one shared owner at a time (the others, and
+ * every other user region, are mmap'd): the region and its guards in this program's .bss. */
+alignas(4096) uint8_t g_program_data[kSmallLen + 2 * kGuard + 4096];
+bool                  g_program_data_taken = false;
 
 inline bool region_allocated(int r)
 {
@@ -306,6 +313,7 @@ struct Region {
     size_t               length     = 0;
     uint8_t             *raw        = nullptr;  /* user regions: our mapping, guards included */
     size_t               raw_length = 0;
+    bool                 program    = false;    /* raw is g_program_data, not mmap'd */
     size_t               skew       = 0;        /* base - (raw + kGuard) */
     std::vector<uint8_t> key;
 };
@@ -378,18 +386,21 @@ public:
         } else {
             if (g.raw == nullptr) {
                 g.raw_length = len + 2 * kGuard;
-                void *m = mmap(NULL, g.raw_length, PROT_READ | PROT_WRITE,
-                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                g.program    = shared && (r == kUserSmall) && !g_program_data_taken;
+                void *m = g.program ? g_program_data :
+                                      mmap(NULL, g.raw_length, PROT_READ | PROT_WRITE,
+                                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
                 if (m == MAP_FAILED) {
                     g.raw = nullptr;
                     return AXON_ERR_NO_MEMORY;
                 }
+                g_program_data_taken |= g.program;
                 g.raw = static_cast<uint8_t *>(m);
                 memset(g.raw, kGuardByte, g.raw_length);
             }
             if (shared) {
                 p.flags = AXON_MEM_MAP_SHARED;
-                g.skew  = (r == kUserBig) ? kSharedSkew : 0;
+                g.skew  = kSharedSkew;
             }
             p.address = g.raw + kGuard + g.skew;
         }
@@ -455,10 +466,13 @@ public:
         layout_keys.clear();
         for (int r = 0; r < kRegions; ++r) {
             unmap(r);
-            if (region[r].raw != nullptr) {
+            if (region[r].program) {
+                g_program_data_taken = false;
+                region[r].program    = false;
+            } else if (region[r].raw != nullptr) {
                 munmap(region[r].raw, region[r].raw_length);
-                region[r].raw = nullptr;
             }
+            region[r].raw = nullptr;
         }
     }
 

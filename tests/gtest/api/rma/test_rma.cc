@@ -1404,7 +1404,8 @@ TEST(RmaShmXproc, TargetThatOnlySleeps)
 /*
  * User memory shared (AXON_MEM_MAP_SHARED) with single copy off
  * (AXON_SHM_CMA=n): the target stops progressing; puts, gets and atomics on
- * the whole pages complete at once (they are plain loads and stores here),
+ * the whole pages, and on all of the small region (program data, partial
+ * pages included), complete at once (they are plain loads and stores here),
  * while a put into the big region's first, partial page goes by message and
  * its flush waits for the target. Once the target unmaps, its memory holds
  * everything written and is private again: a put through the old key lands
@@ -1418,7 +1419,8 @@ TEST(RmaShmXproc, SharedPagesWithoutTheTarget)
     ASSERT_NO_FATAL_FAILURE(s.start(p));
     const int      r = kUserBig;
     const uint64_t win = 4096 - kSharedSkew;   /* the first whole page's offset */
-    EXPECT_EQ(AXON_RMA_PATH_SHM, s.path(kUserSmall)) << "a page-aligned region: all shared";
+    EXPECT_EQ(AXON_RMA_PATH_SHM, s.path(kUserSmall))
+        << "program data: its partial pages shared too, all of it reached directly";
     EXPECT_EQ(AXON_RMA_PATH_AM, s.path(r)) << "partial end pages, no single copy: messages";
     EXPECT_EQ(s.addr(r, win), s.rkey[r]->map_lo);
     EXPECT_EQ(kBigLen - 4096, s.rkey[r]->map_len) << "the big region's whole pages";
@@ -1440,6 +1442,10 @@ TEST(RmaShmXproc, SharedPagesWithoutTheTarget)
     EXPECT_EQ(bg_value(r, kFaddOff, 8), old);
     EXPECT_EQ(AXON_OK, s.put(out.data(), 4096, s.addr(kUserSmall, 0), s.rkey[kUserSmall],
                              kNoProgressLimit)) << "put, small region";
+    const uint64_t kLastOff = kSmallLen - 8;   /* in the small region's partial last page */
+    EXPECT_EQ(AXON_OK, s.atomic(AXON_ATOMIC_ADD, 8, &five, NULL, &old, s.addr(kUserSmall, kLastOff),
+                                s.rkey[kUserSmall], kNoProgressLimit)) << "fetch-add, small region";
+    EXPECT_EQ(bg_value(kUserSmall, kLastOff, 8), old);
     printf("[rma] shm_shared: whole pages done in %.3f s while the target slept\n",
            axon_test_time() - t0);
 
@@ -1460,6 +1466,11 @@ TEST(RmaShmXproc, SharedPagesWithoutTheTarget)
     EXPECT_EQ(AXON_OK, s.wait(st, flush)) << "flush of the edge put";
     EXPECT_EQ(-1, s.target->check(r, 0, edge.size(), 79, 0));
     EXPECT_EQ(-1, s.target->check(kUserSmall, 0, 4096, 78, 0));
+    std::vector<uint8_t> last = s.target->read(kUserSmall, kLastOff, 8);
+    uint64_t             lv   = 0;
+    ASSERT_EQ(8u, last.size());
+    memcpy(&lv, last.data(), 8);
+    EXPECT_EQ(bg_value(kUserSmall, kLastOff, 8) + 5, lv);
     std::vector<uint8_t> got = s.target->read(r, kFaddOff, 8);
     uint64_t v = 0;
     ASSERT_EQ(8u, got.size());

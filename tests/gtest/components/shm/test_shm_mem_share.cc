@@ -1,6 +1,7 @@
 /*
  * The caller's memory moved into a segment (components/shm/shm_mem_share.h,
- * AXON_MEM_MAP_SHARED): contents and address kept, only whole pages moved,
+ * AXON_MEM_MAP_SHARED): contents and address kept, only whole pages moved
+ * (and partial end pages of program data, never of the heap),
  * what must not move refused with nothing changed, zero pages not copied
  * (untouched ones not even read),
  * and unsharing gives private memory back (or leaves alone pages the caller
@@ -93,6 +94,7 @@ TEST(ShmMemShare, KeepsAddressAndContentsAndGivesThemBack)
     munmap(m, len);
 }
 
+/* Anonymous memory (malloc's kind) is not program data: its partial pages stay. */
 TEST(ShmMemShare, OnlyWholePagesMove)
 {
     uint8_t *m = map_anon(6 * kPage);
@@ -110,6 +112,49 @@ TEST(ShmMemShare, OnlyWholePagesMove)
     axon_mem_unshare(&seg);
     EXPECT_EQ(-1, axon_test_check(m, 6 * kPage, 4));
     munmap(m, 6 * kPage);
+}
+
+/* Program data: four pages of this program's .bss, with variables on either side of a
+ * registered range whose ends lie inside the first and the last page. */
+alignas(4096) uint8_t g_program_pages[4 * 4096];
+
+TEST(ShmMemShare, PartialPagesOfProgramDataMoveToo)
+{
+    uint8_t *m = g_program_pages;
+    axon_test_fill(m, 4 * kPage, 21);
+
+    axon_mem_seg_t seg;
+    ASSERT_EQ(AXON_OK, axon_mem_share(m + 100, 3 * kPage - 200, 14, &seg));
+    EXPECT_EQ(m, seg.address) << "the partial first page of program data stayed";
+    EXPECT_EQ(3 * kPage, seg.length) << "the partial last page of program data stayed";
+    EXPECT_TRUE(is_segment(m)) << maps_line(m);
+    EXPECT_TRUE(is_segment(m + 2 * kPage)) << maps_line(m + 2 * kPage);
+    EXPECT_FALSE(is_segment(m + 3 * kPage)) << "a page outside the range moved";
+    EXPECT_EQ(-1, axon_test_check(m, 4 * kPage, 21)) << "the variables around it were lost";
+
+    /* The variables beside the range stay the program's, and read and write as before. */
+    m[10]                = 0x31;
+    m[3 * kPage - 10]    = 0x32;
+    axon_proc_t self;
+    axon_proc_self(&self);
+    axon_mem_seg_t peer;
+    ASSERT_EQ(AXON_OK, axon_mem_seg_attach(&self, seg.fd, seg.length, 14, &peer));
+    uint8_t *q = static_cast<uint8_t *>(peer.address);
+    EXPECT_EQ(0x31, q[10]);
+    q[100] = 0x33;   /* the range's first byte and last byte, as a peer writes them */
+    q[3 * kPage - 101] = 0x34;
+    EXPECT_EQ(0x33, m[100]);
+    EXPECT_EQ(0x34, m[3 * kPage - 101]);
+
+    axon_mem_unshare(&seg);
+    EXPECT_FALSE(is_segment(m)) << maps_line(m);
+    EXPECT_EQ(0x31, m[10]);
+    EXPECT_EQ(0x32, m[3 * kPage - 10]);
+    EXPECT_EQ(0x33, m[100]);
+    EXPECT_EQ(0x34, m[3 * kPage - 101]);
+    m[10] = 0x35;   /* private again */
+    EXPECT_EQ(0x31, q[10]);
+    axon_mem_seg_detach(&peer);
 }
 
 TEST(ShmMemShare, RefusesWhatMustNotMoveAndChangesNothing)
