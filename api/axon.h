@@ -422,6 +422,31 @@ axon_status_t axon_ep_rkey_unpack(axon_ep_h ep, const void *rkey_buffer, size_t 
                                   axon_rkey_h *rkey_p);
 void          axon_rkey_destroy(axon_rkey_h rkey);
 
+/* axon_rkey_ptr flags */
+enum {
+    /* The caller also does CPU atomics through the pointer: only where Axon
+     * executes this key's atomics on a CPU too (not AXON_ATOMIC_MODE=device). */
+    AXON_RKEY_PTR_ATOMICS = 1u << 0,
+};
+
+/**
+ * A pointer through which this process reaches [remote_addr, remote_addr +
+ * length) of a key's memory with its own loads and stores (as UCX's
+ * ucp_rkey_ptr): memory of this process, a peer's AXON_MEM_MAP_ALLOCATE
+ * memory or its shared pages (AXON_MEM_MAP_SHARED) on this host. Valid until
+ * axon_rkey_destroy, and only while the owner keeps the memory mapped.
+ * With AXON_RKEY_PTR_ATOMICS, a 4- or 8-byte CPU atomic through it is
+ * atomic against Axon's atomics on the same word (not against 16- or
+ * 32-byte ones). AXON_ERR_UNSUPPORTED (no log) when the range is not mapped
+ * here (or, with AXON_RKEY_PTR_ATOMICS, a device executes the key's
+ * atomics): the caller uses axon_put_nb and the rest; AXON_ERR_REMOTE_ACCESS
+ * (logged) outside the key's range, or when its memory (this process's) is
+ * unmapped; AXON_ERR_INVALID_PARAM (logged) for a NULL argument, length 0
+ * or an unknown flag.
+ */
+axon_status_t axon_rkey_ptr(axon_rkey_h rkey, uint64_t remote_addr, size_t length,
+                            unsigned flags, void **ptr_p);
+
 /* ---------------------------------------------------------------- RMA */
 
 /*

@@ -333,6 +333,43 @@ void axon_amo_lock_release(axon_amo_lock_t *lock)
 
 /* ---------------------------------------------------------------- execution */
 
+/*
+ * A 4- or 8-byte operand changes by compare-and-swap, under the stripe all
+ * the same: atomic against a CPU atomic that does not take the stripe (a
+ * peer's own instruction through axon_rkey_ptr, the libfabric provider's
+ * event words) as well as against Axon's wider operations, which the stripe
+ * serialises. A failed compare (new == old) writes nothing.
+ */
+static inline void axon_amo_cpu_exec_word(uint64_t *word, const axon_amo_args_t *args,
+                                          uint64_t *old)
+{
+    uint64_t new_value[AXON_AMO_MAX_WORDS];
+
+    old[0] = __atomic_load_n(word, __ATOMIC_RELAXED);
+    do {
+        axon_amo_apply(args, old, new_value);
+    } while ((new_value[0] != old[0]) &&
+             !__atomic_compare_exchange_n(word, &old[0], new_value[0], 0, __ATOMIC_ACQ_REL,
+                                          __ATOMIC_RELAXED));
+}
+
+static inline void axon_amo_cpu_exec_half(uint32_t *half, const axon_amo_args_t *args,
+                                          uint64_t *old)
+{
+    uint64_t new_value[AXON_AMO_MAX_WORDS];
+    uint32_t seen = __atomic_load_n(half, __ATOMIC_RELAXED);
+
+    for (;;) {
+        old[0] = seen;
+        axon_amo_apply(args, old, new_value);
+        if ((new_value[0] == old[0]) ||
+            __atomic_compare_exchange_n(half, &seen, (uint32_t)new_value[0], 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            return;
+        }
+    }
+}
+
 void axon_amo_cpu_exec(axon_amo_lock_table_t *table, uint64_t region_offset, void *addr,
                        const axon_amo_args_t *args, uint64_t *result)
 {
@@ -353,20 +390,16 @@ void axon_amo_cpu_exec(axon_amo_lock_table_t *table, uint64_t region_offset, voi
     lock = axon_amo_lock_of(table, region_offset, addr);
     axon_amo_lock_take(lock);
 
-    /* Word by word, atomically each: plain readers never see a torn word. */
     if (args->size == 4) {
-        old[0] = __atomic_load_n(half, __ATOMIC_RELAXED);
+        axon_amo_cpu_exec_half(half, args, old);
+    } else if (words == 1) {
+        axon_amo_cpu_exec_word(word, args, old);
     } else {
+        /* Word by word, atomically each: plain readers never see a torn word. */
         for (i = 0; i < words; ++i) {
             old[i] = __atomic_load_n(&word[i], __ATOMIC_RELAXED);
         }
-    }
-    axon_amo_apply(args, old, new_value);
-    if (args->size == 4) {
-        if (new_value[0] != old[0]) {
-            __atomic_store_n(half, (uint32_t)new_value[0], __ATOMIC_RELEASE);
-        }
-    } else {
+        axon_amo_apply(args, old, new_value);
         for (i = 0; i < words; ++i) {
             if (new_value[i] != old[i]) {  /* a failed compare dirties nothing */
                 __atomic_store_n(&word[i], new_value[i], __ATOMIC_RELEASE);

@@ -54,7 +54,10 @@ void axon_amo_lock_table_init(axon_amo_lock_table_t *table);
  * aligned; a misaligned region start is allowed (it counts blocks of the
  * address space, the start being equally misaligned in every mapping).
  * Words are read and written with single-word atomic accesses, so plain
- * readers never see a torn 4- or 8-byte word. args must have passed
+ * readers never see a torn 4- or 8-byte word; a 4- or 8-byte operand
+ * changes by one compare-and-swap, so the operation is also atomic against
+ * CPU atomics on it that take no stripe (through axon_rkey_ptr); 16- and
+ * 32-byte ones are atomic against Axon's atomics only. args must have passed
  * axon_amo_args_check: anything else changes nothing (result 0). No system
  * call, allocation or log unless the stripe is contended for long.
  */

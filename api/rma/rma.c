@@ -808,6 +808,33 @@ axon_rma_contig_nb(axon_ep_h ep, axon_rma_kind_t kind, uint8_t *buffer, size_t l
     return axon_rma_data_start(ep, kind, buffer, NULL, length, remote_addr, rkey, param, req_p);
 }
 
+axon_status_t axon_rkey_ptr(axon_rkey_h rkey, uint64_t remote_addr, size_t length,
+                            unsigned flags, void **ptr_p)
+{
+    uint8_t *p;
+
+    if ((rkey == NULL) || (ptr_p == NULL) || (length == 0) || (flags & ~AXON_RKEY_PTR_ATOMICS)) {
+        axon_error("axon_rkey_ptr: %s (flags 0x%x)", (rkey == NULL) ? "NULL rkey" :
+                   (ptr_p == NULL) ? "NULL ptr_p" : (length == 0) ? "length 0" : "unknown flag",
+                   flags);
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if (!axon_rkey_range_ok(rkey, remote_addr, length)) {
+        return axon_rma_range_error(rkey, remote_addr, length, "axon_rkey_ptr");
+    }
+    if ((rkey->path == AXON_RMA_PATH_LOCAL) && !axon_mem_ref_live(rkey->locks_ref)) {
+        axon_error("axon_rkey_ptr: key %p: its memory (this process's) was unmapped",
+                   (void *)rkey);
+        return AXON_ERR_REMOTE_ACCESS;
+    }
+    p = axon_rkey_mapped(rkey, remote_addr, length);
+    if ((p == NULL) || ((flags & AXON_RKEY_PTR_ATOMICS) && (rkey->amo != AXON_RKEY_AMO_CPU))) {
+        return AXON_ERR_UNSUPPORTED;   /* not mapped here (or a device's atomics): the ops */
+    }
+    *ptr_p = p;
+    return AXON_OK;
+}
+
 axon_status_t axon_put_nb(axon_ep_h ep, const void *buffer, size_t length, uint64_t remote_addr,
                           axon_rkey_h rkey, const axon_request_param_t *param,
                           axon_request_h *req_p)

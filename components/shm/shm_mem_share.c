@@ -16,9 +16,10 @@
  * or any other memory stays (malloc's headers and neighbours, written by any
  * thread, our own included). A write into the moving pages during the move
  * could be lost: not writing them (nor, for program data, the variables
- * beside the range) meanwhile is the caller's part (docs: axon.h). Pages of zeros are not copied, so an untouched heap
- * of gigabytes costs no memory; in anonymous memory, pages never touched are
- * not even read (pagemap), so it costs no page faults either.
+ * beside the range) meanwhile is the caller's part (docs: axon.h). Pages of
+ * zeros are not copied, so an untouched heap of gigabytes costs no memory; in
+ * anonymous memory, pages never touched are not even read (pagemap), so it
+ * costs no page faults either.
  *
  * Unsharing moves the pages back into private anonymous memory, when the
  * caller still has our pages there (it may have unmapped them first), so a

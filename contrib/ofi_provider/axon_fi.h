@@ -373,6 +373,7 @@ typedef struct axon_fi_rkey {
     int                  events;   /* the target counts accesses: tell it (FI_RMA_EVENT) */
     uint64_t             word;     /* its FI_REMOTE_WRITE word at the target (the read word
                                     * follows), on the connection's words key; 0: messages */
+    uint64_t            *word_ptr; /* the words mapped here (axon_rkey_ptr), or NULL */
 } axon_fi_rkey_t;
 
 /* An endpoint's connection to one peer: the Axon endpoint, made at first use. */

@@ -283,6 +283,11 @@ int axon_fi_event_add(axon_fi_op_t *op)
     if (rkey->word == 0) {
         return 0;
     }
+    if (rkey->word_ptr != NULL) {   /* release: the access first, then its count */
+        __atomic_fetch_add(rkey->word_ptr + ((op->notify & AXON_FI_EVENT_READ) ? 1 : 0), 1,
+                           __ATOMIC_RELEASE);
+        return 1;
+    }
     param.cb.send   = axon_fi_event_added;
     param.user_data = ep;
     status = axon_atomic_nb(conn->aep, AXON_ATOMIC_ADD, sizeof(one), &one, NULL, NULL,
@@ -317,6 +322,7 @@ void axon_fi_event_words_unpack(axon_fi_conn_t *conn, const axon_fi_mr_blob_t *b
                                 axon_fi_rkey_t *rkey)
 {
     axon_status_t status = AXON_OK;
+    void *ptr;
 
     if (conn->words == NULL) {   /* the same for every key of the endpoint */
         status = axon_ep_rkey_unpack(conn->aep, blob->words_key, blob->words_key_len,
@@ -328,4 +334,13 @@ void axon_fi_event_words_unpack(axon_fi_conn_t *conn, const axon_fi_mr_blob_t *b
         }
     }
     rkey->word = (status == AXON_OK) ? blob->word : 0;
+    /* Words mapped here (the target on this host): a CPU add of ours, which Axon's own
+     * executor of the adds that come by message stays atomic against (axon_rkey_ptr). */
+    rkey->word_ptr = NULL;
+    if ((rkey->word != 0) &&
+        (axon_rkey_ptr(conn->words, rkey->word, 2 * sizeof(uint64_t), AXON_RKEY_PTR_ATOMICS,
+                       &ptr) == AXON_OK) &&
+        ((uintptr_t)ptr % sizeof(uint64_t) == 0)) {
+        rkey->word_ptr = ptr;
+    }
 }

@@ -721,6 +721,50 @@ TEST(AmoCpu, ThreadsExactTotals)
     axon_mem_seg_free(&seg);
 }
 
+/*
+ * A 4- or 8-byte operation under the stripe is atomic against a CPU atomic
+ * on the same word that takes no stripe (a peer's through axon_rkey_ptr):
+ * threads adding with axon_amo_cpu_exec and threads adding with a plain
+ * locked instruction lose no count, on an 8-byte and a 4-byte word; a
+ * compare-and-swap that fails writes nothing (an increment racing it stays).
+ */
+TEST(AmoCpu, StripeOpsAreAtomicAgainstPlainCpuAtomics)
+{
+    Watchdog       dog(120);
+    axon_mem_seg_t seg;
+    const unsigned kIter = 100000;
+
+    ASSERT_EQ(AXON_OK, axon_mem_seg_alloc(4096, 0x4321, &seg));
+    uint64_t *word = reinterpret_cast<uint64_t *>(seg.address);
+    uint32_t *half = reinterpret_cast<uint32_t *>(static_cast<uint8_t *>(seg.address) + 64);
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < 4; ++t) {
+        threads.emplace_back([&, t]() {
+            axon_amo_args_t add8 = {}, add4 = {}, cas8 = {};
+            uint64_t        old;
+            add8.op = AXON_AMO_ADD, add8.size = 8, add8.value[0] = 1;
+            add4.op = AXON_AMO_ADD, add4.size = 4, add4.value[0] = 1;
+            cas8.op = AXON_AMO_CSWAP, cas8.size = 8, cas8.compare[0] = ~0ull;
+            for (unsigned i = 0; i < kIter; ++i) {
+                if (t % 2 == 0) {   /* Axon's executor */
+                    axon_amo_cpu_exec(seg.locks, 0, word, &add8, &old);
+                    axon_amo_cpu_exec(seg.locks, 64, half, &add4, &old);
+                    axon_amo_cpu_exec(seg.locks, 0, word, &cas8, &old);   /* never matches */
+                } else {            /* a CPU atomic through a direct pointer */
+                    __atomic_fetch_add(word, 1, __ATOMIC_RELAXED);
+                    __atomic_fetch_add(half, 1, __ATOMIC_RELAXED);
+                }
+            }
+        });
+    }
+    for (std::thread &th : threads) {
+        th.join();
+    }
+    EXPECT_EQ(4ull * kIter, *word) << "counts lost between the stripe and plain atomics";
+    EXPECT_EQ(4u * kIter, *half) << "counts lost on a 4-byte word";
+    axon_mem_seg_free(&seg);
+}
+
 struct WorkerArg {
     SegKey   key;
     unsigned id;

@@ -981,6 +981,82 @@ TEST_P(Rma, RmaOnlyContext)
     s_.finish();
 }
 
+/*
+ * axon_rkey_ptr gives a pointer exactly where the key's memory is mapped here
+ * (this process's memory, a peer's allocated memory or shared pages on this
+ * host): stores through it reach the owner, loads see the owner's bytes, a
+ * CPU add through it and Axon's fetch-add count together (CPU atomics).
+ * Elsewhere (another host's or private memory, active messages forced) it
+ * says unsupported; a range outside the key and bad arguments are refused.
+ */
+TEST_P(Rma, RkeyPtrReachesWhatIsMappedHere)
+{
+    const RmaParam &p = GetParam();
+    ASSERT_NO_FATAL_FAILURE(s_.start(p));
+    const bool here = (p.tl() == "self") || ((p.tl() == "shm") && !p.force_am);
+    EXPECT_EQ(here, s_.rkey[kAllocBig]->map_len > 0)
+        << "allocated memory is mapped here over self and shm, and only there";
+    for (int r = 0; r < kRegions; ++r) {
+        const uint64_t len  = region_length(r);
+        const bool     all  = (s_.path(r) == AXON_RMA_PATH_LOCAL) ||
+                              (s_.path(r) == AXON_RMA_PATH_SHM);
+        const uint64_t lo   = all ? s_.addr(r, 0) : s_.rkey[r]->map_lo;  /* the window */
+        const uint64_t span = all ? len : s_.rkey[r]->map_len;
+        void          *ptr  = nullptr;
+
+        SCOPED_TRACE(region_name(r));
+        if (span == 0) {
+            EXPECT_EQ(AXON_ERR_UNSUPPORTED,
+                      axon_rkey_ptr(s_.rkey[r], s_.addr(r, 0), 8, 0, &ptr));
+            continue;
+        }
+        if (!all) {
+            EXPECT_EQ(AXON_ERR_UNSUPPORTED,
+                      axon_rkey_ptr(s_.rkey[r], s_.addr(r, 0), len, 0, &ptr))
+                << "a pointer past the shared pages";
+        }
+        ASSERT_EQ(AXON_OK, axon_rkey_ptr(s_.rkey[r], lo, span, 0, &ptr));
+        uint8_t       *base = static_cast<uint8_t *>(ptr);
+        const uint64_t off  = lo - s_.addr(r, 0);   /* of base in the region */
+
+        uint64_t seen;
+        memcpy(&seen, base + 2048, 8);
+        EXPECT_EQ(bg_value(r, off + 2048, 8), seen) << "a load sees the owner's bytes";
+        uint8_t out[100];
+        fill_pat(out, sizeof(out), 90 + r, 0);
+        memcpy(base + 1001, out, sizeof(out));
+        EXPECT_EQ(-1, s_.target->check(r, off + 1001, sizeof(out), 90 + r, 0))
+            << "a store did not reach the owner";
+
+        void *aptr = nullptr;
+        axon_status_t ast  = axon_rkey_ptr(s_.rkey[r], lo, span, AXON_RKEY_PTR_ATOMICS, &aptr);
+        if (p.atomic_mode != nullptr) {
+            EXPECT_EQ(AXON_ERR_UNSUPPORTED, ast) << "a device's atomics and the CPU's do not mix";
+        } else {   /* CPU atomics: the pointer's and Axon's agree */
+            ASSERT_EQ(AXON_OK, ast);
+            EXPECT_EQ(ptr, aptr);
+            uint64_t *word = reinterpret_cast<uint64_t *>(base + 4096);
+            uint64_t  old  = 0;
+            __atomic_fetch_add(word, 5, __ATOMIC_SEQ_CST);
+            EXPECT_EQ(AXON_OK, fetch_add8(s_, lo + 4096, s_.rkey[r], &old));
+            EXPECT_EQ(bg_value(r, off + 4096, 8) + 5, old);
+            EXPECT_EQ(bg_value(r, off + 4096, 8) + 6, __atomic_load_n(word, __ATOMIC_SEQ_CST));
+        }
+        EXPECT_EQ(AXON_ERR_REMOTE_ACCESS,
+                  axon_rkey_ptr(s_.rkey[r], s_.addr(r, len - 4), 8, 0, &ptr))
+            << "past the key's end";
+    }
+    void *ptr = nullptr;
+    const uint64_t a = s_.addr(kAllocBig, 0);
+    EXPECT_EQ(AXON_ERR_INVALID_PARAM, axon_rkey_ptr(s_.rkey[kAllocBig], a, 0, 0, &ptr))
+        << "length 0";
+    EXPECT_EQ(AXON_ERR_INVALID_PARAM, axon_rkey_ptr(s_.rkey[kAllocBig], a, 8, 0, nullptr));
+    EXPECT_EQ(AXON_ERR_INVALID_PARAM, axon_rkey_ptr(s_.rkey[kAllocBig], a, 8, 0x80, &ptr))
+        << "unknown flag";
+    EXPECT_EQ(AXON_ERR_INVALID_PARAM, axon_rkey_ptr(nullptr, 0, 8, 0, &ptr));
+    s_.finish();
+}
+
 /* ---------------------------------------------------------------- concurrent atomics */
 
 const int kProcs      = 4;
