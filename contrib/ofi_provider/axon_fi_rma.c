@@ -237,6 +237,44 @@ static int axon_fi_rma_copy(axon_fi_op_t *op, const axon_fi_rma_t *rma, struct i
     return 0;
 }
 
+/*
+ * One contiguous access to memory mapped here (a peer's allocated memory or
+ * shared pages on this host: axon_rkey_ptr) is a memmove in this call, its
+ * event count a CPU add to the target's word: no Axon operation, flush or op
+ * to track, delivered and complete on return. 0: not such an access (a
+ * fence, remote CQ data, iovecs, events counted by messages): the ops path.
+ */
+static int axon_fi_rma_direct(axon_fi_ep_t *ep, const axon_fi_rma_t *rma, axon_fi_rkey_t *rkey,
+                              size_t len, uint64_t cq_flags)
+{
+    axon_fi_op_t op;
+    void *mapped;
+
+    if ((len == 0) || (rma->count != 1) || (rma->rma_count != 1) ||
+        (rma->flags & (FI_FENCE | FI_REMOTE_CQ_DATA)) ||
+        (rkey->events && (rkey->word_ptr == NULL)) ||
+        (axon_rkey_ptr(rkey->rkey, rma->rma_iov[0].addr + rkey->addend, len, 0, &mapped) !=
+         AXON_OK)) {
+        return 0;
+    }
+    if (rma->write) {
+        memmove(mapped, rma->iov[0].iov_base, len);
+    } else {
+        memmove(rma->iov[0].iov_base, mapped, len);
+    }
+    if (rkey->events) {
+        memset(&op, 0, sizeof(op));
+        op.ep     = ep;
+        op.domain = ep->domain;
+        op.addr   = rma->dest;
+        op.key    = rma->key;
+        op.notify = rma->write ? AXON_FI_EVENT_WRITE : AXON_FI_EVENT_READ;
+        axon_fi_event_notify(&op);   /* after the access: a release add */
+    }
+    axon_fi_rma_entry(ep, NULL, rma->context, cq_flags, rma->comp, rma->dest, rma->key, AXON_OK);
+    return 1;
+}
+
 static ssize_t axon_fi_rma(axon_fi_ep_t *ep, const axon_fi_rma_t *rma)
 {
     axon_fi_domain_t *domain = ep->domain;
@@ -268,6 +306,9 @@ static ssize_t axon_fi_rma(axon_fi_ep_t *ep, const axon_fi_rma_t *rma)
             axon_fi_rma_entry(ep, NULL, rma->context, cq_flags, rma->comp, rma->dest, rma->key,
                               status);
         }
+        goto out;
+    }
+    if (axon_fi_rma_direct(ep, rma, rkey, len, cq_flags)) {
         goto out;
     }
     op = (rkey->events && !rkey->word && axon_fi_event_backlog(ep)) ? NULL :
