@@ -734,6 +734,12 @@ unsigned axon_fi_event_harvest(axon_fi_domain_t *domain);
 /* As an initiator: add op's access to its word at the target; 0 when the key has none or
  * the add cannot be posted (the caller sends a message instead). */
 int      axon_fi_event_add(axon_fi_op_t *op);
+/* A count added through the words mapped here (rkey->word_ptr): release, so the access
+ * it tells of is visible before it. */
+static inline void axon_fi_event_word_add(const axon_fi_rkey_t *rkey, int read)
+{
+    __atomic_fetch_add(rkey->word_ptr + (read ? 1 : 0), 1, __ATOMIC_RELEASE);
+}
 /* Wait (bounded) for the endpoint's word adds in flight, before its connections close. */
 void     axon_fi_event_adds_drain(axon_fi_ep_t *ep);
 /* Unpack a parsed key blob's words part on conn (rkey->word set; left 0 if it cannot be

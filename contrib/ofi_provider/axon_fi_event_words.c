@@ -283,9 +283,8 @@ int axon_fi_event_add(axon_fi_op_t *op)
     if (rkey->word == 0) {
         return 0;
     }
-    if (rkey->word_ptr != NULL) {   /* release: the access first, then its count */
-        __atomic_fetch_add(rkey->word_ptr + ((op->notify & AXON_FI_EVENT_READ) ? 1 : 0), 1,
-                           __ATOMIC_RELEASE);
+    if (rkey->word_ptr != NULL) {
+        axon_fi_event_word_add(rkey, (op->notify & AXON_FI_EVENT_READ) != 0);
         return 1;
     }
     param.cb.send   = axon_fi_event_added;

@@ -247,7 +247,6 @@ static int axon_fi_rma_copy(axon_fi_op_t *op, const axon_fi_rma_t *rma, struct i
 static int axon_fi_rma_direct(axon_fi_ep_t *ep, const axon_fi_rma_t *rma, axon_fi_rkey_t *rkey,
                               size_t len, uint64_t cq_flags)
 {
-    axon_fi_op_t op;
     void *mapped;
 
     if ((len == 0) || (rma->count != 1) || (rma->rma_count != 1) ||
@@ -263,13 +262,7 @@ static int axon_fi_rma_direct(axon_fi_ep_t *ep, const axon_fi_rma_t *rma, axon_f
         memmove(rma->iov[0].iov_base, mapped, len);
     }
     if (rkey->events) {
-        memset(&op, 0, sizeof(op));
-        op.ep     = ep;
-        op.domain = ep->domain;
-        op.addr   = rma->dest;
-        op.key    = rma->key;
-        op.notify = rma->write ? AXON_FI_EVENT_WRITE : AXON_FI_EVENT_READ;
-        axon_fi_event_notify(&op);   /* after the access: a release add */
+        axon_fi_event_word_add(rkey, !rma->write);
     }
     axon_fi_rma_entry(ep, NULL, rma->context, cq_flags, rma->comp, rma->dest, rma->key, AXON_OK);
     return 1;
