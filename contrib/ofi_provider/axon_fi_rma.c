@@ -239,33 +239,48 @@ static int axon_fi_rma_copy(axon_fi_op_t *op, const axon_fi_rma_t *rma, struct i
 
 /*
  * One contiguous access to memory mapped here (a peer's allocated memory or
- * shared pages on this host: axon_rkey_ptr) is a memmove in this call, its
- * event count a CPU add to the target's word: no Axon operation, flush or op
- * to track, delivered and complete on return. 0: not such an access (a
- * fence, remote CQ data, iovecs, events counted by messages): the ops path.
+ * shared pages on this host: axon_rkey_ptr), on a connection and key known
+ * already, is a memmove in the call, its event count an add to the target's
+ * mapped word: no Axon operation, flush or op to track, delivered and
+ * complete on return. 0: not such an access (a fence, remote CQ data, events
+ * counted by messages, a first use, anything to report): the ops path, which
+ * checks and reports.
  */
-static int axon_fi_rma_direct(axon_fi_ep_t *ep, const axon_fi_rma_t *rma, axon_fi_rkey_t *rkey,
-                              size_t len, uint64_t cq_flags)
+static int axon_fi_rma_direct(axon_fi_ep_t *ep, void *buf, size_t len, fi_addr_t dest,
+                              uint64_t addr, uint64_t key, void *context, int write,
+                              uint64_t flags, int comp)
 {
+    axon_fi_conn_t *conn;
+    axon_fi_rkey_t *rkey;
     void *mapped;
+    uint64_t val;
+    int done = 0;
 
-    if ((len == 0) || (rma->count != 1) || (rma->rma_count != 1) ||
-        (rma->flags & (FI_FENCE | FI_REMOTE_CQ_DATA)) ||
-        (rkey->events && (rkey->word_ptr == NULL)) ||
-        (axon_rkey_ptr(rkey->rkey, rma->rma_iov[0].addr + rkey->addend, len, 0, &mapped) !=
-         AXON_OK)) {
+    if ((len == 0) || (buf == NULL) || (flags & (FI_FENCE | FI_REMOTE_CQ_DATA)) ||
+        ((flags & FI_INJECT) && (len > AXON_FI_INJECT_SIZE))) {
         return 0;
     }
-    if (rma->write) {
-        memmove(mapped, rma->iov[0].iov_base, len);
-    } else {
-        memmove(rma->iov[0].iov_base, mapped, len);
+    axon_fi_lock(ep->domain);
+    conn = (dest < ep->nconns) ? ep->conns[dest] : NULL;
+    if ((conn != NULL) && (conn->aep != NULL) && axon_fi_map_get(&conn->rkeys, key + 1, &val)) {
+        rkey = (axon_fi_rkey_t *)(uintptr_t)val;
+        if ((!rkey->events || (rkey->word_ptr != NULL)) &&
+            (axon_rkey_ptr(rkey->rkey, addr + rkey->addend, len, 0, &mapped) == AXON_OK)) {
+            if (write) {
+                memmove(mapped, buf, len);
+            } else {
+                memmove(buf, mapped, len);
+            }
+            if (rkey->events) {
+                axon_fi_event_word_add(rkey, !write);
+            }
+            axon_fi_rma_entry(ep, NULL, context, FI_RMA | (write ? FI_WRITE : FI_READ), comp,
+                              dest, key, AXON_OK);
+            done = 1;
+        }
     }
-    if (rkey->events) {
-        axon_fi_event_word_add(rkey, !rma->write);
-    }
-    axon_fi_rma_entry(ep, NULL, rma->context, cq_flags, rma->comp, rma->dest, rma->key, AXON_OK);
-    return 1;
+    axon_fi_unlock(ep->domain);
+    return done;
 }
 
 static ssize_t axon_fi_rma(axon_fi_ep_t *ep, const axon_fi_rma_t *rma)
@@ -299,9 +314,6 @@ static ssize_t axon_fi_rma(axon_fi_ep_t *ep, const axon_fi_rma_t *rma)
             axon_fi_rma_entry(ep, NULL, rma->context, cq_flags, rma->comp, rma->dest, rma->key,
                               status);
         }
-        goto out;
-    }
-    if (axon_fi_rma_direct(ep, rma, rkey, len, cq_flags)) {
         goto out;
     }
     op = (rkey->events && !rkey->word && axon_fi_event_backlog(ep)) ? NULL :
@@ -367,6 +379,10 @@ static ssize_t axon_fi_rma_common(struct fid_ep *ep_fid, const struct iovec *iov
                          (uint8_t)write, (uint8_t)comp, data};
     size_t i;
 
+    if ((count == 1) && axon_fi_rma_direct(ep, iov[0].iov_base, iov[0].iov_len, dest, addr, key,
+                                           context, write, flags, comp)) {
+        return 0;
+    }
     for (i = 0; i < count; ++i) {
         rma_iov.len += iov[i].iov_len;
     }
@@ -382,6 +398,13 @@ static ssize_t axon_fi_rma_msg(struct fid_ep *ep_fid, const struct fi_msg_rma *m
                          msg->context, flags, (uint8_t)write,
                          (uint8_t)(!ep->tx_selective || (flags & FI_COMPLETION)), msg->data};
 
+    if ((msg->iov_count == 1) && (msg->rma_iov_count == 1) &&
+        (msg->rma_iov[0].len == msg->msg_iov[0].iov_len) &&
+        axon_fi_rma_direct(ep, msg->msg_iov[0].iov_base, msg->msg_iov[0].iov_len, msg->addr,
+                           msg->rma_iov[0].addr, msg->rma_iov[0].key, msg->context, write, flags,
+                           rma.comp)) {
+        return 0;
+    }
     return axon_fi_rma(ep, &rma);
 }
 
