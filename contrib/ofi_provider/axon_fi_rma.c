@@ -264,23 +264,33 @@ static int axon_fi_rma_direct(axon_fi_ep_t *ep, void *buf, size_t len, fi_addr_t
     conn = (dest < ep->nconns) ? ep->conns[dest] : NULL;
     if ((conn != NULL) && (conn->aep != NULL) && axon_fi_map_get(&conn->rkeys, key + 1, &val)) {
         rkey = (axon_fi_rkey_t *)(uintptr_t)val;
-        if ((!rkey->events || (rkey->word_ptr != NULL)) &&
-            (axon_rkey_ptr(rkey->rkey, addr + rkey->addend, len, 0, &mapped) == AXON_OK)) {
-            if (write) {
-                memmove(mapped, buf, len);
-            } else {
-                memmove(buf, mapped, len);
-            }
-            if (rkey->events) {
-                axon_fi_event_word_add(rkey, !write);
-            }
-            axon_fi_rma_entry(ep, NULL, context, FI_RMA | (write ? FI_WRITE : FI_READ), comp,
-                              dest, key, AXON_OK);
-            done = 1;
-        }
+        done = (!rkey->events || (rkey->word_ptr != NULL)) &&
+               (axon_rkey_ptr(rkey->rkey, addr + rkey->addend, len, 0, &mapped) == AXON_OK);
     }
+    if (!done) {
+        axon_fi_unlock(ep->domain);
+        return 0;
+    }
+    /* A large copy leaves the lock to the progress thread meanwhile (which would block
+     * on it, and cost the unlock a wake-up); the key lives until the endpoint closes. */
+    if (len > AXON_FI_INJECT_SIZE) {
+        axon_fi_unlock(ep->domain);
+    }
+    if (write) {
+        memmove(mapped, buf, len);
+    } else {
+        memmove(buf, mapped, len);
+    }
+    if (rkey->events) {
+        axon_fi_event_word_add(rkey, !write);
+    }
+    if (len > AXON_FI_INJECT_SIZE) {
+        axon_fi_lock(ep->domain);
+    }
+    axon_fi_rma_entry(ep, NULL, context, FI_RMA | (write ? FI_WRITE : FI_READ), comp, dest, key,
+                      AXON_OK);
     axon_fi_unlock(ep->domain);
-    return done;
+    return 1;
 }
 
 static ssize_t axon_fi_rma(axon_fi_ep_t *ep, const axon_fi_rma_t *rma)
