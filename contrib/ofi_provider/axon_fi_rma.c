@@ -243,8 +243,8 @@ static int axon_fi_rma_copy(axon_fi_op_t *op, const axon_fi_rma_t *rma, struct i
  * already, is a memmove in the call, its event count an add to the target's
  * mapped word: no Axon operation, flush or op to track, delivered and
  * complete on return. 0: not such an access (a fence, remote CQ data, events
- * counted by messages, a first use, anything to report): the ops path, which
- * checks and reports.
+ * counted by messages, a first use, a failed peer, anything to report): the
+ * ops path, which checks and reports.
  */
 static int axon_fi_rma_direct(axon_fi_ep_t *ep, void *buf, size_t len, fi_addr_t dest,
                               uint64_t addr, uint64_t key, void *context, int write,
@@ -262,7 +262,9 @@ static int axon_fi_rma_direct(axon_fi_ep_t *ep, void *buf, size_t len, fi_addr_t
     }
     axon_fi_lock(ep->domain);
     conn = (dest < ep->nconns) ? ep->conns[dest] : NULL;
-    if ((conn != NULL) && (conn->aep != NULL) && axon_fi_map_get(&conn->rkeys, key + 1, &val)) {
+    /* A failed peer's memory may stay mapped here: its operations fail on the ops path. */
+    if ((conn != NULL) && (conn->aep != NULL) && (conn->status == AXON_OK) &&
+        axon_fi_map_get(&conn->rkeys, key + 1, &val)) {
         rkey = (axon_fi_rkey_t *)(uintptr_t)val;
         done = (!rkey->events || (rkey->word_ptr != NULL)) &&
                (axon_rkey_ptr(rkey->rkey, addr + rkey->addend, len, 0, &mapped) == AXON_OK);

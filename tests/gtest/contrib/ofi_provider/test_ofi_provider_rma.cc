@@ -3,17 +3,21 @@
  * registration modes clients use (scalable: offsets and requested keys, as
  * Sandia OpenSHMEM; basic: virtual addresses and provider keys, as Open
  * MPI's btl ofi), reads and writes byte-exact, edges, bad keys, injects,
- * iov forms, fences, counters, stale keys, and two processes over shm and
- * tcp.
+ * iov forms, fences, counters, stale keys, two processes over shm and
+ * tcp, and a killed target whose memory was mapped here.
  */
 #include "ofi_test_node.h"
 
 #include "env_guard.h"
+#include "harness.h"
 
 #include <rdma/fi_rma.h>
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 
 namespace {
 
@@ -498,6 +502,67 @@ TEST_P(OfiProviderRmaXproc, WriteReadInjectAndStaleKeyAcrossProcesses)
     ASSERT_EQ(pid, waitpid(pid, &status, 0));
     EXPECT_TRUE(WIFEXITED(status) && (WEXITSTATUS(status) == 0)) << "child status " << status;
     for (int fd : {to_child[0], to_child[1], to_parent[0], to_parent[1]}) ::close(fd);
+}
+
+/*
+ * A target whose region is reached by loads and stores here (shm, scalable mode: its
+ * pages shared, the region page-aligned) is killed: once its failure is known, writes
+ * and reads to it end in error entries, never in a success that wrote its orphaned
+ * pages. Before the kill the same write succeeds (so the direct path was taken).
+ */
+TEST(OfiProviderRmaFault, KilledTargetOfMappedMemoryFailsItsAccesses)
+{
+    EnvGuard env("AXON_TLS", "shm");
+    int to_parent[2];
+    ASSERT_EQ(0, pipe(to_parent));
+    use_build_provider();
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        alarm(60);
+        Node n;
+        open_rma_node(n, "scalable");
+        void *m = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                       0);
+        RmaTarget t;
+        if ((m == MAP_FAILED) || (t.reg(n, m, 2 * 4096) != 0)) _exit(3);
+        if ((write(to_parent[1], n.name, sizeof(n.name)) != (ssize_t)sizeof(n.name)) ||
+            (write(to_parent[1], &t.key, 8) != 8) || (write(to_parent[1], &t.base, 8) != 8)) {
+            _exit(4);
+        }
+        for (;;) pause();   /* until killed */
+    }
+    Node n;
+    open_rma_node(n, "scalable");
+    char peer[64];
+    uint64_t key = 0, base = 0;
+    ASSERT_EQ((ssize_t)sizeof(peer), read(to_parent[0], peer, sizeof(peer)));
+    ASSERT_EQ(8, read(to_parent[0], &key, 8));
+    ASSERT_EQ(8, read(to_parent[0], &base, 8));
+    fi_addr_t p = n.insert(peer);
+    struct fi_context ctx;
+    struct fi_cq_tagged_entry e;
+    struct fi_cq_err_entry err;
+    char buf[64] = {1, 2, 3};
+
+    ASSERT_EQ(0, fi_write(n.ep, buf, sizeof(buf), NULL, p, base, key, &ctx));
+    ASSERT_EQ(1, wait_cq(n, {}, &e)) << "a write to the live target";
+    ASSERT_EQ(0, kill(pid, SIGKILL));
+    int status = 0;
+    ASSERT_EQ(pid, waitpid(pid, &status, 0));
+    double until = axon_test_time() + 10.0;
+    ssize_t ret = 1;
+    while ((ret == 1) && (axon_test_time() < until)) {
+        ASSERT_EQ(0, fi_write(n.ep, buf, sizeof(buf), NULL, p, base, key, &ctx));
+        ret = wait_cq(n, {}, &e, &err);
+    }
+    ASSERT_EQ(-FI_EAVAIL, ret) << "writes to a killed target kept succeeding";
+    EXPECT_NE(0, err.err);
+    ASSERT_EQ(0, fi_read(n.ep, buf, sizeof(buf), NULL, p, base, key, &ctx));
+    EXPECT_EQ(-FI_EAVAIL, wait_cq(n, {}, &e, &err)) << "a read from a killed target";
+    axon_test_remove_shm_of(pid);
+    ::close(to_parent[0]);
+    ::close(to_parent[1]);
 }
 
 INSTANTIATE_TEST_SUITE_P(Lanes, OfiProviderRmaXproc,
