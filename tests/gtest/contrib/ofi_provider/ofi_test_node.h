@@ -99,6 +99,24 @@ inline void use_build_provider()
     }
 }
 
+/*
+ * A peer process for a two-process test: the pipe to the parent made, this build's
+ * provider chosen, forked; the child (0) has 60 s before an alarm ends it. -1 if the pipe
+ * or the fork failed.
+ */
+inline pid_t fork_peer(int to_parent[2])
+{
+    if (pipe(to_parent) != 0) {
+        return -1;
+    }
+    use_build_provider();
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(60);
+    }
+    return pid;
+}
+
 /* The hints Open MPI 4.1's ofi MTL passes (full tag mode with remote CQ data). */
 inline struct fi_info *ompi_hints(enum fi_av_type av_type = FI_AV_MAP)
 {

@@ -606,12 +606,9 @@ TEST_F(OfiProvider, CqSignalWakesSread)
 TEST_F(OfiProvider, InsertOfAnExitedPeerSucceedsAndSendsFail)
 {
     int to_parent[2];
-    ASSERT_EQ(0, pipe(to_parent));
-    use_build_provider();
-    pid_t pid = fork();
+    pid_t pid = fork_peer(to_parent);
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-        alarm(60);
         Node c;
         if (c.open() != 0) _exit(2);
         if (write(to_parent[1], c.name, sizeof(c.name)) != (ssize_t)sizeof(c.name)) _exit(3);

@@ -347,6 +347,23 @@ TEST_F(OfiProviderRmaLog, UnknownKeyLogLineNamesTheKey)
 
 /* ---------------------------------------------------------------- two processes */
 
+/* A target process tells its initiator (over a pipe) its name, its region's key and base. */
+int send_target(int wr, const Node &n, const RmaTarget &t)
+{
+    return ((write(wr, n.name, sizeof(n.name)) == (ssize_t)sizeof(n.name)) &&
+            (write(wr, &t.key, 8) == 8) && (write(wr, &t.base, 8) == 8)) ? 0 : -1;
+}
+
+/* The initiator's side: the target inserted into n (*p), its key and base. */
+void recv_target(int rd, Node &n, fi_addr_t *p, uint64_t *key, uint64_t *base)
+{
+    char peer[64];
+    ASSERT_EQ((ssize_t)sizeof(peer), read(rd, peer, sizeof(peer)));
+    ASSERT_EQ(8, read(rd, key, 8));
+    ASSERT_EQ(8, read(rd, base, 8));
+    *p = n.insert(peer);
+}
+
 /*
  * The target process: registers a region, tells the initiator its name, key
  * and base, then progresses while it serves commands: 'c' checksum of the
@@ -361,8 +378,7 @@ int rma_target_main(const std::string &mode, int rd, int wr)
     std::vector<char> region(kRegion, 0);
     RmaTarget t;
     if (t.reg(n, region.data(), region.size()) != 0) return 3;
-    if (write(wr, n.name, sizeof(n.name)) != (ssize_t)sizeof(n.name)) return 4;
-    if (write(wr, &t.key, 8) != 8 || write(wr, &t.base, 8) != 8) return 5;
+    if (send_target(wr, n, t) != 0) return 4;
     fcntl(rd, F_SETFL, O_NONBLOCK);
     struct fi_cq_tagged_entry e;
     for (;;) {
@@ -397,22 +413,16 @@ TEST_P(OfiProviderRmaXproc, WriteReadInjectAndStaleKeyAcrossProcesses)
     EnvGuard env("AXON_TLS", tls.c_str());
     int to_child[2], to_parent[2];
     ASSERT_EQ(0, pipe(to_child));
-    ASSERT_EQ(0, pipe(to_parent));
-    use_build_provider();
-    pid_t pid = fork();
+    pid_t pid = fork_peer(to_parent);
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-        alarm(60);
         _exit(rma_target_main(mode, to_child[0], to_parent[1]));
     }
     Node n;
     open_rma_node(n, mode);
-    char peer[64];
-    uint64_t key, base, sum;
-    ASSERT_EQ((ssize_t)sizeof(peer), read(to_parent[0], peer, sizeof(peer)));
-    ASSERT_EQ(8, read(to_parent[0], &key, 8));
-    ASSERT_EQ(8, read(to_parent[0], &base, 8));
-    fi_addr_t p = n.insert(peer);
+    uint64_t key = 0, base = 0, sum;
+    fi_addr_t p = FI_ADDR_NOTAVAIL;
+    ASSERT_NO_FATAL_FAILURE(recv_target(to_parent[0], n, &p, &key, &base));
     struct fi_context ctx;
     struct fi_cq_tagged_entry e;
     struct fi_cq_err_entry err;
@@ -514,32 +524,23 @@ TEST(OfiProviderRmaFault, KilledTargetOfMappedMemoryFailsItsAccesses)
 {
     EnvGuard env("AXON_TLS", "shm");
     int to_parent[2];
-    ASSERT_EQ(0, pipe(to_parent));
-    use_build_provider();
-    pid_t pid = fork();
+    pid_t pid = fork_peer(to_parent);
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-        alarm(60);
         Node n;
         open_rma_node(n, "scalable");
         void *m = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
                        0);
         RmaTarget t;
         if ((m == MAP_FAILED) || (t.reg(n, m, 2 * 4096) != 0)) _exit(3);
-        if ((write(to_parent[1], n.name, sizeof(n.name)) != (ssize_t)sizeof(n.name)) ||
-            (write(to_parent[1], &t.key, 8) != 8) || (write(to_parent[1], &t.base, 8) != 8)) {
-            _exit(4);
-        }
+        if (send_target(to_parent[1], n, t) != 0) _exit(4);
         for (;;) pause();   /* until killed */
     }
     Node n;
     open_rma_node(n, "scalable");
-    char peer[64];
     uint64_t key = 0, base = 0;
-    ASSERT_EQ((ssize_t)sizeof(peer), read(to_parent[0], peer, sizeof(peer)));
-    ASSERT_EQ(8, read(to_parent[0], &key, 8));
-    ASSERT_EQ(8, read(to_parent[0], &base, 8));
-    fi_addr_t p = n.insert(peer);
+    fi_addr_t p = FI_ADDR_NOTAVAIL;
+    ASSERT_NO_FATAL_FAILURE(recv_target(to_parent[0], n, &p, &key, &base));
     struct fi_context ctx;
     struct fi_cq_tagged_entry e;
     struct fi_cq_err_entry err;
