@@ -239,6 +239,14 @@ protected:
         ASSERT_EQ(0, ud_up(dev_, *q, qkey));
     }
 
+    /* The device opened, the sending UD QP s in RTS and its kMsgLen buffer *sb. */
+    void open_sender(Qp *s, Buf *sb)
+    {
+        open_dev();
+        ASSERT_NO_FATAL_FAILURE(ud_qp(s));
+        *sb = dev_.reg(kMsgLen, 0);
+    }
+
     /* n receives of kSlot each in b (receive i: wr_id i, slot i). */
     void post_slots(const Qp &q, const Buf &b, int n)
     {
@@ -512,9 +520,8 @@ TEST_F(SoftibMcast, EveryMemberGetsOneCopyOthersNone)
     axon_dev_ah_t *ah = nullptr;
     axon_dev_gid_t g = make_mgid();
 
-    open_dev();
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&s));
-    Buf sb = dev_.reg(kMsgLen, 0);
+    Buf sb;
+    ASSERT_NO_FATAL_FAILURE(open_sender(&s, &sb));
     ASSERT_NO_FATAL_FAILURE(member(&r1, 4, &g));
     ASSERT_NO_FATAL_FAILURE(member(&r2, 4, &g));
     ASSERT_NO_FATAL_FAILURE(member(&outsider, 4));
@@ -574,9 +581,8 @@ TEST_F(SoftibMcast, Ipv4MappedGroupDelivers)
     axon_dev_ah_t *ah = nullptr;
     axon_dev_gid_t g = v4_gid(v4_group(7));   /* ::ffff:231.x.y.z */
 
-    open_dev();
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&s));
-    Buf sb = dev_.reg(kMsgLen, 0);
+    Buf sb;
+    ASSERT_NO_FATAL_FAILURE(open_sender(&s, &sb));
     ASSERT_NO_FATAL_FAILURE(member(&r, 2, &g));
     ASSERT_NO_FATAL_FAILURE(group_ah(g, &ah));
     send_ok(s, ah, sb, 21);
@@ -636,9 +642,8 @@ TEST_F(SoftibMcast, DoubleAttachDeliversOneCopy)
     axon_dev_ah_t *ah = nullptr;
     axon_dev_gid_t g = make_mgid();
 
-    open_dev();
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&s));
-    Buf sb = dev_.reg(kMsgLen, 0);
+    Buf sb;
+    ASSERT_NO_FATAL_FAILURE(open_sender(&s, &sb));
     ASSERT_NO_FATAL_FAILURE(member(&r, 4, &g));
     EXPECT_EQ(0, attach(r, g)) << "attaching again succeeds";
     ASSERT_NO_FATAL_FAILURE(group_ah(g, &ah));
@@ -660,9 +665,8 @@ TEST_F(SoftibMcast, DetachStopsDelivery)
     axon_dev_ah_t *ah = nullptr;
     axon_dev_gid_t g = make_mgid();
 
-    open_dev();
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&s));
-    Buf sb = dev_.reg(kMsgLen, 0);
+    Buf sb;
+    ASSERT_NO_FATAL_FAILURE(open_sender(&s, &sb));
     ASSERT_NO_FATAL_FAILURE(member(&r1, 4, &g));
     ASSERT_NO_FATAL_FAILURE(member(&r2, 4, &g));
     ASSERT_NO_FATAL_FAILURE(group_ah(g, &ah));
@@ -691,9 +695,8 @@ TEST_F(SoftibMcast, QkeyMismatchDroppedMatchingMemberReceives)
     axon_dev_ah_t *ah = nullptr;
     axon_dev_gid_t g = make_mgid();
 
-    open_dev();
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&s));
-    Buf sb = dev_.reg(kMsgLen, 0);
+    Buf sb;
+    ASSERT_NO_FATAL_FAILURE(open_sender(&s, &sb));
     ASSERT_NO_FATAL_FAILURE(member(&same, 2, &g, kQkey));
     ASSERT_NO_FATAL_FAILURE(member(&other, 2, &g, kOtherQkey));
     ASSERT_NO_FATAL_FAILURE(group_ah(g, &ah));
@@ -721,9 +724,8 @@ TEST_F(SoftibMcast, MemberWithoutReceiveDropsOnlyItsCopy)
     axon_dev_ah_t *ah = nullptr;
     axon_dev_gid_t g = make_mgid();
 
-    open_dev();
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&s));
-    Buf sb = dev_.reg(kMsgLen, 0);
+    Buf sb;
+    ASSERT_NO_FATAL_FAILURE(open_sender(&s, &sb));
     ASSERT_NO_FATAL_FAILURE(member(&ready, 2, &g));
     /* empty: attached, but its receives are posted only after the first message */
     ASSERT_NO_FATAL_FAILURE(ud_qp(&empty));
@@ -773,9 +775,8 @@ TEST_F(SoftibMcast, DestroyedMemberLeavesTheGroup)
     axon_dev_ah_t *ah = nullptr;
     axon_dev_gid_t g = make_mgid();
 
-    open_dev();
-    ASSERT_NO_FATAL_FAILURE(ud_qp(&s));
-    Buf sb = dev_.reg(kMsgLen, 0);
+    Buf sb;
+    ASSERT_NO_FATAL_FAILURE(open_sender(&s, &sb));
     ASSERT_NO_FATAL_FAILURE(member(&gone, 2, &g));
     ASSERT_NO_FATAL_FAILURE(member(&stays, 4, &g));
     ASSERT_NO_FATAL_FAILURE(group_ah(g, &ah));
