@@ -635,10 +635,16 @@ void          axon_fi_conn_close_all(axon_fi_ep_t *ep);
  * AXON_ERR_INVALID_ADDR: addr is not in the AV; other errors: the peer
  * cannot be reached (the operation completes in error).
  */
+/* The connection made for fi_addr addr so far, or NULL. */
+static inline axon_fi_conn_t *axon_fi_conn_find(const axon_fi_ep_t *ep, fi_addr_t addr)
+{
+    return (addr < ep->nconns) ? ep->conns[addr] : NULL;
+}
+
 static inline axon_status_t axon_fi_conn_get(axon_fi_ep_t *ep, fi_addr_t addr,
                                              axon_fi_conn_t **conn_p)
 {
-    axon_fi_conn_t *conn = (addr < ep->nconns) ? ep->conns[addr] : NULL;
+    axon_fi_conn_t *conn = axon_fi_conn_find(ep, addr);
 
     if (AXON_FI_LIKELY((conn != NULL) && (conn->aep != NULL))) {
         *conn_p = conn;
@@ -660,13 +666,19 @@ void          axon_fi_rma_entry(axon_fi_ep_t *ep, const char *what, void *contex
                                 axon_status_t status);
 void          axon_fi_rkey_destroy_all(axon_fi_conn_t *conn);
 
-static inline axon_status_t axon_fi_rkey_get(axon_fi_conn_t *conn, uint64_t key,
-                                             axon_fi_rkey_t **rkey_p)
+/* key as resolved on conn so far (not forgotten as stale since), or NULL. */
+static inline axon_fi_rkey_t *axon_fi_rkey_find(axon_fi_conn_t *conn, uint64_t key)
 {
     uint64_t val;
 
-    if (AXON_FI_LIKELY(axon_fi_map_get(&conn->rkeys, key + 1, &val))) {
-        *rkey_p = (axon_fi_rkey_t *)(uintptr_t)val;
+    return axon_fi_map_get(&conn->rkeys, key + 1, &val) ? (axon_fi_rkey_t *)(uintptr_t)val :
+                                                          NULL;
+}
+
+static inline axon_status_t axon_fi_rkey_get(axon_fi_conn_t *conn, uint64_t key,
+                                             axon_fi_rkey_t **rkey_p)
+{
+    if (AXON_FI_LIKELY((*rkey_p = axon_fi_rkey_find(conn, key)) != NULL)) {
         return AXON_OK;
     }
     return axon_fi_rkey_resolve(conn, key, rkey_p);

@@ -128,20 +128,20 @@ static axon_status_t axon_fi_amo_target(axon_fi_op_t *op, axon_ep_h *aep_p, axon
 {
     axon_fi_ep_t *ep = op->ep;
     axon_fi_conn_t *conn;
-    uint64_t val;
+    axon_fi_rkey_t *rkey;
 
     if (ep == NULL) {
         return AXON_ERR_CANCELED;   /* the endpoint closed */
     }
-    conn = (op->addr < ep->nconns) ? ep->conns[op->addr] : NULL;
+    conn = axon_fi_conn_find(ep, op->addr);
     if ((conn == NULL) || (conn->aep == NULL)) {
         return (conn != NULL) ? conn->status : AXON_ERR_CANCELED;
     }
-    if (!axon_fi_map_get(&conn->rkeys, op->key + 1, &val)) {
+    if ((rkey = axon_fi_rkey_find(conn, op->key)) == NULL) {
         return AXON_ERR_REMOTE_ACCESS;   /* forgotten as stale meanwhile */
     }
     *aep_p  = conn->aep;
-    *rkey_p = ((axon_fi_rkey_t *)(uintptr_t)val)->rkey;
+    *rkey_p = rkey->rkey;
     return AXON_OK;
 }
 

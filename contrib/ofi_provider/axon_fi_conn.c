@@ -91,7 +91,7 @@ axon_status_t axon_fi_conn_make(axon_fi_ep_t *ep, fi_addr_t addr, axon_fi_conn_t
         AXON_FI_WARN(FI_LOG_EP_DATA, "fi_addr %llu is not in the AV", (unsigned long long)addr);
         return AXON_ERR_INVALID_ADDR;
     }
-    conn = (addr < ep->nconns) ? ep->conns[addr] : NULL;
+    conn = axon_fi_conn_find(ep, addr);
     if (conn == NULL) {
         if (axon_fi_map_get(&ep->conn_by_peer, (uintptr_t)peer, &found)) {
             conn = (axon_fi_conn_t *)(uintptr_t)found;   /* a duplicate's */
@@ -129,7 +129,7 @@ static void axon_fi_conn_free(axon_fi_ep_t *ep, axon_fi_conn_t *conn, axon_reque
 
 void axon_fi_conn_drop(axon_fi_ep_t *ep, fi_addr_t addr)
 {
-    axon_fi_conn_t *conn = (addr < ep->nconns) ? ep->conns[addr] : NULL;
+    axon_fi_conn_t *conn = axon_fi_conn_find(ep, addr);
 
     if (conn == NULL) {
         return;

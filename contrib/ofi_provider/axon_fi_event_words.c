@@ -267,19 +267,17 @@ int axon_fi_event_add(axon_fi_op_t *op)
 {
     static const uint64_t one = 1;
     axon_fi_ep_t *ep = op->ep;
-    axon_fi_conn_t *conn = (op->addr < ep->nconns) ? ep->conns[op->addr] : NULL;
+    axon_fi_conn_t *conn = axon_fi_conn_find(ep, op->addr);
     axon_request_param_t param = {0};
     axon_fi_rkey_t *rkey;
     axon_status_t status;
     axon_request_h req;
-    uint64_t val;
 
     /* The key as the access used it; forgotten since (stale): the message says it. */
     if ((conn == NULL) || (conn->aep == NULL) || (conn->words == NULL) ||
-        !axon_fi_map_get(&conn->rkeys, op->key + 1, &val)) {
+        ((rkey = axon_fi_rkey_find(conn, op->key)) == NULL)) {
         return 0;
     }
-    rkey = (axon_fi_rkey_t *)(uintptr_t)val;
     if (rkey->word == 0) {
         return 0;
     }

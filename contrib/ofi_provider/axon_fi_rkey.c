@@ -76,7 +76,7 @@ axon_status_t axon_fi_rkey_resolve(axon_fi_conn_t *conn, uint64_t key, axon_fi_r
 
 void axon_fi_rkey_forget(axon_fi_ep_t *ep, fi_addr_t addr, uint64_t key)
 {
-    axon_fi_conn_t *conn = (addr < ep->nconns) ? ep->conns[addr] : NULL;
+    axon_fi_conn_t *conn = axon_fi_conn_find(ep, addr);
 
     if (conn != NULL) {
         axon_fi_map_del(&conn->rkeys, key + 1);

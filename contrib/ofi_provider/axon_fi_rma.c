@@ -251,9 +251,8 @@ static int axon_fi_rma_direct(axon_fi_ep_t *ep, void *buf, size_t len, fi_addr_t
                               uint64_t flags, int comp)
 {
     axon_fi_conn_t *conn;
-    axon_fi_rkey_t *rkey;
+    axon_fi_rkey_t *rkey = NULL;
     void *mapped;
-    uint64_t val;
     int done = 0;
 
     if ((len == 0) || (buf == NULL) || (flags & (FI_FENCE | FI_REMOTE_CQ_DATA)) ||
@@ -261,11 +260,10 @@ static int axon_fi_rma_direct(axon_fi_ep_t *ep, void *buf, size_t len, fi_addr_t
         return 0;
     }
     axon_fi_lock(ep->domain);
-    conn = (dest < ep->nconns) ? ep->conns[dest] : NULL;
+    conn = axon_fi_conn_find(ep, dest);
     /* A failed peer's memory may stay mapped here: its operations fail on the ops path. */
     if ((conn != NULL) && (conn->aep != NULL) && (conn->status == AXON_OK) &&
-        axon_fi_map_get(&conn->rkeys, key + 1, &val)) {
-        rkey = (axon_fi_rkey_t *)(uintptr_t)val;
+        ((rkey = axon_fi_rkey_find(conn, key)) != NULL)) {
         done = (!rkey->events || (rkey->word_ptr != NULL)) &&
                (axon_rkey_ptr(rkey->rkey, addr + rkey->addend, len, 0, &mapped) == AXON_OK);
     }
