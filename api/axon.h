@@ -100,6 +100,22 @@ void          axon_worker_destroy(axon_worker_h worker);
 /** Drive communication; returns the number of events handled (0: nothing happened). */
 unsigned      axon_worker_progress(axon_worker_h worker);
 
+/**
+ * Waiting instead of polling (like ucp_worker_get_efd / ucp_worker_arm):
+ * axon_worker_get_efd gives a descriptor to poll() or epoll for readability,
+ * owned by the worker. AXON_ERR_UNSUPPORTED (logged at debug level, naming
+ * the transport) when a transport of the worker can only be polled (rc, ud,
+ * dc and ofi today). The usual loop: progress until it returns 0, then
+ * axon_worker_arm: AXON_OK the worker is armed, sleep until the descriptor is
+ * readable (then progress again); AXON_ERR_BUSY there is work already
+ * (messages in, sends queued, callbacks due): progress and arm again;
+ * AXON_ERR_UNSUPPORTED not now (a peer cannot wake us): poll instead. Wakeups
+ * may be spurious. A sleeping worker notices a failed peer only when it
+ * wakes: bound the sleep if that matters. Not thread-safe, like progress.
+ */
+axon_status_t axon_worker_get_efd(axon_worker_h worker, int *fd_p);
+axon_status_t axon_worker_arm(axon_worker_h worker);
+
 /** The worker's id (never AXON_SENDER_ANY): receivers see it as sender_id. */
 uint64_t      axon_worker_id(axon_worker_h worker);
 
@@ -446,6 +462,20 @@ enum {
  */
 axon_status_t axon_rkey_ptr(axon_rkey_h rkey, uint64_t remote_addr, size_t length,
                             unsigned flags, void **ptr_p);
+
+/**
+ * The widest range of a key's memory that is mapped here for as long as the
+ * key lives, so that a caller may keep the pointer instead of asking
+ * axon_rkey_ptr per access: [*remote_addr_p, + *length_p) at *ptr_p, a
+ * peer's memory on this host (what axon_rkey_ptr reaches, the same
+ * conditions). A store after the owner unmapped it reaches no one and
+ * faults nothing. AXON_ERR_UNSUPPORTED (no log) when nothing is mapped, and
+ * for memory of this process, which may be unmapped under the key (ask
+ * axon_rkey_ptr per access there); AXON_ERR_INVALID_PARAM (logged) for a
+ * NULL argument.
+ */
+axon_status_t axon_rkey_map_window(axon_rkey_h rkey, uint64_t *remote_addr_p, size_t *length_p,
+                                   void **ptr_p);
 
 /* ---------------------------------------------------------------- RMA */
 

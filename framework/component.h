@@ -21,7 +21,7 @@
 #include "amo_args.h"
 #include "coll_offload.h"
 
-#define AXON_COMPONENT_ABI_VERSION 17
+#define AXON_COMPONENT_ABI_VERSION 18
 /* Most local pieces one ep_get_zcopy_iov takes (the kernel's UIO_MAXIOV). */
 #define AXON_TL_IOV_MAX 1024
 /* Plugins build with -fvisibility=hidden; only the descriptor is exported. */
@@ -307,6 +307,21 @@ typedef struct axon_iface_ops {
      * rendezvous stripes of the rails to that peer.
      */
     double        (*iface_peer_bandwidth)(axon_iface_t *iface, const void *dev_addr);
+    /*
+     * Optional (ABI 18), both or neither: waiting for the iface instead of
+     * polling it (axon_worker_arm). iface_event_fd gives a descriptor that
+     * becomes readable once something arrived for iface_progress after an
+     * iface_event_arm that returned AXON_OK; -1 for an iface that never has
+     * events of its own (self delivers inside the send). iface_event_arm:
+     * AXON_OK armed; AXON_ERR_BUSY progress has work now (messages in, or
+     * work only polling finds, such as a connect's deadline): progress, then
+     * arm again; AXON_ERR_UNSUPPORTED this iface cannot be waited for now
+     * (shm: a sender could not take its wakeup descriptor). Waking may be
+     * spurious. An iface without them is never waited for: the worker is
+     * polled.
+     */
+    axon_status_t (*iface_event_fd)(axon_iface_t *iface, int *fd_p);
+    axon_status_t (*iface_event_arm)(axon_iface_t *iface);
 
     /* peer_uuid: the peer worker's id, for handshakes and failure reports. */
     axon_status_t (*ep_create)(axon_iface_t *iface, uint64_t peer_uuid, const void *dev_addr,

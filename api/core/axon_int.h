@@ -144,6 +144,7 @@ struct axon_worker {
     void                *address;         /* packed once, sent in every hello */
     size_t               address_length;
     int                  in_progress;     /* >0 inside axon_worker_progress */
+    int                  efd;             /* axon_worker_get_efd's epoll set, or -1 */
     unsigned             progress_calls;  /* idle ifaces are polled once in AXON_IFACE_IDLE_POLLS */
     uint64_t             iface_events;    /* events the ifaces handled: busy lanes may be free */
     axon_idle_t          idle;            /* when empty progress calls yield the core */
@@ -263,6 +264,8 @@ extern const axon_proto_ops_t *const axon_protocols[];
 
 /* Worker internals used across api/ files */
 void axon_worker_ep_pending_add(axon_worker_h worker, axon_ep_h ep);
+/* Close the worker's epoll set of event descriptors, if axon_worker_get_efd made one. */
+void axon_worker_efd_close(axon_worker_h worker);
 void axon_ep_destroy_now(axon_ep_h ep, axon_status_t status);
 int  axon_ep_progress_pending(axon_ep_h ep);
 /* Complete ep's queued requests with status (those a transport still owes a completion to

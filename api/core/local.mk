@@ -2,6 +2,7 @@
 libaxon_la_SOURCES += \
 	api/core/context.c \
 	api/core/worker.c \
+	api/core/worker_wait.c \
 	api/core/address.c \
 	api/core/endpoint.c \
 	api/core/rails.c \

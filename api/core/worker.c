@@ -149,6 +149,7 @@ axon_status_t axon_worker_create(axon_context_h context, const axon_worker_param
         return AXON_ERR_NO_MEMORY;
     }
     worker->context = context;
+    worker->efd     = -1;
     do {
         worker->uuid = axon_sys_generate_uuid();
     } while (worker->uuid == AXON_SENDER_ANY);  /* receivers use 0 for "any sender" */
@@ -215,6 +216,7 @@ void axon_worker_destroy(axon_worker_h worker)
         axon_ep_destroy_now(ep, AXON_ERR_CANCELED);
     }
     axon_mem_worker_detach(worker);
+    axon_worker_efd_close(worker);
     axon_worker_close_ifaces(worker);
     axon_peer_cleanup_all(worker);
     free(worker->address);

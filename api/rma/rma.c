@@ -835,6 +835,22 @@ axon_status_t axon_rkey_ptr(axon_rkey_h rkey, uint64_t remote_addr, size_t lengt
     return AXON_OK;
 }
 
+axon_status_t axon_rkey_map_window(axon_rkey_h rkey, uint64_t *remote_addr_p, size_t *length_p,
+                                   void **ptr_p)
+{
+    if ((rkey == NULL) || (remote_addr_p == NULL) || (length_p == NULL) || (ptr_p == NULL)) {
+        axon_error("axon_rkey_map_window: NULL %s", (rkey == NULL) ? "rkey" : "output pointer");
+        return AXON_ERR_INVALID_PARAM;
+    }
+    if ((rkey->path == AXON_RMA_PATH_LOCAL) || (rkey->map_base == NULL) || (rkey->map_len == 0)) {
+        return AXON_ERR_UNSUPPORTED;
+    }
+    *remote_addr_p = rkey->map_lo;
+    *length_p      = rkey->map_len;
+    *ptr_p         = rkey->map_base;
+    return AXON_OK;
+}
+
 axon_status_t axon_put_nb(axon_ep_h ep, const void *buffer, size_t length, uint64_t remote_addr,
                           axon_rkey_h rkey, const axon_request_param_t *param,
                           axon_request_h *req_p)

@@ -106,6 +106,18 @@ static unsigned axon_self_iface_progress(axon_iface_t *iface)
     return 0;
 }
 
+/* Nothing arrives but inside a send: never a reason to wake, always armed. */
+static axon_status_t axon_self_iface_event_fd(axon_iface_t *iface, int *fd_p)
+{
+    *fd_p = -1;
+    return AXON_OK;
+}
+
+static axon_status_t axon_self_iface_event_arm(axon_iface_t *iface)
+{
+    return AXON_OK;
+}
+
 static axon_status_t axon_self_iface_get_address(axon_iface_t *super, void *dev_addr,
                                                  void *iface_addr)
 {
@@ -150,6 +162,8 @@ static void axon_self_iface_close(axon_iface_t *iface)
 static const axon_iface_ops_t axon_self_iface_ops = {
     .iface_close        = axon_self_iface_close,
     .iface_progress     = axon_self_iface_progress,
+    .iface_event_fd     = axon_self_iface_event_fd,
+    .iface_event_arm    = axon_self_iface_event_arm,
     .dev_addr_len       = 0,
     .iface_addr_len     = sizeof(uint64_t),
     .iface_get_address  = axon_self_iface_get_address,

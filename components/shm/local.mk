@@ -5,6 +5,7 @@ components_shm_libaxon_shm_la_SOURCES = \
 	components/shm/shm_iface.c \
 	components/shm/shm_cma.c \
 	components/shm/shm_ep.c \
+	components/shm/shm_wake.c \
 	components/shm/shm_seg.c \
 	components/shm/shm_calib.c \
 	components/shm/shm_md.c \

@@ -88,6 +88,7 @@ typedef struct axon_shm_iface {
     double            stuck_since;    /* < 0: head not seen stuck */
     double            next_head_check; /* when the tick looks at the head again */
     int               cma;            /* AXON_SHM_CMA */
+    int               event_fd;       /* eventfd senders wake us by when armed, or -1 */
     /* Addresses */
     uint64_t          host_id;
     uint32_t          uid;
@@ -99,6 +100,7 @@ typedef struct axon_shm_iface {
 #define AXON_SHM_EP_FLAG_CMA         (1u << 0)  /* get_zcopy may read the peer's memory */
 #define AXON_SHM_EP_FLAG_CHECKABLE   (1u << 1)  /* the peer's pid means something here */
 #define AXON_SHM_EP_FLAG_REPORT      (1u << 2)  /* failed, peer_failure not yet called */
+#define AXON_SHM_EP_FLAG_DEAF        (1u << 3)  /* could not take the peer's wakeup fd */
 
 typedef struct axon_shm_ep {
     axon_tl_ep_t      super;
@@ -110,7 +112,8 @@ typedef struct axon_shm_ep {
     axon_shm_sender_t *slot;
     uint64_t          slot_word;   /* its owner word while we hold it */
     axon_proc_t   peer;
-    const axon_shm_senders_ctl_t *peer_ctl;  /* the peer's segment: closed = its goodbye */
+    axon_shm_senders_ctl_t *peer_ctl;  /* the peer's segment: closed = its goodbye */
+    int               wake_fd;     /* our copy of the peer's eventfd, or -1 */
     uint64_t          peer_uuid;
     double            last_check;
     axon_list_link_t  list;        /* in iface->eps; unlinked if the iface closed first */
@@ -181,6 +184,15 @@ axon_status_t axon_shm_ep_am_short(axon_tl_ep_t *tl_ep, uint8_t am_id, const voi
 ssize_t       axon_shm_ep_am_bcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, axon_pack_cb_t pack,
                                    void *arg);
 axon_status_t axon_shm_ep_flush(axon_tl_ep_t *tl_ep);
+/* Wakeups (shm_wake.c): the owner's eventfd (-1: none, logged with seg_name); an
+ * endpoint's copy of its peer's, taken at ep_create and dropped at ep_destroy;
+ * the write that wakes the peer; the iface's event ops. */
+int           axon_shm_wake_fd_open(const char *seg_name);
+void          axon_shm_wake_take(axon_shm_ep_t *ep, const char *seg_name);
+void          axon_shm_wake_drop(axon_shm_ep_t *ep);
+void          axon_shm_wake_peer(const axon_shm_ep_t *ep);
+axon_status_t axon_shm_iface_event_fd(axon_iface_t *tl_iface, int *fd_p);
+axon_status_t axon_shm_iface_event_arm(axon_iface_t *tl_iface);
 axon_status_t axon_shm_ep_check(axon_tl_ep_t *tl_ep);
 
 /* shm_cma.c */

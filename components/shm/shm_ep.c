@@ -70,6 +70,7 @@ axon_status_t axon_shm_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid,
         axon_debug("shm: the owner of %s (pid %d) is in other namespaces or has no /proc: "
                    "no get from it and no liveness checks", addr.seg_name, ep->peer.pid);
     }
+    axon_shm_wake_take(ep, addr.seg_name);
     axon_list_add_tail(&iface->eps, &ep->list);
 
     *ep_p = &ep->super;
@@ -97,6 +98,7 @@ void axon_shm_ep_destroy(axon_tl_ep_t *tl_ep)
         }
         axon_list_del(&ep->list);
     }
+    axon_shm_wake_drop(ep);
     axon_shm_sender_release(ep->slot, ep->slot_word);
     axon_shm_seg_detach(ep->seg_addr, ep->seg_length);
     free(ep);
@@ -146,6 +148,7 @@ axon_status_t axon_shm_ep_am_short(axon_tl_ep_t *tl_ep, uint8_t am_id, const voi
     axon_status_t           status;
     uint64_t                pos;
     char                   *dest;
+    int                     wake;
 
     /* A failed ep joins the argument checks: one branch, not taken. hdr_len +
      * length is written so that it cannot wrap around. */
@@ -155,7 +158,7 @@ axon_status_t axon_shm_ep_am_short(axon_tl_ep_t *tl_ep, uint8_t am_id, const voi
         return axon_shm_ep_am_short_invalid(ep, am_id, hdr_len, length);
     }
 
-    status = axon_shm_fifo_claim(&ep->fifo, ep->claim, &cell, &pos);
+    status = axon_shm_fifo_claim(&ep->fifo, ep->claim, &cell, &pos, &wake);
     if (__builtin_expect(status != AXON_OK, 0)) {
         return axon_shm_ep_full(ep);
     }
@@ -169,6 +172,9 @@ axon_status_t axon_shm_ep_am_short(axon_tl_ep_t *tl_ep, uint8_t am_id, const voi
         memcpy(dest + hdr_len, payload, length);
     }
     axon_shm_fifo_publish(cell, pos, am_id, (uint32_t)(hdr_len + length));
+    if (__builtin_expect(wake, 0)) {
+        axon_shm_wake_peer(ep);
+    }
     return AXON_OK;
 }
 
@@ -190,12 +196,13 @@ ssize_t axon_shm_ep_am_bcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, axon_pack_cb_t 
     axon_status_t           status;
     uint64_t                pos;
     size_t                  length;
+    int                     wake;
 
     if (__builtin_expect((ep->status != AXON_OK) || (am_id >= AXON_AM_ID_MAX), 0)) {
         return axon_shm_ep_am_bcopy_invalid(ep, am_id);
     }
 
-    status = axon_shm_fifo_claim(&ep->fifo, ep->claim, &cell, &pos);
+    status = axon_shm_fifo_claim(&ep->fifo, ep->claim, &cell, &pos, &wake);
     if (__builtin_expect(status != AXON_OK, 0)) {
         return axon_shm_ep_full(ep);
     }
@@ -204,11 +211,17 @@ ssize_t axon_shm_ep_am_bcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, axon_pack_cb_t 
     if (__builtin_expect(length > iface->max_bcopy, 0)) {
         /* The cell is claimed and the receiver waits for it in order: publish it empty. */
         axon_shm_fifo_publish(cell, pos, AXON_SHM_AM_ID_VOID, 0);
+        if (wake) {
+            axon_shm_wake_peer(ep);
+        }
         axon_error("shm: am_bcopy pack callback wrote %zu bytes, max_bcopy is %zu "
                    "(the peer's ring may be corrupt)", length, iface->max_bcopy);
         return AXON_ERR_INVALID_PARAM;
     }
     axon_shm_fifo_publish(cell, pos, am_id, (uint32_t)length);
+    if (__builtin_expect(wake, 0)) {
+        axon_shm_wake_peer(ep);
+    }
     return (ssize_t)length;
 }
 

@@ -14,6 +14,11 @@
  * about to claim into its claim word (a line of the segment only it writes,
  * shm_seg.h), and the consumer can later prove who held a stuck cell.
  *
+ * A consumer about to sleep arms the ring (axon_shm_fifo_arm): it sets the
+ * top bit of the tail, which every producer's claim swaps out anyway; the
+ * producer whose claim clears it wakes the consumer after publishing. So a
+ * wakeup costs the senders nothing until someone waits.
+ *
  * Everything here is static inline: it is the whole send and receive path.
  */
 #ifndef AXON_SHM_FIFO_H
@@ -29,6 +34,9 @@
 /* The ring is shared between processes: its atomics must not hide a lock. */
 _Static_assert(__atomic_always_lock_free(sizeof(uint64_t), 0),
                "shm ring needs lock-free 64-bit atomics");
+
+/* The tail's top bit: the consumer waits for a wakeup (positions never reach it). */
+#define AXON_SHM_FIFO_ARMED (1ull << 63)
 
 /* Producers' counter, alone on its cache line so claiming does not disturb cells. */
 typedef struct axon_shm_fifo_ctl {
@@ -100,12 +108,16 @@ static inline void axon_shm_fifo_init(const axon_shm_fifo_t *fifo)
  * AXON_ERR_NO_RESOURCE when the ring is full; no cell was taken then, so the
  * caller may simply retry later. A claimed cell must be published, even if
  * the caller has nothing to say (the consumer waits for cells in order).
+ * *wake_p is set when the consumer armed the ring: this claim disarmed it,
+ * and the caller wakes the consumer once the cell is published.
  */
 static inline axon_status_t axon_shm_fifo_claim(const axon_shm_fifo_t *fifo,
                                                 _Atomic uint64_t *claim,
-                                                axon_shm_cell_t **cell_p, uint64_t *pos_p)
+                                                axon_shm_cell_t **cell_p, uint64_t *pos_p,
+                                                int *wake_p)
 {
-    uint64_t         pos = atomic_load_explicit(&fifo->ctl->tail, memory_order_relaxed);
+    uint64_t         tail = atomic_load_explicit(&fifo->ctl->tail, memory_order_relaxed);
+    uint64_t         pos  = tail & ~AXON_SHM_FIFO_ARMED;
     axon_shm_cell_t *cell;
     uint64_t         seq;
     int64_t          diff;
@@ -120,13 +132,15 @@ static inline axon_status_t axon_shm_fifo_claim(const axon_shm_fifo_t *fifo,
              * past pos sees this store (or a later one of ours, made after we
              * published pos). On failure pos is reloaded with the current tail. */
             atomic_store_explicit(claim, pos, memory_order_release);
-            if (atomic_compare_exchange_weak_explicit(&fifo->ctl->tail, &pos, pos + 1,
+            if (atomic_compare_exchange_weak_explicit(&fifo->ctl->tail, &tail, pos + 1,
                                                       memory_order_release,
                                                       memory_order_relaxed)) {
                 *cell_p = cell;
                 *pos_p  = pos;
+                *wake_p = (tail & AXON_SHM_FIFO_ARMED) != 0;
                 return AXON_OK;
             }
+            pos = tail & ~AXON_SHM_FIFO_ARMED;
         } else if (__builtin_expect(diff < 0, 0)) {
             /* The cell still holds the previous lap: the consumer is a lap behind.
              * Withdraw a claim that lost its race, so it cannot look like ours. */
@@ -137,13 +151,12 @@ static inline axon_status_t axon_shm_fifo_claim(const axon_shm_fifo_t *fifo,
              * (acquire), we see its move of the tail: a tail still at pos means no
              * producer took it, and the cell's number is corrupt (the peer's ring is
              * the peer's to break, not ours to spin on): full, as far as we can tell. */
-            uint64_t tail = atomic_load_explicit(&fifo->ctl->tail, memory_order_relaxed);
-
-            if (__builtin_expect(tail == pos, 0)) {
+            tail = atomic_load_explicit(&fifo->ctl->tail, memory_order_relaxed);
+            if (__builtin_expect((tail & ~AXON_SHM_FIFO_ARMED) == pos, 0)) {
                 atomic_store_explicit(claim, AXON_SHM_FIFO_CLAIM_NONE, memory_order_release);
                 return AXON_ERR_NO_RESOURCE;
             }
-            pos = tail;
+            pos = tail & ~AXON_SHM_FIFO_ARMED;
         }
     }
 }
@@ -181,8 +194,28 @@ static inline int axon_shm_fifo_is_claimed(const axon_shm_fifo_t *fifo, uint64_t
 {
     /* Acquire pairs with the producers' release CAS: their claim words are
      * visible to whatever the caller reads next. */
-    return (atomic_load_explicit(&fifo->ctl->tail, memory_order_acquire) != head) &&
-           (axon_shm_fifo_peek(fifo, head) == NULL);
+    uint64_t tail = atomic_load_explicit(&fifo->ctl->tail, memory_order_acquire);
+
+    return ((tail & ~AXON_SHM_FIFO_ARMED) != head) && (axon_shm_fifo_peek(fifo, head) == NULL);
+}
+
+/*
+ * Consumer, before it sleeps: ask the next producer for a wakeup. 1 if armed
+ * (nothing was claimed past head: the next claim sees the bit), 0 if cells
+ * are claimed or published past head (the bit is taken back: consume first).
+ * The fetch-or is ordered with every producer's CAS on the tail, so a claim
+ * either precedes it (seen here) or sees the bit.
+ */
+static inline int axon_shm_fifo_arm(const axon_shm_fifo_t *fifo, uint64_t head)
+{
+    uint64_t tail = atomic_fetch_or_explicit(&fifo->ctl->tail, AXON_SHM_FIFO_ARMED,
+                                             memory_order_seq_cst);
+
+    if ((tail & ~AXON_SHM_FIFO_ARMED) == head) {
+        return 1;
+    }
+    atomic_fetch_and_explicit(&fifo->ctl->tail, ~AXON_SHM_FIFO_ARMED, memory_order_relaxed);
+    return 0;
 }
 
 /*

@@ -34,9 +34,10 @@ axon_status_t axon_shm_iface_open(const axon_resource_t *resource, const void *c
     iface->uid     = (uint32_t)geteuid();
     axon_proc_self(&iface->self);
 
+    iface->event_fd = axon_shm_wake_fd_open(config->prefix);
     status = axon_shm_seg_create(config->prefix, config->fifo_size, config->cell_size,
                                  config->max_senders, iface->host_id, &iface->self,
-                                 &iface->seg, &iface->fifo, &iface->senders);
+                                 iface->event_fd, &iface->seg, &iface->fifo, &iface->senders);
     if (status != AXON_OK) {
         goto err_free;
     }
@@ -67,6 +68,9 @@ axon_status_t axon_shm_iface_open(const axon_resource_t *resource, const void *c
     return AXON_OK;
 
 err_free:
+    if (iface->event_fd >= 0) {
+        close(iface->event_fd);
+    }
     free(iface);
     return status;
 }
@@ -82,6 +86,9 @@ static void axon_shm_iface_close(axon_iface_t *tl_iface)
         axon_list_del(&ep->list);
     }
     axon_shm_seg_destroy(&iface->seg, &iface->senders);
+    if (iface->event_fd >= 0) {
+        close(iface->event_fd);
+    }
     free(iface);
 }
 
@@ -375,6 +382,8 @@ static const axon_iface_ops_t axon_shm_iface_ops = {
     .iface_addr_len     = sizeof(axon_shm_iface_addr_t),
     .iface_get_address  = axon_shm_iface_get_address,
     .iface_is_reachable = axon_shm_iface_is_reachable,
+    .iface_event_fd     = axon_shm_iface_event_fd,
+    .iface_event_arm    = axon_shm_iface_event_arm,
     .ep_create          = axon_shm_ep_create,
     .ep_destroy         = axon_shm_ep_destroy,
     .ep_am_short        = axon_shm_ep_am_short,

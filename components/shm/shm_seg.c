@@ -196,7 +196,7 @@ static void axon_shm_seg_reap(const char *prefix, uint64_t host_id,
 
 axon_status_t axon_shm_seg_create(const char *prefix, unsigned fifo_size, size_t cell_size,
                                   unsigned nsenders, uint64_t host_id,
-                                  const axon_proc_t *owner, axon_shm_seg_t *seg,
+                                  const axon_proc_t *owner, int event_fd, axon_shm_seg_t *seg,
                                   axon_shm_fifo_t *fifo, axon_shm_senders_t *senders)
 {
     axon_shm_seg_ctl_t *ctl;
@@ -279,6 +279,8 @@ axon_status_t axon_shm_seg_create(const char *prefix, unsigned fifo_size, size_t
     axon_shm_fifo_init(fifo);
     axon_shm_senders_view(senders, addr, nsenders);
     atomic_init(&senders->ctl->hwm, 0);
+    senders->ctl->event_fd = event_fd;
+    atomic_init(&senders->ctl->deaf_senders, 0);
     for (i = 0; i < nsenders; ++i) {
         atomic_init(&senders->slots[i].claim, AXON_SHM_FIFO_CLAIM_NONE);
         atomic_init(&senders->slots[i].owner, 0);

@@ -38,7 +38,8 @@
 #define AXON_SHM_DIR          "/dev/shm"
 
 #define AXON_SHM_SEG_MAGIC    0x314d48534e4f5841ull  /* "AXONSHM1" little-endian */
-#define AXON_SHM_SEG_VERSION  4                      /* 3: sender slots, 4: closed */
+#define AXON_SHM_SEG_VERSION  5                      /* 3: sender slots, 4: closed,
+                                                      * 5: wakeups (armed tail, event fd) */
 #define AXON_SHM_SEG_VERSION_REAP 2                  /* oldest whose control line we can reap */
 #define AXON_SHM_SEG_NAME_MAX 48                     /* with the NUL; fixed in addresses */
 
@@ -82,6 +83,11 @@ typedef struct axon_shm_senders_ctl {
     /* Set by the owner when its iface closes normally: a sender that finds the
      * owner gone after it was set saw a peer leave, not fail (shm's goodbye). */
     _Atomic uint32_t closed;
+    /* Wakeups (axon_shm_fifo_arm): the owner's eventfd, by its number in the owner
+     * (a sender takes a copy with pidfd_getfd), -1 none; and how many senders could
+     * not take one: while any, the owner never sleeps on the ring. */
+    int32_t          event_fd;
+    _Atomic uint32_t deaf_senders;
 } __attribute__((aligned(AXON_SHM_FIFO_ALIGN))) axon_shm_senders_ctl_t;
 
 /* A process's view of a segment's sender slots. */
@@ -120,13 +126,14 @@ axon_status_t axon_shm_seg_check_prefix(const char *prefix, const char *var_name
 /*
  * Create, size and map a new segment with an empty ring and nsenders free
  * sender slots (fifo, senders: the owner's views of them); host_id and owner
- * go into its control line. The first call in a process first reaps the
+ * go into its control line, event_fd (the owner's eventfd, -1: none) into the
+ * senders' control line. The first call in a process first reaps the
  * segments of dead processes (see shm_seg.c). The segment is unlinked by
  * axon_shm_seg_destroy() or, if never destroyed, when the process exits.
  */
 axon_status_t axon_shm_seg_create(const char *prefix, unsigned fifo_size, size_t cell_size,
                                   unsigned nsenders, uint64_t host_id,
-                                  const axon_proc_t *owner, axon_shm_seg_t *seg,
+                                  const axon_proc_t *owner, int event_fd, axon_shm_seg_t *seg,
                                   axon_shm_fifo_t *fifo, axon_shm_senders_t *senders);
 /* The owner closes seg: mark it closed (senders see a goodbye), unlink, unmap. */
 void          axon_shm_seg_destroy(axon_shm_seg_t *seg, axon_shm_senders_t *senders);

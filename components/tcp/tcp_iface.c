@@ -406,6 +406,32 @@ out_events:
     return count;
 }
 
+/* ---------------------------------------------------------------- waiting */
+
+/* The epoll set is level-triggered: it is readable while any socket has work. */
+static axon_status_t axon_tcp_iface_event_fd(axon_iface_t *tl_iface, int *fd_p)
+{
+    *fd_p = ((axon_tcp_iface_t*)tl_iface)->epfd;
+    return AXON_OK;
+}
+
+/*
+ * Armed unless progress has work: a socket ready, or what only polling
+ * finds (a connect's deadline, reports to deliver, sockets to free). Frames
+ * left in a receive buffer are partial: their rest makes the socket ready.
+ */
+static axon_status_t axon_tcp_iface_event_arm(axon_iface_t *tl_iface)
+{
+    axon_tcp_iface_t  *iface = (axon_tcp_iface_t*)tl_iface;
+    struct epoll_event event;
+
+    if (!axon_list_is_empty(&iface->connecting) || !axon_list_is_empty(&iface->ep_reports) ||
+        !axon_list_is_empty(&iface->reports) || !axon_list_is_empty(&iface->garbage)) {
+        return AXON_ERR_BUSY;
+    }
+    return (epoll_wait(iface->epfd, &event, 1, 0) > 0) ? AXON_ERR_BUSY : AXON_OK;
+}
+
 /* ---------------------------------------------------------------- open, close */
 
 axon_status_t axon_tcp_iface_open(const axon_resource_t *resource, const void *config_v,
@@ -663,6 +689,8 @@ static int axon_tcp_iface_is_reachable(axon_iface_t *tl_iface, const void *dev_a
 static const axon_iface_ops_t axon_tcp_iface_ops = {
     .iface_close        = axon_tcp_iface_close,
     .iface_progress     = axon_tcp_iface_progress,
+    .iface_event_fd     = axon_tcp_iface_event_fd,
+    .iface_event_arm    = axon_tcp_iface_event_arm,
     .dev_addr_len       = sizeof(axon_tcp_dev_addr_t),
     .iface_addr_len     = sizeof(axon_tcp_iface_addr_t),
     .iface_get_address  = axon_tcp_iface_get_address,

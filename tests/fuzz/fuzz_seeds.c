@@ -264,7 +264,7 @@ static int axon_fuzz_seeds_shm_segment(axon_fuzz_emit_t emit, void *arg)
     for (i = 0; !stop && (i < sizeof(rings) / sizeof(rings[0])); ++i) {
         memset(&seg, 0, sizeof(seg));
         status = axon_shm_seg_create("axon-fuzz-seed", rings[i][0], rings[i][1], rings[i][2],
-                                     axon_sys_host_id(), &self, &seg, &fifo, &senders);
+                                     axon_sys_host_id(), &self, -1, &seg, &fifo, &senders);
         if (status != AXON_OK) {
             fprintf(stderr, "fuzz seeds: a shm segment: %s\n", axon_status_string(status));
             return -1;

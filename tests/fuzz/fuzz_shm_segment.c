@@ -24,6 +24,7 @@ int axon_fuzz_shm_segment(const uint8_t *data, size_t size)
     axon_shm_fifo_t fifo;
     axon_shm_cell_t *cell;
     uint64_t pos, word;
+    int wake;
     void *seg = NULL;
     int accepted;
 
@@ -41,7 +42,7 @@ int axon_fuzz_shm_segment(const uint8_t *data, size_t size)
                            ctl.fifo_size, ctl.cell_size);
         axon_shm_senders_view(&senders, seg, ctl.senders);
         if (axon_shm_sender_acquire(&senders, &fifo, &self, "fuzz", &slot, &word) == AXON_OK) {
-            if (axon_shm_fifo_claim(&fifo, &slot->claim, &cell, &pos) == AXON_OK) {
+            if (axon_shm_fifo_claim(&fifo, &slot->claim, &cell, &pos, &wake) == AXON_OK) {
                 memset(axon_shm_cell_payload(cell), 0xa5,
                        axon_shm_cell_payload_max(ctl.cell_size));
                 axon_shm_fifo_publish(cell, pos, 1, 0);

@@ -607,6 +607,7 @@ int axon_test_shm_claim_unpublished(pid_t pid)
     axon_shm_cell_t          *cell;
     struct stat               st;
     uint64_t                  pos, owner;
+    int                       wake;
     void                     *addr;
     int                       fd, ret = -1;
 
@@ -655,7 +656,7 @@ int axon_test_shm_claim_unpublished(pid_t pid)
     }
     axon_shm_fifo_view(&fifo, (axon_shm_seg_ctl_t *)addr + 1, (char *)addr + ctl->cells_offset,
                        ctl->fifo_size, ctl->cell_size);
-    if (axon_shm_fifo_claim(&fifo, &mine->claim, &cell, &pos) == AXON_OK) {
+    if (axon_shm_fifo_claim(&fifo, &mine->claim, &cell, &pos, &wake) == AXON_OK) {
         ret = 0;  /* and never published */
     }
 out:

@@ -1057,6 +1057,46 @@ TEST_P(Rma, RkeyPtrReachesWhatIsMappedHere)
     s_.finish();
 }
 
+/* The window a caller may keep: a peer's mapped memory only (this process's may be unmapped
+ * under the key), the same bytes axon_rkey_ptr gives, all of them reached by stores. */
+TEST_P(Rma, RkeyMapWindowIsWhatStaysMapped)
+{
+    const RmaParam &p = GetParam();
+    ASSERT_NO_FATAL_FAILURE(s_.start(p));
+    for (int r = 0; r < kRegions; ++r) {
+        uint64_t lo  = 0;
+        size_t   len = 0;
+        void    *win = nullptr, *ptr = nullptr;
+
+        SCOPED_TRACE(region_name(r));
+        axon_status_t status = axon_rkey_map_window(s_.rkey[r], &lo, &len, &win);
+        if ((s_.path(r) == AXON_RMA_PATH_LOCAL) || (s_.rkey[r]->map_len == 0)) {
+            EXPECT_EQ(AXON_ERR_UNSUPPORTED, status) << "nothing a caller may keep";
+            continue;
+        }
+        ASSERT_EQ(AXON_OK, status);
+        ASSERT_GT(len, 16u);
+        ASSERT_EQ(AXON_OK, axon_rkey_ptr(s_.rkey[r], lo, len, 0, &ptr));
+        EXPECT_EQ(win, ptr) << "the window is where axon_rkey_ptr points";
+        const uint64_t off = lo - s_.addr(r, 0);
+        if (off + len < region_length(r)) {   /* a partial window: shared pages */
+            EXPECT_EQ(AXON_ERR_UNSUPPORTED, axon_rkey_ptr(s_.rkey[r], lo + len - 8, 16, 0, &ptr))
+                << "the window is the widest: past its end nothing is mapped here";
+        }
+        uint8_t out[64];
+        fill_pat(out, sizeof(out), 70 + r, 0);
+        memcpy(static_cast<uint8_t *>(win) + len - sizeof(out), out, sizeof(out));
+        EXPECT_EQ(-1, s_.target->check(r, off + len - sizeof(out), sizeof(out), 70 + r, 0))
+            << "a store at the window's end did not reach the owner";
+    }
+    uint64_t lo;
+    size_t   len;
+    void    *win;
+    EXPECT_EQ(AXON_ERR_INVALID_PARAM, axon_rkey_map_window(nullptr, &lo, &len, &win));
+    EXPECT_EQ(AXON_ERR_INVALID_PARAM, axon_rkey_map_window(s_.rkey[0], &lo, nullptr, &win));
+    s_.finish();
+}
+
 /* ---------------------------------------------------------------- concurrent atomics */
 
 const int kProcs      = 4;

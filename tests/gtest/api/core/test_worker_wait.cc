@@ -1,0 +1,285 @@
+/*
+ * Waiting for a worker instead of polling it (axon_worker_get_efd,
+ * axon_worker_arm): an armed worker's descriptor stays quiet until a
+ * message comes, then becomes readable; arming with a message already in
+ * is refused (AXON_ERR_BUSY); transports that can only be polled say so.
+ * Over shm the sender wakes the armed receiver through its eventfd, in
+ * this process and from another one; over tcp the sockets' epoll set does.
+ */
+#include <gtest/gtest.h>
+
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "axon.h"
+#include "harness.h"
+#include "log_capture.h"
+
+namespace {
+
+const double     kOpTimeout = 10.0;
+const axon_tag_t kTag       = 0x5a17;
+
+/* Is fd readable within timeout_ms? */
+bool readable(int fd, int timeout_ms)
+{
+    struct pollfd pfd = {fd, POLLIN, 0};
+
+    return (poll(&pfd, 1, timeout_ms) == 1) && (pfd.revents & POLLIN);
+}
+
+/* Progress until nothing more happens (a few empty passes in a row). */
+void drain(axon_worker_h worker)
+{
+    int empty = 0;
+
+    while (empty < 8) {
+        empty = (axon_worker_progress(worker) == 0) ? empty + 1 : 0;
+    }
+}
+
+/* Progress and arm until the worker is armed (AXON_OK), or the first other error. */
+axon_status_t arm_after_progress(axon_worker_h worker)
+{
+    axon_status_t status = AXON_ERR_BUSY;
+    double        start  = axon_test_time();
+
+    while ((status == AXON_ERR_BUSY) && (axon_test_time() - start < kOpTimeout)) {
+        drain(worker);
+        status = axon_worker_arm(worker);
+    }
+    return status;
+}
+
+/* Two nodes over tls, b with an endpoint to a. */
+struct Pair {
+    axon_test_node_t a = {}, b = {};
+    axon_ep_h        ep = nullptr;
+
+    axon_status_t open(const char *tls)
+    {
+        axon_status_t status = axon_test_node_create(&a, tls, NULL, 0);
+
+        if (status == AXON_OK) {
+            status = axon_test_node_create(&b, tls, NULL, 0);
+        }
+        if (status == AXON_OK) {
+            status = axon_test_ep_create(b.worker, a.address, a.address_length, &ep);
+        }
+        return status;
+    }
+
+    ~Pair()
+    {
+        if (ep != nullptr) {
+            axon_test_ep_close(b.worker, ep, AXON_EP_CLOSE_FORCE, kOpTimeout);
+        }
+        if (b.worker != nullptr) {
+            axon_test_node_destroy(&b);
+        }
+        if (a.worker != nullptr) {
+            axon_test_node_destroy(&a);
+        }
+    }
+};
+
+/* While one worker of the pair waits, the other is driven too (tcp's handshake). */
+void progress_other(void *arg)
+{
+    axon_worker_progress((axon_worker_h)arg);
+}
+
+/* A first message from b to a, received: the connection is up. */
+void first_message(Pair &p)
+{
+    uint64_t value = 7, got = 0;
+
+    axon_test_set_progress_hook(progress_other, p.a.worker);
+    ASSERT_EQ(AXON_OK, axon_test_send(p.b.worker, p.ep, &value, sizeof(value), kTag, kOpTimeout));
+    axon_test_set_progress_hook(progress_other, p.b.worker);
+    ASSERT_EQ(AXON_OK, axon_test_recv(p.a.worker, &got, sizeof(got), kTag, ~0ull, NULL,
+                                      kOpTimeout));
+    axon_test_set_progress_hook(NULL, NULL);
+    EXPECT_EQ(value, got);
+}
+
+/* The receiver arms and sleeps; the sender's message wakes it, and arrives. */
+void wakes_on_a_message(const char *tls)
+{
+    Pair     p;
+    int      fd = -1;
+    uint64_t value = 0x1122334455667788ull, got = 0;
+
+    ASSERT_EQ(AXON_OK, p.open(tls));
+    ASSERT_EQ(AXON_OK, axon_worker_get_efd(p.a.worker, &fd));
+    ASSERT_GE(fd, 0);
+    first_message(p);
+
+    for (int round = 0; round < 3; ++round) {
+        ASSERT_EQ(AXON_OK, arm_after_progress(p.a.worker)) << tls << " round " << round;
+        EXPECT_FALSE(readable(fd, 50)) << tls << ": armed with nothing sent, yet readable";
+        value += round;
+        ASSERT_EQ(AXON_OK, axon_test_send(p.b.worker, p.ep, &value, sizeof(value), kTag,
+                                          kOpTimeout));
+        EXPECT_TRUE(readable(fd, (int)(kOpTimeout * 1000))) << tls << ": no wake-up";
+        got = 0;
+        ASSERT_EQ(AXON_OK, axon_test_recv(p.a.worker, &got, sizeof(got), kTag, ~0ull, NULL,
+                                          kOpTimeout));
+        EXPECT_EQ(value, got);
+    }
+}
+
+/* A message in before the arm: the worker must be progressed first. */
+void busy_with_a_message_in(const char *tls)
+{
+    Pair     p;
+    int      fd = -1;
+    uint64_t value = 42, got = 0;
+
+    ASSERT_EQ(AXON_OK, p.open(tls));
+    ASSERT_EQ(AXON_OK, axon_worker_get_efd(p.a.worker, &fd));
+    first_message(p);
+    ASSERT_EQ(AXON_OK, arm_after_progress(p.a.worker));
+
+    /* Sent while armed, not yet received: arming again is refused until it is. */
+    ASSERT_EQ(AXON_OK, axon_test_send(p.b.worker, p.ep, &value, sizeof(value), kTag, kOpTimeout));
+    EXPECT_TRUE(readable(fd, (int)(kOpTimeout * 1000)));
+    EXPECT_EQ(AXON_ERR_BUSY, axon_worker_arm(p.a.worker)) << tls;
+    got = 0;
+    ASSERT_EQ(AXON_OK, axon_test_recv(p.a.worker, &got, sizeof(got), kTag, ~0ull, NULL,
+                                      kOpTimeout));
+    EXPECT_EQ(value, got);
+    EXPECT_EQ(AXON_OK, arm_after_progress(p.a.worker)) << tls;
+}
+
+TEST(WorkerWait, ShmWakesOnAMessage)
+{
+    wakes_on_a_message("shm");
+}
+
+TEST(WorkerWait, TcpWakesOnAMessage)
+{
+    wakes_on_a_message("tcp");
+}
+
+TEST(WorkerWait, ShmIsBusyWithAMessageIn)
+{
+    busy_with_a_message_in("shm");
+}
+
+TEST(WorkerWait, TcpIsBusyWithAMessageIn)
+{
+    busy_with_a_message_in("tcp");
+}
+
+/* A worker whose transports are all self (one worker, nothing to wait for) arms at once. */
+TEST(WorkerWait, SelfOnlyArmsAtOnce)
+{
+    axon_test_node_t node = {};
+    int              fd   = -1;
+
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&node, "self", NULL, 0));
+    EXPECT_EQ(AXON_OK, axon_worker_get_efd(node.worker, &fd));
+    EXPECT_EQ(AXON_OK, arm_after_progress(node.worker));
+    EXPECT_FALSE(readable(fd, 20));
+    axon_test_node_destroy(&node);
+}
+
+/* rc on softib is a polled device: no descriptor, and the log says which transport. */
+TEST(WorkerWait, PolledTransportIsUnsupported)
+{
+    axon_test_node_t node = {};
+    int              fd   = -1;
+
+    if (axon_test_node_create(&node, "rc", NULL, 0) != AXON_OK) {
+        GTEST_SKIP() << "no rc resource (softib)";
+    }
+    EXPECT_EQ(AXON_ERR_UNSUPPORTED, axon_worker_get_efd(node.worker, &fd));
+    EXPECT_EQ(-1, fd);
+    EXPECT_EQ(AXON_ERR_UNSUPPORTED, axon_worker_arm(node.worker));
+    axon_test_node_destroy(&node);
+}
+
+TEST(WorkerWait, NullArgumentsAreRefused)
+{
+    axon_test_node_t node = {};
+    int              fd;
+    std::string      log;
+
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&node, "self", NULL, 0));
+    log = capture_stderr([&] {
+        EXPECT_EQ(AXON_ERR_INVALID_PARAM, axon_worker_get_efd(NULL, &fd));
+        EXPECT_EQ(AXON_ERR_INVALID_PARAM, axon_worker_get_efd(node.worker, NULL));
+        EXPECT_EQ(AXON_ERR_INVALID_PARAM, axon_worker_arm(NULL));
+    });
+    EXPECT_NE(std::string::npos, log.find("fd_p")) << log;
+    EXPECT_NE(std::string::npos, log.find("axon_worker_arm")) << log;
+    axon_test_node_destroy(&node);
+}
+
+/* ---------------------------------------------------------------- another process */
+
+/* The child: connect, wait for "go", send one message, wait for the end. */
+int peer_send_later(int fd, void *)
+{
+    axon_test_node_t node = {};
+    void            *addr;
+    size_t           len;
+    axon_ep_h        ep;
+    uint64_t         value = 0xfeedull;
+
+    PEER_CHECK(axon_test_node_create(&node, "shm", NULL, 0) == AXON_OK);
+    PEER_CHECK(axon_test_exchange_address(fd, node.address, node.address_length, &addr, &len) ==
+               0);
+    PEER_CHECK(axon_test_ep_create(node.worker, addr, len, &ep) == AXON_OK);
+    free(addr);
+    PEER_CHECK(axon_test_send(node.worker, ep, &value, sizeof(value), kTag, kOpTimeout) ==
+               AXON_OK);
+    PEER_CHECK(axon_test_sync_progress(fd, node.worker, kOpTimeout) == 0);   /* parent armed */
+    usleep(100000);   /* the parent is asleep by now */
+    ++value;
+    PEER_CHECK(axon_test_send(node.worker, ep, &value, sizeof(value), kTag, kOpTimeout) ==
+               AXON_OK);
+    PEER_CHECK(axon_test_sync_progress(fd, node.worker, kOpTimeout) == 0);
+    PEER_CHECK(axon_test_ep_close(node.worker, ep, 0, kOpTimeout) == AXON_OK);
+    axon_test_node_destroy(&node);
+    return 0;
+}
+
+/* The parent sleeps on its descriptor; the child's message, sent 100 ms later, wakes it. */
+TEST(WorkerWaitXproc, AnotherProcessWakesTheSleeper)
+{
+    axon_test_node_t node = {};
+    axon_test_peer_t peer;
+    void            *addr;
+    size_t           len;
+    uint64_t         got = 0;
+    int              fd  = -1;
+
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&node, "shm", NULL, 0));
+    ASSERT_EQ(0, axon_test_peer_spawn(&peer, peer_send_later, NULL, 60.0));
+    ASSERT_EQ(0, axon_test_exchange_address(peer.fd, node.address, node.address_length, &addr,
+                                            &len));
+    free(addr);
+    ASSERT_EQ(AXON_OK, axon_worker_get_efd(node.worker, &fd));
+    ASSERT_EQ(AXON_OK, axon_test_recv(node.worker, &got, sizeof(got), kTag, ~0ull, NULL,
+                                      kOpTimeout));
+    EXPECT_EQ(0xfeedull, got);
+    ASSERT_EQ(AXON_OK, arm_after_progress(node.worker));
+    ASSERT_EQ(0, axon_test_sync(peer.fd));
+
+    EXPECT_TRUE(readable(fd, (int)(kOpTimeout * 1000))) << "the child's message did not wake us";
+    got = 0;
+    ASSERT_EQ(AXON_OK, axon_test_recv(node.worker, &got, sizeof(got), kTag, ~0ull, NULL,
+                                      kOpTimeout));
+    EXPECT_EQ(0xfeedull + 1, got);
+    ASSERT_EQ(0, axon_test_sync_progress(peer.fd, node.worker, kOpTimeout));
+    EXPECT_EQ(0, axon_test_peer_wait(&peer, 60.0));
+    axon_test_node_destroy(&node);
+}
+
+}  // namespace
