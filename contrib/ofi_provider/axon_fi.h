@@ -43,6 +43,7 @@
 #include <rdma/providers/fi_prov.h>
 
 #include "axon.h"
+#include "axon_fi_mutex.h"
 
 #define AXON_FI_PROV_NAME     "axon"
 #define AXON_FI_FABRIC_NAME   "axon"
@@ -296,7 +297,7 @@ struct axon_fi_domain {
     axon_fi_fabric_t      *fabric;
     enum fi_threading      threading;
     int                    locked;         /* FI_THREAD_SAFE and friends: one mutex */
-    pthread_mutex_t        lock;
+    axon_fi_mutex_t        lock;
     int                    refs;           /* AVs, CQs, counters, EPs, MRs, poll sets */
     uint64_t               mr_mode;        /* normalized: FI_MR_VIRT_ADDR, FI_MR_PROV_KEY bits */
     /* Registrations with remote access, by key + 1 (the map's keys are never 0). Address
@@ -326,6 +327,8 @@ struct axon_fi_domain {
     pthread_t              progress_thread;
     int                    progress_running;
     int                    progress_stop;  /* under lock */
+    int                    progress_asleep; /* the thread waits on armed workers (lock) */
+    int                    progress_kick_fd; /* an eventfd that wakes it */
 };
 
 
@@ -374,6 +377,11 @@ typedef struct axon_fi_rkey {
     uint64_t             word;     /* its FI_REMOTE_WRITE word at the target (the read word
                                     * follows), on the connection's words key; 0: messages */
     uint64_t            *word_ptr; /* the words mapped here (axon_rkey_ptr), or NULL */
+    /* The key's memory mapped here for the key's life (axon_rkey_map_window), in
+     * libfabric's addresses: [win_lo, + win_len) at win_ptr; win_len 0: none */
+    uint64_t             win_lo;
+    uint64_t             win_len;
+    uint8_t             *win_ptr;
 } axon_fi_rkey_t;
 
 /* An endpoint's connection to one peer: the Axon endpoint, made at first use. */
@@ -383,6 +391,8 @@ typedef struct axon_fi_conn {
     axon_fi_peer_t  *peer;
     int              refs;         /* fi_addrs of this endpoint leading here */
     axon_fi_map_t    rkeys;        /* libfabric key + 1 -> axon_fi_rkey_t */
+    uint64_t         last_key;     /* the key + 1 found last (0: none), and its entry: */
+    axon_fi_rkey_t  *last_rkey;    /* SHMEM puts one key after another */
     axon_fi_rkey_t  *all_rkeys;    /* destroyed with the connection */
     axon_rkey_h      words;        /* the peer endpoint's event words, unpacked once */
 } axon_fi_conn_t;
@@ -455,6 +465,9 @@ struct axon_fi_ep {
     /* Passes of the application's calls over the worker, and their count when the
      * domain's progress thread last looked (axon_fi_progress.c); both under the lock. */
     uint64_t           app_passes, thread_seen;
+    /* The worker's descriptor for the thread's sleeps: wake_state 0 not asked yet,
+     * 1 wake_fd is it, -1 the worker can only be polled. */
+    int                wake_state, wake_fd;
     void              *worker_addr;
     size_t             worker_addr_len;
     axon_fi_name_t     name;
@@ -498,7 +511,7 @@ struct axon_fi_ep {
 static inline void axon_fi_lock(axon_fi_domain_t *domain)
 {
     if (domain->locked) {
-        pthread_mutex_lock(&domain->lock);
+        axon_fi_mutex_lock(&domain->lock);
     }
 }
 
@@ -522,7 +535,7 @@ static inline void axon_fi_wait_idle(unsigned *empty_passes)
 static inline void axon_fi_unlock(axon_fi_domain_t *domain)
 {
     if (domain->locked) {
-        pthread_mutex_unlock(&domain->lock);
+        axon_fi_mutex_unlock(&domain->lock);
     }
 }
 
@@ -671,8 +684,15 @@ static inline axon_fi_rkey_t *axon_fi_rkey_find(axon_fi_conn_t *conn, uint64_t k
 {
     uint64_t val;
 
-    return axon_fi_map_get(&conn->rkeys, key + 1, &val) ? (axon_fi_rkey_t *)(uintptr_t)val :
-                                                          NULL;
+    if (AXON_FI_LIKELY(conn->last_key == key + 1)) {
+        return conn->last_rkey;
+    }
+    if (!axon_fi_map_get(&conn->rkeys, key + 1, &val)) {
+        return NULL;
+    }
+    conn->last_key  = key + 1;
+    conn->last_rkey = (axon_fi_rkey_t *)(uintptr_t)val;
+    return conn->last_rkey;
 }
 
 static inline axon_status_t axon_fi_rkey_get(axon_fi_conn_t *conn, uint64_t key,
@@ -695,6 +715,19 @@ int axon_fi_eq_post(axon_fi_eq_t *eq, uint32_t event, const void *buf, size_t le
 /* FI_PROGRESS_AUTO: start the domain's progress thread (its lock is then always taken). */
 int  axon_fi_progress_start(axon_fi_domain_t *domain);
 void axon_fi_progress_stop(axon_fi_domain_t *domain);
+/* Wake the thread from its sleep (lock held). */
+void axon_fi_progress_kick(axon_fi_domain_t *domain);
+/*
+ * The application posted an operation, or changed the endpoints (lock held):
+ * a worker may need progress that no message will announce (a send queued
+ * for ring space), so a sleeping thread is woken to look.
+ */
+static inline void axon_fi_progress_posted(axon_fi_domain_t *domain)
+{
+    if (AXON_FI_UNLIKELY(domain->progress_asleep)) {
+        axon_fi_progress_kick(domain);
+    }
+}
 
 /* -------------------------------------------------------------- RMA events */
 

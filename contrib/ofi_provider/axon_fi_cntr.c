@@ -133,7 +133,11 @@ static int axon_fi_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int 
     unsigned events, empty = 0;
 
     /* Reached already (a SHMEM quiet after operations that completed in their call):
-     * no progress pass, which would count as an idle poll and may yield the core. */
+     * no progress pass, which would count as an idle poll and may yield the core. The
+     * value only grows between sets, so a value read unlocked that is there is there. */
+    if (__atomic_load_n(&cntr->value, __ATOMIC_ACQUIRE) >= threshold) {
+        return 0;
+    }
     if (axon_fi_cntr_settled(cntr)) {
         value  = __atomic_load_n(&cntr->value, __ATOMIC_ACQUIRE);
         errors = __atomic_load_n(&cntr->errors, __ATOMIC_ACQUIRE);

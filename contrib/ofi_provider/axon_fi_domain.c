@@ -115,7 +115,6 @@ static int axon_fi_domain_close(struct fid *fid)
     pthread_mutex_lock(&domain->fabric->lock);
     --domain->fabric->refs;
     pthread_mutex_unlock(&domain->fabric->lock);
-    pthread_mutex_destroy(&domain->lock);
     free(domain);
     return 0;
 }
@@ -206,7 +205,7 @@ int axon_fi_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
     domain->next_prov_key = 1;
     domain->rma_event = (info != NULL) && (info->caps & FI_RMA_EVENT);
     domain->mr_share  = axon_fi_mr_share_wanted(domain->mr_mode);
-    pthread_mutex_init(&domain->lock, NULL);
+    atomic_init(&domain->lock.state, 0);
     pthread_mutex_init(&domain->mr_lock, NULL);
 
     ops = ((info != NULL) && (info->tx_attr != NULL) && info->tx_attr->size) ?
@@ -247,7 +246,6 @@ err_free:
         domain->chunks = chunk->next;
         free(chunk);
     }
-    pthread_mutex_destroy(&domain->lock);
     pthread_mutex_destroy(&domain->mr_lock);
     free(domain);
     return ret;

@@ -288,6 +288,7 @@ static int axon_fi_ep_close(struct fid *fid)
 
     axon_fi_lock(domain);
     axon_fi_eps_del(&domain->all_eps, ep);   /* the progress thread lets it go */
+    axon_fi_progress_posted(domain);         /* and stops waiting on its worker */
     axon_fi_event_close(ep);
     axon_fi_ep_drain(ep);
     axon_fi_event_adds_drain(ep);   /* counts told by word adds reach their targets */
@@ -569,6 +570,7 @@ int axon_fi_ep_open(struct fid_domain *domain_fid, struct fi_info *info, struct 
         free(ep);
         return -FI_ENOMEM;
     }
+    axon_fi_progress_posted(domain);   /* a sleeping thread waits on this worker too */
     ++domain->refs;
     axon_fi_unlock(domain);
     *ep_p = &ep->ep_fid;

@@ -214,6 +214,7 @@ static void axon_fi_event_send(axon_fi_ep_t *ep, fi_addr_t addr, uint64_t key, u
         if (status == AXON_INPROGRESS) {
             ++ep->events_queued;   /* the callback takes it back: until then, a backlog */
             axon_request_free(req);   /* injected: nothing refers to msg any more */
+            axon_fi_progress_posted(ep->domain);
             status = AXON_OK;
         }
         ep->events_sent += (status == AXON_OK);

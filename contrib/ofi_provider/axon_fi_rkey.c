@@ -18,6 +18,20 @@
 #include <string.h>
 #include "axon_fi.h"
 
+/* Where the key's memory is mapped for good (a peer's on this host), for the direct path. */
+static void axon_fi_rkey_window(axon_fi_rkey_t *rkey)
+{
+    uint64_t lo;
+    size_t   len;
+    void    *ptr;
+
+    if (axon_rkey_map_window(rkey->rkey, &lo, &len, &ptr) == AXON_OK) {
+        rkey->win_lo  = lo - rkey->addend;   /* modulo 2^64, as the addend is */
+        rkey->win_len = len;
+        rkey->win_ptr = ptr;
+    }
+}
+
 axon_status_t axon_fi_rkey_resolve(axon_fi_conn_t *conn, uint64_t key, axon_fi_rkey_t **rkey_p)
 {
     axon_fi_peer_t *peer = conn->peer;
@@ -68,6 +82,7 @@ axon_status_t axon_fi_rkey_resolve(axon_fi_conn_t *conn, uint64_t key, axon_fi_r
         free(rkey);
         return AXON_ERR_NO_MEMORY;
     }
+    axon_fi_rkey_window(rkey);
     rkey->next      = conn->all_rkeys;
     conn->all_rkeys = rkey;
     *rkey_p = rkey;
@@ -80,6 +95,9 @@ void axon_fi_rkey_forget(axon_fi_ep_t *ep, fi_addr_t addr, uint64_t key)
 
     if (conn != NULL) {
         axon_fi_map_del(&conn->rkeys, key + 1);
+        if (conn->last_key == key + 1) {
+            conn->last_key = 0;
+        }
     }
 }
 
@@ -97,4 +115,5 @@ void axon_fi_rkey_destroy_all(axon_fi_conn_t *conn)
         conn->words = NULL;
     }
     axon_fi_map_free(&conn->rkeys);
+    conn->last_key = 0;
 }

@@ -13,6 +13,7 @@ void axon_fi_inflight_add(axon_fi_ep_t *ep, axon_fi_op_t *op)
 {
     axon_fi_list_add_tail(&ep->inflight, op);
     op->posted = 1;
+    axon_fi_progress_posted(ep->domain);
 }
 
 void axon_fi_inflight_del(axon_fi_op_t *op)

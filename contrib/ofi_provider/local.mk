@@ -29,6 +29,8 @@ contrib_ofi_provider_libaxon_fi_la_SOURCES = \
 	contrib/ofi_provider/axon_fi_event_words.c \
 	contrib/ofi_provider/axon_fi_ext.h \
 	contrib/ofi_provider/axon_fi_progress.c \
+	contrib/ofi_provider/axon_fi_mutex.c \
+	contrib/ofi_provider/axon_fi_mutex.h \
 	contrib/ofi_provider/axon_fi_atomic.c \
 	contrib/ofi_provider/axon_fi_atomic_calc.c \
 	contrib/ofi_provider/axon_fi_tagged.c \

@@ -12,7 +12,10 @@
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_rma.h>
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/resource.h>
 
 namespace {
@@ -57,6 +60,63 @@ TEST_F(OfiProviderProgress, IdleThreadSleeps)
     nanosleep(&second, NULL);
     double used = process_cpu_sec() - start;
     EXPECT_LT(used, 0.1) << "the idle progress thread used " << used << " s of CPU in 1 s";
+}
+
+/* Context switches of this process's thread named name, -1 if there is none. */
+long thread_switches(const char *name)
+{
+    char  path[96], comm[32], line[128];
+    DIR  *dir = opendir("/proc/self/task");
+    long  total = -1, n;
+    struct dirent *de;
+
+    while ((dir != NULL) && ((de = readdir(dir)) != NULL)) {
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+        FILE *f = fopen(path, "r");
+        if (f == NULL) {
+            continue;
+        }
+        bool ours = (fgets(comm, sizeof(comm), f) != NULL) && (strncmp(comm, name, strlen(name)) == 0);
+        fclose(f);
+        if (!ours) {
+            continue;
+        }
+        snprintf(path, sizeof(path), "/proc/self/task/%s/status", de->d_name);
+        f = fopen(path, "r");
+        total = 0;
+        while ((f != NULL) && (fgets(line, sizeof(line), f) != NULL)) {
+            if ((sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1) ||
+                (sscanf(line, "nonvoluntary_ctxt_switches: %ld", &n) == 1)) {
+                total += n;
+            }
+        }
+        if (f != NULL) {
+            fclose(f);
+        }
+    }
+    if (dir != NULL) {
+        closedir(dir);
+    }
+    return total;
+}
+
+/* Idle over transports it can wait for (shm, tcp, self), the thread sleeps on its workers'
+ * descriptors: a handful of wake-ups a second (its sleep's bound), not a nap a millisecond
+ * (a context switch on a core another process may be busy on). */
+TEST_F(OfiProviderProgress, IdleThreadWakesRarely)
+{
+    Node n;
+    n.caps = kCaps;
+    n.mr_mode = FI_MR_LOCAL;
+    n.auto_progress = true;
+    ASSERT_EQ(0, n.open());
+    struct timespec settle = {0, 100000000}, second = {1, 0};
+    nanosleep(&settle, NULL);   /* past the naps after start-up */
+    long before = thread_switches("axon-fi-prog");
+    ASSERT_GE(before, 0) << "no thread named axon-fi-prog";
+    nanosleep(&second, NULL);
+    long woke = thread_switches("axon-fi-prog") - before;
+    EXPECT_LT(woke, 60) << "the idle progress thread woke " << woke << " times in 1 s";
 }
 
 const int kRounds = 200;
