@@ -19,6 +19,10 @@
 #include "harness.h"
 #include "log_capture.h"
 
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+
 namespace {
 
 const double     kOpTimeout = 10.0;
@@ -53,6 +57,17 @@ axon_status_t arm_after_progress(axon_worker_h worker)
         status = axon_worker_arm(worker);
     }
     return status;
+}
+
+/* Under valgrind shm's senders cannot take the wakeup descriptor (no pidfd_open there):
+ * its workers are polled, never waited for. */
+bool shm_waits(const char *tls)
+{
+#if __has_include(<valgrind/valgrind.h>)
+    return (strcmp(tls, "shm") != 0) || !RUNNING_ON_VALGRIND;
+#else
+    return true;
+#endif
 }
 
 /* Two nodes over tls, b with an endpoint to a. */
@@ -118,6 +133,10 @@ void wakes_on_a_message(const char *tls)
     ASSERT_EQ(AXON_OK, axon_worker_get_efd(p.a.worker, &fd));
     ASSERT_GE(fd, 0);
     first_message(p);
+    if (!shm_waits(tls)) {
+        EXPECT_EQ(AXON_ERR_UNSUPPORTED, axon_worker_arm(p.a.worker));
+        GTEST_SKIP() << "under valgrind shm is polled";
+    }
 
     for (int round = 0; round < 3; ++round) {
         ASSERT_EQ(AXON_OK, arm_after_progress(p.a.worker)) << tls << " round " << round;
@@ -143,6 +162,10 @@ void busy_with_a_message_in(const char *tls)
     ASSERT_EQ(AXON_OK, p.open(tls));
     ASSERT_EQ(AXON_OK, axon_worker_get_efd(p.a.worker, &fd));
     first_message(p);
+    if (!shm_waits(tls)) {
+        EXPECT_EQ(AXON_ERR_UNSUPPORTED, axon_worker_arm(p.a.worker));
+        GTEST_SKIP() << "under valgrind shm is polled";
+    }
     ASSERT_EQ(AXON_OK, arm_after_progress(p.a.worker));
 
     /* Sent while armed, not yet received: arming again is refused until it is. */
