@@ -69,6 +69,12 @@ err_close:
     return status;
 }
 
+/* The epoll set, made at the first get_efd or arm. */
+static axon_status_t axon_worker_efd_ensure(axon_worker_h worker)
+{
+    return (worker->efd >= 0) ? AXON_OK : axon_worker_efd_open(worker);
+}
+
 axon_status_t axon_worker_get_efd(axon_worker_h worker, int *fd_p)
 {
     axon_status_t status;
@@ -77,14 +83,11 @@ axon_status_t axon_worker_get_efd(axon_worker_h worker, int *fd_p)
         axon_error("axon_worker_get_efd: NULL %s", (worker == NULL) ? "worker" : "fd_p");
         return AXON_ERR_INVALID_PARAM;
     }
-    if (worker->efd < 0) {
-        status = axon_worker_efd_open(worker);
-        if (status != AXON_OK) {
-            return status;
-        }
+    status = axon_worker_efd_ensure(worker);
+    if (status == AXON_OK) {
+        *fd_p = worker->efd;
     }
-    *fd_p = worker->efd;
-    return AXON_OK;
+    return status;
 }
 
 /* Work of the worker's own that only progress finds (no message will announce it). */
@@ -104,11 +107,9 @@ axon_status_t axon_worker_arm(axon_worker_h worker)
         axon_error("axon_worker_arm: NULL worker");
         return AXON_ERR_INVALID_PARAM;
     }
-    if (worker->efd < 0) {
-        status = axon_worker_efd_open(worker);
-        if (status != AXON_OK) {
-            return status;
-        }
+    status = axon_worker_efd_ensure(worker);
+    if (status != AXON_OK) {
+        return status;
     }
     if (axon_worker_has_due_work(worker)) {
         return AXON_ERR_BUSY;

@@ -184,10 +184,10 @@ axon_status_t axon_shm_ep_am_short(axon_tl_ep_t *tl_ep, uint8_t am_id, const voi
 ssize_t       axon_shm_ep_am_bcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, axon_pack_cb_t pack,
                                    void *arg);
 axon_status_t axon_shm_ep_flush(axon_tl_ep_t *tl_ep);
-/* Wakeups (shm_wake.c): the owner's eventfd (-1: none, logged with seg_name); an
+/* Wakeups (shm_wake.c): the owner's eventfd (-1: none, logged with prefix); an
  * endpoint's copy of its peer's, taken at ep_create and dropped at ep_destroy;
  * the write that wakes the peer; the iface's event ops. */
-int           axon_shm_wake_fd_open(const char *seg_name);
+int           axon_shm_wake_fd_open(const char *prefix);
 void          axon_shm_wake_take(axon_shm_ep_t *ep, const char *seg_name);
 void          axon_shm_wake_drop(axon_shm_ep_t *ep);
 void          axon_shm_wake_peer(const axon_shm_ep_t *ep);

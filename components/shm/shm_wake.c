@@ -6,7 +6,7 @@
  * A sender reaches the owner's eventfd through a copy of the descriptor
  * (pidfd_getfd, the same permission as cross-memory attach), taken when its
  * endpoint is made. A sender that cannot take one (another pid namespace,
- * ptrace restrictions, an old kernel) says so in the owner's segment
+ * ptrace restrictions, an old kernel, valgrind) says so in the owner's segment
  * (deaf_senders), and the owner then refuses to sleep: its worker is
  * polled, as without wakeups.
  */
@@ -31,13 +31,13 @@
 #define SYS_pidfd_getfd 438
 #endif
 
-int axon_shm_wake_fd_open(const char *seg_name)
+int axon_shm_wake_fd_open(const char *prefix)
 {
     int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 
     if (fd < 0) {
-        axon_debug("shm: no eventfd (%s): the owner of %s is polled, never woken",
-                   strerror(errno), seg_name);
+        axon_debug("shm (prefix %s): no eventfd (%s): this iface is polled, never woken",
+                   prefix, strerror(errno));
     }
     return fd;
 }

@@ -16,8 +16,6 @@ typedef struct axon_fi_mutex {
     _Atomic uint32_t state;
 } axon_fi_mutex_t;
 
-#define AXON_FI_MUTEX_INIT {0}
-
 /* The contended halves: wait in the kernel, wake one waiter. */
 void axon_fi_mutex_lock_wait(axon_fi_mutex_t *mutex);
 void axon_fi_mutex_wake(axon_fi_mutex_t *mutex);

@@ -109,6 +109,12 @@ static int axon_fi_progress_arm(axon_fi_domain_t *domain, struct pollfd *fds, nf
     return 1;
 }
 
+/* Doubled up to max, or first from 0: the naps' and the back-off's growth. */
+static long axon_fi_progress_grow(long value, long first, long max)
+{
+    return (value == 0) ? first : (value * 2 > max) ? max : value * 2;
+}
+
 static void axon_fi_progress_nap(long ns)
 {
     struct timespec nap = {0, ns};
@@ -140,7 +146,8 @@ static void *axon_fi_progress_main(void *arg)
     struct pollfd     fds[AXON_FI_EP_CNT + 1];
     nfds_t            nfds = 0;
     long              nap = AXON_FI_PROGRESS_MIN_NS;
-    unsigned          events, backoff = 0, backoff_span = 0;
+    unsigned          events;
+    long              backoff = 0, backoff_span = 0;
     int               stop = 0, busy = 0, armed = 0, woken = 0;
 
     /* Naps as asked: the default slack (50 us) would make the shortest one 70 us. */
@@ -172,9 +179,7 @@ static void *axon_fi_progress_main(void *arg)
         if (woken) {
             /* The last sleep's wake-up: for the thread's own endpoints, or not. */
             backoff_span = (events > 0) ? 0 :
-                           (backoff_span == 0) ? 1 :
-                           (backoff_span * 2 > AXON_FI_PROGRESS_BACKOFF_MAX) ?
-                           AXON_FI_PROGRESS_BACKOFF_MAX : backoff_span * 2;
+                           axon_fi_progress_grow(backoff_span, 1, AXON_FI_PROGRESS_BACKOFF_MAX);
             backoff = backoff_span;
             woken   = 0;
         }
@@ -193,7 +198,7 @@ static void *axon_fi_progress_main(void *arg)
         if (backoff > 0) {
             --backoff;
         }
-        nap = (nap * 2 > AXON_FI_PROGRESS_MAX_NS) ? AXON_FI_PROGRESS_MAX_NS : nap * 2;
+        nap = axon_fi_progress_grow(nap, AXON_FI_PROGRESS_MIN_NS, AXON_FI_PROGRESS_MAX_NS);
     }
     return NULL;
 }
