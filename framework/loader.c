@@ -176,7 +176,8 @@ static int axon_loader_tls_admits(const axon_config_allow_list_t *tls,
 /* Parse the component's configuration and list its resources. */
 static axon_status_t axon_loader_init_component(axon_loaded_component_t *lc,
                                                 const axon_config_kv_t *kv, size_t kv_count,
-                                                const axon_config_allow_list_t *tls)
+                                                const axon_config_allow_list_t *tls,
+                                                unsigned flags)
 {
     const axon_component_t *comp = lc->component;
     axon_status_t status;
@@ -200,6 +201,10 @@ static axon_status_t axon_loader_init_component(axon_loaded_component_t *lc,
     if ((comp->flags & AXON_COMPONENT_FLAG_ON_REQUEST) && !axon_loader_tls_names(tls, lc->name)) {
         /* Costly to ask, never chosen by default: not even queried. */
         axon_debug("component '%s' is used only when AXON_TLS names it", lc->name);
+        return AXON_OK;
+    }
+    if ((comp->coll_offload != NULL) && (flags & AXON_LOADER_NO_COLL_OFFLOAD)) {
+        axon_debug("component '%s' not queried: no collective offload in this context", lc->name);
         return AXON_OK;
     }
     if (!axon_loader_tls_admits(tls, lc)) {
@@ -273,7 +278,7 @@ err_nomem:
 
 axon_status_t axon_loader_load_all(const axon_config_names_t *path_list,
                                    const axon_config_kv_t *kv, size_t kv_count,
-                                   const axon_config_allow_list_t *tls,
+                                   const axon_config_allow_list_t *tls, unsigned flags,
                                    axon_component_set_t *set)
 {
     axon_config_names_t dirs;
@@ -294,7 +299,7 @@ axon_status_t axon_loader_load_all(const axon_config_names_t *path_list,
 
     for (i = 0; (status == AXON_OK) && (i < set->count); ++i) {
         if (set->comps[i].component != NULL) {
-            status = axon_loader_init_component(&set->comps[i], kv, kv_count, tls);
+            status = axon_loader_init_component(&set->comps[i], kv, kv_count, tls, flags);
         }
     }
 

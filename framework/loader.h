@@ -34,11 +34,16 @@ typedef struct axon_component_set {
  * AXON_ERR_INVALID_PARAM.
  *
  * Components flagged AXON_COMPONENT_FLAG_ON_REQUEST are queried only when
- * tls (AXON_TLS) names them; tls NULL queries every component.
+ * tls (AXON_TLS) names them; tls NULL queries every component. With
+ * AXON_LOADER_NO_COLL_OFFLOAD in flags a collective offload component is
+ * loaded but not queried (a context without collectives, or with offload
+ * off): its query opens every device.
  */
+#define AXON_LOADER_NO_COLL_OFFLOAD (1u << 0)
+
 axon_status_t axon_loader_load_all(const axon_config_names_t *path_list,
                                    const axon_config_kv_t *kv, size_t kv_count,
-                                   const axon_config_allow_list_t *tls,
+                                   const axon_config_allow_list_t *tls, unsigned flags,
                                    axon_component_set_t *set);
 void          axon_loader_unload_all(axon_component_set_t *set);
 

@@ -27,7 +27,7 @@ static void axon_info_usage(const char *prog)
 
 int main(int argc, char **argv)
 {
-    axon_context_params_t params = {.features = AXON_FEATURE_TAG};
+    axon_context_params_t params = {.features = AXON_FEATURE_TAG | AXON_FEATURE_COLL};
     unsigned what = 0;
     int c;
     axon_context_h ctx;

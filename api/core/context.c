@@ -402,7 +402,10 @@ axon_status_t axon_init(const axon_context_params_t *params, axon_context_h *con
         goto err_release;
     }
     status = axon_loader_load_all(&ctx->opts.component_path, params->config,
-                                  params->config_count, &ctx->opts.tls, &ctx->comps);
+                                  params->config_count, &ctx->opts.tls,
+                                  ((ctx->features & AXON_FEATURE_COLL) &&
+                                   (ctx->opts.coll_offload != AXON_COLL_OFFLOAD_NEVER)) ?
+                                  0 : AXON_LOADER_NO_COLL_OFFLOAD, &ctx->comps);
     if (status != AXON_OK) {
         goto err_topo;
     }

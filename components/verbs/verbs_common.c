@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include "log.h"
 #include "verbs_common.h"
 
@@ -468,8 +470,8 @@ void axon_verbs_ah_cache_cleanup(axon_verbs_ah_cache_t *cache)
 axon_status_t axon_verbs_bufpool_init(axon_verbs_bufpool_t *bp, axon_verbs_dev_t *dev,
                                       const char *name, size_t elem_size, unsigned count)
 {
-    size_t total;
-    unsigned i;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    void *base;
     int ret;
 
     memset(bp, 0, sizeof(*bp));
@@ -481,24 +483,22 @@ axon_status_t axon_verbs_bufpool_init(axon_verbs_bufpool_t *bp, axon_verbs_dev_t
                    elem_size);
         return AXON_ERR_INVALID_PARAM;
     }
-    total = bp->elem_size * count;
-    if (posix_memalign((void **)&bp->base, 4096, total) != 0) {
-        axon_error("verbs: %s: cannot allocate %zu bytes for %s", dev->name, total, name);
+    bp->map_len = (bp->elem_size * count + page - 1) & ~(page - 1);
+    base = mmap(NULL, bp->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) {
+        axon_error("verbs: %s: cannot map %zu bytes for %s: %s", dev->name, bp->map_len, name,
+                   strerror(errno));
         return AXON_ERR_NO_MEMORY;
     }
-    memset(bp->base, 0, total);
-    ret = axon_dev_reg_mr(dev->pd, bp->base, total, AXON_DEV_ACCESS_LOCAL_WRITE, &bp->mr);
+    ret = axon_dev_reg_mr(dev->pd, base, bp->map_len, AXON_DEV_ACCESS_LOCAL_WRITE, &bp->mr);
     if (ret != 0) {
-        axon_error("verbs: %s: reg_mr of %s (%zu bytes): %s", dev->name, name, total,
+        axon_error("verbs: %s: reg_mr of %s (%zu bytes): %s", dev->name, name, bp->map_len,
                    strerror(ret));
-        free(bp->base);
-        bp->base = NULL;
+        munmap(base, bp->map_len);
         return (ret == ENOMEM) ? AXON_ERR_NO_MEMORY : AXON_ERR_IO_ERROR;
     }
-    /* lowest addresses first out, for locality */
-    for (i = count; i > 0; --i) {
-        axon_verbs_bufpool_put(bp, axon_verbs_bufpool_at(bp, i - 1));
-    }
+    bp->base     = base;
+    bp->num_free = count;   /* all fresh: handed out lowest address first, for locality */
     return AXON_OK;
 }
 
@@ -516,7 +516,7 @@ void axon_verbs_bufpool_cleanup(axon_verbs_bufpool_t *bp)
     if ((ret = axon_dev_dereg_mr(bp->mr)) != 0) {
         axon_warn("verbs: dereg_mr of %s: %s", bp->name, strerror(ret));
     }
-    free(bp->base);
+    munmap(bp->base, bp->map_len);
     bp->base = NULL;
 }
 

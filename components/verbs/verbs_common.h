@@ -161,14 +161,20 @@ void                   axon_verbs_ah_cache_cleanup(axon_verbs_ah_cache_t *cache)
  * Registered buffers of one fixed size, carved from one MR, handed out from a
  * free list: the data path's bounce buffers, with no allocation per message.
  * Not thread-safe (one worker). A free element holds the list link in its
- * first bytes; an element in use is the caller's entirely.
+ * first bytes; an element in use is the caller's entirely. The pool is
+ * anonymous memory, zero until written, and a buffer never handed out is
+ * never touched (elements past `fresh` are on no list): an rc interface's
+ * 10 MiB of bounce buffers cost the pages its traffic used, not all of them
+ * at open (a device that pins at registration faults them in anyway).
  */
 typedef struct axon_verbs_bufpool {
     uint8_t       *base;
     axon_dev_mr_t *mr;
     size_t         elem_size;   /* rounded up to 64 bytes */
+    size_t         map_len;     /* of base's mapping */
     unsigned       count;
     unsigned       num_free;
+    unsigned       fresh;       /* elements below it were handed out at least once */
     void          *free_list;
     const char    *name;
 } axon_verbs_bufpool_t;
@@ -185,8 +191,12 @@ static inline void *axon_verbs_bufpool_get(axon_verbs_bufpool_t *bp)
     void *buf = bp->free_list;
     if (__builtin_expect(buf != NULL, 1)) {
         bp->free_list = *(void **)buf;
-        --bp->num_free;
+    } else if (bp->fresh < bp->count) {
+        buf = bp->base + (size_t)bp->fresh++ * bp->elem_size;
+    } else {
+        return NULL;
     }
+    --bp->num_free;
     return buf;
 }
 

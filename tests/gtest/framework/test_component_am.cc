@@ -110,7 +110,7 @@ protected:
     void start()
     {
         axon_config_names_t path = {NULL, 0};
-        ASSERT_EQ(AXON_OK, axon_loader_load_all(&path, NULL, 0, NULL, &set_));
+        ASSERT_EQ(AXON_OK, axon_loader_load_all(&path, NULL, 0, NULL, 0, &set_));
         for (unsigned i = 0; i < set_.count; ++i) {
             if ((set_.comps[i].component != nullptr) && !strcmp(set_.comps[i].name, GetParam())) {
                 lc_ = &set_.comps[i];

@@ -83,7 +83,7 @@ std::string make_temp_dir()
 
 TEST_F(Loader, FindsSelfAndShmInBuildTree)
 {
-    ASSERT_EQ(AXON_OK, axon_loader_load_all(&path, NULL, 0, NULL, &set));
+    ASSERT_EQ(AXON_OK, axon_loader_load_all(&path, NULL, 0, NULL, 0, &set));
     const axon_loaded_component_t *self = find("self"), *shm = find("shm");
     ASSERT_NE(nullptr, self);
     ASSERT_NE(nullptr, shm);
@@ -103,7 +103,7 @@ TEST_F(Loader, UnloadablePluginsAreSkippedAndOthersLoad)
     log_capture logs;
 
     set_path({AXON_TEST_PLUGIN_DIR});
-    ASSERT_EQ(AXON_OK, axon_loader_load_all(&path, NULL, 0, NULL, &set));
+    ASSERT_EQ(AXON_OK, axon_loader_load_all(&path, NULL, 0, NULL, 0, &set));
 
     const axon_loaded_component_t *broken = find("broken"), *badabi = find("badabi");
     ASSERT_NE(nullptr, broken);
@@ -149,7 +149,7 @@ TEST_F(Loader, FirstPluginOfANameWins)
     ASSERT_EQ(0, symlink(AXON_TEST_PLUGIN_DIR "/libaxon_broken.so", link.c_str()));
 
     set_path({dir});
-    ASSERT_EQ(AXON_OK, axon_loader_load_all(&path, NULL, 0, NULL, &set));
+    ASSERT_EQ(AXON_OK, axon_loader_load_all(&path, NULL, 0, NULL, 0, &set));
     const axon_loaded_component_t *self = find("self");
     ASSERT_NE(nullptr, self);
     EXPECT_EQ(link, std::string(self->path));
@@ -168,7 +168,7 @@ TEST_F(Loader, DescriptorNameMustMatchFileName)
                          link.c_str()));
 
     set_path({dir});
-    ASSERT_EQ(AXON_OK, axon_loader_load_all(&path, NULL, 0, NULL, &set));
+    ASSERT_EQ(AXON_OK, axon_loader_load_all(&path, NULL, 0, NULL, 0, &set));
     const axon_loaded_component_t *other = find("other");
     ASSERT_NE(nullptr, other);
     EXPECT_EQ(nullptr, other->component);
@@ -190,7 +190,7 @@ TEST_F(Loader, NonPluginFilesAndMissingDirsAreIgnored)
     }
 
     set_path({"/nonexistent/axon/dir", dir});
-    ASSERT_EQ(AXON_OK, axon_loader_load_all(&path, NULL, 0, NULL, &set));
+    ASSERT_EQ(AXON_OK, axon_loader_load_all(&path, NULL, 0, NULL, 0, &set));
     for (unsigned i = 0; i < set.count; ++i) {
         EXPECT_NE(0, strcmp(set.comps[i].name, "")) << set.comps[i].path;
         EXPECT_EQ(std::string::npos, std::string(set.comps[i].path).find(dir))
@@ -209,7 +209,7 @@ TEST_F(Loader, BadComponentConfigFailsTheLoad)
     log_capture logs;
     axon_config_kv_t kv[] = {{"SHM_FIFO_SIZE", "lots"}};
 
-    EXPECT_EQ(AXON_ERR_INVALID_PARAM, axon_loader_load_all(&path, kv, 1, NULL, &set));
+    EXPECT_EQ(AXON_ERR_INVALID_PARAM, axon_loader_load_all(&path, kv, 1, NULL, 0, &set));
     EXPECT_EQ(0u, set.count);
     EXPECT_TRUE(logs.has(AXON_LOG_ERROR, "AXON_SHM_FIFO_SIZE", "lots"));
 }

@@ -20,6 +20,7 @@
 #include <functional>
 #include <algorithm>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "axon.h"
@@ -611,10 +612,17 @@ public:
             axon_request_free(req);
         }
         eps.clear();
+        /* All at once: a ud member's close waits (linger) for the acks of its
+         * goodbyes, which come only from members that still progress; one
+         * after another, each waited out the whole linger. */
+        std::vector<std::thread> closers;
         for (axon_test_node_t &n : nodes) {
             if (n.context != nullptr) {
-                axon_test_node_destroy(&n);
+                closers.emplace_back(axon_test_node_destroy, &n);
             }
+        }
+        for (std::thread &t : closers) {
+            t.join();
         }
         nodes.clear();
     }

@@ -135,7 +135,7 @@ struct DcWorld {
     axon_status_t load()
     {
         axon_config_names_t path = {NULL, 0};
-        axon_status_t status = axon_loader_load_all(&path, NULL, 0, NULL, &set);
+        axon_status_t status = axon_loader_load_all(&path, NULL, 0, NULL, 0, &set);
         if (status != AXON_OK) {
             return status;
         }

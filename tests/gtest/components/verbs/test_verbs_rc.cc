@@ -129,7 +129,7 @@ struct Rc {
     bool load()
     {
         axon_config_names_t path = {NULL, 0};
-        if (axon_loader_load_all(&path, NULL, 0, NULL, &set) != AXON_OK) {
+        if (axon_loader_load_all(&path, NULL, 0, NULL, 0, &set) != AXON_OK) {
             return false;
         }
         for (unsigned i = 0; i < set.count; ++i) {

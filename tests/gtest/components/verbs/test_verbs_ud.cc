@@ -76,7 +76,7 @@ struct UdIface {
         axon_config_names_t  path = {NULL, 0};
         axon_iface_params_t  params;
 
-        if (axon_loader_load_all(&path, kv.data(), kv.size(), NULL, &set) != AXON_OK) {
+        if (axon_loader_load_all(&path, kv.data(), kv.size(), NULL, 0, &set) != AXON_OK) {
             return false;
         }
         for (unsigned i = 0; i < set.count; ++i) {
