@@ -351,6 +351,7 @@ axon_status_t axon_init(const axon_context_params_t *params, axon_context_h *con
 {
     axon_context_h ctx;
     axon_status_t status;
+    int coll_offload;
 
     if ((params == NULL) || (context_p == NULL)) {
         axon_error("axon_init: NULL %s", params ? "context_p" : "params");
@@ -401,11 +402,11 @@ axon_status_t axon_init(const axon_context_params_t *params, axon_context_h *con
     if (status != AXON_OK) {
         goto err_release;
     }
+    coll_offload = (ctx->features & AXON_FEATURE_COLL) &&
+                   (ctx->opts.coll_offload != AXON_COLL_OFFLOAD_NEVER);
     status = axon_loader_load_all(&ctx->opts.component_path, params->config,
                                   params->config_count, &ctx->opts.tls,
-                                  ((ctx->features & AXON_FEATURE_COLL) &&
-                                   (ctx->opts.coll_offload != AXON_COLL_OFFLOAD_NEVER)) ?
-                                  0 : AXON_LOADER_NO_COLL_OFFLOAD, &ctx->comps);
+                                  coll_offload ? 0 : AXON_LOADER_NO_COLL_OFFLOAD, &ctx->comps);
     if (status != AXON_OK) {
         goto err_topo;
     }

@@ -185,6 +185,17 @@ axon_status_t axon_verbs_bufpool_init(axon_verbs_bufpool_t *bp, axon_verbs_dev_t
 /* Warns if buffers are still out, then deregisters and frees. */
 void          axon_verbs_bufpool_cleanup(axon_verbs_bufpool_t *bp);
 
+/* Buffer index <-> address, for wr_ids that carry an index. */
+static inline void *axon_verbs_bufpool_at(const axon_verbs_bufpool_t *bp, unsigned index)
+{
+    return bp->base + (size_t)index * bp->elem_size;
+}
+
+static inline unsigned axon_verbs_bufpool_index(const axon_verbs_bufpool_t *bp, const void *buf)
+{
+    return (unsigned)(((const uint8_t *)buf - bp->base) / bp->elem_size);
+}
+
 /* A free buffer, or NULL when all are in use. */
 static inline void *axon_verbs_bufpool_get(axon_verbs_bufpool_t *bp)
 {
@@ -192,7 +203,7 @@ static inline void *axon_verbs_bufpool_get(axon_verbs_bufpool_t *bp)
     if (__builtin_expect(buf != NULL, 1)) {
         bp->free_list = *(void **)buf;
     } else if (bp->fresh < bp->count) {
-        buf = bp->base + (size_t)bp->fresh++ * bp->elem_size;
+        buf = axon_verbs_bufpool_at(bp, bp->fresh++);
     } else {
         return NULL;
     }
@@ -210,17 +221,6 @@ static inline void axon_verbs_bufpool_put(axon_verbs_bufpool_t *bp, void *buf)
 static inline uint32_t axon_verbs_bufpool_lkey(const axon_verbs_bufpool_t *bp)
 {
     return bp->mr->lkey;
-}
-
-/* Buffer index <-> address, for wr_ids that carry an index. */
-static inline void *axon_verbs_bufpool_at(const axon_verbs_bufpool_t *bp, unsigned index)
-{
-    return bp->base + (size_t)index * bp->elem_size;
-}
-
-static inline unsigned axon_verbs_bufpool_index(const axon_verbs_bufpool_t *bp, const void *buf)
-{
-    return (unsigned)(((const uint8_t *)buf - bp->base) / bp->elem_size);
 }
 
 /* ------------------------------------------------------------ SRQ receive ring */
