@@ -60,8 +60,10 @@
 #define AXON_OFI_NAME_MAX       56
 /* Completions taken per fi_cq_read. */
 #define AXON_OFI_CQ_BATCH       16
-/* Progress calls between two looks at the clock for keep-alives. */
-#define AXON_OFI_KEEPALIVE_CHECK_CALLS 256
+/* Progress calls between two looks at the clock for keep-alives: few enough
+ * that slow calls on a crowded host never add up to an interval, which the
+ * keep-alive would take for a pause in progress. */
+#define AXON_OFI_KEEPALIVE_CHECK_CALLS 64
 /* Bounds of AXON_OFI_KEEPALIVE_TIMEOUT: at least this many intervals. */
 #define AXON_OFI_KEEPALIVE_MIN_INTERVALS 2
 /* How long a closing iface waits for its goodbyes to leave. */
@@ -192,6 +194,7 @@ struct axon_ofi_iface {
     unsigned               pending_reports;  /* peers failed, peer_failure not called yet */
     /* Keep-alives */
     unsigned               ka_calls;
+    uint8_t                probe;         /* a connection broke: ping everyone, signaled */
     double                 ka_next;       /* when to ping next */
     double                 ka_checked;    /* the last look at the clock */
     /* Addresses */

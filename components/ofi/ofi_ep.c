@@ -317,8 +317,9 @@ axon_status_t axon_ofi_ctrl_send(axon_ofi_iface_t *iface, axon_ofi_peer_t *peer,
     axon_ofi_op_t *op;
     ssize_t        ret;
 
-    /* A goodbye wants a completion: the iface closes once it left. */
-    if ((kind != AXON_OFI_KIND_BYE) && (len <= iface->inject_size)) {
+    /* A goodbye wants a completion (the iface closes once it left), and so
+     * does a probe (its failure names the dead peer). */
+    if ((kind != AXON_OFI_KIND_BYE) && !iface->probe && (len <= iface->inject_size)) {
         ret = fi_tinject(iface->ep, body, len, peer->addr, tag);
     } else if (peer->ka_pending || ((op = axon_ofi_tx_get(iface)) == NULL)) {
         return AXON_ERR_NO_RESOURCE;
@@ -366,20 +367,25 @@ static void axon_ofi_ping(axon_ofi_iface_t *iface, axon_ofi_peer_t *peer)
 void axon_ofi_ep_keepalive(axon_ofi_iface_t *iface, double now)
 {
     const axon_ofi_config_t *config = iface->config;
+    double                   pause  = now - iface->ka_checked - config->keepalive_interval;
     axon_ofi_peer_t         *peer;
     int                      ping;
 
     /*
-     * We did not progress for a while: the answers we missed wait in the
-     * provider, so nobody's silence counts from before now.
+     * Silence counts only while we look. Checks come every so many progress
+     * calls; more than an interval between two is time we did not progress
+     * (the application computed, or the host descheduled us), and answers
+     * sent meanwhile wait unread in the provider. Only that pause is forgiven:
+     * forgiving the whole wait would let slow progress on a crowded host hide
+     * a dead peer for ever.
      */
-    if (now - iface->ka_checked > config->keepalive_interval) {
+    if (pause > 0) {
         axon_list_for_each(peer, &iface->peers, link) {
-            peer->last_heard = now;
+            peer->last_heard = (peer->last_heard + pause < now) ? peer->last_heard + pause : now;
         }
     }
     iface->ka_checked = now;
-    ping = (now >= iface->ka_next);
+    ping = iface->probe || ((config->keepalive_interval > 0) && (now >= iface->ka_next));
     if (ping) {
         iface->ka_next = now + config->keepalive_interval;
     }
@@ -400,4 +406,5 @@ void axon_ofi_ep_keepalive(axon_ofi_iface_t *iface, double now)
             axon_ofi_ping(iface, peer);
         }
     }
+    iface->probe = 0;
 }

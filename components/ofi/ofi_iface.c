@@ -241,7 +241,18 @@ static void axon_ofi_cq_error(axon_ofi_iface_t *iface)
         return;
     }
     if (op->kind == AXON_OFI_OP_RX) {
-        if (err.err != FI_ECANCELED) {
+        if (axon_ofi_is_peer_error(-err.err)) {
+            /*
+             * Some peer's connection broke; the receive does not say whose.
+             * Ask everyone now, each ping with a completion: the dead
+             * peer's fails at once instead of after the keep-alive timeout.
+             */
+            axon_debug("%s: a connection broke (%s): probing every peer", iface->name,
+                       fi_strerror(err.err));
+            iface->probe    = 1;
+            iface->ka_calls = AXON_OFI_KEEPALIVE_CHECK_CALLS;
+            axon_ofi_rx_post(iface, op);
+        } else if (err.err != FI_ECANCELED) {
             axon_error("%s: receive of %zu bytes failed: %s (%s)", iface->name, err.len,
                        fi_strerror(err.err),
                        fi_cq_strerror(iface->cq, err.prov_errno, err.err_data, NULL, 0));
@@ -283,7 +294,7 @@ static unsigned axon_ofi_iface_progress(axon_iface_t *tl_iface)
     if (__builtin_expect(++iface->ka_calls >= AXON_OFI_KEEPALIVE_CHECK_CALLS, 0)) {
         iface->ka_calls = 0;
         axon_ofi_rx_repost_all(iface);
-        if (iface->config->keepalive_interval > 0) {
+        if ((iface->config->keepalive_interval > 0) || iface->probe) {
             axon_ofi_ep_keepalive(iface, axon_sys_time_sec());
         }
     }

@@ -232,10 +232,13 @@ int stream_sender_main(int fd, void *arg)
     std::vector<uint8_t>        buf(kBig);
     std::vector<axon_request_h> reqs(a->count, nullptr);
 
+    /* Filled before we connect: a peer that cannot progress for longer than
+     * the keep-alive timeout (3 s for ofi and ud here) looks dead, and 32 MiB
+     * of page faults can take that long on a crowded host. */
+    fill_seq(buf.data(), buf.size(), 0);
     if (c.connect(fd, *a->param) != 0) {
         return 2;
     }
-    fill_seq(buf.data(), buf.size(), 0);
     /* The survivor has posted its receives (or wants the messages unexpected). */
     if (axon_test_sync_progress(fd, c.node.worker, kOpTimeout) != 0) {
         return 3;
@@ -504,6 +507,7 @@ TEST_P(PeerFailureFault, SenderSurvivesReceiverKilled)
     std::vector<axon_request_h> reqs(kSends, nullptr);
     std::vector<ReqRecord> recs(kSends);
 
+    fill_seq(buf.data(), buf.size(), 0);  /* before connecting: see stream_sender_main */
     SpawnPeers(s, stream_receiver_main, 0);
     ASSERT_FALSE(HasFatalFailure());
     Connect(s, s.victim, &err, &ep);
@@ -516,7 +520,6 @@ TEST_P(PeerFailureFault, SenderSurvivesReceiverKilled)
         return n;
     };
 
-    fill_seq(buf.data(), buf.size(), 0);
     for (int i = 0; i < kSends; ++i) {
         axon_request_param_t param = {};
         param.flags     = AXON_REQ_FLAG_NO_IMM_CMPL;
@@ -581,6 +584,12 @@ TEST_P(PeerFailureFault, ReceiverSurvivesSenderKilled)
     std::vector<axon_request_h>         reqs(kRecvs, nullptr);
     std::vector<ReqRecord>              recs(kRecvs);
 
+    /* Touched now, not during the transfer, nor while connected without
+     * progress (512 MiB of page faults outlast a 3 s keep-alive timeout on a
+     * crowded host: the sender would rightly take us for dead). */
+    for (auto &b : bufs) {
+        b.assign(kBig, 0);
+    }
     SpawnPeers(s, stream_sender_main, kRecvs);
     ASSERT_FALSE(HasFatalFailure());
     Connect(s, s.victim, &err, &ep);
@@ -588,7 +597,6 @@ TEST_P(PeerFailureFault, ReceiverSurvivesSenderKilled)
 
     for (int i = 0; i < kRecvs; ++i) {
         axon_request_param_t param = {};
-        bufs[i].assign(kBig, 0);  /* touched now, not during the transfer */
         param.flags     = AXON_REQ_FLAG_NO_IMM_CMPL;
         param.cb.recv   = recv_done;
         param.user_data = &recs[i];

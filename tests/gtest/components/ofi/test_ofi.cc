@@ -302,6 +302,112 @@ int echo_main(int fd, void *)
     }
 }
 
+/* The streamer: connects, then sends kStreams messages at once and progresses until killed. */
+const int    kStreams   = 8;
+const size_t kStreamLen = (size_t)8 << 20;
+const axon_tag_t kTagStream = 5;
+
+int streamer_main(int fd, void *)
+{
+    axon_test_node_t     node = {};
+    axon_ep_h            ep   = nullptr;
+    std::vector<uint8_t> buf(kStreamLen, 0x6B);  /* touched before we connect */
+    void                *peer;
+    size_t               len;
+
+    if ((axon_test_node_create(&node, "ofi", nullptr, 0) != AXON_OK) ||
+        (axon_test_exchange_address(fd, node.address, node.address_length, &peer, &len) != 0) ||
+        (axon_test_ep_create(node.worker, peer, len, &ep) != AXON_OK)) {
+        return 1;
+    }
+    free(peer);
+    if (axon_test_sync(fd) != 0) {   /* the survivor has posted its receives */
+        return 2;
+    }
+    for (int i = 0; i < kStreams; ++i) {
+        axon_request_h req = nullptr;
+        axon_status_t  st  = axon_tag_send_nb(ep, buf.data(), buf.size(), kTagStream, nullptr,
+                                              &req);
+        if ((st != AXON_OK) && (st != AXON_INPROGRESS)) {
+            return 3;
+        }
+    }
+    for (;;) {
+        axon_worker_progress(node.worker);
+    }
+}
+
+/*
+ * A sender killed mid-stream: libfabric's tcp fails the survivor's receive
+ * on the broken connection without saying whose it was. ofi pings every
+ * peer at once then, and the dead one's ping fails: the survivor learns in
+ * well under the keep-alive timeout (the default 30 s here).
+ */
+TEST(OfiPeerFailureFault, BrokenConnectionFailsKilledSenderBeforeTheTimeout)
+{
+    axon_test_peer_t                  streamer;
+    axon_test_node_t                  node = {};
+    axon_ep_h                         ep   = nullptr;
+    std::vector<std::vector<uint8_t>> bufs(kStreams, std::vector<uint8_t>(kStreamLen, 0));
+    std::vector<axon_request_h>       reqs(kStreams, nullptr);
+    void                             *peer;
+    size_t                            len;
+
+    OFI_REQUIRE();
+    ASSERT_EQ(0, axon_test_peer_spawn(&streamer, streamer_main, nullptr, 60.0));
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&node, "ofi", nullptr, 0));
+    ASSERT_EQ(0, axon_test_exchange_address(streamer.fd, node.address, node.address_length,
+                                            &peer, &len));
+    ASSERT_EQ(AXON_OK, axon_test_ep_create(node.worker, peer, len, &ep));
+    free(peer);
+    for (int i = 0; i < kStreams; ++i) {
+        ASSERT_EQ(AXON_INPROGRESS, axon_tag_recv_nb(node.worker, bufs[i].data(), kStreamLen,
+                                                    kTagStream, AXON_TAG_MASK_FULL, nullptr,
+                                                    &reqs[i]));
+    }
+    ASSERT_EQ(0, axon_test_sync(streamer.fd));
+
+    double end = axon_test_time() + 30.0;
+    while ((axon_request_test(reqs[0], nullptr) == AXON_INPROGRESS) &&
+           (axon_test_time() < end)) {
+        axon_test_progress(node.worker);
+    }
+    ASSERT_EQ(AXON_OK, axon_request_test(reqs[0], nullptr)) << "the first message never came";
+    EXPECT_EQ(0x6B, bufs[0][kStreamLen - 1]);
+
+    double t0 = axon_test_time();
+    kill(streamer.pid, SIGKILL);
+    /* The messages whose data was still coming fail; any not yet matched stays posted. */
+    int           failed = 0;
+    axon_status_t st     = AXON_OK;
+    while ((failed == 0) && (axon_test_time() - t0 < 2 * kKillLimit)) {
+        axon_test_progress(node.worker);
+        for (int i = 1; i < kStreams; ++i) {
+            st = axon_request_test(reqs[i], nullptr);
+            if ((st != AXON_INPROGRESS) && (st != AXON_OK)) {
+                ++failed;
+                break;
+            }
+        }
+    }
+    double took = axon_test_time() - t0;
+    EXPECT_GT(failed, 0) << "no receive failed " << took << " s after the kill";
+    EXPECT_LT(took, kKillLimit) << axon_status_string(st);
+    fprintf(stderr, "[ofi] a receive failed %.3f s after the kill: %s\n", took,
+            axon_status_string(st));
+
+    for (auto req : reqs) {
+        if (axon_request_test(req, nullptr) == AXON_INPROGRESS) {
+            EXPECT_EQ(AXON_OK, axon_request_cancel(node.worker, req));
+        }
+        axon_request_free(req);
+    }
+    axon_test_ep_close(node.worker, ep, AXON_EP_CLOSE_FORCE, 10.0);
+    axon_test_node_destroy(&node);
+    axon_test_peer_wait(&streamer, 1.0);
+    axon_test_peer_kill(&streamer);
+}
+
 /* The survivor's keep-alive timeout in these tests (the default is 30 s). */
 const axon_config_kv_t kFastFail[] = {{"OFI_KEEPALIVE_TIMEOUT", "3s"}};
 
