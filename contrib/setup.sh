@@ -180,7 +180,8 @@ prebuild_log=$(mktemp)
 ) >"$prebuild_log" 2>&1 &
 prebuild_pid=$!
 
-# Tests run $jobs at a time, each in its own process (AXON_TEST_JOBS): many
+# Tests run $jobs processes at a time (AXON_TEST_JOBS; short ones up to 12 of
+# a suite to a process, tests/README.md): many
 # wait on timers (peer failure detection, idle peers, retransmission), and
 # the plain pass takes half the time with two.
 export AXON_TEST_JOBS=${AXON_TEST_JOBS:-$jobs}

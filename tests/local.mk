@@ -136,7 +136,7 @@ EXTRA_DIST += tests/run_tests.sh tests/test_names.sh tests/README.md tests/tools
 	contrib/softib/devnodes.sh \
 	tests/layering/check_layers.sh \
 	tests/layering/check_layers_test.sh tests/harness/bounded.sh tests/harness/bounded_test.sh \
-	tests/harness/script_check.sh \
+	tests/harness/script_check.sh tests/harness/run_tests_test.sh \
 	contrib/bench/compare.sh \
 	contrib/bench/ep_mem.sh contrib/bench/dc_goals.sh contrib/bench/layout_compare.sh contrib/bench/rma_compare.sh \
 	contrib/bench/bench_lib.sh \

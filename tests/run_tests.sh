@@ -26,6 +26,7 @@ per_test_timeout=${AXON_TEST_TIMEOUT:-180}
 gtest_only=${AXON_TEST_GTEST_ONLY:-0}
 use_valgrind=${AXON_TEST_VALGRIND:-0}
 use_batch=${AXON_TEST_BATCH:-0}
+group_max=${AXON_TEST_GROUP:-12}   # run_group, below
 # AXON_TEST_JOBS=N: run N tests at a time (each still in its own process).
 jobs=${AXON_TEST_JOBS:-1}
 # Tests labelled Timed or Fault run "alone": after the others, at most two at
@@ -41,6 +42,10 @@ names="$srcdir/tests/test_names.sh"
 bounded="$srcdir/tests/harness/bounded.sh"
 if ! [[ "$jobs" =~ ^[1-9][0-9]*$ ]]; then
     echo "AXON_TEST_JOBS=$jobs: not a positive number" >&2
+    exit 2
+fi
+if ! [[ "$group_max" =~ ^[1-9][0-9]*$ ]]; then
+    echo "AXON_TEST_GROUP=$group_max: not a positive number" >&2
     exit 2
 fi
 [ "$alone_jobs" = 1 ] || alone_jobs=2
@@ -104,6 +109,69 @@ run_one() {  # name
     fi
     printf 'FAIL  %-70s (rc=%d)\n' "$t" "$rc"
     echo "1 $t" >&3
+}
+
+# The plain pass runs short tests (tests/test_names.sh --select group) up to
+# AXON_TEST_GROUP (default 12; 1 = a process each) of one suite to a process:
+# a process a test cost ~100 ms of forks, shells and program start on a slow
+# virtual machine, a third of the plain pass's CPU. Each test keeps its own
+# verdict, time and output (googletest's lines). If the process dies (a
+# crash, the time limit), the test it was in fails with the output's end and
+# those it never started run again, a process each.
+# Reads a group's output; prints the report and, for run_group, a line
+# "\x01P name" (passed), "\x01F name" (failed) or "\x01S name" (skipped) a test.
+group_awk='
+function block(n,   i) { for (i = (nbuf > n ? nbuf - n + 1 : 1); i <= nbuf; i++) print buf[i] }
+/^\[ RUN      \] / { cur = $4; nbuf = 0; next }
+/^\[ +(OK|FAILED|SKIPPED) +\] / && match($0, /\(([0-9]+) ms\)$/) {
+    name = $4; sub(/,$/, "", name)
+    ms = substr($0, RSTART + 1, RLENGTH - 5) + 0
+    if ($2 == "OK") {
+        printf "PASS  %-70s %6d ms\n", name, ms; print "\001P " name
+    } else if ($2 == "SKIPPED") {
+        why = ""
+        for (i = 1; i < nbuf; i++) if (buf[i] ~ /Skipped$/) why = buf[i + 1]
+        printf "SKIP  %-70s %s\n", name, why; print "\001S " name
+    } else {
+        block(40); printf "FAIL  %-70s (in a group)\n", name; print "\001F " name
+    }
+    cur = ""; nbuf = 0; next
+}
+cur != "" && !/ axon (DEBUG|TRACE) / { buf[++nbuf] = $0 }
+END {
+    if (cur != "" && rc != 0) {
+        block(rc == 124 ? 300 : 40)
+        printf "FAIL  %-70s (rc=%d: the group'"'"'s process ended in it)\n", cur, rc
+        print "\001F " cur
+    }
+}'
+run_group() {  # tests... (of one suite)
+    local t line out rc
+    local -A seen=()
+    out=$("$bounded" $((per_test_timeout + 10 * $#)) $wrapper "$gtest" \
+          --gtest_filter="$(IFS=:; echo "$*")" 2>&1)
+    rc=$?
+    while IFS= read -r line; do
+        if [[ $line == $'\x01'* ]]; then
+            t=${line:3}
+            seen[$t]=1
+            case ${line:1:1} in
+                P) echo "0 $t" >&3 ;;
+                F) echo "1 $t" >&3 ;;
+            esac
+        else
+            printf '%s\n' "$line"
+        fi
+    done < <(awk -v rc="$rc" "$group_awk" <<<"$out")
+    for t in "$@"; do
+        [ -n "${seen[$t]:-}" ] || run_one "$t"
+    done
+    if [ $rc -ne 0 ] && [ $rc -ne 1 ] && [ ${#seen[@]} -eq $# ]; then
+        # every test had its verdict, then the process failed (at exit: a leak, a crash)
+        echo "$out" | tail -40
+        printf 'FAIL  %-70s (rc=%d after its last test)\n' "group-of-$1" "$rc"
+        echo "1 group-of-$1" >&3
+    fi
 }
 
 # AXON_TEST_BATCH=1: tests share processes, for passes whose per-process
@@ -173,14 +241,16 @@ pool_dir=$(mktemp -d)
 trap 'rm -rf "$pool_dir"' EXIT
 declare -A pool_files=()  # by pid: the unit's report and verdict files
 pool_n=0
+# (The shell's own read and printf, no cat or rm: forks are dear here. The
+# files go with the directory at exit.)
 pool_reap() {
-    local pid status name
+    local pid status name text=
     wait -n -p pid
-    cat "${pool_files[$pid]}.out"
+    IFS= read -r -d '' text <"${pool_files[$pid]}.out"
+    printf '%s' "$text"
     while read -r status name; do
         record "$name" "$status"
     done <"${pool_files[$pid]}.verdict"
-    rm -f "${pool_files[$pid]}".*
     unset "pool_files[$pid]"
 }
 pool_start() {  # command...
@@ -246,9 +316,27 @@ if [ -x "$gtest" ]; then
         jobs=$alone_jobs
         batch_start "${by_one[@]}"
     else
+        declare -A groupable=()
+        if [ "$group_max" -gt 1 ]; then
+            for t in $(list_tests '*' | bash "$names" --select group); do
+                groupable[$t]=1
+            done
+        fi
+        group=()
         for t in $tests; do
-            [ -n "${alone[$t]:-}" ] || pool_start run_one "$t"
+            [ -z "${alone[$t]:-}" ] || continue
+            if [ -z "${groupable[$t]:-}" ]; then
+                pool_start run_one "$t"
+                continue
+            fi
+            if [ ${#group[@]} -ge "$group_max" ] ||
+               { [ ${#group[@]} -gt 0 ] && [ "${t%%.*}" != "${group[0]%%.*}" ]; }; then
+                pool_start run_group "${group[@]}"
+                group=()
+            fi
+            group+=("$t")
         done
+        [ ${#group[@]} -eq 0 ] || pool_start run_group "${group[@]}"
         pool_drain
         jobs=$alone_jobs
         for t in $tests; do
@@ -300,6 +388,7 @@ if [ "$filter" = "*" ] && [ "$gtest_only" != 1 ]; then
     run_script_tests 60 "$names"
     run_script_tests 120 "$srcdir/tests/layering/check_layers_test.sh"
     run_script_tests 60 "$srcdir/tests/harness/bounded_test.sh"
+    run_script_tests 60 "$srcdir/tests/harness/run_tests_test.sh"
     run_script_tests 600 "$srcdir/tests/tools_test.sh"
     # a short soak: shm and rc, ranks killed and restarted (tests/soak_test.sh)
     run_script_tests 120 "$srcdir/tests/soak_test.sh"

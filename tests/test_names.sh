@@ -3,8 +3,9 @@
 #   tests/test_names.sh BUILDDIR        check every name of BUILDDIR's tests/axon_gtest:
 #                                       "PASS name" or "FAIL name" lines for run_tests.sh
 #   tests/test_names.sh --select PASS   the names (one "Prefix/Suite.Test/param" a line,
-#                                       on stdin) that PASS runs: asan, valgrind, or alone
-#                                       (the tests the plain pass runs one at a time)
+#                                       on stdin) that PASS runs: asan, valgrind, alone
+#                                       (the tests the plain pass runs one at a time) or
+#                                       group (those it may run several to a process)
 #   tests/test_names.sh --check         the names on stdin that break the convention
 set -u
 
@@ -43,6 +44,8 @@ read_names() {  # mode [pass]
             ok = label == "" && !ofi && one_process
         else if (pass == "alone")
             ok = label == "Timed" || label == "Fault"
+        else if (pass == "group")
+            ok = label != "Slow" && label != "Heap" && label != "Timed" && label != "Fault" && !ofi
         else { print "unknown pass: " pass > "/dev/stderr"; exit 2 }
         if (ok) print full
     }'

@@ -162,7 +162,7 @@ static void *axon_memmon_thread(void *arg)
             axon_warn("memmon: poll: %s", strerror(errno));
         }
         if (fds[1].revents & POLLIN) {
-            return NULL;
+            break;
         }
         if (fds[0].revents & (POLLIN | POLLERR | POLLHUP)) {
             /* Lock first: the unmapping thread resumes as soon as we read. */
@@ -171,6 +171,16 @@ static void *axon_memmon_thread(void *arg)
             axon_memmon_unlock();
         }
     }
+    /*
+     * Closing the descriptor unregisters every watched range and releases
+     * any thread waiting on an event: from then on nobody waits for us. The
+     * reader closes it, not the thread that joins it: joining frees memory
+     * (glibc trims its cache of thread stacks, and the heap with it), and
+     * a heap shrink in a watched range before the close would wait for a
+     * reader that has exited, with the allocator's locks held.
+     */
+    close(axon_memmon.uffd);
+    return NULL;
 }
 
 /* fork() while the monitor dispatches would leave the child's copy of the lock held. */
@@ -179,15 +189,31 @@ static void axon_memmon_atfork_prepare(void)
     axon_memmon_lock();
 }
 
-static void axon_memmon_atfork_release(void)
+static void axon_memmon_atfork_parent(void)
 {
+    axon_memmon_unlock();
+}
+
+/*
+ * The child inherits the descriptors, not the thread, and its address space
+ * is not watched. Its copy of the descriptor would keep the parent's watch
+ * alive past the parent's close (the kernel releases it with the last
+ * copy): the parent's unmaps would then wait for a reader that has exited.
+ */
+static void axon_memmon_atfork_child(void)
+{
+    if ((axon_memmon.uffd >= 0) && (axon_memmon.pid != getpid())) {
+        close(axon_memmon.uffd);
+        close(axon_memmon.stop_fd);
+        axon_memmon.uffd = -1;
+    }
     axon_memmon_unlock();
 }
 
 static void axon_memmon_atfork_init(void)
 {
-    pthread_atfork(axon_memmon_atfork_prepare, axon_memmon_atfork_release,
-                   axon_memmon_atfork_release);
+    pthread_atfork(axon_memmon_atfork_prepare, axon_memmon_atfork_parent,
+                   axon_memmon_atfork_child);
 }
 
 static axon_status_t axon_memmon_start(void)
@@ -226,15 +252,12 @@ static void axon_memmon_stop(void)
     if (write(axon_memmon.stop_fd, &one, sizeof(one)) != (ssize_t)sizeof(one)) {
         axon_warn("memmon: cannot wake the monitor thread: %s", strerror(errno));
     }
-    pthread_join(axon_memmon.thread, NULL);
+    pthread_join(axon_memmon.thread, NULL);   /* it closed the userfaultfd */
     close(axon_memmon.stop_fd);
-    /* Closing the descriptor unregisters every watched range. */
-    close(axon_memmon.uffd);
     axon_memmon.uffd = -1;
 }
 
-/* A forked child inherits the descriptor, not the thread, and the
- * descriptor still speaks for the parent's address space. */
+/* In a forked child the descriptors are closed (axon_memmon_atfork_child). */
 static int axon_memmon_running(void)
 {
     return (axon_memmon.uffd >= 0) && (axon_memmon.pid == getpid());
@@ -252,7 +275,7 @@ axon_status_t axon_memmon_subscribe(axon_memmon_cb_t cb, void *arg, axon_memmon_
     sub->arg = arg;
     pthread_mutex_lock(&axon_memmon.start);
     if (axon_memmon.uffd >= 0 && !axon_memmon_running()) {
-        status = AXON_ERR_UNSUPPORTED;   /* in a forked child */
+        status = AXON_ERR_UNSUPPORTED;   /* a child cloned without the fork handlers */
     } else if (axon_memmon.nsubs == 0) {
         status = axon_memmon_start();
     }

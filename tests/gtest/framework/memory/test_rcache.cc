@@ -11,7 +11,10 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <signal.h>
+#include <time.h>
 #include <unistd.h>
+#include <atomic>
 #include <mutex>
 #include <vector>
 
@@ -70,6 +73,13 @@ void fake_dereg(void *arg, void *memh)
 const axon_rcache_ops_t fake_ops = {fake_reg, fake_dereg};
 
 const size_t kPage = 4096;
+
+double now()
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 class Rcache : public ::testing::Test {
 protected:
@@ -466,6 +476,64 @@ TEST_F(RcacheXproc, ForkedChildUnmapsWithoutHanging)
     use(buf, 4 * kPage);   /* the parent's region is untouched */
     EXPECT_EQ(1u, dev_.regs.size());
     munmap(buf, 4 * kPage);
+}
+
+/*
+ * The monitor stops with its last cache while a forked child lives: the
+ * child's copy of the userfaultfd must not keep the parent's memory watched,
+ * or the parent's next unmap waits for a reader that has exited (until the
+ * child exits: a watchdog kills it after 5 s, and the test fails).
+ */
+TEST_F(RcacheXproc, WatchEndsWithTheMonitorWhileAForkedChildLives)
+{
+    int   hold[2];
+    pid_t pid;
+
+    /* A monitor of this test's own: the fixture's cache is its only subscriber. */
+    axon_rcache_destroy(rcache_);
+    rcache_ = NULL;
+    create(16);
+    void *buf = map(4 * kPage);
+    use(buf, 4 * kPage);
+    ASSERT_EQ(0, pipe(hold));
+    pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        char c;
+        close(hold[1]);
+        alarm(30);
+        _exit(read(hold[0], &c, 1) == 0 ? 0 : 3);   /* until the parent closes its end */
+    }
+    close(hold[0]);
+    axon_rcache_destroy(rcache_);   /* the last subscriber: the monitor stops */
+    rcache_ = NULL;
+
+    struct Watchdog {
+        pid_t             child;
+        std::atomic<bool> done{false};
+    } dog;
+    dog.child = pid;
+    pthread_t thread;
+    ASSERT_EQ(0, pthread_create(&thread, NULL, [](void *arg) -> void * {
+        Watchdog *d = static_cast<Watchdog *>(arg);
+        for (int i = 0; (i < 500) && !d->done; ++i) {
+            usleep(10000);
+        }
+        if (!d->done) {
+            kill(d->child, SIGKILL);
+        }
+        return NULL;
+    }, &dog));
+    double t0 = now();
+    munmap(buf, 4 * kPage);
+    double took = now() - t0;
+    dog.done = true;
+    pthread_join(thread, NULL);
+    close(hold[1]);
+    int status = 0;
+    ASSERT_EQ(pid, waitpid(pid, &status, 0));
+    EXPECT_LT(took, 2.0) << "munmap waited " << took << " s for the stopped monitor";
+    EXPECT_TRUE(WIFEXITED(status) && (WEXITSTATUS(status) == 0)) << "child status " << status;
 }
 
 TEST_F(Rcache, DestroyDeregistersEverything)
