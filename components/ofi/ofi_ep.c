@@ -318,7 +318,7 @@ axon_status_t axon_ofi_ctrl_send(axon_ofi_iface_t *iface, axon_ofi_peer_t *peer,
     ssize_t        ret;
 
     /* A goodbye wants a completion (the iface closes once it left), and so
-     * does a probe (its failure names the dead peer). */
+     * does a probe's ping (an injected send that fails is never reported). */
     if ((kind != AXON_OFI_KIND_BYE) && !iface->probe && (len <= iface->inject_size)) {
         ret = fi_tinject(iface->ep, body, len, peer->addr, tag);
     } else if (peer->ka_pending || ((op = axon_ofi_tx_get(iface)) == NULL)) {

@@ -1392,7 +1392,8 @@ const FailParam kFailParams[] = {
      * endpoint's keep-alive probe is how a receive-only survivor notices. */
     {"dc", "dc", {{"DC_TIMEOUT", "0.2s"}, {"DC_KEEPALIVE_INTERVAL", "0.5s"}}, 2.5},
     /* libfabric's tcp reports nothing for a dead peer: Axon's pings (every 0.5 s,
-     * answered from progress) time out after 3 s. */
+     * answered from progress) time out after 3 s, unless a receive failed on the
+     * broken connection (a probe then finds the peer at once). */
     {"ofi", "ofi", {{"OFI_KEEPALIVE_INTERVAL", "0.5s"}, {"OFI_KEEPALIVE_TIMEOUT", "3s"}}, 3.5},
 };
 
