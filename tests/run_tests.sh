@@ -24,6 +24,7 @@ filter=${1:-*}
 per_test_timeout=${AXON_TEST_TIMEOUT:-180}
 # Knobs of this script; read before the AXON_* environment is cleared.
 gtest_only=${AXON_TEST_GTEST_ONLY:-0}
+scripts_only=${AXON_TEST_SCRIPTS_ONLY:-0}   # the script tests alone (contrib/setup.sh)
 use_valgrind=${AXON_TEST_VALGRIND:-0}
 use_batch=${AXON_TEST_BATCH:-0}
 group_max=${AXON_TEST_GROUP:-12}   # run_group, below
@@ -294,7 +295,9 @@ batch_start() {  # tests... (whole suites, in order)
     [ ${#batch_tests[@]} -eq 0 ] || pool_start run_batch "${batch_tests[@]}"
 }
 
-if [ -x "$gtest" ]; then
+if [ "$scripts_only" = 1 ]; then
+    :
+elif [ -x "$gtest" ]; then
     case "$filter" in
         @*) tests=$(list_tests '*' | bash "$names" --select "${filter#@}") || exit 2 ;;
         *)  tests=$(list_tests "$filter") ;;
