@@ -202,7 +202,7 @@ static void axon_memmon_atfork_parent(void)
  */
 static void axon_memmon_atfork_child(void)
 {
-    if ((axon_memmon.uffd >= 0) && (axon_memmon.pid != getpid())) {
+    if (axon_memmon.uffd >= 0) {
         close(axon_memmon.uffd);
         close(axon_memmon.stop_fd);
         axon_memmon.uffd = -1;

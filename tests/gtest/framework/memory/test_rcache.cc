@@ -12,11 +12,12 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <signal.h>
-#include <time.h>
 #include <unistd.h>
 #include <atomic>
 #include <mutex>
 #include <vector>
+
+#include "harness.h"
 
 extern "C" {
 #include "memmon.h"
@@ -73,13 +74,6 @@ void fake_dereg(void *arg, void *memh)
 const axon_rcache_ops_t fake_ops = {fake_reg, fake_dereg};
 
 const size_t kPage = 4096;
-
-double now()
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 class Rcache : public ::testing::Test {
 protected:
@@ -524,9 +518,9 @@ TEST_F(RcacheXproc, WatchEndsWithTheMonitorWhileAForkedChildLives)
         }
         return NULL;
     }, &dog));
-    double t0 = now();
+    double t0 = axon_test_time();
     munmap(buf, 4 * kPage);
-    double took = now() - t0;
+    double took = axon_test_time() - t0;
     dog.done = true;
     pthread_join(thread, NULL);
     close(hold[1]);
