@@ -130,6 +130,7 @@ build_fabtests
 # run alone). Each pass ends with "N passed, M failed"; the totals end the run.
 total_pass=0
 total_fail=0
+failed_names=()   # "pass: FAIL line", repeated just above the totals
 run_pass() {  # label command...
     local label=$1; shift
     echo "== tests: $label (at ${SECONDS}s)"
@@ -137,12 +138,19 @@ run_pass() {  # label command...
     log=$(mktemp)
     "$@" 2>&1 | tee "$log" || true
     line=$(tail -n 1 "$log")
+    # CI's record keeps only the tail of the output: the failures are named
+    # again there, not 5000 lines up.
+    local f
+    while IFS= read -r f; do
+        failed_names+=("$label: $f")
+    done < <(grep -a '^FAIL ' "$log" | cut -c1-160)
     rm -f "$log"
     if [[ "$line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
         total_pass=$((total_pass + BASH_REMATCH[1]))
         total_fail=$((total_fail + BASH_REMATCH[2]))
     else
         echo "$label: the pass did not finish (last line: $line)"
+        failed_names+=("$label: the pass did not finish")
         total_fail=$((total_fail + 1))
     fi
 }
@@ -232,5 +240,9 @@ if [ "${AXON_SKIP_SANITIZERS:-0}" != 1 ]; then
 fi
 
 echo "== done after ${SECONDS}s"
+if [ ${#failed_names[@]} -gt 0 ]; then
+    echo "== the failures, again:"
+    printf '  %s\n' "${failed_names[@]}"
+fi
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]
