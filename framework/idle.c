@@ -55,8 +55,10 @@ static long axon_idle_runnable(void)
  * Shared by every worker of the process; the races between threads that
  * refresh it at once are harmless (each writes a fresh answer).
  */
-static _Atomic double axon_idle_next_check;
-static _Atomic int    axon_idle_over;
+static _Atomic double   axon_idle_next_check;
+static _Atomic int      axon_idle_over;
+static _Atomic long     axon_idle_cores;
+static _Atomic unsigned axon_idle_host_procs;
 
 int axon_idle_oversubscribed(double now)
 {
@@ -67,10 +69,24 @@ int axon_idle_oversubscribed(double now)
                               memory_order_relaxed);
         cores   = sysconf(_SC_NPROCESSORS_ONLN);
         running = axon_idle_runnable();
+        atomic_store_explicit(&axon_idle_cores, cores, memory_order_relaxed);
         atomic_store_explicit(&axon_idle_over, (cores > 0) && (running > cores),
                               memory_order_relaxed);
     }
     return atomic_load_explicit(&axon_idle_over, memory_order_relaxed);
+}
+
+void axon_idle_set_host_procs(unsigned procs)
+{
+    atomic_store_explicit(&axon_idle_host_procs, procs, memory_order_relaxed);
+}
+
+int axon_idle_crowded(double now)
+{
+    /* The load first: it also refreshes the count of cores. */
+    return axon_idle_oversubscribed(now) &&
+           ((long)atomic_load_explicit(&axon_idle_host_procs, memory_order_relaxed) >
+            atomic_load_explicit(&axon_idle_cores, memory_order_relaxed));
 }
 
 int axon_idle_wait(axon_idle_t *idle)

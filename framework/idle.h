@@ -71,4 +71,18 @@ static inline int axon_idle_poll(axon_idle_t *idle, unsigned events)
 /* Are more threads runnable on the host than it has cores? Cached (idle.c). */
 int axon_idle_oversubscribed(double now);
 
+/*
+ * Processes of Axon on this host, as a transport that can tell counts them
+ * (shm, from its rings in /dev/shm); 0 while none has.
+ */
+void axon_idle_set_host_procs(unsigned procs);
+
+/*
+ * Do Axon's own processes outnumber the cores, and are more threads than
+ * cores runnable right now? Then a process cannot count on its peer being
+ * on a core while it waits for it. Runnable threads alone do not say so:
+ * two ranks beside low-priority CPU hogs have a core each whenever they want.
+ */
+int axon_idle_crowded(double now);
+
 #endif

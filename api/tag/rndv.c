@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "log.h"
+#include "sys.h"
 #include "request.h"
 #include "tag_proto.h"
 
@@ -138,8 +139,7 @@ static axon_status_t axon_rndv_recv_split(axon_request_h req, axon_ep_h ep,
     size_t offset = axon_rndv_split_offset(want);
     axon_status_t status;
 
-    if ((want < worker->context->opts.rndv_split_thresh) ||
-        (offset <= AXON_RNDV_SPLIT_PROBE) ||
+    if (!axon_rndv_split_pays(worker, want) || (offset <= AXON_RNDV_SPLIT_PROBE) ||
         !(lane->resource->cap_flags & AXON_CAP_PUT) || (lane->ops->ep_put_zcopy == NULL)) {
         return AXON_ERR_UNSUPPORTED;
     }
@@ -415,7 +415,7 @@ void axon_rndv_recv_start(axon_request_h req, const axon_rndv_rts_hdr_t *rts)
      * (gathered there); a receiving layout gets where the lane reads into several
      * pieces at once, else is streamed too (scattered here). */
     get_ok = get_ok && !(rts->flags & AXON_RNDV_RTS_NO_GET) &&
-             (lane->resource->cap_flags & AXON_CAP_GET) && (want >= ep->rndv_get_min);
+             (lane->resource->cap_flags & AXON_CAP_GET) && axon_rndv_get_pays(ep, want);
     if (req->flags & AXON_REQUEST_LAYOUT) {
         if (get_ok && (lane->ops->ep_get_zcopy_iov != NULL) &&
             (axon_rndv_recv_get_layout(req, lane, rts, rkey, want) == AXON_OK)) {
@@ -464,6 +464,38 @@ static size_t axon_rndv_get_min(const axon_ep_h ep)
     default:
         return axon_select_get_min(ep->bulk_lane.resource, AXON_RNDV_BUFFER_MAX);
     }
+}
+
+/*
+ * Streaming a message and splitting a get with the sender both count on
+ * the sender's core while the receiver copies: the model behind rndv_get_min
+ * (axon_select_get_min) prices a streamed message by two copies that
+ * overlap, the sender filling cells as the receiver drains them. On a host
+ * with more runnable threads than cores the two take turns, each ring's
+ * worth of cells or the sender's half waiting for a time slice, while a
+ * whole get needs the receiver alone. So an oversubscribed host reads every
+ * rendezvous the lane can by one get (with the scheme left to Axon): 4 ranks
+ * passing 64 KiB-1 MiB around a ring on 2 cores took 1.4x Open MPI's ob1
+ * instead of 1.5-2.4x (docs/performance.md). The clock is read only for the
+ * messages that need the answer; the host's load every 50 ms.
+ */
+static int axon_rndv_host_busy(void)
+{
+    return axon_idle_crowded(axon_sys_time_sec());
+}
+
+int axon_rndv_get_pays(axon_ep_h ep, size_t want)
+{
+    if (want >= ep->rndv_get_min) {
+        return 1;
+    }
+    return (ep->worker->context->opts.rndv_scheme == AXON_RNDV_SCHEME_AUTO) &&
+           axon_rndv_host_busy();
+}
+
+int axon_rndv_split_pays(axon_worker_h worker, size_t want)
+{
+    return (want >= worker->context->opts.rndv_split_thresh) && !axon_rndv_host_busy();
 }
 
 /*

@@ -161,14 +161,14 @@ axon_status_t axon_rndv_runs_recv(axon_request_h req, axon_ep_h ep,
     uint64_t probe;
 
     if (!(layout || (rts->flags & AXON_RNDV_RTS_RUNS)) || !axon_rndv_runs_lane(lane) ||
-        (rts->flags & AXON_RNDV_RTS_KEY_ONLY) || (want < ep->rndv_get_min) ||
+        (rts->flags & AXON_RNDV_RTS_KEY_ONLY) || !axon_rndv_get_pays(ep, want) ||
         (nremote == 0) || (nremote > AXON_RNDV_RUNS_MAX)) {
         return AXON_ERR_UNSUPPORTED;
     }
     if (want / nremote < req->worker->context->opts.rndv_runs_min) {
         return AXON_ERR_UNSUPPORTED;
     }
-    if ((want >= req->worker->context->opts.rndv_split_thresh) &&
+    if (axon_rndv_split_pays(req->worker, want) &&
         (lane->resource->cap_flags & AXON_CAP_PUT) && (lane->ops->ep_put_zcopy_riov != NULL)) {
         offset = axon_rndv_split_offset(want);
         nlent  = axon_rndv_runs_count(&req->recv.cursor, layout, offset, want);

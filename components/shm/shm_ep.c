@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include "idle.h"
 #include "shm.h"
 #include "sys.h"
 #include "log.h"
@@ -72,6 +73,8 @@ axon_status_t axon_shm_ep_create(axon_iface_t *tl_iface, uint64_t peer_uuid,
     }
     axon_shm_wake_take(ep, addr.seg_name);
     axon_list_add_tail(&iface->eps, &ep->list);
+    /* A new peer on this host: the idle policy's count of them again. */
+    axon_idle_set_host_procs(axon_shm_seg_count_procs(addr.seg_name));
 
     *ep_p = &ep->super;
     return AXON_OK;

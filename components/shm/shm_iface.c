@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "idle.h"
 #include "shm.h"
 #include "sys.h"
 #include "log.h"
@@ -41,6 +42,7 @@ axon_status_t axon_shm_iface_open(const axon_resource_t *resource, const void *c
     if (status != AXON_OK) {
         goto err_free;
     }
+    axon_idle_set_host_procs(axon_shm_seg_count_procs(iface->seg.name));
 
     iface->super.ops         = &axon_shm_iface_ops;
     iface->super.resource    = resource;

@@ -157,6 +157,14 @@ axon_status_t axon_shm_seg_attach(const char *name, size_t min_cell_size, void *
 void          axon_shm_seg_detach(void *addr, size_t length);
 
 /*
+ * Living processes with a segment named like name ("/<prefix>-<uid>-<pid>-<n>":
+ * the same prefix and user) in /dev/shm: the processes of Axon on this host
+ * that shm can reach (at least 1, the caller's own). For the idle policy
+ * (axon_idle_set_host_procs); a directory scan, for the slow path.
+ */
+unsigned      axon_shm_seg_count_procs(const char *name);
+
+/*
  * Take a sender slot of a peer's segment for an endpoint of process self:
  * a free one, else one whose owner is verifiably dead and holds no cell of
  * the ring. *slot_p and *word_p (the owner word, for the release) are set on
