@@ -470,14 +470,15 @@ static size_t axon_rndv_get_min(const axon_ep_h ep)
  * Streaming a message and splitting a get with the sender both count on
  * the sender's core while the receiver copies: the model behind rndv_get_min
  * (axon_select_get_min) prices a streamed message by two copies that
- * overlap, the sender filling cells as the receiver drains them. On a host
- * with more runnable threads than cores the two take turns, each ring's
- * worth of cells or the sender's half waiting for a time slice, while a
- * whole get needs the receiver alone. So an oversubscribed host reads every
- * rendezvous the lane can by one get (with the scheme left to Axon): 4 ranks
- * passing 64 KiB-1 MiB around a ring on 2 cores took 1.4x Open MPI's ob1
- * instead of 1.5-2.4x (docs/performance.md). The clock is read only for the
- * messages that need the answer; the host's load every 50 ms.
+ * overlap, the sender filling cells as the receiver drains them. On a
+ * crowded host (more processes of Axon than cores, all runnable:
+ * axon_idle_crowded) the two take turns, each ring's worth of cells or the
+ * sender's half waiting for a time slice, while a whole get needs the
+ * receiver alone. So there the receiver gets every rendezvous the lane can,
+ * whole (with the scheme left to Axon): 4 ranks passing 64 KiB-1 MiB around
+ * a ring on 2 cores took 1.2x Open MPI's ob1 instead of 1.9x
+ * (docs/performance.md). The clock is read only for the messages that need
+ * the answer; the host's load every 50 ms.
  */
 static int axon_rndv_host_busy(void)
 {

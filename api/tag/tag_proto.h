@@ -248,7 +248,7 @@ axon_status_t axon_rndv_send_rtr(axon_request_h req, axon_ep_h ep, size_t length
                                  uint64_t put_address, uint64_t put_runs);
 /* Does the receiver read a rendezvous of want bytes from ep's peer by a get (where the lane can)? */
 int           axon_rndv_get_pays(axon_ep_h ep, size_t want);
-/* Does it split the copy with the sender (RNDV_SPLIT_THRESH; not on an oversubscribed host)? */
+/* Does it split the copy with the sender (RNDV_SPLIT_THRESH; not on a crowded host)? */
 int           axon_rndv_split_pays(axon_worker_h worker, size_t want);
 /* length more bytes of a split rendezvous receive are in (or failed). */
 void          axon_rndv_recv_part_done(axon_request_h req, size_t length, axon_status_t status);

@@ -5,6 +5,7 @@
  */
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +15,9 @@
 
 #include "axon.h"
 #include "harness.h"
+
+/* shm_seg.h (C11 atomics, not for C++): shm's count of the processes on the host. */
+extern "C" unsigned axon_shm_seg_count_procs(const char *name);
 
 namespace {
 
@@ -166,6 +170,68 @@ TEST(ShmXproc, ExitWithoutDestroyLeavesNoSegment)
     ASSERT_EQ(0, axon_test_sync(c.peer.fd));
     EXPECT_EQ(0, axon_test_peer_wait(&c.peer, kPeerTimeout));
     EXPECT_EQ(0u, segments(prefix).size()) << "exit(0) left " << segs[0] << " behind";
+}
+
+int fork_child_exits_main(int fd, void *arg);
+
+/* A child with two workers (two rings) under the test's prefix, until told to go. */
+int two_rings_main(int fd, void *arg)
+{
+    axon_config_kv_t kv[] = {{"SHM_PREFIX", static_cast<const char *>(arg)}};
+    NodeGuard        a, b;
+
+    if ((axon_test_node_create(&a.node, "shm", kv, 1) != AXON_OK) ||
+        (axon_test_node_create(&b.node, "shm", kv, 1) != AXON_OK)) {
+        return 2;
+    }
+    return (axon_test_sync(fd) == 0) && (axon_test_sync(fd) == 0) ? 0 : 3;
+}
+
+/*
+ * shm counts the processes of Axon on the host by the living owners of ring
+ * segments under its prefix (the idle policy's crowded host): a process with
+ * two rings once, a dead process's leftover segment and another prefix's
+ * segments not at all.
+ */
+TEST(ShmXproc, ProcessesAreCountedByTheirRings)
+{
+    std::string      prefix = test_prefix("count");
+    std::string      other  = test_prefix("other");
+    axon_config_kv_t kv[]   = {{"SHM_PREFIX", prefix.c_str()}};
+    axon_config_kv_t kv2[]  = {{"SHM_PREFIX", other.c_str()}};
+    axon_test_node_t mine2  = {};
+    Cleanup          c;
+
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&c.node, "shm", kv, 1));
+    std::vector<std::string> segs = segments(prefix);
+    ASSERT_EQ(1u, segs.size());
+    std::string name = "/" + segs[0];
+    EXPECT_EQ(1u, axon_shm_seg_count_procs(name.c_str()));
+
+    /* A segment named for a process that is gone (a reaped child's pid). */
+    axon_test_peer_t gone = {-1, -1};
+    ASSERT_EQ(0, axon_test_peer_spawn(&gone, fork_child_exits_main, nullptr, kPeerTimeout));
+    pid_t gone_pid = gone.pid;
+    EXPECT_EQ(0, axon_test_peer_wait(&gone, kPeerTimeout));
+    std::string leftover = "/dev/shm/" + prefix + "-" + std::to_string(geteuid()) + "-" +
+                           std::to_string(gone_pid) + "-0";
+    int fd = open(leftover.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0600);
+    ASSERT_GE(fd, 0) << leftover;
+    close(fd);
+    /* And a second process under another prefix. */
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&mine2, "shm", kv2, 1));
+
+    ASSERT_EQ(0, axon_test_peer_spawn(&c.peer, two_rings_main,
+                                      const_cast<char *>(prefix.c_str()), kPeerTimeout));
+    ASSERT_EQ(0, axon_test_sync(c.peer.fd));
+    EXPECT_EQ(2u, axon_shm_seg_count_procs(name.c_str()))
+        << "this process and the child with two rings";
+    ASSERT_EQ(0, axon_test_sync(c.peer.fd));
+    EXPECT_EQ(0, axon_test_peer_wait(&c.peer, kPeerTimeout));
+    EXPECT_EQ(1u, axon_shm_seg_count_procs(name.c_str())) << "the child is gone";
+
+    unlink(leftover.c_str());
+    axon_test_node_destroy(&mine2);
 }
 
 /* A forked child of a process with a worker must not unlink the parent's segment. */
