@@ -50,7 +50,6 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/components/shm/test_shm.cc \
 	tests/gtest/components/shm/test_shm_mem_seg.cc \
 	tests/gtest/components/shm/test_shm_numa.cc \
-	tests/gtest/components/shm/test_shm_rndv.cc \
 	tests/gtest/components/shm/test_shm_mem_share.cc \
 	tests/gtest/components/tcp/test_tcp.cc \
 	tests/gtest/components/verbs/rcache_probe.h \

@@ -134,6 +134,25 @@ static int axon_shm_seg_is_stale(int dir_fd, const char *name, pid_t name_pid,
            axon_proc_is_gone(&ctl.owner, why);
 }
 
+/* The pid of a segment name "<lead><pid>-<n>" (lead: "<prefix>-<uid>-"); 0: not one. */
+static pid_t axon_shm_seg_name_pid(const char *name, const char *lead, size_t lead_len)
+{
+    unsigned long pid;
+    char         *end;
+
+    if (strncmp(name, lead, lead_len) != 0) {
+        return 0;
+    }
+    /* "<pid>-<counter>", both decimal */
+    errno = 0;
+    pid   = strtoul(name + lead_len, &end, 10);
+    if ((errno != 0) || (end == name + lead_len) || (*end != '-') || (pid == 0) ||
+        (pid > INT32_MAX)) {
+        return 0;
+    }
+    return (pid_t)pid;
+}
+
 /*
  * Unlink the segments "<prefix>-<uid>-<pid>-<n>" of our user whose creator
  * died without unlinking them (SIGKILL, crash). Reapers hold an exclusive
@@ -150,8 +169,7 @@ static void axon_shm_seg_reap(const char *prefix, uint64_t host_id,
     struct dirent *entry;
     const char    *why;
     size_t         lead_len;
-    unsigned long  pid;
-    char          *end;
+    pid_t          pid;
     DIR           *dir;
 
     if (!axon_proc_comparable(self, self)) {
@@ -171,22 +189,17 @@ static void axon_shm_seg_reap(const char *prefix, uint64_t host_id,
         return;
     }
     while ((entry = readdir(dir)) != NULL) {
-        if ((strncmp(entry->d_name, lead, lead_len) != 0) ||
-            ((entry->d_type != DT_REG) && (entry->d_type != DT_UNKNOWN))) {
+        if ((entry->d_type != DT_REG) && (entry->d_type != DT_UNKNOWN)) {
             continue;
         }
-        /* "<pid>-<counter>", both decimal */
-        errno = 0;
-        pid   = strtoul(entry->d_name + lead_len, &end, 10);
-        if ((errno != 0) || (end == entry->d_name + lead_len) || (*end != '-') ||
-            (pid == 0) || (pid > INT32_MAX) || ((pid_t)pid == self->pid)) {
+        pid = axon_shm_seg_name_pid(entry->d_name, lead, lead_len);
+        if ((pid == 0) || (pid == self->pid)) {
             continue;
         }
-        if (axon_shm_seg_is_stale(dirfd(dir), entry->d_name, (pid_t)pid, host_id, self,
-                                  &why) &&
+        if (axon_shm_seg_is_stale(dirfd(dir), entry->d_name, pid, host_id, self, &why) &&
             (unlinkat(dirfd(dir), entry->d_name, 0) == 0)) {
-            axon_debug("shm: removed stale segment %s/%s: its process %lu is gone (%s)",
-                       AXON_SHM_DIR, entry->d_name, pid, why);
+            axon_debug("shm: removed stale segment %s/%s: its process %d is gone (%s)",
+                       AXON_SHM_DIR, entry->d_name, (int)pid, why);
         }
     }
     flock(dirfd(dir), LOCK_UN);
@@ -450,8 +463,7 @@ unsigned axon_shm_seg_count_procs(const char *name)
     size_t         lead_len, count = 0, room = 0, i;
     unsigned       procs = 0;
     struct dirent *entry;
-    unsigned long  pid;
-    char          *end;
+    pid_t          pid;
     DIR           *dir;
 
     /* The lead "<prefix>-<uid>-": name without its last two fields. */
@@ -468,13 +480,8 @@ unsigned axon_shm_seg_count_procs(const char *name)
         return 1;
     }
     while ((entry = readdir(dir)) != NULL) {
-        if (strncmp(entry->d_name, lead, lead_len) != 0) {
-            continue;
-        }
-        errno = 0;
-        pid   = strtoul(entry->d_name + lead_len, &end, 10);
-        if ((errno != 0) || (*end != '-') || (pid == 0) || (pid > INT32_MAX) ||
-            ((kill((pid_t)pid, 0) != 0) && (errno != EPERM))) {
+        pid = axon_shm_seg_name_pid(entry->d_name, lead, lead_len);
+        if ((pid == 0) || ((kill(pid, 0) != 0) && (errno != EPERM))) {
             continue;   /* not a segment name, or its process is gone */
         }
         if (count == room) {
@@ -485,7 +492,7 @@ unsigned axon_shm_seg_count_procs(const char *name)
             }
             pids = grown;
         }
-        pids[count++] = (pid_t)pid;
+        pids[count++] = pid;
     }
     closedir(dir);
     /* A process has a segment per worker: count each once. */

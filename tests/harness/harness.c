@@ -585,6 +585,21 @@ axon_status_t axon_test_ep_create(axon_worker_h worker, const void *address, siz
     return axon_ep_create(worker, &params, ep_p);
 }
 
+int axon_test_connect_peer(int fd, const axon_test_node_t *node, axon_ep_h *ep_p)
+{
+    void  *peer_addr;
+    size_t peer_len;
+    int    ret;
+
+    if (axon_test_exchange_address(fd, node->address, node->address_length, &peer_addr,
+                                   &peer_len) != 0) {
+        return -1;
+    }
+    ret = (axon_test_ep_create(node->worker, peer_addr, peer_len, ep_p) == AXON_OK) ? 0 : -1;
+    free(peer_addr);
+    return ret;
+}
+
 axon_status_t axon_test_ep_close(axon_worker_h worker, axon_ep_h ep, unsigned mode,
                                  double timeout_sec)
 {

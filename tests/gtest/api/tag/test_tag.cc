@@ -1335,19 +1335,14 @@ int multi_sender_main(int fd, void *arg)
     NodeGuard            ng;
     axon_test_node_t    &node = ng.node;
     axon_ep_h            ep   = nullptr;
-    void                *peer_addr;
-    size_t               peer_len;
     std::vector<uint8_t> buf(16384);
 
     if (axon_test_node_create(&node, "shm", NULL, 0) != AXON_OK) {
         return 2;
     }
-    if ((axon_test_exchange_address(fd, node.address, node.address_length, &peer_addr,
-                                    &peer_len) != 0) ||
-        (axon_test_ep_create(node.worker, peer_addr, peer_len, &ep) != AXON_OK)) {
+    if (axon_test_connect_peer(fd, &node, &ep) != 0) {
         return 3;
     }
-    free(peer_addr);
     /* All senders start together. */
     if (axon_test_sync(fd) != 0) {
         return 4;

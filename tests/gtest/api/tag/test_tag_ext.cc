@@ -917,19 +917,14 @@ int mto_sender_main(int fd, void *arg)
     NodeGuard          ng;
     axon_test_node_t  &node = ng.node;
     axon_ep_h          ep   = nullptr;
-    void              *peer_addr;
-    size_t             peer_len;
 
     if (axon_test_node_create(&node, a->param->tls, a->config.data(), a->config.size()) !=
         AXON_OK) {
         return 2;
     }
-    if ((axon_test_exchange_address(fd, node.address, node.address_length, &peer_addr,
-                                    &peer_len) != 0) ||
-        (axon_test_ep_create(node.worker, peer_addr, peer_len, &ep) != AXON_OK)) {
+    if (axon_test_connect_peer(fd, &node, &ep) != 0) {
         return 3;
     }
-    free(peer_addr);
     if (axon_test_sync_progress(fd, node.worker, kOpTimeout) != 0) {
         return 4;
     }
