@@ -112,7 +112,12 @@ tests_axon_gtest_SOURCES += tests/gtest/contrib/ofi_provider/test_ofi_provider.c
 	tests/gtest/contrib/ofi_provider/test_ofi_provider_cq_data.cc \
 	tests/gtest/contrib/ofi_provider/test_ofi_provider_cntr.cc \
 	tests/gtest/contrib/ofi_provider/test_ofi_provider_progress.cc \
-	tests/gtest/contrib/ofi_provider/ofi_test_node.h
+	tests/gtest/contrib/ofi_provider/ofi_test_node.h \
+	tests/gtest/contrib/ofi_provider/test_ofi_domain_lock.cc \
+	tests/gtest/contrib/ofi_provider/dlock_probe.c \
+	tests/gtest/contrib/ofi_provider/dlock_probe.h \
+	contrib/ofi_provider/axon_fi_mutex.c
+# (the provider's domain lock is tested directly, white box: dlock_probe.h)
 tests_axon_gtest_LDADD   += -ldl  # libfabric itself is dlopen'ed (see the test)
 endif
 if HAVE_IBVERBS

@@ -296,8 +296,8 @@ struct axon_fi_domain {
     struct fid_domain      domain_fid;
     axon_fi_fabric_t      *fabric;
     enum fi_threading      threading;
-    int                    locked;         /* FI_THREAD_SAFE and friends: one mutex */
-    axon_fi_mutex_t        lock;
+    int                    locked;         /* FI_THREAD_SAFE and friends, FI_PROGRESS_AUTO */
+    axon_fi_dlock_t        lock;           /* biased to the application (axon_fi_mutex.h) */
     int                    refs;           /* AVs, CQs, counters, EPs, MRs, poll sets */
     uint64_t               mr_mode;        /* normalized: FI_MR_VIRT_ADDR, FI_MR_PROV_KEY bits */
     /* Registrations with remote access, by key + 1 (the map's keys are never 0). Address
@@ -508,10 +508,11 @@ struct axon_fi_ep {
 
 /* -------------------------------------------------------------- locking */
 
+/* The application's calls; the progress thread takes the lock's internal side. */
 static inline void axon_fi_lock(axon_fi_domain_t *domain)
 {
     if (domain->locked) {
-        axon_fi_mutex_lock(&domain->lock);
+        axon_fi_dlock_app_lock(&domain->lock);
     }
 }
 
@@ -535,7 +536,7 @@ static inline void axon_fi_wait_idle(unsigned *empty_passes)
 static inline void axon_fi_unlock(axon_fi_domain_t *domain)
 {
     if (domain->locked) {
-        axon_fi_mutex_unlock(&domain->lock);
+        axon_fi_dlock_app_unlock(&domain->lock);
     }
 }
 

@@ -205,7 +205,11 @@ int axon_fi_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
     domain->next_prov_key = 1;
     domain->rma_event = (info != NULL) && (info->caps & FI_RMA_EVENT);
     domain->mr_share  = axon_fi_mr_share_wanted(domain->mr_mode);
-    atomic_init(&domain->lock.state, 0);
+    /* Biased where the application's calls never overlap and only the progress thread
+     * shares the lock. */
+    axon_fi_dlock_init(&domain->lock, domain->locked &&
+                                      ((domain->threading == FI_THREAD_UNSPEC) ||
+                                       (domain->threading == FI_THREAD_DOMAIN)));
     pthread_mutex_init(&domain->mr_lock, NULL);
 
     ops = ((info != NULL) && (info->tx_attr != NULL) && info->tx_attr->size) ?
