@@ -29,6 +29,7 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/api/core/test_bad_input.cc \
 	tests/gtest/api/core/test_job.cc \
 	tests/gtest/api/core/test_peer_failure.cc \
+	tests/gtest/api/core/test_request_runs.cc \
 	tests/gtest/api/core/test_worker_wait.cc \
 	tests/gtest/api/mem/test_mem.cc \
 	tests/gtest/api/rma/test_rma.cc \

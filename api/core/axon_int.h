@@ -119,6 +119,7 @@ struct axon_worker {
     axon_am_rx_dest_t    am_rx_dest[AXON_AM_ID_MAX];  /* zero-copy placement, NULL: none */
     unsigned             num_protos;      /* of axon_protocols, set up on this worker */
     axon_mpool_t         req_mp;
+    axon_mpool_t         runs_mp;         /* rendezvous run lists (axon_request_runs_get) */
     axon_mpool_t         unexp_mp;        /* small unexpected messages */
     axon_mpool_t         frag_mp;         /* reassembly of multi-fragment messages */
     axon_tag_match_t     tm[AXON_TAG_SPACES];  /* the application's, the collectives' */

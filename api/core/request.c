@@ -1,4 +1,5 @@
 /* Request life cycle: get from the pool, complete, call back, release. */
+#include <stdint.h>
 #include <stdlib.h>
 #include "request.h"
 #include "log.h"
@@ -31,6 +32,44 @@ void axon_request_put(axon_request_h req)
         free((void *)req->send.buffer);
     }
     axon_mpool_put(&req->worker->req_mp, req);
+}
+
+/*
+ * A run list is preceded by one entry that records its capacity, so that a
+ * list goes back where it came from without its owner keeping the count.
+ */
+axon_status_t axon_request_runs_init(axon_worker_h worker)
+{
+    return axon_mpool_init(&worker->runs_mp, "rendezvous runs",
+                           (AXON_REQUEST_RUNS_POOLED + 1) * sizeof(struct iovec), 2, 0);
+}
+
+struct iovec *axon_request_runs_get(axon_worker_h worker, size_t count)
+{
+    struct iovec *list;
+
+    if (count <= AXON_REQUEST_RUNS_POOLED) {
+        list = axon_mpool_get(&worker->runs_mp);
+    } else {
+        list = (count < SIZE_MAX / sizeof(*list)) ? malloc((count + 1) * sizeof(*list)) : NULL;
+    }
+    if (list == NULL) {
+        return NULL;
+    }
+    list->iov_base = NULL;
+    list->iov_len  = count;
+    return list + 1;
+}
+
+void axon_request_runs_put(axon_worker_h worker, struct iovec *runs)
+{
+    struct iovec *list = runs - 1;
+
+    if (list->iov_len <= AXON_REQUEST_RUNS_POOLED) {
+        axon_mpool_put(&worker->runs_mp, list);
+    } else {
+        free(list);
+    }
 }
 
 /* Run the callback; a request the user freed (in it or before) is released here. */

@@ -210,6 +210,16 @@ axon_status_t  axon_request_finish_now(axon_request_h req, axon_status_t status,
 void axon_request_release_rails(axon_request_h req);
 
 /*
+ * Run lists of a rendezvous (api/tag/rndv_runs.c): up to AXON_REQUEST_RUNS_POOLED
+ * iovecs from the worker's pool, so a message's lists cost no malloc; longer ones
+ * (rare: runs average at least AXON_RNDV_RUNS_MIN bytes) from malloc. NULL without memory.
+ */
+#define AXON_REQUEST_RUNS_POOLED 1023
+axon_status_t axon_request_runs_init(axon_worker_h worker);
+struct iovec *axon_request_runs_get(axon_worker_h worker, size_t count);
+void          axon_request_runs_put(axon_worker_h worker, struct iovec *runs);
+
+/*
  * A rendezvous's registration and lent runs end with the request: the
  * buffer is the user's again.
  */
@@ -226,7 +236,8 @@ static inline void axon_request_release_rndv(axon_request_h req)
     }
     if (req->flags & AXON_REQUEST_RNDV_RUNS) {
         req->flags &= ~AXON_REQUEST_RNDV_RUNS;
-        free((req->flags & AXON_REQUEST_RECV) ? req->recv.rndv_runs : req->send.rndv_runs);
+        axon_request_runs_put(req->worker, (req->flags & AXON_REQUEST_RECV) ?
+                                           req->recv.rndv_runs : req->send.rndv_runs);
     }
 }
 

@@ -172,6 +172,10 @@ axon_status_t axon_worker_create(axon_context_h context, const axon_worker_param
     if (status != AXON_OK) {
         goto err_free;
     }
+    status = axon_request_runs_init(worker);
+    if (status != AXON_OK) {
+        goto err_req_mp;
+    }
     axon_peer_register_handlers(worker);
     status = axon_worker_protos_init(worker);
     if (status != AXON_OK) {
@@ -196,6 +200,8 @@ err_ifaces:
     axon_worker_close_ifaces(worker);
 err_protos:
     axon_worker_protos_cleanup(worker);
+    axon_mpool_cleanup(&worker->runs_mp);
+err_req_mp:
     axon_mpool_cleanup(&worker->req_mp);
 err_free:
     free(worker);
@@ -221,9 +227,11 @@ void axon_worker_destroy(axon_worker_h worker)
     axon_peer_cleanup_all(worker);
     free(worker->address);
     axon_worker_protos_cleanup(worker);
-    /* Requests the user never freed are reclaimed with the pool. */
-    worker->req_mp.num_free = worker->req_mp.num_elems;
+    /* Requests the user never freed are reclaimed with the pool, and their run lists. */
+    worker->req_mp.num_free  = worker->req_mp.num_elems;
+    worker->runs_mp.num_free = worker->runs_mp.num_elems;
     axon_mpool_cleanup(&worker->req_mp);
+    axon_mpool_cleanup(&worker->runs_mp);
     free(worker);
 }
 

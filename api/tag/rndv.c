@@ -194,7 +194,7 @@ static axon_status_t axon_rndv_recv_get_long(axon_request_h req, const axon_lane
         (void)axon_layout_cursor_run(&req->recv.cursor, pos, &len);
         len = (len < want - pos) ? len : want - pos;
     }
-    iov = malloc(n * sizeof(*iov));
+    iov = axon_request_runs_get(req->worker, n);
     if (iov == NULL) {
         return AXON_ERR_UNSUPPORTED;
     }
@@ -213,7 +213,7 @@ static axon_status_t axon_rndv_recv_get_long(axon_request_h req, const axon_lane
         return AXON_OK;
     }
     req->flags &= ~AXON_REQUEST_TL_BUSY;
-    free(iov);
+    axon_request_runs_put(req->worker, iov);
     if ((status == AXON_ERR_UNSUPPORTED) || (status == AXON_ERR_NO_RESOURCE)) {
         return AXON_ERR_UNSUPPORTED;
     }

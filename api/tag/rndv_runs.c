@@ -85,7 +85,7 @@ void axon_rndv_runs_lend(axon_request_h req)
     if ((count == 0) || (count > AXON_RNDV_RUNS_MAX)) {
         return;  /* streamed */
     }
-    runs = malloc(count * sizeof(*runs));
+    runs = axon_request_runs_get(req->worker, count);
     if (runs == NULL) {
         axon_debug("no memory for the %zu runs of a rendezvous send: it streams", count);
         return;
@@ -177,7 +177,7 @@ axon_status_t axon_rndv_runs_recv(axon_request_h req, axon_ep_h ep,
     if (want / (nlocal + nlent) < req->worker->context->opts.rndv_runs_min) {
         return AXON_ERR_UNSUPPORTED;
     }
-    remote = malloc((nremote + nlocal + nlent) * sizeof(*remote));
+    remote = axon_request_runs_get(req->worker, nremote + nlocal + nlent);
     if (remote == NULL) {
         axon_debug("no memory for %zu runs of a rendezvous receive: it streams",
                    nremote + nlocal + nlent);
@@ -199,7 +199,7 @@ axon_status_t axon_rndv_runs_recv(axon_request_h req, axon_ep_h ep,
                                          rts->address, NULL, NULL);
     }
     if (status == AXON_ERR_UNSUPPORTED) {
-        free(remote);
+        axon_request_runs_put(req->worker, remote);
         return status;   /* streamed */
     }
     req->recv.rndv_runs = remote;
@@ -258,7 +258,7 @@ axon_status_t axon_rndv_runs_put(axon_request_h req, const axon_rndv_rtr_hdr_t *
         return AXON_OK;
     }
     nlocal = axon_rndv_runs_count(&req->send.cursor, layout, rtr->offset, rtr->length);
-    remote = malloc((nremote + nlocal) * sizeof(*remote));
+    remote = axon_request_runs_get(req->worker, nremote + nlocal);
     if (remote == NULL) {
         return AXON_ERR_UNSUPPORTED;
     }
@@ -276,7 +276,7 @@ axon_status_t axon_rndv_runs_put(axon_request_h req, const axon_rndv_rtr_hdr_t *
     if (status == AXON_OK) {
         status = lane->ops->ep_put_zcopy_riov(lane->tl_ep, local, nlocal, remote, nremote, NULL);
     }
-    free(remote);
+    axon_request_runs_put(req->worker, remote);
     if (status == AXON_ERR_UNSUPPORTED) {
         return status;
     }
