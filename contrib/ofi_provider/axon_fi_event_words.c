@@ -257,7 +257,12 @@ static void axon_fi_event_added(axon_request_h req, axon_status_t status, void *
 
     (void)req;
     --ep->word_adds;
-    if (status != AXON_OK) {
+    if (status == AXON_ERR_REMOTE_ACCESS) {
+        /* The target endpoint closed its words (its accesses seen, it went on to close):
+         * nobody is left to read the count. */
+        AXON_FI_INFO(FI_LOG_EP_DATA, "RMA event word add after its target closed: %s",
+                     axon_status_string(status));
+    } else if (status != AXON_OK) {
         AXON_FI_WARN(FI_LOG_EP_DATA, "RMA event word add failed: %s",
                      axon_status_string(status));
     }
@@ -285,6 +290,10 @@ int axon_fi_event_add(axon_fi_op_t *op)
         axon_fi_event_word_add(rkey, (op->notify & AXON_FI_EVENT_READ) != 0);
         return 1;
     }
+    /* Always a request of ours, held until the target has the add: the endpoint's close
+     * waits for it, and an add failing there (the target closed meanwhile) is ours to
+     * judge, not an error Axon keeps for the application's next flush. */
+    param.flags     = AXON_REQ_FLAG_NO_IMM_CMPL;
     param.cb.send   = axon_fi_event_added;
     param.user_data = ep;
     status = axon_atomic_nb(conn->aep, AXON_ATOMIC_ADD, sizeof(one), &one, NULL, NULL,
