@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "dlock_probe.h"
+#include "harness.h"
 
 namespace {
 
@@ -78,7 +79,9 @@ TEST(FiDomainLock, UnbiasedLockIsAMutexForEveryone)
  * plain counter, works a little and writes it back plus one, and marks
  * itself in: a lost increment or a second thread inside is an overlap.
  */
-const int kAppHolds = 200000;
+const int    kAppHolds = 200000;
+const int    kMinWakes = 20;
+const double kWaitSec  = 30;
 
 struct Shared {
     axon_test_dlock_t   *lock = nullptr;
@@ -106,8 +109,8 @@ TEST(FiDomainLock, ApplicationAndWakingThreadNeverOverlap)
     ASSERT_NE(nullptr, l.get());
     Shared s;
     s.lock = l.get();
-    uint64_t internal_holds = 0;
-    int wakes = 0;
+    uint64_t internal_holds = 0, app_holds = 0;
+    std::atomic<int> wakes{0};
     std::thread internal([&] {
         while (!s.app_done.load()) {
             axon_test_dlock_internal_wake(s.lock);
@@ -125,16 +128,22 @@ TEST(FiDomainLock, ApplicationAndWakingThreadNeverOverlap)
             }
         }
     });
-    for (int i = 0; i < kAppHolds; ++i) {
+    /* At least kAppHolds, and on until the other thread has woken kMinWakes times (on a
+     * loaded host, or under a sanitizer, it may not run at all for a while). */
+    double deadline = axon_test_time() + kWaitSec;
+    while (((app_holds < (uint64_t)kAppHolds) || (wakes.load() < kMinWakes)) &&
+           ((app_holds % 1024) || (axon_test_time() < deadline))) {
         axon_test_dlock_app_lock(s.lock);
         hold(s);
         axon_test_dlock_app_unlock(s.lock);
+        ++app_holds;
     }
     s.app_done = true;
     internal.join();
     EXPECT_EQ(0, s.overlaps.load());
-    EXPECT_EQ((uint64_t)kAppHolds + internal_holds, s.count);
-    EXPECT_GT(wakes, 10) << "the internal thread hardly ran: the test proved little";
+    EXPECT_EQ(app_holds + internal_holds, s.count);
+    EXPECT_GE(wakes.load(), kMinWakes) << "the internal thread hardly ran in " << kWaitSec
+                                       << " s: the test proved little";
     if (!axon_test_dlock_biased(s.lock)) {
         std::cout << "[ note ] no membarrier(2) here: checked the mutex fallback only\n";
     }
