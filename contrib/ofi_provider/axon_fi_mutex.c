@@ -53,7 +53,6 @@ void axon_fi_dlock_init(axon_fi_dlock_t *lock, int want_bias)
     atomic_init(&lock->mutex.state, 0);
     atomic_init(&lock->app_inside, 0);
     atomic_init(&lock->internal, 0);
-    lock->app_fast = 0;
     lock->biased   = 0;
     if (want_bias) {
         (void)pthread_once(&axon_fi_membarrier_once, axon_fi_membarrier_register);

@@ -65,13 +65,12 @@ static inline void axon_fi_mutex_unlock(axon_fi_mutex_t *mutex)
  */
 typedef struct axon_fi_dlock {
     axon_fi_mutex_t  mutex;
-    _Atomic uint32_t app_inside;  /* the application holds it the fast way */
+    _Atomic uint32_t app_inside;  /* the application holds it the fast way (its own writes) */
     _Atomic uint32_t internal;    /* internal threads awake: the application takes the mutex */
-    uint32_t         app_fast;    /* the application's own: its hold skipped the mutex */
     int              biased;      /* fixed at init */
 } axon_fi_dlock_t;
 
-/* want_bias: the application serializes its calls; 0 if membarrier(2) is there too. */
+/* want_bias: the application serializes its calls; biased only where membarrier(2) is too. */
 void axon_fi_dlock_init(axon_fi_dlock_t *lock, int want_bias);
 
 /* The internal thread's side: awake before its first lock after a sleep, asleep after its
@@ -115,7 +114,6 @@ static inline void axon_fi_dlock_app_lock(axon_fi_dlock_t *lock)
         atomic_signal_fence(memory_order_seq_cst);
         if (__builtin_expect(atomic_load_explicit(&lock->internal, memory_order_acquire) == 0,
                              1)) {
-            lock->app_fast = 1;
             return;
         }
         atomic_store_explicit(&lock->app_inside, 0, memory_order_release);
@@ -125,8 +123,8 @@ static inline void axon_fi_dlock_app_lock(axon_fi_dlock_t *lock)
 
 static inline void axon_fi_dlock_app_unlock(axon_fi_dlock_t *lock)
 {
-    if (lock->app_fast) {
-        lock->app_fast = 0;
+    /* Only the application writes app_inside, and a hold through the mutex left it 0. */
+    if (atomic_load_explicit(&lock->app_inside, memory_order_relaxed) != 0) {
         atomic_store_explicit(&lock->app_inside, 0, memory_order_release);
         return;
     }

@@ -164,7 +164,7 @@ static void *axon_fi_progress_main(void *arg)
     unsigned          events;
     long              backoff = 0, backoff_span = 0;
     int               stop = 0, busy = 0, armed = 0, woken = 0;
-    int               awake = 1, served = 0;
+    int               lowered, served = 0;
 
     /* Naps as asked: the default slack (50 us) would make the shortest one 70 us. */
     (void)prctl(PR_SET_TIMERSLACK, AXON_FI_PROGRESS_SLACK_NS, 0, 0, 0);
@@ -212,15 +212,14 @@ static void *axon_fi_progress_main(void *arg)
             /* Asleep, the thread leaves the application the lock's fast way, unless it
              * is serving endpoints the application does not (a target computing while
              * peers' requests come): each wake-up would cost a barrier then. */
-            if (awake && (served < AXON_FI_PROGRESS_SERVING)) {
+            lowered = (served < AXON_FI_PROGRESS_SERVING);
+            if (lowered) {
                 axon_fi_dlock_internal_sleep(lock);
-                awake = 0;
             }
             woken   = axon_fi_progress_sleep(domain, fds, nfds);
             served  = woken ? served : 0;   /* a quiet sleep ends the service */
-            if (!awake) {
+            if (lowered) {
                 axon_fi_dlock_internal_wake(lock);
-                awake = 1;
             }
             continue;
         }
