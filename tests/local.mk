@@ -85,6 +85,7 @@ tests_axon_gtest_SOURCES = \
 	tests/gtest/framework/device/softib/test_softib_xchannel.cc \
 	tests/gtest/framework/device/softib/test_softib_dc.cc \
 	tests/gtest/framework/device/softib/test_softib_umr.cc \
+	tests/gtest/framework/device/softib/test_softib_unmapped.cc \
 	tests/gtest/framework/device/softib/test_softib_xproc.cc \
 	tests/gtest/framework/device/softib/test_softib_mcast.cc \
 	tests/gtest/fuzz/test_fuzz_regressions.cc \

@@ -88,7 +88,7 @@ static void axon_test_peer_close_fd(axon_test_peer_t *peer)
     }
 }
 
-/* In a peer: the stack of the thread SIGQUIT was sent to. */
+/* The calling thread's stack: a peer's thread SIGQUIT was sent to, or one that crashed. */
 static void axon_test_stack_handler(int sig)
 {
     void *frames[64];
@@ -103,13 +103,54 @@ static void axon_test_stack_handler(int sig)
     }
 }
 
+/*
+ * A crash says where: the faulting thread's stack, then the default action
+ * (the exit status still says which signal). The sanitizers report crashes
+ * their own, better way, and keep their handlers.
+ */
+static void axon_test_crash_handler(int sig)
+{
+    axon_test_stack_handler(sig);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define AXON_TEST_CRASH_STACKS 0
+#else
+#define AXON_TEST_CRASH_STACKS 1
+#endif
+
+static void axon_test_crash_handler_install(void)
+{
+    static const int crashes[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE};
+    struct sigaction sa;
+    void            *frame;
+    size_t           i;
+
+    backtrace(&frame, 1);  /* loads the unwinder now, not inside the handler */
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = axon_test_crash_handler;
+    sa.sa_flags   = SA_RESETHAND | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    for (i = 0; AXON_TEST_CRASH_STACKS && (i < sizeof(crashes) / sizeof(crashes[0])); ++i) {
+        sigaction(crashes[i], &sa, NULL);
+    }
+}
+
+/* The test process too (its peers inherit it): a crash in CI says where. */
+__attribute__((constructor)) static void axon_test_crash_stacks_init(void)
+{
+    axon_test_crash_handler_install();
+}
+
 static void axon_test_stack_handler_install(void)
 {
     struct sigaction sa;
     void            *frame;
     sigset_t         set;
 
-    backtrace(&frame, 1);  /* loads the unwinder now, not inside the handler */
+    backtrace(&frame, 1);
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = axon_test_stack_handler;
     sa.sa_flags   = SA_RESTART;

@@ -5,14 +5,17 @@ noinst_HEADERS += \
 	framework/device/softib/softib_wire.h
 
 # Its sources, also built into verbs_abi/'s libibverbs.so.1.
-# The wire: slot registry, shm rings and doorbells, UDP sockets, fault injection.
+# The wire: slot registry, shm rings and doorbells, UDP sockets, fault injection,
+# and the guard that keeps a copy from unmapped registered memory from crashing.
 softib_sources = \
 	framework/device/softib/softib_registry.c \
+	framework/device/softib/softib_guard.c \
 	framework/device/softib/softib_wire.c \
 	framework/device/softib/softib_wire_shm.c \
 	framework/device/softib/softib_wire_udp.c \
 	framework/device/softib/softib_wire_inject.c
 noinst_HEADERS += \
+	framework/device/softib/softib_guard.h \
 	framework/device/softib/softib_registry.h \
 	framework/device/softib/softib_ring.h \
 	framework/device/softib/softib_wire_priv.h

@@ -4,7 +4,9 @@
  * atomic, with the instruction the operand size allows.
  */
 #include <string.h>
+#include "log.h"
 #include "softib_amo.h"
+#include "softib_guard.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -140,23 +142,42 @@ static void softib_amo_exec16(const axon_amo_args_t *args, uint64_t *addr, uint6
     softib_amo_exec_locked(args, addr, prev);
 }
 
+typedef struct {
+    const axon_amo_args_t *args;
+    void                  *addr;
+    uint64_t              *prev;
+} softib_amo_job_t;
+
+static void softib_amo_exec_sized(void *arg)
+{
+    const softib_amo_job_t *j = arg;
+
+    switch (j->args->size) {
+    case 4:
+        softib_amo_exec4(j->args, j->addr, j->prev);
+        break;
+    case 8:
+        softib_amo_exec8(j->args, j->addr, j->prev);
+        break;
+    case 16:
+        softib_amo_exec16(j->args, j->addr, j->prev);
+        break;
+    default:
+        softib_amo_exec_locked(j->args, j->addr, j->prev);
+        break;
+    }
+}
+
 void softib_amo_exec(const axon_amo_args_t *args, void *addr, uint64_t *prev)
 {
     axon_amo_lock_t *lock = axon_amo_lock_acquire(&softib_amo_locks, (uintptr_t)addr, addr);
+    softib_amo_job_t job  = {args, addr, prev};
 
-    switch (args->size) {
-    case 4:
-        softib_amo_exec4(args, addr, prev);
-        break;
-    case 8:
-        softib_amo_exec8(args, addr, prev);
-        break;
-    case 16:
-        softib_amo_exec16(args, addr, prev);
-        break;
-    default:
-        softib_amo_exec_locked(args, addr, prev);
-        break;
+    /* Guarded inside the lock, so a fault never leaves it held (softib_guard.h):
+     * a target unmapped meanwhile reads as zeros and keeps no result. */
+    if (softib_guard_call(softib_amo_exec_sized, &job) != 0) {
+        memset(prev, 0, 8 * softib_amo_words(args->size));
+        axon_debug("softib: atomic at %p: no longer mapped, the result dropped", addr);
     }
     axon_amo_lock_release(lock);
 }

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "softib.h"
 #include "softib_direct.h"
+#include "softib_guard.h"
 
 #define SOFTIB_MR_ACCESS_ALL (AXON_DEV_ACCESS_LOCAL_WRITE | AXON_DEV_ACCESS_REMOTE_WRITE | \
                               AXON_DEV_ACCESS_REMOTE_READ | AXON_DEV_ACCESS_REMOTE_ATOMIC | \
@@ -115,6 +116,9 @@ int softib_reg_mr(axon_dev_pd_t *pd, void *addr, size_t length, int access,
     if (length && !softib_mr_mapped(addr, length)) {
         axon_error("softib: reg_mr: %p..+%zu is not mapped memory", addr, length);
         return EFAULT;
+    }
+    if ((ret = softib_guard_init()) != 0) {   /* before any access through a key */
+        return ret;
     }
     mr = calloc(1, sizeof(*mr));
     if (mr == NULL) {
@@ -226,6 +230,56 @@ softib_access_t softib_mr_range(const softib_mr_t *mr, uint64_t addr, uint64_t l
     return SOFTIB_ACCESS_OK;
 }
 
+/*
+ * Registered memory the application unmapped (softib_guard.h): what pinned
+ * pages would do. A read sees zeros, a write is lost; the request succeeds.
+ */
+static void softib_mem_fault(const softib_mr_t *mr, uint64_t addr, uint64_t len,
+                             softib_mem_op_t op)
+{
+    axon_debug("softib: %s of %llu bytes at 0x%llx (key 0x%x): no longer mapped, %s",
+               (op == SOFTIB_MEM_READ) ? "read" : "write", (unsigned long long)len,
+               (unsigned long long)addr, mr->super.lkey,
+               (op == SOFTIB_MEM_READ) ? "read as zeros" : "dropped");
+}
+
+typedef struct {
+    softib_dev_t    *dev;
+    softib_mr_t     *mr;
+    uint64_t         addr;
+    void            *buf;
+    uint64_t         len;
+    int              access;
+    softib_mem_op_t  op;
+    unsigned         level;
+    softib_access_t  ret;
+} softib_mem_umr_job_t;
+
+static void softib_mem_umr_job(void *arg)
+{
+    softib_mem_umr_job_t *j = arg;
+
+    j->ret = softib_umr_access(j->dev, j->mr, j->addr, j->buf, j->len, j->access, j->op,
+                               j->level);
+}
+
+/* An indirect key's access, guarded as a whole (its leaves are guarded on their own too). */
+static softib_access_t softib_mem_access_umr(softib_dev_t *dev, softib_mr_t *mr, uint64_t addr,
+                                             void *buf, uint64_t len, int access,
+                                             softib_mem_op_t op, unsigned level)
+{
+    softib_mem_umr_job_t job = {dev, mr, addr, buf, len, access, op, level, SOFTIB_ACCESS_OK};
+
+    if (softib_guard_call(softib_mem_umr_job, &job) == 0) {
+        return job.ret;
+    }
+    if ((op == SOFTIB_MEM_READ) && (buf != NULL)) {
+        memset(buf, 0, len);
+    }
+    softib_mem_fault(mr, addr, len, op);
+    return SOFTIB_ACCESS_OK;
+}
+
 softib_access_t softib_mem_access(softib_dev_t *dev, axon_dev_pd_t *pd, uint32_t key,
                                   uint64_t addr, void *buf, uint64_t len, int access,
                                   softib_mem_op_t op, unsigned level)
@@ -237,15 +291,17 @@ softib_access_t softib_mem_access(softib_dev_t *dev, axon_dev_pd_t *pd, uint32_t
         return SOFTIB_ACCESS_BAD_KEY;
     }
     if (mr->umr != NULL) {   /* the one branch indirect keys cost registered memory */
-        return softib_umr_access(dev, mr, addr, buf, len, access, op, level);
+        return softib_mem_access_umr(dev, mr, addr, buf, len, access, op, level);
     }
     if ((ret = softib_mr_range(mr, addr, len, access)) != SOFTIB_ACCESS_OK) {
         return ret;
     }
-    if (op == SOFTIB_MEM_READ) {
-        memcpy(buf, (const void *)(uintptr_t)addr, len);
-    } else if (op == SOFTIB_MEM_WRITE) {
-        memcpy((void *)(uintptr_t)addr, buf, len);
+    if ((op == SOFTIB_MEM_READ) &&
+        softib_guard_copy(buf, (const void *)(uintptr_t)addr, len, 1)) {
+        softib_mem_fault(mr, addr, len, op);
+    } else if ((op == SOFTIB_MEM_WRITE) &&
+               softib_guard_copy((void *)(uintptr_t)addr, buf, len, 0)) {
+        softib_mem_fault(mr, addr, len, op);
     }
     return SOFTIB_ACCESS_OK;
 }

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "softib_wire_priv.h"
+#include "softib_guard.h"
 #include "log.h"
 
 static uint64_t softib_wire_inject_next(softib_wire_inject_t *inject)
@@ -153,7 +154,7 @@ int softib_wire_inject_send(softib_wire_t *wire, const axon_dev_gid_t *dgid, uin
         held->len      = (uint32_t)(pkt->hlen + pkt->paylen);
         memcpy(held->data, pkt->hdr, pkt->hlen);
         if (pkt->paylen != 0) {
-            memcpy(held->data + pkt->hlen, pkt->pay, pkt->paylen);
+            (void)softib_guard_copy(held->data + pkt->hlen, pkt->pay, pkt->paylen, 1);
         }
         return 0;
     }

@@ -27,6 +27,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "softib_guard.h"
 #include "softib_direct.h"
 #include "softib_ring.h"
 #include "softib_wire_priv.h"
@@ -509,7 +510,8 @@ int softib_wire_shm_send(softib_wire_t *wire, unsigned slot, const softib_wire_p
 
     memcpy(cell->data, pkt->hdr, pkt->hlen);
     if (pkt->paylen != 0) {
-        memcpy(cell->data + pkt->hlen, pkt->pay, pkt->paylen);
+        /* registered memory read in place: unmapped meanwhile, it goes as zeros */
+        (void)softib_guard_copy(cell->data + pkt->hlen, pkt->pay, pkt->paylen, 1);
     }
     cell->len     = (uint32_t)(pkt->hlen + pkt->paylen);
     cell->src_gid = wire->gid;

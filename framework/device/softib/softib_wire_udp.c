@@ -108,6 +108,9 @@ void softib_wire_udp_close(softib_wire_t *wire)
     }
 }
 
+/* A payload that could not be read: what pinned pages no longer mapped would send */
+static const uint8_t softib_wire_udp_zeros[SOFTIB_WIRE_MAX_PKT];
+
 int softib_wire_udp_send(softib_wire_t *wire, uint32_t ipv4_addr, unsigned slot,
                          const softib_wire_pkt_t *pkt)
 {
@@ -140,6 +143,11 @@ int softib_wire_udp_send(softib_wire_t *wire, uint32_t ipv4_addr, unsigned slot,
 
     do {
         n = sendmsg(wire->udp_fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if ((n < 0) && (errno == EFAULT) && (iov[2].iov_base != softib_wire_udp_zeros)) {
+            /* registered memory unmapped meanwhile (softib_guard.h): it goes as zeros */
+            iov[2].iov_base = (void *)softib_wire_udp_zeros;
+            errno           = EINTR;
+        }
     } while ((n < 0) && (errno == EINTR));
     if ((n < 0) && (errno != EAGAIN) && (errno != ENOBUFS) && (errno != ECONNREFUSED)) {
         axon_debug("softib%u: UDP send to port %u failed: %m", wire->params.dev_index, port);
