@@ -89,6 +89,7 @@ typedef struct axon_shm_iface {
     double            next_head_check; /* when the tick looks at the head again */
     int               cma;            /* AXON_SHM_CMA */
     int               event_fd;       /* eventfd senders wake us by when armed, or -1 */
+    int               wait_fd;        /* what a sleeping worker polls (shm_wake.c), or -1 */
     /* Addresses */
     uint64_t          host_id;
     uint32_t          uid;
@@ -114,6 +115,9 @@ typedef struct axon_shm_ep {
     axon_proc_t   peer;
     axon_shm_senders_ctl_t *peer_ctl;  /* the peer's segment: closed = its goodbye */
     int               wake_fd;     /* our copy of the peer's eventfd, or -1 */
+    int               pid_fd;      /* the peer's pidfd in iface->wait_fd (one ep of a peer
+                                    * process watches it), or -1 */
+    int               pid_watched; /* pid_fd is in iface->wait_fd */
     uint64_t          peer_uuid;
     double            last_check;
     axon_list_link_t  list;        /* in iface->eps; unlinked if the iface closed first */
@@ -184,11 +188,16 @@ axon_status_t axon_shm_ep_am_short(axon_tl_ep_t *tl_ep, uint8_t am_id, const voi
 ssize_t       axon_shm_ep_am_bcopy(axon_tl_ep_t *tl_ep, uint8_t am_id, axon_pack_cb_t pack,
                                    void *arg);
 axon_status_t axon_shm_ep_flush(axon_tl_ep_t *tl_ep);
-/* Wakeups (shm_wake.c): the owner's eventfd (-1: none, logged with prefix); an
- * endpoint's copy of its peer's, taken at ep_create and dropped at ep_destroy;
- * the write that wakes the peer; the iface's event ops. */
+/* Wakeups (shm_wake.c): the owner's eventfd (-1: none, logged with prefix) and
+ * the descriptor its worker sleeps on; an endpoint's copy of its peer's
+ * eventfd and the watch of the peer's process, taken at ep_create and
+ * dropped at ep_destroy (unwatch: a failed peer no longer wakes us); the
+ * write that wakes the peer; the iface's event ops. */
 int           axon_shm_wake_fd_open(const char *prefix);
+void          axon_shm_wake_wait_open(axon_shm_iface_t *iface);
+void          axon_shm_wake_wait_close(axon_shm_iface_t *iface);
 void          axon_shm_wake_take(axon_shm_ep_t *ep, const char *seg_name);
+void          axon_shm_wake_unwatch(axon_shm_ep_t *ep);
 void          axon_shm_wake_drop(axon_shm_ep_t *ep);
 void          axon_shm_wake_peer(const axon_shm_ep_t *ep);
 axon_status_t axon_shm_iface_event_fd(axon_iface_t *tl_iface, int *fd_p);

@@ -42,6 +42,7 @@ axon_status_t axon_shm_iface_open(const axon_resource_t *resource, const void *c
     if (status != AXON_OK) {
         goto err_free;
     }
+    axon_shm_wake_wait_open(iface);
     axon_idle_set_host_procs(axon_shm_seg_count_procs(iface->seg.name));
 
     iface->super.ops         = &axon_shm_iface_ops;
@@ -85,9 +86,11 @@ static void axon_shm_iface_close(axon_iface_t *tl_iface)
     /* Endpoints should go first; unlinked, a later ep_destroy leaves the iface alone. */
     axon_list_for_each_safe(ep, tmp, &iface->eps, list) {
         axon_warn("shm %s: closing with endpoint %p still open", iface->seg.name, (void*)ep);
+        axon_shm_wake_unwatch(ep);
         axon_list_del(&ep->list);
     }
     axon_shm_seg_destroy(&iface->seg, &iface->senders);
+    axon_shm_wake_wait_close(iface);
     if (iface->event_fd >= 0) {
         close(iface->event_fd);
     }
@@ -102,6 +105,7 @@ static void axon_shm_iface_mark_failed(axon_shm_iface_t *iface, axon_shm_ep_t *e
     ep->status  = status;
     ep->flags  |= AXON_SHM_EP_FLAG_REPORT;
     ++iface->failures_pending;
+    axon_shm_wake_unwatch(ep);   /* its death wakes a sleeping worker once */
 }
 
 void axon_shm_iface_fail_ep(axon_shm_iface_t *iface, axon_shm_ep_t *ep, axon_status_t status,

@@ -305,4 +305,90 @@ TEST(WorkerWaitXproc, AnotherProcessWakesTheSleeper)
     axon_test_node_destroy(&node);
 }
 
+/* The child: connect over the transport arg names, say so, then wait to be killed. */
+int peer_connect_and_wait(int fd, void *arg)
+{
+    axon_test_node_t node = {};
+    void            *addr;
+    size_t           len;
+    axon_ep_h        ep;
+
+    PEER_CHECK(axon_test_node_create(&node, static_cast<const char *>(arg), NULL, 0) == AXON_OK);
+    PEER_CHECK(axon_test_exchange_address(fd, node.address, node.address_length, &addr, &len) ==
+               0);
+    PEER_CHECK(axon_test_ep_create(node.worker, addr, len, &ep) == AXON_OK);
+    free(addr);
+    PEER_CHECK(axon_test_sync_progress(fd, node.worker, kOpTimeout) == 0);
+    for (;;) {
+        pause();
+    }
+    return 0;
+}
+
+void count_failure(void *arg, axon_ep_h, axon_status_t)
+{
+    ++*static_cast<int *>(arg);
+}
+
+/*
+ * A peer that dies wakes the worker sleeping on its descriptor (shm: its
+ * pidfd is in the set; tcp: its socket closes); the next progress reports
+ * the failure, and the descriptor is quiet again: the dead peer wakes it
+ * once. Without the watch a sleeper over shm would see the death only when
+ * something else woke it.
+ */
+void killed_peer_wakes_the_sleeper(const char *tl)
+{
+    axon_test_node_t node = {};
+    axon_test_peer_t peer;
+    axon_ep_params_t params = {};
+    axon_ep_h        ep = nullptr;
+    void            *addr;
+    size_t           len;
+    int              failures = 0;
+    int              fd = -1;
+
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&node, tl, NULL, 0));
+    ASSERT_EQ(0, axon_test_peer_spawn(&peer, peer_connect_and_wait, (void *)tl, 60.0));
+    ASSERT_EQ(0, axon_test_exchange_address(peer.fd, node.address, node.address_length, &addr,
+                                            &len));
+    params.address    = addr;
+    params.address_length = len;
+    params.err_cb     = count_failure;
+    params.err_cb_arg = &failures;
+    ASSERT_EQ(AXON_OK, axon_ep_create(node.worker, &params, &ep));
+    free(addr);
+    ASSERT_EQ(0, axon_test_sync_progress(peer.fd, node.worker, kOpTimeout));
+    ASSERT_EQ(AXON_OK, axon_worker_get_efd(node.worker, &fd));
+    ASSERT_EQ(AXON_OK, arm_after_progress(node.worker));
+    EXPECT_FALSE(readable(fd, 300)) << "woken with the peer alive";
+
+    axon_test_peer_kill(&peer);
+    EXPECT_TRUE(readable(fd, 5000)) << "the peer's death did not wake us";
+    double start = axon_test_time();
+    while ((failures == 0) && (axon_test_time() - start < kOpTimeout)) {
+        axon_worker_progress(node.worker);
+    }
+    EXPECT_EQ(1, failures) << "the failure was not reported";
+    EXPECT_EQ(AXON_OK, arm_after_progress(node.worker));
+    EXPECT_FALSE(readable(fd, 300)) << "the dead peer keeps waking us";
+    EXPECT_EQ(AXON_OK, axon_test_ep_close(node.worker, ep, AXON_EP_CLOSE_FORCE, kOpTimeout));
+    axon_test_node_destroy(&node);
+}
+
+TEST(WorkerWaitXproc, KilledPeerWakesTheSleeperOverShm)
+{
+#if defined(RUNNING_ON_VALGRIND)
+    if (RUNNING_ON_VALGRIND) {
+        GTEST_SKIP() << "valgrind does not run pidfd_open";
+    }
+#endif
+    killed_peer_wakes_the_sleeper("shm");
+}
+
+TEST(WorkerWaitXproc, KilledPeerWakesTheSleeperOverTcp)
+{
+    killed_peer_wakes_the_sleeper("tcp");
+}
+
 }  // namespace
