@@ -110,8 +110,8 @@ unsigned      axon_worker_progress(axon_worker_h worker);
  * readable (then progress again); AXON_ERR_BUSY there is work already
  * (messages in, sends queued, callbacks due): progress and arm again;
  * AXON_ERR_UNSUPPORTED not now (a peer cannot wake us): poll instead. Wakeups
- * may be spurious. A peer's death wakes the sleeper (shm watches the peer's
- * process, tcp sees its connection close). Not thread-safe, like progress.
+ * may be spurious. Over shm a peer's death wakes the sleeper (its process is
+ * watched). Not thread-safe, like progress.
  */
 axon_status_t axon_worker_get_efd(axon_worker_h worker, int *fd_p);
 axon_status_t axon_worker_arm(axon_worker_h worker);

@@ -331,11 +331,10 @@ void count_failure(void *arg, axon_ep_h, axon_status_t)
 }
 
 /*
- * A peer that dies wakes the worker sleeping on its descriptor (shm: its
- * pidfd is in the set; tcp: its socket closes); the next progress reports
- * the failure, and the descriptor is quiet again: the dead peer wakes it
- * once. Without the watch a sleeper over shm would see the death only when
- * something else woke it.
+ * A peer that dies wakes the worker sleeping on its descriptor (over shm its
+ * pidfd is in the set); the next progress reports the failure, and the
+ * descriptor is quiet again: the dead peer wakes it once. Without the watch
+ * the sleeper would see the death only when something else woke it.
  */
 void killed_peer_wakes_the_sleeper(const char *tl)
 {
@@ -376,6 +375,54 @@ void killed_peer_wakes_the_sleeper(const char *tl)
     axon_test_node_destroy(&node);
 }
 
+/*
+ * Two endpoints to one peer process share one watch of it (shm): the first
+ * holds it; closed, it hands the watch to the second, whose peer's death
+ * still wakes the sleeper.
+ */
+TEST(WorkerWaitXproc, WatchOfAPeerOutlivesTheEndpointThatHeldIt)
+{
+    axon_test_node_t node = {};
+    axon_test_peer_t peer;
+    axon_ep_params_t params = {};
+    axon_ep_h        first = nullptr, second = nullptr;
+    void            *addr;
+    size_t           len;
+    int              failures = 0;
+    int              fd = -1;
+
+#if defined(RUNNING_ON_VALGRIND)
+    if (RUNNING_ON_VALGRIND) {
+        GTEST_SKIP() << "valgrind does not run pidfd_open";
+    }
+#endif
+    ASSERT_EQ(AXON_OK, axon_test_node_create(&node, "shm", NULL, 0));
+    ASSERT_EQ(0, axon_test_peer_spawn(&peer, peer_connect_and_wait, (void *)"shm", 60.0));
+    ASSERT_EQ(0, axon_test_exchange_address(peer.fd, node.address, node.address_length, &addr,
+                                            &len));
+    ASSERT_EQ(AXON_OK, axon_test_ep_create(node.worker, addr, len, &first));
+    params.address        = addr;
+    params.address_length = len;
+    params.err_cb         = count_failure;
+    params.err_cb_arg     = &failures;
+    ASSERT_EQ(AXON_OK, axon_ep_create(node.worker, &params, &second));
+    free(addr);
+    ASSERT_EQ(0, axon_test_sync_progress(peer.fd, node.worker, kOpTimeout));
+    EXPECT_EQ(AXON_OK, axon_test_ep_close(node.worker, first, AXON_EP_CLOSE_FLUSH, kOpTimeout));
+    ASSERT_EQ(AXON_OK, axon_worker_get_efd(node.worker, &fd));
+    ASSERT_EQ(AXON_OK, arm_after_progress(node.worker));
+
+    axon_test_peer_kill(&peer);
+    EXPECT_TRUE(readable(fd, 5000)) << "the watch did not pass to the second endpoint";
+    double start = axon_test_time();
+    while ((failures == 0) && (axon_test_time() - start < kOpTimeout)) {
+        axon_worker_progress(node.worker);
+    }
+    EXPECT_EQ(1, failures);
+    EXPECT_EQ(AXON_OK, axon_test_ep_close(node.worker, second, AXON_EP_CLOSE_FORCE, kOpTimeout));
+    axon_test_node_destroy(&node);
+}
+
 TEST(WorkerWaitXproc, KilledPeerWakesTheSleeperOverShm)
 {
 #if defined(RUNNING_ON_VALGRIND)
@@ -384,11 +431,6 @@ TEST(WorkerWaitXproc, KilledPeerWakesTheSleeperOverShm)
     }
 #endif
     killed_peer_wakes_the_sleeper("shm");
-}
-
-TEST(WorkerWaitXproc, KilledPeerWakesTheSleeperOverTcp)
-{
-    killed_peer_wakes_the_sleeper("tcp");
 }
 
 }  // namespace
