@@ -151,8 +151,7 @@ static axon_shm_ep_t *axon_shm_wake_watcher(axon_shm_iface_t *iface, const axon_
     axon_shm_ep_t *other;
 
     axon_list_for_each(other, &iface->eps, list) {
-        if ((other != ep) && other->pid_watched && (other->peer.pid == ep->peer.pid) &&
-            (other->peer.start_time == ep->peer.start_time)) {
+        if ((other != ep) && other->pid_watched && axon_proc_equal(&other->peer, &ep->peer)) {
             return other;
         }
     }
@@ -224,30 +223,39 @@ void axon_shm_wake_take(axon_shm_ep_t *ep, const char *seg_name)
     }
 }
 
-/* The watch of ep (unlinked, still alive) passes to another endpoint of its process. */
-static void axon_shm_wake_hand_over(axon_shm_ep_t *ep)
+/*
+ * The watch of ep (unlinked, its peer alive) passes, pidfd and all, to another
+ * endpoint of that process; 0 if there is none.
+ */
+static int axon_shm_wake_hand_over(axon_shm_ep_t *ep)
 {
-    axon_shm_iface_t *iface = (axon_shm_iface_t*)ep->super.iface;
-    axon_shm_ep_t    *other;
-    const char       *why;
+    axon_shm_iface_t  *iface = (axon_shm_iface_t*)ep->super.iface;
+    struct epoll_event event;
+    axon_shm_ep_t     *other;
 
     axon_list_for_each(other, &iface->eps, list) {
-        if ((other->status == AXON_OK) && (other->peer.pid == ep->peer.pid) &&
-            (other->peer.start_time == ep->peer.start_time)) {
-            axon_shm_wake_watch(other, axon_shm_wake_pidfd(other, &why));
-            return;
+        if ((other->status == AXON_OK) && axon_proc_equal(&other->peer, &ep->peer)) {
+            memset(&event, 0, sizeof(event));
+            event.events   = EPOLLIN;
+            event.data.ptr = other;
+            if (epoll_ctl(iface->wait_fd, EPOLL_CTL_MOD, ep->pid_fd, &event) != 0) {
+                return 0;
+            }
+            other->pid_fd      = ep->pid_fd;
+            other->pid_watched = 1;
+            ep->pid_fd         = -1;
+            ep->pid_watched    = 0;
+            return 1;
         }
     }
+    return 0;
 }
 
 void axon_shm_wake_drop(axon_shm_ep_t *ep)
 {
     /* Watched, so the iface is open (its close unwatches what it leaves behind). */
-    int watched = ep->pid_watched;
-
-    axon_shm_wake_unwatch(ep);
-    if (watched && (ep->status == AXON_OK)) {
-        axon_shm_wake_hand_over(ep);
+    if (!ep->pid_watched || (ep->status != AXON_OK) || !axon_shm_wake_hand_over(ep)) {
+        axon_shm_wake_unwatch(ep);
     }
     if (ep->wake_fd >= 0) {
         close(ep->wake_fd);

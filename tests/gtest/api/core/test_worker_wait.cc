@@ -305,15 +305,15 @@ TEST(WorkerWaitXproc, AnotherProcessWakesTheSleeper)
     axon_test_node_destroy(&node);
 }
 
-/* The child: connect over the transport arg names, say so, then wait to be killed. */
-int peer_connect_and_wait(int fd, void *arg)
+/* The child: connect over shm, say so, then wait to be killed. */
+int peer_connect_and_wait(int fd, void *)
 {
     axon_test_node_t node = {};
     void            *addr;
     size_t           len;
     axon_ep_h        ep;
 
-    PEER_CHECK(axon_test_node_create(&node, static_cast<const char *>(arg), NULL, 0) == AXON_OK);
+    PEER_CHECK(axon_test_node_create(&node, "shm", NULL, 0) == AXON_OK);
     PEER_CHECK(axon_test_exchange_address(fd, node.address, node.address_length, &addr, &len) ==
                0);
     PEER_CHECK(axon_test_ep_create(node.worker, addr, len, &ep) == AXON_OK);
@@ -330,32 +330,69 @@ void count_failure(void *arg, axon_ep_h, axon_status_t)
     ++*static_cast<int *>(arg);
 }
 
+/* A child (peer_connect_and_wait) to kill, and its address; node made here too. */
+void spawn_victim(axon_test_node_t *node, axon_test_peer_t *peer, void **addr, size_t *len)
+{
+    ASSERT_EQ(AXON_OK, axon_test_node_create(node, "shm", NULL, 0));
+    ASSERT_EQ(0, axon_test_peer_spawn(peer, peer_connect_and_wait, NULL, 60.0));
+    ASSERT_EQ(0, axon_test_exchange_address(peer->fd, node->address, node->address_length, addr,
+                                            len));
+}
+
+/* An endpoint whose peer's failure counts in *failures */
+axon_status_t ep_create_counting(axon_worker_h worker, const void *addr, size_t len,
+                                 int *failures, axon_ep_h *ep_p)
+{
+    axon_ep_params_t params = {};
+
+    params.address        = addr;
+    params.address_length = len;
+    params.err_cb         = count_failure;
+    params.err_cb_arg     = failures;
+    return axon_ep_create(worker, &params, ep_p);
+}
+
+/* Progress until a failure is counted, at most kOpTimeout */
+void progress_until_failure(axon_worker_h worker, const int *failures)
+{
+    double start = axon_test_time();
+
+    while ((*failures == 0) && (axon_test_time() - start < kOpTimeout)) {
+        axon_worker_progress(worker);
+    }
+}
+
+bool pidfd_runs()
+{
+#if defined(RUNNING_ON_VALGRIND)
+    return !RUNNING_ON_VALGRIND;
+#else
+    return true;
+#endif
+}
+
 /*
  * A peer that dies wakes the worker sleeping on its descriptor (over shm its
  * pidfd is in the set); the next progress reports the failure, and the
  * descriptor is quiet again: the dead peer wakes it once. Without the watch
  * the sleeper would see the death only when something else woke it.
  */
-void killed_peer_wakes_the_sleeper(const char *tl)
+TEST(WorkerWaitXproc, KilledPeerWakesTheSleeperOverShm)
 {
     axon_test_node_t node = {};
     axon_test_peer_t peer;
-    axon_ep_params_t params = {};
     axon_ep_h        ep = nullptr;
     void            *addr;
     size_t           len;
     int              failures = 0;
     int              fd = -1;
 
-    ASSERT_EQ(AXON_OK, axon_test_node_create(&node, tl, NULL, 0));
-    ASSERT_EQ(0, axon_test_peer_spawn(&peer, peer_connect_and_wait, (void *)tl, 60.0));
-    ASSERT_EQ(0, axon_test_exchange_address(peer.fd, node.address, node.address_length, &addr,
-                                            &len));
-    params.address    = addr;
-    params.address_length = len;
-    params.err_cb     = count_failure;
-    params.err_cb_arg = &failures;
-    ASSERT_EQ(AXON_OK, axon_ep_create(node.worker, &params, &ep));
+    if (!pidfd_runs()) {
+        GTEST_SKIP() << "valgrind does not run pidfd_open";
+    }
+    spawn_victim(&node, &peer, &addr, &len);
+    ASSERT_FALSE(HasFatalFailure());
+    ASSERT_EQ(AXON_OK, ep_create_counting(node.worker, addr, len, &failures, &ep));
     free(addr);
     ASSERT_EQ(0, axon_test_sync_progress(peer.fd, node.worker, kOpTimeout));
     ASSERT_EQ(AXON_OK, axon_worker_get_efd(node.worker, &fd));
@@ -364,10 +401,7 @@ void killed_peer_wakes_the_sleeper(const char *tl)
 
     axon_test_peer_kill(&peer);
     EXPECT_TRUE(readable(fd, 5000)) << "the peer's death did not wake us";
-    double start = axon_test_time();
-    while ((failures == 0) && (axon_test_time() - start < kOpTimeout)) {
-        axon_worker_progress(node.worker);
-    }
+    progress_until_failure(node.worker, &failures);
     EXPECT_EQ(1, failures) << "the failure was not reported";
     EXPECT_EQ(AXON_OK, arm_after_progress(node.worker));
     EXPECT_FALSE(readable(fd, 300)) << "the dead peer keeps waking us";
@@ -384,28 +418,19 @@ TEST(WorkerWaitXproc, WatchOfAPeerOutlivesTheEndpointThatHeldIt)
 {
     axon_test_node_t node = {};
     axon_test_peer_t peer;
-    axon_ep_params_t params = {};
     axon_ep_h        first = nullptr, second = nullptr;
     void            *addr;
     size_t           len;
     int              failures = 0;
     int              fd = -1;
 
-#if defined(RUNNING_ON_VALGRIND)
-    if (RUNNING_ON_VALGRIND) {
+    if (!pidfd_runs()) {
         GTEST_SKIP() << "valgrind does not run pidfd_open";
     }
-#endif
-    ASSERT_EQ(AXON_OK, axon_test_node_create(&node, "shm", NULL, 0));
-    ASSERT_EQ(0, axon_test_peer_spawn(&peer, peer_connect_and_wait, (void *)"shm", 60.0));
-    ASSERT_EQ(0, axon_test_exchange_address(peer.fd, node.address, node.address_length, &addr,
-                                            &len));
+    spawn_victim(&node, &peer, &addr, &len);
+    ASSERT_FALSE(HasFatalFailure());
     ASSERT_EQ(AXON_OK, axon_test_ep_create(node.worker, addr, len, &first));
-    params.address        = addr;
-    params.address_length = len;
-    params.err_cb         = count_failure;
-    params.err_cb_arg     = &failures;
-    ASSERT_EQ(AXON_OK, axon_ep_create(node.worker, &params, &second));
+    ASSERT_EQ(AXON_OK, ep_create_counting(node.worker, addr, len, &failures, &second));
     free(addr);
     ASSERT_EQ(0, axon_test_sync_progress(peer.fd, node.worker, kOpTimeout));
     EXPECT_EQ(AXON_OK, axon_test_ep_close(node.worker, first, AXON_EP_CLOSE_FLUSH, kOpTimeout));
@@ -414,23 +439,10 @@ TEST(WorkerWaitXproc, WatchOfAPeerOutlivesTheEndpointThatHeldIt)
 
     axon_test_peer_kill(&peer);
     EXPECT_TRUE(readable(fd, 5000)) << "the watch did not pass to the second endpoint";
-    double start = axon_test_time();
-    while ((failures == 0) && (axon_test_time() - start < kOpTimeout)) {
-        axon_worker_progress(node.worker);
-    }
+    progress_until_failure(node.worker, &failures);
     EXPECT_EQ(1, failures);
     EXPECT_EQ(AXON_OK, axon_test_ep_close(node.worker, second, AXON_EP_CLOSE_FORCE, kOpTimeout));
     axon_test_node_destroy(&node);
-}
-
-TEST(WorkerWaitXproc, KilledPeerWakesTheSleeperOverShm)
-{
-#if defined(RUNNING_ON_VALGRIND)
-    if (RUNNING_ON_VALGRIND) {
-        GTEST_SKIP() << "valgrind does not run pidfd_open";
-    }
-#endif
-    killed_peer_wakes_the_sleeper("shm");
 }
 
 }  // namespace
