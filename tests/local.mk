@@ -10,6 +10,7 @@ tests_axon_job_check_LDADD   = libaxon.la
 tests_axon_gtest_SOURCES = \
 	tests/harness/harness.c \
 	tests/harness/harness.h \
+	tests/harness/gtest_pch.hh \
 	tests/harness/env_guard.h \
 	tests/harness/log_capture.h \
 	tests/harness/tag_env.h \
@@ -99,7 +100,8 @@ tests_axon_gtest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir) -I$(top_srcdir)/tests
 	-DAXON_TEST_BUILDDIR='"$(abs_top_builddir)"' \
 	-DAXON_TEST_SRCDIR='"$(abs_top_srcdir)"' \
 	-DAXON_TEST_PLUGIN_DIR='"$(abs_top_builddir)/tests/plugins/.libs"'
-tests_axon_gtest_CXXFLAGS = -std=gnu++14 -Wall -Wno-missing-field-initializers
+tests_gtest_cxxflags      = -std=gnu++14 -Wall -Wno-missing-field-initializers
+tests_axon_gtest_CXXFLAGS = $(tests_gtest_cxxflags) -include tests/harness/gtest_pch.hh
 tests_axon_gtest_CFLAGS   = $(AX_CFLAGS)
 tests_axon_gtest_LDADD    = libaxon.la $(GTEST_LIBS) -lpthread
 if HAVE_LIBFABRIC
@@ -126,6 +128,17 @@ if HAVE_IBVERBS
 # framework/device/test_device.cc checks the rdma-core back end against libibverbs itself.
 tests_axon_gtest_LDADD   += $(IBVERBS_LIBS)
 endif
+
+# googletest and the C++ headers, precompiled once with the sources' own flags.
+# GCC takes tests/harness/gtest_pch.hh.gch (build tree) for the -include above
+# when the flags match, and parses the header from the source tree otherwise.
+tests_gtest_pch = tests/harness/gtest_pch.hh.gch
+$(tests_gtest_pch): $(top_srcdir)/tests/harness/gtest_pch.hh
+	@$(MKDIR_P) tests/harness
+	$(AM_V_CXX)$(CXX) $(DEFS) $(DEFAULT_INCLUDES) $(INCLUDES) $(tests_axon_gtest_CPPFLAGS) \
+		$(CPPFLAGS) $(tests_gtest_cxxflags) $(CXXFLAGS) -x c++-header -c $< -o $@
+$(am_tests_axon_gtest_OBJECTS): $(tests_gtest_pch)
+CLEANFILES += $(tests_gtest_pch)
 
 # Plugins that must fail to load: one misses a symbol, one has the wrong ABI.
 check_LTLIBRARIES += tests/plugins/libaxon_broken.la tests/plugins/libaxon_badabi.la

@@ -13,7 +13,7 @@
 #define AXON_SHM_MAX_SENDERS_MAX (1u << 16)
 
 static const axon_config_entry_t axon_shm_config_table[] = {
-    {"FIFO_SIZE", "256",
+    {"FIFO_SIZE", "64",
      "Cells in each worker's receive ring (a power of two >= 2); a sender finding it full retries",
      offsetof(axon_shm_config_t, fifo_size), AXON_CONFIG_TYPE_UINT},
 

@@ -43,7 +43,11 @@ typedef struct softib_registry_hdr {
     uint32_t         nslots;
     uint32_t         slot_size;
     pthread_mutex_t  lock;       /* robust, process-shared: writers only */
-    char             pad[4096 - 16 - sizeof(pthread_mutex_t)];
+    /* 1 + the highest slot ever published (0: none yet). The reaper looks no
+     * further: its pass is every open's, and all 4094 entries are 128 pages,
+     * each a fault on first touch in a process (dear on a virtual machine). */
+    _Atomic uint32_t slots_used;
+    char             pad[4096 - 16 - sizeof(pthread_mutex_t) - sizeof(uint32_t)];
 } softib_registry_hdr_t;
 
 _Static_assert(sizeof(softib_registry_hdr_t) == 4096, "registry header size");
@@ -249,9 +253,13 @@ void softib_registry_reap(softib_registry_t *reg, void (*unlink_ring)(const char
     softib_registry_owner_t owner;
     const char             *why;
     uint64_t                gen;
-    unsigned                slot;
+    unsigned                slot, end;
 
-    for (slot = SOFTIB_REGISTRY_SLOT_MIN; slot <= SOFTIB_REGISTRY_SLOT_MAX; ++slot) {
+    end = atomic_load_explicit(&reg->seg->hdr.slots_used, memory_order_relaxed);
+    if (end > SOFTIB_REGISTRY_SLOT_MAX + 1) {
+        end = SOFTIB_REGISTRY_SLOT_MAX + 1;
+    }
+    for (slot = SOFTIB_REGISTRY_SLOT_MIN; slot < end; ++slot) {
         entry = softib_registry_slot(reg, slot);
         gen   = atomic_load_explicit(&entry->gen, memory_order_relaxed);
         if (!(gen & 1)) {
@@ -300,6 +308,9 @@ void softib_registry_publish(softib_registry_t *reg, unsigned slot, uint64_t gen
     entry->start_time = self.start_time;
     entry->ns_id      = self.ns_id;
     snprintf(entry->ring, sizeof(entry->ring), "%s", ring);
+    if (slot >= atomic_load_explicit(&reg->seg->hdr.slots_used, memory_order_relaxed)) {
+        atomic_store_explicit(&reg->seg->hdr.slots_used, slot + 1, memory_order_relaxed);
+    }
     /* Release: a reader that sees the odd generation sees the entry. */
     atomic_store_explicit(&entry->gen, gen, memory_order_release);
 }

@@ -150,7 +150,6 @@ static int softib_wire_epoll_add(softib_wire_t *wire, int fd)
 int softib_wire_open(const softib_wire_params_t *params, softib_wire_t **wire_p)
 {
     softib_wire_t *wire;
-    unsigned       slot;
     int            ret;
 
     if ((params == NULL) || (wire_p == NULL)) {
@@ -181,13 +180,11 @@ int softib_wire_open(const softib_wire_params_t *params, softib_wire_t **wire_p)
     if (ret != 0) {
         goto err_free;
     }
+    /* Left as calloc gives it (untouched pages): an entry is set when mapped. */
     wire->peers = calloc(SOFTIB_REGISTRY_SLOT_MAX + 1, sizeof(*wire->peers));
     if (wire->peers == NULL) {
         ret = ENOMEM;
         goto err_inject;
-    }
-    for (slot = 0; slot <= SOFTIB_REGISTRY_SLOT_MAX; ++slot) {
-        wire->peers[slot].bell_fd = -1;
     }
 
     ret = softib_registry_open(params->dev_index, &wire->reg);

@@ -39,7 +39,7 @@ typedef struct softib_ring softib_ring_t;   /* a receive ring in shared memory *
 typedef struct softib_wire_peer {
     uint64_t       gen;      /* registry generation mapped; 0 = nothing mapped */
     softib_ring_t *ring;
-    int            bell_fd;  /* write end of its doorbell; -1 until first rung */
+    int            bell_fd;  /* while ring is mapped: its doorbell's write end, -1 until first rung */
     uint64_t       full_ns;  /* when its ring was last checked for a dead owner */
     int            gone;     /* its ring was full and its owner found dead: drop */
     pid_t          pid;      /* its owner, when our pid namespace names it; else 0 */
@@ -80,7 +80,8 @@ struct softib_wire {
     uint64_t             stuck_pos;
 
     /* shm, send side */
-    softib_wire_peer_t  *peers;           /* indexed by slot */
+    softib_wire_peer_t  *peers;           /* indexed by slot; zeros until mapped */
+    unsigned             peers_end;       /* 1 + the highest slot ever mapped: scans stop there */
     uint64_t             claim_tag;       /* our (generation, slot) as claimed cells show it */
     uint64_t             sweep_ns;        /* when mapped rings were last checked for owners */
     unsigned             num_mapped;      /* peers whose ring we map */

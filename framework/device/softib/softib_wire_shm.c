@@ -326,11 +326,11 @@ static void softib_wire_shm_peer_unmap(softib_wire_t *wire, softib_wire_peer_t *
         munmap(peer->ring, sizeof(softib_ring_t));
         peer->ring = NULL;
         --wire->num_mapped;
+        if (peer->bell_fd >= 0) {
+            close(peer->bell_fd);
+        }
     }
-    if (peer->bell_fd >= 0) {
-        close(peer->bell_fd);
-        peer->bell_fd = -1;
-    }
+    peer->bell_fd = -1;
     peer->gen  = 0;
     peer->gone = 0;
     peer->pid  = 0;
@@ -343,7 +343,7 @@ void softib_wire_shm_forget_peers(softib_wire_t *wire)
     if (wire->peers == NULL) {
         return;
     }
-    for (slot = 0; slot <= SOFTIB_REGISTRY_SLOT_MAX; ++slot) {
+    for (slot = 0; slot < wire->peers_end; ++slot) {
         softib_wire_shm_peer_unmap(wire, &wire->peers[slot]);
     }
 }
@@ -367,7 +367,7 @@ void softib_wire_shm_sweep(softib_wire_t *wire, uint64_t now_ns)
         return;   /* nothing mapped (peers may be NULL), or looked lately */
     }
     wire->sweep_ns = now_ns;
-    for (slot = SOFTIB_REGISTRY_SLOT_MIN; slot <= SOFTIB_REGISTRY_SLOT_MAX; ++slot) {
+    for (slot = SOFTIB_REGISTRY_SLOT_MIN; slot < wire->peers_end; ++slot) {
         peer = &wire->peers[slot];
         if (peer->gen == 0) {
             continue;
@@ -419,10 +419,14 @@ static int softib_wire_shm_peer_map(softib_wire_t *wire, unsigned slot,
         munmap(ring, sizeof(softib_ring_t));
         return ENOENT;
     }
-    peer->ring = ring;
-    peer->gen  = now_gen;
-    peer->pid  = axon_proc_comparable(&owner, &wire->self) ? owner.pid : 0;
+    peer->ring    = ring;
+    peer->bell_fd = -1;
+    peer->gen     = now_gen;
+    peer->pid     = axon_proc_comparable(&owner, &wire->self) ? owner.pid : 0;
     ++wire->num_mapped;
+    if (slot >= wire->peers_end) {
+        wire->peers_end = slot + 1;
+    }
     return 0;
 }
 

@@ -71,7 +71,7 @@ TEST_F(OfiProviderProgress, IdleThreadSleeps)
 /* Context switches of this process's thread named name, -1 if there is none. */
 long thread_switches(const char *name)
 {
-    char  path[96], comm[32], line[128];
+    char  path[300], comm[32], line[128];   /* d_name: up to 255 bytes */
     DIR  *dir = opendir("/proc/self/task");
     long  total = -1, n;
     struct dirent *de;

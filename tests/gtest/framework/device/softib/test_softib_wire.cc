@@ -962,6 +962,34 @@ TEST(SoftibWireXproc, FullRingOfDeadOwnerDrops)
     reap_leftovers(kDevDeadPeer);
 }
 
+TEST(SoftibWireXproc, RingOfDeadOwnerUnmappedBySweep)
+{
+    /* The sweep looks only as far as the highest slot this wire ever mapped
+     * (its peer table is not walked whole): a dead owner's ring there goes. */
+    softib_wire_params_t params = wire_params(SOFTIB_WIRE_SHM, "127.0.0.1", kDevDeadPeer);
+    unsigned             dev    = kDevDeadPeer;
+    uint8_t              pkt[64] = {0};
+    axon_test_peer_t     child;
+    softib_wire_t       *wire;
+    hello                peer;
+    uint64_t             now;
+
+    ASSERT_EQ(0, axon_test_peer_spawn(&child, hello_idle_child, &dev, kChildTimeout));
+    ASSERT_EQ(0, softib_wire_open(&params, &wire));
+    ASSERT_EQ(0, hello_exchange(child.fd, wire, &peer));
+    ASSERT_EQ(0, softib_wire_send(wire, &peer.gid, qpn_of(peer.slot), pkt, 64));
+    ASSERT_NE(nullptr, wire->peers[peer.slot].ring);
+    now = axon_sys_time_ns();
+    softib_wire_progress(wire, now + 2 * SOFTIB_WIRE_SWEEP_NS);
+    EXPECT_NE(nullptr, wire->peers[peer.slot].ring) << "the owner lives: its ring stays";
+    ASSERT_GT(axon_test_peer_crash(&child), 0);
+    softib_wire_progress(wire, now + 4 * SOFTIB_WIRE_SWEEP_NS);
+    EXPECT_EQ(nullptr, wire->peers[peer.slot].ring) << "slot " << peer.slot;
+    EXPECT_EQ(-1, wire->peers[peer.slot].bell_fd);
+    softib_wire_close(wire);
+    reap_leftovers(kDevDeadPeer);
+}
+
 TEST(SoftibWireXproc, ForkedChildCloseKeepsParentSlot)
 {
     softib_wire_params_t params = wire_params(SOFTIB_WIRE_AUTO);
