@@ -19,6 +19,11 @@ check_tail=40
 mkdir -p "$tmp/build/tests"
 cat >"$tmp/build/tests/axon_gtest" <<'EOF'
 #!/bin/bash
+if [ "$1" = --gtest_list_tests ] && [ -n "${FAKE_SUITES:-}" ]; then
+    # batches: suites of every size, each test passing
+    printf 'Big.\n  A\n  B\n  C\nOne.\n  A\nTwo.\n  A\n  B\nThree.\n  A\n'
+    exit 0
+fi
 if [ "$1" = --gtest_list_tests ]; then
     printf 'Fake.\n  Passes\n  Fails\n  Skips\n  Crashes\n  NeverStarted\n'
     exit 0
@@ -83,6 +88,27 @@ t_bad_group_size_refused() {
     [ $rc -eq 2 ] && grep -q 'AXON_TEST_GROUP=0' "$tmp/out"
 }
 
+t_batches_close_at_a_test_count() {
+    : >"$tmp/calls"
+    (cd "$tmp/build" && FAKE_CALLS=$tmp/calls FAKE_SUITES=1 AXON_TEST_BATCH=1 AXON_TEST_JOBS=1 AXON_TEST_GTEST_ONLY=1 \
+        AXON_TEST_BATCH_TESTS=3 bash "$run_tests" '*' >"$tmp/out" 2>&1)
+    cat "$tmp/out" "$tmp/calls"
+    # whole suites a batch; a suite starts a new one once three tests are in
+    [ "$(cat "$tmp/calls")" = "Big.A:Big.B:Big.C
+One.A:Two.A:Two.B
+Three.A" ] || { echo "batches not cut at 3 tests"; return 1; }
+    [ "$(tail -1 "$tmp/out")" = "7 passed, 0 failed" ] || { echo "totals wrong"; return 1; }
+}
+
+t_bad_batch_size_refused() {
+    local rc
+    (cd "$tmp/build" && AXON_TEST_BATCH_TESTS=many bash "$run_tests" 'Fake.*' >"$tmp/out" 2>&1); rc=$?
+    cat "$tmp/out"
+    [ $rc -eq 2 ] && grep -q 'AXON_TEST_BATCH_TESTS=many' "$tmp/out"
+}
+
 check harness_run_tests_group_verdicts       t_verdicts_in_a_group
 check harness_run_tests_group_of_one         t_group_of_one_is_a_process_a_test
 check harness_run_tests_bad_group_size       t_bad_group_size_refused
+check harness_run_tests_batch_test_count     t_batches_close_at_a_test_count
+check harness_run_tests_bad_batch_size       t_bad_batch_size_refused
