@@ -298,12 +298,14 @@ list_tests() {  # filter
 # The tests of up to $per_batch suites a process (AXON_TEST_BATCH), a batch
 # closed at a suite's start once it holds $per_batch_tests tests
 batch_start() {  # tests... (whole suites, in order)
-    local t s batch_suite="" batch_n=0 batch_tests=()
+    local t s i batch_suite="" batch_n=0 batch_tests=() batches=()
+    local -
+    set -f   # a batch is its test names split at spaces: no globbing
     for t in "$@"; do
         s=${t%%.*}
         if [ "$s" != "$batch_suite" ]; then
             if [ $batch_n -ge "$per_batch" ] || [ ${#batch_tests[@]} -ge "$per_batch_tests" ]; then
-                pool_start run_batch "${batch_tests[@]}"
+                batches+=("${batch_tests[*]}")
                 batch_tests=()
                 batch_n=0
             fi
@@ -312,7 +314,15 @@ batch_start() {  # tests... (whole suites, in order)
         fi
         batch_tests+=("$t")
     done
-    [ ${#batch_tests[@]} -eq 0 ] || pool_start run_batch "${batch_tests[@]}"
+    [ ${#batch_tests[@]} -eq 0 ] || batches+=("${batch_tests[*]}")
+    # Most tests first (the order of equal ones kept): a big batch started
+    # last runs on alone while the other jobs have nothing left to take.
+    for i in $(for i in "${!batches[@]}"; do
+                   set -- ${batches[$i]}
+                   printf '%d %d\n' $# "$i"
+               done | sort -s -k1,1nr | cut -d' ' -f2); do
+        pool_start run_batch ${batches[$i]}
+    done
 }
 
 if [ "$scripts_only" = 1 ]; then

@@ -21,7 +21,7 @@ cat >"$tmp/build/tests/axon_gtest" <<'EOF'
 #!/bin/bash
 if [ "$1" = --gtest_list_tests ] && [ -n "${FAKE_SUITES:-}" ]; then
     # batches: suites of every size, each test passing
-    printf 'Big.\n  A\n  B\n  C\nOne.\n  A\nTwo.\n  A\n  B\nThree.\n  A\n'
+    printf 'One.\n  A\nTwo.\n  A\n  B\nBig.\n  A\n  B\n  C\n  D\nThree.\n  A\n'
     exit 0
 fi
 if [ "$1" = --gtest_list_tests ]; then
@@ -93,11 +93,12 @@ t_batches_close_at_a_test_count() {
     (cd "$tmp/build" && FAKE_CALLS=$tmp/calls FAKE_SUITES=1 AXON_TEST_BATCH=1 AXON_TEST_JOBS=1 AXON_TEST_GTEST_ONLY=1 \
         AXON_TEST_BATCH_TESTS=3 bash "$run_tests" '*' >"$tmp/out" 2>&1)
     cat "$tmp/out" "$tmp/calls"
-    # whole suites a batch; a suite starts a new one once three tests are in
-    [ "$(cat "$tmp/calls")" = "Big.A:Big.B:Big.C
+    # whole suites a batch; a suite starts a new one once three tests are in;
+    # the batch of most tests runs first
+    [ "$(cat "$tmp/calls")" = "Big.A:Big.B:Big.C:Big.D
 One.A:Two.A:Two.B
-Three.A" ] || { echo "batches not cut at 3 tests"; return 1; }
-    [ "$(tail -1 "$tmp/out")" = "7 passed, 0 failed" ] || { echo "totals wrong"; return 1; }
+Three.A" ] || { echo "batches not cut at 3 tests, or not the biggest first"; return 1; }
+    [ "$(tail -1 "$tmp/out")" = "8 passed, 0 failed" ] || { echo "totals wrong"; return 1; }
 }
 
 t_bad_batch_size_refused() {
