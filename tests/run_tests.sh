@@ -298,7 +298,7 @@ list_tests() {  # filter
 # The tests of up to $per_batch suites a process (AXON_TEST_BATCH), a batch
 # closed at a suite's start once it holds $per_batch_tests tests
 batch_start() {  # tests... (whole suites, in order)
-    local t s i batch_suite="" batch_n=0 batch_tests=() batches=()
+    local t s i batch_suite="" batch_n=0 batch_tests=() batches=() sizes=()
     local -
     set -f   # a batch is its test names split at spaces: no globbing
     for t in "$@"; do
@@ -306,6 +306,7 @@ batch_start() {  # tests... (whole suites, in order)
         if [ "$s" != "$batch_suite" ]; then
             if [ $batch_n -ge "$per_batch" ] || [ ${#batch_tests[@]} -ge "$per_batch_tests" ]; then
                 batches+=("${batch_tests[*]}")
+                sizes+=(${#batch_tests[@]})
                 batch_tests=()
                 batch_n=0
             fi
@@ -314,13 +315,14 @@ batch_start() {  # tests... (whole suites, in order)
         fi
         batch_tests+=("$t")
     done
-    [ ${#batch_tests[@]} -eq 0 ] || batches+=("${batch_tests[*]}")
+    if [ ${#batch_tests[@]} -gt 0 ]; then
+        batches+=("${batch_tests[*]}")
+        sizes+=(${#batch_tests[@]})
+    fi
     # Most tests first (the order of equal ones kept): a big batch started
     # last runs on alone while the other jobs have nothing left to take.
-    for i in $(for i in "${!batches[@]}"; do
-                   set -- ${batches[$i]}
-                   printf '%d %d\n' $# "$i"
-               done | sort -s -k1,1nr | cut -d' ' -f2); do
+    for i in $(for i in "${!batches[@]}"; do echo "${sizes[$i]} $i"; done |
+               sort -s -k1,1nr | cut -d' ' -f2); do
         pool_start run_batch ${batches[$i]}
     done
 }
@@ -411,11 +413,7 @@ script_tests_collect() {  # pid output-file name
     rm -f "$2"
     echo "== $3 done (waited $((SECONDS - start))s more)"
 }
-run_timed=1
-run_untimed=1
-[ "$scripts_set" = untimed ] && run_timed=0
-[ "$scripts_set" = timed ] && run_untimed=0
-if [ "$filter" = "*" ] && [ "$gtest_only" != 1 ] && [ $run_untimed = 1 ]; then
+if [ "$filter" = "*" ] && [ "$gtest_only" != 1 ] && [ "$scripts_set" != timed ]; then
     # The test names (tests/README.md), the layer rules (docs/design.md), the
     # harness, a short soak, rdma-core's programs on softib's libibverbs, then
     # libfabric's own provider tests (fabtests) against Axon's provider and,
@@ -448,7 +446,7 @@ if [ "$filter" = "*" ] && [ "$gtest_only" != 1 ] && [ $run_untimed = 1 ]; then
     [ -z "$fab_pid" ] || script_tests_collect "$fab_pid" "$fab_out" "run_fabtests.sh unit,functional"
     [ -z "$sos_pid" ] || script_tests_collect "$sos_pid" "$sos_out" run_sos_tests.sh
 fi
-if [ "$filter" = "*" ] && [ "$gtest_only" != 1 ] && [ $run_timed = 1 ]; then
+if [ "$filter" = "*" ] && [ "$gtest_only" != 1 ] && [ "$scripts_set" != untimed ]; then
     # The tools (their checks include speed ratios), then unmodified Open MPI
     # programs over Axon's libfabric provider (the oversubscribed ring's 2x).
     run_script_tests 600 "$srcdir/tests/tools_test.sh"

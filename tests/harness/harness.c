@@ -618,11 +618,20 @@ void axon_test_node_destroy(axon_test_node_t *node)
 axon_status_t axon_test_ep_create(axon_worker_h worker, const void *address, size_t length,
                                   axon_ep_h *ep_p)
 {
+    return axon_test_ep_create_err(worker, address, length, NULL, NULL, ep_p);
+}
+
+axon_status_t axon_test_ep_create_err(axon_worker_h worker, const void *address, size_t length,
+                                      axon_ep_error_callback_t err_cb, void *err_cb_arg,
+                                      axon_ep_h *ep_p)
+{
     axon_ep_params_t params;
 
-    memset(&params, 0, sizeof(params));  /* no error callback */
+    memset(&params, 0, sizeof(params));
     params.address        = address;
     params.address_length = length;
+    params.err_cb         = err_cb;
+    params.err_cb_arg     = err_cb_arg;
     return axon_ep_create(worker, &params, ep_p);
 }
 

@@ -138,6 +138,10 @@ void          axon_test_node_destroy(axon_test_node_t *node);
 /* Create an endpoint to a peer address. */
 axon_status_t axon_test_ep_create(axon_worker_h worker, const void *address, size_t length,
                                   axon_ep_h *ep_p);
+/* The same with err_cb(err_cb_arg, ep, status) called if the peer fails. */
+axon_status_t axon_test_ep_create_err(axon_worker_h worker, const void *address, size_t length,
+                                      axon_ep_error_callback_t err_cb, void *err_cb_arg,
+                                      axon_ep_h *ep_p);
 /* Exchange node's address with the peer on fd and create an endpoint to the peer's; 0 or -1. */
 int           axon_test_connect_peer(int fd, const axon_test_node_t *node, axon_ep_h *ep_p);
 /* Close an endpoint (mode AXON_EP_CLOSE_*) and wait for the close to finish. */

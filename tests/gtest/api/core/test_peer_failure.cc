@@ -132,18 +132,6 @@ void recv_done(axon_request_h, axon_status_t status, const axon_tag_recv_info_t 
     send_done(nullptr, status, arg);
 }
 
-axon_status_t ep_create_err(axon_worker_h worker, const void *addr, size_t len, ErrRecord *rec,
-                            axon_ep_h *ep_p)
-{
-    axon_ep_params_t params = {};
-
-    params.address        = addr;
-    params.address_length = len;
-    params.err_cb         = err_cb;
-    params.err_cb_arg     = rec;
-    return axon_ep_create(worker, &params, ep_p);
-}
-
 /* ---------------------------------------------------------------- children */
 
 struct ChildArgs {
@@ -179,7 +167,8 @@ struct ChildNode {
         if (axon_test_exchange_address(fd, node.address, node.address_length, &addr, &len) != 0) {
             return -1;
         }
-        axon_status_t status = ep_create_err(node.worker, addr, len, &err, &ep);
+        axon_status_t status =
+            axon_test_ep_create_err(node.worker, addr, len, err_cb, &err, &ep);
         free(addr);
         if (status != AXON_OK) {
             return -1;
@@ -332,7 +321,8 @@ protected:
         size_t len;
         ASSERT_EQ(0, axon_test_exchange_address(peer.fd, s.node.address, s.node.address_length,
                                                 &addr, &len));
-        axon_status_t status = ep_create_err(s.node.worker, addr, len, err, ep_p);
+        axon_status_t status =
+            axon_test_ep_create_err(s.node.worker, addr, len, err_cb, err, ep_p);
         free(addr);
         ASSERT_EQ(AXON_OK, status);
         ASSERT_EQ(0, axon_test_sync_progress(peer.fd, s.node.worker, kOpTimeout));
@@ -838,7 +828,7 @@ TEST_P(PeerCleanupSlow, KilledPeersLeaveNothingBehind)
         ASSERT_EQ(0, axon_test_exchange_address(victims[r].fd, s.node.address,
                                                 s.node.address_length, &addr, &len));
         if (r % 2 == 0) {
-            ASSERT_EQ(AXON_OK, ep_create_err(w, addr, len, &err, &ep));
+            ASSERT_EQ(AXON_OK, axon_test_ep_create_err(w, addr, len, err_cb, &err, &ep));
         }
         free(addr);
         ASSERT_EQ(0, axon_test_sync_progress(victims[r].fd, w, kOpTimeout));

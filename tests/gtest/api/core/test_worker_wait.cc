@@ -250,16 +250,11 @@ TEST(WorkerWait, NullArgumentsAreRefused)
 int peer_send_later(int fd, void *)
 {
     axon_test_node_t node = {};
-    void            *addr;
-    size_t           len;
     axon_ep_h        ep;
     uint64_t         value = 0xfeedull;
 
     PEER_CHECK(axon_test_node_create(&node, "shm", NULL, 0) == AXON_OK);
-    PEER_CHECK(axon_test_exchange_address(fd, node.address, node.address_length, &addr, &len) ==
-               0);
-    PEER_CHECK(axon_test_ep_create(node.worker, addr, len, &ep) == AXON_OK);
-    free(addr);
+    PEER_CHECK(axon_test_connect_peer(fd, &node, &ep) == 0);
     PEER_CHECK(axon_test_send(node.worker, ep, &value, sizeof(value), kTag, kOpTimeout) ==
                AXON_OK);
     PEER_CHECK(axon_test_sync_progress(fd, node.worker, kOpTimeout) == 0);   /* parent armed */
@@ -309,15 +304,10 @@ TEST(WorkerWaitXproc, AnotherProcessWakesTheSleeper)
 int peer_connect_and_wait(int fd, void *)
 {
     axon_test_node_t node = {};
-    void            *addr;
-    size_t           len;
     axon_ep_h        ep;
 
     PEER_CHECK(axon_test_node_create(&node, "shm", NULL, 0) == AXON_OK);
-    PEER_CHECK(axon_test_exchange_address(fd, node.address, node.address_length, &addr, &len) ==
-               0);
-    PEER_CHECK(axon_test_ep_create(node.worker, addr, len, &ep) == AXON_OK);
-    free(addr);
+    PEER_CHECK(axon_test_connect_peer(fd, &node, &ep) == 0);
     PEER_CHECK(axon_test_sync_progress(fd, node.worker, kOpTimeout) == 0);
     for (;;) {
         pause();
@@ -337,19 +327,6 @@ void spawn_victim(axon_test_node_t *node, axon_test_peer_t *peer, void **addr, s
     ASSERT_EQ(0, axon_test_peer_spawn(peer, peer_connect_and_wait, NULL, 60.0));
     ASSERT_EQ(0, axon_test_exchange_address(peer->fd, node->address, node->address_length, addr,
                                             len));
-}
-
-/* An endpoint whose peer's failure counts in *failures */
-axon_status_t ep_create_counting(axon_worker_h worker, const void *addr, size_t len,
-                                 int *failures, axon_ep_h *ep_p)
-{
-    axon_ep_params_t params = {};
-
-    params.address        = addr;
-    params.address_length = len;
-    params.err_cb         = count_failure;
-    params.err_cb_arg     = failures;
-    return axon_ep_create(worker, &params, ep_p);
 }
 
 /* Progress until a failure is counted, at most kOpTimeout */
@@ -392,7 +369,8 @@ TEST(WorkerWaitXproc, KilledPeerWakesTheSleeperOverShm)
     }
     spawn_victim(&node, &peer, &addr, &len);
     ASSERT_FALSE(HasFatalFailure());
-    ASSERT_EQ(AXON_OK, ep_create_counting(node.worker, addr, len, &failures, &ep));
+    ASSERT_EQ(AXON_OK,
+              axon_test_ep_create_err(node.worker, addr, len, count_failure, &failures, &ep));
     free(addr);
     ASSERT_EQ(0, axon_test_sync_progress(peer.fd, node.worker, kOpTimeout));
     ASSERT_EQ(AXON_OK, axon_worker_get_efd(node.worker, &fd));
@@ -430,7 +408,8 @@ TEST(WorkerWaitXproc, WatchOfAPeerOutlivesTheEndpointThatHeldIt)
     spawn_victim(&node, &peer, &addr, &len);
     ASSERT_FALSE(HasFatalFailure());
     ASSERT_EQ(AXON_OK, axon_test_ep_create(node.worker, addr, len, &first));
-    ASSERT_EQ(AXON_OK, ep_create_counting(node.worker, addr, len, &failures, &second));
+    ASSERT_EQ(AXON_OK, axon_test_ep_create_err(node.worker, addr, len, count_failure, &failures,
+                                               &second));
     free(addr);
     ASSERT_EQ(0, axon_test_sync_progress(peer.fd, node.worker, kOpTimeout));
     EXPECT_EQ(AXON_OK, axon_test_ep_close(node.worker, first, AXON_EP_CLOSE_FLUSH, kOpTimeout));

@@ -69,17 +69,12 @@ void buffer_free(uint8_t *buf)
 int peer_sender(int fd, void *)
 {
     axon_test_node_t node = {};
-    void *addr;
-    size_t len;
     axon_ep_h ep;
     uint64_t regs;
     uint8_t *buf;
 
     PEER_CHECK(axon_test_node_create(&node, "rc", NULL, 0) == AXON_OK);
-    PEER_CHECK(axon_test_exchange_address(fd, node.address, node.address_length, &addr, &len) ==
-               0);
-    PEER_CHECK(axon_test_ep_create(node.worker, addr, len, &ep) == AXON_OK);
-    free(addr);
+    PEER_CHECK(axon_test_connect_peer(fd, &node, &ep) == 0);
     buf = buffer_alloc(NULL);
     axon_test_fill(buf, kLen, 1);
     regs = softib_mr_reg_count();

@@ -880,15 +880,10 @@ TEST_F(VerbsRcXproc, KilledPeerIsReportedWithin5s)
 int peer_tag(int fd, void *)
 {
     axon_test_node_t node = {};
-    void  *addr;
-    size_t len;
     axon_ep_h ep;
 
     PEER_CHECK(axon_test_node_create(&node, "rc", NULL, 0) == AXON_OK);
-    PEER_CHECK(axon_test_exchange_address(fd, node.address, node.address_length, &addr, &len) ==
-               0);
-    PEER_CHECK(axon_test_ep_create(node.worker, addr, len, &ep) == AXON_OK);
-    free(addr);
+    PEER_CHECK(axon_test_connect_peer(fd, &node, &ep) == 0);
     for (size_t s : {(size_t)0, (size_t)8, (size_t)3000, (size_t)100000, (size_t)1 << 20}) {
         std::vector<uint8_t> buf(s + 1);
         axon_test_fill(buf.data(), s, s);

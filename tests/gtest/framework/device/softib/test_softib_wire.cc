@@ -927,25 +927,35 @@ int close_inherited_child(int fd, void *arg)
     return 0;
 }
 
+/*
+ * A child with a wire of its own and ours beside it, hellos exchanged, on
+ * a device of their own: until a sender sees an owner gone, its packets go
+ * to whoever holds the slot (see kDevDeadPeer).
+ */
+void wire_beside_idle_child(axon_test_peer_t *child, softib_wire_t **wire_p, hello *peer)
+{
+    softib_wire_params_t params = wire_params(SOFTIB_WIRE_SHM, "127.0.0.1", kDevDeadPeer);
+    unsigned             dev    = kDevDeadPeer;
+
+    ASSERT_EQ(0, axon_test_peer_spawn(child, hello_idle_child, &dev, kChildTimeout));
+    ASSERT_EQ(0, softib_wire_open(&params, wire_p));
+    ASSERT_EQ(0, hello_exchange(child->fd, *wire_p, peer));
+}
+
 } // namespace
 
 TEST(SoftibWireXproc, FullRingOfDeadOwnerDrops)
 {
-    /* A device of its own: until the sender sees the owner gone, its packets
-     * go to whoever holds the slot (see kDevDeadPeer). */
-    softib_wire_params_t params = wire_params(SOFTIB_WIRE_SHM, "127.0.0.1", kDevDeadPeer);
-    unsigned             dev    = kDevDeadPeer;
-    uint8_t              pkt[64] = {0};
-    axon_test_peer_t     child;
-    softib_wire_t       *wire;
-    hello                peer;
-    double               deadline;
-    unsigned             sent = 0;
-    int                  ret;
+    uint8_t          pkt[64] = {0};
+    axon_test_peer_t child;
+    softib_wire_t   *wire;
+    hello            peer;
+    double           deadline;
+    unsigned         sent = 0;
+    int              ret;
 
-    ASSERT_EQ(0, axon_test_peer_spawn(&child, hello_idle_child, &dev, kChildTimeout));
-    ASSERT_EQ(0, softib_wire_open(&params, &wire));
-    ASSERT_EQ(0, hello_exchange(child.fd, wire, &peer));
+    wire_beside_idle_child(&child, &wire, &peer);
+    ASSERT_FALSE(HasFatalFailure());
     while ((ret = softib_wire_send(wire, &peer.gid, qpn_of(peer.slot), pkt, 64)) == 0) {
         ASSERT_LT(++sent, 100000u);
     }
@@ -966,17 +976,14 @@ TEST(SoftibWireXproc, RingOfDeadOwnerUnmappedBySweep)
 {
     /* The sweep looks only as far as the highest slot this wire ever mapped
      * (its peer table is not walked whole): a dead owner's ring there goes. */
-    softib_wire_params_t params = wire_params(SOFTIB_WIRE_SHM, "127.0.0.1", kDevDeadPeer);
-    unsigned             dev    = kDevDeadPeer;
-    uint8_t              pkt[64] = {0};
-    axon_test_peer_t     child;
-    softib_wire_t       *wire;
-    hello                peer;
-    uint64_t             now;
+    uint8_t          pkt[64] = {0};
+    axon_test_peer_t child;
+    softib_wire_t   *wire;
+    hello            peer;
+    uint64_t         now;
 
-    ASSERT_EQ(0, axon_test_peer_spawn(&child, hello_idle_child, &dev, kChildTimeout));
-    ASSERT_EQ(0, softib_wire_open(&params, &wire));
-    ASSERT_EQ(0, hello_exchange(child.fd, wire, &peer));
+    wire_beside_idle_child(&child, &wire, &peer);
+    ASSERT_FALSE(HasFatalFailure());
     ASSERT_EQ(0, softib_wire_send(wire, &peer.gid, qpn_of(peer.slot), pkt, 64));
     ASSERT_NE(nullptr, wire->peers[peer.slot].ring);
     now = axon_sys_time_ns();
