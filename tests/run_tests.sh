@@ -399,12 +399,12 @@ fi
 
 # Script tests: each prints "PASS name" or "FAIL name" (other lines pass through).
 script_verdicts() {  # < the script's output
-    local verdict name
-    while read -r verdict name; do
+    local verdict name rest
+    while read -r verdict name rest; do
         case "$verdict" in
-            PASS) echo "PASS  $name"; record "$name" 0 ;;
+            PASS) printf 'PASS  %-70s %s\n' "$name" "$rest"; record "$name" 0 ;;
             FAIL) echo "FAIL  $name"; record "$name" 1 ;;
-            *)    echo "$verdict $name" ;;
+            *)    echo "$verdict $name${rest:+ $rest}" ;;
         esac
     done
 }

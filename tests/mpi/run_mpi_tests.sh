@@ -108,9 +108,9 @@ trap session_cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
 quiet_pass=0  # 1: report() prints failures only
-report() {  # name status output-file
+report() {  # name status output-file [milliseconds]
     if [ "$2" -eq 0 ]; then
-        [ $quiet_pass -eq 1 ] || echo "PASS $1"
+        [ $quiet_pass -eq 1 ] || echo "PASS $1${4:+ $4 ms}"
     else
         echo "FAIL $1"
         # a hang's report has every thread's stack (tests/harness/bounded.sh)
@@ -220,8 +220,8 @@ run_one() {  # config name ranks args...
         [ $rc -eq 0 ] && rc=1
     fi
     run_rc=$rc
-    [ $run_silent -eq 1 ] || report "mpi/${run_label:-$name}/$config" "$rc" "$out"
-    [ -n "${MPI_TEST_VERBOSE:-}" ] && echo "    $(($(date +%s%N) / 1000000 - start)) ms"
+    [ $run_silent -eq 1 ] || report "mpi/${run_label:-$name}/$config" "$rc" "$out" \
+                                    $(($(date +%s%N) / 1000000 - start))
 }
 
 t_fi_info() {

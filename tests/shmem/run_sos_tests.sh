@@ -178,9 +178,9 @@ mpirun_args=(--oversubscribe --bind-to none --mca orte_tmpdir_base "$tmp/ompi"
 # shellcheck disable=SC2206 # split on purpose: a list of arguments
 mpirun_args+=(${SOS_MPIRUN_ARGS:-})
 
-report() {  # name status output-file
+report() {  # name status output-file [milliseconds]
     if [ "$2" -eq 0 ]; then
-        echo "PASS $1"
+        echo "PASS $1${4:+ $4 ms}"
         passed=$((passed + 1))
     else
         echo "FAIL $1"
@@ -223,8 +223,7 @@ run_one() {  # test np
         refused=$(grep -m1 -o "$sos_refusal.*" "$out")
         return
     fi
-    report "shmem/$name/$provider-np$np" "$rc" "$out"
-    [ -n "${SOS_VERBOSE:-}" ] && echo "    $ms ms"
+    report "shmem/$name/$provider-np$np" "$rc" "$out" "$ms"
     return 0
 }
 
