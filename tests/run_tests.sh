@@ -333,7 +333,7 @@ elif [ -x "$gtest" ]; then
     # The test processes' malloc on transparent huge pages (unless
     # GLIBC_TUNABLES says otherwise): their buffers are zeroed and filled
     # page by page, and on a virtual machine each first touch of a 4 KiB page
-    # traps (a fifth of the plain pass's CPU). A tenth less CPU for the pass,
+    # traps (a fifth of the plain pass's CPU). A seventh less CPU for the pass,
     # which CI's background builds take. The sanitizers' and valgrind's
     # allocators ignore it; the script tests do not get it.
     tunables_before=${GLIBC_TUNABLES-unset}

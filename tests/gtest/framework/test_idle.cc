@@ -51,7 +51,8 @@ TEST(Idle, AutoYieldsOnceIdleForTheSpinTime)
     double start;
 
     /* A spin time no test machine reaches between two polls unless oversubscribed. */
-    axon_idle_init(&idle, AXON_IDLE_YIELD_AUTO, 0.2);
+    const double kSpinTime = 0.2;
+    axon_idle_init(&idle, AXON_IDLE_YIELD_AUTO, kSpinTime);
     start = axon_sys_time_sec();
     int first = polls_until_slow_path(&idle);
     if (first && axon_idle_oversubscribed(axon_sys_time_sec())) {
@@ -79,7 +80,7 @@ TEST(Idle, AutoYieldsOnceIdleForTheSpinTime)
         }
         after += yielded_now;
     }
-    if ((after > 0) && (axon_sys_time_sec() - stretch < 0.2)) {
+    if ((after > 0) && (axon_sys_time_sec() - stretch < kSpinTime)) {
         EXPECT_TRUE(over) << after << " yields within the spin time of a new stretch";
     }
 }
