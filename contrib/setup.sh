@@ -27,7 +27,7 @@ packages=(autoconf automake libtool pkg-config make gcc g++ procps valgrind
 # and its libFuzzer harnesses (tests/fuzz/) need clang and its fuzzer runtime;
 # gdb prints the threads of a test that hangs (tests/harness/bounded.sh).
 if [ "$mode" = test ]; then
-    packages+=(openmpi-bin libopenmpi-dev libfabric-bin ibverbs-utils perftest rdmacm-utils
+    packages+=(openmpi-bin libopenmpi-dev libfabric-bin ibverbs-utils perftest rdmacm-utils ucx-utils
                clang libclang-rt-14-dev gdb)
 fi
 missing=()

@@ -22,6 +22,6 @@ for tl in shm rc; do
     else
         echo "FAIL soak_$tl"
         [ "${kills:-0}" -ge 1 ] || echo "    no rank was killed"
-        sed 's/^/    | /' <<<"$out" | tail -20
+        sed 's/^/    | /' <<<"$out" | head -120
     fi
 done

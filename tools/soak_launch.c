@@ -311,17 +311,54 @@ static double soak_phase_limit(const soak_launcher_t *l)
 static const char *soak_phase_name[] = {"joining", "connecting", "running", "draining",
                                         "final counts"};
 
+static int soak_is_running(const soak_member_t *m, unsigned view)
+{
+    (void)m;
+    (void)view;
+    return 1;
+}
+
+/* What a phase waits for of each rank */
+static int (*const soak_phase_pred[])(const soak_member_t *, unsigned) = {
+    soak_is_joined, soak_is_connected, soak_is_running, soak_is_drained, soak_is_finished};
+
+/* Where a rank that holds up a phase is: its threads' stacks on stderr (gdb, if installed). */
+static void soak_print_stacks(const soak_member_t *m, unsigned rank)
+{
+    char cmd[320];
+
+    if (m->pid <= 0) {
+        return;
+    }
+    snprintf(cmd, sizeof(cmd),
+             "command -v gdb >/dev/null && timeout 30 gdb -p %d -batch -nx "
+             "-ex 'set pagination off' -ex 'thread apply all bt 30' 2>&1 | "
+             "grep -E '^(Thread|#)' | head -300 | sed 's/^/axon_soak stacks of rank %u: /' >&2",
+             (int)m->pid, rank);
+    fflush(NULL);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "axon_soak launcher: no stacks of rank %u (pid %d): gdb missing or "
+                "could not attach\n", rank, (int)m->pid);
+    }
+}
+
 /* One step of the run: kill, stop or move on when a phase is over. 1: the run is over. */
 static int soak_step(soak_launcher_t *l)
 {
     const soak_params_t *p   = l->params;
     double               now = soak_now();
     double               limit = soak_phase_limit(l);
+    unsigned             i;
 
     if (limit > 0 && now - l->phase_start > limit) {
-        soak_fail(l, soak_phase_name[l->phase], 0);
         fprintf(stderr, "axon_soak launcher: %s took longer than %.0f s\n",
                 soak_phase_name[l->phase], limit);
+        for (i = 0; i < p->ranks; ++i) {
+            if (!soak_phase_pred[l->phase](&l->m[i], l->view)) {
+                soak_fail(l, soak_phase_name[l->phase], i);
+                soak_print_stacks(&l->m[i], i);
+            }
+        }
         return 1;
     }
     switch (l->phase) {

@@ -108,6 +108,8 @@ for tl in "${tls_list[@]}"; do
         failed=1
         echo "soak $tl: FAIL (exit $rc) ${line#axon_soak }"
         grep -m20 'FAIL\|ERROR\|signal' "$log" | sed 's/^/    | /'
+        # where the ranks that held up a phase were (axon_soak's launcher)
+        grep -E 'took longer than|^axon_soak stacks of rank' "$log" | head -150 | sed 's/^/    | /'
     else
         echo "soak $tl: PASS ${line#axon_soak }"
     fi
